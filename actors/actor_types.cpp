@@ -1,0 +1,11 @@
+#include "actors/actor_types.hpp"
+
+#include "actors/echo_service.hpp"
+
+namespace darcy::actors {
+
+void register_actor_types(runtime::system_config& cfg) {
+  cfg.add_actor_type("darcy.echo", echo_service);
+}
+
+} // namespace darcy::actors

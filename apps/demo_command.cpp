@@ -1,0 +1,93 @@
+// `darcy demo`, the main job of `make demo`: starts an in-process cluster, puts an echo service
+// under a supervisor, kills it to show the restart, and prints the cluster's status.
+#include <iostream>
+
+#include <caf/scoped_actor.hpp>
+
+#include "apps/commands.hpp"
+#include "apps/status_table.hpp"
+#include "messages/errc.hpp"
+#include "ops/session.hpp"
+#include "runtime/ask.hpp"
+#include "runtime/chaos.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+// Waits for the next supervisor event of `kind` for `child`.
+caf::error await_event(caf::scoped_actor& self, supervisor_event_kind kind,
+                       const std::string& child) {
+  caf::error result = make_error(errc::timeout, "waiting for " + to_string(kind));
+  bool done = false;
+  while (!done) {
+    self->receive(
+      [&](const supervisor_event& e) {
+        if (e.kind == kind && e.child == child) {
+          result = caf::error{};
+          done = true;
+        } else if (e.kind == supervisor_event_kind::gave_up) {
+          result = make_error(errc::restart_intensity_exceeded, e.reason);
+          done = true;
+        }
+      },
+      caf::after(std::chrono::seconds(10)) >> [&] { done = true; });
+  }
+  return result;
+}
+
+int run_demo() {
+  auto session = ops::session::open({});
+  if (!session)
+    return fail(render(session.error()));
+  auto& s = **session;
+  caf::scoped_actor self{s.system()};
+
+  supervisor_spec spec;
+  spec.name = "demo";
+  spec.children.push_back({"echo", "darcy.echo", {}, {}, restart_type::permanent, "echo"});
+  auto sup = s.supervise(spec);
+  self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  if (auto err = await_event(self, supervisor_event_kind::child_started, "echo"))
+    return fail(render(err));
+
+  auto call_echo = [&](const std::string& text) -> caf::error {
+    auto info = s.lookup("echo");
+    if (!info)
+      return info.error();
+    caf::error result;
+    self->request(caf::actor_cast<echo_actor>(info->actor), s.timeout(), echo_atom::value, text)
+      .receive(
+        [&](const std::string& node, const std::string& payload) {
+          std::cout << "echo from node " << node << ": " << payload << std::endl;
+        },
+        [&](caf::error& err) { result = std::move(err); });
+    return result;
+  };
+  if (auto err = call_echo("hello, cluster"))
+    return fail(render(err));
+
+  std::cout << "killing the echo service to show supervision..." << std::endl;
+  if (auto err = runtime::kill_service(s.system(), s.registry(), "echo", s.timeout()))
+    return fail(render(err));
+  if (auto err = await_event(self, supervisor_event_kind::child_restarted, "echo"))
+    return fail(render(err));
+  if (auto err = call_echo("hello again, after a restart"))
+    return fail(render(err));
+
+  auto status = s.status();
+  if (!status)
+    return fail(render(status.error()));
+  print_status(std::cout, *status);
+  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+} // namespace
+
+void add_demo_command(CLI::App& app, int& exit_code) {
+  app.add_subcommand("demo", "Run the main job on embedded defaults (in-process cluster)")
+    ->callback([&exit_code] { exit_code = run_demo(); });
+}
+
+} // namespace darcy::apps

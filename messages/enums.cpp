@@ -1,0 +1,42 @@
+#include "messages/cluster.hpp"
+#include "messages/supervision.hpp"
+
+namespace darcy {
+
+namespace {
+
+template <size_t N>
+std::string lookup(const char* const (&names)[N], uint8_t value) {
+  return value < N ? names[value] : "unknown";
+}
+
+} // namespace
+
+std::string to_string(member_state x) {
+  static const char* const names[] = {"up", "down", "left"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(cluster_event_kind x) {
+  static const char* const names[] = {"member_up", "member_down", "member_left",
+                                      "service_up", "service_down"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(restart_type x) {
+  static const char* const names[] = {"permanent", "transient", "temporary"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(restart_strategy x) {
+  static const char* const names[] = {"one_for_one", "one_for_all", "rest_for_one"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(supervisor_event_kind x) {
+  static const char* const names[] = {"child_started", "child_restarted", "child_exited",
+                                      "gave_up"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+} // namespace darcy

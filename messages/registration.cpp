@@ -1,0 +1,32 @@
+#include "messages/registration.hpp"
+
+#include "messages/chaos.hpp"
+#include "messages/cluster.hpp"
+#include "messages/errc.hpp"
+#include "messages/interfaces.hpp"
+#include "messages/probe.hpp"
+#include "messages/supervision.hpp"
+
+namespace darcy {
+
+void register_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<member_info>("darcy.member_info")
+    .add_message_type<service_info>("darcy.service_info")
+    .add_message_type<cluster_event>("darcy.cluster_event")
+    .add_message_type<cluster_status>("darcy.cluster_status")
+    .add_message_type<child_spec>("darcy.child_spec")
+    .add_message_type<supervisor_spec>("darcy.supervisor_spec")
+    .add_message_type<child_info>("darcy.child_info")
+    .add_message_type<supervisor_event>("darcy.supervisor_event")
+    .add_message_type<probe_spec>("darcy.probe_spec")
+    .add_message_type<probe_result>("darcy.probe_result")
+    .add_message_type<disruption>("darcy.disruption")
+    .add_message_type<chaos_stats>("darcy.chaos_stats")
+    .add_message_type<registry_actor>("darcy.registry_actor");
+  cfg.add_error_category(errc_category,
+                         [](uint8_t code, caf::atom_value, const caf::message& context) {
+                           return render_errc(code, context);
+                         });
+}
+
+} // namespace darcy

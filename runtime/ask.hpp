@@ -1,0 +1,23 @@
+// Blocking request/response for program edges (CLI commands, node start-up, tests): sends one
+// request and waits at most `timeout`. Actors never call this; they use request().then().
+#pragma once
+
+#include <caf/expected.hpp>
+#include <caf/scoped_actor.hpp>
+
+namespace darcy::runtime {
+
+/// Returns the single-value response of type R, or the error (sec::request_timeout when the
+/// deadline passes, or whatever error the receiver answered).
+template <class R, class Handle, class Duration, class... Ts>
+caf::expected<R> ask(caf::actor_system& sys, const Handle& receiver, Duration timeout,
+                     Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  caf::expected<R> result{caf::error{}};
+  self->request(receiver, timeout, std::forward<Ts>(xs)...)
+    .receive([&](R& x) { result = std::move(x); },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+} // namespace darcy::runtime

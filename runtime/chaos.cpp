@@ -1,0 +1,124 @@
+#include "runtime/chaos.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/message_view.hpp>
+
+#include "messages/errc.hpp"
+#include "runtime/ask.hpp"
+#include "runtime/client.hpp"
+
+namespace darcy::runtime {
+
+namespace {
+
+// A uniform draw in [0, 1) that does not depend on the standard library's distributions.
+double draw(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+caf::expected<member_info> find_member(caf::actor_system& sys, const registry_actor& registry,
+                                       const std::string& node,
+                                       std::chrono::milliseconds timeout) {
+  auto status = ask<cluster_status>(sys, registry, timeout, status_atom::value);
+  if (!status)
+    return std::move(status.error());
+  for (auto& m : status->members)
+    if (m.name == node && m.state == member_state::up)
+      return m;
+  return make_error(errc::unknown_node, node + " is not a live member");
+}
+
+} // namespace
+
+caf::behavior chaos_proxy(caf::stateful_actor<chaos_proxy_state>* self, caf::actor target,
+                          disruption plan) {
+  auto& st = self->state;
+  st.target = std::move(target);
+  st.plan = plan;
+  st.rng.seed(plan.seed);
+  self->set_default_handler(
+    [self](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
+      auto& st = self->state;
+      auto promise = self->make_response_promise();
+      auto content = view.move_content_to_message();
+      if (draw(st.rng) < st.plan.drop) {
+        ++st.stats.dropped;
+        return caf::delegated<caf::message>{};
+      }
+      if (st.plan.delay_ms > 0 && draw(st.rng) < st.plan.delay) {
+        ++st.stats.delayed;
+        auto id = st.next_id++;
+        st.delayed.emplace(id, chaos_proxy_state::held{std::move(promise), std::move(content)});
+        self->delayed_send(self, std::chrono::milliseconds(st.plan.delay_ms), release_atom::value,
+                           id);
+        return caf::delegated<caf::message>{};
+      }
+      ++st.stats.forwarded;
+      promise.delegate(st.target, std::move(content));
+      return caf::delegated<caf::message>{};
+    });
+  return {
+    [self](stats_atom) { return self->state.stats; },
+    [self](release_atom, uint64_t id) {
+      auto& st = self->state;
+      auto i = st.delayed.find(id);
+      if (i == st.delayed.end())
+        return;
+      ++st.stats.forwarded;
+      i->second.promise.delegate(st.target, std::move(i->second.content));
+      st.delayed.erase(i);
+    },
+  };
+}
+
+caf::error kill_service(caf::actor_system& sys, const registry_actor& registry,
+                        const std::string& service, std::chrono::milliseconds timeout) {
+  auto info = resolve(sys, registry, service, timeout);
+  if (!info)
+    return std::move(info.error());
+  caf::anon_send_exit(info->actor, caf::exit_reason::kill);
+  return {};
+}
+
+caf::error kill_node(caf::actor_system& sys, const registry_actor& registry,
+                     const std::string& node, std::chrono::milliseconds timeout) {
+  auto member = find_member(sys, registry, node, timeout);
+  if (!member)
+    return std::move(member.error());
+  caf::anon_send(caf::actor_cast<node_agent_actor>(member->agent), kill_node_atom::value);
+  return {};
+}
+
+caf::error validate(const disruption& plan) {
+  auto fraction = [](double x) { return x >= 0 && x <= 1; };
+  if (!fraction(plan.drop) || !fraction(plan.delay) || plan.delay_ms < 0)
+    return make_error(errc::invalid_argument,
+                      "drop and delay must be fractions in [0, 1] and delay_ms >= 0");
+  return {};
+}
+
+caf::expected<caf::actor> disrupt(caf::actor_system& sys, const registry_actor& registry,
+                                  const std::string& service, const disruption& plan,
+                                  std::chrono::milliseconds timeout) {
+  if (auto err = validate(plan))
+    return err;
+  auto info = resolve(sys, registry, service, timeout);
+  if (!info)
+    return std::move(info.error());
+  auto member = find_member(sys, registry, info->node, timeout);
+  if (!member)
+    return std::move(member.error());
+  auto agent = caf::actor_cast<node_agent_actor>(member->agent);
+  auto proxy = ask<caf::actor>(sys, agent, timeout, spawn_atom::value,
+                               std::string{"darcy.chaos_proxy"},
+                               caf::make_message(info->actor, plan));
+  if (!proxy)
+    return std::move(proxy.error());
+  auto ok = ask<ok_atom>(sys, registry, timeout, register_atom::value,
+                         service_info{service, info->node, *proxy});
+  if (!ok)
+    return std::move(ok.error());
+  return std::move(*proxy);
+}
+
+} // namespace darcy::runtime

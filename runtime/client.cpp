@@ -1,0 +1,37 @@
+#include "runtime/client.hpp"
+
+#include <caf/io/middleman.hpp>
+
+#include "messages/errc.hpp"
+#include "runtime/ask.hpp"
+
+namespace darcy::runtime {
+
+caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host_port& where) {
+  auto agent = sys.middleman().remote_actor<node_agent_actor>(where.host, where.port);
+  if (!agent)
+    return make_error(errc::node_unreachable,
+                      "no Darcy node answers at " + to_string(where) + " (" +
+                        render(agent.error()) + ")");
+  return std::move(*agent);
+}
+
+caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const host_port& seed,
+                                               std::chrono::milliseconds timeout) {
+  auto agent = connect_agent(sys, seed);
+  if (!agent)
+    return std::move(agent.error());
+  auto registry = ask<registry_actor>(sys, *agent, timeout, registry_atom::value);
+  if (!registry)
+    return make_error(errc::node_unreachable, "the node at " + to_string(seed) +
+                                                " gave no registry: " + render(registry.error()));
+  return cluster_handles{std::move(*agent), std::move(*registry)};
+}
+
+caf::expected<service_info> resolve(caf::actor_system& sys, const registry_actor& registry,
+                                    const std::string& service,
+                                    std::chrono::milliseconds timeout) {
+  return ask<service_info>(sys, registry, timeout, lookup_atom::value, service);
+}
+
+} // namespace darcy::runtime

@@ -1,0 +1,40 @@
+#include "runtime/host_port.hpp"
+
+#include <charconv>
+
+#include "messages/errc.hpp"
+
+namespace darcy::runtime {
+
+caf::expected<host_port> parse_host_port(std::string_view text) {
+  auto fail = [&](const char* why) {
+    return make_error(errc::invalid_argument,
+                      "'" + std::string{text} + "' is not HOST:PORT (" + why + ")");
+  };
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos)
+    return fail("missing ':'");
+  auto host = text.substr(0, colon);
+  auto port_text = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  else if (host.find(':') != std::string_view::npos)
+    return fail("IPv6 hosts need brackets");
+  if (host.empty())
+    return fail("empty host");
+  if (port_text.empty())
+    return fail("empty port");
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
+    return fail("port must be a number from 0 to 65535");
+  return host_port{std::string{host}, static_cast<uint16_t>(port)};
+}
+
+std::string to_string(const host_port& x) {
+  if (x.host.find(':') != std::string::npos)
+    return "[" + x.host + "]:" + std::to_string(x.port);
+  return x.host + ":" + std::to_string(x.port);
+}
+
+} // namespace darcy::runtime

@@ -1,0 +1,25 @@
+// A network endpoint given on the command line or in a config file as "HOST:PORT"
+// (IPv6 hosts in brackets: "[::1]:7000"). Port 0 asks the OS for a free port when listening.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <caf/expected.hpp>
+
+namespace darcy::runtime {
+
+struct host_port {
+  std::string host;
+  uint16_t port = 0;
+
+  friend bool operator==(const host_port&, const host_port&) = default;
+};
+
+/// Fails with errc::invalid_argument naming the offending text.
+caf::expected<host_port> parse_host_port(std::string_view text);
+
+std::string to_string(const host_port& x);
+
+} // namespace darcy::runtime

@@ -1,0 +1,25 @@
+// A Darcy node process: an actor system with the middleman, a node agent published at the
+// listen address, and either the cluster registry (seed) or a membership in a seed's cluster.
+// run_node blocks until SIGTERM or SIGINT, then leaves the cluster and stops its actors.
+#pragma once
+
+#include <functional>
+
+#include <caf/error.hpp>
+
+#include "runtime/node_options.hpp"
+#include "runtime/system_config.hpp"
+
+namespace darcy::runtime {
+
+/// Called on the node's config before the actor system starts, to add app actor types.
+using config_hook = std::function<void(system_config&)>;
+
+/// Starts the node and prints one line "darcy node NAME listening on HOST:PORT" to stdout once
+/// it serves requests (with the real port when opts.listen.port was 0). Returns an error that
+/// names the problem when the node cannot listen or join; none after a clean shutdown.
+/// Must be called from the main thread before any other thread starts: it blocks SIGTERM and
+/// SIGINT so that it can wait for them.
+caf::error run_node(const node_options& opts, const config_hook& hook = {});
+
+} // namespace darcy::runtime

@@ -1,0 +1,34 @@
+// The node agent: one per node, published at the node's listen address. It answers pings and
+// echoes, hands out the registry, spawns actor types by name for remote supervisors, runs
+// messaging probes, sends the node's heartbeats, and SIGKILLs its own process on request.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "messages/interfaces.hpp"
+
+namespace darcy::runtime {
+
+struct node_agent_options {
+  std::string name;
+  /// Invalid until set_registry; the seed passes its own registry here.
+  registry_actor registry;
+  /// Zero disables heartbeats (the seed does not need them).
+  std::chrono::milliseconds heartbeat_interval{0};
+};
+
+struct node_agent_state {
+  node_agent_options options;
+  /// Actors spawned on request; stopped when the agent stops.
+  std::shared_ptr<std::vector<caf::actor>> spawned;
+  static inline const char* name = "darcy.node_agent";
+};
+
+using node_agent_pointer = node_agent_actor::stateful_pointer<node_agent_state>;
+
+node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_options options);
+
+} // namespace darcy::runtime

@@ -1,0 +1,139 @@
+#include "runtime/node_options.hpp"
+
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "messages/errc.hpp"
+
+namespace darcy::runtime {
+
+namespace {
+
+std::string where(const std::string& path, const toml::source_region& src) {
+  std::ostringstream out;
+  out << path << ':' << src.begin.line << ':' << src.begin.column;
+  return out.str();
+}
+
+caf::error config_error(const std::string& path, const toml::node& node, const std::string& what) {
+  return make_error(errc::invalid_config, where(path, node.source()) + ": " + what);
+}
+
+// Checks that `table` has only `allowed` keys.
+caf::error check_keys(const std::string& path, const toml::table& table, const std::string& prefix,
+                      const std::set<std::string>& allowed) {
+  for (auto&& [key, value] : table)
+    if (allowed.count(std::string{key.str()}) == 0)
+      return config_error(path, value, "unknown key '" + prefix + std::string{key.str()} + "'");
+  return {};
+}
+
+caf::error read_string(const std::string& path, const toml::table& table, const char* key,
+                       std::string& out) {
+  auto node = table.get(key);
+  if (!node)
+    return {};
+  auto value = node->value<std::string>();
+  if (!value)
+    return config_error(path, *node, std::string{"'"} + key + "' must be a string");
+  out = *value;
+  return {};
+}
+
+caf::error read_endpoint(const std::string& path, const toml::table& table, const char* key,
+                         std::optional<host_port>& out) {
+  std::string text;
+  if (auto err = read_string(path, table, key, text))
+    return err;
+  if (text.empty())
+    return {};
+  auto parsed = parse_host_port(text);
+  if (!parsed)
+    return config_error(path, *table.get(key), render(parsed.error()));
+  out = *parsed;
+  return {};
+}
+
+caf::error read_positive(const std::string& path, const toml::table& table, const char* key,
+                         int64_t& out) {
+  auto node = table.get(key);
+  if (!node)
+    return {};
+  auto value = node->value<int64_t>();
+  if (!value || *value <= 0)
+    return config_error(path, *node, std::string{"'"} + key + "' must be a positive integer");
+  out = *value;
+  return {};
+}
+
+} // namespace
+
+caf::error load_node_config(const std::string& path, node_options& opts) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& src = e.source();
+    if (src.begin.line == 0)
+      return make_error(errc::invalid_config, path + ": " + std::string{e.description()});
+    return make_error(errc::invalid_config,
+                      where(path, src) + ": " + std::string{e.description()});
+  }
+  if (auto err = check_keys(path, root, "", {"node", "cluster"}))
+    return err;
+  if (auto node = root["node"].as_table()) {
+    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "join", "threads"}))
+      return err;
+    if (auto err = read_string(path, *node, "name", opts.name))
+      return err;
+    std::optional<host_port> listen;
+    if (auto err = read_endpoint(path, *node, "listen", listen))
+      return err;
+    if (listen)
+      opts.listen = *listen;
+    if (auto err = read_endpoint(path, *node, "join", opts.join))
+      return err;
+    int64_t threads = 0;
+    if (auto err = read_positive(path, *node, "threads", threads))
+      return err;
+    if (threads > 0)
+      opts.threads = static_cast<size_t>(threads);
+  } else if (auto bad = root.get("node")) {
+    return config_error(path, *bad, "'node' must be a table");
+  }
+  if (auto cluster = root["cluster"].as_table()) {
+    if (auto err = check_keys(path, *cluster, "cluster.",
+                              {"heartbeat_interval_ms", "heartbeat_timeout_ms",
+                               "connect_timeout_ms"}))
+      return err;
+    struct field {
+      const char* key;
+      std::chrono::milliseconds* target;
+    };
+    for (auto [key, target] : {field{"heartbeat_interval_ms", &opts.heartbeat_interval},
+                               field{"heartbeat_timeout_ms", &opts.heartbeat_timeout},
+                               field{"connect_timeout_ms", &opts.connect_timeout}}) {
+      int64_t value = 0;
+      if (auto err = read_positive(path, *cluster, key, value))
+        return err;
+      if (value > 0)
+        *target = std::chrono::milliseconds{value};
+    }
+  } else if (auto bad = root.get("cluster")) {
+    return config_error(path, *bad, "'cluster' must be a table");
+  }
+  return {};
+}
+
+caf::error validate(const node_options& opts) {
+  if (opts.name.empty())
+    return make_error(errc::invalid_config, "node name is empty (use --name or [node] name)");
+  if (opts.heartbeat_timeout <= opts.heartbeat_interval)
+    return make_error(errc::invalid_config,
+                      "heartbeat_timeout_ms must exceed heartbeat_interval_ms");
+  return {};
+}
+
+} // namespace darcy::runtime

@@ -1,0 +1,40 @@
+// What a node is told at start: its name, where it listens, which seed it joins, and the
+// cluster timing. Read from a TOML file (load_node_config) and then overridden by CLI flags.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include <caf/error.hpp>
+
+#include "runtime/host_port.hpp"
+
+namespace darcy::runtime {
+
+struct node_options {
+  std::string name;
+  host_port listen{"127.0.0.1", 0};
+  /// The seed to join; none makes this node the seed, which hosts the registry.
+  std::optional<host_port> join;
+  /// Members send a heartbeat this often.
+  std::chrono::milliseconds heartbeat_interval{500};
+  /// The seed declares a member down after this long without a heartbeat (or at once when its
+  /// connection drops).
+  std::chrono::milliseconds heartbeat_timeout{3000};
+  /// Bound on each request made while joining and leaving.
+  std::chrono::milliseconds connect_timeout{5000};
+  /// Scheduler threads; 0 lets CAF choose (one per core).
+  size_t threads = 0;
+};
+
+/// Reads `path` into `opts`, keeping fields the file does not set. Fails with
+/// errc::invalid_config naming the file, the line and the problem: a syntax error, an unknown
+/// key, or a value of the wrong type or range.
+caf::error load_node_config(const std::string& path, node_options& opts);
+
+/// Checks the combination: a non-empty name, timeouts that make sense.
+caf::error validate(const node_options& opts);
+
+} // namespace darcy::runtime

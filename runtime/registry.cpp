@@ -1,0 +1,162 @@
+#include "runtime/registry.hpp"
+
+#include <algorithm>
+
+#include "messages/errc.hpp"
+#include "runtime/system_config.hpp"
+
+namespace darcy::runtime {
+
+namespace {
+
+void publish(registry_pointer self, cluster_event event) {
+  for (auto& subscriber : self->state.subscribers)
+    caf::anon_send(subscriber, event);
+}
+
+void drop_service(registry_pointer self, std::map<std::string, service_info>::iterator i,
+                  const std::string& reason) {
+  publish(self, {cluster_event_kind::service_down, i->second.node, i->first, i->second.actor,
+                 reason});
+  self->state.services.erase(i);
+}
+
+// Marks `name` down (or left) and removes the services it hosted.
+void retire_member(registry_pointer self, const std::string& name, member_state state,
+                   const std::string& reason) {
+  auto i = self->state.members.find(name);
+  if (i == self->state.members.end() || i->second.info.state != member_state::up)
+    return;
+  auto& info = i->second.info;
+  info.state = state;
+  info.reason = reason;
+  self->demonitor(info.agent);
+  auto& services = self->state.services;
+  for (auto s = services.begin(); s != services.end();) {
+    auto next = std::next(s);
+    if (s->second.node == name)
+      drop_service(self, s, "node " + name + " " + to_string(state));
+    s = next;
+  }
+  auto kind = state == member_state::left ? cluster_event_kind::member_left
+                                          : cluster_event_kind::member_down;
+  publish(self, {kind, name, {}, info.agent, reason});
+}
+
+cluster_status snapshot(registry_pointer self) {
+  cluster_status result;
+  result.seed = self->state.options.seed;
+  result.now_ms = unix_ms();
+  for (auto& [name, record] : self->state.members)
+    result.members.push_back(record.info);
+  for (auto& [name, service] : self->state.services)
+    result.services.push_back(service);
+  return result;
+}
+
+} // namespace
+
+registry_actor::behavior_type registry(registry_pointer self, registry_options options) {
+  self->state.options = std::move(options);
+  self->set_down_handler([self](caf::down_msg& msg) {
+    auto reason = "connection lost (" + render(msg.reason) + ")";
+    for (auto& [name, record] : self->state.members)
+      if (record.info.agent.address() == msg.source) {
+        retire_member(self, name, member_state::down, reason);
+        break;
+      }
+    auto& services = self->state.services;
+    for (auto s = services.begin(); s != services.end();) {
+      auto next = std::next(s);
+      if (s->second.actor.address() == msg.source)
+        drop_service(self, s, "actor exited (" + render(msg.reason) + ")");
+      s = next;
+    }
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& a) { return a.address() == msg.source; }),
+               subs.end());
+  });
+  self->delayed_send(self, self->state.options.heartbeat_interval, tick_atom::value);
+  return {
+    [self](join_atom, member_info info) -> caf::result<cluster_status> {
+      if (info.name.empty() || !info.agent)
+        return make_error(errc::invalid_argument, "a member needs a name and an agent");
+      auto& members = self->state.members;
+      auto i = members.find(info.name);
+      if (i != members.end() && i->second.info.state == member_state::up) {
+        if (i->second.info.agent != info.agent)
+          return make_error(errc::duplicate_node, info.name);
+        return snapshot(self);
+      }
+      info.state = member_state::up;
+      info.reason.clear();
+      if (info.joined_ms == 0)
+        info.joined_ms = unix_ms();
+      self->monitor(info.agent);
+      members[info.name] = {info, std::chrono::steady_clock::now()};
+      publish(self, {cluster_event_kind::member_up, info.name, {}, info.agent, {}});
+      return snapshot(self);
+    },
+    [self](leave_atom, const std::string& name) -> ok_atom {
+      retire_member(self, name, member_state::left, "left the cluster");
+      return ok_atom::value;
+    },
+    [self](heartbeat_atom, const std::string& name) {
+      auto i = self->state.members.find(name);
+      if (i != self->state.members.end())
+        i->second.last_seen = std::chrono::steady_clock::now();
+    },
+    [self](register_atom, service_info service) -> caf::result<ok_atom> {
+      if (service.name.empty() || !service.actor)
+        return make_error(errc::invalid_argument, "a service needs a name and an actor");
+      auto& services = self->state.services;
+      auto i = services.find(service.name);
+      if (i != services.end() && i->second.actor == service.actor)
+        return ok_atom::value;
+      self->monitor(service.actor);
+      services[service.name] = service;
+      publish(self, {cluster_event_kind::service_up, service.node, service.name, service.actor,
+                     {}});
+      return ok_atom::value;
+    },
+    [self](unregister_atom, const std::string& name) -> ok_atom {
+      auto i = self->state.services.find(name);
+      if (i != self->state.services.end())
+        drop_service(self, i, "unregistered");
+      return ok_atom::value;
+    },
+    [self](lookup_atom, const std::string& name) -> caf::result<service_info> {
+      auto i = self->state.services.find(name);
+      if (i == self->state.services.end())
+        return make_error(errc::unknown_service, name);
+      return i->second;
+    },
+    [self](status_atom) -> cluster_status { return snapshot(self); },
+    [self](subscribe_atom, caf::actor subscriber) {
+      if (!subscriber)
+        return;
+      self->monitor(subscriber);
+      self->state.subscribers.push_back(std::move(subscriber));
+    },
+    [self](unsubscribe_atom, const caf::actor& subscriber) {
+      auto& subs = self->state.subscribers;
+      subs.erase(std::remove(subs.begin(), subs.end(), subscriber), subs.end());
+    },
+    [self](tick_atom) {
+      auto now = std::chrono::steady_clock::now();
+      auto timeout = self->state.options.heartbeat_timeout;
+      std::vector<std::string> expired;
+      for (auto& [name, record] : self->state.members)
+        if (name != self->state.options.seed && record.info.state == member_state::up
+            && now - record.last_seen > timeout)
+          expired.push_back(name);
+      for (auto& name : expired)
+        retire_member(self, name, member_state::down,
+                      "no heartbeat for " + std::to_string(timeout.count()) + " ms");
+      self->delayed_send(self, self->state.options.heartbeat_interval, tick_atom::value);
+    },
+  };
+}
+
+} // namespace darcy::runtime

@@ -1,0 +1,39 @@
+// The cluster registry, hosted by the seed node: who is a member, which services exist, and
+// who wants to hear about changes. A member is down when its agent's connection drops or when
+// no heartbeat arrived for `heartbeat_timeout`; its services are removed with it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "messages/interfaces.hpp"
+
+namespace darcy::runtime {
+
+struct registry_options {
+  std::string seed;
+  std::chrono::milliseconds heartbeat_interval{500};
+  std::chrono::milliseconds heartbeat_timeout{3000};
+};
+
+struct registry_state {
+  struct member_record {
+    member_info info;
+    std::chrono::steady_clock::time_point last_seen;
+  };
+  registry_options options;
+  std::map<std::string, member_record> members;
+  std::map<std::string, service_info> services;
+  std::vector<caf::actor> subscribers;
+  static inline const char* name = "darcy.registry";
+};
+
+using registry_pointer = registry_actor::stateful_pointer<registry_state>;
+
+registry_actor::behavior_type registry(registry_pointer self, registry_options options);
+
+} // namespace darcy::runtime

@@ -1,0 +1,297 @@
+#include "runtime/supervisor.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include <caf/event_based_actor.hpp>
+
+#include "messages/errc.hpp"
+#include "runtime/system_config.hpp"
+
+namespace darcy::runtime {
+
+namespace {
+
+using record = supervisor_state::child_record;
+using continuation = std::function<void()>;
+
+record* find(supervisor_pointer self, const std::string& id) {
+  for (auto& child : self->state.children)
+    if (child.spec.id == id)
+      return &child;
+  return nullptr;
+}
+
+void publish(supervisor_pointer self, supervisor_event_kind kind, const record& child,
+             std::string reason = {}) {
+  supervisor_event event{kind, self->state.spec.name, child.spec.id, child.node, child.actor,
+                         std::move(reason)};
+  for (auto& subscriber : self->state.subscribers)
+    caf::anon_send(subscriber, event);
+}
+
+// Stops a running child without treating its exit as a crash.
+void stop_child(supervisor_pointer self, record& child) {
+  ++child.generation;
+  if (!child.actor)
+    return;
+  self->demonitor(child.actor);
+  self->send_exit(child.actor, caf::exit_reason::user_shutdown);
+  child.actor = nullptr;
+  self->state.running->erase(child.spec.id);
+}
+
+void give_up(supervisor_pointer self, const std::string& why) {
+  auto& children = self->state.children;
+  for (auto i = children.rbegin(); i != children.rend(); ++i)
+    stop_child(self, *i);
+  supervisor_event event{supervisor_event_kind::gave_up, self->state.spec.name, {}, {}, {}, why};
+  for (auto& subscriber : self->state.subscribers)
+    caf::anon_send(subscriber, event);
+  self->quit(make_error(errc::restart_intensity_exceeded, self->state.spec.name + ": " + why));
+}
+
+// Records one restart; false when that exceeds the intensity within the period.
+bool note_restart(supervisor_pointer self) {
+  auto now = std::chrono::steady_clock::now();
+  auto period = std::chrono::milliseconds{self->state.spec.period_ms};
+  auto& times = self->state.restart_times;
+  times.push_back(now);
+  while (!times.empty() && now - times.front() > period)
+    times.pop_front();
+  return times.size() <= self->state.spec.intensity;
+}
+
+void schedule_retry(supervisor_pointer self, const std::string& id, const caf::error& why);
+
+// The child is up: watch it, register its service, then tell subscribers.
+void on_started(supervisor_pointer self, const std::string& id, caf::actor actor,
+                std::string node, bool restarted, continuation next) {
+  auto child = find(self, id);
+  child->actor = actor;
+  child->node = std::move(node);
+  self->monitor(actor);
+  (*self->state.running)[id] = actor;
+  auto kind = restarted ? supervisor_event_kind::child_restarted
+                        : supervisor_event_kind::child_started;
+  auto registry = self->system().registry().get<registry_actor>(registry_key);
+  if (child->spec.service.empty() || !registry) {
+    publish(self, kind, *child);
+    next();
+    return;
+  }
+  service_info info{child->spec.service, child->node, actor};
+  self->request(registry, std::chrono::seconds(10), register_atom::value, std::move(info))
+    .then(
+      [self, id, kind, next](ok_atom) {
+        if (auto child = find(self, id))
+          publish(self, kind, *child);
+        next();
+      },
+      [self, id, kind, next](caf::error& err) {
+        if (auto child = find(self, id))
+          publish(self, kind, *child, "service not registered: " + render(err));
+        next();
+      });
+}
+
+// Spawns the child on the first live node of its spec (or locally), then calls on_started.
+void start_child(supervisor_pointer self, const std::string& id, bool restarted,
+                 continuation next) {
+  auto child = find(self, id);
+  if (child == nullptr) {
+    next();
+    return;
+  }
+  auto generation = ++child->generation;
+  auto fail = [self, id, next](const caf::error& err) {
+    schedule_retry(self, id, err);
+    next();
+  };
+  auto accept = [self, id, generation, restarted, next](caf::actor actor, std::string node) {
+    auto child = find(self, id);
+    if (child == nullptr || child->generation != generation) {
+      self->send_exit(actor, caf::exit_reason::user_shutdown);
+      next();
+      return;
+    }
+    on_started(self, id, std::move(actor), std::move(node), restarted, next);
+  };
+  auto local = node_name(self->system());
+  auto& spec = child->spec;
+  auto registry = self->system().registry().get<registry_actor>(registry_key);
+  if (spec.nodes.empty() || (!registry && spec.nodes.front() == local)) {
+    auto actor = self->system().spawn<caf::actor>(spec.factory, spec.args, nullptr, false);
+    if (!actor)
+      return fail(make_error(errc::spawn_failed, spec.factory + ": " + render(actor.error())));
+    return accept(std::move(*actor), local);
+  }
+  if (!registry)
+    return fail(make_error(errc::no_live_node, "no registry to place '" + id + "'"));
+  self->request(registry, std::chrono::seconds(10), status_atom::value)
+    .then(
+      [self, id, local, accept, fail](const cluster_status& status) {
+        auto child = find(self, id);
+        if (child == nullptr)
+          return;
+        const member_info* target = nullptr;
+        for (auto& wanted : child->spec.nodes) {
+          for (auto& m : status.members)
+            if (m.name == wanted && m.state == member_state::up && m.agent) {
+              target = &m;
+              break;
+            }
+          if (target != nullptr)
+            break;
+        }
+        if (target == nullptr)
+          return fail(make_error(errc::no_live_node, "for child '" + id + "'"));
+        auto& spec = child->spec;
+        if (target->name == local) {
+          auto actor = self->system().spawn<caf::actor>(spec.factory, spec.args, nullptr, false);
+          if (!actor)
+            return fail(make_error(errc::spawn_failed, render(actor.error())));
+          return accept(std::move(*actor), local);
+        }
+        auto agent = caf::actor_cast<node_agent_actor>(target->agent);
+        self->request(agent, std::chrono::seconds(10), spawn_atom::value, spec.factory, spec.args)
+          .then([accept, node = target->name](caf::actor& actor) { accept(std::move(actor), node); },
+                [fail](caf::error& err) { fail(err); });
+      },
+      [fail](caf::error& err) { fail(err); });
+}
+
+void start_all(supervisor_pointer self, std::vector<std::string> ids, size_t index,
+               bool restarted) {
+  if (index >= ids.size())
+    return;
+  auto id = ids[index];
+  start_child(self, id, restarted, [self, ids = std::move(ids), index, restarted]() mutable {
+    start_all(self, std::move(ids), index + 1, restarted);
+  });
+}
+
+void schedule_retry(supervisor_pointer self, const std::string& id, const caf::error& why) {
+  auto child = find(self, id);
+  if (child == nullptr)
+    return;
+  publish(self, supervisor_event_kind::child_exited, *child, "start failed: " + render(why));
+  if (!note_restart(self))
+    return give_up(self, "could not start '" + id + "': " + render(why));
+  self->delayed_send(self, std::chrono::milliseconds(100), retry_atom::value, id);
+}
+
+// The children to restart together with `failed` under the supervisor's strategy, in order.
+std::vector<std::string> restart_group(supervisor_pointer self, const std::string& failed) {
+  std::vector<std::string> group;
+  auto strategy = self->state.spec.strategy;
+  bool after = false;
+  for (auto& child : self->state.children) {
+    bool is_failed = child.spec.id == failed;
+    after = after || is_failed;
+    if (is_failed || strategy == restart_strategy::one_for_all
+        || (strategy == restart_strategy::rest_for_one && after))
+      group.push_back(child.spec.id);
+  }
+  return group;
+}
+
+void on_child_down(supervisor_pointer self, record& child, const caf::error& reason) {
+  auto id = child.spec.id;
+  child.actor = nullptr;
+  self->state.running->erase(id);
+  bool abnormal = reason && reason != caf::exit_reason::normal;
+  publish(self, supervisor_event_kind::child_exited, child, render(reason));
+  auto restart = child.spec.restart;
+  if (restart == restart_type::temporary) {
+    auto& children = self->state.children;
+    children.erase(std::remove_if(children.begin(), children.end(),
+                                  [&](const record& r) { return r.spec.id == id; }),
+                   children.end());
+    return;
+  }
+  if (restart == restart_type::transient && !abnormal)
+    return;
+  if (!note_restart(self))
+    return give_up(self, "child '" + id + "' exited: " + render(reason));
+  auto group = restart_group(self, id);
+  // Stop the others in reverse start order; temporary ones leave for good.
+  for (auto i = group.rbegin(); i != group.rend(); ++i)
+    if (auto other = find(self, *i); other != nullptr && *i != id)
+      stop_child(self, *other);
+  auto& children = self->state.children;
+  std::vector<std::string> restart_ids;
+  for (auto& member : group) {
+    auto r = find(self, member);
+    if (r == nullptr)
+      continue;
+    if (member != id && r->spec.restart == restart_type::temporary) {
+      children.erase(std::remove_if(children.begin(), children.end(),
+                                    [&](const record& x) { return x.spec.id == member; }),
+                     children.end());
+      continue;
+    }
+    ++r->restarts;
+    restart_ids.push_back(member);
+  }
+  start_all(self, std::move(restart_ids), 0, true);
+}
+
+} // namespace
+
+supervisor_actor::behavior_type supervisor(supervisor_pointer self, supervisor_spec spec) {
+  auto& state = self->state;
+  state.spec = std::move(spec);
+  state.running = std::make_shared<std::map<std::string, caf::actor>>();
+  self->attach_functor([running = state.running](const caf::error&) {
+    for (auto& [id, actor] : *running)
+      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+  });
+  std::vector<std::string> ids;
+  caf::error invalid;
+  for (auto& child_spec : state.spec.children) {
+    if (find(self, child_spec.id) != nullptr)
+      invalid = make_error(errc::invalid_argument, "duplicate child id '" + child_spec.id + "'");
+    state.children.push_back({child_spec, {}, {}, 0, 0});
+    ids.push_back(child_spec.id);
+  }
+  self->set_down_handler([self](caf::down_msg& msg) {
+    for (auto& child : self->state.children)
+      if (child.actor && child.actor.address() == msg.source)
+        return on_child_down(self, child, msg.reason);
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& a) { return a.address() == msg.source; }),
+               subs.end());
+  });
+  if (invalid)
+    self->quit(std::move(invalid));
+  else
+    start_all(self, std::move(ids), 0, false);
+  return {
+    [self](children_atom) {
+      std::vector<child_info> result;
+      for (auto& child : self->state.children)
+        result.push_back({child.spec.id, child.node, child.actor, child.restarts});
+      return result;
+    },
+    [self](subscribe_atom, caf::actor subscriber) {
+      if (!subscriber)
+        return;
+      self->monitor(subscriber);
+      // Replay the running children so that a late subscriber misses nothing.
+      for (auto& child : self->state.children)
+        if (child.actor)
+          caf::anon_send(subscriber, supervisor_event{supervisor_event_kind::child_started,
+                                                  self->state.spec.name, child.spec.id,
+                                                  child.node, child.actor, {}});
+      self->state.subscribers.push_back(std::move(subscriber));
+    },
+    [self](retry_atom, const std::string& id) {
+      if (auto child = find(self, id); child != nullptr && !child->actor)
+        start_child(self, id, true, [] {});
+    },
+  };
+}
+
+} // namespace darcy::runtime

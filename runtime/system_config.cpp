@@ -1,0 +1,35 @@
+#include "runtime/system_config.hpp"
+
+#include <chrono>
+
+#include <caf/io/middleman.hpp>
+
+#include "messages/registration.hpp"
+#include "runtime/chaos.hpp"
+#include "runtime/supervisor.hpp"
+
+namespace darcy::runtime {
+
+system_config::system_config(std::string name, size_t threads) : node_name(std::move(name)) {
+  register_types(*this);
+  load<caf::io::middleman>();
+  set("middleman.enable-automatic-connections", true);
+  set("logger.console", caf::atom("none"));
+  if (threads > 0)
+    set("scheduler.max-threads", threads);
+  add_actor_type("darcy.supervisor", supervisor);
+  add_actor_type("darcy.chaos_proxy", chaos_proxy);
+}
+
+std::string node_name(const caf::actor_system& sys) {
+  if (auto cfg = dynamic_cast<const system_config*>(&sys.config()))
+    return cfg->node_name;
+  return "local";
+}
+
+int64_t unix_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+} // namespace darcy::runtime

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs Darcy's Debian build and test dependencies, only when one is missing (idempotent).
+# Uses sudo when not run as root. Fetches nothing but Debian packages.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libcaf-dev capnproto libcapnp-dev
+  libleveldb-dev libsnappy-dev
+  libeigen3-dev libboost-dev
+  libtomlplusplus-dev libcli11-dev
+  googletest libgtest-dev libgmock-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
