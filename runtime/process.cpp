@@ -77,6 +77,7 @@ child_process& child_process::operator=(child_process&& other) noexcept {
   std::swap(out_, other.out_);
   std::swap(err_, other.err_);
   std::swap(out_buffer_, other.out_buffer_);
+  std::swap(out_transcript_, other.out_transcript_);
   std::swap(err_buffer_, other.err_buffer_);
   std::swap(status_, other.status_);
   return *this;
@@ -125,6 +126,7 @@ caf::expected<std::string> child_process::wait_for_line(const std::string& needl
       return make_error(errc::io_error, "pid " + std::to_string(pid_) +
                                           " closed stdout; stderr: " + read_stderr());
     out_buffer_.append(buffer, static_cast<size_t>(n));
+    out_transcript_.append(buffer, static_cast<size_t>(n));
   }
 }
 

@@ -40,6 +40,9 @@ public:
   /// Everything the child wrote to stderr so far (drained without blocking).
   std::string read_stderr();
 
+  /// Everything read from the child's stdout so far, consumed lines included.
+  const std::string& stdout_seen() const { return out_transcript_; }
+
 private:
   child_process() = default;
   void close_fds();
@@ -48,6 +51,7 @@ private:
   int out_ = -1;
   int err_ = -1;
   std::string out_buffer_;
+  std::string out_transcript_;
   std::string err_buffer_;
   std::optional<int> status_;
 };

@@ -14,6 +14,9 @@ system_config::system_config(std::string name, size_t threads) : node_name(std::
   register_types(*this);
   load<caf::io::middleman>();
   set("middleman.enable-automatic-connections", true);
+  // Schedule the middleman's utility actors instead of detaching them: in CAF 0.17 a detached
+  // actor can block ~actor_system forever in await_detached_threads (CAF issues #1110, #1196).
+  set("middleman.attach-utility-actors", true);
   set("logger.console", caf::atom("none"));
   if (threads > 0)
     set("scheduler.max-threads", threads);

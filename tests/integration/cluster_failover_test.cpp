@@ -1,0 +1,172 @@
+// Cluster behaviour with real `darcy node` processes on loopback: a supervised service on a
+// SIGKILLed node is re-created on another node and found again through the registry.
+#include <csignal>
+
+#include <caf/scoped_actor.hpp>
+#include <gtest/gtest.h>
+
+#include "messages/errc.hpp"
+#include "ops/session.hpp"
+#include "runtime/ask.hpp"
+#include "runtime/client.hpp"
+#include "tests/integration/node_process.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::test {
+namespace {
+
+constexpr auto heartbeat_timeout = std::chrono::milliseconds(2000);
+
+class cluster_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    config_ = write_temp_file("cluster.toml", "[cluster]\nheartbeat_interval_ms = 200\n"
+                                              "heartbeat_timeout_ms = 2000\n");
+  }
+
+  node_process node(const std::string& name, const std::string& join = {}) {
+    auto n = start_node(name, join, {"--config", config_, "--threads", "1"});
+    if (!n) {
+      ADD_FAILURE() << "starting node " << name << ": " << render(n.error());
+      std::abort();
+    }
+    return std::move(*n);
+  }
+
+  std::unique_ptr<ops::session> connect(const runtime::host_port& seed) {
+    ops::session_options opts;
+    opts.seed = seed;
+    opts.name = "test-client";
+    opts.threads = 2;
+    auto s = ops::session::open(opts);
+    if (!s) {
+      ADD_FAILURE() << render(s.error());
+      std::abort();
+    }
+    return std::move(*s);
+  }
+
+  // Subscribes `self` to the registry and returns once the registry has processed it.
+  void subscribe(caf::scoped_actor& self, ops::session& s) {
+    self->send(s.registry(), subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+    self->request(s.registry(), patience, status_atom::value)
+      .receive([](const cluster_status&) {}, [](caf::error& err) { FAIL() << render(err); });
+  }
+
+  // Waits for a cluster event matching `pred` until `deadline`; false when none came.
+  template <class Pred>
+  bool await_event(caf::scoped_actor& self, std::chrono::milliseconds deadline, Pred pred) {
+    auto until = std::chrono::steady_clock::now() + deadline;
+    for (;;) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return false;
+      bool matched = false, timed_out = false;
+      self->receive([&](const cluster_event& e) { matched = pred(e); },
+                    caf::after(left) >> [&] { timed_out = true; });
+      if (matched)
+        return true;
+      if (timed_out)
+        return false;
+    }
+  }
+
+  std::string echo_node(ops::session& s, const std::string& payload) {
+    auto info = s.lookup("echo");
+    if (!info)
+      return "lookup failed: " + render(info.error());
+    caf::scoped_actor self{s.system()};
+    std::string node;
+    self->request(caf::actor_cast<echo_actor>(info->actor), patience, echo_atom::value, payload)
+      .receive(
+        [&](const std::string& n, const std::string& p) {
+          EXPECT_EQ(p, payload);
+          node = n;
+        },
+        [&](caf::error& err) { node = "echo failed: " + render(err); });
+    return node;
+  }
+
+  std::string config_;
+};
+
+TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain) {
+  auto a = node("a");
+  auto seed = runtime::to_string(a.address);
+  auto b = node("b", seed);
+  auto c = node("c", seed);
+  auto s = connect(a.address);
+  caf::scoped_actor self{s->system()};
+  subscribe(self, *s);
+
+  // The supervisor runs on node a; its echo child is placed on b, falling back to c.
+  supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
+                       {{"echo", "darcy.echo", {}, {"b", "c"}, restart_type::permanent, "echo"}}};
+  auto agent_a = runtime::connect_agent(s->system(), a.address);
+  ASSERT_TRUE(agent_a) << render(agent_a.error());
+  auto sup = runtime::ask<caf::actor>(s->system(), *agent_a, patience, spawn_atom::value,
+                                      std::string{"darcy.supervisor"}, caf::make_message(spec));
+  ASSERT_TRUE(sup) << render(sup.error());
+  ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
+    return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "b";
+  }));
+  EXPECT_EQ(echo_node(*s, "before"), "b");
+
+  b.process.signal(SIGKILL);
+  EXPECT_TRUE(await_event(self, heartbeat_timeout, [](const cluster_event& e) {
+    return e.kind == cluster_event_kind::member_down && e.node == "b";
+  })) << "the registry did not report b down within the heartbeat timeout";
+  ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
+    return e.kind == cluster_event_kind::service_up && e.service == "echo";
+  }));
+  EXPECT_EQ(echo_node(*s, "after"), "c");
+
+  auto status = s->status();
+  ASSERT_TRUE(status);
+  for (auto& m : status->members)
+    EXPECT_EQ(m.state == member_state::up, m.name != "b") << m.name;
+
+  // A darcy error raised on the seed arrives here unchanged.
+  auto missing = s->lookup("no-such-service");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error(), make_error(errc::unknown_service, "no-such-service"));
+}
+
+TEST_F(cluster_test, SigtermMakesANodeLeaveCleanly) {
+  auto a = node("a");
+  auto b = node("b", runtime::to_string(a.address));
+  auto s = connect(a.address);
+  caf::scoped_actor self{s->system()};
+  subscribe(self, *s);
+  b.process.signal(SIGTERM);
+  EXPECT_TRUE(await_event(self, patience, [](const cluster_event& e) {
+    return e.kind == cluster_event_kind::member_left && e.node == "b";
+  })) << b.process.read_stderr();
+  auto code = b.process.wait(patience);
+  ASSERT_TRUE(code) << b.process.read_stderr();
+  EXPECT_EQ(*code, 0);
+}
+
+TEST_F(cluster_test, CliPrintsStatusAndKillsANode) {
+  auto a = node("a");
+  auto seed = runtime::to_string(a.address);
+  auto b = node("b", seed);
+  auto status = run_darcy({"cluster", "status", "--seed", seed});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("2 of 2 members up"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(runtime::to_string(b.address)), std::string::npos) << status.out;
+
+  auto kill = run_darcy({"chaos", "kill-node", "b", "--seed", seed});
+  EXPECT_EQ(kill.exit_code, 0) << kill.err;
+  auto code = b.process.wait(patience);
+  ASSERT_TRUE(code);
+  EXPECT_EQ(*code, 128 + SIGKILL);
+
+  auto unknown = run_darcy({"chaos", "kill-actor", "nothing", "--seed", seed});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("unknown service: nothing"), std::string::npos) << unknown.err;
+}
+
+} // namespace
+} // namespace darcy::test

@@ -1,0 +1,38 @@
+// Integration-test support: runs `darcy` (the real binary) as a child process, and starts
+// `darcy node` processes on 127.0.0.1 with OS-chosen ports, reading back each node's address.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "runtime/host_port.hpp"
+#include "runtime/process.hpp"
+
+namespace darcy::test {
+
+struct node_process {
+  runtime::child_process process;
+  runtime::host_port address;
+};
+
+/// Starts `darcy node --name NAME --listen 127.0.0.1:0 [--join SEED] EXTRA...` and waits until
+/// it prints its address.
+caf::expected<node_process> start_node(const std::string& name, const std::string& join = {},
+                                       const std::vector<std::string>& extra = {});
+
+struct cli_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `darcy ARGS...` to completion and captures its output.
+cli_result run_darcy(const std::vector<std::string>& args);
+
+/// Writes `content` to a fresh file under the temp directory and returns its path.
+std::string write_temp_file(const std::string& name, const std::string& content);
+
+} // namespace darcy::test
