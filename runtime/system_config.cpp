@@ -18,6 +18,9 @@ system_config::system_config(std::string name, size_t threads) : node_name(std::
   // actor can block ~actor_system forever in await_detached_threads (CAF issues #1110, #1196).
   set("middleman.attach-utility-actors", true);
   set("logger.console", caf::atom("none"));
+  // Idle workers block on a condition variable instead of polling: on small machines that run
+  // several nodes, polling workers steal the cores that remote round trips need.
+  set("scheduler.policy", caf::atom("sharing"));
   if (threads > 0)
     set("scheduler.max-threads", threads);
   add_actor_type("darcy.supervisor", supervisor);
