@@ -179,4 +179,18 @@ std::string self_executable() {
   return std::string(buffer, static_cast<size_t>(n));
 }
 
+caf::expected<launched_node> launch_node(const std::vector<std::string>& argv,
+                                         std::chrono::milliseconds timeout) {
+  auto child = child_process::start(argv);
+  if (!child)
+    return std::move(child.error());
+  auto line = child->wait_for_line("listening on", timeout);
+  if (!line)
+    return std::move(line.error());
+  auto address = parse_host_port(line->substr(line->rfind(' ') + 1));
+  if (!address)
+    return make_error(errc::io_error, "unexpected node output: " + *line);
+  return launched_node{std::move(*child), *address};
+}
+
 } // namespace darcy::runtime

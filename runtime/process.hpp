@@ -11,6 +11,8 @@
 
 #include <caf/expected.hpp>
 
+#include "runtime/host_port.hpp"
+
 namespace darcy::runtime {
 
 class child_process {
@@ -58,5 +60,16 @@ private:
 
 /// The path of the running executable.
 std::string self_executable();
+
+/// A `darcy node` process and the address it listens on.
+struct launched_node {
+  child_process process;
+  host_port address;
+};
+
+/// Runs `argv` (a `darcy node` command line) and waits until the node prints
+/// "... listening on HOST:PORT"; fails with the node's stderr when it exits or stays silent.
+caf::expected<launched_node> launch_node(const std::vector<std::string>& argv,
+                                         std::chrono::milliseconds timeout);
 
 } // namespace darcy::runtime

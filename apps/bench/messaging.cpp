@@ -59,47 +59,24 @@ caf::expected<summary> measure(const probe_fn& probe, uint32_t count, uint32_t b
   return out;
 }
 
-caf::expected<runtime::host_port> parse_ready_line(const std::string& line) {
-  auto at = line.rfind(" on ");
-  if (at == std::string::npos)
-    return make_error(errc::io_error, "unexpected node output: " + line);
-  return runtime::parse_host_port(line.substr(at + 4));
-}
-
 struct node_pair {
-  runtime::child_process a;
-  runtime::child_process b;
-  runtime::host_port a_address;
-  runtime::host_port b_address;
+  runtime::launched_node a;
+  runtime::launched_node b;
 };
-
-caf::expected<runtime::child_process> start_node(const std::vector<std::string>& args,
-                                                 runtime::host_port& address) {
-  auto child = runtime::child_process::start(args);
-  if (!child)
-    return std::move(child.error());
-  auto line = child->wait_for_line("listening on", std::chrono::seconds(30));
-  if (!line)
-    return std::move(line.error());
-  auto parsed = parse_ready_line(*line);
-  if (!parsed)
-    return std::move(parsed.error());
-  address = *parsed;
-  return std::move(*child);
-}
 
 caf::expected<node_pair> start_nodes() {
   auto exe = runtime::self_executable();
-  runtime::host_port a_address, b_address;
-  auto a = start_node({exe, "node", "--name", "bench-a", "--listen", "127.0.0.1:0"}, a_address);
+  auto timeout = std::chrono::seconds(30);
+  auto a = runtime::launch_node({exe, "node", "--name", "bench-a", "--listen", "127.0.0.1:0"},
+                                timeout);
   if (!a)
     return std::move(a.error());
-  auto b = start_node({exe, "node", "--name", "bench-b", "--listen", "127.0.0.1:0", "--join",
-                       runtime::to_string(a_address)},
-                      b_address);
+  auto b = runtime::launch_node({exe, "node", "--name", "bench-b", "--listen", "127.0.0.1:0",
+                                 "--join", runtime::to_string(a->address)},
+                                timeout);
   if (!b)
     return std::move(b.error());
-  return node_pair{std::move(*a), std::move(*b), a_address, b_address};
+  return node_pair{std::move(*a), std::move(*b)};
 }
 
 void print_row(const char* path, uint32_t bytes, const summary& s) {
@@ -127,13 +104,13 @@ int run_messaging_bench(const messaging_bench_options& opts) {
   auto nodes = start_nodes();
   if (!nodes)
     return fail("starting bench nodes: " + render(nodes.error()));
-  auto agent_a = runtime::connect_agent(sys, nodes->a_address);
+  auto agent_a = runtime::connect_agent(sys, nodes->a.address);
   if (!agent_a)
     return fail(render(agent_a.error()));
   probe_fn remote = [&](const probe_spec& spec) {
     auto remote_spec = spec;
-    remote_spec.host = nodes->b_address.host;
-    remote_spec.port = nodes->b_address.port;
+    remote_spec.host = nodes->b.address.host;
+    remote_spec.port = nodes->b.address.port;
     return runtime::ask<probe_result>(sys, *agent_a, timeout, probe_atom::value, remote_spec);
   };
   probe_fn tcp = [](const probe_spec& spec) { return run_tcp_echo(spec); };
@@ -162,10 +139,10 @@ int run_messaging_bench(const messaging_bench_options& opts) {
     print_row(path, bytes, *s);
     results[std::string{path} + (bytes == 1024 ? "_1k" : "_256k")] = *s;
   }
-  nodes->b.signal(SIGTERM);
-  nodes->a.signal(SIGTERM);
-  nodes->b.wait(std::chrono::seconds(10));
-  nodes->a.wait(std::chrono::seconds(10));
+  for (auto* node : {&nodes->b, &nodes->a}) {
+    node->process.signal(SIGTERM);
+    node->process.wait(std::chrono::seconds(10));
+  }
 
   auto& r = results;
   std::ostringstream json;

@@ -16,16 +16,7 @@ caf::expected<node_process> start_node(const std::string& name, const std::strin
     args.push_back(join);
   }
   args.insert(args.end(), extra.begin(), extra.end());
-  auto child = runtime::child_process::start(args);
-  if (!child)
-    return std::move(child.error());
-  auto line = child->wait_for_line("listening on", std::chrono::seconds(30));
-  if (!line)
-    return std::move(line.error());
-  auto address = runtime::parse_host_port(line->substr(line->rfind(' ') + 1));
-  if (!address)
-    return std::move(address.error());
-  return node_process{std::move(*child), *address};
+  return runtime::launch_node(args, std::chrono::seconds(30));
 }
 
 cli_result run_darcy(const std::vector<std::string>& args) {

@@ -13,10 +13,7 @@
 
 namespace darcy::test {
 
-struct node_process {
-  runtime::child_process process;
-  runtime::host_port address;
-};
+using node_process = runtime::launched_node;
 
 /// Starts `darcy node --name NAME --listen 127.0.0.1:0 [--join SEED] EXTRA...` and waits until
 /// it prints its address.
