@@ -1,5 +1,6 @@
 #include "runtime/node_agent.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <unistd.h>
@@ -26,8 +27,12 @@ caf::result<probe_result> start_probe(node_agent_pointer self, probe_spec spec) 
           promise.deliver(make_error(errc::node_unreachable, spec.host));
           return;
         }
-        auto driver = self->spawn(probe_driver);
-        promise.delegate(driver, probe_atom::value,
+        auto& state = self->state;
+        if (!state.probe) {
+          state.probe = self->spawn(probe_driver);
+          state.spawned->push_back(caf::actor_cast<caf::actor>(state.probe));
+        }
+        promise.delegate(state.probe, probe_atom::value,
                          caf::actor_cast<caf::actor>(std::move(target)), spec);
       },
       [promise](caf::error& err) mutable {
@@ -51,6 +56,10 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
     self->send(self, tick_atom::value);
   }
   self->set_down_handler([self](caf::down_msg& msg) {
+    auto& spawned = *self->state.spawned;
+    spawned.erase(std::remove_if(spawned.begin(), spawned.end(),
+                                 [&](const caf::actor& a) { return a.address() == msg.source; }),
+                  spawned.end());
     if (msg.source == self->state.options.registry.address())
       std::cerr << "darcy node " << self->state.options.name
                 << ": lost the seed's registry (" << render(msg.reason) << ")" << std::endl;
@@ -69,6 +78,7 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
         return make_error(errc::spawn_failed, "'" + type + "' on node " +
                                                 self->state.options.name + ": " +
                                                 render(child.error()));
+      self->monitor(*child);
       self->state.spawned->push_back(*child);
       return *child;
     },

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "messages/interfaces.hpp"
+#include "runtime/probe.hpp"
 
 namespace darcy::runtime {
 
@@ -22,8 +23,10 @@ struct node_agent_options {
 
 struct node_agent_state {
   node_agent_options options;
-  /// Actors spawned on request; stopped when the agent stops.
+  /// Running actors spawned on request (monitored, removed on exit); stopped with the agent.
   std::shared_ptr<std::vector<caf::actor>> spawned;
+  /// Runs messaging probes; spawned on first use.
+  probe_actor probe;
   static inline const char* name = "darcy.node_agent";
 };
 
