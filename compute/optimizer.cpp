@@ -1,0 +1,124 @@
+#include "compute/optimizer.hpp"
+
+#include <cmath>
+
+#include "messages/errc.hpp"
+
+namespace darcy::compute {
+
+std::string to_string(optimizer_kind x) {
+  static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
+  auto i = static_cast<size_t>(x);
+  return i < 5 ? names[i] : "unknown";
+}
+
+caf::error validate(const optimizer_config& cfg) {
+  auto bad = [](const char* what) {
+    return make_error(errc::invalid_config, std::string{"optimizer: "} + what);
+  };
+  if (!(cfg.learning_rate > 0) || !std::isfinite(cfg.learning_rate))
+    return bad("learning_rate must be a positive number");
+  if (!(cfg.initial_accumulator >= 0))
+    return bad("initial_accumulator must be >= 0");
+  if (cfg.kind == optimizer_kind::ftrl && !(cfg.initial_accumulator > 0))
+    return bad("ftrl needs initial_accumulator > 0");
+  if (!(cfg.momentum >= 0))
+    return bad("momentum must be >= 0");
+  if (!(cfg.beta1 >= 0 && cfg.beta1 < 1) || !(cfg.beta2 >= 0 && cfg.beta2 < 1))
+    return bad("beta1 and beta2 must be in [0, 1)");
+  if (!(cfg.epsilon > 0))
+    return bad("epsilon must be > 0");
+  if (!(cfg.l1 >= 0) || !(cfg.l2 >= 0))
+    return bad("l1 and l2 must be >= 0");
+  return {};
+}
+
+size_t slot_count(const optimizer_config& cfg) {
+  switch (cfg.kind) {
+    case optimizer_kind::sgd:
+      return 0;
+    case optimizer_kind::adagrad:
+    case optimizer_kind::momentum:
+      return 1;
+    case optimizer_kind::adam:
+    case optimizer_kind::ftrl:
+      return 2;
+  }
+  return 0;
+}
+
+void init_slots(const optimizer_config& cfg, std::span<float> slots) {
+  for (auto& s : slots)
+    s = 0;
+  if (cfg.kind == optimizer_kind::adagrad || cfg.kind == optimizer_kind::ftrl) {
+    auto dim = slots.size() / slot_count(cfg);
+    for (size_t i = 0; i < dim; ++i)
+      slots[i] = cfg.initial_accumulator;
+  }
+}
+
+bool all_finite(std::span<const float> values) {
+  for (auto v : values)
+    if (!std::isfinite(v))
+      return false;
+  return true;
+}
+
+void apply_gradient(const optimizer_config& cfg, std::span<float> w, std::span<float> slots,
+                    std::span<const float> g, uint64_t& step) {
+  const auto dim = w.size();
+  const float lr = cfg.learning_rate;
+  ++step;
+  switch (cfg.kind) {
+    case optimizer_kind::sgd:
+      for (size_t i = 0; i < dim; ++i)
+        w[i] -= lr * g[i];
+      break;
+    case optimizer_kind::adagrad: {
+      auto acc = slots.data();
+      for (size_t i = 0; i < dim; ++i) {
+        acc[i] += g[i] * g[i];
+        w[i] -= lr * g[i] / std::sqrt(acc[i]);
+      }
+      break;
+    }
+    case optimizer_kind::momentum: {
+      auto accum = slots.data();
+      for (size_t i = 0; i < dim; ++i) {
+        accum[i] = cfg.momentum * accum[i] + g[i];
+        w[i] -= cfg.nesterov ? lr * (g[i] + cfg.momentum * accum[i]) : lr * accum[i];
+      }
+      break;
+    }
+    case optimizer_kind::adam: {
+      auto m = slots.data();
+      auto v = slots.data() + dim;
+      auto t = static_cast<double>(step);
+      auto lr_t = static_cast<float>(lr * std::sqrt(1.0 - std::pow(cfg.beta2, t))
+                                     / (1.0 - std::pow(cfg.beta1, t)));
+      for (size_t i = 0; i < dim; ++i) {
+        m[i] = cfg.beta1 * m[i] + (1 - cfg.beta1) * g[i];
+        v[i] = cfg.beta2 * v[i] + (1 - cfg.beta2) * g[i] * g[i];
+        w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + cfg.epsilon);
+      }
+      break;
+    }
+    case optimizer_kind::ftrl: {
+      auto accum = slots.data();
+      auto linear = slots.data() + dim;
+      for (size_t i = 0; i < dim; ++i) {
+        float accum_new = accum[i] + g[i] * g[i];
+        float sigma = (std::sqrt(accum_new) - std::sqrt(accum[i])) / lr;
+        linear[i] += g[i] - sigma * w[i];
+        float quadratic = std::sqrt(accum_new) / lr + 2 * cfg.l2;
+        w[i] = std::abs(linear[i]) > cfg.l1
+                 ? (std::copysign(cfg.l1, linear[i]) - linear[i]) / quadratic
+                 : 0.0f;
+        accum[i] = accum_new;
+      }
+      break;
+    }
+  }
+}
+
+} // namespace darcy::compute

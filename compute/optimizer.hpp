@@ -1,0 +1,54 @@
+// In-shard optimizers with TensorFlow's update rules (ApplyGradientDescent, ApplyAdagrad,
+// ApplyMomentum with and without Nesterov, lazy Adam with a per-row step, ApplyFtrl). A row's
+// optimizer state is `slots`: slot_count(cfg) consecutive vectors of the row's dimension.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include <caf/error.hpp>
+
+namespace darcy::compute {
+
+enum class optimizer_kind : uint8_t { sgd = 0, adagrad = 1, momentum = 2, adam = 3, ftrl = 4 };
+
+std::string to_string(optimizer_kind x);
+
+struct optimizer_config {
+  optimizer_kind kind = optimizer_kind::sgd;
+  float learning_rate = 0.01f;
+  /// Adagrad and FTRL: the accumulator's starting value.
+  float initial_accumulator = 0.1f;
+  /// Momentum.
+  float momentum = 0.9f;
+  bool nesterov = false;
+  /// Adam.
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  /// FTRL-proximal (learning-rate power -0.5).
+  float l1 = 0.0f;
+  float l2 = 0.0f;
+};
+
+/// Fails with errc::invalid_config naming the field: a non-positive learning rate, a negative
+/// accumulator, betas outside [0, 1), and so on.
+caf::error validate(const optimizer_config& cfg);
+
+/// Vectors of optimizer state per row: SGD 0, Adagrad 1, Momentum 1, Adam 2, FTRL 2.
+size_t slot_count(const optimizer_config& cfg);
+
+/// Sets a new row's slots (`slot_count(cfg) * dim` floats) to their starting values.
+void init_slots(const optimizer_config& cfg, std::span<float> slots);
+
+/// True when every value is finite.
+bool all_finite(std::span<const float> values);
+
+/// Applies one gradient to `weights` and its `slots`. `step` is the row's update count: it is
+/// incremented here, and Adam's bias correction uses it (lazy Adam: rows not updated do not
+/// advance). Preconditions: sizes match, `grad` is finite (see all_finite).
+void apply_gradient(const optimizer_config& cfg, std::span<float> weights,
+                    std::span<float> slots, std::span<const float> grad, uint64_t& step);
+
+} // namespace darcy::compute
