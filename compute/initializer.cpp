@@ -28,12 +28,6 @@ struct stream {
 
 } // namespace
 
-std::string to_string(init_kind x) {
-  static const char* const names[] = {"zeros", "uniform", "normal", "truncated_normal"};
-  auto i = static_cast<size_t>(x);
-  return i < 4 ? names[i] : "unknown";
-}
-
 caf::error validate(const initializer_config& cfg) {
   auto finite = std::isfinite(cfg.low) && std::isfinite(cfg.high) && std::isfinite(cfg.mean)
                 && std::isfinite(cfg.stddev);

@@ -4,25 +4,12 @@
 
 #include <cstdint>
 #include <span>
-#include <string>
 
 #include <caf/error.hpp>
 
+#include "messages/embedding_config.hpp"
+
 namespace darcy::compute {
-
-enum class init_kind : uint8_t { zeros = 0, uniform = 1, normal = 2, truncated_normal = 3 };
-
-std::string to_string(init_kind x);
-
-struct initializer_config {
-  init_kind kind = init_kind::uniform;
-  /// uniform: [low, high); normal and truncated_normal: mean and stddev.
-  float low = -0.05f;
-  float high = 0.05f;
-  float mean = 0.0f;
-  float stddev = 0.05f;
-  uint64_t seed = 1;
-};
 
 /// Fails with errc::invalid_config: low >= high, stddev <= 0, or a non-finite value.
 caf::error validate(const initializer_config& cfg);

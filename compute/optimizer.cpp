@@ -6,12 +6,6 @@
 
 namespace darcy::compute {
 
-std::string to_string(optimizer_kind x) {
-  static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
-  auto i = static_cast<size_t>(x);
-  return i < 5 ? names[i] : "unknown";
-}
-
 caf::error validate(const optimizer_config& cfg) {
   auto bad = [](const char* what) {
     return make_error(errc::invalid_config, std::string{"optimizer: "} + what);

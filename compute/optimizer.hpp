@@ -5,32 +5,12 @@
 
 #include <cstdint>
 #include <span>
-#include <string>
 
 #include <caf/error.hpp>
 
+#include "messages/embedding_config.hpp"
+
 namespace darcy::compute {
-
-enum class optimizer_kind : uint8_t { sgd = 0, adagrad = 1, momentum = 2, adam = 3, ftrl = 4 };
-
-std::string to_string(optimizer_kind x);
-
-struct optimizer_config {
-  optimizer_kind kind = optimizer_kind::sgd;
-  float learning_rate = 0.01f;
-  /// Adagrad and FTRL: the accumulator's starting value.
-  float initial_accumulator = 0.1f;
-  /// Momentum.
-  float momentum = 0.9f;
-  bool nesterov = false;
-  /// Adam.
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float epsilon = 1e-8f;
-  /// FTRL-proximal (learning-rate power -0.5).
-  float l1 = 0.0f;
-  float l2 = 0.0f;
-};
 
 /// Fails with errc::invalid_config naming the field: a non-positive learning rate, a negative
 /// accumulator, betas outside [0, 1), and so on.

@@ -1,4 +1,5 @@
 #include "messages/cluster.hpp"
+#include "messages/embedding_config.hpp"
 #include "messages/supervision.hpp"
 
 namespace darcy {
@@ -36,6 +37,16 @@ std::string to_string(restart_strategy x) {
 std::string to_string(supervisor_event_kind x) {
   static const char* const names[] = {"child_started", "child_restarted", "child_exited",
                                       "gave_up"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(init_kind x) {
+  static const char* const names[] = {"zeros", "uniform", "normal", "truncated_normal"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(optimizer_kind x) {
+  static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
   return lookup(names, static_cast<uint8_t>(x));
 }
 
