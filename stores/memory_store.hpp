@@ -1,0 +1,123 @@
+// The in-memory embedding store: an open-addressing table (linear probing, backward-shift
+// deletion) over a 64-bit hash of the key, which keeps the full key so that collisions resolve
+// exactly. Rows live in fixed-size chunks (values, optimizer slots, frequency, steps): no
+// per-row heap allocation, and a row's address never changes while the row exists.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "compute/hash.hpp"
+#include "messages/embedding_config.hpp"
+#include "stores/embedding_store.hpp"
+
+namespace darcy::stores {
+
+struct memory_store_options {
+  size_t dim = 0;
+  initializer_config init;
+  optimizer_config optimizer;
+  /// Lookups of missing keys read the initial vector without growing; updates are refused.
+  bool read_only = false;
+  /// Tests inject a colliding hash; everything else keeps the default.
+  uint64_t (*hash)(std::string_view) = compute::hash_key;
+};
+
+/// Per-row bookkeeping kept beside the values.
+struct row_meta {
+  /// Lookups that hit or created this row.
+  uint64_t frequency = 0;
+  /// Optimizer updates applied (Adam's per-row step).
+  uint64_t updates = 0;
+  /// Global step of the last update, or -1.
+  int64_t last_update = -1;
+  uint32_t key_offset = 0;
+  uint32_t key_size = 0;
+};
+
+/// A row as stored; spans point into the store and stay valid until the row is erased.
+struct row_ref {
+  std::string_view key;
+  std::span<float> values;
+  std::span<float> slots;
+  row_meta* meta = nullptr;
+};
+
+class memory_store : public embedding_store {
+public:
+  /// Fails with errc::invalid_config for dim 0 or an invalid initializer or optimizer.
+  static caf::expected<std::unique_ptr<memory_store>> make(memory_store_options opts);
+
+  size_t dim() const override { return opts_.dim; }
+  caf::error lookup(std::span<const std::string_view> keys, std::span<float> out) override;
+  caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
+                    int64_t step) override;
+  store_stats stats() const override;
+
+  size_t size() const { return size_; }
+
+  /// The row of `key`, if present; does not count as a lookup.
+  std::optional<row_ref> find(std::string_view key);
+
+  /// The row of `key`, created from the initializer when missing (even in read-only mode).
+  row_ref find_or_insert(std::string_view key);
+
+  /// Removes `key`; false when absent.
+  bool erase(std::string_view key);
+
+  /// Calls f(row_ref) for every row, in no particular order. f must not insert or erase.
+  template <class F>
+  void for_each(F f) {
+    for (auto& slot : index_)
+      if (slot.row != empty)
+        f(ref(slot.row));
+  }
+
+private:
+  static constexpr uint32_t empty = UINT32_MAX;
+  static constexpr size_t chunk_rows = 4096;
+
+  explicit memory_store(memory_store_options opts);
+
+  size_t stride() const { return opts_.dim * (1 + slots_); }
+  float* values_of(uint32_t row) {
+    return values_[row / chunk_rows].get() + (row % chunk_rows) * stride();
+  }
+  row_meta& meta_of(uint32_t row) { return meta_[row / chunk_rows][row % chunk_rows]; }
+  std::string_view key_of(uint32_t row) {
+    auto& m = meta_of(row);
+    return {keys_.data() + m.key_offset, m.key_size};
+  }
+  row_ref ref(uint32_t row);
+
+  /// Index slot holding `key`, or the empty slot where it would go.
+  size_t probe(std::string_view key, uint64_t hash, bool& found);
+  uint32_t allocate_row();
+  void grow_index();
+
+  memory_store_options opts_;
+  size_t slots_ = 0;
+  size_t size_ = 0;
+  /// The high 32 bits of the key's hash beside its row, so that probing rarely touches rows.
+  struct slot {
+    uint32_t tag = 0;
+    uint32_t row = empty;
+  };
+  /// Capacity is a power of two, at most 3/4 full.
+  std::vector<slot> index_;
+  std::vector<std::unique_ptr<float[]>> values_;
+  std::vector<std::unique_ptr<row_meta[]>> meta_;
+  std::vector<uint32_t> free_rows_;
+  uint32_t next_row_ = 0;
+  std::string keys_;
+  size_t key_garbage_ = 0;
+};
+
+} // namespace darcy::stores

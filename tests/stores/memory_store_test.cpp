@@ -1,0 +1,206 @@
+#include "stores/memory_store.hpp"
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "compute/initializer.hpp"
+#include "compute/optimizer.hpp"
+#include "messages/errc.hpp"
+
+namespace darcy::stores {
+namespace {
+
+memory_store_options options(size_t dim, optimizer_kind kind = optimizer_kind::adagrad) {
+  memory_store_options opts;
+  opts.dim = dim;
+  opts.optimizer.kind = kind;
+  opts.optimizer.learning_rate = 0.05f;
+  opts.init.seed = 42;
+  return opts;
+}
+
+std::unique_ptr<memory_store> make_store(memory_store_options opts) {
+  auto store = memory_store::make(std::move(opts));
+  EXPECT_TRUE(store) << render(store.error());
+  return std::move(*store);
+}
+
+std::vector<float> initial(const memory_store_options& opts, std::string_view key) {
+  std::vector<float> row(opts.dim);
+  compute::initialize_row(opts.init, compute::hash_key(key), row);
+  return row;
+}
+
+std::vector<float> lookup_one(memory_store& store, std::string_view key) {
+  std::vector<float> out(store.dim());
+  std::string_view keys[] = {key};
+  EXPECT_FALSE(store.lookup(keys, out));
+  return out;
+}
+
+TEST(memory_store, LookupCreatesRowsFromTheInitializerAndReturnsThemAgain) {
+  auto opts = options(4);
+  auto store = make_store(opts);
+  std::string_view keys[] = {"apple", "pear", "apple"};
+  std::vector<float> out(12);
+  ASSERT_FALSE(store->lookup(keys, out));
+  EXPECT_EQ(store->size(), 2u);
+  EXPECT_EQ(std::vector<float>(out.begin(), out.begin() + 4), initial(opts, "apple"));
+  EXPECT_EQ(std::vector<float>(out.begin() + 4, out.begin() + 8), initial(opts, "pear"));
+  EXPECT_EQ(std::vector<float>(out.begin() + 8, out.end()), initial(opts, "apple"));
+  EXPECT_EQ(store->find("apple")->meta->frequency, 2u);
+}
+
+uint64_t colliding_hash(std::string_view) {
+  return 7;
+}
+
+TEST(memory_store, CollidingHashesResolveByTheFullKey) {
+  auto opts = options(2);
+  opts.hash = colliding_hash;
+  auto store = make_store(opts);
+  for (int i = 0; i < 300; ++i) {
+    auto r = store->find_or_insert("k" + std::to_string(i));
+    r.values[0] = static_cast<float>(i);
+  }
+  for (int i = 0; i < 300; i += 2)
+    ASSERT_TRUE(store->erase("k" + std::to_string(i)));
+  for (int i = 0; i < 300; ++i) {
+    auto r = store->find("k" + std::to_string(i));
+    ASSERT_EQ(r.has_value(), i % 2 == 1) << i;
+    if (r) {
+      EXPECT_EQ(r->values[0], static_cast<float>(i));
+    }
+  }
+}
+
+TEST(memory_store, GrowsAndErasesWithoutLosingKeys) {
+  auto opts = options(3);
+  auto store = make_store(opts);
+  const int n = 100000;
+  for (int i = 0; i < n; ++i)
+    store->find_or_insert("key-" + std::to_string(i)).values[2] = static_cast<float>(i);
+  for (int i = 0; i < n; i += 3)
+    ASSERT_TRUE(store->erase("key-" + std::to_string(i)));
+  EXPECT_FALSE(store->erase("key-0"));
+  // Erased rows are reused by new keys.
+  for (int i = 0; i < 1000; ++i)
+    store->find_or_insert("new-" + std::to_string(i));
+  EXPECT_EQ(store->size(), static_cast<size_t>(n - (n + 2) / 3 + 1000));
+  for (int i = 0; i < n; ++i) {
+    auto r = store->find("key-" + std::to_string(i));
+    ASSERT_EQ(r.has_value(), i % 3 != 0) << i;
+    if (r) {
+      EXPECT_EQ(r->values[2], static_cast<float>(i));
+      EXPECT_EQ(r->key, "key-" + std::to_string(i));
+    }
+  }
+}
+
+TEST(memory_store, UpdatesFollowEachOptimizerRowByRow) {
+  for (auto kind : {optimizer_kind::sgd, optimizer_kind::adagrad, optimizer_kind::momentum,
+                    optimizer_kind::adam, optimizer_kind::ftrl}) {
+    auto opts = options(4, kind);
+    auto store = make_store(opts);
+    // Reference: one row and one slot vector per key, updated with the optimizer directly.
+    struct ref_row {
+      std::vector<float> values, slots;
+      uint64_t step = 0;
+    };
+    std::map<std::string, ref_row> reference;
+    std::mt19937 rng{5};
+    std::uniform_int_distribution<int> pick{0, 19};
+    std::normal_distribution<float> noise{0, 1};
+    for (int step = 0; step < 200; ++step) {
+      std::string a = "w" + std::to_string(pick(rng));
+      std::string b = "w" + std::to_string(pick(rng));
+      if (a == b)
+        b += "x";
+      std::string_view keys[] = {a, b};
+      std::vector<float> grads(8);
+      for (auto& g : grads)
+        g = noise(rng);
+      ASSERT_FALSE(store->update(keys, grads, step));
+      for (size_t k = 0; k < 2; ++k) {
+        std::string key{keys[k]};
+        auto [it, fresh] = reference.try_emplace(key);
+        auto& r = it->second;
+        if (fresh) {
+          r.values = initial(opts, key);
+          r.slots.resize(compute::slot_count(opts.optimizer) * 4);
+          compute::init_slots(opts.optimizer, r.slots);
+        }
+        compute::apply_gradient(opts.optimizer, r.values, r.slots,
+                                std::span<const float>{grads}.subspan(k * 4, 4), r.step);
+      }
+    }
+    for (auto& [key, r] : reference) {
+      auto row = store->find(key);
+      ASSERT_TRUE(row) << key;
+      for (size_t i = 0; i < 4; ++i)
+        EXPECT_FLOAT_EQ(row->values[i], r.values[i]) << to_string(kind) << " " << key;
+      EXPECT_EQ(row->meta->updates, r.step);
+    }
+  }
+}
+
+TEST(memory_store, BadInputIsRefusedWithoutChangingAnyRow) {
+  auto opts = options(2);
+  auto store = make_store(opts);
+  auto before = lookup_one(*store, "a");
+  std::string_view keys[] = {"a", "b"};
+  struct row {
+    const char* name;
+    std::vector<float> grads;
+    errc expected;
+  } rows[] = {
+    {"nan", {0.1f, 0.1f, NAN, 0.1f}, errc::non_finite},
+    {"inf", {INFINITY, 0.1f, 0.1f, 0.1f}, errc::non_finite},
+    {"too_short", {0.1f, 0.1f, 0.1f}, errc::dimension_mismatch},
+  };
+  for (auto& r : rows) {
+    auto err = store->update(keys, r.grads, 1);
+    EXPECT_TRUE(is(err, r.expected)) << r.name << ": " << render(err);
+  }
+  EXPECT_EQ(lookup_one(*store, "a"), before);
+  EXPECT_FALSE(store->find("b")) << "a refused update must not create rows";
+  std::vector<float> wrong(3);
+  std::string_view one[] = {"a"};
+  EXPECT_TRUE(is(store->lookup(one, wrong), errc::dimension_mismatch));
+}
+
+TEST(memory_store, ReadOnlyStoreServesInitialVectorsWithoutGrowing) {
+  auto opts = options(3);
+  opts.read_only = true;
+  auto store = make_store(opts);
+  EXPECT_EQ(lookup_one(*store, "unseen"), initial(opts, "unseen"));
+  EXPECT_EQ(store->size(), 0u);
+  std::string_view keys[] = {"unseen"};
+  std::vector<float> grads(3, 0.5f);
+  EXPECT_TRUE(is(store->update(keys, grads, 1), errc::read_only));
+}
+
+TEST(memory_store, InvalidOptionsAreRefused) {
+  auto zero_dim = options(0);
+  EXPECT_TRUE(is(memory_store::make(zero_dim).error(), errc::invalid_config));
+  auto bad_lr = options(4);
+  bad_lr.optimizer.learning_rate = -1;
+  EXPECT_TRUE(is(memory_store::make(bad_lr).error(), errc::invalid_config));
+}
+
+TEST(memory_store, BytesPerRowStayWithin30PercentOfRaw) {
+  auto store = make_store(options(64));
+  for (int i = 0; i < 50000; ++i)
+    store->find_or_insert("token-" + std::to_string(i));
+  auto s = store->stats();
+  EXPECT_EQ(s.rows, 50000u);
+  EXPECT_GT(s.bytes, s.raw_bytes);
+  EXPECT_LE(static_cast<double>(s.bytes) / s.raw_bytes, 1.3)
+    << s.bytes << " bytes for " << s.raw_bytes << " raw";
+}
+
+} // namespace
+} // namespace darcy::stores
