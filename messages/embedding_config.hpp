@@ -53,7 +53,41 @@ typename Inspector::result_type inspect(Inspector& f, optimizer_config& x) {
            x.initial_accumulator, x.momentum, x.nesterov, x.beta1, x.beta2, x.epsilon, x.l1, x.l2);
 }
 
+/// none: every key gets a row. frequency: a key gets a row at its min_count-th sighting (exact
+/// counts for keys not yet admitted). bloom: the same with a counting Bloom filter sized for
+/// `capacity` distinct keys at false-positive rate `fp_rate` (bounded memory, approximate).
+enum class admission_kind : uint8_t { none = 0, frequency = 1, bloom = 2 };
+
+struct admission_config {
+  admission_kind kind = admission_kind::none;
+  uint32_t min_count = 1;
+  uint64_t capacity = 1 << 20;
+  double fp_rate = 0.01;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, admission_config& x) {
+  return f(caf::meta::type_name("admission_config"), x.kind, x.min_count, x.capacity, x.fp_rate);
+}
+
+/// none: rows stay. ttl: rows not updated for more than ttl_steps global steps go. lfu / lru:
+/// past max_rows, the least frequently / least recently used rows go.
+enum class eviction_kind : uint8_t { none = 0, ttl = 1, lfu = 2, lru = 3 };
+
+struct eviction_config {
+  eviction_kind kind = eviction_kind::none;
+  int64_t ttl_steps = 0;
+  uint64_t max_rows = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
+  return f(caf::meta::type_name("eviction_config"), x.kind, x.ttl_steps, x.max_rows);
+}
+
 std::string to_string(init_kind x);
+std::string to_string(admission_kind x);
+std::string to_string(eviction_kind x);
 std::string to_string(optimizer_kind x);
 
 } // namespace darcy

@@ -45,6 +45,16 @@ std::string to_string(init_kind x) {
   return lookup(names, static_cast<uint8_t>(x));
 }
 
+std::string to_string(admission_kind x) {
+  static const char* const names[] = {"none", "frequency", "bloom"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(eviction_kind x) {
+  static const char* const names[] = {"none", "ttl", "lfu", "lru"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
 std::string to_string(optimizer_kind x) {
   static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
   return lookup(names, static_cast<uint8_t>(x));

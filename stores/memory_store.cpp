@@ -1,5 +1,6 @@
 #include "stores/memory_store.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "compute/initializer.hpp"
@@ -23,7 +24,17 @@ caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_opt
     return err;
   if (auto err = compute::validate(opts.optimizer))
     return err;
-  return std::unique_ptr<memory_store>{new memory_store(std::move(opts))};
+  auto& ev = opts.eviction;
+  if (ev.kind == eviction_kind::ttl && ev.ttl_steps <= 0)
+    return make_error(errc::invalid_config, "ttl eviction needs ttl_steps > 0");
+  if ((ev.kind == eviction_kind::lfu || ev.kind == eviction_kind::lru) && ev.max_rows == 0)
+    return make_error(errc::invalid_config, "lfu and lru eviction need max_rows > 0");
+  auto admission = make_admission(opts.admission);
+  if (!admission)
+    return std::move(admission.error());
+  std::unique_ptr<memory_store> store{new memory_store(std::move(opts))};
+  store->admission_ = std::move(*admission);
+  return store;
 }
 
 memory_store::memory_store(memory_store_options opts)
@@ -92,10 +103,13 @@ row_ref memory_store::find_or_insert(std::string_view key) {
   auto hash = opts_.hash(key);
   bool found = false;
   auto i = probe(key, hash, found);
-  if (found)
-    return ref(index_[i].row);
+  return found ? ref(index_[i].row) : insert_at(i, key, hash);
+}
+
+row_ref memory_store::insert_at(size_t i, std::string_view key, uint64_t hash) {
   if ((size_ + 1) * 4 > index_.size() * 3) {
     grow_index();
+    bool found = false;
     i = probe(key, hash, found);
   }
   auto row = allocate_row();
@@ -103,6 +117,8 @@ row_ref memory_store::find_or_insert(std::string_view key) {
   meta = row_meta{};
   meta.key_offset = static_cast<uint32_t>(keys_.size());
   meta.key_size = static_cast<uint32_t>(key.size());
+  meta.last_update = current_step_;
+  meta.last_access = tick_;
   keys_.append(key);
   index_[i] = {tag_of(hash), row};
   ++size_;
@@ -110,6 +126,60 @@ row_ref memory_store::find_or_insert(std::string_view key) {
   compute::initialize_row(opts_.init, hash, r.values);
   compute::init_slots(opts_.optimizer, r.slots);
   return r;
+}
+
+void memory_store::evict() {
+  auto& ev = opts_.eviction;
+  if (ev.kind == eviction_kind::ttl) {
+    std::vector<std::string> expired;
+    for_each([&](const row_ref& r) {
+      if (current_step_ - r.meta->last_update > ev.ttl_steps)
+        expired.emplace_back(r.key);
+    });
+    for (auto& key : expired)
+      erase(key);
+    evictions_ += expired.size();
+    compact_keys();
+    return;
+  }
+  if ((ev.kind != eviction_kind::lfu && ev.kind != eviction_kind::lru) || size_ <= ev.max_rows)
+    return;
+  // Evict 5% below the limit, so that a stream of new keys does not scan on every batch.
+  auto target = ev.max_rows - ev.max_rows / 20;
+  std::vector<std::pair<uint64_t, uint32_t>> scored;
+  scored.reserve(size_);
+  for (auto& s : index_)
+    if (s.row != empty) {
+      auto& m = meta_of(s.row);
+      scored.emplace_back(ev.kind == eviction_kind::lfu ? m.frequency : m.last_access, s.row);
+    }
+  auto victims = size_ - target;
+  std::nth_element(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(victims),
+                   scored.end());
+  std::vector<std::string> keys;
+  for (size_t v = 0; v < victims; ++v)
+    keys.emplace_back(key_of(scored[v].second));
+  for (auto& key : keys)
+    erase(key);
+  evictions_ += victims;
+  compact_keys();
+}
+
+void memory_store::compact_keys() {
+  if (key_garbage_ * 2 <= keys_.size())
+    return;
+  std::string fresh;
+  fresh.reserve(keys_.size() - key_garbage_);
+  for (auto& s : index_) {
+    if (s.row == empty)
+      continue;
+    auto& m = meta_of(s.row);
+    auto offset = fresh.size();
+    fresh.append(keys_, m.key_offset, m.key_size);
+    m.key_offset = static_cast<uint32_t>(offset);
+  }
+  keys_.swap(fresh);
+  key_garbage_ = 0;
 }
 
 bool memory_store::erase(std::string_view key) {
@@ -141,6 +211,7 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys, std::spa
                                                   std::to_string(dim) + " need " +
                                                   std::to_string(keys.size() * dim) +
                                                   " floats, got " + std::to_string(out.size()));
+  ++tick_;
   for (size_t k = 0; k < keys.size(); ++k) {
     auto dest = out.subspan(k * dim, dim);
     if (opts_.read_only) {
@@ -150,10 +221,21 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys, std::spa
         compute::initialize_row(opts_.init, opts_.hash(keys[k]), dest);
       continue;
     }
-    auto r = find_or_insert(keys[k]);
+    auto hash = opts_.hash(keys[k]);
+    bool found = false;
+    auto i = probe(keys[k], hash, found);
+    if (!found && admission_ && !admission_->admit(keys[k], hash)) {
+      compute::initialize_row(opts_.init, hash, dest);
+      continue;
+    }
+    if (!found && admission_)
+      admission_->admitted(keys[k]);
+    auto r = found ? ref(index_[i].row) : insert_at(i, keys[k], hash);
     ++r.meta->frequency;
+    r.meta->last_access = tick_;
     std::memcpy(dest.data(), r.values.data(), dim * sizeof(float));
   }
+  evict();
   return {};
 }
 
@@ -171,12 +253,25 @@ caf::error memory_store::update(std::span<const std::string_view> keys,
   for (size_t k = 0; k < keys.size(); ++k)
     if (!compute::all_finite(grads.subspan(k * dim, dim)))
       return make_error(errc::non_finite, "gradient of key '" + std::string{keys[k]} + "'");
+  ++tick_;
+  current_step_ = std::max(current_step_, step);
   for (size_t k = 0; k < keys.size(); ++k) {
-    auto r = find_or_insert(keys[k]);
-    compute::apply_gradient(opts_.optimizer, r.values, r.slots, grads.subspan(k * dim, dim),
-                            r.meta->updates);
-    r.meta->last_update = step;
+    std::optional<row_ref> r;
+    if (admission_) {
+      r = find(keys[k]);
+      if (!r) {
+        ++dropped_updates_;
+        continue;
+      }
+    } else {
+      r = find_or_insert(keys[k]);
+    }
+    compute::apply_gradient(opts_.optimizer, r->values, r->slots, grads.subspan(k * dim, dim),
+                            r->meta->updates);
+    r->meta->last_update = step;
+    r->meta->last_access = tick_;
   }
+  evict();
   return {};
 }
 
@@ -186,7 +281,11 @@ store_stats memory_store::stats() const {
   s.bytes = values_.size() * chunk_rows * (stride() * sizeof(float) + sizeof(row_meta))
             + index_.capacity() * sizeof(slot) + keys_.capacity()
             + free_rows_.capacity() * sizeof(uint32_t);
+  if (admission_)
+    s.bytes += admission_->bytes();
   s.raw_bytes = (keys_.size() - key_garbage_) + size_ * stride() * sizeof(float);
+  s.evictions = evictions_;
+  s.dropped_updates = dropped_updates_;
   return s;
 }
 

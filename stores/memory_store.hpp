@@ -16,6 +16,7 @@
 
 #include "compute/hash.hpp"
 #include "messages/embedding_config.hpp"
+#include "stores/admission.hpp"
 #include "stores/embedding_store.hpp"
 
 namespace darcy::stores {
@@ -24,6 +25,8 @@ struct memory_store_options {
   size_t dim = 0;
   initializer_config init;
   optimizer_config optimizer;
+  admission_config admission;
+  eviction_config eviction;
   /// Lookups of missing keys read the initial vector without growing; updates are refused.
   bool read_only = false;
   /// Tests inject a colliding hash; everything else keeps the default.
@@ -36,8 +39,10 @@ struct row_meta {
   uint64_t frequency = 0;
   /// Optimizer updates applied (Adam's per-row step).
   uint64_t updates = 0;
-  /// Global step of the last update, or -1.
-  int64_t last_update = -1;
+  /// Global step of the last update (the store's current step when the row was created).
+  int64_t last_update = 0;
+  /// The store's batch clock at the last lookup or update (for LRU).
+  uint64_t last_access = 0;
   uint32_t key_offset = 0;
   uint32_t key_size = 0;
 };
@@ -66,7 +71,8 @@ public:
   /// The row of `key`, if present; does not count as a lookup.
   std::optional<row_ref> find(std::string_view key);
 
-  /// The row of `key`, created from the initializer when missing (even in read-only mode).
+  /// The row of `key`, created from the initializer when missing (even in read-only mode, and
+  /// without consulting admission).
   row_ref find_or_insert(std::string_view key);
 
   /// Removes `key`; false when absent.
@@ -101,6 +107,11 @@ private:
   size_t probe(std::string_view key, uint64_t hash, bool& found);
   uint32_t allocate_row();
   void grow_index();
+  row_ref insert_at(size_t slot, std::string_view key, uint64_t hash);
+  /// Applies TTL, then the row limit; runs at the end of a batch, never inside one.
+  void evict();
+  /// Rewrites the key arena without erased keys once they are more than half of it.
+  void compact_keys();
 
   memory_store_options opts_;
   size_t slots_ = 0;
@@ -118,6 +129,11 @@ private:
   uint32_t next_row_ = 0;
   std::string keys_;
   size_t key_garbage_ = 0;
+  std::unique_ptr<admission_policy> admission_;
+  uint64_t tick_ = 0;
+  int64_t current_step_ = 0;
+  uint64_t evictions_ = 0;
+  uint64_t dropped_updates_ = 0;
 };
 
 } // namespace darcy::stores

@@ -204,3 +204,90 @@ TEST(memory_store, BytesPerRowStayWithin30PercentOfRaw) {
 
 } // namespace
 } // namespace darcy::stores
+
+namespace darcy::stores {
+namespace {
+
+TEST(memory_store_policies, UnadmittedKeysReadInitialVectorsAndDropGradients) {
+  auto opts = options(2);
+  opts.admission = {admission_kind::frequency, 3};
+  auto store = make_store(opts);
+  std::string_view keys[] = {"rare"};
+  std::vector<float> grads{1.0f, 1.0f};
+  for (int sighting = 1; sighting <= 2; ++sighting) {
+    EXPECT_EQ(lookup_one(*store, "rare"), initial(opts, "rare"));
+    ASSERT_FALSE(store->update(keys, grads, sighting));
+    EXPECT_EQ(store->size(), 0u) << "sighting " << sighting;
+  }
+  EXPECT_EQ(store->stats().dropped_updates, 2u);
+  lookup_one(*store, "rare");
+  ASSERT_EQ(store->size(), 1u) << "the third sighting admits the key";
+  ASSERT_FALSE(store->update(keys, grads, 3));
+  EXPECT_NE(lookup_one(*store, "rare"), initial(opts, "rare"));
+}
+
+TEST(memory_store_policies, TtlEvictsRowsNotUpdatedForTooManySteps) {
+  auto opts = options(1);
+  opts.eviction = {eviction_kind::ttl, 10, 0};
+  auto store = make_store(opts);
+  std::vector<float> g{0.1f};
+  auto touch = [&](std::string_view key, int64_t step) {
+    std::string_view keys[] = {key};
+    ASSERT_FALSE(store->update(keys, g, step));
+  };
+  touch("old", 0);
+  touch("recent", 15);
+  touch("now", 20);
+  EXPECT_FALSE(store->find("old")) << "20 - 0 > 10";
+  EXPECT_TRUE(store->find("recent"));
+  EXPECT_TRUE(store->find("now"));
+  EXPECT_EQ(store->stats().evictions, 1u);
+}
+
+struct capacity_case {
+  const char* name;
+  eviction_kind kind;
+};
+
+class capacity_eviction : public ::testing::TestWithParam<capacity_case> {};
+
+TEST_P(capacity_eviction, KeepsAtMostMaxRowsAndEvictsTheColdestFirst) {
+  auto opts = options(2);
+  opts.eviction = {GetParam().kind, 0, 100};
+  auto store = make_store(opts);
+  // 60 hot keys, looked up often and recently; then 200 cold keys, once each, in between.
+  for (int i = 0; i < 60; ++i)
+    for (int r = 0; r < 3; ++r)
+      lookup_one(*store, "hot-" + std::to_string(i));
+  for (int i = 0; i < 200; ++i) {
+    lookup_one(*store, "cold-" + std::to_string(i));
+    ASSERT_LE(store->size(), 100u);
+    if (i % 10 == 0)
+      for (int h = 0; h < 60; ++h)
+        lookup_one(*store, "hot-" + std::to_string(h));
+  }
+  for (int i = 0; i < 60; ++i)
+    EXPECT_TRUE(store->find("hot-" + std::to_string(i))) << GetParam().name << " hot-" << i;
+  EXPECT_GE(store->stats().evictions, 160u);
+  // Every surviving key still maps to its own row after the arena was compacted.
+  store->for_each([&](const row_ref& r) {
+    EXPECT_EQ(store->find(r.key)->values.data(), r.values.data()) << r.key;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(policies, capacity_eviction,
+                         ::testing::Values(capacity_case{"lfu", eviction_kind::lfu},
+                                           capacity_case{"lru", eviction_kind::lru}),
+                         [](const auto& info) { return std::string{info.param.name}; });
+
+TEST(memory_store_policies, InvalidEvictionConfigIsRefused) {
+  auto ttl = options(2);
+  ttl.eviction = {eviction_kind::ttl, 0, 0};
+  EXPECT_TRUE(is(memory_store::make(ttl).error(), errc::invalid_config));
+  auto lru = options(2);
+  lru.eviction = {eviction_kind::lru, 0, 0};
+  EXPECT_TRUE(is(memory_store::make(lru).error(), errc::invalid_config));
+}
+
+} // namespace
+} // namespace darcy::stores
