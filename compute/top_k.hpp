@@ -1,0 +1,39 @@
+// Exact maximum-inner-product top-k with the bias trick: a query c scores candidate row w with
+// bias b as [c;1]·[w;b] = c·w + b. Each shard answers its own top k; merge_top_k combines the
+// shards' answers into the global top k. Order: score descending, then id ascending.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <Eigen/Dense>
+#include <caf/expected.hpp>
+
+namespace darcy::compute {
+
+struct hit {
+  float score = 0;
+  uint64_t id = 0;
+
+  friend bool operator==(const hit&, const hit&) = default;
+};
+
+/// True when `a` ranks before `b`.
+inline bool ranks_before(const hit& a, const hit& b) {
+  return a.score > b.score || (a.score == b.score && a.id < b.id);
+}
+
+using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// For each row of `queries`, the min(k, candidates.rows()) best candidates; a hit's id is the
+/// candidate's row number. `biases` is empty (no bias) or one value per candidate. Fails with
+/// errc::dimension_mismatch when the column counts or the bias count disagree.
+caf::expected<std::vector<std::vector<hit>>>
+top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
+                    std::span<const float> biases, size_t k);
+
+/// The best k of the union of `lists` (each already ordered, ids unique across lists).
+std::vector<hit> merge_top_k(const std::vector<std::vector<hit>>& lists, size_t k);
+
+} // namespace darcy::compute
