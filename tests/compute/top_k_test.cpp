@@ -34,6 +34,16 @@ std::vector<hit> brute_force(const row_matrix& queries, Eigen::Index q, const ro
   return all;
 }
 
+// Ids must match exactly; scores up to float summation order.
+void expect_same_hits(const std::vector<hit>& actual, const std::vector<hit>& expected,
+                      const std::string& context) {
+  ASSERT_EQ(actual.size(), expected.size()) << context;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    EXPECT_EQ(actual[i].id, expected[i].id) << context << " rank " << i;
+    EXPECT_NEAR(actual[i].score, expected[i].score, 1e-4) << context << " rank " << i;
+  }
+}
+
 TEST(top_k, EqualsBruteForceForEveryKWithAndWithoutBias) {
   auto queries = random_matrix(7, 16, 1);
   auto cands = random_matrix(20000, 16, 2);
@@ -49,13 +59,8 @@ TEST(top_k, EqualsBruteForceForEveryKWithAndWithoutBias) {
       auto got = top_k_inner_product(queries, cands, used, k);
       ASSERT_TRUE(got) << render(got.error());
       for (Eigen::Index q = 0; q < queries.rows(); ++q) {
-        auto expected = brute_force(queries, q, cands, used, k);
-        auto& actual = (*got)[static_cast<size_t>(q)];
-        ASSERT_EQ(actual.size(), k);
-        for (size_t i = 0; i < k; ++i) {
-          EXPECT_EQ(actual[i].id, expected[i].id) << "k=" << k << " q=" << q << " rank " << i;
-          EXPECT_NEAR(actual[i].score, expected[i].score, 1e-4);
-        }
+        expect_same_hits((*got)[static_cast<size_t>(q)], brute_force(queries, q, cands, used, k),
+                         "k=" + std::to_string(k) + " q=" + std::to_string(q));
       }
     }
 }
@@ -76,14 +81,8 @@ TEST(top_k, ShardAnswersMergeIntoTheGlobalAnswer) {
         h.id += static_cast<uint64_t>(s * 1000);
       shards.push_back((*local)[0]);
     }
-    // Ids match exactly; scores up to float summation order (1 query vs 3 per product).
-    auto merged = merge_top_k(shards, 25);
-    auto& expected = (*global)[static_cast<size_t>(q)];
-    ASSERT_EQ(merged.size(), expected.size());
-    for (size_t i = 0; i < merged.size(); ++i) {
-      EXPECT_EQ(merged[i].id, expected[i].id) << "rank " << i;
-      EXPECT_NEAR(merged[i].score, expected[i].score, 1e-5);
-    }
+    expect_same_hits(merge_top_k(shards, 25), (*global)[static_cast<size_t>(q)],
+                     "q=" + std::to_string(q));
   }
 }
 
