@@ -85,7 +85,12 @@ typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
   return f(caf::meta::type_name("eviction_config"), x.kind, x.ttl_steps, x.max_rows);
 }
 
+/// How negatives are drawn: uniform over the candidates, log-uniform by frequency rank
+/// (P(rank r) = log((r + 2) / (r + 1)) / log(n + 1)), or by frequency^power (unigram^0.75).
+enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
+
 std::string to_string(init_kind x);
+std::string to_string(sampler_kind x);
 std::string to_string(admission_kind x);
 std::string to_string(eviction_kind x);
 std::string to_string(optimizer_kind x);

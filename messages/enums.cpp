@@ -55,6 +55,11 @@ std::string to_string(eviction_kind x) {
   return lookup(names, static_cast<uint8_t>(x));
 }
 
+std::string to_string(sampler_kind x) {
+  static const char* const names[] = {"uniform", "log_uniform", "unigram"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
 std::string to_string(optimizer_kind x) {
   static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
   return lookup(names, static_cast<uint8_t>(x));

@@ -1,0 +1,110 @@
+#include "compute/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_set>
+
+#include "messages/errc.hpp"
+
+namespace darcy::compute {
+
+namespace {
+
+double unit(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+} // namespace
+
+caf::expected<candidate_distribution>
+candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> frequencies,
+                             double power) {
+  auto n = frequencies.size();
+  if (n == 0)
+    return make_error(errc::invalid_argument, "no candidates to sample from");
+  std::vector<double> weight(n);
+  switch (kind) {
+    case sampler_kind::uniform:
+      std::fill(weight.begin(), weight.end(), 1.0);
+      break;
+    case sampler_kind::log_uniform: {
+      std::vector<uint64_t> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+        return frequencies[a] > frequencies[b];
+      });
+      for (size_t rank = 0; rank < n; ++rank)
+        weight[order[rank]] = std::log((rank + 2.0) / (rank + 1.0));
+      break;
+    }
+    case sampler_kind::unigram:
+      for (size_t i = 0; i < n; ++i)
+        weight[i] = std::pow(static_cast<double>(frequencies[i]), power);
+      break;
+  }
+  candidate_distribution d;
+  d.total_weight_ = std::accumulate(weight.begin(), weight.end(), 0.0);
+  if (!(d.total_weight_ > 0))
+    return make_error(errc::invalid_argument, "every candidate has weight 0");
+  d.prob_.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    d.prob_[i] = weight[i] / d.total_weight_;
+  // Vose's alias method.
+  d.alias_prob_.resize(n);
+  d.alias_.resize(n);
+  std::vector<double> scaled(n);
+  std::vector<uint64_t> small, large;
+  for (size_t i = 0; i < n; ++i) {
+    scaled[i] = d.prob_[i] * static_cast<double>(n);
+    (scaled[i] < 1.0 ? small : large).push_back(i);
+  }
+  while (!small.empty() && !large.empty()) {
+    auto s = small.back();
+    small.pop_back();
+    auto l = large.back();
+    large.pop_back();
+    d.alias_prob_[s] = scaled[s];
+    d.alias_[s] = l;
+    scaled[l] = (scaled[l] + scaled[s]) - 1.0;
+    (scaled[l] < 1.0 ? small : large).push_back(l);
+  }
+  for (auto i : large)
+    d.alias_prob_[i] = 1.0;
+  for (auto i : small)
+    d.alias_prob_[i] = 1.0;
+  return d;
+}
+
+uint64_t candidate_distribution::draw(std::mt19937_64& rng) const {
+  auto column = static_cast<uint64_t>(unit(rng) * static_cast<double>(prob_.size()));
+  return unit(rng) < alias_prob_[column] ? column : alias_[column];
+}
+
+caf::expected<std::vector<sampled>> sample(const candidate_distribution& dist,
+                                           std::span<const uint64_t> positives,
+                                           size_t num_sampled, std::mt19937_64& rng) {
+  std::unordered_set<uint64_t> positive_set;
+  std::vector<sampled> result;
+  result.reserve(positives.size() + num_sampled);
+  double positive_mass = 0;
+  for (auto id : positives) {
+    if (id >= dist.size())
+      return make_error(errc::invalid_argument, "positive id " + std::to_string(id) +
+                                                  " is outside the " +
+                                                  std::to_string(dist.size()) + " candidates");
+    if (positive_set.insert(id).second)
+      positive_mass += dist.prob(id);
+    result.push_back({id, true, dist.prob(id)});
+  }
+  if (num_sampled > 0 && positive_mass >= 1.0 - 1e-12)
+    return make_error(errc::invalid_argument, "every candidate with weight is a positive");
+  while (result.size() < positives.size() + num_sampled) {
+    auto id = dist.draw(rng);
+    if (positive_set.count(id) == 0)
+      result.push_back({id, false, dist.prob(id)});
+  }
+  return result;
+}
+
+} // namespace darcy::compute

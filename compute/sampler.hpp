@@ -1,0 +1,53 @@
+// Candidate sampling over a table of candidates with frequencies: the draw and the probability
+// of each candidate under the chosen distribution (the seed's SampledResult {id, is_positive,
+// prob}). Draws take O(1) through Vose's alias method; probabilities are exact.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "messages/embedding_config.hpp"
+
+namespace darcy::compute {
+
+struct sampled {
+  /// Index into the candidate table.
+  uint64_t id = 0;
+  bool is_positive = false;
+  /// Probability of drawing `id` in one draw, for the log-probability correction.
+  double prob = 0;
+};
+
+class candidate_distribution {
+public:
+  /// `frequencies[i]` belongs to candidate i. log_uniform ranks candidates by frequency
+  /// (descending, ties by index); unigram weighs them by frequency^power. Fails with
+  /// errc::invalid_argument for no candidates or (unigram) a zero total weight.
+  static caf::expected<candidate_distribution>
+  make(sampler_kind kind, std::span<const uint64_t> frequencies, double power = 0.75);
+
+  size_t size() const { return prob_.size(); }
+  double prob(uint64_t id) const { return prob_[id]; }
+  /// The unnormalized weight of the whole table (shards add these up to share samples).
+  double total_weight() const { return total_weight_; }
+  uint64_t draw(std::mt19937_64& rng) const;
+
+private:
+  std::vector<double> prob_;
+  std::vector<double> alias_prob_;
+  std::vector<uint64_t> alias_;
+  double total_weight_ = 0;
+};
+
+/// Returns every positive (is_positive, with its probability) followed by `num_sampled`
+/// negatives drawn with replacement, none of them a positive. Fails with
+/// errc::invalid_argument when a positive is out of range or every candidate is a positive.
+caf::expected<std::vector<sampled>> sample(const candidate_distribution& dist,
+                                           std::span<const uint64_t> positives,
+                                           size_t num_sampled, std::mt19937_64& rng);
+
+} // namespace darcy::compute
