@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/meta/type_name.hpp>
 
@@ -88,6 +89,32 @@ typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
 /// How negatives are drawn: uniform over the candidates, log-uniform by frequency rank
 /// (P(rank r) = log((r + 2) / (r + 1)) / log(n + 1)), or by frequency^power (unigram^0.75).
 enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
+
+enum class backend_kind : uint8_t { memory = 0 };
+
+/// One dynamic embedding: its rows, how they start, train, enter and leave.
+struct de_config {
+  /// Letters, digits, '_', '-' and '.'; unique within a service.
+  std::string name;
+  uint32_t dim = 0;
+  initializer_config init;
+  optimizer_config optimizer;
+  admission_config admission;
+  eviction_config eviction;
+  backend_kind backend = backend_kind::memory;
+  /// Sandbox (serving) mode: updates and imports are refused, unknown keys read
+  /// `default_value` (or their initial vector when it is empty) without growing the table.
+  bool read_only = false;
+  std::vector<float> default_value;
+  /// Largest batch one request may carry; larger ones fail with errc::batch_too_large.
+  uint32_t max_batch = 1 << 16;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, de_config& x) {
+  return f(caf::meta::type_name("de_config"), x.name, x.dim, x.init, x.optimizer, x.admission,
+           x.eviction, x.backend, x.read_only, x.default_value, x.max_batch);
+}
 
 std::string to_string(init_kind x);
 std::string to_string(sampler_kind x);

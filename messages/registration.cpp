@@ -2,6 +2,7 @@
 
 #include "messages/chaos.hpp"
 #include "messages/cluster.hpp"
+#include "messages/embedding_config.hpp"
 #include "messages/errc.hpp"
 #include "messages/interfaces.hpp"
 #include "messages/probe.hpp"
@@ -22,6 +23,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<probe_result>("darcy.probe_result")
     .add_message_type<disruption>("darcy.disruption")
     .add_message_type<chaos_stats>("darcy.chaos_stats")
+    .add_message_type<de_config>("darcy.de_config")
     .add_message_type<registry_actor>("darcy.registry_actor");
   cfg.add_error_category(errc_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {

@@ -7,17 +7,40 @@
 
 namespace darcy::stores {
 
-caf::expected<std::unique_ptr<admission_policy>> make_admission(const admission_config& cfg) {
+caf::error validate(const admission_config& cfg) {
   if (cfg.kind == admission_kind::none)
-    return std::unique_ptr<admission_policy>{};
+    return {};
   if (cfg.min_count == 0)
     return make_error(errc::invalid_config, "admission min_count must be >= 1");
-  if (cfg.kind == admission_kind::frequency)
-    return std::unique_ptr<admission_policy>{new frequency_admission(cfg.min_count)};
-  if (!(cfg.fp_rate > 0 && cfg.fp_rate < 1) || cfg.capacity == 0)
-    return make_error(errc::invalid_config, "bloom admission needs capacity > 0 and fp_rate in (0, 1)");
-  if (cfg.min_count > 255)
-    return make_error(errc::invalid_config, "bloom admission counts at most 255 sightings");
+  if (cfg.kind == admission_kind::bloom) {
+    if (!(cfg.fp_rate > 0 && cfg.fp_rate < 1) || cfg.capacity == 0)
+      return make_error(errc::invalid_config,
+                        "bloom admission needs capacity > 0 and fp_rate in (0, 1)");
+    if (cfg.min_count > 255)
+      return make_error(errc::invalid_config, "bloom admission counts at most 255 sightings");
+  }
+  return {};
+}
+
+caf::error validate(const eviction_config& cfg) {
+  if (cfg.kind == eviction_kind::ttl && cfg.ttl_steps <= 0)
+    return make_error(errc::invalid_config, "ttl eviction needs ttl_steps > 0");
+  if ((cfg.kind == eviction_kind::lfu || cfg.kind == eviction_kind::lru) && cfg.max_rows == 0)
+    return make_error(errc::invalid_config, "lfu and lru eviction need max_rows > 0");
+  return {};
+}
+
+caf::expected<std::unique_ptr<admission_policy>> make_admission(const admission_config& cfg) {
+  if (auto err = validate(cfg))
+    return err;
+  switch (cfg.kind) {
+    case admission_kind::none:
+      return std::unique_ptr<admission_policy>{};
+    case admission_kind::frequency:
+      return std::unique_ptr<admission_policy>{new frequency_admission(cfg.min_count)};
+    case admission_kind::bloom:
+      break;
+  }
   return std::unique_ptr<admission_policy>{
     new bloom_admission(cfg.min_count, cfg.capacity, cfg.fp_rate)};
 }

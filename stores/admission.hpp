@@ -29,7 +29,12 @@ public:
 };
 
 /// Fails with errc::invalid_config: min_count 0, fp_rate outside (0, 1), capacity 0.
-/// Returns nullptr for admission_kind::none.
+caf::error validate(const admission_config& cfg);
+
+/// Fails with errc::invalid_config: ttl without ttl_steps, lfu or lru without max_rows.
+caf::error validate(const eviction_config& cfg);
+
+/// The policy for `cfg` (validated first); nullptr for admission_kind::none.
 caf::expected<std::unique_ptr<admission_policy>> make_admission(const admission_config& cfg);
 
 /// Exact sighting counts for keys without a row.

@@ -20,15 +20,14 @@ uint32_t tag_of(uint64_t hash) {
 caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_options opts) {
   if (opts.dim == 0)
     return make_error(errc::invalid_config, "embedding dim must be > 0");
+  if (!opts.default_value.empty() && opts.default_value.size() != opts.dim)
+    return make_error(errc::invalid_config, "default_value must have dim values");
   if (auto err = compute::validate(opts.init))
     return err;
   if (auto err = compute::validate(opts.optimizer))
     return err;
-  auto& ev = opts.eviction;
-  if (ev.kind == eviction_kind::ttl && ev.ttl_steps <= 0)
-    return make_error(errc::invalid_config, "ttl eviction needs ttl_steps > 0");
-  if ((ev.kind == eviction_kind::lfu || ev.kind == eviction_kind::lru) && ev.max_rows == 0)
-    return make_error(errc::invalid_config, "lfu and lru eviction need max_rows > 0");
+  if (auto err = validate(opts.eviction))
+    return err;
   auto admission = make_admission(opts.admission);
   if (!admission)
     return std::move(admission.error());
@@ -217,6 +216,8 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys, std::spa
     if (opts_.read_only) {
       if (auto r = find(keys[k]))
         std::memcpy(dest.data(), r->values.data(), dim * sizeof(float));
+      else if (!opts_.default_value.empty())
+        std::memcpy(dest.data(), opts_.default_value.data(), dim * sizeof(float));
       else
         compute::initialize_row(opts_.init, opts_.hash(keys[k]), dest);
       continue;

@@ -27,8 +27,10 @@ struct memory_store_options {
   optimizer_config optimizer;
   admission_config admission;
   eviction_config eviction;
-  /// Lookups of missing keys read the initial vector without growing; updates are refused.
+  /// Lookups of missing keys read `default_value` (empty: the initial vector) without growing;
+  /// updates are refused.
   bool read_only = false;
+  std::vector<float> default_value;
   /// Tests inject a colliding hash; everything else keeps the default.
   uint64_t (*hash)(std::string_view) = compute::hash_key;
 };

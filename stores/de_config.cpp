@@ -1,0 +1,61 @@
+#include "stores/de_config.hpp"
+
+#include <cctype>
+
+#include "compute/initializer.hpp"
+#include "compute/optimizer.hpp"
+#include "messages/errc.hpp"
+#include "stores/admission.hpp"
+#include "stores/memory_store.hpp"
+
+namespace darcy::stores {
+
+namespace {
+
+memory_store_options memory_options(const de_config& cfg) {
+  memory_store_options opts;
+  opts.dim = cfg.dim;
+  opts.init = cfg.init;
+  opts.optimizer = cfg.optimizer;
+  opts.admission = cfg.admission;
+  opts.eviction = cfg.eviction;
+  opts.read_only = cfg.read_only;
+  opts.default_value = cfg.default_value;
+  return opts;
+}
+
+} // namespace
+
+caf::error validate(const de_config& cfg) {
+  auto bad = [&](const std::string& what) {
+    return make_error(errc::invalid_config, "embedding '" + cfg.name + "': " + what);
+  };
+  if (cfg.name.empty() || cfg.name.size() > 128)
+    return make_error(errc::invalid_config, "an embedding needs a name of 1 to 128 characters");
+  for (unsigned char c : cfg.name)
+    if (!std::isalnum(c) && c != '_' && c != '-' && c != '.')
+      return bad("name may hold only letters, digits, '_', '-' and '.'");
+  if (cfg.dim == 0 || cfg.dim > 65536)
+    return bad("dim must be in 1..65536");
+  if (cfg.max_batch == 0)
+    return bad("max_batch must be > 0");
+  if (!cfg.default_value.empty() && cfg.default_value.size() != cfg.dim)
+    return bad("default_value has " + std::to_string(cfg.default_value.size()) +
+               " values for dim " + std::to_string(cfg.dim));
+  for (auto check : {compute::validate(cfg.init), compute::validate(cfg.optimizer),
+                     validate(cfg.admission), validate(cfg.eviction)})
+    if (check)
+      return bad(render(check));
+  return {};
+}
+
+caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {
+  if (auto err = validate(cfg))
+    return err;
+  auto store = memory_store::make(memory_options(cfg));
+  if (!store)
+    return std::move(store.error());
+  return std::unique_ptr<embedding_store>{std::move(*store)};
+}
+
+} // namespace darcy::stores

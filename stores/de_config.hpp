@@ -1,0 +1,23 @@
+// Checking a de_config and building the store that serves it. Every shard of an embedding
+// builds its store from the same de_config, so a config that validates here works everywhere.
+#pragma once
+
+#include <memory>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "messages/embedding_config.hpp"
+#include "stores/embedding_store.hpp"
+
+namespace darcy::stores {
+
+/// Fails with errc::invalid_config naming the embedding and the field: a bad name, dim 0 or
+/// over 65536, an invalid initializer, optimizer, admission or eviction, a default_value of
+/// the wrong size, max_batch 0.
+caf::error validate(const de_config& cfg);
+
+/// The store for one shard of `cfg`, validated first.
+caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg);
+
+} // namespace darcy::stores
