@@ -8,6 +8,7 @@
 
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
+#include <caf/expected.hpp>
 #include <caf/make_message.hpp>
 
 namespace darcy {
@@ -59,6 +60,12 @@ std::string render_errc(uint8_t code, const caf::message& context);
 
 /// True when `x` is the darcy error `code`.
 bool is(const caf::error& x, errc code);
+
+/// The error held by `x`, or no error when it holds a value (safe where x.error() is not).
+template <class T>
+caf::error error_of(const caf::expected<T>& x) {
+  return x ? caf::error{} : x.error();
+}
 
 } // namespace darcy
 

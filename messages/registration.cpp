@@ -2,6 +2,7 @@
 
 #include "messages/chaos.hpp"
 #include "messages/cluster.hpp"
+#include "messages/embedding.hpp"
 #include "messages/embedding_config.hpp"
 #include "messages/errc.hpp"
 #include "messages/interfaces.hpp"
@@ -24,6 +25,8 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<disruption>("darcy.disruption")
     .add_message_type<chaos_stats>("darcy.chaos_stats")
     .add_message_type<de_config>("darcy.de_config")
+    .add_message_type<embedding_stats>("darcy.embedding_stats")
+    .add_message_type<std::vector<float>>("darcy.floats")
     .add_message_type<registry_actor>("darcy.registry_actor");
   cfg.add_error_category(errc_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {

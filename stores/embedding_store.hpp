@@ -9,19 +9,12 @@
 
 #include <caf/error.hpp>
 
+#include "messages/embedding.hpp"
+
 namespace darcy::stores {
 
-struct store_stats {
-  uint64_t rows = 0;
-  /// Memory the store holds for its rows, index and keys.
-  uint64_t bytes = 0;
-  /// What the rows need at the least: key bytes plus values and slots.
-  uint64_t raw_bytes = 0;
-  /// Rows removed by the eviction policy since the store was made.
-  uint64_t evictions = 0;
-  /// Gradient rows dropped because their key was not admitted.
-  uint64_t dropped_updates = 0;
-};
+using store_stats = embedding_stats;
+
 
 class embedding_store {
 public:

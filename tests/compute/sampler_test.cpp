@@ -107,18 +107,18 @@ TEST(sampler, SameSeedDrawsTheSameSamples) {
 
 TEST(sampler, BadRequestsAreRefused) {
   std::vector<uint64_t> none;
-  EXPECT_TRUE(is(candidate_distribution::make(sampler_kind::uniform, none).error(),
+  EXPECT_TRUE(is(error_of(candidate_distribution::make(sampler_kind::uniform, none)),
                  errc::invalid_argument));
   std::vector<uint64_t> zeros(4, 0);
-  EXPECT_TRUE(is(candidate_distribution::make(sampler_kind::unigram, zeros).error(),
+  EXPECT_TRUE(is(error_of(candidate_distribution::make(sampler_kind::unigram, zeros)),
                  errc::invalid_argument));
   std::vector<uint64_t> freq{1, 1};
   auto dist = candidate_distribution::make(sampler_kind::uniform, freq);
   std::mt19937_64 rng{1};
   std::vector<uint64_t> out_of_range{2};
-  EXPECT_TRUE(is(sample(*dist, out_of_range, 1, rng).error(), errc::invalid_argument));
+  EXPECT_TRUE(is(error_of(sample(*dist, out_of_range, 1, rng)), errc::invalid_argument));
   std::vector<uint64_t> all{0, 1};
-  EXPECT_TRUE(is(sample(*dist, all, 1, rng).error(), errc::invalid_argument));
+  EXPECT_TRUE(is(error_of(sample(*dist, all, 1, rng)), errc::invalid_argument));
   EXPECT_TRUE(sample(*dist, all, 0, rng)) << "no negatives asked, none needed";
 }
 

@@ -130,7 +130,7 @@ TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain
   // A darcy error raised on the seed arrives here unchanged.
   auto missing = s->lookup("no-such-service");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error(), make_error(errc::unknown_service, "no-such-service"));
+  EXPECT_EQ(error_of(missing), make_error(errc::unknown_service, "no-such-service"));
 }
 
 TEST_F(cluster_test, SigtermMakesANodeLeaveCleanly) {

@@ -30,7 +30,7 @@ TEST(host_port, ParsesValidEndpointsAndRejectsInvalidOnes) {
     if (r.ok)
       EXPECT_EQ(*parsed, r.expected) << r.text;
     else
-      EXPECT_TRUE(is(parsed.error(), errc::invalid_argument)) << r.text;
+      EXPECT_TRUE(is(error_of(parsed), errc::invalid_argument)) << r.text;
   }
 }
 

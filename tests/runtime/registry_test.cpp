@@ -64,7 +64,7 @@ TEST_F(registry_test, JoinLookupAndLeave) {
   auto gone = ask<service_info>(sys, reg, test::patience, lookup_atom::value,
                                 std::string{"svc"});
   ASSERT_FALSE(gone);
-  EXPECT_EQ(gone.error(), make_error(errc::unknown_service, "svc"));
+  EXPECT_EQ(error_of(gone), make_error(errc::unknown_service, "svc"));
   auto status = ask<cluster_status>(sys, reg, test::patience, status_atom::value);
   ASSERT_TRUE(status);
   ASSERT_EQ(status->members.size(), 2u);
@@ -76,7 +76,7 @@ TEST_F(registry_test, LookupOfUnknownServiceFailsWithUnknownService) {
   auto result = ask<service_info>(sys, reg, test::patience, lookup_atom::value,
                                   std::string{"nope"});
   ASSERT_FALSE(result);
-  EXPECT_TRUE(is(result.error(), errc::unknown_service));
+  EXPECT_TRUE(is(error_of(result), errc::unknown_service));
   EXPECT_EQ(render(result.error()), "unknown service: nope");
 }
 
@@ -135,11 +135,11 @@ TEST_F(registry_test, InvalidJoinAndRegisterAreRefused) {
   auto reg = spawn_registry();
   auto bad_join = join(reg, "", spawn_agent("x"));
   ASSERT_FALSE(bad_join);
-  EXPECT_TRUE(is(bad_join.error(), errc::invalid_argument));
+  EXPECT_TRUE(is(error_of(bad_join), errc::invalid_argument));
   auto bad_reg = ask<ok_atom>(sys, reg, test::patience, register_atom::value,
                               service_info{"svc", "n", caf::actor{}});
   ASSERT_FALSE(bad_reg);
-  EXPECT_TRUE(is(bad_reg.error(), errc::invalid_argument));
+  EXPECT_TRUE(is(error_of(bad_reg), errc::invalid_argument));
 }
 
 } // namespace

@@ -58,7 +58,7 @@ TEST(admission, FactoryValidatesItsConfig) {
     auto p = make_admission(r.cfg);
     EXPECT_EQ(static_cast<bool>(p), r.ok) << r.name;
     if (!p) {
-      EXPECT_TRUE(is(p.error(), errc::invalid_config)) << r.name;
+      EXPECT_TRUE(is(error_of(p), errc::invalid_config)) << r.name;
     }
   }
 }

@@ -39,7 +39,7 @@ TEST_F(atomic_file_test, ReplacesContentAndLeavesNoTemporaryFiles) {
 TEST_F(atomic_file_test, ReportsMissingFilesAndDirectories) {
   auto missing = read_file((dir_ / "nope").string());
   ASSERT_FALSE(missing);
-  EXPECT_TRUE(is(missing.error(), errc::not_found));
+  EXPECT_TRUE(is(error_of(missing), errc::not_found));
   auto err = write_file_atomically((dir_ / "no_dir" / "f").string(), "x");
   EXPECT_TRUE(is(err, errc::io_error)) << render(err);
 }

@@ -185,10 +185,10 @@ TEST(memory_store, ReadOnlyStoreServesInitialVectorsWithoutGrowing) {
 
 TEST(memory_store, InvalidOptionsAreRefused) {
   auto zero_dim = options(0);
-  EXPECT_TRUE(is(memory_store::make(zero_dim).error(), errc::invalid_config));
+  EXPECT_TRUE(is(error_of(memory_store::make(zero_dim)), errc::invalid_config));
   auto bad_lr = options(4);
   bad_lr.optimizer.learning_rate = -1;
-  EXPECT_TRUE(is(memory_store::make(bad_lr).error(), errc::invalid_config));
+  EXPECT_TRUE(is(error_of(memory_store::make(bad_lr)), errc::invalid_config));
 }
 
 TEST(memory_store, BytesPerRowStayWithin30PercentOfRaw) {
@@ -283,10 +283,10 @@ INSTANTIATE_TEST_SUITE_P(policies, capacity_eviction,
 TEST(memory_store_policies, InvalidEvictionConfigIsRefused) {
   auto ttl = options(2);
   ttl.eviction = {eviction_kind::ttl, 0, 0};
-  EXPECT_TRUE(is(memory_store::make(ttl).error(), errc::invalid_config));
+  EXPECT_TRUE(is(error_of(memory_store::make(ttl)), errc::invalid_config));
   auto lru = options(2);
   lru.eviction = {eviction_kind::lru, 0, 0};
-  EXPECT_TRUE(is(memory_store::make(lru).error(), errc::invalid_config));
+  EXPECT_TRUE(is(error_of(memory_store::make(lru)), errc::invalid_config));
 }
 
 } // namespace

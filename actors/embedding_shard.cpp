@@ -1,0 +1,82 @@
+#include "actors/embedding_shard.hpp"
+
+#include "messages/errc.hpp"
+#include "stores/de_config.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+using shard_pointer = embedding_shard_actor::stateful_pointer<embedding_shard_state>;
+
+// The table of `name` after checking the batch; an error when either is wrong.
+caf::expected<embedding_shard_state::table*> checked_table(shard_pointer self,
+                                                           const std::string& name,
+                                                           size_t batch) {
+  auto i = self->state.tables.find(name);
+  if (i == self->state.tables.end())
+    return make_error(errc::unknown_embedding, name);
+  if (batch == 0)
+    return make_error(errc::empty_batch, name);
+  if (batch > i->second.config.max_batch)
+    return make_error(errc::batch_too_large, name + ": " + std::to_string(batch) + " keys, limit " +
+                                               std::to_string(i->second.config.max_batch));
+  return &i->second;
+}
+
+std::vector<std::string_view> views(const std::vector<std::string>& keys) {
+  return {keys.begin(), keys.end()};
+}
+
+} // namespace
+
+embedding_shard_actor::behavior_type embedding_shard(shard_pointer self) {
+  return {
+    [self](create_atom, de_config& cfg) -> caf::result<ok_atom> {
+      auto& tables = self->state.tables;
+      if (auto i = tables.find(cfg.name); i != tables.end()) {
+        if (i->second.config.dim != cfg.dim)
+          return make_error(errc::invalid_config, "embedding '" + cfg.name +
+                                                    "' exists with dim " +
+                                                    std::to_string(i->second.config.dim));
+        return ok_atom::value;
+      }
+      auto store = stores::make_store(cfg);
+      if (!store)
+        return std::move(store.error());
+      auto name = cfg.name;
+      tables.emplace(name, embedding_shard_state::table{std::move(cfg), std::move(*store)});
+      return ok_atom::value;
+    },
+    [self](lookup_atom, const std::string& name,
+           const std::vector<std::string>& keys) -> caf::result<std::vector<float>> {
+      auto table = checked_table(self, name, keys.size());
+      if (!table)
+        return std::move(table.error());
+      auto& store = *(*table)->store;
+      std::vector<float> out(keys.size() * store.dim());
+      auto key_views = views(keys);
+      if (auto err = store.lookup(key_views, out))
+        return err;
+      return out;
+    },
+    [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
+           const std::vector<float>& grads, int64_t step) -> caf::result<ok_atom> {
+      auto table = checked_table(self, name, keys.size());
+      if (!table)
+        return std::move(table.error());
+      auto key_views = views(keys);
+      if (auto err = (*table)->store->update(key_views, grads, step))
+        return err;
+      return ok_atom::value;
+    },
+    [self](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
+      auto i = self->state.tables.find(name);
+      if (i == self->state.tables.end())
+        return make_error(errc::unknown_embedding, name);
+      return i->second.store->stats();
+    },
+  };
+}
+
+} // namespace darcy::actors

@@ -1,0 +1,51 @@
+// Embedding-service protocol values and the typed interfaces of its actors. Keys travel as raw
+// strings (no dictionary); rows travel as flat float vectors, keys.size() * dim long, in key
+// order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/embedding_config.hpp"
+
+namespace darcy {
+
+struct embedding_stats {
+  uint64_t rows = 0;
+  /// Memory the store holds for its rows, index and keys.
+  uint64_t bytes = 0;
+  /// What the rows need at the least: key bytes plus values and slots.
+  uint64_t raw_bytes = 0;
+  /// Rows removed by the eviction policy.
+  uint64_t evictions = 0;
+  /// Gradient rows dropped because their key was not admitted.
+  uint64_t dropped_updates = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
+  return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.evictions,
+           x.dropped_updates);
+}
+
+using create_atom = caf::atom_constant<caf::atom("create")>;
+using update_atom = caf::atom_constant<caf::atom("update")>;
+
+/// One shard of the embedding service: the rows of every embedding whose key hash falls on it.
+/// Errors: errc::unknown_embedding, errc::empty_batch, errc::batch_too_large, and the store's
+/// own (dimension_mismatch, non_finite, read_only), each leaving the shard unchanged.
+using embedding_shard_actor = caf::typed_actor<
+  caf::replies_to<create_atom, de_config>::with<ok_atom>,
+  caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
+  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
+                  int64_t>::with<ok_atom>,
+  caf::replies_to<stats_atom, std::string>::with<embedding_stats>>;
+
+} // namespace darcy
