@@ -48,4 +48,16 @@ using embedding_shard_actor = caf::typed_actor<
                   int64_t>::with<ok_atom>,
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>>;
 
+/// The embedding master: the service's front door. It splits a batch by shard
+/// (hash(key) mod n), removes duplicate keys (summing their gradients), fans out, and answers in
+/// input order. A whole batch is checked before any shard sees it, so a bad request changes
+/// nothing. Past its in-flight and queue bounds it answers errc::overloaded. It speaks the
+/// shard protocol, so a client cannot tell one shard from a sharded service.
+using embedding_master_actor = caf::typed_actor<
+  caf::replies_to<create_atom, de_config>::with<ok_atom>,
+  caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
+  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
+                  int64_t>::with<ok_atom>,
+  caf::replies_to<stats_atom, std::string>::with<embedding_stats>>;
+
 } // namespace darcy

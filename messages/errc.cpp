@@ -37,6 +37,7 @@ constexpr errc_entry errc_table[] = {
   {"corrupt_file", "truncated or corrupt file"},
   {"unsupported", "unsupported"},
   {"injected_fault", "injected fault"},
+  {"overloaded", "service overloaded, retry later"},
 };
 
 constexpr size_t errc_count = sizeof(errc_table) / sizeof(errc_table[0]);

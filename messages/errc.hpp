@@ -36,6 +36,7 @@ enum class errc : uint8_t {
   corrupt_file,
   unsupported,
   injected_fault,
+  overloaded,
 };
 
 /// The CAF category atom of darcy::errc.

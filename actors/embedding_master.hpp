@@ -1,0 +1,40 @@
+// The embedding master: routes batches of raw string keys to the shards that own them and
+// merges the answers. It keeps no rows, only each embedding's config, and bounds its work:
+// at most `max_in_flight` fan-outs run at once and `max_queued` more wait.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "messages/embedding.hpp"
+
+namespace darcy::actors {
+
+struct embedding_master_options {
+  std::vector<embedding_shard_actor> shards;
+  size_t max_in_flight = 64;
+  size_t max_queued = 1024;
+  std::chrono::milliseconds shard_timeout{30000};
+};
+
+struct embedding_master_state {
+  embedding_master_options options;
+  std::map<std::string, de_config> configs;
+  size_t in_flight = 0;
+  /// Fan-outs waiting for a free in-flight slot, oldest first.
+  std::deque<std::function<void()>> queued;
+  static inline const char* name = "darcy.embedding_master";
+};
+
+using embedding_master_pointer = embedding_master_actor::stateful_pointer<embedding_master_state>;
+
+embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
+                                                       embedding_master_options options);
+
+/// The shard that owns `key` among `shard_count` shards.
+size_t shard_of(std::string_view key, size_t shard_count);
+
+} // namespace darcy::actors
