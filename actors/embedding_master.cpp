@@ -6,6 +6,7 @@
 #include "compute/hash.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/errc.hpp"
+#include "stores/de_config.hpp"
 
 namespace darcy::actors {
 
@@ -56,12 +57,8 @@ caf::expected<const de_config*> check(embedding_master_pointer self, const std::
   auto i = self->state.configs.find(name);
   if (i == self->state.configs.end())
     return make_error(errc::unknown_embedding, name);
-  if (batch == 0)
-    return make_error(errc::empty_batch, name);
-  if (batch > i->second.max_batch)
-    return make_error(errc::batch_too_large, name + ": " + std::to_string(batch) +
-                                               " keys, limit " +
-                                               std::to_string(i->second.max_batch));
+  if (auto err = stores::check_batch(i->second, batch))
+    return err;
   return &i->second;
 }
 

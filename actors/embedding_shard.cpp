@@ -16,11 +16,8 @@ caf::expected<embedding_shard_state::table*> checked_table(shard_pointer self,
   auto i = self->state.tables.find(name);
   if (i == self->state.tables.end())
     return make_error(errc::unknown_embedding, name);
-  if (batch == 0)
-    return make_error(errc::empty_batch, name);
-  if (batch > i->second.config.max_batch)
-    return make_error(errc::batch_too_large, name + ": " + std::to_string(batch) + " keys, limit " +
-                                               std::to_string(i->second.config.max_batch));
+  if (auto err = stores::check_batch(i->second.config, batch))
+    return err;
   return &i->second;
 }
 

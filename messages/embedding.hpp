@@ -38,26 +38,23 @@ typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
 using create_atom = caf::atom_constant<caf::atom("create")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 
-/// One shard of the embedding service: the rows of every embedding whose key hash falls on it.
-/// Errors: errc::unknown_embedding, errc::empty_batch, errc::batch_too_large, and the store's
-/// own (dimension_mismatch, non_finite, read_only), each leaving the shard unchanged.
-using embedding_shard_actor = caf::typed_actor<
+/// The embedding service protocol, spoken by a shard and by the master alike, so a client
+/// cannot tell one shard from a sharded service. Errors: errc::unknown_embedding,
+/// errc::empty_batch, errc::batch_too_large, errc::dimension_mismatch, errc::non_finite,
+/// errc::read_only, errc::overloaded (master only); each leaves the service unchanged.
+using embedding_service_actor = caf::typed_actor<
   caf::replies_to<create_atom, de_config>::with<ok_atom>,
   caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
   caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
                   int64_t>::with<ok_atom>,
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>>;
 
-/// The embedding master: the service's front door. It splits a batch by shard
-/// (hash(key) mod n), removes duplicate keys (summing their gradients), fans out, and answers in
-/// input order. A whole batch is checked before any shard sees it, so a bad request changes
-/// nothing. Past its in-flight and queue bounds it answers errc::overloaded. It speaks the
-/// shard protocol, so a client cannot tell one shard from a sharded service.
-using embedding_master_actor = caf::typed_actor<
-  caf::replies_to<create_atom, de_config>::with<ok_atom>,
-  caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
-  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
-                  int64_t>::with<ok_atom>,
-  caf::replies_to<stats_atom, std::string>::with<embedding_stats>>;
+/// One shard: the rows of every embedding whose key hash falls on it.
+using embedding_shard_actor = embedding_service_actor;
+
+/// The front door: splits a batch by shard (hash(key) mod n), removes duplicate keys (summing
+/// their gradients), fans out and answers in input order. A whole batch is checked before any
+/// shard sees it, so a bad request changes nothing.
+using embedding_master_actor = embedding_service_actor;
 
 } // namespace darcy

@@ -49,6 +49,15 @@ caf::error validate(const de_config& cfg) {
   return {};
 }
 
+caf::error check_batch(const de_config& cfg, size_t batch) {
+  if (batch == 0)
+    return make_error(errc::empty_batch, cfg.name);
+  if (batch > cfg.max_batch)
+    return make_error(errc::batch_too_large, cfg.name + ": " + std::to_string(batch) +
+                                               " keys, limit " + std::to_string(cfg.max_batch));
+  return {};
+}
+
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {
   if (auto err = validate(cfg))
     return err;

@@ -17,6 +17,9 @@ namespace darcy::stores {
 /// the wrong size, max_batch 0.
 caf::error validate(const de_config& cfg);
 
+/// Fails with errc::empty_batch or errc::batch_too_large (naming the embedding and the limit).
+caf::error check_batch(const de_config& cfg, size_t batch);
+
 /// The store for one shard of `cfg`, validated first.
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg);
 
