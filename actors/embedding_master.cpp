@@ -3,6 +3,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/top_k_scan.hpp"
 #include "compute/hash.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/errc.hpp"
@@ -216,6 +217,42 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
             finished(self);
           });
       });
+      return promise;
+    },
+    [self, timeout](top_k_atom, const std::string& name, const std::vector<float>& queries,
+                    uint32_t k, bool with_bias) -> caf::result<top_k_result> {
+      auto i = self->state.configs.find(name);
+      if (i == self->state.configs.end())
+        return make_error(errc::unknown_embedding, name);
+      auto qdim = i->second.dim - (with_bias ? 1u : 0u);
+      if (k == 0)
+        return make_error(errc::invalid_argument, "top_k needs k >= 1");
+      if (qdim == 0 || queries.empty() || queries.size() % qdim != 0)
+        return make_error(errc::dimension_mismatch,
+                          std::to_string(queries.size()) + " query values for dim " +
+                            std::to_string(qdim));
+      auto promise = self->make_response_promise<top_k_result>();
+      auto& shards = self->state.options.shards;
+      auto parts = std::make_shared<std::vector<top_k_result>>(shards.size());
+      auto remaining = std::make_shared<size_t>(shards.size());
+      auto failed = std::make_shared<bool>(false);
+      auto nq = queries.size() / qdim;
+      for (size_t s = 0; s < shards.size(); ++s)
+        self->request(shards[s], timeout, top_k_atom::value, name, queries, k, with_bias)
+          .then(
+            [=](top_k_result& part) mutable {
+              if (*failed)
+                return;
+              (*parts)[s] = std::move(part);
+              if (--*remaining == 0)
+                promise.deliver(merge_top_k_results(*parts, nq, k));
+            },
+            [=](caf::error& err) mutable {
+              if (!*failed) {
+                *failed = true;
+                promise.deliver(std::move(err));
+              }
+            });
       return promise;
     },
     [self, timeout](stats_atom, const std::string& name) -> caf::result<embedding_stats> {

@@ -1,5 +1,6 @@
 #include "actors/embedding_shard.hpp"
 
+#include "actors/top_k_scan.hpp"
 #include "messages/errc.hpp"
 #include "stores/de_config.hpp"
 
@@ -66,6 +67,16 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self) {
       if (auto err = (*table)->store->update(key_views, grads, step))
         return err;
       return ok_atom::value;
+    },
+    [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
+           bool with_bias) -> caf::result<top_k_result> {
+      auto i = self->state.tables.find(name);
+      if (i == self->state.tables.end())
+        return make_error(errc::unknown_embedding, name);
+      auto result = scan_top_k(*i->second.store, queries, k, with_bias);
+      if (!result)
+        return std::move(result.error());
+      return std::move(*result);
     },
     [self](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
       auto i = self->state.tables.find(name);

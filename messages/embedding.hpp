@@ -35,19 +35,37 @@ typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
            x.dropped_updates);
 }
 
+/// Top-k answers for a batch of queries: query q's hits are keys and scores in
+/// [offsets[q], offsets[q + 1]), best first.
+struct top_k_result {
+  std::vector<uint32_t> offsets;
+  std::vector<std::string> keys;
+  std::vector<float> scores;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, top_k_result& x) {
+  return f(caf::meta::type_name("top_k_result"), x.offsets, x.keys, x.scores);
+}
+
 using create_atom = caf::atom_constant<caf::atom("create")>;
+using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 
 /// The embedding service protocol, spoken by a shard and by the master alike, so a client
 /// cannot tell one shard from a sharded service. Errors: errc::unknown_embedding,
 /// errc::empty_batch, errc::batch_too_large, errc::dimension_mismatch, errc::non_finite,
 /// errc::read_only, errc::overloaded (master only); each leaves the service unchanged.
+/// top_k(name, queries, k, with_bias): the k rows with the largest inner product for each query
+/// (queries are row-major, dim values each, or dim - 1 with_bias: then a row's last value is its
+/// bias and queries are extended with 1, the trick [c;1]·[w;b]).
 using embedding_service_actor = caf::typed_actor<
   caf::replies_to<create_atom, de_config>::with<ok_atom>,
   caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
   caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
                   int64_t>::with<ok_atom>,
-  caf::replies_to<stats_atom, std::string>::with<embedding_stats>>;
+  caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
+  caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, bool>::with<top_k_result>>;
 
 /// One shard: the rows of every embedding whose key hash falls on it.
 using embedding_shard_actor = embedding_service_actor;

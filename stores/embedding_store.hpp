@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -35,6 +36,9 @@ public:
                             std::span<const float> grads, int64_t step) = 0;
 
   virtual store_stats stats() const = 0;
+
+  /// Calls f(key, values) for every row, in no particular order; f must not change the store.
+  virtual void scan(const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
 };
 
 } // namespace darcy::stores

@@ -67,6 +67,9 @@ public:
   caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
                     int64_t step) override;
   store_stats stats() const override;
+  void scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
+    for_each([&](const row_ref& r) { f(r.key, r.values); });
+  }
 
   size_t size() const { return size_; }
 

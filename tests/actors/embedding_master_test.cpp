@@ -142,3 +142,48 @@ TEST_F(embedding_master_test, RequestsBeyondTheQueueAreRefusedAsOverloaded) {
 
 } // namespace
 } // namespace darcy::actors
+
+namespace darcy::actors {
+namespace {
+
+TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceWithAndWithoutBias) {
+  auto master = start(4);
+  strings keys;
+  for (int i = 0; i < 500; ++i)
+    keys.push_back("item-" + std::to_string(i));
+  auto rows = lookup(master, keys);
+  ASSERT_EQ(rows.size(), keys.size() * 3);
+  for (bool with_bias : {false, true}) {
+    size_t qdim = with_bias ? 2 : 3;
+    floats queries{0.3f, -1.0f, 0.7f, 1.0f, 0.2f, -0.4f};
+    queries.resize(2 * qdim);
+    auto result = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
+                                    std::string{"words"}, queries, uint32_t{7}, with_bias);
+    ASSERT_TRUE(result) << render(error_of(result));
+    ASSERT_EQ(result->offsets, (std::vector<uint32_t>{0, 7, 14}));
+    for (size_t q = 0; q < 2; ++q) {
+      // Brute force over every row: [c;1]·[w;b] with bias, c·w without.
+      std::vector<std::pair<float, std::string>> all;
+      for (size_t r = 0; r < keys.size(); ++r) {
+        float score = with_bias ? rows[r * 3 + 2] : 0.0f;
+        for (size_t d = 0; d < qdim; ++d)
+          score += queries[q * qdim + d] * rows[r * 3 + d];
+        all.emplace_back(score, keys[r]);
+      }
+      std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.first > b.first; });
+      for (size_t i = 0; i < 7; ++i) {
+        EXPECT_EQ(result->keys[q * 7 + i], all[i].second) << "query " << q << " rank " << i;
+        EXPECT_NEAR(result->scores[q * 7 + i], all[i].first, 1e-5);
+      }
+    }
+  }
+  auto bad = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
+                               std::string{"words"}, floats{1, 2}, uint32_t{3}, false);
+  EXPECT_TRUE(is(error_of(bad), errc::dimension_mismatch));
+  auto zero = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
+                                std::string{"words"}, floats{1, 2, 3}, uint32_t{0}, false);
+  EXPECT_TRUE(is(error_of(zero), errc::invalid_argument));
+}
+
+} // namespace
+} // namespace darcy::actors
