@@ -1,6 +1,7 @@
 #include "actors/embedding_master.hpp"
 
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 
 #include "actors/top_k_scan.hpp"
@@ -90,20 +91,16 @@ void finished(embedding_master_pointer self) {
   }
 }
 
-// Sends one request per shard that has keys; calls on_reply(shard, reply) for each answer and
-// done(error) once, after the last answer or at the first error.
+// Sends one request to each shard in `targets`; calls on_reply(shard, reply) for each answer
+// and done(error) once, after the last answer or at the first error.
 template <class Reply, class Request, class OnReply>
-void fan_out(const split_batch& batch, Request request,
-             OnReply on_reply, std::function<void(caf::error)> done) {
-  auto pending = std::make_shared<size_t>(0);
+void fan_out(const std::vector<size_t>& targets, Request request, OnReply on_reply,
+             std::function<void(caf::error)> done) {
+  auto pending = std::make_shared<size_t>(targets.size());
   auto failed = std::make_shared<bool>(false);
-  for (auto& keys : batch.keys)
-    *pending += keys.empty() ? 0 : 1;
-  for (size_t s = 0; s < batch.keys.size(); ++s) {
-    if (batch.keys[s].empty())
-      continue;
+  for (auto s : targets)
     request(s).then(
-      [=](Reply& reply) {
+      [=](Reply& reply) mutable {
         if (*failed)
           return;
         on_reply(s, reply);
@@ -116,7 +113,31 @@ void fan_out(const split_batch& batch, Request request,
         *failed = true;
         done(std::move(err));
       });
-  }
+}
+
+std::vector<size_t> all_shards(embedding_master_pointer self) {
+  std::vector<size_t> result(self->state.options.shards.size());
+  std::iota(result.begin(), result.end(), 0);
+  return result;
+}
+
+std::vector<size_t> shards_with_keys(const split_batch& batch) {
+  std::vector<size_t> result;
+  for (size_t s = 0; s < batch.keys.size(); ++s)
+    if (!batch.keys[s].empty())
+      result.push_back(s);
+  return result;
+}
+
+// Delivers `value` on success and the error otherwise.
+template <class Promise, class Value>
+std::function<void(caf::error)> deliver_with(Promise promise, Value value) {
+  return [promise, value](caf::error err) mutable {
+    if (err)
+      promise.deliver(std::move(err));
+    else
+      promise.deliver(value());
+  };
 }
 
 } // namespace
@@ -132,23 +153,16 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
   return {
     [self, timeout](create_atom, const de_config& cfg) -> caf::result<ok_atom> {
       auto promise = self->make_response_promise<ok_atom>();
-      auto remaining = std::make_shared<size_t>(self->state.options.shards.size());
-      auto failed = std::make_shared<bool>(false);
-      for (auto& shard : self->state.options.shards)
-        self->request(shard, timeout, create_atom::value, cfg)
-          .then(
-            [=](ok_atom) mutable {
-              if (!*failed && --*remaining == 0) {
-                self->state.configs[cfg.name] = cfg;
-                promise.deliver(ok_atom::value);
-              }
-            },
-            [=](caf::error& err) mutable {
-              if (!*failed) {
-                *failed = true;
-                promise.deliver(std::move(err));
-              }
-            });
+      fan_out<ok_atom>(
+        all_shards(self),
+        [=](size_t s) {
+          return self->request(self->state.options.shards[s], timeout, create_atom::value, cfg);
+        },
+        [](size_t, ok_atom) {},
+        deliver_with(promise, [self, cfg] {
+          self->state.configs[cfg.name] = cfg;
+          return ok_atom::value;
+        }));
       return promise;
     },
     [self, timeout](lookup_atom, const std::string& name,
@@ -162,7 +176,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       admit(self, promise, [=]() mutable {
         auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
         fan_out<std::vector<float>>(
-          *batch,
+          shards_with_keys(*batch),
           [=](size_t s) {
             return self->request(self->state.options.shards[s], timeout, lookup_atom::value,
                                  name, batch->keys[s]);
@@ -203,7 +217,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       sum_gradients(*batch, grads, dim);
       admit(self, promise, [=]() mutable {
         fan_out<ok_atom>(
-          *batch,
+          shards_with_keys(*batch),
           [=](size_t s) {
             return self->request(self->state.options.shards[s], timeout, update_atom::value,
                                  name, batch->keys[s], batch->grads[s], step);
@@ -232,27 +246,16 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
                           std::to_string(queries.size()) + " query values for dim " +
                             std::to_string(qdim));
       auto promise = self->make_response_promise<top_k_result>();
-      auto& shards = self->state.options.shards;
-      auto parts = std::make_shared<std::vector<top_k_result>>(shards.size());
-      auto remaining = std::make_shared<size_t>(shards.size());
-      auto failed = std::make_shared<bool>(false);
+      auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
       auto nq = queries.size() / qdim;
-      for (size_t s = 0; s < shards.size(); ++s)
-        self->request(shards[s], timeout, top_k_atom::value, name, queries, k, with_bias)
-          .then(
-            [=](top_k_result& part) mutable {
-              if (*failed)
-                return;
-              (*parts)[s] = std::move(part);
-              if (--*remaining == 0)
-                promise.deliver(merge_top_k_results(*parts, nq, k));
-            },
-            [=](caf::error& err) mutable {
-              if (!*failed) {
-                *failed = true;
-                promise.deliver(std::move(err));
-              }
-            });
+      fan_out<top_k_result>(
+        all_shards(self),
+        [=](size_t s) {
+          return self->request(self->state.options.shards[s], timeout, top_k_atom::value, name,
+                               queries, k, with_bias);
+        },
+        [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
+        deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }));
       return promise;
     },
     [self, timeout](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
@@ -260,26 +263,19 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
         return make_error(errc::unknown_embedding, name);
       auto promise = self->make_response_promise<embedding_stats>();
       auto total = std::make_shared<embedding_stats>();
-      auto remaining = std::make_shared<size_t>(self->state.options.shards.size());
-      auto failed = std::make_shared<bool>(false);
-      for (auto& shard : self->state.options.shards)
-        self->request(shard, timeout, stats_atom::value, name)
-          .then(
-            [=](const embedding_stats& s) mutable {
-              total->rows += s.rows;
-              total->bytes += s.bytes;
-              total->raw_bytes += s.raw_bytes;
-              total->evictions += s.evictions;
-              total->dropped_updates += s.dropped_updates;
-              if (!*failed && --*remaining == 0)
-                promise.deliver(*total);
-            },
-            [=](caf::error& err) mutable {
-              if (!*failed) {
-                *failed = true;
-                promise.deliver(std::move(err));
-              }
-            });
+      fan_out<embedding_stats>(
+        all_shards(self),
+        [=](size_t s) {
+          return self->request(self->state.options.shards[s], timeout, stats_atom::value, name);
+        },
+        [total](size_t, const embedding_stats& part) {
+          total->rows += part.rows;
+          total->bytes += part.bytes;
+          total->raw_bytes += part.raw_bytes;
+          total->evictions += part.evictions;
+          total->dropped_updates += part.dropped_updates;
+        },
+        deliver_with(promise, [total] { return *total; }));
       return promise;
     },
   };
