@@ -16,6 +16,16 @@ namespace darcy::stores {
 
 using store_stats = embedding_stats;
 
+/// A row with its whole state, as checkpoints save and restore it.
+struct row_record {
+  std::string_view key;
+  std::span<const float> values;
+  std::span<const float> slots;
+  uint64_t frequency = 0;
+  uint64_t updates = 0;
+  int64_t last_update = 0;
+};
+
 
 class embedding_store {
 public:
@@ -39,6 +49,17 @@ public:
 
   /// Calls f(key, values) for every row, in no particular order; f must not change the store.
   virtual void scan(const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
+
+  /// Optimizer state vectors per row (see compute::slot_count).
+  virtual size_t slot_count() const = 0;
+
+  /// Calls f for every row with its whole state; f must not change the store.
+  virtual void export_rows(const std::function<void(const row_record&)>& f) = 0;
+
+  /// Inserts or replaces a row with its whole state, bypassing admission and read-only mode
+  /// (this is the restore path; the service refuses user imports in read-only mode). Fails
+  /// with errc::dimension_mismatch when the sizes disagree with the store.
+  virtual caf::error import_row(const row_record& row) = 0;
 };
 
 } // namespace darcy::stores

@@ -276,6 +276,29 @@ caf::error memory_store::update(std::span<const std::string_view> keys,
   return {};
 }
 
+void memory_store::export_rows(const std::function<void(const row_record&)>& f) {
+  for_each([&](const row_ref& r) {
+    f({r.key, r.values, r.slots, r.meta->frequency, r.meta->updates, r.meta->last_update});
+  });
+}
+
+caf::error memory_store::import_row(const row_record& row) {
+  if (row.values.size() != opts_.dim || row.slots.size() != opts_.dim * slots_)
+    return make_error(errc::dimension_mismatch,
+                      "row '" + std::string{row.key} + "' has " +
+                        std::to_string(row.values.size()) + " values and " +
+                        std::to_string(row.slots.size()) + " slot values for dim " +
+                        std::to_string(opts_.dim));
+  auto r = find_or_insert(row.key);
+  std::copy(row.values.begin(), row.values.end(), r.values.begin());
+  std::copy(row.slots.begin(), row.slots.end(), r.slots.begin());
+  r.meta->frequency = row.frequency;
+  r.meta->updates = row.updates;
+  r.meta->last_update = row.last_update;
+  current_step_ = std::max(current_step_, row.last_update);
+  return {};
+}
+
 store_stats memory_store::stats() const {
   store_stats s;
   s.rows = size_;

@@ -70,6 +70,9 @@ public:
   void scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
     for_each([&](const row_ref& r) { f(r.key, r.values); });
   }
+  size_t slot_count() const override { return slots_; }
+  void export_rows(const std::function<void(const row_record&)>& f) override;
+  caf::error import_row(const row_record& row) override;
 
   size_t size() const { return size_; }
 

@@ -1,0 +1,80 @@
+# On-disk format of Darcy checkpoints: one ShardFile per embedding and shard, and a Manifest,
+# written last and atomically, that names the files with their checksums. A reader needs
+# nothing but this schema: configs are stored in full.
+@0xa783a2f53e8c3adb;
+
+struct Initializer {
+  kind @0 :UInt8;      # 0 zeros, 1 uniform, 2 normal, 3 truncated_normal
+  low @1 :Float32;
+  high @2 :Float32;
+  mean @3 :Float32;
+  stddev @4 :Float32;
+  seed @5 :UInt64;
+}
+
+struct Optimizer {
+  kind @0 :UInt8;      # 0 sgd, 1 adagrad, 2 momentum, 3 adam, 4 ftrl
+  learningRate @1 :Float32;
+  initialAccumulator @2 :Float32;
+  momentum @3 :Float32;
+  nesterov @4 :Bool;
+  beta1 @5 :Float32;
+  beta2 @6 :Float32;
+  epsilon @7 :Float32;
+  l1 @8 :Float32;
+  l2 @9 :Float32;
+}
+
+struct EmbeddingConfig {
+  name @0 :Text;
+  dim @1 :UInt32;
+  init @2 :Initializer;
+  optimizer @3 :Optimizer;
+  admissionKind @4 :UInt8;
+  admissionMinCount @5 :UInt32;
+  admissionCapacity @6 :UInt64;
+  admissionFpRate @7 :Float64;
+  evictionKind @8 :UInt8;
+  evictionTtlSteps @9 :Int64;
+  evictionMaxRows @10 :UInt64;
+  backend @11 :UInt8;
+  readOnly @12 :Bool;
+  defaultValue @13 :List(Float32);
+  maxBatch @14 :UInt32;
+}
+
+struct Row {
+  key @0 :Data;
+  values @1 :List(Float32);
+  slots @2 :List(Float32);     # the optimizer's state, slotCount vectors of dim values
+  frequency @3 :UInt64;
+  updates @4 :UInt64;
+  lastUpdate @5 :Int64;
+}
+
+struct ShardFile {
+  embedding @0 :Text;
+  dim @1 :UInt32;
+  slotCount @2 :UInt32;
+  rows @3 :List(Row);
+}
+
+struct FileEntry {
+  path @0 :Text;               # relative to the checkpoint directory
+  checksum @1 :UInt64;         # hash of the file's bytes
+  rows @2 :UInt64;
+  bytes @3 :UInt64;
+}
+
+struct EmbeddingEntry {
+  config @0 :EmbeddingConfig;
+  files @1 :List(FileEntry);
+}
+
+struct Manifest {
+  formatVersion @0 :UInt32;
+  step @1 :Int64;
+  shardCount @2 :UInt32;
+  embeddings @3 :List(EmbeddingEntry);
+  extra @4 :Data;              # caller state saved with the checkpoint (dense state, input position)
+}

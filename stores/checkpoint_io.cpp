@@ -1,0 +1,250 @@
+#include "stores/checkpoint_io.hpp"
+
+#include <cstring>
+#include <filesystem>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include "compute/hash.hpp"
+#include "messages/checkpoint.capnp.h"
+#include "messages/errc.hpp"
+#include "stores/atomic_file.hpp"
+
+namespace darcy::stores {
+
+namespace {
+
+constexpr uint32_t format_version = 1;
+
+std::string join(const std::string& dir, const std::string& name) {
+  return (std::filesystem::path{dir} / name).string();
+}
+
+uint64_t checksum_of(std::string_view bytes) {
+  return compute::hash_key(bytes);
+}
+
+template <class Builder>
+void write_floats(Builder list, std::span<const float> values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    list.set(static_cast<unsigned>(i), values[i]);
+}
+
+template <class Reader>
+void read_floats(Reader list, std::vector<float>& out) {
+  out.clear();
+  out.reserve(list.size());
+  for (auto v : list)
+    out.push_back(v);
+}
+
+void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
+  out.setName(cfg.name);
+  out.setDim(cfg.dim);
+  auto init = out.initInit();
+  init.setKind(static_cast<uint8_t>(cfg.init.kind));
+  init.setLow(cfg.init.low);
+  init.setHigh(cfg.init.high);
+  init.setMean(cfg.init.mean);
+  init.setStddev(cfg.init.stddev);
+  init.setSeed(cfg.init.seed);
+  auto opt = out.initOptimizer();
+  auto& o = cfg.optimizer;
+  opt.setKind(static_cast<uint8_t>(o.kind));
+  opt.setLearningRate(o.learning_rate);
+  opt.setInitialAccumulator(o.initial_accumulator);
+  opt.setMomentum(o.momentum);
+  opt.setNesterov(o.nesterov);
+  opt.setBeta1(o.beta1);
+  opt.setBeta2(o.beta2);
+  opt.setEpsilon(o.epsilon);
+  opt.setL1(o.l1);
+  opt.setL2(o.l2);
+  out.setAdmissionKind(static_cast<uint8_t>(cfg.admission.kind));
+  out.setAdmissionMinCount(cfg.admission.min_count);
+  out.setAdmissionCapacity(cfg.admission.capacity);
+  out.setAdmissionFpRate(cfg.admission.fp_rate);
+  out.setEvictionKind(static_cast<uint8_t>(cfg.eviction.kind));
+  out.setEvictionTtlSteps(cfg.eviction.ttl_steps);
+  out.setEvictionMaxRows(cfg.eviction.max_rows);
+  out.setBackend(static_cast<uint8_t>(cfg.backend));
+  out.setReadOnly(cfg.read_only);
+  write_floats(out.initDefaultValue(static_cast<unsigned>(cfg.default_value.size())),
+               cfg.default_value);
+  out.setMaxBatch(cfg.max_batch);
+}
+
+de_config from_capnp(EmbeddingConfig::Reader in) {
+  de_config cfg;
+  cfg.name = in.getName();
+  cfg.dim = in.getDim();
+  auto init = in.getInit();
+  cfg.init = {static_cast<init_kind>(init.getKind()), init.getLow(), init.getHigh(),
+              init.getMean(), init.getStddev(), init.getSeed()};
+  auto o = in.getOptimizer();
+  cfg.optimizer = {static_cast<optimizer_kind>(o.getKind()), o.getLearningRate(),
+                   o.getInitialAccumulator(), o.getMomentum(), o.getNesterov(), o.getBeta1(),
+                   o.getBeta2(), o.getEpsilon(), o.getL1(), o.getL2()};
+  cfg.admission = {static_cast<admission_kind>(in.getAdmissionKind()), in.getAdmissionMinCount(),
+                   in.getAdmissionCapacity(), in.getAdmissionFpRate()};
+  cfg.eviction = {static_cast<eviction_kind>(in.getEvictionKind()), in.getEvictionTtlSteps(),
+                  in.getEvictionMaxRows()};
+  cfg.backend = static_cast<backend_kind>(in.getBackend());
+  cfg.read_only = in.getReadOnly();
+  read_floats(in.getDefaultValue(), cfg.default_value);
+  cfg.max_batch = in.getMaxBatch();
+  return cfg;
+}
+
+caf::error write_message(const std::string& path, capnp::MessageBuilder& message,
+                         file_info* info) {
+  auto words = capnp::messageToFlatArray(message);
+  auto bytes = words.asChars();
+  std::string_view view{bytes.begin(), bytes.size()};
+  if (info != nullptr) {
+    info->checksum = checksum_of(view);
+    info->bytes = view.size();
+  }
+  return write_file_atomically(path, view);
+}
+
+// Reads a whole file into word-aligned memory.
+caf::expected<kj::Array<capnp::word>> read_words(const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes)
+    return std::move(bytes.error());
+  if (bytes->size() % sizeof(capnp::word) != 0)
+    return make_error(errc::corrupt_file, path + ": truncated (" +
+                                            std::to_string(bytes->size()) + " bytes)");
+  auto words = kj::heapArray<capnp::word>(bytes->size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes->data(), bytes->size());
+  return words;
+}
+
+capnp::ReaderOptions reader_options(size_t words) {
+  capnp::ReaderOptions opts;
+  opts.traversalLimitInWords = words * 2 + 1024;
+  return opts;
+}
+
+} // namespace
+
+caf::expected<file_info> write_shard_file(const std::string& dir, const std::string& rel_path,
+                                          const de_config& cfg, embedding_store& store) {
+  capnp::MallocMessageBuilder message;
+  auto file = message.initRoot<ShardFile>();
+  file.setEmbedding(cfg.name);
+  file.setDim(cfg.dim);
+  file.setSlotCount(static_cast<uint32_t>(store.slot_count()));
+  auto rows = file.initRows(static_cast<unsigned>(store.stats().rows));
+  unsigned i = 0;
+  store.export_rows([&](const row_record& r) {
+    auto row = rows[i++];
+    row.setKey(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(r.key.data()),
+                                   r.key.size()});
+    write_floats(row.initValues(static_cast<unsigned>(r.values.size())), r.values);
+    write_floats(row.initSlots(static_cast<unsigned>(r.slots.size())), r.slots);
+    row.setFrequency(r.frequency);
+    row.setUpdates(r.updates);
+    row.setLastUpdate(r.last_update);
+  });
+  file_info info;
+  info.path = rel_path;
+  info.rows = i;
+  auto path = join(dir, rel_path);
+  std::filesystem::create_directories(std::filesystem::path{path}.parent_path());
+  if (auto err = write_message(path, message, &info))
+    return err;
+  return info;
+}
+
+caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,
+                           const std::function<caf::error(const row_record&)>& f) {
+  auto path = join(dir, file.path);
+  auto words = read_words(path);
+  if (!words)
+    return is(words.error(), errc::not_found)
+             ? make_error(errc::corrupt_file, path + ": missing")
+             : std::move(words.error());
+  auto bytes = words->asChars();
+  if (bytes.size() != file.bytes
+      || checksum_of({bytes.begin(), bytes.size()}) != file.checksum)
+    return make_error(errc::corrupt_file, path + ": size or checksum does not match the manifest");
+  try {
+    capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
+    auto shard = reader.getRoot<ShardFile>();
+    if (shard.getDim() != cfg.dim)
+      return make_error(errc::dimension_mismatch, path + ": dim " +
+                                                    std::to_string(shard.getDim()) + ", expected " +
+                                                    std::to_string(cfg.dim));
+    std::vector<float> values, slots;
+    for (auto row : shard.getRows()) {
+      auto key = row.getKey();
+      read_floats(row.getValues(), values);
+      read_floats(row.getSlots(), slots);
+      row_record r{{reinterpret_cast<const char*>(key.begin()), key.size()}, values, slots,
+                   row.getFrequency(), row.getUpdates(), row.getLastUpdate()};
+      if (auto err = f(r))
+        return err;
+    }
+  } catch (const kj::Exception& e) {
+    return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());
+  }
+  return {};
+}
+
+caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<Manifest>();
+  root.setFormatVersion(format_version);
+  root.setStep(manifest.step);
+  root.setShardCount(manifest.shard_count);
+  auto embeddings = root.initEmbeddings(static_cast<unsigned>(manifest.embeddings.size()));
+  for (unsigned e = 0; e < manifest.embeddings.size(); ++e) {
+    auto& src = manifest.embeddings[e];
+    to_capnp(embeddings[e].initConfig(), src.config);
+    auto files = embeddings[e].initFiles(static_cast<unsigned>(src.files.size()));
+    for (unsigned f = 0; f < src.files.size(); ++f) {
+      files[f].setPath(src.files[f].path);
+      files[f].setChecksum(src.files[f].checksum);
+      files[f].setRows(src.files[f].rows);
+      files[f].setBytes(src.files[f].bytes);
+    }
+  }
+  root.setExtra(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(manifest.extra.data()),
+                                    manifest.extra.size()});
+  return write_message(join(dir, manifest_name), message, nullptr);
+}
+
+caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
+  auto path = join(dir, manifest_name);
+  auto words = read_words(path);
+  if (!words)
+    return std::move(words.error());
+  try {
+    capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
+    auto root = reader.getRoot<Manifest>();
+    if (root.getFormatVersion() != format_version)
+      return make_error(errc::corrupt_file, path + ": unknown format version " +
+                                              std::to_string(root.getFormatVersion()));
+    checkpoint_manifest result;
+    result.step = root.getStep();
+    result.shard_count = root.getShardCount();
+    for (auto e : root.getEmbeddings()) {
+      checkpoint_embedding entry;
+      entry.config = from_capnp(e.getConfig());
+      for (auto f : e.getFiles())
+        entry.files.push_back({f.getPath(), f.getChecksum(), f.getRows(), f.getBytes()});
+      result.embeddings.push_back(std::move(entry));
+    }
+    auto extra = root.getExtra();
+    result.extra.assign(reinterpret_cast<const char*>(extra.begin()), extra.size());
+    return result;
+  } catch (const kj::Exception& e) {
+    return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());
+  }
+}
+
+} // namespace darcy::stores
