@@ -1,5 +1,6 @@
 #include "actors/embedding_master.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <unordered_map>
@@ -8,6 +9,7 @@
 #include "compute/hash.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/errc.hpp"
+#include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
 
 namespace darcy::actors {
@@ -68,7 +70,7 @@ caf::expected<const de_config*> check(embedding_master_pointer self, const std::
 template <class Promise>
 void admit(embedding_master_pointer self, Promise promise, std::function<void()> work) {
   auto& st = self->state;
-  if (st.in_flight < st.options.max_in_flight) {
+  if (!st.exclusive && st.in_flight < st.options.max_in_flight) {
     ++st.in_flight;
     work();
   } else if (st.queued.size() < st.options.max_queued) {
@@ -79,16 +81,47 @@ void admit(embedding_master_pointer self, Promise promise, std::function<void()>
   }
 }
 
-// Marks one fan-out done and starts the oldest queued one.
-void finished(embedding_master_pointer self) {
+// Starts queued fan-outs while in-flight slots are free.
+void start_queued(embedding_master_pointer self) {
   auto& st = self->state;
-  --st.in_flight;
-  if (!st.queued.empty()) {
+  while (!st.exclusive && st.in_flight < st.options.max_in_flight && !st.queued.empty()) {
     auto next = std::move(st.queued.front());
     st.queued.pop_front();
     ++st.in_flight;
     next();
   }
+}
+
+// Marks one fan-out done; runs the pending exclusive work once nothing is in flight.
+void finished(embedding_master_pointer self) {
+  auto& st = self->state;
+  --st.in_flight;
+  if (st.exclusive && st.in_flight == 0 && st.on_drained) {
+    auto work = std::move(st.on_drained);
+    st.on_drained = nullptr;
+    work();
+    return;
+  }
+  start_queued(self);
+}
+
+// Holds back new requests, waits for those in flight, then runs `work`, which must call
+// end_exclusive when it is done.
+caf::error begin_exclusive(embedding_master_pointer self, std::function<void()> work) {
+  auto& st = self->state;
+  if (st.exclusive)
+    return make_error(errc::overloaded, "a checkpoint is already being saved or restored");
+  st.exclusive = true;
+  if (st.in_flight == 0)
+    work();
+  else
+    st.on_drained = std::move(work);
+  return {};
+}
+
+void end_exclusive(embedding_master_pointer self) {
+  self->state.exclusive = false;
+  start_queued(self);
 }
 
 // Sends one request to each shard in `targets`; calls on_reply(shard, reply) for each answer
@@ -138,6 +171,38 @@ std::function<void(caf::error)> deliver_with(Promise promise, Value value) {
     else
       promise.deliver(value());
   };
+}
+
+// One manifest entry per embedding, its files in shard order.
+checkpoint_manifest assemble_manifest(const std::vector<std::vector<checkpoint_embedding>>& parts,
+                                      int64_t step, const std::string& extra, size_t shards) {
+  checkpoint_manifest manifest;
+  manifest.step = step;
+  manifest.extra = extra;
+  manifest.shard_count = static_cast<uint32_t>(shards);
+  std::map<std::string, checkpoint_embedding> by_name;
+  for (auto& part : parts)
+    for (auto& entry : part) {
+      auto& merged = by_name[entry.config.name];
+      merged.config = entry.config;
+      merged.files.insert(merged.files.end(), entry.files.begin(), entry.files.end());
+    }
+  for (auto& [name, entry] : by_name)
+    manifest.embeddings.push_back(std::move(entry));
+  return manifest;
+}
+
+// Removes checkpoint directories under `dir` other than `keep`; with `only` set, just that one.
+void remove_stale_checkpoints(const std::string& dir, const std::string& keep,
+                              const std::string& only) {
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    auto name = entry.path().filename().string();
+    if (name.rfind("ckpt-", 0) != 0 || name == keep)
+      continue;
+    if (only.empty() || name == only)
+      std::filesystem::remove_all(entry.path(), ec);
+  }
 }
 
 } // namespace
@@ -231,6 +296,76 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
             finished(self);
           });
       });
+      return promise;
+    },
+    [self, timeout](save_atom, const std::string& dir, int64_t step,
+                    const std::string& extra) -> caf::result<checkpoint_manifest> {
+      auto promise = self->make_response_promise<checkpoint_manifest>();
+      auto id = "ckpt-" + std::to_string(step) + "-" + std::to_string(++self->state.checkpoints)
+                + "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+      auto err = begin_exclusive(self, [=]() mutable {
+        auto parts = std::make_shared<std::vector<std::vector<checkpoint_embedding>>>(
+          self->state.options.shards.size());
+        fan_out<std::vector<checkpoint_embedding>>(
+          all_shards(self),
+          [=](size_t s) {
+            return self->request(self->state.options.shards[s], timeout, save_part_atom::value,
+                                 dir, id, static_cast<uint32_t>(s));
+          },
+          [parts](size_t s, std::vector<checkpoint_embedding>& part) {
+            (*parts)[s] = std::move(part);
+          },
+          [=](caf::error err) mutable {
+            auto manifest = assemble_manifest(*parts, step, extra,
+                                              self->state.options.shards.size());
+            if (!err)
+              err = stores::write_manifest(dir, manifest);
+            // The new manifest is in place (or the old one still is): drop what it does not name.
+            remove_stale_checkpoints(dir, err ? std::string{} : id, err ? id : std::string{});
+            end_exclusive(self);
+            if (err)
+              promise.deliver(std::move(err));
+            else
+              promise.deliver(std::move(manifest));
+          });
+      });
+      if (err)
+        return err;
+      return promise;
+    },
+    [self, timeout](restore_atom, const std::string& dir) -> caf::result<checkpoint_manifest> {
+      auto manifest = stores::read_manifest(dir);
+      if (!manifest)
+        return std::move(manifest.error());
+      for (auto& entry : manifest->embeddings)
+        if (auto err = stores::validate(entry.config))
+          return make_error(errc::corrupt_file, dir + ": " + render(err));
+      auto promise = self->make_response_promise<checkpoint_manifest>();
+      auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
+      auto err = begin_exclusive(self, [=]() mutable {
+        auto count = static_cast<uint32_t>(self->state.options.shards.size());
+        fan_out<ok_atom>(
+          all_shards(self),
+          [=](size_t s) {
+            return self->request(self->state.options.shards[s], timeout, load_part_atom::value,
+                                 dir, *shared, static_cast<uint32_t>(s), count);
+          },
+          [](size_t, ok_atom) {},
+          [=](caf::error err) mutable {
+            if (!err) {
+              self->state.configs.clear();
+              for (auto& entry : shared->embeddings)
+                self->state.configs[entry.config.name] = entry.config;
+            }
+            end_exclusive(self);
+            if (err)
+              promise.deliver(std::move(err));
+            else
+              promise.deliver(*shared);
+          });
+      });
+      if (err)
+        return err;
       return promise;
     },
     [self, timeout](top_k_atom, const std::string& name, const std::vector<float>& queries,

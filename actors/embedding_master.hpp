@@ -26,6 +26,11 @@ struct embedding_master_state {
   size_t in_flight = 0;
   /// Fan-outs waiting for a free in-flight slot, oldest first.
   std::deque<std::function<void()>> queued;
+  /// While a checkpoint is saved or restored, new requests wait in `queued`; `on_drained`
+  /// runs once the requests in flight have finished.
+  bool exclusive = false;
+  std::function<void()> on_drained;
+  uint64_t checkpoints = 0;
   static inline const char* name = "darcy.embedding_master";
 };
 

@@ -1,7 +1,9 @@
 #include "actors/embedding_shard.hpp"
 
+#include "actors/embedding_master.hpp"
 #include "actors/top_k_scan.hpp"
 #include "messages/errc.hpp"
+#include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
 
 namespace darcy::actors {
@@ -77,6 +79,45 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self) {
       if (!result)
         return std::move(result.error());
       return std::move(*result);
+    },
+    [self](save_part_atom, const std::string& dir, const std::string& id,
+           uint32_t index) -> caf::result<std::vector<checkpoint_embedding>> {
+      std::vector<checkpoint_embedding> result;
+      for (auto& [name, table] : self->state.tables) {
+        auto rel = id + "/" + name + "/shard-" + std::to_string(index);
+        auto info = stores::write_shard_file(dir, rel, table.config, *table.store);
+        if (!info)
+          return std::move(info.error());
+        result.push_back({table.config, {*info}});
+      }
+      return result;
+    },
+    [self](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
+           uint32_t index, uint32_t count) -> caf::result<ok_atom> {
+      if (count == 0 || index >= count)
+        return make_error(errc::invalid_argument, "shard " + std::to_string(index) + " of " +
+                                                    std::to_string(count));
+      // Built aside and swapped in whole, so a failed restore leaves the shard as it was.
+      std::map<std::string, embedding_shard_state::table> fresh;
+      for (auto& entry : manifest.embeddings) {
+        auto store = stores::make_store(entry.config);
+        if (!store)
+          return std::move(store.error());
+        for (auto& file : entry.files) {
+          auto err = stores::read_shard_file(dir, file, entry.config,
+                                             [&](const stores::row_record& row) -> caf::error {
+                                               if (shard_of(row.key, count) != index)
+                                                 return {};
+                                               return (*store)->import_row(row);
+                                             });
+          if (err)
+            return err;
+        }
+        fresh.emplace(entry.config.name,
+                      embedding_shard_state::table{entry.config, std::move(*store)});
+      }
+      self->state.tables = std::move(fresh);
+      return ok_atom::value;
     },
     [self](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
       auto i = self->state.tables.find(name);

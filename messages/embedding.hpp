@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/checkpoint.hpp"
 #include "messages/embedding_config.hpp"
 
 namespace darcy {
@@ -50,16 +51,20 @@ typename Inspector::result_type inspect(Inspector& f, top_k_result& x) {
 
 using create_atom = caf::atom_constant<caf::atom("create")>;
 using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
+using save_atom = caf::atom_constant<caf::atom("save")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using save_part_atom = caf::atom_constant<caf::atom("save_part")>;
+using load_part_atom = caf::atom_constant<caf::atom("load_part")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 
-/// The embedding service protocol, spoken by a shard and by the master alike, so a client
-/// cannot tell one shard from a sharded service. Errors: errc::unknown_embedding,
-/// errc::empty_batch, errc::batch_too_large, errc::dimension_mismatch, errc::non_finite,
-/// errc::read_only, errc::overloaded (master only); each leaves the service unchanged.
+/// The operations shard and master share, so that a client of them cannot tell one shard from
+/// a sharded service. Errors: errc::unknown_embedding, errc::empty_batch,
+/// errc::batch_too_large, errc::dimension_mismatch, errc::non_finite, errc::read_only,
+/// errc::overloaded (master only); each leaves the service unchanged.
 /// top_k(name, queries, k, with_bias): the k rows with the largest inner product for each query
 /// (queries are row-major, dim values each, or dim - 1 with_bias: then a row's last value is its
 /// bias and queries are extended with 1, the trick [c;1]·[w;b]).
-using embedding_service_actor = caf::typed_actor<
+using embedding_ops_actor = caf::typed_actor<
   caf::replies_to<create_atom, de_config>::with<ok_atom>,
   caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
   caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
@@ -67,12 +72,21 @@ using embedding_service_actor = caf::typed_actor<
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
   caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, bool>::with<top_k_result>>;
 
-/// One shard: the rows of every embedding whose key hash falls on it.
-using embedding_shard_actor = embedding_service_actor;
+/// One shard: the rows of every embedding whose key hash falls on it. save_part(dir, id, index)
+/// writes one file per embedding under dir/id; load_part(dir, manifest, index, count) replaces
+/// the shard's tables with the manifest's rows that hash to `index` of `count` shards.
+using embedding_shard_actor = embedding_ops_actor::extend<
+  caf::replies_to<save_part_atom, std::string, std::string, uint32_t>::with<
+    std::vector<checkpoint_embedding>>,
+  caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t>::with<
+    ok_atom>>;
 
 /// The front door: splits a batch by shard (hash(key) mod n), removes duplicate keys (summing
 /// their gradients), fans out and answers in input order. A whole batch is checked before any
-/// shard sees it, so a bad request changes nothing.
-using embedding_master_actor = embedding_service_actor;
+/// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
+/// checkpoint of every embedding; restore(dir) loads one, whatever shard count wrote it.
+using embedding_master_actor = embedding_ops_actor::extend<
+  caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
+  caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>>;
 
 } // namespace darcy

@@ -28,6 +28,9 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<embedding_stats>("darcy.embedding_stats")
     .add_message_type<std::vector<float>>("darcy.floats")
     .add_message_type<top_k_result>("darcy.top_k_result")
+    .add_message_type<file_info>("darcy.file_info")
+    .add_message_type<checkpoint_embedding>("darcy.checkpoint_embedding")
+    .add_message_type<checkpoint_manifest>("darcy.checkpoint_manifest")
     .add_message_type<registry_actor>("darcy.registry_actor");
   cfg.add_error_category(errc_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {
