@@ -187,3 +187,26 @@ TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceWithAndWithoutBias)
 
 } // namespace
 } // namespace darcy::actors
+
+namespace darcy::actors {
+namespace {
+
+TEST_F(embedding_master_test, SandboxServesDefaultsWithoutGrowingAndRefusesUpdates) {
+  embedding_master_options opts;
+  for (int i = 0; i < 3; ++i)
+    opts.shards.push_back(sys.spawn(embedding_shard));
+  auto master = sys.spawn(embedding_master, opts);
+  auto cfg = words_config();
+  cfg.read_only = true;
+  cfg.default_value = {9, 8, 7};
+  ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, cfg));
+  EXPECT_EQ(lookup(master, {"a", "b"}), (floats{9, 8, 7, 9, 8, 7}));
+  EXPECT_TRUE(is(update(master, {"a"}, {1, 1, 1}), errc::read_only));
+  auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
+                                    std::string{"words"});
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->rows, 0u);
+}
+
+} // namespace
+} // namespace darcy::actors
