@@ -5,6 +5,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "actors/fan_out.hpp"
 #include "actors/top_k_scan.hpp"
 #include "compute/hash.hpp"
 #include "compute/optimizer.hpp"
@@ -122,30 +123,6 @@ caf::error begin_exclusive(embedding_master_pointer self, std::function<void()> 
 void end_exclusive(embedding_master_pointer self) {
   self->state.exclusive = false;
   start_queued(self);
-}
-
-// Sends one request to each shard in `targets`; calls on_reply(shard, reply) for each answer
-// and done(error) once, after the last answer or at the first error.
-template <class Reply, class Request, class OnReply>
-void fan_out(const std::vector<size_t>& targets, Request request, OnReply on_reply,
-             std::function<void(caf::error)> done) {
-  auto pending = std::make_shared<size_t>(targets.size());
-  auto failed = std::make_shared<bool>(false);
-  for (auto s : targets)
-    request(s).then(
-      [=](Reply& reply) mutable {
-        if (*failed)
-          return;
-        on_reply(s, reply);
-        if (--*pending == 0)
-          done({});
-      },
-      [=](caf::error& err) {
-        if (*failed)
-          return;
-        *failed = true;
-        done(std::move(err));
-      });
 }
 
 std::vector<size_t> all_shards(embedding_master_pointer self) {

@@ -43,6 +43,14 @@ candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> freque
         weight[i] = std::pow(static_cast<double>(frequencies[i]), power);
       break;
   }
+  return from_weights(std::move(weight));
+}
+
+caf::expected<candidate_distribution>
+candidate_distribution::from_weights(std::vector<double> weight) {
+  auto n = weight.size();
+  if (n == 0)
+    return make_error(errc::invalid_argument, "no candidates to sample from");
   candidate_distribution d;
   d.total_weight_ = std::accumulate(weight.begin(), weight.end(), 0.0);
   if (!(d.total_weight_ > 0))
@@ -74,6 +82,25 @@ candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> freque
   for (auto i : small)
     d.alias_prob_[i] = 1.0;
   return d;
+}
+
+std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_t> freqs,
+                                      std::span<const uint64_t> counts, double power) {
+  std::vector<double> result(freqs.size(), 1.0);
+  if (kind == sampler_kind::unigram) {
+    for (size_t i = 0; i < freqs.size(); ++i)
+      result[i] = std::pow(static_cast<double>(freqs[i]), power);
+  } else if (kind == sampler_kind::log_uniform) {
+    // The most frequent rows take the first ranks.
+    double rank = 0;
+    for (size_t i = freqs.size(); i-- > 0;) {
+      auto c = static_cast<double>(counts[i]);
+      if (c > 0)
+        result[i] = std::log((rank + c + 1) / (rank + 1)) / c;
+      rank += c;
+    }
+  }
+  return result;
 }
 
 uint64_t candidate_distribution::draw(std::mt19937_64& rng) const {

@@ -30,6 +30,10 @@ public:
   static caf::expected<candidate_distribution>
   make(sampler_kind kind, std::span<const uint64_t> frequencies, double power = 0.75);
 
+  /// A distribution with the given unnormalized weights; errc::invalid_argument when there are
+  /// none or they sum to 0.
+  static caf::expected<candidate_distribution> from_weights(std::vector<double> weights);
+
   size_t size() const { return prob_.size(); }
   double prob(uint64_t id) const { return prob_[id]; }
   /// The unnormalized weight of the whole table (shards add these up to share samples).
@@ -42,6 +46,13 @@ private:
   std::vector<uint64_t> alias_;
   double total_weight_ = 0;
 };
+
+/// The weight of one row of each frequency in a table whose rows have frequency freqs[i]
+/// counts[i] times (freqs ascending, distinct). uniform: 1; unigram: f^power; log_uniform: rows
+/// of equal frequency share the average weight of the global rank range they occupy, so the
+/// weights of all rows sum to log(n + 1) as with strict ranks.
+std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_t> freqs,
+                                      std::span<const uint64_t> counts, double power = 0.75);
 
 /// Returns every positive (is_positive, with its probability) followed by `num_sampled`
 /// negatives drawn with replacement, none of them a positive. Fails with

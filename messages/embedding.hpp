@@ -49,7 +49,55 @@ typename Inspector::result_type inspect(Inspector& f, top_k_result& x) {
   return f(caf::meta::type_name("top_k_result"), x.offsets, x.keys, x.scores);
 }
 
+/// Candidate sampling, the seed's merged interface: positives first (is_positive), then the
+/// sampled negatives; `probs` is each key's probability of one draw under the distribution.
+struct sample_result {
+  std::vector<std::string> keys;
+  std::vector<uint8_t> is_positive;
+  std::vector<double> probs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_result& x) {
+  return f(caf::meta::type_name("sample_result"), x.keys, x.is_positive, x.probs);
+}
+
+/// A shard's sampling metadata: how many of its rows have each frequency, and the frequencies
+/// of the positives it holds.
+struct sample_stats {
+  std::vector<uint64_t> freqs;
+  std::vector<uint64_t> counts;
+  std::vector<std::string> positives;
+  std::vector<uint64_t> positive_freqs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_stats& x) {
+  return f(caf::meta::type_name("sample_stats"), x.freqs, x.counts, x.positives,
+           x.positive_freqs);
+}
+
+/// What one shard draws: `count` negatives, weighing a row of frequency freqs[i] by
+/// weights[i] (freqs ascending), never one of `positives`; probabilities are weight / total.
+struct sample_plan {
+  std::vector<uint64_t> freqs;
+  std::vector<double> weights;
+  double total_weight = 0;
+  uint32_t count = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> positives;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_plan& x) {
+  return f(caf::meta::type_name("sample_plan"), x.freqs, x.weights, x.total_weight, x.count,
+           x.seed, x.positives);
+}
+
 using create_atom = caf::atom_constant<caf::atom("create")>;
+using sample_atom = caf::atom_constant<caf::atom("sample")>;
+using sample_stats_atom = caf::atom_constant<caf::atom("samp_stats")>;
+using sample_part_atom = caf::atom_constant<caf::atom("samp_part")>;
 using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
 using save_atom = caf::atom_constant<caf::atom("save")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
@@ -76,6 +124,8 @@ using embedding_ops_actor = caf::typed_actor<
 /// writes one file per embedding under dir/id; load_part(dir, manifest, index, count) replaces
 /// the shard's tables with the manifest's rows that hash to `index` of `count` shards.
 using embedding_shard_actor = embedding_ops_actor::extend<
+  caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
+  caf::replies_to<sample_part_atom, std::string, sample_plan>::with<sample_result>,
   caf::replies_to<save_part_atom, std::string, std::string, uint32_t>::with<
     std::vector<checkpoint_embedding>>,
   caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t>::with<
@@ -88,5 +138,12 @@ using embedding_shard_actor = embedding_ops_actor::extend<
 using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>>;
+
+/// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out
+/// among the shards by their metadata. Errors: errc::unknown_embedding, errc::invalid_argument
+/// (no candidate other than the positives).
+using candidate_sampler_actor = caf::typed_actor<
+  caf::replies_to<sample_atom, std::string, std::vector<std::string>, uint32_t, sampler_kind,
+                  uint64_t>::with<sample_result>>;
 
 } // namespace darcy
