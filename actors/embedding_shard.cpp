@@ -1,6 +1,7 @@
 #include "actors/embedding_shard.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -35,7 +36,22 @@ std::vector<std::string_view> views(const std::vector<std::string>& keys) {
 
 } // namespace
 
-embedding_shard_actor::behavior_type embedding_shard(shard_pointer self) {
+de_config shard_config(const de_config& cfg, uint32_t index) {
+  auto result = cfg;
+  if (cfg.backend == backend_kind::leveldb)
+    result.path = (std::filesystem::path{cfg.path} / ("shard-" + std::to_string(index))).string();
+  return result;
+}
+
+std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count) {
+  std::vector<embedding_shard_actor> result;
+  for (size_t i = 0; i < count; ++i)
+    result.push_back(sys.spawn(embedding_shard, static_cast<uint32_t>(i)));
+  return result;
+}
+
+embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_t index) {
+  self->state.index = index;
   return {
     [self](create_atom, de_config& cfg) -> caf::result<ok_atom> {
       auto& tables = self->state.tables;
@@ -46,7 +62,7 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self) {
                                                     std::to_string(i->second.config.dim));
         return ok_atom::value;
       }
-      auto store = stores::make_store(cfg);
+      auto store = stores::make_store(shard_config(cfg, self->state.index));
       if (!store)
         return std::move(store.error());
       auto name = cfg.name;
@@ -158,10 +174,23 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self) {
       if (count == 0 || index >= count)
         return make_error(errc::invalid_argument, "shard " + std::to_string(index) + " of " +
                                                     std::to_string(count));
-      // Built aside and swapped in whole, so a failed restore leaves the shard as it was.
+      // Every file is verified first, so a damaged checkpoint changes nothing. Memory tables
+      // are then built aside and swapped in whole; a persistent table is rebuilt in place
+      // (its database cannot be opened twice).
+      auto ignore = [](const stores::row_record&) { return caf::error{}; };
+      for (auto& entry : manifest.embeddings)
+        for (auto& file : entry.files)
+          if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
+            return err;
       std::map<std::string, embedding_shard_state::table> fresh;
       for (auto& entry : manifest.embeddings) {
-        auto store = stores::make_store(entry.config);
+        auto cfg = shard_config(entry.config, index);
+        if (cfg.backend == backend_kind::leveldb) {
+          self->state.tables.erase(entry.config.name);
+          std::error_code ec;
+          std::filesystem::remove_all(cfg.path, ec);
+        }
+        auto store = stores::make_store(cfg);
         if (!store)
           return std::move(store.error());
         for (auto& file : entry.files) {

@@ -41,6 +41,8 @@ struct EmbeddingConfig {
   readOnly @12 :Bool;
   defaultValue @13 :List(Float32);
   maxBatch @14 :UInt32;
+  backendPath @15 :Text;
+  cacheBytes @16 :UInt64;
 }
 
 struct Row {

@@ -90,7 +90,9 @@ typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
 /// (P(rank r) = log((r + 2) / (r + 1)) / log(n + 1)), or by frequency^power (unigram^0.75).
 enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
 
-enum class backend_kind : uint8_t { memory = 0 };
+/// memory: rows in RAM (memory_store). leveldb: rows persist in LevelDB under `path` (one
+/// database per shard: the master appends "/shard-N"), with an LRU cache of `cache_bytes`.
+enum class backend_kind : uint8_t { memory = 0, leveldb = 1 };
 
 /// One dynamic embedding: its rows, how they start, train, enter and leave.
 struct de_config {
@@ -102,6 +104,8 @@ struct de_config {
   admission_config admission;
   eviction_config eviction;
   backend_kind backend = backend_kind::memory;
+  std::string path;
+  uint64_t cache_bytes = uint64_t{256} << 20;
   /// Sandbox (serving) mode: updates and imports are refused, unknown keys read
   /// `default_value` (or their initial vector when it is empty) without growing the table.
   bool read_only = false;
@@ -113,7 +117,8 @@ struct de_config {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, de_config& x) {
   return f(caf::meta::type_name("de_config"), x.name, x.dim, x.init, x.optimizer, x.admission,
-           x.eviction, x.backend, x.read_only, x.default_value, x.max_batch);
+           x.eviction, x.backend, x.path, x.cache_bytes, x.read_only, x.default_value,
+           x.max_batch);
 }
 
 std::string to_string(init_kind x);

@@ -74,6 +74,8 @@ void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
   write_floats(out.initDefaultValue(static_cast<unsigned>(cfg.default_value.size())),
                cfg.default_value);
   out.setMaxBatch(cfg.max_batch);
+  out.setBackendPath(cfg.path);
+  out.setCacheBytes(cfg.cache_bytes);
 }
 
 de_config from_capnp(EmbeddingConfig::Reader in) {
@@ -95,6 +97,8 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   cfg.read_only = in.getReadOnly();
   read_floats(in.getDefaultValue(), cfg.default_value);
   cfg.max_batch = in.getMaxBatch();
+  cfg.path = in.getBackendPath();
+  cfg.cache_bytes = in.getCacheBytes();
   return cfg;
 }
 

@@ -6,6 +6,7 @@
 #include "compute/optimizer.hpp"
 #include "messages/errc.hpp"
 #include "stores/admission.hpp"
+#include "stores/leveldb_store.hpp"
 #include "stores/memory_store.hpp"
 
 namespace darcy::stores {
@@ -42,6 +43,12 @@ caf::error validate(const de_config& cfg) {
   if (!cfg.default_value.empty() && cfg.default_value.size() != cfg.dim)
     return bad("default_value has " + std::to_string(cfg.default_value.size()) +
                " values for dim " + std::to_string(cfg.dim));
+  if (cfg.backend == backend_kind::leveldb) {
+    if (cfg.path.empty())
+      return bad("the leveldb backend needs a path");
+    if (cfg.eviction.kind != eviction_kind::none)
+      return bad("eviction is a memory-backend feature");
+  }
   for (auto check : {compute::validate(cfg.init), compute::validate(cfg.optimizer),
                      validate(cfg.admission), validate(cfg.eviction)})
     if (check)
@@ -61,6 +68,12 @@ caf::error check_batch(const de_config& cfg, size_t batch) {
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {
   if (auto err = validate(cfg))
     return err;
+  if (cfg.backend == backend_kind::leveldb) {
+    auto store = leveldb_store::open(cfg);
+    if (!store)
+      return std::move(store.error());
+    return std::unique_ptr<embedding_store>{std::move(*store)};
+  }
   auto store = memory_store::make(memory_options(cfg));
   if (!store)
     return std::move(store.error());

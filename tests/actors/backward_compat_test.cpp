@@ -114,8 +114,7 @@ TEST_P(backward_compat, ServiceMatchesTheDenseDictionaryReferenceFor1000Steps) {
   cfg.optimizer = GetParam().optimizer;
   cfg.init = {init_kind::uniform, -0.5f, 0.5f, 0, 0, 17};
   embedding_master_options opts;
-  for (int s = 0; s < 4; ++s)
-    opts.shards.push_back(sys.spawn(embedding_shard));
+  opts.shards = spawn_shards(sys, 4);
   auto master = sys.spawn(embedding_master, opts);
   ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, cfg));
   dense_model dense{cfg.optimizer, cfg.init};

@@ -22,8 +22,7 @@ class candidate_sampler_test : public test::system_fixture {
 protected:
   void SetUp() override {
     embedding_master_options opts;
-    for (int i = 0; i < 4; ++i)
-      opts.shards.push_back(sys.spawn(embedding_shard));
+    opts.shards = spawn_shards(sys, 4);
     master = sys.spawn(embedding_master, opts);
     sampler = sys.spawn(candidate_sampler, candidate_sampler_options{opts.shards});
     de_config cfg;

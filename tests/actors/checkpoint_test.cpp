@@ -37,8 +37,7 @@ protected:
 
   std::pair<embedding_master_actor, std::vector<embedding_shard_actor>> start(size_t n) {
     embedding_master_options opts;
-    for (size_t i = 0; i < n; ++i)
-      opts.shards.push_back(sys.spawn(embedding_shard));
+    opts.shards = spawn_shards(sys, n);
     return {sys.spawn(embedding_master, opts), opts.shards};
   }
 
@@ -153,6 +152,36 @@ TEST_F(checkpoint_test, CorruptFileFailsTheRestoreAndLeavesTheServiceUnchanged) 
   auto nothing = ask<checkpoint_manifest>(sys, other, test::patience, restore_atom::value,
                                           dir + "/empty");
   EXPECT_TRUE(is(error_of(nothing), errc::not_found));
+}
+
+} // namespace
+} // namespace darcy::actors
+
+namespace darcy::actors {
+namespace {
+
+TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
+  auto persistent = table("users", optimizer_kind::adagrad, 4);
+  persistent.backend = backend_kind::leveldb;
+  persistent.path = dir + "/db-two";
+  auto [two, two_shards] = start(2);
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value, persistent));
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value,
+                           table("items", optimizer_kind::adam, 3)));
+  train(two, 20, 8);
+  ASSERT_TRUE(save(two, 20));
+  EXPECT_TRUE(fs::exists(dir + "/db-two/shard-0")) << "one database per shard";
+  auto expected = rows(two, "users");
+  // The old service goes away first: its databases are locked while it runs.
+  for (auto& shard : two_shards) {
+    self->monitor(shard);
+    self->send_exit(shard, caf::exit_reason::user_shutdown);
+    ASSERT_TRUE(next<caf::down_msg>());
+  }
+  auto [three, three_shards] = start(3);
+  auto restored = restore(three);
+  ASSERT_TRUE(restored) << render(error_of(restored));
+  EXPECT_EQ(rows(three, "users"), expected);
 }
 
 } // namespace

@@ -26,8 +26,7 @@ class embedding_master_test : public test::system_fixture {
 protected:
   embedding_master_actor start(size_t shards, size_t max_in_flight = 64, size_t max_queued = 1024) {
     embedding_master_options opts;
-    for (size_t i = 0; i < shards; ++i)
-      opts.shards.push_back(sys.spawn(embedding_shard));
+    opts.shards = spawn_shards(sys, shards);
     opts.max_in_flight = max_in_flight;
     opts.max_queued = max_queued;
     auto master = sys.spawn(embedding_master, opts);
@@ -193,8 +192,7 @@ namespace {
 
 TEST_F(embedding_master_test, SandboxServesDefaultsWithoutGrowingAndRefusesUpdates) {
   embedding_master_options opts;
-  for (int i = 0; i < 3; ++i)
-    opts.shards.push_back(sys.spawn(embedding_shard));
+  opts.shards = spawn_shards(sys, 3);
   auto master = sys.spawn(embedding_master, opts);
   auto cfg = words_config();
   cfg.read_only = true;

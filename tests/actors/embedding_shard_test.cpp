@@ -12,7 +12,7 @@ using floats = std::vector<float>;
 
 class embedding_shard_test : public test::system_fixture {
 protected:
-  embedding_shard_test() : shard(sys.spawn(embedding_shard)) {
+  embedding_shard_test() : shard(sys.spawn(embedding_shard, uint32_t{0})) {
     de_config cfg;
     cfg.name = "words";
     cfg.dim = 2;

@@ -20,8 +20,7 @@ std::string key(int i) {
 
 embedding_master_actor start_drill_service(caf::actor_system& sys, size_t shards) {
   actors::embedding_master_options opts;
-  for (size_t i = 0; i < shards; ++i)
-    opts.shards.push_back(sys.spawn(actors::embedding_shard));
+  opts.shards = actors::spawn_shards(sys, shards);
   return sys.spawn(actors::embedding_master, opts);
 }
 
