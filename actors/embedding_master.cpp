@@ -1,6 +1,7 @@
 #include "actors/embedding_master.hpp"
 
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <numeric>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include "compute/hash.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/errc.hpp"
+#include "messages/interfaces.hpp"
 #include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
 
@@ -120,9 +122,14 @@ caf::error begin_exclusive(embedding_master_pointer self, std::function<void()> 
   return {};
 }
 
+void recover_pending(embedding_master_pointer self);
+
 void end_exclusive(embedding_master_pointer self) {
   self->state.exclusive = false;
-  start_queued(self);
+  if (!self->state.to_recover.empty())
+    recover_pending(self);
+  else
+    start_queued(self);
 }
 
 std::vector<size_t> all_shards(embedding_master_pointer self) {
@@ -148,6 +155,45 @@ std::function<void(caf::error)> deliver_with(Promise promise, Value value) {
     else
       promise.deliver(value());
   };
+}
+
+// Recovers one pending shard, unless a save, restore or recovery already runs (end_exclusive
+// calls back here). A shard that came back as a new actor gets every table again and the rows
+// of the last checkpoint, when there is one, before it serves; requests wait meanwhile.
+void recover_pending(embedding_master_pointer self) {
+  auto& st = self->state;
+  if (st.exclusive || st.to_recover.empty())
+    return;
+  auto index = *st.to_recover.begin();
+  st.to_recover.erase(st.to_recover.begin());
+  begin_exclusive(self, [self, index] {
+    auto& opts = self->state.options;
+    auto timeout = opts.shard_timeout;
+    auto shard = opts.shards[index];
+    auto done = [self](const caf::error& err) {
+      if (err)
+        std::cerr << "embedding master: shard recovery failed: " << render(err) << std::endl;
+      end_exclusive(self);
+    };
+    auto manifest = opts.checkpoint_dir.empty()
+                      ? caf::expected<checkpoint_manifest>{make_error(errc::not_found)}
+                      : stores::read_manifest(opts.checkpoint_dir);
+    if (manifest) {
+      self->request(shard, timeout, load_part_atom::value, opts.checkpoint_dir, *manifest,
+                    static_cast<uint32_t>(index), static_cast<uint32_t>(opts.shards.size()))
+        .then([done](ok_atom) { done({}); }, [done](caf::error& err) { done(err); });
+      return;
+    }
+    auto configs = std::make_shared<std::vector<de_config>>();
+    for (auto& [name, cfg] : self->state.configs)
+      configs->push_back(cfg);
+    std::vector<size_t> all(configs->size());
+    std::iota(all.begin(), all.end(), 0);
+    fan_out<ok_atom>(
+      all,
+      [=](size_t c) { return self->request(shard, timeout, create_atom::value, (*configs)[c]); },
+      [](size_t, ok_atom) {}, done);
+  });
 }
 
 // One manifest entry per embedding, its files in shard order.
@@ -192,7 +238,25 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
                                                        embedding_master_options options) {
   self->state.options = std::move(options);
   auto timeout = self->state.options.shard_timeout;
+  if (!self->state.options.shard_services.empty())
+    if (auto registry = self->system().registry().get<registry_actor>(registry_key))
+      self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   return {
+    [self](const cluster_event& event) {
+      if (event.kind != cluster_event_kind::service_up)
+        return;
+      auto& names = self->state.options.shard_services;
+      auto i = std::find(names.begin(), names.end(), event.service);
+      if (i == names.end())
+        return;
+      auto index = static_cast<size_t>(i - names.begin());
+      auto shard = caf::actor_cast<embedding_shard_actor>(event.actor);
+      if (shard == self->state.options.shards[index])
+        return;
+      self->state.options.shards[index] = shard;
+      self->state.to_recover.insert(index);
+      recover_pending(self);
+    },
     [self, timeout](create_atom, const de_config& cfg) -> caf::result<ok_atom> {
       auto promise = self->make_response_promise<ok_atom>();
       fan_out<ok_atom>(

@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ struct embedding_master_options {
   size_t max_in_flight = 64;
   size_t max_queued = 1024;
   std::chrono::milliseconds shard_timeout{30000};
+  /// Registry names of the shards, in shard order, when they are supervised services: a
+  /// shard that comes back under its name is recovered from `checkpoint_dir`. Empty: shards
+  /// are fixed.
+  std::vector<std::string> shard_services;
+  std::string checkpoint_dir;
 };
 
 struct embedding_master_state {
@@ -31,6 +37,8 @@ struct embedding_master_state {
   bool exclusive = false;
   std::function<void()> on_drained;
   uint64_t checkpoints = 0;
+  /// Shards that came back as new actors and still need their rows.
+  std::set<size_t> to_recover;
   static inline const char* name = "darcy.embedding_master";
 };
 

@@ -14,6 +14,7 @@
 
 #include "messages/atoms.hpp"
 #include "messages/checkpoint.hpp"
+#include "messages/cluster.hpp"
 #include "messages/embedding_config.hpp"
 
 namespace darcy {
@@ -135,9 +136,12 @@ using embedding_shard_actor = embedding_ops_actor::extend<
 /// their gradients), fans out and answers in input order. A whole batch is checked before any
 /// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
 /// checkpoint of every embedding; restore(dir) loads one, whatever shard count wrote it.
+/// It also listens to the registry (cluster_event): when a shard's service comes back with a new
+/// actor, that shard reloads its rows from the last checkpoint before it serves again.
 using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
-  caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>>;
+  caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
+  caf::reacts_to<cluster_event>>;
 
 /// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out
 /// among the shards by their metadata. Errors: errc::unknown_embedding, errc::invalid_argument

@@ -1,11 +1,14 @@
 // Cluster behaviour with real `darcy node` processes on loopback: a supervised service on a
 // SIGKILLed node is re-created on another node and found again through the registry.
 #include <csignal>
+#include <filesystem>
+#include <map>
 
 #include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
 
 #include "messages/errc.hpp"
+#include "actors/embedding_master.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
@@ -131,6 +134,74 @@ TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain
   auto missing = s->lookup("no-such-service");
   ASSERT_FALSE(missing);
   EXPECT_EQ(error_of(missing), make_error(errc::unknown_service, "no-such-service"));
+}
+
+TEST_F(cluster_test, KilledShardComesBackOnAnotherNodeWithItsCheckpointedRows) {
+  auto a = node("a");
+  auto seed = runtime::to_string(a.address);
+  auto b = node("b", seed);
+  auto c = node("c", seed);
+  auto s = connect(a.address);
+  caf::scoped_actor self{s->system()};
+  subscribe(self, *s);
+  auto shard_child = [](uint32_t index, std::vector<std::string> nodes) {
+    return child_spec{"shard-" + std::to_string(index), "darcy.embedding_shard",
+                      caf::make_message(index), std::move(nodes), restart_type::permanent,
+                      "emb.shard-" + std::to_string(index)};
+  };
+  supervisor_spec spec{"emb-sup", restart_strategy::one_for_one, 5, 60000,
+                       {shard_child(0, {"b", "c"}), shard_child(1, {"c", "b"})}};
+  auto agent_a = runtime::connect_agent(s->system(), a.address);
+  ASSERT_TRUE(agent_a);
+  ASSERT_TRUE(runtime::ask<caf::actor>(s->system(), *agent_a, patience, spawn_atom::value,
+                                       std::string{"darcy.supervisor"}, caf::make_message(spec)));
+  std::map<std::string, caf::actor> shards;
+  ASSERT_TRUE(await_event(self, patience, [&](const cluster_event& e) {
+    if (e.kind == cluster_event_kind::service_up)
+      shards[e.service] = e.actor;
+    return shards.size() == 2;
+  }));
+
+  auto dir = write_temp_file("unused", "");
+  dir += ".ckpt";
+  std::filesystem::create_directories(dir);
+  actors::embedding_master_options opts;
+  opts.shards = {caf::actor_cast<embedding_shard_actor>(shards["emb.shard-0"]),
+                 caf::actor_cast<embedding_shard_actor>(shards["emb.shard-1"])};
+  opts.shard_services = {"emb.shard-0", "emb.shard-1"};
+  opts.checkpoint_dir = dir;
+  auto master = s->system().spawn(actors::embedding_master, opts);
+  stop_on_exit stop_master{s->system(), caf::actor_cast<caf::actor>(master)};
+  auto& sys = s->system();
+  de_config cfg;
+  cfg.name = "users";
+  cfg.dim = 4;
+  cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
+  ASSERT_TRUE(runtime::ask<ok_atom>(sys, master, patience, create_atom::value, cfg));
+  std::vector<std::string> keys;
+  for (int i = 0; i < 60; ++i)
+    keys.push_back("user" + std::to_string(i));
+  ASSERT_TRUE(runtime::ask<ok_atom>(sys, master, patience, update_atom::value, cfg.name, keys,
+                                    std::vector<float>(keys.size() * 4, 0.5f), int64_t{1}));
+  ASSERT_TRUE(runtime::ask<checkpoint_manifest>(sys, master, patience, save_atom::value, dir,
+                                                int64_t{1}, std::string{}));
+  auto expected = runtime::ask<std::vector<float>>(sys, master, patience, lookup_atom::value,
+                                                   cfg.name, keys);
+  ASSERT_TRUE(expected);
+
+  b.process.signal(SIGKILL);
+  ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
+    return e.kind == cluster_event_kind::service_up && e.service == "emb.shard-0"
+           && e.node == "c";
+  }));
+  // Requests that reach the dead shard fail until the master has recovered the new one.
+  caf::expected<std::vector<float>> after{caf::error{}};
+  for (int attempt = 0; attempt < 100 && !after; ++attempt)
+    after = runtime::ask<std::vector<float>>(sys, master, std::chrono::seconds(5),
+                                             lookup_atom::value, cfg.name, keys);
+  ASSERT_TRUE(after) << render(error_of(after));
+  EXPECT_EQ(*after, *expected) << "the restarted shard serves its checkpointed rows";
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(cluster_test, SigtermMakesANodeLeaveCleanly) {

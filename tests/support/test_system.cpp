@@ -14,6 +14,13 @@ test_config::test_config(std::string node) : runtime::system_config(std::move(no
   add_actor_type("test.worker", test_worker);
 }
 
+stop_on_exit::~stop_on_exit() {
+  caf::scoped_actor self{sys_};
+  self->monitor(actor_);
+  self->send_exit(actor_, caf::exit_reason::user_shutdown);
+  self->receive([](const caf::down_msg&) {}, caf::after(patience) >> [] {});
+}
+
 system_fixture::system_fixture() : sys{cfg}, self{sys} {
   sys.await_actors_before_shutdown(false);
 }

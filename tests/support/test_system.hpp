@@ -27,6 +27,20 @@ struct test_config : runtime::system_config {
   explicit test_config(std::string node = "test");
 };
 
+/// Stops `actor` when it goes out of scope and waits until it is gone: CAF 0.17 crashes when an
+/// actor system is destroyed under a running actor, and an early ASSERT must not cause that.
+class stop_on_exit {
+public:
+  stop_on_exit(caf::actor_system& sys, caf::actor actor) : sys_(sys), actor_(std::move(actor)) {}
+  ~stop_on_exit();
+  stop_on_exit(const stop_on_exit&) = delete;
+  stop_on_exit& operator=(const stop_on_exit&) = delete;
+
+private:
+  caf::actor_system& sys_;
+  caf::actor actor_;
+};
+
 /// An actor system and a scoped actor, torn down after each test.
 class system_fixture : public ::testing::Test {
 protected:
