@@ -3,6 +3,7 @@
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
@@ -47,6 +48,24 @@ protected:
       std::abort();
     }
     return std::move(*s);
+  }
+
+  // Nodes a (the seed), b and c.
+  std::tuple<node_process, node_process, node_process> start_three() {
+    auto a = node("a");
+    auto seed = runtime::to_string(a.address);
+    auto b = node("b", seed);
+    auto c = node("c", seed);
+    return {std::move(a), std::move(b), std::move(c)};
+  }
+
+  // Spawns a supervisor with `spec` on the node at `where`.
+  void supervise_on(ops::session& s, const runtime::host_port& where, const supervisor_spec& spec) {
+    auto agent = runtime::connect_agent(s.system(), where);
+    ASSERT_TRUE(agent) << render(error_of(agent));
+    auto sup = runtime::ask<caf::actor>(s.system(), *agent, patience, spawn_atom::value,
+                                        std::string{"darcy.supervisor"}, caf::make_message(spec));
+    ASSERT_TRUE(sup) << render(error_of(sup));
   }
 
   // Subscribes `self` to the registry and returns once the registry has processed it.
@@ -95,10 +114,7 @@ protected:
 };
 
 TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain) {
-  auto a = node("a");
-  auto seed = runtime::to_string(a.address);
-  auto b = node("b", seed);
-  auto c = node("c", seed);
+  auto [a, b, c] = start_three();
   auto s = connect(a.address);
   caf::scoped_actor self{s->system()};
   subscribe(self, *s);
@@ -106,11 +122,7 @@ TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain
   // The supervisor runs on node a; its echo child is placed on b, falling back to c.
   supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
                        {{"echo", "darcy.echo", {}, {"b", "c"}, restart_type::permanent, "echo"}}};
-  auto agent_a = runtime::connect_agent(s->system(), a.address);
-  ASSERT_TRUE(agent_a) << render(agent_a.error());
-  auto sup = runtime::ask<caf::actor>(s->system(), *agent_a, patience, spawn_atom::value,
-                                      std::string{"darcy.supervisor"}, caf::make_message(spec));
-  ASSERT_TRUE(sup) << render(sup.error());
+  supervise_on(*s, a.address, spec);
   ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
     return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "b";
   }));
@@ -137,10 +149,7 @@ TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain
 }
 
 TEST_F(cluster_test, KilledShardComesBackOnAnotherNodeWithItsCheckpointedRows) {
-  auto a = node("a");
-  auto seed = runtime::to_string(a.address);
-  auto b = node("b", seed);
-  auto c = node("c", seed);
+  auto [a, b, c] = start_three();
   auto s = connect(a.address);
   caf::scoped_actor self{s->system()};
   subscribe(self, *s);
@@ -151,10 +160,7 @@ TEST_F(cluster_test, KilledShardComesBackOnAnotherNodeWithItsCheckpointedRows) {
   };
   supervisor_spec spec{"emb-sup", restart_strategy::one_for_one, 5, 60000,
                        {shard_child(0, {"b", "c"}), shard_child(1, {"c", "b"})}};
-  auto agent_a = runtime::connect_agent(s->system(), a.address);
-  ASSERT_TRUE(agent_a);
-  ASSERT_TRUE(runtime::ask<caf::actor>(s->system(), *agent_a, patience, spawn_atom::value,
-                                       std::string{"darcy.supervisor"}, caf::make_message(spec)));
+  supervise_on(*s, a.address, spec);
   std::map<std::string, caf::actor> shards;
   ASSERT_TRUE(await_event(self, patience, [&](const cluster_event& e) {
     if (e.kind == cluster_event_kind::service_up)
