@@ -73,7 +73,7 @@ caf::expected<const de_config*> check(embedding_master_pointer self, const std::
 template <class Promise>
 void admit(embedding_master_pointer self, Promise promise, std::function<void()> work) {
   auto& st = self->state;
-  if (!st.exclusive && st.in_flight < st.options.max_in_flight) {
+  if (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight) {
     ++st.in_flight;
     work();
   } else if (st.queued.size() < st.options.max_queued) {
@@ -87,7 +87,8 @@ void admit(embedding_master_pointer self, Promise promise, std::function<void()>
 // Starts queued fan-outs while in-flight slots are free.
 void start_queued(embedding_master_pointer self) {
   auto& st = self->state;
-  while (!st.exclusive && st.in_flight < st.options.max_in_flight && !st.queued.empty()) {
+  while (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight
+         && !st.queued.empty()) {
     auto next = std::move(st.queued.front());
     st.queued.pop_front();
     ++st.in_flight;
@@ -132,6 +133,17 @@ void end_exclusive(embedding_master_pointer self) {
     start_queued(self);
 }
 
+// Remembers a running fan-out (and forgets finished ones).
+void track(embedding_master_pointer self, std::shared_ptr<fan_out_state> state) {
+  auto& list = self->state.fan_outs;
+  std::erase_if(list, [](const std::weak_ptr<fan_out_state>& w) {
+    auto s = w.lock();
+    return !s || s->finished();
+  });
+  if (!state->finished())
+    list.push_back(state);
+}
+
 std::vector<size_t> all_shards(embedding_master_pointer self) {
   std::vector<size_t> result(self->state.options.shards.size());
   std::iota(result.begin(), result.end(), 0);
@@ -170,9 +182,11 @@ void recover_pending(embedding_master_pointer self) {
     auto& opts = self->state.options;
     auto timeout = opts.shard_timeout;
     auto shard = opts.shards[index];
-    auto done = [self](const caf::error& err) {
+    auto done = [self, index](const caf::error& err) {
       if (err)
         std::cerr << "embedding master: shard recovery failed: " << render(err) << std::endl;
+      else
+        self->state.down.erase(index);
       end_exclusive(self);
     };
     auto manifest = opts.checkpoint_dir.empty()
@@ -243,13 +257,23 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   return {
     [self](const cluster_event& event) {
-      if (event.kind != cluster_event_kind::service_up)
-        return;
       auto& names = self->state.options.shard_services;
       auto i = std::find(names.begin(), names.end(), event.service);
       if (i == names.end())
         return;
       auto index = static_cast<size_t>(i - names.begin());
+      if (event.kind == cluster_event_kind::service_down) {
+        // Requests to the lost shard would only time out: fail them now.
+        auto err = make_error(errc::node_unreachable,
+                              "shard " + event.service + " went down: " + event.reason);
+        self->state.down.insert(index);
+        for (auto& weak : self->state.fan_outs)
+          if (auto state = weak.lock())
+            state->abort_if_waiting(index, err);
+        return;
+      }
+      if (event.kind != cluster_event_kind::service_up)
+        return;
       auto shard = caf::actor_cast<embedding_shard_actor>(event.actor);
       if (shard == self->state.options.shards[index])
         return;
@@ -281,7 +305,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
       admit(self, promise, [=]() mutable {
         auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
-        fan_out<std::vector<float>>(
+        track(self, fan_out<std::vector<float>>(
           shards_with_keys(*batch),
           [=](size_t s) {
             return self->request(self->state.options.shards[s], timeout, lookup_atom::value,
@@ -299,7 +323,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
             else
               promise.deliver(std::move(*out));
             finished(self);
-          });
+          }));
       });
       return promise;
     },
@@ -322,7 +346,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
       sum_gradients(*batch, grads, dim);
       admit(self, promise, [=]() mutable {
-        fan_out<ok_atom>(
+        track(self, fan_out<ok_atom>(
           shards_with_keys(*batch),
           [=](size_t s) {
             return self->request(self->state.options.shards[s], timeout, update_atom::value,
@@ -335,7 +359,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
             else
               promise.deliver(ok_atom::value);
             finished(self);
-          });
+          }));
       });
       return promise;
     },

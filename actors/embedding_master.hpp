@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/fan_out.hpp"
 #include "messages/embedding.hpp"
 
 namespace darcy::actors {
@@ -37,8 +38,13 @@ struct embedding_master_state {
   bool exclusive = false;
   std::function<void()> on_drained;
   uint64_t checkpoints = 0;
+  /// Supervised shards that went down and have not been recovered yet: requests wait (in
+  /// `queued`, so bounded by max_queued) until they are back.
+  std::set<size_t> down;
   /// Shards that came back as new actors and still need their rows.
   std::set<size_t> to_recover;
+  /// Running fan-outs, so that those waiting on a shard that went down fail at once.
+  std::vector<std::weak_ptr<fan_out_state>> fan_outs;
   static inline const char* name = "darcy.embedding_master";
 };
 
