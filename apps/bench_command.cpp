@@ -1,4 +1,5 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
+#include "apps/bench/embedding.hpp"
 #include "apps/bench/messaging.hpp"
 #include "apps/commands.hpp"
 
@@ -15,6 +16,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   messaging->add_option("--window", opts->window, "Requests in flight");
   messaging->add_option("--repetitions", opts->repetitions, "Runs per figure (median)");
   messaging->callback([opts, &exit_code] { exit_code = run_messaging_bench(*opts); });
+
+  auto emb = std::make_shared<embedding_bench_options>();
+  auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");
+  embedding->add_option("--keys", emb->keys, "Distinct keys");
+  embedding->add_option("--dim", emb->dim, "Embedding dimension");
+  embedding->add_option("--batch", emb->batch, "Keys per batch");
+  embedding->add_option("--batches", emb->batches, "Batches per measurement");
+  embedding->add_option("--zipf", emb->zipf, "Zipf exponent of the key stream");
+  embedding->add_option("--shards", emb->shards, "Shards of the service");
+  embedding->add_option("--leveldb-keys", emb->leveldb_keys, "Distinct keys for LevelDB");
+  embedding->callback([emb, &exit_code] { exit_code = run_embedding_bench(*emb); });
 }
 
 } // namespace darcy::apps

@@ -211,30 +211,65 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys, std::spa
                                                   std::to_string(keys.size() * dim) +
                                                   " floats, got " + std::to_string(out.size()));
   ++tick_;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    auto dest = out.subspan(k * dim, dim);
-    if (opts_.read_only) {
+  if (opts_.read_only) {
+    for (size_t k = 0; k < keys.size(); ++k) {
+      auto dest = out.subspan(k * dim, dim);
       if (auto r = find(keys[k]))
-        std::memcpy(dest.data(), r->values.data(), dim * sizeof(float));
+        std::copy_n(r->values.data(), dim, dest.data());
       else if (!opts_.default_value.empty())
-        std::memcpy(dest.data(), opts_.default_value.data(), dim * sizeof(float));
+        std::copy_n(opts_.default_value.data(), dim, dest.data());
       else
         compute::initialize_row(opts_.init, opts_.hash(keys[k]), dest);
-      continue;
     }
-    auto hash = opts_.hash(keys[k]);
-    bool found = false;
-    auto i = probe(keys[k], hash, found);
-    if (!found && admission_ && !admission_->admit(keys[k], hash)) {
-      compute::initialize_row(opts_.init, hash, dest);
-      continue;
+    return {};
+  }
+  // Three passes over the batch so that cache misses overlap instead of queueing: hash and
+  // prefetch the home slots; read the tags and prefetch the candidate rows; then confirm each
+  // candidate by its full key and copy.
+  auto& hashes = scratch_hashes_;
+  auto& candidates = scratch_rows_;
+  hashes.resize(keys.size());
+  candidates.resize(keys.size());
+  auto mask = index_.size() - 1;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    hashes[k] = opts_.hash(keys[k]);
+    __builtin_prefetch(&index_[hashes[k] & mask]);
+  }
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto tag = tag_of(hashes[k]);
+    candidates[k] = empty;
+    for (size_t i = hashes[k] & mask; index_[i].row != empty; i = (i + 1) & mask)
+      if (index_[i].tag == tag) {
+        candidates[k] = index_[i].row;
+        __builtin_prefetch(values_of(candidates[k]));
+        __builtin_prefetch(&meta_of(candidates[k]));
+        break;
+      }
+  }
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto dest = out.subspan(k * dim, dim);
+    uint32_t row = empty;
+    if (candidates[k] != empty && key_of(candidates[k]) == keys[k]) {
+      row = candidates[k];
+    } else {
+      bool found = false;
+      auto i = probe(keys[k], hashes[k], found);
+      if (found) {
+        row = index_[i].row;
+      } else if (admission_ && !admission_->admit(keys[k], hashes[k])) {
+        compute::initialize_row(opts_.init, hashes[k], dest);
+        continue;
+      } else {
+        if (admission_)
+          admission_->admitted(keys[k]);
+        insert_at(i, keys[k], hashes[k]);
+        row = index_[probe(keys[k], hashes[k], found)].row;
+      }
     }
-    if (!found && admission_)
-      admission_->admitted(keys[k]);
-    auto r = found ? ref(index_[i].row) : insert_at(i, keys[k], hash);
-    ++r.meta->frequency;
-    r.meta->last_access = tick_;
-    std::memcpy(dest.data(), r.values.data(), dim * sizeof(float));
+    auto& meta = meta_of(row);
+    ++meta.frequency;
+    meta.last_access = tick_;
+    std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
   }
   evict();
   return {};

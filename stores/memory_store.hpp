@@ -142,6 +142,9 @@ private:
   int64_t current_step_ = 0;
   uint64_t evictions_ = 0;
   uint64_t dropped_updates_ = 0;
+  /// Per-batch scratch space of lookup(), kept to avoid allocating per call.
+  std::vector<uint64_t> scratch_hashes_;
+  std::vector<uint32_t> scratch_rows_;
 };
 
 } // namespace darcy::stores

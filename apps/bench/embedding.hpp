@@ -1,0 +1,22 @@
+// `darcy bench embedding`: lookup and update throughput of the dictionary-free embedding paths
+// (store, in-process service, service with remote shards, LevelDB cold and warm) against the
+// dictionary baseline, a dense float[keys][dim] gathered by integer id. Last line: JSON.
+#pragma once
+
+#include <cstdint>
+
+namespace darcy::apps {
+
+struct embedding_bench_options {
+  uint64_t keys = 10'000'000;
+  uint32_t dim = 64;
+  uint32_t batch = 4096;
+  uint32_t batches = 200;
+  double zipf = 1.1;
+  uint32_t shards = 4;
+  uint64_t leveldb_keys = 1'000'000;
+};
+
+int run_embedding_bench(const embedding_bench_options& opts);
+
+} // namespace darcy::apps
