@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "actors/embedding_master.hpp"
 #include "actors/top_k_scan.hpp"
-#include "compute/sampler.hpp"
 #include "messages/errc.hpp"
 #include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
@@ -106,56 +103,17 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_
       auto i = self->state.tables.find(name);
       if (i == self->state.tables.end())
         return make_error(errc::unknown_embedding, name);
-      std::map<uint64_t, uint64_t> histogram;
-      std::unordered_map<std::string_view, uint64_t> wanted;
-      for (auto& p : positives)
-        wanted.emplace(p, 0);
-      sample_stats result;
-      i->second.store->export_rows([&](const stores::row_record& r) {
-        ++histogram[r.frequency];
-        if (auto w = wanted.find(r.key); w != wanted.end()) {
-          result.positives.emplace_back(r.key);
-          result.positive_freqs.push_back(r.frequency);
-        }
-      });
-      for (auto [freq, count] : histogram) {
-        result.freqs.push_back(freq);
-        result.counts.push_back(count);
-      }
-      return result;
+      return i->second.store->sample_metadata(positives);
     },
     [self](sample_part_atom, const std::string& name,
            const sample_plan& plan) -> caf::result<sample_result> {
       auto i = self->state.tables.find(name);
       if (i == self->state.tables.end())
         return make_error(errc::unknown_embedding, name);
-      std::unordered_set<std::string_view> excluded(plan.positives.begin(), plan.positives.end());
-      std::vector<std::string> keys;
-      std::vector<double> weights;
-      i->second.store->export_rows([&](const stores::row_record& r) {
-        if (excluded.count(r.key) > 0)
-          return;
-        auto f = std::lower_bound(plan.freqs.begin(), plan.freqs.end(), r.frequency);
-        if (f == plan.freqs.end() || *f != r.frequency)
-          return;
-        keys.emplace_back(r.key);
-        weights.push_back(plan.weights[static_cast<size_t>(f - plan.freqs.begin())]);
-      });
-      sample_result result;
-      if (plan.count == 0)
-        return result;
-      auto dist = compute::candidate_distribution::from_weights(weights);
-      if (!dist)
-        return make_error(errc::invalid_argument,
-                          "shard has no candidate for " + std::to_string(plan.count) + " samples");
-      std::mt19937_64 rng{plan.seed};
-      for (uint32_t n = 0; n < plan.count; ++n) {
-        auto id = dist->draw(rng);
-        result.keys.push_back(keys[id]);
-        result.is_positive.push_back(0);
-        result.probs.push_back(weights[id] / plan.total_weight);
-      }
-      return result;
+      auto result = i->second.store->sample(plan);
+      if (!result)
+        return std::move(result.error());
+      return std::move(*result);
     },
     [self](save_part_atom, const std::string& dir, const std::string& id,
            uint32_t index) -> caf::result<std::vector<checkpoint_embedding>> {

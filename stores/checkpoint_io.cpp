@@ -11,6 +11,7 @@
 #include "messages/checkpoint.capnp.h"
 #include "messages/errc.hpp"
 #include "stores/atomic_file.hpp"
+#include "stores/shard_file.hpp"
 
 namespace darcy::stores {
 
@@ -138,25 +139,9 @@ capnp::ReaderOptions reader_options(size_t words) {
 caf::expected<file_info> write_shard_file(const std::string& dir, const std::string& rel_path,
                                           const de_config& cfg, embedding_store& store) {
   capnp::MallocMessageBuilder message;
-  auto file = message.initRoot<ShardFile>();
-  file.setEmbedding(cfg.name);
-  file.setDim(cfg.dim);
-  file.setSlotCount(static_cast<uint32_t>(store.slot_count()));
-  auto rows = file.initRows(static_cast<unsigned>(store.stats().rows));
-  unsigned i = 0;
-  store.export_rows([&](const row_record& r) {
-    auto row = rows[i++];
-    row.setKey(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(r.key.data()),
-                                   r.key.size()});
-    write_floats(row.initValues(static_cast<unsigned>(r.values.size())), r.values);
-    write_floats(row.initSlots(static_cast<unsigned>(r.slots.size())), r.slots);
-    row.setFrequency(r.frequency);
-    row.setUpdates(r.updates);
-    row.setLastUpdate(r.last_update);
-  });
   file_info info;
   info.path = rel_path;
-  info.rows = i;
+  info.rows = fill_shard_file(message, cfg.name, store);
   auto path = join(dir, rel_path);
   std::filesystem::create_directories(std::filesystem::path{path}.parent_path());
   if (auto err = write_message(path, message, &info))
@@ -178,25 +163,10 @@ caf::error read_shard_file(const std::string& dir, const file_info& file, const 
     return make_error(errc::corrupt_file, path + ": size or checksum does not match the manifest");
   try {
     capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
-    auto shard = reader.getRoot<ShardFile>();
-    if (shard.getDim() != cfg.dim)
-      return make_error(errc::dimension_mismatch, path + ": dim " +
-                                                    std::to_string(shard.getDim()) + ", expected " +
-                                                    std::to_string(cfg.dim));
-    std::vector<float> values, slots;
-    for (auto row : shard.getRows()) {
-      auto key = row.getKey();
-      read_floats(row.getValues(), values);
-      read_floats(row.getSlots(), slots);
-      row_record r{{reinterpret_cast<const char*>(key.begin()), key.size()}, values, slots,
-                   row.getFrequency(), row.getUpdates(), row.getLastUpdate()};
-      if (auto err = f(r))
-        return err;
-    }
+    return for_each_shard_row(reader.getRoot<ShardFile>(), cfg.dim, path, f);
   } catch (const kj::Exception& e) {
     return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());
   }
-  return {};
 }
 
 caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest) {

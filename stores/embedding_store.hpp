@@ -5,10 +5,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
 #include <span>
 #include <string_view>
 
 #include <caf/error.hpp>
+#include <caf/expected.hpp>
 
 #include "messages/embedding.hpp"
 
@@ -60,6 +64,25 @@ public:
   /// (this is the restore path; the service refuses user imports in read-only mode). Fails
   /// with errc::dimension_mismatch when the sizes disagree with the store.
   virtual caf::error import_row(const row_record& row) = 0;
+
+  // -- operations built on the row primitives -------------------------------------------------
+
+  /// Sampling metadata: how many rows have each frequency, and the frequencies of those of
+  /// `positives` that are stored here.
+  sample_stats sample_metadata(const std::vector<std::string>& positives);
+
+  /// Draws plan.count rows with replacement, none of them in plan.positives, weighing a row of
+  /// frequency plan.freqs[i] by plan.weights[i]; probs are weight / plan.total_weight. Fails
+  /// with errc::invalid_argument when no row can be drawn.
+  caf::expected<sample_result> sample(const sample_plan& plan);
+
+  /// Writes every row, with its whole state, to `out` as one Cap'n Proto ShardFile message
+  /// (schema: messages/checkpoint.capnp).
+  caf::error export_to(std::ostream& out, const std::string& name);
+
+  /// Imports every row of a ShardFile message from `in`; errc::corrupt_file when the stream is
+  /// truncated or malformed, errc::dimension_mismatch when it holds rows of another dim.
+  caf::error import_from(std::istream& in);
 };
 
 } // namespace darcy::stores

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -140,6 +141,38 @@ TEST_F(checkpoint_io_test, FileOfAnotherDimIsRefused) {
   other.dim = 8;
   auto err = read_shard_file(dir, *info, other, [](const row_record&) { return caf::error{}; });
   EXPECT_TRUE(is(err, errc::dimension_mismatch)) << render(err);
+}
+
+} // namespace
+} // namespace darcy::stores
+
+namespace darcy::stores {
+namespace {
+
+TEST_F(checkpoint_io_test, StoresExportToAndImportFromStreams) {
+  auto store = trained();
+  std::stringstream stream;
+  ASSERT_FALSE(store->export_to(stream, "items"));
+  auto cfg = adam_config();
+  cfg.admission = {};
+  cfg.eviction = {};
+  cfg.backend = backend_kind::leveldb;
+  cfg.path = dir + "/imported";
+  auto target = make_store(cfg);
+  ASSERT_TRUE(target) << render(error_of(target));
+  ASSERT_FALSE((*target)->import_from(stream));
+  std::map<std::string, std::vector<float>> a, b;
+  store->export_rows([&](const row_record& r) { a[std::string{r.key}] = {r.slots.begin(), r.slots.end()}; });
+  (*target)->export_rows([&](const row_record& r) { b[std::string{r.key}] = {r.slots.begin(), r.slots.end()}; });
+  EXPECT_EQ(a, b);
+  // A truncated stream is refused.
+  std::stringstream whole;
+  ASSERT_FALSE(store->export_to(whole, "items"));
+  auto text = whole.str();
+  std::stringstream cut{text.substr(0, text.size() / 2)};
+  auto fresh = make_store(adam_config());
+  auto cut_err = (*fresh)->import_from(cut);
+  EXPECT_TRUE(is(cut_err, errc::corrupt_file)) << render(cut_err);
 }
 
 } // namespace

@@ -1,0 +1,29 @@
+// Building and reading ShardFile messages (messages/checkpoint.capnp): one embedding's rows with
+// their whole state. Shared by checkpoint files and store export/import streams.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <capnp/message.h>
+#include <caf/error.hpp>
+
+#include "messages/checkpoint.capnp.h"
+#include "stores/embedding_store.hpp"
+
+namespace darcy::stores {
+
+/// Fills `message` with every row of `store` (embedding `name`); returns the row count.
+uint64_t fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
+                         embedding_store& store);
+
+/// Calls f for every row of `file` after checking its dim against `dim`; `context` names the
+/// source in errors (errc::dimension_mismatch).
+caf::error for_each_shard_row(ShardFile::Reader file, uint32_t dim, const std::string& context,
+                              const std::function<caf::error(const row_record&)>& f);
+
+/// Imports every row of `file` into `store`.
+caf::error import_shard_file(ShardFile::Reader file, embedding_store& store,
+                             const std::string& context);
+
+} // namespace darcy::stores
