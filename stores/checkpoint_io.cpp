@@ -27,20 +27,6 @@ uint64_t checksum_of(std::string_view bytes) {
   return compute::hash_key(bytes);
 }
 
-template <class Builder>
-void write_floats(Builder list, std::span<const float> values) {
-  for (size_t i = 0; i < values.size(); ++i)
-    list.set(static_cast<unsigned>(i), values[i]);
-}
-
-template <class Reader>
-void read_floats(Reader list, std::vector<float>& out) {
-  out.clear();
-  out.reserve(list.size());
-  for (auto v : list)
-    out.push_back(v);
-}
-
 void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
   out.setName(cfg.name);
   out.setDim(cfg.dim);

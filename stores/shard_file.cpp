@@ -6,24 +6,6 @@
 
 namespace darcy::stores {
 
-namespace {
-
-template <class Builder>
-void write_floats(Builder list, std::span<const float> values) {
-  for (size_t i = 0; i < values.size(); ++i)
-    list.set(static_cast<unsigned>(i), values[i]);
-}
-
-template <class Reader>
-void read_floats(Reader list, std::vector<float>& out) {
-  out.clear();
-  out.reserve(list.size());
-  for (auto v : list)
-    out.push_back(v);
-}
-
-} // namespace
-
 uint64_t fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
                          embedding_store& store) {
   auto file = message.initRoot<ShardFile>();

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <capnp/message.h>
 #include <caf/error.hpp>
@@ -12,6 +14,22 @@
 #include "stores/embedding_store.hpp"
 
 namespace darcy::stores {
+
+/// Copies floats into a Cap'n Proto list builder of the same size.
+template <class Builder>
+void write_floats(Builder list, std::span<const float> values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    list.set(static_cast<unsigned>(i), values[i]);
+}
+
+/// Copies a Cap'n Proto float list into `out`.
+template <class Reader>
+void read_floats(Reader list, std::vector<float>& out) {
+  out.clear();
+  out.reserve(list.size());
+  for (auto v : list)
+    out.push_back(v);
+}
 
 /// Fills `message` with every row of `store` (embedding `name`); returns the row count.
 uint64_t fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
