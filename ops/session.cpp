@@ -1,6 +1,10 @@
 #include "ops/session.hpp"
 
 #include "actors/actor_types.hpp"
+#include "actors/candidate_sampler.hpp"
+#include "actors/embedding_master.hpp"
+#include "actors/embedding_shard.hpp"
+#include "messages/errc.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/supervisor.hpp"
@@ -15,6 +19,16 @@ session::session(session_options opts) : opts_(std::move(opts)) {
 }
 
 session::~session() {
+  // Actors this session started go first: an actor system must not be destroyed while actors
+  // that were handed to other nodes are still alive.
+  auto stop = [](const auto& handle) {
+    if (handle)
+      caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+  };
+  stop(master_);
+  stop(sampler_);
+  for (auto& shard : shards_)
+    stop(shard);
   if (local_)
     local_->stop();
 }
@@ -51,6 +65,70 @@ caf::expected<service_info> session::lookup(const std::string& service) {
 
 supervisor_actor session::supervise(supervisor_spec spec) {
   return system_->spawn(runtime::supervisor, std::move(spec));
+}
+
+caf::expected<embedding_master_actor> session::embeddings() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (master_)
+    return master_;
+  if (opts_.shards == 0)
+    return make_error(errc::invalid_config, "an embedding service needs at least one shard");
+  std::vector<embedding_shard_actor> shards;
+  if (!opts_.seed) {
+    shards = actors::spawn_shards(*system_, opts_.shards);
+  } else {
+    auto members = status();
+    if (!members)
+      return std::move(members.error());
+    for (auto& member : members->members) {
+      if (member.state != member_state::up)
+        continue;
+      auto agent = caf::actor_cast<node_agent_actor>(member.agent);
+      for (size_t i = 0; i < opts_.shards; ++i) {
+        auto index = static_cast<uint32_t>(shards.size());
+        auto shard = runtime::ask<caf::actor>(*system_, agent, opts_.timeout, spawn_atom::value,
+                                              std::string{"darcy.embedding_shard"},
+                                              caf::make_message(index));
+        if (!shard) {
+          for (auto& s : shards)
+            caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+          return make_error(errc::spawn_failed, "embedding shard on node " + member.name + ": " +
+                                                  render(shard.error()));
+        }
+        shards.push_back(caf::actor_cast<embedding_shard_actor>(*shard));
+      }
+    }
+    if (shards.empty())
+      return make_error(errc::node_unreachable, "the cluster has no member that is up");
+  }
+  shards_ = shards;
+  master_ = system_->spawn(actors::embedding_master, actors::embedding_master_options{shards});
+  sampler_ = system_->spawn(actors::candidate_sampler,
+                            actors::candidate_sampler_options{std::move(shards)});
+  return master_;
+}
+
+caf::expected<candidate_sampler_actor> session::sampler() {
+  if (auto master = embeddings(); !master)
+    return std::move(master.error());
+  return sampler_;
+}
+
+caf::error session::ensure_embedding(const de_config& cfg) {
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (created_.count(cfg.name) > 0)
+      return {};
+  }
+  auto master = embeddings();
+  if (!master)
+    return std::move(master.error());
+  auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, cfg);
+  if (!ok)
+    return std::move(ok.error());
+  std::lock_guard<std::mutex> guard{mutex_};
+  created_.insert(cfg.name);
+  return {};
 }
 
 } // namespace darcy::ops

@@ -5,12 +5,16 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
+#include "messages/embedding.hpp"
 #include "messages/interfaces.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/node_services.hpp"
@@ -24,6 +28,9 @@ struct session_options {
   std::string name = "local";
   std::chrono::milliseconds timeout{5000};
   size_t threads = 0;
+  /// Shards of the embedding service the session starts on first use: this many in this
+  /// process, or this many on each member node of a cluster.
+  size_t shards = 2;
 };
 
 class session {
@@ -45,6 +52,17 @@ public:
   /// Spawns a supervisor in this process.
   supervisor_actor supervise(supervisor_spec spec);
 
+  /// The embedding service, started on first use: its master runs in this process, its shards
+  /// here (in-process) or on every member node (cluster). Safe to call from many threads.
+  caf::expected<embedding_master_actor> embeddings();
+
+  /// The candidate sampler over the same shards as embeddings().
+  caf::expected<candidate_sampler_actor> sampler();
+
+  /// Creates embedding `cfg.name` once per session (later calls with the same name return at
+  /// once). Fails like the master's create: errc::invalid_config, or a dim clash.
+  caf::error ensure_embedding(const de_config& cfg);
+
 private:
   explicit session(session_options opts);
 
@@ -53,6 +71,11 @@ private:
   std::unique_ptr<caf::actor_system> system_;
   registry_actor registry_;
   std::optional<runtime::node_services> local_;
+  std::mutex mutex_;
+  std::vector<embedding_shard_actor> shards_;
+  embedding_master_actor master_;
+  candidate_sampler_actor sampler_;
+  std::set<std::string> created_;
 };
 
 } // namespace darcy::ops

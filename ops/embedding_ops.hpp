@@ -1,0 +1,116 @@
+// The model author's embedding operations, the seed's TensorFlow ops in C++: lookup with a
+// backward pass, sampled-softmax logits, top-k and consistent save/restore. Each call goes
+// through the session's embedding service, so in-process and cluster sessions behave alike.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "compute/top_k.hpp"
+#include "messages/embedding.hpp"
+#include "ops/session.hpp"
+
+namespace darcy::ops {
+
+using matrix = compute::row_matrix;
+
+/// Sends the gradients of one lookup's rows back to the service.
+class lookup_handle {
+public:
+  lookup_handle() = default;
+  lookup_handle(session* owner, std::string name, std::vector<std::string> keys, size_t dim)
+    : session_(owner), name_(std::move(name)), keys_(std::move(keys)), dim_(dim) {
+  }
+
+  /// Applies one gradient row per key of the lookup (in key order; rows of a repeated key are
+  /// summed) with the embedding's configured optimizer. `step` is the global training step.
+  /// Fails with errc::dimension_mismatch for a wrong shape and errc::non_finite for a NaN or
+  /// Inf; the service is then unchanged.
+  caf::error backward(std::span<const float> grads, int64_t step = 0) const;
+  caf::error backward(const matrix& grads, int64_t step = 0) const;
+
+  const std::vector<std::string>& keys() const { return keys_; }
+  const std::string& name() const { return name_; }
+
+private:
+  session* session_ = nullptr;
+  std::string name_;
+  std::vector<std::string> keys_;
+  size_t dim_ = 0;
+};
+
+struct lookup_result {
+  /// One row per key, in key order.
+  matrix rows;
+  lookup_handle handle;
+};
+
+/// Looks up `keys` in embedding `name` (created from `config`, with config.name replaced by
+/// `name`, on first use). Missing keys get rows as the embedding's admission policy allows.
+/// Fails with errc::empty_batch, errc::batch_too_large, errc::invalid_config, or the
+/// transport's error when the service does not answer.
+caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<std::string> keys,
+                                                      const de_config& config,
+                                                      const std::string& name);
+
+/// Sampled-softmax logits for a batch of examples: row b of `activations` is example b, and
+/// `positive_keys[b]` its positive keys (at least one each, any number). Columns are the
+/// positives, padded to the batch's largest count, then `num_sampled` negatives shared by the
+/// batch, drawn from the embedding's rows by unigram frequency^0.75. Every logit is
+/// a·w - log(num_sampled * Q(key)); a padding column, or a negative that is one of the
+/// example's own positives (an accidental hit), holds masked_logit with label 0. Labels of an
+/// example's positives are 1 / (its positive count).
+struct sampled_logits_result {
+  matrix logits;
+  matrix labels;
+  std::vector<std::string> sampled_keys;
+  /// The key of each logit column of each example (padding: empty), for backward().
+  std::vector<std::vector<std::string>> column_keys;
+
+  /// Sends d(loss)/d(logits) to the rows of the keys involved and returns
+  /// d(loss)/d(activations). Masked columns carry no gradient.
+  caf::expected<matrix> backward(const matrix& dlogits, int64_t step = 0) const;
+
+  // Kept for backward(): the activations, the looked-up rows, and for each (example, column)
+  // the index of its row there (-1 for padding).
+  matrix activations;
+  matrix rows;
+  std::vector<int64_t> row_of;
+  lookup_handle handle;
+};
+
+inline constexpr float masked_logit = -1e30f;
+
+caf::expected<sampled_logits_result>
+sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive_keys,
+               const matrix& activations, uint32_t num_sampled, const de_config& config,
+               const std::string& name, uint64_t seed = 1);
+
+/// The k rows of `name` with the largest inner product with each row of `activations`.
+caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_t k,
+                                  const de_config& config, const std::string& name);
+
+/// What a training loop saves beside its embeddings: its step, where its input stands, and
+/// its dense parameters.
+struct training_state {
+  int64_t step = 0;
+  std::string input_position;
+  std::vector<float> dense;
+
+  friend bool operator==(const training_state&, const training_state&) = default;
+};
+
+/// Takes one consistent checkpoint of every embedding of the session's service under `path`,
+/// with `state`. Requests sent meanwhile wait; none is half applied in the checkpoint.
+caf::error save(session& s, const std::string& path, const training_state& state);
+
+/// Loads the checkpoint under `path` into the service (whatever shard count wrote it) and
+/// returns the training state saved with it. errc::corrupt_file or errc::not_found otherwise.
+caf::expected<training_state> restore(session& s, const std::string& path);
+
+} // namespace darcy::ops

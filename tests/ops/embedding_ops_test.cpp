@@ -1,0 +1,220 @@
+#include "ops/embedding_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "messages/errc.hpp"
+
+namespace darcy::ops {
+namespace {
+
+de_config sgd_config(uint32_t dim) {
+  de_config cfg;
+  cfg.dim = dim;
+  cfg.init.kind = init_kind::uniform;
+  cfg.init.low = -1;
+  cfg.init.high = 1;
+  cfg.optimizer.kind = optimizer_kind::sgd;
+  cfg.optimizer.learning_rate = 0.5f;
+  return cfg;
+}
+
+class embedding_ops_test : public testing::Test {
+protected:
+  void SetUp() override {
+    auto opened = session::open({});
+    ASSERT_TRUE(opened) << render(opened.error());
+    s = std::move(*opened);
+  }
+
+  matrix rows_of(const std::vector<std::string>& keys, const de_config& cfg,
+                 const std::string& name) {
+    auto r = dynamic_embedding_lookup(*s, keys, cfg, name);
+    EXPECT_TRUE(r) << render(r.error());
+    return r ? r->rows : matrix{};
+  }
+
+  std::unique_ptr<session> s;
+};
+
+TEST_F(embedding_ops_test, lookup_returns_rows_in_key_order_and_backward_applies_sgd) {
+  auto cfg = sgd_config(4);
+  auto first = dynamic_embedding_lookup(*s, {"b", "a", "b"}, cfg, "emb");
+  ASSERT_TRUE(first) << render(first.error());
+  ASSERT_EQ(first->rows.rows(), 3);
+  EXPECT_EQ(first->rows.row(0), first->rows.row(2));
+  EXPECT_NE(first->rows.row(0), first->rows.row(1));
+  matrix grads = matrix::Ones(3, 4);
+  ASSERT_FALSE(first->handle.backward(grads));
+  auto after = rows_of({"a", "b"}, cfg, "emb");
+  // "a" got one gradient row, "b" two (summed), each scaled by the learning rate 0.5.
+  EXPECT_TRUE(after.row(0).isApprox((first->rows.row(1).array() - 0.5f).matrix(), 1e-6f));
+  EXPECT_TRUE(after.row(1).isApprox((first->rows.row(0).array() - 1.0f).matrix(), 1e-6f));
+}
+
+TEST_F(embedding_ops_test, backward_rejects_bad_gradients_and_changes_nothing) {
+  auto cfg = sgd_config(2);
+  auto r = dynamic_embedding_lookup(*s, {"k"}, cfg, "emb");
+  ASSERT_TRUE(r);
+  struct bad_case {
+    const char* what;
+    matrix grads;
+    errc expected;
+  };
+  matrix nan_grad = matrix::Zero(1, 2);
+  nan_grad(0, 1) = std::nanf("");
+  std::vector<bad_case> cases{{"wrong rows", matrix::Zero(2, 2), errc::dimension_mismatch},
+                              {"wrong columns", matrix::Zero(1, 3), errc::dimension_mismatch},
+                              {"NaN", nan_grad, errc::non_finite}};
+  for (auto& c : cases) {
+    auto err = r->handle.backward(c.grads);
+    EXPECT_TRUE(is(err, c.expected)) << c.what << ": " << render(err);
+  }
+  EXPECT_EQ(rows_of({"k"}, cfg, "emb"), r->rows);
+}
+
+TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
+  auto cfg = sgd_config(3);
+  // Frequencies: key i is looked up i + 1 times here and once more for `table` below, so its
+  // unigram^0.75 weight is (i + 2)^0.75.
+  std::vector<std::string> vocab;
+  for (int i = 0; i < 12; ++i)
+    vocab.push_back("w" + std::to_string(i));
+  for (int i = 0; i < 12; ++i)
+    for (int n = 0; n <= i; ++n)
+      ASSERT_TRUE(dynamic_embedding_lookup(*s, {vocab[static_cast<size_t>(i)]}, cfg, "out"));
+  std::map<std::string, double> q;
+  double total = 0;
+  for (int i = 0; i < 12; ++i)
+    total += std::pow(i + 2.0, 0.75);
+  for (int i = 0; i < 12; ++i)
+    q[vocab[static_cast<size_t>(i)]] = std::pow(i + 2.0, 0.75) / total;
+  auto table = rows_of(vocab, cfg, "out");
+  auto row_of = [&](const std::string& key) {
+    auto at = std::find(vocab.begin(), vocab.end(), key) - vocab.begin();
+    return table.row(at);
+  };
+
+  std::vector<std::vector<std::string>> positives{{"w1"}, {"w2", "w5", "w7"}};
+  matrix act(2, 3);
+  act << 0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.75f;
+  const uint32_t num_sampled = 20;
+  auto r = sampled_logits(*s, positives, act, num_sampled, cfg, "out", 7);
+  ASSERT_TRUE(r) << render(r.error());
+  ASSERT_EQ(r->sampled_keys.size(), num_sampled);
+  ASSERT_EQ(r->logits.cols(), 3 + num_sampled);
+  for (size_t b = 0; b < 2; ++b) {
+    auto bi = static_cast<Eigen::Index>(b);
+    float label_sum = 0;
+    for (Eigen::Index c = 0; c < r->logits.cols(); ++c) {
+      bool positive_col = c < 3;
+      std::string key = positive_col ? (static_cast<size_t>(c) < positives[b].size()
+                                          ? positives[b][static_cast<size_t>(c)]
+                                          : std::string{})
+                                     : r->sampled_keys[static_cast<size_t>(c - 3)];
+      bool hit = !positive_col && std::count(positives[b].begin(), positives[b].end(), key) > 0;
+      if (key.empty() || hit) {
+        EXPECT_EQ(r->logits(bi, c), masked_logit) << b << "," << c;
+        EXPECT_EQ(r->labels(bi, c), 0.0f);
+        continue;
+      }
+      double expected = act.row(bi).cast<double>().dot(row_of(key).cast<double>()) -
+                        std::log(num_sampled * q[key]);
+      EXPECT_NEAR(r->logits(bi, c), expected, 1e-4) << b << "," << c << " " << key;
+      label_sum += r->labels(bi, c);
+      EXPECT_EQ(r->labels(bi, c), positive_col ? 1.0f / positives[b].size() : 0.0f);
+    }
+    EXPECT_FLOAT_EQ(label_sum, 1.0f);
+  }
+
+  // backward: d(activations) and the rows' gradients against the dense reference.
+  matrix dlogits = matrix::Constant(r->logits.rows(), r->logits.cols(), 0.1f);
+  auto dact = r->backward(dlogits);
+  ASSERT_TRUE(dact) << render(dact.error());
+  matrix expected_dact = matrix::Zero(2, 3);
+  std::map<std::string, Eigen::RowVector3f> expected_grad;
+  for (size_t b = 0; b < 2; ++b)
+    for (Eigen::Index c = 0; c < r->logits.cols(); ++c) {
+      auto& key = r->column_keys[b][static_cast<size_t>(c)];
+      if (key.empty())
+        continue;
+      auto bi = static_cast<Eigen::Index>(b);
+      expected_dact.row(bi) += 0.1f * row_of(key);
+      auto& g = expected_grad.try_emplace(key, Eigen::RowVector3f::Zero()).first->second;
+      g += 0.1f * act.row(bi);
+    }
+  EXPECT_TRUE(dact->isApprox(expected_dact, 1e-5f));
+  auto after = rows_of(vocab, cfg, "out");
+  for (size_t i = 0; i < vocab.size(); ++i) {
+    Eigen::RowVector3f g = expected_grad.count(vocab[i]) ? expected_grad[vocab[i]]
+                                                          : Eigen::RowVector3f::Zero();
+    auto i_row = static_cast<Eigen::Index>(i);
+    EXPECT_TRUE((after.row(i_row) - (table.row(i_row) - 0.5f * g)).norm() < 1e-5f) << vocab[i];
+  }
+}
+
+TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {
+  auto cfg = sgd_config(2);
+  ASSERT_TRUE(dynamic_embedding_lookup(*s, {"x", "y"}, cfg, "out"));
+  matrix act = matrix::Zero(1, 2);
+  EXPECT_TRUE(is(sampled_logits(*s, {}, matrix{}, 2, cfg, "out").error(), errc::empty_batch));
+  EXPECT_TRUE(is(sampled_logits(*s, {{}}, act, 2, cfg, "out").error(), errc::invalid_argument));
+  EXPECT_TRUE(is(sampled_logits(*s, {{"x"}}, matrix::Zero(1, 3), 2, cfg, "out").error(),
+                 errc::dimension_mismatch));
+  EXPECT_TRUE(is(sampled_logits(*s, {{"x"}}, act, 0, cfg, "out").error(),
+                 errc::invalid_argument));
+}
+
+TEST_F(embedding_ops_test, top_k_matches_brute_force_reference) {
+  auto cfg = sgd_config(5);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200; ++i)
+    keys.push_back("item-" + std::to_string(i));
+  auto table = rows_of(keys, cfg, "items");
+  matrix queries = table.topRows(3) * 0.7f;
+  queries(2, 4) += 3.0f;
+  auto r = top_k(*s, queries, 10, cfg, "items");
+  ASSERT_TRUE(r) << render(r.error());
+  ASSERT_EQ(r->offsets.size(), 4u);
+  for (Eigen::Index q = 0; q < 3; ++q) {
+    std::vector<std::pair<float, std::string>> all;
+    for (size_t i = 0; i < keys.size(); ++i)
+      all.emplace_back(queries.row(q).dot(table.row(static_cast<Eigen::Index>(i))), keys[i]);
+    std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    auto begin = r->offsets[static_cast<size_t>(q)];
+    ASSERT_EQ(r->offsets[static_cast<size_t>(q) + 1] - begin, 10u);
+    for (size_t j = 0; j < 10; ++j) {
+      EXPECT_EQ(r->keys[begin + j], all[j].second) << "query " << q << " rank " << j;
+      EXPECT_NEAR(r->scores[begin + j], all[j].first, 1e-5);
+    }
+  }
+}
+
+TEST_F(embedding_ops_test, save_and_restore_round_trip_rows_and_training_state) {
+  auto dir = std::filesystem::temp_directory_path() / "darcy-ops-save-test";
+  std::filesystem::remove_all(dir);
+  auto cfg = sgd_config(3);
+  std::vector<std::string> keys{"p", "q", "r"};
+  auto before = rows_of(keys, cfg, "emb");
+  training_state state{42, "epoch=1 batch=7", {1.5f, -2.0f}};
+  ASSERT_FALSE(save(*s, dir.string(), state));
+
+  auto other = session::open({});
+  ASSERT_TRUE(other);
+  auto restored = restore(**other, dir.string());
+  ASSERT_TRUE(restored) << render(restored.error());
+  EXPECT_EQ(*restored, state);
+  auto again = dynamic_embedding_lookup(**other, keys, cfg, "emb");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->rows, before);
+  EXPECT_TRUE(is(restore(**other, (dir / "missing").string()).error(), errc::not_found) ||
+              is(restore(**other, (dir / "missing").string()).error(), errc::io_error));
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
+} // namespace darcy::ops
