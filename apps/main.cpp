@@ -1,10 +1,17 @@
 // darcy: the command-line entry point. CLI parsing is a program edge, so CLI11's exceptions
 // are caught here and turned into one-line errors.
+#include <malloc.h>
+
 #include <iostream>
 
 #include "apps/commands.hpp"
 
 int main(int argc, char** argv) {
+  // Training moves batches of several MiB between threads every few milliseconds. Keeping such
+  // blocks in the heap, instead of mapping and unmapping them each time, saves a page fault per
+  // 4 KiB of every batch.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"Darcy: an actor runtime for colossal sparse models"};
   app.require_subcommand(1);
   int exit_code = 0;
@@ -13,6 +20,7 @@ int main(int argc, char** argv) {
   darcy::apps::add_chaos_command(app, exit_code);
   darcy::apps::add_bench_command(app, exit_code);
   darcy::apps::add_demo_command(app, exit_code);
+  darcy::apps::add_word2vec_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -218,7 +218,7 @@ caf::error save(session& s, const std::string& path, const training_state& state
   return manifest ? caf::error{} : std::move(manifest.error());
 }
 
-caf::expected<training_state> restore(session& s, const std::string& path) {
+caf::expected<restored_checkpoint> restore(session& s, const std::string& path) {
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
@@ -226,14 +226,17 @@ caf::expected<training_state> restore(session& s, const std::string& path) {
                                                     restore_atom::value, path);
   if (!manifest)
     return std::move(manifest.error());
-  training_state state;
+  restored_checkpoint result;
+  for (auto& entry : manifest->embeddings)
+    result.embeddings.push_back(entry.config);
   if (manifest->extra.empty())
-    return state;
+    return result;
   std::vector<char> extra{manifest->extra.begin(), manifest->extra.end()};
   caf::binary_deserializer source{s.system(), extra};
+  auto& state = result.state;
   if (auto err = source(state.step, state.input_position, state.dense))
     return make_error(errc::corrupt_file, "the checkpoint's training state: " + render(err));
-  return state;
+  return result;
 }
 
 } // namespace darcy::ops

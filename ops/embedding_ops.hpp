@@ -109,8 +109,14 @@ struct training_state {
 /// with `state`. Requests sent meanwhile wait; none is half applied in the checkpoint.
 caf::error save(session& s, const std::string& path, const training_state& state);
 
+struct restored_checkpoint {
+  training_state state;
+  /// The configs of the embeddings it held.
+  std::vector<de_config> embeddings;
+};
+
 /// Loads the checkpoint under `path` into the service (whatever shard count wrote it) and
 /// returns the training state saved with it. errc::corrupt_file or errc::not_found otherwise.
-caf::expected<training_state> restore(session& s, const std::string& path);
+caf::expected<restored_checkpoint> restore(session& s, const std::string& path);
 
 } // namespace darcy::ops

@@ -1,0 +1,397 @@
+#include "apps/word2vec/trainer.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "compute/hash.hpp"
+#include "compute/sampler.hpp"
+#include "compute/word2vec.hpp"
+#include "messages/errc.hpp"
+#include "ops/embedding_ops.hpp"
+
+namespace darcy::word2vec {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr uint32_t no_slot = UINT32_MAX;
+/// Lookups are split into requests of at most this many keys.
+constexpr size_t max_request = size_t{1} << 20;
+
+struct batch_range {
+  size_t first_sentence = 0;
+  size_t end_sentence = 0;
+  /// Tokens before this batch in its epoch.
+  uint64_t word_offset = 0;
+  uint64_t words = 0;
+};
+
+std::vector<batch_range> make_batches(const corpus& c, uint32_t batch_words) {
+  std::vector<batch_range> result;
+  batch_range current;
+  for (size_t i = 0; i < c.sentences(); ++i) {
+    current.end_sentence = i + 1;
+    current.words += c.sentence_ends[i] - c.sentence_begin(i);
+    if (current.words >= batch_words || i + 1 == c.sentences()) {
+      result.push_back(current);
+      current = batch_range{i + 1, i + 1, current.word_offset + current.words, 0};
+    }
+  }
+  return result;
+}
+
+// The model's keys: the words by frequency rank, capped words sharing oov_key at the end.
+struct key_space {
+  size_t own = 0; // words with their own key
+  bool has_oov = false;
+  std::vector<uint64_t> counts;
+
+  key_space(const corpus& c, size_t cap) {
+    own = cap == 0 ? c.words.size() : std::min(cap, c.words.size());
+    has_oov = own < c.words.size();
+    counts.resize(own + (has_oov ? 1 : 0));
+    for (size_t i = 0; i < c.words.size(); ++i)
+      counts[std::min(i, own)] += c.words[i].count;
+  }
+  uint32_t of(uint32_t stat) const { return static_cast<uint32_t>(std::min<size_t>(stat, own)); }
+  size_t size() const { return counts.size(); }
+  std::string key(const corpus& c, uint32_t id) const {
+    return id < own ? std::string{c.words[id].word} : oov_key;
+  }
+};
+
+de_config table_config(const train_options& o, bool input) {
+  de_config cfg;
+  cfg.name = o.name + (input ? ".in" : ".out");
+  cfg.dim = o.dim;
+  if (input) {
+    cfg.init.kind = init_kind::uniform;
+    cfg.init.low = -0.5f / static_cast<float>(o.dim);
+    cfg.init.high = 0.5f / static_cast<float>(o.dim);
+  } else {
+    cfg.init.kind = init_kind::zeros;
+  }
+  cfg.init.seed = o.seed;
+  // The local word2vec step is the update; the service applies it as gradient descent at
+  // rate 1 on (old - new).
+  cfg.optimizer.kind = optimizer_kind::sgd;
+  cfg.optimizer.learning_rate = 1.0f;
+  if (o.min_count > 1) {
+    cfg.admission.kind = admission_kind::frequency;
+    cfg.admission.min_count = o.min_count;
+  }
+  cfg.max_batch = static_cast<uint32_t>(max_request);
+  return cfg;
+}
+
+// One training thread's scratch space, reused across batches.
+struct worker {
+  std::vector<uint32_t> in_slot, out_slot;
+  std::vector<uint32_t> in_ids, out_ids;
+  std::vector<uint32_t> sentence;
+  compute::sgns_plan plan;
+
+  explicit worker(size_t keys) : in_slot(keys, no_slot), out_slot(keys, no_slot) {
+  }
+
+  uint32_t slot(std::vector<uint32_t>& slots, std::vector<uint32_t>& ids, uint32_t id) {
+    auto& s = slots[id];
+    if (s == no_slot) {
+      s = static_cast<uint32_t>(ids.size());
+      ids.push_back(id);
+    }
+    return s;
+  }
+
+  void reset() {
+    for (auto id : in_ids)
+      in_slot[id] = no_slot;
+    for (auto id : out_ids)
+      out_slot[id] = no_slot;
+    in_ids.clear();
+    out_ids.clear();
+    plan.entries.clear();
+  }
+};
+
+struct run_state {
+  const corpus& c;
+  const train_options& o;
+  const key_space& keys;
+  std::vector<float> keep;
+  compute::candidate_distribution negatives;
+  compute::sigmoid_table sigmoid;
+  std::vector<batch_range> batches;
+  uint64_t words_total = 0;
+};
+
+// Plans, looks up, trains and writes back one batch. Returns the pairs trained.
+caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& w,
+                                  uint64_t global_batch, float alpha) {
+  const auto& o = rs.o;
+  auto& range = rs.batches[global_batch % rs.batches.size()];
+  std::mt19937_64 rng{compute::mix64(o.seed, global_batch)};
+  std::uniform_real_distribution<float> unit{0.0f, 1.0f};
+  w.reset();
+  w.plan.negative = o.negative;
+  auto window = static_cast<int64_t>(o.window);
+  for (size_t si = range.first_sentence; si < range.end_sentence; ++si) {
+    w.sentence.clear();
+    for (auto t = rs.c.sentence_begin(si); t < rs.c.sentence_ends[si]; ++t) {
+      auto id = rs.keys.of(rs.c.tokens[t].stat);
+      if (o.sample > 0 && rs.keep[id] < unit(rng))
+        continue;
+      w.sentence.push_back(id);
+    }
+    auto len = static_cast<int64_t>(w.sentence.size());
+    for (int64_t pos = 0; pos < len; ++pos) {
+      auto center = w.sentence[static_cast<size_t>(pos)];
+      auto shrink = static_cast<int64_t>(rng() % o.window);
+      for (int64_t a = shrink; a < window * 2 + 1 - shrink; ++a) {
+        auto c = pos - window + a;
+        if (a == window || c < 0 || c >= len)
+          continue;
+        auto context = w.sentence[static_cast<size_t>(c)];
+        w.plan.entries.push_back(w.slot(w.in_slot, w.in_ids, context));
+        w.plan.entries.push_back(w.slot(w.out_slot, w.out_ids, center));
+        for (uint32_t k = 0; k < o.negative; ++k) {
+          auto neg = static_cast<uint32_t>(rs.negatives.draw(rng));
+          w.plan.entries.push_back(neg == center ? compute::skipped_slot
+                                                 : w.slot(w.out_slot, w.out_ids, neg));
+        }
+      }
+    }
+  }
+  if (w.plan.entries.empty())
+    return uint64_t{0};
+  auto keys_of = [&](const std::vector<uint32_t>& ids) {
+    std::vector<std::string> result;
+    result.reserve(ids.size());
+    for (auto id : ids)
+      result.push_back(rs.keys.key(rs.c, id));
+    return result;
+  };
+  auto in = ops::dynamic_embedding_lookup(s, keys_of(w.in_ids), table_config(o, true),
+                                          o.name + ".in");
+  if (!in)
+    return std::move(in.error());
+  auto out = ops::dynamic_embedding_lookup(s, keys_of(w.out_ids), table_config(o, false),
+                                           o.name + ".out");
+  if (!out)
+    return std::move(out.error());
+  ops::matrix work_in = in->rows;
+  ops::matrix work_out = out->rows;
+  auto span_of = [](ops::matrix& m) {
+    return std::span<float>{m.data(), static_cast<size_t>(m.size())};
+  };
+  auto pairs = compute::train_sgns(w.plan, alpha, span_of(work_in), span_of(work_out), o.dim,
+                                   rs.sigmoid);
+  // Gradient descent at rate 1 on (old - new) turns each row into old + (new - old).
+  in->rows -= work_in;
+  out->rows -= work_out;
+  auto step = static_cast<int64_t>(global_batch);
+  if (auto err = in->handle.backward(in->rows, step))
+    return err;
+  if (auto err = out->handle.backward(out->rows, step))
+    return err;
+  return static_cast<uint64_t>(pairs);
+}
+
+caf::error check_options(const train_options& o) {
+  auto bad = [](const std::string& what) { return make_error(errc::invalid_argument, what); };
+  if (o.dim == 0)
+    return bad("--dim must be at least 1");
+  if (o.window == 0)
+    return bad("--window must be at least 1");
+  if (o.epochs == 0)
+    return bad("--epochs must be at least 1");
+  if (o.threads == 0)
+    return bad("--threads must be at least 1");
+  if (o.batch_words == 0)
+    return bad("--batch-words must be at least 1");
+  if (!(o.alpha > 0))
+    return bad("--alpha must be positive");
+  if (o.sample < 0)
+    return bad("--sample must not be negative");
+  return {};
+}
+
+caf::expected<uint64_t> parse_position(const std::string& text) {
+  static const std::string prefix = "batch=";
+  if (text.rfind(prefix, 0) != 0)
+    return make_error(errc::corrupt_file, "unexpected input position '" + text + "'");
+  try {
+    return static_cast<uint64_t>(std::stoull(text.substr(prefix.size())));
+  } catch (const std::exception&) {
+    return make_error(errc::corrupt_file, "unexpected input position '" + text + "'");
+  }
+}
+
+} // namespace
+
+caf::expected<train_report> train(ops::session& s, const corpus& c, const train_options& o,
+                                  const std::function<void(const progress&)>& on_progress) {
+  if (auto err = check_options(o))
+    return err;
+  key_space keys{c, o.vocab_cap};
+  auto negatives = compute::candidate_distribution::make(sampler_kind::unigram, keys.counts);
+  if (!negatives)
+    return std::move(negatives.error());
+  run_state rs{c, o, keys, {}, std::move(*negatives), {}, make_batches(c, o.batch_words), 0};
+  rs.keep.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i)
+    rs.keep[i] = compute::keep_probability(keys.counts[i], c.tokens.size(), o.sample);
+  rs.words_total = static_cast<uint64_t>(c.tokens.size()) * o.epochs;
+
+  uint64_t first = 0;
+  if (!o.resume_from.empty()) {
+    auto state = ops::restore(s, o.resume_from);
+    if (!state)
+      return std::move(state.error());
+    auto position = parse_position(state->state.input_position);
+    if (!position)
+      return std::move(position.error());
+    first = *position;
+  }
+  uint64_t total = rs.batches.size() * uint64_t{o.epochs};
+  uint64_t end = total;
+  bool stop_early = !o.checkpoint_to.empty() && o.stop_after_batches > 0 &&
+                    o.stop_after_batches < total;
+  if (stop_early)
+    end = std::max(first, o.stop_after_batches);
+
+  std::atomic<uint64_t> next{first};
+  std::atomic<uint64_t> pairs{0};
+  std::atomic<uint64_t> words_done{0};
+  std::atomic<uint64_t> batches_done{first};
+  for (uint64_t b = 0; b < first; ++b)
+    words_done += rs.batches[b % rs.batches.size()].words;
+  std::mutex report_mutex;
+  caf::error failure;
+  std::atomic<bool> failed{false};
+  auto begin = clock::now();
+  auto work = [&] {
+    worker w{keys.size()};
+    for (auto b = next++; b < end && !failed; b = next++) {
+      auto& range = rs.batches[b % rs.batches.size()];
+      auto done_before = (b / rs.batches.size()) * c.tokens.size() + range.word_offset;
+      auto alpha = compute::decayed_alpha(o.alpha, done_before, rs.words_total);
+      auto trained = run_batch(s, rs, w, b, alpha);
+      std::lock_guard<std::mutex> guard{report_mutex};
+      if (!trained) {
+        if (!failed)
+          failure = std::move(trained.error());
+        failed = true;
+        return;
+      }
+      pairs += *trained;
+      words_done += range.words;
+      ++batches_done;
+      if (on_progress) {
+        std::chrono::duration<double> elapsed = clock::now() - begin;
+        on_progress({batches_done, total, words_done, rs.words_total, alpha, elapsed.count()});
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t < o.threads; ++t)
+    threads.emplace_back(work);
+  work();
+  for (auto& t : threads)
+    t.join();
+  if (failed)
+    return failure;
+
+  train_report report;
+  std::chrono::duration<double> elapsed = clock::now() - begin;
+  report.last = {batches_done, total, words_done, rs.words_total,
+                 compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};
+  report.pairs = pairs;
+  if (stop_early) {
+    ops::training_state state{static_cast<int64_t>(end), "batch=" + std::to_string(end), {}};
+    if (auto err = ops::save(s, o.checkpoint_to, state))
+      return err;
+    report.stopped_early = true;
+  }
+  return report;
+}
+
+caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
+                                           const train_options& o) {
+  key_space keys{c, o.vocab_cap};
+  word_vectors result;
+  for (uint32_t id = 0; id < keys.size(); ++id)
+    result.words.push_back(keys.key(c, id));
+  result.vectors.resize(static_cast<Eigen::Index>(keys.size()), o.dim);
+  for (size_t begin = 0; begin < keys.size(); begin += max_request) {
+    auto stop = std::min(keys.size(), begin + max_request);
+    std::vector<std::string> chunk{result.words.begin() + static_cast<long>(begin),
+                                   result.words.begin() + static_cast<long>(stop)};
+    auto rows = ops::dynamic_embedding_lookup(s, std::move(chunk), table_config(o, true),
+                                              o.name + ".in");
+    if (!rows)
+      return std::move(rows.error());
+    result.vectors.middleRows(static_cast<Eigen::Index>(begin), rows->rows.rows()) = rows->rows;
+  }
+  return result;
+}
+
+namespace {
+
+de_config unit_config(const std::string& name, uint32_t dim) {
+  de_config cfg;
+  cfg.name = name + ".unit";
+  cfg.dim = dim;
+  cfg.init.kind = init_kind::zeros;
+  cfg.optimizer.kind = optimizer_kind::sgd;
+  cfg.optimizer.learning_rate = 1.0f;
+  cfg.max_batch = static_cast<uint32_t>(max_request);
+  return cfg;
+}
+
+} // namespace
+
+caf::error write_unit_vectors(ops::session& s, const word_vectors& v, const std::string& name) {
+  auto dim = static_cast<uint32_t>(v.vectors.cols());
+  auto cfg = unit_config(name, dim);
+  for (size_t begin = 0; begin < v.words.size(); begin += max_request) {
+    auto stop = std::min(v.words.size(), begin + max_request);
+    std::vector<std::string> chunk{v.words.begin() + static_cast<long>(begin),
+                                   v.words.begin() + static_cast<long>(stop)};
+    auto rows = ops::dynamic_embedding_lookup(s, std::move(chunk), cfg, cfg.name);
+    if (!rows)
+      return std::move(rows.error());
+    ops::matrix grads = -v.vectors.middleRows(static_cast<Eigen::Index>(begin),
+                                              static_cast<Eigen::Index>(stop - begin));
+    for (Eigen::Index r = 0; r < grads.rows(); ++r)
+      if (auto norm = grads.row(r).norm(); norm > 0)
+        grads.row(r) /= norm;
+    if (auto err = rows->handle.backward(grads))
+      return err;
+  }
+  return {};
+}
+
+caf::expected<std::vector<std::pair<std::string, float>>>
+neighbours(ops::session& s, const std::string& name, uint32_t dim, const std::string& word,
+           uint32_t k) {
+  auto cfg = unit_config(name, dim);
+  auto query = ops::dynamic_embedding_lookup(s, {word}, cfg, cfg.name);
+  if (!query)
+    return std::move(query.error());
+  if (query->rows.isZero(0))
+    return make_error(errc::not_found, "'" + word + "' is not in the model");
+  auto hits = ops::top_k(s, query->rows, k + 1, cfg, cfg.name);
+  if (!hits)
+    return std::move(hits.error());
+  std::vector<std::pair<std::string, float>> result;
+  for (size_t i = 0; i < hits->keys.size() && result.size() < k; ++i)
+    if (hits->keys[i] != word)
+      result.emplace_back(hits->keys[i], hits->scores[i]);
+  return result;
+}
+
+} // namespace darcy::word2vec

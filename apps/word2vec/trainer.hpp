@@ -1,0 +1,84 @@
+// DE-Word2Vec: skip-gram with negative sampling whose rows live in the embedding service. Each
+// thread takes a batch of sentences, looks its rows up once, trains them locally with
+// word2vec.c's rule and sends the change back through the service's optimizer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "apps/word2vec/corpus.hpp"
+#include "apps/word2vec/vectors_io.hpp"
+#include "ops/session.hpp"
+
+namespace darcy::word2vec {
+
+struct train_options {
+  uint32_t dim = 100;
+  uint32_t window = 5;
+  uint32_t negative = 5;
+  double sample = 1e-3;
+  uint32_t epochs = 5;
+  uint32_t threads = 2;
+  float alpha = 0.025f;
+  uint64_t seed = 1;
+  /// 0: every word gets a row. Otherwise the service admits a word at its min_count-th
+  /// sighting (frequency admission), instead of a dictionary cut.
+  uint32_t min_count = 0;
+  /// 0: unlimited. Otherwise only the vocab_cap most frequent words keep their own key; the
+  /// others share oov_key.
+  size_t vocab_cap = 0;
+  /// Tokens per batch: the unit of lookup, update, learning-rate decay and resumption.
+  uint32_t batch_words = 20000;
+  /// Embedding names in the service: input vectors, output (context) vectors.
+  std::string name = "w2v";
+  /// Resume from this checkpoint (empty: start fresh).
+  std::string resume_from;
+  /// With checkpoint_to set, stop after this many batches of the whole run and save there.
+  uint64_t stop_after_batches = 0;
+  std::string checkpoint_to;
+};
+
+inline const std::string oov_key = "oov";
+
+/// Where training stands; also what a checkpoint records as the input position.
+struct progress {
+  uint64_t batches_done = 0;
+  uint64_t batches_total = 0;
+  uint64_t words_done = 0;
+  uint64_t words_total = 0;
+  float alpha = 0;
+  double seconds = 0;
+};
+
+struct train_report {
+  progress last;
+  uint64_t pairs = 0;
+  /// True when the run stopped at stop_after_batches and saved a checkpoint.
+  bool stopped_early = false;
+};
+
+/// Fails with errc::invalid_argument for a zero dim, window, epoch or thread count, or the
+/// service's error. `on_progress` is called from training threads, at most one at a time.
+caf::expected<train_report> train(ops::session& s, const corpus& c, const train_options& opts,
+                                  const std::function<void(const progress&)>& on_progress = {});
+
+/// The trained input vectors of every word key (most frequent first, oov_key included when
+/// it was used), read back from the service.
+caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
+                                           const train_options& opts);
+
+/// The embedding of unit-length input vectors that neighbours() searches: written as
+/// `<name>.unit` from `vectors` (exactly, by one SGD step with rate 1 from zero rows).
+caf::error write_unit_vectors(ops::session& s, const word_vectors& vectors,
+                              const std::string& name);
+
+/// The k nearest words to `word` by cosine, through the service's top_k over `<name>.unit`.
+caf::expected<std::vector<std::pair<std::string, float>>>
+neighbours(ops::session& s, const std::string& name, uint32_t dim, const std::string& word,
+           uint32_t k);
+
+} // namespace darcy::word2vec
