@@ -145,8 +145,9 @@ caf::expected<corpus> parse_corpus(std::string text, corpus_format format,
   if (auto err = check_text(text, origin))
     return err;
   corpus result;
-  result.text = format == corpus_format::brown ? untag_brown(text) : std::move(text);
-  const auto& t = result.text;
+  result.text = std::make_shared<const std::string>(
+    format == corpus_format::brown ? untag_brown(text) : std::move(text));
+  const auto& t = *result.text;
   std::unordered_map<std::string_view, uint32_t> index;
   index.reserve(1 << 16);
   std::vector<word_stat> words;

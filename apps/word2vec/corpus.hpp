@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,8 @@ struct token {
 inline constexpr size_t max_sentence_length = 1000;
 
 struct corpus {
-  std::string text;
+  /// Held by pointer so that the views into it survive moves of the corpus.
+  std::shared_ptr<const std::string> text;
   std::vector<token> tokens;
   /// Sentence i is tokens [sentence_ends[i-1], sentence_ends[i]) (from 0 for i = 0).
   std::vector<uint32_t> sentence_ends;

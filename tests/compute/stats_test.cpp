@@ -1,5 +1,7 @@
 #include "compute/stats.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace darcy::compute {
@@ -24,6 +26,30 @@ TEST(percentile, EmptyAndSingleSamples) {
 
 TEST(to_micros, ConvertsNanoseconds) {
   EXPECT_EQ(to_micros({1500, 2000}), (std::vector<double>{1.5, 2.0}));
+}
+
+} // namespace
+} // namespace darcy::compute
+
+namespace darcy::compute {
+namespace {
+
+TEST(spearman, RanksWithTiesAgainstKnownValues) {
+  struct spearman_case {
+    const char* what;
+    std::vector<double> x, y;
+    double expected;
+  };
+  std::vector<spearman_case> cases{
+    {"monotone, not linear", {1, 2, 3, 4}, {1, 4, 9, 100}, 1.0},
+    {"reversed", {1, 2, 3}, {3, 2, 1}, -1.0},
+    // Ranks x (1, 2.5, 2.5, 4), y (1, 2, 3, 4): Pearson of the ranks = 0.9486833.
+    {"tie shares its average rank", {1, 2, 2, 3}, {10, 20, 30, 40}, 0.9486832980505138},
+  };
+  for (auto& c : cases)
+    EXPECT_NEAR(spearman(c.x, c.y), c.expected, 1e-12) << c.what;
+  EXPECT_TRUE(std::isnan(spearman({1}, {2})));
+  EXPECT_TRUE(std::isnan(spearman({1, 1, 1}, {1, 2, 3})));
 }
 
 } // namespace

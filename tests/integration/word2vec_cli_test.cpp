@@ -1,0 +1,67 @@
+// `darcy word2vec` as a user runs it: bad input ends the process with one clear error line
+// and exit code 1, never a crash.
+#include <gtest/gtest.h>
+
+#include "tests/integration/node_process.hpp"
+
+namespace darcy::test {
+namespace {
+
+TEST(word2vec_cli, bad_input_is_one_clear_error_line) {
+  auto empty = write_temp_file("w2v-empty.txt", "");
+  auto garbage = write_temp_file("w2v-garbage.bin", std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10));
+  auto bad_utf8 = write_temp_file("w2v-bad-utf8.txt", "good words\nbad \xFF\xFE here\n");
+  auto corpus = write_temp_file("w2v-ok.txt", "a b c d e f\nb c d e f a\n");
+  struct bad_case {
+    const char* what;
+    std::vector<std::string> args;
+    const char* mentions;
+  };
+  std::vector<bad_case> cases{
+    {"empty corpus", {"word2vec", "train", "--corpus", empty, "--quiet"}, "no words"},
+    {"binary garbage", {"word2vec", "train", "--corpus", garbage, "--quiet"}, "binary data"},
+    {"invalid UTF-8", {"word2vec", "train", "--corpus", bad_utf8, "--quiet"}, ":2: invalid UTF-8"},
+    {"missing corpus", {"word2vec", "train", "--corpus", "/nonexistent/corpus", "--quiet"},
+     "does not exist"},
+    {"missing eval file",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--epochs", "1", "--similarity",
+      "/nonexistent/wordsim.tsv"},
+     "evaluation file /nonexistent/wordsim.tsv does not exist"},
+    {"cluster that does not answer",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--cluster", "127.0.0.1:1",
+      "--timeout-ms", "2000"},
+     "does not answer"},
+    {"missing vectors file", {"word2vec", "eval", "--vectors", "/nonexistent/v.bin",
+                              "--similarity", corpus},
+     "does not exist"},
+  };
+  for (auto& c : cases) {
+    auto r = run_darcy(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.what << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("darcy: error: ", 0), 0u) << c.what << ": " << r.err;
+    EXPECT_NE(r.err.find(c.mentions), std::string::npos) << c.what << ": " << r.err;
+  }
+}
+
+TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpoint) {
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += i % 2 ? "red green blue red green blue\n" : "one two three one two three\n";
+  auto corpus = write_temp_file("w2v-colors.txt", text);
+  auto vectors = corpus + ".vec";
+  auto checkpoint = corpus + ".ckpt";
+  auto r = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "8",
+                      "--epochs", "5", "--sample", "0", "--output", vectors, "--checkpoint", checkpoint});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("6 word vectors"), std::string::npos) << r.out;
+  auto near = run_darcy({"word2vec", "neighbors", "red", "-k", "2", "--checkpoint", checkpoint});
+  ASSERT_EQ(near.exit_code, 0) << near.err;
+  EXPECT_NE(near.out.find("green"), std::string::npos) << near.out;
+  EXPECT_NE(near.out.find("blue"), std::string::npos) << near.out;
+  auto unknown = run_darcy({"word2vec", "neighbors", "purple", "--vectors", vectors});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("'purple' is not in the model"), std::string::npos) << unknown.err;
+}
+
+} // namespace
+} // namespace darcy::test
