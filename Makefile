@@ -20,7 +20,8 @@ build: deps configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: deps build
-	$(BUILD_DIR)/apps/darcy demo
+	scripts/fetch_brown.sh $(BUILD_DIR)/data
+	$(BUILD_DIR)/apps/darcy demo --corpus $(BUILD_DIR)/data/brown --checkpoint $(BUILD_DIR)/demo-checkpoint
 
 test: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300

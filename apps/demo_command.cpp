@@ -1,11 +1,13 @@
-// `darcy demo`, the main job of `make demo`: starts an in-process cluster, puts an echo service
-// under a supervisor, kills it to show the restart, and prints the cluster's status.
+// `darcy demo`, the main job of `make demo`: DE-Word2Vec on the Brown corpus in an in-process
+// cluster, with neighbours, evaluation scores (when the evaluation data is present) and a
+// checkpoint. `darcy demo --supervision` shows a supervised service restarting instead.
 #include <iostream>
 
 #include <caf/scoped_actor.hpp>
 
 #include "apps/commands.hpp"
 #include "apps/status_table.hpp"
+#include "apps/word2vec/jobs.hpp"
 #include "messages/errc.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
@@ -36,7 +38,7 @@ caf::error await_event(caf::scoped_actor& self, supervisor_event_kind kind,
   return result;
 }
 
-int run_demo() {
+int run_supervision_demo() {
   auto session = ops::session::open({});
   if (!session)
     return fail(render(session.error()));
@@ -83,11 +85,42 @@ int run_demo() {
   return 0;
 }
 
+struct demo_options {
+  std::string corpus = "build/data/brown";
+  std::string eval_dir = "../shared/data/eval";
+  std::string checkpoint = "build/demo-checkpoint";
+  bool supervision = false;
+};
+
+int run_word2vec_demo(const demo_options& o) {
+  word2vec::train_job job;
+  job.corpus = o.corpus;
+  job.format = "brown";
+  job.checkpoint = o.checkpoint;
+  job.show_neighbours = {"man", "money", "city", "war", "good"};
+  word2vec::default_eval_files(o.eval_dir, job.analogies, job.similarity);
+  std::cout << "DE-Word2Vec on the Brown corpus: skip-gram, dim 100, window 5, 5 negatives, "
+               "5 epochs, 2 threads, rows in an in-process embedding service (2 shards)"
+            << std::endl;
+  if (job.analogies.empty() && job.similarity.empty())
+    std::cout << "(no evaluation files under " << o.eval_dir << ": scores skipped)" << std::endl;
+  if (auto err = word2vec::run_train(job))
+    return fail(render(err));
+  return 0;
+}
+
 } // namespace
 
 void add_demo_command(CLI::App& app, int& exit_code) {
-  app.add_subcommand("demo", "Run the main job on embedded defaults (in-process cluster)")
-    ->callback([&exit_code] { exit_code = run_demo(); });
+  auto opts = std::make_shared<demo_options>();
+  auto demo = app.add_subcommand("demo", "Run the main job on embedded defaults (in-process cluster)");
+  demo->add_option("--corpus", opts->corpus, "Brown corpus directory (scripts/fetch_brown.sh)");
+  demo->add_option("--eval-dir", opts->eval_dir, "Evaluation files, when present");
+  demo->add_option("--checkpoint", opts->checkpoint, "Where the trained model is saved");
+  demo->add_flag("--supervision", opts->supervision, "Show a supervised restart instead");
+  demo->callback([opts, &exit_code] {
+    exit_code = opts->supervision ? run_supervision_demo() : run_word2vec_demo(*opts);
+  });
 }
 
 } // namespace darcy::apps

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs Darcy's Debian build and test dependencies, only when one is missing (idempotent).
-# Uses sudo when not run as root. Fetches nothing but Debian packages.
+# Uses sudo when not run as root. Fetches nothing but Debian packages (npm is for `npm pack`
+# of demo data, gnuplot-nox draws the experiments' plots).
 set -euo pipefail
 
 packages=(
@@ -10,7 +11,11 @@ packages=(
   libeigen3-dev libboost-dev
   libtomlplusplus-dev libcli11-dev
   googletest libgtest-dev libgmock-dev
+  gnuplot-nox
 )
+# npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
+# when there is none.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

