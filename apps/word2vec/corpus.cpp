@@ -140,10 +140,11 @@ caf::expected<corpus_format> parse_format(const std::string& name) {
                     "unknown corpus format '" + name + "' (expected text or brown)");
 }
 
-caf::expected<corpus> parse_corpus(std::string text, corpus_format format,
+namespace {
+
+// Tokenizes and counts `text`, already checked by check_text.
+caf::expected<corpus> build_corpus(std::string text, corpus_format format,
                                    const std::string& origin) {
-  if (auto err = check_text(text, origin))
-    return err;
   corpus result;
   result.text = std::make_shared<const std::string>(
     format == corpus_format::brown ? untag_brown(text) : std::move(text));
@@ -203,6 +204,15 @@ caf::expected<corpus> parse_corpus(std::string text, corpus_format format,
   return result;
 }
 
+} // namespace
+
+caf::expected<corpus> parse_corpus(std::string text, corpus_format format,
+                                   const std::string& origin) {
+  if (auto err = check_text(text, origin))
+    return err;
+  return build_corpus(std::move(text), format, origin);
+}
+
 caf::expected<corpus> read_corpus(const std::string& path, corpus_format format) {
   std::error_code ec;
   if (!fs::exists(path, ec))
@@ -223,7 +233,7 @@ caf::expected<corpus> read_corpus(const std::string& path, corpus_format format)
     all += *text;
     all += '\n';
   }
-  return parse_corpus(std::move(all), format, path);
+  return build_corpus(std::move(all), format, path);
 }
 
 } // namespace darcy::word2vec
