@@ -1,6 +1,7 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
 #include "apps/bench/embedding.hpp"
 #include "apps/bench/messaging.hpp"
+#include "apps/bench/wals.hpp"
 #include "apps/commands.hpp"
 
 namespace darcy::apps {
@@ -27,6 +28,19 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   embedding->add_option("--shards", emb->shards, "Shards of the service");
   embedding->add_option("--leveldb-keys", emb->leveldb_keys, "Distinct keys for LevelDB");
   embedding->callback([emb, &exit_code] { exit_code = run_embedding_bench(*emb); });
+
+  auto wals = std::make_shared<wals_bench_options>();
+  auto wals_cmd = bench->add_subcommand("wals", "Distributed WALS versus a plain Eigen loop");
+  wals_cmd->add_option("--rows", wals->rows, "Synthetic rows");
+  wals_cmd->add_option("--cols", wals->cols, "Synthetic columns");
+  wals_cmd->add_option("--nnz", wals->nnz, "Synthetic entries");
+  wals_cmd->add_option("--dim", wals->dim, "Factor dimension");
+  wals_cmd->add_option("--threads", wals->threads, "Workers and local threads");
+  wals_cmd->add_option("--iters", wals->iters, "CG iterations (the first is not counted)");
+  wals_cmd->add_option("--chol-iters", wals->chol_iters, "Cholesky iterations");
+  wals_cmd->add_option("--cg-steps", wals->cg_steps, "CG steps per row");
+  wals_cmd->add_option("--lastfm", wals->lastfm, "Last.fm-2k user_artists.dat");
+  wals_cmd->callback([wals, &exit_code] { exit_code = run_wals_bench(*wals); });
 }
 
 } // namespace darcy::apps

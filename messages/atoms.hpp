@@ -29,6 +29,19 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+// Distributed WALS (wals_interfaces.hpp).
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using write_atom = caf::atom_constant<caf::atom("write")>;
+using begin_atom = caf::atom_constant<caf::atom("begin")>;
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using gram_atom = caf::atom_constant<caf::atom("gram")>;
+using save_atom = caf::atom_constant<caf::atom("save")>;
+using load_atom = caf::atom_constant<caf::atom("load")>;
+using token_atom = caf::atom_constant<caf::atom("token")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using chief_atom = caf::atom_constant<caf::atom("chief")>;
+using events_atom = caf::atom_constant<caf::atom("events")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
 
 /// Key of the cluster registry handle in each node's local CAF actor registry.
 inline constexpr caf::atom_value registry_key = caf::atom("darcy_reg");

@@ -100,7 +100,6 @@ using sample_atom = caf::atom_constant<caf::atom("sample")>;
 using sample_stats_atom = caf::atom_constant<caf::atom("samp_stats")>;
 using sample_part_atom = caf::atom_constant<caf::atom("samp_part")>;
 using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
-using save_atom = caf::atom_constant<caf::atom("save")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using save_part_atom = caf::atom_constant<caf::atom("save_part")>;
 using load_part_atom = caf::atom_constant<caf::atom("load_part")>;

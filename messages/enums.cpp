@@ -1,6 +1,7 @@
 #include "messages/cluster.hpp"
 #include "messages/embedding_config.hpp"
 #include "messages/supervision.hpp"
+#include "messages/wals.hpp"
 
 namespace darcy {
 
@@ -62,6 +63,21 @@ std::string to_string(sampler_kind x) {
 
 std::string to_string(optimizer_kind x) {
   static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(wals_weight_fn x) {
+  static const char* const names[] = {"identity", "log1p"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(wals_solver x) {
+  static const char* const names[] = {"cg", "cholesky"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(wals_side x) {
+  static const char* const names[] = {"rows", "cols"};
   return lookup(names, static_cast<uint8_t>(x));
 }
 

@@ -8,6 +8,8 @@
 #include "messages/interfaces.hpp"
 #include "messages/probe.hpp"
 #include "messages/supervision.hpp"
+#include "messages/wals.hpp"
+#include "messages/wals_interfaces.hpp"
 
 namespace darcy {
 
@@ -34,7 +36,21 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<file_info>("darcy.file_info")
     .add_message_type<checkpoint_embedding>("darcy.checkpoint_embedding")
     .add_message_type<checkpoint_manifest>("darcy.checkpoint_manifest")
-    .add_message_type<registry_actor>("darcy.registry_actor");
+    .add_message_type<registry_actor>("darcy.registry_actor")
+    .add_message_type<std::vector<uint32_t>>("darcy.u32s")
+    .add_message_type<wals_side>("darcy.wals_side")
+    .add_message_type<wals_params>("darcy.wals_params")
+    .add_message_type<wals_token>("darcy.wals_token")
+    .add_message_type<wals_commit>("darcy.wals_commit")
+    .add_message_type<wals_progress>("darcy.wals_progress")
+    .add_message_type<std::vector<wals_event>>("darcy.wals_events")
+    .add_message_type<wals_shard_config>("darcy.wals_shard_config")
+    .add_message_type<wals_worker_config>("darcy.wals_worker_config")
+    .add_message_type<wals_chief_config>("darcy.wals_chief_config")
+    .add_message_type<factor_shard_actor>("darcy.factor_shard_actor")
+    .add_message_type<std::vector<factor_shard_actor>>("darcy.factor_shard_actors")
+    .add_message_type<wals_worker_actor>("darcy.wals_worker_actor")
+    .add_message_type<wals_chief_actor>("darcy.wals_chief_actor");
   cfg.add_error_category(errc_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {
                            return render_errc(code, context);

@@ -41,6 +41,8 @@ public:
   ~session();
 
   caf::actor_system& system() { return *system_; }
+  /// True for an in-process cluster, false when talking to a seed.
+  bool in_process() const { return !opts_.seed; }
   const registry_actor& registry() const { return registry_; }
   std::chrono::milliseconds timeout() const { return opts_.timeout; }
 

@@ -1,0 +1,48 @@
+// The WALS worker: solves the blocks the chief hands it. For a token it fetches the other
+// side's rows its block uses (and, for CG, its own rows as the warm start) from the factor
+// shards, solves with compute/wals, writes the rows to the shards' pending buffers and commits
+// the token. A worker without a token stays idle. The other side is fixed during a phase, so a
+// block's solution depends only on the phase, never on which worker solves it or how often.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "compute/sparse_matrix.hpp"
+#include "messages/wals_interfaces.hpp"
+#include "stores/wals_data.hpp"
+
+namespace darcy::actors {
+
+struct wals_worker_state {
+  wals_worker_config config;
+  std::vector<factor_shard_actor> shards;
+  std::shared_ptr<const stores::wals_dataset> data;
+  /// The transpose of data->matrix, built on the first cols token.
+  std::unique_ptr<compute::csr_matrix> transposed;
+  std::map<std::pair<wals_side, uint32_t>, std::vector<uint64_t>> partitions;
+  caf::actor chief;
+  bool busy = false;
+  /// Global id of the other side -> its row in the fetched block; UINT32_MAX when absent.
+  std::vector<uint32_t> slot;
+  static inline const char* name = "darcy.wals_worker";
+};
+
+using wals_worker_pointer = wals_worker_actor::stateful_pointer<wals_worker_state>;
+
+/// A worker over an already loaded dataset (in-process runs share one).
+wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
+                                             std::vector<factor_shard_actor> shards,
+                                             std::shared_ptr<const stores::wals_dataset> data);
+
+/// The spawnable form ("darcy.wals_worker"): loads config.data itself; a load error is printed
+/// and the worker exits with it.
+wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
+                                                     wals_worker_config config,
+                                                     std::vector<factor_shard_actor> shards);
+
+} // namespace darcy::actors

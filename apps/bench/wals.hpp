@@ -1,0 +1,26 @@
+// `darcy bench wals`: seconds per iteration of distributed WALS (actors: chief, workers, factor
+// shards in one process) with CG and with Cholesky on a synthetic Zipf matrix, the same math
+// as a plain multi-threaded Eigen loop, and Last.fm-2k wall time and ranking figures against
+// popularity. Last line: JSON {"bench":"wals","metrics":{...}}.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace darcy::apps {
+
+struct wals_bench_options {
+  uint64_t rows = 1'000'000;
+  uint64_t cols = 1'000'000;
+  uint64_t nnz = 50'000'000;
+  uint32_t dim = 64;
+  uint32_t threads = 2;
+  uint32_t iters = 3;
+  uint32_t chol_iters = 2;
+  uint32_t cg_steps = 3;
+  std::string lastfm = "../shared/data/lastfm-2k/user_artists.dat";
+};
+
+int run_wals_bench(const wals_bench_options& opts);
+
+} // namespace darcy::apps

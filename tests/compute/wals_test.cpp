@@ -1,0 +1,239 @@
+#include "compute/wals.hpp"
+
+#include <cmath>
+#include <random>
+
+#include <Eigen/Dense>
+#include <gtest/gtest.h>
+
+#include "compute/synthetic_matrix.hpp"
+#include "messages/errc.hpp"
+
+namespace darcy::compute {
+namespace {
+
+/// A small matrix with some empty rows and columns, and its dense form.
+csr_matrix small_matrix(uint64_t rows, uint64_t cols, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::vector<triple> ts;
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t c = 0; c < cols; ++c)
+      if (r % 5 != 4 && rng() % 3 == 0)
+        ts.push_back({r, c, static_cast<float>(rng() % 20)});
+  return *from_triples(rows, cols, ts);
+}
+
+std::vector<float> random_factors(uint64_t n, uint32_t d, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::normal_distribution<float> normal{0.0f, 0.3f};
+  std::vector<float> x(n * d);
+  for (auto& v : x)
+    v = normal(rng);
+  return x;
+}
+
+/// Row r's exact solution by the definition: every entry weighted, in double precision.
+Eigen::VectorXd dense_solution(const csr_matrix& a, uint64_t r, const std::vector<float>& v,
+                               const wals_params& p) {
+  auto d = p.dim;
+  Eigen::MatrixXd lhs = Eigen::MatrixXd::Identity(d, d) * p.lambda;
+  Eigen::VectorXd rhs = Eigen::VectorXd::Zero(d);
+  for (uint64_t c = 0; c < a.cols; ++c) {
+    Eigen::VectorXd vc(d);
+    for (uint32_t k = 0; k < d; ++k)
+      vc[k] = v[c * d + k];
+    double weight = p.sigma, target = 0;
+    auto cols = a.row_indices(r);
+    for (size_t i = 0; i < cols.size(); ++i)
+      if (cols[i] == c) {
+        weight = observed_weight(p, a.row_values(r)[i]);
+        target = 1;
+      }
+    lhs += weight * vc * vc.transpose();
+    rhs += weight * target * vc;
+  }
+  return lhs.fullPivLu().solve(rhs);
+}
+
+std::vector<float> gramian_of(const std::vector<float>& x, uint64_t n, uint32_t d) {
+  std::vector<float> g(size_t{d} * d, 0.0f);
+  add_gramian({x.data(), n, d}, g);
+  return g;
+}
+
+struct solver_case {
+  const char* what;
+  wals_solver solver;
+  uint32_t cg_steps;
+  wals_weight_fn fn;
+  double tolerance;
+};
+
+TEST(solve_rows, MatchesDenseClosedForm) {
+  solver_case cases[] = {
+    {"cholesky identity", wals_solver::cholesky, 0, wals_weight_fn::identity, 1e-4},
+    {"cholesky log1p", wals_solver::cholesky, 0, wals_weight_fn::log1p, 1e-4},
+    {"cg with dim steps", wals_solver::cg, 40, wals_weight_fn::log1p, 1e-3},
+  };
+  for (auto& c : cases) {
+    wals_params p;
+    p.dim = 6;
+    p.alpha = 0.5f;
+    p.sigma = 0.3f;
+    p.lambda = 0.2f;
+    p.solver = c.solver;
+    p.cg_steps = c.cg_steps == 0 ? 1 : c.cg_steps;
+    p.weight_fn = c.fn;
+    auto a = small_matrix(12, 9, 7);
+    auto v = random_factors(a.cols, p.dim, 3);
+    auto g = gramian_of(v, a.cols, p.dim);
+    std::vector<float> u(a.rows * p.dim, 0.0f);
+    solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, u.data());
+    for (uint64_t r = 0; r < a.rows; ++r) {
+      auto want = dense_solution(a, r, v, p);
+      for (uint32_t k = 0; k < p.dim; ++k)
+        EXPECT_NEAR(u[r * p.dim + k], want[k], c.tolerance) << c.what << " row " << r;
+    }
+  }
+}
+
+TEST(solve_rows, CgImprovesOnItsWarmStartTowardsTheExactSolution) {
+  wals_params p;
+  p.dim = 8;
+  auto a = small_matrix(10, 20, 11);
+  auto v = random_factors(a.cols, p.dim, 5);
+  auto g = gramian_of(v, a.cols, p.dim);
+  std::vector<float> exact(a.rows * p.dim);
+  p.solver = wals_solver::cholesky;
+  solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, exact.data());
+  p.solver = wals_solver::cg;
+  double previous = 1e30;
+  for (uint32_t steps : {1u, 3u, 32u}) {
+    p.cg_steps = steps;
+    std::vector<float> x(a.rows * p.dim, 0.0f);
+    solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, x.data());
+    double err = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      err += (x[i] - exact[i]) * (x[i] - exact[i]);
+    EXPECT_LT(err, previous) << steps << " steps";
+    previous = err;
+  }
+  EXPECT_LT(previous, 1e-6);
+}
+
+TEST(loss, TraceTrickEqualsTheSumOverEveryEntry) {
+  wals_params p;
+  p.dim = 5;
+  p.sigma = 0.25f;
+  p.lambda = 0.1f;
+  auto a = small_matrix(7, 6, 2);
+  auto u = random_factors(a.rows, p.dim, 8);
+  auto v = random_factors(a.cols, p.dim, 9);
+  double want = 0;
+  for (uint64_t r = 0; r < a.rows; ++r)
+    for (uint64_t c = 0; c < a.cols; ++c) {
+      double x = 0;
+      for (uint32_t k = 0; k < p.dim; ++k)
+        x += double{u[r * p.dim + k]} * v[c * p.dim + k];
+      double w = p.sigma, t = 0;
+      auto cols = a.row_indices(r);
+      for (size_t i = 0; i < cols.size(); ++i)
+        if (cols[i] == c) {
+          w = observed_weight(p, a.row_values(r)[i]);
+          t = 1;
+        }
+      want += w * (t - x) * (t - x);
+    }
+  for (auto x : u)
+    want += p.lambda * x * x;
+  for (auto x : v)
+    want += p.lambda * x * x;
+  auto got = loss(a, {u.data(), a.rows, p.dim}, {v.data(), a.cols, p.dim}, p);
+  EXPECT_NEAR(got.total(), want, 1e-4 * want);
+}
+
+TEST(train_local, LossDecreasesMonotonicallyWithCholesky) {
+  auto a = *synthetic_matrix({300, 200, 3000, 4});
+  auto at = transpose(a);
+  wals_params p;
+  p.dim = 8;
+  p.solver = wals_solver::cholesky;
+  std::vector<float> u, v;
+  auto losses = train_local(a, at, p, 8, 2, u, v);
+  ASSERT_EQ(losses.size(), 8u);
+  for (size_t i = 1; i < losses.size(); ++i)
+    EXPECT_LE(losses[i], losses[i - 1] * (1 + 1e-6)) << "sweep " << i;
+  EXPECT_LT(losses.back(), losses.front());
+}
+
+TEST(train_local, ThreadCountDoesNotChangeTheResult) {
+  auto a = *synthetic_matrix({200, 150, 2000, 6});
+  auto at = transpose(a);
+  wals_params p;
+  p.dim = 8;
+  std::vector<float> u1, v1, u2, v2;
+  train_local(a, at, p, 3, 1, u1, v1);
+  train_local(a, at, p, 3, 2, u2, v2);
+  EXPECT_EQ(u1, u2);
+  EXPECT_EQ(v1, v2);
+}
+
+TEST(project, EqualsTheHalfStepOfAKnownRow) {
+  wals_params p;
+  p.dim = 6;
+  p.solver = wals_solver::cholesky;
+  auto a = small_matrix(6, 10, 21);
+  auto v = random_factors(a.cols, p.dim, 4);
+  auto g = gramian_of(v, a.cols, p.dim);
+  std::vector<float> u(a.rows * p.dim, 0.0f);
+  solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, u.data());
+  for (uint64_t r = 0; r < a.rows; ++r) {
+    auto ids = a.row_indices(r);
+    auto values = a.row_values(r);
+    auto x = project({v.data(), a.cols, p.dim}, g, {ids.begin(), ids.end()},
+                     {values.begin(), values.end()}, p);
+    ASSERT_TRUE(x) << render(x.error());
+    for (uint32_t k = 0; k < p.dim; ++k)
+      EXPECT_NEAR((*x)[k], u[r * p.dim + k], 1e-5);
+  }
+}
+
+TEST(project, RejectsBadInput) {
+  wals_params p;
+  p.dim = 2;
+  std::vector<float> v = {1, 0, 0, 1};
+  auto g = gramian_of(v, 2, 2);
+  std::vector<uint32_t> out_of_range = {5};
+  std::vector<float> one = {1}, negative = {-1}, nan = {std::nanf("")};
+  std::vector<uint32_t> ok = {1};
+  EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, out_of_range, one, p)),
+                 errc::invalid_argument));
+  EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, ok, negative, p)), errc::invalid_argument));
+  EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, ok, nan, p)), errc::invalid_argument));
+  p.dim = 3;
+  EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, ok, one, p)), errc::dimension_mismatch));
+}
+
+TEST(validate, NamesEachBadParameter) {
+  struct bad_case {
+    const char* what;
+    void (*apply)(wals_params&);
+  } cases[] = {
+    {"dim", [](wals_params& p) { p.dim = 0; }},
+    {"alpha", [](wals_params& p) { p.alpha = -1; }},
+    {"sigma", [](wals_params& p) { p.sigma = -0.5f; }},
+    {"lambda", [](wals_params& p) { p.lambda = std::nanf(""); }},
+    {"both 0", [](wals_params& p) { p.sigma = 0; p.lambda = 0; }},
+    {"cg", [](wals_params& p) { p.cg_steps = 0; }},
+  };
+  EXPECT_FALSE(validate(wals_params{}));
+  for (auto& c : cases) {
+    wals_params p;
+    c.apply(p);
+    auto err = validate(p);
+    EXPECT_TRUE(is(err, errc::invalid_argument)) << c.what;
+  }
+}
+
+} // namespace
+} // namespace darcy::compute
