@@ -25,7 +25,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--row-features", d.row_features,
                   "row<TAB>feature lines (user_friends.dat): extra columns of the rows");
   cmd->add_option("--col-features", d.col_features,
-                  "feature<TAB>column lines: extra rows of the columns");
+                  "column<TAB>feature lines: extra rows of the columns");
   cmd->add_flag("--skip-malformed", d.skip_malformed, "Skip and count malformed lines");
   cmd->add_option("--dim", p.dim, "Factor dimension");
   cmd->add_option("--iters", o.sweeps, "Sweeps (rows then columns)");

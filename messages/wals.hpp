@@ -50,8 +50,8 @@ struct wals_data_spec {
   /// "tsv", "csv" or "lastfm" (tab-separated, no header); empty when synthetic.
   std::string format;
   std::string path;
-  /// Optional "row<TAB>feature" and "feature<TAB>col" lists (a header line is skipped when
-  /// its first field is not an id of the matrix); they become extra columns and rows.
+  /// Optional "row<TAB>feature" and "col<TAB>feature" lists (lines whose first field is not an
+  /// id of the matrix, such as a header, are skipped); they become extra columns and rows.
   std::string row_features;
   std::string col_features;
   float feature_value = 1.0f;

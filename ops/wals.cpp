@@ -122,6 +122,10 @@ caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, w
 
 } // namespace
 
+std::string wals_chief_service(uint64_t run_id) {
+  return "wals_chief." + std::to_string(run_id);
+}
+
 uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset& data) {
   auto& p = opts.params;
   auto h = compute::mix64(data.matrix.rows, data.matrix.cols);
@@ -182,6 +186,7 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   chief.factory = "darcy.wals_chief";
   chief.args = caf::make_message(chief_cfg);
   chief.nodes = chief_nodes(s, opts);
+  chief.service = wals_chief_service(chief_cfg.run_id);
   spec.children.push_back(chief);
   run.supervisor = s.supervise(spec);
   self->send(run.supervisor, subscribe_atom::value, caf::actor_cast<caf::actor>(self));

@@ -54,6 +54,9 @@ struct wals_result {
   uint32_t chief_restarts = 0;
 };
 
+/// The registry name of a run's chief (its supervisor registers it after every start).
+std::string wals_chief_service(uint64_t run_id);
+
 /// The run id of a configuration: equal options give equal ids, so a rerun resumes.
 uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset& data);
 
