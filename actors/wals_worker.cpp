@@ -107,6 +107,9 @@ void commit(wals_worker_pointer self, std::shared_ptr<block_job> job, double obs
   self->send(caf::actor_cast<wals_chief_actor>(job->chief), commit_atom::value, c,
              caf::actor_cast<caf::actor>(self));
   self->state.busy = false;
+  // A chief that took over while this block ran has not heard from us yet.
+  if (self->state.chief && self->state.chief != job->chief)
+    report_ready(self);
 }
 
 /// Writes rows [0, limit) of the solution to the shards, then runs `then`.

@@ -36,6 +36,7 @@ wals_train_options small_options(const stores::wals_dataset& d) {
   o.workers = 3;
   o.shards = 2;
   o.blocks_per_worker = 2;
+  o.stall_timeout_ms = 60000; // a hang fails the test instead of blocking it
   return o;
 }
 
