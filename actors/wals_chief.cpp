@@ -219,7 +219,7 @@ void begin_phase(wals_chief_pointer self) {
   st.accepting = false;
   if (st.sweep >= st.config.sweeps)
     return finish(self);
-  if (st.side == wals_side::rows && st.config.faults.stall_sweep >= 0 &&
+  if (st.side == wals_side::cols && st.config.faults.stall_sweep >= 0 &&
       st.sweep == static_cast<uint32_t>(st.config.faults.stall_sweep) && !st.restored) {
     st.stalled = true;
     log_event(self, "stall");

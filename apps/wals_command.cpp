@@ -58,7 +58,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
     ->group(faults);
   cmd->add_option("--fault-drop-sweep", o.faults.drop_sweep, "... in this sweep")->group(faults);
   cmd->add_option("--fault-stall-sweep", o.faults.stall_sweep,
-                  "The first chief stops issuing tokens when this sweep starts")
+                  "The first chief stops issuing tokens when this sweep's cols phase starts")
     ->group(faults);
   cmd->add_option("--fault-pid-file", o.faults.pid_file, "A fired fault writes its pid here")
     ->group(faults);

@@ -115,7 +115,8 @@ typename Inspector::result_type inspect(Inspector& f, wals_commit& x) {
 /// Test-only fault injection. drop_block: the worker that receives the first issue of this block
 /// in sweep `drop_sweep` writes half of its rows, then goes silent (the token must time out or its
 /// node die). stall_sweep: a chief that did not restore from a checkpoint stops handing out
-/// tokens when this sweep starts. Both write getpid() to `pid_file` when they fire.
+/// tokens when the cols phase of this sweep starts: U is updated but not yet checkpointed.
+/// Both write getpid() to `pid_file` when they fire.
 struct wals_faults {
   int32_t drop_block = -1;
   uint32_t drop_sweep = 0;

@@ -1,0 +1,235 @@
+// `darcy wals` as a user runs it, with real processes: bad input is one clear error line; a
+// trained model answers recommend for known and new users; and a run whose worker node or chief
+// node is SIGKILLed mid-run ends with the same factors as a clean run.
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "messages/errc.hpp"
+#include "stores/matrix_file.hpp"
+#include "tests/integration/node_process.hpp"
+
+namespace darcy::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// 200 users x 120 items, each user with 6..20 items, deterministic.
+std::string small_matrix_file(const std::string& name) {
+  std::string text;
+  uint64_t x = 12345;
+  for (int u = 0; u < 200; ++u) {
+    int n = 6 + u % 15;
+    for (int i = 0; i < n; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      text += "user" + std::to_string(u) + "\tartist" + std::to_string((u * 7 + (x >> 33) % 40) % 120) +
+              "\t" + std::to_string(1 + (x >> 50) % 300) + "\n";
+    }
+  }
+  return write_temp_file(name, text);
+}
+
+std::string fresh_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("darcy_wals_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+double max_difference(const std::string& a, const std::string& b) {
+  auto x = stores::read_matrix_file(a);
+  auto y = stores::read_matrix_file(b);
+  EXPECT_TRUE(x && y) << a << " / " << b;
+  if (!x || !y || x->values.size() != y->values.size())
+    return 1e9;
+  double worst = 0;
+  for (size_t i = 0; i < x->values.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::abs(x->values[i] - y->values[i])));
+  return worst;
+}
+
+std::vector<std::string> train_args(const std::string& data, const std::string& out) {
+  return {"wals", "train", "--data", data, "--dim", "8", "--iters", "4", "--workers", "2",
+          "--out", out, "--quiet"};
+}
+
+/// Waits until `path` exists (the fault fired) and returns the pid it holds.
+pid_t await_pid_file(const std::string& path, runtime::child_process& driver) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in{path};
+    pid_t pid = 0;
+    if (in >> pid && pid > 0)
+      return pid;
+    if (driver.wait(std::chrono::milliseconds(20)))
+      break; // the driver ended before the fault fired
+  }
+  ADD_FAILURE() << "no fault fired; driver stderr: " << driver.read_stderr();
+  return 0;
+}
+
+TEST(wals_cli, bad_input_is_one_clear_error_line) {
+  auto good = small_matrix_file("wals-good.tsv");
+  auto malformed = write_temp_file("wals-malformed.tsv", "u1\ta\t3\nu2\tb\n");
+  auto negative = write_temp_file("wals-negative.tsv", "u1\ta\t3\nu2\tb\t-4\n");
+  auto empty = write_temp_file("wals-empty.tsv", "\n");
+  auto out = fresh_dir("bad");
+  struct bad_case {
+    const char* what;
+    std::vector<std::string> args;
+    const char* mentions;
+  };
+  std::vector<bad_case> cases{
+    {"malformed line", {"wals", "train", "--data", malformed, "--out", out, "--quiet"},
+     "wals-malformed.tsv:2: expected row, column and value"},
+    {"negative weight", {"wals", "train", "--data", negative, "--out", out, "--quiet"},
+     ":2: weight -4 must be finite and >= 0"},
+    {"empty matrix", {"wals", "train", "--data", empty, "--out", out, "--quiet"}, "no entries"},
+    {"dim 0", {"wals", "train", "--data", good, "--dim", "0", "--out", out, "--quiet"},
+     "dim must be at least 1"},
+    {"missing file", {"wals", "train", "--data", "/nonexistent/x.tsv", "--out", out, "--quiet"},
+     "cannot open /nonexistent/x.tsv"},
+    {"no source", {"wals", "train", "--out", out, "--quiet"}, "give --data FILE"},
+    {"chief address that does not answer",
+     {"wals", "train", "--data", good, "--out", out, "--quiet", "--cluster", "127.0.0.1:1",
+      "--timeout-ms", "2000"},
+     "no Darcy node answers at 127.0.0.1:1"},
+    {"missing model", {"wals", "recommend", "--model", "/nonexistent/model", "--user", "x"},
+     "no WALS model in /nonexistent/model"},
+  };
+  for (auto& c : cases) {
+    auto r = run_darcy(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.what << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("darcy: error: ", 0), 0u) << c.what << ": " << r.err;
+    EXPECT_NE(r.err.find(c.mentions), std::string::npos) << c.what << ": " << r.err;
+  }
+  auto skip = run_darcy({"wals", "train", "--data", malformed, "--skip-malformed", "--out", out,
+                         "--quiet", "--dim", "4", "--iters", "1"});
+  EXPECT_EQ(skip.exit_code, 0) << skip.err;
+  EXPECT_NE(skip.err.find("skipped 1 malformed lines"), std::string::npos) << skip.err;
+  fs::remove_all(out);
+}
+
+TEST(wals_cli, trains_then_recommends_for_known_and_new_users) {
+  auto data = small_matrix_file("wals-rec.tsv");
+  auto out = fresh_dir("rec");
+  auto r = run_darcy(train_args(data, out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("loss per sweep:"), std::string::npos) << r.out;
+  auto known = run_darcy({"wals", "recommend", "--model", out, "--user", "user3", "-k", "5"});
+  ASSERT_EQ(known.exit_code, 0) << known.err;
+  EXPECT_NE(known.out.find(" 5  artist"), std::string::npos) << known.out;
+  auto cold = run_darcy({"wals", "recommend", "--model", out, "--items", "artist1,artist8", "-k", "3"});
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_NE(cold.out.find(" 3  artist"), std::string::npos) << cold.out;
+  EXPECT_EQ(cold.out.find("artist1 "), std::string::npos) << "a given item was recommended";
+  auto unknown = run_darcy({"wals", "recommend", "--model", out, "--user", "nobody"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("unknown user 'nobody'"), std::string::npos) << unknown.err;
+  fs::resize_file(out + "/V.f32", fs::file_size(out + "/V.f32") - 8);
+  auto truncated = run_darcy({"wals", "recommend", "--model", out, "--user", "user3"});
+  EXPECT_EQ(truncated.exit_code, 1);
+  EXPECT_NE(truncated.err.find("V.f32"), std::string::npos) << truncated.err;
+  fs::remove_all(out);
+}
+
+struct cluster {
+  node_process seed;
+  node_process a;
+  node_process b;
+  node_process* by_pid(pid_t pid) {
+    for (auto* n : {&seed, &a, &b})
+      if (n->process.pid() == pid)
+        return n;
+    return nullptr;
+  }
+};
+
+cluster start_cluster() {
+  auto seed = start_node("seed");
+  EXPECT_TRUE(seed) << render(seed.error());
+  auto join = runtime::to_string(seed->address);
+  auto a = start_node("a", join);
+  auto b = start_node("b", join);
+  EXPECT_TRUE(a && b);
+  return {std::move(*seed), std::move(*a), std::move(*b)};
+}
+
+void expect_same_model(const std::string& faulty, const std::string& clean) {
+  EXPECT_LT(max_difference(faulty + "/U.f32", clean + "/U.f32"), 1e-6);
+  EXPECT_LT(max_difference(faulty + "/V.f32", clean + "/V.f32"), 1e-6);
+}
+
+TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
+  auto data = small_matrix_file("wals-kill-worker.tsv");
+  auto clean = fresh_dir("clean_w");
+  ASSERT_EQ(run_darcy(train_args(data, clean)).exit_code, 0);
+  auto c = start_cluster();
+  auto out = fresh_dir("kill_w");
+  auto pid_file = out + ".pid";
+  fs::remove(pid_file);
+  auto args = train_args(data, out);
+  args.insert(args.begin(), DARCY_BINARY);
+  args.insert(args.end(), {"--cluster", runtime::to_string(c.seed.address), "--chief-node", "seed",
+                           "--worker-nodes", "a,b", "--fault-drop-block", "1",
+                           "--fault-drop-sweep", "1", "--token-timeout-ms", "20000",
+                           "--fault-pid-file", pid_file});
+  auto driver = runtime::child_process::start(args);
+  ASSERT_TRUE(driver) << render(driver.error());
+  auto pid = await_pid_file(pid_file, *driver);
+  auto victim = c.by_pid(pid);
+  ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
+  EXPECT_NE(victim, &c.seed);
+  victim->process.signal(SIGKILL);
+  auto code = driver->wait(std::chrono::seconds(120));
+  ASSERT_TRUE(code) << "driver still running";
+  ASSERT_EQ(*code, 0) << driver->read_stderr();
+  expect_same_model(out, clean);
+  std::ifstream log{out + "/checkpoints/events.log"};
+  std::string text{std::istreambuf_iterator<char>{log}, {}};
+  EXPECT_NE(text.find(" down 1 rows 1 0"), std::string::npos) << text;
+  fs::remove_all(out);
+  fs::remove_all(clean);
+  fs::remove(pid_file);
+}
+
+TEST(wals_cli, chief_node_sigkilled_mid_sweep_restarts_from_the_checkpoint) {
+  auto data = small_matrix_file("wals-kill-chief.tsv");
+  auto clean = fresh_dir("clean_c");
+  ASSERT_EQ(run_darcy(train_args(data, clean)).exit_code, 0);
+  auto c = start_cluster();
+  auto out = fresh_dir("kill_c");
+  auto pid_file = out + ".pid";
+  fs::remove(pid_file);
+  auto args = train_args(data, out);
+  args.insert(args.begin(), DARCY_BINARY);
+  args.insert(args.end(), {"--cluster", runtime::to_string(c.seed.address), "--chief-node", "a",
+                           "--worker-nodes", "seed,b", "--fault-stall-sweep", "2",
+                           "--fault-pid-file", pid_file});
+  auto driver = runtime::child_process::start(args);
+  ASSERT_TRUE(driver) << render(driver.error());
+  auto pid = await_pid_file(pid_file, *driver);
+  ASSERT_EQ(pid, c.a.process.pid()) << "the chief should have run on node a";
+  c.a.process.signal(SIGKILL);
+  auto summary = driver->wait_for_line("trained", std::chrono::seconds(120));
+  ASSERT_TRUE(summary) << driver->read_stderr();
+  EXPECT_NE(summary->find("chief restarted 1 time(s)"), std::string::npos) << *summary;
+  auto code = driver->wait(std::chrono::seconds(120));
+  ASSERT_TRUE(code) << "driver still running";
+  ASSERT_EQ(*code, 0) << driver->read_stderr();
+  expect_same_model(out, clean);
+  std::ifstream log{out + "/checkpoints/events.log"};
+  std::string text{std::istreambuf_iterator<char>{log}, {}};
+  EXPECT_NE(text.find(" stall 2 cols"), std::string::npos) << text;
+  EXPECT_NE(text.find(" restore 1 rows"), std::string::npos) << text;
+  fs::remove_all(out);
+  fs::remove_all(clean);
+  fs::remove(pid_file);
+}
+
+} // namespace
+} // namespace darcy::test
