@@ -85,8 +85,9 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
       return ok_atom::value;
     },
     [=](begin_atom, uint64_t epoch, wals_side side) -> ok_atom {
+      // Every row of the side is written before the phase commits, so pending needs no copy.
       auto& s = self->state.sides[side_index(side)];
-      s.pending = s.current;
+      s.pending.resize(s.current.size());
       s.open_epoch = epoch;
       return ok_atom::value;
     },
@@ -97,8 +98,6 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
                           "factor shard: commit of epoch " + std::to_string(epoch) +
                             ", which is not open");
       s.current.swap(s.pending);
-      s.pending.clear();
-      s.pending.shrink_to_fit();
       s.open_epoch = 0;
       return ok_atom::value;
     },

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include <unistd.h>
 
@@ -199,6 +200,7 @@ void end_phase(wals_chief_pointer self) {
         double loss = st.observed_loss + prm.sigma * compute::trace_product(gu, gv, prm.dim) +
                       prm.lambda * (compute::trace(gu, prm.dim) + compute::trace(gv, prm.dim));
         st.losses.push_back(loss);
+        st.next_gramian = gv;
         auto with_loss = p;
         with_loss.loss = loss;
         if (st.config.listener)
@@ -227,7 +229,7 @@ void begin_phase(wals_chief_pointer self) {
     return;
   }
   st.epoch = (uint64_t{st.incarnation} << 32) | (st.sweep * 2 + static_cast<uint32_t>(st.side) + 1);
-  gather_gramian(self, opposite(st.side), [=](std::vector<float> g) {
+  auto with_gramian = [=](std::vector<float> g) {
     auto& st = self->state;
     st.gramian = std::move(g);
     ask_shards<ok_atom>(
@@ -251,7 +253,10 @@ void begin_phase(wals_chief_pointer self) {
         dispatch(self);
       },
       begin_atom::value, st.epoch, st.side);
-  });
+  };
+  if (st.side == wals_side::rows && !st.next_gramian.empty())
+    return with_gramian(std::exchange(st.next_gramian, {}));
+  gather_gramian(self, opposite(st.side), with_gramian);
 }
 
 /// Parses the state file; returns the sweep to resume after, or nothing for another run.

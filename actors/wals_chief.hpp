@@ -31,6 +31,8 @@ struct wals_chief_state {
   std::vector<float> gramian;
   /// The Gramian of U from the cols phase, for the sweep's loss.
   std::vector<float> rows_gramian;
+  /// The Gramian of V computed for the sweep's loss, reused by the next rows phase.
+  std::vector<float> next_gramian;
   std::vector<bool> committed;
   std::map<uint32_t, uint32_t> attempts;
   std::deque<uint32_t> queue;

@@ -19,15 +19,14 @@ namespace {
 constexpr uint32_t absent = std::numeric_limits<uint32_t>::max();
 constexpr auto shard_timeout = std::chrono::minutes(5);
 
-/// One block in flight: its rows, the other side's rows it reads, and the solution.
+/// One block in flight: its layout (rows and the other side's rows they read) and the solution.
 struct block_job {
   wals_token token;
   caf::actor chief;
+  std::shared_ptr<const wals_worker_state::block_layout> layout;
   uint64_t first = 0;
-  compute::csr_matrix rows;
-  /// The other side's ids the block reads, per shard; fetched rows land at base[s] + i.
-  std::vector<std::vector<uint32_t>> other_ids;
-  std::vector<uint64_t> base;
+  const compute::csr_matrix* rows_ptr = nullptr;
+  const compute::csr_matrix& rows() const { return *rows_ptr; }
   std::vector<float> other;
   std::vector<float> solution;
 };
@@ -64,8 +63,8 @@ void give_up(wals_worker_pointer self, const std::shared_ptr<block_job>& job,
 }
 
 /// Cuts the block's rows out of the side's matrix and maps their columns onto fetch slots.
-std::shared_ptr<block_job> prepare(wals_worker_pointer self, const wals_token& token,
-                                   caf::actor chief) {
+std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_pointer self,
+                                                                  const wals_token& token) {
   auto& st = self->state;
   auto& data = *st.data;
   if (token.side == wals_side::cols && !st.transposed)
@@ -74,36 +73,48 @@ std::shared_ptr<block_job> prepare(wals_worker_pointer self, const wals_token& t
   auto& bounds = st.partitions[{token.side, token.blocks}];
   if (bounds.empty())
     bounds = compute::balanced_blocks(side, token.blocks);
+  auto layout = std::make_shared<wals_worker_state::block_layout>();
+  layout->first = bounds[token.block];
+  layout->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
+  auto count = static_cast<uint32_t>(st.shards.size());
+  layout->other_ids.resize(count);
+  st.slot.resize(side.cols, absent);
+  for (auto c : layout->rows.indices)
+    if (st.slot[c] == absent) {
+      st.slot[c] = 0;
+      layout->other_ids[shard_of(c, count)].push_back(c);
+    }
+  layout->base.assign(count + 1, 0);
+  for (uint32_t s = 0; s < count; ++s) {
+    layout->base[s + 1] = layout->base[s] + layout->other_ids[s].size();
+    for (size_t i = 0; i < layout->other_ids[s].size(); ++i)
+      st.slot[layout->other_ids[s][i]] = static_cast<uint32_t>(layout->base[s] + i);
+  }
+  for (auto& c : layout->rows.indices)
+    c = st.slot[c];
+  for (auto& ids : layout->other_ids)
+    for (auto id : ids)
+      st.slot[id] = absent;
+  return layout;
+}
+
+std::shared_ptr<block_job> prepare(wals_worker_pointer self, const wals_token& token,
+                                   caf::actor chief) {
+  auto& cached = self->state.layouts[{token.side, token.blocks, token.block}];
+  if (!cached)
+    cached = make_layout(self, token);
   auto job = std::make_shared<block_job>();
   job->token = token;
   job->chief = std::move(chief);
-  job->first = bounds[token.block];
-  job->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
-  auto count = static_cast<uint32_t>(st.shards.size());
-  job->other_ids.resize(count);
-  st.slot.resize(side.cols, absent);
-  for (auto c : job->rows.indices)
-    if (st.slot[c] == absent) {
-      st.slot[c] = 0;
-      job->other_ids[shard_of(c, count)].push_back(c);
-    }
-  job->base.assign(count + 1, 0);
-  for (uint32_t s = 0; s < count; ++s) {
-    job->base[s + 1] = job->base[s] + job->other_ids[s].size();
-    for (size_t i = 0; i < job->other_ids[s].size(); ++i)
-      st.slot[job->other_ids[s][i]] = static_cast<uint32_t>(job->base[s] + i);
-  }
-  for (auto& c : job->rows.indices)
-    c = st.slot[c];
-  for (auto& ids : job->other_ids)
-    for (auto id : ids)
-      st.slot[id] = absent;
+  job->layout = cached;
+  job->first = cached->first;
+  job->rows_ptr = &cached->rows;
   return job;
 }
 
 void commit(wals_worker_pointer self, std::shared_ptr<block_job> job, double observed_loss) {
-  wals_commit c{job->token.epoch, job->token.block, job->token.attempt, job->rows.rows,
-                job->rows.nnz(), observed_loss};
+  wals_commit c{job->token.epoch, job->token.block, job->token.attempt, job->rows().rows,
+                job->rows().nnz(), observed_loss};
   self->send(caf::actor_cast<wals_chief_actor>(job->chief), commit_atom::value, c,
              caf::actor_cast<caf::actor>(self));
   self->state.busy = false;
@@ -152,31 +163,29 @@ void solve(wals_worker_pointer self, std::shared_ptr<block_job> job) {
   auto& st = self->state;
   auto& p = st.config.params;
   auto d = p.dim;
-  compute::factor_view other{job->other.data(), job->base.back(), d};
-  compute::solve_rows(job->rows, 0, job->rows.rows, other, job->token.gramian, p, job->solution.data());
-  double loss = 0;
-  if (job->token.side == wals_side::cols)
-    loss = compute::observed_loss(job->rows, {job->solution.data(), job->rows.rows, d}, other, p);
+  compute::factor_view other{job->other.data(), job->layout->base.back(), d};
+  double loss = compute::solve_rows(job->rows(), 0, job->rows().rows, other, job->token.gramian, p,
+                                    job->solution.data());
   auto& f = st.config.faults;
   if (f.drop_block >= 0 && static_cast<uint32_t>(f.drop_block) == job->token.block &&
       job->token.sweep == f.drop_sweep && job->token.attempt == 0 &&
       job->token.side == wals_side::rows) {
     // Injected fault: half the rows reach the shards, then the worker falls silent.
-    write_rows(self, job, job->rows.rows / 2, [=] { write_pid_file(f.pid_file); });
+    write_rows(self, job, job->rows().rows / 2, [=] { write_pid_file(f.pid_file); });
     return;
   }
-  write_rows(self, job, job->rows.rows, [=] { commit(self, job, loss); });
+  write_rows(self, job, job->rows().rows, [=] { commit(self, job, loss); });
 }
 
 void fetch_warm_start(wals_worker_pointer self, std::shared_ptr<block_job> job) {
   auto& st = self->state;
   auto d = st.config.params.dim;
-  job->solution.assign(job->rows.rows * d, 0.0f);
+  job->solution.assign(job->rows().rows * d, 0.0f);
   if (st.config.params.solver != wals_solver::cg)
     return solve(self, job);
   auto count = static_cast<uint32_t>(st.shards.size());
   std::vector<std::vector<uint32_t>> ids(count);
-  for (uint64_t r = 0; r < job->rows.rows; ++r)
+  for (uint64_t r = 0; r < job->rows().rows; ++r)
     ids[shard_of(job->first + r, count)].push_back(static_cast<uint32_t>(job->first + r));
   std::vector<size_t> targets;
   for (size_t s = 0; s < count; ++s)
@@ -209,16 +218,16 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
     return report_ready(self);
   }
   auto job = prepare(self, token, std::move(chief));
-  job->other.resize(job->base.back() * d);
+  job->other.resize(job->layout->base.back() * d);
   auto other_side = token.side == wals_side::rows ? wals_side::cols : wals_side::rows;
   fan_out<std::vector<float>>(
     all_shards(st.shards.size()),
     [=](size_t s) {
       return self->request(self->state.shards[s], shard_timeout, fetch_atom::value, other_side,
-                           job->other_ids[s]);
+                           job->layout->other_ids[s]);
     },
     [=](size_t s, std::vector<float>& rows) {
-      std::copy(rows.begin(), rows.end(), job->other.begin() + job->base[s] * d);
+      std::copy(rows.begin(), rows.end(), job->other.begin() + job->layout->base[s] * d);
     },
     [=](caf::error err) {
       if (err)

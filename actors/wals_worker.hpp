@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -25,6 +26,15 @@ struct wals_worker_state {
   /// The transpose of data->matrix, built on the first cols token.
   std::unique_ptr<compute::csr_matrix> transposed;
   std::map<std::pair<wals_side, uint32_t>, std::vector<uint64_t>> partitions;
+  /// A block's rows with their columns mapped to fetch slots, kept for the next sweeps (the
+  /// layout of a block never changes during a run). Keyed by (side, blocks, block).
+  struct block_layout {
+    uint64_t first = 0;
+    compute::csr_matrix rows;
+    std::vector<std::vector<uint32_t>> other_ids;
+    std::vector<uint64_t> base;
+  };
+  std::map<std::tuple<wals_side, uint32_t, uint32_t>, std::shared_ptr<const block_layout>> layouts;
   caf::actor chief;
   bool busy = false;
   /// Global id of the other side -> its row in the fetched block; UINT32_MAX when absent.

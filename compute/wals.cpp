@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <atomic>
+#include <numeric>
 #include <string>
 #include <thread>
 
@@ -32,66 +33,142 @@ mat base_matrix(std::span<const float> gramian, const wals_params& p) {
   return a;
 }
 
-/// Exact solve of one row: gathers its factors, forms the normal equations, Cholesky.
-template <class Values>
-void solve_exact(const mat& base, factor_view other, std::span<const uint32_t> cols,
-                 const Values& values, const wals_params& p, mat& gathered, vec& scaled,
-                 float* out) {
-  auto n = static_cast<Eigen::Index>(cols.size());
-  gathered.resize(n, p.dim);
-  scaled.resize(n);
-  vec b = vec::Zero(p.dim);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    const_row v(other.row(cols[i]), p.dim);
-    gathered.row(i) = v.transpose();
-    float w = observed_weight(p, values[i]);
-    scaled[i] = w - p.sigma;
-    b += w * v;
-  }
-  mat a = base;
-  if (n > 0)
-    a.noalias() += gathered.transpose() * (scaled.asDiagonal() * gathered);
-  Eigen::LLT<mat> llt(a);
-  row_map x(out, p.dim);
-  if (llt.info() == Eigen::Success)
-    x = llt.solve(b);
-  else
-    x = a.ldlt().solve(b);
+/// Rows with at least this many entries form their system explicitly (one pass over their
+/// factors) instead of running matrix-free CG (a pass per step), whose passes only stay in cache
+/// for shorter rows. In exact arithmetic both give the same CG iterates.
+constexpr size_t explicit_threshold = 1024;
+
+struct row_scratch {
+  mat a;
+  vec b, r, dir, ad, scale;
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> chunk;
+  std::vector<float> weights;
+};
+
+void prefetch_row(const float* row, uint32_t dim) {
+  for (uint32_t at = 0; at < dim; at += 16)
+    __builtin_prefetch(row + at);
 }
 
-/// k steps of conjugate gradient on the same system, from x = out, without forming A.
-void solve_cg(const mat& base, factor_view other, std::span<const uint32_t> cols,
-              std::span<const float> values, const wals_params& p, vec& r, vec& dir, vec& ad,
-              std::vector<float>& weights, float* out) {
+/// a = base + sum (w - sigma) v v^T and b = sum w v over the row's entries; returns sum w.
+template <class Values>
+double form_system(const mat& base, factor_view other, std::span<const uint32_t> cols,
+                   const Values& values, const wals_params& p, row_scratch& s) {
+  constexpr size_t chunk = 256;
   auto d = p.dim;
-  row_map x(out, d);
-  weights.resize(cols.size());
-  // r = b - A x, with b = sum w v and the data part of A x = sum (w - sigma) (v . x) v.
-  r.noalias() = -(base * x);
-  for (size_t i = 0; i < cols.size(); ++i) {
-    const_row v(other.row(cols[i]), d);
-    float w = observed_weight(p, values[i]);
-    weights[i] = w - p.sigma;
-    r += (w - weights[i] * v.dot(x)) * v;
-  }
-  dir = r;
-  float rr = r.squaredNorm();
-  for (uint32_t step = 0; step < p.cg_steps && rr > 1e-20f; ++step) {
-    ad.noalias() = base * dir;
-    for (size_t i = 0; i < cols.size(); ++i) {
-      const_row v(other.row(cols[i]), d);
-      ad += (weights[i] * v.dot(dir)) * v;
+  s.a = base;
+  s.b.setZero(d);
+  s.chunk.resize(chunk, d);
+  s.scale.resize(chunk);
+  double total = 0;
+  for (size_t start = 0; start < cols.size(); start += chunk) {
+    auto m = std::min(chunk, cols.size() - start);
+    bool positive = true;
+    for (size_t i = 0; i < m; ++i) {
+      if (start + i + 8 < cols.size())
+        prefetch_row(other.row(cols[start + i + 8]), d);
+      const_row v(other.row(cols[start + i]), d);
+      float w = observed_weight(p, values[start + i]);
+      total += w;
+      s.b += w * v;
+      s.scale[static_cast<Eigen::Index>(i)] = w - p.sigma;
+      positive = positive && w - p.sigma >= 0;
+      s.chunk.row(static_cast<Eigen::Index>(i)) = v.transpose();
     }
-    float curvature = dir.dot(ad);
+    auto rows = s.chunk.topRows(static_cast<Eigen::Index>(m));
+    auto c = s.scale.head(static_cast<Eigen::Index>(m));
+    if (positive) {
+      rows.array().colwise() *= c.array().sqrt();
+      s.a.selfadjointView<Eigen::Lower>().rankUpdate(rows.transpose());
+    } else {
+      s.a.noalias() += rows.transpose() * (c.asDiagonal() * rows);
+    }
+  }
+  s.a.triangularView<Eigen::StrictlyUpper>() = s.a.transpose();
+  return total;
+}
+
+/// k steps of CG on an explicit system, from x.
+void cg_explicit(const mat& a, const vec& b, uint32_t steps, row_scratch& s, row_map& x) {
+  s.r.noalias() = b - a * x;
+  s.dir = s.r;
+  float rr = s.r.squaredNorm();
+  for (uint32_t step = 0; step < steps && rr > 1e-20f; ++step) {
+    s.ad.noalias() = a * s.dir;
+    float curvature = s.dir.dot(s.ad);
     if (!(curvature > 0))
       break;
     float step_size = rr / curvature;
-    x += step_size * dir;
-    r -= step_size * ad;
-    float rr_next = r.squaredNorm();
-    dir = r + (rr_next / rr) * dir;
+    x += step_size * s.dir;
+    s.r -= step_size * s.ad;
+    float rr_next = s.r.squaredNorm();
+    s.dir = s.r + (rr_next / rr) * s.dir;
     rr = rr_next;
   }
+}
+
+/// Solves one row through its explicit system; returns its observed loss at the solution,
+/// sum w - 2 b.x + x^T (a - base) x.
+template <class Values>
+double solve_explicit(const mat& base, factor_view other, std::span<const uint32_t> cols,
+                      const Values& values, const wals_params& p, row_scratch& s, float* out) {
+  double total = form_system(base, other, cols, values, p, s);
+  row_map x(out, p.dim);
+  if (p.solver == wals_solver::cholesky) {
+    Eigen::LLT<mat> llt(s.a);
+    if (llt.info() == Eigen::Success)
+      x = llt.solve(s.b);
+    else
+      x = s.a.ldlt().solve(s.b);
+  } else {
+    cg_explicit(s.a, s.b, p.cg_steps, s, x);
+  }
+  s.ad.noalias() = (s.a - base) * x;
+  return total - 2.0 * s.b.dot(x) + static_cast<double>(x.dot(s.ad));
+}
+
+/// k steps of matrix-free CG on the row's system, from x = out; returns its observed loss.
+double solve_cg(const mat& base, factor_view other, std::span<const uint32_t> cols,
+                std::span<const float> values, const wals_params& p, row_scratch& s,
+                float* out) {
+  auto d = p.dim;
+  row_map x(out, d);
+  s.weights.resize(cols.size());
+  // r = b - A x, with b = sum w v and the data part of A x = sum (w - sigma) (v . x) v.
+  s.r.noalias() = -(base * x);
+  for (size_t i = 0; i < cols.size(); ++i) {
+    if (i + 8 < cols.size())
+      prefetch_row(other.row(cols[i + 8]), d);
+    const_row v(other.row(cols[i]), d);
+    float w = observed_weight(p, values[i]);
+    s.weights[i] = w - p.sigma;
+    s.r += (w - s.weights[i] * v.dot(x)) * v;
+  }
+  s.dir = s.r;
+  float rr = s.r.squaredNorm();
+  for (uint32_t step = 0; step < p.cg_steps && rr > 1e-20f; ++step) {
+    s.ad.noalias() = base * s.dir;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      const_row v(other.row(cols[i]), d);
+      s.ad += (s.weights[i] * v.dot(s.dir)) * v;
+    }
+    float curvature = s.dir.dot(s.ad);
+    if (!(curvature > 0))
+      break;
+    float step_size = rr / curvature;
+    x += step_size * s.dir;
+    s.r -= step_size * s.ad;
+    float rr_next = s.r.squaredNorm();
+    s.dir = s.r + (rr_next / rr) * s.dir;
+    rr = rr_next;
+  }
+  double loss = 0;
+  for (size_t i = 0; i < cols.size(); ++i) { // the rows are still in cache
+    double xv = const_row(other.row(cols[i]), d).dot(x);
+    double w = s.weights[i] + p.sigma;
+    loss += w * (1 - xv) * (1 - xv) - p.sigma * xv * xv;
+  }
+  return loss;
 }
 
 } // namespace
@@ -137,19 +214,21 @@ void add_gramian(factor_view x, std::span<float> gramian) {
   g.noalias() += m.transpose() * m;
 }
 
-void solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
-                std::span<const float> gramian, const wals_params& p, float* out) {
+double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
+                  std::span<const float> gramian, const wals_params& p, float* out) {
   mat base = base_matrix(gramian, p);
-  mat gathered;
-  vec scaled, r(p.dim), dir(p.dim), ad(p.dim);
-  std::vector<float> weights;
+  row_scratch scratch;
+  double loss = 0;
   for (uint64_t row = first; row < last; ++row) {
     float* x = out + (row - first) * p.dim;
-    if (p.solver == wals_solver::cholesky)
-      solve_exact(base, other, a.row_indices(row), a.row_values(row), p, gathered, scaled, x);
+    auto cols = a.row_indices(row);
+    auto values = a.row_values(row);
+    if (p.solver == wals_solver::cholesky || cols.size() >= explicit_threshold)
+      loss += solve_explicit(base, other, cols, values, p, scratch, x);
     else
-      solve_cg(base, other, a.row_indices(row), a.row_values(row), p, r, dir, ad, weights, x);
+      loss += solve_cg(base, other, cols, values, p, scratch, x);
   }
+  return loss;
 }
 
 std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const wals_params& p,
@@ -164,29 +243,41 @@ std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const
   };
   init(u, a.rows, wals_side::rows);
   init(v, a.cols, wals_side::cols);
-  auto half_step = [&](const csr_matrix& m, std::vector<float>& mine, const std::vector<float>& other) {
-    std::vector<float> gram(size_t{d} * d, 0.0f);
-    add_gramian({other.data(), m.cols, d}, gram);
+  std::vector<float> gram_u(size_t{d} * d), gram_v(gram_u.size());
+  // Solves one side; returns its observed loss. `gram` is the other side's Gramian.
+  auto half_step = [&](const csr_matrix& m, std::vector<float>& mine,
+                       const std::vector<float>& other, const std::vector<float>& gram) {
     constexpr uint64_t chunk = 256;
     std::atomic<uint64_t> next{0};
-    auto work = [&] {
+    std::vector<double> losses(std::max<uint32_t>(threads, 1), 0.0);
+    auto work = [&](uint32_t t) {
       for (auto begin = next.fetch_add(chunk); begin < m.rows; begin = next.fetch_add(chunk)) {
         auto end = std::min(begin + chunk, m.rows);
-        solve_rows(m, begin, end, {other.data(), m.cols, d}, gram, p, mine.data() + begin * d);
+        losses[t] += solve_rows(m, begin, end, {other.data(), m.cols, d}, gram, p,
+                                mine.data() + begin * d);
       }
     };
     std::vector<std::thread> pool;
     for (uint32_t t = 1; t < threads; ++t)
-      pool.emplace_back(work);
-    work();
+      pool.emplace_back(work, t);
+    work(0);
     for (auto& t : pool)
       t.join();
+    return std::accumulate(losses.begin(), losses.end(), 0.0);
   };
+  auto gramian = [&](const std::vector<float>& x, uint64_t n, std::vector<float>& g) {
+    std::fill(g.begin(), g.end(), 0.0f);
+    add_gramian({x.data(), n, d}, g);
+  };
+  gramian(v, a.cols, gram_v);
   std::vector<double> losses;
   for (uint32_t s = 0; s < sweeps; ++s) {
-    half_step(a, u, v);
-    half_step(at, v, u);
-    losses.push_back(loss(a, {u.data(), a.rows, d}, {v.data(), a.cols, d}, p).total());
+    half_step(a, u, v, gram_v);
+    gramian(u, a.rows, gram_u);
+    double observed = half_step(at, v, u, gram_u);
+    gramian(v, a.cols, gram_v);
+    losses.push_back(observed + p.sigma * trace_product(gram_u, gram_v, d) +
+                     p.lambda * (trace(gram_u, d) + trace(gram_v, d)));
     if (on_sweep)
       on_sweep(s);
   }
@@ -254,9 +345,10 @@ caf::expected<std::vector<float>> project(factor_view other, std::span<const flo
       return bad("project: value " + std::to_string(values[i]) + " must be finite and >= 0");
   }
   std::vector<float> out(p.dim, 0.0f);
-  mat gathered;
-  vec scaled;
-  solve_exact(base_matrix(gramian, p), other, ids, values, p, gathered, scaled, out.data());
+  auto exact = p;
+  exact.solver = wals_solver::cholesky;
+  row_scratch scratch;
+  solve_explicit(base_matrix(gramian, p), other, ids, values, exact, scratch, out.data());
   return out;
 }
 

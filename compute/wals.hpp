@@ -41,8 +41,9 @@ void add_gramian(factor_view x, std::span<float> gramian);
 /// Solves rows [first, last) of `a` against `other`, whose row j is the factor of a's column j,
 /// with `gramian` = other^T other (all of the other side, not only the columns `a` uses). `out`
 /// holds (last - first) x dim floats, row `first` first; cg starts from what it holds, cholesky
-/// overwrites it. Deterministic.
-void solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
+/// overwrites it. Deterministic. Returns the rows' observed_loss at the solution, computed while
+/// their factors are still in cache.
+double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
                 std::span<const float> gramian, const wals_params& p, float* out);
 
 /// The plain single-process reference: `sweeps` alternations of solve_rows over all of `a`

@@ -18,8 +18,9 @@ namespace darcy {
 
 /// Holds the rows of U and V whose id % count == index, in two buffers per side: `current`
 /// (read by fetch, gram and save) and `pending` (written during a phase). begin(epoch, side)
-/// copies current to pending and opens the epoch; write is refused (errc::invalid_argument)
-/// unless its epoch is open; commit(epoch, side) makes pending current. Rows are row-major floats,
+/// opens the epoch; write is refused (errc::invalid_argument) unless its epoch is open;
+/// commit(epoch, side) makes pending current. Every row of the side must be written between
+/// begin and commit (the chief commits only after every block did). Rows are row-major floats,
 /// dim per row, in the order of the requested ids; an id the shard does not own fails with
 /// errc::invalid_argument. load(dir, sweep) replaces both sides with checkpoint `sweep`.
 using factor_shard_actor = caf::typed_actor<

@@ -23,9 +23,12 @@ struct started {
   std::vector<factor_shard_actor> shards;
   std::vector<wals_worker_actor> workers;
   supervisor_actor supervisor;
+  caf::actor chief;
   ~started() {
     if (supervisor)
       caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+    if (chief)
+      caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);
     for (auto& w : workers)
       caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
     for (auto& s : shards)
@@ -235,6 +238,7 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   auto children = runtime::ask<std::vector<child_info>>(sys, run.supervisor, s.timeout(),
                                                         children_atom::value);
   if (children && !children->empty() && children->front().actor) {
+    run.chief = children->front().actor;
     auto chief_actor = caf::actor_cast<wals_chief_actor>(children->front().actor);
     auto events = runtime::ask<std::vector<wals_event>>(sys, chief_actor, s.timeout(),
                                                         events_atom::value);

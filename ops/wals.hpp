@@ -25,8 +25,9 @@ struct wals_train_options {
   uint32_t workers = 2;
   /// Factor shards in this process; 0: one per worker.
   uint32_t shards = 0;
-  /// Each side is cut into workers * blocks_per_worker blocks.
-  uint32_t blocks_per_worker = 4;
+  /// Each side is cut into workers * blocks_per_worker blocks. More blocks even out the end of
+  /// a phase; fewer fetch the popular rows of the other side less often.
+  uint32_t blocks_per_worker = 2;
   /// Consistent checkpoints after each sweep; a run with the same data, params and layout
   /// finding one here resumes from it. Empty: none (a chief restart then starts over).
   std::string checkpoint_dir;

@@ -97,6 +97,37 @@ TEST(solve_rows, MatchesDenseClosedForm) {
   }
 }
 
+TEST(solve_rows, LongRowsTakeTheExplicitPathWithTheSameAnswerAndLoss) {
+  // Rows of 1500 entries (past the explicit threshold) next to short ones; CG with enough
+  // steps and Cholesky both reach the closed form, and the returned loss is observed_loss.
+  std::vector<triple> ts;
+  for (uint32_t c = 0; c < 1500; ++c) {
+    ts.push_back({0, c, static_cast<float>(c % 7)});
+    if (c % 3 == 0)
+      ts.push_back({1, c, 2.0f});
+  }
+  ts.push_back({2, 5, 1.0f});
+  auto a = *from_triples(3, 1600, ts);
+  for (auto solver : {wals_solver::cg, wals_solver::cholesky}) {
+    wals_params p;
+    p.dim = 6;
+    p.solver = solver;
+    p.cg_steps = 30;
+    auto v = random_factors(a.cols, p.dim, 13);
+    auto g = gramian_of(v, a.cols, p.dim);
+    std::vector<float> u(a.rows * p.dim, 0.0f);
+    double returned = solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, u.data());
+    for (uint64_t r = 0; r < a.rows; ++r) {
+      auto want = dense_solution(a, r, v, p);
+      for (uint32_t k = 0; k < p.dim; ++k)
+        EXPECT_NEAR(u[r * p.dim + k], want[k], 2e-3 * std::max(1.0, std::abs(want[k])))
+          << to_string(solver) << " row " << r;
+    }
+    double direct = observed_loss(a, {u.data(), a.rows, p.dim}, {v.data(), a.cols, p.dim}, p);
+    EXPECT_NEAR(returned, direct, 1e-3 * std::abs(direct)) << to_string(solver);
+  }
+}
+
 TEST(solve_rows, CgImprovesOnItsWarmStartTowardsTheExactSolution) {
   wals_params p;
   p.dim = 8;
