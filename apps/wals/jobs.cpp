@@ -71,17 +71,18 @@ caf::expected<trained> train(const train_job& job) {
   auto bar = std::make_shared<apps::progress_bar>(apps::progress_bar::on_stderr());
   auto train_start = clock::now();
   if (!job.quiet) {
-    opts.on_progress = [bar, train_start, sweeps = opts.sweeps](const wals_progress& p) {
+    auto solved = std::make_shared<uint64_t>(0);
+    opts.on_progress = [bar, train_start, solved, sweeps = opts.sweeps](const wals_progress& p) {
       double fraction = (2.0 * p.sweep + static_cast<double>(p.side) + 1) / (2.0 * sweeps);
       double elapsed = since(train_start);
+      *solved += p.rows;
       char loss[64] = "";
       if (p.side == wals_side::cols)
         std::snprintf(loss, sizeof(loss), "  loss %.6g", p.loss);
       bar->update(std::min(fraction, 1.0),
                   "sweep " + std::to_string(p.sweep + 1) + "/" + std::to_string(sweeps) + " " +
                     to_string(p.side) + loss + "  " +
-                    apps::format_rate(static_cast<double>(p.rows) / std::max(elapsed, 1e-9) *
-                                      fraction * 2 * sweeps / (2.0 * p.sweep + 2)) +
+                    apps::format_rate(static_cast<double>(*solved) / std::max(elapsed, 1e-9)) +
                     " rows/s",
                   elapsed / std::max(fraction, 1e-9) - elapsed);
     };
