@@ -159,76 +159,82 @@ cluster start_cluster() {
   return {std::move(*seed), std::move(*a), std::move(*b)};
 }
 
-void expect_same_model(const std::string& faulty, const std::string& clean) {
-  EXPECT_LT(max_difference(faulty + "/U.f32", clean + "/U.f32"), 1e-6);
-  EXPECT_LT(max_difference(faulty + "/V.f32", clean + "/V.f32"), 1e-6);
-}
+/// A clean in-process run, a 3-node cluster, and a faulty driver run against it.
+struct fault_drill {
+  explicit fault_drill(const std::string& name)
+    : data(small_matrix_file("wals-" + name + ".tsv")),
+      clean(fresh_dir("clean_" + name)),
+      out(fresh_dir("kill_" + name)),
+      pid_file(out + ".pid"),
+      nodes(start_cluster()) {
+    fs::remove(pid_file);
+    EXPECT_EQ(run_darcy(train_args(data, clean)).exit_code, 0);
+  }
+  ~fault_drill() {
+    fs::remove_all(out);
+    fs::remove_all(clean);
+    fs::remove(pid_file);
+  }
+
+  /// Starts `darcy wals train --cluster SEED ... FAULT_ARGS --fault-pid-file F`.
+  caf::expected<runtime::child_process> start_driver(std::vector<std::string> fault_args) {
+    auto args = train_args(data, out);
+    args.insert(args.begin(), DARCY_BINARY);
+    args.insert(args.end(), {"--cluster", runtime::to_string(nodes.seed.address)});
+    args.insert(args.end(), fault_args.begin(), fault_args.end());
+    args.insert(args.end(), {"--fault-pid-file", pid_file});
+    return runtime::child_process::start(args);
+  }
+
+  /// The driver exits 0 and its factors equal the clean run's to 1e-6.
+  void expect_clean_result(runtime::child_process& driver) {
+    auto code = driver.wait(std::chrono::seconds(120));
+    ASSERT_TRUE(code) << "driver still running";
+    ASSERT_EQ(*code, 0) << driver.read_stderr();
+    for (auto file : {"/U.f32", "/V.f32"})
+      EXPECT_LT(max_difference(out + file, clean + file), 1e-6) << file;
+  }
+
+  std::string event_log() const {
+    std::ifstream log{out + "/checkpoints/events.log"};
+    return {std::istreambuf_iterator<char>{log}, {}};
+  }
+
+  std::string data, clean, out, pid_file;
+  cluster nodes;
+};
 
 TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
-  auto data = small_matrix_file("wals-kill-worker.tsv");
-  auto clean = fresh_dir("clean_w");
-  ASSERT_EQ(run_darcy(train_args(data, clean)).exit_code, 0);
-  auto c = start_cluster();
-  auto out = fresh_dir("kill_w");
-  auto pid_file = out + ".pid";
-  fs::remove(pid_file);
-  auto args = train_args(data, out);
-  args.insert(args.begin(), DARCY_BINARY);
-  args.insert(args.end(), {"--cluster", runtime::to_string(c.seed.address), "--chief-node", "seed",
-                           "--worker-nodes", "a,b", "--fault-drop-block", "1",
-                           "--fault-drop-sweep", "1", "--token-timeout-ms", "20000",
-                           "--fault-pid-file", pid_file});
-  auto driver = runtime::child_process::start(args);
+  fault_drill drill{"worker"};
+  auto driver = drill.start_driver({"--chief-node", "seed", "--worker-nodes", "a,b",
+                                    "--fault-drop-block", "1", "--fault-drop-sweep", "1",
+                                    "--token-timeout-ms", "20000"});
   ASSERT_TRUE(driver) << render(driver.error());
-  auto pid = await_pid_file(pid_file, *driver);
-  auto victim = c.by_pid(pid);
+  auto pid = await_pid_file(drill.pid_file, *driver);
+  auto victim = drill.nodes.by_pid(pid);
   ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
-  EXPECT_NE(victim, &c.seed);
+  EXPECT_NE(victim, &drill.nodes.seed);
   victim->process.signal(SIGKILL);
-  auto code = driver->wait(std::chrono::seconds(120));
-  ASSERT_TRUE(code) << "driver still running";
-  ASSERT_EQ(*code, 0) << driver->read_stderr();
-  expect_same_model(out, clean);
-  std::ifstream log{out + "/checkpoints/events.log"};
-  std::string text{std::istreambuf_iterator<char>{log}, {}};
-  EXPECT_NE(text.find(" down 1 rows 1 0"), std::string::npos) << text;
-  fs::remove_all(out);
-  fs::remove_all(clean);
-  fs::remove(pid_file);
+  drill.expect_clean_result(*driver);
+  auto log = drill.event_log();
+  EXPECT_NE(log.find(" down 1 rows 1 0"), std::string::npos) << log;
 }
 
 TEST(wals_cli, chief_node_sigkilled_mid_sweep_restarts_from_the_checkpoint) {
-  auto data = small_matrix_file("wals-kill-chief.tsv");
-  auto clean = fresh_dir("clean_c");
-  ASSERT_EQ(run_darcy(train_args(data, clean)).exit_code, 0);
-  auto c = start_cluster();
-  auto out = fresh_dir("kill_c");
-  auto pid_file = out + ".pid";
-  fs::remove(pid_file);
-  auto args = train_args(data, out);
-  args.insert(args.begin(), DARCY_BINARY);
-  args.insert(args.end(), {"--cluster", runtime::to_string(c.seed.address), "--chief-node", "a",
-                           "--worker-nodes", "seed,b", "--fault-stall-sweep", "2",
-                           "--fault-pid-file", pid_file});
-  auto driver = runtime::child_process::start(args);
+  fault_drill drill{"chief"};
+  auto driver = drill.start_driver(
+    {"--chief-node", "a", "--worker-nodes", "seed,b", "--fault-stall-sweep", "2"});
   ASSERT_TRUE(driver) << render(driver.error());
-  auto pid = await_pid_file(pid_file, *driver);
-  ASSERT_EQ(pid, c.a.process.pid()) << "the chief should have run on node a";
-  c.a.process.signal(SIGKILL);
+  auto pid = await_pid_file(drill.pid_file, *driver);
+  ASSERT_EQ(pid, drill.nodes.a.process.pid()) << "the chief should have run on node a";
+  drill.nodes.a.process.signal(SIGKILL);
   auto summary = driver->wait_for_line("trained", std::chrono::seconds(120));
   ASSERT_TRUE(summary) << driver->read_stderr();
   EXPECT_NE(summary->find("chief restarted 1 time(s)"), std::string::npos) << *summary;
-  auto code = driver->wait(std::chrono::seconds(120));
-  ASSERT_TRUE(code) << "driver still running";
-  ASSERT_EQ(*code, 0) << driver->read_stderr();
-  expect_same_model(out, clean);
-  std::ifstream log{out + "/checkpoints/events.log"};
-  std::string text{std::istreambuf_iterator<char>{log}, {}};
-  EXPECT_NE(text.find(" stall 2 cols"), std::string::npos) << text;
-  EXPECT_NE(text.find(" restore 1 rows"), std::string::npos) << text;
-  fs::remove_all(out);
-  fs::remove_all(clean);
-  fs::remove(pid_file);
+  drill.expect_clean_result(*driver);
+  auto log = drill.event_log();
+  EXPECT_NE(log.find(" stall 2 cols"), std::string::npos) << log;
+  EXPECT_NE(log.find(" restore 1 rows"), std::string::npos) << log;
 }
 
 } // namespace
