@@ -51,6 +51,14 @@ private:
   bool finished_ = false;
 };
 
+/// The targets 0 .. n - 1: every shard.
+inline std::vector<size_t> all_targets(size_t n) {
+  std::vector<size_t> xs(n);
+  for (size_t i = 0; i < n; ++i)
+    xs[i] = i;
+  return xs;
+}
+
 /// Sends one request to each shard in `targets`; calls on_reply(shard, reply) for each answer
 /// and done(error) once, after the last answer or at the first error (at once for no targets).
 template <class Reply, class Request, class OnReply>

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <utility>
 
-#include <unistd.h>
 
 #include "actors/fan_out.hpp"
+#include "actors/wals_worker.hpp"
 #include "compute/wals.hpp"
 #include "messages/errc.hpp"
 #include "stores/atomic_file.hpp"
@@ -49,19 +49,12 @@ void fail(wals_chief_pointer self, const caf::error& err) {
   self->quit(err);
 }
 
-std::vector<size_t> all_shards(const wals_chief_state& st) {
-  std::vector<size_t> xs(st.config.shards.size());
-  for (size_t i = 0; i < xs.size(); ++i)
-    xs[i] = i;
-  return xs;
-}
-
 /// Sends the same request to every shard; `then` runs after the last answer, a failure ends the
 /// chief (its supervisor restarts it from the last checkpoint).
 template <class Reply, class OnReply, class Then, class... Ts>
 void ask_shards(wals_chief_pointer self, OnReply on_reply, Then then, Ts... xs) {
   fan_out<Reply>(
-    all_shards(self->state),
+    all_targets(self->state.config.shards.size()),
     [=](size_t s) { return self->request(self->state.config.shards[s], shard_timeout, xs...); },
     on_reply,
     [=](caf::error err) {
@@ -123,11 +116,6 @@ void mark_idle(wals_chief_pointer self, const caf::actor& worker) {
   auto& idle = self->state.idle;
   if (std::find(idle.begin(), idle.end(), worker) == idle.end())
     idle.push_back(worker);
-}
-
-void write_pid_file(const std::string& path) {
-  if (!path.empty())
-    (void) stores::write_file_atomically(path, std::to_string(getpid()) + "\n");
 }
 
 void begin_phase(wals_chief_pointer self);
@@ -225,7 +213,7 @@ void begin_phase(wals_chief_pointer self) {
       st.sweep == static_cast<uint32_t>(st.config.faults.stall_sweep) && !st.restored) {
     st.stalled = true;
     log_event(self, "stall");
-    write_pid_file(st.config.faults.pid_file);
+    write_fault_pid(st.config.faults.pid_file);
     return;
   }
   st.epoch = (uint64_t{st.incarnation} << 32) | (st.sweep * 2 + static_cast<uint32_t>(st.side) + 1);

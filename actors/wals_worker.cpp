@@ -1,6 +1,5 @@
 #include "actors/wals_worker.hpp"
 
-#include <fstream>
 #include <iostream>
 #include <limits>
 
@@ -11,6 +10,7 @@
 #include "compute/ranking.hpp"
 #include "compute/wals.hpp"
 #include "messages/errc.hpp"
+#include "stores/atomic_file.hpp"
 
 namespace darcy::actors {
 
@@ -30,22 +30,6 @@ struct block_job {
   std::vector<float> other;
   std::vector<float> solution;
 };
-
-std::vector<size_t> all_shards(size_t n) {
-  std::vector<size_t> xs(n);
-  for (size_t i = 0; i < n; ++i)
-    xs[i] = i;
-  return xs;
-}
-
-void write_pid_file(const std::string& path) {
-  if (path.empty())
-    return;
-  std::ofstream out{path + ".tmp"};
-  out << getpid() << '\n';
-  out.close();
-  std::rename((path + ".tmp").c_str(), path.c_str());
-}
 
 void report_ready(wals_worker_pointer self) {
   auto& st = self->state;
@@ -171,7 +155,7 @@ void solve(wals_worker_pointer self, std::shared_ptr<block_job> job) {
       job->token.sweep == f.drop_sweep && job->token.attempt == 0 &&
       job->token.side == wals_side::rows) {
     // Injected fault: half the rows reach the shards, then the worker falls silent.
-    write_rows(self, job, job->rows().rows / 2, [=] { write_pid_file(f.pid_file); });
+    write_rows(self, job, job->rows().rows / 2, [=] { write_fault_pid(f.pid_file); });
     return;
   }
   write_rows(self, job, job->rows().rows, [=] { commit(self, job, loss); });
@@ -221,7 +205,7 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
   job->other.resize(job->layout->base.back() * d);
   auto other_side = token.side == wals_side::rows ? wals_side::cols : wals_side::rows;
   fan_out<std::vector<float>>(
-    all_shards(st.shards.size()),
+    all_targets(st.shards.size()),
     [=](size_t s) {
       return self->request(self->state.shards[s], shard_timeout, fetch_atom::value, other_side,
                            job->layout->other_ids[s]);
@@ -237,6 +221,11 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
 }
 
 } // namespace
+
+void write_fault_pid(const std::string& path) {
+  if (!path.empty())
+    (void) stores::write_file_atomically(path, std::to_string(getpid()) + "\n");
+}
 
 wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
                                              std::vector<factor_shard_actor> shards,
