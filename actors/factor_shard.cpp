@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <span>
 
 #include "compute/wals.hpp"
 #include "messages/errc.hpp"
@@ -28,6 +29,22 @@ caf::error check_ids(const factor_shard_state& st, wals_side side,
   return {};
 }
 
+/// Fails unless `epoch` is open for writes on `side`.
+caf::error check_open(const factor_shard_state& st, uint64_t epoch, wals_side side) {
+  if (epoch == 0 || epoch != st.sides[side_index(side)].open_epoch)
+    return make_error(errc::invalid_argument, "factor shard: write for epoch " +
+                                                std::to_string(epoch) + ", which is not open on " +
+                                                to_string(side));
+  return {};
+}
+
+caf::error check_finite(std::span<const float> row) {
+  for (auto v : row)
+    if (!std::isfinite(v))
+      return make_error(errc::non_finite, "factor shard: a written row is not finite");
+  return {};
+}
+
 } // namespace
 
 std::string factor_file(const std::string& dir, uint32_t sweep, wals_side side, uint32_t index,
@@ -44,50 +61,80 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
     auto& s = st.sides[side_index(side)];
     auto total = side == wals_side::rows ? config.rows : config.cols;
     s.rows = total > config.index ? (total - config.index + config.count - 1) / config.count : 0;
-    s.current.resize(s.rows * d);
+    s.current = std::make_shared<std::vector<float>>(s.rows * d);
     for (uint64_t i = 0; i < s.rows; ++i)
       compute::initial_row(config.params, side, config.index + i * config.count,
-                           {s.current.data() + i * d, d});
+                           {s.current->data() + i * d, d});
   }
   return {
     [=](fetch_atom, wals_side side, const std::vector<uint32_t>& ids)
-      -> caf::result<std::vector<float>> {
+      -> caf::result<shared_floats> {
       auto& st = self->state;
       if (auto err = check_ids(st, side, ids))
         return err;
       auto& s = st.sides[side_index(side)];
       std::vector<float> out(ids.size() * d);
       for (size_t i = 0; i < ids.size(); ++i)
-        std::copy_n(s.current.data() + local_row(ids[i], st.config.count) * d, d,
+        std::copy_n(s.current->data() + local_row(ids[i], st.config.count) * d, d,
                     out.data() + i * d);
-      return out;
+      return shared_floats{std::move(out)};
+    },
+    [=](view_atom, wals_side side) -> shared_floats {
+      return shared_floats{self->state.sides[side_index(side)].current};
     },
     [=](write_atom, uint64_t epoch, wals_side side, const std::vector<uint32_t>& ids,
         const std::vector<float>& values) -> caf::result<ok_atom> {
       auto& st = self->state;
       auto& s = st.sides[side_index(side)];
-      if (epoch == 0 || epoch != s.open_epoch)
-        return make_error(errc::invalid_argument,
-                          "factor shard: write for epoch " + std::to_string(epoch) +
-                            ", which is not open on " + to_string(side));
+      if (auto err = check_open(st, epoch, side))
+        return err;
       if (values.size() != ids.size() * d)
         return make_error(errc::dimension_mismatch,
                           "factor shard: " + std::to_string(values.size()) + " values for " +
                             std::to_string(ids.size()) + " rows of dim " + std::to_string(d));
       if (auto err = check_ids(st, side, ids))
         return err;
-      for (auto v : values)
-        if (!std::isfinite(v))
-          return make_error(errc::non_finite, "factor shard: a written row is not finite");
+      if (auto err = check_finite(values))
+        return err;
       for (size_t i = 0; i < ids.size(); ++i)
         std::copy_n(values.data() + i * d, d,
-                    s.pending.data() + local_row(ids[i], st.config.count) * d);
+                    s.pending->data() + local_row(ids[i], st.config.count) * d);
+      return ok_atom::value;
+    },
+    [=](write_atom, uint64_t epoch, wals_side side, uint64_t first,
+        const shared_floats& block) -> caf::result<ok_atom> {
+      auto& st = self->state;
+      auto& s = st.sides[side_index(side)];
+      if (auto err = check_open(st, epoch, side))
+        return err;
+      auto values = block.values();
+      if (values.size() % d != 0)
+        return make_error(errc::dimension_mismatch,
+                          "factor shard: a block of " + std::to_string(values.size()) +
+                            " values is not made of rows of dim " + std::to_string(d));
+      auto rows = values.size() / d;
+      auto count = st.config.count;
+      auto total = side == wals_side::rows ? st.config.rows : st.config.cols;
+      if (first > total || rows > total - first)
+        return make_error(errc::invalid_argument,
+                          "factor shard: rows " + std::to_string(first) + " .. " +
+                            std::to_string(first + rows) + " lie past the " +
+                            std::to_string(total) + " of " + to_string(side));
+      // The rows this shard owns: ids first + skip, then every count-th.
+      auto skip = (st.config.index + count - first % count) % count;
+      for (auto r = skip; r < rows; r += count)
+        if (auto err = check_finite(values.subspan(r * d, d)))
+          return err;
+      for (auto r = skip; r < rows; r += count)
+        std::copy_n(values.data() + r * d, d, s.pending->data() + local_row(first + r, count) * d);
       return ok_atom::value;
     },
     [=](begin_atom, uint64_t epoch, wals_side side) -> ok_atom {
       // Every row of the side is written before the phase commits, so pending needs no copy.
       auto& s = self->state.sides[side_index(side)];
-      s.pending.resize(s.current.size());
+      if (!s.pending || s.pending.use_count() > 1)
+        s.pending = std::make_shared<std::vector<float>>();
+      s.pending->resize(s.current->size());
       s.open_epoch = epoch;
       return ok_atom::value;
     },
@@ -104,7 +151,7 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
     [=](gram_atom, wals_side side) -> std::vector<float> {
       auto& s = self->state.sides[side_index(side)];
       std::vector<float> gram(size_t{d} * d, 0.0f);
-      compute::add_gramian({s.current.data(), s.rows, d}, gram);
+      compute::add_gramian({s.current->data(), s.rows, d}, gram);
       return gram;
     },
     [=](save_atom, const std::string& dir, uint32_t sweep) -> caf::result<ok_atom> {
@@ -114,7 +161,7 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
       for (auto side : {wals_side::rows, wals_side::cols}) {
         auto& s = st.sides[side_index(side)];
         auto path = factor_file(dir, sweep, side, st.config.index, st.config.count);
-        if (auto err = stores::write_matrix_file(path, {s.rows, d, s.current}))
+        if (auto err = stores::write_matrix_file(path, {s.rows, d, *s.current}))
           return err;
       }
       return ok_atom::value;
@@ -136,8 +183,8 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
         loaded[side_index(side)] = std::move(m->values);
       }
       for (size_t i = 0; i < 2; ++i) {
-        st.sides[i].current = std::move(loaded[i]);
-        st.sides[i].pending.clear();
+        st.sides[i].current = std::make_shared<std::vector<float>>(std::move(loaded[i]));
+        st.sides[i].pending = nullptr;
         st.sides[i].open_epoch = 0;
       }
       return ok_atom::value;

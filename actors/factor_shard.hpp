@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <memory>
 #include <vector>
 
 #include "messages/wals_interfaces.hpp"
@@ -15,8 +16,10 @@ struct factor_shard_state {
   struct side_rows {
     /// Rows owned: ids index, index + count, ...; local row i is id index + i * count.
     uint64_t rows = 0;
-    std::vector<float> current;
-    std::vector<float> pending;
+    /// Shared with readers of view; never written while current. Never null.
+    std::shared_ptr<std::vector<float>> current;
+    /// Written during a phase. A buffer that a reader still holds is never reused as pending.
+    std::shared_ptr<std::vector<float>> pending;
     /// The epoch whose writes go to `pending`; 0 when none is open.
     uint64_t open_epoch = 0;
   };

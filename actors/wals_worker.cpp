@@ -1,6 +1,7 @@
 #include "actors/wals_worker.hpp"
 
 #include <iostream>
+#include <algorithm>
 #include <limits>
 
 #include <unistd.h>
@@ -19,17 +20,15 @@ namespace {
 constexpr uint32_t absent = std::numeric_limits<uint32_t>::max();
 constexpr auto shard_timeout = std::chrono::minutes(5);
 
-/// One block in flight: its layout (rows and the other side's rows they read) and the solution.
+/// One block in flight: its token and layout. Its rows and solution live in the worker's state.
 struct block_job {
   wals_token token;
   caf::actor chief;
   std::shared_ptr<const wals_worker_state::block_layout> layout;
-  uint64_t first = 0;
-  const compute::csr_matrix* rows_ptr = nullptr;
-  const compute::csr_matrix& rows() const { return *rows_ptr; }
-  std::vector<float> other;
-  std::vector<float> solution;
+  const compute::csr_matrix& rows() const { return layout->rows; }
 };
+
+using job_pointer = std::shared_ptr<block_job>;
 
 void report_ready(wals_worker_pointer self) {
   auto& st = self->state;
@@ -39,14 +38,21 @@ void report_ready(wals_worker_pointer self) {
                caf::actor_cast<caf::actor>(self));
 }
 
-void give_up(wals_worker_pointer self, const std::shared_ptr<block_job>& job,
-             const caf::error& err) {
+void give_up(wals_worker_pointer self, const job_pointer& job, const caf::error& err) {
   std::cerr << "wals worker: " << to_string(job->token.side) << " block " << job->token.block
             << " abandoned: " << render(err) << '\n';
   report_ready(self);
 }
 
-/// Cuts the block's rows out of the side's matrix and maps their columns onto fetch slots.
+std::vector<size_t> non_empty(const std::vector<std::vector<uint32_t>>& ids) {
+  std::vector<size_t> targets;
+  for (size_t s = 0; s < ids.size(); ++s)
+    if (!ids[s].empty())
+      targets.push_back(s);
+  return targets;
+}
+
+/// Cuts the block's rows out of the side's matrix and maps their columns onto slots.
 std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_pointer self,
                                                                   const wals_token& token) {
   auto& st = self->state;
@@ -62,13 +68,14 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
   layout->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
   auto count = static_cast<uint32_t>(st.shards.size());
   layout->other_ids.resize(count);
-  st.slot.resize(side.cols, absent);
+  std::vector<bool> used(side.cols, false);
   for (auto c : layout->rows.indices)
-    if (st.slot[c] == absent) {
-      st.slot[c] = 0;
+    used[c] = true;
+  for (uint32_t c = 0; c < side.cols; ++c)
+    if (used[c])
       layout->other_ids[shard_of(c, count)].push_back(c);
-    }
   layout->base.assign(count + 1, 0);
+  st.slot.resize(side.cols, absent);
   for (uint32_t s = 0; s < count; ++s) {
     layout->base[s + 1] = layout->base[s] + layout->other_ids[s].size();
     for (size_t i = 0; i < layout->other_ids[s].size(); ++i)
@@ -79,24 +86,56 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
   for (auto& ids : layout->other_ids)
     for (auto id : ids)
       st.slot[id] = absent;
+  layout->weights = compute::observed_weights(layout->rows, st.config.params);
+  layout->own_ids.resize(count);
+  for (uint64_t id = layout->first; id < layout->first + layout->rows.rows; ++id)
+    layout->own_ids[shard_of(id, count)].push_back(static_cast<uint32_t>(id));
   return layout;
 }
 
-std::shared_ptr<block_job> prepare(wals_worker_pointer self, const wals_token& token,
-                                   caf::actor chief) {
-  auto& cached = self->state.layouts[{token.side, token.blocks, token.block}];
-  if (!cached)
-    cached = make_layout(self, token);
-  auto job = std::make_shared<block_job>();
-  job->token = token;
-  job->chief = std::move(chief);
-  job->layout = cached;
-  job->first = cached->first;
-  job->rows_ptr = &cached->rows;
-  return job;
+using id_lists = std::vector<std::vector<uint32_t>>;
+
+/// Reads the rows `ids[s]` of `side` from each shard s and copies the i-th of shard s to
+/// dest(s, i); then runs `then`. A failure, or an answer too short for its ids, abandons the job.
+template <class Dest>
+void read_rows(wals_worker_pointer self, job_pointer job, wals_side side,
+               std::shared_ptr<const id_lists> ids, Dest dest, std::function<void()> then) {
+  auto d = self->state.config.params.dim;
+  auto count = static_cast<uint32_t>(self->state.shards.size());
+  auto short_answer = std::make_shared<caf::error>();
+  fan_out<shared_floats>(
+    non_empty(*ids),
+    [=](size_t s) {
+      auto& shard = self->state.shards[s];
+      if (self->state.co_located[s])
+        return self->request(shard, shard_timeout, view_atom::value, side);
+      return self->request(shard, shard_timeout, fetch_atom::value, side, (*ids)[s]);
+    },
+    [=](size_t s, shared_floats& reply) {
+      auto rows = reply.values();
+      auto& wanted = (*ids)[s];
+      bool view = self->state.co_located[s];
+      auto needed = view ? local_row(wanted.back(), count) + 1 : wanted.size();
+      if (rows.size() < needed * d) {
+        *short_answer = make_error(errc::dimension_mismatch,
+                                   "factor shard " + std::to_string(s) + " answered " +
+                                     std::to_string(rows.size()) + " values for " +
+                                     std::to_string(needed) + " rows of dim " + std::to_string(d));
+        return;
+      }
+      for (size_t i = 0; i < wanted.size(); ++i)
+        std::copy_n(rows.data() + (view ? local_row(wanted[i], count) : i) * d, d, dest(s, i));
+    },
+    [=](caf::error err) {
+      if (!err)
+        err = std::move(*short_answer);
+      if (err)
+        return give_up(self, job, err);
+      then();
+    });
 }
 
-void commit(wals_worker_pointer self, std::shared_ptr<block_job> job, double observed_loss) {
+void commit(wals_worker_pointer self, job_pointer job, double observed_loss) {
   wals_commit c{job->token.epoch, job->token.block, job->token.attempt, job->rows().rows,
                 job->rows().nnz(), observed_loss};
   self->send(caf::actor_cast<wals_chief_actor>(job->chief), commit_atom::value, c,
@@ -107,33 +146,42 @@ void commit(wals_worker_pointer self, std::shared_ptr<block_job> job, double obs
     report_ready(self);
 }
 
-/// Writes rows [0, limit) of the solution to the shards, then runs `then`.
-void write_rows(wals_worker_pointer self, std::shared_ptr<block_job> job, uint64_t limit,
+/// Writes the solution's first `limit` rows to the shards, then runs `then`. Co-located shards
+/// share the whole block (each takes its rows); the others get their own rows only.
+void write_rows(wals_worker_pointer self, job_pointer job, uint64_t limit,
                 std::function<void()> then) {
   auto& st = self->state;
-  auto count = static_cast<uint32_t>(st.shards.size());
   auto d = st.config.params.dim;
-  auto other_side = job->token.side;
-  std::vector<std::vector<uint32_t>> ids(count);
-  std::vector<std::vector<float>> values(count);
-  for (uint64_t r = 0; r < limit; ++r) {
-    auto id = job->first + r;
-    auto s = shard_of(id, count);
-    ids[s].push_back(static_cast<uint32_t>(id));
-    values[s].insert(values[s].end(), job->solution.begin() + r * d,
-                     job->solution.begin() + (r + 1) * d);
+  auto& own = job->layout->own_ids;
+  auto first = job->layout->first;
+  auto& solution = *st.solution;
+  shared_floats block;
+  if (std::find(st.co_located.begin(), st.co_located.end(), true) != st.co_located.end())
+    block = limit == job->rows().rows
+              ? shared_floats{std::shared_ptr<const std::vector<float>>(st.solution)}
+              : shared_floats{std::vector<float>(solution.begin(), solution.begin() + limit * d)};
+  std::vector<std::vector<uint32_t>> ids(own.size());
+  std::vector<std::vector<float>> values(own.size());
+  for (size_t s = 0; s < own.size(); ++s) {
+    auto end = std::lower_bound(own[s].begin(), own[s].end(), first + limit);
+    ids[s].assign(own[s].begin(), end);
+    if (st.co_located[s])
+      continue;
+    values[s].resize(ids[s].size() * d);
+    for (size_t i = 0; i < ids[s].size(); ++i)
+      std::copy_n(solution.data() + (ids[s][i] - first) * d, d, values[s].data() + i * d);
   }
-  std::vector<size_t> targets;
-  for (size_t s = 0; s < count; ++s)
-    if (!ids[s].empty())
-      targets.push_back(s);
-  if (targets.empty())
-    return then();
+  auto side = job->token.side;
   fan_out<ok_atom>(
-    targets,
+    non_empty(ids),
     [=](size_t s) mutable {
-      return self->request(self->state.shards[s], shard_timeout, write_atom::value,
-                           job->token.epoch, other_side, std::move(ids[s]), std::move(values[s]));
+      auto& shard = self->state.shards[s];
+      auto epoch = job->token.epoch;
+      if (self->state.co_located[s])
+        return self->request(shard, shard_timeout, write_atom::value, epoch, side,
+                             uint64_t{first}, block);
+      return self->request(shard, shard_timeout, write_atom::value, epoch, side,
+                           std::move(ids[s]), std::move(values[s]));
     },
     [](size_t, ok_atom) {},
     [=](caf::error err) {
@@ -143,13 +191,12 @@ void write_rows(wals_worker_pointer self, std::shared_ptr<block_job> job, uint64
     });
 }
 
-void solve(wals_worker_pointer self, std::shared_ptr<block_job> job) {
+void solve(wals_worker_pointer self, job_pointer job) {
   auto& st = self->state;
   auto& p = st.config.params;
-  auto d = p.dim;
-  compute::factor_view other{job->other.data(), job->layout->base.back(), d};
-  double loss = compute::solve_rows(job->rows(), 0, job->rows().rows, other, job->token.gramian, p,
-                                    job->solution.data());
+  compute::factor_view other{st.other_rows.data(), job->layout->base.back(), p.dim};
+  double loss = compute::solve_rows(job->rows(), 0, job->rows().rows, other, job->token.gramian,
+                                    p, st.solution->data(), job->layout->weights);
   auto& f = st.config.faults;
   if (f.drop_block >= 0 && static_cast<uint32_t>(f.drop_block) == job->token.block &&
       job->token.sweep == f.drop_sweep && job->token.attempt == 0 &&
@@ -161,37 +208,6 @@ void solve(wals_worker_pointer self, std::shared_ptr<block_job> job) {
   write_rows(self, job, job->rows().rows, [=] { commit(self, job, loss); });
 }
 
-void fetch_warm_start(wals_worker_pointer self, std::shared_ptr<block_job> job) {
-  auto& st = self->state;
-  auto d = st.config.params.dim;
-  job->solution.assign(job->rows().rows * d, 0.0f);
-  if (st.config.params.solver != wals_solver::cg)
-    return solve(self, job);
-  auto count = static_cast<uint32_t>(st.shards.size());
-  std::vector<std::vector<uint32_t>> ids(count);
-  for (uint64_t r = 0; r < job->rows().rows; ++r)
-    ids[shard_of(job->first + r, count)].push_back(static_cast<uint32_t>(job->first + r));
-  std::vector<size_t> targets;
-  for (size_t s = 0; s < count; ++s)
-    if (!ids[s].empty())
-      targets.push_back(s);
-  auto side = job->token.side;
-  fan_out<std::vector<float>>(
-    targets,
-    [=](size_t s) {
-      return self->request(self->state.shards[s], shard_timeout, fetch_atom::value, side, ids[s]);
-    },
-    [=](size_t s, std::vector<float>& rows) {
-      for (size_t i = 0; i < ids[s].size(); ++i)
-        std::copy_n(rows.data() + i * d, d, job->solution.data() + (ids[s][i] - job->first) * d);
-    },
-    [=](caf::error err) {
-      if (err)
-        return give_up(self, job, err);
-      solve(self, job);
-    });
-}
-
 void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chief) {
   auto& st = self->state;
   st.busy = true;
@@ -201,22 +217,31 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
               << " values for dim " << d << "; ignored\n";
     return report_ready(self);
   }
-  auto job = prepare(self, token, std::move(chief));
-  job->other.resize(job->layout->base.back() * d);
+  auto& layout = st.layouts[{token.side, token.blocks, token.block}];
+  if (!layout)
+    layout = make_layout(self, token);
+  auto job = std::make_shared<block_job>(block_job{token, std::move(chief), layout});
+  st.other_rows.resize(layout->base.back() * d);
+  // Cholesky overwrites the rows; CG starts from them.
+  if (!st.solution || st.solution.use_count() > 1)
+    st.solution = std::make_shared<std::vector<float>>();
+  st.solution->assign(layout->rows.rows * d, 0.0f);
   auto other_side = token.side == wals_side::rows ? wals_side::cols : wals_side::rows;
-  fan_out<std::vector<float>>(
-    all_targets(st.shards.size()),
-    [=](size_t s) {
-      return self->request(self->state.shards[s], shard_timeout, fetch_atom::value, other_side,
-                           job->layout->other_ids[s]);
-    },
-    [=](size_t s, std::vector<float>& rows) {
-      std::copy(rows.begin(), rows.end(), job->other.begin() + job->layout->base[s] * d);
-    },
-    [=](caf::error err) {
-      if (err)
-        return give_up(self, job, err);
-      fetch_warm_start(self, job);
+  auto& base = layout->base;
+  read_rows(
+    self, job, other_side, std::shared_ptr<const id_lists>(layout, &layout->other_ids),
+    [=](size_t s, size_t i) { return self->state.other_rows.data() + (base[s] + i) * d; },
+    [=] {
+      if (self->state.config.params.solver != wals_solver::cg)
+        return solve(self, job);
+      auto& own = job->layout->own_ids;
+      auto first = job->layout->first;
+      read_rows(
+        self, job, job->token.side, std::shared_ptr<const id_lists>(job->layout, &own),
+        [=](size_t s, size_t i) {
+          return self->state.solution->data() + (job->layout->own_ids[s][i] - first) * d;
+        },
+        [=] { solve(self, job); });
     });
 }
 
@@ -234,6 +259,8 @@ wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_work
   st.config = std::move(config);
   st.shards = std::move(shards);
   st.data = std::move(data);
+  for (auto& shard : st.shards)
+    st.co_located.push_back(shard.node() == self->node());
   return {
     [=](chief_atom, caf::actor chief) {
       self->state.chief = std::move(chief);

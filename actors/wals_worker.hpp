@@ -1,7 +1,7 @@
-// The WALS worker: solves the blocks the chief hands it. For a token it fetches the other
+// The WALS worker: solves the blocks the chief hands it. For a token it reads the other
 // side's rows its block uses (and, for CG, its own rows as the warm start) from the factor
-// shards, solves with compute/wals, writes the rows to the shards' pending buffers and commits
-// the token. A worker without a token stays idle. The other side is fixed during a phase, so a
+// shards, through a view for shards in its own process and by fetch for the others, solves with
+// compute/wals, writes the rows to the shards' pending buffers and commits the token. A worker without a token stays idle. The other side is fixed during a phase, so a
 // block's solution depends only on the phase, never on which worker solves it or how often.
 #pragma once
 
@@ -26,17 +26,30 @@ struct wals_worker_state {
   /// The transpose of data->matrix, built on the first cols token.
   std::unique_ptr<compute::csr_matrix> transposed;
   std::map<std::pair<wals_side, uint32_t>, std::vector<uint64_t>> partitions;
-  /// A block's rows with their columns mapped to fetch slots, kept for the next sweeps (the
-  /// layout of a block never changes during a run). Keyed by (side, blocks, block).
+  /// A block's rows with their columns mapped to slots of the other side's rows it reads, kept
+  /// for the next sweeps (the layout of a block never changes during a run). Keyed by (side,
+  /// blocks, block).
   struct block_layout {
     uint64_t first = 0;
     compute::csr_matrix rows;
+    /// observed_weights of rows.
+    std::vector<float> weights;
+    /// Per shard, the other side's ids the block reads, ascending; shard s's fill slots
+    /// base[s] .. base[s + 1].
     std::vector<std::vector<uint32_t>> other_ids;
     std::vector<uint64_t> base;
+    /// Per shard, the block's own ids it owns, ascending.
+    std::vector<std::vector<uint32_t>> own_ids;
   };
   std::map<std::tuple<wals_side, uint32_t, uint32_t>, std::shared_ptr<const block_layout>> layouts;
   caf::actor chief;
+  /// At most one block runs at a time; these buffers serve it and are reused by the next.
   bool busy = false;
+  std::vector<float> other_rows;
+  /// Shared with co-located shards while they copy it; replaced, never written, while shared.
+  std::shared_ptr<std::vector<float>> solution;
+  /// Per shard: it runs in this process, so it is read through view.
+  std::vector<bool> co_located;
   /// Global id of the other side -> its row in the fetched block; UINT32_MAX when absent.
   std::vector<uint32_t> slot;
   static inline const char* name = "darcy.wals_worker";

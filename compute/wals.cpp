@@ -42,7 +42,10 @@ struct row_scratch {
   mat a;
   vec b, r, dir, ad, scale;
   Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> chunk;
-  std::vector<float> weights;
+  std::vector<float> weights;      // observed weights of the row's entries
+  std::vector<float> excess;       // w - sigma per entry
+  std::vector<float> projections;  // per entry, scaled by excess
+  std::vector<const float*> rows;  // the other side's row of each entry
 };
 
 void prefetch_row(const float* row, uint32_t dim) {
@@ -50,10 +53,37 @@ void prefetch_row(const float* row, uint32_t dim) {
     __builtin_prefetch(row + at);
 }
 
+/// Prefetches the other side's rows a fixed number of entries ahead along the entries of a
+/// range of rows, across row boundaries (most rows are shorter than the distance). `next()`
+/// must be called once per entry, in the order the first pass over each row reads them.
+class row_prefetcher {
+public:
+  static constexpr uint64_t distance = 32;
+
+  row_prefetcher(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other)
+    : indices_(a.indices.data()), ahead_(a.offsets[first]), end_(a.offsets[last]),
+      other_(other) {
+    for (uint64_t i = 0; i < distance; ++i)
+      next();
+  }
+
+  void next() {
+    if (ahead_ < end_)
+      prefetch_row(other_.row(indices_[ahead_]), other_.dim);
+    ++ahead_;
+  }
+
+private:
+  const uint32_t* indices_;
+  uint64_t ahead_;
+  uint64_t end_;
+  factor_view other_;
+};
+
 /// a = base + sum (w - sigma) v v^T and b = sum w v over the row's entries; returns sum w.
-template <class Values>
 double form_system(const mat& base, factor_view other, std::span<const uint32_t> cols,
-                   const Values& values, const wals_params& p, row_scratch& s) {
+                   std::span<const float> weights, const wals_params& p, row_scratch& s,
+                   row_prefetcher* ahead) {
   constexpr size_t chunk = 256;
   auto d = p.dim;
   s.a = base;
@@ -65,10 +95,10 @@ double form_system(const mat& base, factor_view other, std::span<const uint32_t>
     auto m = std::min(chunk, cols.size() - start);
     bool positive = true;
     for (size_t i = 0; i < m; ++i) {
-      if (start + i + 8 < cols.size())
-        prefetch_row(other.row(cols[start + i + 8]), d);
+      if (ahead)
+        ahead->next();
       const_row v(other.row(cols[start + i]), d);
-      float w = observed_weight(p, values[start + i]);
+      float w = weights[start + i];
       total += w;
       s.b += w * v;
       s.scale[static_cast<Eigen::Index>(i)] = w - p.sigma;
@@ -109,10 +139,10 @@ void cg_explicit(const mat& a, const vec& b, uint32_t steps, row_scratch& s, row
 
 /// Solves one row through its explicit system; returns its observed loss at the solution,
 /// sum w - 2 b.x + x^T (a - base) x.
-template <class Values>
 double solve_explicit(const mat& base, factor_view other, std::span<const uint32_t> cols,
-                      const Values& values, const wals_params& p, row_scratch& s, float* out) {
-  double total = form_system(base, other, cols, values, p, s);
+                      std::span<const float> weights, const wals_params& p, row_scratch& s,
+                      float* out, row_prefetcher* ahead = nullptr) {
+  double total = form_system(base, other, cols, weights, p, s, ahead);
   row_map x(out, p.dim);
   if (p.solver == wals_solver::cholesky) {
     Eigen::LLT<mat> llt(s.a);
@@ -128,47 +158,77 @@ double solve_explicit(const mat& base, factor_view other, std::span<const uint32
 }
 
 /// k steps of matrix-free CG on the row's system, from x = out; returns its observed loss.
-double solve_cg(const mat& base, factor_view other, std::span<const uint32_t> cols,
-                std::span<const float> values, const wals_params& p, row_scratch& s,
-                float* out) {
-  auto d = p.dim;
-  row_map x(out, d);
-  s.weights.resize(cols.size());
+/// `D` is the dimension when known at compile time (the common ones), else Eigen::Dynamic:
+/// fixed-size vectors unroll the per-entry dot products and updates.
+template <int D>
+double solve_cg(const mat& base_matrix, factor_view other, std::span<const uint32_t> cols,
+                std::span<const float> weights, const wals_params& p, row_scratch& s,
+                float* out, row_prefetcher& ahead) {
+  using fvec = Eigen::Matrix<float, D, 1>;
+  using frow = Eigen::Map<const fvec>;
+  const Eigen::Index d = p.dim;
+  const auto n = cols.size();
+  Eigen::Map<const Eigen::Matrix<float, D, D>> base(base_matrix.data(), d, d);
+  Eigen::Map<fvec> x(out, d);
+  s.excess.resize(n);
+  s.projections.resize(n);
+  s.rows.resize(n);
   // r = b - A x, with b = sum w v and the data part of A x = sum (w - sigma) (v . x) v.
-  s.r.noalias() = -(base * x);
-  for (size_t i = 0; i < cols.size(); ++i) {
-    if (i + 8 < cols.size())
-      prefetch_row(other.row(cols[i + 8]), d);
-    const_row v(other.row(cols[i]), d);
-    float w = observed_weight(p, values[i]);
-    s.weights[i] = w - p.sigma;
-    s.r += (w - s.weights[i] * v.dot(x)) * v;
+  fvec r = -(base * x);
+  for (size_t i = 0; i < n; ++i) {
+    ahead.next();
+    s.rows[i] = other.row(cols[i]);
+    frow v(s.rows[i], d);
+    float w = weights[i];
+    s.excess[i] = w - p.sigma;
+    r += (w - s.excess[i] * v.dot(x)) * v;
   }
-  s.dir = s.r;
-  float rr = s.r.squaredNorm();
+  fvec dir = r;
+  fvec ad(d);
+  float rr = r.squaredNorm();
   for (uint32_t step = 0; step < p.cg_steps && rr > 1e-20f; ++step) {
-    s.ad.noalias() = base * s.dir;
-    for (size_t i = 0; i < cols.size(); ++i) {
-      const_row v(other.row(cols[i]), d);
-      s.ad += (s.weights[i] * v.dot(s.dir)) * v;
-    }
-    float curvature = s.dir.dot(s.ad);
+    // The entries' projections first: independent dot products, then the updates.
+    for (size_t i = 0; i < n; ++i)
+      s.projections[i] = s.excess[i] * frow(s.rows[i], d).dot(dir);
+    ad.noalias() = base * dir;
+    for (size_t i = 0; i < n; ++i)
+      ad += s.projections[i] * frow(s.rows[i], d);
+    float curvature = dir.dot(ad);
     if (!(curvature > 0))
       break;
     float step_size = rr / curvature;
-    x += step_size * s.dir;
-    s.r -= step_size * s.ad;
-    float rr_next = s.r.squaredNorm();
-    s.dir = s.r + (rr_next / rr) * s.dir;
+    x += step_size * dir;
+    r -= step_size * ad;
+    float rr_next = r.squaredNorm();
+    dir = r + (rr_next / rr) * dir;
     rr = rr_next;
   }
   double loss = 0;
-  for (size_t i = 0; i < cols.size(); ++i) { // the rows are still in cache
-    double xv = const_row(other.row(cols[i]), d).dot(x);
-    double w = s.weights[i] + p.sigma;
+  for (size_t i = 0; i < n; ++i) { // the rows are still in cache
+    double xv = frow(s.rows[i], d).dot(x);
+    double w = weights[i];
     loss += w * (1 - xv) * (1 - xv) - p.sigma * xv * xv;
   }
   return loss;
+}
+
+using cg_kernel = double (*)(const mat&, factor_view, std::span<const uint32_t>,
+                             std::span<const float>, const wals_params&, row_scratch&, float*,
+                             row_prefetcher&);
+
+cg_kernel cg_kernel_for(uint32_t dim) {
+  switch (dim) {
+    case 16:
+      return solve_cg<16>;
+    case 32:
+      return solve_cg<32>;
+    case 64:
+      return solve_cg<64>;
+    case 128:
+      return solve_cg<128>;
+    default:
+      return solve_cg<Eigen::Dynamic>;
+  }
 }
 
 } // namespace
@@ -215,20 +275,39 @@ void add_gramian(factor_view x, std::span<float> gramian) {
 }
 
 double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
-                  std::span<const float> gramian, const wals_params& p, float* out) {
+                  std::span<const float> gramian, const wals_params& p, float* out,
+                  std::span<const float> weights) {
   mat base = base_matrix(gramian, p);
   row_scratch scratch;
+  row_prefetcher ahead(a, first, last, other);
+  auto cg = cg_kernel_for(p.dim);
   double loss = 0;
   for (uint64_t row = first; row < last; ++row) {
     float* x = out + (row - first) * p.dim;
     auto cols = a.row_indices(row);
-    auto values = a.row_values(row);
+    std::span<const float> w;
+    if (weights.empty()) {
+      auto values = a.row_values(row);
+      scratch.weights.resize(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        scratch.weights[i] = observed_weight(p, values[i]);
+      w = scratch.weights;
+    } else {
+      w = weights.subspan(a.offsets[row], cols.size());
+    }
     if (p.solver == wals_solver::cholesky || cols.size() >= explicit_threshold)
-      loss += solve_explicit(base, other, cols, values, p, scratch, x);
+      loss += solve_explicit(base, other, cols, w, p, scratch, x, &ahead);
     else
-      loss += solve_cg(base, other, cols, values, p, scratch, x);
+      loss += cg(base, other, cols, w, p, scratch, x, ahead);
   }
   return loss;
+}
+
+std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p) {
+  std::vector<float> w(a.values.size());
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = observed_weight(p, a.values[i]);
+  return w;
 }
 
 std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const wals_params& p,
@@ -245,8 +324,10 @@ std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const
   init(v, a.cols, wals_side::cols);
   std::vector<float> gram_u(size_t{d} * d), gram_v(gram_u.size());
   // Solves one side; returns its observed loss. `gram` is the other side's Gramian.
-  auto half_step = [&](const csr_matrix& m, std::vector<float>& mine,
-                       const std::vector<float>& other, const std::vector<float>& gram) {
+  auto weights_a = observed_weights(a, p), weights_at = observed_weights(at, p);
+  auto half_step = [&](const csr_matrix& m, std::span<const float> weights,
+                       std::vector<float>& mine, const std::vector<float>& other,
+                       const std::vector<float>& gram) {
     constexpr uint64_t chunk = 256;
     std::atomic<uint64_t> next{0};
     std::vector<double> losses(std::max<uint32_t>(threads, 1), 0.0);
@@ -254,7 +335,7 @@ std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const
       for (auto begin = next.fetch_add(chunk); begin < m.rows; begin = next.fetch_add(chunk)) {
         auto end = std::min(begin + chunk, m.rows);
         losses[t] += solve_rows(m, begin, end, {other.data(), m.cols, d}, gram, p,
-                                mine.data() + begin * d);
+                                mine.data() + begin * d, weights);
       }
     };
     std::vector<std::thread> pool;
@@ -272,9 +353,9 @@ std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const
   gramian(v, a.cols, gram_v);
   std::vector<double> losses;
   for (uint32_t s = 0; s < sweeps; ++s) {
-    half_step(a, u, v, gram_v);
+    half_step(a, weights_a, u, v, gram_v);
     gramian(u, a.rows, gram_u);
-    double observed = half_step(at, v, u, gram_u);
+    double observed = half_step(at, weights_at, v, u, gram_u);
     gramian(v, a.cols, gram_v);
     losses.push_back(observed + p.sigma * trace_product(gram_u, gram_v, d) +
                      p.lambda * (trace(gram_u, d) + trace(gram_v, d)));
@@ -348,7 +429,10 @@ caf::expected<std::vector<float>> project(factor_view other, std::span<const flo
   auto exact = p;
   exact.solver = wals_solver::cholesky;
   row_scratch scratch;
-  solve_explicit(base_matrix(gramian, p), other, ids, values, exact, scratch, out.data());
+  std::vector<float> weights(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    weights[i] = observed_weight(p, values[i]);
+  solve_explicit(base_matrix(gramian, p), other, ids, weights, exact, scratch, out.data());
   return out;
 }
 

@@ -42,9 +42,14 @@ void add_gramian(factor_view x, std::span<float> gramian);
 /// with `gramian` = other^T other (all of the other side, not only the columns `a` uses). `out`
 /// holds (last - first) x dim floats, row `first` first; cg starts from what it holds, cholesky
 /// overwrites it. Deterministic. Returns the rows' observed_loss at the solution, computed while
-/// their factors are still in cache.
+/// their factors are still in cache. `weights` is empty, or observed_weights(a, p), computed
+/// once by a caller that solves the same rows again.
 double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
-                std::span<const float> gramian, const wals_params& p, float* out);
+                  std::span<const float> gramian, const wals_params& p, float* out,
+                  std::span<const float> weights = {});
+
+/// observed_weight of every entry of `a`, in the order of a.values.
+std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p);
 
 /// The plain single-process reference: `sweeps` alternations of solve_rows over all of `a`
 /// (and its transpose `at`) on `threads` threads, starting from initial_row. Returns the loss

@@ -31,6 +31,7 @@ using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
 // Distributed WALS (wals_interfaces.hpp).
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using view_atom = caf::atom_constant<caf::atom("view")>;
 using write_atom = caf::atom_constant<caf::atom("write")>;
 using begin_atom = caf::atom_constant<caf::atom("begin")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;

@@ -12,21 +12,31 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/shared_floats.hpp"
 #include "messages/wals.hpp"
 
 namespace darcy {
 
 /// Holds the rows of U and V whose id % count == index, in two buffers per side: `current`
-/// (read by fetch, gram and save) and `pending` (written during a phase). begin(epoch, side)
-/// opens the epoch; write is refused (errc::invalid_argument) unless its epoch is open;
-/// commit(epoch, side) makes pending current. Every row of the side must be written between
-/// begin and commit (the chief commits only after every block did). Rows are row-major floats,
-/// dim per row, in the order of the requested ids; an id the shard does not own fails with
-/// errc::invalid_argument. load(dir, sweep) replaces both sides with checkpoint `sweep`.
+/// (read by fetch, view, gram and save) and `pending` (written during a phase).
+/// - begin(epoch, side) opens the epoch; commit(epoch, side) makes pending current. Every row
+///   of the side must be written between them (the chief commits only after every block did).
+/// - A write is refused (errc::invalid_argument) unless its epoch is open, and changes nothing
+///   when any of its rows is not finite (errc::non_finite). write(epoch, side, ids, values)
+///   writes the listed rows, all of which the shard must own; write(epoch, side, first, block)
+///   takes the rows it owns among ids first, first + 1, ... of a block of whole rows, which
+///   workers in the shards' process share with every shard instead of splitting it.
+/// - fetch answers rows as row-major floats, dim per row, in the order of the requested ids;
+///   an id the shard does not own fails with errc::invalid_argument. view answers all of
+///   `current` (local row i is id index + i * count) without a copy, for readers in the
+///   shard's process; the buffer is never written while anyone holds it.
+/// - load(dir, sweep) replaces both sides with checkpoint `sweep`.
 using factor_shard_actor = caf::typed_actor<
-  caf::replies_to<fetch_atom, wals_side, std::vector<uint32_t>>::with<std::vector<float>>,
+  caf::replies_to<fetch_atom, wals_side, std::vector<uint32_t>>::with<shared_floats>,
+  caf::replies_to<view_atom, wals_side>::with<shared_floats>,
   caf::replies_to<write_atom, uint64_t, wals_side, std::vector<uint32_t>,
                   std::vector<float>>::with<ok_atom>,
+  caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, shared_floats>::with<ok_atom>,
   caf::replies_to<begin_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<commit_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<gram_atom, wals_side>::with<std::vector<float>>,

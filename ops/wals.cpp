@@ -113,12 +113,18 @@ caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, w
     std::vector<uint32_t> ids;
     for (uint64_t id = i; id < n; id += count)
       ids.push_back(static_cast<uint32_t>(id));
-    auto rows = runtime::ask<std::vector<float>>(s.system(), run.shards[i], fetch_timeout,
-                                                 fetch_atom::value, side, ids);
+    auto rows = runtime::ask<shared_floats>(s.system(), run.shards[i], fetch_timeout,
+                                            fetch_atom::value, side, ids);
     if (!rows)
       return std::move(rows.error());
+    auto values = rows->values();
+    if (values.size() != ids.size() * dim)
+      return make_error(errc::dimension_mismatch, "wals: shard " + std::to_string(i) +
+                                                    " answered " + std::to_string(values.size()) +
+                                                    " values for " + std::to_string(ids.size()) +
+                                                    " rows");
     for (size_t j = 0; j < ids.size(); ++j)
-      std::copy_n(rows->data() + j * dim, dim, m.values.data() + size_t{ids[j]} * dim);
+      std::copy_n(values.data() + j * dim, dim, m.values.data() + size_t{ids[j]} * dim);
   }
   return m;
 }

@@ -97,6 +97,44 @@ TEST(solve_rows, MatchesDenseClosedForm) {
   }
 }
 
+TEST(solve_rows, EveryCompiledDimensionMatchesDenseClosedForm) {
+  // 16, 32, 64 and 128 have fixed-size CG kernels; 6 and 40 take the general one.
+  for (uint32_t dim : {6u, 16u, 32u, 40u, 64u, 128u}) {
+    wals_params p;
+    p.dim = dim;
+    p.cg_steps = 2 * dim;
+    auto a = small_matrix(12, 30, 17);
+    auto v = random_factors(a.cols, p.dim, 19);
+    auto g = gramian_of(v, a.cols, p.dim);
+    std::vector<float> u(a.rows * p.dim, 0.0f);
+    solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, u.data());
+    for (uint64_t r = 0; r < a.rows; ++r) {
+      auto want = dense_solution(a, r, v, p);
+      for (uint32_t k = 0; k < p.dim; ++k)
+        ASSERT_NEAR(u[r * p.dim + k], want[k], 2e-3 * std::max(1.0, std::abs(want[k])))
+          << "dim " << dim << " row " << r << " coordinate " << k;
+    }
+  }
+}
+
+TEST(solve_rows, SplitsAndPrecomputedWeightsGiveTheSameBits) {
+  // Workers solve blocks of rows with weights computed once; the plain loop solves other
+  // ranges. Neither may change a single bit of any row.
+  wals_params p;
+  p.dim = 64;
+  auto a = small_matrix(40, 50, 23);
+  auto v = random_factors(a.cols, p.dim, 29);
+  auto g = gramian_of(v, a.cols, p.dim);
+  factor_view other{v.data(), a.cols, p.dim};
+  std::vector<float> whole(a.rows * p.dim, 0.0f), split(whole.size(), 0.0f);
+  double whole_loss = solve_rows(a, 0, a.rows, other, g, p, whole.data());
+  auto weights = observed_weights(a, p);
+  double split_loss = solve_rows(a, 0, 13, other, g, p, split.data(), weights) +
+                      solve_rows(a, 13, a.rows, other, g, p, split.data() + 13 * p.dim, weights);
+  EXPECT_EQ(whole, split);
+  EXPECT_NEAR(whole_loss, split_loss, 1e-9 * std::abs(whole_loss));
+}
+
 TEST(solve_rows, LongRowsTakeTheExplicitPathWithTheSameAnswerAndLoss) {
   // Rows of 1500 entries (past the explicit threshold) next to short ones; CG with enough
   // steps and Cholesky both reach the closed form, and the returned loss is observed_loss.
