@@ -20,11 +20,13 @@ namespace {
 constexpr uint32_t absent = std::numeric_limits<uint32_t>::max();
 constexpr auto shard_timeout = std::chrono::minutes(5);
 
-/// One block in flight: its token and layout. Its rows and solution live in the worker's state.
+/// One block in flight: its token and layout, and (in place) the other side's shard buffers,
+/// held until the solve ends. Its gathered rows and solution live in the worker's state.
 struct block_job {
   wals_token token;
   caf::actor chief;
   std::shared_ptr<const wals_worker_state::block_layout> layout;
+  std::vector<shared_floats> views;
   const compute::csr_matrix& rows() const { return layout->rows; }
 };
 
@@ -52,7 +54,8 @@ std::vector<size_t> non_empty(const std::vector<std::vector<uint32_t>>& ids) {
   return targets;
 }
 
-/// Cuts the block's rows out of the side's matrix and maps their columns onto slots.
+/// Cuts the block's rows out of the side's matrix; unless the worker reads in place, maps their
+/// columns onto slots.
 std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_pointer self,
                                                                   const wals_token& token) {
   auto& st = self->state;
@@ -67,6 +70,12 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
   layout->first = bounds[token.block];
   layout->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
   auto count = static_cast<uint32_t>(st.shards.size());
+  layout->weights = compute::observed_weights(layout->rows, st.config.params);
+  layout->own_ids.resize(count);
+  for (uint64_t id = layout->first; id < layout->first + layout->rows.rows; ++id)
+    layout->own_ids[shard_of(id, count)].push_back(static_cast<uint32_t>(id));
+  if (st.in_place)
+    return layout;
   layout->other_ids.resize(count);
   std::vector<bool> used(side.cols, false);
   for (auto c : layout->rows.indices)
@@ -86,10 +95,6 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
   for (auto& ids : layout->other_ids)
     for (auto id : ids)
       st.slot[id] = absent;
-  layout->weights = compute::observed_weights(layout->rows, st.config.params);
-  layout->own_ids.resize(count);
-  for (uint64_t id = layout->first; id < layout->first + layout->rows.rows; ++id)
-    layout->own_ids[shard_of(id, count)].push_back(static_cast<uint32_t>(id));
   return layout;
 }
 
@@ -125,6 +130,37 @@ void read_rows(wals_worker_pointer self, job_pointer job, wals_side side,
       }
       for (size_t i = 0; i < wanted.size(); ++i)
         std::copy_n(rows.data() + (view ? local_row(wanted[i], count) : i) * d, d, dest(s, i));
+    },
+    [=](caf::error err) {
+      if (!err)
+        err = std::move(*short_answer);
+      if (err)
+        return give_up(self, job, err);
+      then();
+    });
+}
+
+/// Holds every shard's current buffer of `side` in the job (each must hold all of its rows of
+/// the side's `total`); then runs `then`.
+void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint64_t total,
+                std::function<void()> then) {
+  auto d = self->state.config.params.dim;
+  auto count = static_cast<uint32_t>(self->state.shards.size());
+  job->views.assign(count, {});
+  auto short_answer = std::make_shared<caf::error>();
+  fan_out<shared_floats>(
+    all_targets(count),
+    [=](size_t s) {
+      return self->request(self->state.shards[s], shard_timeout, view_atom::value, side);
+    },
+    [=](size_t s, shared_floats& reply) {
+      auto rows = total > s ? (total - s + count - 1) / count : 0;
+      if (reply.size() != rows * d)
+        *short_answer = make_error(errc::dimension_mismatch,
+                                   "factor shard " + std::to_string(s) + " holds " +
+                                     std::to_string(reply.size()) + " values for " +
+                                     std::to_string(rows) + " rows of dim " + std::to_string(d));
+      job->views[s] = std::move(reply);
     },
     [=](caf::error err) {
       if (!err)
@@ -194,9 +230,20 @@ void write_rows(wals_worker_pointer self, job_pointer job, uint64_t limit,
 void solve(wals_worker_pointer self, job_pointer job) {
   auto& st = self->state;
   auto& p = st.config.params;
-  compute::factor_view other{st.other_rows.data(), job->layout->base.back(), p.dim};
-  double loss = compute::solve_rows(job->rows(), 0, job->rows().rows, other, job->token.gramian,
-                                    p, st.solution->data(), job->layout->weights);
+  double loss = 0;
+  if (st.in_place) {
+    std::vector<const float*> parts;
+    for (auto& v : job->views)
+      parts.push_back(v.values().data());
+    loss = compute::solve_rows(job->rows(), 0, job->rows().rows,
+                               compute::interleaved_factors{std::move(parts), p.dim},
+                               job->token.gramian, p, st.solution->data(), job->layout->weights);
+    job->views.clear(); // the shards may reuse the buffers
+  } else {
+    compute::factor_view other{st.other_rows.data(), job->layout->base.back(), p.dim};
+    loss = compute::solve_rows(job->rows(), 0, job->rows().rows, other, job->token.gramian, p,
+                               st.solution->data(), job->layout->weights);
+  }
   auto& f = st.config.faults;
   if (f.drop_block >= 0 && static_cast<uint32_t>(f.drop_block) == job->token.block &&
       job->token.sweep == f.drop_sweep && job->token.attempt == 0 &&
@@ -220,29 +267,32 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
   auto& layout = st.layouts[{token.side, token.blocks, token.block}];
   if (!layout)
     layout = make_layout(self, token);
-  auto job = std::make_shared<block_job>(block_job{token, std::move(chief), layout});
-  st.other_rows.resize(layout->base.back() * d);
+  auto job = std::make_shared<block_job>(block_job{token, std::move(chief), layout, {}});
   // Cholesky overwrites the rows; CG starts from them.
   if (!st.solution || st.solution.use_count() > 1)
     st.solution = std::make_shared<std::vector<float>>();
   st.solution->assign(layout->rows.rows * d, 0.0f);
+  auto warm_start_then_solve = [=] {
+    if (self->state.config.params.solver != wals_solver::cg)
+      return solve(self, job);
+    auto& own = job->layout->own_ids;
+    auto first = job->layout->first;
+    read_rows(
+      self, job, job->token.side, std::shared_ptr<const id_lists>(job->layout, &own),
+      [=](size_t s, size_t i) {
+        return self->state.solution->data() + (job->layout->own_ids[s][i] - first) * d;
+      },
+      [=] { solve(self, job); });
+  };
   auto other_side = token.side == wals_side::rows ? wals_side::cols : wals_side::rows;
+  if (st.in_place)
+    return read_views(self, job, other_side, layout->rows.cols, warm_start_then_solve);
+  st.other_rows.resize(layout->base.back() * d);
   auto& base = layout->base;
   read_rows(
     self, job, other_side, std::shared_ptr<const id_lists>(layout, &layout->other_ids),
     [=](size_t s, size_t i) { return self->state.other_rows.data() + (base[s] + i) * d; },
-    [=] {
-      if (self->state.config.params.solver != wals_solver::cg)
-        return solve(self, job);
-      auto& own = job->layout->own_ids;
-      auto first = job->layout->first;
-      read_rows(
-        self, job, job->token.side, std::shared_ptr<const id_lists>(job->layout, &own),
-        [=](size_t s, size_t i) {
-          return self->state.solution->data() + (job->layout->own_ids[s][i] - first) * d;
-        },
-        [=] { solve(self, job); });
-    });
+    warm_start_then_solve);
 }
 
 } // namespace
@@ -261,6 +311,7 @@ wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_work
   st.data = std::move(data);
   for (auto& shard : st.shards)
     st.co_located.push_back(shard.node() == self->node());
+  st.in_place = std::find(st.co_located.begin(), st.co_located.end(), false) == st.co_located.end();
   return {
     [=](chief_atom, caf::actor chief) {
       self->state.chief = std::move(chief);

@@ -26,16 +26,16 @@ struct wals_worker_state {
   /// The transpose of data->matrix, built on the first cols token.
   std::unique_ptr<compute::csr_matrix> transposed;
   std::map<std::pair<wals_side, uint32_t>, std::vector<uint64_t>> partitions;
-  /// A block's rows with their columns mapped to slots of the other side's rows it reads, kept
-  /// for the next sweeps (the layout of a block never changes during a run). Keyed by (side,
-  /// blocks, block).
+  /// A block's rows, kept for the next sweeps (the layout of a block never changes during a
+  /// run). Unless in_place, their columns are mapped to slots of the other side's rows they
+  /// read. Keyed by (side, blocks, block).
   struct block_layout {
     uint64_t first = 0;
     compute::csr_matrix rows;
     /// observed_weights of rows.
     std::vector<float> weights;
     /// Per shard, the other side's ids the block reads, ascending; shard s's fill slots
-    /// base[s] .. base[s + 1].
+    /// base[s] .. base[s + 1]. Empty in place.
     std::vector<std::vector<uint32_t>> other_ids;
     std::vector<uint64_t> base;
     /// Per shard, the block's own ids it owns, ascending.
@@ -50,6 +50,9 @@ struct wals_worker_state {
   std::shared_ptr<std::vector<float>> solution;
   /// Per shard: it runs in this process, so it is read through view.
   std::vector<bool> co_located;
+  /// Every shard is co-located: blocks keep their column ids and the solve reads the other
+  /// side in the shards' buffers (no slots, no gathered copy).
+  bool in_place = false;
   /// Global id of the other side -> its row in the fetched block; UINT32_MAX when absent.
   std::vector<uint32_t> slot;
   static inline const char* name = "darcy.wals_worker";

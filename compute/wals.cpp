@@ -56,11 +56,12 @@ void prefetch_row(const float* row, uint32_t dim) {
 /// Prefetches the other side's rows a fixed number of entries ahead along the entries of a
 /// range of rows, across row boundaries (most rows are shorter than the distance). `next()`
 /// must be called once per entry, in the order the first pass over each row reads them.
+template <class Rows>
 class row_prefetcher {
 public:
   static constexpr uint64_t distance = 32;
 
-  row_prefetcher(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other)
+  row_prefetcher(const csr_matrix& a, uint64_t first, uint64_t last, const Rows& other)
     : indices_(a.indices.data()), ahead_(a.offsets[first]), end_(a.offsets[last]),
       other_(other) {
     for (uint64_t i = 0; i < distance; ++i)
@@ -77,13 +78,14 @@ private:
   const uint32_t* indices_;
   uint64_t ahead_;
   uint64_t end_;
-  factor_view other_;
+  const Rows& other_;
 };
 
 /// a = base + sum (w - sigma) v v^T and b = sum w v over the row's entries; returns sum w.
-double form_system(const mat& base, factor_view other, std::span<const uint32_t> cols,
+template <class Rows>
+double form_system(const mat& base, const Rows& other, std::span<const uint32_t> cols,
                    std::span<const float> weights, const wals_params& p, row_scratch& s,
-                   row_prefetcher* ahead) {
+                   row_prefetcher<Rows>* ahead) {
   constexpr size_t chunk = 256;
   auto d = p.dim;
   s.a = base;
@@ -139,9 +141,10 @@ void cg_explicit(const mat& a, const vec& b, uint32_t steps, row_scratch& s, row
 
 /// Solves one row through its explicit system; returns its observed loss at the solution,
 /// sum w - 2 b.x + x^T (a - base) x.
-double solve_explicit(const mat& base, factor_view other, std::span<const uint32_t> cols,
+template <class Rows>
+double solve_explicit(const mat& base, const Rows& other, std::span<const uint32_t> cols,
                       std::span<const float> weights, const wals_params& p, row_scratch& s,
-                      float* out, row_prefetcher* ahead = nullptr) {
+                      float* out, row_prefetcher<Rows>* ahead = nullptr) {
   double total = form_system(base, other, cols, weights, p, s, ahead);
   row_map x(out, p.dim);
   if (p.solver == wals_solver::cholesky) {
@@ -160,10 +163,10 @@ double solve_explicit(const mat& base, factor_view other, std::span<const uint32
 /// k steps of matrix-free CG on the row's system, from x = out; returns its observed loss.
 /// `D` is the dimension when known at compile time (the common ones), else Eigen::Dynamic:
 /// fixed-size vectors unroll the per-entry dot products and updates.
-template <int D>
-double solve_cg(const mat& base_matrix, factor_view other, std::span<const uint32_t> cols,
+template <int D, class Rows>
+double solve_cg(const mat& base_matrix, const Rows& other, std::span<const uint32_t> cols,
                 std::span<const float> weights, const wals_params& p, row_scratch& s,
-                float* out, row_prefetcher& ahead) {
+                float* out, row_prefetcher<Rows>& ahead) {
   using fvec = Eigen::Matrix<float, D, 1>;
   using frow = Eigen::Map<const fvec>;
   const Eigen::Index d = p.dim;
@@ -212,23 +215,55 @@ double solve_cg(const mat& base_matrix, factor_view other, std::span<const uint3
   return loss;
 }
 
-using cg_kernel = double (*)(const mat&, factor_view, std::span<const uint32_t>,
+template <class Rows>
+using cg_kernel = double (*)(const mat&, const Rows&, std::span<const uint32_t>,
                              std::span<const float>, const wals_params&, row_scratch&, float*,
-                             row_prefetcher&);
+                             row_prefetcher<Rows>&);
 
-cg_kernel cg_kernel_for(uint32_t dim) {
+template <class Rows>
+cg_kernel<Rows> cg_kernel_for(uint32_t dim) {
   switch (dim) {
     case 16:
-      return solve_cg<16>;
+      return solve_cg<16, Rows>;
     case 32:
-      return solve_cg<32>;
+      return solve_cg<32, Rows>;
     case 64:
-      return solve_cg<64>;
+      return solve_cg<64, Rows>;
     case 128:
-      return solve_cg<128>;
+      return solve_cg<128, Rows>;
     default:
-      return solve_cg<Eigen::Dynamic>;
+      return solve_cg<Eigen::Dynamic, Rows>;
   }
+}
+
+template <class Rows>
+double solve_range(const csr_matrix& a, uint64_t first, uint64_t last, const Rows& other,
+                   std::span<const float> gramian, const wals_params& p, float* out,
+                   std::span<const float> weights) {
+  mat base = base_matrix(gramian, p);
+  row_scratch scratch;
+  row_prefetcher<Rows> ahead(a, first, last, other);
+  auto cg = cg_kernel_for<Rows>(p.dim);
+  double loss = 0;
+  for (uint64_t row = first; row < last; ++row) {
+    float* x = out + (row - first) * p.dim;
+    auto cols = a.row_indices(row);
+    std::span<const float> w;
+    if (weights.empty()) {
+      auto values = a.row_values(row);
+      scratch.weights.resize(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        scratch.weights[i] = observed_weight(p, values[i]);
+      w = scratch.weights;
+    } else {
+      w = weights.subspan(a.offsets[row], cols.size());
+    }
+    if (p.solver == wals_solver::cholesky || cols.size() >= explicit_threshold)
+      loss += solve_explicit(base, other, cols, w, p, scratch, x, &ahead);
+    else
+      loss += cg(base, other, cols, w, p, scratch, x, ahead);
+  }
+  return loss;
 }
 
 } // namespace
@@ -277,31 +312,19 @@ void add_gramian(factor_view x, std::span<float> gramian) {
 double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
                   std::span<const float> gramian, const wals_params& p, float* out,
                   std::span<const float> weights) {
-  mat base = base_matrix(gramian, p);
-  row_scratch scratch;
-  row_prefetcher ahead(a, first, last, other);
-  auto cg = cg_kernel_for(p.dim);
-  double loss = 0;
-  for (uint64_t row = first; row < last; ++row) {
-    float* x = out + (row - first) * p.dim;
-    auto cols = a.row_indices(row);
-    std::span<const float> w;
-    if (weights.empty()) {
-      auto values = a.row_values(row);
-      scratch.weights.resize(values.size());
-      for (size_t i = 0; i < values.size(); ++i)
-        scratch.weights[i] = observed_weight(p, values[i]);
-      w = scratch.weights;
-    } else {
-      w = weights.subspan(a.offsets[row], cols.size());
-    }
-    if (p.solver == wals_solver::cholesky || cols.size() >= explicit_threshold)
-      loss += solve_explicit(base, other, cols, w, p, scratch, x, &ahead);
-    else
-      loss += cg(base, other, cols, w, p, scratch, x, ahead);
-  }
-  return loss;
+  return solve_range(a, first, last, other, gramian, p, out, weights);
 }
+
+double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last,
+                  const interleaved_factors& other, std::span<const float> gramian,
+                  const wals_params& p, float* out, std::span<const float> weights) {
+  return solve_range(a, first, last, other, gramian, p, out, weights);
+}
+
+interleaved_factors::interleaved_factors(std::vector<const float*> parts, uint32_t dim)
+  : dim(dim), parts_(std::move(parts)),
+    count_(static_cast<uint32_t>(std::max<size_t>(parts_.size(), 1))),
+    magic_(~uint64_t{0} / count_ + 1) {}
 
 std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p) {
   std::vector<float> w(a.values.size());

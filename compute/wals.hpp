@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -47,6 +48,40 @@ void add_gramian(factor_view x, std::span<float> gramian);
 double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last, factor_view other,
                   std::span<const float> gramian, const wals_params& p, float* out,
                   std::span<const float> weights = {});
+
+/// The rows of one side as factor shards hold them: row id lives in parts[id % count] at local
+/// row id / count, count = parts.size(). Ids must be below 2^32; the parts must outlive this.
+class interleaved_factors {
+public:
+  interleaved_factors(std::vector<const float*> parts, uint32_t dim);
+
+  /// (id % count, id / count), without a division.
+  std::pair<uint32_t, uint32_t> locate(uint64_t id) const {
+    auto n = static_cast<uint32_t>(id);
+    if (count_ == 1)
+      return {0, n};
+    // Lemire's fastdiv: exact for every 32-bit n and count >= 2.
+    auto q = static_cast<uint32_t>((static_cast<unsigned __int128>(magic_) * n) >> 64);
+    return {n - q * count_, q};
+  }
+
+  const float* row(uint64_t id) const {
+    auto [part, local] = locate(id);
+    return parts_[part] + uint64_t{local} * dim;
+  }
+
+  uint32_t dim;
+
+private:
+  std::vector<const float*> parts_;
+  uint32_t count_;
+  uint64_t magic_;
+};
+
+/// solve_rows against the other side read in place from its shards; `a`'s columns are ids.
+double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last,
+                  const interleaved_factors& other, std::span<const float> gramian,
+                  const wals_params& p, float* out, std::span<const float> weights = {});
 
 /// observed_weight of every entry of `a`, in the order of a.values.
 std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p);

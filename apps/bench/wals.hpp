@@ -15,7 +15,7 @@ struct wals_bench_options {
   uint64_t nnz = 50'000'000;
   uint32_t dim = 64;
   uint32_t threads = 2;
-  uint32_t iters = 3;
+  uint32_t iters = 5;
   uint32_t chol_iters = 2;
   uint32_t cg_steps = 3;
   std::string lastfm = "../shared/data/lastfm-2k/user_artists.dat";

@@ -135,6 +135,47 @@ TEST(solve_rows, SplitsAndPrecomputedWeightsGiveTheSameBits) {
   EXPECT_NEAR(whole_loss, split_loss, 1e-9 * std::abs(whole_loss));
 }
 
+TEST(interleaved_factors, LocatesEveryIdLikeDivisionAndRemainder) {
+  std::vector<uint64_t> ids = {0, 1, 2, 3, 63, 64, 65, 999'999, 1u << 31, (1ull << 32) - 2,
+                               (1ull << 32) - 1};
+  for (uint32_t count : {1u, 2u, 3u, 7u, 64u, 1000u, 65537u}) {
+    interleaved_factors x(std::vector<const float*>(count, nullptr), 1);
+    for (auto id : ids) {
+      auto [part, local] = x.locate(id);
+      EXPECT_EQ(part, id % count) << id << " of " << count;
+      EXPECT_EQ(local, id / count) << id << " of " << count;
+    }
+  }
+}
+
+TEST(solve_rows, InterleavedFactorsGiveTheSameBitsAsOneBuffer) {
+  // Workers in the shards' process read the other side in place, split by id % count.
+  wals_params p;
+  p.dim = 64;
+  auto a = small_matrix(20, 31, 37);
+  auto v = random_factors(a.cols, p.dim, 41);
+  auto g = gramian_of(v, a.cols, p.dim);
+  for (auto solver : {wals_solver::cg, wals_solver::cholesky}) {
+    p.solver = solver;
+    std::vector<float> want(a.rows * p.dim, 0.0f);
+    double want_loss = solve_rows(a, 0, a.rows, {v.data(), a.cols, p.dim}, g, p, want.data());
+    for (uint32_t count : {1u, 2u, 3u, 7u}) {
+      std::vector<std::vector<float>> parts(count);
+      for (uint64_t id = 0; id < a.cols; ++id)
+        parts[id % count].insert(parts[id % count].end(), v.begin() + id * p.dim,
+                                 v.begin() + (id + 1) * p.dim);
+      std::vector<const float*> pointers;
+      for (auto& part : parts)
+        pointers.push_back(part.data());
+      std::vector<float> got(want.size(), 0.0f);
+      double got_loss = solve_rows(a, 0, a.rows, interleaved_factors{pointers, p.dim}, g, p,
+                                   got.data());
+      EXPECT_EQ(got, want) << to_string(solver) << ", " << count << " parts";
+      EXPECT_EQ(got_loss, want_loss) << to_string(solver) << ", " << count << " parts";
+    }
+  }
+}
+
 TEST(solve_rows, LongRowsTakeTheExplicitPathWithTheSameAnswerAndLoss) {
   // Rows of 1500 entries (past the explicit threshold) next to short ones; CG with enough
   // steps and Cholesky both reach the closed form, and the returned loss is observed_loss.
