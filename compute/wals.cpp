@@ -1,6 +1,7 @@
 #include "compute/wals.hpp"
 
 #include <cmath>
+#include <array>
 #include <atomic>
 #include <numeric>
 #include <string>
@@ -53,32 +54,46 @@ void prefetch_row(const float* row, uint32_t dim) {
     __builtin_prefetch(row + at);
 }
 
-/// Prefetches the other side's rows a fixed number of entries ahead along the entries of a
-/// range of rows, across row boundaries (most rows are shorter than the distance). `next()`
-/// must be called once per entry, in the order the first pass over each row reads them.
+/// Walks the entries of a range of rows in order, locating each entry's row of the other side
+/// and prefetching it a fixed number of entries ahead, across row boundaries (most rows are
+/// shorter than the distance). The first pass over each row must take its rows from next(),
+/// one call per entry, in order.
 template <class Rows>
 class row_prefetcher {
 public:
   static constexpr uint64_t distance = 32;
 
   row_prefetcher(const csr_matrix& a, uint64_t first, uint64_t last, const Rows& other)
-    : indices_(a.indices.data()), ahead_(a.offsets[first]), end_(a.offsets[last]),
-      other_(other) {
+    : indices_(a.indices.data()), begin_(a.offsets[first]), ahead_(begin_),
+      end_(a.offsets[last]), other_(other) {
     for (uint64_t i = 0; i < distance; ++i)
-      next();
+      locate_ahead();
   }
 
-  void next() {
-    if (ahead_ < end_)
-      prefetch_row(other_.row(indices_[ahead_]), other_.dim);
-    ++ahead_;
+  /// The other side's row of the next entry.
+  const float* next() {
+    auto row = located_[taken_++ % distance];
+    locate_ahead();
+    return row;
   }
 
 private:
+  void locate_ahead() {
+    if (ahead_ < end_) {
+      auto row = other_.row(indices_[ahead_]);
+      prefetch_row(row, other_.dim);
+      located_[(ahead_ - begin_) % distance] = row;
+    }
+    ++ahead_;
+  }
+
   const uint32_t* indices_;
+  uint64_t begin_;
   uint64_t ahead_;
   uint64_t end_;
+  uint64_t taken_ = 0;
   const Rows& other_;
+  std::array<const float*, distance> located_{};
 };
 
 /// a = base + sum (w - sigma) v v^T and b = sum w v over the row's entries; returns sum w.
@@ -97,9 +112,7 @@ double form_system(const mat& base, const Rows& other, std::span<const uint32_t>
     auto m = std::min(chunk, cols.size() - start);
     bool positive = true;
     for (size_t i = 0; i < m; ++i) {
-      if (ahead)
-        ahead->next();
-      const_row v(other.row(cols[start + i]), d);
+      const_row v(ahead ? ahead->next() : other.row(cols[start + i]), d);
       float w = weights[start + i];
       total += w;
       s.b += w * v;
@@ -161,10 +174,11 @@ double solve_explicit(const mat& base, const Rows& other, std::span<const uint32
 }
 
 /// k steps of matrix-free CG on the row's system, from x = out; returns its observed loss.
-/// `D` is the dimension when known at compile time (the common ones), else Eigen::Dynamic:
-/// fixed-size vectors unroll the per-entry dot products and updates.
+/// The other side's rows of `cols` come from `ahead`. `D` is the dimension when known at
+/// compile time (the common ones), else Eigen::Dynamic: fixed-size vectors unroll the
+/// per-entry dot products and updates.
 template <int D, class Rows>
-double solve_cg(const mat& base_matrix, const Rows& other, std::span<const uint32_t> cols,
+double solve_cg(const mat& base_matrix, std::span<const uint32_t> cols,
                 std::span<const float> weights, const wals_params& p, row_scratch& s,
                 float* out, row_prefetcher<Rows>& ahead) {
   using fvec = Eigen::Matrix<float, D, 1>;
@@ -179,8 +193,7 @@ double solve_cg(const mat& base_matrix, const Rows& other, std::span<const uint3
   // r = b - A x, with b = sum w v and the data part of A x = sum (w - sigma) (v . x) v.
   fvec r = -(base * x);
   for (size_t i = 0; i < n; ++i) {
-    ahead.next();
-    s.rows[i] = other.row(cols[i]);
+    s.rows[i] = ahead.next();
     frow v(s.rows[i], d);
     float w = weights[i];
     s.excess[i] = w - p.sigma;
@@ -216,7 +229,7 @@ double solve_cg(const mat& base_matrix, const Rows& other, std::span<const uint3
 }
 
 template <class Rows>
-using cg_kernel = double (*)(const mat&, const Rows&, std::span<const uint32_t>,
+using cg_kernel = double (*)(const mat&, std::span<const uint32_t>,
                              std::span<const float>, const wals_params&, row_scratch&, float*,
                              row_prefetcher<Rows>&);
 
@@ -261,7 +274,7 @@ double solve_range(const csr_matrix& a, uint64_t first, uint64_t last, const Row
     if (p.solver == wals_solver::cholesky || cols.size() >= explicit_threshold)
       loss += solve_explicit(base, other, cols, w, p, scratch, x, &ahead);
     else
-      loss += cg(base, other, cols, w, p, scratch, x, ahead);
+      loss += cg(base, cols, w, p, scratch, x, ahead);
   }
   return loss;
 }
