@@ -100,6 +100,27 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
 
 using id_lists = std::vector<std::vector<uint32_t>>;
 
+/// The completion of a fan-out to the shards: a failed request, else a bad answer that a reply
+/// handler recorded in `bad_answer` (may be null), abandons the job; otherwise `then` runs.
+std::function<void(caf::error)> then_or_give_up(wals_worker_pointer self, job_pointer job,
+                                                std::function<void()> then,
+                                                std::shared_ptr<caf::error> bad_answer = {}) {
+  return [=](caf::error err) {
+    if (!err && bad_answer)
+      err = *bad_answer;
+    if (err)
+      return give_up(self, job, err);
+    then();
+  };
+}
+
+caf::error wrong_size(size_t shard, size_t values, uint64_t rows, uint32_t dim) {
+  return make_error(errc::dimension_mismatch,
+                    "factor shard " + std::to_string(shard) + " answered " +
+                      std::to_string(values) + " values for " + std::to_string(rows) +
+                      " rows of dim " + std::to_string(dim));
+}
+
 /// Reads the rows `ids[s]` of `side` from each shard s and copies the i-th of shard s to
 /// dest(s, i); then runs `then`. A failure, or an answer too short for its ids, abandons the job.
 template <class Dest>
@@ -122,22 +143,13 @@ void read_rows(wals_worker_pointer self, job_pointer job, wals_side side,
       bool view = self->state.co_located[s];
       auto needed = view ? local_row(wanted.back(), count) + 1 : wanted.size();
       if (rows.size() < needed * d) {
-        *short_answer = make_error(errc::dimension_mismatch,
-                                   "factor shard " + std::to_string(s) + " answered " +
-                                     std::to_string(rows.size()) + " values for " +
-                                     std::to_string(needed) + " rows of dim " + std::to_string(d));
+        *short_answer = wrong_size(s, rows.size(), needed, d);
         return;
       }
       for (size_t i = 0; i < wanted.size(); ++i)
         std::copy_n(rows.data() + (view ? local_row(wanted[i], count) : i) * d, d, dest(s, i));
     },
-    [=](caf::error err) {
-      if (!err)
-        err = std::move(*short_answer);
-      if (err)
-        return give_up(self, job, err);
-      then();
-    });
+    then_or_give_up(self, job, std::move(then), short_answer));
 }
 
 /// Holds every shard's current buffer of `side` in the job (each must hold all of its rows of
@@ -156,19 +168,10 @@ void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint6
     [=](size_t s, shared_floats& reply) {
       auto rows = total > s ? (total - s + count - 1) / count : 0;
       if (reply.size() != rows * d)
-        *short_answer = make_error(errc::dimension_mismatch,
-                                   "factor shard " + std::to_string(s) + " holds " +
-                                     std::to_string(reply.size()) + " values for " +
-                                     std::to_string(rows) + " rows of dim " + std::to_string(d));
+        *short_answer = wrong_size(s, reply.size(), rows, d);
       job->views[s] = std::move(reply);
     },
-    [=](caf::error err) {
-      if (!err)
-        err = std::move(*short_answer);
-      if (err)
-        return give_up(self, job, err);
-      then();
-    });
+    then_or_give_up(self, job, std::move(then), short_answer));
 }
 
 void commit(wals_worker_pointer self, job_pointer job, double observed_loss) {
@@ -219,12 +222,7 @@ void write_rows(wals_worker_pointer self, job_pointer job, uint64_t limit,
       return self->request(shard, shard_timeout, write_atom::value, epoch, side,
                            std::move(ids[s]), std::move(values[s]));
     },
-    [](size_t, ok_atom) {},
-    [=](caf::error err) {
-      if (err)
-        return give_up(self, job, err);
-      then();
-    });
+    [](size_t, ok_atom) {}, then_or_give_up(self, job, std::move(then)));
 }
 
 void solve(wals_worker_pointer self, job_pointer job) {

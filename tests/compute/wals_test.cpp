@@ -61,6 +61,22 @@ std::vector<float> gramian_of(const std::vector<float>& x, uint64_t n, uint32_t 
   return g;
 }
 
+/// A small matrix with random factors of the other side and their Gramian, at dim 64.
+struct problem {
+  wals_params p;
+  csr_matrix a;
+  std::vector<float> v, g;
+};
+
+problem problem_of(uint64_t rows, uint64_t cols, uint64_t seed) {
+  problem x;
+  x.p.dim = 64;
+  x.a = small_matrix(rows, cols, seed);
+  x.v = random_factors(cols, x.p.dim, seed + 1);
+  x.g = gramian_of(x.v, cols, x.p.dim);
+  return x;
+}
+
 struct solver_case {
   const char* what;
   wals_solver solver;
@@ -108,11 +124,7 @@ TEST(solve_rows, MatchesDenseClosedForm) {
 TEST(solve_rows, SplitsAndPrecomputedWeightsGiveTheSameBits) {
   // Workers solve blocks of rows with weights computed once; the plain loop solves other
   // ranges. Neither may change a single bit of any row.
-  wals_params p;
-  p.dim = 64;
-  auto a = small_matrix(40, 50, 23);
-  auto v = random_factors(a.cols, p.dim, 29);
-  auto g = gramian_of(v, a.cols, p.dim);
+  auto [p, a, v, g] = problem_of(40, 50, 23);
   factor_view other{v.data(), a.cols, p.dim};
   std::vector<float> whole(a.rows * p.dim, 0.0f), split(whole.size(), 0.0f);
   double whole_loss = solve_rows(a, 0, a.rows, other, g, p, whole.data());
@@ -138,11 +150,7 @@ TEST(interleaved_factors, LocatesEveryIdLikeDivisionAndRemainder) {
 
 TEST(solve_rows, InterleavedFactorsGiveTheSameBitsAsOneBuffer) {
   // Workers in the shards' process read the other side in place, split by id % count.
-  wals_params p;
-  p.dim = 64;
-  auto a = small_matrix(20, 31, 37);
-  auto v = random_factors(a.cols, p.dim, 41);
-  auto g = gramian_of(v, a.cols, p.dim);
+  auto [p, a, v, g] = problem_of(20, 31, 37);
   for (auto solver : {wals_solver::cg, wals_solver::cholesky}) {
     p.solver = solver;
     std::vector<float> want(a.rows * p.dim, 0.0f);
