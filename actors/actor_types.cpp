@@ -1,10 +1,10 @@
 #include "actors/actor_types.hpp"
 
-#include "actors/echo_service.hpp"
-#include "actors/embedding_shard.hpp"
-#include "actors/factor_shard.hpp"
-#include "actors/wals_chief.hpp"
-#include "actors/wals_worker.hpp"
+#include "actors/cluster/echo_service.hpp"
+#include "actors/embedding/embedding_shard.hpp"
+#include "actors/wals/factor_shard.hpp"
+#include "actors/wals/wals_chief.hpp"
+#include "actors/wals/wals_worker.hpp"
 
 namespace darcy::actors {
 

@@ -7,7 +7,7 @@
 
 #include <caf/error.hpp>
 
-#include "messages/embedding_config.hpp"
+#include "messages/embedding/embedding_config.hpp"
 
 namespace darcy::compute {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "compute/sparse_matrix.hpp"
-#include "compute/wals.hpp"
+#include "compute/wals_math.hpp"
 
 namespace darcy::compute {
 

@@ -1,7 +1,7 @@
-#include "messages/cluster.hpp"
-#include "messages/embedding_config.hpp"
-#include "messages/supervision.hpp"
-#include "messages/wals.hpp"
+#include "messages/cluster/membership.hpp"
+#include "messages/embedding/embedding_config.hpp"
+#include "messages/cluster/supervision.hpp"
+#include "messages/wals/wals_values.hpp"
 
 namespace darcy {
 

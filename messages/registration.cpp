@@ -1,15 +1,15 @@
 #include "messages/registration.hpp"
 
-#include "messages/chaos.hpp"
-#include "messages/cluster.hpp"
-#include "messages/embedding.hpp"
-#include "messages/embedding_config.hpp"
+#include "messages/cluster/chaos_messages.hpp"
+#include "messages/cluster/membership.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
+#include "messages/embedding/embedding_config.hpp"
 #include "messages/errc.hpp"
-#include "messages/interfaces.hpp"
-#include "messages/probe.hpp"
-#include "messages/supervision.hpp"
-#include "messages/wals.hpp"
-#include "messages/wals_interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
+#include "messages/cluster/probe_messages.hpp"
+#include "messages/cluster/supervision.hpp"
+#include "messages/wals/wals_values.hpp"
+#include "messages/wals/wals_interfaces.hpp"
 
 namespace darcy {
 

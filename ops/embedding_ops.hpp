@@ -12,7 +12,7 @@
 #include <caf/expected.hpp>
 
 #include "compute/top_k.hpp"
-#include "messages/embedding.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
 #include "ops/session.hpp"
 
 namespace darcy::ops {

@@ -1,9 +1,9 @@
 #include "ops/session.hpp"
 
 #include "actors/actor_types.hpp"
-#include "actors/candidate_sampler.hpp"
-#include "actors/embedding_master.hpp"
-#include "actors/embedding_shard.hpp"
+#include "actors/embedding/candidate_sampler.hpp"
+#include "actors/embedding/embedding_master.hpp"
+#include "actors/embedding/embedding_shard.hpp"
 #include "messages/errc.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"

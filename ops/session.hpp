@@ -14,8 +14,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
-#include "messages/embedding.hpp"
-#include "messages/interfaces.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/node_services.hpp"
 #include "runtime/system_config.hpp"

@@ -15,8 +15,8 @@
 #include <caf/response_promise.hpp>
 #include <caf/stateful_actor.hpp>
 
-#include "messages/chaos.hpp"
-#include "messages/interfaces.hpp"
+#include "messages/cluster/chaos_messages.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 
 namespace darcy::runtime {
 

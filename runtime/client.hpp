@@ -7,7 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
-#include "messages/interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/host_port.hpp"
 
 namespace darcy::runtime {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "messages/interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/probe.hpp"
 
 namespace darcy::runtime {

@@ -9,7 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
-#include "messages/probe.hpp"
+#include "messages/cluster/probe_messages.hpp"
 
 namespace darcy::runtime {
 

@@ -10,7 +10,7 @@
 
 #include <caf/actor_system.hpp>
 
-#include "messages/interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 
 namespace darcy::runtime {
 

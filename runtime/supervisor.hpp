@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "messages/interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 
 namespace darcy::runtime {
 

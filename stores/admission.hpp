@@ -11,7 +11,7 @@
 
 #include <caf/expected.hpp>
 
-#include "messages/embedding_config.hpp"
+#include "messages/embedding/embedding_config.hpp"
 
 namespace darcy::stores {
 

@@ -7,7 +7,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "messages/embedding_config.hpp"
+#include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding_store.hpp"
 
 namespace darcy::stores {

@@ -14,7 +14,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "messages/embedding.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
 
 namespace darcy::stores {
 

@@ -12,7 +12,7 @@
 
 #include <caf/expected.hpp>
 
-#include "messages/embedding_config.hpp"
+#include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding_store.hpp"
 #include "stores/memory_store.hpp"
 

@@ -15,7 +15,7 @@
 #include <caf/expected.hpp>
 
 #include "compute/hash.hpp"
-#include "messages/embedding_config.hpp"
+#include "messages/embedding/embedding_config.hpp"
 #include "stores/admission.hpp"
 #include "stores/embedding_store.hpp"
 

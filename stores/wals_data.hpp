@@ -12,7 +12,7 @@
 #include <caf/expected.hpp>
 
 #include "compute/sparse_matrix.hpp"
-#include "messages/wals.hpp"
+#include "messages/wals/wals_values.hpp"
 
 namespace darcy::stores {
 

@@ -4,7 +4,7 @@
 
 #include <caf/expected.hpp>
 
-#include "messages/probe.hpp"
+#include "messages/cluster/probe_messages.hpp"
 
 namespace darcy::apps {
 

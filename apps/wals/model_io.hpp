@@ -10,7 +10,7 @@
 #include <caf/expected.hpp>
 
 #include "compute/sparse_matrix.hpp"
-#include "messages/wals.hpp"
+#include "messages/wals/wals_values.hpp"
 #include "stores/matrix_file.hpp"
 
 namespace darcy::wals {

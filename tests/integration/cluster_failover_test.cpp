@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/errc.hpp"
-#include "actors/embedding_master.hpp"
+#include "actors/embedding/embedding_master.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"

@@ -5,10 +5,10 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
-#include "messages/chaos.hpp"
-#include "messages/cluster.hpp"
-#include "messages/probe.hpp"
-#include "messages/supervision.hpp"
+#include "messages/cluster/chaos_messages.hpp"
+#include "messages/cluster/membership.hpp"
+#include "messages/cluster/probe_messages.hpp"
+#include "messages/cluster/supervision.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy {

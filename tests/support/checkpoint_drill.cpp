@@ -2,8 +2,8 @@
 
 #include <random>
 
-#include "actors/embedding_master.hpp"
-#include "actors/embedding_shard.hpp"
+#include "actors/embedding/embedding_master.hpp"
+#include "actors/embedding/embedding_shard.hpp"
 #include "runtime/ask.hpp"
 
 namespace darcy::test {

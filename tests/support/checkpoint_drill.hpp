@@ -9,7 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/error.hpp>
 
-#include "messages/embedding.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
 
 namespace darcy::test {
 

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/errc.hpp"
-#include "messages/interfaces.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::test {

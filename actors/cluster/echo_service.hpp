@@ -1,0 +1,11 @@
+// The echo service: answers (echo, payload) with its node's name and the payload. It is the
+// smallest supervised service, used by the demo, the cluster tests and fault-injection drills.
+#pragma once
+
+#include "messages/cluster/cluster_interfaces.hpp"
+
+namespace darcy::actors {
+
+echo_actor::behavior_type echo_service(echo_actor::pointer self);
+
+} // namespace darcy::actors

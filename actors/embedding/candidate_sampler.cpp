@@ -1,0 +1,154 @@
+#include "actors/embedding/candidate_sampler.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "actors/fan_out.hpp"
+#include "compute/hash.hpp"
+#include "compute/sampler.hpp"
+#include "messages/errc.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+// The global weight table: one weight per distinct frequency, from every shard's histogram.
+struct weight_table {
+  std::vector<uint64_t> freqs;
+  std::vector<double> weights;
+  double total = 0;
+
+  double weight_of(uint64_t freq) const {
+    auto f = std::lower_bound(freqs.begin(), freqs.end(), freq);
+    return f == freqs.end() || *f != freq ? 0.0 : weights[static_cast<size_t>(f - freqs.begin())];
+  }
+};
+
+weight_table make_table(const std::vector<sample_stats>& stats, sampler_kind kind, double power) {
+  std::map<uint64_t, uint64_t> merged;
+  for (auto& s : stats)
+    for (size_t i = 0; i < s.freqs.size(); ++i)
+      merged[s.freqs[i]] += s.counts[i];
+  weight_table table;
+  std::vector<uint64_t> counts;
+  for (auto [freq, count] : merged) {
+    table.freqs.push_back(freq);
+    counts.push_back(count);
+  }
+  table.weights = compute::frequency_weights(kind, table.freqs, counts, power);
+  for (size_t i = 0; i < counts.size(); ++i)
+    table.total += table.weights[i] * static_cast<double>(counts[i]);
+  return table;
+}
+
+// Each shard's weight without its positives.
+std::vector<double> free_weights(const std::vector<sample_stats>& stats, const weight_table& t) {
+  std::vector<double> result;
+  for (auto& s : stats) {
+    double w = 0;
+    for (size_t i = 0; i < s.freqs.size(); ++i)
+      w += t.weight_of(s.freqs[i]) * static_cast<double>(s.counts[i]);
+    for (auto f : s.positive_freqs)
+      w -= t.weight_of(f);
+    result.push_back(std::max(0.0, w));
+  }
+  return result;
+}
+
+} // namespace
+
+candidate_sampler_actor::behavior_type candidate_sampler(candidate_sampler_actor::pointer self,
+                                                         candidate_sampler_options options) {
+  auto opts = std::make_shared<candidate_sampler_options>(std::move(options));
+  return {
+    [self, opts](sample_atom, const std::string& name, std::vector<std::string> positives,
+                 uint32_t num_sampled, sampler_kind kind,
+                 uint64_t seed) -> caf::result<sample_result> {
+      std::set<std::string> seen;
+      positives.erase(std::remove_if(positives.begin(), positives.end(),
+                                     [&](const std::string& p) { return !seen.insert(p).second; }),
+                      positives.end());
+      auto promise = self->make_response_promise<sample_result>();
+      auto shards = opts->shards;
+      auto all = std::vector<size_t>(shards.size());
+      std::iota(all.begin(), all.end(), 0);
+      auto stats = std::make_shared<std::vector<sample_stats>>(shards.size());
+      fan_out<sample_stats>(
+        all,
+        [=](size_t s) {
+          return self->request(shards[s], opts->shard_timeout, sample_stats_atom::value, name,
+                               positives);
+        },
+        [stats](size_t s, sample_stats& part) { (*stats)[s] = std::move(part); },
+        [=](caf::error err) mutable {
+          if (err) {
+            promise.deliver(std::move(err));
+            return;
+          }
+          auto table = make_table(*stats, kind, opts->unigram_power);
+          auto shard_weights = free_weights(*stats, table);
+          auto free_total = std::accumulate(shard_weights.begin(), shard_weights.end(), 0.0);
+          if (num_sampled > 0 && !(free_total > 0)) {
+            promise.deliver(make_error(errc::invalid_argument,
+                                       "'" + name + "' has no candidate besides the positives"));
+            return;
+          }
+          auto result = std::make_shared<sample_result>();
+          std::map<std::string, double> positive_prob;
+          for (auto& s : *stats)
+            for (size_t i = 0; i < s.positives.size(); ++i)
+              positive_prob[s.positives[i]] = table.weight_of(s.positive_freqs[i]) / table.total;
+          for (auto& p : positives) {
+            auto found = positive_prob.find(p);
+            result->keys.push_back(p);
+            result->is_positive.push_back(1);
+            result->probs.push_back(found == positive_prob.end()
+                                      ? absent_positive_prob
+                                      : std::max(found->second, absent_positive_prob));
+          }
+          // Share the negatives out among shards by their free weight (a seeded multinomial).
+          std::vector<uint32_t> counts(shards.size(), 0);
+          if (num_sampled > 0) {
+            std::mt19937_64 rng{seed};
+            std::discrete_distribution<size_t> pick(shard_weights.begin(), shard_weights.end());
+            for (uint32_t n = 0; n < num_sampled; ++n)
+              ++counts[pick(rng)];
+          }
+          std::vector<size_t> targets;
+          for (size_t s = 0; s < shards.size(); ++s)
+            if (counts[s] > 0)
+              targets.push_back(s);
+          auto parts = std::make_shared<std::vector<sample_result>>(shards.size());
+          fan_out<sample_result>(
+            targets,
+            [=](size_t s) {
+              sample_plan plan{table.freqs, table.weights, table.total, counts[s],
+                               compute::mix64(seed, s), positives};
+              return self->request(shards[s], opts->shard_timeout, sample_part_atom::value, name,
+                                   std::move(plan));
+            },
+            [parts](size_t s, sample_result& part) { (*parts)[s] = std::move(part); },
+            [=](caf::error err) mutable {
+              if (err) {
+                promise.deliver(std::move(err));
+                return;
+              }
+              for (auto& part : *parts) {
+                result->keys.insert(result->keys.end(), part.keys.begin(), part.keys.end());
+                result->is_positive.insert(result->is_positive.end(), part.is_positive.begin(),
+                                           part.is_positive.end());
+                result->probs.insert(result->probs.end(), part.probs.begin(), part.probs.end());
+              }
+              promise.deliver(std::move(*result));
+            });
+        });
+      return promise;
+    },
+  };
+}
+
+} // namespace darcy::actors

@@ -1,0 +1,484 @@
+#include "actors/embedding/embedding_master.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <unordered_map>
+
+#include "actors/fan_out.hpp"
+#include "actors/embedding/top_k_scan.hpp"
+#include "compute/hash.hpp"
+#include "compute/optimizer.hpp"
+#include "messages/errc.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
+#include "stores/checkpoint_io.hpp"
+#include "stores/de_config.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+// A batch split by shard: unique keys per shard, and for every input position the shard and
+// the row within that shard's reply.
+struct split_batch {
+  std::vector<std::vector<std::string>> keys;
+  std::vector<std::pair<uint32_t, uint32_t>> position;
+  /// For updates: summed gradients per shard, in the order of `keys`.
+  std::vector<std::vector<float>> grads;
+};
+
+split_batch split(const std::vector<std::string>& keys, size_t shard_count) {
+  split_batch out;
+  out.keys.resize(shard_count);
+  out.position.reserve(keys.size());
+  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> seen;
+  seen.reserve(keys.size());
+  for (auto& key : keys) {
+    auto [it, fresh] = seen.try_emplace(key);
+    if (fresh) {
+      auto s = static_cast<uint32_t>(shard_of(key, shard_count));
+      it->second = {s, static_cast<uint32_t>(out.keys[s].size())};
+      out.keys[s].push_back(key);
+    }
+    out.position.push_back(it->second);
+  }
+  return out;
+}
+
+void sum_gradients(split_batch& batch, const std::vector<float>& grads, size_t dim) {
+  batch.grads.resize(batch.keys.size());
+  for (size_t s = 0; s < batch.keys.size(); ++s)
+    batch.grads[s].assign(batch.keys[s].size() * dim, 0.0f);
+  for (size_t k = 0; k < batch.position.size(); ++k) {
+    auto [s, row] = batch.position[k];
+    auto* dst = batch.grads[s].data() + row * dim;
+    auto* src = grads.data() + k * dim;
+    for (size_t d = 0; d < dim; ++d)
+      dst[d] += src[d];
+  }
+}
+
+caf::expected<const de_config*> check(embedding_master_pointer self, const std::string& name,
+                                      size_t batch) {
+  auto i = self->state.configs.find(name);
+  if (i == self->state.configs.end())
+    return make_error(errc::unknown_embedding, name);
+  if (auto err = stores::check_batch(i->second, batch))
+    return err;
+  return &i->second;
+}
+
+// Runs `work` now if an in-flight slot is free, queues it otherwise, or refuses it.
+template <class Promise>
+void admit(embedding_master_pointer self, Promise promise, std::function<void()> work) {
+  auto& st = self->state;
+  if (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight) {
+    ++st.in_flight;
+    work();
+  } else if (st.queued.size() < st.options.max_queued) {
+    st.queued.push_back(std::move(work));
+  } else {
+    promise.deliver(make_error(errc::overloaded, std::to_string(st.in_flight) +
+                                                   " requests in flight"));
+  }
+}
+
+// Starts queued fan-outs while in-flight slots are free.
+void start_queued(embedding_master_pointer self) {
+  auto& st = self->state;
+  while (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight
+         && !st.queued.empty()) {
+    auto next = std::move(st.queued.front());
+    st.queued.pop_front();
+    ++st.in_flight;
+    next();
+  }
+}
+
+// Marks one fan-out done; runs the pending exclusive work once nothing is in flight.
+void finished(embedding_master_pointer self) {
+  auto& st = self->state;
+  --st.in_flight;
+  if (st.exclusive && st.in_flight == 0 && st.on_drained) {
+    auto work = std::move(st.on_drained);
+    st.on_drained = nullptr;
+    work();
+    return;
+  }
+  start_queued(self);
+}
+
+// Holds back new requests, waits for those in flight, then runs `work`, which must call
+// end_exclusive when it is done.
+caf::error begin_exclusive(embedding_master_pointer self, std::function<void()> work) {
+  auto& st = self->state;
+  if (st.exclusive)
+    return make_error(errc::overloaded, "a checkpoint is already being saved or restored");
+  st.exclusive = true;
+  if (st.in_flight == 0)
+    work();
+  else
+    st.on_drained = std::move(work);
+  return {};
+}
+
+void recover_pending(embedding_master_pointer self);
+
+void end_exclusive(embedding_master_pointer self) {
+  self->state.exclusive = false;
+  if (!self->state.to_recover.empty())
+    recover_pending(self);
+  else
+    start_queued(self);
+}
+
+// Remembers a running fan-out (and forgets finished ones).
+void track(embedding_master_pointer self, std::shared_ptr<fan_out_state> state) {
+  auto& list = self->state.fan_outs;
+  std::erase_if(list, [](const std::weak_ptr<fan_out_state>& w) {
+    auto s = w.lock();
+    return !s || s->finished();
+  });
+  if (!state->finished())
+    list.push_back(state);
+}
+
+std::vector<size_t> all_shards(embedding_master_pointer self) {
+  std::vector<size_t> result(self->state.options.shards.size());
+  std::iota(result.begin(), result.end(), 0);
+  return result;
+}
+
+std::vector<size_t> shards_with_keys(const split_batch& batch) {
+  std::vector<size_t> result;
+  for (size_t s = 0; s < batch.keys.size(); ++s)
+    if (!batch.keys[s].empty())
+      result.push_back(s);
+  return result;
+}
+
+// Delivers `value` on success and the error otherwise.
+template <class Promise, class Value>
+std::function<void(caf::error)> deliver_with(Promise promise, Value value) {
+  return [promise, value](caf::error err) mutable {
+    if (err)
+      promise.deliver(std::move(err));
+    else
+      promise.deliver(value());
+  };
+}
+
+// Recovers one pending shard, unless a save, restore or recovery already runs (end_exclusive
+// calls back here). A shard that came back as a new actor gets every table again and the rows
+// of the last checkpoint, when there is one, before it serves; requests wait meanwhile.
+void recover_pending(embedding_master_pointer self) {
+  auto& st = self->state;
+  if (st.exclusive || st.to_recover.empty())
+    return;
+  auto index = *st.to_recover.begin();
+  st.to_recover.erase(st.to_recover.begin());
+  begin_exclusive(self, [self, index] {
+    auto& opts = self->state.options;
+    auto timeout = opts.shard_timeout;
+    auto shard = opts.shards[index];
+    auto done = [self, index](const caf::error& err) {
+      if (err)
+        std::cerr << "embedding master: shard recovery failed: " << render(err) << std::endl;
+      else
+        self->state.down.erase(index);
+      end_exclusive(self);
+    };
+    auto manifest = opts.checkpoint_dir.empty()
+                      ? caf::expected<checkpoint_manifest>{make_error(errc::not_found)}
+                      : stores::read_manifest(opts.checkpoint_dir);
+    if (manifest) {
+      self->request(shard, timeout, load_part_atom::value, opts.checkpoint_dir, *manifest,
+                    static_cast<uint32_t>(index), static_cast<uint32_t>(opts.shards.size()))
+        .then([done](ok_atom) { done({}); }, [done](caf::error& err) { done(err); });
+      return;
+    }
+    auto configs = std::make_shared<std::vector<de_config>>();
+    for (auto& [name, cfg] : self->state.configs)
+      configs->push_back(cfg);
+    std::vector<size_t> all(configs->size());
+    std::iota(all.begin(), all.end(), 0);
+    fan_out<ok_atom>(
+      all,
+      [=](size_t c) { return self->request(shard, timeout, create_atom::value, (*configs)[c]); },
+      [](size_t, ok_atom) {}, done);
+  });
+}
+
+// One manifest entry per embedding, its files in shard order.
+checkpoint_manifest assemble_manifest(const std::vector<std::vector<checkpoint_embedding>>& parts,
+                                      int64_t step, const std::string& extra, size_t shards) {
+  checkpoint_manifest manifest;
+  manifest.step = step;
+  manifest.extra = extra;
+  manifest.shard_count = static_cast<uint32_t>(shards);
+  std::map<std::string, checkpoint_embedding> by_name;
+  for (auto& part : parts)
+    for (auto& entry : part) {
+      auto& merged = by_name[entry.config.name];
+      merged.config = entry.config;
+      merged.files.insert(merged.files.end(), entry.files.begin(), entry.files.end());
+    }
+  for (auto& [name, entry] : by_name)
+    manifest.embeddings.push_back(std::move(entry));
+  return manifest;
+}
+
+// Removes checkpoint directories under `dir` other than `keep`; with `only` set, just that one.
+void remove_stale_checkpoints(const std::string& dir, const std::string& keep,
+                              const std::string& only) {
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    auto name = entry.path().filename().string();
+    if (name.rfind("ckpt-", 0) != 0 || name == keep)
+      continue;
+    if (only.empty() || name == only)
+      std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
+} // namespace
+
+size_t shard_of(std::string_view key, size_t shard_count) {
+  return compute::hash_key(key) % shard_count;
+}
+
+embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
+                                                       embedding_master_options options) {
+  self->state.options = std::move(options);
+  auto timeout = self->state.options.shard_timeout;
+  if (!self->state.options.shard_services.empty())
+    if (auto registry = self->system().registry().get<registry_actor>(registry_key))
+      self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  return {
+    [self](const cluster_event& event) {
+      auto& names = self->state.options.shard_services;
+      auto i = std::find(names.begin(), names.end(), event.service);
+      if (i == names.end())
+        return;
+      auto index = static_cast<size_t>(i - names.begin());
+      if (event.kind == cluster_event_kind::service_down) {
+        // Requests to the lost shard would only time out: fail them now.
+        auto err = make_error(errc::node_unreachable,
+                              "shard " + event.service + " went down: " + event.reason);
+        self->state.down.insert(index);
+        for (auto& weak : self->state.fan_outs)
+          if (auto state = weak.lock())
+            state->abort_if_waiting(index, err);
+        return;
+      }
+      if (event.kind != cluster_event_kind::service_up)
+        return;
+      auto shard = caf::actor_cast<embedding_shard_actor>(event.actor);
+      if (shard == self->state.options.shards[index])
+        return;
+      self->state.options.shards[index] = shard;
+      self->state.to_recover.insert(index);
+      recover_pending(self);
+    },
+    [self, timeout](create_atom, const de_config& cfg) -> caf::result<ok_atom> {
+      auto promise = self->make_response_promise<ok_atom>();
+      fan_out<ok_atom>(
+        all_shards(self),
+        [=](size_t s) {
+          return self->request(self->state.options.shards[s], timeout, create_atom::value, cfg);
+        },
+        [](size_t, ok_atom) {},
+        deliver_with(promise, [self, cfg] {
+          self->state.configs[cfg.name] = cfg;
+          return ok_atom::value;
+        }));
+      return promise;
+    },
+    [self, timeout](lookup_atom, const std::string& name,
+                    const std::vector<std::string>& keys) -> caf::result<std::vector<float>> {
+      auto cfg = check(self, name, keys.size());
+      if (!cfg)
+        return std::move(cfg.error());
+      auto dim = (*cfg)->dim;
+      auto promise = self->make_response_promise<std::vector<float>>();
+      auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
+      admit(self, promise, [=]() mutable {
+        auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
+        track(self, fan_out<std::vector<float>>(
+          shards_with_keys(*batch),
+          [=](size_t s) {
+            return self->request(self->state.options.shards[s], timeout, lookup_atom::value,
+                                 name, batch->keys[s]);
+          },
+          [=](size_t s, const std::vector<float>& rows) {
+            for (size_t k = 0; k < batch->position.size(); ++k)
+              if (batch->position[k].first == s)
+                std::copy_n(rows.data() + batch->position[k].second * dim, dim,
+                            out->data() + k * dim);
+          },
+          [=](caf::error err) mutable {
+            if (err)
+              promise.deliver(std::move(err));
+            else
+              promise.deliver(std::move(*out));
+            finished(self);
+          }));
+      });
+      return promise;
+    },
+    [self, timeout](update_atom, const std::string& name, const std::vector<std::string>& keys,
+                    const std::vector<float>& grads, int64_t step) -> caf::result<ok_atom> {
+      auto cfg = check(self, name, keys.size());
+      if (!cfg)
+        return std::move(cfg.error());
+      auto dim = (*cfg)->dim;
+      if ((*cfg)->read_only)
+        return make_error(errc::read_only, "update of embedding '" + name + "'");
+      if (grads.size() != keys.size() * dim)
+        return make_error(errc::dimension_mismatch,
+                          std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
+                            " need " + std::to_string(keys.size() * dim) +
+                            " gradient values, got " + std::to_string(grads.size()));
+      if (!compute::all_finite(grads))
+        return make_error(errc::non_finite, "gradients for embedding '" + name + "'");
+      auto promise = self->make_response_promise<ok_atom>();
+      auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
+      sum_gradients(*batch, grads, dim);
+      admit(self, promise, [=]() mutable {
+        track(self, fan_out<ok_atom>(
+          shards_with_keys(*batch),
+          [=](size_t s) {
+            return self->request(self->state.options.shards[s], timeout, update_atom::value,
+                                 name, batch->keys[s], batch->grads[s], step);
+          },
+          [](size_t, ok_atom) {},
+          [=](caf::error err) mutable {
+            if (err)
+              promise.deliver(std::move(err));
+            else
+              promise.deliver(ok_atom::value);
+            finished(self);
+          }));
+      });
+      return promise;
+    },
+    [self, timeout](save_atom, const std::string& dir, int64_t step,
+                    const std::string& extra) -> caf::result<checkpoint_manifest> {
+      auto promise = self->make_response_promise<checkpoint_manifest>();
+      auto id = "ckpt-" + std::to_string(step) + "-" + std::to_string(++self->state.checkpoints)
+                + "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+      auto err = begin_exclusive(self, [=]() mutable {
+        auto parts = std::make_shared<std::vector<std::vector<checkpoint_embedding>>>(
+          self->state.options.shards.size());
+        fan_out<std::vector<checkpoint_embedding>>(
+          all_shards(self),
+          [=](size_t s) {
+            return self->request(self->state.options.shards[s], timeout, save_part_atom::value,
+                                 dir, id, static_cast<uint32_t>(s));
+          },
+          [parts](size_t s, std::vector<checkpoint_embedding>& part) {
+            (*parts)[s] = std::move(part);
+          },
+          [=](caf::error err) mutable {
+            auto manifest = assemble_manifest(*parts, step, extra,
+                                              self->state.options.shards.size());
+            if (!err)
+              err = stores::write_manifest(dir, manifest);
+            // The new manifest is in place (or the old one still is): drop what it does not name.
+            remove_stale_checkpoints(dir, err ? std::string{} : id, err ? id : std::string{});
+            end_exclusive(self);
+            if (err)
+              promise.deliver(std::move(err));
+            else
+              promise.deliver(std::move(manifest));
+          });
+      });
+      if (err)
+        return err;
+      return promise;
+    },
+    [self, timeout](restore_atom, const std::string& dir) -> caf::result<checkpoint_manifest> {
+      auto manifest = stores::read_manifest(dir);
+      if (!manifest)
+        return std::move(manifest.error());
+      for (auto& entry : manifest->embeddings)
+        if (auto err = stores::validate(entry.config))
+          return make_error(errc::corrupt_file, dir + ": " + render(err));
+      auto promise = self->make_response_promise<checkpoint_manifest>();
+      auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
+      auto err = begin_exclusive(self, [=]() mutable {
+        auto count = static_cast<uint32_t>(self->state.options.shards.size());
+        fan_out<ok_atom>(
+          all_shards(self),
+          [=](size_t s) {
+            return self->request(self->state.options.shards[s], timeout, load_part_atom::value,
+                                 dir, *shared, static_cast<uint32_t>(s), count);
+          },
+          [](size_t, ok_atom) {},
+          [=](caf::error err) mutable {
+            if (!err) {
+              self->state.configs.clear();
+              for (auto& entry : shared->embeddings)
+                self->state.configs[entry.config.name] = entry.config;
+            }
+            end_exclusive(self);
+            if (err)
+              promise.deliver(std::move(err));
+            else
+              promise.deliver(*shared);
+          });
+      });
+      if (err)
+        return err;
+      return promise;
+    },
+    [self, timeout](top_k_atom, const std::string& name, const std::vector<float>& queries,
+                    uint32_t k, bool with_bias) -> caf::result<top_k_result> {
+      auto i = self->state.configs.find(name);
+      if (i == self->state.configs.end())
+        return make_error(errc::unknown_embedding, name);
+      auto qdim = i->second.dim - (with_bias ? 1u : 0u);
+      if (k == 0)
+        return make_error(errc::invalid_argument, "top_k needs k >= 1");
+      if (qdim == 0 || queries.empty() || queries.size() % qdim != 0)
+        return make_error(errc::dimension_mismatch,
+                          std::to_string(queries.size()) + " query values for dim " +
+                            std::to_string(qdim));
+      auto promise = self->make_response_promise<top_k_result>();
+      auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
+      auto nq = queries.size() / qdim;
+      fan_out<top_k_result>(
+        all_shards(self),
+        [=](size_t s) {
+          return self->request(self->state.options.shards[s], timeout, top_k_atom::value, name,
+                               queries, k, with_bias);
+        },
+        [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
+        deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }));
+      return promise;
+    },
+    [self, timeout](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
+      if (self->state.configs.count(name) == 0)
+        return make_error(errc::unknown_embedding, name);
+      auto promise = self->make_response_promise<embedding_stats>();
+      auto total = std::make_shared<embedding_stats>();
+      fan_out<embedding_stats>(
+        all_shards(self),
+        [=](size_t s) {
+          return self->request(self->state.options.shards[s], timeout, stats_atom::value, name);
+        },
+        [total](size_t, const embedding_stats& part) {
+          total->rows += part.rows;
+          total->bytes += part.bytes;
+          total->raw_bytes += part.raw_bytes;
+          total->evictions += part.evictions;
+          total->dropped_updates += part.dropped_updates;
+        },
+        deliver_with(promise, [total] { return *total; }));
+      return promise;
+    },
+  };
+}
+
+} // namespace darcy::actors

@@ -1,0 +1,59 @@
+// The embedding master: routes batches of raw string keys to the shards that own them and
+// merges the answers. It keeps no rows, only each embedding's config, and bounds its work:
+// at most `max_in_flight` fan-outs run at once and `max_queued` more wait.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/fan_out.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
+
+namespace darcy::actors {
+
+struct embedding_master_options {
+  std::vector<embedding_shard_actor> shards;
+  size_t max_in_flight = 64;
+  size_t max_queued = 1024;
+  std::chrono::milliseconds shard_timeout{30000};
+  /// Registry names of the shards, in shard order, when they are supervised services: a
+  /// shard that comes back under its name is recovered from `checkpoint_dir`. Empty: shards
+  /// are fixed.
+  std::vector<std::string> shard_services;
+  std::string checkpoint_dir;
+};
+
+struct embedding_master_state {
+  embedding_master_options options;
+  std::map<std::string, de_config> configs;
+  size_t in_flight = 0;
+  /// Fan-outs waiting for a free in-flight slot, oldest first.
+  std::deque<std::function<void()>> queued;
+  /// While a checkpoint is saved or restored, new requests wait in `queued`; `on_drained`
+  /// runs once the requests in flight have finished.
+  bool exclusive = false;
+  std::function<void()> on_drained;
+  uint64_t checkpoints = 0;
+  /// Supervised shards that went down and have not been recovered yet: requests wait (in
+  /// `queued`, so bounded by max_queued) until they are back.
+  std::set<size_t> down;
+  /// Shards that came back as new actors and still need their rows.
+  std::set<size_t> to_recover;
+  /// Running fan-outs, so that those waiting on a shard that went down fail at once.
+  std::vector<std::weak_ptr<fan_out_state>> fan_outs;
+  static inline const char* name = "darcy.embedding_master";
+};
+
+using embedding_master_pointer = embedding_master_actor::stateful_pointer<embedding_master_state>;
+
+embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
+                                                       embedding_master_options options);
+
+/// The shard that owns `key` among `shard_count` shards.
+size_t shard_of(std::string_view key, size_t shard_count);
+
+} // namespace darcy::actors

@@ -1,0 +1,40 @@
+// The embedding shard: owns, for every embedding, the rows whose key hash falls on this shard,
+// and runs lookups and in-shard optimizer updates on them. Behaviour only: the rows and the
+// math live in stores/ and compute/.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+
+#include "messages/embedding/embedding_interfaces.hpp"
+#include "stores/embedding_store.hpp"
+
+namespace darcy::actors {
+
+struct embedding_shard_state {
+  struct table {
+    de_config config;
+    std::unique_ptr<stores::embedding_store> store;
+  };
+  /// This shard's number in its service; a persistent backend keeps its rows in
+  /// config.path/shard-<index>, so that a restarted shard finds them again.
+  uint32_t index = 0;
+  std::map<std::string, table> tables;
+  static inline const char* name = "darcy.embedding_shard";
+};
+
+embedding_shard_actor::behavior_type
+embedding_shard(embedding_shard_actor::stateful_pointer<embedding_shard_state> self,
+                uint32_t index);
+
+/// Spawns shards 0..count-1 in `sys`.
+std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count);
+
+/// The config a shard's store is opened with: `cfg` with a persistent path made per shard.
+de_config shard_config(const de_config& cfg, uint32_t index);
+
+} // namespace darcy::actors

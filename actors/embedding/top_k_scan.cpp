@@ -1,0 +1,90 @@
+#include "actors/embedding/top_k_scan.hpp"
+
+#include "compute/top_k.hpp"
+#include "messages/errc.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+constexpr Eigen::Index block_rows = 8192;
+
+} // namespace
+
+caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
+                                       const std::vector<float>& queries, uint32_t k,
+                                       bool with_bias) {
+  auto dim = static_cast<Eigen::Index>(store.dim());
+  auto qdim = with_bias ? dim - 1 : dim;
+  if (k == 0)
+    return make_error(errc::invalid_argument, "top_k needs k >= 1");
+  if (qdim <= 0 || queries.empty() || queries.size() % static_cast<size_t>(qdim) != 0)
+    return make_error(errc::dimension_mismatch,
+                      std::to_string(queries.size()) + " query values are not a whole number of "
+                        + std::to_string(qdim) + "-dimensional queries");
+  auto nq = static_cast<Eigen::Index>(queries.size()) / qdim;
+  // Queries extended with 1 score [c;1]·[w;b] against whole rows.
+  compute::row_matrix q = compute::row_matrix::Ones(nq, dim);
+  q.leftCols(qdim) = Eigen::Map<const compute::row_matrix>(queries.data(), nq, qdim);
+  std::vector<std::string> keys;
+  compute::row_matrix block(block_rows, dim);
+  std::vector<std::vector<std::vector<compute::hit>>> partial(static_cast<size_t>(nq));
+  Eigen::Index filled = 0;
+  auto flush = [&] {
+    if (filled == 0)
+      return;
+    compute::row_matrix rows = block.topRows(filled);
+    auto hits = compute::top_k_inner_product(q, rows, {}, k);
+    for (Eigen::Index i = 0; i < nq; ++i) {
+      auto& list = (*hits)[static_cast<size_t>(i)];
+      for (auto& h : list)
+        h.id += keys.size() - static_cast<size_t>(filled);
+      partial[static_cast<size_t>(i)].push_back(std::move(list));
+    }
+    filled = 0;
+  };
+  store.scan([&](std::string_view key, std::span<const float> values) {
+    block.row(filled) = Eigen::Map<const Eigen::RowVectorXf>(values.data(), dim);
+    keys.emplace_back(key);
+    if (++filled == block_rows)
+      flush();
+  });
+  flush();
+  top_k_result result;
+  result.offsets.push_back(0);
+  for (auto& lists : partial) {
+    for (auto& h : compute::merge_top_k(lists, k)) {
+      result.keys.push_back(keys[h.id]);
+      result.scores.push_back(h.score);
+    }
+    result.offsets.push_back(static_cast<uint32_t>(result.keys.size()));
+  }
+  return result;
+}
+
+top_k_result merge_top_k_results(const std::vector<top_k_result>& parts, size_t queries,
+                                 uint32_t k) {
+  top_k_result result;
+  result.offsets.push_back(0);
+  for (size_t q = 0; q < queries; ++q) {
+    // Ids encode (part, position) so that each hit maps back to its key.
+    std::vector<std::vector<compute::hit>> lists;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      auto& part = parts[p];
+      std::vector<compute::hit> list;
+      for (auto i = part.offsets[q]; i < part.offsets[q + 1]; ++i)
+        list.push_back({part.scores[i], (uint64_t{p} << 32) | i});
+      lists.push_back(std::move(list));
+    }
+    for (auto& h : compute::merge_top_k(lists, k)) {
+      auto& part = parts[h.id >> 32];
+      auto i = static_cast<uint32_t>(h.id & 0xffffffffULL);
+      result.keys.push_back(part.keys[i]);
+      result.scores.push_back(h.score);
+    }
+    result.offsets.push_back(static_cast<uint32_t>(result.keys.size()));
+  }
+  return result;
+}
+
+} // namespace darcy::actors

@@ -1,0 +1,43 @@
+// The factor shard of distributed WALS: holds the rows of U and V it owns (id % count == index)
+// in a current and a pending buffer per side, so that a phase's writes never change what the
+// phase reads. Behaviour only: the initial rows and the Gramian come from compute/wals, files
+// from stores/matrix_file. Interface and contract: factor_shard_actor (wals_interfaces.hpp).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "messages/wals/wals_interfaces.hpp"
+
+namespace darcy::actors {
+
+struct factor_shard_state {
+  struct side_rows {
+    /// Rows owned: ids index, index + count, ...; local row i is id index + i * count.
+    uint64_t rows = 0;
+    /// Shared with readers of view; never written while current. Never null.
+    std::shared_ptr<std::vector<float>> current;
+    /// Written during a phase. A buffer that a reader still holds is never reused as pending.
+    std::shared_ptr<std::vector<float>> pending;
+    /// The epoch whose writes go to `pending`; 0 when none is open.
+    uint64_t open_epoch = 0;
+  };
+  wals_shard_config config;
+  std::array<side_rows, 2> sides;
+  static inline const char* name = "darcy.factor_shard";
+};
+
+factor_shard_actor::behavior_type
+factor_shard(factor_shard_actor::stateful_pointer<factor_shard_state> self,
+             wals_shard_config config);
+
+/// The shard that owns `id` among `count`, and its row there.
+inline uint32_t shard_of(uint64_t id, uint32_t count) { return static_cast<uint32_t>(id % count); }
+inline uint64_t local_row(uint64_t id, uint32_t count) { return id / count; }
+
+/// The file of one side of one shard in checkpoint `sweep` under `dir`.
+std::string factor_file(const std::string& dir, uint32_t sweep, wals_side side, uint32_t index,
+                        uint32_t count);
+
+} // namespace darcy::actors

@@ -1,0 +1,332 @@
+#include "apps/bench/embedding_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "actors/actor_types.hpp"
+#include "actors/embedding/embedding_master.hpp"
+#include "actors/embedding/embedding_shard.hpp"
+#include "apps/cli/commands.hpp"
+#include "messages/errc.hpp"
+#include "runtime/ask.hpp"
+#include "runtime/client.hpp"
+#include "runtime/process.hpp"
+#include "runtime/system_config.hpp"
+#include "stores/de_config.hpp"
+#include "stores/leveldb_store.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using strings = std::vector<std::string>;
+
+std::string key_of(uint64_t id) {
+  return "key" + std::to_string(id);
+}
+
+// Batches of key ids drawn from Zipf(s) over [0, n) by inverting the CDF.
+std::vector<std::vector<uint64_t>> zipf_stream(const embedding_bench_options& o, uint64_t n) {
+  std::vector<double> cdf(n);
+  double sum = 0;
+  for (uint64_t k = 0; k < n; ++k) {
+    sum += std::pow(static_cast<double>(k + 1), -o.zipf);
+    cdf[k] = sum;
+  }
+  std::mt19937_64 rng{2026};
+  std::uniform_real_distribution<double> u{0, sum};
+  std::vector<std::vector<uint64_t>> batches(o.batches, std::vector<uint64_t>(o.batch));
+  for (auto& b : batches)
+    for (auto& id : b)
+      id = static_cast<uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin());
+  return batches;
+}
+
+std::vector<strings> key_batches(const std::vector<std::vector<uint64_t>>& ids) {
+  std::vector<strings> result;
+  for (auto& b : ids) {
+    strings keys;
+    keys.reserve(b.size());
+    for (auto id : b)
+      keys.push_back(key_of(id));
+    result.push_back(std::move(keys));
+  }
+  return result;
+}
+
+// Distinct keys of each batch, as update batches must be.
+std::vector<strings> unique_batches(const std::vector<strings>& batches) {
+  std::vector<strings> result;
+  for (auto b : batches) {
+    std::sort(b.begin(), b.end());
+    b.erase(std::unique(b.begin(), b.end()), b.end());
+    result.push_back(std::move(b));
+  }
+  return result;
+}
+
+template <class F>
+double rows_per_second(const std::vector<strings>& batches, F run) {
+  size_t rows = 0;
+  auto begin = clock::now();
+  for (auto& b : batches) {
+    run(b);
+    rows += b.size();
+  }
+  return static_cast<double>(rows) / std::chrono::duration<double>(clock::now() - begin).count();
+}
+
+de_config bench_config(const embedding_bench_options& o) {
+  de_config cfg;
+  cfg.name = "bench";
+  cfg.dim = o.dim;
+  cfg.optimizer = {optimizer_kind::adagrad, 0.05f};
+  cfg.max_batch = std::max<uint32_t>(o.batch, 1 << 16);
+  return cfg;
+}
+
+// Creates every key (in batches), so that the stream hits existing rows.
+template <class Lookup>
+void populate(uint64_t n, uint32_t batch, Lookup lookup) {
+  strings keys;
+  for (uint64_t id = 0; id < n; ++id) {
+    keys.push_back(key_of(id));
+    if (keys.size() == batch || id + 1 == n) {
+      lookup(keys);
+      keys.clear();
+    }
+  }
+}
+
+struct path_result {
+  double lookup = 0;
+  double update = 0;
+};
+
+void report(const char* path, const path_result& r) {
+  std::cout << std::left << std::setw(22) << path << std::right << std::fixed
+            << std::setprecision(0) << std::setw(14) << r.lookup << std::setw(14) << r.update
+            << std::endl;
+}
+
+} // namespace
+
+int run_embedding_bench(const embedding_bench_options& o) {
+  std::cout << "embedding: " << o.keys << " keys, dim " << o.dim << ", Zipf(" << o.zipf
+            << "), " << o.batches << " batches of " << o.batch << ", "
+            << std::thread::hardware_concurrency() << " cores" << std::endl;
+  auto ids = zipf_stream(o, o.keys);
+  auto lookups = key_batches(ids);
+  auto updates = unique_batches(lookups);
+  auto cfg = bench_config(o);
+  std::vector<float> out(size_t{o.batch} * o.dim);
+  std::vector<float> grads(size_t{o.batch} * o.dim, 0.01f);
+  std::cout << std::left << std::setw(22) << "path" << std::right << std::setw(14) << "lookup/s"
+            << std::setw(14) << "update/s" << std::endl;
+
+  // The dictionary baseline: a dense matrix gathered by integer id.
+  double dense_rows_s = 0;
+  {
+    std::vector<float> dense(o.keys * o.dim);
+    std::mt19937 rng{1};
+    std::uniform_real_distribution<float> u{-0.05f, 0.05f};
+    for (auto& x : dense)
+      x = u(rng);
+    size_t rows = 0;
+    auto begin = clock::now();
+    for (auto& b : ids) {
+      for (size_t k = 0; k < b.size(); ++k)
+        std::memcpy(out.data() + k * o.dim, dense.data() + b[k] * o.dim, o.dim * sizeof(float));
+      rows += b.size();
+    }
+    dense_rows_s = rows / std::chrono::duration<double>(clock::now() - begin).count();
+    report("dense gather", {dense_rows_s, 0});
+  }
+
+  // The store, called directly.
+  path_result store;
+  double bytes_per_row = 0, raw_bytes_per_row = 0;
+  {
+    auto s = stores::make_store(cfg);
+    if (!s)
+      return fail(render(s.error()));
+    auto& st = **s;
+    auto lookup = [&](const strings& keys) {
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      std::vector<float> rows(keys.size() * o.dim);
+      st.lookup(views, rows);
+    };
+    populate(o.keys, o.batch, lookup);
+    auto stats = st.stats();
+    bytes_per_row = static_cast<double>(stats.bytes) / stats.rows;
+    raw_bytes_per_row = static_cast<double>(stats.raw_bytes) / stats.rows;
+    store.lookup = rows_per_second(lookups, [&](const strings& keys) {
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      st.lookup(views, std::span<float>{out.data(), keys.size() * o.dim});
+    });
+    store.update = rows_per_second(updates, [&](const strings& keys) {
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      st.update(views, std::span<const float>{grads.data(), keys.size() * o.dim}, 1);
+    });
+    report("memory_store", store);
+  }
+
+  runtime::system_config sys_cfg{"bench"};
+  actors::register_actor_types(sys_cfg);
+  caf::actor_system sys{sys_cfg};
+  sys.await_actors_before_shutdown(false);
+  auto timeout = std::chrono::minutes(5);
+
+  // Runs the lookup and update streams through a master.
+  auto bench_master = [&](const embedding_master_actor& master) -> caf::expected<path_result> {
+    if (auto ok = runtime::ask<ok_atom>(sys, master, timeout, create_atom::value, cfg); !ok)
+      return ok.error();
+    caf::error failed;
+    populate(o.keys, o.batch, [&](const strings& keys) {
+      auto r = runtime::ask<std::vector<float>>(sys, master, timeout, lookup_atom::value,
+                                                cfg.name, keys);
+      if (!r)
+        failed = r.error();
+    });
+    if (failed)
+      return failed;
+    path_result r;
+    r.lookup = rows_per_second(lookups, [&](const strings& keys) {
+      runtime::ask<std::vector<float>>(sys, master, timeout, lookup_atom::value, cfg.name, keys);
+    });
+    r.update = rows_per_second(updates, [&](const strings& keys) {
+      runtime::ask<ok_atom>(sys, master, timeout, update_atom::value, cfg.name, keys,
+                            std::vector<float>(grads.begin(), grads.begin() + keys.size() * o.dim),
+                            int64_t{1});
+    });
+    return r;
+  };
+  auto stop = [&](const std::vector<caf::actor>& actors) {
+    caf::scoped_actor self{sys};
+    for (auto& a : actors) {
+      self->monitor(a);
+      self->send_exit(a, caf::exit_reason::user_shutdown);
+      self->receive([](const caf::down_msg&) {}, caf::after(std::chrono::seconds(30)) >> [] {});
+    }
+  };
+
+  // The service with its shards in this process.
+  path_result service;
+  {
+    auto shards = actors::spawn_shards(sys, o.shards);
+    auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{shards});
+    auto r = bench_master(master);
+    if (!r)
+      return fail("in-process service: " + render(r.error()));
+    service = *r;
+    report("service (in-process)", service);
+    std::vector<caf::actor> all{caf::actor_cast<caf::actor>(master)};
+    for (auto& s : shards)
+      all.push_back(caf::actor_cast<caf::actor>(s));
+    stop(all);
+  }
+
+  // The service with its shards in two other node processes.
+  path_result remote;
+  {
+    auto exe = runtime::self_executable();
+    auto a = runtime::launch_node({exe, "node", "--name", "emb-a", "--listen", "127.0.0.1:0"},
+                                  std::chrono::seconds(30));
+    if (!a)
+      return fail("starting node: " + render(a.error()));
+    auto b = runtime::launch_node({exe, "node", "--name", "emb-b", "--listen", "127.0.0.1:0",
+                                   "--join", runtime::to_string(a->address)},
+                                  std::chrono::seconds(30));
+    if (!b)
+      return fail("starting node: " + render(b.error()));
+    std::vector<embedding_shard_actor> shards;
+    for (uint32_t i = 0; i < o.shards; ++i) {
+      auto& where = i % 2 == 0 ? a->address : b->address;
+      auto agent = runtime::connect_agent(sys, where);
+      if (!agent)
+        return fail(render(agent.error()));
+      auto shard = runtime::ask<caf::actor>(sys, *agent, timeout, spawn_atom::value,
+                                            std::string{"darcy.embedding_shard"},
+                                            caf::make_message(i));
+      if (!shard)
+        return fail(render(shard.error()));
+      shards.push_back(caf::actor_cast<embedding_shard_actor>(*shard));
+    }
+    auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{shards});
+    auto r = bench_master(master);
+    if (!r)
+      return fail("remote service: " + render(r.error()));
+    remote = *r;
+    report("service (2 nodes)", remote);
+    stop({caf::actor_cast<caf::actor>(master)});
+    for (auto* n : {&*b, &*a}) {
+      n->process.signal(SIGTERM);
+      n->process.wait(std::chrono::seconds(30));
+    }
+  }
+
+  // LevelDB: a fresh store (cold cache), then the same stream again (warm cache).
+  double leveldb_cold = 0, leveldb_warm = 0;
+  {
+    auto dir = std::filesystem::temp_directory_path() /
+               ("darcy_bench_leveldb_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    auto ldb_cfg = cfg;
+    ldb_cfg.backend = backend_kind::leveldb;
+    ldb_cfg.path = dir.string();
+    auto ldb_ids = zipf_stream(o, o.leveldb_keys);
+    auto ldb_lookups = key_batches(ldb_ids);
+    {
+      auto writer = stores::leveldb_store::open(ldb_cfg);
+      if (!writer)
+        return fail(render(writer.error()));
+      populate(o.leveldb_keys, o.batch, [&](const strings& keys) {
+        std::vector<std::string_view> views(keys.begin(), keys.end());
+        std::vector<float> rows(keys.size() * o.dim);
+        (*writer)->lookup(views, rows);
+      });
+    }
+    auto reader = stores::leveldb_store::open(ldb_cfg);
+    if (!reader)
+      return fail(render(reader.error()));
+    auto run = [&](const strings& keys) {
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      (*reader)->lookup(views, std::span<float>{out.data(), keys.size() * o.dim});
+    };
+    leveldb_cold = rows_per_second(ldb_lookups, run);
+    leveldb_warm = rows_per_second(ldb_lookups, run);
+    report("leveldb cold", {leveldb_cold, 0});
+    report("leveldb warm", {leveldb_warm, 0});
+    reader->reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  std::ostringstream json;
+  json << std::setprecision(6) << "{\"bench\":\"embedding\",\"metrics\":{"
+       << "\"dense_rows_s\":" << dense_rows_s << ",\"store_lookup_rows_s\":" << store.lookup
+       << ",\"service_lookup_rows_s\":" << service.lookup
+       << ",\"remote_lookup_rows_s\":" << remote.lookup
+       << ",\"store_update_rows_s\":" << store.update
+       << ",\"service_update_rows_s\":" << service.update
+       << ",\"remote_update_rows_s\":" << remote.update
+       << ",\"store_vs_dense\":" << store.lookup / dense_rows_s
+       << ",\"service_vs_dense\":" << service.lookup / dense_rows_s
+       << ",\"remote_vs_dense\":" << remote.lookup / dense_rows_s
+       << ",\"bytes_per_row\":" << bytes_per_row << ",\"raw_bytes_per_row\":" << raw_bytes_per_row
+       << ",\"leveldb_cold_rows_s\":" << leveldb_cold << ",\"leveldb_warm_rows_s\":" << leveldb_warm
+       << ",\"keys\":" << o.keys << ",\"leveldb_keys\":" << o.leveldb_keys << ",\"dim\":" << o.dim
+       << ",\"cores\":" << std::thread::hardware_concurrency() << "}}";
+  std::cout << json.str() << std::endl;
+  return 0;
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,46 @@
+// `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
+#include "apps/bench/embedding_bench.hpp"
+#include "apps/bench/messaging_bench.hpp"
+#include "apps/bench/wals_bench.hpp"
+#include "apps/cli/commands.hpp"
+
+namespace darcy::apps {
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto bench = app.add_subcommand("bench", "Run a benchmark against its peers");
+  bench->require_subcommand(1);
+  auto opts = std::make_shared<messaging_bench_options>();
+  auto messaging = bench->add_subcommand("messaging", "Actor messaging versus plain TCP");
+  messaging->add_option("--count-1k", opts->count_1k, "Round trips per 1 KiB run");
+  messaging->add_option("--count-256k", opts->count_256k, "Round trips per 256 KiB run");
+  messaging->add_option("--latency-count", opts->latency_count, "Sequential round trips");
+  messaging->add_option("--window", opts->window, "Requests in flight");
+  messaging->add_option("--repetitions", opts->repetitions, "Runs per figure (median)");
+  messaging->callback([opts, &exit_code] { exit_code = run_messaging_bench(*opts); });
+
+  auto emb = std::make_shared<embedding_bench_options>();
+  auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");
+  embedding->add_option("--keys", emb->keys, "Distinct keys");
+  embedding->add_option("--dim", emb->dim, "Embedding dimension");
+  embedding->add_option("--batch", emb->batch, "Keys per batch");
+  embedding->add_option("--batches", emb->batches, "Batches per measurement");
+  embedding->add_option("--zipf", emb->zipf, "Zipf exponent of the key stream");
+  embedding->add_option("--shards", emb->shards, "Shards of the service");
+  embedding->add_option("--leveldb-keys", emb->leveldb_keys, "Distinct keys for LevelDB");
+  embedding->callback([emb, &exit_code] { exit_code = run_embedding_bench(*emb); });
+
+  auto wals = std::make_shared<wals_bench_options>();
+  auto wals_cmd = bench->add_subcommand("wals", "Distributed WALS versus a plain Eigen loop");
+  wals_cmd->add_option("--rows", wals->rows, "Synthetic rows");
+  wals_cmd->add_option("--cols", wals->cols, "Synthetic columns");
+  wals_cmd->add_option("--nnz", wals->nnz, "Synthetic entries");
+  wals_cmd->add_option("--dim", wals->dim, "Factor dimension");
+  wals_cmd->add_option("--threads", wals->threads, "Workers and local threads");
+  wals_cmd->add_option("--iters", wals->iters, "CG iterations (the first is not counted)");
+  wals_cmd->add_option("--chol-iters", wals->chol_iters, "Cholesky iterations");
+  wals_cmd->add_option("--cg-steps", wals->cg_steps, "CG steps per row");
+  wals_cmd->add_option("--lastfm", wals->lastfm, "Last.fm-2k user_artists.dat");
+  wals_cmd->callback([wals, &exit_code] { exit_code = run_wals_bench(*wals); });
+}
+
+} // namespace darcy::apps

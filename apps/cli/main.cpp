@@ -1,0 +1,45 @@
+// darcy: the command-line entry point. CLI parsing is a program edge, so CLI11's exceptions
+// are caught here and turned into one-line errors.
+#include <malloc.h>
+
+#include <iostream>
+
+#include "apps/cli/commands.hpp"
+
+int main(int argc, char** argv) {
+  // Training moves batches of several MiB between threads every few milliseconds. Keeping such
+  // blocks in the heap, instead of mapping and unmapping them each time, saves a page fault per
+  // 4 KiB of every batch.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  CLI::App app{"Darcy: an actor runtime for colossal sparse models"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  darcy::apps::add_node_command(app, exit_code);
+  darcy::apps::add_cluster_command(app, exit_code);
+  darcy::apps::add_chaos_command(app, exit_code);
+  darcy::apps::add_bench_command(app, exit_code);
+  darcy::apps::add_demo_command(app, exit_code);
+  darcy::apps::add_word2vec_command(app, exit_code);
+  darcy::apps::add_wals_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "darcy: error: " << e.what() << " (see darcy --help)" << std::endl;
+    return 2;
+  }
+  return exit_code;
+}
+
+namespace darcy::apps {
+
+int fail(const std::string& message) {
+  std::cerr << "darcy: error: " << message << std::endl;
+  return 1;
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,58 @@
+// `darcy node`: starts one cluster node and serves until SIGTERM.
+#include "actors/actor_types.hpp"
+#include "apps/cli/commands.hpp"
+#include "messages/errc.hpp"
+#include "runtime/node.hpp"
+
+namespace darcy::apps {
+
+void add_node_command(CLI::App& app, int& exit_code) {
+  struct flags {
+    std::string name, listen, join, config;
+    int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0;
+    size_t threads = 0;
+  };
+  auto f = std::make_shared<flags>();
+  auto cmd = app.add_subcommand("node", "Start a cluster node (a seed unless --join is given)");
+  cmd->add_option("--name", f->name, "Node name, unique in the cluster");
+  cmd->add_option("--listen", f->listen, "HOST:PORT to listen on (port 0: any free port)");
+  cmd->add_option("--join", f->join, "HOST:PORT of the seed to join");
+  cmd->add_option("--config", f->config, "TOML config file; flags override it");
+  cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms, "Heartbeat period");
+  cmd->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
+                  "Silence after which the seed declares a member down");
+  cmd->add_option("--threads", f->threads, "Scheduler threads (default: one per core)");
+  cmd->callback([f, &exit_code] {
+    runtime::node_options opts;
+    if (!f->config.empty())
+      if (auto err = runtime::load_node_config(f->config, opts)) {
+        exit_code = fail(render(err));
+        return;
+      }
+    if (!f->name.empty())
+      opts.name = f->name;
+    for (auto [flag, text] : {std::pair{"--listen", &f->listen}, {"--join", &f->join}}) {
+      if (text->empty())
+        continue;
+      auto parsed = runtime::parse_host_port(*text);
+      if (!parsed) {
+        exit_code = fail(std::string{flag} + ": " + render(parsed.error()));
+        return;
+      }
+      if (text == &f->listen)
+        opts.listen = *parsed;
+      else
+        opts.join = *parsed;
+    }
+    if (f->heartbeat_interval_ms > 0)
+      opts.heartbeat_interval = std::chrono::milliseconds{f->heartbeat_interval_ms};
+    if (f->heartbeat_timeout_ms > 0)
+      opts.heartbeat_timeout = std::chrono::milliseconds{f->heartbeat_timeout_ms};
+    if (f->threads > 0)
+      opts.threads = f->threads;
+    auto err = runtime::run_node(opts, actors::register_actor_types);
+    exit_code = err ? fail(render(err)) : 0;
+  });
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,128 @@
+// `darcy wals train | eval | recommend`: distributed weighted ALS on implicit feedback, with a
+// run-token chief, workers in process or on the cluster's nodes, and consistent checkpoints.
+#include <memory>
+
+#include "apps/cli/commands.hpp"
+#include "apps/wals/wals_jobs.hpp"
+#include "messages/errc.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+using namespace darcy::wals;
+
+void add_train_flags(CLI::App* cmd, train_job& job) {
+  auto& o = job.options;
+  auto& d = o.data;
+  auto& p = o.params;
+  cmd->add_option("--data", d.path, "Triples file: row, column, value per line");
+  cmd->add_option("--format", d.format, "lastfm (tab, like user_artists.dat), tsv or csv")
+    ->default_str("lastfm");
+  cmd->add_option("--synthetic-rows", d.rows, "Synthetic matrix instead of --data: rows");
+  cmd->add_option("--synthetic-cols", d.cols, "Synthetic matrix: columns");
+  cmd->add_option("--synthetic-nnz", d.nnz, "Synthetic matrix: about this many entries");
+  cmd->add_option("--row-features", d.row_features,
+                  "row<TAB>feature lines (user_friends.dat): extra columns of the rows");
+  cmd->add_option("--col-features", d.col_features,
+                  "column<TAB>feature lines: extra rows of the columns");
+  cmd->add_flag("--skip-malformed", d.skip_malformed, "Skip and count malformed lines");
+  cmd->add_option("--dim", p.dim, "Factor dimension");
+  cmd->add_option("--iters", o.sweeps, "Sweeps (rows then columns)");
+  cmd->add_option("--alpha", p.alpha, "Observed weight 1 + alpha * f(value)");
+  cmd->add_option("--weight", p.weight_fn, "f: 0 identity, 1 log1p")
+    ->transform(CLI::CheckedTransformer(
+      std::map<std::string, wals_weight_fn>{{"identity", wals_weight_fn::identity},
+                                            {"log1p", wals_weight_fn::log1p}}));
+  cmd->add_option("--lambda", p.lambda, "L2 regularisation");
+  cmd->add_option("--sigma", p.sigma, "Weight of unobserved entries");
+  cmd->add_option("--solver", p.solver, "cg or cholesky")
+    ->transform(CLI::CheckedTransformer(std::map<std::string, wals_solver>{
+      {"cg", wals_solver::cg}, {"cholesky", wals_solver::cholesky}}));
+  cmd->add_option("--cg-steps", p.cg_steps, "Conjugate-gradient steps per row");
+  cmd->add_option("--seed", p.seed, "Seed of the initial factors");
+  cmd->add_option("--workers", o.workers, "WALS workers (threads in process, or on the nodes)");
+  cmd->add_option("--shards", o.shards, "Factor shards (0: one per worker)");
+  cmd->add_option("--blocks-per-worker", o.blocks_per_worker, "Blocks per side and worker");
+  cmd->add_option("--checkpoint", o.checkpoint_dir, "Checkpoint directory (default OUT/checkpoints)");
+  cmd->add_option("--token-timeout-ms", o.token_timeout_ms, "Re-issue a token after this long");
+  cmd->add_option("--cluster", job.cluster, "Seed HOST:PORT (default: in-process)");
+  cmd->add_option("--chief-node", o.chief_node, "Preferred node of the chief");
+  cmd->add_option("--worker-nodes", o.worker_nodes, "Nodes that run workers (default: all)")
+    ->delimiter(',');
+  cmd->add_option("--timeout-ms", job.timeout_ms, "Cluster request timeout");
+  cmd->add_flag("--quiet", job.quiet, "No progress bar");
+  auto faults = "Fault injection (tests)";
+  cmd->add_option("--fault-drop-block", o.faults.drop_block,
+                  "The first worker given this rows block goes silent after half its rows")
+    ->group(faults);
+  cmd->add_option("--fault-drop-sweep", o.faults.drop_sweep, "... in this sweep")->group(faults);
+  cmd->add_option("--fault-stall-sweep", o.faults.stall_sweep,
+                  "The first chief stops issuing tokens when this sweep's cols phase starts")
+    ->group(faults);
+  cmd->add_option("--fault-pid-file", o.faults.pid_file, "A fired fault writes its pid here")
+    ->group(faults);
+}
+
+caf::error check_source(const train_job& job) {
+  auto& d = job.options.data;
+  bool synthetic = d.rows > 0 || d.cols > 0 || d.nnz > 0;
+  if (synthetic == !d.path.empty())
+    return make_error(errc::invalid_argument,
+                      "give --data FILE or all of --synthetic-rows/-cols/-nnz, not both");
+  return {};
+}
+
+} // namespace
+
+void add_wals_command(CLI::App& app, int& exit_code) {
+  auto wals = app.add_subcommand("wals", "Distributed weighted ALS on implicit feedback");
+  wals->require_subcommand(1);
+  auto report = [&exit_code](caf::error err) { exit_code = err ? fail(render(err)) : 0; };
+  auto prepare = [](train_job& job) -> caf::error {
+    if (auto err = check_source(job))
+      return err;
+    auto& d = job.options.data;
+    if (d.path.empty())
+      d.format.clear();
+    else if (d.format.empty())
+      d.format = "lastfm";
+    return {};
+  };
+
+  auto job = std::make_shared<train_job>();
+  auto train_cmd = wals->add_subcommand("train", "Train factors and write a model");
+  add_train_flags(train_cmd, *job);
+  train_cmd->add_option("--out", job->out, "Model directory")->required();
+  train_cmd->callback([job, report, prepare] {
+    if (auto err = prepare(*job))
+      return report(err);
+    report(run_train(*job));
+  });
+
+  auto eval = std::make_shared<eval_job>();
+  auto eval_cmd = wals->add_subcommand("eval", "Hold out items per user; WALS vs popularity");
+  add_train_flags(eval_cmd, eval->train);
+  eval_cmd->add_option("--holdout", eval->train.options.data.holdout,
+                       "Fraction of each user's items held out");
+  eval_cmd->add_option("--holdout-seed", eval->train.options.data.holdout_seed, "Split seed");
+  eval_cmd->add_option("-k", eval->k, "Cut-off of the metrics");
+  eval_cmd->add_flag("--json", eval->json, "Also print one JSON line");
+  eval_cmd->callback([eval, report, prepare] {
+    if (auto err = prepare(eval->train))
+      return report(err);
+    report(run_eval(*eval));
+  });
+
+  auto rec = std::make_shared<recommend_job>();
+  auto rec_cmd = wals->add_subcommand("recommend", "Top items for a user, or for new items");
+  rec_cmd->add_option("--model", rec->model, "Model directory from wals train")->required();
+  rec_cmd->add_option("--user", rec->user, "A user of the model");
+  rec_cmd->add_option("--items", rec->items, "Cold start: items of a new user")->delimiter(',');
+  rec_cmd->add_option("--values", rec->values, "Cold start: a value per item")->delimiter(',');
+  rec_cmd->add_option("-k", rec->k, "How many");
+  rec_cmd->add_option("--names", rec->names, "id<TAB>name file (artists.dat)");
+  rec_cmd->callback([rec, report] { report(run_recommend(*rec)); });
+}
+
+} // namespace darcy::apps

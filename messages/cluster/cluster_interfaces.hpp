@@ -1,0 +1,56 @@
+// The typed actor interfaces of the runtime's services. A client holding one of these handles
+// can only send what the service understands; the compiler checks every request.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/cluster/membership.hpp"
+#include "messages/cluster/probe_messages.hpp"
+#include "messages/cluster/supervision.hpp"
+
+namespace darcy {
+
+/// The cluster registry, hosted by the seed: membership, heartbeats and the name service.
+/// lookup fails with errc::unknown_service; join fails with errc::duplicate_node when a live
+/// member already uses the name. Subscribers receive cluster_event messages.
+using registry_actor = caf::typed_actor<
+  caf::replies_to<join_atom, member_info>::with<cluster_status>,
+  caf::replies_to<leave_atom, std::string>::with<ok_atom>,
+  caf::reacts_to<heartbeat_atom, std::string>,
+  caf::replies_to<register_atom, service_info>::with<ok_atom>,
+  caf::replies_to<unregister_atom, std::string>::with<ok_atom>,
+  caf::replies_to<lookup_atom, std::string>::with<service_info>,
+  caf::replies_to<status_atom>::with<cluster_status>,
+  caf::reacts_to<subscribe_atom, caf::actor>,
+  caf::reacts_to<unsubscribe_atom, caf::actor>,
+  caf::reacts_to<tick_atom>>;
+
+/// One per node, published at the node's listen address. spawn starts an actor type registered
+/// by name on this node (errc::spawn_failed otherwise); kill_node SIGKILLs the node's process.
+using node_agent_actor = caf::typed_actor<
+  caf::replies_to<ping_atom>::with<std::string>,
+  caf::replies_to<echo_atom, std::string>::with<std::string>,
+  caf::replies_to<registry_atom>::with<registry_actor>,
+  caf::replies_to<spawn_atom, std::string, caf::message>::with<caf::actor>,
+  caf::replies_to<probe_atom, probe_spec>::with<probe_result>,
+  caf::reacts_to<kill_node_atom>,
+  caf::reacts_to<tick_atom>>;
+
+/// A supervisor. Subscribers receive supervisor_event messages; retry is internal.
+using supervisor_actor = caf::typed_actor<
+  caf::replies_to<children_atom>::with<std::vector<child_info>>,
+  caf::reacts_to<subscribe_atom, caf::actor>,
+  caf::reacts_to<retry_atom, std::string>>;
+
+/// The echo service: answers with the name of the node it runs on and the payload.
+using echo_actor = caf::typed_actor<
+  caf::replies_to<echo_atom, std::string>::with<std::string, std::string>>;
+
+} // namespace darcy

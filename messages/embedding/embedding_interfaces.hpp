@@ -1,0 +1,152 @@
+// Embedding-service protocol values and the typed interfaces of its actors. Keys travel as raw
+// strings (no dictionary); rows travel as flat float vectors, keys.size() * dim long, in key
+// order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/embedding/embedding_checkpoint.hpp"
+#include "messages/cluster/membership.hpp"
+#include "messages/embedding/embedding_config.hpp"
+
+namespace darcy {
+
+struct embedding_stats {
+  uint64_t rows = 0;
+  /// Memory the store holds for its rows, index and keys.
+  uint64_t bytes = 0;
+  /// What the rows need at the least: key bytes plus values and slots.
+  uint64_t raw_bytes = 0;
+  /// Rows removed by the eviction policy.
+  uint64_t evictions = 0;
+  /// Gradient rows dropped because their key was not admitted.
+  uint64_t dropped_updates = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
+  return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.evictions,
+           x.dropped_updates);
+}
+
+/// Top-k answers for a batch of queries: query q's hits are keys and scores in
+/// [offsets[q], offsets[q + 1]), best first.
+struct top_k_result {
+  std::vector<uint32_t> offsets;
+  std::vector<std::string> keys;
+  std::vector<float> scores;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, top_k_result& x) {
+  return f(caf::meta::type_name("top_k_result"), x.offsets, x.keys, x.scores);
+}
+
+/// Candidate sampling, the seed's merged interface: positives first (is_positive), then the
+/// sampled negatives; `probs` is each key's probability of one draw under the distribution.
+struct sample_result {
+  std::vector<std::string> keys;
+  std::vector<uint8_t> is_positive;
+  std::vector<double> probs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_result& x) {
+  return f(caf::meta::type_name("sample_result"), x.keys, x.is_positive, x.probs);
+}
+
+/// A shard's sampling metadata: how many of its rows have each frequency, and the frequencies
+/// of the positives it holds.
+struct sample_stats {
+  std::vector<uint64_t> freqs;
+  std::vector<uint64_t> counts;
+  std::vector<std::string> positives;
+  std::vector<uint64_t> positive_freqs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_stats& x) {
+  return f(caf::meta::type_name("sample_stats"), x.freqs, x.counts, x.positives,
+           x.positive_freqs);
+}
+
+/// What one shard draws: `count` negatives, weighing a row of frequency freqs[i] by
+/// weights[i] (freqs ascending), never one of `positives`; probabilities are weight / total.
+struct sample_plan {
+  std::vector<uint64_t> freqs;
+  std::vector<double> weights;
+  double total_weight = 0;
+  uint32_t count = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> positives;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_plan& x) {
+  return f(caf::meta::type_name("sample_plan"), x.freqs, x.weights, x.total_weight, x.count,
+           x.seed, x.positives);
+}
+
+using create_atom = caf::atom_constant<caf::atom("create")>;
+using sample_atom = caf::atom_constant<caf::atom("sample")>;
+using sample_stats_atom = caf::atom_constant<caf::atom("samp_stats")>;
+using sample_part_atom = caf::atom_constant<caf::atom("samp_part")>;
+using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using save_part_atom = caf::atom_constant<caf::atom("save_part")>;
+using load_part_atom = caf::atom_constant<caf::atom("load_part")>;
+using update_atom = caf::atom_constant<caf::atom("update")>;
+
+/// The operations shard and master share, so that a client of them cannot tell one shard from
+/// a sharded service. Errors: errc::unknown_embedding, errc::empty_batch,
+/// errc::batch_too_large, errc::dimension_mismatch, errc::non_finite, errc::read_only,
+/// errc::overloaded (master only); each leaves the service unchanged.
+/// top_k(name, queries, k, with_bias): the k rows with the largest inner product for each query
+/// (queries are row-major, dim values each, or dim - 1 with_bias: then a row's last value is its
+/// bias and queries are extended with 1, the trick [c;1]·[w;b]).
+using embedding_ops_actor = caf::typed_actor<
+  caf::replies_to<create_atom, de_config>::with<ok_atom>,
+  caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
+  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
+                  int64_t>::with<ok_atom>,
+  caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
+  caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, bool>::with<top_k_result>>;
+
+/// One shard: the rows of every embedding whose key hash falls on it. save_part(dir, id, index)
+/// writes one file per embedding under dir/id; load_part(dir, manifest, index, count) replaces
+/// the shard's tables with the manifest's rows that hash to `index` of `count` shards.
+using embedding_shard_actor = embedding_ops_actor::extend<
+  caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
+  caf::replies_to<sample_part_atom, std::string, sample_plan>::with<sample_result>,
+  caf::replies_to<save_part_atom, std::string, std::string, uint32_t>::with<
+    std::vector<checkpoint_embedding>>,
+  caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t>::with<
+    ok_atom>>;
+
+/// The front door: splits a batch by shard (hash(key) mod n), removes duplicate keys (summing
+/// their gradients), fans out and answers in input order. A whole batch is checked before any
+/// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
+/// checkpoint of every embedding; restore(dir) loads one, whatever shard count wrote it.
+/// It also listens to the registry (cluster_event): when a shard's service comes back with a new
+/// actor, that shard reloads its rows from the last checkpoint before it serves again.
+using embedding_master_actor = embedding_ops_actor::extend<
+  caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
+  caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
+  caf::reacts_to<cluster_event>>;
+
+/// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out
+/// among the shards by their metadata. Errors: errc::unknown_embedding, errc::invalid_argument
+/// (no candidate other than the positives).
+using candidate_sampler_actor = caf::typed_actor<
+  caf::replies_to<sample_atom, std::string, std::vector<std::string>, uint32_t, sampler_kind,
+                  uint64_t>::with<sample_result>>;
+
+} // namespace darcy

@@ -1,0 +1,88 @@
+// The typed interfaces of distributed WALS: factor shards holding U and V, workers solving
+// blocks, and the chief holding the run tokens. See actors/wals_*.hpp for the behaviour.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/shared_floats.hpp"
+#include "messages/wals/wals_values.hpp"
+
+namespace darcy {
+
+/// Holds the rows of U and V whose id % count == index, in two buffers per side: `current`
+/// (read by fetch, view, gram and save) and `pending` (written during a phase).
+/// - begin(epoch, side) opens the epoch; commit(epoch, side) makes pending current. Every row
+///   of the side must be written between them (the chief commits only after every block did).
+/// - A write is refused (errc::invalid_argument) unless its epoch is open, and changes nothing
+///   when any of its rows is not finite (errc::non_finite). write(epoch, side, ids, values)
+///   writes the listed rows, all of which the shard must own; write(epoch, side, first, block)
+///   takes the rows it owns among ids first, first + 1, ... of a block of whole rows, which
+///   workers in the shards' process share with every shard instead of splitting it.
+/// - fetch answers rows as row-major floats, dim per row, in the order of the requested ids;
+///   an id the shard does not own fails with errc::invalid_argument. view answers all of
+///   `current` (local row i is id index + i * count) without a copy, for readers in the
+///   shard's process; the buffer is never written while anyone holds it.
+/// - load(dir, sweep) replaces both sides with checkpoint `sweep`.
+using factor_shard_actor = caf::typed_actor<
+  caf::replies_to<fetch_atom, wals_side, std::vector<uint32_t>>::with<shared_floats>,
+  caf::replies_to<view_atom, wals_side>::with<shared_floats>,
+  caf::replies_to<write_atom, uint64_t, wals_side, std::vector<uint32_t>,
+                  std::vector<float>>::with<ok_atom>,
+  caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, shared_floats>::with<ok_atom>,
+  caf::replies_to<begin_atom, uint64_t, wals_side>::with<ok_atom>,
+  caf::replies_to<commit_atom, uint64_t, wals_side>::with<ok_atom>,
+  caf::replies_to<gram_atom, wals_side>::with<std::vector<float>>,
+  caf::replies_to<save_atom, std::string, uint32_t>::with<ok_atom>,
+  caf::replies_to<load_atom, std::string, uint32_t>::with<ok_atom>>;
+
+/// A worker idles until a chief announces itself, then reports ready and solves each token it
+/// is handed, committing it to the chief that issued it.
+using wals_worker_actor = caf::typed_actor<
+  caf::reacts_to<chief_atom, caf::actor>,
+  caf::reacts_to<token_atom, wals_token, caf::actor>>;
+
+/// The chief. ready(worker): the worker is idle. commit(c, worker): the worker finished the
+/// token and is idle again; a commit for a token that is no longer outstanding is ignored.
+/// events: the event log so far. Its listener receives wals_progress after every phase.
+using wals_chief_actor = caf::typed_actor<
+  caf::reacts_to<ready_atom, caf::actor>,
+  caf::reacts_to<commit_atom, wals_commit, caf::actor>,
+  caf::replies_to<events_atom>::with<std::vector<wals_event>>,
+  caf::reacts_to<tick_atom>>;
+
+struct wals_chief_config {
+  wals_params params;
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+  uint32_t row_blocks = 1;
+  uint32_t col_blocks = 1;
+  uint32_t sweeps = 10;
+  /// Consistent checkpoints go here after every sweep; a chief that finds one of the same
+  /// run_id restores from it. Empty: no checkpoints.
+  std::string checkpoint_dir;
+  uint64_t run_id = 0;
+  /// A token not committed within this time is re-issued.
+  int64_t token_timeout_ms = 60000;
+  wals_faults faults;
+  std::vector<wals_worker_actor> workers;
+  std::vector<factor_shard_actor> shards;
+  /// Receives wals_progress (may be invalid).
+  caf::actor listener;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wals_chief_config& x) {
+  return f(caf::meta::type_name("wals_chief_config"), x.params, x.rows, x.cols, x.row_blocks,
+           x.col_blocks, x.sweeps, x.checkpoint_dir, x.run_id, x.token_timeout_ms, x.faults,
+           x.workers, x.shards, x.listener);
+}
+
+} // namespace darcy

@@ -1,0 +1,265 @@
+#include "ops/wals_train.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <caf/scoped_actor.hpp>
+
+#include "actors/wals/factor_shard.hpp"
+#include "actors/wals/wals_chief.hpp"
+#include "actors/wals/wals_worker.hpp"
+#include "compute/hash.hpp"
+#include "compute/wals_math.hpp"
+#include "messages/errc.hpp"
+#include "runtime/ask.hpp"
+
+namespace darcy::ops {
+
+namespace {
+
+constexpr auto fetch_timeout = std::chrono::minutes(5);
+
+struct started {
+  std::vector<factor_shard_actor> shards;
+  std::vector<wals_worker_actor> workers;
+  supervisor_actor supervisor;
+  caf::actor chief;
+  ~started() {
+    if (supervisor)
+      caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+    if (chief)
+      caf::anon_send_exit(chief, caf::exit_reason::user_shutdown);
+    for (auto& w : workers)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+    for (auto& s : shards)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  }
+};
+
+caf::error validate(const wals_train_options& opts) {
+  if (auto err = compute::validate(opts.params))
+    return err;
+  if (opts.workers == 0)
+    return make_error(errc::invalid_argument, "wals: need at least one worker");
+  if (opts.sweeps == 0)
+    return make_error(errc::invalid_argument, "wals: need at least one sweep (--iters)");
+  if (opts.blocks_per_worker == 0)
+    return make_error(errc::invalid_argument, "wals: need at least one block per worker");
+  if (opts.token_timeout_ms <= 0)
+    return make_error(errc::invalid_argument, "wals: the token timeout must be positive");
+  return {};
+}
+
+caf::expected<std::vector<wals_worker_actor>>
+spawn_workers(session& s, const wals_train_options& opts, const wals_worker_config& cfg,
+              const std::vector<factor_shard_actor>& shards,
+              std::shared_ptr<const stores::wals_dataset> data) {
+  auto& sys = s.system();
+  std::vector<wals_worker_actor> workers;
+  if (s.in_process()) {
+    for (uint32_t i = 0; i < opts.workers; ++i)
+      workers.push_back(sys.spawn<caf::detached>(actors::wals_worker, cfg, shards, data));
+    return workers;
+  }
+  auto status = s.status();
+  if (!status)
+    return std::move(status.error());
+  std::vector<const member_info*> hosts;
+  for (auto& m : status->members) {
+    bool wanted = opts.worker_nodes.empty() ||
+                  std::find(opts.worker_nodes.begin(), opts.worker_nodes.end(), m.name) !=
+                    opts.worker_nodes.end();
+    if (wanted && m.state == member_state::up && m.agent)
+      hosts.push_back(&m);
+  }
+  if (hosts.empty())
+    return make_error(errc::no_live_node, "wals: no live node to run workers on");
+  for (uint32_t i = 0; i < opts.workers; ++i) {
+    auto& host = *hosts[i % hosts.size()];
+    auto agent = caf::actor_cast<node_agent_actor>(host.agent);
+    auto w = runtime::ask<caf::actor>(sys, agent, s.timeout(), spawn_atom::value,
+                                      std::string{"darcy.wals_worker"},
+                                      caf::make_message(cfg, shards));
+    if (!w) {
+      for (auto& x : workers)
+        caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
+      return make_error(errc::spawn_failed,
+                        "wals worker on node " + host.name + ": " + render(w.error()));
+    }
+    workers.push_back(caf::actor_cast<wals_worker_actor>(*w));
+  }
+  return workers;
+}
+
+std::vector<std::string> chief_nodes(session& s, const wals_train_options& opts) {
+  std::vector<std::string> nodes;
+  if (s.in_process())
+    return nodes;
+  if (!opts.chief_node.empty())
+    nodes.push_back(opts.chief_node);
+  if (auto status = s.status())
+    for (auto& m : status->members)
+      if (m.name != opts.chief_node)
+        nodes.push_back(m.name);
+  return nodes;
+}
+
+/// Gathers one side of the factors from the shards, in id order.
+caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, wals_side side,
+                                               uint64_t n, uint32_t dim) {
+  stores::float_matrix m{n, dim, std::vector<float>(n * dim)};
+  auto count = static_cast<uint32_t>(run.shards.size());
+  for (uint32_t i = 0; i < count; ++i) {
+    std::vector<uint32_t> ids;
+    for (uint64_t id = i; id < n; id += count)
+      ids.push_back(static_cast<uint32_t>(id));
+    auto rows = runtime::ask<shared_floats>(s.system(), run.shards[i], fetch_timeout,
+                                            fetch_atom::value, side, ids);
+    if (!rows)
+      return std::move(rows.error());
+    auto values = rows->values();
+    if (values.size() != ids.size() * dim)
+      return make_error(errc::dimension_mismatch, "wals: shard " + std::to_string(i) +
+                                                    " answered " + std::to_string(values.size()) +
+                                                    " values for " + std::to_string(ids.size()) +
+                                                    " rows");
+    for (size_t j = 0; j < ids.size(); ++j)
+      std::copy_n(values.data() + j * dim, dim, m.values.data() + size_t{ids[j]} * dim);
+  }
+  return m;
+}
+
+} // namespace
+
+std::string wals_chief_service(uint64_t run_id) {
+  return "wals_chief." + std::to_string(run_id);
+}
+
+uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset& data) {
+  auto& p = opts.params;
+  auto h = compute::mix64(data.matrix.rows, data.matrix.cols);
+  h = compute::mix64(h, data.matrix.nnz());
+  for (uint64_t x : {uint64_t{p.dim}, uint64_t{p.cg_steps}, p.seed, uint64_t{opts.sweeps},
+                     uint64_t{opts.workers}, uint64_t{opts.shards}, uint64_t{opts.blocks_per_worker},
+                     static_cast<uint64_t>(p.solver), static_cast<uint64_t>(p.weight_fn)})
+    h = compute::mix64(h, x);
+  for (float x : {p.alpha, p.sigma, p.lambda, p.init_scale})
+    h = compute::mix64(h, compute::hash_key(std::to_string(x)));
+  h = compute::mix64(h, compute::hash_key(opts.data.path + "|" + opts.data.row_features + "|" +
+                                          opts.data.col_features + "|" +
+                                          std::to_string(opts.data.holdout)));
+  return h;
+}
+
+caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts,
+                                      std::shared_ptr<const stores::wals_dataset> data) {
+  if (auto err = validate(opts))
+    return err;
+  auto& sys = s.system();
+  auto& m = data->matrix;
+  if (m.nnz() == 0)
+    return make_error(errc::invalid_argument, "wals: the matrix has no entries");
+  started run;
+  auto shard_count = opts.shards == 0 ? opts.workers : opts.shards;
+  for (uint32_t i = 0; i < shard_count; ++i)
+    run.shards.push_back(sys.spawn(actors::factor_shard,
+                                   wals_shard_config{i, shard_count, m.rows, m.cols, opts.params}));
+  wals_worker_config worker_cfg{opts.data, opts.params, opts.faults};
+  auto workers = spawn_workers(s, opts, worker_cfg, run.shards, data);
+  if (!workers)
+    return std::move(workers.error());
+  run.workers = *workers;
+
+  caf::scoped_actor self{sys};
+  wals_chief_config chief_cfg;
+  chief_cfg.params = opts.params;
+  chief_cfg.rows = m.rows;
+  chief_cfg.cols = m.cols;
+  auto blocks = opts.workers * opts.blocks_per_worker;
+  chief_cfg.row_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, m.rows));
+  chief_cfg.col_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, m.cols));
+  chief_cfg.sweeps = opts.sweeps;
+  chief_cfg.checkpoint_dir = opts.checkpoint_dir;
+  chief_cfg.run_id = wals_run_id(opts, *data);
+  chief_cfg.token_timeout_ms = opts.token_timeout_ms;
+  chief_cfg.faults = opts.faults;
+  chief_cfg.workers = run.workers;
+  chief_cfg.shards = run.shards;
+  chief_cfg.listener = caf::actor_cast<caf::actor>(self);
+  supervisor_spec spec;
+  spec.name = "wals";
+  spec.intensity = 20;
+  spec.period_ms = 60000;
+  child_spec chief;
+  chief.id = "wals_chief";
+  chief.factory = "darcy.wals_chief";
+  chief.args = caf::make_message(chief_cfg);
+  chief.nodes = chief_nodes(s, opts);
+  chief.service = wals_chief_service(chief_cfg.run_id);
+  spec.children.push_back(chief);
+  run.supervisor = s.supervise(spec);
+  self->send(run.supervisor, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  for (auto& w : run.workers)
+    self->monitor(w);
+
+  wals_result result;
+  std::set<caf::actor_addr> down;
+  caf::error failure;
+  bool done = false;
+  while (!done && !failure) {
+    self->receive(
+      [&](wals_progress& p) {
+        if (p.done) {
+          done = true;
+          return;
+        }
+        if (p.side == wals_side::cols) {
+          result.losses.resize(std::max<size_t>(result.losses.size(), p.sweep + 1));
+          result.losses[p.sweep] = p.loss;
+        }
+        if (opts.on_progress)
+          opts.on_progress(p);
+      },
+      [&](supervisor_event& e) {
+        if (e.kind == supervisor_event_kind::child_restarted) {
+          ++result.chief_restarts;
+          if (opts.on_chief_restart)
+            opts.on_chief_restart(e.node);
+        } else if (e.kind == supervisor_event_kind::gave_up) {
+          failure = make_error(errc::restart_intensity_exceeded, "wals chief: " + e.reason);
+        }
+      },
+      [&](caf::down_msg& msg) {
+        down.insert(msg.source);
+        if (down.size() == run.workers.size())
+          failure = make_error(errc::node_unreachable, "wals: every worker is down");
+      },
+      caf::after(std::chrono::milliseconds(opts.stall_timeout_ms)) >> [&] {
+        failure = make_error(errc::timeout, "wals: no progress from the chief for " +
+                                              std::to_string(opts.stall_timeout_ms) + " ms");
+      });
+  }
+  if (failure)
+    return failure;
+  auto children = runtime::ask<std::vector<child_info>>(sys, run.supervisor, s.timeout(),
+                                                        children_atom::value);
+  if (children && !children->empty() && children->front().actor) {
+    run.chief = children->front().actor;
+    auto chief_actor = caf::actor_cast<wals_chief_actor>(children->front().actor);
+    auto events = runtime::ask<std::vector<wals_event>>(sys, chief_actor, s.timeout(),
+                                                        events_atom::value);
+    if (events)
+      result.events = std::move(*events);
+  }
+  auto u = fetch_side(s, run, wals_side::rows, m.rows, opts.params.dim);
+  if (!u)
+    return std::move(u.error());
+  auto v = fetch_side(s, run, wals_side::cols, m.cols, opts.params.dim);
+  if (!v)
+    return std::move(v.error());
+  result.u = std::move(*u);
+  result.v = std::move(*v);
+  return result;
+}
+
+} // namespace darcy::ops

@@ -1,0 +1,71 @@
+// Distributed WALS as one call: starts factor shards in this process, workers in this process
+// (each on its own thread) or on the cluster's nodes, and the chief under a supervisor that
+// restarts it from the last consistent checkpoint; waits for the sweeps; returns the factors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "messages/wals/wals_values.hpp"
+#include "ops/session.hpp"
+#include "stores/matrix_file.hpp"
+#include "stores/wals_data.hpp"
+
+namespace darcy::ops {
+
+struct wals_train_options {
+  wals_data_spec data;
+  wals_params params;
+  uint32_t sweeps = 10;
+  uint32_t workers = 2;
+  /// Factor shards in this process; 0: one per worker.
+  uint32_t shards = 0;
+  /// Each side is cut into workers * blocks_per_worker blocks. More blocks even out the end of
+  /// a phase; fewer fetch the popular rows of the other side less often.
+  uint32_t blocks_per_worker = 2;
+  /// Consistent checkpoints after each sweep; a run with the same data, params and layout
+  /// finding one here resumes from it. Empty: none (a chief restart then starts over).
+  std::string checkpoint_dir;
+  int64_t token_timeout_ms = 60000;
+  wals_faults faults;
+  /// Cluster placement: the chief's preferred node (then every other member), and the nodes
+  /// that get workers (round-robin). Empty: the first member, and all members.
+  std::string chief_node;
+  std::vector<std::string> worker_nodes;
+  /// No word from the chief for this long fails the run with errc::timeout.
+  int64_t stall_timeout_ms = 30 * 60 * 1000;
+  /// Called after every phase, on the calling thread.
+  std::function<void(const wals_progress&)> on_progress;
+  /// Called when the supervisor restarts the chief.
+  std::function<void(const std::string& node)> on_chief_restart;
+};
+
+struct wals_result {
+  stores::float_matrix u;
+  stores::float_matrix v;
+  /// Loss after each sweep (restored runs include the sweeps before the restore).
+  std::vector<double> losses;
+  /// The last chief's event log.
+  std::vector<wals_event> events;
+  uint32_t chief_restarts = 0;
+};
+
+/// The registry name of a run's chief (its supervisor registers it after every start).
+std::string wals_chief_service(uint64_t run_id);
+
+/// The run id of a configuration: equal options give equal ids, so a rerun resumes.
+uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset& data);
+
+/// Trains on `data`, which must be what opts.data loads (remote workers load it themselves).
+/// Errors: errc::invalid_argument for bad params or options, errc::spawn_failed when a worker or
+/// shard cannot start, errc::timeout when the chief falls silent, errc::restart_intensity_exceeded
+/// when the chief keeps failing, errc::node_unreachable when every worker is down.
+caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts,
+                                      std::shared_ptr<const stores::wals_dataset> data);
+
+} // namespace darcy::ops

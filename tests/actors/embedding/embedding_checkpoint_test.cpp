@@ -1,0 +1,188 @@
+// Consistent checkpoints through the master: save, restore with another shard count, and the
+// guarantees a crash relies on (an interrupted save leaves the previous checkpoint intact).
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "actors/embedding/embedding_master.hpp"
+#include "actors/embedding/embedding_shard.hpp"
+#include "runtime/ask.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::actors {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::ask;
+using strings = std::vector<std::string>;
+using floats = std::vector<float>;
+
+de_config table(const std::string& name, optimizer_kind kind, uint32_t dim) {
+  de_config cfg;
+  cfg.name = name;
+  cfg.dim = dim;
+  cfg.optimizer = {kind, 0.05f};
+  return cfg;
+}
+
+class checkpoint_test : public test::system_fixture {
+protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / ("darcy_ckpt_actor_" + std::to_string(::getpid())))
+            .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::pair<embedding_master_actor, std::vector<embedding_shard_actor>> start(size_t n) {
+    embedding_master_options opts;
+    opts.shards = spawn_shards(sys, n);
+    return {sys.spawn(embedding_master, opts), opts.shards};
+  }
+
+  void create_tables(const embedding_master_actor& m) {
+    ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, create_atom::value,
+                             table("users", optimizer_kind::adagrad, 4)));
+    ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, create_atom::value,
+                             table("items", optimizer_kind::adam, 3)));
+  }
+
+  // A few deterministic training steps on both tables.
+  void train(const embedding_master_actor& m, int steps, unsigned seed) {
+    std::mt19937 rng{seed};
+    std::uniform_int_distribution<int> pick{0, 99};
+    std::normal_distribution<float> noise{0, 0.3f};
+    for (int step = 0; step < steps; ++step)
+      for (auto [name, dim] : {std::pair{"users", 4}, std::pair{"items", 3}}) {
+        strings keys;
+        for (int k = 0; k < 16; ++k)
+          keys.push_back(std::string{name} + std::to_string(pick(rng)));
+        floats grads(keys.size() * dim);
+        for (auto& g : grads)
+          g = noise(rng);
+        auto ok = ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{name},
+                               keys, grads, int64_t{step});
+        ASSERT_TRUE(ok) << render(error_of(ok));
+      }
+  }
+
+  floats rows(const embedding_master_actor& m, const std::string& name) {
+    strings keys;
+    for (int i = 0; i < 100; ++i)
+      keys.push_back(name + std::to_string(i));
+    auto r = ask<floats>(sys, m, test::patience, lookup_atom::value, name, keys);
+    EXPECT_TRUE(r) << render(error_of(r));
+    return r ? *r : floats{};
+  }
+
+  caf::expected<checkpoint_manifest> save(const embedding_master_actor& m, int64_t step) {
+    return ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value, dir, step,
+                                    std::string{"extra-"} + std::to_string(step));
+  }
+
+  caf::expected<checkpoint_manifest> restore(const embedding_master_actor& m) {
+    return ask<checkpoint_manifest>(sys, m, test::patience, restore_atom::value, dir);
+  }
+
+  std::string dir;
+};
+
+TEST_F(checkpoint_test, SaveFromFourShardsRestoresIntoThreeExactly) {
+  auto [four, four_shards] = start(4);
+  create_tables(four);
+  train(four, 30, 1);
+  auto manifest = save(four, 30);
+  ASSERT_TRUE(manifest) << render(error_of(manifest));
+  EXPECT_EQ(manifest->shard_count, 4u);
+  ASSERT_EQ(manifest->embeddings.size(), 2u);
+  EXPECT_EQ(manifest->embeddings[0].files.size(), 4u);
+
+  auto [three, three_shards] = start(3);
+  auto restored = restore(three);
+  ASSERT_TRUE(restored) << render(error_of(restored));
+  EXPECT_EQ(restored->step, 30);
+  EXPECT_EQ(restored->extra, "extra-30");
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(three, name), rows(four, name)) << name;
+  // Optimizer slots and per-row steps came along: further training stays identical.
+  train(four, 10, 2);
+  train(three, 10, 2);
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(three, name), rows(four, name)) << name << " after more training";
+}
+
+TEST_F(checkpoint_test, InterruptedSaveLeavesThePreviousCheckpointRestorable) {
+  auto [master, shards] = start(2);
+  create_tables(master);
+  train(master, 5, 3);
+  ASSERT_TRUE(save(master, 5));
+  auto at_five = rows(master, "users");
+  train(master, 5, 4);
+  // A save that died after its shards wrote their files but before the manifest.
+  for (uint32_t s = 0; s < shards.size(); ++s)
+    ASSERT_TRUE(ask<std::vector<checkpoint_embedding>>(sys, shards[s], test::patience,
+                                                       save_part_atom::value, dir,
+                                                       std::string{"ckpt-10-dead"}, s));
+  auto [fresh, fresh_shards] = start(2);
+  auto restored = restore(fresh);
+  ASSERT_TRUE(restored) << render(error_of(restored));
+  EXPECT_EQ(restored->step, 5);
+  EXPECT_EQ(rows(fresh, "users"), at_five);
+  // The next successful save removes the dead attempt's files.
+  ASSERT_TRUE(save(master, 10));
+  EXPECT_FALSE(fs::exists(dir + "/ckpt-10-dead"));
+}
+
+TEST_F(checkpoint_test, CorruptFileFailsTheRestoreAndLeavesTheServiceUnchanged) {
+  auto [master, shards] = start(2);
+  create_tables(master);
+  train(master, 5, 5);
+  auto manifest = save(master, 5);
+  ASSERT_TRUE(manifest);
+  auto [other, other_shards] = start(2);
+  create_tables(other);
+  train(other, 3, 6);
+  auto before = rows(other, "users");
+  auto victim = dir + "/" + manifest->embeddings[0].files[1].path;
+  fs::resize_file(victim, fs::file_size(victim) - 8);
+  auto restored = restore(other);
+  EXPECT_TRUE(is(error_of(restored), errc::corrupt_file)) << render(error_of(restored));
+  EXPECT_EQ(rows(other, "users"), before);
+  auto nothing = ask<checkpoint_manifest>(sys, other, test::patience, restore_atom::value,
+                                          dir + "/empty");
+  EXPECT_TRUE(is(error_of(nothing), errc::not_found));
+}
+
+} // namespace
+} // namespace darcy::actors
+
+namespace darcy::actors {
+namespace {
+
+TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
+  auto persistent = table("users", optimizer_kind::adagrad, 4);
+  persistent.backend = backend_kind::leveldb;
+  persistent.path = dir + "/db-two";
+  auto [two, two_shards] = start(2);
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value, persistent));
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value,
+                           table("items", optimizer_kind::adam, 3)));
+  train(two, 20, 8);
+  ASSERT_TRUE(save(two, 20));
+  EXPECT_TRUE(fs::exists(dir + "/db-two/shard-0")) << "one database per shard";
+  auto expected = rows(two, "users");
+  // The old service goes away first: its databases are locked while it runs.
+  for (auto& shard : two_shards) {
+    self->monitor(shard);
+    self->send_exit(shard, caf::exit_reason::user_shutdown);
+    ASSERT_TRUE(next<caf::down_msg>());
+  }
+  auto [three, three_shards] = start(3);
+  auto restored = restore(three);
+  ASSERT_TRUE(restored) << render(error_of(restored));
+  EXPECT_EQ(rows(three, "users"), expected);
+}
+
+} // namespace
+} // namespace darcy::actors

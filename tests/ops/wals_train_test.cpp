@@ -1,0 +1,189 @@
+#include "ops/wals_train.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "compute/wals_math.hpp"
+#include "messages/errc.hpp"
+#include "runtime/chaos.hpp"
+
+namespace darcy::ops {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<const stores::wals_dataset> synthetic(uint64_t rows, uint64_t cols, uint64_t nnz) {
+  wals_data_spec spec;
+  spec.rows = rows;
+  spec.cols = cols;
+  spec.nnz = nnz;
+  spec.seed = 5;
+  auto d = stores::load_dataset(spec);
+  EXPECT_TRUE(d) << render(d.error());
+  return std::make_shared<const stores::wals_dataset>(std::move(*d));
+}
+
+wals_train_options small_options(const stores::wals_dataset& d) {
+  wals_train_options o;
+  o.data.rows = d.matrix.rows;
+  o.data.cols = d.matrix.cols;
+  o.params.dim = 8;
+  o.sweeps = 4;
+  o.workers = 3;
+  o.shards = 2;
+  o.blocks_per_worker = 2;
+  o.stall_timeout_ms = 60000; // a hang fails the test instead of blocking it
+  return o;
+}
+
+class wals_test : public testing::Test {
+protected:
+  void SetUp() override {
+    auto opened = session::open({});
+    ASSERT_TRUE(opened) << render(opened.error());
+    s = std::move(*opened);
+    dir = fs::temp_directory_path() / ("darcy_wals_ops_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  wals_result train(const wals_train_options& o,
+                    const std::shared_ptr<const stores::wals_dataset>& d) {
+    auto r = train_wals(*s, o, d);
+    EXPECT_TRUE(r) << render(r.error());
+    return r ? std::move(*r) : wals_result{};
+  }
+
+  std::unique_ptr<session> s;
+  fs::path dir;
+};
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::abs(a[i] - b[i])));
+  return worst;
+}
+
+/// Checks strict alternation on one chief's log: a phase issues tokens only after the previous
+/// phase committed every block, and commits each of its blocks exactly once.
+void expect_strict_alternation(const std::vector<wals_event>& events, uint32_t blocks) {
+  std::map<std::pair<uint32_t, wals_side>, std::set<uint32_t>> committed;
+  std::pair<uint32_t, wals_side> previous{0, wals_side::rows};
+  bool have_previous = false;
+  for (auto& e : events) {
+    std::pair<uint32_t, wals_side> phase{e.sweep, e.side};
+    if (e.what == "phase") {
+      if (have_previous) {
+        EXPECT_EQ(committed[previous].size(), blocks)
+          << "sweep " << e.sweep << " " << to_string(e.side) << " began before the previous "
+          << "phase committed every block";
+      }
+      previous = phase;
+      have_previous = true;
+    } else if (e.what == "issue" || e.what == "reissue") {
+      EXPECT_EQ(phase, previous) << "a token of another phase was issued";
+    } else if (e.what == "commit") {
+      EXPECT_EQ(phase, previous);
+      EXPECT_TRUE(committed[phase].insert(e.block).second) << "block committed twice";
+    }
+  }
+}
+
+TEST_F(wals_test, ActorsMatchThePlainLoopAndAlternateStrictly) {
+  auto d = synthetic(300, 200, 4000);
+  auto o = small_options(*d);
+  auto r = train(o, d);
+  auto at = compute::transpose(d->matrix);
+  std::vector<float> u, v;
+  auto losses = compute::train_local(d->matrix, at, o.params, o.sweeps, 1, u, v);
+  EXPECT_LT(max_difference(r.u.values, u), 1e-4);
+  EXPECT_LT(max_difference(r.v.values, v), 1e-4);
+  ASSERT_EQ(r.losses.size(), losses.size());
+  for (size_t i = 0; i < losses.size(); ++i)
+    EXPECT_NEAR(r.losses[i], losses[i], 1e-4 * losses[i]);
+  ASSERT_FALSE(r.events.empty());
+  expect_strict_alternation(r.events, o.workers * o.blocks_per_worker);
+  EXPECT_EQ(r.events.back().what, "done");
+}
+
+TEST_F(wals_test, LossDecreasesMonotonicallyWithCholesky) {
+  auto d = synthetic(200, 150, 3000);
+  auto o = small_options(*d);
+  o.params.solver = wals_solver::cholesky;
+  o.sweeps = 6;
+  auto r = train(o, d);
+  ASSERT_EQ(r.losses.size(), 6u);
+  for (size_t i = 1; i < r.losses.size(); ++i)
+    EXPECT_LE(r.losses[i], r.losses[i - 1] * (1 + 1e-6)) << "sweep " << i;
+}
+
+TEST_F(wals_test, SilentWorkerTokenTimesOutAndTheResultIsUnchanged) {
+  auto d = synthetic(300, 200, 4000);
+  auto o = small_options(*d);
+  auto clean = train(o, d);
+  o.faults.drop_block = 1;
+  o.faults.drop_sweep = 1;
+  o.token_timeout_ms = 100;
+  auto faulty = train(o, d);
+  EXPECT_LT(max_difference(faulty.u.values, clean.u.values), 1e-6);
+  EXPECT_LT(max_difference(faulty.v.values, clean.v.values), 1e-6);
+  auto timed_out = std::count_if(faulty.events.begin(), faulty.events.end(), [](auto& e) {
+    return e.what == "timeout" && e.block == 1 && e.sweep == 1;
+  });
+  EXPECT_EQ(timed_out, 1);
+  expect_strict_alternation(faulty.events, o.workers * o.blocks_per_worker);
+}
+
+TEST_F(wals_test, KilledChiefRestartsFromTheLastCheckpointWithTheSameResult) {
+  auto d = synthetic(300, 200, 4000);
+  auto o = small_options(*d);
+  auto clean = train(o, d);
+  o.checkpoint_dir = (dir / "ckpt").string();
+  auto service = wals_chief_service(wals_run_id(o, *d));
+  bool killed = false;
+  o.on_progress = [&](const wals_progress& p) {
+    // Mid-sweep 2: its rows are committed, its cols are not; checkpoint 1 is the last.
+    if (!killed && p.sweep == 2 && p.side == wals_side::rows) {
+      killed = true;
+      EXPECT_FALSE(runtime::kill_service(s->system(), s->registry(), service,
+                                         std::chrono::seconds(5)));
+    }
+  };
+  auto restarted = train(o, d);
+  EXPECT_TRUE(killed);
+  EXPECT_EQ(restarted.chief_restarts, 1u);
+  EXPECT_LT(max_difference(restarted.u.values, clean.u.values), 1e-6);
+  EXPECT_LT(max_difference(restarted.v.values, clean.v.values), 1e-6);
+  ASSERT_FALSE(restarted.events.empty());
+  EXPECT_EQ(restarted.events.front().what, "restore");
+  EXPECT_EQ(restarted.events.front().sweep, 1u);
+}
+
+TEST_F(wals_test, RejectsBadOptions) {
+  auto d = synthetic(50, 40, 300);
+  struct bad_case {
+    const char* what;
+    void (*apply)(wals_train_options&);
+  } cases[] = {
+    {"dim 0", [](wals_train_options& o) { o.params.dim = 0; }},
+    {"no workers", [](wals_train_options& o) { o.workers = 0; }},
+    {"no sweeps", [](wals_train_options& o) { o.sweeps = 0; }},
+    {"negative sigma", [](wals_train_options& o) { o.params.sigma = -1; }},
+  };
+  for (auto& c : cases) {
+    auto o = small_options(*d);
+    c.apply(o);
+    auto r = train_wals(*s, o, d);
+    ASSERT_FALSE(r) << c.what;
+    EXPECT_TRUE(is(r.error(), errc::invalid_argument)) << c.what << ": " << render(r.error());
+  }
+}
+
+} // namespace
+} // namespace darcy::ops
