@@ -5,14 +5,14 @@
 #include <cstdint>
 #include <span>
 
-#include <caf/error.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/errc.hpp"
 
 namespace darcy::compute {
 
 /// Fails with errc::invalid_config: low >= high, stddev <= 0, or a non-finite value.
-caf::error validate(const initializer_config& cfg);
+plain_error validate(const initializer_config& cfg);
 
 /// Fills `row` with the initial vector of the key whose hash is `key_hash`. Truncated normal
 /// redraws values more than two standard deviations from the mean, as TensorFlow does.

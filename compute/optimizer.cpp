@@ -8,9 +8,9 @@
 
 namespace darcy::compute {
 
-caf::error validate(const optimizer_config& cfg) {
+plain_error validate(const optimizer_config& cfg) {
   auto bad = [](const char* what) {
-    return make_error(errc::invalid_config, std::string{"optimizer: "} + what);
+    return plain_error{errc::invalid_config, std::string{"optimizer: "} + what};
   };
   if (!(cfg.learning_rate > 0) || !std::isfinite(cfg.learning_rate))
     return bad("learning_rate must be a positive number");

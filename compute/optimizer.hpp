@@ -6,15 +6,15 @@
 #include <cstdint>
 #include <span>
 
-#include <caf/error.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/errc.hpp"
 
 namespace darcy::compute {
 
 /// Fails with errc::invalid_config naming the field: a non-positive learning rate, a negative
 /// accumulator, betas outside [0, 1), and so on.
-caf::error validate(const optimizer_config& cfg);
+plain_error validate(const optimizer_config& cfg);
 
 /// Vectors of optimizer state per row: SGD 0, Adagrad 1, Momentum 1, Adam 2, FTRL 2.
 size_t slot_count(const optimizer_config& cfg);

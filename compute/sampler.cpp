@@ -17,12 +17,12 @@ double unit(std::mt19937_64& rng) {
 
 } // namespace
 
-caf::expected<candidate_distribution>
+plain_expected<candidate_distribution>
 candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> frequencies,
                              double power) {
   auto n = frequencies.size();
   if (n == 0)
-    return make_error(errc::invalid_argument, "no candidates to sample from");
+    return plain_error{errc::invalid_argument, "no candidates to sample from"};
   std::vector<double> weight(n);
   switch (kind) {
     case sampler_kind::uniform:
@@ -46,15 +46,15 @@ candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> freque
   return from_weights(std::move(weight));
 }
 
-caf::expected<candidate_distribution>
+plain_expected<candidate_distribution>
 candidate_distribution::from_weights(std::vector<double> weight) {
   auto n = weight.size();
   if (n == 0)
-    return make_error(errc::invalid_argument, "no candidates to sample from");
+    return plain_error{errc::invalid_argument, "no candidates to sample from"};
   candidate_distribution d;
   d.total_weight_ = std::accumulate(weight.begin(), weight.end(), 0.0);
   if (!(d.total_weight_ > 0))
-    return make_error(errc::invalid_argument, "every candidate has weight 0");
+    return plain_error{errc::invalid_argument, "every candidate has weight 0"};
   d.prob_.resize(n);
   for (size_t i = 0; i < n; ++i)
     d.prob_[i] = weight[i] / d.total_weight_;
@@ -108,7 +108,7 @@ uint64_t candidate_distribution::draw(std::mt19937_64& rng) const {
   return unit(rng) < alias_prob_[column] ? column : alias_[column];
 }
 
-caf::expected<std::vector<sampled>> sample(const candidate_distribution& dist,
+plain_expected<std::vector<sampled>> sample(const candidate_distribution& dist,
                                            std::span<const uint64_t> positives,
                                            size_t num_sampled, std::mt19937_64& rng) {
   std::unordered_set<uint64_t> positive_set;
@@ -117,15 +117,15 @@ caf::expected<std::vector<sampled>> sample(const candidate_distribution& dist,
   double positive_mass = 0;
   for (auto id : positives) {
     if (id >= dist.size())
-      return make_error(errc::invalid_argument, "positive id " + std::to_string(id) +
+      return plain_error{errc::invalid_argument, "positive id " + std::to_string(id) +
                                                   " is outside the " +
-                                                  std::to_string(dist.size()) + " candidates");
+                                                  std::to_string(dist.size()) + " candidates"};
     if (positive_set.insert(id).second)
       positive_mass += dist.prob(id);
     result.push_back({id, true, dist.prob(id)});
   }
   if (num_sampled > 0 && positive_mass >= 1.0 - 1e-12)
-    return make_error(errc::invalid_argument, "every candidate with weight is a positive");
+    return plain_error{errc::invalid_argument, "every candidate with weight is a positive"};
   while (result.size() < positives.size() + num_sampled) {
     auto id = dist.draw(rng);
     if (positive_set.count(id) == 0)

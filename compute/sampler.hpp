@@ -8,9 +8,9 @@
 #include <span>
 #include <vector>
 
-#include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/errc.hpp"
 
 namespace darcy::compute {
 
@@ -27,12 +27,12 @@ public:
   /// `frequencies[i]` belongs to candidate i. log_uniform ranks candidates by frequency
   /// (descending, ties by index); unigram weighs them by frequency^power. Fails with
   /// errc::invalid_argument for no candidates or (unigram) a zero total weight.
-  static caf::expected<candidate_distribution>
+  static plain_expected<candidate_distribution>
   make(sampler_kind kind, std::span<const uint64_t> frequencies, double power = 0.75);
 
   /// A distribution with the given unnormalized weights; errc::invalid_argument when there are
   /// none or they sum to 0.
-  static caf::expected<candidate_distribution> from_weights(std::vector<double> weights);
+  static plain_expected<candidate_distribution> from_weights(std::vector<double> weights);
 
   size_t size() const { return prob_.size(); }
   double prob(uint64_t id) const { return prob_[id]; }
@@ -57,7 +57,7 @@ std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_
 /// Returns every positive (is_positive, with its probability) followed by `num_sampled`
 /// negatives drawn with replacement, none of them a positive. Fails with
 /// errc::invalid_argument when a positive is out of range or every candidate is a positive.
-caf::expected<std::vector<sampled>> sample(const candidate_distribution& dist,
+plain_expected<std::vector<sampled>> sample(const candidate_distribution& dist,
                                            std::span<const uint64_t> positives,
                                            size_t num_sampled, std::mt19937_64& rng);
 

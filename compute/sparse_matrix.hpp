@@ -6,7 +6,8 @@
 #include <span>
 #include <vector>
 
-#include <caf/expected.hpp>
+#include "messages/errc.hpp"
+
 
 namespace darcy::compute {
 
@@ -36,7 +37,7 @@ struct csr_matrix {
 
 /// Builds a rows x cols matrix. Duplicate (row, col) pairs are summed. Fails with
 /// errc::invalid_argument when a triple lies outside the shape.
-caf::expected<csr_matrix> from_triples(uint64_t rows, uint64_t cols, std::vector<triple> triples);
+plain_expected<csr_matrix> from_triples(uint64_t rows, uint64_t cols, std::vector<triple> triples);
 
 /// The transpose, by counting sort: O(nnz + cols), columns ascending in every row.
 csr_matrix transpose(const csr_matrix& m);

@@ -25,13 +25,13 @@ void planted(uint64_t seed, uint64_t side, uint64_t id, uint32_t rank, float* ou
 
 } // namespace
 
-caf::expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
+plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
   constexpr uint64_t max_ids = std::numeric_limits<uint32_t>::max();
   if (spec.rows == 0 || spec.cols == 0 || spec.nnz < spec.rows)
-    return make_error(errc::invalid_argument,
-                      "synthetic matrix: need rows > 0, cols > 0 and nnz >= rows");
+    return plain_error{errc::invalid_argument,
+                      "synthetic matrix: need rows > 0, cols > 0 and nnz >= rows"};
   if (spec.rows > max_ids || spec.cols > max_ids)
-    return make_error(errc::invalid_argument, "synthetic matrix: at most 2^32 - 1 rows and cols");
+    return plain_error{errc::invalid_argument, "synthetic matrix: at most 2^32 - 1 rows and cols"};
   std::vector<double> weights(spec.cols);
   for (uint64_t c = 0; c < spec.cols; ++c)
     weights[c] = std::pow(static_cast<double>(c + 1), -spec.zipf_exponent);

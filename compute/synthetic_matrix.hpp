@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include <caf/expected.hpp>
 
 #include "compute/sparse_matrix.hpp"
+#include "messages/errc.hpp"
 
 namespace darcy::compute {
 
@@ -25,6 +25,6 @@ struct synthetic_spec {
 
 /// Values are play counts in [1, 8), larger where the planted score is larger. Fails with
 /// errc::invalid_argument for an empty shape, more than 2^32 - 1 rows or cols, or nnz < rows.
-caf::expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec);
+plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec);
 
 } // namespace darcy::compute

@@ -35,17 +35,17 @@ struct best_k {
 
 } // namespace
 
-caf::expected<std::vector<std::vector<hit>>>
+plain_expected<std::vector<std::vector<hit>>>
 top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
                     std::span<const float> biases, size_t k) {
   if (queries.cols() != candidates.cols())
-    return make_error(errc::dimension_mismatch,
+    return plain_error{errc::dimension_mismatch,
                       "queries have dim " + std::to_string(queries.cols()) +
-                        ", candidates dim " + std::to_string(candidates.cols()));
+                        ", candidates dim " + std::to_string(candidates.cols())};
   if (!biases.empty() && biases.size() != static_cast<size_t>(candidates.rows()))
-    return make_error(errc::dimension_mismatch, std::to_string(biases.size()) + " biases for " +
+    return plain_error{errc::dimension_mismatch, std::to_string(biases.size()) + " biases for " +
                                                   std::to_string(candidates.rows()) +
-                                                  " candidates");
+                                                  " candidates"};
   std::vector<best_k> best(static_cast<size_t>(queries.rows()), best_k{k, {}});
   if (k > 0) {
     for (Eigen::Index start = 0; start < candidates.rows(); start += block_rows) {

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include <Eigen/Dense>
-#include <caf/expected.hpp>
+
+#include "messages/errc.hpp"
 
 namespace darcy::compute {
 
@@ -29,7 +30,7 @@ using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 /// For each row of `queries`, the min(k, candidates.rows()) best candidates; a hit's id is the
 /// candidate's row number. `biases` is empty (no bias) or one value per candidate. Fails with
 /// errc::dimension_mismatch when the column counts or the bias count disagree.
-caf::expected<std::vector<std::vector<hit>>>
+plain_expected<std::vector<std::vector<hit>>>
 top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
                     std::span<const float> biases, size_t k);
 

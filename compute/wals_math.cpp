@@ -23,8 +23,8 @@ using const_row = Eigen::Map<const Eigen::VectorXf>;
 using row_map = Eigen::Map<Eigen::VectorXf>;
 using const_square = Eigen::Map<const Eigen::MatrixXf>;
 
-caf::error bad(const std::string& what) {
-  return make_error(errc::invalid_argument, "wals: " + what);
+plain_error bad(const std::string& what) {
+  return plain_error{errc::invalid_argument, "wals: " + what};
 }
 
 /// A = sigma G + lambda I, the part every row of one half-step shares.
@@ -281,7 +281,7 @@ double solve_range(const csr_matrix& a, uint64_t first, uint64_t last, const Row
 
 } // namespace
 
-caf::error validate(const wals_params& p) {
+plain_error validate(const wals_params& p) {
   if (p.dim == 0)
     return bad("dim must be at least 1");
   if (!std::isfinite(p.alpha) || p.alpha < 0)
@@ -442,15 +442,15 @@ wals_loss loss(const csr_matrix& a, factor_view u, factor_view v, const wals_par
   return result;
 }
 
-caf::expected<std::vector<float>> project(factor_view other, std::span<const float> gramian,
+plain_expected<std::vector<float>> project(factor_view other, std::span<const float> gramian,
                                           std::span<const uint32_t> ids,
                                           std::span<const float> values, const wals_params& p) {
   if (auto err = validate(p))
     return err;
   if (other.dim != p.dim || gramian.size() != size_t{p.dim} * p.dim)
-    return make_error(errc::dimension_mismatch, "wals project: factors of dim " +
+    return plain_error{errc::dimension_mismatch, "wals project: factors of dim " +
                                                   std::to_string(other.dim) + ", params dim " +
-                                                  std::to_string(p.dim));
+                                                  std::to_string(p.dim)};
   if (ids.size() != values.size())
     return bad("project: " + std::to_string(ids.size()) + " ids but " +
                std::to_string(values.size()) + " values");

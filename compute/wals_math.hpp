@@ -10,17 +10,16 @@
 #include <utility>
 #include <vector>
 
-#include <caf/error.hpp>
-#include <caf/expected.hpp>
 
 #include "compute/sparse_matrix.hpp"
 #include "messages/wals/wals_values.hpp"
+#include "messages/errc.hpp"
 
 namespace darcy::compute {
 
 /// errc::invalid_argument naming the field: dim 0, negative alpha, sigma or lambda, non-finite
 /// values, cg with 0 steps, or sigma = lambda = 0 (the solve would be singular).
-caf::error validate(const wals_params& p);
+plain_error validate(const wals_params& p);
 
 float observed_weight(const wals_params& p, float value);
 
@@ -120,7 +119,7 @@ wals_loss loss(const csr_matrix& a, factor_view u, factor_view v, const wals_par
 /// columns (ids index `other`) and values, against fixed `other` and its `gramian`. Fails with
 /// errc::invalid_argument for an id out of range, a negative or non-finite value, or sizes that
 /// disagree.
-caf::expected<std::vector<float>> project(factor_view other, std::span<const float> gramian,
+plain_expected<std::vector<float>> project(factor_view other, std::span<const float> gramian,
                                           std::span<const uint32_t> ids,
                                           std::span<const float> values, const wals_params& p);
 

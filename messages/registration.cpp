@@ -4,7 +4,7 @@
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "messages/embedding/embedding_config.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/cluster/probe_messages.hpp"
 #include "messages/cluster/supervision.hpp"

@@ -4,7 +4,7 @@
 #include "actors/embedding/candidate_sampler.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/supervisor.hpp"

@@ -10,7 +10,7 @@
 #include "actors/wals/wals_worker.hpp"
 #include "compute/hash.hpp"
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 
 namespace darcy::ops {
@@ -38,7 +38,7 @@ struct started {
 
 caf::error validate(const wals_train_options& opts) {
   if (auto err = compute::validate(opts.params))
-    return err;
+    return make_error(err);
   if (opts.workers == 0)
     return make_error(errc::invalid_argument, "wals: need at least one worker");
   if (opts.sweeps == 0)

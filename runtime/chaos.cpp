@@ -3,7 +3,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/message_view.hpp>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <caf/io/middleman.hpp>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 
 namespace darcy::runtime {

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::runtime {
 

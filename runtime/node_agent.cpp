@@ -8,7 +8,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/probe.hpp"
 
 namespace darcy::runtime {

@@ -5,7 +5,7 @@
 
 #include <toml++/toml.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::runtime {
 

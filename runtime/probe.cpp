@@ -3,7 +3,7 @@
 #include <chrono>
 #include <memory>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::runtime {
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::runtime {
 

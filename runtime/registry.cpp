@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::runtime {

@@ -5,7 +5,7 @@
 
 #include <caf/event_based_actor.hpp>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::runtime {

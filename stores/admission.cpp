@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 

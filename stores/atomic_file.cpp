@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 

@@ -9,7 +9,7 @@
 
 #include "compute/hash.hpp"
 #include "messages/checkpoint.capnp.h"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
 #include "stores/shard_file.hpp"
 

@@ -4,7 +4,7 @@
 
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/admission.hpp"
 #include "stores/leveldb_store.hpp"
 #include "stores/memory_store.hpp"
@@ -49,8 +49,9 @@ caf::error validate(const de_config& cfg) {
     if (cfg.eviction.kind != eviction_kind::none)
       return bad("eviction is a memory-backend feature");
   }
-  for (auto check : {compute::validate(cfg.init), compute::validate(cfg.optimizer),
-                     validate(cfg.admission), validate(cfg.eviction)})
+  for (auto check : {make_error(compute::validate(cfg.init)),
+                     make_error(compute::validate(cfg.optimizer)), validate(cfg.admission),
+                     validate(cfg.eviction)})
     if (check)
       return bad(render(check));
   return {};

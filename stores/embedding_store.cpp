@@ -13,7 +13,7 @@
 
 #include "compute/sampler.hpp"
 #include "messages/checkpoint.capnp.h"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/shard_file.hpp"
 
 namespace darcy::stores {

@@ -10,7 +10,7 @@
 #include "compute/hash.hpp"
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/admission.hpp"
 
 namespace darcy::stores {

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "compute/hash.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::stores {

@@ -5,7 +5,7 @@
 
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 
@@ -23,9 +23,9 @@ caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_opt
   if (!opts.default_value.empty() && opts.default_value.size() != opts.dim)
     return make_error(errc::invalid_config, "default_value must have dim values");
   if (auto err = compute::validate(opts.init))
-    return err;
+    return make_error(err);
   if (auto err = compute::validate(opts.optimizer))
-    return err;
+    return make_error(err);
   if (auto err = validate(opts.eviction))
     return err;
   auto admission = make_admission(opts.admission);

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 

@@ -7,7 +7,7 @@
 
 #include "compute/ranking.hpp"
 #include "compute/synthetic_matrix.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 
@@ -117,7 +117,7 @@ caf::expected<wals_dataset> load_triples(const wals_data_spec& spec, char delimi
     return make_error(errc::invalid_argument, spec.path + ": the matrix has no entries");
   auto m = compute::from_triples(data.row_ids.size(), data.col_ids.size(), std::move(triples));
   if (!m)
-    return std::move(m.error());
+    return make_error(m.error());
   data.matrix = std::move(*m);
   return data;
 }
@@ -163,7 +163,7 @@ caf::error add_features(wals_dataset& data, const wals_data_spec& spec, char del
     return make_error(errc::invalid_argument, path + ": internal id growth"); // cannot happen
   auto m = compute::from_triples(data.row_ids.size(), data.col_ids.size(), std::move(triples));
   if (!m)
-    return std::move(m.error());
+    return make_error(m.error());
   data.matrix = std::move(*m);
   return {};
 }
@@ -182,7 +182,7 @@ caf::expected<wals_dataset> load_dataset(const wals_data_spec& spec, uint32_t th
     s.threads = threads;
     auto m = compute::synthetic_matrix(s);
     if (!m)
-      return std::move(m.error());
+      return make_error(m.error());
     data.matrix = std::move(*m);
   } else {
     if (spec.format == "csv")

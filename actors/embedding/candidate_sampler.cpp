@@ -10,7 +10,7 @@
 #include "actors/fan_out.hpp"
 #include "compute/hash.hpp"
 #include "compute/sampler.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::actors {
 

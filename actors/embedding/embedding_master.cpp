@@ -10,7 +10,7 @@
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/hash.hpp"
 #include "compute/optimizer.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"

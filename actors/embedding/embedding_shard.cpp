@@ -5,7 +5,7 @@
 
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/top_k_scan.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
 

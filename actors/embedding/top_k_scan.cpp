@@ -1,7 +1,7 @@
 #include "actors/embedding/top_k_scan.hpp"
 
 #include "compute/top_k.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::actors {
 

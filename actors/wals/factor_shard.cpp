@@ -5,7 +5,7 @@
 #include <span>
 
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/matrix_file.hpp"
 
 namespace darcy::actors {

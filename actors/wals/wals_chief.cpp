@@ -14,7 +14,7 @@
 #include "actors/fan_out.hpp"
 #include "actors/wals/wals_worker.hpp"
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::actors {

@@ -10,7 +10,7 @@
 #include "actors/fan_out.hpp"
 #include "compute/ranking.hpp"
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::actors {

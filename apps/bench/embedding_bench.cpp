@@ -15,7 +15,7 @@
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "apps/cli/commands.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/process.hpp"

@@ -13,7 +13,7 @@
 #include "apps/bench/tcp_echo.hpp"
 #include "apps/cli/commands.hpp"
 #include "compute/stats.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/node_agent.hpp"

@@ -8,7 +8,7 @@
 
 #include <boost/asio.hpp>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::apps {
 

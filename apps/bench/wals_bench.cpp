@@ -10,7 +10,7 @@
 #include "apps/wals/wals_jobs.hpp"
 #include "compute/stats.hpp"
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::apps {
 

@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "apps/cli/commands.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/chaos.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "apps/cli/status_table.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "ops/session.hpp"
 
 namespace darcy::apps {

@@ -8,7 +8,7 @@
 #include "apps/cli/commands.hpp"
 #include "apps/cli/status_table.hpp"
 #include "apps/word2vec/word2vec_jobs.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/chaos.hpp"

@@ -1,7 +1,7 @@
 // `darcy node`: starts one cluster node and serves until SIGTERM.
 #include "actors/actor_types.hpp"
 #include "apps/cli/commands.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/node.hpp"
 
 namespace darcy::apps {

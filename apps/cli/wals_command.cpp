@@ -4,7 +4,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "apps/wals/wals_jobs.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::apps {
 

@@ -5,7 +5,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "apps/word2vec/word2vec_jobs.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::apps {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::wals {

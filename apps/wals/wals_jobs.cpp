@@ -10,7 +10,7 @@
 #include "apps/progress/progress_bar.hpp"
 #include "apps/wals/model_io.hpp"
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/host_port.hpp"
 
 namespace darcy::wals {
@@ -221,7 +221,7 @@ caf::error run_recommend(const recommend_job& job) {
     compute::add_gramian(v, gram);
     auto projected = compute::project(v, gram, ids, values, m->params);
     if (!projected)
-      return std::move(projected.error());
+      return make_error(projected.error());
     query = std::move(*projected);
     seen = ids;
     std::sort(seen.begin(), seen.end());

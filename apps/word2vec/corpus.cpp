@@ -6,7 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::word2vec {
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "compute/stats.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::word2vec {
 

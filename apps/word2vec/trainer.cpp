@@ -9,7 +9,7 @@
 #include "compute/hash.hpp"
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 
 namespace darcy::word2vec {
@@ -239,7 +239,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   key_space keys{c, o.vocab_cap};
   auto negatives = compute::candidate_distribution::make(sampler_kind::unigram, keys.counts);
   if (!negatives)
-    return std::move(negatives.error());
+    return make_error(negatives.error());
   run_state rs{c, o, keys, {}, std::move(*negatives), {}, make_batches(c, o.batch_words), 0};
   rs.keep.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i)

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::word2vec {
 

@@ -13,7 +13,7 @@
 
 #include "apps/progress/progress_bar.hpp"
 #include "apps/word2vec/evaluation.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "runtime/host_port.hpp"
 

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <caf/meta/type_name.hpp>
 
 namespace darcy {
 
@@ -25,7 +24,7 @@ struct initializer_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, initializer_config& x) {
-  return f(caf::meta::type_name("initializer_config"), x.kind, x.low, x.high, x.mean, x.stddev,
+  return f(x.kind, x.low, x.high, x.mean, x.stddev,
            x.seed);
 }
 
@@ -50,7 +49,7 @@ struct optimizer_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, optimizer_config& x) {
-  return f(caf::meta::type_name("optimizer_config"), x.kind, x.learning_rate,
+  return f(x.kind, x.learning_rate,
            x.initial_accumulator, x.momentum, x.nesterov, x.beta1, x.beta2, x.epsilon, x.l1, x.l2);
 }
 
@@ -68,7 +67,7 @@ struct admission_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, admission_config& x) {
-  return f(caf::meta::type_name("admission_config"), x.kind, x.min_count, x.capacity, x.fp_rate);
+  return f(x.kind, x.min_count, x.capacity, x.fp_rate);
 }
 
 /// none: rows stay. ttl: rows not updated for more than ttl_steps global steps go. lfu / lru:
@@ -83,7 +82,7 @@ struct eviction_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
-  return f(caf::meta::type_name("eviction_config"), x.kind, x.ttl_steps, x.max_rows);
+  return f(x.kind, x.ttl_steps, x.max_rows);
 }
 
 /// How negatives are drawn: uniform over the candidates, log-uniform by frequency rank
@@ -116,7 +115,7 @@ struct de_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, de_config& x) {
-  return f(caf::meta::type_name("de_config"), x.name, x.dim, x.init, x.optimizer, x.admission,
+  return f(x.name, x.dim, x.init, x.optimizer, x.admission,
            x.eviction, x.backend, x.path, x.cache_bytes, x.read_only, x.default_value,
            x.max_batch);
 }

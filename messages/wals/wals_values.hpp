@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <caf/meta/type_name.hpp>
 
 namespace darcy {
 
@@ -40,7 +39,7 @@ struct wals_params {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_params& x) {
-  return f(caf::meta::type_name("wals_params"), x.dim, x.alpha, x.weight_fn, x.sigma, x.lambda,
+  return f(x.dim, x.alpha, x.weight_fn, x.sigma, x.lambda,
            x.solver, x.cg_steps, x.init_scale, x.seed);
 }
 
@@ -69,7 +68,7 @@ struct wals_data_spec {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_data_spec& x) {
-  return f(caf::meta::type_name("wals_data_spec"), x.format, x.path, x.row_features,
+  return f(x.format, x.path, x.row_features,
            x.col_features, x.feature_value, x.skip_malformed, x.rows, x.cols, x.nnz, x.seed,
            x.holdout, x.holdout_seed);
 }
@@ -91,7 +90,7 @@ struct wals_token {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_token& x) {
-  return f(caf::meta::type_name("wals_token"), x.epoch, x.sweep, x.side, x.block, x.blocks,
+  return f(x.epoch, x.sweep, x.side, x.block, x.blocks,
            x.attempt, x.gramian);
 }
 
@@ -108,7 +107,7 @@ struct wals_commit {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_commit& x) {
-  return f(caf::meta::type_name("wals_commit"), x.epoch, x.block, x.attempt, x.rows, x.entries,
+  return f(x.epoch, x.block, x.attempt, x.rows, x.entries,
            x.observed_loss);
 }
 
@@ -126,7 +125,7 @@ struct wals_faults {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_faults& x) {
-  return f(caf::meta::type_name("wals_faults"), x.drop_block, x.drop_sweep, x.stall_sweep,
+  return f(x.drop_block, x.drop_sweep, x.stall_sweep,
            x.pid_file);
 }
 
@@ -140,7 +139,7 @@ struct wals_shard_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_shard_config& x) {
-  return f(caf::meta::type_name("wals_shard_config"), x.index, x.count, x.rows, x.cols,
+  return f(x.index, x.count, x.rows, x.cols,
            x.params);
 }
 
@@ -152,7 +151,7 @@ struct wals_worker_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_worker_config& x) {
-  return f(caf::meta::type_name("wals_worker_config"), x.data, x.params, x.faults);
+  return f(x.data, x.params, x.faults);
 }
 
 /// Progress the chief reports to its listener, once per committed phase.
@@ -170,7 +169,7 @@ struct wals_progress {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_progress& x) {
-  return f(caf::meta::type_name("wals_progress"), x.sweep, x.side, x.sweeps, x.rows, x.entries,
+  return f(x.sweep, x.side, x.sweeps, x.rows, x.entries,
            x.loss, x.restored, x.done);
 }
 
@@ -186,7 +185,7 @@ struct wals_event {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_event& x) {
-  return f(caf::meta::type_name("wals_event"), x.what, x.sweep, x.side, x.block, x.attempt);
+  return f(x.what, x.sweep, x.side, x.block, x.attempt);
 }
 
 } // namespace darcy

@@ -1,5 +1,6 @@
 #include "compute/optimizer.hpp"
 
+#include <cmath>
 #include <vector>
 
 #include <gtest/gtest.h>

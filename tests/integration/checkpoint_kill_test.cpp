@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/process.hpp"
 #include "tests/support/checkpoint_drill.hpp"

@@ -3,7 +3,7 @@
 // can SIGKILL it in the middle of a save. Usage: darcy_checkpoint_writer DIR ROWS
 #include <iostream>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/system_config.hpp"
 #include "tests/support/checkpoint_drill.hpp"

@@ -9,7 +9,7 @@
 #include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::test {
 

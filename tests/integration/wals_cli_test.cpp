@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/matrix_file.hpp"
 #include "tests/integration/node_process.hpp"
 

@@ -1,4 +1,4 @@
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 #include <set>
 

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/chaos.hpp"
 
 namespace darcy::ops {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::runtime {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "compute/hash.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "stores/de_config.hpp"
 
 namespace darcy::stores {

@@ -8,7 +8,7 @@
 
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 namespace {

@@ -12,7 +12,7 @@
 #include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
 
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/system_config.hpp"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "compute/wals_math.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "tests/support/test_system.hpp"
 

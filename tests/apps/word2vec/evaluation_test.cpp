@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "apps/word2vec/vectors_io.hpp"
-#include "messages/errc.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::word2vec {
 namespace {

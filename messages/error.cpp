@@ -1,0 +1,63 @@
+#include "messages/error.hpp"
+
+#include <caf/deep_to_string.hpp>
+#include <caf/message.hpp>
+#include <caf/sec.hpp>
+
+namespace darcy {
+
+namespace {
+
+std::string context_text(const caf::message& context) {
+  if (context.empty())
+    return {};
+  if (context.size() == 1 && context.match_element<std::string>(0))
+    return context.get_as<std::string>(0);
+  return caf::deep_to_string(context);
+}
+
+} // namespace
+
+caf::error make_error(errc x) {
+  return caf::error{static_cast<uint8_t>(x), errc_category};
+}
+
+caf::error make_error(const plain_error& x) {
+  if (!x)
+    return {};
+  return x.context.empty() ? make_error(x.code) : make_error(x.code, x.context);
+}
+
+caf::error make_error(errc x, std::string context) {
+  return caf::error{static_cast<uint8_t>(x), errc_category,
+                    caf::make_message(std::move(context))};
+}
+
+std::string render_errc(uint8_t code, const caf::message& context) {
+  std::string result = detail::errc_entry_of(code).text;
+  auto ctx = context_text(context);
+  if (!ctx.empty()) {
+    result += ": ";
+    result += ctx;
+  }
+  return result;
+}
+
+std::string render(const caf::error& x) {
+  if (!x)
+    return "no error";
+  if (x.category() == errc_category)
+    return render_errc(x.code(), x.context());
+  if (x.category() == caf::atom("system")) {
+    auto result = caf::to_string(static_cast<caf::sec>(x.code()));
+    auto ctx = context_text(x.context());
+    return ctx.empty() ? result : result + ": " + ctx;
+  }
+  return caf::to_string(x);
+}
+
+bool is(const caf::error& x, errc code) {
+  return x.category() == errc_category && x.code() == static_cast<uint8_t>(code);
+}
+
+} // namespace darcy
