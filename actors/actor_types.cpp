@@ -9,11 +9,11 @@
 namespace darcy::actors {
 
 void register_actor_types(runtime::system_config& cfg) {
-  cfg.add_actor_type("darcy.echo", echo_service);
-  cfg.add_actor_type("darcy.embedding_shard", embedding_shard);
-  cfg.add_actor_type("darcy.factor_shard", factor_shard);
-  cfg.add_actor_type("darcy.wals_chief", wals_chief);
-  cfg.add_actor_type("darcy.wals_worker", wals_worker_loading);
+  cfg.add_actor_type(echo_service_name, echo_service);
+  cfg.add_actor_type(embedding_shard_state::name, embedding_shard);
+  cfg.add_actor_type(factor_shard_state::name, factor_shard);
+  cfg.add_actor_type(wals_chief_state::name, wals_chief);
+  cfg.add_actor_type(wals_worker_state::name, wals_worker_loading);
 }
 
 } // namespace darcy::actors

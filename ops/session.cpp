@@ -7,6 +7,7 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
+#include "runtime/spawn_on.hpp"
 #include "runtime/supervisor.hpp"
 
 namespace darcy::ops {
@@ -80,26 +81,19 @@ caf::expected<embedding_master_actor> session::embeddings() {
     auto members = status();
     if (!members)
       return std::move(members.error());
-    for (auto& member : members->members) {
-      if (member.state != member_state::up)
-        continue;
-      auto agent = caf::actor_cast<node_agent_actor>(member.agent);
-      for (size_t i = 0; i < opts_.shards; ++i) {
-        auto index = static_cast<uint32_t>(shards.size());
-        auto shard = runtime::ask<caf::actor>(*system_, agent, opts_.timeout, spawn_atom::value,
-                                              std::string{"darcy.embedding_shard"},
-                                              caf::make_message(index));
-        if (!shard) {
-          for (auto& s : shards)
-            caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
-          return make_error(errc::spawn_failed, "embedding shard on node " + member.name + ": " +
-                                                  render(shard.error()));
-        }
-        shards.push_back(caf::actor_cast<embedding_shard_actor>(*shard));
-      }
-    }
-    if (shards.empty())
-      return make_error(errc::node_unreachable, "the cluster has no member that is up");
+    auto live = runtime::live_targets(*members, {});
+    if (!live)
+      return std::move(live.error());
+    // opts_.shards consecutive shards on each member.
+    std::vector<runtime::spawn_target> targets;
+    for (auto& target : *live)
+      targets.insert(targets.end(), opts_.shards, target);
+    auto spawned = runtime::spawn_group<embedding_shard_actor>(
+      *system_, targets, opts_.timeout, actors::embedding_shard_state::name,
+      [](size_t i) { return caf::make_message(static_cast<uint32_t>(i)); }, targets.size());
+    if (!spawned)
+      return std::move(spawned.error());
+    shards = std::move(*spawned);
   }
   shards_ = shards;
   master_ = system_->spawn(actors::embedding_master, actors::embedding_master_options{shards});

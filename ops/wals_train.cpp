@@ -9,9 +9,11 @@
 #include "actors/wals/wals_chief.hpp"
 #include "actors/wals/wals_worker.hpp"
 #include "compute/hash.hpp"
+#include "compute/placement.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
+#include "runtime/spawn_on.hpp"
 
 namespace darcy::ops {
 
@@ -64,31 +66,12 @@ spawn_workers(session& s, const wals_train_options& opts, const wals_worker_conf
   auto status = s.status();
   if (!status)
     return std::move(status.error());
-  std::vector<const member_info*> hosts;
-  for (auto& m : status->members) {
-    bool wanted = opts.worker_nodes.empty() ||
-                  std::find(opts.worker_nodes.begin(), opts.worker_nodes.end(), m.name) !=
-                    opts.worker_nodes.end();
-    if (wanted && m.state == member_state::up && m.agent)
-      hosts.push_back(&m);
-  }
-  if (hosts.empty())
-    return make_error(errc::no_live_node, "wals: no live node to run workers on");
-  for (uint32_t i = 0; i < opts.workers; ++i) {
-    auto& host = *hosts[i % hosts.size()];
-    auto agent = caf::actor_cast<node_agent_actor>(host.agent);
-    auto w = runtime::ask<caf::actor>(sys, agent, s.timeout(), spawn_atom::value,
-                                      std::string{"darcy.wals_worker"},
-                                      caf::make_message(cfg, shards));
-    if (!w) {
-      for (auto& x : workers)
-        caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
-      return make_error(errc::spawn_failed,
-                        "wals worker on node " + host.name + ": " + render(w.error()));
-    }
-    workers.push_back(caf::actor_cast<wals_worker_actor>(*w));
-  }
-  return workers;
+  auto hosts = runtime::live_targets(*status, opts.worker_nodes);
+  if (!hosts)
+    return make_error(errc::no_live_node, "wals workers: " + render(hosts.error()));
+  return runtime::spawn_group<wals_worker_actor>(
+    sys, *hosts, s.timeout(), actors::wals_worker_state::name,
+    [&](size_t) { return caf::make_message(cfg, shards); }, opts.workers);
 }
 
 std::vector<std::string> chief_nodes(session& s, const wals_train_options& opts) {
@@ -111,8 +94,8 @@ caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, w
   auto count = static_cast<uint32_t>(run.shards.size());
   for (uint32_t i = 0; i < count; ++i) {
     std::vector<uint32_t> ids;
-    for (uint64_t id = i; id < n; id += count)
-      ids.push_back(static_cast<uint32_t>(id));
+    for (uint64_t row = 0; row < compute::rows_owned(n, i, count); ++row)
+      ids.push_back(static_cast<uint32_t>(compute::global_id(row, i, count)));
     auto rows = runtime::ask<shared_floats>(s.system(), run.shards[i], fetch_timeout,
                                             fetch_atom::value, side, ids);
     if (!rows)
@@ -192,7 +175,7 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   spec.period_ms = 60000;
   child_spec chief;
   chief.id = "wals_chief";
-  chief.factory = "darcy.wals_chief";
+  chief.factory = actors::wals_chief_state::name;
   chief.args = caf::make_message(chief_cfg);
   chief.nodes = chief_nodes(s, opts);
   chief.service = wals_chief_service(chief_cfg.run_id);

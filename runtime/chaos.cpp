@@ -3,9 +3,13 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/message_view.hpp>
 
+#include <unistd.h>
+
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
+#include "runtime/spawn_on.hpp"
+#include "stores/atomic_file.hpp"
 
 namespace darcy::runtime {
 
@@ -29,6 +33,11 @@ caf::expected<member_info> find_member(caf::actor_system& sys, const registry_ac
 }
 
 } // namespace
+
+void write_fault_pid(const std::string& path) {
+  if (!path.empty())
+    (void) stores::write_file_atomically(path, std::to_string(::getpid()) + "\n");
+}
 
 caf::behavior chaos_proxy(caf::stateful_actor<chaos_proxy_state>* self, caf::actor target,
                           disruption plan) {
@@ -108,10 +117,8 @@ caf::expected<caf::actor> disrupt(caf::actor_system& sys, const registry_actor& 
   auto member = find_member(sys, registry, info->node, timeout);
   if (!member)
     return std::move(member.error());
-  auto agent = caf::actor_cast<node_agent_actor>(member->agent);
-  auto proxy = ask<caf::actor>(sys, agent, timeout, spawn_atom::value,
-                               std::string{"darcy.chaos_proxy"},
-                               caf::make_message(info->actor, plan));
+  auto proxy = spawn_on(sys, {member->name, caf::actor_cast<node_agent_actor>(member->agent)},
+                        timeout, chaos_proxy_state::name, caf::make_message(info->actor, plan));
   if (!proxy)
     return std::move(proxy.error());
   auto ok = ask<ok_atom>(sys, registry, timeout, register_atom::value,

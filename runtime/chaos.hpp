@@ -54,6 +54,10 @@ caf::expected<caf::actor> disrupt(caf::actor_system& sys, const registry_actor& 
                                   const std::string& service, const disruption& plan,
                                   std::chrono::milliseconds timeout);
 
+/// Records that an injected fault fired: writes getpid() to `path` atomically (no-op when
+/// empty), so that a test knows which process to SIGKILL.
+void write_fault_pid(const std::string& path);
+
 /// Fails with errc::invalid_argument unless both fractions are in [0, 1] and delay_ms >= 0.
 caf::error validate(const disruption& plan);
 

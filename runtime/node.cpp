@@ -11,6 +11,7 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
+#include "runtime/log.hpp"
 #include "runtime/node_services.hpp"
 
 namespace darcy::runtime {
@@ -83,8 +84,7 @@ caf::error run_node(const node_options& opts, const config_hook& hook) {
 
   int signal = 0;
   sigwait(&signals, &signal);
-  std::cerr << "darcy node " << opts.name << ": shutting down (signal " << signal << ")"
-            << std::endl;
+  log_info("darcy node {}: shutting down (signal {})", opts.name, signal);
   if (cluster)
     ask<ok_atom>(sys, services.registry, opts.connect_timeout, leave_atom::value, opts.name);
   services.stop();

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <csignal>
-#include <iostream>
 #include <unistd.h>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
 
 #include "messages/error.hpp"
+#include "runtime/log.hpp"
 #include "runtime/probe.hpp"
 
 namespace darcy::runtime {
@@ -61,8 +61,8 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
                                  [&](const caf::actor& a) { return a.address() == msg.source; }),
                   spawned.end());
     if (msg.source == self->state.options.registry.address())
-      std::cerr << "darcy node " << self->state.options.name
-                << ": lost the seed's registry (" << render(msg.reason) << ")" << std::endl;
+      log_warn("darcy node {}: lost the seed's registry ({})", self->state.options.name,
+               render(msg.reason));
   });
   return {
     [self](ping_atom) { return self->state.options.name; },

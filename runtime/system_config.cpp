@@ -23,8 +23,8 @@ system_config::system_config(std::string name, size_t threads) : node_name(std::
   set("scheduler.policy", caf::atom("sharing"));
   if (threads > 0)
     set("scheduler.max-threads", threads);
-  add_actor_type("darcy.supervisor", supervisor);
-  add_actor_type("darcy.chaos_proxy", chaos_proxy);
+  add_actor_type(supervisor_state::name, supervisor);
+  add_actor_type(chaos_proxy_state::name, chaos_proxy);
 }
 
 std::string node_name(const caf::actor_system& sys) {

@@ -9,7 +9,7 @@ packages=(
   libcaf-dev capnproto libcapnp-dev
   libleveldb-dev libsnappy-dev
   libeigen3-dev libboost-dev
-  libtomlplusplus-dev libcli11-dev
+  libtomlplusplus-dev libcli11-dev libspdlog-dev
   googletest libgtest-dev libgmock-dev
   gnuplot-nox
 )

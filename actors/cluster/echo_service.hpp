@@ -6,6 +6,9 @@
 
 namespace darcy::actors {
 
+/// The spawn name of the echo service (it has no state to carry the constant).
+inline constexpr const char* echo_service_name = "darcy.echo";
+
 echo_actor::behavior_type echo_service(echo_actor::pointer self);
 
 } // namespace darcy::actors

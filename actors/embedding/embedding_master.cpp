@@ -1,17 +1,17 @@
 #include "actors/embedding/embedding_master.hpp"
 
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <numeric>
 #include <unordered_map>
 
 #include "actors/fan_out.hpp"
 #include "actors/embedding/top_k_scan.hpp"
-#include "compute/hash.hpp"
+#include "compute/placement.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
+#include "runtime/log.hpp"
 #include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
 
@@ -37,7 +37,7 @@ split_batch split(const std::vector<std::string>& keys, size_t shard_count) {
   for (auto& key : keys) {
     auto [it, fresh] = seen.try_emplace(key);
     if (fresh) {
-      auto s = static_cast<uint32_t>(shard_of(key, shard_count));
+      auto s = static_cast<uint32_t>(compute::shard_of_key(key, shard_count));
       it->second = {s, static_cast<uint32_t>(out.keys[s].size())};
       out.keys[s].push_back(key);
     }
@@ -184,7 +184,7 @@ void recover_pending(embedding_master_pointer self) {
     auto shard = opts.shards[index];
     auto done = [self, index](const caf::error& err) {
       if (err)
-        std::cerr << "embedding master: shard recovery failed: " << render(err) << std::endl;
+        runtime::log_error("embedding master: shard recovery failed: {}", render(err));
       else
         self->state.down.erase(index);
       end_exclusive(self);
@@ -243,10 +243,6 @@ void remove_stale_checkpoints(const std::string& dir, const std::string& keep,
 }
 
 } // namespace
-
-size_t shard_of(std::string_view key, size_t shard_count) {
-  return compute::hash_key(key) % shard_count;
-}
 
 embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
                                                        embedding_master_options options) {

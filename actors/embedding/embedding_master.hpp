@@ -53,7 +53,4 @@ using embedding_master_pointer = embedding_master_actor::stateful_pointer<embedd
 embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
                                                        embedding_master_options options);
 
-/// The shard that owns `key` among `shard_count` shards.
-size_t shard_of(std::string_view key, size_t shard_count);
-
 } // namespace darcy::actors

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/top_k_scan.hpp"
+#include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "stores/checkpoint_io.hpp"
 #include "stores/de_config.hpp"
@@ -154,7 +154,7 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_
         for (auto& file : entry.files) {
           auto err = stores::read_shard_file(dir, file, entry.config,
                                              [&](const stores::row_record& row) -> caf::error {
-                                               if (shard_of(row.key, count) != index)
+                                               if (compute::shard_of_key(row.key, count) != index)
                                                  return {};
                                                return (*store)->import_row(row);
                                              });

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <span>
 
+#include "compute/placement.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "stores/matrix_file.hpp"
@@ -22,7 +23,7 @@ caf::error check_ids(const factor_shard_state& st, wals_side side,
   auto& c = st.config;
   auto& rows = st.sides[side_index(side)];
   for (auto id : ids)
-    if (shard_of(id, c.count) != c.index || local_row(id, c.count) >= rows.rows)
+    if (compute::shard_of(id, c.count) != c.index || compute::local_row(id, c.count) >= rows.rows)
       return make_error(errc::invalid_argument, "factor shard " + std::to_string(c.index) +
                                                   " does not own " + to_string(side) + " id " +
                                                   std::to_string(id));
@@ -60,10 +61,10 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
   for (auto side : {wals_side::rows, wals_side::cols}) {
     auto& s = st.sides[side_index(side)];
     auto total = side == wals_side::rows ? config.rows : config.cols;
-    s.rows = total > config.index ? (total - config.index + config.count - 1) / config.count : 0;
+    s.rows = compute::rows_owned(total, config.index, config.count);
     s.current = std::make_shared<std::vector<float>>(s.rows * d);
     for (uint64_t i = 0; i < s.rows; ++i)
-      compute::initial_row(config.params, side, config.index + i * config.count,
+      compute::initial_row(config.params, side, compute::global_id(i, config.index, config.count),
                            {s.current->data() + i * d, d});
   }
   return {
@@ -75,7 +76,7 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
       auto& s = st.sides[side_index(side)];
       std::vector<float> out(ids.size() * d);
       for (size_t i = 0; i < ids.size(); ++i)
-        std::copy_n(s.current->data() + local_row(ids[i], st.config.count) * d, d,
+        std::copy_n(s.current->data() + compute::local_row(ids[i], st.config.count) * d, d,
                     out.data() + i * d);
       return shared_floats{std::move(out)};
     },
@@ -98,7 +99,7 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
         return err;
       for (size_t i = 0; i < ids.size(); ++i)
         std::copy_n(values.data() + i * d, d,
-                    s.pending->data() + local_row(ids[i], st.config.count) * d);
+                    s.pending->data() + compute::local_row(ids[i], st.config.count) * d);
       return ok_atom::value;
     },
     [=](write_atom, uint64_t epoch, wals_side side, uint64_t first,
@@ -121,12 +122,12 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
                             std::to_string(first + rows) + " lie past the " +
                             std::to_string(total) + " of " + to_string(side));
       // The rows this shard owns: ids first + skip, then every count-th.
-      auto skip = (st.config.index + count - first % count) % count;
+      auto skip = compute::first_owned_offset(first, st.config.index, count);
       for (auto r = skip; r < rows; r += count)
         if (auto err = check_finite(values.subspan(r * d, d)))
           return err;
       for (auto r = skip; r < rows; r += count)
-        std::copy_n(values.data() + r * d, d, s.pending->data() + local_row(first + r, count) * d);
+        std::copy_n(values.data() + r * d, d, s.pending->data() + compute::local_row(first + r, count) * d);
       return ok_atom::value;
     },
     [=](begin_atom, uint64_t epoch, wals_side side) -> ok_atom {

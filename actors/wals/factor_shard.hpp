@@ -32,10 +32,6 @@ factor_shard_actor::behavior_type
 factor_shard(factor_shard_actor::stateful_pointer<factor_shard_state> self,
              wals_shard_config config);
 
-/// The shard that owns `id` among `count`, and its row there.
-inline uint32_t shard_of(uint64_t id, uint32_t count) { return static_cast<uint32_t>(id % count); }
-inline uint64_t local_row(uint64_t id, uint32_t count) { return id / count; }
-
 /// The file of one side of one shard in checkpoint `sweep` under `dir`.
 std::string factor_file(const std::string& dir, uint32_t sweep, wals_side side, uint32_t index,
                         uint32_t count);

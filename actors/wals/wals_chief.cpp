@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <limits>
 #include <optional>
 #include <random>
@@ -12,9 +11,10 @@
 
 
 #include "actors/fan_out.hpp"
-#include "actors/wals/wals_worker.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
+#include "runtime/chaos.hpp"
+#include "runtime/log.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::actors {
@@ -45,7 +45,7 @@ void log_event(wals_chief_pointer self, const std::string& what, uint32_t block 
 }
 
 void fail(wals_chief_pointer self, const caf::error& err) {
-  std::cerr << "wals chief: " << render(err) << '\n';
+  runtime::log_error("wals chief: {}", render(err));
   self->quit(err);
 }
 
@@ -213,7 +213,7 @@ void begin_phase(wals_chief_pointer self) {
       st.sweep == static_cast<uint32_t>(st.config.faults.stall_sweep) && !st.restored) {
     st.stalled = true;
     log_event(self, "stall");
-    write_fault_pid(st.config.faults.pid_file);
+    runtime::write_fault_pid(st.config.faults.pid_file);
     return;
   }
   st.epoch = (uint64_t{st.incarnation} << 32) | (st.sweep * 2 + static_cast<uint32_t>(st.side) + 1);

@@ -1,17 +1,16 @@
 #include "actors/wals/wals_worker.hpp"
 
-#include <iostream>
 #include <algorithm>
 #include <limits>
 
-#include <unistd.h>
 
-#include "actors/wals/factor_shard.hpp"
 #include "actors/fan_out.hpp"
+#include "compute/placement.hpp"
 #include "compute/ranking.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
-#include "stores/atomic_file.hpp"
+#include "runtime/chaos.hpp"
+#include "runtime/log.hpp"
 
 namespace darcy::actors {
 
@@ -41,8 +40,8 @@ void report_ready(wals_worker_pointer self) {
 }
 
 void give_up(wals_worker_pointer self, const job_pointer& job, const caf::error& err) {
-  std::cerr << "wals worker: " << to_string(job->token.side) << " block " << job->token.block
-            << " abandoned: " << render(err) << '\n';
+  runtime::log_warn("wals worker: {} block {} abandoned: {}", to_string(job->token.side),
+                    job->token.block, render(err));
   report_ready(self);
 }
 
@@ -73,7 +72,7 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
   layout->weights = compute::observed_weights(layout->rows, st.config.params);
   layout->own_ids.resize(count);
   for (uint64_t id = layout->first; id < layout->first + layout->rows.rows; ++id)
-    layout->own_ids[shard_of(id, count)].push_back(static_cast<uint32_t>(id));
+    layout->own_ids[compute::shard_of(id, count)].push_back(static_cast<uint32_t>(id));
   if (st.in_place)
     return layout;
   layout->other_ids.resize(count);
@@ -82,7 +81,7 @@ std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_p
     used[c] = true;
   for (uint32_t c = 0; c < side.cols; ++c)
     if (used[c])
-      layout->other_ids[shard_of(c, count)].push_back(c);
+      layout->other_ids[compute::shard_of(c, count)].push_back(c);
   layout->base.assign(count + 1, 0);
   st.slot.resize(side.cols, absent);
   for (uint32_t s = 0; s < count; ++s) {
@@ -141,13 +140,13 @@ void read_rows(wals_worker_pointer self, job_pointer job, wals_side side,
       auto rows = reply.values();
       auto& wanted = (*ids)[s];
       bool view = self->state.co_located[s];
-      auto needed = view ? local_row(wanted.back(), count) + 1 : wanted.size();
+      auto needed = view ? compute::local_row(wanted.back(), count) + 1 : wanted.size();
       if (rows.size() < needed * d) {
         *short_answer = wrong_size(s, rows.size(), needed, d);
         return;
       }
       for (size_t i = 0; i < wanted.size(); ++i)
-        std::copy_n(rows.data() + (view ? local_row(wanted[i], count) : i) * d, d, dest(s, i));
+        std::copy_n(rows.data() + (view ? compute::local_row(wanted[i], count) : i) * d, d, dest(s, i));
     },
     then_or_give_up(self, job, std::move(then), short_answer));
 }
@@ -166,7 +165,7 @@ void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint6
       return self->request(self->state.shards[s], shard_timeout, view_atom::value, side);
     },
     [=](size_t s, shared_floats& reply) {
-      auto rows = total > s ? (total - s + count - 1) / count : 0;
+      auto rows = compute::rows_owned(total, static_cast<uint32_t>(s), count);
       if (reply.size() != rows * d)
         *short_answer = wrong_size(s, reply.size(), rows, d);
       job->views[s] = std::move(reply);
@@ -247,7 +246,7 @@ void solve(wals_worker_pointer self, job_pointer job) {
       job->token.sweep == f.drop_sweep && job->token.attempt == 0 &&
       job->token.side == wals_side::rows) {
     // Injected fault: half the rows reach the shards, then the worker falls silent.
-    write_rows(self, job, job->rows().rows / 2, [=] { write_fault_pid(f.pid_file); });
+    write_rows(self, job, job->rows().rows / 2, [=] { runtime::write_fault_pid(f.pid_file); });
     return;
   }
   write_rows(self, job, job->rows().rows, [=] { commit(self, job, loss); });
@@ -258,8 +257,8 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
   st.busy = true;
   auto d = st.config.params.dim;
   if (token.gramian.size() != size_t{d} * d) {
-    std::cerr << "wals worker: token with a Gramian of " << token.gramian.size()
-              << " values for dim " << d << "; ignored\n";
+    runtime::log_warn("wals worker: token with a Gramian of {} values for dim {}; ignored",
+                      token.gramian.size(), d);
     return report_ready(self);
   }
   auto& layout = st.layouts[{token.side, token.blocks, token.block}];
@@ -295,11 +294,6 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
 
 } // namespace
 
-void write_fault_pid(const std::string& path) {
-  if (!path.empty())
-    (void) stores::write_file_atomically(path, std::to_string(getpid()) + "\n");
-}
-
 wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
                                              std::vector<factor_shard_actor> shards,
                                              std::shared_ptr<const stores::wals_dataset> data) {
@@ -329,7 +323,7 @@ wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
                                                      std::vector<factor_shard_actor> shards) {
   auto data = stores::load_dataset(config.data);
   if (!data) {
-    std::cerr << "wals worker: cannot load the matrix: " << render(data.error()) << '\n';
+    runtime::log_error("wals worker: cannot load the matrix: {}", render(data.error()));
     self->quit(data.error());
     return {[](chief_atom, caf::actor) {}, [](token_atom, const wals_token&, caf::actor) {}};
   }

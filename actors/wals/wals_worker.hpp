@@ -60,9 +60,6 @@ struct wals_worker_state {
 
 using wals_worker_pointer = wals_worker_actor::stateful_pointer<wals_worker_state>;
 
-/// Records that an injected fault fired: writes getpid() to `path` atomically (no-op when empty).
-void write_fault_pid(const std::string& path);
-
 /// A worker over an already loaded dataset (in-process runs share one).
 wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
                                              std::vector<factor_shard_actor> shards,

@@ -19,6 +19,7 @@
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/process.hpp"
+#include "runtime/spawn_on.hpp"
 #include "runtime/system_config.hpp"
 #include "stores/de_config.hpp"
 #include "stores/leveldb_store.hpp"
@@ -248,20 +249,19 @@ int run_embedding_bench(const embedding_bench_options& o) {
                                   std::chrono::seconds(30));
     if (!b)
       return fail("starting node: " + render(b.error()));
-    std::vector<embedding_shard_actor> shards;
-    for (uint32_t i = 0; i < o.shards; ++i) {
-      auto& where = i % 2 == 0 ? a->address : b->address;
-      auto agent = runtime::connect_agent(sys, where);
+    std::vector<runtime::spawn_target> targets;
+    for (auto* n : {&*a, &*b}) {
+      auto agent = runtime::connect_agent(sys, n->address);
       if (!agent)
         return fail(render(agent.error()));
-      auto shard = runtime::ask<caf::actor>(sys, *agent, timeout, spawn_atom::value,
-                                            std::string{"darcy.embedding_shard"},
-                                            caf::make_message(i));
-      if (!shard)
-        return fail(render(shard.error()));
-      shards.push_back(caf::actor_cast<embedding_shard_actor>(*shard));
+      targets.push_back({runtime::to_string(n->address), *agent});
     }
-    auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{shards});
+    auto shards = runtime::spawn_group<embedding_shard_actor>(
+      sys, targets, timeout, actors::embedding_shard_state::name,
+      [](size_t i) { return caf::make_message(static_cast<uint32_t>(i)); }, o.shards);
+    if (!shards)
+      return fail(render(shards.error()));
+    auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{*shards});
     auto r = bench_master(master);
     if (!r)
       return fail("remote service: " + render(r.error()));

@@ -6,6 +6,7 @@
 #include <caf/scoped_actor.hpp>
 
 #include "apps/cli/commands.hpp"
+#include "actors/cluster/echo_service.hpp"
 #include "apps/cli/status_table.hpp"
 #include "apps/word2vec/word2vec_jobs.hpp"
 #include "messages/error.hpp"
@@ -47,7 +48,7 @@ int run_supervision_demo() {
 
   supervisor_spec spec;
   spec.name = "demo";
-  spec.children.push_back({"echo", "darcy.echo", {}, {}, restart_type::permanent, "echo"});
+  spec.children.push_back({"echo", actors::echo_service_name, {}, {}, restart_type::permanent, "echo"});
   auto sup = s.supervise(spec);
   self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   if (auto err = await_event(self, supervisor_event_kind::child_started, "echo"))

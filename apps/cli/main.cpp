@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "apps/cli/commands.hpp"
+#include "runtime/log.hpp"
 
 int main(int argc, char** argv) {
   // Training moves batches of several MiB between threads every few milliseconds. Keeping such
@@ -14,6 +15,14 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"Darcy: an actor runtime for colossal sparse models"};
   app.require_subcommand(1);
+  // Every --help shows each option's default; subcommands inherit this.
+  app.option_defaults()->always_capture_default();
+  // Options of the top level, such as --log-level, may also follow the subcommand.
+  app.fallthrough();
+  std::string log_level{darcy::runtime::default_log_level};
+  app.add_option("--log-level", log_level, "Least severe log message shown")
+    ->check(CLI::IsMember(darcy::runtime::log_level_names()))
+    ->each([](const std::string& level) { darcy::runtime::set_log_level(level); });
   int exit_code = 0;
   darcy::apps::add_node_command(app, exit_code);
   darcy::apps::add_cluster_command(app, exit_code);

@@ -17,7 +17,8 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   auto& d = o.data;
   auto& p = o.params;
   cmd->add_option("--data", d.path, "Triples file: row, column, value per line");
-  cmd->add_option("--format", d.format, "lastfm (tab, like user_artists.dat), tsv or csv")
+  cmd->add_option("--format", d.format, "Triples format (lastfm: tab-separated, no header)")
+    ->check(CLI::IsMember({"lastfm", "tsv", "csv"}))
     ->default_str("lastfm");
   cmd->add_option("--synthetic-rows", d.rows, "Synthetic matrix instead of --data: rows");
   cmd->add_option("--synthetic-cols", d.cols, "Synthetic matrix: columns");
@@ -30,15 +31,15 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--dim", p.dim, "Factor dimension");
   cmd->add_option("--iters", o.sweeps, "Sweeps (rows then columns)");
   cmd->add_option("--alpha", p.alpha, "Observed weight 1 + alpha * f(value)");
-  cmd->add_option("--weight", p.weight_fn, "f: 0 identity, 1 log1p")
-    ->transform(CLI::CheckedTransformer(
-      std::map<std::string, wals_weight_fn>{{"identity", wals_weight_fn::identity},
-                                            {"log1p", wals_weight_fn::log1p}}));
+  add_choice<wals_weight_fn>(cmd, "--weight", p.weight_fn,
+                             {{"identity", wals_weight_fn::identity},
+                              {"log1p", wals_weight_fn::log1p}},
+                             "f in the observed weight 1 + alpha * f(value)");
   cmd->add_option("--lambda", p.lambda, "L2 regularisation");
   cmd->add_option("--sigma", p.sigma, "Weight of unobserved entries");
-  cmd->add_option("--solver", p.solver, "cg or cholesky")
-    ->transform(CLI::CheckedTransformer(std::map<std::string, wals_solver>{
-      {"cg", wals_solver::cg}, {"cholesky", wals_solver::cholesky}}));
+  add_choice<wals_solver>(cmd, "--solver", p.solver,
+                          {{"cg", wals_solver::cg}, {"cholesky", wals_solver::cholesky}},
+                          "Row solver: warm-started conjugate gradient, or exact");
   cmd->add_option("--cg-steps", p.cg_steps, "Conjugate-gradient steps per row");
   cmd->add_option("--seed", p.seed, "Seed of the initial factors");
   cmd->add_option("--workers", o.workers, "WALS workers (threads in process, or on the nodes)");

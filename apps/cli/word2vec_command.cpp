@@ -16,7 +16,8 @@ using namespace darcy::word2vec;
 void add_train_flags(CLI::App* cmd, train_job& job) {
   auto& o = job.options;
   cmd->add_option("--corpus", job.corpus, "Corpus file or directory")->required();
-  cmd->add_option("--format", job.format, "text or brown (tagged; tags stripped, lower-cased)");
+  cmd->add_option("--format", job.format, "Corpus format (brown: tagged; tags stripped, lower-cased)")
+    ->check(CLI::IsMember({"text", "brown"}));
   cmd->add_option("--dim", o.dim, "Vector size");
   cmd->add_option("--window", o.window, "Largest context window");
   cmd->add_option("--negative", o.negative, "Negative samples per pair");

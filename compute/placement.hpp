@@ -1,0 +1,49 @@
+// Where a row lives among a service's shards: the one placement rule that every actor, op and
+// kernel uses. WALS factor rows are interleaved: id lives on shard id % count, at local row
+// id / count. Embedding rows go to the shard of their key's hash.
+//
+//   auto shard = compute::shard_of(id, count);    // the factor shard that owns row `id`
+//   auto row = compute::local_row(id, count);     // its row inside that shard
+//   auto s = compute::shard_of_key("money", 4);   // the embedding shard of a raw key
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "compute/hash.hpp"
+
+namespace darcy::compute {
+
+/// The shard that owns factor row `id` among `count` (count > 0).
+inline uint32_t shard_of(uint64_t id, uint32_t count) {
+  return static_cast<uint32_t>(id % count);
+}
+
+/// The row of `id` inside the shard that owns it.
+inline uint64_t local_row(uint64_t id, uint32_t count) {
+  return id / count;
+}
+
+/// The global id of local row `row` of shard `index`.
+inline uint64_t global_id(uint64_t row, uint32_t index, uint32_t count) {
+  return index + row * count;
+}
+
+/// How many of ids 0 .. total - 1 shard `index` owns.
+inline uint64_t rows_owned(uint64_t total, uint32_t index, uint32_t count) {
+  return total > index ? (total - index + count - 1) / count : 0;
+}
+
+/// Of ids first, first + 1, ..., the offset of the first one shard `index` owns; it then owns
+/// every count-th.
+inline uint64_t first_owned_offset(uint64_t first, uint32_t index, uint32_t count) {
+  return (index + count - first % count) % count;
+}
+
+/// The embedding shard that owns `key` among `count` (count > 0).
+inline size_t shard_of_key(std::string_view key, size_t count) {
+  return hash_key(key) % count;
+}
+
+} // namespace darcy::compute

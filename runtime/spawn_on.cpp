@@ -1,0 +1,54 @@
+#include "runtime/spawn_on.hpp"
+
+#include <algorithm>
+
+#include <caf/send.hpp>
+
+#include "messages/error.hpp"
+#include "runtime/ask.hpp"
+
+namespace darcy::runtime {
+
+caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& status,
+                                                      const std::vector<std::string>& only) {
+  std::vector<spawn_target> result;
+  for (auto& m : status.members) {
+    bool wanted = only.empty() || std::find(only.begin(), only.end(), m.name) != only.end();
+    if (wanted && m.state == member_state::up && m.agent)
+      result.push_back({m.name, caf::actor_cast<node_agent_actor>(m.agent)});
+  }
+  if (result.empty())
+    return make_error(errc::no_live_node, only.empty() ? "the cluster has no member that is up"
+                                                       : "none of the named nodes is up");
+  return result;
+}
+
+caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
+                                   std::chrono::milliseconds timeout, const std::string& factory,
+                                   caf::message args) {
+  auto actor = ask<caf::actor>(sys, target.agent, timeout, spawn_atom::value, factory,
+                               std::move(args));
+  if (!actor)
+    return make_error(errc::spawn_failed,
+                      factory + " on node " + target.node + ": " + render(actor.error()));
+  return actor;
+}
+
+caf::expected<std::vector<caf::actor>>
+spawn_group(caf::actor_system& sys, const std::vector<spawn_target>& targets,
+            std::chrono::milliseconds timeout, const std::string& factory,
+            const std::function<caf::message(size_t)>& args, size_t count) {
+  std::vector<caf::actor> started;
+  for (size_t i = 0; i < count; ++i) {
+    auto actor = spawn_on(sys, targets[i % targets.size()], timeout, factory, args(i));
+    if (!actor) {
+      for (auto& a : started)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+      return std::move(actor.error());
+    }
+    started.push_back(std::move(*actor));
+  }
+  return started;
+}
+
+} // namespace darcy::runtime

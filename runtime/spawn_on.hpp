@@ -1,0 +1,66 @@
+// Spawning actors on the cluster's nodes from a program edge (ops/, benchmarks, the CLI): by the
+// spawn name an actor type is registered under (its state's `name` constant), with a typed
+// handle back or an error naming the node. A group spawn rolls back: when one member fails, the
+// ones already started are stopped, so a failed call leaves nothing running.
+//
+//   auto targets = runtime::live_targets(*status, {});            // every member that is up
+//   auto shards = runtime::spawn_group<embedding_shard_actor>(
+//     sys, targets, timeout, embedding_shard_state::name,
+//     [](size_t i) { return caf::make_message(static_cast<uint32_t>(i)); }, count);
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <caf/message.hpp>
+
+#include "messages/cluster/cluster_interfaces.hpp"
+
+namespace darcy::runtime {
+
+/// A node to spawn on: its name (for errors) and its agent.
+struct spawn_target {
+  std::string node;
+  node_agent_actor agent;
+};
+
+/// The members of `status` that are up, in the registry's order, restricted to `only` when it
+/// is not empty. Fails with errc::no_live_node when none is left.
+caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& status,
+                                                      const std::vector<std::string>& only);
+
+/// Spawns one actor of type `factory` with `args` on `target`. Fails with errc::spawn_failed
+/// naming the node and the cause.
+caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
+                                   std::chrono::milliseconds timeout, const std::string& factory,
+                                   caf::message args);
+
+/// Spawns `count` actors of type `factory`, the i-th with args(i) on targets[i % size]. On the
+/// first failure, stops the ones already started and returns that failure.
+/// Precondition: targets is not empty.
+caf::expected<std::vector<caf::actor>>
+spawn_group(caf::actor_system& sys, const std::vector<spawn_target>& targets,
+            std::chrono::milliseconds timeout, const std::string& factory,
+            const std::function<caf::message(size_t)>& args, size_t count);
+
+/// spawn_group with typed handles.
+template <class Handle>
+caf::expected<std::vector<Handle>>
+spawn_group(caf::actor_system& sys, const std::vector<spawn_target>& targets,
+            std::chrono::milliseconds timeout, const std::string& factory,
+            const std::function<caf::message(size_t)>& args, size_t count) {
+  auto actors = spawn_group(sys, targets, timeout, factory, args, count);
+  if (!actors)
+    return std::move(actors.error());
+  std::vector<Handle> result;
+  for (auto& a : *actors)
+    result.push_back(caf::actor_cast<Handle>(a));
+  return result;
+}
+
+} // namespace darcy::runtime
