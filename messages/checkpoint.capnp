@@ -1,6 +1,7 @@
-# On-disk format of Darcy checkpoints: one ShardFile per embedding and shard, and a Manifest,
-# written last and atomically, that names the files with their checksums. A reader needs
-# nothing but this schema: configs are stored in full.
+# On-disk format of Darcy checkpoints, for every service: the parts its actors write (one
+# ShardFile per embedding and shard; WALS factor files), and a Manifest, written last and
+# atomically, that names the parts with their checksums. A reader needs nothing but this
+# schema: configs are stored in full.
 @0xa783a2f53e8c3adb;
 
 struct Initializer {
@@ -73,10 +74,19 @@ struct EmbeddingEntry {
   files @1 :List(FileEntry);
 }
 
+struct WalsManifest {
+  runId @0 :UInt64;            # the run (data, params, layout) the factors belong to
+  losses @1 :List(Float64);    # the loss after each completed sweep
+}
+
 struct Manifest {
-  formatVersion @0 :UInt32;
-  step @1 :Int64;
+  formatVersion @0 :UInt32;    # 1: embedding only, before service and parts; 2: any service
+  step @1 :Int64;              # embedding: the caller's step; wals: the last completed sweep
   shardCount @2 :UInt32;
   embeddings @3 :List(EmbeddingEntry);
   extra @4 :Data;              # caller state saved with the checkpoint (dense state, input position)
+  service @5 :Text;            # "embedding" or "wals"; empty in format 1
+  checkpoint @6 :Text;         # the directory under the root that holds this checkpoint's parts
+  parts @7 :List(FileEntry);   # parts of services that name plain files (wals), shard order
+  wals @8 :WalsManifest;
 }

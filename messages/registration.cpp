@@ -1,5 +1,6 @@
 #include "messages/registration.hpp"
 
+#include "messages/checkpoint.hpp"
 #include "messages/cluster/chaos_messages.hpp"
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
@@ -36,6 +37,8 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<file_info>("darcy.file_info")
     .add_message_type<checkpoint_embedding>("darcy.checkpoint_embedding")
     .add_message_type<checkpoint_manifest>("darcy.checkpoint_manifest")
+    .add_message_type<wals_checkpoint>("darcy.wals_checkpoint")
+    .add_message_type<std::vector<file_info>>("darcy.file_infos")
     .add_message_type<registry_actor>("darcy.registry_actor")
     .add_message_type<std::vector<uint32_t>>("darcy.u32s")
     .add_message_type<shared_floats>("darcy.shared_floats")

@@ -7,24 +7,23 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
-#include "compute/hash.hpp"
 #include "messages/checkpoint.capnp.h"
 #include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
+#include "stores/checkpoint_dir.hpp"
 #include "stores/shard_file.hpp"
 
 namespace darcy::stores {
 
 namespace {
 
-constexpr uint32_t format_version = 1;
+// Format 2 adds the service, the checkpoint directory, plain parts and the WALS section; a
+// format-1 manifest (embedding only) still reads.
+constexpr uint32_t format_version = 2;
+constexpr uint32_t oldest_format_version = 1;
 
 std::string join(const std::string& dir, const std::string& name) {
   return (std::filesystem::path{dir} / name).string();
-}
-
-uint64_t checksum_of(std::string_view bytes) {
-  return compute::hash_key(bytes);
 }
 
 void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
@@ -89,28 +88,20 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   return cfg;
 }
 
-caf::error write_message(const std::string& path, capnp::MessageBuilder& message,
-                         file_info* info) {
+std::string flat_bytes(capnp::MessageBuilder& message) {
   auto words = capnp::messageToFlatArray(message);
   auto bytes = words.asChars();
-  std::string_view view{bytes.begin(), bytes.size()};
-  if (info != nullptr) {
-    info->checksum = checksum_of(view);
-    info->bytes = view.size();
-  }
-  return write_file_atomically(path, view);
+  return {bytes.begin(), bytes.size()};
 }
 
-// Reads a whole file into word-aligned memory.
-caf::expected<kj::Array<capnp::word>> read_words(const std::string& path) {
-  auto bytes = read_file(path);
-  if (!bytes)
-    return std::move(bytes.error());
-  if (bytes->size() % sizeof(capnp::word) != 0)
-    return make_error(errc::corrupt_file, path + ": truncated (" +
-                                            std::to_string(bytes->size()) + " bytes)");
-  auto words = kj::heapArray<capnp::word>(bytes->size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes->data(), bytes->size());
+// Copies a whole file's bytes into word-aligned memory.
+caf::expected<kj::Array<capnp::word>> to_words(const std::string& bytes,
+                                               const std::string& path) {
+  if (bytes.size() % sizeof(capnp::word) != 0)
+    return make_error(errc::corrupt_file,
+                      path + ": truncated (" + std::to_string(bytes.size()) + " bytes)");
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
   return words;
 }
 
@@ -125,28 +116,19 @@ capnp::ReaderOptions reader_options(size_t words) {
 caf::expected<file_info> write_shard_file(const std::string& dir, const std::string& rel_path,
                                           const de_config& cfg, embedding_store& store) {
   capnp::MallocMessageBuilder message;
-  file_info info;
-  info.path = rel_path;
-  info.rows = fill_shard_file(message, cfg.name, store);
-  auto path = join(dir, rel_path);
-  std::filesystem::create_directories(std::filesystem::path{path}.parent_path());
-  if (auto err = write_message(path, message, &info))
-    return err;
-  return info;
+  auto rows = fill_shard_file(message, cfg.name, store);
+  return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), rows);
 }
 
 caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,
                            const std::function<caf::error(const row_record&)>& f) {
   auto path = join(dir, file.path);
-  auto words = read_words(path);
+  auto bytes = checkpoint_dir{dir}.read_part(file);
+  if (!bytes)
+    return std::move(bytes.error());
+  auto words = to_words(*bytes, path);
   if (!words)
-    return is(words.error(), errc::not_found)
-             ? make_error(errc::corrupt_file, path + ": missing")
-             : std::move(words.error());
-  auto bytes = words->asChars();
-  if (bytes.size() != file.bytes
-      || checksum_of({bytes.begin(), bytes.size()}) != file.checksum)
-    return make_error(errc::corrupt_file, path + ": size or checksum does not match the manifest");
+    return std::move(words.error());
   try {
     capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
     return for_each_shard_row(reader.getRoot<ShardFile>(), cfg.dim, path, f);
@@ -155,50 +137,77 @@ caf::error read_shard_file(const std::string& dir, const file_info& file, const 
   }
 }
 
+namespace {
+
+void to_capnp(capnp::List<FileEntry>::Builder out, const std::vector<file_info>& files) {
+  for (unsigned f = 0; f < files.size(); ++f) {
+    out[f].setPath(files[f].path);
+    out[f].setChecksum(files[f].checksum);
+    out[f].setRows(files[f].rows);
+    out[f].setBytes(files[f].bytes);
+  }
+}
+
+std::vector<file_info> from_capnp(capnp::List<FileEntry>::Reader in) {
+  std::vector<file_info> files;
+  for (auto f : in)
+    files.push_back({f.getPath(), f.getChecksum(), f.getRows(), f.getBytes()});
+  return files;
+}
+
+} // namespace
+
 caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<Manifest>();
   root.setFormatVersion(format_version);
+  root.setService(manifest.service);
+  root.setCheckpoint(manifest.checkpoint);
   root.setStep(manifest.step);
   root.setShardCount(manifest.shard_count);
   auto embeddings = root.initEmbeddings(static_cast<unsigned>(manifest.embeddings.size()));
   for (unsigned e = 0; e < manifest.embeddings.size(); ++e) {
     auto& src = manifest.embeddings[e];
     to_capnp(embeddings[e].initConfig(), src.config);
-    auto files = embeddings[e].initFiles(static_cast<unsigned>(src.files.size()));
-    for (unsigned f = 0; f < src.files.size(); ++f) {
-      files[f].setPath(src.files[f].path);
-      files[f].setChecksum(src.files[f].checksum);
-      files[f].setRows(src.files[f].rows);
-      files[f].setBytes(src.files[f].bytes);
-    }
+    to_capnp(embeddings[e].initFiles(static_cast<unsigned>(src.files.size())), src.files);
   }
+  to_capnp(root.initParts(static_cast<unsigned>(manifest.parts.size())), manifest.parts);
+  auto wals = root.initWals();
+  wals.setRunId(manifest.wals.run_id);
+  auto losses = wals.initLosses(static_cast<unsigned>(manifest.wals.losses.size()));
+  for (unsigned i = 0; i < manifest.wals.losses.size(); ++i)
+    losses.set(i, manifest.wals.losses[i]);
   root.setExtra(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(manifest.extra.data()),
                                     manifest.extra.size()});
-  return write_message(join(dir, manifest_name), message, nullptr);
+  return write_file_atomically(join(dir, manifest_name), flat_bytes(message));
 }
 
 caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
   auto path = join(dir, manifest_name);
-  auto words = read_words(path);
+  auto bytes = read_file(path);
+  if (!bytes)
+    return std::move(bytes.error());
+  auto words = to_words(*bytes, path);
   if (!words)
     return std::move(words.error());
   try {
     capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
     auto root = reader.getRoot<Manifest>();
-    if (root.getFormatVersion() != format_version)
-      return make_error(errc::corrupt_file, path + ": unknown format version " +
-                                              std::to_string(root.getFormatVersion()));
+    auto version = root.getFormatVersion();
+    if (version < oldest_format_version || version > format_version)
+      return make_error(errc::corrupt_file,
+                        path + ": unknown format version " + std::to_string(version));
     checkpoint_manifest result;
+    result.service = version == 1 ? embedding_service_name : std::string{root.getService()};
+    result.checkpoint = root.getCheckpoint();
     result.step = root.getStep();
     result.shard_count = root.getShardCount();
-    for (auto e : root.getEmbeddings()) {
-      checkpoint_embedding entry;
-      entry.config = from_capnp(e.getConfig());
-      for (auto f : e.getFiles())
-        entry.files.push_back({f.getPath(), f.getChecksum(), f.getRows(), f.getBytes()});
-      result.embeddings.push_back(std::move(entry));
-    }
+    for (auto e : root.getEmbeddings())
+      result.embeddings.push_back({from_capnp(e.getConfig()), from_capnp(e.getFiles())});
+    result.parts = from_capnp(root.getParts());
+    result.wals.run_id = root.getWals().getRunId();
+    for (auto l : root.getWals().getLosses())
+      result.wals.losses.push_back(l);
     auto extra = root.getExtra();
     result.extra.assign(reinterpret_cast<const char*>(extra.begin()), extra.size());
     return result;

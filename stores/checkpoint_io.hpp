@@ -9,7 +9,7 @@
 
 #include <caf/expected.hpp>
 
-#include "messages/embedding/embedding_checkpoint.hpp"
+#include "messages/checkpoint.hpp"
 #include "stores/embedding_store.hpp"
 
 namespace darcy::stores {

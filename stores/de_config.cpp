@@ -1,6 +1,7 @@
 #include "stores/de_config.hpp"
 
 #include <cctype>
+#include <filesystem>
 
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
@@ -79,6 +80,20 @@ caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg)
   if (!store)
     return std::move(store.error());
   return std::unique_ptr<embedding_store>{std::move(*store)};
+}
+
+de_config shard_config(const de_config& cfg, uint32_t index) {
+  auto result = cfg;
+  if (cfg.backend == backend_kind::leveldb)
+    result.path = (std::filesystem::path{cfg.path} / ("shard-" + std::to_string(index))).string();
+  return result;
+}
+
+void remove_store_files(const de_config& cfg) {
+  if (cfg.backend != backend_kind::leveldb)
+    return;
+  std::error_code ec;
+  std::filesystem::remove_all(cfg.path, ec);
 }
 
 } // namespace darcy::stores

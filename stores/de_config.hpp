@@ -23,4 +23,12 @@ caf::error check_batch(const de_config& cfg, size_t batch);
 /// The store for one shard of `cfg`, validated first.
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg);
 
+/// The config one shard's store is opened with: `cfg` with a persistent path made per shard
+/// (cfg.path/shard-<index>), so that a restarted shard finds its rows again.
+de_config shard_config(const de_config& cfg, uint32_t index);
+
+/// Removes whatever a persistent store of `cfg` keeps on disk (nothing for memory stores), so
+/// that make_store starts it empty. The store must be closed.
+void remove_store_files(const de_config& cfg);
+
 } // namespace darcy::stores

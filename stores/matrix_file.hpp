@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -17,6 +18,13 @@ struct float_matrix {
   uint64_t cols = 0;
   std::vector<float> values;
 };
+
+/// The file's bytes. Precondition: values.size() == rows * cols.
+std::string encode_matrix(const float_matrix& m);
+
+/// errc::corrupt_file (naming `path`) for a bad magic, a size that disagrees with the header,
+/// or a checksum mismatch.
+caf::expected<float_matrix> decode_matrix(std::string_view bytes, const std::string& path);
 
 /// Precondition: values.size() == rows * cols. errc::io_error on failure.
 caf::error write_matrix_file(const std::string& path, const float_matrix& m);

@@ -1,10 +1,10 @@
 #include "actors/embedding/embedding_master.hpp"
 
-#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <unordered_map>
 
+#include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
@@ -12,7 +12,7 @@
 #include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/log.hpp"
-#include "stores/checkpoint_io.hpp"
+#include "stores/checkpoint_dir.hpp"
 #include "stores/de_config.hpp"
 
 namespace darcy::actors {
@@ -191,7 +191,7 @@ void recover_pending(embedding_master_pointer self) {
     };
     auto manifest = opts.checkpoint_dir.empty()
                       ? caf::expected<checkpoint_manifest>{make_error(errc::not_found)}
-                      : stores::read_manifest(opts.checkpoint_dir);
+                      : stores::checkpoint_dir{opts.checkpoint_dir}.read_manifest();
     if (manifest) {
       self->request(shard, timeout, load_part_atom::value, opts.checkpoint_dir, *manifest,
                     static_cast<uint32_t>(index), static_cast<uint32_t>(opts.shards.size()))
@@ -214,6 +214,7 @@ void recover_pending(embedding_master_pointer self) {
 checkpoint_manifest assemble_manifest(const std::vector<std::vector<checkpoint_embedding>>& parts,
                                       int64_t step, const std::string& extra, size_t shards) {
   checkpoint_manifest manifest;
+  manifest.service = embedding_service_name;
   manifest.step = step;
   manifest.extra = extra;
   manifest.shard_count = static_cast<uint32_t>(shards);
@@ -229,17 +230,238 @@ checkpoint_manifest assemble_manifest(const std::vector<std::vector<checkpoint_e
   return manifest;
 }
 
-// Removes checkpoint directories under `dir` other than `keep`; with `only` set, just that one.
-void remove_stale_checkpoints(const std::string& dir, const std::string& keep,
-                              const std::string& only) {
-  std::error_code ec;
-  for (auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    auto name = entry.path().filename().string();
-    if (name.rfind("ckpt-", 0) != 0 || name == keep)
-      continue;
-    if (only.empty() || name == only)
-      std::filesystem::remove_all(entry.path(), ec);
+std::chrono::milliseconds shard_timeout(embedding_master_pointer self) {
+  return self->state.options.shard_timeout;
+}
+
+const embedding_shard_actor& shard(embedding_master_pointer self, size_t s) {
+  return self->state.options.shards[s];
+}
+
+// A shard's service went down or came back (supervised shards only).
+void on_cluster_event(embedding_master_pointer self, const cluster_event& event) {
+  auto& names = self->state.options.shard_services;
+  auto i = std::find(names.begin(), names.end(), event.service);
+  if (i == names.end())
+    return;
+  auto index = static_cast<size_t>(i - names.begin());
+  if (event.kind == cluster_event_kind::service_down) {
+    // Requests to the lost shard would only time out: fail them now.
+    auto err = make_error(errc::node_unreachable,
+                          "shard " + event.service + " went down: " + event.reason);
+    self->state.down.insert(index);
+    for (auto& weak : self->state.fan_outs)
+      if (auto state = weak.lock())
+        state->abort_if_waiting(index, err);
+    return;
   }
+  if (event.kind != cluster_event_kind::service_up)
+    return;
+  auto fresh = caf::actor_cast<embedding_shard_actor>(event.actor);
+  if (fresh == shard(self, index))
+    return;
+  self->state.options.shards[index] = fresh;
+  self->state.to_recover.insert(index);
+  recover_pending(self);
+}
+
+caf::result<ok_atom> create(embedding_master_pointer self, const de_config& cfg) {
+  auto promise = self->make_response_promise<ok_atom>();
+  fan_out<ok_atom>(
+    all_shards(self),
+    [=](size_t s) {
+      return self->request(shard(self, s), shard_timeout(self), create_atom::value, cfg);
+    },
+    [](size_t, ok_atom) {},
+    deliver_with(promise, [self, cfg] {
+      self->state.configs[cfg.name] = cfg;
+      return ok_atom::value;
+    }));
+  return promise;
+}
+
+caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std::string& name,
+                                       const std::vector<std::string>& keys) {
+  auto cfg = check(self, name, keys.size());
+  if (!cfg)
+    return std::move(cfg.error());
+  auto dim = (*cfg)->dim;
+  auto promise = self->make_response_promise<std::vector<float>>();
+  auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
+  admit(self, promise, [=]() mutable {
+    auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
+    track(self, fan_out<std::vector<float>>(
+      shards_with_keys(*batch),
+      [=](size_t s) {
+        return self->request(shard(self, s), shard_timeout(self), lookup_atom::value, name,
+                             batch->keys[s]);
+      },
+      [=](size_t s, const std::vector<float>& rows) {
+        for (size_t k = 0; k < batch->position.size(); ++k)
+          if (batch->position[k].first == s)
+            std::copy_n(rows.data() + batch->position[k].second * dim, dim,
+                        out->data() + k * dim);
+      },
+      [=](caf::error err) mutable {
+        if (err)
+          promise.deliver(std::move(err));
+        else
+          promise.deliver(std::move(*out));
+        finished(self);
+      }));
+  });
+  return promise;
+}
+
+caf::result<ok_atom> update(embedding_master_pointer self, const std::string& name,
+                            const std::vector<std::string>& keys, const std::vector<float>& grads,
+                            int64_t step) {
+  auto cfg = check(self, name, keys.size());
+  if (!cfg)
+    return std::move(cfg.error());
+  auto dim = (*cfg)->dim;
+  if ((*cfg)->read_only)
+    return make_error(errc::read_only, "update of embedding '" + name + "'");
+  if (grads.size() != keys.size() * dim)
+    return make_error(errc::dimension_mismatch,
+                      std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
+                        " need " + std::to_string(keys.size() * dim) + " gradient values, got " +
+                        std::to_string(grads.size()));
+  if (!compute::all_finite(grads))
+    return make_error(errc::non_finite, "gradients for embedding '" + name + "'");
+  auto promise = self->make_response_promise<ok_atom>();
+  auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
+  sum_gradients(*batch, grads, dim);
+  admit(self, promise, [=]() mutable {
+    track(self, fan_out<ok_atom>(
+      shards_with_keys(*batch),
+      [=](size_t s) {
+        return self->request(shard(self, s), shard_timeout(self), update_atom::value, name,
+                             batch->keys[s], batch->grads[s], step);
+      },
+      [](size_t, ok_atom) {},
+      [=](caf::error err) mutable {
+        if (err)
+          promise.deliver(std::move(err));
+        else
+          promise.deliver(ok_atom::value);
+        finished(self);
+      }));
+  });
+  return promise;
+}
+
+// One consistent checkpoint: new requests wait while the shards write their parts.
+caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::string& dir,
+                                      int64_t step, const std::string& extra) {
+  auto promise = self->make_response_promise<checkpoint_manifest>();
+  auto err = begin_exclusive(self, [=]() mutable {
+    auto count = self->state.options.shards.size();
+    take_checkpoint<std::vector<checkpoint_embedding>>(
+      stores::checkpoint_dir{dir}, std::to_string(step), count,
+      [=](size_t s, const std::string& id) {
+        return self->request(shard(self, s), shard_timeout(self), save_part_atom::value, dir, id,
+                             static_cast<uint32_t>(s));
+      },
+      [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
+        return assemble_manifest(parts, step, extra, count);
+      },
+      [=](caf::expected<checkpoint_manifest> manifest) mutable {
+        end_exclusive(self);
+        if (manifest)
+          promise.deliver(std::move(*manifest));
+        else
+          promise.deliver(std::move(manifest.error()));
+      });
+  });
+  if (err)
+    return err;
+  return promise;
+}
+
+caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const std::string& dir) {
+  auto manifest = stores::checkpoint_dir{dir}.read_manifest();
+  if (!manifest)
+    return std::move(manifest.error());
+  if (manifest->service != embedding_service_name)
+    return make_error(errc::corrupt_file, dir + ": holds a checkpoint of the '" +
+                                            manifest->service + "' service");
+  for (auto& entry : manifest->embeddings)
+    if (auto err = stores::validate(entry.config))
+      return make_error(errc::corrupt_file, dir + ": " + render(err));
+  auto promise = self->make_response_promise<checkpoint_manifest>();
+  auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
+  auto err = begin_exclusive(self, [=]() mutable {
+    auto count = static_cast<uint32_t>(self->state.options.shards.size());
+    fan_out<ok_atom>(
+      all_shards(self),
+      [=](size_t s) {
+        return self->request(shard(self, s), shard_timeout(self), load_part_atom::value, dir,
+                             *shared, static_cast<uint32_t>(s), count);
+      },
+      [](size_t, ok_atom) {},
+      [=](caf::error err) mutable {
+        if (!err) {
+          self->state.configs.clear();
+          for (auto& entry : shared->embeddings)
+            self->state.configs[entry.config.name] = entry.config;
+        }
+        end_exclusive(self);
+        if (err)
+          promise.deliver(std::move(err));
+        else
+          promise.deliver(*shared);
+      });
+  });
+  if (err)
+    return err;
+  return promise;
+}
+
+caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string& name,
+                                const std::vector<float>& queries, uint32_t k, bool with_bias) {
+  auto i = self->state.configs.find(name);
+  if (i == self->state.configs.end())
+    return make_error(errc::unknown_embedding, name);
+  auto qdim = i->second.dim - (with_bias ? 1u : 0u);
+  if (k == 0)
+    return make_error(errc::invalid_argument, "top_k needs k >= 1");
+  if (qdim == 0 || queries.empty() || queries.size() % qdim != 0)
+    return make_error(errc::dimension_mismatch, std::to_string(queries.size()) +
+                                                  " query values for dim " + std::to_string(qdim));
+  auto promise = self->make_response_promise<top_k_result>();
+  auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
+  auto nq = queries.size() / qdim;
+  fan_out<top_k_result>(
+    all_shards(self),
+    [=](size_t s) {
+      return self->request(shard(self, s), shard_timeout(self), top_k_atom::value, name, queries,
+                           k, with_bias);
+    },
+    [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
+    deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }));
+  return promise;
+}
+
+caf::result<embedding_stats> stats(embedding_master_pointer self, const std::string& name) {
+  if (self->state.configs.count(name) == 0)
+    return make_error(errc::unknown_embedding, name);
+  auto promise = self->make_response_promise<embedding_stats>();
+  auto total = std::make_shared<embedding_stats>();
+  fan_out<embedding_stats>(
+    all_shards(self),
+    [=](size_t s) {
+      return self->request(shard(self, s), shard_timeout(self), stats_atom::value, name);
+    },
+    [total](size_t, const embedding_stats& part) {
+      total->rows += part.rows;
+      total->bytes += part.bytes;
+      total->raw_bytes += part.raw_bytes;
+      total->evictions += part.evictions;
+      total->dropped_updates += part.dropped_updates;
+    },
+    deliver_with(promise, [total] { return *total; }));
+  return promise;
 }
 
 } // namespace
@@ -247,233 +469,26 @@ void remove_stale_checkpoints(const std::string& dir, const std::string& keep,
 embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
                                                        embedding_master_options options) {
   self->state.options = std::move(options);
-  auto timeout = self->state.options.shard_timeout;
   if (!self->state.options.shard_services.empty())
     if (auto registry = self->system().registry().get<registry_actor>(registry_key))
       self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   return {
-    [self](const cluster_event& event) {
-      auto& names = self->state.options.shard_services;
-      auto i = std::find(names.begin(), names.end(), event.service);
-      if (i == names.end())
-        return;
-      auto index = static_cast<size_t>(i - names.begin());
-      if (event.kind == cluster_event_kind::service_down) {
-        // Requests to the lost shard would only time out: fail them now.
-        auto err = make_error(errc::node_unreachable,
-                              "shard " + event.service + " went down: " + event.reason);
-        self->state.down.insert(index);
-        for (auto& weak : self->state.fan_outs)
-          if (auto state = weak.lock())
-            state->abort_if_waiting(index, err);
-        return;
-      }
-      if (event.kind != cluster_event_kind::service_up)
-        return;
-      auto shard = caf::actor_cast<embedding_shard_actor>(event.actor);
-      if (shard == self->state.options.shards[index])
-        return;
-      self->state.options.shards[index] = shard;
-      self->state.to_recover.insert(index);
-      recover_pending(self);
+    [self](const cluster_event& event) { on_cluster_event(self, event); },
+    [self](create_atom, const de_config& cfg) { return create(self, cfg); },
+    [self](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
+      return lookup(self, name, keys);
     },
-    [self, timeout](create_atom, const de_config& cfg) -> caf::result<ok_atom> {
-      auto promise = self->make_response_promise<ok_atom>();
-      fan_out<ok_atom>(
-        all_shards(self),
-        [=](size_t s) {
-          return self->request(self->state.options.shards[s], timeout, create_atom::value, cfg);
-        },
-        [](size_t, ok_atom) {},
-        deliver_with(promise, [self, cfg] {
-          self->state.configs[cfg.name] = cfg;
-          return ok_atom::value;
-        }));
-      return promise;
+    [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
+           const std::vector<float>& grads, int64_t step) {
+      return update(self, name, keys, grads, step);
     },
-    [self, timeout](lookup_atom, const std::string& name,
-                    const std::vector<std::string>& keys) -> caf::result<std::vector<float>> {
-      auto cfg = check(self, name, keys.size());
-      if (!cfg)
-        return std::move(cfg.error());
-      auto dim = (*cfg)->dim;
-      auto promise = self->make_response_promise<std::vector<float>>();
-      auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
-      admit(self, promise, [=]() mutable {
-        auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
-        track(self, fan_out<std::vector<float>>(
-          shards_with_keys(*batch),
-          [=](size_t s) {
-            return self->request(self->state.options.shards[s], timeout, lookup_atom::value,
-                                 name, batch->keys[s]);
-          },
-          [=](size_t s, const std::vector<float>& rows) {
-            for (size_t k = 0; k < batch->position.size(); ++k)
-              if (batch->position[k].first == s)
-                std::copy_n(rows.data() + batch->position[k].second * dim, dim,
-                            out->data() + k * dim);
-          },
-          [=](caf::error err) mutable {
-            if (err)
-              promise.deliver(std::move(err));
-            else
-              promise.deliver(std::move(*out));
-            finished(self);
-          }));
-      });
-      return promise;
+    [self](save_atom, const std::string& dir, int64_t step, const std::string& extra) {
+      return save(self, dir, step, extra);
     },
-    [self, timeout](update_atom, const std::string& name, const std::vector<std::string>& keys,
-                    const std::vector<float>& grads, int64_t step) -> caf::result<ok_atom> {
-      auto cfg = check(self, name, keys.size());
-      if (!cfg)
-        return std::move(cfg.error());
-      auto dim = (*cfg)->dim;
-      if ((*cfg)->read_only)
-        return make_error(errc::read_only, "update of embedding '" + name + "'");
-      if (grads.size() != keys.size() * dim)
-        return make_error(errc::dimension_mismatch,
-                          std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
-                            " need " + std::to_string(keys.size() * dim) +
-                            " gradient values, got " + std::to_string(grads.size()));
-      if (!compute::all_finite(grads))
-        return make_error(errc::non_finite, "gradients for embedding '" + name + "'");
-      auto promise = self->make_response_promise<ok_atom>();
-      auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
-      sum_gradients(*batch, grads, dim);
-      admit(self, promise, [=]() mutable {
-        track(self, fan_out<ok_atom>(
-          shards_with_keys(*batch),
-          [=](size_t s) {
-            return self->request(self->state.options.shards[s], timeout, update_atom::value,
-                                 name, batch->keys[s], batch->grads[s], step);
-          },
-          [](size_t, ok_atom) {},
-          [=](caf::error err) mutable {
-            if (err)
-              promise.deliver(std::move(err));
-            else
-              promise.deliver(ok_atom::value);
-            finished(self);
-          }));
-      });
-      return promise;
-    },
-    [self, timeout](save_atom, const std::string& dir, int64_t step,
-                    const std::string& extra) -> caf::result<checkpoint_manifest> {
-      auto promise = self->make_response_promise<checkpoint_manifest>();
-      auto id = "ckpt-" + std::to_string(step) + "-" + std::to_string(++self->state.checkpoints)
-                + "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-      auto err = begin_exclusive(self, [=]() mutable {
-        auto parts = std::make_shared<std::vector<std::vector<checkpoint_embedding>>>(
-          self->state.options.shards.size());
-        fan_out<std::vector<checkpoint_embedding>>(
-          all_shards(self),
-          [=](size_t s) {
-            return self->request(self->state.options.shards[s], timeout, save_part_atom::value,
-                                 dir, id, static_cast<uint32_t>(s));
-          },
-          [parts](size_t s, std::vector<checkpoint_embedding>& part) {
-            (*parts)[s] = std::move(part);
-          },
-          [=](caf::error err) mutable {
-            auto manifest = assemble_manifest(*parts, step, extra,
-                                              self->state.options.shards.size());
-            if (!err)
-              err = stores::write_manifest(dir, manifest);
-            // The new manifest is in place (or the old one still is): drop what it does not name.
-            remove_stale_checkpoints(dir, err ? std::string{} : id, err ? id : std::string{});
-            end_exclusive(self);
-            if (err)
-              promise.deliver(std::move(err));
-            else
-              promise.deliver(std::move(manifest));
-          });
-      });
-      if (err)
-        return err;
-      return promise;
-    },
-    [self, timeout](restore_atom, const std::string& dir) -> caf::result<checkpoint_manifest> {
-      auto manifest = stores::read_manifest(dir);
-      if (!manifest)
-        return std::move(manifest.error());
-      for (auto& entry : manifest->embeddings)
-        if (auto err = stores::validate(entry.config))
-          return make_error(errc::corrupt_file, dir + ": " + render(err));
-      auto promise = self->make_response_promise<checkpoint_manifest>();
-      auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
-      auto err = begin_exclusive(self, [=]() mutable {
-        auto count = static_cast<uint32_t>(self->state.options.shards.size());
-        fan_out<ok_atom>(
-          all_shards(self),
-          [=](size_t s) {
-            return self->request(self->state.options.shards[s], timeout, load_part_atom::value,
-                                 dir, *shared, static_cast<uint32_t>(s), count);
-          },
-          [](size_t, ok_atom) {},
-          [=](caf::error err) mutable {
-            if (!err) {
-              self->state.configs.clear();
-              for (auto& entry : shared->embeddings)
-                self->state.configs[entry.config.name] = entry.config;
-            }
-            end_exclusive(self);
-            if (err)
-              promise.deliver(std::move(err));
-            else
-              promise.deliver(*shared);
-          });
-      });
-      if (err)
-        return err;
-      return promise;
-    },
-    [self, timeout](top_k_atom, const std::string& name, const std::vector<float>& queries,
-                    uint32_t k, bool with_bias) -> caf::result<top_k_result> {
-      auto i = self->state.configs.find(name);
-      if (i == self->state.configs.end())
-        return make_error(errc::unknown_embedding, name);
-      auto qdim = i->second.dim - (with_bias ? 1u : 0u);
-      if (k == 0)
-        return make_error(errc::invalid_argument, "top_k needs k >= 1");
-      if (qdim == 0 || queries.empty() || queries.size() % qdim != 0)
-        return make_error(errc::dimension_mismatch,
-                          std::to_string(queries.size()) + " query values for dim " +
-                            std::to_string(qdim));
-      auto promise = self->make_response_promise<top_k_result>();
-      auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
-      auto nq = queries.size() / qdim;
-      fan_out<top_k_result>(
-        all_shards(self),
-        [=](size_t s) {
-          return self->request(self->state.options.shards[s], timeout, top_k_atom::value, name,
-                               queries, k, with_bias);
-        },
-        [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
-        deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }));
-      return promise;
-    },
-    [self, timeout](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
-      if (self->state.configs.count(name) == 0)
-        return make_error(errc::unknown_embedding, name);
-      auto promise = self->make_response_promise<embedding_stats>();
-      auto total = std::make_shared<embedding_stats>();
-      fan_out<embedding_stats>(
-        all_shards(self),
-        [=](size_t s) {
-          return self->request(self->state.options.shards[s], timeout, stats_atom::value, name);
-        },
-        [total](size_t, const embedding_stats& part) {
-          total->rows += part.rows;
-          total->bytes += part.bytes;
-          total->raw_bytes += part.raw_bytes;
-          total->evictions += part.evictions;
-          total->dropped_updates += part.dropped_updates;
-        },
-        deliver_with(promise, [total] { return *total; }));
-      return promise;
-    },
+    [self](restore_atom, const std::string& dir) { return restore(self, dir); },
+    [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
+           bool with_bias) { return top_k(self, name, queries, k, with_bias); },
+    [self](stats_atom, const std::string& name) { return stats(self, name); },
   };
 }
 

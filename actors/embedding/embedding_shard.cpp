@@ -1,7 +1,6 @@
 #include "actors/embedding/embedding_shard.hpp"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
@@ -31,14 +30,149 @@ std::vector<std::string_view> views(const std::vector<std::string>& keys) {
   return {keys.begin(), keys.end()};
 }
 
-} // namespace
+// The table of `name`, or errc::unknown_embedding.
+caf::expected<embedding_shard_state::table*> find_table(shard_pointer self,
+                                                        const std::string& name) {
+  auto i = self->state.tables.find(name);
+  if (i == self->state.tables.end())
+    return make_error(errc::unknown_embedding, name);
+  return &i->second;
+}
 
-de_config shard_config(const de_config& cfg, uint32_t index) {
-  auto result = cfg;
-  if (cfg.backend == backend_kind::leveldb)
-    result.path = (std::filesystem::path{cfg.path} / ("shard-" + std::to_string(index))).string();
+caf::result<ok_atom> create(shard_pointer self, de_config& cfg) {
+  auto& tables = self->state.tables;
+  if (auto i = tables.find(cfg.name); i != tables.end()) {
+    if (i->second.config.dim != cfg.dim)
+      return make_error(errc::invalid_config, "embedding '" + cfg.name + "' exists with dim " +
+                                                std::to_string(i->second.config.dim));
+    return ok_atom::value;
+  }
+  auto store = stores::make_store(stores::shard_config(cfg, self->state.index));
+  if (!store)
+    return std::move(store.error());
+  auto name = cfg.name;
+  tables.emplace(name, embedding_shard_state::table{std::move(cfg), std::move(*store)});
+  return ok_atom::value;
+}
+
+caf::result<std::vector<float>> lookup(shard_pointer self, const std::string& name,
+                                       const std::vector<std::string>& keys) {
+  auto table = checked_table(self, name, keys.size());
+  if (!table)
+    return std::move(table.error());
+  auto& store = *(*table)->store;
+  std::vector<float> out(keys.size() * store.dim());
+  auto key_views = views(keys);
+  if (auto err = store.lookup(key_views, out))
+    return err;
+  return out;
+}
+
+caf::result<ok_atom> update(shard_pointer self, const std::string& name,
+                            const std::vector<std::string>& keys, const std::vector<float>& grads,
+                            int64_t step) {
+  auto table = checked_table(self, name, keys.size());
+  if (!table)
+    return std::move(table.error());
+  auto key_views = views(keys);
+  if (auto err = (*table)->store->update(key_views, grads, step))
+    return err;
+  return ok_atom::value;
+}
+
+caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
+                                const std::vector<float>& queries, uint32_t k, bool with_bias) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  auto result = scan_top_k(*(*table)->store, queries, k, with_bias);
+  if (!result)
+    return std::move(result.error());
+  return std::move(*result);
+}
+
+caf::result<sample_stats> sample_metadata(shard_pointer self, const std::string& name,
+                                          const std::vector<std::string>& positives) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  return (*table)->store->sample_metadata(positives);
+}
+
+caf::result<sample_result> sample_part(shard_pointer self, const std::string& name,
+                                       const sample_plan& plan) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  auto result = (*table)->store->sample(plan);
+  if (!result)
+    return std::move(result.error());
+  return std::move(*result);
+}
+
+// Writes one part per embedding into checkpoint `id` (stores/checkpoint_io).
+caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
+                                                         const std::string& dir,
+                                                         const std::string& id, uint32_t index) {
+  std::vector<checkpoint_embedding> result;
+  for (auto& [name, table] : self->state.tables) {
+    auto rel = id + "/" + name + "/shard-" + std::to_string(index);
+    auto info = stores::write_shard_file(dir, rel, table.config, *table.store);
+    if (!info)
+      return std::move(info.error());
+    result.push_back({table.config, {*info}});
+  }
   return result;
 }
+
+// Every file is verified first, so a damaged checkpoint changes nothing. Memory tables are then
+// built aside and swapped in whole; a persistent table is rebuilt in place (its database cannot
+// be opened twice).
+caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
+                               const checkpoint_manifest& manifest, uint32_t index,
+                               uint32_t count) {
+  if (count == 0 || index >= count)
+    return make_error(errc::invalid_argument,
+                      "shard " + std::to_string(index) + " of " + std::to_string(count));
+  auto ignore = [](const stores::row_record&) { return caf::error{}; };
+  for (auto& entry : manifest.embeddings)
+    for (auto& file : entry.files)
+      if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
+        return err;
+  std::map<std::string, embedding_shard_state::table> fresh;
+  for (auto& entry : manifest.embeddings) {
+    auto cfg = stores::shard_config(entry.config, index);
+    if (cfg.backend == backend_kind::leveldb) {
+      self->state.tables.erase(entry.config.name);
+      stores::remove_store_files(cfg);
+    }
+    auto store = stores::make_store(cfg);
+    if (!store)
+      return std::move(store.error());
+    for (auto& file : entry.files) {
+      auto err = stores::read_shard_file(dir, file, entry.config,
+                                         [&](const stores::row_record& row) -> caf::error {
+                                           if (compute::shard_of_key(row.key, count) != index)
+                                             return {};
+                                           return (*store)->import_row(row);
+                                         });
+      if (err)
+        return err;
+    }
+    fresh.emplace(entry.config.name, embedding_shard_state::table{entry.config, std::move(*store)});
+  }
+  self->state.tables = std::move(fresh);
+  return ok_atom::value;
+}
+
+caf::result<embedding_stats> stats(shard_pointer self, const std::string& name) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  return (*table)->store->stats();
+}
+
+} // namespace
 
 std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count) {
   std::vector<embedding_shard_actor> result;
@@ -50,129 +184,28 @@ std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t c
 embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_t index) {
   self->state.index = index;
   return {
-    [self](create_atom, de_config& cfg) -> caf::result<ok_atom> {
-      auto& tables = self->state.tables;
-      if (auto i = tables.find(cfg.name); i != tables.end()) {
-        if (i->second.config.dim != cfg.dim)
-          return make_error(errc::invalid_config, "embedding '" + cfg.name +
-                                                    "' exists with dim " +
-                                                    std::to_string(i->second.config.dim));
-        return ok_atom::value;
-      }
-      auto store = stores::make_store(shard_config(cfg, self->state.index));
-      if (!store)
-        return std::move(store.error());
-      auto name = cfg.name;
-      tables.emplace(name, embedding_shard_state::table{std::move(cfg), std::move(*store)});
-      return ok_atom::value;
-    },
-    [self](lookup_atom, const std::string& name,
-           const std::vector<std::string>& keys) -> caf::result<std::vector<float>> {
-      auto table = checked_table(self, name, keys.size());
-      if (!table)
-        return std::move(table.error());
-      auto& store = *(*table)->store;
-      std::vector<float> out(keys.size() * store.dim());
-      auto key_views = views(keys);
-      if (auto err = store.lookup(key_views, out))
-        return err;
-      return out;
+    [self](create_atom, de_config& cfg) { return create(self, cfg); },
+    [self](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
+      return lookup(self, name, keys);
     },
     [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
-           const std::vector<float>& grads, int64_t step) -> caf::result<ok_atom> {
-      auto table = checked_table(self, name, keys.size());
-      if (!table)
-        return std::move(table.error());
-      auto key_views = views(keys);
-      if (auto err = (*table)->store->update(key_views, grads, step))
-        return err;
-      return ok_atom::value;
+           const std::vector<float>& grads, int64_t step) {
+      return update(self, name, keys, grads, step);
     },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
-           bool with_bias) -> caf::result<top_k_result> {
-      auto i = self->state.tables.find(name);
-      if (i == self->state.tables.end())
-        return make_error(errc::unknown_embedding, name);
-      auto result = scan_top_k(*i->second.store, queries, k, with_bias);
-      if (!result)
-        return std::move(result.error());
-      return std::move(*result);
+           bool with_bias) { return top_k(self, name, queries, k, with_bias); },
+    [self](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
+      return sample_metadata(self, name, positives);
     },
-    [self](sample_stats_atom, const std::string& name,
-           const std::vector<std::string>& positives) -> caf::result<sample_stats> {
-      auto i = self->state.tables.find(name);
-      if (i == self->state.tables.end())
-        return make_error(errc::unknown_embedding, name);
-      return i->second.store->sample_metadata(positives);
+    [self](sample_part_atom, const std::string& name, const sample_plan& plan) {
+      return sample_part(self, name, plan);
     },
-    [self](sample_part_atom, const std::string& name,
-           const sample_plan& plan) -> caf::result<sample_result> {
-      auto i = self->state.tables.find(name);
-      if (i == self->state.tables.end())
-        return make_error(errc::unknown_embedding, name);
-      auto result = i->second.store->sample(plan);
-      if (!result)
-        return std::move(result.error());
-      return std::move(*result);
-    },
-    [self](save_part_atom, const std::string& dir, const std::string& id,
-           uint32_t index) -> caf::result<std::vector<checkpoint_embedding>> {
-      std::vector<checkpoint_embedding> result;
-      for (auto& [name, table] : self->state.tables) {
-        auto rel = id + "/" + name + "/shard-" + std::to_string(index);
-        auto info = stores::write_shard_file(dir, rel, table.config, *table.store);
-        if (!info)
-          return std::move(info.error());
-        result.push_back({table.config, {*info}});
-      }
-      return result;
+    [self](save_part_atom, const std::string& dir, const std::string& id, uint32_t part) {
+      return save_part(self, dir, id, part);
     },
     [self](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
-           uint32_t index, uint32_t count) -> caf::result<ok_atom> {
-      if (count == 0 || index >= count)
-        return make_error(errc::invalid_argument, "shard " + std::to_string(index) + " of " +
-                                                    std::to_string(count));
-      // Every file is verified first, so a damaged checkpoint changes nothing. Memory tables
-      // are then built aside and swapped in whole; a persistent table is rebuilt in place
-      // (its database cannot be opened twice).
-      auto ignore = [](const stores::row_record&) { return caf::error{}; };
-      for (auto& entry : manifest.embeddings)
-        for (auto& file : entry.files)
-          if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
-            return err;
-      std::map<std::string, embedding_shard_state::table> fresh;
-      for (auto& entry : manifest.embeddings) {
-        auto cfg = shard_config(entry.config, index);
-        if (cfg.backend == backend_kind::leveldb) {
-          self->state.tables.erase(entry.config.name);
-          std::error_code ec;
-          std::filesystem::remove_all(cfg.path, ec);
-        }
-        auto store = stores::make_store(cfg);
-        if (!store)
-          return std::move(store.error());
-        for (auto& file : entry.files) {
-          auto err = stores::read_shard_file(dir, file, entry.config,
-                                             [&](const stores::row_record& row) -> caf::error {
-                                               if (compute::shard_of_key(row.key, count) != index)
-                                                 return {};
-                                               return (*store)->import_row(row);
-                                             });
-          if (err)
-            return err;
-        }
-        fresh.emplace(entry.config.name,
-                      embedding_shard_state::table{entry.config, std::move(*store)});
-      }
-      self->state.tables = std::move(fresh);
-      return ok_atom::value;
-    },
-    [self](stats_atom, const std::string& name) -> caf::result<embedding_stats> {
-      auto i = self->state.tables.find(name);
-      if (i == self->state.tables.end())
-        return make_error(errc::unknown_embedding, name);
-      return i->second.store->stats();
-    },
+           uint32_t part, uint32_t count) { return load_part(self, dir, manifest, part, count); },
+    [self](stats_atom, const std::string& name) { return stats(self, name); },
   };
 }
 

@@ -34,7 +34,4 @@ embedding_shard(embedding_shard_actor::stateful_pointer<embedding_shard_state> s
 /// Spawns shards 0..count-1 in `sys`.
 std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count);
 
-/// The config a shard's store is opened with: `cfg` with a persistent path made per shard.
-de_config shard_config(const de_config& cfg, uint32_t index);
-
 } // namespace darcy::actors

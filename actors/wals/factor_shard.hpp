@@ -1,7 +1,8 @@
 // The factor shard of distributed WALS: holds the rows of U and V it owns (id % count == index)
 // in a current and a pending buffer per side, so that a phase's writes never change what the
-// phase reads. Behaviour only: the initial rows and the Gramian come from compute/wals, files
-// from stores/matrix_file. Interface and contract: factor_shard_actor (wals_interfaces.hpp).
+// phase reads. Behaviour only: the initial rows and the Gramian come from compute/wals_math,
+// checkpoint parts from stores/wals_checkpoint. Interface and contract: factor_shard_actor
+// (messages/wals/wals_interfaces.hpp).
 #pragma once
 
 #include <array>
@@ -31,9 +32,5 @@ struct factor_shard_state {
 factor_shard_actor::behavior_type
 factor_shard(factor_shard_actor::stateful_pointer<factor_shard_state> self,
              wals_shard_config config);
-
-/// The file of one side of one shard in checkpoint `sweep` under `dir`.
-std::string factor_file(const std::string& dir, uint32_t sweep, wals_side side, uint32_t index,
-                        uint32_t count);
 
 } // namespace darcy::actors

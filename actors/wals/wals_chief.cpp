@@ -1,21 +1,20 @@
 #include "actors/wals/wals_chief.hpp"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <utility>
 
 
+#include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/chaos.hpp"
 #include "runtime/log.hpp"
-#include "stores/atomic_file.hpp"
+#include "stores/event_log.hpp"
+#include "stores/wals_checkpoint.hpp"
 
 namespace darcy::actors {
 
@@ -29,6 +28,10 @@ wals_side opposite(wals_side side) {
   return side == wals_side::rows ? wals_side::cols : wals_side::rows;
 }
 
+stores::checkpoint_dir checkpoint_root(const wals_chief_state& st) {
+  return stores::checkpoint_dir{st.config.checkpoint_dir};
+}
+
 uint32_t blocks_of(const wals_chief_state& st) {
   return st.side == wals_side::rows ? st.config.row_blocks : st.config.col_blocks;
 }
@@ -39,9 +42,10 @@ void log_event(wals_chief_pointer self, const std::string& what, uint32_t block 
   st.events.push_back({what, st.sweep, st.side, block, attempt});
   if (st.config.checkpoint_dir.empty())
     return;
-  std::ofstream out{chief_event_log(st.config.checkpoint_dir), std::ios::app};
-  out << st.incarnation << ' ' << what << ' ' << st.sweep << ' ' << to_string(st.side) << ' '
-      << block << ' ' << attempt << '\n';
+  auto line = std::to_string(st.incarnation) + ' ' + what + ' ' + std::to_string(st.sweep) + ' ' +
+              to_string(st.side) + ' ' + std::to_string(block) + ' ' + std::to_string(attempt);
+  if (auto err = stores::append_line(stores::wals_event_log(checkpoint_root(st)), line))
+    runtime::log_warn("wals chief: event log: {}", render(err));
 }
 
 void fail(wals_chief_pointer self, const caf::error& err) {
@@ -133,37 +137,38 @@ void finish(wals_chief_pointer self) {
     caf::anon_send(st.config.listener, p);
 }
 
-std::string state_text(const wals_chief_state& st) {
-  std::ostringstream out;
-  out.precision(17);
-  out << "run_id " << st.config.run_id << "\nsweep " << st.sweep << "\nphase rows\ncommitted\n"
-      << "losses";
-  for (auto l : st.losses)
-    out << ' ' << l;
-  out << '\n';
-  return out.str();
-}
-
-/// Shards save sweep `st.sweep`, then the chief's state file makes it the one to restore.
+/// The factor shards save sweep `st.sweep` as parts of one checkpoint; its manifest (the run,
+/// the sweep, the losses) makes it the one to restore.
 template <class Then>
 void checkpoint(wals_chief_pointer self, Then then) {
-  auto& dir = self->state.config.checkpoint_dir;
-  if (dir.empty())
+  auto& st = self->state;
+  if (st.config.checkpoint_dir.empty())
     return then();
-  ask_shards<ok_atom>(
-    self, [](size_t, ok_atom) {},
-    [=] {
+  auto root = checkpoint_root(st);
+  auto& shards = st.config.shards;
+  take_checkpoint<std::vector<file_info>>(
+    root, "sweep-" + std::to_string(st.sweep), shards.size(),
+    [=](size_t s, const std::string& id) {
+      return self->request(self->state.config.shards[s], shard_timeout, save_atom::value,
+                           root.root(), id);
+    },
+    [=](std::vector<std::vector<file_info>>& parts) {
       auto& st = self->state;
-      if (auto err = stores::write_file_atomically(chief_state_file(dir), state_text(st)))
-        return fail(self, err);
-      if (st.sweep >= 2) {
-        std::error_code ec;
-        std::filesystem::remove_all(dir + "/sweep-" + std::to_string(st.sweep - 2), ec);
-      }
+      checkpoint_manifest m;
+      m.service = wals_service_name;
+      m.step = st.sweep;
+      m.shard_count = static_cast<uint32_t>(st.config.shards.size());
+      m.wals = {st.config.run_id, st.losses};
+      for (auto& p : parts)
+        m.parts.insert(m.parts.end(), p.begin(), p.end());
+      return m;
+    },
+    [=](caf::expected<checkpoint_manifest> committed) {
+      if (!committed)
+        return fail(self, committed.error());
       log_event(self, "checkpoint");
       then();
-    },
-    save_atom::value, dir, self->state.sweep);
+    });
 }
 
 void end_phase(wals_chief_pointer self) {
@@ -247,34 +252,19 @@ void begin_phase(wals_chief_pointer self) {
   gather_gramian(self, opposite(st.side), with_gramian);
 }
 
-/// Parses the state file; returns the sweep to resume after, or nothing for another run.
-std::optional<uint32_t> read_state(wals_chief_state& st) {
-  auto text = stores::read_file(chief_state_file(st.config.checkpoint_dir));
-  if (!text)
+/// The checkpoint of this run to resume from, if the directory holds one.
+std::optional<checkpoint_manifest> find_checkpoint(wals_chief_state& st) {
+  if (st.config.checkpoint_dir.empty())
     return std::nullopt;
-  std::istringstream in{*text};
-  std::string key;
-  uint64_t run_id = 0;
-  uint32_t sweep = 0;
-  std::vector<double> losses;
-  while (in >> key) {
-    if (key == "run_id")
-      in >> run_id;
-    else if (key == "sweep")
-      in >> sweep;
-    else if (key == "losses") {
-      std::string rest;
-      std::getline(in, rest);
-      std::istringstream values{rest};
-      double l;
-      while (values >> l)
-        losses.push_back(l);
-    }
+  auto m = stores::read_wals_checkpoint(checkpoint_root(st));
+  if (!m) {
+    if (!is(m.error(), errc::not_found))
+      runtime::log_warn("wals chief: not resuming: {}", render(m.error()));
+    return std::nullopt;
   }
-  if (run_id != st.config.run_id)
+  if (m->wals.run_id != st.config.run_id)
     return std::nullopt;
-  st.losses = std::move(losses);
-  return sweep;
+  return std::move(*m);
 }
 
 void tick(wals_chief_pointer self) {
@@ -295,19 +285,14 @@ void tick(wals_chief_pointer self) {
 
 } // namespace
 
-std::string chief_state_file(const std::string& dir) { return dir + "/chief.state"; }
-
-std::string chief_event_log(const std::string& dir) { return dir + "/events.log"; }
-
 wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_config config) {
   auto& st = self->state;
   st.config = std::move(config);
   std::random_device entropy;
   st.incarnation = (entropy() & 0x7fffffffu) | 1u;
-  if (!st.config.checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(st.config.checkpoint_dir, ec);
-  }
+  if (!st.config.checkpoint_dir.empty())
+    if (auto err = checkpoint_root(st).prepare())
+      runtime::log_warn("wals chief: {}", render(err));
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& idle = self->state.idle;
     idle.erase(std::remove_if(idle.begin(), idle.end(),
@@ -322,15 +307,21 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
   }
   auto period = std::chrono::milliseconds(std::clamp<int64_t>(st.config.token_timeout_ms / 4, 10, 1000));
   self->delayed_send(self, period, tick_atom::value);
-  auto resume = st.config.checkpoint_dir.empty() ? std::nullopt : read_state(st);
+  auto resume = find_checkpoint(st);
   if (resume) {
     st.restored = true;
-    st.sweep = *resume;
+    st.sweep = static_cast<uint32_t>(resume->step);
+    st.losses = resume->wals.losses;
     log_event(self, "restore");
     ask_shards<ok_atom>(
       self, [](size_t, ok_atom) {},
       [=] {
         auto& st = self->state;
+        // The listener learns the losses of the restored sweeps as if it had seen them.
+        for (uint32_t i = 0; i < st.losses.size() && st.config.listener; ++i)
+          caf::anon_send(st.config.listener,
+                         wals_progress{i, wals_side::cols, st.config.sweeps, 0, 0, st.losses[i],
+                                       true, false});
         ++st.sweep;
         st.side = wals_side::rows;
         begin_phase(self);

@@ -55,8 +55,4 @@ using wals_chief_pointer = wals_chief_actor::stateful_pointer<wals_chief_state>;
 /// checkpoint (its supervisor restarts it from the last consistent checkpoint).
 wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_config config);
 
-/// The path of the chief's state file and event log under a checkpoint directory.
-std::string chief_state_file(const std::string& dir);
-std::string chief_event_log(const std::string& dir);
-
 } // namespace darcy::actors

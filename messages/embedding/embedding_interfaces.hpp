@@ -13,7 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
-#include "messages/embedding/embedding_checkpoint.hpp"
+#include "messages/checkpoint.hpp"
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_config.hpp"
 

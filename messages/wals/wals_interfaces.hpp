@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/checkpoint.hpp"
 #include "messages/shared_floats.hpp"
 #include "messages/wals/wals_values.hpp"
 
@@ -30,7 +31,9 @@ namespace darcy {
 ///   an id the shard does not own fails with errc::invalid_argument. view answers all of
 ///   `current` (local row i is id index + i * count) without a copy, for readers in the
 ///   shard's process; the buffer is never written while anyone holds it.
-/// - load(dir, sweep) replaces both sides with checkpoint `sweep`.
+/// - save(root, id) writes both sides into checkpoint `id` under `root` and answers the parts
+///   (stores/wals_checkpoint); load(root, manifest) replaces both sides with the manifest's
+///   parts for this shard, or changes nothing and fails with errc::corrupt_file.
 using factor_shard_actor = caf::typed_actor<
   caf::replies_to<fetch_atom, wals_side, std::vector<uint32_t>>::with<shared_floats>,
   caf::replies_to<view_atom, wals_side>::with<shared_floats>,
@@ -40,8 +43,8 @@ using factor_shard_actor = caf::typed_actor<
   caf::replies_to<begin_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<commit_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<gram_atom, wals_side>::with<std::vector<float>>,
-  caf::replies_to<save_atom, std::string, uint32_t>::with<ok_atom>,
-  caf::replies_to<load_atom, std::string, uint32_t>::with<ok_atom>>;
+  caf::replies_to<save_atom, std::string, std::string>::with<std::vector<file_info>>,
+  caf::replies_to<load_atom, std::string, checkpoint_manifest>::with<ok_atom>>;
 
 /// A worker idles until a chief announces itself, then reports ready and solves each token it
 /// is handed, committing it to the chief that issued it.

@@ -2,14 +2,17 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/chaos.hpp"
+#include "stores/checkpoint_dir.hpp"
 
 namespace darcy::ops {
 namespace {
@@ -163,6 +166,56 @@ TEST_F(wals_test, KilledChiefRestartsFromTheLastCheckpointWithTheSameResult) {
   ASSERT_FALSE(restarted.events.empty());
   EXPECT_EQ(restarted.events.front().what, "restore");
   EXPECT_EQ(restarted.events.front().sweep, 1u);
+}
+
+// Format 1, before the common checkpoint mechanism: chief.state names the sweep, and the
+// factor files (the same bytes as today's parts) lie in sweep-N/.
+void write_format_1_checkpoint(const fs::path& out, const checkpoint_manifest& m) {
+  fs::create_directories(out / ("sweep-" + std::to_string(m.step)));
+  std::ostringstream state;
+  state.precision(17);
+  state << "run_id " << m.wals.run_id << "\nsweep " << m.step << "\nphase rows\ncommitted\nlosses";
+  for (auto l : m.wals.losses)
+    state << ' ' << l;
+  state << '\n';
+  std::ofstream{out / "chief.state"} << state.str();
+  for (auto& part : m.parts) {
+    auto from = out.parent_path() / "new" / part.path;
+    fs::copy_file(from, out / ("sweep-" + std::to_string(m.step)) / fs::path{part.path}.filename());
+  }
+}
+
+TEST_F(wals_test, CheckpointWrittenBeforeTheCommonMechanismStillResumes) {
+  auto d = synthetic(300, 200, 4000);
+  auto o = small_options(*d);
+  auto clean = train(o, d);
+  // A run that stalls at sweep 2 leaves the checkpoint of sweep 1 as its last.
+  auto stalled = o;
+  stalled.checkpoint_dir = (dir / "new").string();
+  stalled.faults.stall_sweep = 2;
+  stalled.stall_timeout_ms = 1000;
+  ASSERT_FALSE(train_wals(*s, stalled, d));
+  auto current = stores::checkpoint_dir{stalled.checkpoint_dir}.read_manifest();
+  ASSERT_TRUE(current) << render(current.error());
+  ASSERT_EQ(current->step, 1);
+  ASSERT_EQ(current->parts.size(), 4u);
+  write_format_1_checkpoint(dir / "old", *current);
+
+  o.checkpoint_dir = (dir / "old").string();
+  auto resumed = train(o, d);
+  ASSERT_FALSE(resumed.events.empty());
+  EXPECT_EQ(resumed.events.front().what, "restore");
+  EXPECT_EQ(resumed.events.front().sweep, 1u);
+  EXPECT_LT(max_difference(resumed.u.values, clean.u.values), 1e-6);
+  EXPECT_LT(max_difference(resumed.v.values, clean.v.values), 1e-6);
+  ASSERT_EQ(resumed.losses.size(), clean.losses.size());
+  for (size_t i = 0; i < clean.losses.size(); ++i)
+    EXPECT_NEAR(resumed.losses[i], clean.losses[i], 1e-9 * clean.losses[i]) << "sweep " << i;
+  // The resumed run saved in today's format, on top of the old one.
+  auto saved = stores::checkpoint_dir{o.checkpoint_dir}.read_manifest();
+  ASSERT_TRUE(saved) << render(saved.error());
+  EXPECT_EQ(saved->service, wals_service_name);
+  EXPECT_EQ(saved->step, 3);
 }
 
 TEST_F(wals_test, RejectsBadOptions) {

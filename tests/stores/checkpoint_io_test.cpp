@@ -4,9 +4,14 @@
 #include <fstream>
 #include <sstream>
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <gtest/gtest.h>
 
+#include "messages/checkpoint.capnp.h"
+
 #include "messages/error.hpp"
+#include "stores/atomic_file.hpp"
 #include "stores/de_config.hpp"
 
 namespace darcy::stores {
@@ -98,6 +103,27 @@ TEST_F(checkpoint_io_test, ManifestRoundTripKeepsConfigsFilesAndExtra) {
   EXPECT_EQ(c.init.seed, 77u);
   EXPECT_EQ(back->embeddings[0].files[1].path, "items/s1");
   EXPECT_EQ(back->embeddings[0].files[1].checksum, 22u);
+}
+
+TEST_F(checkpoint_io_test, Format1ManifestReadsAsAnEmbeddingCheckpoint) {
+  capnp::MallocMessageBuilder message;
+  auto root = message.initRoot<Manifest>();
+  root.setFormatVersion(1);
+  root.setStep(9);
+  root.setShardCount(2);
+  auto words = capnp::messageToFlatArray(message);
+  ASSERT_FALSE(write_file_atomically(dir + "/MANIFEST",
+                                     {words.asChars().begin(), words.asChars().size()}));
+  auto m = read_manifest(dir);
+  ASSERT_TRUE(m) << render(m.error());
+  EXPECT_EQ(m->service, embedding_service_name);
+  EXPECT_EQ(m->step, 9);
+  EXPECT_EQ(m->shard_count, 2u);
+  root.setFormatVersion(3);
+  words = capnp::messageToFlatArray(message);
+  ASSERT_FALSE(write_file_atomically(dir + "/MANIFEST",
+                                     {words.asChars().begin(), words.asChars().size()}));
+  EXPECT_TRUE(is(error_of(read_manifest(dir)), errc::corrupt_file));
 }
 
 TEST_F(checkpoint_io_test, TruncatedCorruptedOrMissingFilesFailWithCorruptFile) {

@@ -1,0 +1,47 @@
+// The one coordinator of checkpoints, shared by every service that saves state spread over
+// several actors (the embedding master over its shards, the WALS chief over the factor
+// shards). It asks every part for its files under a fresh checkpoint id, builds the manifest
+// from their answers and commits it through stores/checkpoint_dir: manifest last and atomic,
+// then retention. A part that fails discards the new checkpoint's directory, so the previous
+// checkpoint stays current. Sequencing only: every file is written by stores/.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "actors/fan_out.hpp"
+#include "messages/checkpoint.hpp"
+#include "stores/checkpoint_dir.hpp"
+
+namespace darcy::actors {
+
+/// Sends request(part, id) to each of `parts` parts (a CAF request handle answering Reply),
+/// then commits assemble(replies) with `checkpoint` set to id. `done` gets the committed
+/// manifest or the first error.
+template <class Reply, class Request, class Assemble>
+void take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t parts,
+                     Request request, Assemble assemble,
+                     std::function<void(caf::expected<checkpoint_manifest>)> done) {
+  auto id = stores::checkpoint_dir::new_id(label);
+  auto replies = std::make_shared<std::vector<Reply>>(parts);
+  fan_out<Reply>(
+    all_targets(parts), [=](size_t part) { return request(part, id); },
+    [replies](size_t part, Reply& reply) { (*replies)[part] = std::move(reply); },
+    [=](caf::error err) {
+      if (err) {
+        root.discard(id);
+        return done(std::move(err));
+      }
+      checkpoint_manifest manifest = assemble(*replies);
+      manifest.checkpoint = id;
+      if (auto commit_err = root.commit(manifest))
+        return done(std::move(commit_err));
+      done(std::move(manifest));
+    });
+}
+
+} // namespace darcy::actors

@@ -1,0 +1,65 @@
+// THE checkpoint mechanism of every Darcy service. A checkpoint root holds one directory per
+// checkpoint (its parts, written by the service's actors) and one MANIFEST that names the
+// current checkpoint and its parts with their checksums. The coordinator writes the manifest
+// last and atomically, then removes the checkpoints it no longer names; so a crash at any moment
+// leaves the previous manifest and every part it names intact. Only stores/ touches the files.
+//
+//   stores::checkpoint_dir root{"model/checkpoints"};
+//   auto id = stores::checkpoint_dir::new_id("sweep-3");          // coordinator
+//   auto part = root.write_part(id + "/rows-0-of-2.f32", bytes);   // each actor, its part
+//   manifest.checkpoint = id; manifest.parts = {*part, ...};
+//   root.commit(manifest);                                         // coordinator, last
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "messages/checkpoint.hpp"
+
+namespace darcy::stores {
+
+class checkpoint_dir {
+public:
+  explicit checkpoint_dir(std::string root) : root_(std::move(root)) {}
+
+  const std::string& root() const { return root_; }
+
+  /// A checkpoint id ("ckpt-LABEL-N-T") that no other save of any process reuses.
+  static std::string new_id(const std::string& label);
+
+  /// Creates the root if needed and checks that files can be created in it; errc::io_error
+  /// naming the directory otherwise.
+  caf::error prepare() const;
+
+  /// Writes `bytes` to root/rel atomically, creating its directory; the returned file_info
+  /// (path rel) carries their size and checksum. `rows` is the caller's count, kept as is.
+  caf::expected<file_info> write_part(const std::string& rel, std::string_view bytes,
+                                      uint64_t rows = 0) const;
+
+  /// The bytes of a part, after checking size and checksum against `part` (parts of format 1,
+  /// with checksum and bytes 0, are returned unchecked). errc::corrupt_file names the file.
+  caf::expected<std::string> read_part(const file_info& part) const;
+
+  /// Writes the manifest (last, atomically), then removes every checkpoint directory of the
+  /// root other than manifest.checkpoint, and every temporary file a crashed save left. When
+  /// the manifest cannot be written, the new checkpoint's directory is removed instead and the
+  /// previous checkpoint stays current.
+  caf::error commit(const checkpoint_manifest& manifest) const;
+
+  /// Removes checkpoint directory `id`, whose save failed before its manifest.
+  void discard(const std::string& id) const;
+
+  /// The current manifest: errc::not_found when the root holds none, errc::corrupt_file when it
+  /// is damaged.
+  caf::expected<checkpoint_manifest> read_manifest() const;
+
+private:
+  std::string path(const std::string& rel) const;
+
+  std::string root_;
+};
+
+} // namespace darcy::stores

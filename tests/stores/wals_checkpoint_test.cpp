@@ -1,0 +1,84 @@
+#include "stores/wals_checkpoint.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "messages/error.hpp"
+#include "stores/checkpoint_io.hpp"
+
+namespace darcy::stores {
+namespace {
+
+namespace fs = std::filesystem;
+
+class wals_checkpoint_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / ("darcy_walsck_" + std::to_string(::getpid()))).string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::string dir;
+  float_matrix rows{2, 3, {1, 2, 3, 4, 5, 6}};
+};
+
+TEST_F(wals_checkpoint_test, FactorPartsRoundTripByShardAndSide) {
+  checkpoint_dir root{dir};
+  auto id = checkpoint_dir::new_id("sweep-0");
+  checkpoint_manifest m;
+  m.service = wals_service_name;
+  m.checkpoint = id;
+  m.wals = {42, {1.5, 0.5}};
+  for (auto side : {wals_side::rows, wals_side::cols}) {
+    auto part = write_factor_part(root, id, side, 1, 2, rows);
+    ASSERT_TRUE(part) << render(part.error());
+    EXPECT_EQ(part->rows, 2u);
+    m.parts.push_back(*part);
+  }
+  ASSERT_FALSE(root.commit(m));
+  auto read = read_wals_checkpoint(root);
+  ASSERT_TRUE(read) << render(read.error());
+  EXPECT_EQ(read->wals.run_id, 42u);
+  EXPECT_EQ(read->wals.losses, (std::vector<double>{1.5, 0.5}));
+  auto back = read_factor_part(root, *read, wals_side::cols, 1, 2);
+  ASSERT_TRUE(back) << render(back.error());
+  EXPECT_EQ(back->values, rows.values);
+  // Another layout's shard has no part here.
+  EXPECT_TRUE(is(error_of(read_factor_part(root, *read, wals_side::cols, 0, 3)),
+                 errc::corrupt_file));
+}
+
+TEST_F(wals_checkpoint_test, Format1CheckpointReadsWithItsRunSweepLossesAndFiles) {
+  fs::create_directories(dir + "/sweep-4");
+  std::ofstream{dir + "/chief.state"}
+    << "run_id 77\nsweep 4\nphase rows\ncommitted\nlosses 3.25 2.5 2 1.75 1.5\n";
+  ASSERT_FALSE(write_matrix_file(dir + "/sweep-4/rows-0-of-1.f32", rows));
+  checkpoint_dir root{dir};
+  auto m = read_wals_checkpoint(root);
+  ASSERT_TRUE(m) << render(m.error());
+  EXPECT_EQ(m->service, wals_service_name);
+  EXPECT_EQ(m->step, 4);
+  EXPECT_EQ(m->wals.run_id, 77u);
+  EXPECT_EQ(m->wals.losses, (std::vector<double>{3.25, 2.5, 2, 1.75, 1.5}));
+  auto back = read_factor_part(root, *m, wals_side::rows, 0, 1);
+  ASSERT_TRUE(back) << render(back.error());
+  EXPECT_EQ(back->values, rows.values);
+}
+
+TEST_F(wals_checkpoint_test, GarbageStateOrAnotherServicesManifestIsCorrupt) {
+  checkpoint_dir root{dir};
+  EXPECT_TRUE(is(error_of(read_wals_checkpoint(root)), errc::not_found));
+  std::ofstream{dir + "/chief.state"} << "\x01\x02 garbage";
+  EXPECT_TRUE(is(error_of(read_wals_checkpoint(root)), errc::corrupt_file));
+  checkpoint_manifest embedding;
+  embedding.service = embedding_service_name;
+  ASSERT_FALSE(write_manifest(dir, embedding));
+  EXPECT_TRUE(is(error_of(read_wals_checkpoint(root)), errc::corrupt_file));
+}
+
+} // namespace
+} // namespace darcy::stores
