@@ -8,6 +8,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/error.hpp"
 #include "stores/embedding_store.hpp"
 
 namespace darcy::stores {
@@ -19,6 +20,16 @@ caf::error validate(const de_config& cfg);
 
 /// Fails with errc::empty_batch or errc::batch_too_large (naming the embedding and the limit).
 caf::error check_batch(const de_config& cfg, size_t batch);
+
+/// The entry of embedding `name` in a map keyed by embedding name (the master's configs, a
+/// shard's tables), or errc::unknown_embedding naming it.
+template <class Map>
+caf::expected<typename Map::mapped_type*> find_embedding(Map& by_name, const std::string& name) {
+  auto i = by_name.find(name);
+  if (i == by_name.end())
+    return make_error(errc::unknown_embedding, name);
+  return &i->second;
+}
 
 /// The store for one shard of `cfg`, validated first.
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg);

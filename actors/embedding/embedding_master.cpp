@@ -59,14 +59,13 @@ void sum_gradients(split_batch& batch, const std::vector<float>& grads, size_t d
   }
 }
 
-caf::expected<const de_config*> check(embedding_master_pointer self, const std::string& name,
-                                      size_t batch) {
-  auto i = self->state.configs.find(name);
-  if (i == self->state.configs.end())
-    return make_error(errc::unknown_embedding, name);
-  if (auto err = stores::check_batch(i->second, batch))
-    return err;
-  return &i->second;
+caf::expected<de_config*> check(embedding_master_pointer self, const std::string& name,
+                                size_t batch) {
+  auto cfg = stores::find_embedding(self->state.configs, name);
+  if (cfg)
+    if (auto err = stores::check_batch(**cfg, batch))
+      return err;
+  return cfg;
 }
 
 // Runs `work` now if an in-flight slot is free, queues it otherwise, or refuses it.
@@ -420,10 +419,10 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
 
 caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string& name,
                                 const std::vector<float>& queries, uint32_t k, bool with_bias) {
-  auto i = self->state.configs.find(name);
-  if (i == self->state.configs.end())
-    return make_error(errc::unknown_embedding, name);
-  auto qdim = i->second.dim - (with_bias ? 1u : 0u);
+  auto cfg = stores::find_embedding(self->state.configs, name);
+  if (!cfg)
+    return std::move(cfg.error());
+  auto qdim = (*cfg)->dim - (with_bias ? 1u : 0u);
   if (k == 0)
     return make_error(errc::invalid_argument, "top_k needs k >= 1");
   if (qdim == 0 || queries.empty() || queries.size() % qdim != 0)
@@ -444,8 +443,8 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
 }
 
 caf::result<embedding_stats> stats(embedding_master_pointer self, const std::string& name) {
-  if (self->state.configs.count(name) == 0)
-    return make_error(errc::unknown_embedding, name);
+  if (auto cfg = stores::find_embedding(self->state.configs, name); !cfg)
+    return std::move(cfg.error());
   auto promise = self->make_response_promise<embedding_stats>();
   auto total = std::make_shared<embedding_stats>();
   fan_out<embedding_stats>(

@@ -18,25 +18,20 @@ using shard_pointer = embedding_shard_actor::stateful_pointer<embedding_shard_st
 caf::expected<embedding_shard_state::table*> checked_table(shard_pointer self,
                                                            const std::string& name,
                                                            size_t batch) {
-  auto i = self->state.tables.find(name);
-  if (i == self->state.tables.end())
-    return make_error(errc::unknown_embedding, name);
-  if (auto err = stores::check_batch(i->second.config, batch))
-    return err;
-  return &i->second;
+  auto table = stores::find_embedding(self->state.tables, name);
+  if (table)
+    if (auto err = stores::check_batch((*table)->config, batch))
+      return err;
+  return table;
 }
 
 std::vector<std::string_view> views(const std::vector<std::string>& keys) {
   return {keys.begin(), keys.end()};
 }
 
-// The table of `name`, or errc::unknown_embedding.
 caf::expected<embedding_shard_state::table*> find_table(shard_pointer self,
                                                         const std::string& name) {
-  auto i = self->state.tables.find(name);
-  if (i == self->state.tables.end())
-    return make_error(errc::unknown_embedding, name);
-  return &i->second;
+  return stores::find_embedding(self->state.tables, name);
 }
 
 caf::result<ok_atom> create(shard_pointer self, de_config& cfg) {
