@@ -15,6 +15,8 @@ namespace darcy::ops {
 session::session(session_options opts) : opts_(std::move(opts)) {
   config_ = std::make_unique<runtime::system_config>(opts_.name, opts_.threads);
   actors::register_actor_types(*config_);
+  if (opts_.configure)
+    opts_.configure(*config_);
   system_ = std::make_unique<caf::actor_system>(*config_);
   system_->await_actors_before_shutdown(false);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +32,9 @@ struct session_options {
   /// Shards of the embedding service the session starts on first use: this many in this
   /// process, or this many on each member node of a cluster.
   size_t shards = 2;
+  /// Called on the session's config before its actor system starts: an app adds its own
+  /// message and actor types here (the same hook its nodes run).
+  std::function<void(runtime::system_config&)> configure;
 };
 
 class session {
