@@ -1,6 +1,15 @@
 // The model author's embedding operations, the seed's TensorFlow ops in C++: lookup with a
 // backward pass, sampled-softmax logits, top-k and consistent save/restore. Each call goes
 // through the session's embedding service, so in-process and cluster sessions behave alike.
+//
+//   auto s = ops::session::open({});                       // an in-process cluster
+//   de_config cfg;
+//   cfg.dim = 16;
+//   cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
+//   auto rows = ops::dynamic_embedding_lookup(**s, {"money", "bank"}, cfg, "words");
+//   // ... forward and backward through rows->rows ...
+//   rows->handle.backward(grads, step);                    // the shards' optimizer applies them
+//   ops::save(**s, "model/", {step, "corpus.txt:1234", {}});
 #pragma once
 
 #include <cstdint>

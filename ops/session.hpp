@@ -1,6 +1,11 @@
 // A model author's handle on a cluster: either an in-process cluster (one seed node inside this
 // process, no network listener) or a running cluster reached through its seed's address. The
 // calls are the same either way.
+//
+//   auto local = ops::session::open({});                                   // in process
+//   auto remote = ops::session::open({runtime::host_port{"127.0.0.1", 7000}}); // a cluster
+//   auto master = (*remote)->embeddings();     // shards start on every member on first use
+//   auto members = (*remote)->status();
 #pragma once
 
 #include <chrono>

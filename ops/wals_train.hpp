@@ -1,6 +1,13 @@
 // Distributed WALS as one call: starts factor shards in this process, workers in this process
 // (each on its own thread) or on the cluster's nodes, and the chief under a supervisor that
 // restarts it from the last consistent checkpoint; waits for the sweeps; returns the factors.
+//
+//   auto data = std::make_shared<const stores::wals_dataset>(*stores::load_dataset(spec));
+//   ops::wals_train_options o;
+//   o.data = spec;
+//   o.params.dim = 64;
+//   o.checkpoint_dir = "model/checkpoints";     // resumable, and survives a chief restart
+//   auto result = ops::train_wals(*session, o, data);   // result->u, result->v, result->losses
 #pragma once
 
 #include <cstdint>

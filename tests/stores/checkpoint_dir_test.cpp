@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::stores {
@@ -16,12 +17,6 @@ namespace fs = std::filesystem;
 
 class checkpoint_dir_test : public ::testing::Test {
 protected:
-  void SetUp() override {
-    dir = (fs::temp_directory_path() / ("darcy_ckdir_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
   // A checkpoint of two parts, committed.
   checkpoint_manifest save(const checkpoint_dir& root, const std::string& label) {
     auto id = checkpoint_dir::new_id(label);
@@ -37,7 +32,8 @@ protected:
     return m;
   }
 
-  std::string dir;
+  test::temp_dir temp{"ckdir"};
+  std::string dir = temp.path();
 };
 
 TEST_F(checkpoint_dir_test, CommittedManifestNamesItsPartsAndRemovesOlderCheckpoints) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "stores/checkpoint_io.hpp"
 
 namespace darcy::stores {
@@ -15,14 +16,8 @@ namespace fs = std::filesystem;
 
 class wals_checkpoint_test : public ::testing::Test {
 protected:
-  void SetUp() override {
-    dir = (fs::temp_directory_path() / ("darcy_walsck_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
-  std::string dir;
+  test::temp_dir temp{"walsck"};
+  std::string dir = temp.path();
   float_matrix rows{2, 3, {1, 2, 3, 4, 5, 6}};
 };
 
