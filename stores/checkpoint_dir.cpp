@@ -78,11 +78,12 @@ caf::expected<std::string> checkpoint_dir::read_part(const file_info& part) cons
 }
 
 caf::error checkpoint_dir::commit(const checkpoint_manifest& manifest) const {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
   if (auto err = write_manifest(root_, manifest)) {
     discard(manifest.checkpoint);
     return err;
   }
-  std::error_code ec;
   for (auto& entry : fs::directory_iterator(root_, ec)) {
     auto name = entry.path().filename().string();
     bool stale_checkpoint = name.rfind(checkpoint_prefix, 0) == 0 && name != manifest.checkpoint;
