@@ -80,7 +80,8 @@ struct WalsManifest {
 }
 
 struct Manifest {
-  formatVersion @0 :UInt32;    # 1: embedding only, before service and parts; 2: any service
+  formatVersion @0 :UInt32;    # 1: embedding only; 2: any service; 3: the file ends with a
+                               # checksum trailer ("DRCYMSUM", then the hash of all before it)
   step @1 :Int64;              # embedding: the caller's step; wals: the last completed sweep
   shardCount @2 :UInt32;
   embeddings @3 :List(EmbeddingEntry);

@@ -43,6 +43,10 @@ std::string render_errc(uint8_t code, const caf::message& context) {
   return result;
 }
 
+std::string context_of(const caf::error& x) {
+  return context_text(x.context());
+}
+
 std::string render(const caf::error& x) {
   if (!x)
     return "no error";

@@ -42,6 +42,9 @@ caf::expected<T> to_expected(plain_expected<T>&& x) {
 /// "unknown service: echo", others through CAF's own to_string.
 std::string render(const caf::error& x);
 
+/// The context of `x` alone, without its description: "echo" for "unknown service: echo".
+std::string context_of(const caf::error& x);
+
 /// The renderer CAF calls for the darcy category (see register_types).
 std::string render_errc(uint8_t code, const caf::message& context);
 

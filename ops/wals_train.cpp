@@ -13,6 +13,7 @@
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
+#include "runtime/machine.hpp"
 #include "runtime/spawn_on.hpp"
 
 namespace darcy::ops {
@@ -38,11 +39,30 @@ struct started {
   }
 };
 
-caf::error validate(const wals_train_options& opts) {
+// Most factor shards and cluster workers a run may ask for.
+constexpr uint64_t max_shards = 1024;
+constexpr uint64_t max_cluster_workers = 4096;
+// A token carries a dim x dim Gramian; 4096 makes it 64 MiB.
+constexpr uint64_t max_dim = 4096;
+
+caf::error validate(const wals_train_options& opts, bool in_process) {
   if (auto err = compute::validate(opts.params))
     return make_error(err);
   if (opts.workers == 0)
     return make_error(errc::invalid_argument, "wals: need at least one worker");
+  auto cores = std::to_string(runtime::machine_cores());
+  if (auto err = in_process ? runtime::check_at_most("--workers", opts.workers,
+                                                     runtime::max_threads(),
+                                                     "in process, 8 per core of this " + cores +
+                                                       "-core machine; use --cluster for more")
+                            : runtime::check_at_most("--workers", opts.workers,
+                                                     max_cluster_workers, "on a cluster"))
+    return err;
+  if (auto err = runtime::check_at_most("--shards", opts.shards, max_shards, "factor shards"))
+    return err;
+  if (auto err = runtime::check_at_most("--dim", opts.params.dim, max_dim,
+                                        "a token carries a dim x dim Gramian"))
+    return err;
   if (opts.sweeps == 0)
     return make_error(errc::invalid_argument, "wals: need at least one sweep (--iters)");
   if (opts.blocks_per_worker == 0)
@@ -136,12 +156,21 @@ uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset&
 
 caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts,
                                       std::shared_ptr<const stores::wals_dataset> data) {
-  if (auto err = validate(opts))
+  if (auto err = validate(opts, s.in_process()))
     return err;
   auto& sys = s.system();
   auto& m = data->matrix;
   if (m.nnz() == 0)
     return make_error(errc::invalid_argument, "wals: the matrix has no entries");
+  // The shards hold U and V twice (current and pending) in this process.
+  auto factor_bytes = (m.rows + m.cols) * uint64_t{opts.params.dim} * sizeof(float) * 2;
+  if (factor_bytes > runtime::machine_memory_bytes() / 10 * 8)
+    return make_error(errc::invalid_argument,
+                      "wals: --dim " + std::to_string(opts.params.dim) + " needs " +
+                        std::to_string(factor_bytes >> 20) + " MiB of factors for " +
+                        std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+                        ", over 80% of this machine's " +
+                        std::to_string(runtime::machine_memory_bytes() >> 20) + " MiB");
   started run;
   auto shard_count = opts.shards == 0 ? opts.workers : opts.shards;
   for (uint32_t i = 0; i < shard_count; ++i)

@@ -40,11 +40,11 @@ caf::error checkpoint_dir::prepare() const {
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec)
-    return make_error(errc::io_error, "cannot create checkpoint directory " + root_ + ": " +
+    return make_error(errc::io_error, "cannot create directory " + root_ + ": " +
                                         ec.message());
   auto probe = path(".write-test.tmp." + std::to_string(::getpid()));
   if (auto err = write_file_atomically(probe, "ok"))
-    return make_error(errc::io_error, "checkpoint directory " + root_ + " is not writable: " +
+    return make_error(errc::io_error, "directory " + root_ + " is not writable: " +
                                         render(err));
   fs::remove(probe, ec);
   return {};

@@ -7,6 +7,7 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include "compute/hash.hpp"
 #include "messages/checkpoint.capnp.h"
 #include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
@@ -19,8 +20,36 @@ namespace {
 
 // Format 2 adds the service, the checkpoint directory, plain parts and the WALS section; a
 // format-1 manifest (embedding only) still reads.
-constexpr uint32_t format_version = 2;
+// Format 3 ends the manifest with a checksum trailer: the magic, then the hash of every byte
+// before it. Formats 1 and 2 have none and still read; a manifest of format 3 or later without
+// a valid trailer is refused, so that no single flipped bit is ever accepted.
+constexpr uint32_t format_version = 3;
 constexpr uint32_t oldest_format_version = 1;
+constexpr uint32_t first_checksummed_version = 3;
+constexpr std::string_view trailer_magic = "DRCYMSUM";
+constexpr size_t trailer_size = trailer_magic.size() + sizeof(uint64_t);
+
+std::string with_trailer(std::string bytes) {
+  uint64_t sum = compute::hash_key(bytes);
+  bytes.append(trailer_magic);
+  bytes.append(reinterpret_cast<const char*>(&sum), sizeof(sum));
+  return bytes;
+}
+
+// Strips and checks the trailer. Sets `checked` when the manifest had one.
+caf::error check_trailer(std::string& bytes, const std::string& path, bool& checked) {
+  checked = bytes.size() >= trailer_size &&
+            std::string_view{bytes}.substr(bytes.size() - trailer_size, trailer_magic.size()) ==
+              trailer_magic;
+  if (!checked)
+    return {};
+  uint64_t sum = 0;
+  std::memcpy(&sum, bytes.data() + bytes.size() - sizeof(sum), sizeof(sum));
+  bytes.resize(bytes.size() - trailer_size);
+  if (compute::hash_key(bytes) != sum)
+    return make_error(errc::corrupt_file, path + ": checksum mismatch");
+  return {};
+}
 
 std::string join(const std::string& dir, const std::string& name) {
   return (std::filesystem::path{dir} / name).string();
@@ -179,7 +208,7 @@ caf::error write_manifest(const std::string& dir, const checkpoint_manifest& man
     losses.set(i, manifest.wals.losses[i]);
   root.setExtra(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(manifest.extra.data()),
                                     manifest.extra.size()});
-  return write_file_atomically(join(dir, manifest_name), flat_bytes(message));
+  return write_file_atomically(join(dir, manifest_name), with_trailer(flat_bytes(message)));
 }
 
 caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
@@ -187,6 +216,9 @@ caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
   auto bytes = read_file(path);
   if (!bytes)
     return std::move(bytes.error());
+  bool checked = false;
+  if (auto err = check_trailer(*bytes, path, checked))
+    return err;
   auto words = to_words(*bytes, path);
   if (!words)
     return std::move(words.error());
@@ -197,6 +229,8 @@ caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
     if (version < oldest_format_version || version > format_version)
       return make_error(errc::corrupt_file,
                         path + ": unknown format version " + std::to_string(version));
+    if (version >= first_checksummed_version && !checked)
+      return make_error(errc::corrupt_file, path + ": the manifest's checksum is missing");
     checkpoint_manifest result;
     result.service = version == 1 ? embedding_service_name : std::string{root.getService()};
     result.checkpoint = root.getCheckpoint();

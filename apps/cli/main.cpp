@@ -1,5 +1,6 @@
 // darcy: the command-line entry point. CLI parsing is a program edge, so CLI11's exceptions
-// are caught here and turned into one-line errors.
+// are caught here and turned into one-line errors, and so is any other exception a command
+// lets through: a command never aborts.
 #include <malloc.h>
 
 #include <iostream>
@@ -40,6 +41,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "darcy: error: " << e.what() << " (see darcy --help)" << std::endl;
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Commands bound what they allocate; this is the last line of defence.
+    return darcy::apps::fail("out of memory: the machine cannot hold what this run asks for");
+  } catch (const std::exception& e) {
+    // A command's own failures are caf::errors; whatever a library throws becomes one line too.
+    return darcy::apps::fail(std::string{"unexpected failure: "} + e.what());
   }
   return exit_code;
 }

@@ -12,6 +12,7 @@
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/host_port.hpp"
+#include "stores/checkpoint_dir.hpp"
 
 namespace darcy::wals {
 
@@ -62,12 +63,17 @@ caf::expected<trained> train(const train_job& job) {
     std::cerr << "skipped " << data->skipped_lines << " malformed lines\n";
   t.data = std::make_shared<const stores::wals_dataset>(std::move(*data));
   t.load_seconds = since(start);
-  auto s = open_session(job);
-  if (!s)
-    return std::move(s.error());
   auto opts = job.options;
   if (opts.checkpoint_dir.empty() && !job.out.empty())
     opts.checkpoint_dir = job.out + "/checkpoints";
+  // Refuse a directory the run could not write before training, not after.
+  for (auto [flag, dir] : {std::pair{"--out", job.out}, {"--checkpoint", opts.checkpoint_dir}})
+    if (!dir.empty())
+      if (auto err = stores::checkpoint_dir{dir}.prepare())
+        return make_error(errc::io_error, std::string{flag} + ": " + context_of(err));
+  auto s = open_session(job);
+  if (!s)
+    return std::move(s.error());
   auto bar = std::make_shared<apps::progress_bar>(apps::progress_bar::on_stderr());
   auto train_start = clock::now();
   if (!job.quiet) {

@@ -10,6 +10,7 @@
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
 #include "messages/error.hpp"
+#include "runtime/machine.hpp"
 #include "ops/embedding_ops.hpp"
 
 namespace darcy::word2vec {
@@ -210,6 +211,15 @@ caf::error check_options(const train_options& o) {
     return bad("--epochs must be at least 1");
   if (o.threads == 0)
     return bad("--threads must be at least 1");
+  if (auto err = runtime::check_at_most("--threads", o.threads, runtime::max_threads(),
+                                        "8 per core of this " +
+                                          std::to_string(runtime::machine_cores()) +
+                                          "-core machine"))
+    return err;
+  // An embedding row holds dim values and the optimizer's slots; more than 65536 is no word
+  // vector, and the service refuses it.
+  if (auto err = runtime::check_at_most("--dim", o.dim, 65536, "the embedding service's limit"))
+    return err;
   if (o.batch_words == 0)
     return bad("--batch-words must be at least 1");
   if (!(o.alpha > 0))
@@ -297,8 +307,16 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
     }
   };
   std::vector<std::thread> threads;
-  for (uint32_t t = 1; t < o.threads; ++t)
-    threads.emplace_back(work);
+  try {
+    for (uint32_t t = 1; t < o.threads; ++t)
+      threads.emplace_back(work);
+  } catch (const std::system_error& e) {
+    // The system refused a thread: the ones started stop at their next batch.
+    std::lock_guard<std::mutex> guard{report_mutex};
+    failed = true;
+    failure = make_error(errc::invalid_argument, "cannot start " + std::to_string(o.threads) +
+                                                   " training threads: " + e.what());
+  }
   work();
   for (auto& t : threads)
     t.join();

@@ -44,6 +44,16 @@ caf::expected<word_vectors> read_vectors(const std::string& path) {
   long long count = -1, dim = -1;
   if (!(hs >> count >> dim) || count < 0 || dim <= 0 || dim > (1 << 20))
     return corrupt("the first line must be '<count> <dim>'");
+  // Check what the header promises against the file before allocating it: an entry takes at
+  // least a one-letter word and dim one-digit numbers with their separators.
+  auto body_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  auto body_bytes = static_cast<long long>(in.tellg() - body_start);
+  in.seekg(body_start);
+  if (count > 0 && count > body_bytes / (2 * dim + 2))
+    return corrupt("the header promises " + std::to_string(count) + " vectors of dim " +
+                   std::to_string(dim) + ", but the file holds only " +
+                   std::to_string(body_bytes) + " bytes after it");
   word_vectors result;
   result.vectors.resize(static_cast<Eigen::Index>(count), static_cast<Eigen::Index>(dim));
   // The binary format follows each word with raw floats; the text format with digits. Tell

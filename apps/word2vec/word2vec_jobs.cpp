@@ -16,6 +16,8 @@
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "runtime/host_port.hpp"
+#include "runtime/machine.hpp"
+#include "stores/checkpoint_dir.hpp"
 
 namespace darcy::word2vec {
 
@@ -24,6 +26,9 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 caf::expected<std::unique_ptr<ops::session>> open_session(const session_choice& where) {
+  if (auto err = runtime::check_at_most("--shards", where.shards, 1024,
+                                        "shards per process or node"))
+    return err;
   ops::session_options opts;
   opts.name = "word2vec";
   opts.shards = where.shards;
@@ -144,6 +149,15 @@ caf::expected<trained> train_corpus(ops::session& s, const train_job& job) {
 } // namespace
 
 caf::error run_train(const train_job& job) {
+  // Refuse a place the run could not write before training, not after.
+  auto output_dir = std::filesystem::path{job.output}.parent_path().string();
+  for (auto [flag, dir] : {std::pair{"--checkpoint", job.checkpoint},
+                           {"--stop-checkpoint", job.options.checkpoint_to},
+                           {"--output", job.output.empty() ? std::string{} :
+                                        output_dir.empty() ? std::string{"."} : output_dir}})
+    if (!dir.empty())
+      if (auto err = stores::checkpoint_dir{dir}.prepare())
+        return make_error(errc::io_error, std::string{flag} + ": " + context_of(err));
   auto session = open_session(job.where);
   if (!session)
     return std::move(session.error());
@@ -191,7 +205,11 @@ caf::error run_train(const train_job& job) {
     auto total = r.report.last.batches_total;
     ops::training_state state{static_cast<int64_t>(total), "batch=" + std::to_string(total), {}};
     if (auto err = ops::save(s, job.checkpoint, state))
-      return err;
+      return make_error(errc::io_error,
+                        "the trained model could not be saved to " + job.checkpoint + " (" +
+                          render(err) + ")" +
+                          (job.output.empty() ? "; no vectors were written: add --output FILE"
+                                              : "; its vectors are in " + job.output));
     std::cout << "checkpoint: " << job.checkpoint << std::endl;
   }
   return {};

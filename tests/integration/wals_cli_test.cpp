@@ -100,6 +100,22 @@ TEST(wals_cli, bad_input_is_one_clear_error_line) {
      "no Darcy node answers at 127.0.0.1:1"},
     {"missing model", {"wals", "recommend", "--model", "/nonexistent/model", "--user", "x"},
      "no WALS model in /nonexistent/model"},
+    // Issue 12, items 2 and 4: limits are named up front instead of a run that never ends.
+    {"too many workers in process",
+     {"wals", "train", "--data", good, "--out", out, "--quiet", "--workers", "100000"},
+     "--workers 100000 is over the limit of"},
+    {"too many shards", {"wals", "train", "--data", good, "--out", out, "--quiet", "--shards",
+                         "100000"},
+     "--shards 100000 is over the limit of 1024"},
+    {"too large a dim", {"wals", "train", "--data", good, "--out", out, "--quiet", "--dim",
+                         "100000"},
+     "--dim 100000 is over the limit of 4096"},
+    // Issue 12, item 5: refused before training, not after.
+    {"unwritable out", {"wals", "train", "--data", good, "--out", good + "/model", "--quiet"},
+     "--out: cannot create directory"},
+    {"unwritable checkpoint", {"wals", "train", "--data", good, "--out", out, "--quiet",
+                               "--checkpoint", good + "/ckpt"},
+     "--checkpoint: cannot create directory"},
   };
   for (auto& c : cases) {
     auto r = run_darcy(c.args);

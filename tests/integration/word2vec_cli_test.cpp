@@ -12,6 +12,7 @@ TEST(word2vec_cli, bad_input_is_one_clear_error_line) {
   auto garbage = write_temp_file("w2v-garbage.bin", std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10));
   auto bad_utf8 = write_temp_file("w2v-bad-utf8.txt", "good words\nbad \xFF\xFE here\n");
   auto corpus = write_temp_file("w2v-ok.txt", "a b c d e f\nb c d e f a\n");
+  auto lying = write_temp_file("w2v-lying.txt", "100000000 100\nthe 1\n");
   struct bad_case {
     const char* what;
     std::vector<std::string> args;
@@ -34,6 +35,28 @@ TEST(word2vec_cli, bad_input_is_one_clear_error_line) {
     {"missing vectors file", {"word2vec", "eval", "--vectors", "/nonexistent/v.bin",
                               "--similarity", corpus},
      "does not exist"},
+    // Issue 12, item 1: a header that promises more than the file holds is refused before
+    // anything is allocated.
+    {"vectors header that lies, eval",
+     {"word2vec", "eval", "--vectors", lying, "--similarity", corpus},
+     "the header promises 100000000 vectors of dim 100"},
+    {"vectors header that lies, neighbors", {"word2vec", "neighbors", "the", "--vectors", lying},
+     "the header promises 100000000 vectors of dim 100"},
+    // Issue 12, item 2: limits are named instead of aborting.
+    {"too many threads", {"word2vec", "train", "--corpus", corpus, "--quiet", "--threads", "100000"},
+     "--threads 100000 is over the limit of"},
+    {"too large a dim", {"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "10000000"},
+     "--dim 10000000 is over the limit of 65536"},
+    {"too many shards", {"word2vec", "train", "--corpus", corpus, "--quiet", "--shards", "100000"},
+     "--shards 100000 is over the limit of 1024"},
+    // Issue 12, item 5: a checkpoint or output place that cannot be written is refused before
+    // training (a regular file stands where a directory must go, which stops root too).
+    {"unwritable checkpoint",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--checkpoint", corpus + "/ckpt"},
+     "--checkpoint: cannot create directory"},
+    {"unwritable output",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--output", corpus + "/v.txt"},
+     "--output: cannot create directory"},
   };
   for (auto& c : cases) {
     auto r = run_darcy(c.args);

@@ -119,11 +119,46 @@ TEST_F(checkpoint_io_test, Format1ManifestReadsAsAnEmbeddingCheckpoint) {
   EXPECT_EQ(m->service, embedding_service_name);
   EXPECT_EQ(m->step, 9);
   EXPECT_EQ(m->shard_count, 2u);
-  root.setFormatVersion(3);
-  words = capnp::messageToFlatArray(message);
-  ASSERT_FALSE(write_file_atomically(dir + "/MANIFEST",
-                                     {words.asChars().begin(), words.asChars().size()}));
-  EXPECT_TRUE(is(error_of(read_manifest(dir)), errc::corrupt_file));
+  // A later version, or format 3 without its checksum trailer, is refused.
+  for (uint32_t version : {3u, 4u}) {
+    root.setFormatVersion(version);
+    words = capnp::messageToFlatArray(message);
+    ASSERT_FALSE(write_file_atomically(dir + "/MANIFEST",
+                                       {words.asChars().begin(), words.asChars().size()}));
+    EXPECT_TRUE(is(error_of(read_manifest(dir)), errc::corrupt_file)) << version;
+  }
+}
+
+// Issue 12, item 11: the manifest carries its own checksum, so no flipped byte or bit of it is
+// ever accepted as another checkpoint.
+TEST_F(checkpoint_io_test, NoSingleFlipOfTheManifestIsAccepted) {
+  checkpoint_manifest m;
+  m.service = embedding_service_name;
+  m.checkpoint = "ckpt-7-1";
+  m.step = 7;
+  m.shard_count = 3;
+  m.embeddings.push_back({adam_config(), {{"ckpt-7-1/items/shard-0", 99, 5, 1234}}});
+  m.extra = "batch=7";
+  ASSERT_FALSE(write_manifest(dir, m));
+  auto good = read_file(dir + "/MANIFEST");
+  ASSERT_TRUE(good);
+  ASSERT_TRUE(read_manifest(dir));
+  size_t accepted = 0, tried = 0;
+  for (size_t i = 0; i < good->size(); ++i)
+    for (unsigned char mask : {0x01, 0x10, 0x80, 0xFF}) {
+      auto bad = *good;
+      bad[i] = static_cast<char>(bad[i] ^ mask);
+      ASSERT_FALSE(write_file_atomically(dir + "/MANIFEST", bad));
+      auto read = read_manifest(dir);
+      ++tried;
+      if (read) {
+        ++accepted;
+        ADD_FAILURE() << "flip " << int{mask} << " at byte " << i << " was accepted";
+      } else {
+        EXPECT_TRUE(is(read.error(), errc::corrupt_file)) << render(read.error());
+      }
+    }
+  EXPECT_EQ(accepted, 0u) << "of " << tried;
 }
 
 TEST_F(checkpoint_io_test, TruncatedCorruptedOrMissingFilesFailWithCorruptFile) {

@@ -1,0 +1,29 @@
+// What this machine offers a process, for bounding what a command asks for: a request for more
+// threads or memory than the machine can give fails with a message that names the limit,
+// instead of aborting in the middle of a run.
+//
+//   if (auto err = runtime::check_at_most("--threads", n, runtime::max_threads(), "8 per core"))
+//     return err;
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/error.hpp>
+
+namespace darcy::runtime {
+
+/// Cores this process may use (at least 1).
+unsigned machine_cores();
+
+/// Physical memory in bytes.
+uint64_t machine_memory_bytes();
+
+/// The most threads or in-process workers a command may start: 8 per core.
+uint64_t max_threads();
+
+/// errc::invalid_argument "FLAG N is over the limit of LIMIT (WHY)" when value > limit.
+caf::error check_at_most(const std::string& flag, uint64_t value, uint64_t limit,
+                         const std::string& why);
+
+} // namespace darcy::runtime
