@@ -1,6 +1,7 @@
 #include "ops/wals_train.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <caf/scoped_actor.hpp>
@@ -44,6 +45,8 @@ constexpr uint64_t max_shards = 1024;
 constexpr uint64_t max_cluster_workers = 4096;
 // A token carries a dim x dim Gramian; 4096 makes it 64 MiB.
 constexpr uint64_t max_dim = 4096;
+// A row's system sums weight * v v^T in single precision: larger weights overflow it.
+constexpr float max_observed_weight = 1e9f;
 
 caf::error validate(const wals_train_options& opts, bool in_process) {
   if (auto err = compute::validate(opts.params))
@@ -69,6 +72,8 @@ caf::error validate(const wals_train_options& opts, bool in_process) {
     return make_error(errc::invalid_argument, "wals: need at least one block per worker");
   if (opts.token_timeout_ms <= 0)
     return make_error(errc::invalid_argument, "wals: the token timeout must be positive");
+  if (opts.max_token_attempts == 0)
+    return make_error(errc::invalid_argument, "wals: a token needs at least one attempt");
   return {};
 }
 
@@ -162,6 +167,17 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   auto& m = data->matrix;
   if (m.nnz() == 0)
     return make_error(errc::invalid_argument, "wals: the matrix has no entries");
+  // Weights grow with the values: refuse, up front, those whose solve would overflow.
+  float largest = 0;
+  for (auto v : m.values)
+    largest = std::max(largest, v);
+  auto weight = compute::observed_weight(opts.params, largest);
+  if (!std::isfinite(weight) || weight > max_observed_weight)
+    return make_error(errc::invalid_argument,
+                      "wals: the largest value, " + std::to_string(largest) +
+                        ", gets the observed weight 1 + alpha * f(value) = " +
+                        std::to_string(weight) + ", over the limit of 1e9 (lower --alpha, or use "
+                        "--weight log1p)");
   // The shards hold U and V twice (current and pending) in this process.
   auto factor_bytes = (m.rows + m.cols) * uint64_t{opts.params.dim} * sizeof(float) * 2;
   if (factor_bytes > runtime::machine_memory_bytes() / 10 * 8)
@@ -194,6 +210,7 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   chief_cfg.checkpoint_dir = opts.checkpoint_dir;
   chief_cfg.run_id = wals_run_id(opts, *data);
   chief_cfg.token_timeout_ms = opts.token_timeout_ms;
+  chief_cfg.max_attempts = opts.max_token_attempts;
   chief_cfg.faults = opts.faults;
   chief_cfg.workers = run.workers;
   chief_cfg.shards = run.shards;
@@ -221,6 +238,10 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   while (!done && !failure) {
     self->receive(
       [&](wals_progress& p) {
+        if (!p.failure.empty()) {
+          failure = make_error(errc::timeout, std::move(p.failure));
+          return;
+        }
         if (p.done) {
           done = true;
           return;

@@ -39,6 +39,9 @@ struct wals_train_options {
   /// finding one here resumes from it. Empty: none (a chief restart then starts over).
   std::string checkpoint_dir;
   int64_t token_timeout_ms = 60000;
+  /// Issues of one block without a commit after which the run fails (errc::timeout), naming
+  /// the block and the last good checkpoint.
+  uint32_t max_token_attempts = 5;
   wals_faults faults;
   /// Cluster placement: the chief's preferred node (then every other member), and the nodes
   /// that get workers (round-robin). Empty: the first member, and all members.

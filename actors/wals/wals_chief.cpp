@@ -85,12 +85,37 @@ void gather_gramian(wals_chief_pointer self, wals_side side, Then then) {
     gram_atom::value, side);
 }
 
+/// Stops handing out tokens and tells the listener why the run cannot go on.
+void give_up_run(wals_chief_pointer self, uint32_t block) {
+  auto& st = self->state;
+  st.stalled = true;
+  log_event(self, "failed", block, st.attempts[block]);
+  auto failure = "wals: " + to_string(st.side) + " block " + std::to_string(block) + " of sweep " +
+                 std::to_string(st.sweep) + " failed " + std::to_string(st.attempts[block]) +
+                 " times (timed out, abandoned by its worker, or its worker went down; the " +
+                 "workers' log says why); the last good checkpoint is " +
+                 (st.last_checkpoint < 0 ? std::string{"none"}
+                                         : "sweep " + std::to_string(st.last_checkpoint) +
+                                             " in " + st.config.checkpoint_dir);
+  runtime::log_error("{}", failure);
+  if (st.config.listener) {
+    wals_progress p;
+    p.sweep = st.sweep;
+    p.side = st.side;
+    p.sweeps = st.config.sweeps;
+    p.failure = std::move(failure);
+    caf::anon_send(st.config.listener, std::move(p));
+  }
+}
+
 void dispatch(wals_chief_pointer self) {
   auto& st = self->state;
   if (!st.accepting || st.stalled)
     return;
   while (!st.queue.empty() && !st.idle.empty()) {
     auto block = st.queue.front();
+    if (st.attempts[block] >= st.config.max_attempts)
+      return give_up_run(self, block);
     st.queue.pop_front();
     auto worker = st.idle.front();
     st.idle.pop_front();
@@ -166,6 +191,7 @@ void checkpoint(wals_chief_pointer self, Then then) {
     [=](caf::expected<checkpoint_manifest> committed) {
       if (!committed)
         return fail(self, committed.error());
+      self->state.last_checkpoint = self->state.sweep;
       log_event(self, "checkpoint");
       then();
     });
@@ -311,6 +337,7 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
   if (resume) {
     st.restored = true;
     st.sweep = static_cast<uint32_t>(resume->step);
+    st.last_checkpoint = resume->step;
     st.losses = resume->wals.losses;
     log_event(self, "restore");
     ask_shards<ok_atom>(

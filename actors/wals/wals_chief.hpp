@@ -42,6 +42,8 @@ struct wals_chief_state {
   uint64_t phase_rows = 0;
   uint64_t phase_entries = 0;
   bool accepting = false;
+  /// The sweep of the last consistent checkpoint, -1 when there is none.
+  int64_t last_checkpoint = -1;
   bool restored = false;
   bool stalled = false;
   std::vector<double> losses;

@@ -256,6 +256,13 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
   auto& st = self->state;
   st.busy = true;
   auto d = st.config.params.dim;
+  auto& faults = st.config.faults;
+  if (faults.fail_block >= 0 && token.side == wals_side::rows &&
+      static_cast<uint32_t>(faults.fail_block) == token.block && token.sweep >= faults.drop_sweep) {
+    runtime::log_warn("wals worker: rows block {} abandoned: injected fault", token.block);
+    st.chief = std::move(chief);
+    return report_ready(self);
+  }
   if (token.gramian.size() != size_t{d} * d) {
     runtime::log_warn("wals worker: token with a Gramian of {} values for dim {}; ignored",
                       token.gramian.size(), d);

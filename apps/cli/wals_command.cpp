@@ -47,6 +47,8 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--blocks-per-worker", o.blocks_per_worker, "Blocks per side and worker");
   cmd->add_option("--checkpoint", o.checkpoint_dir, "Checkpoint directory (default OUT/checkpoints)");
   cmd->add_option("--token-timeout-ms", o.token_timeout_ms, "Re-issue a token after this long");
+  cmd->add_option("--token-attempts", o.max_token_attempts,
+                  "Fail the run when one block was issued this often without a commit");
   cmd->add_option("--cluster", job.cluster, "Seed HOST:PORT (default: in-process)");
   cmd->add_option("--chief-node", o.chief_node, "Preferred node of the chief");
   cmd->add_option("--worker-nodes", o.worker_nodes, "Nodes that run workers (default: all)")
@@ -62,6 +64,9 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
                   "The first chief stops issuing tokens when this sweep's cols phase starts")
     ->group(faults);
   cmd->add_option("--fault-pid-file", o.faults.pid_file, "A fired fault writes its pid here")
+    ->group(faults);
+  cmd->add_option("--fault-fail-block", o.faults.fail_block,
+                  "Every worker abandons every issue of this rows block")
     ->group(faults);
 }
 

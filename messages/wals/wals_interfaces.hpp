@@ -74,6 +74,9 @@ struct wals_chief_config {
   uint64_t run_id = 0;
   /// A token not committed within this time is re-issued.
   int64_t token_timeout_ms = 60000;
+  /// A block issued this many times without a commit (timed out, abandoned, or its worker went
+  /// down) fails the run: the listener gets a wals_progress whose `failure` says why.
+  uint32_t max_attempts = 5;
   wals_faults faults;
   std::vector<wals_worker_actor> workers;
   std::vector<factor_shard_actor> shards;
@@ -84,8 +87,8 @@ struct wals_chief_config {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_chief_config& x) {
   return f(caf::meta::type_name("wals_chief_config"), x.params, x.rows, x.cols, x.row_blocks,
-           x.col_blocks, x.sweeps, x.checkpoint_dir, x.run_id, x.token_timeout_ms, x.faults,
-           x.workers, x.shards, x.listener);
+           x.col_blocks, x.sweeps, x.checkpoint_dir, x.run_id, x.token_timeout_ms,
+           x.max_attempts, x.faults, x.workers, x.shards, x.listener);
 }
 
 } // namespace darcy

@@ -115,18 +115,21 @@ typename Inspector::result_type inspect(Inspector& f, wals_commit& x) {
 /// in sweep `drop_sweep` writes half of its rows, then goes silent (the token must time out or its
 /// node die). stall_sweep: a chief that did not restore from a checkpoint stops handing out
 /// tokens when the cols phase of this sweep starts: U is updated but not yet checkpointed.
-/// Both write getpid() to `pid_file` when they fire.
+/// Both write getpid() to `pid_file` when they fire. fail_block: from sweep `drop_sweep` on,
+/// every worker abandons every issue of this rows block, as a worker does whose solve is not
+/// finite.
 struct wals_faults {
   int32_t drop_block = -1;
   uint32_t drop_sweep = 0;
   int32_t stall_sweep = -1;
   std::string pid_file;
+  int32_t fail_block = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_faults& x) {
   return f(x.drop_block, x.drop_sweep, x.stall_sweep,
-           x.pid_file);
+           x.pid_file, x.fail_block);
 }
 
 struct wals_shard_config {
@@ -165,12 +168,14 @@ struct wals_progress {
   double loss = 0;
   bool restored = false;
   bool done = false;
+  /// Set when the run cannot go on: which block failed how often, and the last good checkpoint.
+  std::string failure;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_progress& x) {
   return f(x.sweep, x.side, x.sweeps, x.rows, x.entries,
-           x.loss, x.restored, x.done);
+           x.loss, x.restored, x.done, x.failure);
 }
 
 /// One line of the chief's event log: what happened to which block in which phase.

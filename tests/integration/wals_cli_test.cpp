@@ -77,6 +77,7 @@ TEST(wals_cli, bad_input_is_one_clear_error_line) {
   auto malformed = write_temp_file("wals-malformed.tsv", "u1\ta\t3\nu2\tb\n");
   auto negative = write_temp_file("wals-negative.tsv", "u1\ta\t3\nu2\tb\t-4\n");
   auto empty = write_temp_file("wals-empty.tsv", "\n");
+  auto huge = write_temp_file("wals-huge.tsv", "u1\ta\t1e38\nu2\tb\t1\nu1\tb\t2\nu2\ta\t3\n");
   auto out = fresh_dir("bad");
   struct bad_case {
     const char* what;
@@ -110,6 +111,12 @@ TEST(wals_cli, bad_input_is_one_clear_error_line) {
     {"too large a dim", {"wals", "train", "--data", good, "--out", out, "--quiet", "--dim",
                          "100000"},
      "--dim 100000 is over the limit of 4096"},
+    // Issue 12, item 3: a weight whose solve would overflow is refused before any token.
+    {"huge value with identity weights",
+     {"wals", "train", "--data", huge, "--out", out, "--quiet", "--weight", "identity"},
+     "over the limit of 1e9"},
+    {"huge alpha", {"wals", "train", "--data", good, "--out", out, "--quiet", "--alpha", "1e38"},
+     "over the limit of 1e9"},
     // Issue 12, item 5: refused before training, not after.
     {"unwritable out", {"wals", "train", "--data", good, "--out", good + "/model", "--quiet"},
      "--out: cannot create directory"},

@@ -218,6 +218,37 @@ TEST_F(wals_test, CheckpointWrittenBeforeTheCommonMechanismStillResumes) {
   EXPECT_EQ(saved->step, 3);
 }
 
+// Issue 12, item 3: a block that fails on every issue ends the run with one clear error that
+// names the block and the last good checkpoint, instead of being re-issued forever.
+TEST_F(wals_test, BlockThatKeepsFailingEndsTheRunNamingTheLastCheckpoint) {
+  auto d = synthetic(300, 200, 4000);
+  auto o = small_options(*d);
+  o.checkpoint_dir = (dir / "ckpt").string();
+  o.faults.fail_block = 1;
+  o.faults.drop_sweep = 2;
+  o.max_token_attempts = 3;
+  auto r = train_wals(*s, o, d);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(is(r.error(), errc::timeout)) << render(r.error());
+  auto text = render(r.error());
+  EXPECT_NE(text.find("rows block 1 of sweep 2 failed 3 times"), std::string::npos) << text;
+  EXPECT_NE(text.find("the last good checkpoint is sweep 1 in " + o.checkpoint_dir),
+            std::string::npos)
+    << text;
+}
+
+TEST_F(wals_test, WeightsThatWouldOverflowTheSolveAreRefusedUpFront) {
+  auto d = synthetic(50, 40, 300);
+  auto o = small_options(*d);
+  o.params.weight_fn = wals_weight_fn::identity;
+  o.params.alpha = 1e38f;
+  auto r = train_wals(*s, o, d);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(is(r.error(), errc::invalid_argument)) << render(r.error());
+  EXPECT_NE(render(r.error()).find("over the limit of 1e9"), std::string::npos)
+    << render(r.error());
+}
+
 TEST_F(wals_test, RejectsBadOptions) {
   auto d = synthetic(50, 40, 300);
   struct bad_case {
