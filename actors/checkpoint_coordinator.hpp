@@ -20,11 +20,11 @@
 namespace darcy::actors {
 
 /// Sends request(part, id) to each of `parts` parts (a CAF request handle answering Reply),
-/// then commits assemble(replies) with `checkpoint` set to id. `done` gets the committed
-/// manifest or the first error.
+/// then commits assemble(replies) with `checkpoint` set to id, keeping the `keep` newest
+/// checkpoints. `done` gets the committed manifest or the first error.
 template <class Reply, class Request, class Assemble>
-void take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t parts,
-                     Request request, Assemble assemble,
+void take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
+                     size_t parts, Request request, Assemble assemble,
                      std::function<void(caf::expected<checkpoint_manifest>)> done) {
   auto id = stores::checkpoint_dir::new_id(label);
   auto replies = std::make_shared<std::vector<Reply>>(parts);
@@ -38,7 +38,7 @@ void take_checkpoint(const stores::checkpoint_dir& root, const std::string& labe
       }
       checkpoint_manifest manifest = assemble(*replies);
       manifest.checkpoint = id;
-      if (auto commit_err = root.commit(manifest))
+      if (auto commit_err = root.commit(manifest, keep))
         return done(std::move(commit_err));
       done(std::move(manifest));
     });

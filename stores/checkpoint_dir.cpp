@@ -1,5 +1,6 @@
 #include "stores/checkpoint_dir.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -77,19 +78,59 @@ caf::expected<std::string> checkpoint_dir::read_part(const file_info& part) cons
   return bytes;
 }
 
-caf::error checkpoint_dir::commit(const checkpoint_manifest& manifest) const {
+caf::error checkpoint_dir::commit(const checkpoint_manifest& manifest, size_t keep) const {
   std::error_code ec;
-  fs::create_directories(root_, ec);
-  if (auto err = write_manifest(root_, manifest)) {
+  fs::create_directories(path(manifest.checkpoint), ec);
+  auto err = write_manifest(path(manifest.checkpoint), manifest);
+  if (!err)
+    err = write_manifest(root_, manifest);
+  if (err) {
     discard(manifest.checkpoint);
     return err;
   }
+  size_t kept = 1;
+  for (auto& id : checkpoints())
+    if (id != manifest.checkpoint && kept++ >= std::max<size_t>(keep, 1))
+      fs::remove_all(path(id), ec);
+  for (auto& entry : fs::directory_iterator(root_, ec))
+    if (is_temporary(entry.path().filename().string()))
+      fs::remove_all(entry.path(), ec);
+  return {};
+}
+
+std::vector<std::string> checkpoint_dir::checkpoints() const {
+  // An id ends with the microseconds of its creation: order by that, newest first.
+  std::vector<std::pair<uint64_t, std::string>> found;
+  std::error_code ec;
   for (auto& entry : fs::directory_iterator(root_, ec)) {
     auto name = entry.path().filename().string();
-    bool stale_checkpoint = name.rfind(checkpoint_prefix, 0) == 0 && name != manifest.checkpoint;
-    if (stale_checkpoint || is_temporary(name))
-      fs::remove_all(entry.path(), ec);
+    if (name.rfind(checkpoint_prefix, 0) != 0 || !entry.is_directory(ec))
+      continue;
+    // A directory whose name does not end in a time counts as the oldest.
+    auto digits = name.substr(name.rfind('-') + 1);
+    bool timed = !digits.empty() && digits.size() <= 19 &&
+                 digits.find_first_not_of("0123456789") == std::string::npos;
+    found.emplace_back(timed ? std::stoull(digits) : 0, name);
   }
+  std::sort(found.begin(), found.end(), std::greater<>{});
+  std::vector<std::string> result;
+  for (auto& [micros, name] : found)
+    result.push_back(name);
+  return result;
+}
+
+caf::expected<checkpoint_manifest> checkpoint_dir::read_manifest_of(const std::string& id) const {
+  return stores::read_manifest(path(id));
+}
+
+caf::error checkpoint_dir::verify(const checkpoint_manifest& manifest) const {
+  for (auto& part : manifest.parts)
+    if (auto bytes = read_part(part); !bytes)
+      return std::move(bytes.error());
+  for (auto& entry : manifest.embeddings)
+    for (auto& file : entry.files)
+      if (auto bytes = read_part(file); !bytes)
+        return std::move(bytes.error());
   return {};
 }
 

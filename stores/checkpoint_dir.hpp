@@ -13,6 +13,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -43,11 +44,22 @@ public:
   /// with checksum and bytes 0, are returned unchecked). errc::corrupt_file names the file.
   caf::expected<std::string> read_part(const file_info& part) const;
 
-  /// Writes the manifest (last, atomically), then removes every checkpoint directory of the
-  /// root other than manifest.checkpoint, and every temporary file a crashed save left. When
-  /// the manifest cannot be written, the new checkpoint's directory is removed instead and the
-  /// previous checkpoint stays current.
-  caf::error commit(const checkpoint_manifest& manifest) const;
+  /// Writes the manifest (last, atomically): a copy inside the checkpoint's directory, then the
+  /// root's MANIFEST. Then removes every checkpoint directory but the `keep` newest (the new one
+  /// among them), and every temporary file a crashed save left. When the manifest cannot be
+  /// written, the new checkpoint's directory is removed instead and the previous checkpoint
+  /// stays current.
+  caf::error commit(const checkpoint_manifest& manifest, size_t keep = 1) const;
+
+  /// The checkpoint directories under the root, newest first.
+  std::vector<std::string> checkpoints() const;
+
+  /// The manifest copy inside checkpoint directory `id`.
+  caf::expected<checkpoint_manifest> read_manifest_of(const std::string& id) const;
+
+  /// Reads every part `manifest` names and checks its size and checksum: the first damaged
+  /// one fails with errc::corrupt_file.
+  caf::error verify(const checkpoint_manifest& manifest) const;
 
   /// Removes checkpoint directory `id`, whose save failed before its manifest.
   void discard(const std::string& id) const;

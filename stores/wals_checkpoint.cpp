@@ -95,6 +95,51 @@ caf::expected<checkpoint_manifest> read_wals_checkpoint(const checkpoint_dir& ro
   return m;
 }
 
+caf::expected<checkpoint_manifest> find_wals_checkpoint(const checkpoint_dir& root,
+                                                        uint64_t run_id,
+                                                        std::vector<std::string>& skipped) {
+  // A candidate is usable when it is WALS's, of this run, and every part reads intact.
+  auto usable = [&](const std::string& where, caf::expected<checkpoint_manifest> m) -> bool {
+    if (!m) {
+      if (!is(m.error(), errc::not_found))
+        skipped.push_back(where + ": " + render(m.error()));
+      return false;
+    }
+    if (m->service != wals_service_name || m->wals.run_id != run_id) {
+      skipped.push_back(where + ": a checkpoint of another run");
+      return false;
+    }
+    auto err = root.verify(*m);
+    for (auto& part : m->parts)
+      if (!err && part.checksum == 0 && part.bytes == 0)
+        if (auto bytes = root.read_part(part))
+          err = error_of(decode_matrix(*bytes, part.path));
+    if (err)
+      skipped.push_back(where + ": " + render(err));
+    return !err;
+  };
+  auto current = root.read_manifest();
+  std::string named = current ? current->checkpoint : std::string{};
+  if (current && current->service == wals_service_name && usable("the current checkpoint", current))
+    return current;
+  if (!current && !is(current.error(), errc::not_found))
+    skipped.push_back("the MANIFEST: " + render(current.error()));
+  else if (current && current->service != wals_service_name)
+    return make_error(errc::corrupt_file, root.root() + ": holds a checkpoint of the '" +
+                                            current->service + "' service, not of WALS");
+  for (auto& id : root.checkpoints()) {
+    if (id == named)
+      continue;
+    auto m = root.read_manifest_of(id);
+    if (usable(id, m))
+      return m;
+  }
+  auto legacy = read_format_1(root);
+  if (usable("the format-1 checkpoint", legacy))
+    return legacy;
+  return make_error(errc::not_found, root.root() + ": no usable checkpoint of this run");
+}
+
 std::string wals_event_log(const checkpoint_dir& root) {
   return (fs::path{root.root()} / "events.log").string();
 }

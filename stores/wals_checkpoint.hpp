@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -37,6 +38,17 @@ caf::expected<float_matrix> read_factor_part(const checkpoint_dir& root,
 /// checkpoint. errc::not_found when there is none; errc::corrupt_file when it is damaged or
 /// belongs to another service.
 caf::expected<checkpoint_manifest> read_wals_checkpoint(const checkpoint_dir& root);
+
+/// The newest checkpoint of run `run_id` under `root` whose parts are all intact: the one the
+/// MANIFEST names, else the newest older one that still holds its own manifest copy, else a
+/// format-1 checkpoint. Each checkpoint passed over (damaged, or of another run) is described
+/// in `skipped`, newest first. errc::not_found when none is usable.
+caf::expected<checkpoint_manifest> find_wals_checkpoint(const checkpoint_dir& root,
+                                                        uint64_t run_id,
+                                                        std::vector<std::string>& skipped);
+
+/// How many WALS checkpoints a run keeps, so that a damaged newest one has one to fall back on.
+inline constexpr size_t wals_checkpoints_kept = 2;
 
 /// The chief's event log under `root`.
 std::string wals_event_log(const checkpoint_dir& root);

@@ -357,7 +357,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
   auto err = begin_exclusive(self, [=]() mutable {
     auto count = self->state.options.shards.size();
     take_checkpoint<std::vector<checkpoint_embedding>>(
-      stores::checkpoint_dir{dir}, std::to_string(step), count,
+      stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
       [=](size_t s, const std::string& id) {
         return self->request(shard(self, s), shard_timeout(self), save_part_atom::value, dir, id,
                              static_cast<uint32_t>(s));

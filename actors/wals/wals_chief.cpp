@@ -172,7 +172,7 @@ void checkpoint(wals_chief_pointer self, Then then) {
   auto root = checkpoint_root(st);
   auto& shards = st.config.shards;
   take_checkpoint<std::vector<file_info>>(
-    root, "sweep-" + std::to_string(st.sweep), shards.size(),
+    root, "sweep-" + std::to_string(st.sweep), stores::wals_checkpoints_kept, shards.size(),
     [=](size_t s, const std::string& id) {
       return self->request(self->state.config.shards[s], shard_timeout, save_atom::value,
                            root.root(), id);
@@ -282,14 +282,17 @@ void begin_phase(wals_chief_pointer self) {
 std::optional<checkpoint_manifest> find_checkpoint(wals_chief_state& st) {
   if (st.config.checkpoint_dir.empty())
     return std::nullopt;
-  auto m = stores::read_wals_checkpoint(checkpoint_root(st));
+  std::vector<std::string> skipped;
+  auto m = stores::find_wals_checkpoint(checkpoint_root(st), st.config.run_id, skipped);
+  for (auto& why : skipped)
+    runtime::log_warn("wals chief: passing over {}", why);
   if (!m) {
-    if (!is(m.error(), errc::not_found))
-      runtime::log_warn("wals chief: not resuming: {}", render(m.error()));
+    if (!skipped.empty())
+      runtime::log_warn("wals chief: no intact checkpoint of this run is left; starting over");
     return std::nullopt;
   }
-  if (m->wals.run_id != st.config.run_id)
-    return std::nullopt;
+  if (!skipped.empty())
+    runtime::log_warn("wals chief: resuming from the older checkpoint of sweep {}", m->step);
   return std::move(*m);
 }
 

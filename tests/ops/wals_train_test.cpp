@@ -218,6 +218,56 @@ TEST_F(wals_test, CheckpointWrittenBeforeTheCommonMechanismStillResumes) {
   EXPECT_EQ(saved->step, 3);
 }
 
+// Issue 12, item 13: a damaged newest checkpoint is passed over for the one before it, and a
+// damaged MANIFEST for the manifest copies the checkpoints keep.
+TEST_F(wals_test, DamagedNewestCheckpointFallsBackToTheOneBefore) {
+  auto d = synthetic(300, 200, 4000);
+  auto o = small_options(*d);
+  auto clean = train(o, d);
+  o.checkpoint_dir = (dir / "ckpt").string();
+  struct damage {
+    const char* what;
+    void (*apply)(const std::string& root, const checkpoint_manifest& newest);
+    uint32_t resumes_after;
+  } cases[] = {
+    {"a flipped byte in a factor part of the newest",
+     [](const std::string& root, const checkpoint_manifest& newest) {
+       auto path = root + "/" + newest.parts[1].path;
+       std::fstream f{path, std::ios::in | std::ios::out | std::ios::binary};
+       f.seekg(40);
+       auto byte = static_cast<char>(f.get() ^ 0xff);
+       f.seekp(40);
+       f.put(byte);
+     },
+     1},
+    {"a garbage MANIFEST",
+     [](const std::string& root, const checkpoint_manifest&) {
+       std::ofstream{root + "/MANIFEST"} << "garbage";
+     },
+     2},
+  };
+  for (auto& c : cases) {
+    fs::remove_all(o.checkpoint_dir);
+    // A run that stalls at sweep 3 leaves the checkpoints of sweeps 1 and 2.
+    auto stalled = o;
+    stalled.faults.stall_sweep = 3;
+    stalled.stall_timeout_ms = 1000;
+    ASSERT_FALSE(train_wals(*s, stalled, d)) << c.what;
+    auto newest = stores::checkpoint_dir{o.checkpoint_dir}.read_manifest();
+    ASSERT_TRUE(newest) << render(newest.error());
+    ASSERT_EQ(newest->step, 2) << c.what;
+    ASSERT_EQ(stores::checkpoint_dir{o.checkpoint_dir}.checkpoints().size(), 2u) << c.what;
+    c.apply(o.checkpoint_dir, *newest);
+
+    auto resumed = train(o, d);
+    ASSERT_FALSE(resumed.events.empty()) << c.what;
+    EXPECT_EQ(resumed.events.front().what, "restore") << c.what;
+    EXPECT_EQ(resumed.events.front().sweep, c.resumes_after) << c.what;
+    EXPECT_LT(max_difference(resumed.u.values, clean.u.values), 1e-6) << c.what;
+    EXPECT_LT(max_difference(resumed.v.values, clean.v.values), 1e-6) << c.what;
+  }
+}
+
 // Issue 12, item 3: a block that fails on every issue ends the run with one clear error that
 // names the block and the last good checkpoint, instead of being re-issued forever.
 TEST_F(wals_test, BlockThatKeepsFailingEndsTheRunNamingTheLastCheckpoint) {

@@ -62,6 +62,29 @@ TEST_F(checkpoint_dir_test, CommittedManifestNamesItsPartsAndRemovesOlderCheckpo
   EXPECT_TRUE(fs::exists(dir + "/orphan")) << "only checkpoints and temporaries are removed";
 }
 
+TEST_F(checkpoint_dir_test, KeepRetainsTheNewestCheckpointsEachWithItsManifest) {
+  checkpoint_dir root{dir};
+  std::vector<checkpoint_manifest> saved;
+  for (auto label : {"1", "2", "3"}) {
+    auto id = checkpoint_dir::new_id(label);
+    checkpoint_manifest m;
+    m.service = wals_service_name;
+    m.checkpoint = id;
+    auto part = root.write_part(id + "/a", label);
+    ASSERT_TRUE(part);
+    m.parts.push_back(*part);
+    ASSERT_FALSE(root.commit(m, 2));
+    saved.push_back(m);
+  }
+  EXPECT_EQ(root.checkpoints(),
+            (std::vector<std::string>{saved[2].checkpoint, saved[1].checkpoint}));
+  auto older = root.read_manifest_of(saved[1].checkpoint);
+  ASSERT_TRUE(older) << render(older.error());
+  EXPECT_FALSE(root.verify(*older));
+  std::ofstream{dir + "/" + saved[1].parts[0].path} << "changed";
+  EXPECT_TRUE(is(root.verify(*older), errc::corrupt_file));
+}
+
 TEST_F(checkpoint_dir_test, DamagedPartsFailWithCorruptFileNamingThem) {
   checkpoint_dir root{dir};
   auto m = save(root, "1");

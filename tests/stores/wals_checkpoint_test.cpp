@@ -64,6 +64,42 @@ TEST_F(wals_checkpoint_test, Format1CheckpointReadsWithItsRunSweepLossesAndFiles
   EXPECT_EQ(back->values, rows.values);
 }
 
+// Issue 12, item 13: a garbage chief.state is said, not silently taken for "no checkpoint".
+TEST_F(wals_checkpoint_test, FindPassesOverDamagedCheckpointsAndSaysWhy) {
+  checkpoint_dir root{dir};
+  std::vector<std::string> skipped;
+  EXPECT_TRUE(is(error_of(find_wals_checkpoint(root, 7, skipped)), errc::not_found));
+  EXPECT_TRUE(skipped.empty());
+  std::ofstream{dir + "/chief.state"} << "\x01\x02 garbage";
+  EXPECT_TRUE(is(error_of(find_wals_checkpoint(root, 7, skipped)), errc::not_found));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("chief.state"), std::string::npos) << skipped[0];
+  // Two checkpoints of run 7; the newer one's part is then damaged.
+  std::vector<checkpoint_manifest> saved;
+  for (int sweep : {0, 1}) {
+    checkpoint_manifest m;
+    m.service = wals_service_name;
+    m.checkpoint = checkpoint_dir::new_id("sweep-" + std::to_string(sweep));
+    m.step = sweep;
+    m.wals.run_id = 7;
+    auto part = write_factor_part(root, m.checkpoint, wals_side::rows, 0, 1, rows);
+    ASSERT_TRUE(part);
+    m.parts.push_back(*part);
+    ASSERT_FALSE(root.commit(m, wals_checkpoints_kept));
+    saved.push_back(m);
+  }
+  std::ofstream{dir + "/" + saved[1].parts[0].path, std::ios::app} << "x";
+  skipped.clear();
+  auto found = find_wals_checkpoint(root, 7, skipped);
+  ASSERT_TRUE(found) << render(found.error());
+  EXPECT_EQ(found->step, 0);
+  ASSERT_FALSE(skipped.empty());
+  EXPECT_NE(skipped[0].find("size or checksum"), std::string::npos) << skipped[0];
+  // Another run's checkpoints are never taken.
+  skipped.clear();
+  EXPECT_FALSE(find_wals_checkpoint(root, 8, skipped));
+}
+
 TEST_F(wals_checkpoint_test, GarbageStateOrAnotherServicesManifestIsCorrupt) {
   checkpoint_dir root{dir};
   EXPECT_TRUE(is(error_of(read_wals_checkpoint(root)), errc::not_found));
