@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Darcy's Debian build and test dependencies, only when one is missing (idempotent).
 # Uses sudo when not run as root. Fetches nothing but Debian packages (npm is for `npm pack`
-# of demo data, gnuplot-nox draws the experiments' plots).
+# of demo data, gnuplot-nox draws the experiments' plots, libopenblas0-pthread gives the
+# benchmarks' Python peers the optimized BLAS their users run them with).
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev
   googletest libgtest-dev libgmock-dev
   gnuplot-nox
+  libopenblas0-pthread
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.
