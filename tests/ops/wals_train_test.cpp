@@ -54,6 +54,16 @@ protected:
   }
   void TearDown() override { fs::remove_all(dir); }
 
+  /// Runs `o` until the chief stalls at the cols phase of sweep `sweep`, so that the checkpoints
+  /// of the sweeps before it are what the directory holds.
+  void train_until_stalled(const wals_train_options& o,
+                           const std::shared_ptr<const stores::wals_dataset>& d, int32_t sweep) {
+    auto stalled = o;
+    stalled.faults.stall_sweep = sweep;
+    stalled.stall_timeout_ms = 1000;
+    EXPECT_FALSE(train_wals(*s, stalled, d)) << "the run was to stall at sweep " << sweep;
+  }
+
   wals_result train(const wals_train_options& o,
                     const std::shared_ptr<const stores::wals_dataset>& d) {
     auto r = train_wals(*s, o, d);
@@ -192,9 +202,7 @@ TEST_F(wals_test, CheckpointWrittenBeforeTheCommonMechanismStillResumes) {
   // A run that stalls at sweep 2 leaves the checkpoint of sweep 1 as its last.
   auto stalled = o;
   stalled.checkpoint_dir = (dir / "new").string();
-  stalled.faults.stall_sweep = 2;
-  stalled.stall_timeout_ms = 1000;
-  ASSERT_FALSE(train_wals(*s, stalled, d));
+  train_until_stalled(stalled, d, 2);
   auto current = stores::checkpoint_dir{stalled.checkpoint_dir}.read_manifest();
   ASSERT_TRUE(current) << render(current.error());
   ASSERT_EQ(current->step, 1);
@@ -249,10 +257,7 @@ TEST_F(wals_test, DamagedNewestCheckpointFallsBackToTheOneBefore) {
   for (auto& c : cases) {
     fs::remove_all(o.checkpoint_dir);
     // A run that stalls at sweep 3 leaves the checkpoints of sweeps 1 and 2.
-    auto stalled = o;
-    stalled.faults.stall_sweep = 3;
-    stalled.stall_timeout_ms = 1000;
-    ASSERT_FALSE(train_wals(*s, stalled, d)) << c.what;
+    train_until_stalled(o, d, 3);
     auto newest = stores::checkpoint_dir{o.checkpoint_dir}.read_manifest();
     ASSERT_TRUE(newest) << render(newest.error());
     ASSERT_EQ(newest->step, 2) << c.what;
