@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "apps/word2vec/run_fingerprint.hpp"
 #include "compute/hash.hpp"
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
@@ -229,17 +230,6 @@ caf::error check_options(const train_options& o) {
   return {};
 }
 
-caf::expected<uint64_t> parse_position(const std::string& text) {
-  static const std::string prefix = "batch=";
-  if (text.rfind(prefix, 0) != 0)
-    return make_error(errc::corrupt_file, "unexpected input position '" + text + "'");
-  try {
-    return static_cast<uint64_t>(std::stoull(text.substr(prefix.size())));
-  } catch (const std::exception&) {
-    return make_error(errc::corrupt_file, "unexpected input position '" + text + "'");
-  }
-}
-
 } // namespace
 
 caf::expected<train_report> train(ops::session& s, const corpus& c, const train_options& o,
@@ -261,7 +251,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
     auto state = ops::restore(s, o.resume_from);
     if (!state)
       return std::move(state.error());
-    auto position = parse_position(state->state.input_position);
+    auto position = decode_position(state->state.input_position, c, o);
     if (!position)
       return std::move(position.error());
     first = *position;
@@ -329,7 +319,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
                  compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};
   report.pairs = pairs;
   if (stop_early) {
-    ops::training_state state{static_cast<int64_t>(end), "batch=" + std::to_string(end), {}};
+    ops::training_state state{static_cast<int64_t>(end), encode_position(end, c, o), {}};
     if (auto err = ops::save(s, o.checkpoint_to, state))
       return err;
     report.stopped_early = true;

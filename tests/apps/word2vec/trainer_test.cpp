@@ -95,6 +95,27 @@ TEST(word2vec_trainer, resuming_from_a_mid_epoch_checkpoint_equals_an_uninterrup
   std::filesystem::remove_all(dir);
 }
 
+TEST(word2vec_trainer, resuming_with_other_settings_or_another_name_is_refused) {
+  auto c = small_corpus();
+  auto o = small_options();
+  auto dir = std::filesystem::temp_directory_path() / "darcy-w2v-resume-mismatch-test";
+  std::filesystem::remove_all(dir);
+  auto stop = o;
+  stop.stop_after_batches = 2;
+  stop.checkpoint_to = dir.string();
+  ASSERT_TRUE(train_fresh(c, stop));
+  for (auto change : {+[](train_options& x) { x.batch_words = 250; },
+                      +[](train_options& x) { x.name = "other"; }}) {
+    auto resume = o;
+    change(resume);
+    resume.resume_from = dir.string();
+    auto resumed = train_fresh(c, resume);
+    ASSERT_FALSE(resumed);
+    EXPECT_TRUE(is(resumed.error(), errc::invalid_argument)) << render(resumed.error());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(word2vec_trainer, related_words_end_up_closer_than_unrelated_ones) {
   auto c = small_corpus();
   auto o = small_options();
