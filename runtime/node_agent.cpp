@@ -9,6 +9,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/log.hpp"
+#include "runtime/membership.hpp"
 #include "runtime/probe.hpp"
 
 namespace darcy::runtime {
@@ -61,11 +62,11 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
                                  [&](const caf::actor& a) { return a.address() == msg.source; }),
                   spawned.end());
     if (msg.source == self->state.options.registry.address())
-      log_warn("darcy node {}: lost the seed's registry ({})", self->state.options.name,
-               render(msg.reason));
+      on_registry_lost(self, msg.reason);
   });
   return {
     [self](ping_atom) { return self->state.options.name; },
+    [self](join_atom, member_info& info) { return join_registry(self, std::move(info)); },
     [](echo_atom, std::string& payload) { return std::move(payload); },
     [self](registry_atom) -> caf::result<registry_actor> {
       if (!self->state.options.registry)
@@ -84,11 +85,7 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
     },
     [self](probe_atom, probe_spec& spec) { return start_probe(self, std::move(spec)); },
     [](kill_node_atom) { ::kill(::getpid(), SIGKILL); },
-    [self](tick_atom) {
-      auto& opts = self->state.options;
-      self->send(opts.registry, heartbeat_atom::value, opts.name);
-      self->delayed_send(self, opts.heartbeat_interval, tick_atom::value);
-    },
+    [self](tick_atom) { membership_tick(self); },
   };
 }
 

@@ -1,14 +1,17 @@
 // The node agent: one per node, published at the node's listen address. It answers pings and
 // echoes, hands out the registry, spawns actor types by name for remote supervisors, runs
-// messaging probes, sends the node's heartbeats, and SIGKILLs its own process on request.
+// messaging probes, keeps the node a member (joins, heartbeats, rejoins a restarted seed,
+// fences its actors when re-admitted) and SIGKILLs its own process on request.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "messages/cluster/cluster_interfaces.hpp"
+#include "runtime/host_port.hpp"
 #include "runtime/probe.hpp"
 
 namespace darcy::runtime {
@@ -19,6 +22,9 @@ struct node_agent_options {
   registry_actor registry;
   /// Zero disables heartbeats (the seed does not need them).
   std::chrono::milliseconds heartbeat_interval{0};
+  /// Where the seed listens: a member that loses the registry reconnects there and joins
+  /// again, with backoff. None: the registry is not re-sought.
+  std::optional<host_port> seed;
 };
 
 struct node_agent_state {
@@ -27,6 +33,14 @@ struct node_agent_state {
   std::shared_ptr<std::vector<caf::actor>> spawned;
   /// Runs messaging probes; spawned on first use.
   probe_actor probe;
+  /// What this node joined as (set by join); rejoins send it again.
+  std::optional<member_info> self;
+  /// The incarnation the registry admitted this node under; 0 before joining.
+  uint64_t incarnation = 0;
+  /// Set when the registry's connection dropped, until this node has joined again.
+  bool registry_lost = false;
+  bool rejoining = false;
+  std::chrono::milliseconds backoff{0};
   static inline const char* name = "darcy.node_agent";
 };
 

@@ -106,7 +106,7 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
   if (auto cluster = root["cluster"].as_table()) {
     if (auto err = check_keys(path, *cluster, "cluster.",
                               {"heartbeat_interval_ms", "heartbeat_timeout_ms",
-                               "connect_timeout_ms"}))
+                               "connect_timeout_ms", "prune_after_ms"}))
       return err;
     struct field {
       const char* key;
@@ -114,7 +114,8 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
     };
     for (auto [key, target] : {field{"heartbeat_interval_ms", &opts.heartbeat_interval},
                                field{"heartbeat_timeout_ms", &opts.heartbeat_timeout},
-                               field{"connect_timeout_ms", &opts.connect_timeout}}) {
+                               field{"connect_timeout_ms", &opts.connect_timeout},
+                               field{"prune_after_ms", &opts.prune_after}}) {
       int64_t value = 0;
       if (auto err = read_positive(path, *cluster, key, value))
         return err;

@@ -23,6 +23,8 @@ struct node_options {
   /// The seed declares a member down after this long without a heartbeat (or at once when its
   /// connection drops).
   std::chrono::milliseconds heartbeat_timeout{3000};
+  /// The seed forgets a member this long after it went down or left.
+  std::chrono::milliseconds prune_after{60000};
   /// Bound on each request made while joining and leaving.
   std::chrono::milliseconds connect_timeout{5000};
   /// Scheduler threads; 0 lets CAF choose (one per core).

@@ -23,10 +23,12 @@ node_services start_node_services(caf::actor_system& sys, const node_options& op
     result.registry = std::move(*seed_registry);
   else
     result.registry = sys.spawn(registry, registry_options{opts.name, opts.heartbeat_interval,
-                                                           opts.heartbeat_timeout});
+                                                           opts.heartbeat_timeout,
+                                                           opts.prune_after});
   sys.registry().put(registry_key, caf::actor_cast<caf::strong_actor_ptr>(result.registry));
   auto heartbeat = result.is_seed ? std::chrono::milliseconds{0} : opts.heartbeat_interval;
-  result.agent = sys.spawn(node_agent, node_agent_options{opts.name, result.registry, heartbeat});
+  result.agent = sys.spawn(node_agent,
+                           node_agent_options{opts.name, result.registry, heartbeat, opts.join});
   return result;
 }
 
@@ -39,7 +41,7 @@ caf::expected<cluster_status> join_cluster(caf::actor_system& sys, const node_se
   self.pid = static_cast<int32_t>(::getpid());
   self.gpus = gpu::device_count();
   self.agent = caf::actor_cast<caf::actor>(services.agent);
-  return ask<cluster_status>(sys, services.registry, opts.connect_timeout, join_atom::value,
+  return ask<cluster_status>(sys, services.agent, opts.connect_timeout, join_atom::value,
                              std::move(self));
 }
 

@@ -30,6 +30,7 @@ void retire_member(registry_pointer self, const std::string& name, member_state 
   auto& info = i->second.info;
   info.state = state;
   info.reason = reason;
+  i->second.retired = std::chrono::steady_clock::now();
   self->demonitor(info.agent);
   auto& services = self->state.services;
   for (auto s = services.begin(); s != services.end();) {
@@ -40,7 +41,52 @@ void retire_member(registry_pointer self, const std::string& name, member_state 
   }
   auto kind = state == member_state::left ? cluster_event_kind::member_left
                                           : cluster_event_kind::member_down;
-  publish(self, {kind, name, {}, info.agent, reason});
+  publish(self, {kind, name, {}, info.agent, reason, info.incarnation});
+}
+
+// Strictly increasing, and above any incarnation a previous registry (a seed that was
+// restarted) can have handed out before now.
+uint64_t next_incarnation(registry_pointer self) {
+  auto& last = self->state.last_incarnation;
+  last = std::max(last + 1, static_cast<uint64_t>(unix_ms()));
+  return last;
+}
+
+// Makes `record` an up member under a new incarnation and tells subscribers.
+void admit(registry_pointer self, registry_state::member_record& record, std::string reason) {
+  auto& info = record.info;
+  info.state = member_state::up;
+  info.reason.clear();
+  info.incarnation = next_incarnation(self);
+  record.last_seen = std::chrono::steady_clock::now();
+  self->monitor(info.agent);
+  publish(self, {cluster_event_kind::member_up, info.name, {}, info.agent, std::move(reason),
+                 info.incarnation});
+}
+
+caf::result<uint64_t> heartbeat(registry_pointer self, const std::string& name,
+                                uint64_t incarnation) {
+  auto i = self->state.members.find(name);
+  if (i == self->state.members.end() || i->second.info.state == member_state::left)
+    return make_error(errc::unknown_node, name + " is not a member; join again");
+  auto& record = i->second;
+  if (record.info.state == member_state::down)
+    admit(self, record, "heard from again after: " + record.info.reason);
+  else if (incarnation == record.info.incarnation)
+    record.last_seen = std::chrono::steady_clock::now();
+  return record.info.incarnation;
+}
+
+void prune(registry_pointer self) {
+  auto now = std::chrono::steady_clock::now();
+  auto& members = self->state.members;
+  for (auto i = members.begin(); i != members.end();) {
+    if (i->second.info.state != member_state::up &&
+        now - i->second.retired > self->state.options.prune_after)
+      i = members.erase(i);
+    else
+      ++i;
+  }
 }
 
 cluster_status snapshot(registry_pointer self) {
@@ -89,27 +135,29 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
           return make_error(errc::duplicate_node, info.name);
         return snapshot(self);
       }
-      info.state = member_state::up;
-      info.reason.clear();
       if (info.joined_ms == 0)
         info.joined_ms = unix_ms();
-      self->monitor(info.agent);
-      members[info.name] = {info, std::chrono::steady_clock::now()};
-      publish(self, {cluster_event_kind::member_up, info.name, {}, info.agent, {}});
+      auto& record = members[info.name];
+      record.info = std::move(info);
+      admit(self, record, {});
       return snapshot(self);
     },
     [self](leave_atom, const std::string& name) -> ok_atom {
       retire_member(self, name, member_state::left, "left the cluster");
       return ok_atom::value;
     },
-    [self](heartbeat_atom, const std::string& name) {
-      auto i = self->state.members.find(name);
-      if (i != self->state.members.end())
-        i->second.last_seen = std::chrono::steady_clock::now();
+    [self](heartbeat_atom, const std::string& name, uint64_t incarnation) {
+      return heartbeat(self, name, incarnation);
     },
     [self](register_atom, service_info service) -> caf::result<ok_atom> {
       if (service.name.empty() || !service.actor)
         return make_error(errc::invalid_argument, "a service needs a name and an actor");
+      // A member that is down has been given up: what it starts now is fenced.
+      if (auto m = self->state.members.find(service.node);
+          m != self->state.members.end() && m->second.info.state != member_state::up)
+        return make_error(errc::node_unreachable, "service " + service.name + " on node " +
+                                                    service.node + ", which is " +
+                                                    to_string(m->second.info.state));
       auto& services = self->state.services;
       auto i = services.find(service.name);
       if (i != services.end() && i->second.actor == service.actor)
@@ -154,6 +202,7 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
       for (auto& name : expired)
         retire_member(self, name, member_state::down,
                       "no heartbeat for " + std::to_string(timeout.count()) + " ms");
+      prune(self);
       self->delayed_send(self, self->state.options.heartbeat_interval, tick_atom::value);
     },
   };

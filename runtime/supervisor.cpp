@@ -237,6 +237,29 @@ void on_child_down(supervisor_pointer self, record& child, const caf::error& rea
   start_all(self, std::move(restart_ids), 0, true);
 }
 
+// A member declared down (a stopped or partitioned process) keeps its connection, so no
+// down_msg comes: its children are given up now, and told to exit should it resume.
+void on_member_gone(supervisor_pointer self, const cluster_event& event) {
+  if (event.kind != cluster_event_kind::member_down &&
+      event.kind != cluster_event_kind::member_left)
+    return;
+  if (event.node == node_name(self->system()))
+    return;
+  for (auto& child : self->state.children) {
+    if (!child.actor || child.node != event.node)
+      continue;
+    auto lost = child.actor;
+    self->demonitor(lost);
+    self->send_exit(lost, caf::exit_reason::kill);
+    on_child_down(self, child,
+                  make_error(errc::node_unreachable,
+                             "node " + event.node + " " + to_string(event.kind) + ": " +
+                               event.reason));
+    // on_child_down may have restarted the whole group: look the next child up afresh.
+    return on_member_gone(self, event);
+  }
+}
+
 } // namespace
 
 supervisor_actor::behavior_type supervisor(supervisor_pointer self, supervisor_spec spec) {
@@ -264,11 +287,15 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self, supervisor_s
                               [&](const caf::actor& a) { return a.address() == msg.source; }),
                subs.end());
   });
-  if (invalid)
+  if (invalid) {
     self->quit(std::move(invalid));
-  else
+  } else {
+    if (auto registry = self->system().registry().get<registry_actor>(registry_key))
+      self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
     start_all(self, std::move(ids), 0, false);
+  }
   return {
+    [self](const cluster_event& event) { on_member_gone(self, event); },
     [self](children_atom) {
       std::vector<child_info> result;
       for (auto& child : self->state.children)

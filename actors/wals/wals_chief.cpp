@@ -10,6 +10,7 @@
 #include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
 #include "compute/wals_math.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/error.hpp"
 #include "runtime/chaos.hpp"
 #include "runtime/log.hpp"
@@ -141,7 +142,34 @@ void reissue_held_by(wals_chief_pointer self, const caf::actor_addr& worker, con
   }
 }
 
+void forget_idle(wals_chief_pointer self, const caf::actor_addr& worker) {
+  auto& idle = self->state.idle;
+  idle.erase(std::remove_if(idle.begin(), idle.end(),
+                            [&](const caf::actor& w) { return w.address() == worker; }),
+             idle.end());
+}
+
+// A member stopped or cut off keeps its connection: no down_msg comes for its workers, only
+// the registry's verdict. Their tokens are re-issued now instead of after the token timeout.
+void on_cluster_event(wals_chief_pointer self, const cluster_event& event) {
+  if ((event.kind != cluster_event_kind::member_down &&
+       event.kind != cluster_event_kind::member_left) ||
+      !event.actor || event.actor.node() == self->node())
+    return;
+  auto& st = self->state;
+  for (auto& w : st.config.workers) {
+    if (w.node() != event.actor.node() || st.fenced.count(w.address()) > 0)
+      continue;
+    st.fenced.insert(w.address());
+    forget_idle(self, w.address());
+    reissue_held_by(self, w.address(), "member_down");
+  }
+  dispatch(self);
+}
+
 void mark_idle(wals_chief_pointer self, const caf::actor& worker) {
+  if (self->state.fenced.count(worker.address()) > 0)
+    return;
   auto& idle = self->state.idle;
   if (std::find(idle.begin(), idle.end(), worker) == idle.end())
     idle.push_back(worker);
@@ -323,13 +351,12 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
     if (auto err = checkpoint_root(st).prepare())
       runtime::log_warn("wals chief: {}", render(err));
   self->set_down_handler([=](caf::down_msg& msg) {
-    auto& idle = self->state.idle;
-    idle.erase(std::remove_if(idle.begin(), idle.end(),
-                              [&](const caf::actor& w) { return w.address() == msg.source; }),
-               idle.end());
+    forget_idle(self, msg.source);
     reissue_held_by(self, msg.source, "down");
     dispatch(self);
   });
+  if (auto registry = self->system().registry().get<registry_actor>(registry_key))
+    self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   for (auto& w : st.config.workers) {
     self->monitor(w);
     self->send(w, chief_atom::value, caf::actor_cast<caf::actor>(self));
@@ -361,7 +388,10 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
     begin_phase(self);
   }
   return {
+    [=](const cluster_event& event) { on_cluster_event(self, event); },
     [=](ready_atom, caf::actor worker) {
+      if (self->state.fenced.count(worker.address()) > 0)
+        return;
       reissue_held_by(self, worker.address(), "abandon");
       mark_idle(self, worker);
       dispatch(self);

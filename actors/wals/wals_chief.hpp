@@ -1,7 +1,8 @@
 // The WALS chief: holds the run tokens. A phase solves one side, cut into blocks; the chief
 // hands one token per block to an idle worker and starts the other side only after every block
 // of this one has committed (strict alternation). A token not committed within the timeout, or
-// held by a worker that went down or reported idle, is re-issued. After each sweep (rows then
+// held by a worker that went down (or whose member the registry declared down) or reported
+// idle, is re-issued. After each sweep (rows then
 // cols) the shards save a consistent checkpoint and the chief records its own state; a chief
 // started on a directory holding a checkpoint of the same run resumes from it.
 #pragma once
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,8 @@ struct wals_chief_state {
   std::deque<uint32_t> queue;
   std::map<uint32_t, outstanding> issued;
   std::deque<caf::actor> idle;
+  /// Workers on members the registry declared down: never given a token again.
+  std::set<caf::actor_addr> fenced;
   double observed_loss = 0;
   uint64_t phase_rows = 0;
   uint64_t phase_entries = 0;

@@ -9,7 +9,7 @@ namespace darcy::apps {
 void add_node_command(CLI::App& app, int& exit_code) {
   struct flags {
     std::string name, listen, join, config;
-    int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0;
+    int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0, prune_after_ms = 0;
     size_t threads = 0;
   };
   auto f = std::make_shared<flags>();
@@ -21,6 +21,8 @@ void add_node_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms, "Heartbeat period");
   cmd->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
                   "Silence after which the seed declares a member down");
+  cmd->add_option("--prune-after-ms", f->prune_after_ms,
+                  "How long the seed remembers a member that went down or left");
   cmd->add_option("--threads", f->threads, "Scheduler threads (default: one per core)");
   cmd->callback([f, &exit_code] {
     runtime::node_options opts;
@@ -48,6 +50,8 @@ void add_node_command(CLI::App& app, int& exit_code) {
       opts.heartbeat_interval = std::chrono::milliseconds{f->heartbeat_interval_ms};
     if (f->heartbeat_timeout_ms > 0)
       opts.heartbeat_timeout = std::chrono::milliseconds{f->heartbeat_timeout_ms};
+    if (f->prune_after_ms > 0)
+      opts.prune_after = std::chrono::milliseconds{f->prune_after_ms};
     if (f->threads > 0)
       opts.threads = f->threads;
     auto err = runtime::run_node(opts, actors::register_actor_types);

@@ -19,11 +19,15 @@ namespace darcy {
 
 /// The cluster registry, hosted by the seed: membership, heartbeats and the name service.
 /// lookup fails with errc::unknown_service; join fails with errc::duplicate_node when a live
-/// member already uses the name. Subscribers receive cluster_event messages.
+/// member already uses the name. heartbeat(name, incarnation) answers the member's current
+/// incarnation (re-admitting a member that was down) or errc::unknown_node when the registry
+/// does not know the name (a restarted seed, or a pruned member): the member then joins again.
+/// register fails with errc::node_unreachable for a service on a member that is not up.
+/// Subscribers receive cluster_event messages.
 using registry_actor = caf::typed_actor<
   caf::replies_to<join_atom, member_info>::with<cluster_status>,
   caf::replies_to<leave_atom, std::string>::with<ok_atom>,
-  caf::reacts_to<heartbeat_atom, std::string>,
+  caf::replies_to<heartbeat_atom, std::string, uint64_t>::with<uint64_t>,
   caf::replies_to<register_atom, service_info>::with<ok_atom>,
   caf::replies_to<unregister_atom, std::string>::with<ok_atom>,
   caf::replies_to<lookup_atom, std::string>::with<service_info>,
@@ -34,8 +38,10 @@ using registry_actor = caf::typed_actor<
 
 /// One per node, published at the node's listen address. spawn starts an actor type registered
 /// by name on this node (errc::spawn_failed otherwise); kill_node SIGKILLs the node's process.
+/// join makes the node a member through its registry and keeps it one from then on.
 using node_agent_actor = caf::typed_actor<
   caf::replies_to<ping_atom>::with<std::string>,
+  caf::replies_to<join_atom, member_info>::with<cluster_status>,
   caf::replies_to<echo_atom, std::string>::with<std::string>,
   caf::replies_to<registry_atom>::with<registry_actor>,
   caf::replies_to<spawn_atom, std::string, caf::message>::with<caf::actor>,
@@ -43,9 +49,12 @@ using node_agent_actor = caf::typed_actor<
   caf::reacts_to<kill_node_atom>,
   caf::reacts_to<tick_atom>>;
 
-/// A supervisor. Subscribers receive supervisor_event messages; retry is internal.
+/// A supervisor. Subscribers receive supervisor_event messages; retry is internal. It hears the
+/// registry's cluster events: a child on a member declared down is treated as exited (and
+/// told to exit, which fences it should that member resume).
 using supervisor_actor = caf::typed_actor<
   caf::replies_to<children_atom>::with<std::vector<child_info>>,
+  caf::reacts_to<cluster_event>,
   caf::reacts_to<subscribe_atom, caf::actor>,
   caf::reacts_to<retry_atom, std::string>>;
 

@@ -30,12 +30,16 @@ struct member_info {
   member_state state = member_state::up;
   /// Why the member went down or left; empty while up.
   std::string reason;
+  /// Assigned by the registry at each admission, strictly increasing (also across seed
+  /// restarts). A member declared down and heard from again is re-admitted under a new one,
+  /// and the actors of its older incarnation are fenced.
+  uint64_t incarnation = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, member_info& x) {
   return f(caf::meta::type_name("member_info"), x.name, x.host, x.port, x.pid, x.gpus,
-           x.agent, x.joined_ms, x.state, x.reason);
+           x.agent, x.joined_ms, x.state, x.reason, x.incarnation);
 }
 
 /// A named service: `name` resolves to `actor`, which lives on node `node`.
@@ -67,12 +71,14 @@ struct cluster_event {
   std::string service;
   caf::actor actor;
   std::string reason;
+  /// The member's incarnation (member events only).
+  uint64_t incarnation = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_event& x) {
   return f(caf::meta::type_name("cluster_event"), x.kind, x.node, x.service, x.actor,
-           x.reason);
+           x.reason, x.incarnation);
 }
 
 /// A snapshot of the whole cluster, answered to `status`.

@@ -1,6 +1,7 @@
 // `darcy wals` as a user runs it, with real processes: bad input is one clear error line; a
 // trained model answers recommend for known and new users; and a run whose worker node or chief
-// node is SIGKILLed mid-run ends with the same factors as a clean run.
+// node is SIGKILLed (or a worker node SIGSTOPped) mid-run ends with the same factors as a clean
+// run.
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -240,7 +241,26 @@ TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
   victim->process.signal(SIGKILL);
   drill.expect_clean_result(*driver);
   auto log = drill.event_log();
-  EXPECT_NE(log.find(" down 1 rows 1 0"), std::string::npos) << log;
+  // Re-issued on the connection loss or on the registry's down event, whichever came first.
+  EXPECT_NE(log.find("down 1 rows 1 0"), std::string::npos) << log;
+}
+
+TEST(wals_cli, stopped_worker_node_is_given_up_at_its_down_event_not_at_the_token_timeout) {
+  fault_drill drill{"stopped"};
+  // A token timeout far beyond ctest's limit: only the registry's down event can save the run.
+  auto driver = drill.start_driver({"--chief-node", "seed", "--worker-nodes", "a,b",
+                                    "--fault-drop-block", "1", "--fault-drop-sweep", "1",
+                                    "--token-timeout-ms", "3600000"});
+  ASSERT_TRUE(driver) << render(driver.error());
+  auto pid = await_pid_file(drill.pid_file, *driver);
+  auto victim = drill.nodes.by_pid(pid);
+  ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
+  victim->process.signal(SIGSTOP);
+  drill.expect_clean_result(*driver);
+  victim->process.signal(SIGCONT);
+  auto log = drill.event_log();
+  EXPECT_NE(log.find(" member_down 1 rows 1 0"), std::string::npos) << log;
+  EXPECT_EQ(log.find(" timeout "), std::string::npos) << log;
 }
 
 TEST(wals_cli, chief_node_sigkilled_mid_sweep_restarts_from_the_checkpoint) {

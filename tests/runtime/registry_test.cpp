@@ -8,9 +8,10 @@ namespace {
 
 class registry_test : public test::system_fixture {
 protected:
-  registry_actor spawn_registry(std::chrono::milliseconds timeout = std::chrono::hours(1)) {
+  registry_actor spawn_registry(std::chrono::milliseconds timeout = std::chrono::hours(1),
+                                std::chrono::milliseconds prune_after = std::chrono::hours(1)) {
     auto reg = sys.spawn(registry, registry_options{"seed", std::chrono::milliseconds(10),
-                                                    timeout});
+                                                    timeout, prune_after});
     self->send(reg, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
     return reg;
   }
@@ -112,6 +113,60 @@ TEST_F(registry_test, MemberWithoutHeartbeatsIsDownAfterTheTimeout) {
   auto down = expect_event(cluster_event_kind::member_down);
   EXPECT_EQ(down.node, "quiet");
   EXPECT_NE(down.reason.find("no heartbeat"), std::string::npos) << down.reason;
+}
+
+TEST_F(registry_test, SilentMemberHeardFromAgainIsReadmittedUnderANewIncarnation) {
+  auto reg = spawn_registry(std::chrono::milliseconds(50));
+  ASSERT_TRUE(join(reg, "quiet", spawn_agent("quiet")));
+  auto up = expect_event(cluster_event_kind::member_up);
+  ASSERT_GT(up.incarnation, 0u);
+  auto down = expect_event(cluster_event_kind::member_down);
+  EXPECT_EQ(down.incarnation, up.incarnation);
+  // While down, the member's services are refused: its old incarnation is fenced.
+  auto fenced = ask<ok_atom>(sys, reg, test::patience, register_atom::value,
+                             service_info{"svc", "quiet", spawn_agent("svc")});
+  ASSERT_FALSE(fenced);
+  EXPECT_TRUE(is(error_of(fenced), errc::node_unreachable)) << render(fenced.error());
+  auto answer = ask<uint64_t>(sys, reg, test::patience, heartbeat_atom::value,
+                              std::string{"quiet"}, up.incarnation);
+  ASSERT_TRUE(answer) << render(answer.error());
+  EXPECT_GT(*answer, up.incarnation);
+  auto again = expect_event(cluster_event_kind::member_up);
+  EXPECT_EQ(again.incarnation, *answer);
+  EXPECT_NE(again.reason.find("no heartbeat"), std::string::npos) << again.reason;
+  auto status = ask<cluster_status>(sys, reg, test::patience, status_atom::value);
+  ASSERT_TRUE(status);
+  ASSERT_EQ(status->members.size(), 1u);
+  EXPECT_EQ(status->members[0].state, member_state::up);
+}
+
+TEST_F(registry_test, HeartbeatOfAnUnknownOrDepartedNameAsksItToJoinAgain) {
+  auto reg = spawn_registry();
+  ASSERT_TRUE(join(reg, "gone", spawn_agent("gone")));
+  ASSERT_TRUE(ask<ok_atom>(sys, reg, test::patience, leave_atom::value, std::string{"gone"}));
+  for (std::string name : {"never-joined", "gone"}) {
+    auto answer = ask<uint64_t>(sys, reg, test::patience, heartbeat_atom::value, name,
+                                uint64_t{1});
+    ASSERT_FALSE(answer) << name;
+    EXPECT_TRUE(is(error_of(answer), errc::unknown_node)) << render(answer.error());
+  }
+}
+
+TEST_F(registry_test, DownMemberIsForgottenAfterTheGracePeriod) {
+  auto reg = spawn_registry(std::chrono::milliseconds(30), std::chrono::milliseconds(1));
+  ASSERT_TRUE(join(reg, "brief", spawn_agent("brief")));
+  expect_event(cluster_event_kind::member_up);
+  expect_event(cluster_event_kind::member_down);
+  // Pruning runs on the registry's next ticks; status is answered between them.
+  bool forgotten = false;
+  for (int i = 0; i < 2000 && !forgotten; ++i) {
+    auto status = ask<cluster_status>(sys, reg, test::patience, status_atom::value);
+    ASSERT_TRUE(status);
+    forgotten = status->members.empty();
+  }
+  EXPECT_TRUE(forgotten);
+  // Its name is free again, under a higher incarnation.
+  ASSERT_TRUE(join(reg, "brief", spawn_agent("brief-2")));
 }
 
 TEST_F(registry_test, ServiceIsRemovedWhenItsActorExitsAndReplacedOnReregister) {
