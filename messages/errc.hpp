@@ -39,6 +39,7 @@ enum class errc : uint8_t {
   unsupported,
   injected_fault,
   overloaded,
+  permission_denied,
 };
 
 namespace detail {
@@ -73,6 +74,7 @@ inline constexpr errc_entry errc_table[] = {
   {"unsupported", "unsupported"},
   {"injected_fault", "injected fault"},
   {"overloaded", "service overloaded, retry later"},
+  {"permission_denied", "refused: wrong or missing cluster secret"},
 };
 
 inline const errc_entry& errc_entry_of(uint8_t code) {

@@ -2,6 +2,7 @@
 
 #include <caf/event_based_actor.hpp>
 #include <caf/message_view.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include <unistd.h>
 
@@ -94,7 +95,9 @@ caf::error kill_node(caf::actor_system& sys, const registry_actor& registry,
   auto member = find_member(sys, registry, node, timeout);
   if (!member)
     return std::move(member.error());
-  caf::anon_send(caf::actor_cast<node_agent_actor>(member->agent), kill_node_atom::value);
+  // Sent with a sender: a node with a cluster secret checks who asks.
+  caf::scoped_actor self{sys};
+  self->send(caf::actor_cast<node_agent_actor>(member->agent), kill_node_atom::value);
   return {};
 }
 

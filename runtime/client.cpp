@@ -4,6 +4,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
+#include "runtime/cluster_secret.hpp"
 
 namespace darcy::runtime {
 
@@ -18,6 +19,12 @@ caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host
 
 caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const host_port& seed,
                                                std::chrono::milliseconds timeout) {
+  return connect_cluster(sys, seed, timeout, client_credential());
+}
+
+caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const host_port& seed,
+                                               std::chrono::milliseconds timeout,
+                                               const std::string& credential) {
   auto agent = connect_agent(sys, seed);
   if (!agent)
     return std::move(agent.error());
@@ -25,6 +32,9 @@ caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const hos
   if (!registry)
     return make_error(errc::node_unreachable, "the node at " + to_string(seed) +
                                                 " gave no registry: " + render(registry.error()));
+  auto hello = ask<ok_atom>(sys, *registry, timeout, hello_atom::value, credential);
+  if (!hello)
+    return std::move(hello.error());
   return cluster_handles{std::move(*agent), std::move(*registry)};
 }
 

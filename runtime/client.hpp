@@ -17,10 +17,15 @@ struct cluster_handles {
   registry_actor registry;
 };
 
-/// Fails with errc::node_unreachable naming the address when nothing answers there.
+/// Reaches the seed and presents `credential` to its registry (this process's client
+/// credential by default). Fails with errc::node_unreachable naming the address when nothing
+/// answers there, and with errc::permission_denied when the seed refuses the credential.
 /// `sys` must have the middleman loaded (system_config does).
 caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const host_port& seed,
                                                std::chrono::milliseconds timeout);
+caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const host_port& seed,
+                                               std::chrono::milliseconds timeout,
+                                               const std::string& credential);
 
 /// The agent of the node listening at `where`; errc::node_unreachable otherwise.
 caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host_port& where);

@@ -83,6 +83,14 @@ void join_through(node_agent_pointer self, registry_actor registry) {
       });
 }
 
+// Presents the cluster's credential to a (restarted) seed's registry, then joins it.
+void greet(node_agent_pointer self, registry_actor registry) {
+  self->request(registry, request_timeout(self), hello_atom::value,
+                self->state.options.credential)
+    .then([self, registry](ok_atom) { join_through(self, registry); },
+          [self](caf::error& err) { rejoin_failed(self, err); });
+}
+
 // Connects to the seed's address again and joins its (new) registry.
 void seek_seed(node_agent_pointer self) {
   auto& st = self->state;
@@ -98,7 +106,7 @@ void seek_seed(node_agent_pointer self) {
           return rejoin_failed(self, make_error(errc::node_unreachable, "no agent"));
         auto agent = caf::actor_cast<node_agent_actor>(std::move(target));
         self->request(agent, request_timeout(self), registry_atom::value)
-          .then([self](registry_actor& registry) { join_through(self, std::move(registry)); },
+          .then([self](registry_actor& registry) { greet(self, std::move(registry)); },
                 [self](caf::error& err) { rejoin_failed(self, err); });
       },
       [self](caf::error& err) { rejoin_failed(self, err); });

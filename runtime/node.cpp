@@ -11,6 +11,7 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
+#include "runtime/cluster_secret.hpp"
 #include "runtime/log.hpp"
 #include "runtime/node_services.hpp"
 
@@ -45,25 +46,18 @@ caf::error run_node(const node_options& opts, const config_hook& hook) {
   caf::actor_system sys{cfg};
   sys.await_actors_before_shutdown(false);
 
-  // Reach the seed before listening, so that a bad --join fails fast and leaves no port open.
-  std::optional<cluster_handles> cluster;
-  if (opts.join) {
-    auto where = to_string(*opts.join);
-    auto agent = sys.middleman().remote_actor<node_agent_actor>(opts.join->host, opts.join->port);
-    if (!agent)
-      return make_error(errc::node_unreachable,
-                        "cannot join " + where + ": no Darcy node answers there");
-    auto registry = ask<registry_actor>(sys, *agent, opts.connect_timeout, registry_atom::value);
-    if (!registry)
-      return make_error(errc::node_unreachable,
-                        "cannot join " + where + ": " + render(registry.error()));
-    cluster = cluster_handles{std::move(*agent), std::move(*registry)};
-  }
-
+  auto credential = opts.secret.empty() ? client_credential() : credential_of(opts.secret);
+  // Reach the seed before listening, so that a bad --join or a wrong secret fails fast and
+  // leaves no port open.
   std::optional<registry_actor> seed_registry;
-  if (cluster)
-    seed_registry = cluster->registry;
-  auto services = start_node_services(sys, opts, seed_registry);
+  if (opts.join) {
+    auto handles = connect_cluster(sys, *opts.join, opts.connect_timeout, credential);
+    if (!handles)
+      return make_error(errc::node_unreachable,
+                        "cannot join " + to_string(*opts.join) + ": " + render(handles.error()));
+    seed_registry = handles->registry;
+  }
+  auto services = start_node_services(sys, opts, seed_registry, credential);
 
   auto port = sys.middleman().publish(services.agent, opts.listen.port,
                                       opts.listen.host.c_str(), true);
@@ -85,7 +79,7 @@ caf::error run_node(const node_options& opts, const config_hook& hook) {
   int signal = 0;
   sigwait(&signals, &signal);
   log_info("darcy node {}: shutting down (signal {})", opts.name, signal);
-  if (cluster)
+  if (opts.join)
     ask<ok_atom>(sys, services.registry, opts.connect_timeout, leave_atom::value, opts.name);
   services.stop();
   return {};

@@ -17,8 +17,8 @@ namespace darcy::runtime {
 namespace {
 
 // Connects to the probe's target node through the middleman, then runs the probe there.
-caf::result<probe_result> start_probe(node_agent_pointer self, probe_spec spec) {
-  auto promise = self->make_response_promise<probe_result>();
+void start_probe(node_agent_pointer self, probe_spec spec,
+                 caf::typed_response_promise<probe_result> promise) {
   auto mm = self->system().middleman().actor_handle();
   self->request(mm, std::chrono::seconds(10), caf::connect_atom::value, spec.host, spec.port)
     .then(
@@ -39,7 +39,47 @@ caf::result<probe_result> start_probe(node_agent_pointer self, probe_spec spec) 
       [promise](caf::error& err) mutable {
         promise.deliver(make_error(errc::node_unreachable, render(err)));
       });
-  return promise;
+}
+
+// Runs `action` when the sender may manage this node, else `refuse` with the error. With a
+// cluster secret, a process other than this one must have presented it to the registry.
+template <class Action, class Refuse>
+void when_trusted(node_agent_pointer self, const char* what, Action action, Refuse refuse) {
+  auto& st = self->state;
+  auto sender = self->current_sender();
+  if (st.options.credential.empty() ||
+      (sender != nullptr && (sender->node() == self->node() || st.trusted.count(sender->node()))))
+    return action();
+  auto denied = [self, what, refuse](const std::string& who) mutable {
+    log_warn("darcy node {}: refused {} from {}: wrong or missing cluster secret",
+             self->state.options.name, what, who);
+    refuse(make_error(errc::permission_denied, std::string{what} + " on node " +
+                                                 self->state.options.name +
+                                                 ": this cluster needs its secret"));
+  };
+  if (sender == nullptr || !st.options.registry)
+    return denied("an anonymous sender");
+  auto node = sender->node();
+  self->request(st.options.registry, std::chrono::seconds(10), trusted_atom::value, node)
+    .then(
+      [self, node, action, denied](bool trusted) mutable {
+        if (!trusted)
+          return denied("process " + to_string(node));
+        self->state.trusted.insert(node);
+        action();
+      },
+      [node, denied](caf::error&) mutable { denied("process " + to_string(node)); });
+}
+
+caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string& type,
+                                      caf::message args) {
+  auto child = self->system().spawn<caf::actor>(type, std::move(args), nullptr, false);
+  if (!child)
+    return make_error(errc::spawn_failed, "'" + type + "' on node " + self->state.options.name +
+                                            ": " + render(child.error()));
+  self->monitor(*child);
+  self->state.spawned->push_back(*child);
+  return *child;
 }
 
 } // namespace
@@ -66,25 +106,44 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
   });
   return {
     [self](ping_atom) { return self->state.options.name; },
-    [self](join_atom, member_info& info) { return join_registry(self, std::move(info)); },
+    [self](join_atom, member_info& info) -> caf::result<cluster_status> {
+      // Only this node's own process asks its agent to join.
+      auto sender = self->current_sender();
+      if (sender == nullptr || sender->node() != self->node())
+        return make_error(errc::permission_denied, "join is asked by the node itself");
+      return join_registry(self, std::move(info));
+    },
     [](echo_atom, std::string& payload) { return std::move(payload); },
     [self](registry_atom) -> caf::result<registry_actor> {
       if (!self->state.options.registry)
         return make_error(errc::not_found, "this node has no registry");
       return self->state.options.registry;
     },
-    [self](spawn_atom, const std::string& type, caf::message& args) -> caf::result<caf::actor> {
-      auto child = self->system().spawn<caf::actor>(type, std::move(args), nullptr, false);
-      if (!child)
-        return make_error(errc::spawn_failed, "'" + type + "' on node " +
-                                                self->state.options.name + ": " +
-                                                render(child.error()));
-      self->monitor(*child);
-      self->state.spawned->push_back(*child);
-      return *child;
+    [self](spawn_atom, const std::string& type, caf::message& args) {
+      auto promise = self->make_response_promise<caf::actor>();
+      when_trusted(
+        self, "spawn",
+        [self, type, args, promise]() mutable {
+          auto child = spawn_child(self, type, args);
+          if (child)
+            promise.deliver(std::move(*child));
+          else
+            promise.deliver(std::move(child.error()));
+        },
+        [promise](caf::error err) mutable { promise.deliver(std::move(err)); });
+      return promise;
     },
-    [self](probe_atom, probe_spec& spec) { return start_probe(self, std::move(spec)); },
-    [](kill_node_atom) { ::kill(::getpid(), SIGKILL); },
+    [self](probe_atom, probe_spec& spec) {
+      auto promise = self->make_response_promise<probe_result>();
+      when_trusted(
+        self, "probe",
+        [self, spec, promise]() mutable { start_probe(self, spec, promise); },
+        [promise](caf::error err) mutable { promise.deliver(std::move(err)); });
+      return promise;
+    },
+    [self](kill_node_atom) {
+      when_trusted(self, "kill-node", [] { ::kill(::getpid(), SIGKILL); }, [](caf::error) {});
+    },
     [self](tick_atom) { membership_tick(self); },
   };
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct node_agent_options {
   /// Where the seed listens: a member that loses the registry reconnects there and joins
   /// again, with backoff. None: the registry is not re-sought.
   std::optional<host_port> seed;
+  /// The cluster secret's credential: presented to a seed this node rejoins, and required
+  /// (through the registry) of every process that manages this node. Empty: none.
+  std::string credential;
 };
 
 struct node_agent_state {
@@ -41,6 +45,8 @@ struct node_agent_state {
   bool registry_lost = false;
   bool rejoining = false;
   std::chrono::milliseconds backoff{0};
+  /// Processes the registry vouched for.
+  std::set<caf::node_id> trusted;
   static inline const char* name = "darcy.node_agent";
 };
 

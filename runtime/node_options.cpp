@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "messages/error.hpp"
+#include "runtime/cluster_secret.hpp"
 
 namespace darcy::runtime {
 
@@ -106,8 +107,20 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
   if (auto cluster = root["cluster"].as_table()) {
     if (auto err = check_keys(path, *cluster, "cluster.",
                               {"heartbeat_interval_ms", "heartbeat_timeout_ms",
-                               "connect_timeout_ms", "prune_after_ms"}))
+                               "connect_timeout_ms", "prune_after_ms", "secret",
+                               "secret_file"}))
       return err;
+    if (auto err = read_string(path, *cluster, "secret", opts.secret))
+      return err;
+    std::string secret_file;
+    if (auto err = read_string(path, *cluster, "secret_file", secret_file))
+      return err;
+    if (!secret_file.empty()) {
+      auto secret = read_secret_file(secret_file);
+      if (!secret)
+        return make_error(errc::invalid_config, path + ": " + render(secret.error()));
+      opts.secret = std::move(*secret);
+    }
     struct field {
       const char* key;
       std::chrono::milliseconds* target;

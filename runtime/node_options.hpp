@@ -27,6 +27,9 @@ struct node_options {
   std::chrono::milliseconds prune_after{60000};
   /// Bound on each request made while joining and leaving.
   std::chrono::milliseconds connect_timeout{5000};
+  /// The cluster secret ([cluster] secret, or the file named by [cluster] secret_file); empty:
+  /// the one given by --secret-file, if any.
+  std::string secret;
   /// Scheduler threads; 0 lets CAF choose (one per core).
   size_t threads = 0;
 };

@@ -16,7 +16,8 @@ void node_services::stop() const {
 }
 
 node_services start_node_services(caf::actor_system& sys, const node_options& opts,
-                                  std::optional<registry_actor> seed_registry) {
+                                  std::optional<registry_actor> seed_registry,
+                                  const std::string& credential) {
   node_services result;
   result.is_seed = !seed_registry;
   if (seed_registry)
@@ -24,11 +25,12 @@ node_services start_node_services(caf::actor_system& sys, const node_options& op
   else
     result.registry = sys.spawn(registry, registry_options{opts.name, opts.heartbeat_interval,
                                                            opts.heartbeat_timeout,
-                                                           opts.prune_after});
+                                                           opts.prune_after, credential});
   sys.registry().put(registry_key, caf::actor_cast<caf::strong_actor_ptr>(result.registry));
   auto heartbeat = result.is_seed ? std::chrono::milliseconds{0} : opts.heartbeat_interval;
   result.agent = sys.spawn(node_agent,
-                           node_agent_options{opts.name, result.registry, heartbeat, opts.join});
+                           node_agent_options{opts.name, result.registry, heartbeat, opts.join,
+                                              credential});
   return result;
 }
 

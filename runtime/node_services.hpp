@@ -24,9 +24,11 @@ struct node_services {
 };
 
 /// Spawns the agent, and the registry unless `seed_registry` is given, and records the
-/// registry in the system's local actor registry under registry_key.
+/// registry in the system's local actor registry under registry_key. `credential` is the
+/// cluster secret's (empty: none).
 node_services start_node_services(caf::actor_system& sys, const node_options& opts,
-                                  std::optional<registry_actor> seed_registry);
+                                  std::optional<registry_actor> seed_registry,
+                                  const std::string& credential = {});
 
 /// Joins the registry as `opts.name`, reachable at `address` (port 0: not reachable from
 /// other processes). Fails with errc::duplicate_node when the name is taken.

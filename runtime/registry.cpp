@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "messages/error.hpp"
+#include "runtime/cluster_secret.hpp"
+#include "runtime/log.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::runtime {
@@ -77,6 +79,35 @@ caf::result<uint64_t> heartbeat(registry_pointer self, const std::string& name,
   return record.info.incarnation;
 }
 
+bool is_trusted(registry_pointer self, const caf::node_id& node) {
+  auto& st = self->state;
+  return st.options.credential.empty() || node == self->node() || st.trusted.count(node) > 0;
+}
+
+// Nothing but hello is served to a process that did not present the cluster's credential.
+caf::error refusal(registry_pointer self) {
+  auto sender = self->current_sender();
+  if (sender != nullptr && is_trusted(self, sender->node()))
+    return {};
+  return make_error(errc::permission_denied,
+                    "this cluster needs its secret: pass --secret-file (refused by the seed)");
+}
+
+caf::result<ok_atom> hello(registry_pointer self, const std::string& credential) {
+  auto sender = self->current_sender();
+  if (sender == nullptr)
+    return make_error(errc::permission_denied, "anonymous hello");
+  if (!self->state.options.credential.empty() &&
+      !same_credential(credential, self->state.options.credential)) {
+    log_warn("registry: refused process {}: wrong or missing cluster secret",
+             to_string(sender->node()));
+    return make_error(errc::permission_denied,
+                      "the seed refused this process: wrong or missing cluster secret");
+  }
+  self->state.trusted.insert(sender->node());
+  return ok_atom::value;
+}
+
 void prune(registry_pointer self) {
   auto now = std::chrono::steady_clock::now();
   auto& members = self->state.members;
@@ -125,7 +156,15 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
   });
   self->delayed_send(self, self->state.options.heartbeat_interval, tick_atom::value);
   return {
+    [self](hello_atom, const std::string& credential) { return hello(self, credential); },
+    [self](trusted_atom, const caf::node_id& node) -> caf::result<bool> {
+      if (auto err = refusal(self))
+        return err;
+      return is_trusted(self, node);
+    },
     [self](join_atom, member_info info) -> caf::result<cluster_status> {
+      if (auto err = refusal(self))
+        return err;
       if (info.name.empty() || !info.agent)
         return make_error(errc::invalid_argument, "a member needs a name and an agent");
       auto& members = self->state.members;
@@ -142,14 +181,20 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
       admit(self, record, {});
       return snapshot(self);
     },
-    [self](leave_atom, const std::string& name) -> ok_atom {
+    [self](leave_atom, const std::string& name) -> caf::result<ok_atom> {
+      if (auto err = refusal(self))
+        return err;
       retire_member(self, name, member_state::left, "left the cluster");
       return ok_atom::value;
     },
-    [self](heartbeat_atom, const std::string& name, uint64_t incarnation) {
+    [self](heartbeat_atom, const std::string& name, uint64_t incarnation) -> caf::result<uint64_t> {
+      if (auto err = refusal(self))
+        return err;
       return heartbeat(self, name, incarnation);
     },
     [self](register_atom, service_info service) -> caf::result<ok_atom> {
+      if (auto err = refusal(self))
+        return err;
       if (service.name.empty() || !service.actor)
         return make_error(errc::invalid_argument, "a service needs a name and an actor");
       // A member that is down has been given up: what it starts now is fenced.
@@ -168,26 +213,36 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
                      {}});
       return ok_atom::value;
     },
-    [self](unregister_atom, const std::string& name) -> ok_atom {
+    [self](unregister_atom, const std::string& name) -> caf::result<ok_atom> {
+      if (auto err = refusal(self))
+        return err;
       auto i = self->state.services.find(name);
       if (i != self->state.services.end())
         drop_service(self, i, "unregistered");
       return ok_atom::value;
     },
     [self](lookup_atom, const std::string& name) -> caf::result<service_info> {
+      if (auto err = refusal(self))
+        return err;
       auto i = self->state.services.find(name);
       if (i == self->state.services.end())
         return make_error(errc::unknown_service, name);
       return i->second;
     },
-    [self](status_atom) -> cluster_status { return snapshot(self); },
+    [self](status_atom) -> caf::result<cluster_status> {
+      if (auto err = refusal(self))
+        return err;
+      return snapshot(self);
+    },
     [self](subscribe_atom, caf::actor subscriber) {
-      if (!subscriber)
+      if (!subscriber || refusal(self))
         return;
       self->monitor(subscriber);
       self->state.subscribers.push_back(std::move(subscriber));
     },
     [self](unsubscribe_atom, const caf::actor& subscriber) {
+      if (refusal(self))
+        return;
       auto& subs = self->state.subscribers;
       subs.erase(std::remove(subs.begin(), subs.end(), subscriber), subs.end());
     },

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ struct registry_options {
   std::chrono::milliseconds heartbeat_interval{500};
   std::chrono::milliseconds heartbeat_timeout{3000};
   std::chrono::milliseconds prune_after{60000};
+  /// The cluster secret's credential; empty: every process is trusted.
+  std::string credential;
 };
 
 struct registry_state {
@@ -35,6 +38,8 @@ struct registry_state {
   std::map<std::string, service_info> services;
   std::vector<caf::actor> subscribers;
   uint64_t last_incarnation = 0;
+  /// Nodes (processes) that presented the credential.
+  std::set<caf::node_id> trusted;
   static inline const char* name = "darcy.registry";
 };
 

@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "apps/cli/commands.hpp"
+#include "messages/error.hpp"
+#include "runtime/cluster_secret.hpp"
 #include "runtime/log.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +26,15 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "Least severe log message shown")
     ->check(CLI::IsMember(darcy::runtime::log_level_names()))
     ->each([](const std::string& level) { darcy::runtime::set_log_level(level); });
+  std::string secret_file;
+  app.add_option("--secret-file", secret_file,
+                 "The cluster secret (a file only its owner can read), for nodes and clients")
+    ->each([](const std::string& path) {
+      auto secret = darcy::runtime::read_secret_file(path);
+      if (!secret)
+        throw CLI::ValidationError("--secret-file", darcy::render(secret.error()));
+      darcy::runtime::set_client_credential(darcy::runtime::credential_of(*secret));
+    });
   int exit_code = 0;
   darcy::apps::add_node_command(app, exit_code);
   darcy::apps::add_cluster_command(app, exit_code);

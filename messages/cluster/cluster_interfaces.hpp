@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/node_id.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -23,8 +24,13 @@ namespace darcy {
 /// incarnation (re-admitting a member that was down) or errc::unknown_node when the registry
 /// does not know the name (a restarted seed, or a pruned member): the member then joins again.
 /// register fails with errc::node_unreachable for a service on a member that is not up.
-/// Subscribers receive cluster_event messages.
+/// Subscribers receive cluster_event messages. With a cluster secret, a process must first
+/// present its credential (hello; errc::permission_denied when wrong); every other request of
+/// a process that did not is refused with errc::permission_denied. trusted(node) tells a node
+/// agent whether that node presented it.
 using registry_actor = caf::typed_actor<
+  caf::replies_to<hello_atom, std::string>::with<ok_atom>,
+  caf::replies_to<trusted_atom, caf::node_id>::with<bool>,
   caf::replies_to<join_atom, member_info>::with<cluster_status>,
   caf::replies_to<leave_atom, std::string>::with<ok_atom>,
   caf::replies_to<heartbeat_atom, std::string, uint64_t>::with<uint64_t>,
@@ -38,7 +44,9 @@ using registry_actor = caf::typed_actor<
 
 /// One per node, published at the node's listen address. spawn starts an actor type registered
 /// by name on this node (errc::spawn_failed otherwise); kill_node SIGKILLs the node's process.
-/// join makes the node a member through its registry and keeps it one from then on.
+/// join makes the node a member through its registry and keeps it one from then on. With a
+/// cluster secret, join, spawn, probe and kill_node are refused (errc::permission_denied) to a
+/// process that has not presented the credential to the registry.
 using node_agent_actor = caf::typed_actor<
   caf::replies_to<ping_atom>::with<std::string>,
   caf::replies_to<join_atom, member_info>::with<cluster_status>,
