@@ -21,14 +21,15 @@ namespace darcy::actors {
 
 /// Sends request(part, id) to each of `parts` parts (a CAF request handle answering Reply),
 /// then commits assemble(replies) with `checkpoint` set to id, keeping the `keep` newest
-/// checkpoints. `done` gets the committed manifest or the first error.
+/// checkpoints. `done` gets the committed manifest or the first error. Returns the fan-out, so
+/// that the caller can fail it at once when a part is known to be lost.
 template <class Reply, class Request, class Assemble>
-void take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
+std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
                      size_t parts, Request request, Assemble assemble,
                      std::function<void(caf::expected<checkpoint_manifest>)> done) {
   auto id = stores::checkpoint_dir::new_id(label);
   auto replies = std::make_shared<std::vector<Reply>>(parts);
-  fan_out<Reply>(
+  return fan_out<Reply>(
     all_targets(parts), [=](size_t part) { return request(part, id); },
     [replies](size_t part, Reply& reply) { (*replies)[part] = std::move(reply); },
     [=](caf::error err) {

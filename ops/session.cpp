@@ -1,14 +1,18 @@
 #include "ops/session.hpp"
 
+#include <unistd.h>
+
 #include "actors/actor_types.hpp"
 #include "actors/embedding/candidate_sampler.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "messages/error.hpp"
+#include "ops/supervised_shards.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/spawn_on.hpp"
 #include "runtime/supervisor.hpp"
+#include "runtime/system_config.hpp"
 
 namespace darcy::ops {
 
@@ -30,6 +34,7 @@ session::~session() {
   };
   stop(master_);
   stop(sampler_);
+  stop(shard_supervisor_);
   for (auto& shard : shards_)
     stop(shard);
   if (local_)
@@ -90,6 +95,31 @@ caf::expected<embedding_master_actor> session::embeddings() {
     std::vector<runtime::spawn_target> targets;
     for (auto& target : *live)
       targets.insert(targets.end(), opts_.shards, target);
+    if (opts_.supervise_shards) {
+      // The seed hosts the registry, without which no shard can be replaced: shards stay off
+      // it when other members can hold them, so that losing the seed loses no shard.
+      std::vector<runtime::spawn_target> off_seed;
+      for (auto& target : targets)
+        if (target.node != members->seed)
+          off_seed.push_back(target);
+      if (!off_seed.empty())
+        targets = std::move(off_seed);
+      auto prefix = opts_.name + "." + std::to_string(::getpid()) + "." +
+                    std::to_string(runtime::unix_ms());
+      auto supervised = start_supervised_shards(*this, targets, prefix);
+      if (!supervised)
+        return std::move(supervised.error());
+      shard_supervisor_ = supervised->supervisor;
+      shards_ = supervised->shards;
+      actors::embedding_master_options master_opts{supervised->shards};
+      master_opts.shard_services = supervised->services;
+      master_opts.checkpoint_dir = opts_.shard_checkpoint_dir;
+      master_opts.shard_timeout = opts_.timeout * 3;
+      master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
+      sampler_ = system_->spawn(actors::candidate_sampler,
+                                actors::candidate_sampler_options{supervised->shards});
+      return master_;
+    }
     auto spawned = runtime::spawn_group<embedding_shard_actor>(
       *system_, targets, opts_.timeout, actors::embedding_shard_state::name,
       [](size_t i) { return caf::make_message(static_cast<uint32_t>(i)); }, targets.size());

@@ -37,6 +37,11 @@ struct session_options {
   /// Shards of the embedding service the session starts on first use: this many in this
   /// process, or this many on each member node of a cluster.
   size_t shards = 2;
+  /// On a cluster: put the shards under a supervisor in this process, so that a shard whose
+  /// node dies is started again elsewhere and refilled from `shard_checkpoint_dir` (which every
+  /// node must be able to read: one host, or a shared file system).
+  bool supervise_shards = false;
+  std::string shard_checkpoint_dir;
   /// Called on the session's config before its actor system starts: an app adds its own
   /// message and actor types here (the same hook its nodes run).
   std::function<void(runtime::system_config&)> configure;
@@ -84,6 +89,7 @@ private:
   std::optional<runtime::node_services> local_;
   std::mutex mutex_;
   std::vector<embedding_shard_actor> shards_;
+  supervisor_actor shard_supervisor_;
   embedding_master_actor master_;
   candidate_sampler_actor sampler_;
   std::set<std::string> created_;

@@ -356,7 +356,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
   auto promise = self->make_response_promise<checkpoint_manifest>();
   auto err = begin_exclusive(self, [=]() mutable {
     auto count = self->state.options.shards.size();
-    take_checkpoint<std::vector<checkpoint_embedding>>(
+    track(self, take_checkpoint<std::vector<checkpoint_embedding>>(
       stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
       [=](size_t s, const std::string& id) {
         return self->request(shard(self, s), shard_timeout(self), save_part_atom::value, dir, id,
@@ -371,7 +371,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
           promise.deliver(std::move(*manifest));
         else
           promise.deliver(std::move(manifest.error()));
-      });
+      }));
   });
   if (err)
     return err;
@@ -392,7 +392,7 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
   auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
   auto err = begin_exclusive(self, [=]() mutable {
     auto count = static_cast<uint32_t>(self->state.options.shards.size());
-    fan_out<ok_atom>(
+    track(self, fan_out<ok_atom>(
       all_shards(self),
       [=](size_t s) {
         return self->request(shard(self, s), shard_timeout(self), load_part_atom::value, dir,
@@ -410,7 +410,7 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
           promise.deliver(std::move(err));
         else
           promise.deliver(*shared);
-      });
+      }));
   });
   if (err)
     return err;

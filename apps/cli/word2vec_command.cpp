@@ -59,6 +59,13 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
                     "Stop after this many batches and save to --stop-checkpoint");
   train->add_option("--stop-checkpoint", job->options.checkpoint_to,
                     "Where a stopped run saves its checkpoint");
+  train->add_option("--checkpoint-every", job->checkpoint_every,
+                    "Consistent checkpoint every N batches, to recover a lost shard from (-1: " +
+                      std::to_string(word2vec::default_checkpoint_every) +
+                      " on a cluster, none in process; 0: none)");
+  train->add_option("--periodic-checkpoint", job->periodic_checkpoint,
+                    "Where periodic checkpoints go; every node must reach it (default: a "
+                    "temporary directory, removed after success)");
   train->add_option("--neighbours", job->show_neighbours, "Print neighbours of these words");
   add_eval_files(train, job->analogies, job->similarity);
   train->callback([job, report] { report(run_train(*job)); });

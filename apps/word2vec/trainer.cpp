@@ -11,6 +11,7 @@
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
 #include "messages/error.hpp"
+#include "runtime/log.hpp"
 #include "runtime/machine.hpp"
 #include "ops/embedding_ops.hpp"
 
@@ -230,6 +231,22 @@ caf::error check_options(const train_options& o) {
   return {};
 }
 
+// The input position of the checkpoint at `dir`, after restoring the model from it.
+caf::expected<uint64_t> restore_position(ops::session& s, const std::string& dir,
+                                         const corpus& c, const train_options& o) {
+  auto state = ops::restore(s, dir);
+  if (!state)
+    return std::move(state.error());
+  return decode_position(state->state.input_position, c, o);
+}
+
+// Failures that a restore from the last checkpoint can repair: a shard that went down or
+// stopped answering (its supervisor starts it again elsewhere).
+bool lost_shard(const caf::error& err) {
+  return is(err, errc::node_unreachable) || is(err, errc::timeout) ||
+         err == caf::sec::request_timeout || err == caf::sec::request_receiver_down;
+}
+
 } // namespace
 
 caf::expected<train_report> train(ops::session& s, const corpus& c, const train_options& o,
@@ -248,10 +265,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
 
   uint64_t first = 0;
   if (!o.resume_from.empty()) {
-    auto state = ops::restore(s, o.resume_from);
-    if (!state)
-      return std::move(state.error());
-    auto position = decode_position(state->state.input_position, c, o);
+    auto position = restore_position(s, o.resume_from, c, o);
     if (!position)
       return std::move(position.error());
     first = *position;
@@ -262,20 +276,26 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
                     o.stop_after_batches < total;
   if (stop_early)
     end = std::max(first, o.stop_after_batches);
+  bool periodic = o.checkpoint_every > 0 && !o.periodic_dir.empty();
 
+  auto words_before = [&](uint64_t position) {
+    uint64_t words = 0;
+    for (uint64_t b = 0; b < position; ++b)
+      words += rs.batches[b % rs.batches.size()].words;
+    return words;
+  };
   std::atomic<uint64_t> next{first};
   std::atomic<uint64_t> pairs{0};
-  std::atomic<uint64_t> words_done{0};
+  std::atomic<uint64_t> words_done{words_before(first)};
   std::atomic<uint64_t> batches_done{first};
-  for (uint64_t b = 0; b < first; ++b)
-    words_done += rs.batches[b % rs.batches.size()].words;
   std::mutex report_mutex;
   caf::error failure;
   std::atomic<bool> failed{false};
+  uint64_t segment_end = end;
   auto begin = clock::now();
   auto work = [&] {
     worker w{keys.size()};
-    for (auto b = next++; b < end && !failed; b = next++) {
+    for (auto b = next++; b < segment_end && !failed; b = next++) {
       auto& range = rs.batches[b % rs.batches.size()];
       auto done_before = (b / rs.batches.size()) * c.tokens.size() + range.word_offset;
       auto alpha = compute::decayed_alpha(o.alpha, done_before, rs.words_total);
@@ -296,24 +316,77 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
       }
     }
   };
-  std::vector<std::thread> threads;
-  try {
-    for (uint32_t t = 1; t < o.threads; ++t)
-      threads.emplace_back(work);
-  } catch (const std::system_error& e) {
-    // The system refused a thread: the ones started stop at their next batch.
-    std::lock_guard<std::mutex> guard{report_mutex};
-    failed = true;
-    failure = make_error(errc::invalid_argument, "cannot start " + std::to_string(o.threads) +
-                                                   " training threads: " + e.what());
-  }
-  work();
-  for (auto& t : threads)
-    t.join();
-  if (failed)
-    return failure;
+  // Trains batches [next, segment_end) on o.threads threads; false when one failed.
+  auto run_segment = [&] {
+    std::vector<std::thread> threads;
+    try {
+      for (uint32_t t = 1; t < o.threads; ++t)
+        threads.emplace_back(work);
+    } catch (const std::system_error& e) {
+      // The system refused a thread: the ones started stop at their next batch.
+      std::lock_guard<std::mutex> guard{report_mutex};
+      failed = true;
+      failure = make_error(errc::invalid_argument, "cannot start " + std::to_string(o.threads) +
+                                                     " training threads: " + e.what());
+    }
+    work();
+    for (auto& t : threads)
+      t.join();
+    return !failed;
+  };
 
   train_report report;
+  uint64_t position = first;
+  auto checkpoint = [&](uint64_t at) -> caf::error {
+    ops::training_state state{static_cast<int64_t>(at), encode_position(at, c, o), {}};
+    ++report.checkpoints;
+    return ops::save(s, o.periodic_dir, state);
+  };
+  if (periodic)
+    if (auto err = checkpoint(position))
+      return err;
+  uint64_t checkpointed = position;
+  while (position < end) {
+    segment_end = periodic ? std::min(end, position + o.checkpoint_every) : end;
+    next = position;
+    caf::error err;
+    if (run_segment()) {
+      position = segment_end;
+      if (!periodic || position >= end)
+        continue;
+      err = checkpoint(position);
+      if (!err) {
+        checkpointed = position;
+        continue;
+      }
+    } else {
+      err = failure;
+    }
+    if (!periodic || !lost_shard(err) || report.recoveries >= o.max_recoveries)
+      return err;
+    // A shard was lost: every shard goes back to the checkpoint, so that the replayed batches
+    // see the model they saw the first time.
+    ++report.recoveries;
+    report.replayed_batches += batches_done - checkpointed;
+    runtime::log_warn("word2vec: {} (recovery {} of at most {}); restoring batch {} and "
+                      "replaying {} batches",
+                      render(err), report.recoveries, o.max_recoveries, checkpointed,
+                      batches_done - checkpointed);
+    auto restored = restore_position(s, o.periodic_dir, c, o);
+    // The lost shard comes back once its supervisor has placed it on another node.
+    for (int attempt = 1; !restored && lost_shard(restored.error()) && attempt < 40; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      restored = restore_position(s, o.periodic_dir, c, o);
+    }
+    if (!restored)
+      return std::move(restored.error());
+    position = *restored;
+    batches_done = position;
+    words_done = words_before(position);
+    failed = false;
+    failure = caf::error{};
+  }
+
   std::chrono::duration<double> elapsed = clock::now() - begin;
   report.last = {batches_done, total, words_done, rs.words_total,
                  compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};

@@ -40,6 +40,13 @@ struct train_options {
   /// With checkpoint_to set, stop after this many batches of the whole run and save there.
   uint64_t stop_after_batches = 0;
   std::string checkpoint_to;
+  /// With periodic_dir set: a consistent checkpoint there at the start and after every this
+  /// many batches (0: none). When a batch fails because a shard was lost (its node died or
+  /// timed out), the whole model is restored from the newest one and training replays from
+  /// its position, at most max_recoveries times.
+  uint64_t checkpoint_every = 0;
+  std::string periodic_dir;
+  uint32_t max_recoveries = 10;
 };
 
 inline const std::string oov_key = "oov";
@@ -59,6 +66,11 @@ struct train_report {
   uint64_t pairs = 0;
   /// True when the run stopped at stop_after_batches and saved a checkpoint.
   bool stopped_early = false;
+  /// Restores from the periodic checkpoint after a lost shard, and the batches trained again
+  /// because of them (work lost and replayed).
+  uint32_t recoveries = 0;
+  uint64_t replayed_batches = 0;
+  uint64_t checkpoints = 0;
 };
 
 /// Fails with errc::invalid_argument for a zero dim, window, epoch or thread count, or the

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <unordered_set>
 
+#include <unistd.h>
+
 #include "apps/progress/progress_bar.hpp"
 #include "apps/word2vec/evaluation.hpp"
 #include "messages/error.hpp"
@@ -33,6 +35,8 @@ caf::expected<std::unique_ptr<ops::session>> open_session(const session_choice& 
   opts.name = "word2vec";
   opts.shards = where.shards;
   opts.timeout = std::chrono::milliseconds{where.timeout_ms};
+  opts.supervise_shards = where.supervise;
+  opts.shard_checkpoint_dir = where.shard_checkpoint_dir;
   if (!where.cluster.empty()) {
     auto address = runtime::parse_host_port(where.cluster);
     if (!address)
@@ -148,11 +152,31 @@ caf::expected<trained> train_corpus(ops::session& s, const train_job& job) {
 
 } // namespace
 
-caf::error run_train(const train_job& job) {
+caf::error run_train(const train_job& given) {
+  auto job = given;
+  bool on_cluster = !job.where.cluster.empty();
+  auto every = job.checkpoint_every >= 0 ? static_cast<uint64_t>(job.checkpoint_every)
+                                         : (on_cluster ? default_checkpoint_every : 0);
+  bool temporary_dir = false;
+  if (every > 0) {
+    if (job.periodic_checkpoint.empty()) {
+      job.periodic_checkpoint = (std::filesystem::temp_directory_path() /
+                                 ("darcy-word2vec-" + std::to_string(::getpid())))
+                                  .string();
+      temporary_dir = true;
+    }
+    job.options.checkpoint_every = every;
+    job.options.periodic_dir = job.periodic_checkpoint;
+    if (on_cluster) {
+      job.where.supervise = true;
+      job.where.shard_checkpoint_dir = job.periodic_checkpoint;
+    }
+  }
   // Refuse a place the run could not write before training, not after.
   auto output_dir = std::filesystem::path{job.output}.parent_path().string();
   for (auto [flag, dir] : {std::pair{"--checkpoint", job.checkpoint},
                            {"--stop-checkpoint", job.options.checkpoint_to},
+                           {"--periodic-checkpoint", job.options.periodic_dir},
                            {"--output", job.output.empty() ? std::string{} :
                                         output_dir.empty() ? std::string{"."} : output_dir}})
     if (!dir.empty())
@@ -171,6 +195,15 @@ caf::error run_train(const train_job& job) {
             << fixed(r.report.last.seconds, 2) << " s (" << apps::format_rate(words / std::max(r.report.last.seconds, 1e-9))
             << " words/s training, " << fixed(r.wall_seconds, 2) << " s wall with reading), "
             << r.vectors.words.size() << " word vectors" << std::endl;
+  if (r.report.checkpoints > 0)
+    std::cout << "periodic checkpoints: " << r.report.checkpoints << " (every " << every
+              << " batches); recovered from " << r.report.recoveries
+              << " lost shard(s), replaying " << r.report.replayed_batches << " batches"
+              << std::endl;
+  if (temporary_dir) {
+    std::error_code ignored;
+    std::filesystem::remove_all(job.periodic_checkpoint, ignored);
+  }
   if (r.report.stopped_early)
     std::cout << "stopped after " << r.report.last.batches_done << " of "
               << r.report.last.batches_total << " batches; checkpoint in "

@@ -20,6 +20,9 @@ struct session_choice {
   /// Shards in process, or per member node.
   size_t shards = 2;
   int64_t timeout_ms = 10000;
+  /// Cluster only: shards under supervision, refilled from this directory when restarted.
+  bool supervise = false;
+  std::string shard_checkpoint_dir;
 };
 
 struct train_job {
@@ -38,7 +41,15 @@ struct train_job {
   /// Evaluation files to score after training (empty: none).
   std::string analogies;
   std::vector<std::string> similarity;
+  /// Periodic checkpoints every this many batches; -1: every default_checkpoint_every on a
+  /// cluster (where shards are supervised and a lost one is recovered), none in process.
+  int64_t checkpoint_every = -1;
+  /// Where periodic checkpoints go (every node must reach it); empty: a directory under the
+  /// system's temp directory, removed when the run succeeds.
+  std::string periodic_checkpoint;
 };
+
+inline constexpr uint64_t default_checkpoint_every = 25;
 
 caf::error run_train(const train_job& job);
 

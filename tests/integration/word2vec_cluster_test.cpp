@@ -1,0 +1,86 @@
+// `darcy word2vec train --cluster` survives the loss of a node: shards are supervised, the run
+// checkpoints every few batches, and a lost shard is placed on another node, the model
+// restored from the newest checkpoint and the lost batches replayed. Real processes, SIGKILL.
+#include <csignal>
+#include <filesystem>
+#include <random>
+
+#include "stores/checkpoint_dir.hpp"
+#include "tests/integration/cluster_fixture.hpp"
+
+namespace darcy::test {
+namespace {
+
+// Three topics of seven words; a sentence draws from one topic.
+std::string topic_corpus() {
+  std::mt19937_64 rng{5};
+  std::vector<std::vector<std::string>> topics{
+    {"cat", "dog", "pet", "fur", "paw", "tail", "bark"},
+    {"car", "road", "wheel", "fuel", "drive", "lane", "brake"},
+    {"sun", "moon", "star", "sky", "night", "orbit", "light"}};
+  std::string text;
+  for (int s = 0; s < 20000; ++s) {
+    auto& topic = topics[rng() % topics.size()];
+    for (int w = 0; w < 12; ++w)
+      text += topic[rng() % topic.size()] + (w % 4 == 0 ? " the " : " ");
+    text += "\n";
+  }
+  return write_temp_file("w2v-topics.txt", text);
+}
+
+// The newest periodic checkpoint's batch, or -1 while there is none.
+int64_t checkpointed_batch(const std::string& dir) {
+  auto manifest = stores::checkpoint_dir{dir}.read_manifest();
+  return manifest ? manifest->step : -1;
+}
+
+class word2vec_cluster : public cluster_test {
+protected:
+  // Trains on a cluster whose seed is `seed`, SIGKILLs `victim` once a checkpoint past batch
+  // 30 exists, and returns the driver's stdout after it exits.
+  std::string train_through_a_kill(const node_process& seed, node_process& victim) {
+    auto dir = (std::filesystem::temp_directory_path() /
+                ("darcy_w2v_cluster_" + std::to_string(::getpid())))
+                 .string();
+    std::filesystem::remove_all(dir);
+    auto vectors = dir + ".vec";
+    auto driver = runtime::child_process::start(
+      {DARCY_BINARY, "word2vec", "train", "--corpus", topic_corpus(), "--cluster",
+       runtime::to_string(seed.address), "--shards", "1", "--dim", "16", "--epochs", "12",
+       "--threads", "2", "--batch-words", "2000", "--checkpoint-every", "10",
+       "--periodic-checkpoint", dir, "--output", vectors, "--quiet"});
+    EXPECT_TRUE(driver) << render(driver.error());
+    if (!driver)
+      return {};
+    while (checkpointed_batch(dir) < 30 && !driver->wait(std::chrono::milliseconds(20)))
+      continue;
+    victim.process.signal(SIGKILL);
+    auto summary = driver->wait_for_line("vectors: ", std::chrono::seconds(150));
+    EXPECT_TRUE(summary) << driver->read_stderr();
+    auto code = driver->wait(std::chrono::seconds(30));
+    EXPECT_TRUE(code) << "driver still running";
+    EXPECT_EQ(code ? *code : -1, 0) << driver->read_stderr();
+    auto out = driver->stdout_seen();
+    EXPECT_TRUE(std::filesystem::exists(vectors)) << out;
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(vectors);
+    return out;
+  }
+};
+
+TEST_F(word2vec_cluster, ShardNodeKilledMidRunIsRecoveredAndTheLostBatchesReplayed) {
+  auto [seed, a, b] = start_three();
+  auto out = train_through_a_kill(seed, b);
+  EXPECT_NE(out.find("recovered from 1 lost shard(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("trained 3600000 words"), std::string::npos) << out;
+}
+
+TEST_F(word2vec_cluster, SeedKilledMidRunCostsNoShard) {
+  auto [seed, a, b] = start_three();
+  auto out = train_through_a_kill(seed, seed);
+  EXPECT_NE(out.find("recovered from 0 lost shard(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("trained 3600000 words"), std::string::npos) << out;
+}
+
+} // namespace
+} // namespace darcy::test
