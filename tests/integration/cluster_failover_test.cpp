@@ -26,12 +26,7 @@ TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain
   subscribe(self, *s);
 
   // The supervisor runs on node a; its echo child is placed on b, falling back to c.
-  supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
-                       {{"echo", "darcy.echo", {}, {"b", "c"}, restart_type::permanent, "echo"}}};
-  supervise_on(*s, a.address, spec);
-  ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "b";
-  }));
+  supervise_echo_on_b(self, *s, a.address);
   EXPECT_EQ(echo_node(*s, "before"), "b");
 
   b.process.signal(SIGKILL);

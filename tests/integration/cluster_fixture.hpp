@@ -94,6 +94,19 @@ protected:
     }
   }
 
+  // A supervisor on the node at `where` whose echo child is placed on b, falling back to c;
+  // returns once the echo service is up on b.
+  void supervise_echo_on_b(caf::scoped_actor& self, ops::session& s,
+                           const runtime::host_port& where) {
+    supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
+                         {{"echo", "darcy.echo", {}, {"b", "c"}, restart_type::permanent,
+                           "echo"}}};
+    supervise_on(s, where, spec);
+    ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
+      return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "b";
+    }));
+  }
+
   std::string echo_node(ops::session& s, const std::string& payload) {
     auto info = s.lookup("echo");
     if (!info)

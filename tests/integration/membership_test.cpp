@@ -33,12 +33,7 @@ TEST_F(cluster_test, StoppedMemberIsReplacedAtOnceAndFencedWhenItResumes) {
   auto s = connect(a.address);
   caf::scoped_actor self{s->system()};
   subscribe(self, *s);
-  supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
-                       {{"echo", "darcy.echo", {}, {"b", "c"}, restart_type::permanent, "echo"}}};
-  supervise_on(*s, a.address, spec);
-  ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "b";
-  }));
+  supervise_echo_on_b(self, *s, a.address);
   auto old_echo = s->lookup("echo");
   ASSERT_TRUE(old_echo);
   self->monitor(old_echo->actor);
