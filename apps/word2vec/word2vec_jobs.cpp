@@ -15,6 +15,7 @@
 
 #include "apps/progress/progress_bar.hpp"
 #include "apps/word2vec/evaluation.hpp"
+#include "apps/word2vec/run_fingerprint.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "runtime/host_port.hpp"
@@ -236,7 +237,8 @@ caf::error run_train(const train_job& given) {
   }
   if (!job.checkpoint.empty()) {
     auto total = r.report.last.batches_total;
-    ops::training_state state{static_cast<int64_t>(total), "batch=" + std::to_string(total), {}};
+    ops::training_state state{static_cast<int64_t>(total),
+                              encode_position(total, r.text, job.options), {}};
     if (auto err = ops::save(s, job.checkpoint, state))
       return make_error(errc::io_error,
                         "the trained model could not be saved to " + job.checkpoint + " (" +

@@ -219,6 +219,24 @@ struct fault_drill {
       EXPECT_LT(max_difference(out + file, clean + file), 1e-6) << file;
   }
 
+  /// Runs the chief on the seed and workers on a and b; the worker given block 1 of sweep 1
+  /// drops it, and its node gets `sig` (a stopped node is resumed after the run). The driver
+  /// must end with the clean result.
+  void signal_the_worker_node_holding_block_1(int sig, const std::string& token_timeout_ms) {
+    auto driver = start_driver({"--chief-node", "seed", "--worker-nodes", "a,b",
+                                "--fault-drop-block", "1", "--fault-drop-sweep", "1",
+                                "--token-timeout-ms", token_timeout_ms});
+    ASSERT_TRUE(driver) << render(driver.error());
+    auto pid = await_pid_file(pid_file, *driver);
+    auto victim = nodes.by_pid(pid);
+    ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
+    EXPECT_NE(victim, &nodes.seed);
+    victim->process.signal(sig);
+    expect_clean_result(*driver);
+    if (sig == SIGSTOP)
+      victim->process.signal(SIGCONT);
+  }
+
   std::string event_log() const {
     std::ifstream log{out + "/checkpoints/events.log"};
     return {std::istreambuf_iterator<char>{log}, {}};
@@ -230,16 +248,7 @@ struct fault_drill {
 
 TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
   fault_drill drill{"worker"};
-  auto driver = drill.start_driver({"--chief-node", "seed", "--worker-nodes", "a,b",
-                                    "--fault-drop-block", "1", "--fault-drop-sweep", "1",
-                                    "--token-timeout-ms", "20000"});
-  ASSERT_TRUE(driver) << render(driver.error());
-  auto pid = await_pid_file(drill.pid_file, *driver);
-  auto victim = drill.nodes.by_pid(pid);
-  ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
-  EXPECT_NE(victim, &drill.nodes.seed);
-  victim->process.signal(SIGKILL);
-  drill.expect_clean_result(*driver);
+  drill.signal_the_worker_node_holding_block_1(SIGKILL, "20000");
   auto log = drill.event_log();
   // Re-issued on the connection loss or on the registry's down event, whichever came first.
   EXPECT_NE(log.find("down 1 rows 1 0"), std::string::npos) << log;
@@ -248,16 +257,7 @@ TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
 TEST(wals_cli, stopped_worker_node_is_given_up_at_its_down_event_not_at_the_token_timeout) {
   fault_drill drill{"stopped"};
   // A token timeout far beyond ctest's limit: only the registry's down event can save the run.
-  auto driver = drill.start_driver({"--chief-node", "seed", "--worker-nodes", "a,b",
-                                    "--fault-drop-block", "1", "--fault-drop-sweep", "1",
-                                    "--token-timeout-ms", "3600000"});
-  ASSERT_TRUE(driver) << render(driver.error());
-  auto pid = await_pid_file(drill.pid_file, *driver);
-  auto victim = drill.nodes.by_pid(pid);
-  ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
-  victim->process.signal(SIGSTOP);
-  drill.expect_clean_result(*driver);
-  victim->process.signal(SIGCONT);
+  drill.signal_the_worker_node_holding_block_1(SIGSTOP, "3600000");
   auto log = drill.event_log();
   EXPECT_NE(log.find(" member_down 1 rows 1 0"), std::string::npos) << log;
   EXPECT_EQ(log.find(" timeout "), std::string::npos) << log;
