@@ -22,15 +22,20 @@ namespace darcy::actors {
 /// Sends request(part, id) to each of `parts` parts (a CAF request handle answering Reply),
 /// then commits assemble(replies) with `checkpoint` set to id, keeping the `keep` newest
 /// checkpoints. `done` gets the committed manifest or the first error. Returns the fan-out, so
-/// that the caller can fail it at once when a part is known to be lost.
+/// that the caller can fail it at once when a part is known to be lost. With `retry`, a part is
+/// asked again under the same id: parts must answer a repeated request without writing again.
 template <class Reply, class Request, class Assemble>
 std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
                      size_t parts, Request request, Assemble assemble,
-                     std::function<void(caf::expected<checkpoint_manifest>)> done) {
+                     std::function<void(caf::expected<checkpoint_manifest>)> done,
+                     retry_policy retry = {}) {
   auto id = stores::checkpoint_dir::new_id(label);
   auto replies = std::make_shared<std::vector<Reply>>(parts);
   return fan_out<Reply>(
-    all_targets(parts), [=](size_t part) { return request(part, id); },
+    all_targets(parts),
+    [=](size_t part, uint32_t attempt) mutable {
+      return detail::send_attempt(request, attempt, part, id);
+    },
     [replies](size_t part, Reply& reply) { (*replies)[part] = std::move(reply); },
     [=](caf::error err) {
       if (err) {
@@ -42,7 +47,8 @@ std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& roo
       if (auto commit_err = root.commit(manifest, keep))
         return done(std::move(commit_err));
       done(std::move(manifest));
-    });
+    },
+    std::move(retry));
 }
 
 } // namespace darcy::actors

@@ -27,6 +27,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<probe_result>("darcy.probe_result")
     .add_message_type<disruption>("darcy.disruption")
     .add_message_type<chaos_stats>("darcy.chaos_stats")
+    .add_message_type<chaos_command>("darcy.chaos_command")
     .add_message_type<de_config>("darcy.de_config")
     .add_message_type<embedding_stats>("darcy.embedding_stats")
     .add_message_type<std::vector<float>>("darcy.floats")

@@ -115,6 +115,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
       master_opts.shard_services = supervised->services;
       master_opts.checkpoint_dir = opts_.shard_checkpoint_dir;
       master_opts.shard_timeout = opts_.timeout * 3;
+      master_opts.attempt_timeout = opts_.shard_retry;
       master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
       sampler_ = system_->spawn(actors::candidate_sampler,
                                 actors::candidate_sampler_options{supervised->shards});
@@ -128,7 +129,9 @@ caf::expected<embedding_master_actor> session::embeddings() {
     shards = std::move(*spawned);
   }
   shards_ = shards;
-  master_ = system_->spawn(actors::embedding_master, actors::embedding_master_options{shards});
+  actors::embedding_master_options master_opts{shards};
+  master_opts.attempt_timeout = opts_.shard_retry;
+  master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
   sampler_ = system_->spawn(actors::candidate_sampler,
                             actors::candidate_sampler_options{std::move(shards)});
   return master_;

@@ -41,6 +41,9 @@ struct session_options {
   /// node dies is started again elsewhere and refilled from `shard_checkpoint_dir` (which every
   /// node must be able to read: one host, or a shared file system).
   bool supervise_shards = false;
+  /// A shard request unanswered this long is sent again, waiting twice as long each time (see
+  /// embedding_master_options::attempt_timeout).
+  std::chrono::milliseconds shard_retry{2000};
   std::string shard_checkpoint_dir;
   /// Called on the session's config before its actor system starts: an app adds its own
   /// message and actor types here (the same hook its nodes run).

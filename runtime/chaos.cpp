@@ -4,12 +4,14 @@
 #include <caf/message_view.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include <map>
+#include <mutex>
+
 #include <unistd.h>
 
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
-#include "runtime/spawn_on.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::runtime {
@@ -33,32 +35,61 @@ caf::expected<member_info> find_member(caf::actor_system& sys, const registry_ac
   return make_error(errc::unknown_node, node + " is not a live member");
 }
 
+// Gates by the address of the actor behind them, for every actor system in this process.
+std::mutex gates_mutex;
+std::map<caf::actor_addr, caf::actor_addr> gates;
+
 } // namespace
+
+caf::actor public_handle(const caf::actor& self) {
+  std::lock_guard<std::mutex> guard{gates_mutex};
+  if (auto i = gates.find(self.address()); i != gates.end())
+    if (auto gate = caf::actor_cast<caf::actor>(i->second))
+      return gate;
+  return self;
+}
+
+void remember_gate(const caf::actor& target, const caf::actor& gate) {
+  {
+    std::lock_guard<std::mutex> guard{gates_mutex};
+    gates[target.address()] = gate.address();
+  }
+  gate->attach_functor([key = target.address()] {
+    std::lock_guard<std::mutex> guard{gates_mutex};
+    gates.erase(key);
+  });
+}
 
 void write_fault_pid(const std::string& path) {
   if (!path.empty())
     (void) stores::write_file_atomically(path, std::to_string(::getpid()) + "\n");
 }
 
-caf::behavior chaos_proxy(caf::stateful_actor<chaos_proxy_state>* self, caf::actor target,
-                          disruption plan) {
+caf::behavior chaos_gate(caf::stateful_actor<chaos_gate_state>* self, caf::actor target,
+                         disruption plan) {
   auto& st = self->state;
   st.target = std::move(target);
   st.plan = plan;
   st.rng.seed(plan.seed);
+  self->link_to(st.target);
+  // A normal exit of the target ends the gate too; the link handles every other reason.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    if (msg.source == self->state.target.address() || msg.reason != caf::exit_reason::normal)
+      self->quit(msg.reason);
+  });
   self->set_default_handler(
     [self](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
       auto& st = self->state;
       auto promise = self->make_response_promise();
       auto content = view.move_content_to_message();
-      if (draw(st.rng) < st.plan.drop) {
+      if (st.plan.drop > 0 && draw(st.rng) < st.plan.drop) {
         ++st.stats.dropped;
         return caf::delegated<caf::message>{};
       }
-      if (st.plan.delay_ms > 0 && draw(st.rng) < st.plan.delay) {
+      if (st.plan.delay_ms > 0 && st.plan.delay > 0 && draw(st.rng) < st.plan.delay) {
         ++st.stats.delayed;
         auto id = st.next_id++;
-        st.delayed.emplace(id, chaos_proxy_state::held{std::move(promise), std::move(content)});
+        st.delayed.emplace(id, chaos_gate_state::held{std::move(promise), std::move(content)});
         self->delayed_send(self, std::chrono::milliseconds(st.plan.delay_ms), release_atom::value,
                            id);
         return caf::delegated<caf::message>{};
@@ -68,7 +99,23 @@ caf::behavior chaos_proxy(caf::stateful_actor<chaos_proxy_state>* self, caf::act
       return caf::delegated<caf::message>{};
     });
   return {
-    [self](stats_atom) { return self->state.stats; },
+    [self](const chaos_command& cmd) -> caf::result<chaos_stats> {
+      auto sender = self->current_sender();
+      if (sender == nullptr || sender->node() != self->node())
+        return make_error(errc::permission_denied,
+                          "a chaos gate takes commands from its own node's agent only");
+      if (cmd.op == chaos_op::disrupt)
+        if (auto err = validate(cmd.plan))
+          return err;
+      auto& st = self->state;
+      auto counts = st.stats;
+      if (cmd.op == chaos_op::stats)
+        return counts;
+      st.plan = cmd.op == chaos_op::disrupt ? cmd.plan : disruption{};
+      st.rng.seed(st.plan.seed);
+      st.stats = {};
+      return counts;
+    },
     [self](release_atom, uint64_t id) {
       auto& st = self->state;
       auto i = st.delayed.find(id);
@@ -109,26 +156,26 @@ caf::error validate(const disruption& plan) {
   return {};
 }
 
-caf::expected<caf::actor> disrupt(caf::actor_system& sys, const registry_actor& registry,
-                                  const std::string& service, const disruption& plan,
-                                  std::chrono::milliseconds timeout) {
-  if (auto err = validate(plan))
-    return err;
+caf::expected<chaos_stats> command_gate(caf::actor_system& sys, const registry_actor& registry,
+                                        const std::string& service, const chaos_command& command,
+                                        std::chrono::milliseconds timeout) {
+  if (command.op == chaos_op::disrupt)
+    if (auto err = validate(command.plan))
+      return err;
   auto info = resolve(sys, registry, service, timeout);
   if (!info)
     return std::move(info.error());
   auto member = find_member(sys, registry, info->node, timeout);
   if (!member)
     return std::move(member.error());
-  auto proxy = spawn_on(sys, {member->name, caf::actor_cast<node_agent_actor>(member->agent)},
-                        timeout, chaos_proxy_state::name, caf::make_message(info->actor, plan));
-  if (!proxy)
-    return std::move(proxy.error());
-  auto ok = ask<ok_atom>(sys, registry, timeout, register_atom::value,
-                         service_info{service, info->node, *proxy});
-  if (!ok)
-    return std::move(ok.error());
-  return std::move(*proxy);
+  auto stats = ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout,
+                                command, info->actor);
+  if (!stats && !is(stats.error(), errc::not_found) &&
+      !is(stats.error(), errc::permission_denied) && !is(stats.error(), errc::invalid_argument))
+    return make_error(errc::node_unreachable,
+                      "service " + service + " on node " + info->node + ": " +
+                        render(stats.error()));
+  return stats;
 }
 
 } // namespace darcy::runtime

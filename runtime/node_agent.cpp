@@ -8,6 +8,7 @@
 #include <caf/io/middleman.hpp>
 
 #include "messages/error.hpp"
+#include "runtime/chaos.hpp"
 #include "runtime/log.hpp"
 #include "runtime/membership.hpp"
 #include "runtime/probe.hpp"
@@ -77,9 +78,12 @@ caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string
   if (!child)
     return make_error(errc::spawn_failed, "'" + type + "' on node " + self->state.options.name +
                                             ": " + render(child.error()));
-  self->monitor(*child);
-  self->state.spawned->push_back(*child);
-  return *child;
+  // Peers hold the gate, so that chaos commands reach traffic already flowing.
+  auto gate = self->system().spawn(chaos_gate, *child, disruption{});
+  remember_gate(*child, gate);
+  self->monitor(gate);
+  self->state.spawned->push_back(gate);
+  return gate;
 }
 
 } // namespace
@@ -138,6 +142,24 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
       when_trusted(
         self, "probe",
         [self, spec, promise]() mutable { start_probe(self, spec, promise); },
+        [promise](caf::error err) mutable { promise.deliver(std::move(err)); });
+      return promise;
+    },
+    [self](const chaos_command& cmd, const caf::actor& gate) {
+      auto promise = self->make_response_promise<chaos_stats>();
+      when_trusted(
+        self, "chaos",
+        [self, cmd, gate, promise]() mutable {
+          auto& spawned = *self->state.spawned;
+          if (std::find(spawned.begin(), spawned.end(), gate) == spawned.end())
+            promise.deliver(make_error(errc::not_found,
+                                       "node " + self->state.options.name +
+                                         " did not spawn that actor, so it has no chaos gate"));
+          else // asked, not delegated: the gate takes commands from this node only
+            self->request(gate, std::chrono::seconds(10), cmd)
+              .then([promise](chaos_stats& stats) mutable { promise.deliver(stats); },
+                    [promise](caf::error& err) mutable { promise.deliver(std::move(err)); });
+        },
         [promise](caf::error err) mutable { promise.deliver(std::move(err)); });
       return promise;
     },

@@ -24,7 +24,7 @@ system_config::system_config(std::string name, size_t threads) : node_name(std::
   if (threads > 0)
     set("scheduler.max-threads", threads);
   add_actor_type(supervisor_state::name, supervisor);
-  add_actor_type(chaos_proxy_state::name, chaos_proxy);
+  add_actor_type(chaos_gate_state::name, chaos_gate);
 }
 
 std::string node_name(const caf::actor_system& sys) {

@@ -1,6 +1,6 @@
 // The CAF configuration every Darcy actor system starts from: Darcy's message types and error
 // category, the middleman (remote actors over TCP), and the runtime's spawnable actor types
-// ("darcy.supervisor", "darcy.chaos_proxy"). Apps add their own actor types before starting.
+// ("darcy.supervisor", "darcy.chaos_gate"). Apps add their own actor types before starting.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/embedding/top_k_scan.hpp"
+#include "compute/hash.hpp"
 #include "compute/placement.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
@@ -66,6 +67,29 @@ caf::expected<de_config*> check(embedding_master_pointer self, const std::string
     if (auto err = stores::check_batch(**cfg, batch))
       return err;
   return cfg;
+}
+
+const embedding_shard_actor& shard(embedding_master_pointer self, size_t s) {
+  return self->state.options.shards[s];
+}
+
+// Sends xs to shard s as attempt `attempt` (0 first): its timeout doubles with each attempt,
+// up to shard_timeout.
+template <class... Ts>
+auto ask_shard(embedding_master_pointer self, size_t s, uint32_t attempt, Ts&&... xs) {
+  auto& opts = self->state.options;
+  auto timeout = opts.attempt_timeout * (int64_t{1} << std::min<uint32_t>(attempt, 20));
+  return self->request(shard(self, s), std::min(timeout, opts.shard_timeout),
+                       std::forward<Ts>(xs)...);
+}
+
+retry_policy retries(embedding_master_pointer self) {
+  return {std::max<uint32_t>(self->state.options.attempts, 1), [self] { ++self->state.retries; }};
+}
+
+uint64_t new_request_id(embedding_master_pointer self) {
+  auto id = self->state.next_request_id++;
+  return id == 0 ? self->state.next_request_id++ : id;
 }
 
 // Runs `work` now if an in-flight slot is free, queues it otherwise, or refuses it.
@@ -179,8 +203,6 @@ void recover_pending(embedding_master_pointer self) {
   st.to_recover.erase(st.to_recover.begin());
   begin_exclusive(self, [self, index] {
     auto& opts = self->state.options;
-    auto timeout = opts.shard_timeout;
-    auto shard = opts.shards[index];
     auto done = [self, index](const caf::error& err) {
       if (err)
         runtime::log_error("embedding master: shard recovery failed: {}", render(err));
@@ -192,9 +214,17 @@ void recover_pending(embedding_master_pointer self) {
                       ? caf::expected<checkpoint_manifest>{make_error(errc::not_found)}
                       : stores::checkpoint_dir{opts.checkpoint_dir}.read_manifest();
     if (manifest) {
-      self->request(shard, timeout, load_part_atom::value, opts.checkpoint_dir, *manifest,
-                    static_cast<uint32_t>(index), static_cast<uint32_t>(opts.shards.size()))
-        .then([done](ok_atom) { done({}); }, [done](caf::error& err) { done(err); });
+      auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
+      auto id = new_request_id(self);
+      fan_out<ok_atom>(
+        {index},
+        [=](size_t s, uint32_t attempt) {
+          auto& opts = self->state.options;
+          return ask_shard(self, s, attempt, load_part_atom::value, opts.checkpoint_dir, *shared,
+                           static_cast<uint32_t>(s), static_cast<uint32_t>(opts.shards.size()),
+                           id);
+        },
+        [](size_t, ok_atom) {}, done, retries(self));
       return;
     }
     auto configs = std::make_shared<std::vector<de_config>>();
@@ -204,8 +234,10 @@ void recover_pending(embedding_master_pointer self) {
     std::iota(all.begin(), all.end(), 0);
     fan_out<ok_atom>(
       all,
-      [=](size_t c) { return self->request(shard, timeout, create_atom::value, (*configs)[c]); },
-      [](size_t, ok_atom) {}, done);
+      [=](size_t c, uint32_t attempt) {
+        return ask_shard(self, index, attempt, create_atom::value, (*configs)[c]);
+      },
+      [](size_t, ok_atom) {}, done, retries(self));
   });
 }
 
@@ -227,14 +259,6 @@ checkpoint_manifest assemble_manifest(const std::vector<std::vector<checkpoint_e
   for (auto& [name, entry] : by_name)
     manifest.embeddings.push_back(std::move(entry));
   return manifest;
-}
-
-std::chrono::milliseconds shard_timeout(embedding_master_pointer self) {
-  return self->state.options.shard_timeout;
-}
-
-const embedding_shard_actor& shard(embedding_master_pointer self, size_t s) {
-  return self->state.options.shards[s];
 }
 
 // A shard's service went down or came back (supervised shards only).
@@ -268,14 +292,15 @@ caf::result<ok_atom> create(embedding_master_pointer self, const de_config& cfg)
   auto promise = self->make_response_promise<ok_atom>();
   fan_out<ok_atom>(
     all_shards(self),
-    [=](size_t s) {
-      return self->request(shard(self, s), shard_timeout(self), create_atom::value, cfg);
+    [=](size_t s, uint32_t attempt) {
+      return ask_shard(self, s, attempt, create_atom::value, cfg);
     },
     [](size_t, ok_atom) {},
     deliver_with(promise, [self, cfg] {
       self->state.configs[cfg.name] = cfg;
       return ok_atom::value;
-    }));
+    }),
+    retries(self));
   return promise;
 }
 
@@ -291,9 +316,8 @@ caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std:
     auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
     track(self, fan_out<std::vector<float>>(
       shards_with_keys(*batch),
-      [=](size_t s) {
-        return self->request(shard(self, s), shard_timeout(self), lookup_atom::value, name,
-                             batch->keys[s]);
+      [=](size_t s, uint32_t attempt) {
+        return ask_shard(self, s, attempt, lookup_atom::value, name, batch->keys[s]);
       },
       [=](size_t s, const std::vector<float>& rows) {
         for (size_t k = 0; k < batch->position.size(); ++k)
@@ -307,7 +331,8 @@ caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std:
         else
           promise.deliver(std::move(*out));
         finished(self);
-      }));
+      },
+      retries(self)));
   });
   return promise;
 }
@@ -331,12 +356,13 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
   auto promise = self->make_response_promise<ok_atom>();
   auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
   sum_gradients(*batch, grads, dim);
+  auto id = new_request_id(self);
   admit(self, promise, [=]() mutable {
     track(self, fan_out<ok_atom>(
       shards_with_keys(*batch),
-      [=](size_t s) {
-        return self->request(shard(self, s), shard_timeout(self), update_atom::value, name,
-                             batch->keys[s], batch->grads[s], step);
+      [=](size_t s, uint32_t attempt) {
+        return ask_shard(self, s, attempt, update_atom::value, name, batch->keys[s],
+                         batch->grads[s], step, id);
       },
       [](size_t, ok_atom) {},
       [=](caf::error err) mutable {
@@ -345,7 +371,8 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
         else
           promise.deliver(ok_atom::value);
         finished(self);
-      }));
+      },
+      retries(self)));
   });
   return promise;
 }
@@ -358,9 +385,9 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
     auto count = self->state.options.shards.size();
     track(self, take_checkpoint<std::vector<checkpoint_embedding>>(
       stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
-      [=](size_t s, const std::string& id) {
-        return self->request(shard(self, s), shard_timeout(self), save_part_atom::value, dir, id,
-                             static_cast<uint32_t>(s));
+      [=](size_t s, const std::string& id, uint32_t attempt) {
+        return ask_shard(self, s, attempt, save_part_atom::value, dir, id,
+                         static_cast<uint32_t>(s));
       },
       [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
         return assemble_manifest(parts, step, extra, count);
@@ -371,7 +398,8 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
           promise.deliver(std::move(*manifest));
         else
           promise.deliver(std::move(manifest.error()));
-      }));
+      },
+      retries(self)));
   });
   if (err)
     return err;
@@ -392,11 +420,12 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
   auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
   auto err = begin_exclusive(self, [=]() mutable {
     auto count = static_cast<uint32_t>(self->state.options.shards.size());
+    auto id = new_request_id(self);
     track(self, fan_out<ok_atom>(
       all_shards(self),
-      [=](size_t s) {
-        return self->request(shard(self, s), shard_timeout(self), load_part_atom::value, dir,
-                             *shared, static_cast<uint32_t>(s), count);
+      [=](size_t s, uint32_t attempt) {
+        return ask_shard(self, s, attempt, load_part_atom::value, dir, *shared,
+                         static_cast<uint32_t>(s), count, id);
       },
       [](size_t, ok_atom) {},
       [=](caf::error err) mutable {
@@ -410,7 +439,8 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
           promise.deliver(std::move(err));
         else
           promise.deliver(*shared);
-      }));
+      },
+      retries(self)));
   });
   if (err)
     return err;
@@ -433,12 +463,12 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
   auto nq = queries.size() / qdim;
   fan_out<top_k_result>(
     all_shards(self),
-    [=](size_t s) {
-      return self->request(shard(self, s), shard_timeout(self), top_k_atom::value, name, queries,
-                           k, with_bias);
+    [=](size_t s, uint32_t attempt) {
+      return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, with_bias);
     },
     [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
-    deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }));
+    deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }),
+    retries(self));
   return promise;
 }
 
@@ -449,8 +479,8 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
   auto total = std::make_shared<embedding_stats>();
   fan_out<embedding_stats>(
     all_shards(self),
-    [=](size_t s) {
-      return self->request(shard(self, s), shard_timeout(self), stats_atom::value, name);
+    [=](size_t s, uint32_t attempt) {
+      return ask_shard(self, s, attempt, stats_atom::value, name);
     },
     [total](size_t, const embedding_stats& part) {
       total->rows += part.rows;
@@ -459,7 +489,11 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
       total->evictions += part.evictions;
       total->dropped_updates += part.dropped_updates;
     },
-    deliver_with(promise, [total] { return *total; }));
+    deliver_with(promise, [self, total] {
+      total->retried_requests = self->state.retries;
+      return *total;
+    }),
+    retries(self));
   return promise;
 }
 
@@ -468,6 +502,12 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
 embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
                                                        embedding_master_options options) {
   self->state.options = std::move(options);
+  self->state.next_request_id =
+    compute::mix64(std::hash<std::string>{}(to_string(self->node())),
+                   compute::mix64(self->id(), static_cast<uint64_t>(
+                                                std::chrono::steady_clock::now()
+                                                  .time_since_epoch()
+                                                  .count())));
   if (!self->state.options.shard_services.empty())
     if (auto registry = self->system().registry().get<registry_actor>(registry_key))
       self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));

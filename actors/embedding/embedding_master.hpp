@@ -19,6 +19,12 @@ struct embedding_master_options {
   std::vector<embedding_shard_actor> shards;
   size_t max_in_flight = 64;
   size_t max_queued = 1024;
+  /// A shard request that gets no answer within attempt_timeout is sent again (the same
+  /// request id, so that the shard applies it once), waiting twice as long each time but never
+  /// longer than shard_timeout, up to `attempts` times in all. Messages lost on the way (a
+  /// disrupted link) then cost a retry instead of the batch.
+  std::chrono::milliseconds attempt_timeout{2000};
+  uint32_t attempts = 4;
   std::chrono::milliseconds shard_timeout{30000};
   /// Registry names of the shards, in shard order, when they are supervised services: a
   /// shard that comes back under its name is recovered from `checkpoint_dir`. Empty: shards
@@ -38,6 +44,11 @@ struct embedding_master_state {
   bool exclusive = false;
   std::function<void()> on_drained;
   uint64_t checkpoints = 0;
+  /// Shard requests sent again after a timeout, since the start.
+  uint64_t retries = 0;
+  /// The next id of a shard request that changes state (update, load_part); unique across
+  /// masters with high probability (a random start).
+  uint64_t next_request_id = 0;
   /// Supervised shards that went down and have not been recovered yet: requests wait (in
   /// `queued`, so bounded by max_queued) until they are back.
   std::set<size_t> down;

@@ -65,13 +65,16 @@ caf::result<std::vector<float>> lookup(shard_pointer self, const std::string& na
 
 caf::result<ok_atom> update(shard_pointer self, const std::string& name,
                             const std::vector<std::string>& keys, const std::vector<float>& grads,
-                            int64_t step) {
+                            int64_t step, uint64_t request_id = 0) {
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
   auto table = checked_table(self, name, keys.size());
   if (!table)
     return std::move(table.error());
   auto key_views = views(keys);
   if (auto err = (*table)->store->update(key_views, grads, step))
     return err;
+  self->state.applied.remember(request_id);
   return ok_atom::value;
 }
 
@@ -109,6 +112,11 @@ caf::result<sample_result> sample_part(shard_pointer self, const std::string& na
 caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
                                                          const std::string& dir,
                                                          const std::string& id, uint32_t index) {
+  auto key = dir + "/" + id;
+  auto& saved = self->state.saved;
+  for (auto& [done, answer] : saved)
+    if (done == key)
+      return answer;
   std::vector<checkpoint_embedding> result;
   for (auto& [name, table] : self->state.tables) {
     auto rel = id + "/" + name + "/shard-" + std::to_string(index);
@@ -117,6 +125,9 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
       return std::move(info.error());
     result.push_back({table.config, {*info}});
   }
+  saved.emplace_back(key, result);
+  if (saved.size() > 8)
+    saved.pop_front();
   return result;
 }
 
@@ -125,10 +136,12 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
 // be opened twice).
 caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
                                const checkpoint_manifest& manifest, uint32_t index,
-                               uint32_t count) {
+                               uint32_t count, uint64_t request_id) {
   if (count == 0 || index >= count)
     return make_error(errc::invalid_argument,
                       "shard " + std::to_string(index) + " of " + std::to_string(count));
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
   auto ignore = [](const stores::row_record&) { return caf::error{}; };
   for (auto& entry : manifest.embeddings)
     for (auto& file : entry.files)
@@ -157,6 +170,7 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
     fresh.emplace(entry.config.name, embedding_shard_state::table{entry.config, std::move(*store)});
   }
   self->state.tables = std::move(fresh);
+  self->state.applied.remember(request_id);
   return ok_atom::value;
 }
 
@@ -187,6 +201,10 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_
            const std::vector<float>& grads, int64_t step) {
       return update(self, name, keys, grads, step);
     },
+    [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
+           const std::vector<float>& grads, int64_t step, uint64_t request_id) {
+      return update(self, name, keys, grads, step, request_id);
+    },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            bool with_bias) { return top_k(self, name, queries, k, with_bias); },
     [self](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
@@ -199,7 +217,9 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_
       return save_part(self, dir, id, part);
     },
     [self](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
-           uint32_t part, uint32_t count) { return load_part(self, dir, manifest, part, count); },
+           uint32_t part, uint32_t count, uint64_t request_id) {
+      return load_part(self, dir, manifest, part, count, request_id);
+    },
     [self](stats_atom, const std::string& name) { return stats(self, name); },
   };
 }

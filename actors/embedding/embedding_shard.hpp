@@ -3,6 +3,7 @@
 // math live in stores/ and compute/.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include "actors/request_window.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "stores/embedding_store.hpp"
 
@@ -24,6 +26,10 @@ struct embedding_shard_state {
   /// config.path/shard-<index>, so that a restarted shard finds them again.
   uint32_t index = 0;
   std::map<std::string, table> tables;
+  /// Ids of the updates and loads applied lately.
+  request_window applied;
+  /// The answers of the last saves, by "dir/id", newest last.
+  std::deque<std::pair<std::string, std::vector<checkpoint_embedding>>> saved;
   static inline const char* name = "darcy.embedding_shard";
 };
 

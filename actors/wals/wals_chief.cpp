@@ -123,7 +123,7 @@ void dispatch(wals_chief_pointer self) {
     auto attempt = st.attempts[block]++;
     wals_token token{st.epoch, st.sweep, st.side, block, blocks_of(st), attempt, st.gramian};
     self->send(caf::actor_cast<wals_worker_actor>(worker), token_atom::value, std::move(token),
-               caf::actor_cast<caf::actor>(self));
+               runtime::public_handle(caf::actor_cast<caf::actor>(self)));
     st.issued[block] = {worker, attempt, clock::now()};
     log_event(self, attempt == 0 ? "issue" : "reissue", block, attempt);
   }
@@ -359,7 +359,7 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
     self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   for (auto& w : st.config.workers) {
     self->monitor(w);
-    self->send(w, chief_atom::value, caf::actor_cast<caf::actor>(self));
+    self->send(w, chief_atom::value, runtime::public_handle(caf::actor_cast<caf::actor>(self)));
   }
   auto period = std::chrono::milliseconds(std::clamp<int64_t>(st.config.token_timeout_ms / 4, 10, 1000));
   self->delayed_send(self, period, tick_atom::value);

@@ -36,7 +36,7 @@ void report_ready(wals_worker_pointer self) {
   st.busy = false;
   if (st.chief)
     self->send(caf::actor_cast<wals_chief_actor>(st.chief), ready_atom::value,
-               caf::actor_cast<caf::actor>(self));
+               runtime::public_handle(caf::actor_cast<caf::actor>(self)));
 }
 
 void give_up(wals_worker_pointer self, const job_pointer& job, const caf::error& err) {
@@ -177,7 +177,7 @@ void commit(wals_worker_pointer self, job_pointer job, double observed_loss) {
   wals_commit c{job->token.epoch, job->token.block, job->token.attempt, job->rows().rows,
                 job->rows().nnz(), observed_loss};
   self->send(caf::actor_cast<wals_chief_actor>(job->chief), commit_atom::value, c,
-             caf::actor_cast<caf::actor>(self));
+             runtime::public_handle(caf::actor_cast<caf::actor>(self)));
   self->state.busy = false;
   // A chief that took over while this block ran has not heard from us yet.
   if (self->state.chief && self->state.chief != job->chief)

@@ -76,24 +76,43 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
       });
     });
 
-  auto disrupt = add_target_command(chaos, "disrupt",
-                                    "Drop or delay a seeded fraction of a service's messages",
-                                    "service name", f);
+  auto disrupt = add_target_command(
+    chaos, "disrupt",
+    "Drop or delay a seeded fraction of the messages sent to a service, until `chaos heal`",
+    "service name", f);
   disrupt->add_option("--drop", f->plan.drop, "Fraction of messages dropped");
   disrupt->add_option("--delay", f->plan.delay, "Fraction of messages delayed");
   disrupt->add_option("--delay-ms", f->plan.delay_ms, "Delay in milliseconds");
   disrupt->add_option("--rng-seed", f->plan.seed, "RNG seed, for repeatable runs");
   disrupt->callback([f, &exit_code] {
     with_session(*f, exit_code, [&](ops::session& s) -> caf::error {
-      auto proxy = runtime::disrupt(s.system(), s.registry(), f->target, f->plan, s.timeout());
-      if (!proxy)
-        return std::move(proxy.error());
+      auto before = runtime::command_gate(s.system(), s.registry(), f->target,
+                                          {chaos_op::disrupt, f->plan}, s.timeout());
+      if (!before)
+        return std::move(before.error());
       std::cout << "service " << f->target << " now drops " << f->plan.drop << " and delays "
-                << f->plan.delay << " of its messages by " << f->plan.delay_ms << " ms"
-                << std::endl;
+                << f->plan.delay << " of its messages by " << f->plan.delay_ms
+                << " ms (darcy chaos heal " << f->target << " ends it)" << std::endl;
       return {};
     });
   });
+
+  add_target_command(chaos, "heal", "End a service's disruption and print what it did",
+                     "service name", f)
+    ->callback([f, &exit_code] {
+      with_session(*f, exit_code, [&](ops::session& s) -> caf::error {
+        auto stats = runtime::command_gate(s.system(), s.registry(), f->target,
+                                           {chaos_op::heal, {}}, s.timeout());
+        if (!stats)
+          return std::move(stats.error());
+        std::cout << "service " << f->target << " healed; while disrupted it forwarded "
+                  << stats->forwarded << ", dropped " << stats->dropped << " and delayed "
+                  << stats->delayed << " messages" << std::endl;
+        std::cout << "{\"forwarded\": " << stats->forwarded << ", \"dropped\": "
+                  << stats->dropped << ", \"delayed\": " << stats->delayed << "}" << std::endl;
+        return {};
+      });
+    });
 }
 
 } // namespace darcy::apps

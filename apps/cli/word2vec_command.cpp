@@ -33,6 +33,9 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT (default: in-process)");
   cmd->add_option("--shards", job.where.shards, "Shards in process, or per cluster node");
   cmd->add_option("--timeout-ms", job.where.timeout_ms, "Service request timeout");
+  cmd->add_option("--shard-retry-ms", job.where.shard_retry_ms,
+                  "Send a shard request again when unanswered this long (doubling each time)")
+    ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   cmd->add_flag("--quiet", job.quiet, "No progress bar");
 }
 

@@ -11,6 +11,7 @@
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
 #include "messages/error.hpp"
+#include "runtime/ask.hpp"
 #include "runtime/log.hpp"
 #include "runtime/machine.hpp"
 #include "ops/embedding_ops.hpp"
@@ -391,6 +392,12 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   report.last = {batches_done, total, words_done, rs.words_total,
                  compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};
   report.pairs = pairs;
+  if (auto master = s.embeddings()) {
+    auto stats = runtime::ask<embedding_stats>(s.system(), *master, s.timeout(),
+                                               stats_atom::value, o.name + ".in");
+    if (stats)
+      report.retried_requests = stats->retried_requests;
+  }
   if (stop_early) {
     ops::training_state state{static_cast<int64_t>(end), encode_position(end, c, o), {}};
     if (auto err = ops::save(s, o.checkpoint_to, state))

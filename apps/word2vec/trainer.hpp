@@ -71,6 +71,8 @@ struct train_report {
   uint32_t recoveries = 0;
   uint64_t replayed_batches = 0;
   uint64_t checkpoints = 0;
+  /// Shard requests sent again after a timeout (messages lost on the way), service-wide.
+  uint64_t retried_requests = 0;
 };
 
 /// Fails with errc::invalid_argument for a zero dim, window, epoch or thread count, or the

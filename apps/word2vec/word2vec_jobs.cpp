@@ -37,6 +37,7 @@ caf::expected<std::unique_ptr<ops::session>> open_session(const session_choice& 
   opts.shards = where.shards;
   opts.timeout = std::chrono::milliseconds{where.timeout_ms};
   opts.supervise_shards = where.supervise;
+  opts.shard_retry = std::chrono::milliseconds{where.shard_retry_ms};
   opts.shard_checkpoint_dir = where.shard_checkpoint_dir;
   if (!where.cluster.empty()) {
     auto address = runtime::parse_host_port(where.cluster);
@@ -200,6 +201,9 @@ caf::error run_train(const train_job& given) {
     std::cout << "periodic checkpoints: " << r.report.checkpoints << " (every " << every
               << " batches); recovered from " << r.report.recoveries
               << " lost shard(s), replaying " << r.report.replayed_batches << " batches"
+              << std::endl;
+  if (r.report.retried_requests > 0)
+    std::cout << "shard requests sent again after a timeout: " << r.report.retried_requests
               << std::endl;
   if (temporary_dir) {
     std::error_code ignored;

@@ -20,6 +20,8 @@ struct session_choice {
   /// Shards in process, or per member node.
   size_t shards = 2;
   int64_t timeout_ms = 10000;
+  /// A shard request unanswered this long is sent again (the embedding master's attempt timeout).
+  int64_t shard_retry_ms = 2000;
   /// Cluster only: shards under supervision, refilled from this directory when restarted.
   bool supervise = false;
   std::string shard_checkpoint_dir;

@@ -12,6 +12,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/cluster/chaos_messages.hpp"
 #include "messages/cluster/membership.hpp"
 #include "messages/cluster/probe_messages.hpp"
 #include "messages/cluster/supervision.hpp"
@@ -43,9 +44,11 @@ using registry_actor = caf::typed_actor<
   caf::reacts_to<tick_atom>>;
 
 /// One per node, published at the node's listen address. spawn starts an actor type registered
-/// by name on this node (errc::spawn_failed otherwise); kill_node SIGKILLs the node's process.
-/// join makes the node a member through its registry and keeps it one from then on. With a
-/// cluster secret, join, spawn, probe and kill_node are refused (errc::permission_denied) to a
+/// by name on this node (errc::spawn_failed otherwise) and answers the handle of its chaos
+/// gate; (chaos_command, gate) passes the command to that gate (errc::not_found for a handle
+/// this agent did not hand out). kill_node SIGKILLs the node's process. join makes the node a
+/// member through its registry and keeps it one from then on. With a cluster secret, join,
+/// spawn, probe, chaos commands and kill_node are refused (errc::permission_denied) to a
 /// process that has not presented the credential to the registry.
 using node_agent_actor = caf::typed_actor<
   caf::replies_to<ping_atom>::with<std::string>,
@@ -54,6 +57,7 @@ using node_agent_actor = caf::typed_actor<
   caf::replies_to<registry_atom>::with<registry_actor>,
   caf::replies_to<spawn_atom, std::string, caf::message>::with<caf::actor>,
   caf::replies_to<probe_atom, probe_spec>::with<probe_result>,
+  caf::replies_to<chaos_command, caf::actor>::with<chaos_stats>,
   caf::reacts_to<kill_node_atom>,
   caf::reacts_to<tick_atom>>;
 

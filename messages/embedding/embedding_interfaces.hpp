@@ -29,12 +29,14 @@ struct embedding_stats {
   uint64_t evictions = 0;
   /// Gradient rows dropped because their key was not admitted.
   uint64_t dropped_updates = 0;
+  /// Shard requests the master sent again after a timeout, service-wide (0 from a shard).
+  uint64_t retried_requests = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
   return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.evictions,
-           x.dropped_updates);
+           x.dropped_updates, x.retried_requests);
 }
 
 /// Top-k answers for a batch of queries: query q's hits are keys and scores in
@@ -121,15 +123,21 @@ using embedding_ops_actor = caf::typed_actor<
   caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, bool>::with<top_k_result>>;
 
 /// One shard: the rows of every embedding whose key hash falls on it. save_part(dir, id, index)
-/// writes one file per embedding under dir/id; load_part(dir, manifest, index, count) replaces
-/// the shard's tables with the manifest's rows that hash to `index` of `count` shards.
+/// writes one file per embedding under dir/id, and answers a repeated save of the same dir/id
+/// from memory without writing again; load_part(dir, manifest, index, count, request_id)
+/// replaces the shard's tables with the manifest's rows that hash to `index` of `count`
+/// shards. update(..., request_id) and load_part apply a request id once: a repeat (a retry,
+/// or a late duplicate) among the last 65,536 ids is answered ok and changes nothing. Id 0 is
+/// never deduplicated.
 using embedding_shard_actor = embedding_ops_actor::extend<
+  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
+                  int64_t, uint64_t>::with<ok_atom>,
   caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
   caf::replies_to<sample_part_atom, std::string, sample_plan>::with<sample_result>,
   caf::replies_to<save_part_atom, std::string, std::string, uint32_t>::with<
     std::vector<checkpoint_embedding>>,
-  caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t>::with<
-    ok_atom>>;
+  caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
+                  uint64_t>::with<ok_atom>>;
 
 /// The front door: splits a batch by shard (hash(key) mod n), removes duplicate keys (summing
 /// their gradients), fans out and answers in input order. A whole batch is checked before any

@@ -1,6 +1,8 @@
 // `darcy word2vec train --cluster` survives the loss of a node: shards are supervised, the run
 // checkpoints every few batches, and a lost shard is placed on another node, the model
-// restored from the newest checkpoint and the lost batches replayed. Real processes, SIGKILL.
+// restored from the newest checkpoint and the lost batches replayed. It also survives lost
+// messages: `darcy chaos disrupt` on a running shard costs retries, not the run. Real
+// processes, SIGKILL.
 #include <csignal>
 #include <filesystem>
 #include <random>
@@ -36,12 +38,30 @@ int64_t checkpointed_batch(const std::string& dir) {
 
 class word2vec_cluster : public cluster_test {
 protected:
+  std::string periodic_dir() const {
+    return (std::filesystem::temp_directory_path() /
+            ("darcy_w2v_cluster_" + std::to_string(::getpid())))
+      .string();
+  }
+
+  // Runs `darcy chaos <args...> --seed <seed>` to its end; its stdout, or a test failure.
+  std::string chaos(const node_process& seed, std::vector<std::string> args) {
+    args.insert(args.begin(), {DARCY_BINARY, "chaos"});
+    args.insert(args.end(), {"--seed", runtime::to_string(seed.address)});
+    auto cmd = runtime::child_process::start(args);
+    EXPECT_TRUE(cmd) << render(cmd.error());
+    if (!cmd)
+      return {};
+    auto code = cmd->wait(std::chrono::seconds(30));
+    EXPECT_EQ(code ? *code : -1, 0) << cmd->read_stderr();
+    cmd->wait_for_line("\n", std::chrono::seconds(1));
+    return cmd->stdout_seen();
+  }
+
   // Trains on a cluster whose seed is `seed`, SIGKILLs `victim` once a checkpoint past batch
   // 30 exists, and returns the driver's stdout after it exits.
   std::string train_through_a_kill(const node_process& seed, node_process& victim) {
-    auto dir = (std::filesystem::temp_directory_path() /
-                ("darcy_w2v_cluster_" + std::to_string(::getpid())))
-                 .string();
+    auto dir = periodic_dir();
     std::filesystem::remove_all(dir);
     auto vectors = dir + ".vec";
     auto driver = runtime::child_process::start(
@@ -80,6 +100,51 @@ TEST_F(word2vec_cluster, SeedKilledMidRunCostsNoShard) {
   auto out = train_through_a_kill(seed, seed);
   EXPECT_NE(out.find("recovered from 0 lost shard(s)"), std::string::npos) << out;
   EXPECT_NE(out.find("trained 3600000 words"), std::string::npos) << out;
+}
+
+// The gate in front of shard 0 drops 5% of the messages sent to it while the run goes on:
+// each lost request costs a retry after --shard-retry-ms, and the run still completes.
+TEST_F(word2vec_cluster, DroppingFivePercentOfAShardsMessagesCostsRetriesNotTheRun) {
+  auto [seed, a, b] = start_three();
+  auto dir = periodic_dir();
+  std::filesystem::remove_all(dir);
+  auto driver = runtime::child_process::start(
+    {DARCY_BINARY, "word2vec", "train", "--corpus", topic_corpus(), "--cluster",
+     runtime::to_string(seed.address), "--shards", "1", "--dim", "16", "--epochs", "6",
+     "--threads", "2", "--batch-words", "2000", "--checkpoint-every", "10",
+     "--periodic-checkpoint", dir, "--shard-retry-ms", "200", "--quiet"});
+  ASSERT_TRUE(driver) << render(driver.error());
+  while (checkpointed_batch(dir) < 10 && !driver->wait(std::chrono::milliseconds(20)))
+    continue;
+  auto s = connect(seed.address);
+  auto status = s->status();
+  ASSERT_TRUE(status) << render(status.error());
+  std::string shard;
+  for (auto& svc : status->services)
+    if (svc.name.ends_with(".shard.0"))
+      shard = svc.name;
+  ASSERT_FALSE(shard.empty()) << "no shard service registered";
+  auto disrupted = chaos(seed, {"disrupt", shard, "--drop", "0.05", "--rng-seed", "7"});
+  EXPECT_NE(disrupted.find("now drops 0.05"), std::string::npos) << disrupted;
+  auto from = checkpointed_batch(dir);
+  while (checkpointed_batch(dir) < from + 60 && !driver->wait(std::chrono::milliseconds(20)))
+    continue;
+  auto healed = chaos(seed, {"heal", shard});
+  auto dropped_at = healed.find("\"dropped\": ");
+  ASSERT_NE(dropped_at, std::string::npos) << healed;
+  auto dropped = std::stoull(healed.substr(dropped_at + 11));
+  EXPECT_GT(dropped, 0u) << healed;
+  auto summary = driver->wait_for_line("vectors", std::chrono::seconds(150));
+  EXPECT_TRUE(summary) << driver->read_stderr();
+  auto code = driver->wait(std::chrono::seconds(30));
+  EXPECT_EQ(code ? *code : -1, 0) << driver->read_stderr();
+  auto out = driver->stdout_seen();
+  EXPECT_NE(out.find("trained 1800000 words"), std::string::npos) << out;
+  auto retried_at = out.find("sent again after a timeout: ");
+  ASSERT_NE(retried_at, std::string::npos) << out;
+  // Every dropped request was sent again (a late answer can add more).
+  EXPECT_GE(std::stoull(out.substr(retried_at + 28)), dropped) << out;
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

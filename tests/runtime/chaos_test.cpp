@@ -1,5 +1,8 @@
 #include "runtime/chaos.hpp"
 
+#include "runtime/ask.hpp"
+#include "runtime/node_services.hpp"
+#include "runtime/spawn_on.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::runtime {
@@ -18,23 +21,36 @@ caf::behavior recorder(caf::stateful_actor<std::vector<int>>* self) {
 
 class chaos_test : public test::system_fixture {
 protected:
-  // Sends 0..n-1 through a proxy with `plan`; returns what reached the target, in order.
+  chaos_stats command(const caf::actor& gate, chaos_op op, disruption plan = {}) {
+    auto stats = ask<chaos_stats>(sys, gate, test::patience, chaos_command{op, plan});
+    EXPECT_TRUE(stats) << render(stats.error());
+    return stats ? *stats : chaos_stats{};
+  }
+
+  std::vector<int> received_by(const caf::actor& target) {
+    auto xs = ask<std::vector<int>>(sys, target, test::patience, get_atom::value);
+    EXPECT_TRUE(xs) << render(xs.error());
+    return xs ? *xs : std::vector<int>{};
+  }
+
+  // Sends 0..n-1 through a gate with `plan`; returns what reached the target, in order.
   std::vector<int> relay(const disruption& plan, int n, chaos_stats* stats = nullptr) {
     auto target = sys.spawn(recorder);
-    auto proxy = sys.spawn(chaos_proxy, target, plan);
+    auto gate = sys.spawn(chaos_gate, target, plan);
     for (int i = 0; i < n; ++i)
-      self->send(proxy, i);
-    chaos_stats counted;
-    self->request(proxy, test::patience, stats_atom::value)
-      .receive([&](chaos_stats& s) { counted = s; },
-               [](caf::error& err) { ADD_FAILURE() << render(err); });
+      self->send(gate, i);
+    auto counted = command(gate, chaos_op::stats);
     if (stats)
       *stats = counted;
-    std::vector<int> received;
-    self->request(target, test::patience, get_atom::value)
-      .receive([&](std::vector<int>& xs) { received = std::move(xs); },
-               [](caf::error& err) { ADD_FAILURE() << render(err); });
-    return received;
+    return received_by(target);
+  }
+
+  caf::error echo_through(const caf::actor& gate, std::chrono::milliseconds timeout) {
+    caf::error failure;
+    self->request(gate, timeout, echo_atom::value, std::string{"hi"})
+      .receive([](std::string& s) { EXPECT_EQ(s, "hi"); },
+               [&](caf::error& err) { failure = err; });
+    return failure;
   }
 };
 
@@ -56,28 +72,118 @@ TEST_F(chaos_test, SameSeedDropsTheSameMessages) {
   EXPECT_NE(first, other);
 }
 
-TEST_F(chaos_test, DelayedRequestStillGetsItsResponse) {
-  auto target = sys.spawn(recorder);
-  auto proxy = sys.spawn(chaos_proxy, target, disruption{0, 1.0, 5, 1});
-  std::string reply;
-  self->request(proxy, test::patience, echo_atom::value, std::string{"hi"})
-    .receive([&](std::string& s) { reply = s; },
-             [](caf::error& err) { ADD_FAILURE() << render(err); });
-  EXPECT_EQ(reply, "hi");
+TEST_F(chaos_test, GateWithoutAPlanForwardsEverything) {
   chaos_stats stats;
-  self->request(proxy, test::patience, stats_atom::value)
-    .receive([&](chaos_stats& s) { stats = s; }, [](caf::error&) {});
+  auto received = relay({}, 200, &stats);
+  EXPECT_EQ(received.size(), 200u);
+  EXPECT_EQ(stats.forwarded, 200u);
+}
+
+TEST_F(chaos_test, DelayedRequestStillGetsItsResponse) {
+  auto gate = sys.spawn(chaos_gate, sys.spawn(recorder), disruption{0, 1.0, 5, 1});
+  EXPECT_FALSE(echo_through(gate, test::patience));
+  auto stats = command(gate, chaos_op::stats);
   EXPECT_EQ(stats.delayed, 1u);
   EXPECT_EQ(stats.forwarded, 1u);
 }
 
 TEST_F(chaos_test, DroppedRequestNeverGetsAResponse) {
-  auto proxy = sys.spawn(chaos_proxy, sys.spawn(recorder), disruption{1.0, 0, 0, 1});
-  caf::error failure;
-  self->request(proxy, std::chrono::milliseconds(100), echo_atom::value, std::string{"hi"})
-    .receive([](std::string&) { ADD_FAILURE() << "a dropped request was answered"; },
-             [&](caf::error& err) { failure = err; });
-  EXPECT_EQ(failure, caf::sec::request_timeout);
+  auto gate = sys.spawn(chaos_gate, sys.spawn(recorder), disruption{1.0, 0, 0, 1});
+  EXPECT_EQ(echo_through(gate, std::chrono::milliseconds(100)), caf::sec::request_timeout);
+}
+
+TEST_F(chaos_test, DisruptThenHealChangesARunningGateAndReportsWhatTheDisruptionDid) {
+  auto target = sys.spawn(recorder);
+  auto gate = sys.spawn(chaos_gate, target, disruption{});
+  self->send(gate, 1);
+  EXPECT_EQ(command(gate, chaos_op::disrupt, {1.0, 0, 0, 3}).forwarded, 1u);
+  self->send(gate, 2);
+  self->send(gate, 3);
+  auto healed = command(gate, chaos_op::heal);
+  EXPECT_EQ(healed.dropped, 2u);
+  EXPECT_EQ(healed.forwarded, 0u);
+  self->send(gate, 4);
+  // Asked through the gate, so that 4 has reached the target first.
+  EXPECT_EQ(received_by(gate), (std::vector<int>{1, 4}));
+}
+
+TEST_F(chaos_test, BadPlanIsRefusedAndTheGateKeepsForwarding) {
+  auto target = sys.spawn(recorder);
+  auto gate = sys.spawn(chaos_gate, target, disruption{});
+  auto refused = ask<chaos_stats>(sys, gate, test::patience,
+                                  chaos_command{chaos_op::disrupt, {1.5, 0, 0, 1}});
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::invalid_argument)) << render(refused.error());
+  EXPECT_FALSE(echo_through(gate, test::patience));
+}
+
+TEST_F(chaos_test, GateAndTargetEndTogether) {
+  enum class how { target_stops, target_crashes, exit_to_target, exit_to_gate };
+  struct row {
+    const char* name;
+    how what;
+    caf::exit_reason reason;
+  } rows[] = {
+    {"target exits normally", how::target_stops, caf::exit_reason::normal},
+    {"target crashes", how::target_crashes, caf::exit_reason::normal},
+    {"target is killed", how::exit_to_target, caf::exit_reason::kill},
+    {"gate is killed (fencing)", how::exit_to_gate, caf::exit_reason::kill},
+    {"gate is shut down", how::exit_to_gate, caf::exit_reason::user_shutdown},
+  };
+  for (auto& r : rows) {
+    auto target = sys.spawn(test::test_worker, std::string{"t"});
+    auto gate = sys.spawn(chaos_gate, target, disruption{});
+    self->monitor(target);
+    self->monitor(gate);
+    switch (r.what) {
+      case how::target_stops:
+        self->send(target, stop_atom::value);
+        break;
+      case how::target_crashes:
+        self->send(target, crash_atom::value);
+        break;
+      case how::exit_to_target:
+        self->send_exit(target, r.reason);
+        break;
+      case how::exit_to_gate:
+        self->send_exit(gate, r.reason);
+        break;
+    }
+    int downs = 0;
+    for (int i = 0; i < 2; ++i)
+      self->receive([&](caf::down_msg&) { ++downs; },
+                    caf::after(test::patience) >> [&] { ADD_FAILURE() << r.name; });
+    EXPECT_EQ(downs, 2) << r.name;
+  }
+}
+
+TEST_F(chaos_test, NodeAgentCommandsOnlyTheGatesOfWhatItSpawned) {
+  node_options opts;
+  opts.name = "here";
+  auto services = start_node_services(sys, opts, std::nullopt);
+  auto worker = spawn_on(sys, {"here", services.agent}, test::patience, "test.worker",
+                         caf::make_message(std::string{"w"}));
+  ASSERT_TRUE(worker) << render(worker.error());
+  auto via_agent = [&](chaos_op op, disruption plan, const caf::actor& gate) {
+    return ask<chaos_stats>(sys, services.agent, test::patience, chaos_command{op, plan}, gate);
+  };
+  ASSERT_TRUE(via_agent(chaos_op::disrupt, {1.0, 0, 0, 1}, *worker));
+  auto ping = [&](std::chrono::milliseconds timeout) {
+    caf::error failure;
+    self->request(*worker, timeout, ping_atom::value)
+      .receive([](std::string&) {}, [&](caf::error& err) { failure = err; });
+    return failure;
+  };
+  EXPECT_EQ(ping(std::chrono::milliseconds(100)), caf::sec::request_timeout);
+  auto healed = via_agent(chaos_op::heal, {}, *worker);
+  ASSERT_TRUE(healed) << render(healed.error());
+  EXPECT_EQ(healed->dropped, 1u);
+  EXPECT_FALSE(ping(test::patience));
+  auto stranger = via_agent(chaos_op::stats, {}, sys.spawn(recorder));
+  ASSERT_FALSE(stranger);
+  EXPECT_TRUE(is(stranger.error(), errc::not_found)) << render(stranger.error());
+  caf::anon_send_exit(*worker, caf::exit_reason::user_shutdown);
+  services.stop();
 }
 
 TEST(chaos_validate, RejectsFractionsOutsideTheUnitInterval) {

@@ -4,9 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/cluster/chaos_messages.hpp"
 #include "messages/error.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/ask.hpp"
 #include "runtime/node_services.hpp"
 #include "tests/support/test_system.hpp"
 
@@ -60,29 +59,33 @@ TEST_F(spawn_on_test, LiveTargetsAreTheUpMembersInOrderLimitedToTheNamedOnes) {
 }
 
 TEST_F(spawn_on_test, GroupSpawnsEveryMemberWithItsArguments) {
-  auto proxies = spawn_group(
-    sys, {target}, test::patience, chaos_proxy_state::name,
-    [&](size_t) { return caf::make_message(caf::actor_cast<caf::actor>(self), disruption{}); },
-    3);
-  ASSERT_TRUE(proxies) << render(proxies.error());
-  ASSERT_EQ(proxies->size(), 3u);
-  for (auto& p : *proxies)
-    caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  auto workers = spawn_group(
+    sys, {target}, test::patience, "test.worker",
+    [&](size_t i) { return caf::make_message("w" + std::to_string(i)); }, 3);
+  ASSERT_TRUE(workers) << render(workers.error());
+  ASSERT_EQ(workers->size(), 3u);
+  for (size_t i = 0; i < workers->size(); ++i) {
+    auto id = ask<std::string>(sys, (*workers)[i], test::patience, ping_atom::value);
+    ASSERT_TRUE(id) << render(id.error());
+    EXPECT_EQ(*id, "w" + std::to_string(i));
+  }
+  for (auto& w : *workers)
+    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(spawn_on_test, FailedMemberStopsTheOnesAlreadyStartedAndNamesTheNode) {
   auto before = sys.registry().running();
   auto args = [&](size_t i) {
     if (i < 2)
-      return caf::make_message(caf::actor_cast<caf::actor>(self), disruption{});
-    return caf::make_message(std::string{"not what a chaos proxy takes"});
+      return caf::make_message(std::string{"w"});
+    return caf::make_message(42);
   };
-  auto result = spawn_group(sys, {target}, test::patience, chaos_proxy_state::name, args, 3);
+  auto result = spawn_group(sys, {target}, test::patience, "test.worker", args, 3);
   ASSERT_FALSE(result);
   EXPECT_TRUE(is(result.error(), errc::spawn_failed));
   EXPECT_NE(render(result.error()).find("on node here"), std::string::npos)
     << render(result.error());
-  // The two proxies that started are stopped: the running count falls back to where it was.
+  // The two workers that started (and their gates) are stopped: the running count falls back to where it was.
   auto deadline = std::chrono::steady_clock::now() + test::patience;
   while (sys.registry().running() > before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::yield();

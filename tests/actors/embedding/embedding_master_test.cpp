@@ -4,6 +4,7 @@
 
 #include "actors/embedding/embedding_shard.hpp"
 #include "runtime/ask.hpp"
+#include "runtime/chaos.hpp"
 #include "stores/de_config.hpp"
 #include "tests/support/test_system.hpp"
 
@@ -204,6 +205,55 @@ TEST_F(embedding_master_test, SandboxServesDefaultsWithoutGrowingAndRefusesUpdat
                                     std::string{"words"});
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->rows, 0u);
+}
+
+// Messages to every shard pass a chaos gate; the master retries what times out, and the shards
+// apply each update once however many copies reach them.
+TEST_F(embedding_master_test, LostOrLateShardMessagesAreRetriedAndApplyOnce) {
+  struct row {
+    const char* name;
+    disruption plan;
+  } rows[] = {
+    {"a fifth of the messages dropped", {0.2, 0, 0, 5}},
+    {"every message late, after its attempt timed out", {0, 1.0, 30, 5}},
+  };
+  auto train = [&](const embedding_master_actor& m) {
+    std::mt19937 rng{3};
+    std::uniform_int_distribution<int> pick{0, 19};
+    std::normal_distribution<float> noise{0, 1};
+    for (int step = 0; step < 20; ++step) {
+      strings keys;
+      for (int k = 0; k < 8; ++k)
+        keys.push_back("w" + std::to_string(pick(rng)));
+      floats grads(keys.size() * 3);
+      for (auto& g : grads)
+        g = noise(rng);
+      EXPECT_FALSE(update(m, keys, grads)) << step;
+      lookup(m, keys);
+    }
+    strings all;
+    for (int k = 0; k < 20; ++k)
+      all.push_back("w" + std::to_string(k));
+    return lookup(m, all);
+  };
+  auto clean = train(start(3));
+  for (auto& r : rows) {
+    embedding_master_options opts;
+    for (auto& shard : spawn_shards(sys, 3))
+      opts.shards.push_back(caf::actor_cast<embedding_shard_actor>(
+        sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(shard), r.plan)));
+    opts.attempt_timeout = std::chrono::milliseconds(10);
+    opts.attempts = 12;
+    auto master = sys.spawn(embedding_master, opts);
+    ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()))
+      << r.name;
+    EXPECT_EQ(train(master), clean) << r.name;
+    auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
+                                      std::string{"words"});
+    ASSERT_TRUE(stats) << r.name;
+    EXPECT_GT(stats->retried_requests, 0u) << r.name;
+    EXPECT_EQ(stats->rows, 20u) << r.name;
+  }
 }
 
 } // namespace
