@@ -78,6 +78,11 @@ caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string
   if (!child)
     return make_error(errc::spawn_failed, "'" + type + "' on node " + self->state.options.name +
                                             ": " + render(child.error()));
+  if (!self->state.options.chaos_gates) {
+    self->monitor(*child);
+    self->state.spawned->push_back(*child);
+    return *child;
+  }
   // Peers hold the gate, so that chaos commands reach traffic already flowing.
   auto gate = self->system().spawn(chaos_gate, *child, disruption{});
   remember_gate(*child, gate);
@@ -151,7 +156,12 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
         self, "chaos",
         [self, cmd, gate, promise]() mutable {
           auto& spawned = *self->state.spawned;
-          if (std::find(spawned.begin(), spawned.end(), gate) == spawned.end())
+          if (!self->state.options.chaos_gates)
+            promise.deliver(make_error(
+              errc::not_found, "node " + self->state.options.name +
+                                 " runs without chaos gates: start it with `darcy node "
+                                 "--chaos` (or [node] chaos = true) to disrupt its actors"));
+          else if (std::find(spawned.begin(), spawned.end(), gate) == spawned.end())
             promise.deliver(make_error(errc::not_found,
                                        "node " + self->state.options.name +
                                          " did not spawn that actor, so it has no chaos gate"));

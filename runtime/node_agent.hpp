@@ -29,6 +29,8 @@ struct node_agent_options {
   /// The cluster secret's credential: presented to a seed this node rejoins, and required
   /// (through the registry) of every process that manages this node. Empty: none.
   std::string credential;
+  /// Spawned actors sit behind chaos gates (node_options::chaos).
+  bool chaos_gates = false;
 };
 
 struct node_agent_state {

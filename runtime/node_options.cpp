@@ -43,6 +43,18 @@ caf::error read_string(const std::string& path, const toml::table& table, const 
   return {};
 }
 
+caf::error read_bool(const std::string& path, const toml::table& table, const char* key,
+                     bool& out) {
+  auto node = table.get(key);
+  if (!node)
+    return {};
+  auto value = node->value<bool>();
+  if (!value)
+    return config_error(path, *node, std::string{"'"} + key + "' must be true or false");
+  out = *value;
+  return {};
+}
+
 caf::error read_endpoint(const std::string& path, const toml::table& table, const char* key,
                          std::optional<host_port>& out) {
   std::string text;
@@ -85,7 +97,9 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
   if (auto err = check_keys(path, root, "", {"node", "cluster"}))
     return err;
   if (auto node = root["node"].as_table()) {
-    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "join", "threads"}))
+    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "join", "threads", "chaos"}))
+      return err;
+    if (auto err = read_bool(path, *node, "chaos", opts.chaos))
       return err;
     if (auto err = read_string(path, *node, "name", opts.name))
       return err;

@@ -30,7 +30,7 @@ node_services start_node_services(caf::actor_system& sys, const node_options& op
   auto heartbeat = result.is_seed ? std::chrono::milliseconds{0} : opts.heartbeat_interval;
   result.agent = sys.spawn(node_agent,
                            node_agent_options{opts.name, result.registry, heartbeat, opts.join,
-                                              credential});
+                                              credential, opts.chaos});
   return result;
 }
 

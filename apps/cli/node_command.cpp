@@ -11,6 +11,7 @@ void add_node_command(CLI::App& app, int& exit_code) {
     std::string name, listen, join, config;
     int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0, prune_after_ms = 0;
     size_t threads = 0;
+    bool chaos = false;
   };
   auto f = std::make_shared<flags>();
   auto cmd = app.add_subcommand("node", "Start a cluster node (a seed unless --join is given)");
@@ -24,6 +25,9 @@ void add_node_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--prune-after-ms", f->prune_after_ms,
                   "How long the seed remembers a member that went down or left");
   cmd->add_option("--threads", f->threads, "Scheduler threads (default: one per core)");
+  cmd->add_flag("--chaos", f->chaos,
+                "Put spawned actors behind chaos gates, so that `darcy chaos disrupt` reaches "
+                "them (one more hop per message)");
   cmd->callback([f, &exit_code] {
     runtime::node_options opts;
     if (!f->config.empty())
@@ -54,6 +58,8 @@ void add_node_command(CLI::App& app, int& exit_code) {
       opts.prune_after = std::chrono::milliseconds{f->prune_after_ms};
     if (f->threads > 0)
       opts.threads = f->threads;
+    if (f->chaos)
+      opts.chaos = true;
     auto err = runtime::run_node(opts, actors::register_actor_types);
     exit_code = err ? fail(render(err)) : 0;
   });

@@ -24,7 +24,8 @@ constexpr auto heartbeat_timeout = std::chrono::milliseconds(2000);
 class cluster_test : public ::testing::Test {
 protected:
   void SetUp() override {
-    config_ = write_temp_file("cluster.toml", "[cluster]\nheartbeat_interval_ms = 200\n"
+    config_ = write_temp_file("cluster.toml", "[node]\nchaos = true\n"
+                                              "[cluster]\nheartbeat_interval_ms = 200\n"
                                               "heartbeat_timeout_ms = 2000\n");
   }
 

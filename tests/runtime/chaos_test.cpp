@@ -160,6 +160,7 @@ TEST_F(chaos_test, GateAndTargetEndTogether) {
 TEST_F(chaos_test, NodeAgentCommandsOnlyTheGatesOfWhatItSpawned) {
   node_options opts;
   opts.name = "here";
+  opts.chaos = true;
   auto services = start_node_services(sys, opts, std::nullopt);
   auto worker = spawn_on(sys, {"here", services.agent}, test::patience, "test.worker",
                          caf::make_message(std::string{"w"}));
@@ -182,6 +183,24 @@ TEST_F(chaos_test, NodeAgentCommandsOnlyTheGatesOfWhatItSpawned) {
   auto stranger = via_agent(chaos_op::stats, {}, sys.spawn(recorder));
   ASSERT_FALSE(stranger);
   EXPECT_TRUE(is(stranger.error(), errc::not_found)) << render(stranger.error());
+  caf::anon_send_exit(*worker, caf::exit_reason::user_shutdown);
+  services.stop();
+}
+
+TEST_F(chaos_test, NodeWithoutChaosGatesRefusesCommandsNamingTheFlag) {
+  node_options opts;
+  opts.name = "plain";
+  auto services = start_node_services(sys, opts, std::nullopt);
+  auto worker = spawn_on(sys, {"plain", services.agent}, test::patience, "test.worker",
+                         caf::make_message(std::string{"w"}));
+  ASSERT_TRUE(worker) << render(worker.error());
+  auto refused = ask<chaos_stats>(sys, services.agent, test::patience,
+                                  chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}, *worker);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::not_found)) << render(refused.error());
+  EXPECT_NE(render(refused.error()).find("--chaos"), std::string::npos)
+    << render(refused.error());
+  EXPECT_EQ(public_handle(*worker), *worker);
   caf::anon_send_exit(*worker, caf::exit_reason::user_shutdown);
   services.stop();
 }

@@ -23,6 +23,7 @@ name = "b"
 listen = "127.0.0.1:7001"
 join = "127.0.0.1:7000"
 threads = 3
+chaos = true
 [cluster]
 heartbeat_interval_ms = 100
 heartbeat_timeout_ms = 900
@@ -35,6 +36,7 @@ connect_timeout_ms = 1500
   ASSERT_TRUE(opts.join);
   EXPECT_EQ(*opts.join, (host_port{"127.0.0.1", 7000}));
   EXPECT_EQ(opts.threads, 3u);
+  EXPECT_TRUE(opts.chaos);
   EXPECT_EQ(opts.heartbeat_interval.count(), 100);
   EXPECT_EQ(opts.heartbeat_timeout.count(), 900);
   EXPECT_EQ(opts.connect_timeout.count(), 1500);
@@ -53,6 +55,7 @@ TEST(node_options, RejectsBadFilesWithFileLineAndReason) {
     {"wrong_type", "[node]\nname = 3\n", "'name' must be a string"},
     {"bad_endpoint", "[node]\nlisten = \"nowhere\"\n", "is not HOST:PORT"},
     {"negative", "[cluster]\nheartbeat_timeout_ms = -5\n", "must be a positive integer"},
+    {"not_a_bool", "[node]\nchaos = \"yes\"\n", "'chaos' must be true or false"},
   };
   for (auto& r : rows) {
     auto path = write_temp(std::string{r.name} + ".toml", r.content);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Word2vec under message loss: the same cluster run twice on three `darcy node` processes on
+# 127.0.0.1, once clean (the peer) and once with `darcy chaos disrupt` dropping a fraction of
+# the messages sent to shard 0 from the moment it registers to the end of the run. Prints one
+# row per run, then {"bench":"word2vec_chaos","metrics":{...}} with the slowdown ratio and the
+# WordSim-353 difference.
+# Usage: apps/bench/word2vec_chaos.sh   (env: DARCY, DATA, CORPUS, DROP, RETRY_MS, EPOCHS)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+darcy=${DARCY:-$root/build/apps/darcy}
+data=${DATA:-$root/../shared/data}
+corpus=${CORPUS:-$data/text/wikitext-2.test.txt}
+drop=${DROP:-0.05}
+retry_ms=${RETRY_MS:-500}
+epochs=${EPOCHS:-5}
+port=$((7700 + RANDOM % 200))
+seed=127.0.0.1:$port
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+printf '[node]\nchaos = true\n[cluster]\nheartbeat_interval_ms = 200\nheartbeat_timeout_ms = 2000\n' > "$work/cluster.toml"
+"$darcy" node --name seed --listen "$seed" --config "$work/cluster.toml" --threads 1 \
+  > "$work/seed.log" 2>&1 & pids+=($!)
+sleep 1
+for n in a b; do
+  "$darcy" node --name "$n" --listen 127.0.0.1:0 --join "$seed" --config "$work/cluster.toml" \
+    --threads 1 > "$work/$n.log" 2>&1 & pids+=($!)
+done
+sleep 2
+
+# run NAME DISRUPT(0|1): trains, prints "NAME seconds wordsim retried". The disruption ends
+# with the run's shards; every dropped request is among the retried ones.
+run() {
+  local name=$1 disrupt=$2 start end
+  start=$(date +%s.%N)
+  "$darcy" word2vec train --corpus "$corpus" --cluster "$seed" --shards 1 --dim 50 \
+    --epochs "$epochs" --threads 2 --batch-words 2000 --checkpoint-every 10 \
+    --shard-retry-ms "$retry_ms" --similarity "$data/eval/wordsim353.tsv" --quiet \
+    > "$work/$name.out" 2>&1 &
+  local driver=$!
+  if [ "$disrupt" = 1 ]; then
+    local shard=""
+    while [ -z "$shard" ] && kill -0 "$driver" 2>/dev/null; do
+      shard=$("$darcy" cluster status --seed "$seed" | grep -o '[^ ]*\.shard\.0' | head -1 || true)
+      [ -n "$shard" ] || sleep 0.05
+    done
+    "$darcy" chaos disrupt "$shard" --drop "$drop" --rng-seed 7 --seed "$seed" >/dev/null
+  fi
+  wait "$driver"
+  end=$(date +%s.%N)
+  local wordsim retried
+  wordsim=$(grep -i "wordsim353" "$work/$name.out" | grep -o 'spearman[^0-9-]*[-0-9.]*' |
+            grep -o '[-0-9.]*$' | head -1)
+  retried=$(sed -n 's/.*sent again after a timeout: \([0-9]*\).*/\1/p' "$work/$name.out")
+  echo "$name $(echo "$end - $start" | bc) ${wordsim:-nan} ${retried:-0}"
+}
+
+clean=$(run clean 0)
+disrupted=$(run disrupted 1)
+printf '%-10s %8s %9s %8s\n' run seconds wordsim retried
+for r in "$clean" "$disrupted"; do printf '%-10s %8.1f %9s %8s\n' $r; done
+read -r _ cs cw _ <<< "$clean"
+read -r _ ds dw dr <<< "$disrupted"
+printf '{"bench":"word2vec_chaos","metrics":{"drop":%s,"shard_retry_ms":%s,"clean_s":%.1f,"disrupted_s":%.1f,"slowdown":%.2f,"wordsim_clean":%s,"wordsim_disrupted":%s,"wordsim_delta":%.4f,"retried":%s}}\n' \
+  "$drop" "$retry_ms" "$cs" "$ds" "$(echo "$ds / $cs" | bc -l)" "$cw" "$dw" \
+  "$(echo "$dw - $cw" | bc -l)" "$dr"
