@@ -188,7 +188,7 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
                         ", over 80% of this machine's " +
                         std::to_string(runtime::machine_memory_bytes() >> 20) + " MiB");
   started run;
-  auto shard_count = opts.shards == 0 ? opts.workers : opts.shards;
+  auto shard_count = opts.shards == 0 ? std::min(opts.workers, default_max_shards) : opts.shards;
   for (uint32_t i = 0; i < shard_count; ++i)
     run.shards.push_back(sys.spawn(actors::factor_shard,
                                    wals_shard_config{i, shard_count, m.rows, m.cols, opts.params}));
@@ -232,6 +232,8 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
     self->monitor(w);
 
   wals_result result;
+  result.workers = opts.workers;
+  result.shards = shard_count;
   std::set<caf::actor_addr> down;
   caf::error failure;
   bool done = false;

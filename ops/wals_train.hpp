@@ -25,12 +25,18 @@
 
 namespace darcy::ops {
 
+/// The most factor shards a run gets without --shards. A constant, not this machine's cores, so
+/// that a run resumed on another machine has the same shards.
+inline constexpr uint32_t default_max_shards = 8;
+
 struct wals_train_options {
   wals_data_spec data;
   wals_params params;
   uint32_t sweeps = 10;
   uint32_t workers = 2;
-  /// Factor shards in this process; 0: one per worker.
+  /// Factor shards in this process; 0: one per worker, at most default_max_shards. Every
+  /// block fetches from every shard, so more shards than this process's cores only add
+  /// messages (the cost of a run grows with workers x shards).
   uint32_t shards = 0;
   /// Each side is cut into workers * blocks_per_worker blocks. More blocks even out the end of
   /// a phase; fewer fetch the popular rows of the other side less often.
@@ -63,6 +69,9 @@ struct wals_result {
   /// The last chief's event log.
   std::vector<wals_event> events;
   uint32_t chief_restarts = 0;
+  /// The workers and factor shards the run used.
+  uint32_t workers = 0;
+  uint32_t shards = 0;
 };
 
 /// The registry name of a run's chief (its supervisor registers it after every start).

@@ -2,7 +2,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
 #include "compute/ranking.hpp"
@@ -214,6 +217,49 @@ caf::expected<wals_dataset> load_dataset(const wals_data_spec& spec, uint32_t th
 
 std::string display_id(const std::vector<std::string>& ids, uint64_t index) {
   return index < ids.size() ? ids[index] : std::to_string(index);
+}
+
+namespace {
+
+// What identifies a loaded dataset: the spec, and each named file's size and time.
+std::string dataset_key(const wals_data_spec& spec) {
+  auto key = spec.format + "|" + std::to_string(spec.feature_value) + "|" +
+             std::to_string(spec.skip_malformed) + "|" + std::to_string(spec.rows) + "|" +
+             std::to_string(spec.cols) + "|" + std::to_string(spec.nnz) + "|" +
+             std::to_string(spec.seed) + "|" + std::to_string(spec.holdout) + "|" +
+             std::to_string(spec.holdout_seed);
+  for (auto* path : {&spec.path, &spec.row_features, &spec.col_features}) {
+    key += "|" + *path;
+    std::error_code ec;
+    if (path->empty())
+      continue;
+    auto size = std::filesystem::file_size(*path, ec);
+    auto time = std::filesystem::last_write_time(*path, ec);
+    key += ":" + std::to_string(size) + ":" +
+           std::to_string(time.time_since_epoch().count());
+  }
+  return key;
+}
+
+} // namespace
+
+caf::expected<std::shared_ptr<const wals_dataset>>
+load_shared_dataset(const wals_data_spec& spec) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<const wals_dataset>> loaded;
+  auto key = dataset_key(spec);
+  // Held while loading, so that callers of the same spec wait for one read.
+  std::lock_guard<std::mutex> guard{mutex};
+  std::erase_if(loaded, [](auto& entry) { return entry.second.expired(); });
+  if (auto i = loaded.find(key); i != loaded.end())
+    if (auto data = i->second.lock())
+      return data;
+  auto data = load_dataset(spec);
+  if (!data)
+    return std::move(data.error());
+  auto shared = std::make_shared<const wals_dataset>(std::move(*data));
+  loaded[key] = shared;
+  return shared;
 }
 
 } // namespace darcy::stores

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,11 @@ struct wals_dataset {
 /// skip_malformed, errc::invalid_argument for a negative or non-finite value, an unknown format,
 /// or a matrix without entries.
 caf::expected<wals_dataset> load_dataset(const wals_data_spec& spec, uint32_t threads = 1);
+
+/// load_dataset, shared within this process: while one caller still holds the dataset of the
+/// same spec (and the same file sizes and modification times), others get it without reading
+/// again. WALS workers on one node then hold one copy, not one each.
+caf::expected<std::shared_ptr<const wals_dataset>> load_shared_dataset(const wals_data_spec& spec);
 
 /// The display id of row or column `index` of `ids` (its decimal index when `ids` is empty).
 std::string display_id(const std::vector<std::string>& ids, uint64_t index);

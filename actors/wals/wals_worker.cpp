@@ -328,14 +328,13 @@ wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_work
 wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
                                                      wals_worker_config config,
                                                      std::vector<factor_shard_actor> shards) {
-  auto data = stores::load_dataset(config.data);
+  auto data = stores::load_shared_dataset(config.data);
   if (!data) {
     runtime::log_error("wals worker: cannot load the matrix: {}", render(data.error()));
     self->quit(data.error());
     return {[](chief_atom, caf::actor) {}, [](token_atom, const wals_token&, caf::actor) {}};
   }
-  return wals_worker(self, std::move(config), std::move(shards),
-                     std::make_shared<const stores::wals_dataset>(std::move(*data)));
+  return wals_worker(self, std::move(config), std::move(shards), std::move(*data));
 }
 
 } // namespace darcy::actors

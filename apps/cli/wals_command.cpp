@@ -43,7 +43,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--cg-steps", p.cg_steps, "Conjugate-gradient steps per row");
   cmd->add_option("--seed", p.seed, "Seed of the initial factors");
   cmd->add_option("--workers", o.workers, "WALS workers (threads in process, or on the nodes)");
-  cmd->add_option("--shards", o.shards, "Factor shards (0: one per worker)");
+  cmd->add_option("--shards", o.shards, "Factor shards (0: one per worker, at most 8)");
   cmd->add_option("--blocks-per-worker", o.blocks_per_worker, "Blocks per side and worker");
   cmd->add_option("--checkpoint", o.checkpoint_dir, "Checkpoint directory (default OUT/checkpoints)");
   cmd->add_option("--token-timeout-ms", o.token_timeout_ms, "Re-issue a token after this long");

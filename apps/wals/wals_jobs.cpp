@@ -127,7 +127,8 @@ caf::error run_train(const train_job& job) {
     return std::move(t.error());
   auto& r = t->result;
   std::cout << "trained " << t->data->matrix.rows << " x " << t->data->matrix.cols << " ("
-            << t->data->matrix.nnz() << " entries) in " << t->train_seconds << " s";
+            << t->data->matrix.nnz() << " entries) in " << t->train_seconds << " s with "
+            << r.workers << " workers and " << r.shards << " factor shards";
   if (r.chief_restarts > 0)
     std::cout << ", chief restarted " << r.chief_restarts << " time(s)";
   std::cout << "\nloss per sweep:";

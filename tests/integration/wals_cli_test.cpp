@@ -183,6 +183,29 @@ cluster start_cluster() {
   return {std::move(*seed), std::move(*a), std::move(*b)};
 }
 
+// A thousand workers cost about a thousand times one worker's start, not a million messages
+// a sweep: they share their node's copy of the matrix and the factor shards stay at 8, so the
+// run ends with the factors of a two-worker run over 8 shards.
+TEST(wals_cli, a_thousand_workers_on_a_cluster_give_the_factors_of_two) {
+  auto data = small_matrix_file("wals-thousand.tsv");
+  auto reference = fresh_dir("two_workers");
+  auto out = fresh_dir("thousand_workers");
+  auto two = train_args(data, reference);
+  two.insert(two.end(), {"--shards", "8"});
+  ASSERT_EQ(run_darcy(two).exit_code, 0);
+  auto nodes = start_cluster();
+  auto thousand = train_args(data, out);
+  *(std::find(thousand.begin(), thousand.end(), "--workers") + 1) = "1000";
+  thousand.insert(thousand.end(), {"--cluster", runtime::to_string(nodes.seed.address)});
+  auto run = run_darcy(thousand);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("with 1000 workers and 8 factor shards"), std::string::npos) << run.out;
+  for (auto file : {"/U.f32", "/V.f32"})
+    EXPECT_LT(max_difference(out + file, reference + file), 1e-6) << file;
+  fs::remove_all(out);
+  fs::remove_all(reference);
+}
+
 /// A clean in-process run, a 3-node cluster, and a faulty driver run against it.
 struct fault_drill {
   explicit fault_drill(const std::string& name)

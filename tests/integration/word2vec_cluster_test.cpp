@@ -44,18 +44,21 @@ protected:
       .string();
   }
 
-  // Runs `darcy chaos <args...> --seed <seed>` to its end; its stdout, or a test failure.
-  std::string chaos(const node_process& seed, std::vector<std::string> args) {
+  // Runs `darcy chaos <args...> --seed <seed>` to its end; the line of its stdout that holds
+  // `needle`, or a test failure.
+  std::string chaos(const node_process& seed, std::vector<std::string> args,
+                    const std::string& needle) {
     args.insert(args.begin(), {DARCY_BINARY, "chaos"});
     args.insert(args.end(), {"--seed", runtime::to_string(seed.address)});
     auto cmd = runtime::child_process::start(args);
     EXPECT_TRUE(cmd) << render(cmd.error());
     if (!cmd)
       return {};
+    auto line = cmd->wait_for_line(needle, std::chrono::seconds(30));
     auto code = cmd->wait(std::chrono::seconds(30));
     EXPECT_EQ(code ? *code : -1, 0) << cmd->read_stderr();
-    cmd->wait_for_line("\n", std::chrono::seconds(1));
-    return cmd->stdout_seen();
+    EXPECT_TRUE(line) << cmd->stdout_seen();
+    return line ? *line : std::string{};
   }
 
   // Trains on a cluster whose seed is `seed`, SIGKILLs `victim` once a checkpoint past batch
@@ -124,26 +127,23 @@ TEST_F(word2vec_cluster, DroppingFivePercentOfAShardsMessagesCostsRetriesNotTheR
     if (svc.name.ends_with(".shard.0"))
       shard = svc.name;
   ASSERT_FALSE(shard.empty()) << "no shard service registered";
-  auto disrupted = chaos(seed, {"disrupt", shard, "--drop", "0.05", "--rng-seed", "7"});
-  EXPECT_NE(disrupted.find("now drops 0.05"), std::string::npos) << disrupted;
+  chaos(seed, {"disrupt", shard, "--drop", "0.05", "--rng-seed", "7"}, "now drops 0.05");
   auto from = checkpointed_batch(dir);
   while (checkpointed_batch(dir) < from + 60 && !driver->wait(std::chrono::milliseconds(20)))
     continue;
-  auto healed = chaos(seed, {"heal", shard});
+  auto healed = chaos(seed, {"heal", shard}, "\"dropped\": ");
   auto dropped_at = healed.find("\"dropped\": ");
   ASSERT_NE(dropped_at, std::string::npos) << healed;
   auto dropped = std::stoull(healed.substr(dropped_at + 11));
   EXPECT_GT(dropped, 0u) << healed;
-  auto summary = driver->wait_for_line("vectors", std::chrono::seconds(150));
-  EXPECT_TRUE(summary) << driver->read_stderr();
+  auto retried = driver->wait_for_line("sent again after a timeout: ", std::chrono::seconds(150));
+  ASSERT_TRUE(retried) << driver->stdout_seen() << driver->read_stderr();
+  // Every dropped request was sent again (a late answer can add more).
+  EXPECT_GE(std::stoull(retried->substr(retried->find(": ") + 2)), dropped) << *retried;
   auto code = driver->wait(std::chrono::seconds(30));
   EXPECT_EQ(code ? *code : -1, 0) << driver->read_stderr();
-  auto out = driver->stdout_seen();
-  EXPECT_NE(out.find("trained 1800000 words"), std::string::npos) << out;
-  auto retried_at = out.find("sent again after a timeout: ");
-  ASSERT_NE(retried_at, std::string::npos) << out;
-  // Every dropped request was sent again (a late answer can add more).
-  EXPECT_GE(std::stoull(out.substr(retried_at + 28)), dropped) << out;
+  EXPECT_NE(driver->stdout_seen().find("trained 1800000 words"), std::string::npos)
+    << driver->stdout_seen();
   std::filesystem::remove_all(dir);
 }
 

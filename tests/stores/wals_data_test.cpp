@@ -118,6 +118,26 @@ TEST_F(wals_data_test, HoldOutIsSeededAndExcludedFromTraining) {
   EXPECT_EQ(a->held_out.indices, b->held_out.indices);
 }
 
+TEST_F(wals_data_test, SharedDatasetIsReadOncePerProcessWhileSomeoneHoldsIt) {
+  auto path = file("shared.dat", "2\t51\t3\n7\t52\t4\n");
+  auto first = load_shared_dataset(spec(path));
+  ASSERT_TRUE(first) << render(first.error());
+  auto again = load_shared_dataset(spec(path));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(first->get(), again->get()) << "the same spec was read twice";
+  auto other_spec = spec(path);
+  other_spec.holdout = 0.5f;
+  auto other = load_shared_dataset(other_spec);
+  ASSERT_TRUE(other);
+  EXPECT_NE(first->get(), other->get());
+  // A file that changed is read again.
+  std::ofstream{path, std::ios::app} << "9\t53\t5\n";
+  auto changed = load_shared_dataset(spec(path));
+  ASSERT_TRUE(changed);
+  EXPECT_EQ((*changed)->matrix.nnz(), 3u);
+  EXPECT_FALSE(load_shared_dataset(spec(file("bad.dat", "oops\n"))));
+}
+
 TEST(display_id, FallsBackToTheIndex) {
   EXPECT_EQ(display_id({"x", "y"}, 1), "y");
   EXPECT_EQ(display_id({}, 42), "42");
