@@ -1,7 +1,8 @@
 // Fault injection for tests and the CLI: kill a named actor, SIGKILL a node's process, and
-// disrupt or heal a service. Every actor a node agent spawns sits behind a chaos gate, the
-// handle its peers hold: the gate forwards everything until told to drop or delay a seeded
-// fraction of the messages sent to the actor, so a disruption reaches a running job at once.
+// disrupt or heal a service. On a node started with --chaos, every actor its agent spawns sits
+// behind a chaos gate, the handle its peers hold: the gate forwards everything until told to
+// drop or delay a seeded fraction of the messages sent to the actor, so a disruption reaches
+// a running job at once.
 #pragma once
 
 #include <chrono>
@@ -61,8 +62,9 @@ caf::error kill_node(caf::actor_system& sys, const registry_actor& registry,
                      const std::string& node, std::chrono::milliseconds timeout);
 
 /// Sends `command` to the gate of `service` through the agent of the node hosting it, and
-/// answers the gate's counts. Fails with errc::not_found when the service's actor was not
-/// spawned by its node's agent (only those have gates), errc::invalid_argument for a bad plan.
+/// answers the gate's counts. Fails with errc::not_found when the service's actor has no gate
+/// (its node runs without --chaos, or its agent did not spawn it), errc::invalid_argument for
+/// a bad plan.
 /// A disruption lasts until healed or until the service's actor exits: a restarted service
 /// starts with a clean gate.
 caf::expected<chaos_stats> command_gate(caf::actor_system& sys, const registry_actor& registry,
