@@ -170,8 +170,8 @@ caf::expected<chaos_stats> command_gate(caf::actor_system& sys, const registry_a
     return std::move(member.error());
   auto stats = ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout,
                                 command, info->actor);
-  if (!stats && !is(stats.error(), errc::not_found) &&
-      !is(stats.error(), errc::permission_denied) && !is(stats.error(), errc::invalid_argument))
+  // The agent's and the gate's own errors pass unchanged; a transport error names the node.
+  if (!stats && stats.error().category() != errc_category)
     return make_error(errc::node_unreachable,
                       "service " + service + " on node " + info->node + ": " +
                         render(stats.error()));

@@ -44,21 +44,13 @@ protected:
       .string();
   }
 
-  // Runs `darcy chaos <args...> --seed <seed>` to its end; the line of its stdout that holds
-  // `needle`, or a test failure.
-  std::string chaos(const node_process& seed, std::vector<std::string> args,
-                    const std::string& needle) {
-    args.insert(args.begin(), {DARCY_BINARY, "chaos"});
+  // Runs `darcy chaos <args...> --seed <seed>`, which must succeed; its stdout.
+  std::string chaos(const node_process& seed, std::vector<std::string> args) {
+    args.insert(args.begin(), "chaos");
     args.insert(args.end(), {"--seed", runtime::to_string(seed.address)});
-    auto cmd = runtime::child_process::start(args);
-    EXPECT_TRUE(cmd) << render(cmd.error());
-    if (!cmd)
-      return {};
-    auto line = cmd->wait_for_line(needle, std::chrono::seconds(30));
-    auto code = cmd->wait(std::chrono::seconds(30));
-    EXPECT_EQ(code ? *code : -1, 0) << cmd->read_stderr();
-    EXPECT_TRUE(line) << cmd->stdout_seen();
-    return line ? *line : std::string{};
+    auto run = run_darcy(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return run.out;
   }
 
   // Trains on a cluster whose seed is `seed`, SIGKILLs `victim` once a checkpoint past batch
@@ -127,11 +119,12 @@ TEST_F(word2vec_cluster, DroppingFivePercentOfAShardsMessagesCostsRetriesNotTheR
     if (svc.name.ends_with(".shard.0"))
       shard = svc.name;
   ASSERT_FALSE(shard.empty()) << "no shard service registered";
-  chaos(seed, {"disrupt", shard, "--drop", "0.05", "--rng-seed", "7"}, "now drops 0.05");
+  auto disrupted = chaos(seed, {"disrupt", shard, "--drop", "0.05", "--rng-seed", "7"});
+  EXPECT_NE(disrupted.find("now drops 0.05"), std::string::npos) << disrupted;
   auto from = checkpointed_batch(dir);
   while (checkpointed_batch(dir) < from + 60 && !driver->wait(std::chrono::milliseconds(20)))
     continue;
-  auto healed = chaos(seed, {"heal", shard}, "\"dropped\": ");
+  auto healed = chaos(seed, {"heal", shard});
   auto dropped_at = healed.find("\"dropped\": ");
   ASSERT_NE(dropped_at, std::string::npos) << healed;
   auto dropped = std::stoull(healed.substr(dropped_at + 11));
