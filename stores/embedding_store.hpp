@@ -42,6 +42,15 @@ public:
   /// store does not grow. Fails with errc::dimension_mismatch when `out` has the wrong size.
   virtual caf::error lookup(std::span<const std::string_view> keys, std::span<float> out) = 0;
 
+  /// The same, with each key's compute::hash_key already computed by the caller (hashes[k] of
+  /// keys[k]), so that a key is hashed once on its way through the service. A store may ignore
+  /// `hashes`; it must not trust hashes of another function.
+  virtual caf::error lookup(std::span<const std::string_view> keys,
+                            std::span<const uint64_t> hashes, std::span<float> out) {
+    (void) hashes;
+    return lookup(keys, out);
+  }
+
   /// Applies one gradient row per key with the configured optimizer; `step` is the global
   /// training step (for TTL eviction). `keys` must be deduplicated by the caller. Fails, with
   /// no row changed, on a size mismatch (errc::dimension_mismatch), a NaN or Inf gradient

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
@@ -15,7 +16,13 @@ uint32_t tag_of(uint64_t hash) {
   return static_cast<uint32_t>(hash >> 32);
 }
 
+size_t row_block_bytes(size_t floats) {
+  // Blocks start on cache lines, so a row's bookkeeping and values span as few as possible.
+  return (sizeof(row_meta) + floats * sizeof(float) + 63) / 64 * 64;
+}
+
 } // namespace
+
 
 caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_options opts) {
   if (opts.dim == 0)
@@ -37,7 +44,10 @@ caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_opt
 }
 
 memory_store::memory_store(memory_store_options opts)
-  : opts_(std::move(opts)), slots_(compute::slot_count(opts_.optimizer)), index_(16) {
+  : opts_(std::move(opts)),
+    slots_(compute::slot_count(opts_.optimizer)),
+    index_(16),
+    rows_(row_block_bytes(opts_.dim * (1 + slots_))) {
 }
 
 row_ref memory_store::ref(uint32_t row) {
@@ -55,7 +65,7 @@ size_t memory_store::probe(std::string_view key, uint64_t hash, bool& found) {
       found = false;
       return i;
     }
-    if (s.tag == tag && key_of(s.row) == key) {
+    if (holds(s, tag, key)) {
       found = true;
       return i;
     }
@@ -69,10 +79,8 @@ uint32_t memory_store::allocate_row() {
     return row;
   }
   auto row = next_row_++;
-  if (row / chunk_rows >= values_.size()) {
-    values_.emplace_back(new float[chunk_rows * stride()]);
-    meta_.emplace_back(new row_meta[chunk_rows]);
-  }
+  if (row >= rows_.rows())
+    rows_.grow();
   return row;
 }
 
@@ -83,7 +91,7 @@ void memory_store::grow_index() {
   for (auto& s : old) {
     if (s.row == empty)
       continue;
-    auto i = opts_.hash(key_of(s.row)) & mask;
+    auto i = hash(key_of(s.row)) & mask;
     while (index_[i].row != empty)
       i = (i + 1) & mask;
     index_[i] = s;
@@ -92,17 +100,17 @@ void memory_store::grow_index() {
 
 std::optional<row_ref> memory_store::find(std::string_view key) {
   bool found = false;
-  auto i = probe(key, opts_.hash(key), found);
+  auto i = probe(key, hash(key), found);
   if (!found)
     return std::nullopt;
   return ref(index_[i].row);
 }
 
 row_ref memory_store::find_or_insert(std::string_view key) {
-  auto hash = opts_.hash(key);
+  auto h = hash(key);
   bool found = false;
-  auto i = probe(key, hash, found);
-  return found ? ref(index_[i].row) : insert_at(i, key, hash);
+  auto i = probe(key, h, found);
+  return found ? ref(index_[i].row) : insert_at(i, key, h);
 }
 
 row_ref memory_store::insert_at(size_t i, std::string_view key, uint64_t hash) {
@@ -112,14 +120,20 @@ row_ref memory_store::insert_at(size_t i, std::string_view key, uint64_t hash) {
     i = probe(key, hash, found);
   }
   auto row = allocate_row();
-  auto& meta = meta_of(row);
-  meta = row_meta{};
+  auto& meta = *new (rows_.at(row)) row_meta{};
   meta.key_offset = static_cast<uint32_t>(keys_.size());
   meta.key_size = static_cast<uint32_t>(key.size());
   meta.last_update = current_step_;
   meta.last_access = tick_;
   keys_.append(key);
-  index_[i] = {tag_of(hash), row};
+  auto& s = index_[i];
+  s = slot{tag_of(hash), row};
+  if (key.size() <= inline_key_bytes) {
+    s.key_size = static_cast<uint8_t>(key.size());
+    std::memcpy(s.key, key.data(), key.size());
+  } else {
+    s.key_size = slot::long_key;
+  }
   ++size_;
   auto r = ref(row);
   compute::initialize_row(opts_.init, hash, r.values);
@@ -183,7 +197,7 @@ void memory_store::compact_keys() {
 
 bool memory_store::erase(std::string_view key) {
   bool found = false;
-  auto i = probe(key, opts_.hash(key), found);
+  auto i = probe(key, hash(key), found);
   if (!found)
     return false;
   auto row = index_[i].row;
@@ -193,7 +207,7 @@ bool memory_store::erase(std::string_view key) {
   // Backward-shift deletion keeps every remaining key reachable from its home slot.
   auto mask = index_.size() - 1;
   for (auto j = (i + 1) & mask; index_[j].row != empty; j = (j + 1) & mask) {
-    auto home = opts_.hash(key_of(index_[j].row)) & mask;
+    auto home = hash(key_of(index_[j].row)) & mask;
     if (((j - home) & mask) >= ((j - i) & mask)) {
       index_[i] = index_[j];
       i = j;
@@ -204,6 +218,22 @@ bool memory_store::erase(std::string_view key) {
 }
 
 caf::error memory_store::lookup(std::span<const std::string_view> keys, std::span<float> out) {
+  auto& hashes = scratch_hashes_;
+  hashes.resize(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k)
+    hashes[k] = hash(keys[k]);
+  return lookup_hashed(keys, hashes, out);
+}
+
+caf::error memory_store::lookup(std::span<const std::string_view> keys,
+                                std::span<const uint64_t> hashes, std::span<float> out) {
+  if (hashes.size() != keys.size() || opts_.hash != compute::hash_key)
+    return lookup(keys, out);
+  return lookup_hashed(keys, hashes, out);
+}
+
+caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
+                                       std::span<const uint64_t> hashes, std::span<float> out) {
   auto dim = opts_.dim;
   if (out.size() != keys.size() * dim)
     return make_error(errc::dimension_mismatch, std::to_string(keys.size()) + " keys of dim " +
@@ -219,39 +249,50 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys, std::spa
       else if (!opts_.default_value.empty())
         std::copy_n(opts_.default_value.data(), dim, dest.data());
       else
-        compute::initialize_row(opts_.init, opts_.hash(keys[k]), dest);
+        compute::initialize_row(opts_.init, hash(keys[k]), dest);
     }
     return {};
   }
-  // Three passes over the batch so that cache misses overlap instead of queueing: hash and
-  // prefetch the home slots; read the tags and prefetch the candidate rows; then confirm each
-  // candidate by its full key and copy.
-  auto& hashes = scratch_hashes_;
-  auto& candidates = scratch_rows_;
-  hashes.resize(keys.size());
-  candidates.resize(keys.size());
-  auto mask = index_.size() - 1;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    hashes[k] = opts_.hash(keys[k]);
-    __builtin_prefetch(&index_[hashes[k] & mask]);
-  }
-  for (size_t k = 0; k < keys.size(); ++k) {
+  // A software pipeline, so that cache misses overlap instead of queueing while no more are in
+  // flight than the core can track: key k + 2 * ahead has its home slot prefetched, key
+  // k + ahead is located (by tag and inline key) and its row block prefetched, and key k is
+  // copied. A key missing when located may be created by an earlier duplicate before its copy,
+  // so a miss is probed again; creation (which may grow the index) happens in the copy only.
+  constexpr size_t ahead = 16;
+  auto n = keys.size();
+  auto block = sizeof(row_meta) + dim * sizeof(float);
+  auto prefetch_slot = [&](size_t k) {
+    // A 24-byte slot may straddle two cache lines.
+    auto* home = reinterpret_cast<const char*>(&index_[hashes[k] & (index_.size() - 1)]);
+    __builtin_prefetch(home);
+    __builtin_prefetch(home + sizeof(slot) - 1);
+  };
+  auto locate = [&](size_t k) {
+    auto mask = index_.size() - 1;
     auto tag = tag_of(hashes[k]);
-    candidates[k] = empty;
     for (size_t i = hashes[k] & mask; index_[i].row != empty; i = (i + 1) & mask)
-      if (index_[i].tag == tag) {
-        candidates[k] = index_[i].row;
-        __builtin_prefetch(values_of(candidates[k]));
-        __builtin_prefetch(&meta_of(candidates[k]));
-        break;
+      if (holds(index_[i], tag, keys[k])) {
+        auto* p = rows_.at(index_[i].row);
+        for (size_t line = 0; line < block; line += 64)
+          __builtin_prefetch(p + line, 1);
+        return index_[i].row;
       }
-  }
-  for (size_t k = 0; k < keys.size(); ++k) {
+    return empty;
+  };
+  auto& located = scratch_rows_;
+  located.assign(n, empty);
+  for (size_t k = 0; k < std::min(n, 2 * ahead); ++k)
+    prefetch_slot(k);
+  for (size_t k = 0; k < std::min(n, ahead); ++k)
+    located[k] = locate(k);
+  for (size_t k = 0; k < n; ++k) {
+    if (k + 2 * ahead < n)
+      prefetch_slot(k + 2 * ahead);
+    if (k + ahead < n)
+      located[k + ahead] = locate(k + ahead);
     auto dest = out.subspan(k * dim, dim);
-    uint32_t row = empty;
-    if (candidates[k] != empty && key_of(candidates[k]) == keys[k]) {
-      row = candidates[k];
-    } else {
+    uint32_t row = located[k];
+    if (row == empty) {
       bool found = false;
       auto i = probe(keys[k], hashes[k], found);
       if (found) {
@@ -337,8 +378,7 @@ caf::error memory_store::import_row(const row_record& row) {
 store_stats memory_store::stats() const {
   store_stats s;
   s.rows = size_;
-  s.bytes = values_.size() * chunk_rows * (stride() * sizeof(float) + sizeof(row_meta))
-            + index_.capacity() * sizeof(slot) + keys_.capacity()
+  s.bytes = rows_.bytes() + index_.capacity() * sizeof(slot) + keys_.capacity()
             + free_rows_.capacity() * sizeof(uint32_t);
   if (admission_)
     s.bytes += admission_->bytes();

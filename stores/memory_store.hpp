@@ -1,10 +1,12 @@
 // The in-memory embedding store: an open-addressing table (linear probing, backward-shift
 // deletion) over a 64-bit hash of the key, which keeps the full key so that collisions resolve
-// exactly. Rows live in fixed-size chunks (values, optimizer slots, frequency, steps): no
-// per-row heap allocation, and a row's address never changes while the row exists.
+// exactly; keys of up to 14 bytes sit inline in the index. Each row (bookkeeping, values,
+// optimizer slots) is one contiguous block in huge-page chunks: no per-row heap allocation, and
+// a row's address never changes while the row exists.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +20,7 @@
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/admission.hpp"
 #include "stores/embedding_store.hpp"
+#include "stores/row_chunks.hpp"
 
 namespace darcy::stores {
 
@@ -64,6 +67,8 @@ public:
 
   size_t dim() const override { return opts_.dim; }
   caf::error lookup(std::span<const std::string_view> keys, std::span<float> out) override;
+  caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                    std::span<float> out) override;
   caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
                     int64_t step) override;
   store_stats stats() const override;
@@ -96,23 +101,29 @@ public:
 
 private:
   static constexpr uint32_t empty = UINT32_MAX;
-  static constexpr size_t chunk_rows = 4096;
+  /// Bytes of a key kept inline in its index slot; longer keys are compared in the arena.
+  static constexpr size_t inline_key_bytes = 14;
 
   explicit memory_store(memory_store_options opts);
 
   size_t stride() const { return opts_.dim * (1 + slots_); }
+  /// A row's block: its row_meta, then dim values, then the optimizer slots.
+  row_meta& meta_of(uint32_t row) { return *reinterpret_cast<row_meta*>(rows_.at(row)); }
   float* values_of(uint32_t row) {
-    return values_[row / chunk_rows].get() + (row % chunk_rows) * stride();
+    return reinterpret_cast<float*>(rows_.at(row) + sizeof(row_meta));
   }
-  row_meta& meta_of(uint32_t row) { return meta_[row / chunk_rows][row % chunk_rows]; }
   std::string_view key_of(uint32_t row) {
     auto& m = meta_of(row);
     return {keys_.data() + m.key_offset, m.key_size};
   }
   row_ref ref(uint32_t row);
+  uint64_t hash(std::string_view key) const { return opts_.hash(key); }
 
   /// Index slot holding `key`, or the empty slot where it would go.
   size_t probe(std::string_view key, uint64_t hash, bool& found);
+  /// The shared body of both lookups; `hashes` holds opts_.hash of every key.
+  caf::error lookup_hashed(std::span<const std::string_view> keys,
+                           std::span<const uint64_t> hashes, std::span<float> out);
   uint32_t allocate_row();
   void grow_index();
   row_ref insert_at(size_t slot, std::string_view key, uint64_t hash);
@@ -124,15 +135,26 @@ private:
   memory_store_options opts_;
   size_t slots_ = 0;
   size_t size_ = 0;
-  /// The high 32 bits of the key's hash beside its row, so that probing rarely touches rows.
+  /// The high 32 bits of the key's hash beside its row, and a short key itself, so that a hit
+  /// reads one slot and one row block. key_size is long_key when the key is in the arena only.
   struct slot {
+    static constexpr uint8_t long_key = 0xFF;
     uint32_t tag = 0;
     uint32_t row = empty;
+    uint8_t key_size = 0;
+    char key[inline_key_bytes + 1] = {};
   };
+  static_assert(sizeof(slot) == 24);
+  bool holds(const slot& s, uint32_t tag, std::string_view key) {
+    if (s.tag != tag)
+      return false;
+    if (s.key_size != slot::long_key)
+      return s.key_size == key.size() && std::memcmp(s.key, key.data(), key.size()) == 0;
+    return key_of(s.row) == key;
+  }
   /// Capacity is a power of two, at most 3/4 full.
   std::vector<slot> index_;
-  std::vector<std::unique_ptr<float[]>> values_;
-  std::vector<std::unique_ptr<row_meta[]>> meta_;
+  row_chunks rows_;
   std::vector<uint32_t> free_rows_;
   uint32_t next_row_ = 0;
   std::string keys_;

@@ -75,15 +75,33 @@ std::vector<strings> unique_batches(const std::vector<strings>& batches) {
   return result;
 }
 
-template <class F>
-double rows_per_second(const std::vector<strings>& batches, F run) {
-  size_t rows = 0;
-  auto begin = clock::now();
-  for (auto& b : batches) {
-    run(b);
-    rows += b.size();
+// The median over `repetitions` passes of the rows per second of run(batch) over `batches`.
+template <class Batch, class F>
+double rows_per_second(const std::vector<Batch>& batches, uint32_t repetitions, F run) {
+  std::vector<double> passes;
+  for (uint32_t r = 0; r < repetitions; ++r) {
+    size_t rows = 0;
+    auto begin = clock::now();
+    for (auto& b : batches) {
+      run(b);
+      rows += b.size();
+    }
+    passes.push_back(static_cast<double>(rows)
+                     / std::chrono::duration<double>(clock::now() - begin).count());
   }
-  return static_cast<double>(rows) / std::chrono::duration<double>(clock::now() - begin).count();
+  std::sort(passes.begin(), passes.end());
+  return passes[passes.size() / 2];
+}
+
+bool runs(const embedding_bench_options& o, std::string_view path) {
+  std::string_view list = o.paths;
+  while (!list.empty()) {
+    auto comma = list.find(',');
+    if (list.substr(0, comma) == path)
+      return true;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
 }
 
 de_config bench_config(const embedding_bench_options& o) {
@@ -142,21 +160,17 @@ int run_embedding_bench(const embedding_bench_options& o) {
     std::uniform_real_distribution<float> u{-0.05f, 0.05f};
     for (auto& x : dense)
       x = u(rng);
-    size_t rows = 0;
-    auto begin = clock::now();
-    for (auto& b : ids) {
+    dense_rows_s = rows_per_second(ids, o.repetitions, [&](const std::vector<uint64_t>& b) {
       for (size_t k = 0; k < b.size(); ++k)
         std::memcpy(out.data() + k * o.dim, dense.data() + b[k] * o.dim, o.dim * sizeof(float));
-      rows += b.size();
-    }
-    dense_rows_s = rows / std::chrono::duration<double>(clock::now() - begin).count();
+    });
     report("dense gather", {dense_rows_s, 0});
   }
 
   // The store, called directly.
   path_result store;
   double bytes_per_row = 0, raw_bytes_per_row = 0;
-  {
+  if (runs(o, "store")) {
     auto s = stores::make_store(cfg);
     if (!s)
       return fail(render(s.error()));
@@ -170,11 +184,11 @@ int run_embedding_bench(const embedding_bench_options& o) {
     auto stats = st.stats();
     bytes_per_row = static_cast<double>(stats.bytes) / stats.rows;
     raw_bytes_per_row = static_cast<double>(stats.raw_bytes) / stats.rows;
-    store.lookup = rows_per_second(lookups, [&](const strings& keys) {
+    store.lookup = rows_per_second(lookups, o.repetitions, [&](const strings& keys) {
       std::vector<std::string_view> views(keys.begin(), keys.end());
       st.lookup(views, std::span<float>{out.data(), keys.size() * o.dim});
     });
-    store.update = rows_per_second(updates, [&](const strings& keys) {
+    store.update = rows_per_second(updates, 1, [&](const strings& keys) {
       std::vector<std::string_view> views(keys.begin(), keys.end());
       st.update(views, std::span<const float>{grads.data(), keys.size() * o.dim}, 1);
     });
@@ -201,10 +215,10 @@ int run_embedding_bench(const embedding_bench_options& o) {
     if (failed)
       return failed;
     path_result r;
-    r.lookup = rows_per_second(lookups, [&](const strings& keys) {
+    r.lookup = rows_per_second(lookups, o.repetitions, [&](const strings& keys) {
       runtime::ask<std::vector<float>>(sys, master, timeout, lookup_atom::value, cfg.name, keys);
     });
-    r.update = rows_per_second(updates, [&](const strings& keys) {
+    r.update = rows_per_second(updates, 1, [&](const strings& keys) {
       runtime::ask<ok_atom>(sys, master, timeout, update_atom::value, cfg.name, keys,
                             std::vector<float>(grads.begin(), grads.begin() + keys.size() * o.dim),
                             int64_t{1});
@@ -222,7 +236,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
 
   // The service with its shards in this process.
   path_result service;
-  {
+  if (runs(o, "service")) {
     auto shards = actors::spawn_shards(sys, o.shards);
     auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{shards});
     auto r = bench_master(master);
@@ -238,7 +252,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
 
   // The service with its shards in two other node processes.
   path_result remote;
-  {
+  if (runs(o, "remote")) {
     auto exe = runtime::self_executable();
     auto a = runtime::launch_node({exe, "node", "--name", "emb-a", "--listen", "127.0.0.1:0"},
                                   std::chrono::seconds(30));
@@ -276,7 +290,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
 
   // LevelDB: a fresh store (cold cache), then the same stream again (warm cache).
   double leveldb_cold = 0, leveldb_warm = 0;
-  {
+  if (runs(o, "leveldb")) {
     auto dir = std::filesystem::temp_directory_path() /
                ("darcy_bench_leveldb_" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir);
@@ -302,8 +316,8 @@ int run_embedding_bench(const embedding_bench_options& o) {
       std::vector<std::string_view> views(keys.begin(), keys.end());
       (*reader)->lookup(views, std::span<float>{out.data(), keys.size() * o.dim});
     };
-    leveldb_cold = rows_per_second(ldb_lookups, run);
-    leveldb_warm = rows_per_second(ldb_lookups, run);
+    leveldb_cold = rows_per_second(ldb_lookups, 1, run);
+    leveldb_warm = rows_per_second(ldb_lookups, o.repetitions, run);
     report("leveldb cold", {leveldb_cold, 0});
     report("leveldb warm", {leveldb_warm, 0});
     reader->reset();

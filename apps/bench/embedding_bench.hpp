@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace darcy::apps {
 
@@ -15,6 +16,10 @@ struct embedding_bench_options {
   double zipf = 1.1;
   uint32_t shards = 4;
   uint64_t leveldb_keys = 1'000'000;
+  /// Passes over the stream per figure; the figure is their median.
+  uint32_t repetitions = 3;
+  /// Which paths run, comma-separated: store, service, remote, leveldb (dense always runs).
+  std::string paths = "store,service,remote,leveldb";
 };
 
 int run_embedding_bench(const embedding_bench_options& opts);

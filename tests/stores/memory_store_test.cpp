@@ -77,6 +77,37 @@ TEST(memory_store, CollidingHashesResolveByTheFullKey) {
   }
 }
 
+TEST(memory_store, KeysInlineOrInTheArenaAreTheirOwnRows) {
+  // Keys at and around the inline limit (14 bytes), sharing prefixes, with NUL bytes, empty,
+  // and 64 KiB long: each is one row, found again by lookup and by the hashed lookup.
+  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string("a\0b", 3),
+                                   std::string(14, 'x'), std::string(15, 'x'),
+                                   std::string(13, 'x') + "y", std::string(14, 'x') + "y",
+                                   std::string(65536, 'k'), std::string(65535, 'k') + "l"};
+  auto opts = options(2);
+  auto store = make_store(opts);
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<uint64_t> hashes;
+  for (auto& k : keys)
+    hashes.push_back(compute::hash_key(k));
+  std::vector<float> first(keys.size() * 2), second(keys.size() * 2);
+  ASSERT_FALSE(store->lookup(views, first));
+  EXPECT_EQ(store->size(), keys.size());
+  ASSERT_FALSE(store->lookup(views, hashes, second));
+  EXPECT_EQ(first, second);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    SCOPED_TRACE(k);
+    auto r = store->find(keys[k]);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->key, keys[k]);
+    EXPECT_EQ(r->meta->frequency, 2u);
+    EXPECT_EQ(std::vector<float>(r->values.begin(), r->values.end()), initial(opts, keys[k]));
+  }
+  ASSERT_TRUE(store->erase(keys[3]));
+  EXPECT_FALSE(store->find(keys[3]));
+  EXPECT_TRUE(store->find(keys[4]));
+}
+
 TEST(memory_store, GrowsAndErasesWithoutLosingKeys) {
   auto opts = options(3);
   auto store = make_store(opts);
