@@ -41,9 +41,16 @@ inline uint64_t first_owned_offset(uint64_t first, uint32_t index, uint32_t coun
   return (index + count - first % count) % count;
 }
 
+/// The embedding shard of a key whose hash_key is `hash`, among `count` (count > 0). It reads
+/// the high 32 bits, so that the low bits, which pick a key's slot in a shard's index, stay
+/// uniform on every shard.
+inline size_t shard_of_hash(uint64_t hash, size_t count) {
+  return static_cast<size_t>(((hash >> 32) * count) >> 32);
+}
+
 /// The embedding shard that owns `key` among `count` (count > 0).
 inline size_t shard_of_key(std::string_view key, size_t count) {
-  return hash_key(key) % count;
+  return shard_of_hash(hash_key(key), count);
 }
 
 } // namespace darcy::compute

@@ -12,6 +12,7 @@ using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using unregister_atom = caf::atom_constant<caf::atom("unregistr")>;
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using backward_atom = caf::atom_constant<caf::atom("backward")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using unsubscribe_atom = caf::atom_constant<caf::atom("unsubscrib")>;

@@ -1,6 +1,6 @@
 // An immutable float buffer that actors of one process share without copying (a reply of
 // hundreds of megabytes costs a pointer), and that a message crossing nodes carries by value,
-// serialized like std::vector<float>.
+// as one blob of raw floats (messages/wire_blob.hpp).
 #pragma once
 
 #include <cstddef>
@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <caf/meta/type_name.hpp>
+
+#include "messages/wire_blob.hpp"
 
 namespace darcy {
 
@@ -31,19 +33,23 @@ public:
   size_t size() const { return values_ ? values_->size() : 0; }
 
   template <class Inspector>
-  friend typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>::type
-  inspect(Inspector& f, shared_floats& x) {
+  friend typename Inspector::result_type inspect(Inspector& f, shared_floats& x) {
     static const std::vector<float> none;
-    return f(caf::meta::type_name("shared_floats"), x.values_ ? *x.values_ : none);
-  }
-
-  template <class Inspector>
-  friend typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type
-  inspect(Inspector& f, shared_floats& x) {
-    auto loaded = std::make_shared<std::vector<float>>();
-    auto result = f(caf::meta::type_name("shared_floats"), *loaded);
-    x.values_ = std::move(loaded);
-    return result;
+    if constexpr (wire::is_serializer<Inspector>) {
+      auto order = wire::host_order();
+      auto& values = x.values_ ? *x.values_ : none;
+      return caf::error::eval([&] { return f(order); },
+                              [&] { return wire::save(f, values.data(), values.size()); });
+    } else if constexpr (wire::is_deserializer<Inspector>) {
+      uint8_t order = 0;
+      auto loaded = std::make_shared<std::vector<float>>();
+      auto err = caf::error::eval([&] { return f(order); },
+                                  [&] { return wire::load(f, *loaded, order); });
+      x.values_ = std::move(loaded);
+      return err;
+    } else {
+      return f(caf::meta::type_name("shared_floats"), x.values_ ? *x.values_ : none);
+    }
   }
 
 private:

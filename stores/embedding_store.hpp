@@ -58,6 +58,14 @@ public:
   virtual caf::error update(std::span<const std::string_view> keys,
                             std::span<const float> grads, int64_t step) = 0;
 
+  /// The same, with hashes[k] = compute::hash_key(keys[k]) from the caller (see lookup).
+  virtual caf::error update(std::span<const std::string_view> keys,
+                            std::span<const uint64_t> hashes, std::span<const float> grads,
+                            int64_t step) {
+    (void) hashes;
+    return update(keys, grads, step);
+  }
+
   virtual store_stats stats() const = 0;
 
   /// Calls f(key, values) for every row, in no particular order; f must not change the store.

@@ -318,6 +318,20 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
 
 caf::error memory_store::update(std::span<const std::string_view> keys,
                                 std::span<const float> grads, int64_t step) {
+  return update_hashed(keys, {}, grads, step);
+}
+
+caf::error memory_store::update(std::span<const std::string_view> keys,
+                                std::span<const uint64_t> hashes, std::span<const float> grads,
+                                int64_t step) {
+  if (hashes.size() != keys.size() || opts_.hash != compute::hash_key)
+    hashes = {};
+  return update_hashed(keys, hashes, grads, step);
+}
+
+caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
+                                       std::span<const uint64_t> hashes,
+                                       std::span<const float> grads, int64_t step) {
   auto dim = opts_.dim;
   if (opts_.read_only)
     return make_error(errc::read_only, "update");
@@ -333,15 +347,17 @@ caf::error memory_store::update(std::span<const std::string_view> keys,
   ++tick_;
   current_step_ = std::max(current_step_, step);
   for (size_t k = 0; k < keys.size(); ++k) {
+    auto h = hashes.empty() ? hash(keys[k]) : hashes[k];
+    bool found = false;
+    auto i = probe(keys[k], h, found);
     std::optional<row_ref> r;
-    if (admission_) {
-      r = find(keys[k]);
-      if (!r) {
-        ++dropped_updates_;
-        continue;
-      }
+    if (found) {
+      r = ref(index_[i].row);
+    } else if (admission_) {
+      ++dropped_updates_;
+      continue;
     } else {
-      r = find_or_insert(keys[k]);
+      r = insert_at(i, keys[k], h);
     }
     compute::apply_gradient(opts_.optimizer, r->values, r->slots, grads.subspan(k * dim, dim),
                             r->meta->updates);

@@ -71,6 +71,8 @@ public:
                     std::span<float> out) override;
   caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
                     int64_t step) override;
+  caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                    std::span<const float> grads, int64_t step) override;
   store_stats stats() const override;
   void scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
     for_each([&](const row_ref& r) { f(r.key, r.values); });
@@ -124,6 +126,10 @@ private:
   /// The shared body of both lookups; `hashes` holds opts_.hash of every key.
   caf::error lookup_hashed(std::span<const std::string_view> keys,
                            std::span<const uint64_t> hashes, std::span<float> out);
+  /// The shared body of both updates; `hashes` is empty or holds opts_.hash of every key.
+  caf::error update_hashed(std::span<const std::string_view> keys,
+                           std::span<const uint64_t> hashes, std::span<const float> grads,
+                           int64_t step);
   uint32_t allocate_row();
   void grow_index();
   row_ref insert_at(size_t slot, std::string_view key, uint64_t hash);

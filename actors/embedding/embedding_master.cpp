@@ -6,6 +6,7 @@
 
 #include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/embedding/key_routing.hpp"
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/hash.hpp"
 #include "compute/placement.hpp"
@@ -19,46 +20,6 @@
 namespace darcy::actors {
 
 namespace {
-
-// A batch split by shard: unique keys per shard, and for every input position the shard and
-// the row within that shard's reply.
-struct split_batch {
-  std::vector<std::vector<std::string>> keys;
-  std::vector<std::pair<uint32_t, uint32_t>> position;
-  /// For updates: summed gradients per shard, in the order of `keys`.
-  std::vector<std::vector<float>> grads;
-};
-
-split_batch split(const std::vector<std::string>& keys, size_t shard_count) {
-  split_batch out;
-  out.keys.resize(shard_count);
-  out.position.reserve(keys.size());
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> seen;
-  seen.reserve(keys.size());
-  for (auto& key : keys) {
-    auto [it, fresh] = seen.try_emplace(key);
-    if (fresh) {
-      auto s = static_cast<uint32_t>(compute::shard_of_key(key, shard_count));
-      it->second = {s, static_cast<uint32_t>(out.keys[s].size())};
-      out.keys[s].push_back(key);
-    }
-    out.position.push_back(it->second);
-  }
-  return out;
-}
-
-void sum_gradients(split_batch& batch, const std::vector<float>& grads, size_t dim) {
-  batch.grads.resize(batch.keys.size());
-  for (size_t s = 0; s < batch.keys.size(); ++s)
-    batch.grads[s].assign(batch.keys[s].size() * dim, 0.0f);
-  for (size_t k = 0; k < batch.position.size(); ++k) {
-    auto [s, row] = batch.position[k];
-    auto* dst = batch.grads[s].data() + row * dim;
-    auto* src = grads.data() + k * dim;
-    for (size_t d = 0; d < dim; ++d)
-      dst[d] += src[d];
-  }
-}
 
 caf::expected<de_config*> check(embedding_master_pointer self, const std::string& name,
                                 size_t batch) {
@@ -170,14 +131,6 @@ void track(embedding_master_pointer self, std::shared_ptr<fan_out_state> state) 
 std::vector<size_t> all_shards(embedding_master_pointer self) {
   std::vector<size_t> result(self->state.options.shards.size());
   std::iota(result.begin(), result.end(), 0);
-  return result;
-}
-
-std::vector<size_t> shards_with_keys(const split_batch& batch) {
-  std::vector<size_t> result;
-  for (size_t s = 0; s < batch.keys.size(); ++s)
-    if (!batch.keys[s].empty())
-      result.push_back(s);
   return result;
 }
 
@@ -304,76 +257,215 @@ caf::result<ok_atom> create(embedding_master_pointer self, const de_config& cfg)
   return promise;
 }
 
-caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std::string& name,
-                                       const std::vector<std::string>& keys) {
-  auto cfg = check(self, name, keys.size());
-  if (!cfg)
-    return std::move(cfg.error());
-  auto dim = (*cfg)->dim;
-  auto promise = self->make_response_promise<std::vector<float>>();
-  auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
+// The dim of each table after checking it (known, batch within bounds), or the first error.
+caf::expected<std::vector<uint32_t>> table_dims(embedding_master_pointer self,
+                                                const std::vector<table_keys>& tables) {
+  if (tables.empty())
+    return make_error(errc::empty_batch, "a lookup names no table");
+  std::vector<uint32_t> dims;
+  for (auto& t : tables) {
+    auto cfg = check(self, t.name, t.keys.size());
+    if (!cfg)
+      return std::move(cfg.error());
+    dims.push_back((*cfg)->dim);
+  }
+  return dims;
+}
+
+// Checks gradients for a routed batch: one finite buffer of keys * dim per table, no table
+// read-only.
+caf::error check_gradients(embedding_master_pointer self, const routed_batch& batch,
+                           const std::vector<std::string>& names,
+                           const std::vector<std::span<const float>>& grads) {
+  if (grads.size() != batch.tables())
+    return make_error(errc::dimension_mismatch, std::to_string(grads.size()) +
+                                                  " gradient buffers for " +
+                                                  std::to_string(batch.tables()) + " tables");
+  for (size_t t = 0; t < batch.tables(); ++t) {
+    auto cfg = stores::find_embedding(self->state.configs, names[t]);
+    if (!cfg)
+      return std::move(cfg.error());
+    if ((*cfg)->read_only)
+      return make_error(errc::read_only, "update of embedding '" + names[t] + "'");
+    auto want = batch.keys(t) * batch.dim(t);
+    if (grads[t].size() != want)
+      return make_error(errc::dimension_mismatch,
+                        std::to_string(batch.keys(t)) + " keys of dim " +
+                          std::to_string(batch.dim(t)) + " need " + std::to_string(want) +
+                          " gradient values, got " + std::to_string(grads[t].size()));
+    if (!compute::all_finite(grads[t]))
+      return make_error(errc::non_finite, "gradients for embedding '" + names[t] + "'");
+  }
+  return {};
+}
+
+// Looks a routed batch up on its shards (keeping `handle` there when not 0) and calls
+// done(rows per table in input order) or done(error), after which the in-flight slot is free.
+template <class Promise>
+void run_lookup(embedding_master_pointer self, Promise promise,
+                std::shared_ptr<routed_batch> batch, uint64_t handle,
+                std::function<void(caf::expected<std::vector<std::vector<float>>>)> done) {
   admit(self, promise, [=]() mutable {
-    auto out = std::make_shared<std::vector<float>>(batch->position.size() * dim);
-    track(self, fan_out<std::vector<float>>(
-      shards_with_keys(*batch),
+    auto out = std::make_shared<std::vector<std::vector<float>>>();
+    for (size_t t = 0; t < batch->tables(); ++t)
+      out->emplace_back(batch->keys(t) * batch->dim(t));
+    auto failed = std::make_shared<caf::error>();
+    track(self, fan_out<std::vector<shared_floats>>(
+      batch->shards(),
       [=](size_t s, uint32_t attempt) {
-        return ask_shard(self, s, attempt, lookup_atom::value, name, batch->keys[s]);
+        return ask_shard(self, s, attempt, lookup_atom::value, batch->part(s), handle);
       },
-      [=](size_t s, const std::vector<float>& rows) {
-        for (size_t k = 0; k < batch->position.size(); ++k)
-          if (batch->position[k].first == s)
-            std::copy_n(rows.data() + batch->position[k].second * dim, dim,
-                        out->data() + k * dim);
+      [=](size_t s, const std::vector<shared_floats>& rows) {
+        if (auto err = batch->scatter(s, rows, *out); err && !*failed)
+          *failed = std::move(err);
       },
       [=](caf::error err) mutable {
+        if (!err)
+          err = *failed;
         if (err)
-          promise.deliver(std::move(err));
+          done(std::move(err));
         else
-          promise.deliver(std::move(*out));
+          done(std::move(*out));
         finished(self);
       },
       retries(self)));
   });
+}
+
+// Sends each shard its summed gradients as request(shard, grads, attempt) and delivers ok.
+template <class Promise, class Request>
+void run_update(embedding_master_pointer self, Promise promise,
+                std::shared_ptr<routed_batch> batch,
+                const std::vector<std::span<const float>>& grads, Request request,
+                std::function<void()> on_success = nullptr) {
+  auto per_shard = std::make_shared<std::vector<std::vector<shared_floats>>>(
+    self->state.options.shards.size());
+  for (auto s : batch->shards())
+    (*per_shard)[s] = batch->gather(s, grads);
+  admit(self, promise, [=]() mutable {
+    track(self, fan_out<ok_atom>(
+      batch->shards(),
+      [=](size_t s, uint32_t attempt) { return request(s, (*per_shard)[s], attempt); },
+      [](size_t, ok_atom) {},
+      [=](caf::error err) mutable {
+        if (err) {
+          promise.deliver(std::move(err));
+        } else {
+          if (on_success)
+            on_success();
+          promise.deliver(ok_atom::value);
+        }
+        finished(self);
+      },
+      retries(self)));
+  });
+}
+
+std::vector<table_keys> one_table(const std::string& name, const std::vector<std::string>& keys) {
+  return {table_keys{name, hash_keys(keys)}};
+}
+
+caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std::string& name,
+                                       const std::vector<std::string>& keys) {
+  auto tables = one_table(name, keys);
+  auto dims = table_dims(self, tables);
+  if (!dims)
+    return std::move(dims.error());
+  auto promise = self->make_response_promise<std::vector<float>>();
+  auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
+  run_lookup(self, promise, batch, 0,
+             [promise](caf::expected<std::vector<std::vector<float>>> rows) mutable {
+               if (rows)
+                 promise.deliver(std::move(rows->front()));
+               else
+                 promise.deliver(std::move(rows.error()));
+             });
+  return promise;
+}
+
+// Remembers a kept lookup for backward, forgetting the oldest past max_pending_lookups.
+void remember_lookup(embedding_master_pointer self, uint64_t handle,
+                     std::shared_ptr<routed_batch> batch, std::vector<std::string> names) {
+  auto& pending = self->state.pending;
+  batch->drop_keys();
+  pending.push_back({handle, std::move(batch), std::move(names)});
+  if (pending.size() > max_pending_lookups)
+    pending.pop_front();
+}
+
+caf::result<lookup_reply> lookup_tables(embedding_master_pointer self,
+                                        const std::vector<table_keys>& tables, bool keep) {
+  auto dims = table_dims(self, tables);
+  if (!dims)
+    return std::move(dims.error());
+  auto promise = self->make_response_promise<lookup_reply>();
+  auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
+  auto handle = keep ? new_request_id(self) : 0;
+  std::vector<std::string> names;
+  for (auto& t : tables)
+    names.push_back(t.name);
+  run_lookup(self, promise, batch, handle,
+             [=](caf::expected<std::vector<std::vector<float>>> rows) mutable {
+               if (!rows) {
+                 promise.deliver(std::move(rows.error()));
+                 return;
+               }
+               if (handle != 0)
+                 remember_lookup(self, handle, batch, names);
+               lookup_reply reply{handle, {}};
+               for (auto& r : *rows)
+                 reply.rows.emplace_back(std::move(r));
+               promise.deliver(std::move(reply));
+             });
+  return promise;
+}
+
+caf::result<ok_atom> backward(embedding_master_pointer self, uint64_t handle,
+                              const std::vector<shared_floats>& grads, int64_t step) {
+  auto& pending = self->state.pending;
+  auto i = std::find_if(pending.rbegin(), pending.rend(),
+                        [&](const auto& p) { return p.handle == handle; });
+  if (handle == 0 || i == pending.rend())
+    return make_error(errc::not_found,
+                      "lookup handle " + std::to_string(handle) +
+                        " is not pending at the master: used already, never issued, or older "
+                        "than the last " + std::to_string(max_pending_lookups) + " lookups");
+  auto batch = i->batch;
+  std::vector<std::span<const float>> spans;
+  for (auto& g : grads)
+    spans.push_back(g.values());
+  if (auto err = check_gradients(self, *batch, i->names, spans))
+    return err;
+  auto promise = self->make_response_promise<ok_atom>();
+  run_update(
+    self, promise, batch, spans,
+    [=](size_t s, const std::vector<shared_floats>& part, uint32_t attempt) {
+      return ask_shard(self, s, attempt, backward_atom::value, handle, part, step);
+    },
+    [self, handle] {
+      std::erase_if(self->state.pending, [&](const auto& p) { return p.handle == handle; });
+    });
   return promise;
 }
 
 caf::result<ok_atom> update(embedding_master_pointer self, const std::string& name,
                             const std::vector<std::string>& keys, const std::vector<float>& grads,
                             int64_t step) {
-  auto cfg = check(self, name, keys.size());
-  if (!cfg)
-    return std::move(cfg.error());
-  auto dim = (*cfg)->dim;
-  if ((*cfg)->read_only)
-    return make_error(errc::read_only, "update of embedding '" + name + "'");
-  if (grads.size() != keys.size() * dim)
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
-                        " need " + std::to_string(keys.size() * dim) + " gradient values, got " +
-                        std::to_string(grads.size()));
-  if (!compute::all_finite(grads))
-    return make_error(errc::non_finite, "gradients for embedding '" + name + "'");
+  auto tables = one_table(name, keys);
+  auto dims = table_dims(self, tables);
+  if (!dims)
+    return std::move(dims.error());
+  auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
+  std::vector<std::span<const float>> spans{std::span<const float>{grads}};
+  if (auto err = check_gradients(self, *batch, {name}, spans))
+    return err;
   auto promise = self->make_response_promise<ok_atom>();
-  auto batch = std::make_shared<split_batch>(split(keys, self->state.options.shards.size()));
-  sum_gradients(*batch, grads, dim);
   auto id = new_request_id(self);
-  admit(self, promise, [=]() mutable {
-    track(self, fan_out<ok_atom>(
-      shards_with_keys(*batch),
-      [=](size_t s, uint32_t attempt) {
-        return ask_shard(self, s, attempt, update_atom::value, name, batch->keys[s],
-                         batch->grads[s], step, id);
-      },
-      [](size_t, ok_atom) {},
-      [=](caf::error err) mutable {
-        if (err)
-          promise.deliver(std::move(err));
-        else
-          promise.deliver(ok_atom::value);
-        finished(self);
-      },
-      retries(self)));
-  });
+  run_update(self, promise, batch, spans,
+             [=](size_t s, const std::vector<shared_floats>& part, uint32_t attempt) {
+               return ask_shard(self, s, attempt, update_atom::value, batch->part(s), part, step,
+                                id);
+             });
   return promise;
 }
 
@@ -521,6 +613,11 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
            const std::vector<float>& grads, int64_t step) {
       return update(self, name, keys, grads, step);
     },
+    [self](lookup_atom, const std::vector<table_keys>& tables, bool keep) {
+      return lookup_tables(self, tables, keep);
+    },
+    [self](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
+           int64_t step) { return backward(self, handle, grads, step); },
     [self](save_atom, const std::string& dir, int64_t step, const std::string& extra) {
       return save(self, dir, step, extra);
     },

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/embedding/key_routing.hpp"
 #include "actors/fan_out.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 
@@ -54,6 +55,13 @@ struct embedding_master_state {
   std::set<size_t> down;
   /// Shards that came back as new actors and still need their rows.
   std::set<size_t> to_recover;
+  /// Lookups kept for backward, oldest first, at most max_pending_lookups.
+  struct pending_lookup {
+    uint64_t handle = 0;
+    std::shared_ptr<routed_batch> batch;
+    std::vector<std::string> names;
+  };
+  std::deque<pending_lookup> pending;
   /// Running fan-outs, so that those waiting on a shard that went down fail at once.
   std::vector<std::weak_ptr<fan_out_state>> fan_outs;
   static inline const char* name = "darcy.embedding_master";

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/embedding/top_k_scan.hpp"
+#include "compute/optimizer.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "stores/checkpoint_io.hpp"
@@ -75,6 +76,125 @@ caf::result<ok_atom> update(shard_pointer self, const std::string& name,
   if (auto err = (*table)->store->update(key_views, grads, step))
     return err;
   self->state.applied.remember(request_id);
+  return ok_atom::value;
+}
+
+// Checks every table of a flat request before any is touched: known, within max_batch, and,
+// with grads, one finite buffer of keys * dim values per table.
+caf::expected<std::vector<embedding_shard_state::table*>>
+checked_tables(shard_pointer self, const std::vector<table_keys>& tables,
+               const std::vector<shared_floats>* grads) {
+  if (grads != nullptr && grads->size() != tables.size())
+    return make_error(errc::dimension_mismatch, std::to_string(grads->size()) +
+                                                  " gradient buffers for " +
+                                                  std::to_string(tables.size()) + " tables");
+  std::vector<embedding_shard_state::table*> result;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    auto& keys = tables[t].keys;
+    auto table = keys.empty() ? stores::find_embedding(self->state.tables, tables[t].name)
+                              : checked_table(self, tables[t].name, keys.size());
+    if (!table)
+      return std::move(table.error());
+    if (grads != nullptr) {
+      auto values = (*grads)[t].values();
+      auto dim = (*table)->config.dim;
+      if (values.size() != keys.size() * dim)
+        return make_error(errc::dimension_mismatch,
+                          std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
+                            " need " + std::to_string(keys.size() * dim) +
+                            " gradient values, got " + std::to_string(values.size()));
+      if (!compute::all_finite(values))
+        return make_error(errc::non_finite, "gradients for embedding '" + tables[t].name + "'");
+      if (!keys.empty() && (*table)->config.read_only)
+        return make_error(errc::read_only, "update of embedding '" + tables[t].name + "'");
+    }
+    result.push_back(*table);
+  }
+  return result;
+}
+
+void keep_pending(shard_pointer self, uint64_t handle, std::vector<table_keys> tables) {
+  auto& st = self->state;
+  size_t bytes = 0;
+  for (auto& t : tables)
+    bytes += t.keys.key_bytes() + t.keys.size() * 2 * sizeof(uint64_t);
+  st.pending.push_back({handle, std::move(tables), bytes});
+  st.pending_bytes += bytes;
+  while (st.pending.size() > max_pending_lookups
+         || (st.pending.size() > 1 && st.pending_bytes > st.max_pending_bytes)) {
+    st.pending_bytes -= st.pending.front().bytes;
+    st.pending.pop_front();
+  }
+}
+
+caf::result<std::vector<shared_floats>> lookup_tables(shard_pointer self,
+                                                      std::vector<table_keys>& tables,
+                                                      uint64_t handle) {
+  auto checked = checked_tables(self, tables, nullptr);
+  if (!checked)
+    return std::move(checked.error());
+  std::vector<shared_floats> result;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    auto& store = *(*checked)[t]->store;
+    auto& keys = tables[t].keys;
+    std::vector<float> out(keys.size() * store.dim());
+    if (!keys.empty())
+      if (auto err = store.lookup(keys.views(), keys.hashes(), out))
+        return err;
+    result.emplace_back(std::move(out));
+  }
+  if (handle != 0)
+    keep_pending(self, handle, std::move(tables));
+  return result;
+}
+
+// Applies grads to tables after checking all of them; the request id is applied once.
+caf::error apply_tables(shard_pointer self, const std::vector<table_keys>& tables,
+                                  const std::vector<shared_floats>& grads, int64_t step,
+                                  uint64_t request_id) {
+  auto checked = checked_tables(self, tables, &grads);
+  if (!checked)
+    return std::move(checked.error());
+  for (size_t t = 0; t < tables.size(); ++t) {
+    auto& keys = tables[t].keys;
+    if (keys.empty())
+      continue;
+    if (auto err = (*checked)[t]->store->update(keys.views(), keys.hashes(), grads[t].values(),
+                                                 step))
+      return err;
+  }
+  self->state.applied.remember(request_id);
+  return {};
+}
+
+caf::result<ok_atom> update_tables(shard_pointer self, const std::vector<table_keys>& tables,
+                                   const std::vector<shared_floats>& grads, int64_t step,
+                                   uint64_t request_id) {
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
+  if (auto err = apply_tables(self, tables, grads, step, request_id))
+    return err;
+  return ok_atom::value;
+}
+
+caf::result<ok_atom> backward(shard_pointer self, uint64_t handle,
+                              const std::vector<shared_floats>& grads, int64_t step) {
+  auto& st = self->state;
+  if (st.applied.seen(handle))
+    return ok_atom::value;
+  auto i = std::find_if(st.pending.rbegin(), st.pending.rend(),
+                        [&](const auto& p) { return p.handle == handle; });
+  if (i == st.pending.rend())
+    return make_error(errc::not_found,
+                      "lookup handle " + std::to_string(handle) + " is not held by shard " +
+                        std::to_string(st.index) +
+                        " (expired, or the shard restarted since the lookup)");
+  // A refused backward (a bad shape, a NaN) keeps the handle, so that a corrected one can
+  // follow.
+  if (auto err = apply_tables(self, i->tables, grads, step, handle))
+    return err;
+  st.pending_bytes -= i->bytes;
+  st.pending.erase(std::next(i).base());
   return ok_atom::value;
 }
 
@@ -204,6 +324,15 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_
     [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
            const std::vector<float>& grads, int64_t step, uint64_t request_id) {
       return update(self, name, keys, grads, step, request_id);
+    },
+    [self](lookup_atom, std::vector<table_keys>& tables, uint64_t handle) {
+      return lookup_tables(self, tables, handle);
+    },
+    [self](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
+           int64_t step) { return backward(self, handle, grads, step); },
+    [self](update_atom, const std::vector<table_keys>& tables,
+           const std::vector<shared_floats>& grads, int64_t step, uint64_t request_id) {
+      return update_tables(self, tables, grads, step, request_id);
     },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            bool with_bias) { return top_k(self, name, queries, k, with_bias); },

@@ -28,6 +28,16 @@ struct embedding_shard_state {
   std::map<std::string, table> tables;
   /// Ids of the updates and loads applied lately.
   request_window applied;
+  /// Keys of lookups that backward will name, oldest first; at most max_pending_lookups of
+  /// them and max_pending_bytes of keys.
+  struct pending_lookup {
+    uint64_t handle = 0;
+    std::vector<table_keys> tables;
+    size_t bytes = 0;
+  };
+  std::deque<pending_lookup> pending;
+  size_t pending_bytes = 0;
+  static constexpr size_t max_pending_bytes = size_t{64} << 20;
   /// The answers of the last saves, by "dir/id", newest last.
   std::deque<std::pair<std::string, std::vector<checkpoint_embedding>>> saved;
   static inline const char* name = "darcy.embedding_shard";

@@ -16,6 +16,8 @@
 #include "messages/checkpoint.hpp"
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/embedding/key_batch.hpp"
+#include "messages/shared_floats.hpp"
 
 namespace darcy {
 
@@ -97,6 +99,32 @@ typename Inspector::result_type inspect(Inspector& f, sample_plan& x) {
            x.seed, x.positives);
 }
 
+/// Lookup handles a master, and each shard, keeps for backward before dropping the oldest.
+inline constexpr size_t max_pending_lookups = 4096;
+
+/// One table's keys in a multi-table request.
+struct table_keys {
+  std::string name;
+  key_batch keys;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, table_keys& x) {
+  return f(caf::meta::type_name("table_keys"), x.name, x.keys);
+}
+
+/// The rows of a multi-table lookup: one buffer per table in request order, keys.size() * dim
+/// floats each, and the handle that backward names (0 when none was kept).
+struct lookup_reply {
+  uint64_t handle = 0;
+  std::vector<shared_floats> rows;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lookup_reply& x) {
+  return f(caf::meta::type_name("lookup_reply"), x.handle, x.rows);
+}
+
 using create_atom = caf::atom_constant<caf::atom("create")>;
 using sample_atom = caf::atom_constant<caf::atom("sample")>;
 using sample_stats_atom = caf::atom_constant<caf::atom("samp_stats")>;
@@ -122,7 +150,15 @@ using embedding_ops_actor = caf::typed_actor<
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
   caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, bool>::with<top_k_result>>;
 
-/// One shard: the rows of every embedding whose key hash falls on it. save_part(dir, id, index)
+/// One shard: the rows of every embedding whose key hash falls on it (compute::shard_of_hash).
+/// The flat data path: lookup(tables, handle) answers one row buffer per table, and with a
+/// handle other than 0 keeps the keys, so that backward(handle, grads, step) applies one
+/// gradient buffer per table to them without the keys crossing again; keys must be distinct
+/// within each table, and their hashes are trusted. A backward is applied once: a repeat is
+/// answered ok, and a handle the shard does not hold (expired, or the shard restarted since
+/// the lookup) fails with errc::not_found and changes nothing. A shard keeps at most
+/// max_pending_lookups handles and 64 MiB of their keys, dropping the oldest.
+/// update(tables, grads, step, request_id) is the same without a lookup first. save_part(dir, id, index)
 /// writes one file per embedding under dir/id, and answers a repeated save of the same dir/id
 /// from memory without writing again; load_part(dir, manifest, index, count, request_id)
 /// replaces the shard's tables with the manifest's rows that hash to `index` of `count`
@@ -130,6 +166,11 @@ using embedding_ops_actor = caf::typed_actor<
 /// or a late duplicate) among the last 65,536 ids is answered ok and changes nothing. Id 0 is
 /// never deduplicated.
 using embedding_shard_actor = embedding_ops_actor::extend<
+  caf::replies_to<lookup_atom, std::vector<table_keys>, uint64_t>::with<
+    std::vector<shared_floats>>,
+  caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
+  caf::replies_to<update_atom, std::vector<table_keys>, std::vector<shared_floats>, int64_t,
+                  uint64_t>::with<ok_atom>,
   caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
                   int64_t, uint64_t>::with<ok_atom>,
   caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
@@ -143,9 +184,15 @@ using embedding_shard_actor = embedding_ops_actor::extend<
 /// their gradients), fans out and answers in input order. A whole batch is checked before any
 /// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
 /// checkpoint of every embedding; restore(dir) loads one, whatever shard count wrote it.
+/// lookup(tables, keep) looks up several tables in one request; with keep, the reply's handle
+/// lets backward(handle, grads, step) send only gradients (one buffer per table, in the
+/// lookup's key order, rows of a repeated key summed). A handle is used once; the master keeps
+/// the last max_pending_lookups, and an unknown one fails with errc::not_found.
 /// It also listens to the registry (cluster_event): when a shard's service comes back with a new
 /// actor, that shard reloads its rows from the last checkpoint before it serves again.
 using embedding_master_actor = embedding_ops_actor::extend<
+  caf::replies_to<lookup_atom, std::vector<table_keys>, bool>::with<lookup_reply>,
+  caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
   caf::reacts_to<cluster_event>>;
