@@ -42,5 +42,32 @@ TEST_F(shared_floats_wire, CrossesNodesByValue) {
   }
 }
 
+TEST_F(shared_floats_wire, ValuesWrittenInTheOtherByteOrderAreSwapped) {
+  std::vector<float> values = {1.5f, -2.0f, 3.25f};
+  auto swapped = values;
+  wire::swap_bytes(swapped);
+  std::vector<char> buffer;
+  caf::binary_serializer sink{sys, buffer};
+  uint8_t other = wire::host_order() == 1 ? 2 : 1;
+  ASSERT_FALSE(sink(other));
+  ASSERT_FALSE(wire::save(sink, swapped.data(), swapped.size()));
+  shared_floats received;
+  caf::binary_deserializer source{sys, buffer};
+  ASSERT_FALSE(source(received));
+  EXPECT_EQ(std::vector<float>(received.values().begin(), received.values().end()), values);
+}
+
+TEST_F(shared_floats_wire, ALengthBeyondTheMessageIsRefused) {
+  std::vector<char> buffer;
+  caf::binary_serializer sink{sys, buffer};
+  uint8_t order = wire::host_order();
+  size_t huge = size_t{1} << 30;
+  ASSERT_FALSE(sink(order));
+  ASSERT_FALSE(sink.begin_sequence(huge));
+  shared_floats received;
+  caf::binary_deserializer source{sys, buffer};
+  EXPECT_EQ(source(received), caf::sec::end_of_stream);
+}
+
 } // namespace
 } // namespace darcy

@@ -3,6 +3,8 @@
 #include <random>
 
 #include "actors/embedding/embedding_shard.hpp"
+#include "actors/embedding/key_routing.hpp"
+#include "compute/placement.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/chaos.hpp"
 #include "stores/de_config.hpp"
@@ -254,6 +256,137 @@ TEST_F(embedding_master_test, LostOrLateShardMessagesAreRetriedAndApplyOnce) {
     EXPECT_GT(stats->retried_requests, 0u) << r.name;
     EXPECT_EQ(stats->rows, 20u) << r.name;
   }
+}
+
+de_config context_config() {
+  auto cfg = words_config();
+  cfg.name = "ctx";
+  cfg.dim = 2;
+  cfg.optimizer = {optimizer_kind::sgd, 0.5f};
+  return cfg;
+}
+
+std::vector<table_keys> two_tables(const strings& words, const strings& contexts) {
+  return {{"words", hash_keys(words)}, {"ctx", hash_keys(contexts)}};
+}
+
+floats copy_of(const shared_floats& x) {
+  return {x.values().begin(), x.values().end()};
+}
+
+// A lookup of two tables in one request, then backward with only the handle and the
+// gradients, leaves the same rows as the keyed update path, repeated keys included.
+TEST_F(embedding_master_test, HandleBackwardOfTwoTablesEqualsKeyedUpdates) {
+  strings words = {"a", "b", "a", "c", "d", "b"};
+  strings contexts = {"x", "y", "x"};
+  floats word_grads(words.size() * 3), ctx_grads(contexts.size() * 2);
+  for (size_t i = 0; i < word_grads.size(); ++i)
+    word_grads[i] = 0.1f * static_cast<float>(i) - 0.7f;
+  for (size_t i = 0; i < ctx_grads.size(); ++i)
+    ctx_grads[i] = 0.3f - 0.05f * static_cast<float>(i);
+  auto keyed = start(3);
+  ASSERT_TRUE(ask<ok_atom>(sys, keyed, test::patience, create_atom::value, context_config()));
+  auto handled = start(3);
+  ASSERT_TRUE(ask<ok_atom>(sys, handled, test::patience, create_atom::value, context_config()));
+
+  auto reply = ask<lookup_reply>(sys, handled, test::patience, lookup_atom::value,
+                                 two_tables(words, contexts), true);
+  ASSERT_TRUE(reply) << render(reply.error());
+  ASSERT_NE(reply->handle, 0u);
+  ASSERT_EQ(reply->rows.size(), 2u);
+  EXPECT_EQ(copy_of(reply->rows[0]), lookup(keyed, words));
+  EXPECT_EQ(copy_of(reply->rows[1]),
+            *ask<floats>(sys, keyed, test::patience, lookup_atom::value, std::string{"ctx"},
+                         contexts));
+  ASSERT_TRUE(ask<ok_atom>(sys, handled, test::patience, backward_atom::value, reply->handle,
+                           std::vector<shared_floats>{shared_floats{word_grads},
+                                                      shared_floats{ctx_grads}},
+                           int64_t{1}));
+  ASSERT_FALSE(update(keyed, words, word_grads));
+  ASSERT_TRUE(ask<ok_atom>(sys, keyed, test::patience, update_atom::value, std::string{"ctx"},
+                           contexts, ctx_grads, int64_t{1}));
+  auto after = ask<lookup_reply>(sys, handled, test::patience, lookup_atom::value,
+                                 two_tables(words, contexts), false);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->handle, 0u);
+  EXPECT_EQ(copy_of(after->rows[0]), lookup(keyed, words));
+  EXPECT_EQ(copy_of(after->rows[1]),
+            *ask<floats>(sys, keyed, test::patience, lookup_atom::value, std::string{"ctx"},
+                         contexts));
+}
+
+// A handle is used once: a second backward, one with a bad shape, and an unknown handle are
+// each a clear error, and none changes a row.
+TEST_F(embedding_master_test, HandleBackwardAppliesOnceAndRefusesBadOrUnknownHandles) {
+  auto master = start(2);
+  strings words = {"p", "q"};
+  auto reply = ask<lookup_reply>(sys, master, test::patience, lookup_atom::value,
+                                 std::vector<table_keys>{{"words", hash_keys(words)}}, true);
+  ASSERT_TRUE(reply);
+  auto backward = [&](uint64_t handle, floats grads) {
+    return error_of(ask<ok_atom>(sys, master, test::patience, backward_atom::value, handle,
+                                 std::vector<shared_floats>{shared_floats{std::move(grads)}},
+                                 int64_t{1}));
+  };
+  EXPECT_TRUE(is(backward(reply->handle, floats(5, 1.0f)), errc::dimension_mismatch));
+  EXPECT_TRUE(is(backward(reply->handle, {1, 1, 1, 1, 1, NAN}), errc::non_finite));
+  EXPECT_EQ(lookup(master, words), copy_of(reply->rows[0]));
+  ASSERT_FALSE(backward(reply->handle, floats(6, 1.0f)));
+  auto once = lookup(master, words);
+  EXPECT_NE(once, copy_of(reply->rows[0]));
+  auto again = backward(reply->handle, floats(6, 1.0f));
+  EXPECT_TRUE(is(again, errc::not_found)) << render(again);
+  EXPECT_TRUE(is(backward(reply->handle + 12345, floats(6, 1.0f)), errc::not_found));
+  EXPECT_EQ(lookup(master, words), once);
+}
+
+// A shard restarted between a lookup and its backward has lost the handle: backward fails
+// clearly, the other shards apply their part once, and a repeat applies nothing twice.
+TEST_F(embedding_master_test, ShardRestartedBetweenLookupAndBackwardIsAClearErrorNothingTwice) {
+  embedding_master_options opts;
+  opts.shards = spawn_shards(sys, 2);
+  opts.shard_services = {"shard-0", "shard-1"};
+  auto master = sys.spawn(embedding_master, opts);
+  ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
+  strings words;
+  for (int i = 0; i < 16; ++i)
+    words.push_back("k" + std::to_string(i));
+  auto before = lookup(master, words);
+  auto reply = ask<lookup_reply>(sys, master, test::patience, lookup_atom::value,
+                                 std::vector<table_keys>{{"words", hash_keys(words)}}, true);
+  ASSERT_TRUE(reply);
+  // Shard 1 comes back as a new actor (its node restarted): the master re-creates its tables.
+  auto fresh = sys.spawn(embedding_shard, uint32_t{1});
+  caf::anon_send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
+                                       caf::actor_cast<caf::actor>(fresh), "", 0});
+  floats grads(words.size() * 3, 1.0f);
+  auto backward = [&] {
+    return error_of(ask<ok_atom>(sys, master, test::patience, backward_atom::value,
+                                 reply->handle,
+                                 std::vector<shared_floats>{shared_floats{grads}}, int64_t{1}));
+  };
+  auto err = backward();
+  EXPECT_TRUE(is(err, errc::not_found)) << render(err);
+  EXPECT_NE(render(err).find("restarted"), std::string::npos) << render(err);
+  auto once = lookup(master, words);
+  EXPECT_TRUE(is(backward(), errc::not_found));
+  EXPECT_EQ(lookup(master, words), once);
+  // Shard 0's rows moved once; shard 1's are fresh rows, never updated.
+  size_t moved = 0, fresh_rows = 0;
+  for (size_t k = 0; k < words.size(); ++k) {
+    auto s = compute::shard_of_key(words[k], 2);
+    floats b(before.begin() + k * 3, before.begin() + k * 3 + 3);
+    floats o(once.begin() + k * 3, once.begin() + k * 3 + 3);
+    if (s == 0) {
+      EXPECT_NE(o, b) << words[k];
+      ++moved;
+    } else {
+      EXPECT_EQ(o, b) << words[k];
+      ++fresh_rows;
+    }
+  }
+  EXPECT_GT(moved, 0u);
+  EXPECT_GT(fresh_rows, 0u);
 }
 
 } // namespace
