@@ -8,6 +8,7 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include "actors/embedding/key_routing.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 
@@ -24,57 +25,100 @@ caf::expected<embedding_master_actor> service_with(session& s, const de_config& 
   return s.embeddings();
 }
 
-matrix to_matrix(std::vector<float>&& flat, size_t rows, size_t cols) {
-  matrix result(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-  std::memcpy(result.data(), flat.data(), flat.size() * sizeof(float));
-  return result;
-}
 
 } // namespace
 
-caf::error lookup_handle::backward(std::span<const float> grads, int64_t step) const {
-  if (session_ == nullptr)
-    return make_error(errc::invalid_argument, "backward on an empty lookup handle");
-  if (grads.size() != keys_.size() * dim_)
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(grads.size()) + " gradient values for " +
-                        std::to_string(keys_.size()) + " rows of dim " + std::to_string(dim_));
+caf::error lookup_handle::backward(const std::vector<const matrix*>& grads, int64_t step) const {
+  if (session_ == nullptr || id_ == 0)
+    return make_error(errc::invalid_argument,
+                      "backward on a lookup handle made without backward in mind");
+  if (grads.size() != rows_.size())
+    return make_error(errc::dimension_mismatch, std::to_string(grads.size()) +
+                                                  " gradient matrices for " +
+                                                  std::to_string(rows_.size()) + " tables");
+  std::vector<shared_floats> buffers;
+  for (size_t t = 0; t < grads.size(); ++t) {
+    auto& g = *grads[t];
+    if (static_cast<size_t>(g.rows()) != rows_[t] || static_cast<size_t>(g.cols()) != dims_[t])
+      return make_error(errc::dimension_mismatch,
+                        "gradients are " + std::to_string(g.rows()) + "x" +
+                          std::to_string(g.cols()) + " for " + std::to_string(rows_[t]) +
+                          " rows of dim " + std::to_string(dims_[t]));
+    buffers.emplace_back(std::vector<float>(g.data(), g.data() + g.size()));
+  }
   auto master = session_->embeddings();
   if (!master)
     return std::move(master.error());
   auto ok = runtime::ask<ok_atom>(session_->system(), *master, session_->timeout(),
-                                  update_atom::value, name_, keys_,
-                                  std::vector<float>(grads.begin(), grads.end()), step);
+                                  backward_atom::value, id_, std::move(buffers), step);
   return ok ? caf::error{} : std::move(ok.error());
 }
 
 caf::error lookup_handle::backward(const matrix& grads, int64_t step) const {
-  if (static_cast<size_t>(grads.cols()) != dim_)
-    return make_error(errc::dimension_mismatch, "gradient rows have " +
-                                                  std::to_string(grads.cols()) +
-                                                  " columns, the embedding " + std::to_string(dim_));
-  return backward(std::span<const float>{grads.data(), static_cast<size_t>(grads.size())}, step);
+  return backward(std::vector<const matrix*>{&grads}, step);
+}
+
+caf::error lookup_handle::backward(std::span<const float> grads, int64_t step) const {
+  if (rows_.size() != 1 || grads.size() != rows_[0] * dims_[0])
+    return make_error(errc::dimension_mismatch,
+                      std::to_string(grads.size()) + " gradient values for " +
+                        std::to_string(rows_.empty() ? 0 : rows_[0]) + " rows of dim " +
+                        std::to_string(dims_.empty() ? 0 : dims_[0]));
+  matrix m = Eigen::Map<const matrix>(grads.data(), static_cast<Eigen::Index>(rows_[0]),
+                                      static_cast<Eigen::Index>(dims_[0]));
+  return backward(m, step);
+}
+
+caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
+                                                            std::vector<table_lookup> tables,
+                                                            bool for_backward) {
+  caf::expected<embedding_master_actor> master = make_error(errc::empty_batch,
+                                                            "a lookup names no table");
+  std::vector<table_keys> request;
+  std::vector<size_t> rows, dims;
+  for (auto& t : tables) {
+    master = service_with(s, *t.config, t.name);
+    if (!master)
+      return std::move(master.error());
+    rows.push_back(t.keys.size());
+    dims.push_back(t.config->dim);
+    request.push_back({t.name, actors::hash_keys(t.keys)});
+  }
+  if (!master)
+    return std::move(master.error());
+  auto reply = runtime::ask<lookup_reply>(s.system(), *master, s.timeout(), lookup_atom::value,
+                                          std::move(request), for_backward);
+  if (!reply)
+    return std::move(reply.error());
+  if (reply->rows.size() != tables.size())
+    return make_error(errc::dimension_mismatch, "the service answered " +
+                                                  std::to_string(reply->rows.size()) +
+                                                  " tables for " + std::to_string(tables.size()));
+  multi_lookup_result result;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    auto values = reply->rows[t].values();
+    if (values.size() != rows[t] * dims[t])
+      return make_error(errc::dimension_mismatch,
+                        "the service answered " + std::to_string(values.size()) +
+                          " values for " + std::to_string(rows[t]) + " keys");
+    result.rows.emplace_back(Eigen::Map<const matrix>(values.data(),
+                                                      static_cast<Eigen::Index>(rows[t]),
+                                                      static_cast<Eigen::Index>(dims[t])));
+  }
+  result.handle = lookup_handle{&s, reply->handle, std::move(rows), std::move(dims)};
+  return result;
 }
 
 caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<std::string> keys,
                                                       const de_config& config,
-                                                      const std::string& name) {
-  auto master = service_with(s, config, name);
-  if (!master)
-    return std::move(master.error());
-  auto rows = runtime::ask<std::vector<float>>(s.system(), *master, s.timeout(),
-                                               lookup_atom::value, name, keys);
-  if (!rows)
-    return std::move(rows.error());
-  size_t dim = config.dim;
-  if (rows->size() != keys.size() * dim)
-    return make_error(errc::dimension_mismatch, "the service answered " +
-                                                  std::to_string(rows->size()) + " values for " +
-                                                  std::to_string(keys.size()) + " keys");
-  lookup_result result;
-  result.rows = to_matrix(std::move(*rows), keys.size(), dim);
-  result.handle = lookup_handle{&s, name, std::move(keys), dim};
-  return result;
+                                                      const std::string& name,
+                                                      bool for_backward) {
+  std::vector<table_lookup> tables;
+  tables.push_back({&config, name, std::move(keys)});
+  auto r = dynamic_embedding_lookup(s, std::move(tables), for_backward);
+  if (!r)
+    return std::move(r.error());
+  return lookup_result{std::move(r->rows.front()), std::move(r->handle)};
 }
 
 caf::expected<sampled_logits_result>

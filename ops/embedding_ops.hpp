@@ -28,29 +28,36 @@ namespace darcy::ops {
 
 using matrix = compute::row_matrix;
 
-/// Sends the gradients of one lookup's rows back to the service.
+/// Sends the gradients of one lookup's rows back to the service. Only the gradients travel:
+/// the service kept the lookup's keys under the handle. A handle is used once: after a
+/// successful backward, another fails with errc::not_found, as does one whose lookup is older
+/// than the service's last max_pending_lookups, or one a restarted shard no longer holds
+/// (shards that still held it have then applied their part once).
 class lookup_handle {
 public:
   lookup_handle() = default;
-  lookup_handle(session* owner, std::string name, std::vector<std::string> keys, size_t dim)
-    : session_(owner), name_(std::move(name)), keys_(std::move(keys)), dim_(dim) {
+  lookup_handle(session* owner, uint64_t id, std::vector<size_t> rows, std::vector<size_t> dims)
+    : session_(owner), id_(id), rows_(std::move(rows)), dims_(std::move(dims)) {
   }
 
   /// Applies one gradient row per key of the lookup (in key order; rows of a repeated key are
   /// summed) with the embedding's configured optimizer. `step` is the global training step.
   /// Fails with errc::dimension_mismatch for a wrong shape and errc::non_finite for a NaN or
-  /// Inf; the service is then unchanged.
+  /// Inf; the service is then unchanged and the handle still usable. Single-table lookups.
   caf::error backward(std::span<const float> grads, int64_t step = 0) const;
   caf::error backward(const matrix& grads, int64_t step = 0) const;
 
-  const std::vector<std::string>& keys() const { return keys_; }
-  const std::string& name() const { return name_; }
+  /// The same for a multi-table lookup: one gradient matrix per table, in request order.
+  caf::error backward(const std::vector<const matrix*>& grads, int64_t step = 0) const;
+
+  /// 0 for a lookup made without backward in mind.
+  uint64_t id() const { return id_; }
 
 private:
   session* session_ = nullptr;
-  std::string name_;
-  std::vector<std::string> keys_;
-  size_t dim_ = 0;
+  uint64_t id_ = 0;
+  std::vector<size_t> rows_;
+  std::vector<size_t> dims_;
 };
 
 struct lookup_result {
@@ -61,11 +68,31 @@ struct lookup_result {
 
 /// Looks up `keys` in embedding `name` (created from `config`, with config.name replaced by
 /// `name`, on first use). Missing keys get rows as the embedding's admission policy allows.
-/// Fails with errc::empty_batch, errc::batch_too_large, errc::invalid_config, or the
-/// transport's error when the service does not answer.
+/// With for_backward false the service keeps no handle (reads for inference or export), and
+/// the result's handle cannot be used. Fails with errc::empty_batch, errc::batch_too_large,
+/// errc::invalid_config, or the transport's error when the service does not answer.
 caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<std::string> keys,
                                                       const de_config& config,
-                                                      const std::string& name);
+                                                      const std::string& name,
+                                                      bool for_backward = true);
+
+/// One table of a multi-table lookup.
+struct table_lookup {
+  const de_config* config = nullptr;
+  std::string name;
+  std::vector<std::string> keys;
+};
+
+struct multi_lookup_result {
+  /// One matrix per table, in request order, one row per key in key order.
+  std::vector<matrix> rows;
+  lookup_handle handle;
+};
+
+/// Looks up several tables in one request to the service (one round trip, one handle).
+caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
+                                                            std::vector<table_lookup> tables,
+                                                            bool for_backward = true);
 
 /// Sampled-softmax logits for a batch of examples: row b of `activations` is example b, and
 /// `positive_keys[b]` its positive keys (at least one each, any number). Columns are the

@@ -27,6 +27,14 @@ if ! /usr/bin/python3 -c 'import gensim' 2>/dev/null; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-gensim >/dev/null
 fi
+# gensim's inner loops call BLAS through SciPy: measure it as its users run it, on OpenBLAS.
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)
+case "$blas" in
+  *openblas*) ;;
+  *) echo "word2vec.sh: gensim would run on the reference BLAS ($blas); install libopenblas0-pthread (make deps) so that it runs as its users run it" >&2
+     exit 1 ;;
+esac
+echo "blas: $blas"
 cat > "$work/gensim_train.py" <<'PY'
 import sys
 from gensim.models import Word2Vec
@@ -102,6 +110,7 @@ for entry in "${corpora[@]}"; do
     rate=$(/usr/bin/python3 -c "print(round($words / $wall))")
     printf "%-12s %-14s %10s %8s %9s %8s %8s %8s\n" "$name" "$program" "$rate" "$wall" \
       "$((rss_kb / 1024))" "$wordsim" "$simlex" "$analogy"
+    m[${name}_${program}_wordsim]=$wordsim; m[${name}_${program}_simlex]=$simlex
     if [ "$name" = brown ]; then
       m[${program}_words_s]=$rate; m[${program}_wall_s]=$wall; m[${program}_rss_mib]=$((rss_kb / 1024))
       m[${program}_wordsim]=$wordsim; m[${program}_simlex]=$simlex; m[${program}_analogy]=$analogy
@@ -110,6 +119,20 @@ for entry in "${corpora[@]}"; do
 done
 
 ratio() { /usr/bin/python3 -c "print(round($1 / $2, 3))"; }
+# The largest shortfall of Darcy (in process) behind word2vec.c over the corpora, for a score.
+gap_max() {
+  local args=()
+  for entry in "${corpora[@]}"; do
+    name=${entry%%=*}
+    args+=("${m[${name}_w2vc_$1]}" "${m[${name}_darcy_$1]}")
+  done
+  /usr/bin/python3 - "${args[@]}" <<'PY'
+import sys
+xs = sys.argv[1:]
+gaps = [float(a) - float(b) for a, b in zip(xs[::2], xs[1::2]) if a != "null" and b != "null"]
+print(round(max(gaps), 4) if gaps else "null")
+PY
+}
 printf '{"bench":"word2vec","metrics":{"corpus":"brown","cores":%s,"epochs":%s' "$(nproc)" "$epochs"
 printf ',"darcy_words_s":%s,"w2vc_words_s":%s,"gensim_words_s":%s,"darcy_remote_words_s":%s' \
   "${m[darcy_words_s]}" "${m[w2vc_words_s]}" "${m[gensim_words_s]}" "${m[darcy_remote_words_s]}"
@@ -122,5 +145,7 @@ printf ',"darcy_simlex":%s,"w2vc_simlex":%s,"gensim_simlex":%s,"darcy_remote_sim
   "${m[darcy_simlex]}" "${m[w2vc_simlex]}" "${m[gensim_simlex]}" "${m[darcy_remote_simlex]}"
 printf ',"darcy_analogy":%s,"w2vc_analogy":%s,"gensim_analogy":%s' \
   "${m[darcy_analogy]}" "${m[w2vc_analogy]}" "${m[gensim_analogy]}"
+printf ',"darcy_wordsim_gap_max":%s,"darcy_simlex_gap_max":%s,"corpora":%s,"blas":"%s"' \
+  "$(gap_max wordsim)" "$(gap_max simlex)" "${#corpora[@]}" "$(basename "$(dirname "$blas")")"
 printf ',"darcy_rss_mib":%s,"w2vc_rss_mib":%s,"gensim_rss_mib":%s}}\n' \
   "${m[darcy_rss_mib]}" "${m[w2vc_rss_mib]}" "${m[gensim_rss_mib]}"

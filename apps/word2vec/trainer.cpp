@@ -178,28 +178,29 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
       result.push_back(rs.keys.key(rs.c, id));
     return result;
   };
-  auto in = ops::dynamic_embedding_lookup(s, keys_of(w.in_ids), table_config(o, true),
-                                          o.name + ".in");
-  if (!in)
-    return std::move(in.error());
-  auto out = ops::dynamic_embedding_lookup(s, keys_of(w.out_ids), table_config(o, false),
-                                           o.name + ".out");
-  if (!out)
-    return std::move(out.error());
-  ops::matrix work_in = in->rows;
-  ops::matrix work_out = out->rows;
+  auto in_cfg = table_config(o, true);
+  auto out_cfg = table_config(o, false);
+  std::vector<ops::table_lookup> tables;
+  tables.push_back({&in_cfg, o.name + ".in", keys_of(w.in_ids)});
+  tables.push_back({&out_cfg, o.name + ".out", keys_of(w.out_ids)});
+  auto looked_up = ops::dynamic_embedding_lookup(s, std::move(tables));
+  if (!looked_up)
+    return std::move(looked_up.error());
+  auto& in_rows = looked_up->rows[0];
+  auto& out_rows = looked_up->rows[1];
+  ops::matrix work_in = in_rows;
+  ops::matrix work_out = out_rows;
   auto span_of = [](ops::matrix& m) {
     return std::span<float>{m.data(), static_cast<size_t>(m.size())};
   };
   auto pairs = compute::train_sgns(w.plan, alpha, span_of(work_in), span_of(work_out), o.dim,
                                    rs.sigmoid);
   // Gradient descent at rate 1 on (old - new) turns each row into old + (new - old).
-  in->rows -= work_in;
-  out->rows -= work_out;
+  in_rows -= work_in;
+  out_rows -= work_out;
   auto step = static_cast<int64_t>(global_batch);
-  if (auto err = in->handle.backward(in->rows, step))
-    return err;
-  if (auto err = out->handle.backward(out->rows, step))
+  std::vector<const ops::matrix*> grads{&in_rows, &out_rows};
+  if (auto err = looked_up->handle.backward(grads, step))
     return err;
   return static_cast<uint64_t>(pairs);
 }
@@ -419,7 +420,7 @@ caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
     std::vector<std::string> chunk{result.words.begin() + static_cast<long>(begin),
                                    result.words.begin() + static_cast<long>(stop)};
     auto rows = ops::dynamic_embedding_lookup(s, std::move(chunk), table_config(o, true),
-                                              o.name + ".in");
+                                              o.name + ".in", false);
     if (!rows)
       return std::move(rows.error());
     result.vectors.middleRows(static_cast<Eigen::Index>(begin), rows->rows.rows()) = rows->rows;
@@ -467,7 +468,7 @@ caf::expected<std::vector<std::pair<std::string, float>>>
 neighbours(ops::session& s, const std::string& name, uint32_t dim, const std::string& word,
            uint32_t k) {
   auto cfg = unit_config(name, dim);
-  auto query = ops::dynamic_embedding_lookup(s, {word}, cfg, cfg.name);
+  auto query = ops::dynamic_embedding_lookup(s, {word}, cfg, cfg.name, false);
   if (!query)
     return std::move(query.error());
   if (query->rows.isZero(0))
