@@ -26,7 +26,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--threads", o.threads, "Training threads");
   cmd->add_option("--alpha", o.alpha, "Starting learning rate");
   cmd->add_option("--min-count", o.min_count,
-                  "Admit a word at its Nth sighting (service admission; 0: off)");
+                  "Drop words seen fewer than N times in the corpus (0: keep all)");
   cmd->add_option("--seed", o.seed, "Random seed");
   cmd->add_option("--batch-words", o.batch_words, "Words per lookup/update batch");
   cmd->add_option("--name", o.name, "Embedding name prefix in the service");

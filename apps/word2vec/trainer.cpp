@@ -47,20 +47,29 @@ std::vector<batch_range> make_batches(const corpus& c, uint32_t batch_words) {
   return result;
 }
 
-// The model's keys: the words by frequency rank, capped words sharing oov_key at the end.
+// The model's keys: the words by frequency rank that occur at least min_count times (a
+// prefix, since words are sorted by count), capped words sharing oov_key at the end. Rarer
+// words are dropped from the sentences, as word2vec.c drops them, so they never reach the
+// service: its tables, the vector file and neighbours hold admitted words only.
 struct key_space {
-  size_t own = 0; // words with their own key
+  static constexpr uint32_t dropped = UINT32_MAX;
+  size_t admitted = 0; // words seen at least min_count times
+  size_t own = 0;      // words with their own key
   bool has_oov = false;
   std::vector<uint64_t> counts;
 
-  key_space(const corpus& c, size_t cap) {
-    own = cap == 0 ? c.words.size() : std::min(cap, c.words.size());
-    has_oov = own < c.words.size();
+  key_space(const corpus& c, size_t cap, uint32_t min_count) {
+    while (admitted < c.words.size() && c.words[admitted].count >= std::max(min_count, 1u))
+      ++admitted;
+    own = cap == 0 ? admitted : std::min(cap, admitted);
+    has_oov = own < admitted;
     counts.resize(own + (has_oov ? 1 : 0));
-    for (size_t i = 0; i < c.words.size(); ++i)
+    for (size_t i = 0; i < admitted; ++i)
       counts[std::min(i, own)] += c.words[i].count;
   }
-  uint32_t of(uint32_t stat) const { return static_cast<uint32_t>(std::min<size_t>(stat, own)); }
+  uint32_t of(uint32_t stat) const {
+    return stat >= admitted ? dropped : static_cast<uint32_t>(std::min<size_t>(stat, own));
+  }
   size_t size() const { return counts.size(); }
   std::string key(const corpus& c, uint32_t id) const {
     return id < own ? std::string{c.words[id].word} : oov_key;
@@ -83,10 +92,6 @@ de_config table_config(const train_options& o, bool input) {
   // rate 1 on (old - new).
   cfg.optimizer.kind = optimizer_kind::sgd;
   cfg.optimizer.learning_rate = 1.0f;
-  if (o.min_count > 1) {
-    cfg.admission.kind = admission_kind::frequency;
-    cfg.admission.min_count = o.min_count;
-  }
   cfg.max_batch = static_cast<uint32_t>(max_request);
   return cfg;
 }
@@ -146,6 +151,8 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
     w.sentence.clear();
     for (auto t = rs.c.sentence_begin(si); t < rs.c.sentence_ends[si]; ++t) {
       auto id = rs.keys.of(rs.c.tokens[t].stat);
+      if (id == key_space::dropped)
+        continue;
       if (o.sample > 0 && rs.keep[id] < unit(rng))
         continue;
       w.sentence.push_back(id);
@@ -255,7 +262,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
                                   const std::function<void(const progress&)>& on_progress) {
   if (auto err = check_options(o))
     return err;
-  key_space keys{c, o.vocab_cap};
+  key_space keys{c, o.vocab_cap, o.min_count};
   auto negatives = compute::candidate_distribution::make(sampler_kind::unigram, keys.counts);
   if (!negatives)
     return make_error(negatives.error());
@@ -410,7 +417,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
 
 caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
                                            const train_options& o) {
-  key_space keys{c, o.vocab_cap};
+  key_space keys{c, o.vocab_cap, o.min_count};
   word_vectors result;
   for (uint32_t id = 0; id < keys.size(); ++id)
     result.words.push_back(keys.key(c, id));

@@ -25,8 +25,9 @@ struct train_options {
   uint32_t threads = 2;
   float alpha = 0.025f;
   uint64_t seed = 1;
-  /// 0: every word gets a row. Otherwise the service admits a word at its min_count-th
-  /// sighting (frequency admission), instead of a dictionary cut.
+  /// 0 or 1: every word gets a row. Otherwise words seen fewer than min_count times in the
+  /// corpus are dropped from the sentences (as word2vec.c drops them) and never reach the
+  /// service, so the vectors, neighbours and evaluation hold admitted words only.
   uint32_t min_count = 0;
   /// 0: unlimited. Otherwise only the vocab_cap most frequent words keep their own key; the
   /// others share oov_key.

@@ -1,5 +1,7 @@
 // `darcy word2vec` as a user runs it: bad input ends the process with one clear error line
 // and exit code 1, never a crash.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "tests/integration/node_process.hpp"
@@ -84,6 +86,45 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
   auto unknown = run_darcy({"word2vec", "neighbors", "purple", "--vectors", vectors});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_NE(unknown.err.find("'purple' is not in the model"), std::string::npos) << unknown.err;
+}
+
+// Issue 13: with --min-count N, words seen fewer than N times in the corpus are not in the
+// vector file, nor among neighbours, however many epochs or batches saw them.
+TEST(word2vec_cli, min_count_keeps_rare_words_out_of_vectors_and_neighbours) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    text += i % 2 ? "red green blue red green blue" : "one two three one two three";
+    // Twelve rare words, each seen once or twice, spread over many batches.
+    if (i % 17 == 0)
+      text += " rare" + std::to_string(i / 17);
+    if (i % 33 == 0)
+      text += " twice" + std::to_string(i / 66);
+    text += "\n";
+  }
+  auto corpus = write_temp_file("w2v-mincount.txt", text);
+  auto vectors = corpus + ".vec";
+  auto checkpoint = corpus + ".ckpt";
+  auto r = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "8",
+                      "--epochs", "10", "--batch-words", "50", "--min-count", "3",
+                      "--output", vectors, "--checkpoint", checkpoint});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("6 word vectors"), std::string::npos) << r.out;
+  std::ifstream in{vectors};
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "6 8");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto word = line.substr(0, line.find(' '));
+    EXPECT_EQ(word.find("rare"), std::string::npos) << word;
+    EXPECT_EQ(word.find("twice"), std::string::npos) << word;
+  }
+  auto near = run_darcy({"word2vec", "neighbors", "red", "-k", "5", "--checkpoint", checkpoint});
+  ASSERT_EQ(near.exit_code, 0) << near.err;
+  EXPECT_EQ(near.out.find("rare"), std::string::npos) << near.out;
+  EXPECT_EQ(near.out.find("twice"), std::string::npos) << near.out;
+  auto rare = run_darcy({"word2vec", "neighbors", "rare1", "--vectors", vectors});
+  EXPECT_EQ(rare.exit_code, 1);
 }
 
 } // namespace
