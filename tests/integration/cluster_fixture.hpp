@@ -38,8 +38,11 @@ protected:
     return std::move(*n);
   }
 
-  std::unique_ptr<ops::session> connect(const runtime::host_port& seed) {
+  std::unique_ptr<ops::session> connect(
+    const runtime::host_port& seed,
+    std::chrono::milliseconds timeout = ops::session_options{}.timeout) {
     ops::session_options opts;
+    opts.timeout = timeout;
     opts.seed = seed;
     opts.name = "test-client";
     opts.threads = 2;

@@ -26,7 +26,8 @@ de_config wire_config(const std::string& name, uint32_t dim) {
 TEST_F(embedding_wire, KeysOfAnyBytesAndRowsCrossTwoNodeProcessesUnchanged) {
   auto a = node("a");
   auto b = node("b", runtime::to_string(a.address));
-  auto s = connect(a.address);
+  // Nothing here is meant to time out: a loaded CI machine gets the full patience.
+  auto s = connect(a.address, patience);
   auto remote = s->embeddings();
   ASSERT_TRUE(remote) << render(remote.error());
   // The reference: the same service with its shards in this process.
