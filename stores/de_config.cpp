@@ -67,6 +67,19 @@ caf::error check_batch(const de_config& cfg, size_t batch) {
   return {};
 }
 
+caf::error check_gradients(const de_config& cfg, size_t keys, std::span<const float> grads) {
+  if (cfg.read_only)
+    return make_error(errc::read_only, "update of embedding '" + cfg.name + "'");
+  if (grads.size() != keys * cfg.dim)
+    return make_error(errc::dimension_mismatch,
+                      cfg.name + ": " + std::to_string(keys) + " keys of dim " +
+                        std::to_string(cfg.dim) + " need " + std::to_string(keys * cfg.dim) +
+                        " gradient values, got " + std::to_string(grads.size()));
+  if (!compute::all_finite(grads))
+    return make_error(errc::non_finite, "gradients for embedding '" + cfg.name + "'");
+  return {};
+}
+
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {
   if (auto err = validate(cfg))
     return err;

@@ -21,6 +21,10 @@ caf::error validate(const de_config& cfg);
 /// Fails with errc::empty_batch or errc::batch_too_large (naming the embedding and the limit).
 caf::error check_batch(const de_config& cfg, size_t batch);
 
+/// Checks gradients for `keys` rows of `cfg`: errc::read_only, errc::dimension_mismatch
+/// (grads.size() != keys * dim) or errc::non_finite, each naming the embedding.
+caf::error check_gradients(const de_config& cfg, size_t keys, std::span<const float> grads);
+
 /// The entry of embedding `name` in a map keyed by embedding name (the master's configs, a
 /// shard's tables), or errc::unknown_embedding naming it.
 template <class Map>

@@ -10,7 +10,6 @@
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/hash.hpp"
 #include "compute/placement.hpp"
-#include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/log.hpp"
@@ -285,16 +284,8 @@ caf::error check_gradients(embedding_master_pointer self, const routed_batch& ba
     auto cfg = stores::find_embedding(self->state.configs, names[t]);
     if (!cfg)
       return std::move(cfg.error());
-    if ((*cfg)->read_only)
-      return make_error(errc::read_only, "update of embedding '" + names[t] + "'");
-    auto want = batch.keys(t) * batch.dim(t);
-    if (grads[t].size() != want)
-      return make_error(errc::dimension_mismatch,
-                        std::to_string(batch.keys(t)) + " keys of dim " +
-                          std::to_string(batch.dim(t)) + " need " + std::to_string(want) +
-                          " gradient values, got " + std::to_string(grads[t].size()));
-    if (!compute::all_finite(grads[t]))
-      return make_error(errc::non_finite, "gradients for embedding '" + names[t] + "'");
+    if (auto err = stores::check_gradients(**cfg, batch.keys(t), grads[t]))
+      return err;
   }
   return {};
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "actors/embedding/top_k_scan.hpp"
-#include "compute/optimizer.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "stores/checkpoint_io.hpp"
@@ -95,19 +94,9 @@ checked_tables(shard_pointer self, const std::vector<table_keys>& tables,
                               : checked_table(self, tables[t].name, keys.size());
     if (!table)
       return std::move(table.error());
-    if (grads != nullptr) {
-      auto values = (*grads)[t].values();
-      auto dim = (*table)->config.dim;
-      if (values.size() != keys.size() * dim)
-        return make_error(errc::dimension_mismatch,
-                          std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
-                            " need " + std::to_string(keys.size() * dim) +
-                            " gradient values, got " + std::to_string(values.size()));
-      if (!compute::all_finite(values))
-        return make_error(errc::non_finite, "gradients for embedding '" + tables[t].name + "'");
-      if (!keys.empty() && (*table)->config.read_only)
-        return make_error(errc::read_only, "update of embedding '" + tables[t].name + "'");
-    }
+    if (grads != nullptr && !keys.empty())
+      if (auto err = stores::check_gradients((*table)->config, keys.size(), (*grads)[t].values()))
+        return err;
     result.push_back(*table);
   }
   return result;
