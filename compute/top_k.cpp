@@ -74,4 +74,10 @@ std::vector<hit> merge_top_k(const std::vector<std::vector<hit>>& lists, size_t 
   return std::move(best).sorted();
 }
 
+void normalise_rows(row_matrix& m) {
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    if (auto norm = m.row(r).norm(); norm > 0)
+      m.row(r) /= norm;
+}
+
 } // namespace darcy::compute

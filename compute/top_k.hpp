@@ -34,6 +34,10 @@ plain_expected<std::vector<std::vector<hit>>>
 top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
                     std::span<const float> biases, size_t k);
 
+/// Scales each row of `m` to unit length, so that inner products become cosines; a zero row
+/// stays zero (and scores 0 against anything).
+void normalise_rows(row_matrix& m);
+
 /// The best k of the union of `lists` (each already ordered, ids unique across lists).
 std::vector<hit> merge_top_k(const std::vector<std::vector<hit>>& lists, size_t k);
 

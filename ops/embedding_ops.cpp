@@ -238,13 +238,14 @@ caf::expected<matrix> sampled_logits_result::backward(const matrix& dlogits, int
 }
 
 caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_t k,
-                                  const de_config& config, const std::string& name) {
+                                  const de_config& config, const std::string& name,
+                                  top_k_score score) {
   auto master = service_with(s, config, name);
   if (!master)
     return std::move(master.error());
   std::vector<float> queries(activations.data(), activations.data() + activations.size());
   return runtime::ask<top_k_result>(s.system(), *master, s.timeout(), top_k_atom::value, name,
-                                    std::move(queries), k, false);
+                                    std::move(queries), k, score);
 }
 
 caf::error save(session& s, const std::string& path, const training_state& state) {

@@ -127,9 +127,11 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
                const matrix& activations, uint32_t num_sampled, const de_config& config,
                const std::string& name, uint64_t seed = 1);
 
-/// The k rows of `name` with the largest inner product with each row of `activations`.
+/// The k rows of `name` with the largest score (inner product or cosine) against each row of
+/// `activations`.
 caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_t k,
-                                  const de_config& config, const std::string& name);
+                                  const de_config& config, const std::string& name,
+                                  top_k_score score = top_k_score::inner_product);
 
 /// What a training loop saves beside its embeddings: its step, where its input stands, and
 /// its dense parameters.

@@ -531,23 +531,20 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
 }
 
 caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string& name,
-                                const std::vector<float>& queries, uint32_t k, bool with_bias) {
+                                const std::vector<float>& queries, uint32_t k, top_k_score score) {
   auto cfg = stores::find_embedding(self->state.configs, name);
   if (!cfg)
     return std::move(cfg.error());
-  auto qdim = (*cfg)->dim - (with_bias ? 1u : 0u);
-  if (k == 0)
-    return make_error(errc::invalid_argument, "top_k needs k >= 1");
-  if (qdim == 0 || queries.empty() || queries.size() % qdim != 0)
-    return make_error(errc::dimension_mismatch, std::to_string(queries.size()) +
-                                                  " query values for dim " + std::to_string(qdim));
+  if (auto err = check_top_k_request((*cfg)->dim, queries.size(), k, score))
+    return err;
+  auto qdim = (*cfg)->dim - (score == top_k_score::inner_product_bias ? 1u : 0u);
   auto promise = self->make_response_promise<top_k_result>();
   auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
   auto nq = queries.size() / qdim;
   fan_out<top_k_result>(
     all_shards(self),
     [=](size_t s, uint32_t attempt) {
-      return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, with_bias);
+      return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score);
     },
     [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
     deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }),
@@ -614,7 +611,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     },
     [self](restore_atom, const std::string& dir) { return restore(self, dir); },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
-           bool with_bias) { return top_k(self, name, queries, k, with_bias); },
+           top_k_score score) { return top_k(self, name, queries, k, score); },
     [self](stats_atom, const std::string& name) { return stats(self, name); },
   };
 }

@@ -188,11 +188,11 @@ caf::result<ok_atom> backward(shard_pointer self, uint64_t handle,
 }
 
 caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
-                                const std::vector<float>& queries, uint32_t k, bool with_bias) {
+                                const std::vector<float>& queries, uint32_t k, top_k_score score) {
   auto table = find_table(self, name);
   if (!table)
     return std::move(table.error());
-  auto result = scan_top_k(*(*table)->store, queries, k, with_bias);
+  auto result = scan_top_k(*(*table)->store, queries, k, score);
   if (!result)
     return std::move(result.error());
   return std::move(*result);
@@ -324,7 +324,7 @@ embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_
       return update_tables(self, tables, grads, step, request_id);
     },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
-           bool with_bias) { return top_k(self, name, queries, k, with_bias); },
+           top_k_score score) { return top_k(self, name, queries, k, score); },
     [self](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
       return sample_metadata(self, name, positives);
     },

@@ -11,21 +11,32 @@ constexpr Eigen::Index block_rows = 8192;
 
 } // namespace
 
-caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
-                                       const std::vector<float>& queries, uint32_t k,
-                                       bool with_bias) {
-  auto dim = static_cast<Eigen::Index>(store.dim());
-  auto qdim = with_bias ? dim - 1 : dim;
+caf::error check_top_k_request(size_t dim, size_t query_values, uint32_t k, top_k_score score) {
+  auto qdim = score == top_k_score::inner_product_bias ? dim - 1 : dim;
   if (k == 0)
     return make_error(errc::invalid_argument, "top_k needs k >= 1");
-  if (qdim <= 0 || queries.empty() || queries.size() % static_cast<size_t>(qdim) != 0)
+  if (dim == 0 || qdim == 0 || query_values == 0 || query_values % qdim != 0)
     return make_error(errc::dimension_mismatch,
-                      std::to_string(queries.size()) + " query values are not a whole number of "
+                      std::to_string(query_values) + " query values are not a whole number of "
                         + std::to_string(qdim) + "-dimensional queries");
+  return {};
+}
+
+caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
+                                       const std::vector<float>& queries, uint32_t k,
+                                       top_k_score score) {
+  if (auto err = check_top_k_request(store.dim(), queries.size(), k, score))
+    return err;
+  auto dim = static_cast<Eigen::Index>(store.dim());
+  bool with_bias = score == top_k_score::inner_product_bias;
+  bool cosine = score == top_k_score::cosine;
+  auto qdim = with_bias ? dim - 1 : dim;
   auto nq = static_cast<Eigen::Index>(queries.size()) / qdim;
   // Queries extended with 1 score [c;1]·[w;b] against whole rows.
   compute::row_matrix q = compute::row_matrix::Ones(nq, dim);
   q.leftCols(qdim) = Eigen::Map<const compute::row_matrix>(queries.data(), nq, qdim);
+  if (cosine)
+    compute::normalise_rows(q);
   std::vector<std::string> keys;
   compute::row_matrix block(block_rows, dim);
   std::vector<std::vector<std::vector<compute::hit>>> partial(static_cast<size_t>(nq));
@@ -34,6 +45,8 @@ caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
     if (filled == 0)
       return;
     compute::row_matrix rows = block.topRows(filled);
+    if (cosine)
+      compute::normalise_rows(rows);
     auto hits = compute::top_k_inner_product(q, rows, {}, k);
     for (Eigen::Index i = 0; i < nq; ++i) {
       auto& list = (*hits)[static_cast<size_t>(i)];

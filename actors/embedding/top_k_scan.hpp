@@ -1,5 +1,6 @@
 // A shard's part of distributed top-k: scans a store's rows in blocks and keeps, per query, the
-// k best rows by inner product (with the bias trick when asked). Shared by the shard actor.
+// k best rows by inner product, inner product with a bias, or cosine (normalised on the fly, so
+// no table of unit vectors is needed). The master checks requests with the same rules.
 #pragma once
 
 #include <string>
@@ -12,11 +13,14 @@
 
 namespace darcy::actors {
 
-/// Fails with errc::dimension_mismatch when `queries` is not a whole number of queries of
-/// dim (or dim - 1 with_bias) values, and errc::invalid_argument for k = 0.
+/// Fails with errc::invalid_argument for k = 0, and errc::dimension_mismatch unless
+/// `query_values` is a whole, nonzero number of queries for rows of `dim` values under `score`.
+caf::error check_top_k_request(size_t dim, size_t query_values, uint32_t k, top_k_score score);
+
+/// The top k rows of `store` per query; fails as check_top_k_request does.
 caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
                                        const std::vector<float>& queries, uint32_t k,
-                                       bool with_bias);
+                                       top_k_score score);
 
 /// Merges shard answers into the global top k per query.
 top_k_result merge_top_k_results(const std::vector<top_k_result>& parts, size_t queries,

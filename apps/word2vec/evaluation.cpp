@@ -29,11 +29,9 @@ struct unit_table {
   unit_table(const word_vectors& v, size_t limit, const eval_options& opts) {
     auto n = static_cast<Eigen::Index>(std::min(limit, v.words.size()));
     rows = v.vectors.topRows(n);
-    for (Eigen::Index r = 0; r < n; ++r) {
-      if (auto norm = rows.row(r).norm(); norm > 0)
-        rows.row(r) /= norm;
+    compute::normalise_rows(rows);
+    for (Eigen::Index r = 0; r < n; ++r)
       index.try_emplace(lower(v.words[static_cast<size_t>(r)]), r);
-    }
     if (!opts.fallback.empty())
       if (auto i = index.find(lower(opts.fallback)); i != index.end())
         fallback = i->second;
@@ -159,6 +157,24 @@ caf::expected<similarity_result> evaluate_similarity(const word_vectors& v,
     model.push_back(table.rows.row(ia).dot(table.rows.row(ib)));
   }
   result.spearman = compute::spearman(human, model);
+  return result;
+}
+
+caf::expected<std::vector<std::pair<std::string, float>>>
+nearest_words(const word_vectors& v, const std::string& word, uint32_t k) {
+  auto at = std::find(v.words.begin(), v.words.end(), word);
+  if (at == v.words.end())
+    return make_error(errc::not_found, "'" + word + "' is not in the model");
+  compute::row_matrix unit = v.vectors;
+  compute::normalise_rows(unit);
+  compute::row_matrix query = unit.row(at - v.words.begin());
+  auto hits = compute::top_k_inner_product(query, unit, {}, std::min<size_t>(k + 1, v.words.size()));
+  if (!hits)
+    return make_error(hits.error());
+  std::vector<std::pair<std::string, float>> result;
+  for (auto& h : hits->front())
+    if (v.words[h.id] != word && result.size() < k)
+      result.emplace_back(v.words[h.id], h.score);
   return result;
 }
 

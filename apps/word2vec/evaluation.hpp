@@ -5,6 +5,8 @@
 
 #include <string>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -48,5 +50,10 @@ caf::expected<analogy_result> evaluate_analogies(const word_vectors& v, const st
 caf::expected<similarity_result> evaluate_similarity(const word_vectors& v,
                                                      const std::string& file,
                                                      const eval_options& opts = {});
+
+/// The k words nearest to `word` by cosine among `v`, searched in process, `word` left out;
+/// errc::not_found when `v` lacks `word` (compared exactly).
+caf::expected<std::vector<std::pair<std::string, float>>>
+nearest_words(const word_vectors& v, const std::string& word, uint32_t k);
 
 } // namespace darcy::word2vec

@@ -435,52 +435,18 @@ caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
   return result;
 }
 
-namespace {
-
-de_config unit_config(const std::string& name, uint32_t dim) {
-  de_config cfg;
-  cfg.name = name + ".unit";
-  cfg.dim = dim;
-  cfg.init.kind = init_kind::zeros;
-  cfg.optimizer.kind = optimizer_kind::sgd;
-  cfg.optimizer.learning_rate = 1.0f;
-  cfg.max_batch = static_cast<uint32_t>(max_request);
-  return cfg;
-}
-
-} // namespace
-
-caf::error write_unit_vectors(ops::session& s, const word_vectors& v, const std::string& name) {
-  auto dim = static_cast<uint32_t>(v.vectors.cols());
-  auto cfg = unit_config(name, dim);
-  for (size_t begin = 0; begin < v.words.size(); begin += max_request) {
-    auto stop = std::min(v.words.size(), begin + max_request);
-    std::vector<std::string> chunk{v.words.begin() + static_cast<long>(begin),
-                                   v.words.begin() + static_cast<long>(stop)};
-    auto rows = ops::dynamic_embedding_lookup(s, std::move(chunk), cfg, cfg.name);
-    if (!rows)
-      return std::move(rows.error());
-    ops::matrix grads = -v.vectors.middleRows(static_cast<Eigen::Index>(begin),
-                                              static_cast<Eigen::Index>(stop - begin));
-    for (Eigen::Index r = 0; r < grads.rows(); ++r)
-      if (auto norm = grads.row(r).norm(); norm > 0)
-        grads.row(r) /= norm;
-    if (auto err = rows->handle.backward(grads))
-      return err;
-  }
-  return {};
+de_config input_table_config(const train_options& opts) {
+  return table_config(opts, true);
 }
 
 caf::expected<std::vector<std::pair<std::string, float>>>
-neighbours(ops::session& s, const std::string& name, uint32_t dim, const std::string& word,
-           uint32_t k) {
-  auto cfg = unit_config(name, dim);
-  auto query = ops::dynamic_embedding_lookup(s, {word}, cfg, cfg.name, false);
-  if (!query)
-    return std::move(query.error());
-  if (query->rows.isZero(0))
-    return make_error(errc::not_found, "'" + word + "' is not in the model");
-  auto hits = ops::top_k(s, query->rows, k + 1, cfg, cfg.name);
+neighbours(ops::session& s, const de_config& table, std::span<const float> query,
+           const std::string& word, uint32_t k) {
+  if (query.size() != table.dim)
+    return make_error(errc::dimension_mismatch, "a query of " + std::to_string(query.size()) +
+                                                  " values for dim " + std::to_string(table.dim));
+  ops::matrix q = Eigen::Map<const ops::matrix>(query.data(), 1, static_cast<Eigen::Index>(query.size()));
+  auto hits = ops::top_k(s, q, k + 1, table, table.name, top_k_score::cosine);
   if (!hits)
     return std::move(hits.error());
   std::vector<std::pair<std::string, float>> result;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 #include "apps/word2vec/corpus.hpp"
 #include "apps/word2vec/vectors_io.hpp"
+#include "messages/embedding/embedding_config.hpp"
 #include "ops/session.hpp"
 
 namespace darcy::word2vec {
@@ -86,14 +88,13 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
 caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
                                            const train_options& opts);
 
-/// The embedding of unit-length input vectors that neighbours() searches: written as
-/// `<name>.unit` from `vectors` (exactly, by one SGD step with rate 1 from zero rows).
-caf::error write_unit_vectors(ops::session& s, const word_vectors& vectors,
-                              const std::string& name);
+/// The input table `<name>.in`, whose rows are the word vectors.
+de_config input_table_config(const train_options& opts);
 
-/// The k nearest words to `word` by cosine, through the service's top_k over `<name>.unit`.
+/// The k words nearest to `query` by cosine among the rows of `table` (each shard normalises
+/// its rows on the fly), leaving `word` itself out.
 caf::expected<std::vector<std::pair<std::string, float>>>
-neighbours(ops::session& s, const std::string& name, uint32_t dim, const std::string& word,
-           uint32_t k);
+neighbours(ops::session& s, const de_config& table, std::span<const float> query,
+           const std::string& word, uint32_t k);
 
 } // namespace darcy::word2vec

@@ -1,5 +1,6 @@
 #include "apps/word2vec/word2vec_jobs.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "apps/word2vec/run_fingerprint.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "runtime/ask.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/machine.hpp"
 #include "stores/checkpoint_dir.hpp"
@@ -112,6 +114,47 @@ void default_eval_files(const std::string& dir, std::string& analogies,
 }
 
 namespace {
+
+// Neighbours of a trained word through the service's cosine top_k; `vectors` gives the query.
+caf::expected<std::vector<std::pair<std::string, float>>>
+neighbours_in_service(ops::session& s, const de_config& table, const word_vectors& vectors,
+                      const std::string& word, uint32_t k) {
+  auto at = std::find(vectors.words.begin(), vectors.words.end(), word);
+  if (at == vectors.words.end())
+    return make_error(errc::not_found, "'" + word + "' is not in the model");
+  auto row = vectors.vectors.row(at - vectors.words.begin());
+  return neighbours(s, table, {row.data(), static_cast<size_t>(row.size())}, word, k);
+}
+
+caf::expected<uint64_t> row_count(ops::session& s, const std::string& name) {
+  auto master = s.embeddings();
+  if (!master)
+    return std::move(master.error());
+  auto stats = runtime::ask<embedding_stats>(s.system(), *master, s.timeout(),
+                                             stats_atom::value, name);
+  if (!stats)
+    return std::move(stats.error());
+  return stats->rows;
+}
+
+// The stored row of `word`, or errc::not_found. A lookup creates an unknown key's row, so a
+// row count that grew tells an unknown word; the created row is the word itself, which
+// neighbours() leaves out.
+caf::expected<std::vector<float>> stored_row(ops::session& s, const de_config& table,
+                                             const std::string& word) {
+  auto before = row_count(s, table.name);
+  if (!before)
+    return std::move(before.error());
+  auto rows = ops::dynamic_embedding_lookup(s, {word}, table, table.name, false);
+  if (!rows)
+    return std::move(rows.error());
+  auto after = row_count(s, table.name);
+  if (!after)
+    return std::move(after.error());
+  if (*after != *before)
+    return make_error(errc::not_found, "'" + word + "' is not in the model");
+  return std::vector<float>(rows->rows.data(), rows->rows.data() + rows->rows.size());
+}
 
 struct trained {
   corpus text;
@@ -219,11 +262,8 @@ caf::error run_train(const train_job& given) {
       return err;
     std::cout << "vectors: " << job.output << std::endl;
   }
-  if (!job.show_neighbours.empty() || !job.checkpoint.empty())
-    if (auto err = write_unit_vectors(s, r.vectors, job.options.name))
-      return err;
   for (auto& word : job.show_neighbours) {
-    auto near = neighbours(s, job.options.name, job.options.dim, word, 8);
+    auto near = neighbours_in_service(s, input_table_config(job.options), r.vectors, word, 8);
     std::cout << "neighbours of '" << word << "':";
     if (!near) {
       std::cout << " (" << render(near.error()) << ")" << std::endl;
@@ -304,29 +344,29 @@ caf::error run_eval(const eval_job& job) {
 caf::error run_neighbours(const neighbours_job& job) {
   if (job.checkpoint.empty() == job.vectors.empty())
     return make_error(errc::invalid_argument, "give exactly one of --checkpoint and --vectors");
-  auto session = open_session({});
-  if (!session)
-    return std::move(session.error());
-  auto& s = **session;
-  uint32_t dim = 0;
+  caf::expected<std::vector<std::pair<std::string, float>>> near{caf::error{}};
   if (!job.vectors.empty()) {
     auto v = read_vectors(job.vectors);
     if (!v)
       return std::move(v.error());
-    dim = static_cast<uint32_t>(v->vectors.cols());
-    if (auto err = write_unit_vectors(s, *v, job.name))
-      return err;
+    near = nearest_words(*v, job.word, job.k);
   } else {
+    auto session = open_session({});
+    if (!session)
+      return std::move(session.error());
+    auto& s = **session;
     auto restored = ops::restore(s, job.checkpoint);
     if (!restored)
       return std::move(restored.error());
-    for (auto& cfg : restored->embeddings)
-      if (cfg.name == job.name + ".unit")
-        dim = cfg.dim;
-    if (dim == 0)
-      return make_error(errc::not_found, "the checkpoint has no embedding " + job.name + ".unit");
+    auto table = std::find_if(restored->embeddings.begin(), restored->embeddings.end(),
+                              [&](const de_config& cfg) { return cfg.name == job.name + ".in"; });
+    if (table == restored->embeddings.end())
+      return make_error(errc::not_found, "the checkpoint has no embedding " + job.name + ".in");
+    auto query = stored_row(s, *table, job.word);
+    if (!query)
+      return std::move(query.error());
+    near = neighbours(s, *table, *query, job.word, job.k);
   }
-  auto near = neighbours(s, job.name, dim, job.word, job.k);
   if (!near)
     return std::move(near.error());
   for (auto& [w, score] : *near)

@@ -35,7 +35,7 @@ struct train_job {
   /// Vectors file to write (empty: none), binary or text.
   std::string output;
   bool binary = false;
-  /// Checkpoint of the trained model (with its unit vectors, for neighbours): empty for none.
+  /// Checkpoint of the trained model (neighbours search its input table): empty for none.
   std::string checkpoint;
   bool quiet = false;
   /// Words to print neighbours of after training.

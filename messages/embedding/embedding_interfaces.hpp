@@ -41,6 +41,11 @@ typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
            x.dropped_updates, x.retried_requests);
 }
 
+/// How top_k scores a row w against a query c: the inner product c·w; the inner product with a
+/// bias, [c;1]·[w;b], where a row's last value is its bias and queries have dim - 1 values; or
+/// the cosine c·w / (|c| |w|), where a zero row or query scores 0.
+enum class top_k_score : uint8_t { inner_product = 0, inner_product_bias = 1, cosine = 2 };
+
 /// Top-k answers for a batch of queries: query q's hits are keys and scores in
 /// [offsets[q], offsets[q + 1]), best first.
 struct top_k_result {
@@ -139,16 +144,16 @@ using update_atom = caf::atom_constant<caf::atom("update")>;
 /// a sharded service. Errors: errc::unknown_embedding, errc::empty_batch,
 /// errc::batch_too_large, errc::dimension_mismatch, errc::non_finite, errc::read_only,
 /// errc::overloaded (master only); each leaves the service unchanged.
-/// top_k(name, queries, k, with_bias): the k rows with the largest inner product for each query
-/// (queries are row-major, dim values each, or dim - 1 with_bias: then a row's last value is its
-/// bias and queries are extended with 1, the trick [c;1]·[w;b]).
+/// top_k(name, queries, k, score): the k rows with the largest score (see top_k_score) for each
+/// query; queries are row-major, dim values each (dim - 1 for inner_product_bias).
 using embedding_ops_actor = caf::typed_actor<
   caf::replies_to<create_atom, de_config>::with<ok_atom>,
   caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
   caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
                   int64_t>::with<ok_atom>,
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
-  caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, bool>::with<top_k_result>>;
+  caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t,
+                  top_k_score>::with<top_k_result>>;
 
 /// One shard: the rows of every embedding whose key hash falls on it (compute::shard_of_hash).
 /// The flat data path: lookup(tables, handle) answers one row buffer per table, and with a

@@ -83,9 +83,16 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
   ASSERT_EQ(near.exit_code, 0) << near.err;
   EXPECT_NE(near.out.find("green"), std::string::npos) << near.out;
   EXPECT_NE(near.out.find("blue"), std::string::npos) << near.out;
-  auto unknown = run_darcy({"word2vec", "neighbors", "purple", "--vectors", vectors});
-  EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_NE(unknown.err.find("'purple' is not in the model"), std::string::npos) << unknown.err;
+  auto from_file = run_darcy({"word2vec", "neighbors", "red", "-k", "2", "--vectors", vectors});
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_NE(from_file.out.find("green"), std::string::npos) << from_file.out;
+  for (auto source : {"--vectors", "--checkpoint"}) {
+    auto unknown = run_darcy({"word2vec", "neighbors", "purple", source,
+                              std::string{source} == "--vectors" ? vectors : checkpoint});
+    EXPECT_EQ(unknown.exit_code, 1) << source;
+    EXPECT_NE(unknown.err.find("'purple' is not in the model"), std::string::npos)
+      << source << ": " << unknown.err;
+  }
 }
 
 // Issue 13: with --min-count N, words seen fewer than N times in the corpus are not in the

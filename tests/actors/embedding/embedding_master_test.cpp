@@ -1,5 +1,6 @@
 #include "actors/embedding/embedding_master.hpp"
 
+#include <cmath>
 #include <random>
 
 #include "actors/embedding/embedding_shard.hpp"
@@ -148,29 +149,43 @@ TEST_F(embedding_master_test, RequestsBeyondTheQueueAreRefusedAsOverloaded) {
 namespace darcy::actors {
 namespace {
 
-TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceWithAndWithoutBias) {
+TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceForEveryScore) {
   auto master = start(4);
   strings keys;
   for (int i = 0; i < 500; ++i)
     keys.push_back("item-" + std::to_string(i));
   auto rows = lookup(master, keys);
   ASSERT_EQ(rows.size(), keys.size() * 3);
-  for (bool with_bias : {false, true}) {
-    size_t qdim = with_bias ? 2 : 3;
+  auto norm = [](const float* v, size_t n) {
+    float sum = 0;
+    for (size_t d = 0; d < n; ++d)
+      sum += v[d] * v[d];
+    return std::sqrt(sum);
+  };
+  struct case_t {
+    top_k_score score;
+    size_t qdim;
+  };
+  for (auto [score, qdim] : {case_t{top_k_score::inner_product, 3},
+                             case_t{top_k_score::inner_product_bias, 2},
+                             case_t{top_k_score::cosine, 3}}) {
+    SCOPED_TRACE(static_cast<int>(score));
     floats queries{0.3f, -1.0f, 0.7f, 1.0f, 0.2f, -0.4f};
     queries.resize(2 * qdim);
     auto result = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
-                                    std::string{"words"}, queries, uint32_t{7}, with_bias);
+                                    std::string{"words"}, queries, uint32_t{7}, score);
     ASSERT_TRUE(result) << render(error_of(result));
     ASSERT_EQ(result->offsets, (std::vector<uint32_t>{0, 7, 14}));
     for (size_t q = 0; q < 2; ++q) {
-      // Brute force over every row: [c;1]·[w;b] with bias, c·w without.
+      // Brute force over every row: c·w, [c;1]·[w;b], or c·w / (|c| |w|).
       std::vector<std::pair<float, std::string>> all;
       for (size_t r = 0; r < keys.size(); ++r) {
-        float score = with_bias ? rows[r * 3 + 2] : 0.0f;
+        float score_value = score == top_k_score::inner_product_bias ? rows[r * 3 + 2] : 0.0f;
         for (size_t d = 0; d < qdim; ++d)
-          score += queries[q * qdim + d] * rows[r * 3 + d];
-        all.emplace_back(score, keys[r]);
+          score_value += queries[q * qdim + d] * rows[r * 3 + d];
+        if (score == top_k_score::cosine)
+          score_value /= norm(&queries[q * qdim], qdim) * norm(&rows[r * 3], 3);
+        all.emplace_back(score_value, keys[r]);
       }
       std::sort(all.begin(), all.end(), [](auto& a, auto& b) { return a.first > b.first; });
       for (size_t i = 0; i < 7; ++i) {
@@ -180,10 +195,12 @@ TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceWithAndWithoutBias)
     }
   }
   auto bad = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
-                               std::string{"words"}, floats{1, 2}, uint32_t{3}, false);
+                               std::string{"words"}, floats{1, 2}, uint32_t{3},
+                               top_k_score::inner_product);
   EXPECT_TRUE(is(error_of(bad), errc::dimension_mismatch));
   auto zero = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
-                                std::string{"words"}, floats{1, 2, 3}, uint32_t{0}, false);
+                                std::string{"words"}, floats{1, 2, 3}, uint32_t{0},
+                                top_k_score::cosine);
   EXPECT_TRUE(is(error_of(zero), errc::invalid_argument));
 }
 
