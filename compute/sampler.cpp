@@ -9,14 +9,6 @@
 
 namespace darcy::compute {
 
-namespace {
-
-double unit(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
-} // namespace
-
 plain_expected<candidate_distribution>
 candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> frequencies,
                              double power) {
@@ -59,8 +51,8 @@ candidate_distribution::from_weights(std::vector<double> weight) {
   for (size_t i = 0; i < n; ++i)
     d.prob_[i] = weight[i] / d.total_weight_;
   // Vose's alias method.
-  d.alias_prob_.resize(n);
-  d.alias_.resize(n);
+  std::vector<double> alias_prob(n);
+  d.columns_.resize(n);
   std::vector<double> scaled(n);
   std::vector<uint64_t> small, large;
   for (size_t i = 0; i < n; ++i) {
@@ -72,15 +64,17 @@ candidate_distribution::from_weights(std::vector<double> weight) {
     small.pop_back();
     auto l = large.back();
     large.pop_back();
-    d.alias_prob_[s] = scaled[s];
-    d.alias_[s] = l;
+    alias_prob[s] = scaled[s];
+    d.columns_[s].alias = l;
     scaled[l] = (scaled[l] + scaled[s]) - 1.0;
     (scaled[l] < 1.0 ? small : large).push_back(l);
   }
   for (auto i : large)
-    d.alias_prob_[i] = 1.0;
+    alias_prob[i] = 1.0;
   for (auto i : small)
-    d.alias_prob_[i] = 1.0;
+    alias_prob[i] = 1.0;
+  for (size_t i = 0; i < n; ++i)
+    d.columns_[i].keep = static_cast<uint64_t>(std::ldexp(std::clamp(alias_prob[i], 0.0, 1.0), 32));
   return d;
 }
 
@@ -104,8 +98,13 @@ std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_
 }
 
 uint64_t candidate_distribution::draw(std::mt19937_64& rng) const {
-  auto column = static_cast<uint64_t>(unit(rng) * static_cast<double>(prob_.size()));
-  return unit(rng) < alias_prob_[column] ? column : alias_[column];
+  // One 64-bit draw: the high half of r * n picks the column (Lemire's multiply-shift), and
+  // the low half, nearly uniform for n far below 2^64, is the fraction that keeps it.
+  auto product = static_cast<unsigned __int128>(rng()) * columns_.size();
+  auto index = static_cast<uint64_t>(product >> 64);
+  auto fraction = static_cast<uint64_t>(product) >> 32;
+  auto& c = columns_[index];
+  return fraction < c.keep ? index : c.alias;
 }
 
 plain_expected<std::vector<sampled>> sample(const candidate_distribution& dist,

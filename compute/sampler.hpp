@@ -41,9 +41,14 @@ public:
   uint64_t draw(std::mt19937_64& rng) const;
 
 private:
+  /// One alias-table column, so that a draw reads one cache line: keep the column when the
+  /// draw's 32-bit fraction is below `keep` (2^32 keeps always), else take `alias`.
+  struct column {
+    uint64_t keep = 0;
+    uint64_t alias = 0;
+  };
   std::vector<double> prob_;
-  std::vector<double> alias_prob_;
-  std::vector<uint64_t> alias_;
+  std::vector<column> columns_;
   double total_weight_ = 0;
 };
 

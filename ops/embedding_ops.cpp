@@ -2,12 +2,16 @@
 
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <set>
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/key_routing.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
@@ -26,7 +30,33 @@ caf::expected<embedding_master_actor> service_with(session& s, const de_config& 
 }
 
 
+/// Ids of direct lookup handles (for messages; the route is what backward uses).
+std::atomic<uint64_t> direct_lookups{0};
+
 } // namespace
+
+struct lookup_handle::direct_route {
+  std::shared_ptr<const actors::routed_batch> route;
+  /// Held while the gradients are applied; spent after the first success.
+  std::mutex mutex;
+  bool spent = false;
+};
+
+caf::error lookup_handle::direct_backward(const std::vector<std::span<const float>>& grads,
+                                          int64_t step) const {
+  auto direct = session_->direct_embeddings();
+  if (direct == nullptr)
+    return make_error(errc::invalid_argument, "a direct lookup handle outlived its service");
+  std::lock_guard<std::mutex> guard{direct_->mutex};
+  if (direct_->spent)
+    return make_error(errc::not_found,
+                      "lookup handle " + std::to_string(id_) + " was used already");
+  std::shared_lock<std::shared_mutex> gate{session_->direct_gate()};
+  if (auto err = direct->update(*direct_->route, grads, step))
+    return err;
+  direct_->spent = true;
+  return {};
+}
 
 caf::error lookup_handle::backward(const std::vector<const matrix*>& grads, int64_t step) const {
   if (session_ == nullptr || id_ == 0)
@@ -36,7 +66,6 @@ caf::error lookup_handle::backward(const std::vector<const matrix*>& grads, int6
     return make_error(errc::dimension_mismatch, std::to_string(grads.size()) +
                                                   " gradient matrices for " +
                                                   std::to_string(rows_.size()) + " tables");
-  std::vector<shared_floats> buffers;
   for (size_t t = 0; t < grads.size(); ++t) {
     auto& g = *grads[t];
     if (static_cast<size_t>(g.rows()) != rows_[t] || static_cast<size_t>(g.cols()) != dims_[t])
@@ -44,8 +73,16 @@ caf::error lookup_handle::backward(const std::vector<const matrix*>& grads, int6
                         "gradients are " + std::to_string(g.rows()) + "x" +
                           std::to_string(g.cols()) + " for " + std::to_string(rows_[t]) +
                           " rows of dim " + std::to_string(dims_[t]));
-    buffers.emplace_back(std::vector<float>(g.data(), g.data() + g.size()));
   }
+  if (direct_) {
+    std::vector<std::span<const float>> spans;
+    for (auto* g : grads)
+      spans.emplace_back(g->data(), static_cast<size_t>(g->size()));
+    return direct_backward(spans, step);
+  }
+  std::vector<shared_floats> buffers;
+  for (auto* g : grads)
+    buffers.emplace_back(std::vector<float>(g->data(), g->data() + g->size()));
   auto master = session_->embeddings();
   if (!master)
     return std::move(master.error());
@@ -80,12 +117,35 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
     master = service_with(s, *t.config, t.name);
     if (!master)
       return std::move(master.error());
-    rows.push_back(t.keys.size());
+    auto keys = t.hashed.empty() ? actors::hash_keys(t.keys) : std::move(t.hashed);
+    rows.push_back(keys.size());
     dims.push_back(t.config->dim);
-    request.push_back({t.name, actors::hash_keys(t.keys)});
+    request.push_back({t.name, std::move(keys)});
   }
   if (!master)
     return std::move(master.error());
+  multi_lookup_result result;
+  if (auto direct = s.direct_embeddings()) {
+    std::vector<std::span<float>> out;
+    for (size_t t = 0; t < tables.size(); ++t) {
+      auto& m = result.rows.emplace_back(static_cast<Eigen::Index>(rows[t]),
+                                         static_cast<Eigen::Index>(dims[t]));
+      out.emplace_back(m.data(), static_cast<size_t>(m.size()));
+    }
+    std::shared_lock<std::shared_mutex> gate{s.direct_gate()};
+    auto looked_up = direct->lookup(request, out);
+    if (!looked_up)
+      return std::move(looked_up.error());
+    std::shared_ptr<lookup_handle::direct_route> route;
+    uint64_t id = 0;
+    if (for_backward) {
+      route = std::make_shared<lookup_handle::direct_route>();
+      route->route = std::move(*looked_up);
+      id = ++direct_lookups;
+    }
+    result.handle = lookup_handle{&s, id, std::move(rows), std::move(dims), std::move(route)};
+    return result;
+  }
   auto reply = runtime::ask<lookup_reply>(s.system(), *master, s.timeout(), lookup_atom::value,
                                           std::move(request), for_backward);
   if (!reply)
@@ -94,7 +154,6 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
     return make_error(errc::dimension_mismatch, "the service answered " +
                                                   std::to_string(reply->rows.size()) +
                                                   " tables for " + std::to_string(tables.size()));
-  multi_lookup_result result;
   for (size_t t = 0; t < tables.size(); ++t) {
     auto values = reply->rows[t].values();
     if (values.size() != rows[t] * dims[t])
@@ -252,6 +311,7 @@ caf::error save(session& s, const std::string& path, const training_state& state
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
+  std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   std::vector<char> extra;
   caf::binary_serializer sink{s.system(), extra};
   auto copy = state;
@@ -267,6 +327,7 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path) 
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
+  std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   auto manifest = runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(),
                                                     restore_atom::value, path);
   if (!manifest)

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,9 +36,14 @@ using matrix = compute::row_matrix;
 /// (shards that still held it have then applied their part once).
 class lookup_handle {
 public:
+  /// A lookup made on the direct path keeps its keys' route here instead of at the service.
+  struct direct_route;
+
   lookup_handle() = default;
-  lookup_handle(session* owner, uint64_t id, std::vector<size_t> rows, std::vector<size_t> dims)
-    : session_(owner), id_(id), rows_(std::move(rows)), dims_(std::move(dims)) {
+  lookup_handle(session* owner, uint64_t id, std::vector<size_t> rows, std::vector<size_t> dims,
+                std::shared_ptr<direct_route> direct = nullptr)
+    : session_(owner), id_(id), rows_(std::move(rows)), dims_(std::move(dims)),
+      direct_(std::move(direct)) {
   }
 
   /// Applies one gradient row per key of the lookup (in key order; rows of a repeated key are
@@ -54,10 +60,14 @@ public:
   uint64_t id() const { return id_; }
 
 private:
+  caf::error direct_backward(const std::vector<std::span<const float>>& grads,
+                             int64_t step) const;
+
   session* session_ = nullptr;
   uint64_t id_ = 0;
   std::vector<size_t> rows_;
   std::vector<size_t> dims_;
+  std::shared_ptr<direct_route> direct_;
 };
 
 struct lookup_result {
@@ -68,6 +78,8 @@ struct lookup_result {
 
 /// Looks up `keys` in embedding `name` (created from `config`, with config.name replaced by
 /// `name`, on first use). Missing keys get rows as the embedding's admission policy allows.
+/// In an in-process session the lookup and its backward take the direct path (the caller's
+/// thread works on the shards' stores) with the same results and errors.
 /// With for_backward false the service keeps no handle (reads for inference or export), and
 /// the result's handle cannot be used. Fails with errc::empty_batch, errc::batch_too_large,
 /// errc::invalid_config, or the transport's error when the service does not answer.
@@ -76,11 +88,13 @@ caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<st
                                                       const std::string& name,
                                                       bool for_backward = true);
 
-/// One table of a multi-table lookup.
+/// One table of a multi-table lookup: its keys as strings, or already hashed in `hashed`
+/// (each key with its compute::hash_key), which is then used instead of `keys`.
 struct table_lookup {
   const de_config* config = nullptr;
   std::string name;
   std::vector<std::string> keys;
+  key_batch hashed;
 };
 
 struct multi_lookup_result {

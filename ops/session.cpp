@@ -4,6 +4,7 @@
 
 #include "actors/actor_types.hpp"
 #include "actors/embedding/candidate_sampler.hpp"
+#include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "messages/error.hpp"
@@ -83,7 +84,9 @@ caf::expected<embedding_master_actor> session::embeddings() {
     return make_error(errc::invalid_config, "an embedding service needs at least one shard");
   std::vector<embedding_shard_actor> shards;
   if (!opts_.seed) {
-    shards = actors::spawn_shards(*system_, opts_.shards);
+    auto local = actors::spawn_local_shards(*system_, opts_.shards);
+    shards = std::move(local.actors);
+    direct_ = std::make_unique<actors::direct_embedding>(std::move(local.tables));
   } else {
     auto members = status();
     if (!members)
@@ -135,6 +138,13 @@ caf::expected<embedding_master_actor> session::embeddings() {
   sampler_ = system_->spawn(actors::candidate_sampler,
                             actors::candidate_sampler_options{std::move(shards)});
   return master_;
+}
+
+const actors::direct_embedding* session::direct_embeddings() {
+  if (!embeddings())
+    return nullptr;
+  std::lock_guard<std::mutex> guard{mutex_};
+  return direct_.get();
 }
 
 caf::expected<candidate_sampler_actor> session::sampler() {

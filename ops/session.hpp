@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@
 #include "runtime/host_port.hpp"
 #include "runtime/node_services.hpp"
 #include "runtime/system_config.hpp"
+
+namespace darcy::actors {
+class direct_embedding;
+} // namespace darcy::actors
 
 namespace darcy::ops {
 
@@ -78,6 +83,15 @@ public:
   /// The candidate sampler over the same shards as embeddings().
   caf::expected<candidate_sampler_actor> sampler();
 
+  /// The direct path into the embedding service (lookups and updates in the caller's thread)
+  /// when all its shards live in this process, as in an in-process session; nullptr on a
+  /// cluster. Starts the service on first use, as embeddings() does.
+  const actors::direct_embedding* direct_embeddings();
+
+  /// Held shared by every direct update and alone by save and restore, so that a checkpoint
+  /// never holds part of a direct update.
+  std::shared_mutex& direct_gate() { return direct_gate_; }
+
   /// Creates embedding `cfg.name` once per session (later calls with the same name return at
   /// once). Fails like the master's create: errc::invalid_config, or a dim clash.
   caf::error ensure_embedding(const de_config& cfg);
@@ -92,6 +106,8 @@ private:
   std::optional<runtime::node_services> local_;
   std::mutex mutex_;
   std::vector<embedding_shard_actor> shards_;
+  std::unique_ptr<actors::direct_embedding> direct_;
+  std::shared_mutex direct_gate_;
   supervisor_actor shard_supervisor_;
   embedding_master_actor master_;
   candidate_sampler_actor sampler_;

@@ -20,15 +20,6 @@ namespace darcy::actors {
 
 namespace {
 
-caf::expected<de_config*> check(embedding_master_pointer self, const std::string& name,
-                                size_t batch) {
-  auto cfg = stores::find_embedding(self->state.configs, name);
-  if (cfg)
-    if (auto err = stores::check_batch(**cfg, batch))
-      return err;
-  return cfg;
-}
-
 const embedding_shard_actor& shard(embedding_master_pointer self, size_t s) {
   return self->state.options.shards[s];
 }
@@ -256,38 +247,13 @@ caf::result<ok_atom> create(embedding_master_pointer self, const de_config& cfg)
   return promise;
 }
 
-// The dim of each table after checking it (known, batch within bounds), or the first error.
-caf::expected<std::vector<uint32_t>> table_dims(embedding_master_pointer self,
-                                                const std::vector<table_keys>& tables) {
-  if (tables.empty())
-    return make_error(errc::empty_batch, "a lookup names no table");
-  std::vector<uint32_t> dims;
-  for (auto& t : tables) {
-    auto cfg = check(self, t.name, t.keys.size());
+config_finder configs_of(embedding_master_pointer self) {
+  return [self](const std::string& name) -> caf::expected<const de_config*> {
+    auto cfg = stores::find_embedding(self->state.configs, name);
     if (!cfg)
       return std::move(cfg.error());
-    dims.push_back((*cfg)->dim);
-  }
-  return dims;
-}
-
-// Checks gradients for a routed batch: one finite buffer of keys * dim per table, no table
-// read-only.
-caf::error check_gradients(embedding_master_pointer self, const routed_batch& batch,
-                           const std::vector<std::string>& names,
-                           const std::vector<std::span<const float>>& grads) {
-  if (grads.size() != batch.tables())
-    return make_error(errc::dimension_mismatch, std::to_string(grads.size()) +
-                                                  " gradient buffers for " +
-                                                  std::to_string(batch.tables()) + " tables");
-  for (size_t t = 0; t < batch.tables(); ++t) {
-    auto cfg = stores::find_embedding(self->state.configs, names[t]);
-    if (!cfg)
-      return std::move(cfg.error());
-    if (auto err = stores::check_gradients(**cfg, batch.keys(t), grads[t]))
-      return err;
-  }
-  return {};
+    return *cfg;
+  };
 }
 
 // Looks a routed batch up on its shards (keeping `handle` there when not 0) and calls
@@ -359,7 +325,7 @@ std::vector<table_keys> one_table(const std::string& name, const std::vector<std
 caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std::string& name,
                                        const std::vector<std::string>& keys) {
   auto tables = one_table(name, keys);
-  auto dims = table_dims(self, tables);
+  auto dims = checked_dims(tables, configs_of(self));
   if (!dims)
     return std::move(dims.error());
   auto promise = self->make_response_promise<std::vector<float>>();
@@ -376,25 +342,22 @@ caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std:
 
 // Remembers a kept lookup for backward, forgetting the oldest past max_pending_lookups.
 void remember_lookup(embedding_master_pointer self, uint64_t handle,
-                     std::shared_ptr<routed_batch> batch, std::vector<std::string> names) {
+                     std::shared_ptr<routed_batch> batch) {
   auto& pending = self->state.pending;
   batch->drop_keys();
-  pending.push_back({handle, std::move(batch), std::move(names)});
+  pending.push_back({handle, std::move(batch)});
   if (pending.size() > max_pending_lookups)
     pending.pop_front();
 }
 
 caf::result<lookup_reply> lookup_tables(embedding_master_pointer self,
                                         const std::vector<table_keys>& tables, bool keep) {
-  auto dims = table_dims(self, tables);
+  auto dims = checked_dims(tables, configs_of(self));
   if (!dims)
     return std::move(dims.error());
   auto promise = self->make_response_promise<lookup_reply>();
   auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
   auto handle = keep ? new_request_id(self) : 0;
-  std::vector<std::string> names;
-  for (auto& t : tables)
-    names.push_back(t.name);
   run_lookup(self, promise, batch, handle,
              [=](caf::expected<std::vector<std::vector<float>>> rows) mutable {
                if (!rows) {
@@ -402,7 +365,7 @@ caf::result<lookup_reply> lookup_tables(embedding_master_pointer self,
                  return;
                }
                if (handle != 0)
-                 remember_lookup(self, handle, batch, names);
+                 remember_lookup(self, handle, batch);
                lookup_reply reply{handle, {}};
                for (auto& r : *rows)
                  reply.rows.emplace_back(std::move(r));
@@ -425,7 +388,7 @@ caf::result<ok_atom> backward(embedding_master_pointer self, uint64_t handle,
   std::vector<std::span<const float>> spans;
   for (auto& g : grads)
     spans.push_back(g.values());
-  if (auto err = check_gradients(self, *batch, i->names, spans))
+  if (auto err = check_routed_gradients(*batch, spans, configs_of(self)))
     return err;
   auto promise = self->make_response_promise<ok_atom>();
   run_update(
@@ -443,12 +406,12 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
                             const std::vector<std::string>& keys, const std::vector<float>& grads,
                             int64_t step) {
   auto tables = one_table(name, keys);
-  auto dims = table_dims(self, tables);
+  auto dims = checked_dims(tables, configs_of(self));
   if (!dims)
     return std::move(dims.error());
   auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
   std::vector<std::span<const float>> spans{std::span<const float>{grads}};
-  if (auto err = check_gradients(self, *batch, {name}, spans))
+  if (auto err = check_routed_gradients(*batch, spans, configs_of(self)))
     return err;
   auto promise = self->make_response_promise<ok_atom>();
   auto id = new_request_id(self);

@@ -59,7 +59,6 @@ struct embedding_master_state {
   struct pending_lookup {
     uint64_t handle = 0;
     std::shared_ptr<routed_batch> batch;
-    std::vector<std::string> names;
   };
   std::deque<pending_lookup> pending;
   /// Running fan-outs, so that those waiting on a shard that went down fail at once.

@@ -18,7 +18,7 @@ using shard_pointer = embedding_shard_actor::stateful_pointer<embedding_shard_st
 caf::expected<embedding_shard_state::table*> checked_table(shard_pointer self,
                                                            const std::string& name,
                                                            size_t batch) {
-  auto table = stores::find_embedding(self->state.tables, name);
+  auto table = stores::find_embedding(self->state.tables(), name);
   if (table)
     if (auto err = stores::check_batch((*table)->config, batch))
       return err;
@@ -31,11 +31,11 @@ std::vector<std::string_view> views(const std::vector<std::string>& keys) {
 
 caf::expected<embedding_shard_state::table*> find_table(shard_pointer self,
                                                         const std::string& name) {
-  return stores::find_embedding(self->state.tables, name);
+  return stores::find_embedding(self->state.tables(), name);
 }
 
 caf::result<ok_atom> create(shard_pointer self, de_config& cfg) {
-  auto& tables = self->state.tables;
+  auto& tables = self->state.tables();
   if (auto i = tables.find(cfg.name); i != tables.end()) {
     if (i->second.config.dim != cfg.dim)
       return make_error(errc::invalid_config, "embedding '" + cfg.name + "' exists with dim " +
@@ -90,7 +90,7 @@ checked_tables(shard_pointer self, const std::vector<table_keys>& tables,
   std::vector<embedding_shard_state::table*> result;
   for (size_t t = 0; t < tables.size(); ++t) {
     auto& keys = tables[t].keys;
-    auto table = keys.empty() ? stores::find_embedding(self->state.tables, tables[t].name)
+    auto table = keys.empty() ? stores::find_embedding(self->state.tables(), tables[t].name)
                               : checked_table(self, tables[t].name, keys.size());
     if (!table)
       return std::move(table.error());
@@ -227,7 +227,7 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
     if (done == key)
       return answer;
   std::vector<checkpoint_embedding> result;
-  for (auto& [name, table] : self->state.tables) {
+  for (auto& [name, table] : self->state.tables()) {
     auto rel = id + "/" + name + "/shard-" + std::to_string(index);
     auto info = stores::write_shard_file(dir, rel, table.config, *table.store);
     if (!info)
@@ -260,7 +260,7 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
   for (auto& entry : manifest.embeddings) {
     auto cfg = stores::shard_config(entry.config, index);
     if (cfg.backend == backend_kind::leveldb) {
-      self->state.tables.erase(entry.config.name);
+      self->state.tables().erase(entry.config.name);
       stores::remove_store_files(cfg);
     }
     auto store = stores::make_store(cfg);
@@ -278,7 +278,7 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
     }
     fresh.emplace(entry.config.name, embedding_shard_state::table{entry.config, std::move(*store)});
   }
-  self->state.tables = std::move(fresh);
+  self->state.tables() = std::move(fresh);
   self->state.applied.remember(request_id);
   return ok_atom::value;
 }
@@ -293,52 +293,84 @@ caf::result<embedding_stats> stats(shard_pointer self, const std::string& name) 
 } // namespace
 
 std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count) {
-  std::vector<embedding_shard_actor> result;
-  for (size_t i = 0; i < count; ++i)
-    result.push_back(sys.spawn(embedding_shard, static_cast<uint32_t>(i)));
+  return spawn_local_shards(sys, count).actors;
+}
+
+local_shards spawn_local_shards(caf::actor_system& sys, size_t count) {
+  local_shards result;
+  for (size_t i = 0; i < count; ++i) {
+    result.tables.push_back(std::make_shared<shard_tables>());
+    result.actors.push_back(
+      sys.spawn(embedding_shard_over, static_cast<uint32_t>(i), result.tables.back()));
+  }
   return result;
 }
 
 embedding_shard_actor::behavior_type embedding_shard(shard_pointer self, uint32_t index) {
+  return embedding_shard_over(self, index, std::make_shared<shard_tables>());
+}
+
+embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, uint32_t index,
+                                                          shard_tables_ptr tables) {
   self->state.index = index;
+  self->state.shared = std::move(tables);
+  // Every handler holds the tables' lock.
+  auto lock = [self] { return std::lock_guard<std::mutex>{self->state.shared->mutex}; };
   return {
-    [self](create_atom, de_config& cfg) { return create(self, cfg); },
-    [self](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
+    [self, lock](create_atom, de_config& cfg) {
+      auto guard = lock();
+      return create(self, cfg); },
+    [self, lock](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
+      auto guard = lock();
       return lookup(self, name, keys);
     },
-    [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
+    [self, lock](update_atom, const std::string& name, const std::vector<std::string>& keys,
            const std::vector<float>& grads, int64_t step) {
+      auto guard = lock();
       return update(self, name, keys, grads, step);
     },
-    [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
+    [self, lock](update_atom, const std::string& name, const std::vector<std::string>& keys,
            const std::vector<float>& grads, int64_t step, uint64_t request_id) {
+      auto guard = lock();
       return update(self, name, keys, grads, step, request_id);
     },
-    [self](lookup_atom, std::vector<table_keys>& tables, uint64_t handle) {
+    [self, lock](lookup_atom, std::vector<table_keys>& tables, uint64_t handle) {
+      auto guard = lock();
       return lookup_tables(self, tables, handle);
     },
-    [self](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
-           int64_t step) { return backward(self, handle, grads, step); },
-    [self](update_atom, const std::vector<table_keys>& tables,
+    [self, lock](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
+           int64_t step) {
+      auto guard = lock();
+      return backward(self, handle, grads, step); },
+    [self, lock](update_atom, const std::vector<table_keys>& tables,
            const std::vector<shared_floats>& grads, int64_t step, uint64_t request_id) {
+      auto guard = lock();
       return update_tables(self, tables, grads, step, request_id);
     },
-    [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
-           top_k_score score) { return top_k(self, name, queries, k, score); },
-    [self](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
+    [self, lock](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
+           top_k_score score) {
+      auto guard = lock();
+      return top_k(self, name, queries, k, score); },
+    [self, lock](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
+      auto guard = lock();
       return sample_metadata(self, name, positives);
     },
-    [self](sample_part_atom, const std::string& name, const sample_plan& plan) {
+    [self, lock](sample_part_atom, const std::string& name, const sample_plan& plan) {
+      auto guard = lock();
       return sample_part(self, name, plan);
     },
-    [self](save_part_atom, const std::string& dir, const std::string& id, uint32_t part) {
+    [self, lock](save_part_atom, const std::string& dir, const std::string& id, uint32_t part) {
+      auto guard = lock();
       return save_part(self, dir, id, part);
     },
-    [self](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
+    [self, lock](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
            uint32_t part, uint32_t count, uint64_t request_id) {
+      auto guard = lock();
       return load_part(self, dir, manifest, part, count, request_id);
     },
-    [self](stats_atom, const std::string& name) { return stats(self, name); },
+    [self, lock](stats_atom, const std::string& name) {
+      auto guard = lock();
+      return stats(self, name); },
   };
 }
 

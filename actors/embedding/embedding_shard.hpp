@@ -11,6 +11,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include "actors/embedding/shard_tables.hpp"
 #include "actors/request_window.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "stores/embedding_store.hpp"
@@ -18,14 +19,13 @@
 namespace darcy::actors {
 
 struct embedding_shard_state {
-  struct table {
-    de_config config;
-    std::unique_ptr<stores::embedding_store> store;
-  };
+  using table = shard_table;
   /// This shard's number in its service; a persistent backend keeps its rows in
   /// config.path/shard-<index>, so that a restarted shard finds them again.
   uint32_t index = 0;
-  std::map<std::string, table> tables;
+  /// Every handler holds shared->mutex: the direct path may use the tables at the same time.
+  shard_tables_ptr shared;
+  std::map<std::string, table>& tables() { return shared->tables; }
   /// Ids of the updates and loads applied lately.
   request_window applied;
   /// Keys of lookups that backward will name, oldest first; at most max_pending_lookups of
@@ -47,7 +47,21 @@ embedding_shard_actor::behavior_type
 embedding_shard(embedding_shard_actor::stateful_pointer<embedding_shard_state> self,
                 uint32_t index);
 
+/// The same, over tables that others in this process may share (see direct_embedding).
+embedding_shard_actor::behavior_type
+embedding_shard_over(embedding_shard_actor::stateful_pointer<embedding_shard_state> self,
+                     uint32_t index, shard_tables_ptr tables);
+
 /// Spawns shards 0..count-1 in `sys`.
 std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count);
+
+/// Shards in this process with their tables, for the direct path.
+struct local_shards {
+  std::vector<embedding_shard_actor> actors;
+  std::vector<shard_tables_ptr> tables;
+};
+
+/// Spawns shards 0..count-1 in `sys`, keeping their tables.
+local_shards spawn_local_shards(caf::actor_system& sys, size_t count);
 
 } // namespace darcy::actors

@@ -5,8 +5,42 @@
 #include "compute/hash.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
+#include "stores/de_config.hpp"
 
 namespace darcy::actors {
+
+caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>& tables,
+                                                  const config_finder& configs) {
+  if (tables.empty())
+    return make_error(errc::empty_batch, "a lookup names no table");
+  std::vector<uint32_t> dims;
+  for (auto& t : tables) {
+    auto cfg = configs(t.name);
+    if (!cfg)
+      return std::move(cfg.error());
+    if (auto err = stores::check_batch(**cfg, t.keys.size()))
+      return err;
+    dims.push_back((*cfg)->dim);
+  }
+  return dims;
+}
+
+caf::error check_routed_gradients(const routed_batch& batch,
+                                  const std::vector<std::span<const float>>& grads,
+                                  const config_finder& configs) {
+  if (grads.size() != batch.tables())
+    return make_error(errc::dimension_mismatch, std::to_string(grads.size()) +
+                                                  " gradient buffers for " +
+                                                  std::to_string(batch.tables()) + " tables");
+  for (size_t t = 0; t < batch.tables(); ++t) {
+    auto cfg = configs(batch.name(t));
+    if (!cfg)
+      return std::move(cfg.error());
+    if (auto err = stores::check_gradients(**cfg, batch.keys(t), grads[t]))
+      return err;
+  }
+  return {};
+}
 
 key_batch hash_keys(const std::vector<std::string>& keys) {
   size_t bytes = 0;
@@ -32,6 +66,7 @@ routed_batch::routed_batch(const std::vector<table_keys>& tables, std::vector<ui
   for (size_t t = 0; t < tables.size(); ++t) {
     auto& batch = tables[t].keys;
     inputs_[t] = batch.size();
+    names_.push_back(tables[t].name);
     for (size_t s = 0; s < shard_count; ++s)
       parts_[s][t].name = tables[t].name;
     size_t capacity = 16;
@@ -66,7 +101,13 @@ routed_batch::routed_batch(const std::vector<table_keys>& tables, std::vector<ui
 
 caf::error routed_batch::scatter(size_t s, const std::vector<shared_floats>& rows,
                                  std::vector<std::vector<float>>& out) const {
-  if (rows.size() != tables())
+  std::vector<std::span<float>> spans(out.begin(), out.end());
+  return scatter(s, rows, spans);
+}
+
+caf::error routed_batch::scatter(size_t s, const std::vector<shared_floats>& rows,
+                                 const std::vector<std::span<float>>& out) const {
+  if (rows.size() != tables() || out.size() != tables())
     return make_error(errc::dimension_mismatch, "shard " + std::to_string(s) + " answered " +
                                                   std::to_string(rows.size()) + " tables of " +
                                                   std::to_string(tables()));
@@ -91,10 +132,17 @@ routed_batch::gather(size_t s, const std::vector<std::span<const float>>& grads)
   result.reserve(tables());
   for (size_t t = 0; t < tables(); ++t) {
     auto dim = dims_[t];
-    std::vector<float> sums(size_t{counts_[s][t]} * dim, 0.0f);
+    std::vector<float> sums(size_t{counts_[s][t]} * dim);
+    // Rows are numbered in order of first sight: a row's first placement copies, later ones add.
+    uint32_t seen = 0;
     for (auto [input, row] : by_shard_[s][t]) {
       auto* dst = sums.data() + size_t{row} * dim;
       auto* src = grads[t].data() + size_t{input} * dim;
+      if (row == seen) {
+        std::copy_n(src, dim, dst);
+        ++seen;
+        continue;
+      }
       for (size_t d = 0; d < dim; ++d)
         dst[d] += src[d];
     }

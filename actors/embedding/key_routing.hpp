@@ -5,16 +5,26 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <caf/error.hpp>
+#include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_interfaces.hpp"
 
 namespace darcy::actors {
+
+/// An embedding's config by name, or errc::unknown_embedding naming it.
+using config_finder = std::function<caf::expected<const de_config*>(const std::string&)>;
+
+/// The dim of each table after checking it: known, and its batch within bounds
+/// (stores::check_batch); errc::empty_batch when `tables` is empty.
+caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>& tables,
+                                                  const config_finder& configs);
 
 /// `keys` as a key_batch, each with its compute::hash_key.
 key_batch hash_keys(const std::vector<std::string>& keys);
@@ -26,6 +36,7 @@ public:
                size_t shard_count);
 
   size_t tables() const { return dims_.size(); }
+  const std::string& name(size_t table) const { return names_[table]; }
   uint32_t dim(size_t table) const { return dims_[table]; }
   /// Input keys of `table` (before deduplication).
   size_t keys(size_t table) const { return inputs_[table]; }
@@ -43,6 +54,8 @@ public:
   /// keys in `out` (one buffer per table, input order). Fails with errc::dimension_mismatch
   /// when a buffer has the wrong size.
   caf::error scatter(size_t s, const std::vector<shared_floats>& rows,
+                     const std::vector<std::span<float>>& out) const;
+  caf::error scatter(size_t s, const std::vector<shared_floats>& rows,
                      std::vector<std::vector<float>>& out) const;
 
   /// Shard s's gradients: for each table, the sum of the rows of `grads` (one buffer per
@@ -55,6 +68,7 @@ private:
     uint32_t row;
   };
   std::vector<uint32_t> dims_;
+  std::vector<std::string> names_;
   std::vector<size_t> inputs_;
   std::vector<std::vector<table_keys>> parts_;
   /// by_shard_[s][t]: the input positions of table t on shard s and their row there.
@@ -63,5 +77,11 @@ private:
   std::vector<std::vector<uint32_t>> counts_;
   std::vector<size_t> involved_;
 };
+
+/// Checks gradients for `batch`: one finite buffer of keys * dim values per table, no table
+/// read-only (stores::check_gradients).
+caf::error check_routed_gradients(const routed_batch& batch,
+                                  const std::vector<std::span<const float>>& grads,
+                                  const config_finder& configs);
 
 } // namespace darcy::actors

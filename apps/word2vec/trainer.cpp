@@ -71,9 +71,10 @@ struct key_space {
     return stat >= admitted ? dropped : static_cast<uint32_t>(std::min<size_t>(stat, own));
   }
   size_t size() const { return counts.size(); }
-  std::string key(const corpus& c, uint32_t id) const {
-    return id < own ? std::string{c.words[id].word} : oov_key;
+  std::string_view key_view(const corpus& c, uint32_t id) const {
+    return id < own ? std::string_view{c.words[id].word} : std::string_view{oov_key};
   }
+  std::string key(const corpus& c, uint32_t id) const { return std::string{key_view(c, id)}; }
 };
 
 de_config table_config(const train_options& o, bool input) {
@@ -135,6 +136,9 @@ struct run_state {
   compute::sigmoid_table sigmoid;
   std::vector<batch_range> batches;
   uint64_t words_total = 0;
+  /// compute::hash_key of each key id, computed once.
+  std::vector<uint64_t> hashes;
+  de_config in_cfg, out_cfg;
 };
 
 // Plans, looks up, trains and writes back one batch. Returns the pairs trained.
@@ -179,17 +183,15 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
   if (w.plan.entries.empty())
     return uint64_t{0};
   auto keys_of = [&](const std::vector<uint32_t>& ids) {
-    std::vector<std::string> result;
-    result.reserve(ids.size());
+    key_batch result;
+    result.reserve(ids.size(), ids.size() * 8);
     for (auto id : ids)
-      result.push_back(rs.keys.key(rs.c, id));
+      result.push_back(rs.keys.key_view(rs.c, id), rs.hashes[id]);
     return result;
   };
-  auto in_cfg = table_config(o, true);
-  auto out_cfg = table_config(o, false);
   std::vector<ops::table_lookup> tables;
-  tables.push_back({&in_cfg, o.name + ".in", keys_of(w.in_ids)});
-  tables.push_back({&out_cfg, o.name + ".out", keys_of(w.out_ids)});
+  tables.push_back({&rs.in_cfg, rs.in_cfg.name, {}, keys_of(w.in_ids)});
+  tables.push_back({&rs.out_cfg, rs.out_cfg.name, {}, keys_of(w.out_ids)});
   auto looked_up = ops::dynamic_embedding_lookup(s, std::move(tables));
   if (!looked_up)
     return std::move(looked_up.error());
@@ -271,6 +273,10 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   for (size_t i = 0; i < keys.size(); ++i)
     rs.keep[i] = compute::keep_probability(keys.counts[i], c.tokens.size(), o.sample);
   rs.words_total = static_cast<uint64_t>(c.tokens.size()) * o.epochs;
+  for (uint32_t id = 0; id < keys.size(); ++id)
+    rs.hashes.push_back(compute::hash_key(keys.key_view(c, id)));
+  rs.in_cfg = table_config(o, true);
+  rs.out_cfg = table_config(o, false);
 
   uint64_t first = 0;
   if (!o.resume_from.empty()) {

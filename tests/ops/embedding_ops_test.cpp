@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <thread>
+#include <atomic>
 
 #include <gtest/gtest.h>
 
@@ -216,6 +218,62 @@ TEST_F(embedding_ops_test, save_and_restore_round_trip_rows_and_training_state) 
   EXPECT_TRUE(is(restore(**other, (dir / "missing").string()).error(), errc::not_found) ||
               is(restore(**other, (dir / "missing").string()).error(), errc::io_error));
   std::filesystem::remove_all(dir);
+}
+
+// The in-process session takes the direct path; its backward, like the master's, applies once.
+TEST_F(embedding_ops_test, a_handle_applies_once_and_a_read_handle_never) {
+  auto cfg = sgd_config(2);
+  auto looked_up = dynamic_embedding_lookup(*s, {"a", "b"}, cfg, "emb");
+  ASSERT_TRUE(looked_up) << render(looked_up.error());
+  matrix grads = matrix::Ones(2, 2);
+  ASSERT_FALSE(looked_up->handle.backward(grads));
+  EXPECT_TRUE(is(looked_up->handle.backward(grads), errc::not_found));
+  auto read = dynamic_embedding_lookup(*s, {"a"}, cfg, "emb", false);
+  ASSERT_TRUE(read);
+  EXPECT_TRUE(is(read->handle.backward(matrix::Ones(1, 2)), errc::invalid_argument));
+  auto after = rows_of({"a", "b"}, cfg, "emb");
+  EXPECT_TRUE(after.isApprox((looked_up->rows.array() - 0.5f).matrix(), 1e-6f));
+}
+
+// Every step adds 1 to all rows, spread over the shards; a checkpoint taken while steps run
+// must hold whole steps only, so all its rows are equal.
+TEST_F(embedding_ops_test, saves_taken_while_another_thread_trains_hold_whole_steps) {
+  de_config cfg;
+  cfg.dim = 1;
+  cfg.init.kind = init_kind::zeros;
+  cfg.optimizer = {optimizer_kind::sgd, 1.0f};
+  std::vector<std::string> keys;
+  for (int k = 0; k < 32; ++k)
+    keys.push_back("key-" + std::to_string(k));
+  ASSERT_FALSE(s->ensure_embedding([&] { auto c = cfg; c.name = "counts"; return c; }()));
+  std::atomic<bool> failed{false}, saved{false};
+  std::thread trainer{[&] {
+    // Steps run until the saves are done (at least 50, so that some overlap them).
+    for (int step = 0; (step < 50 || !saved) && !failed; ++step) {
+      auto r = dynamic_embedding_lookup(*s, keys, cfg, "counts");
+      if (!r || r->handle.backward(matrix::Constant(32, 1, -1.0f), step))
+        failed = true;
+    }
+  }};
+  auto base = std::filesystem::temp_directory_path() / "darcy-ops-concurrent-save";
+  std::filesystem::remove_all(base);
+  std::vector<std::string> dirs;
+  for (int i = 0; i < 6; ++i) {
+    dirs.push_back((base / std::to_string(i)).string());
+    EXPECT_FALSE(save(*s, dirs.back(), {i, "", {}}));
+  }
+  saved = true;
+  trainer.join();
+  ASSERT_FALSE(failed);
+  for (auto& dir : dirs) {
+    auto other = session::open({});
+    ASSERT_TRUE(other);
+    ASSERT_TRUE(restore(**other, dir)) << dir;
+    auto rows = dynamic_embedding_lookup(**other, keys, cfg, "counts", false);
+    ASSERT_TRUE(rows) << render(rows.error());
+    EXPECT_EQ(rows->rows.minCoeff(), rows->rows.maxCoeff()) << dir;
+  }
+  std::filesystem::remove_all(base);
 }
 
 } // namespace

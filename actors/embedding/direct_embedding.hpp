@@ -1,0 +1,47 @@
+// The direct path into an embedding service whose shards all live in this process: lookups and
+// updates run in the caller's thread on the shards' stores, one shard's lock at a time, with
+// the service's rules (the same checks and errors, the store's optimizer and admission). A
+// trainer in the shards' process uses it instead of messages; each key is hashed and routed once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/embedding/key_routing.hpp"
+#include "actors/embedding/shard_tables.hpp"
+
+namespace darcy::actors {
+
+class direct_embedding {
+public:
+  /// shards[i] is shard i of the service (keys placed by compute::shard_of_hash). Every table
+  /// a request names must have been created through the service first.
+  explicit direct_embedding(std::vector<shard_tables_ptr> shards);
+
+  /// Writes the rows of every key of `tables` (repeats allowed) to out[t], keys * dim values
+  /// in input order, creating rows as each store's initializer and admission allow; answers
+  /// the keys split among the shards, for update(). Fails as the master's lookup does
+  /// (errc::empty_batch, errc::unknown_embedding, errc::batch_too_large) before any row is
+  /// touched, and with errc::dimension_mismatch when an `out` buffer has the wrong size.
+  caf::expected<std::shared_ptr<const routed_batch>>
+  lookup(const std::vector<table_keys>& tables, const std::vector<std::span<float>>& out) const;
+
+  /// Applies one gradient buffer per table of `route` (input order; the rows of a repeated key
+  /// are summed) with each table's optimizer at `step`. Every buffer is checked first
+  /// (errc::dimension_mismatch, errc::non_finite, errc::read_only), so a refused update
+  /// changes nothing.
+  caf::error update(const routed_batch& route, const std::vector<std::span<const float>>& grads,
+                    int64_t step) const;
+
+private:
+  config_finder configs() const;
+
+  std::vector<shard_tables_ptr> shards_;
+};
+
+} // namespace darcy::actors

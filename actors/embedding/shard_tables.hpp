@@ -1,0 +1,29 @@
+// One embedding shard's tables: for each embedding its config and the store of the rows that
+// hash to the shard. The shard actor owns them, and trainers in the shard's process may reach
+// them directly (direct_embedding); everyone holds `mutex` for every access.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "messages/embedding/embedding_config.hpp"
+#include "stores/embedding_store.hpp"
+
+namespace darcy::actors {
+
+struct shard_table {
+  de_config config;
+  std::unique_ptr<stores::embedding_store> store;
+};
+
+struct shard_tables {
+  std::mutex mutex;
+  /// Guarded by mutex.
+  std::map<std::string, shard_table> tables;
+};
+
+using shard_tables_ptr = std::shared_ptr<shard_tables>;
+
+} // namespace darcy::actors

@@ -1,0 +1,132 @@
+#include "actors/embedding/direct_embedding.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "actors/embedding/embedding_master.hpp"
+#include "actors/embedding/embedding_shard.hpp"
+#include "compute/hash.hpp"
+#include "runtime/ask.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::actors {
+namespace {
+
+using runtime::ask;
+using floats = std::vector<float>;
+
+de_config table(const std::string& name, uint32_t dim) {
+  de_config cfg;
+  cfg.name = name;
+  cfg.dim = dim;
+  cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
+  cfg.max_batch = 64;
+  return cfg;
+}
+
+// Two services of 3 shards, one used through its master and one through the direct path.
+class direct_embedding_test : public test::system_fixture {
+protected:
+  void SetUp() override {
+    for (auto* service : {&by_master, &direct}) {
+      auto shards = spawn_local_shards(sys, 3);
+      service->tables = shards.tables;
+      service->master = sys.spawn(embedding_master, embedding_master_options{shards.actors});
+      for (auto& cfg : {table("in", 4), table("out", 2)})
+        ASSERT_TRUE(ask<ok_atom>(sys, service->master, test::patience, create_atom::value, cfg));
+    }
+  }
+
+  struct service {
+    embedding_master_actor master;
+    std::vector<shard_tables_ptr> tables;
+  };
+  service by_master, direct;
+};
+
+std::vector<table_keys> request(std::mt19937& rng) {
+  std::uniform_int_distribution<int> pick{0, 40};
+  std::vector<table_keys> tables{{"in", {}}, {"out", {}}};
+  for (auto& t : tables)
+    for (int k = 0; k < 20; ++k) {
+      // Repeats within a table, and the empty key, on purpose.
+      auto key = k == 0 ? std::string{} : "k" + std::to_string(pick(rng));
+      t.keys.push_back(key, compute::hash_key(key));
+    }
+  return tables;
+}
+
+TEST_F(direct_embedding_test, LookupsAndUpdatesEqualTheMastersBitForBit) {
+  direct_embedding path{direct.tables};
+  std::mt19937 rng{5};
+  std::normal_distribution<float> noise{0, 1};
+  for (int step = 1; step <= 30; ++step) {
+    auto tables = request(rng);
+    auto reply = ask<lookup_reply>(sys, by_master.master, test::patience, lookup_atom::value,
+                                   tables, true);
+    ASSERT_TRUE(reply) << render(error_of(reply));
+    std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
+    auto route = path.lookup(tables, {rows[0], rows[1]});
+    ASSERT_TRUE(route) << render(route.error());
+    for (size_t t = 0; t < 2; ++t) {
+      auto expected = reply->rows[t].values();
+      EXPECT_EQ(rows[t], floats(expected.begin(), expected.end())) << "step " << step;
+    }
+    std::vector<floats> grads{floats(20 * 4), floats(20 * 2)};
+    for (auto& g : grads)
+      for (auto& x : g)
+        x = noise(rng);
+    std::vector<shared_floats> sent{shared_floats{grads[0]}, shared_floats{grads[1]}};
+    ASSERT_TRUE(ask<ok_atom>(sys, by_master.master, test::patience, backward_atom::value,
+                             reply->handle, sent, int64_t{step}));
+    ASSERT_FALSE(path.update(**route, {grads[0], grads[1]}, step));
+  }
+}
+
+TEST_F(direct_embedding_test, RefusedRequestsChangeNothing) {
+  direct_embedding path{direct.tables};
+  std::mt19937 rng{9};
+  auto tables = request(rng);
+  std::vector<floats> before{floats(20 * 4), floats(20 * 2)};
+  auto route = path.lookup(tables, {before[0], before[1]});
+  ASSERT_TRUE(route) << render(route.error());
+  floats nan_grads(20 * 4, 0.5f);
+  nan_grads[7] = std::nanf("");
+  floats short_grads(3);
+  floats good_out(20 * 2, 0.5f);
+  struct case_t {
+    const char* what;
+    std::vector<std::span<const float>> grads;
+    errc expected;
+  };
+  for (auto& c : std::vector<case_t>{
+         {"NaN in the first table", {nan_grads, good_out}, errc::non_finite},
+         {"too few values", {std::span<const float>{floats(20 * 4, 0.5f)}, short_grads},
+          errc::dimension_mismatch},
+         {"one buffer for two tables", {nan_grads}, errc::dimension_mismatch},
+       }) {
+    auto err = path.update(**route, c.grads, 1);
+    EXPECT_TRUE(is(err, c.expected)) << c.what << ": " << render(err);
+  }
+  std::vector<floats> after{floats(20 * 4), floats(20 * 2)};
+  ASSERT_TRUE(path.lookup(tables, {after[0], after[1]}));
+  EXPECT_EQ(before, after);
+
+  floats out(4);
+  std::vector<table_keys> unknown{{"missing", {}}};
+  unknown[0].keys.push_back("a", compute::hash_key("a"));
+  EXPECT_TRUE(is(path.lookup(unknown, {out}).error(), errc::unknown_embedding));
+  std::vector<table_keys> too_many{{"in", {}}};
+  for (int k = 0; k < 65; ++k)
+    too_many[0].keys.push_back("x", compute::hash_key("x"));
+  floats big(65 * 4);
+  EXPECT_TRUE(is(path.lookup(too_many, {big}).error(), errc::batch_too_large));
+  std::vector<table_keys> one{{"in", {}}};
+  one[0].keys.push_back("a", compute::hash_key("a"));
+  floats wrong(3);
+  EXPECT_TRUE(is(path.lookup(one, {wrong}).error(), errc::dimension_mismatch));
+  EXPECT_TRUE(is(path.lookup({}, {}).error(), errc::empty_batch));
+}
+
+} // namespace
+} // namespace darcy::actors
