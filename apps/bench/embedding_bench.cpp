@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "actors/actor_types.hpp"
+#include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "apps/cli/commands.hpp"
@@ -215,8 +216,11 @@ int run_embedding_bench(const embedding_bench_options& o) {
     if (failed)
       return failed;
     path_result r;
+    // The flat path, as ops calls it: the client hashes each key once, inside the timing.
     r.lookup = rows_per_second(lookups, o.repetitions, [&](const strings& keys) {
-      runtime::ask<std::vector<float>>(sys, master, timeout, lookup_atom::value, cfg.name, keys);
+      std::vector<table_keys> request{{cfg.name, actors::hash_keys(keys)}};
+      runtime::ask<lookup_reply>(sys, master, timeout, lookup_atom::value, std::move(request),
+                                 false);
     });
     r.update = rows_per_second(updates, 1, [&](const strings& keys) {
       runtime::ask<ok_atom>(sys, master, timeout, update_atom::value, cfg.name, keys,
@@ -246,6 +250,38 @@ int run_embedding_bench(const embedding_bench_options& o) {
     report("service (in-process)", service);
     std::vector<caf::actor> all{caf::actor_cast<caf::actor>(master)};
     for (auto& s : shards)
+      all.push_back(caf::actor_cast<caf::actor>(s));
+    stop(all);
+  }
+
+  // The direct path of a trainer in the shards' process (ops in an in-process session).
+  path_result direct;
+  if (runs(o, "direct")) {
+    auto shards = actors::spawn_local_shards(sys, o.shards);
+    auto master = sys.spawn(actors::embedding_master,
+                            actors::embedding_master_options{shards.actors});
+    if (auto ok = runtime::ask<ok_atom>(sys, master, timeout, create_atom::value, cfg); !ok)
+      return fail("direct path: " + render(ok.error()));
+    actors::direct_embedding path{shards.tables};
+    auto run = [&](const strings& keys, std::span<float> rows) {
+      std::vector<table_keys> request{{cfg.name, actors::hash_keys(keys)}};
+      return path.lookup(request, {rows});
+    };
+    populate(o.keys, o.batch, [&](const strings& keys) {
+      std::vector<float> rows(keys.size() * o.dim);
+      run(keys, rows);
+    });
+    direct.lookup = rows_per_second(lookups, o.repetitions, [&](const strings& keys) {
+      run(keys, std::span<float>{out.data(), keys.size() * o.dim});
+    });
+    direct.update = rows_per_second(updates, 1, [&](const strings& keys) {
+      auto route = run(keys, std::span<float>{out.data(), keys.size() * o.dim});
+      if (route)
+        path.update(**route, {std::span<const float>{grads.data(), keys.size() * o.dim}}, 1);
+    });
+    report("direct (in-process)", direct);
+    std::vector<caf::actor> all{caf::actor_cast<caf::actor>(master)};
+    for (auto& s : shards.actors)
       all.push_back(caf::actor_cast<caf::actor>(s));
     stop(all);
   }
@@ -328,12 +364,15 @@ int run_embedding_bench(const embedding_bench_options& o) {
   json << std::setprecision(6) << "{\"bench\":\"embedding\",\"metrics\":{"
        << "\"dense_rows_s\":" << dense_rows_s << ",\"store_lookup_rows_s\":" << store.lookup
        << ",\"service_lookup_rows_s\":" << service.lookup
+       << ",\"direct_lookup_rows_s\":" << direct.lookup
        << ",\"remote_lookup_rows_s\":" << remote.lookup
        << ",\"store_update_rows_s\":" << store.update
        << ",\"service_update_rows_s\":" << service.update
+       << ",\"direct_update_rows_s\":" << direct.update
        << ",\"remote_update_rows_s\":" << remote.update
        << ",\"store_vs_dense\":" << store.lookup / dense_rows_s
        << ",\"service_vs_dense\":" << service.lookup / dense_rows_s
+       << ",\"direct_vs_dense\":" << direct.lookup / dense_rows_s
        << ",\"remote_vs_dense\":" << remote.lookup / dense_rows_s
        << ",\"bytes_per_row\":" << bytes_per_row << ",\"raw_bytes_per_row\":" << raw_bytes_per_row
        << ",\"leveldb_cold_rows_s\":" << leveldb_cold << ",\"leveldb_warm_rows_s\":" << leveldb_warm

@@ -18,8 +18,9 @@ struct embedding_bench_options {
   uint64_t leveldb_keys = 1'000'000;
   /// Passes over the stream per figure; the figure is their median.
   uint32_t repetitions = 3;
-  /// Which paths run, comma-separated: store, service, remote, leveldb (dense always runs).
-  std::string paths = "store,service,remote,leveldb";
+  /// Which paths run, comma-separated: store, service, direct, remote, leveldb (dense always
+  /// runs).
+  std::string paths = "store,service,direct,remote,leveldb";
 };
 
 int run_embedding_bench(const embedding_bench_options& opts);

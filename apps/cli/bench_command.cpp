@@ -30,7 +30,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   embedding->add_option("--repetitions", emb->repetitions, "Passes per figure (median)")
     ->check(CLI::Range(1, 101));
   embedding->add_option("--paths", emb->paths,
-                        "Paths to run, comma-separated: store,service,remote,leveldb");
+                        "Paths to run, comma-separated: store,service,direct,remote,leveldb");
   embedding->callback([emb, &exit_code] { exit_code = run_embedding_bench(*emb); });
 
   auto wals = std::make_shared<wals_bench_options>();
