@@ -54,7 +54,7 @@ protected:
   }
 
   // Trains on a cluster whose seed is `seed`, SIGKILLs `victim` once a checkpoint past batch
-  // 30 exists, and returns the driver's stdout after it exits.
+  // 30 exists (with the driver paused), and returns the driver's stdout after it exits.
   std::string train_through_a_kill(const node_process& seed, node_process& victim) {
     auto dir = periodic_dir();
     std::filesystem::remove_all(dir);
@@ -69,7 +69,12 @@ protected:
       return {};
     while (checkpointed_batch(dir) < 30 && !driver->wait(std::chrono::milliseconds(20)))
       continue;
+    // The driver is stopped while the victim dies, so that the kill lands mid-run however
+    // fast the remaining batches would go.
+    driver->signal(SIGSTOP);
     victim.process.signal(SIGKILL);
+    victim.process.wait(std::chrono::seconds(30));
+    driver->signal(SIGCONT);
     auto summary = driver->wait_for_line("vectors: ", std::chrono::seconds(150));
     EXPECT_TRUE(summary) << driver->read_stderr();
     auto code = driver->wait(std::chrono::seconds(30));
