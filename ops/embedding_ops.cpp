@@ -1,8 +1,8 @@
 #include "ops/embedding_ops.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <shared_mutex>

@@ -33,7 +33,8 @@ using matrix = compute::row_matrix;
 /// the service kept the lookup's keys under the handle. A handle is used once: after a
 /// successful backward, another fails with errc::not_found, as does one whose lookup is older
 /// than the service's last max_pending_lookups, or one a restarted shard no longer holds
-/// (shards that still held it have then applied their part once).
+/// (shards that still held it have then applied their part once). A handle from the direct
+/// path (an in-process session) holds its keys itself and does not expire.
 class lookup_handle {
 public:
   /// A lookup made on the direct path keeps its keys' route here instead of at the service.

@@ -162,12 +162,12 @@ caf::expected<similarity_result> evaluate_similarity(const word_vectors& v,
 
 caf::expected<std::vector<std::pair<std::string, float>>>
 nearest_words(const word_vectors& v, const std::string& word, uint32_t k) {
-  auto at = std::find(v.words.begin(), v.words.end(), word);
-  if (at == v.words.end())
-    return make_error(errc::not_found, "'" + word + "' is not in the model");
+  auto at = find_word(v, word);
+  if (!at)
+    return std::move(at.error());
   compute::row_matrix unit = v.vectors;
   compute::normalise_rows(unit);
-  compute::row_matrix query = unit.row(at - v.words.begin());
+  compute::row_matrix query = unit.row(*at);
   auto hits = compute::top_k_inner_product(query, unit, {}, std::min<size_t>(k + 1, v.words.size()));
   if (!hits)
     return make_error(hits.error());

@@ -1,5 +1,6 @@
 #include "apps/word2vec/vectors_io.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -7,6 +8,17 @@
 #include "messages/error.hpp"
 
 namespace darcy::word2vec {
+
+caf::error word_not_in_model(const std::string& word) {
+  return make_error(errc::not_found, "'" + word + "' is not in the model");
+}
+
+caf::expected<Eigen::Index> find_word(const word_vectors& v, const std::string& word) {
+  auto at = std::find(v.words.begin(), v.words.end(), word);
+  if (at == v.words.end())
+    return word_not_in_model(word);
+  return static_cast<Eigen::Index>(at - v.words.begin());
+}
 
 caf::error write_vectors(const word_vectors& v, const std::string& path, vectors_format format) {
   std::ofstream out{path, std::ios::binary};

@@ -18,6 +18,13 @@ struct word_vectors {
   compute::row_matrix vectors;
 };
 
+/// The row of `word` in `v` (compared exactly), or errc::not_found saying it is not in the
+/// model.
+caf::expected<Eigen::Index> find_word(const word_vectors& v, const std::string& word);
+
+/// errc::not_found for `word`, as find_word and the service's neighbours report it.
+caf::error word_not_in_model(const std::string& word);
+
 enum class vectors_format { text, binary };
 
 caf::error write_vectors(const word_vectors& v, const std::string& path, vectors_format format);

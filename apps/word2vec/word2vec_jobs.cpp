@@ -119,10 +119,10 @@ namespace {
 caf::expected<std::vector<std::pair<std::string, float>>>
 neighbours_in_service(ops::session& s, const de_config& table, const word_vectors& vectors,
                       const std::string& word, uint32_t k) {
-  auto at = std::find(vectors.words.begin(), vectors.words.end(), word);
-  if (at == vectors.words.end())
-    return make_error(errc::not_found, "'" + word + "' is not in the model");
-  auto row = vectors.vectors.row(at - vectors.words.begin());
+  auto at = find_word(vectors, word);
+  if (!at)
+    return std::move(at.error());
+  auto row = vectors.vectors.row(*at);
   return neighbours(s, table, {row.data(), static_cast<size_t>(row.size())}, word, k);
 }
 
@@ -152,7 +152,7 @@ caf::expected<std::vector<float>> stored_row(ops::session& s, const de_config& t
   if (!after)
     return std::move(after.error());
   if (*after != *before)
-    return make_error(errc::not_found, "'" + word + "' is not in the model");
+    return word_not_in_model(word);
   return std::vector<float>(rows->rows.data(), rows->rows.data() + rows->rows.size());
 }
 
