@@ -49,6 +49,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<registry_actor>("darcy.registry_actor")
     .add_message_type<std::vector<uint32_t>>("darcy.u32s")
     .add_message_type<shared_floats>("darcy.shared_floats")
+    .add_message_type<factor_snapshot>("darcy.factor_snapshot")
     .add_message_type<wals_side>("darcy.wals_side")
     .add_message_type<wals_params>("darcy.wals_params")
     .add_message_type<wals_token>("darcy.wals_token")

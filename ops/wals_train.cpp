@@ -118,21 +118,20 @@ caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, w
   stores::float_matrix m{n, dim, std::vector<float>(n * dim)};
   auto count = static_cast<uint32_t>(run.shards.size());
   for (uint32_t i = 0; i < count; ++i) {
-    std::vector<uint32_t> ids;
-    for (uint64_t row = 0; row < compute::rows_owned(n, i, count); ++row)
-      ids.push_back(static_cast<uint32_t>(compute::global_id(row, i, count)));
-    auto rows = runtime::ask<shared_floats>(s.system(), run.shards[i], fetch_timeout,
-                                            fetch_atom::value, side, ids);
-    if (!rows)
-      return std::move(rows.error());
-    auto values = rows->values();
-    if (values.size() != ids.size() * dim)
+    auto view = runtime::ask<factor_snapshot>(s.system(), run.shards[i], fetch_timeout,
+                                              view_atom::value, side, uint64_t{0});
+    if (!view)
+      return std::move(view.error());
+    auto values = view->rows.values();
+    auto rows = compute::rows_owned(n, i, count);
+    if (values.size() != rows * dim)
       return make_error(errc::dimension_mismatch, "wals: shard " + std::to_string(i) +
                                                     " answered " + std::to_string(values.size()) +
-                                                    " values for " + std::to_string(ids.size()) +
+                                                    " values for " + std::to_string(rows) +
                                                     " rows");
-    for (size_t j = 0; j < ids.size(); ++j)
-      std::copy_n(values.data() + j * dim, dim, m.values.data() + size_t{ids[j]} * dim);
+    for (uint64_t j = 0; j < rows; ++j)
+      std::copy_n(values.data() + j * dim, dim,
+                  m.values.data() + compute::global_id(j, i, count) * dim);
   }
   return m;
 }

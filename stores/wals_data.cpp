@@ -262,4 +262,21 @@ load_shared_dataset(const wals_data_spec& spec) {
   return shared;
 }
 
+std::shared_ptr<const compute::csr_matrix>
+shared_transpose(const std::shared_ptr<const wals_dataset>& data) {
+  static std::mutex mutex;
+  static std::map<std::weak_ptr<const wals_dataset>, std::weak_ptr<const compute::csr_matrix>,
+                  std::owner_less<>>
+    transposes;
+  // Held while transposing, so that the workers of one dataset wait for one transpose.
+  std::lock_guard<std::mutex> guard{mutex};
+  std::erase_if(transposes, [](auto& entry) { return entry.first.expired(); });
+  if (auto i = transposes.find(data); i != transposes.end())
+    if (auto t = i->second.lock())
+      return t;
+  auto t = std::make_shared<const compute::csr_matrix>(compute::transpose(data->matrix));
+  transposes[data] = t;
+  return t;
+}
+
 } // namespace darcy::stores

@@ -45,6 +45,11 @@ caf::expected<wals_dataset> load_dataset(const wals_data_spec& spec, uint32_t th
 /// again. WALS workers on one node then hold one copy, not one each.
 caf::expected<std::shared_ptr<const wals_dataset>> load_shared_dataset(const wals_data_spec& spec);
 
+/// The transpose of data->matrix, computed once in this process while anyone holds it, so that
+/// the workers of one node share one.
+std::shared_ptr<const compute::csr_matrix>
+shared_transpose(const std::shared_ptr<const wals_dataset>& data);
+
 /// The display id of row or column `index` of `ids` (its decimal index when `ids` is empty).
 std::string display_id(const std::vector<std::string>& ids, uint64_t index);
 

@@ -16,19 +16,6 @@ using state_pointer = factor_shard_actor::stateful_pointer<factor_shard_state>;
 
 size_t side_index(wals_side side) { return side == wals_side::rows ? 0 : 1; }
 
-/// Checks that every id belongs to this shard and lies inside its side.
-caf::error check_ids(const factor_shard_state& st, wals_side side,
-                     const std::vector<uint32_t>& ids) {
-  auto& c = st.config;
-  auto& rows = st.sides[side_index(side)];
-  for (auto id : ids)
-    if (compute::shard_of(id, c.count) != c.index || compute::local_row(id, c.count) >= rows.rows)
-      return make_error(errc::invalid_argument, "factor shard " + std::to_string(c.index) +
-                                                  " does not own " + to_string(side) + " id " +
-                                                  std::to_string(id));
-  return {};
-}
-
 /// Fails unless `epoch` is open for writes on `side`.
 caf::error check_open(const factor_shard_state& st, uint64_t epoch, wals_side side) {
   if (epoch == 0 || epoch != st.sides[side_index(side)].open_epoch)
@@ -51,55 +38,21 @@ side_rows& rows_of(state_pointer self, wals_side side) {
   return self->state.sides[side_index(side)];
 }
 
-caf::result<shared_floats> fetch(state_pointer self, wals_side side,
-                                 const std::vector<uint32_t>& ids) {
-  auto& st = self->state;
-  if (auto err = check_ids(st, side, ids))
-    return err;
-  auto d = st.config.params.dim;
+factor_snapshot view(state_pointer self, wals_side side, uint64_t known) {
   auto& s = rows_of(self, side);
-  std::vector<float> out(ids.size() * d);
-  for (size_t i = 0; i < ids.size(); ++i)
-    std::copy_n(s.current->data() + compute::local_row(ids[i], st.config.count) * d, d,
-                out.data() + i * d);
-  return shared_floats{std::move(out)};
+  if (known == s.version)
+    return {s.version, {}};
+  return {s.version, shared_floats{s.current}};
 }
 
-caf::result<ok_atom> write_rows(state_pointer self, uint64_t epoch, wals_side side,
-                                const std::vector<uint32_t>& ids,
-                                const std::vector<float>& values) {
+/// write(epoch, side, first, rows, values); see factor_shard_actor.
+caf::result<ok_atom> write(state_pointer self, uint64_t epoch, wals_side side, uint64_t first,
+                           uint64_t rows, const shared_floats& block) {
   auto& st = self->state;
   auto d = st.config.params.dim;
   auto& s = rows_of(self, side);
   if (auto err = check_open(st, epoch, side))
     return err;
-  if (values.size() != ids.size() * d)
-    return make_error(errc::dimension_mismatch,
-                      "factor shard: " + std::to_string(values.size()) + " values for " +
-                        std::to_string(ids.size()) + " rows of dim " + std::to_string(d));
-  if (auto err = check_ids(st, side, ids))
-    return err;
-  if (auto err = check_finite(values))
-    return err;
-  for (size_t i = 0; i < ids.size(); ++i)
-    std::copy_n(values.data() + i * d, d,
-                s.pending->data() + compute::local_row(ids[i], st.config.count) * d);
-  return ok_atom::value;
-}
-
-caf::result<ok_atom> write_block(state_pointer self, uint64_t epoch, wals_side side,
-                                 uint64_t first, const shared_floats& block) {
-  auto& st = self->state;
-  auto d = st.config.params.dim;
-  auto& s = rows_of(self, side);
-  if (auto err = check_open(st, epoch, side))
-    return err;
-  auto values = block.values();
-  if (values.size() % d != 0)
-    return make_error(errc::dimension_mismatch,
-                      "factor shard: a block of " + std::to_string(values.size()) +
-                        " values is not made of rows of dim " + std::to_string(d));
-  auto rows = values.size() / d;
   auto count = st.config.count;
   auto total = side == wals_side::rows ? st.config.rows : st.config.cols;
   if (first > total || rows > total - first)
@@ -108,12 +61,25 @@ caf::result<ok_atom> write_block(state_pointer self, uint64_t epoch, wals_side s
                         std::to_string(first + rows) + " lie past the " + std::to_string(total) +
                         " of " + to_string(side));
   auto skip = compute::first_owned_offset(first, st.config.index, count);
-  for (auto r = skip; r < rows; r += count)
-    if (auto err = check_finite(values.subspan(r * d, d)))
+  auto owned = compute::rows_owned(rows, static_cast<uint32_t>(skip), count);
+  auto values = block.values();
+  // Where owned row k (id first + skip + k * count) sits in `values`.
+  uint64_t start = skip, stride = count;
+  if (values.size() != rows * d) {
+    if (values.size() != owned * d)
+      return make_error(errc::dimension_mismatch,
+                        "factor shard: " + std::to_string(values.size()) + " values for " +
+                          std::to_string(rows) + " rows, of which this shard owns " +
+                          std::to_string(owned) + ", of dim " + std::to_string(d));
+    start = 0;
+    stride = 1;
+  }
+  for (uint64_t k = 0; k < owned; ++k)
+    if (auto err = check_finite(values.subspan((start + k * stride) * d, d)))
       return err;
-  for (auto r = skip; r < rows; r += count)
-    std::copy_n(values.data() + r * d, d,
-                s.pending->data() + compute::local_row(first + r, count) * d);
+  auto local = compute::local_row(first + skip, count);
+  for (uint64_t k = 0; k < owned; ++k)
+    std::copy_n(values.data() + (start + k * stride) * d, d, s.pending->data() + (local + k) * d);
   return ok_atom::value;
 }
 
@@ -134,6 +100,7 @@ caf::result<ok_atom> commit(state_pointer self, uint64_t epoch, wals_side side) 
                                                 std::to_string(epoch) + ", which is not open");
   s.current.swap(s.pending);
   s.open_epoch = 0;
+  ++s.version;
   return ok_atom::value;
 }
 
@@ -183,6 +150,7 @@ caf::result<ok_atom> load(state_pointer self, const std::string& root,
     st.sides[i].current = std::make_shared<std::vector<float>>(std::move(loaded[i]));
     st.sides[i].pending = nullptr;
     st.sides[i].open_epoch = 0;
+    ++st.sides[i].version;
   }
   return ok_atom::value;
 }
@@ -203,15 +171,9 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
                            {s.current->data() + i * d, d});
   }
   return {
-    [=](fetch_atom, wals_side side, const std::vector<uint32_t>& ids) {
-      return fetch(self, side, ids);
-    },
-    [=](view_atom, wals_side side) { return shared_floats{rows_of(self, side).current}; },
-    [=](write_atom, uint64_t epoch, wals_side side, const std::vector<uint32_t>& ids,
-        const std::vector<float>& values) { return write_rows(self, epoch, side, ids, values); },
-    [=](write_atom, uint64_t epoch, wals_side side, uint64_t first, const shared_floats& block) {
-      return write_block(self, epoch, side, first, block);
-    },
+    [=](view_atom, wals_side side, uint64_t known) { return view(self, side, known); },
+    [=](write_atom, uint64_t epoch, wals_side side, uint64_t first, uint64_t rows,
+        const shared_floats& values) { return write(self, epoch, side, first, rows, values); },
     [=](begin_atom, uint64_t epoch, wals_side side) { return begin(self, epoch, side); },
     [=](commit_atom, uint64_t epoch, wals_side side) { return commit(self, epoch, side); },
     [=](gram_atom, wals_side side) { return gram(self, side); },

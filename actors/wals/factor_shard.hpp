@@ -23,6 +23,8 @@ struct factor_shard_state {
     std::shared_ptr<std::vector<float>> pending;
     /// The epoch whose writes go to `pending`; 0 when none is open.
     uint64_t open_epoch = 0;
+    /// Commits and loads of the side so far, plus one: views of equal versions hold equal rows.
+    uint64_t version = 1;
   };
   wals_shard_config config;
   std::array<side_rows, 2> sides;

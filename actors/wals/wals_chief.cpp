@@ -25,10 +25,6 @@ constexpr auto shard_timeout = std::chrono::minutes(10);
 
 using clock = std::chrono::steady_clock;
 
-wals_side opposite(wals_side side) {
-  return side == wals_side::rows ? wals_side::cols : wals_side::rows;
-}
-
 stores::checkpoint_dir checkpoint_root(const wals_chief_state& st) {
   return stores::checkpoint_dir{st.config.checkpoint_dir};
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
@@ -15,6 +14,7 @@
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
+#include "apps/bench/node_pair.hpp"
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
@@ -289,18 +289,11 @@ int run_embedding_bench(const embedding_bench_options& o) {
   // The service with its shards in two other node processes.
   path_result remote;
   if (runs(o, "remote")) {
-    auto exe = runtime::self_executable();
-    auto a = runtime::launch_node({exe, "node", "--name", "emb-a", "--listen", "127.0.0.1:0"},
-                                  std::chrono::seconds(30));
-    if (!a)
-      return fail("starting node: " + render(a.error()));
-    auto b = runtime::launch_node({exe, "node", "--name", "emb-b", "--listen", "127.0.0.1:0",
-                                   "--join", runtime::to_string(a->address)},
-                                  std::chrono::seconds(30));
-    if (!b)
-      return fail("starting node: " + render(b.error()));
+    auto nodes = start_node_pair("emb");
+    if (!nodes)
+      return fail("starting node: " + render(nodes.error()));
     std::vector<runtime::spawn_target> targets;
-    for (auto* n : {&*a, &*b}) {
+    for (auto* n : {&nodes->a, &nodes->b}) {
       auto agent = runtime::connect_agent(sys, n->address);
       if (!agent)
         return fail(render(agent.error()));
@@ -318,10 +311,6 @@ int run_embedding_bench(const embedding_bench_options& o) {
     remote = *r;
     report("service (2 nodes)", remote);
     stop({caf::actor_cast<caf::actor>(master)});
-    for (auto* n : {&*b, &*a}) {
-      n->process.signal(SIGTERM);
-      n->process.wait(std::chrono::seconds(30));
-    }
   }
 
   // LevelDB: a fresh store (cold cache), then the same stream again (warm cache).

@@ -1,7 +1,6 @@
 #include "apps/bench/messaging_bench.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -10,6 +9,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include "apps/bench/node_pair.hpp"
 #include "apps/bench/tcp_echo.hpp"
 #include "apps/cli/commands.hpp"
 #include "compute/stats.hpp"
@@ -59,26 +59,6 @@ caf::expected<summary> measure(const probe_fn& probe, uint32_t count, uint32_t b
   return out;
 }
 
-struct node_pair {
-  runtime::launched_node a;
-  runtime::launched_node b;
-};
-
-caf::expected<node_pair> start_nodes() {
-  auto exe = runtime::self_executable();
-  auto timeout = std::chrono::seconds(30);
-  auto a = runtime::launch_node({exe, "node", "--name", "bench-a", "--listen", "127.0.0.1:0"},
-                                timeout);
-  if (!a)
-    return std::move(a.error());
-  auto b = runtime::launch_node({exe, "node", "--name", "bench-b", "--listen", "127.0.0.1:0",
-                                 "--join", runtime::to_string(a->address)},
-                                timeout);
-  if (!b)
-    return std::move(b.error());
-  return node_pair{std::move(*a), std::move(*b)};
-}
-
 void print_row(const char* path, uint32_t bytes, const summary& s) {
   std::cout << std::left << std::setw(8) << path << std::setw(9) << bytes << std::right
             << std::fixed << std::setprecision(0) << std::setw(12) << s.rps << std::setw(12)
@@ -101,7 +81,7 @@ int run_messaging_bench(const messaging_bench_options& opts) {
                                       caf::actor_cast<caf::actor>(local_target), spec);
   };
 
-  auto nodes = start_nodes();
+  auto nodes = start_node_pair("bench");
   if (!nodes)
     return fail("starting bench nodes: " + render(nodes.error()));
   auto agent_a = runtime::connect_agent(sys, nodes->a.address);
@@ -139,10 +119,7 @@ int run_messaging_bench(const messaging_bench_options& opts) {
     print_row(path, bytes, *s);
     results[std::string{path} + (bytes == 1024 ? "_1k" : "_256k")] = *s;
   }
-  for (auto* node : {&nodes->b, &nodes->a}) {
-    node->process.signal(SIGTERM);
-    node->process.wait(std::chrono::seconds(10));
-  }
+  nodes->stop();
 
   auto& r = results;
   std::ostringstream json;

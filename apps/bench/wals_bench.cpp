@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "apps/bench/node_pair.hpp"
 #include "apps/wals/wals_jobs.hpp"
 #include "compute/stats.hpp"
 #include "compute/wals_math.hpp"
@@ -42,12 +43,15 @@ double flops_per_iter(const compute::csr_matrix& m, const wals_params& p) {
 struct actor_run {
   double s_per_iter = 0;
   double loss = 0;
+  /// The factors (kept only when asked for).
+  stores::float_matrix u, v;
 };
 
+/// Distributed WALS on `data` through a session of `so` (in process, or a cluster's seed).
 caf::expected<actor_run> run_actors(const std::shared_ptr<const stores::wals_dataset>& data,
                                     const wals_bench_options& opts, wals_params p,
-                                    uint32_t iters) {
-  ops::session_options so;
+                                    uint32_t iters, ops::session_options so = {},
+                                    bool keep_factors = false) {
   so.threads = opts.threads;
   auto s = ops::session::open(so);
   if (!s)
@@ -70,7 +74,53 @@ caf::expected<actor_run> run_actors(const std::shared_ptr<const stores::wals_dat
   auto result = ops::train_wals(**s, o, data);
   if (!result)
     return std::move(result.error());
-  return actor_run{per_iter(sweeps), result->losses.empty() ? 0 : result->losses.back()};
+  actor_run run{per_iter(sweeps), result->losses.empty() ? 0 : result->losses.back(), {}, {}};
+  if (keep_factors) {
+    run.u = std::move(result->u);
+    run.v = std::move(result->v);
+  }
+  return run;
+}
+
+/// `bench wals --cluster`: the same CG run in process and with its two workers on two node
+/// processes (the factor shards stay in this process), factors compared bit for bit.
+int run_cluster(const wals_bench_options& opts,
+                const std::shared_ptr<const stores::wals_dataset>& data) {
+  auto fail = [](const std::string& what) {
+    std::cerr << "bench wals --cluster: " << what << '\n';
+    return 1;
+  };
+  wals_params cg;
+  cg.dim = opts.dim;
+  cg.cg_steps = opts.cg_steps;
+  auto local = run_actors(data, opts, cg, opts.iters, {}, true);
+  if (!local)
+    return fail(render(local.error()));
+  std::printf("in process:       %.3f s/iter  loss %.6g\n", local->s_per_iter, local->loss);
+  std::fflush(stdout);
+  auto nodes = start_node_pair("wals");
+  if (!nodes)
+    return fail("starting nodes: " + render(nodes.error()));
+  ops::session_options so;
+  so.name = "bench";
+  so.seed = nodes->a.address;
+  so.timeout = std::chrono::minutes(5); // the workers load the matrix as they start
+  auto cluster = run_actors(data, opts, cg, opts.iters, so, true);
+  nodes->stop();
+  if (!cluster)
+    return fail(render(cluster.error()));
+  bool identical = cluster->u.values == local->u.values && cluster->v.values == local->v.values;
+  std::printf("2 node processes: %.3f s/iter  loss %.6g  factors %s\n", cluster->s_per_iter,
+              cluster->loss, identical ? "bit-identical" : "DIFFER");
+  std::printf("{\"bench\":\"wals\",\"metrics\":{\"rows\":%llu,\"cols\":%llu,\"nnz\":%llu,"
+              "\"dim\":%u,\"workers\":%u,\"local_s_per_iter\":%.4f,"
+              "\"cluster_s_per_iter\":%.4f,\"cluster_vs_local\":%.3f,\"bit_identical\":%d}}\n",
+              static_cast<unsigned long long>(data->matrix.rows),
+              static_cast<unsigned long long>(data->matrix.cols),
+              static_cast<unsigned long long>(data->matrix.nnz()), opts.dim, opts.threads,
+              local->s_per_iter, cluster->s_per_iter, local->s_per_iter / cluster->s_per_iter,
+              identical ? 1 : 0);
+  return identical ? 0 : 1;
 }
 
 } // namespace
@@ -97,6 +147,8 @@ int run_wals_bench(const wals_bench_options& opts) {
   std::printf("generated %llu entries in %.2f s\n", static_cast<unsigned long long>(m.nnz()),
               seconds_since(start));
   std::fflush(stdout);
+  if (opts.cluster)
+    return run_cluster(opts, data);
 
   wals_params cg;
   cg.dim = opts.dim;

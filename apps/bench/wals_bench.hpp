@@ -1,7 +1,8 @@
 // `darcy bench wals`: seconds per iteration of distributed WALS (actors: chief, workers, factor
 // shards in one process) with CG and with Cholesky on a synthetic Zipf matrix, the same math
 // as a plain multi-threaded Eigen loop, and Last.fm-2k wall time and ranking figures against
-// popularity. Last line: JSON {"bench":"wals","metrics":{...}}.
+// popularity; with --cluster, the in-process run against workers on two node processes.
+// Last line: JSON {"bench":"wals","metrics":{...}}.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ struct wals_bench_options {
   uint32_t chol_iters = 2;
   uint32_t cg_steps = 3;
   std::string lastfm = "../shared/data/lastfm-2k/user_artists.dat";
+  /// Instead: CG in process against CG with the workers on two node processes this benchmark
+  /// starts (cluster_vs_local, and whether the factors are bit-identical).
+  bool cluster = false;
 };
 
 int run_wals_bench(const wals_bench_options& opts);

@@ -44,6 +44,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   wals_cmd->add_option("--chol-iters", wals->chol_iters, "Cholesky iterations");
   wals_cmd->add_option("--cg-steps", wals->cg_steps, "CG steps per row");
   wals_cmd->add_option("--lastfm", wals->lastfm, "Last.fm-2k user_artists.dat");
+  wals_cmd->add_flag("--cluster", wals->cluster,
+                     "In process against 2 node processes this benchmark starts");
   wals_cmd->callback([wals, &exit_code] { exit_code = run_wals_bench(*wals); });
 }
 

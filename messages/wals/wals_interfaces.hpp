@@ -19,28 +19,38 @@
 
 namespace darcy {
 
+/// A side's rows as a shard holds them: `version` counts the side's commits and loads in the
+/// shard's lifetime; `rows` is all of `current` (local row i is id index + i * count), or empty
+/// when the asker already holds this version.
+struct factor_snapshot {
+  uint64_t version = 0;
+  shared_floats rows;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, factor_snapshot& x) {
+  return f(caf::meta::type_name("factor_snapshot"), x.version, x.rows);
+}
+
 /// Holds the rows of U and V whose id % count == index, in two buffers per side: `current`
-/// (read by fetch, view, gram and save) and `pending` (written during a phase).
+/// (read by view, gram and save) and `pending` (written during a phase).
 /// - begin(epoch, side) opens the epoch; commit(epoch, side) makes pending current. Every row
 ///   of the side must be written between them (the chief commits only after every block did).
-/// - A write is refused (errc::invalid_argument) unless its epoch is open, and changes nothing
-///   when any of its rows is not finite (errc::non_finite). write(epoch, side, ids, values)
-///   writes the listed rows, all of which the shard must own; write(epoch, side, first, block)
-///   takes the rows it owns among ids first, first + 1, ... of a block of whole rows, which
-///   workers in the shards' process share with every shard instead of splitting it.
-/// - fetch answers rows as row-major floats, dim per row, in the order of the requested ids;
-///   an id the shard does not own fails with errc::invalid_argument. view answers all of
-///   `current` (local row i is id index + i * count) without a copy, for readers in the
-///   shard's process; the buffer is never written while anyone holds it.
+/// - write(epoch, side, first, rows, values) writes ids first .. first + rows - 1 of the side
+///   that the shard owns. `values` holds either all `rows` rows (a block that workers in the
+///   shards' process share with every shard) or only the owned ones, in id order (what a
+///   remote worker sends). It is refused (errc::invalid_argument) unless its epoch is open or
+///   when the rows lie past the side, fails with errc::dimension_mismatch for any other size,
+///   and changes nothing when an owned row is not finite (errc::non_finite).
+/// - view(side, known) answers a factor_snapshot of `current` without a copy in process (one blob
+///   across nodes), with no rows when `known` is the current version. The buffer is never
+///   written while anyone holds it.
 /// - save(root, id) writes both sides into checkpoint `id` under `root` and answers the parts
 ///   (stores/wals_checkpoint); load(root, manifest) replaces both sides with the manifest's
 ///   parts for this shard, or changes nothing and fails with errc::corrupt_file.
 using factor_shard_actor = caf::typed_actor<
-  caf::replies_to<fetch_atom, wals_side, std::vector<uint32_t>>::with<shared_floats>,
-  caf::replies_to<view_atom, wals_side>::with<shared_floats>,
-  caf::replies_to<write_atom, uint64_t, wals_side, std::vector<uint32_t>,
-                  std::vector<float>>::with<ok_atom>,
-  caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, shared_floats>::with<ok_atom>,
+  caf::replies_to<view_atom, wals_side, uint64_t>::with<factor_snapshot>,
+  caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, uint64_t, shared_floats>::with<ok_atom>,
   caf::replies_to<begin_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<commit_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<gram_atom, wals_side>::with<std::vector<float>>,

@@ -22,6 +22,11 @@ std::string to_string(wals_weight_fn x);
 std::string to_string(wals_solver x);
 std::string to_string(wals_side x);
 
+/// The side a phase of `side` reads.
+inline wals_side opposite(wals_side side) {
+  return side == wals_side::rows ? wals_side::cols : wals_side::rows;
+}
+
 struct wals_params {
   uint32_t dim = 64;
   float alpha = 1.0f;
