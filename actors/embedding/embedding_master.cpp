@@ -43,30 +43,44 @@ uint64_t new_request_id(embedding_master_pointer self) {
   return id == 0 ? self->state.next_request_id++ : id;
 }
 
+// The error every state-touching request gets while the shards hold rows of different times.
+caf::error diverged_error(const embedding_master_state& st) {
+  return make_error(errc::node_unreachable, st.diverged);
+}
+
 // Runs `work` now if an in-flight slot is free, queues it otherwise, or refuses it.
 template <class Promise>
 void admit(embedding_master_pointer self, Promise promise, std::function<void()> work) {
   auto& st = self->state;
-  if (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight) {
+  if (!st.diverged.empty()) {
+    promise.deliver(diverged_error(st));
+  } else if (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight) {
     ++st.in_flight;
     work();
   } else if (st.queued.size() < st.options.max_queued) {
-    st.queued.push_back(std::move(work));
+    st.queued.push_back({std::move(work), [promise](caf::error err) mutable {
+                           promise.deliver(std::move(err));
+                         }});
   } else {
     promise.deliver(make_error(errc::overloaded, std::to_string(st.in_flight) +
                                                    " requests in flight"));
   }
 }
 
-// Starts queued fan-outs while in-flight slots are free.
+// Starts queued fan-outs while in-flight slots are free; refuses them all while diverged.
 void start_queued(embedding_master_pointer self) {
   auto& st = self->state;
+  while (!st.diverged.empty() && !st.queued.empty()) {
+    auto next = std::move(st.queued.front());
+    st.queued.pop_front();
+    next.refuse(diverged_error(st));
+  }
   while (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight
          && !st.queued.empty()) {
     auto next = std::move(st.queued.front());
     st.queued.pop_front();
     ++st.in_flight;
-    next();
+    next.run();
   }
 }
 
@@ -146,16 +160,26 @@ void recover_pending(embedding_master_pointer self) {
   st.to_recover.erase(st.to_recover.begin());
   begin_exclusive(self, [self, index] {
     auto& opts = self->state.options;
-    auto done = [self, index](const caf::error& err) {
-      if (err)
-        runtime::log_error("embedding master: shard recovery failed: {}", render(err));
-      else
-        self->state.down.erase(index);
-      end_exclusive(self);
-    };
     auto manifest = opts.checkpoint_dir.empty()
                       ? caf::expected<checkpoint_manifest>{make_error(errc::not_found)}
                       : stores::checkpoint_dir{opts.checkpoint_dir}.read_manifest();
+    auto refilled = manifest ? "the checkpoint of step " + std::to_string(manifest->step)
+                             : std::string{"empty tables (no checkpoint)"};
+    auto done = [self, index, refilled](const caf::error& err) {
+      auto& st = self->state;
+      if (err) {
+        runtime::log_error("embedding master: shard recovery failed: {}", render(err));
+      } else {
+        st.down.erase(index);
+        ++st.recovered_shards;
+        if (st.updates_since_checkpoint > 0 && st.diverged.empty())
+          st.diverged = "shard " + std::to_string(index) + " was lost and refilled from " +
+                        refilled + ", while the other shards kept " +
+                        std::to_string(st.updates_since_checkpoint) +
+                        " later update(s): restore a checkpoint to go on";
+      }
+      end_exclusive(self);
+    };
     if (manifest) {
       auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
       auto id = new_request_id(self);
@@ -300,6 +324,7 @@ void run_update(embedding_master_pointer self, Promise promise,
   for (auto s : batch->shards())
     (*per_shard)[s] = batch->gather(s, grads);
   admit(self, promise, [=]() mutable {
+    ++self->state.updates_since_checkpoint;
     track(self, fan_out<ok_atom>(
       batch->shards(),
       [=](size_t s, uint32_t attempt) { return request(s, (*per_shard)[s], attempt); },
@@ -426,6 +451,8 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
 // One consistent checkpoint: new requests wait while the shards write their parts.
 caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::string& dir,
                                       int64_t step, const std::string& extra) {
+  if (!self->state.diverged.empty())
+    return diverged_error(self->state);
   auto promise = self->make_response_promise<checkpoint_manifest>();
   auto err = begin_exclusive(self, [=]() mutable {
     auto count = self->state.options.shards.size();
@@ -439,6 +466,8 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
         return assemble_manifest(parts, step, extra, count);
       },
       [=](caf::expected<checkpoint_manifest> manifest) mutable {
+        if (manifest && dir == self->state.options.checkpoint_dir)
+          self->state.updates_since_checkpoint = 0;
         end_exclusive(self);
         if (manifest)
           promise.deliver(std::move(*manifest));
@@ -476,9 +505,14 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
       [](size_t, ok_atom) {},
       [=](caf::error err) mutable {
         if (!err) {
-          self->state.configs.clear();
+          auto& st = self->state;
+          st.configs.clear();
           for (auto& entry : shared->embeddings)
-            self->state.configs[entry.config.name] = entry.config;
+            st.configs[entry.config.name] = entry.config;
+          // Every shard now holds this checkpoint's rows; they match options.checkpoint_dir's
+          // only when that is where they came from.
+          st.diverged.clear();
+          st.updates_since_checkpoint = dir == st.options.checkpoint_dir ? 0 : 1;
         }
         end_exclusive(self);
         if (err)
@@ -500,6 +534,8 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
     return std::move(cfg.error());
   if (auto err = check_top_k_request((*cfg)->dim, queries.size(), k, score))
     return err;
+  if (!self->state.diverged.empty())
+    return diverged_error(self->state);
   auto qdim = (*cfg)->dim - (score == top_k_score::inner_product_bias ? 1u : 0u);
   auto promise = self->make_response_promise<top_k_result>();
   auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
@@ -534,6 +570,7 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
     },
     deliver_with(promise, [self, total] {
       total->retried_requests = self->state.retries;
+      total->recovered_shards = self->state.recovered_shards;
       return *total;
     }),
     retries(self));

@@ -38,8 +38,14 @@ struct embedding_master_state {
   embedding_master_options options;
   std::map<std::string, de_config> configs;
   size_t in_flight = 0;
+  /// A fan-out waiting for a free in-flight slot: `run` starts it, `refuse` answers its
+  /// caller with an error instead.
+  struct queued_work {
+    std::function<void()> run;
+    std::function<void(caf::error)> refuse;
+  };
   /// Fan-outs waiting for a free in-flight slot, oldest first.
-  std::deque<std::function<void()>> queued;
+  std::deque<queued_work> queued;
   /// While a checkpoint is saved or restored, new requests wait in `queued`; `on_drained`
   /// runs once the requests in flight have finished.
   bool exclusive = false;
@@ -55,6 +61,16 @@ struct embedding_master_state {
   std::set<size_t> down;
   /// Shards that came back as new actors and still need their rows.
   std::set<size_t> to_recover;
+  /// Updates admitted since the start, or since the last save to or restore from
+  /// options.checkpoint_dir: the rows a shard refilled from that checkpoint would lack.
+  uint64_t updates_since_checkpoint = 0;
+  /// Shards replaced by a new actor and refilled, since the start.
+  uint64_t recovered_shards = 0;
+  /// Non-empty while the shards hold rows of different times: a shard was refilled from the
+  /// checkpoint (or empty) after the others had taken updates. Says which and why. Lookups,
+  /// updates, saves and top-k then fail with errc::node_unreachable until a restore succeeds,
+  /// so that no caller trains on, or saves, a model that is half older.
+  std::string diverged;
   /// Lookups kept for backward, oldest first, at most max_pending_lookups.
   struct pending_lookup {
     uint64_t handle = 0;

@@ -409,8 +409,10 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   if (auto master = s.embeddings()) {
     auto stats = runtime::ask<embedding_stats>(s.system(), *master, s.timeout(),
                                                stats_atom::value, o.name + ".in");
-    if (stats)
+    if (stats) {
       report.retried_requests = stats->retried_requests;
+      report.lost_shards = stats->recovered_shards;
+    }
   }
   if (stop_early) {
     ops::training_state state{static_cast<int64_t>(end), encode_position(end, c, o), {}};

@@ -73,6 +73,9 @@ struct train_report {
   /// because of them (work lost and replayed).
   uint32_t recoveries = 0;
   uint64_t replayed_batches = 0;
+  /// Shards the service replaced after their node was lost. A shard lost before any update
+  /// since the last checkpoint is refilled with nothing to replay, so it costs no recovery.
+  uint64_t lost_shards = 0;
   uint64_t checkpoints = 0;
   /// Shard requests sent again after a timeout (messages lost on the way), service-wide.
   uint64_t retried_requests = 0;

@@ -242,8 +242,9 @@ caf::error run_train(const train_job& given) {
             << r.vectors.words.size() << " word vectors" << std::endl;
   if (r.report.checkpoints > 0)
     std::cout << "periodic checkpoints: " << r.report.checkpoints << " (every " << every
-              << " batches); recovered from " << r.report.recoveries
-              << " lost shard(s), replaying " << r.report.replayed_batches << " batches"
+              << " batches); recovered from " << r.report.lost_shards
+              << " lost shard(s) with " << r.report.recoveries << " restore(s), replaying "
+              << r.report.replayed_batches << " batches"
               << std::endl;
   if (r.report.retried_requests > 0)
     std::cout << "shard requests sent again after a timeout: " << r.report.retried_requests

@@ -33,12 +33,15 @@ struct embedding_stats {
   uint64_t dropped_updates = 0;
   /// Shard requests the master sent again after a timeout, service-wide (0 from a shard).
   uint64_t retried_requests = 0;
+  /// Supervised shards the master saw replaced by a new actor and refilled, service-wide (0
+  /// from a shard).
+  uint64_t recovered_shards = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
   return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.evictions,
-           x.dropped_updates, x.retried_requests);
+           x.dropped_updates, x.retried_requests, x.recovered_shards);
 }
 
 /// How top_k scores a row w against a query c: the inner product c·w; the inner product with a

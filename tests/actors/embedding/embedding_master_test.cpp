@@ -9,6 +9,7 @@
 #include "runtime/ask.hpp"
 #include "runtime/chaos.hpp"
 #include "stores/de_config.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::actors {
@@ -404,6 +405,67 @@ TEST_F(embedding_master_test, ShardRestartedBetweenLookupAndBackwardIsAClearErro
   }
   EXPECT_GT(moved, 0u);
   EXPECT_GT(fresh_rows, 0u);
+}
+
+// A shard refilled from the checkpoint after the other shards took later updates leaves a model
+// that is half older: the master refuses lookups, updates, saves and top-k, naming the shard and
+// asking for a restore, until a restore succeeds. Refilled with nothing newer lost, it serves on.
+TEST_F(embedding_master_test, ShardRefilledBehindTheOthersRefusesWorkUntilARestore) {
+  struct refill_case {
+    const char* name;
+    bool update_after_save;
+  };
+  for (auto& c : std::vector<refill_case>{{"update after the save", true},
+                                          {"no update after the save", false}}) {
+    test::temp_dir dir{"master_refill"};
+    embedding_master_options opts;
+    opts.shards = spawn_shards(sys, 2);
+    opts.shard_services = {"shard-0", "shard-1"};
+    opts.checkpoint_dir = dir.path();
+    auto master = sys.spawn(embedding_master, opts);
+    ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
+    strings words;
+    for (int i = 0; i < 16; ++i)
+      words.push_back("k" + std::to_string(i));
+    ASSERT_FALSE(update(master, words, floats(words.size() * 3, 0.5f))) << c.name;
+    ASSERT_TRUE(ask<checkpoint_manifest>(sys, master, test::patience, save_atom::value,
+                                         dir.path(), int64_t{1}, std::string{}));
+    auto saved = lookup(master, words);
+    if (c.update_after_save) {
+      ASSERT_FALSE(update(master, words, floats(words.size() * 3, 1.0f))) << c.name;
+    }
+    auto fresh = sys.spawn(embedding_shard, uint32_t{1});
+    caf::anon_send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
+                                         caf::actor_cast<caf::actor>(fresh), "", 0});
+    auto looked = ask<floats>(sys, master, test::patience, lookup_atom::value,
+                              std::string{"words"}, words);
+    if (!c.update_after_save) {
+      ASSERT_TRUE(looked) << c.name << ": " << render(error_of(looked));
+      EXPECT_EQ(*looked, saved) << c.name;
+      continue;
+    }
+    auto err = error_of(looked);
+    EXPECT_TRUE(is(err, errc::node_unreachable)) << render(err);
+    EXPECT_NE(render(err).find("shard 1"), std::string::npos) << render(err);
+    EXPECT_NE(render(err).find("restore"), std::string::npos) << render(err);
+    EXPECT_TRUE(is(update(master, words, floats(words.size() * 3, 1.0f)), errc::node_unreachable));
+    EXPECT_TRUE(is(error_of(ask<checkpoint_manifest>(sys, master, test::patience,
+                                                     save_atom::value, dir.path(), int64_t{2},
+                                                     std::string{})),
+                   errc::node_unreachable));
+    EXPECT_TRUE(is(error_of(ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
+                                              std::string{"words"}, floats{1, 0, 0}, 1u,
+                                              top_k_score::inner_product)),
+                   errc::node_unreachable));
+    auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
+                                      std::string{"words"});
+    ASSERT_TRUE(stats);
+    EXPECT_EQ(stats->recovered_shards, 1u);
+    ASSERT_TRUE(ask<checkpoint_manifest>(sys, master, test::patience, restore_atom::value,
+                                         dir.path()));
+    EXPECT_EQ(lookup(master, words), saved) << "every shard back at the checkpoint";
+    EXPECT_FALSE(update(master, words, floats(words.size() * 3, 1.0f)));
+  }
 }
 
 } // namespace
