@@ -134,6 +134,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
   shards_ = shards;
   actors::embedding_master_options master_opts{shards};
   master_opts.attempt_timeout = opts_.shard_retry;
+  master_opts.shards_may_lose_messages = opts_.seed.has_value();
   master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
   sampler_ = system_->spawn(actors::candidate_sampler,
                             actors::candidate_sampler_options{std::move(shards)});

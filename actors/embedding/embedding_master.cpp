@@ -30,8 +30,9 @@ template <class... Ts>
 auto ask_shard(embedding_master_pointer self, size_t s, uint32_t attempt, Ts&&... xs) {
   auto& opts = self->state.options;
   auto timeout = opts.attempt_timeout * (int64_t{1} << std::min<uint32_t>(attempt, 20));
-  return self->request(shard(self, s), std::min(timeout, opts.shard_timeout),
-                       std::forward<Ts>(xs)...);
+  auto wait = opts.shards_may_lose_messages ? caf::duration{std::min(timeout, opts.shard_timeout)}
+                                            : caf::duration{caf::infinite};
+  return self->request(shard(self, s), wait, std::forward<Ts>(xs)...);
 }
 
 retry_policy retries(embedding_master_pointer self) {
@@ -285,11 +286,17 @@ config_finder configs_of(embedding_master_pointer self) {
 template <class Promise>
 void run_lookup(embedding_master_pointer self, Promise promise,
                 std::shared_ptr<routed_batch> batch, uint64_t handle,
-                std::function<void(caf::expected<std::vector<std::vector<float>>>)> done) {
+                std::function<void(caf::expected<std::vector<shared_floats>>)> done) {
   admit(self, promise, [=]() mutable {
-    auto out = std::make_shared<std::vector<std::vector<float>>>();
-    for (size_t t = 0; t < batch->tables(); ++t)
-      out->emplace_back(batch->keys(t) * batch->dim(t));
+    // Every row of every table is written by exactly one shard's scatter before `out` is
+    // delivered, so the buffers start uninitialised.
+    auto out = std::make_shared<std::vector<shared_floats>>();
+    auto spans = std::make_shared<std::vector<std::span<float>>>();
+    for (size_t t = 0; t < batch->tables(); ++t) {
+      auto [rows, span] = shared_floats::allocate(batch->keys(t) * batch->dim(t));
+      out->push_back(std::move(rows));
+      spans->push_back(span);
+    }
     auto failed = std::make_shared<caf::error>();
     track(self, fan_out<std::vector<shared_floats>>(
       batch->shards(),
@@ -297,7 +304,7 @@ void run_lookup(embedding_master_pointer self, Promise promise,
         return ask_shard(self, s, attempt, lookup_atom::value, batch->part(s), handle);
       },
       [=](size_t s, const std::vector<shared_floats>& rows) {
-        if (auto err = batch->scatter(s, rows, *out); err && !*failed)
+        if (auto err = batch->scatter(s, rows, *spans); err && !*failed)
           *failed = std::move(err);
       },
       [=](caf::error err) mutable {
@@ -356,11 +363,13 @@ caf::result<std::vector<float>> lookup(embedding_master_pointer self, const std:
   auto promise = self->make_response_promise<std::vector<float>>();
   auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
   run_lookup(self, promise, batch, 0,
-             [promise](caf::expected<std::vector<std::vector<float>>> rows) mutable {
-               if (rows)
-                 promise.deliver(std::move(rows->front()));
-               else
+             [promise](caf::expected<std::vector<shared_floats>> rows) mutable {
+               if (!rows) {
                  promise.deliver(std::move(rows.error()));
+                 return;
+               }
+               auto values = rows->front().values();
+               promise.deliver(std::vector<float>(values.begin(), values.end()));
              });
   return promise;
 }
@@ -384,17 +393,14 @@ caf::result<lookup_reply> lookup_tables(embedding_master_pointer self,
   auto batch = std::make_shared<routed_batch>(tables, *dims, self->state.options.shards.size());
   auto handle = keep ? new_request_id(self) : 0;
   run_lookup(self, promise, batch, handle,
-             [=](caf::expected<std::vector<std::vector<float>>> rows) mutable {
+             [=](caf::expected<std::vector<shared_floats>> rows) mutable {
                if (!rows) {
                  promise.deliver(std::move(rows.error()));
                  return;
                }
                if (handle != 0)
                  remember_lookup(self, handle, batch);
-               lookup_reply reply{handle, {}};
-               for (auto& r : *rows)
-                 reply.rows.emplace_back(std::move(r));
-               promise.deliver(std::move(reply));
+               promise.deliver(lookup_reply{handle, std::move(*rows)});
              });
   return promise;
 }

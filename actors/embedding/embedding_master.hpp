@@ -27,6 +27,12 @@ struct embedding_master_options {
   std::chrono::milliseconds attempt_timeout{2000};
   uint32_t attempts = 4;
   std::chrono::milliseconds shard_timeout{30000};
+  /// False when no message to or from a shard can be lost: every shard lives in this process
+  /// with nothing in between that drops messages (no chaos gate). Requests then wait for their
+  /// answer without a timer, since CAF answers a request to a terminated local actor with
+  /// request_receiver_down. This spares the actor clock a timer per shard request, and the
+  /// master a timeout message per request an attempt_timeout later.
+  bool shards_may_lose_messages = true;
   /// Registry names of the shards, in shard order, when they are supervised services: a
   /// shard that comes back under its name is recovered from `checkpoint_dir`. Empty: shards
   /// are fixed.

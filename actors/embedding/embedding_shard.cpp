@@ -126,11 +126,12 @@ caf::result<std::vector<shared_floats>> lookup_tables(shard_pointer self,
   for (size_t t = 0; t < tables.size(); ++t) {
     auto& store = *(*checked)[t]->store;
     auto& keys = tables[t].keys;
-    std::vector<float> out(keys.size() * store.dim());
+    // The store writes every row, so the reply's buffer starts uninitialised.
+    auto [rows, out] = shared_floats::allocate(keys.size() * store.dim());
     if (!keys.empty())
       if (auto err = store.lookup(keys.views(), keys.hashes(), out))
         return err;
-    result.emplace_back(std::move(out));
+    result.push_back(std::move(rows));
   }
   if (handle != 0)
     keep_pending(self, handle, std::move(tables));

@@ -241,8 +241,11 @@ int run_embedding_bench(const embedding_bench_options& o) {
   // The service with its shards in this process.
   path_result service;
   if (runs(o, "service")) {
-    auto shards = actors::spawn_shards(sys, o.shards);
-    auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{shards});
+    // As an in-process session starts it.
+    actors::embedding_master_options opts{actors::spawn_shards(sys, o.shards)};
+    opts.shards_may_lose_messages = false;
+    auto shards = opts.shards;
+    auto master = sys.spawn(actors::embedding_master, opts);
     auto r = bench_master(master);
     if (!r)
       return fail("in-process service: " + render(r.error()));

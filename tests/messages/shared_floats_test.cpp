@@ -23,6 +23,21 @@ TEST(shared_floats, DefaultIsEmpty) {
   EXPECT_TRUE(x.values().empty());
 }
 
+TEST(shared_floats, AllocatedBufferIsFilledThroughItsSpanAndSharedWithoutCopy) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4096}}) {
+    auto [rows, span] = shared_floats::allocate(n);
+    ASSERT_EQ(span.size(), n);
+    for (size_t i = 0; i < n; ++i)
+      span[i] = static_cast<float>(i) * 0.5f;
+    auto msg = caf::make_message(rows);
+    auto shared = msg.get_as<shared_floats>(0);
+    EXPECT_EQ(shared.size(), n);
+    EXPECT_EQ(shared.values().data(), span.data());
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(shared.values()[i], static_cast<float>(i) * 0.5f) << i;
+  }
+}
+
 class shared_floats_wire : public test::system_fixture {};
 
 TEST_F(shared_floats_wire, CrossesNodesByValue) {
