@@ -468,5 +468,29 @@ TEST_F(embedding_master_test, ShardRefilledBehindTheOthersRefusesWorkUntilAResto
   }
 }
 
+// Without timers (shards in process, no gate), a request to a shard that has died is still
+// answered: CAF bounces it as request_receiver_down, and the master fails the lookup.
+TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
+  embedding_master_options opts;
+  opts.shards = spawn_shards(sys, 2);
+  opts.shards_may_lose_messages = false;
+  auto master = sys.spawn(embedding_master, opts);
+  ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
+  strings words;
+  for (int i = 0; i < 16; ++i)
+    words.push_back("k" + std::to_string(i));
+  EXPECT_EQ(lookup(master, words).size(), words.size() * 3);
+  {
+    caf::scoped_actor self{sys};
+    self->monitor(opts.shards[1]);
+    self->send_exit(opts.shards[1], caf::exit_reason::kill);
+    self->receive([](const caf::down_msg&) {});
+  }
+  auto rows = ask<floats>(sys, master, test::patience, lookup_atom::value, std::string{"words"},
+                          words);
+  ASSERT_FALSE(rows);
+  EXPECT_EQ(rows.error(), caf::sec::request_receiver_down) << render(rows.error());
+}
+
 } // namespace
 } // namespace darcy::actors
