@@ -85,7 +85,7 @@ uint32_t memory_store::allocate_row() {
 }
 
 void memory_store::grow_index() {
-  std::vector<slot> old(index_.size() * 2);
+  decltype(index_) old(index_.size() * 2);
   old.swap(index_);
   auto mask = index_.size() - 1;
   for (auto& s : old) {

@@ -20,6 +20,7 @@
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/admission.hpp"
 #include "stores/embedding_store.hpp"
+#include "stores/huge_pages.hpp"
 #include "stores/row_chunks.hpp"
 
 namespace darcy::stores {
@@ -159,7 +160,7 @@ private:
     return key_of(s.row) == key;
   }
   /// Capacity is a power of two, at most 3/4 full.
-  std::vector<slot> index_;
+  std::vector<slot, huge_page_allocator<slot>> index_;
   row_chunks rows_;
   std::vector<uint32_t> free_rows_;
   uint32_t next_row_ = 0;

@@ -1,15 +1,12 @@
 #include "stores/row_chunks.hpp"
 
-#include <cstdlib>
-#include <new>
-
-#include <sys/mman.h>
+#include "stores/huge_pages.hpp"
 
 namespace darcy::stores {
 
 namespace {
 
-constexpr size_t huge_page = size_t{2} << 20;
+constexpr size_t huge_page = huge_page_bytes;
 
 size_t round_up(size_t n, size_t to) {
   return (n + to - 1) / to * to;
@@ -18,7 +15,7 @@ size_t round_up(size_t n, size_t to) {
 } // namespace
 
 void row_chunks::free_deleter::operator()(std::byte* p) const {
-  std::free(p);
+  free_huge_pages(p);
 }
 
 row_chunks::row_chunks(size_t row_bytes)
@@ -28,11 +25,7 @@ row_chunks::row_chunks(size_t row_bytes)
 }
 
 void row_chunks::grow() {
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(huge_page, chunk_bytes_));
-  if (p == nullptr)
-    throw std::bad_alloc{};
-  ::madvise(p, chunk_bytes_, MADV_HUGEPAGE);
-  chunks_.emplace_back(p);
+  chunks_.emplace_back(static_cast<std::byte*>(allocate_huge_pages(chunk_bytes_)));
 }
 
 } // namespace darcy::stores

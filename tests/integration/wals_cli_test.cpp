@@ -183,27 +183,38 @@ cluster start_cluster() {
   return {std::move(*seed), std::move(*a), std::move(*b)};
 }
 
+// Trains `data` in process with 8 factor shards and 2 workers, then on a fresh 3-node cluster
+// with `workers` workers and `cluster_args`; the cluster run must end with the in-process
+// factors, bit for bit. Returns the cluster run's stdout.
+std::string expect_cluster_gives_local_factors(const std::string& data, const std::string& name,
+                                              const std::string& workers,
+                                              std::vector<std::string> cluster_args) {
+  auto reference = fresh_dir(name + "_local");
+  auto out = fresh_dir(name + "_cluster");
+  auto local = train_args(data, reference);
+  local.insert(local.end(), {"--shards", "8"});
+  EXPECT_EQ(run_darcy(local).exit_code, 0);
+  auto nodes = start_cluster();
+  auto remote = train_args(data, out);
+  *(std::find(remote.begin(), remote.end(), "--workers") + 1) = workers;
+  cluster_args.insert(cluster_args.end(), {"--cluster", runtime::to_string(nodes.seed.address)});
+  remote.insert(remote.end(), cluster_args.begin(), cluster_args.end());
+  auto run = run_darcy(remote);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  for (auto file : {"/U.f32", "/V.f32"})
+    EXPECT_EQ(max_difference(out + file, reference + file), 0.0) << file;
+  fs::remove_all(out);
+  fs::remove_all(reference);
+  return run.out;
+}
+
 // A thousand workers cost about a thousand times one worker's start, not a million messages
 // a sweep: they share their node's copy of the matrix and of the factors, and the factor shards
 // stay at 8, so the run ends with the factors of a two-worker run in process, bit for bit.
 TEST(wals_cli, a_thousand_workers_on_a_cluster_give_the_factors_of_two) {
   auto data = small_matrix_file("wals-thousand.tsv");
-  auto reference = fresh_dir("two_workers");
-  auto out = fresh_dir("thousand_workers");
-  auto two = train_args(data, reference);
-  two.insert(two.end(), {"--shards", "8"});
-  ASSERT_EQ(run_darcy(two).exit_code, 0);
-  auto nodes = start_cluster();
-  auto thousand = train_args(data, out);
-  *(std::find(thousand.begin(), thousand.end(), "--workers") + 1) = "1000";
-  thousand.insert(thousand.end(), {"--cluster", runtime::to_string(nodes.seed.address)});
-  auto run = run_darcy(thousand);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.out.find("with 1000 workers and 8 factor shards"), std::string::npos) << run.out;
-  for (auto file : {"/U.f32", "/V.f32"})
-    EXPECT_EQ(max_difference(out + file, reference + file), 0.0) << file;
-  fs::remove_all(out);
-  fs::remove_all(reference);
+  auto out = expect_cluster_gives_local_factors(data, "thousand", "1000", {});
+  EXPECT_NE(out.find("with 1000 workers and 8 factor shards"), std::string::npos) << out;
 }
 
 // With more factor shards than rows, some shards own no row of a side: their views are empty
@@ -211,20 +222,7 @@ TEST(wals_cli, a_thousand_workers_on_a_cluster_give_the_factors_of_two) {
 // in-process factors, bit for bit.
 TEST(wals_cli, shards_that_own_no_row_serve_remote_workers) {
   auto data = write_temp_file("wals-tiny.tsv", "u1\ta\t3\nu2\tb\t1\nu3\ta\t2\nu1\tc\t5\n");
-  auto reference = fresh_dir("tiny_local");
-  auto out = fresh_dir("tiny_cluster");
-  auto local = train_args(data, reference);
-  local.insert(local.end(), {"--shards", "8"});
-  ASSERT_EQ(run_darcy(local).exit_code, 0);
-  auto nodes = start_cluster();
-  auto remote = train_args(data, out);
-  remote.insert(remote.end(), {"--shards", "8", "--cluster", runtime::to_string(nodes.seed.address)});
-  auto run = run_darcy(remote);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  for (auto file : {"/U.f32", "/V.f32"})
-    EXPECT_EQ(max_difference(out + file, reference + file), 0.0) << file;
-  fs::remove_all(out);
-  fs::remove_all(reference);
+  expect_cluster_gives_local_factors(data, "tiny", "2", {"--shards", "8"});
   fs::remove(data);
 }
 

@@ -1,0 +1,40 @@
+// Memory for large random-access structures (a store's index and row chunks): allocations of
+// 2 MiB or more are 2 MiB-aligned and ask for transparent huge pages, so that random access over
+// gigabytes costs few TLB misses. Smaller ones come from malloc.
+//
+//   std::vector<slot, stores::huge_page_allocator<slot>> index(1 << 24);
+#pragma once
+
+#include <cstddef>
+#include <new>
+
+namespace darcy::stores {
+
+inline constexpr size_t huge_page_bytes = size_t{2} << 20;
+
+/// At least `bytes` bytes (a multiple of huge_page_bytes, huge pages requested, when `bytes` is
+/// at least that); throws std::bad_alloc when the system has none. Release with
+/// free_huge_pages.
+void* allocate_huge_pages(size_t bytes);
+void free_huge_pages(void* p);
+
+template <class T>
+struct huge_page_allocator {
+  using value_type = T;
+
+  huge_page_allocator() = default;
+  template <class U>
+  huge_page_allocator(const huge_page_allocator<U>&) {}
+
+  T* allocate(size_t n) {
+    if (n > static_cast<size_t>(-1) / sizeof(T))
+      throw std::bad_array_new_length{};
+    return static_cast<T*>(allocate_huge_pages(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t) { free_huge_pages(p); }
+
+  template <class U>
+  bool operator==(const huge_page_allocator<U>&) const { return true; }
+};
+
+} // namespace darcy::stores
