@@ -49,11 +49,12 @@ direct_embedding::lookup(const std::vector<table_keys>& tables,
         if (!table)
           return std::move(table.error());
         auto& store = *(*table)->store;
-        std::vector<float> out(part.keys.size() * store.dim());
+        // The store writes every row, so the buffer starts uninitialised.
+        auto [part_rows, part_out] = shared_floats::allocate(part.keys.size() * store.dim());
         if (!part.keys.empty())
-          if (auto err = store.lookup(part.keys.views(), part.keys.hashes(), out))
+          if (auto err = store.lookup(part.keys.views(), part.keys.hashes(), part_out))
             return err;
-        rows.emplace_back(std::move(out));
+        rows.push_back(std::move(part_rows));
       }
     }
     if (auto err = route->scatter(s, rows, out))
