@@ -28,7 +28,10 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--min-count", o.min_count,
                   "Drop words seen fewer than N times in the corpus (0: keep all)");
   cmd->add_option("--seed", o.seed, "Random seed");
-  cmd->add_option("--batch-words", o.batch_words, "Words per lookup/update batch");
+  cmd->add_option("--batch-words", o.batch_words,
+                  "Words per lookup/update batch (0: the corpus's words / 64, from 1000 to 20000)");
+  cmd->add_flag("--in-order", o.in_order,
+                "Train sentences in corpus order (default: an order shuffled by --seed)");
   cmd->add_option("--name", o.name, "Embedding name prefix in the service");
   cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT (default: in-process)");
   cmd->add_option("--shards", job.where.shards, "Shards in process, or per cluster node");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compute/hash.hpp"
+#include "apps/word2vec/trainer.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::word2vec {
@@ -39,7 +40,8 @@ std::vector<std::pair<std::string, std::string>> fingerprint(const corpus& c,
           {"--seed", text_of(o.seed)},
           {"--min-count", text_of(o.min_count)},
           {"--vocab-cap", text_of(o.vocab_cap)},
-          {"--batch-words", text_of(o.batch_words)}};
+          {"--batch-words", text_of(batch_words_for(c, o))},
+          {"--in-order", o.in_order ? "yes" : "no"}};
 }
 
 caf::error unparsable(const std::string& text) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "apps/word2vec/run_fingerprint.hpp"
@@ -25,21 +26,23 @@ constexpr uint32_t no_slot = UINT32_MAX;
 /// Lookups are split into requests of at most this many keys.
 constexpr size_t max_request = size_t{1} << 20;
 
+// Sentences order[first, end) of run_state::order.
 struct batch_range {
-  size_t first_sentence = 0;
-  size_t end_sentence = 0;
+  size_t first = 0;
+  size_t end = 0;
   /// Tokens before this batch in its epoch.
   uint64_t word_offset = 0;
   uint64_t words = 0;
 };
 
-std::vector<batch_range> make_batches(const corpus& c, uint32_t batch_words) {
+std::vector<batch_range> make_batches(const corpus& c, const std::vector<uint32_t>& order,
+                                      uint32_t batch_words) {
   std::vector<batch_range> result;
   batch_range current;
-  for (size_t i = 0; i < c.sentences(); ++i) {
-    current.end_sentence = i + 1;
-    current.words += c.sentence_ends[i] - c.sentence_begin(i);
-    if (current.words >= batch_words || i + 1 == c.sentences()) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    current.end = i + 1;
+    current.words += c.sentence_ends[order[i]] - c.sentence_begin(order[i]);
+    if (current.words >= batch_words || i + 1 == order.size()) {
       result.push_back(current);
       current = batch_range{i + 1, i + 1, current.word_offset + current.words, 0};
     }
@@ -134,6 +137,7 @@ struct run_state {
   std::vector<float> keep;
   compute::candidate_distribution negatives;
   compute::sigmoid_table sigmoid;
+  std::vector<uint32_t> order;
   std::vector<batch_range> batches;
   uint64_t words_total = 0;
   /// compute::hash_key of each key id, computed once.
@@ -151,7 +155,8 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
   w.reset();
   w.plan.negative = o.negative;
   auto window = static_cast<int64_t>(o.window);
-  for (size_t si = range.first_sentence; si < range.end_sentence; ++si) {
+  for (size_t k = range.first; k < range.end; ++k) {
+    auto si = rs.order[k];
     w.sentence.clear();
     for (auto t = rs.c.sentence_begin(si); t < rs.c.sentence_ends[si]; ++t) {
       auto id = rs.keys.of(rs.c.tokens[t].stat);
@@ -214,6 +219,27 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
   return static_cast<uint64_t>(pairs);
 }
 
+} // namespace
+
+std::vector<uint32_t> sentence_order(const corpus& c, const train_options& o) {
+  std::vector<uint32_t> order(c.sentences());
+  std::iota(order.begin(), order.end(), 0u);
+  if (!o.in_order) {
+    std::mt19937_64 rng{compute::mix64(o.seed, 0x5eed0f0bdeULL)};
+    for (size_t i = order.size(); i > 1; --i)
+      std::swap(order[i - 1], order[rng() % i]);
+  }
+  return order;
+}
+
+uint32_t batch_words_for(const corpus& c, const train_options& o) {
+  if (o.batch_words > 0)
+    return o.batch_words;
+  return static_cast<uint32_t>(std::clamp<size_t>(c.tokens.size() / 64, 1000, 20000));
+}
+
+namespace {
+
 caf::error check_options(const train_options& o) {
   auto bad = [](const std::string& what) { return make_error(errc::invalid_argument, what); };
   if (o.dim == 0)
@@ -233,8 +259,6 @@ caf::error check_options(const train_options& o) {
   // vector, and the service refuses it.
   if (auto err = runtime::check_at_most("--dim", o.dim, 65536, "the embedding service's limit"))
     return err;
-  if (o.batch_words == 0)
-    return bad("--batch-words must be at least 1");
   if (!(o.alpha > 0))
     return bad("--alpha must be positive");
   if (o.sample < 0)
@@ -268,7 +292,8 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   auto negatives = compute::candidate_distribution::make(sampler_kind::unigram, keys.counts);
   if (!negatives)
     return make_error(negatives.error());
-  run_state rs{c, o, keys, {}, std::move(*negatives), {}, make_batches(c, o.batch_words), 0};
+  run_state rs{c, o, keys, {}, std::move(*negatives), {}, sentence_order(c, o), {}, 0};
+  rs.batches = make_batches(c, rs.order, batch_words_for(c, o));
   rs.keep.resize(keys.size());
   for (size_t i = 0; i < keys.size(); ++i)
     rs.keep[i] = compute::keep_probability(keys.counts[i], c.tokens.size(), o.sample);

@@ -34,8 +34,12 @@ struct train_options {
   /// 0: unlimited. Otherwise only the vocab_cap most frequent words keep their own key; the
   /// others share oov_key.
   size_t vocab_cap = 0;
-  /// Tokens per batch: the unit of lookup, update, learning-rate decay and resumption.
-  uint32_t batch_words = 20000;
+  /// Tokens per batch: the unit of lookup, update, learning-rate decay and resumption. 0: sized
+  /// to the corpus (batch_words_for). Concurrent batches train on rows that miss each other's
+  /// updates, so a batch must stay small against the corpus.
+  uint32_t batch_words = 0;
+  /// Train the sentences in corpus order instead of an order shuffled by the seed.
+  bool in_order = false;
   /// Embedding names in the service: input vectors, output (context) vectors.
   std::string name = "w2v";
   /// Resume from this checkpoint (empty: start fresh).
@@ -80,6 +84,15 @@ struct train_report {
   /// Shard requests sent again after a timeout (messages lost on the way), service-wide.
   uint64_t retried_requests = 0;
 };
+
+/// The indices of c's sentences in the order a run trains them, every epoch: shuffled by
+/// opts.seed (a batch then mixes distant parts of the corpus, so that consecutive updates do
+/// not all come from one document), or corpus order with opts.in_order.
+std::vector<uint32_t> sentence_order(const corpus& c, const train_options& opts);
+
+/// The batch size a run uses: opts.batch_words, or when that is 0 the corpus's tokens / 64,
+/// clamped to [1000, 20000].
+uint32_t batch_words_for(const corpus& c, const train_options& opts);
 
 /// Fails with errc::invalid_argument for a zero dim, window, epoch or thread count, or the
 /// service's error. `on_progress` is called from training threads, at most one at a time.

@@ -35,7 +35,8 @@ TEST(run_fingerprint, every_difference_is_refused_and_named) {
   };
   std::vector<change> changes{
     {"--name: checkpoint w2v, this run other", [](auto& x) { x.name = "other"; }},
-    {"--batch-words: checkpoint 20000, this run 10", [](auto& x) { x.batch_words = 10; }},
+    {"--batch-words: checkpoint 1000, this run 10", [](auto& x) { x.batch_words = 10; }},
+    {"--in-order: checkpoint no, this run yes", [](auto& x) { x.in_order = true; }},
     {"--dim", [](auto& x) { x.dim = 8; }},
     {"--window", [](auto& x) { x.window = 2; }},
     {"--negative", [](auto& x) { x.negative = 1; }},

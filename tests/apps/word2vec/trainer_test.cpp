@@ -1,6 +1,8 @@
 #include "apps/word2vec/trainer.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -65,6 +67,50 @@ TEST(word2vec_trainer, one_thread_and_a_fixed_seed_give_identical_vectors) {
   auto d = train_fresh(c, other_seed);
   ASSERT_TRUE(d);
   EXPECT_NE(a->vectors, d->vectors);
+}
+
+TEST(word2vec_trainer, sentences_are_trained_in_an_order_shuffled_by_the_seed) {
+  auto c = small_corpus();
+  std::vector<uint32_t> corpus_order(c.sentences());
+  std::iota(corpus_order.begin(), corpus_order.end(), 0u);
+  auto order_of = [&](uint64_t seed, bool in_order) {
+    auto o = small_options();
+    o.seed = seed;
+    o.in_order = in_order;
+    return sentence_order(c, o);
+  };
+  struct order_case {
+    uint64_t seed;
+    bool in_order;
+    bool shuffled;
+  };
+  for (auto x : {order_case{1, false, true}, order_case{2, false, true},
+                 order_case{1, true, false}, order_case{2, true, false}}) {
+    auto order = order_of(x.seed, x.in_order);
+    EXPECT_EQ(order == corpus_order, !x.shuffled) << x.seed << " " << x.in_order;
+    EXPECT_EQ(order, order_of(x.seed, x.in_order)) << "the same seed, the same order";
+    std::sort(order.begin(), order.end());
+    EXPECT_EQ(order, corpus_order) << "every sentence exactly once";
+  }
+  EXPECT_NE(order_of(1, false), order_of(2, false));
+}
+
+TEST(word2vec_trainer, batches_are_sized_to_the_corpus_unless_given) {
+  struct size_case {
+    size_t tokens;
+    uint32_t given;
+    uint32_t expected;
+  };
+  for (auto x : {size_case{10, 0, 1000}, size_case{64 * 1000, 0, 1000},
+                 size_case{64 * 7100, 0, 7100}, size_case{64 * 20000, 0, 20000},
+                 size_case{64 * 50000, 0, 20000}, size_case{10, 7, 7},
+                 size_case{64 * 50000, 50000, 50000}}) {
+    corpus c;
+    c.tokens.resize(x.tokens);
+    train_options o;
+    o.batch_words = x.given;
+    EXPECT_EQ(batch_words_for(c, o), x.expected) << x.tokens << " tokens, given " << x.given;
+  }
 }
 
 TEST(word2vec_trainer, resuming_from_a_mid_epoch_checkpoint_equals_an_uninterrupted_run) {
