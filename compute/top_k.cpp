@@ -11,29 +11,23 @@ namespace {
 // Candidates are scored in blocks so that the score matrix stays small for large shards.
 constexpr Eigen::Index block_rows = 8192;
 
-// Keeps the best k hits seen so far as a heap whose front is the worst of them.
-struct best_k {
-  size_t k;
-  std::vector<hit> heap;
-
-  void offer(const hit& h) {
-    if (heap.size() < k) {
-      heap.push_back(h);
-      std::push_heap(heap.begin(), heap.end(), ranks_before);
-    } else if (ranks_before(h, heap.front())) {
-      std::pop_heap(heap.begin(), heap.end(), ranks_before);
-      heap.back() = h;
-      std::push_heap(heap.begin(), heap.end(), ranks_before);
-    }
-  }
-
-  std::vector<hit> sorted() && {
-    std::sort(heap.begin(), heap.end(), ranks_before);
-    return std::move(heap);
-  }
-};
-
 } // namespace
+
+void top_k_heap::offer(const hit& h) {
+  if (heap_.size() < k_) {
+    heap_.push_back(h);
+    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+  } else if (k_ > 0 && ranks_before(h, heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+    heap_.back() = h;
+    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+  }
+}
+
+std::vector<hit> top_k_heap::sorted() && {
+  std::sort(heap_.begin(), heap_.end(), ranks_before);
+  return std::move(heap_);
+}
 
 plain_expected<std::vector<std::vector<hit>>>
 top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
@@ -46,7 +40,7 @@ top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
     return plain_error{errc::dimension_mismatch, std::to_string(biases.size()) + " biases for " +
                                                   std::to_string(candidates.rows()) +
                                                   " candidates"};
-  std::vector<best_k> best(static_cast<size_t>(queries.rows()), best_k{k, {}});
+  std::vector<top_k_heap> best(static_cast<size_t>(queries.rows()), top_k_heap{k});
   if (k > 0) {
     for (Eigen::Index start = 0; start < candidates.rows(); start += block_rows) {
       auto n = std::min(block_rows, candidates.rows() - start);
@@ -67,7 +61,7 @@ top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
 }
 
 std::vector<hit> merge_top_k(const std::vector<std::vector<hit>>& lists, size_t k) {
-  best_k best{k, {}};
+  top_k_heap best{k};
   for (auto& list : lists)
     for (auto& h : list)
       best.offer(h);

@@ -25,6 +25,23 @@ inline bool ranks_before(const hit& a, const hit& b) {
   return a.score > b.score || (a.score == b.score && a.id < b.id);
 }
 
+/// The best k hits offered so far, kept as a heap whose front is the worst of them.
+class top_k_heap {
+public:
+  explicit top_k_heap(size_t k) : k_(k) { heap_.reserve(k); }
+
+  bool full() const { return heap_.size() >= k_; }
+  /// The worst hit kept; only when full() and k > 0.
+  const hit& worst() const { return heap_.front(); }
+  void offer(const hit& h);
+  /// The hits kept, best first.
+  std::vector<hit> sorted() &&;
+
+private:
+  size_t k_;
+  std::vector<hit> heap_;
+};
+
 using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 /// For each row of `queries`, the min(k, candidates.rows()) best candidates; a hit's id is the

@@ -1,6 +1,7 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
 #include "apps/bench/embedding_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
+#include "apps/bench/mips_bench.hpp"
 #include "apps/bench/wals_bench.hpp"
 #include "apps/cli/commands.hpp"
 
@@ -17,6 +18,18 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   messaging->add_option("--window", opts->window, "Requests in flight");
   messaging->add_option("--repetitions", opts->repetitions, "Runs per figure (median)");
   messaging->callback([opts, &exit_code] { exit_code = run_messaging_bench(*opts); });
+
+  auto mips = std::make_shared<mips_bench_options>();
+  auto mips_cmd = bench->add_subcommand("mips", "Exact inner-product search versus FAISS");
+  mips_cmd->add_option("--items", mips->items, "Synthetic items (without --factors)");
+  mips_cmd->add_option("--dim", mips->dim, "Synthetic dimension");
+  mips_cmd->add_option("--factors", mips->factors, "Item factors: a WALS model's V.f32");
+  mips_cmd->add_option("--queries-b1", mips->queries_b1, "Queries searched one at a time");
+  mips_cmd->add_option("--batches-b256", mips->batches_b256, "Batches of 256 queries");
+  mips_cmd->add_option("-k", mips->k, "Neighbours per query")->check(CLI::Range(1, 1000));
+  mips_cmd->add_option("--threads", mips->threads, "Threads, for both")->check(CLI::Range(1, 64));
+  mips_cmd->add_option("--fashion-mnist", mips->fashion_mnist, "dataset-fashion-mnist's folder");
+  mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });
 
   auto emb = std::make_shared<embedding_bench_options>();
   auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");

@@ -1,0 +1,305 @@
+#include "apps/bench/mips_bench.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "compute/mips/exact_index.hpp"
+#include "messages/error.hpp"
+#include "stores/matrix_file.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using compute::row_matrix;
+
+// FAISS's side: the same vectors, the same k, batch 1 then batch 256, and its batch-1 answers.
+constexpr const char* faiss_peer = R"PY(
+import json, sys, time
+import numpy as np
+import faiss
+items_path, n, d, queries_path, nq, metric, k, q1, batches, threads, out = sys.argv[1:]
+n, d, nq, k, q1, batches, threads = map(int, (n, d, nq, k, q1, batches, threads))
+faiss.omp_set_num_threads(threads)
+xb = np.fromfile(items_path, dtype=np.float32).reshape(n, d)
+xq = np.fromfile(queries_path, dtype=np.float32).reshape(nq, d)
+index = faiss.IndexFlatIP(d) if metric == "ip" else faiss.IndexFlatL2(d)
+index.add(xb)
+ids = np.zeros((q1, k), dtype=np.int64)
+start = time.perf_counter()
+for i in range(q1):
+    _, ids[i:i + 1] = index.search(xq[i:i + 1], k)
+b1 = q1 / (time.perf_counter() - start)
+start = time.perf_counter()
+for b in range(batches):
+    index.search(xq[(b * 256) % nq:][:256], k)
+b256 = batches * 256 / (time.perf_counter() - start)
+ids.tofile(out)
+print(json.dumps({"b1_qps": b1, "b256_qps": b256}))
+)PY";
+
+double seconds_since(clock::time_point t) {
+  return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+struct dataset {
+  std::string name;
+  std::string metric; // "ip" or "l2"
+  row_matrix items;
+  row_matrix queries;
+};
+
+// Factors whose norms vary: a Gaussian direction times a log-normal length.
+row_matrix synthetic_factors(uint64_t rows, uint32_t dim, uint64_t seed, double norm_sigma) {
+  std::mt19937_64 rng{seed};
+  std::normal_distribution<float> gauss;
+  row_matrix m(static_cast<Eigen::Index>(rows), dim);
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    for (Eigen::Index c = 0; c < m.cols(); ++c)
+      m(r, c) = gauss(rng);
+    auto length = std::exp(norm_sigma * gauss(rng)) / std::sqrt(static_cast<double>(dim));
+    m.row(r) *= static_cast<float>(length);
+  }
+  return m;
+}
+
+// An idx3-ubyte.gz image file as one row of pixel values per image.
+caf::expected<row_matrix> read_idx_images(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    return make_error(errc::not_found, path);
+  auto pipe = popen(("gzip -dc '" + path + "'").c_str(), "r");
+  if (pipe == nullptr)
+    return make_error(errc::io_error, "cannot run gzip on " + path);
+  unsigned char header[16];
+  auto be32 = [&](int at) {
+    return (uint32_t{header[at]} << 24) | (uint32_t{header[at + 1]} << 16) |
+           (uint32_t{header[at + 2]} << 8) | uint32_t{header[at + 3]};
+  };
+  if (std::fread(header, 1, 16, pipe) != 16 || be32(0) != 0x803) {
+    pclose(pipe);
+    return make_error(errc::corrupt_file, path + ": not an idx3-ubyte image file");
+  }
+  auto n = be32(4), pixels = be32(8) * be32(12);
+  std::vector<unsigned char> bytes(size_t{n} * pixels);
+  auto got = std::fread(bytes.data(), 1, bytes.size(), pipe);
+  pclose(pipe);
+  if (got != bytes.size())
+    return make_error(errc::corrupt_file, path + ": truncated");
+  row_matrix m(n, pixels);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    m.data()[i] = bytes[i];
+  return m;
+}
+
+// Nearest neighbours by L2 as MIPS: [q, 1] . [x, -|x|^2 / 2] = q.x - |x|^2 / 2, whose largest
+// value is the smallest |q - x|^2.
+void augment_for_l2(row_matrix& items, row_matrix& queries) {
+  auto d = items.cols();
+  row_matrix xi(items.rows(), d + 1), xq(queries.rows(), d + 1);
+  xi.leftCols(d) = items;
+  xi.col(d) = -0.5f * items.rowwise().squaredNorm();
+  xq.leftCols(d) = queries;
+  xq.col(d).setOnes();
+  items = std::move(xi);
+  queries = std::move(xq);
+}
+
+caf::error write_raw(const std::string& path, const row_matrix& m) {
+  std::ofstream out{path, std::ios::binary};
+  out.write(reinterpret_cast<const char*>(m.data()),
+            static_cast<std::streamsize>(m.size() * sizeof(float)));
+  return out ? caf::error{} : make_error(errc::io_error, path);
+}
+
+struct peer_figures {
+  double b1_qps = 0;
+  double b256_qps = 0;
+  std::vector<int64_t> ids; // its batch-1 answers, k per query
+};
+
+caf::expected<peer_figures> run_faiss(const mips_bench_options& o, const dataset& d,
+                                      const std::string& dir) {
+  auto items = dir + "/items.f32", queries = dir + "/queries.f32", ids = dir + "/ids.i64";
+  auto script = dir + "/faiss_peer.py";
+  std::ofstream{script} << faiss_peer;
+  if (auto err = write_raw(items, d.items))
+    return err;
+  if (auto err = write_raw(queries, d.queries))
+    return err;
+  std::ostringstream cmd;
+  cmd << o.python << " " << script << " " << items << " " << d.items.rows() << " "
+      << d.items.cols() << " " << queries << " " << d.queries.rows() << " " << d.metric << " "
+      << o.k << " " << o.queries_b1 << " " << o.batches_b256 << " " << o.threads << " " << ids;
+  auto pipe = popen(cmd.str().c_str(), "r");
+  if (pipe == nullptr)
+    return make_error(errc::io_error, "cannot run " + cmd.str());
+  char line[4096] = {};
+  std::string last;
+  while (std::fgets(line, sizeof line, pipe) != nullptr)
+    last = line;
+  if (pclose(pipe) != 0)
+    return make_error(errc::io_error, "the FAISS peer failed: " + cmd.str());
+  peer_figures f;
+  if (std::sscanf(last.c_str(), "{\"b1_qps\": %lf, \"b256_qps\": %lf}", &f.b1_qps, &f.b256_qps) != 2)
+    return make_error(errc::corrupt_file, "unexpected FAISS output: " + last);
+  f.ids.resize(size_t{o.queries_b1} * o.k);
+  std::ifstream in{ids, std::ios::binary};
+  in.read(reinterpret_cast<char*>(f.ids.data()),
+          static_cast<std::streamsize>(f.ids.size() * sizeof(int64_t)));
+  if (!in)
+    return make_error(errc::corrupt_file, ids + ": short");
+  std::filesystem::remove(items);
+  std::filesystem::remove(queries);
+  return f;
+}
+
+struct figures {
+  double b1_qps = 0;
+  double b256_qps = 0;
+  double faiss_b1_qps = 0;
+  double faiss_b256_qps = 0;
+  /// Share of FAISS's batch-1 top-k ids that the exact index also returned (ties aside, 1).
+  double agreement = 0;
+};
+
+// The exact index on `d`, and FAISS on `peer` (the same vectors, or d's before the L2
+// augmentation).
+caf::expected<figures> measure(const mips_bench_options& o, const dataset& d,
+                               const dataset& peer_data, const std::string& dir) {
+  auto index = compute::mips::exact_index::make(d.items);
+  if (!index)
+    return make_error(index.error());
+  figures f;
+  std::vector<std::vector<compute::hit>> answers;
+  auto start = clock::now();
+  for (uint32_t q = 0; q < o.queries_b1; ++q) {
+    row_matrix query = d.queries.row(q);
+    auto hits = index->search(query, o.k, o.threads);
+    if (!hits)
+      return make_error(hits.error());
+    answers.push_back(std::move((*hits)[0]));
+  }
+  f.b1_qps = o.queries_b1 / seconds_since(start);
+  start = clock::now();
+  for (uint32_t b = 0; b < o.batches_b256; ++b) {
+    auto first = (Eigen::Index{b} * 256) % d.queries.rows();
+    row_matrix batch = d.queries.middleRows(first, std::min<Eigen::Index>(256, d.queries.rows() - first));
+    if (auto hits = index->search(batch, o.k, o.threads); !hits)
+      return make_error(hits.error());
+  }
+  f.b256_qps = o.batches_b256 * 256.0 / seconds_since(start);
+  auto peer = run_faiss(o, peer_data, dir);
+  if (!peer)
+    return std::move(peer.error());
+  f.faiss_b1_qps = peer->b1_qps;
+  f.faiss_b256_qps = peer->b256_qps;
+  size_t same = 0;
+  for (uint32_t q = 0; q < o.queries_b1; ++q)
+    for (auto& h : answers[q])
+      for (uint32_t i = 0; i < o.k; ++i)
+        same += static_cast<uint64_t>(peer->ids[size_t{q} * o.k + i]) == h.id;
+  f.agreement = static_cast<double>(same) / (static_cast<double>(o.queries_b1) * o.k);
+  return f;
+}
+
+std::string blas_in_use() {
+  std::error_code ec;
+  auto target = std::filesystem::canonical("/usr/lib/x86_64-linux-gnu/libblas.so.3", ec);
+  return ec ? std::string{"none"} : target.string();
+}
+
+} // namespace
+
+int run_mips_bench(const mips_bench_options& o) {
+  auto blas = blas_in_use();
+  std::printf("blas: %s\n", blas.c_str());
+  if (blas.find("openblas") == std::string::npos) {
+    std::fprintf(stderr, "bench mips: FAISS would run on the reference BLAS (%s); install "
+                         "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
+                 blas.c_str());
+    return 1;
+  }
+  if (std::system((o.python + " -c 'import faiss' 2>/dev/null").c_str()) != 0) {
+    std::fprintf(stderr, "bench mips: the peer needs FAISS: apt-get install python3-faiss "
+                         "(and dataset-fashion-mnist for the second dataset)\n");
+    return 1;
+  }
+  auto dir = (std::filesystem::temp_directory_path() /
+              ("darcy-bench-mips-" + std::to_string(::getpid()))).string();
+  std::filesystem::create_directories(dir);
+  std::vector<dataset> sets;
+  if (o.factors.empty()) {
+    sets.push_back({"synthetic-factors", "ip", synthetic_factors(o.items, o.dim, 1, 0.5),
+                    synthetic_factors(o.queries_b1 + 256, o.dim, 2, 0.0)});
+  } else {
+    auto v = stores::read_matrix_file(o.factors);
+    if (!v) {
+      std::fprintf(stderr, "bench mips: %s\n", render(v.error()).c_str());
+      return 1;
+    }
+    row_matrix items = Eigen::Map<row_matrix>(v->values.data(), static_cast<Eigen::Index>(v->rows),
+                                              static_cast<Eigen::Index>(v->cols));
+    // Queries: other items' factors, as a "more like this" request sends them.
+    std::mt19937_64 rng{3};
+    row_matrix queries(o.queries_b1 + 256, items.cols());
+    for (Eigen::Index q = 0; q < queries.rows(); ++q)
+      queries.row(q) = items.row(static_cast<Eigen::Index>(rng() % v->rows));
+    sets.push_back({"wals-factors", "ip", std::move(items), std::move(queries)});
+  }
+  auto train = read_idx_images(o.fashion_mnist + "/train-images-idx3-ubyte.gz");
+  auto test = read_idx_images(o.fashion_mnist + "/t10k-images-idx3-ubyte.gz");
+  if (train && test) {
+    sets.push_back({"fashion-mnist-784", "l2", std::move(*train), std::move(*test)});
+  } else {
+    std::printf("fashion-mnist: skipped (%s)\n",
+                render(train ? test.error() : train.error()).c_str());
+  }
+  std::printf("%-20s %8s %5s %12s %12s %12s %12s %9s\n", "dataset", "items", "dim", "b1_qps",
+              "faiss_b1", "b256_qps", "faiss_b256", "agree@k");
+  std::string json;
+  for (auto& d : sets) {
+    auto raw_dim = d.items.cols();
+    auto figures_of = [&]() -> caf::expected<figures> {
+      if (d.metric == "ip")
+        return measure(o, d, d, dir);
+      // FAISS gets the raw vectors for IndexFlatL2; the exact index the augmented ones.
+      dataset augmented{d.name, "ip", d.items, d.queries};
+      augment_for_l2(augmented.items, augmented.queries);
+      return measure(o, augmented, d, dir);
+    };
+    auto f = figures_of();
+    if (!f) {
+      std::fprintf(stderr, "bench mips: %s: %s\n", d.name.c_str(), render(f.error()).c_str());
+      std::filesystem::remove_all(dir);
+      return 1;
+    }
+    std::printf("%-20s %8lld %5lld %12.1f %12.1f %12.1f %12.1f %9.4f\n", d.name.c_str(),
+                static_cast<long long>(d.items.rows()), static_cast<long long>(raw_dim),
+                f->b1_qps, f->faiss_b1_qps, f->b256_qps, f->faiss_b256_qps, f->agreement);
+    if (json.empty()) {
+      char buf[512];
+      std::snprintf(buf, sizeof buf,
+                    "\"dataset\":\"%s\",\"items\":%lld,\"dim\":%lld,\"k\":%u,\"threads\":%u,"
+                    "\"exact_qps_b1\":%.1f,\"faiss_qps_b1\":%.1f,\"exact_qps_b256\":%.1f,"
+                    "\"faiss_qps_b256\":%.1f,\"exact_vs_faiss_b1\":%.3f,"
+                    "\"exact_vs_faiss_b256\":%.3f,\"exact_agreement\":%.4f",
+                    d.name.c_str(), static_cast<long long>(d.items.rows()),
+                    static_cast<long long>(raw_dim), o.k, o.threads, f->b1_qps, f->faiss_b1_qps,
+                    f->b256_qps, f->faiss_b256_qps, f->b1_qps / f->faiss_b1_qps,
+                    f->b256_qps / f->faiss_b256_qps, f->agreement);
+      json = buf;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  std::printf("{\"bench\":\"mips\",\"metrics\":{%s,\"blas\":\"%s\"}}\n", json.c_str(),
+              std::filesystem::path{blas}.parent_path().filename().c_str());
+  return 0;
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,31 @@
+// `darcy bench mips`: exact maximum-inner-product search (compute/mips) against FAISS's flat
+// indexes (python3-faiss, in the same run, on the same vectors and threads) at batch 1 and
+// batch 256, on item factors (a WALS model's V.f32, or synthetic factors whose norms vary) and
+// on Fashion-MNIST (L2, reduced to MIPS by norm augmentation). Last line: JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace darcy::apps {
+
+struct mips_bench_options {
+  /// Synthetic items, when no factors file is given.
+  uint64_t items = 1'000'000;
+  uint32_t dim = 64;
+  /// A WALS model's item factors (`darcy wals train --out DIR` writes DIR/V.f32); empty:
+  /// synthetic factors of `items` rows whose norms vary (log-normal), so that MIPS differs from
+  /// cosine search.
+  std::string factors;
+  uint32_t queries_b1 = 200;
+  uint32_t batches_b256 = 4;
+  uint32_t k = 10;
+  uint32_t threads = 2;
+  /// Where Debian's dataset-fashion-mnist puts its files; skipped when missing.
+  std::string fashion_mnist = "/usr/share/datasets/fashion-mnist";
+  std::string python = "/usr/bin/python3";
+};
+
+int run_mips_bench(const mips_bench_options& opts);
+
+} // namespace darcy::apps
