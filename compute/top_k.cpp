@@ -8,8 +8,13 @@ namespace darcy::compute {
 
 namespace {
 
-// Candidates are scored in blocks so that the score matrix stays small for large shards.
-constexpr Eigen::Index block_rows = 8192;
+// Candidates scored per block: 4096 rows of dim 64 are 1 MiB, which stays in cache while the
+// queries are scored against them.
+constexpr Eigen::Index block_rows = 4096;
+// Queries scored against a block at once; their scores (64 x 4096 floats) also stay in cache.
+constexpr Eigen::Index query_block = 64;
+
+using score_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 } // namespace
 
@@ -30,27 +35,56 @@ std::vector<hit> top_k_heap::sorted() && {
 }
 
 plain_expected<std::vector<std::vector<hit>>>
-top_k_inner_product(const row_matrix& queries, const row_matrix& candidates,
-                    std::span<const float> biases, size_t k) {
+top_k_inner_product(const row_matrix& queries, Eigen::Ref<const row_matrix> candidates,
+                    std::span<const float> biases, size_t k, std::span<const uint64_t> ids) {
   if (queries.cols() != candidates.cols())
     return plain_error{errc::dimension_mismatch,
                       "queries have dim " + std::to_string(queries.cols()) +
                         ", candidates dim " + std::to_string(candidates.cols())};
-  if (!biases.empty() && biases.size() != static_cast<size_t>(candidates.rows()))
+  auto rows = static_cast<size_t>(candidates.rows());
+  if (!biases.empty() && biases.size() != rows)
     return plain_error{errc::dimension_mismatch, std::to_string(biases.size()) + " biases for " +
-                                                  std::to_string(candidates.rows()) +
-                                                  " candidates"};
-  std::vector<top_k_heap> best(static_cast<size_t>(queries.rows()), top_k_heap{k});
-  if (k > 0) {
-    for (Eigen::Index start = 0; start < candidates.rows(); start += block_rows) {
-      auto n = std::min(block_rows, candidates.rows() - start);
-      Eigen::MatrixXf scores = queries * candidates.middleRows(start, n).transpose();
-      for (Eigen::Index q = 0; q < queries.rows(); ++q)
-        for (Eigen::Index c = 0; c < n; ++c) {
-          auto id = static_cast<size_t>(start + c);
-          float bias = biases.empty() ? 0.0f : biases[id];
-          best[static_cast<size_t>(q)].offer({scores(q, c) + bias, id});
-        }
+                                                  std::to_string(rows) + " candidates"};
+  if (!ids.empty() && ids.size() != rows)
+    return plain_error{errc::dimension_mismatch,
+                       std::to_string(ids.size()) + " ids for " + std::to_string(rows) +
+                         " candidates"};
+  auto nq = queries.rows();
+  std::vector<top_k_heap> best(static_cast<size_t>(nq), top_k_heap{k});
+  auto id_of = [&](size_t row) { return ids.empty() ? row : ids[row]; };
+  // Offers scores s[0, n) of rows first.. to one query's heap; once the heap is full, only a
+  // score at least its worst can enter, so most scores cost one comparison.
+  auto scan = [&](top_k_heap& heap, float* s, Eigen::Index n, size_t first) {
+    if (!biases.empty())
+      Eigen::Map<Eigen::VectorXf>{s, n} += Eigen::Map<const Eigen::VectorXf>{biases.data() + first, n};
+    Eigen::Index i = 0;
+    for (; i < n && !heap.full(); ++i)
+      heap.offer({s[i], id_of(first + static_cast<size_t>(i))});
+    if (i == n)
+      return;
+    float threshold = heap.worst().score;
+    for (; i < n; ++i)
+      if (s[i] >= threshold) {
+        heap.offer({s[i], id_of(first + static_cast<size_t>(i))});
+        threshold = heap.worst().score;
+      }
+  };
+  Eigen::VectorXf one;
+  score_matrix scores;
+  for (Eigen::Index start = 0; k > 0 && start < candidates.rows(); start += block_rows) {
+    auto n = std::min(block_rows, candidates.rows() - start);
+    auto block = candidates.middleRows(start, n);
+    auto first = static_cast<size_t>(start);
+    if (nq == 1) {
+      one.noalias() = block * queries.row(0).transpose();
+      scan(best[0], one.data(), n, first);
+      continue;
+    }
+    for (Eigen::Index q0 = 0; q0 < nq; q0 += query_block) {
+      auto qn = std::min(query_block, nq - q0);
+      scores.noalias() = queries.middleRows(q0, qn) * block.transpose();
+      for (Eigen::Index q = 0; q < qn; ++q)
+        scan(best[static_cast<size_t>(q0 + q)], scores.row(q).data(), n, first);
     }
   }
   std::vector<std::vector<hit>> result;

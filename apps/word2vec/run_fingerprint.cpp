@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "compute/hash.hpp"
 #include "apps/word2vec/trainer.hpp"
+#include "compute/hash.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::word2vec {

@@ -2,22 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <numeric>
 #include <thread>
 
 namespace darcy::compute::mips {
 
 namespace {
 
-// Items scored per block: 4096 rows of dim 64 are 1 MiB, which stays in cache while the
-// queries of a batch are scored against them.
-constexpr Eigen::Index item_block = 4096;
-// Queries scored against a block at once; their scores (64 x 4096 floats) also stay in cache.
-constexpr Eigen::Index query_block = 64;
 // Below this many items per thread, a thread costs more than it saves.
 constexpr size_t min_items_per_thread = 16384;
-
-using score_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // The first row of `m` holding a NaN or an infinity, or m.rows().
 Eigen::Index first_non_finite_row(const row_matrix& m) {
@@ -50,53 +43,20 @@ plain_expected<exact_index> exact_index::make(row_matrix items, std::vector<uint
   if (auto r = first_non_finite_row(items); r < items.rows())
     return plain_error{errc::invalid_argument,
                        "item " + std::to_string(r) + " holds a NaN or infinity"};
+  if (ids.empty()) {
+    ids.resize(static_cast<size_t>(items.rows()));
+    std::iota(ids.begin(), ids.end(), uint64_t{0});
+  }
   return exact_index{std::move(items), std::move(ids)};
 }
 
 std::vector<std::vector<hit>> exact_index::search_range(const row_matrix& queries, size_t k,
                                                         size_t begin, size_t end) const {
-  auto nq = queries.rows();
-  std::vector<top_k_heap> best(static_cast<size_t>(nq), top_k_heap{k});
-  // Offers scores s[0, n) of rows first.. to one query's heap; once the heap is full, only a
-  // score at least its worst can enter, so most scores cost one comparison.
-  auto scan = [&](top_k_heap& heap, const float* s, Eigen::Index n, size_t first) {
-    auto id_of = [&](size_t row) { return ids_.empty() ? row : ids_[row]; };
-    Eigen::Index i = 0;
-    for (; i < n && !heap.full(); ++i)
-      heap.offer({s[i], id_of(first + static_cast<size_t>(i))});
-    if (i == n)
-      return;
-    float threshold = heap.worst().score;
-    for (; i < n; ++i)
-      if (s[i] >= threshold) {
-        heap.offer({s[i], id_of(first + static_cast<size_t>(i))});
-        threshold = heap.worst().score;
-      }
-  };
-  Eigen::VectorXf one;
-  score_matrix scores;
-  for (auto start = static_cast<Eigen::Index>(begin); start < static_cast<Eigen::Index>(end);
-       start += item_block) {
-    auto n = std::min(item_block, static_cast<Eigen::Index>(end) - start);
-    auto block = items_.middleRows(start, n);
-    auto first = static_cast<size_t>(start);
-    if (nq == 1) {
-      one.noalias() = block * queries.row(0).transpose();
-      scan(best[0], one.data(), n, first);
-      continue;
-    }
-    for (Eigen::Index q0 = 0; q0 < nq; q0 += query_block) {
-      auto qn = std::min(query_block, nq - q0);
-      scores.noalias() = queries.middleRows(q0, qn) * block.transpose();
-      for (Eigen::Index q = 0; q < qn; ++q)
-        scan(best[static_cast<size_t>(q0 + q)], scores.row(q).data(), n, first);
-    }
-  }
-  std::vector<std::vector<hit>> result;
-  result.reserve(best.size());
-  for (auto& heap : best)
-    result.push_back(std::move(heap).sorted());
-  return result;
+  auto n = end - begin;
+  // Cannot fail: make() and check_queries() checked the dimension and the ids.
+  return std::move(*top_k_inner_product(
+    queries, items_.middleRows(static_cast<Eigen::Index>(begin), static_cast<Eigen::Index>(n)),
+    {}, k, std::span<const uint64_t>{ids_}.subspan(begin, n)));
 }
 
 plain_expected<std::vector<std::vector<hit>>>

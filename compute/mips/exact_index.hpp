@@ -1,6 +1,6 @@
-// Exact maximum-inner-product search over a fixed set of items: scores come from blocked
-// matrix products (a matrix-vector product for one query), and a threshold test keeps only
-// the scores that can enter each query's top k. Items are split across threads.
+// Exact maximum-inner-product search over a fixed set of items, with the checks a served
+// query needs: compute::top_k_inner_product over ranges of the items, one range per thread,
+// merged.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +37,12 @@ private:
     : items_(std::move(items)), ids_(std::move(ids)) {
   }
 
-  // The k best of items [begin, end) for every query, as (score, row) hits.
+  // The k best of items [begin, end) for every query.
   std::vector<std::vector<hit>> search_range(const row_matrix& queries, size_t k, size_t begin,
                                              size_t end) const;
 
   row_matrix items_;
+  /// One id per item (the row numbers when none were given).
   std::vector<uint64_t> ids_;
 };
 
