@@ -33,6 +33,14 @@ std::string checkpoint_dir::new_id(const std::string& label) {
          std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count());
 }
 
+std::string checkpoint_dir::next_version() const {
+  uint64_t highest = 0;
+  for (auto& id : checkpoints())
+    if (id.find_first_not_of("0123456789") == std::string::npos && id.size() <= 18)
+      highest = std::max<uint64_t>(highest, std::stoull(id));
+  return std::to_string(highest + 1);
+}
+
 std::string checkpoint_dir::path(const std::string& rel) const {
   return (fs::path{root_} / rel).string();
 }
@@ -78,6 +86,20 @@ caf::expected<std::string> checkpoint_dir::read_part(const file_info& part) cons
   return bytes;
 }
 
+caf::expected<std::shared_ptr<const mapped_file>>
+checkpoint_dir::map_part(const file_info& part) const {
+  auto full = path(part.path);
+  auto file = mapped_file::open(full);
+  if (!file)
+    return is(file.error(), errc::not_found) ? make_error(errc::corrupt_file, full + ": missing")
+                                             : std::move(file.error());
+  auto bytes = (*file)->bytes();
+  if (bytes.size() != part.bytes || compute::hash_key(bytes) != part.checksum)
+    return make_error(errc::corrupt_file,
+                      full + ": size or checksum does not match the manifest");
+  return file;
+}
+
 caf::error checkpoint_dir::commit(const checkpoint_manifest& manifest, size_t keep) const {
   std::error_code ec;
   fs::create_directories(path(manifest.checkpoint), ec);
@@ -104,6 +126,12 @@ std::vector<std::string> checkpoint_dir::checkpoints() const {
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(root_, ec)) {
     auto name = entry.path().filename().string();
+    bool version = !name.empty() && name.size() <= 18 &&
+                   name.find_first_not_of("0123456789") == std::string::npos;
+    if (version && entry.is_directory(ec)) {
+      found.emplace_back(std::stoull(name), name);
+      continue;
+    }
     if (name.rfind(checkpoint_prefix, 0) != 0 || !entry.is_directory(ec))
       continue;
     // A directory whose name does not end in a time counts as the oldest.

@@ -11,6 +11,7 @@
 //   root.commit(manifest);                                         // coordinator, last
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/checkpoint.hpp"
+#include "stores/mapped_file.hpp"
 
 namespace darcy::stores {
 
@@ -30,6 +32,10 @@ public:
 
   /// A checkpoint id ("ckpt-LABEL-N-T") that no other save of any process reuses.
   static std::string new_id(const std::string& label);
+
+  /// For roots of numbered versions (exports: ROOT/1, ROOT/2, ...): one more than the highest
+  /// version directory under the root, "1" for none. Only one writer may number a root.
+  std::string next_version() const;
 
   /// Creates the root if needed and checks that files can be created in it; errc::io_error
   /// naming the directory otherwise.
@@ -51,11 +57,16 @@ public:
   /// stays current.
   caf::error commit(const checkpoint_manifest& manifest, size_t keep = 1) const;
 
-  /// The checkpoint directories under the root, newest first.
+  /// The checkpoint directories under the root, newest first: ids by their time, version
+  /// numbers by their value.
   std::vector<std::string> checkpoints() const;
 
   /// The manifest copy inside checkpoint directory `id`.
   caf::expected<checkpoint_manifest> read_manifest_of(const std::string& id) const;
+
+  /// The part mapped into memory, after the same checks as read_part (parts of format 1 are
+  /// refused: they carry no checksum).
+  caf::expected<std::shared_ptr<const mapped_file>> map_part(const file_info& part) const;
 
   /// Reads every part `manifest` names and checks its size and checksum: the first damaged
   /// one fails with errc::corrupt_file.

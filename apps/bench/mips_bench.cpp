@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "apps/bench/mips_ann.hpp"
 #include "compute/mips/exact_index.hpp"
 #include "messages/error.hpp"
 #include "stores/matrix_file.hpp"
@@ -47,13 +48,6 @@ print(json.dumps({"b1_qps": b1, "b256_qps": b256}))
 double seconds_since(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
 }
-
-struct dataset {
-  std::string name;
-  std::string metric; // "ip" or "l2"
-  row_matrix items;
-  row_matrix queries;
-};
 
 // Factors whose norms vary: a Gaussian direction times a log-normal length.
 row_matrix synthetic_factors(uint64_t rows, uint32_t dim, uint64_t seed, double norm_sigma) {
@@ -110,41 +104,27 @@ void augment_for_l2(row_matrix& items, row_matrix& queries) {
   queries = std::move(xq);
 }
 
-caf::error write_raw(const std::string& path, const row_matrix& m) {
-  std::ofstream out{path, std::ios::binary};
-  out.write(reinterpret_cast<const char*>(m.data()),
-            static_cast<std::streamsize>(m.size() * sizeof(float)));
-  return out ? caf::error{} : make_error(errc::io_error, path);
-}
-
 struct peer_figures {
   double b1_qps = 0;
   double b256_qps = 0;
   std::vector<int64_t> ids; // its batch-1 answers, k per query
 };
 
-caf::expected<peer_figures> run_faiss(const mips_bench_options& o, const dataset& d,
+caf::expected<peer_figures> run_faiss(const mips_bench_options& o, const mips_dataset& d,
                                       const std::string& dir) {
   auto items = dir + "/items.f32", queries = dir + "/queries.f32", ids = dir + "/ids.i64";
-  auto script = dir + "/faiss_peer.py";
-  std::ofstream{script} << faiss_peer;
   if (auto err = write_raw(items, d.items))
     return err;
   if (auto err = write_raw(queries, d.queries))
     return err;
-  std::ostringstream cmd;
-  cmd << o.python << " " << script << " " << items << " " << d.items.rows() << " "
-      << d.items.cols() << " " << queries << " " << d.queries.rows() << " " << d.metric << " "
-      << o.k << " " << o.queries_b1 << " " << o.batches_b256 << " " << o.threads << " " << ids;
-  auto pipe = popen(cmd.str().c_str(), "r");
-  if (pipe == nullptr)
-    return make_error(errc::io_error, "cannot run " + cmd.str());
-  char line[4096] = {};
-  std::string last;
-  while (std::fgets(line, sizeof line, pipe) != nullptr)
-    last = line;
-  if (pclose(pipe) != 0)
-    return make_error(errc::io_error, "the FAISS peer failed: " + cmd.str());
+  std::ostringstream args;
+  args << items << " " << d.items.rows() << " " << d.items.cols() << " " << queries << " "
+       << d.queries.rows() << " " << d.metric << " " << o.k << " " << o.queries_b1 << " "
+       << o.batches_b256 << " " << o.threads << " " << ids;
+  auto lines = run_python(o.python, faiss_peer, args.str(), dir);
+  if (!lines)
+    return std::move(lines.error());
+  auto last = lines->empty() ? std::string{} : lines->back();
   peer_figures f;
   if (std::sscanf(last.c_str(), "{\"b1_qps\": %lf, \"b256_qps\": %lf}", &f.b1_qps, &f.b256_qps) != 2)
     return make_error(errc::corrupt_file, "unexpected FAISS output: " + last);
@@ -166,12 +146,13 @@ struct figures {
   double faiss_b256_qps = 0;
   /// Share of FAISS's batch-1 top-k ids that the exact index also returned (ties aside, 1).
   double agreement = 0;
+  ann_figures ann;
 };
 
 // The exact index on `d`, and FAISS on `peer` (the same vectors, or d's before the L2
 // augmentation).
-caf::expected<figures> measure(const mips_bench_options& o, const dataset& d,
-                               const dataset& peer_data, const std::string& dir) {
+caf::expected<figures> measure(const mips_bench_options& o, const mips_dataset& d,
+                               const mips_dataset& peer_data, const std::string& dir) {
   auto index = compute::mips::exact_index::make(d.items);
   if (!index)
     return make_error(index.error());
@@ -205,7 +186,27 @@ caf::expected<figures> measure(const mips_bench_options& o, const dataset& d,
       for (uint32_t i = 0; i < o.k; ++i)
         same += static_cast<uint64_t>(peer->ids[size_t{q} * o.k + i]) == h.id;
   f.agreement = static_cast<double>(same) / (static_cast<double>(o.queries_b1) * o.k);
+  if (!o.ann)
+    return f;
+  auto truth = index->search(d.queries, o.k, o.threads);
+  if (!truth)
+    return make_error(truth.error());
+  auto ann = measure_ann(o, d, peer_data, *truth, dir);
+  if (!ann)
+    return std::move(ann.error());
+  f.ann = std::move(*ann);
   return f;
+}
+
+void print_sweep(const ann_figures& a) {
+  std::printf("  %-26s %-24s %10s %9s\n", "index", "config", "qps", "recall@k");
+  for (auto* side : {&a.darcy, &a.faiss})
+    for (const auto& p : *side)
+      std::printf("  %-26s %-24s %10.1f %9.4f\n", p.index.c_str(), p.config.c_str(), p.qps,
+                  p.recall);
+  for (auto* best : {&a.best_darcy, &a.best_faiss})
+    std::printf("  best at recall >= 0.9: %s %s, %.1f qps, recall %.4f\n", best->index.c_str(),
+                best->config.c_str(), best->qps, best->recall);
 }
 
 std::string blas_in_use() {
@@ -217,6 +218,7 @@ std::string blas_in_use() {
 } // namespace
 
 int run_mips_bench(const mips_bench_options& o) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // the sweeps take minutes: show them as they go
   auto blas = blas_in_use();
   std::printf("blas: %s\n", blas.c_str());
   if (blas.find("openblas") == std::string::npos) {
@@ -233,7 +235,7 @@ int run_mips_bench(const mips_bench_options& o) {
   auto dir = (std::filesystem::temp_directory_path() /
               ("darcy-bench-mips-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);
-  std::vector<dataset> sets;
+  std::vector<mips_dataset> sets;
   if (o.factors.empty()) {
     sets.push_back({"synthetic-factors", "ip", synthetic_factors(o.items, o.dim, 1, 0.5),
                     synthetic_factors(o.queries_b1 + 256, o.dim, 2, 0.0)});
@@ -245,11 +247,17 @@ int run_mips_bench(const mips_bench_options& o) {
     }
     row_matrix items = Eigen::Map<row_matrix>(v->values.data(), static_cast<Eigen::Index>(v->rows),
                                               static_cast<Eigen::Index>(v->cols));
-    // Queries: other items' factors, as a "more like this" request sends them.
+    // Queries: users' factors (U.f32 beside V.f32), as recommending sends them; without
+    // them, other items' factors, as a "more like this" request sends them.
+    auto users = stores::read_matrix_file(
+      (std::filesystem::path{o.factors}.parent_path() / "U.f32").string());
+    auto& from = users && users->cols == v->cols ? *users : *v;
+    std::printf("queries: %s factors\n", &from == &*v ? "item" : "user");
     std::mt19937_64 rng{3};
     row_matrix queries(o.queries_b1 + 256, items.cols());
     for (Eigen::Index q = 0; q < queries.rows(); ++q)
-      queries.row(q) = items.row(static_cast<Eigen::Index>(rng() % v->rows));
+      queries.row(q) = Eigen::Map<const Eigen::RowVectorXf>(
+        from.values.data() + (rng() % from.rows) * from.cols, items.cols());
     sets.push_back({"wals-factors", "ip", std::move(items), std::move(queries)});
   }
   auto train = read_idx_images(o.fashion_mnist + "/train-images-idx3-ubyte.gz");
@@ -269,7 +277,7 @@ int run_mips_bench(const mips_bench_options& o) {
       if (d.metric == "ip")
         return measure(o, d, d, dir);
       // FAISS gets the raw vectors for IndexFlatL2; the exact index the augmented ones.
-      dataset augmented{d.name, "ip", d.items, d.queries};
+      mips_dataset augmented{d.name, "ip", d.items, d.queries};
       augment_for_l2(augmented.items, augmented.queries);
       return measure(o, augmented, d, dir);
     };
@@ -282,8 +290,10 @@ int run_mips_bench(const mips_bench_options& o) {
     std::printf("%-20s %8lld %5lld %12.1f %12.1f %12.1f %12.1f %9.4f\n", d.name.c_str(),
                 static_cast<long long>(d.items.rows()), static_cast<long long>(raw_dim),
                 f->b1_qps, f->faiss_b1_qps, f->b256_qps, f->faiss_b256_qps, f->agreement);
+    if (o.ann)
+      print_sweep(f->ann);
     if (json.empty()) {
-      char buf[512];
+      char buf[1024];
       std::snprintf(buf, sizeof buf,
                     "\"dataset\":\"%s\",\"items\":%lld,\"dim\":%lld,\"k\":%u,\"threads\":%u,"
                     "\"exact_qps_b1\":%.1f,\"faiss_qps_b1\":%.1f,\"exact_qps_b256\":%.1f,"
@@ -294,6 +304,20 @@ int run_mips_bench(const mips_bench_options& o) {
                     f->b256_qps, f->faiss_b256_qps, f->b1_qps / f->faiss_b1_qps,
                     f->b256_qps / f->faiss_b256_qps, f->agreement);
       json = buf;
+      if (o.ann) {
+        auto& a = f->ann;
+        std::snprintf(buf, sizeof buf,
+                      ",\"ann_qps\":%.1f,\"ann_config\":\"%s\",\"faiss_ann_qps\":%.1f,"
+                      "\"faiss_ann_index\":\"%s %s\",\"faiss_ann_recall\":%.4f,"
+                      "\"ann_build_s\":%.1f,\"ann_vs_faiss_at_r90\":%.3f,"
+                      "\"ann_recall_at_10\":%.4f",
+                      a.best_darcy.qps, a.best_darcy.config.c_str(), a.best_faiss.qps,
+                      a.best_faiss.index.c_str(), a.best_faiss.config.c_str(),
+                      a.best_faiss.recall, a.build_s,
+                      a.best_faiss.qps > 0 ? a.best_darcy.qps / a.best_faiss.qps : 0.0,
+                      a.best_darcy.recall);
+        json += buf;
+      }
     }
   }
   std::filesystem::remove_all(dir);

@@ -1,7 +1,8 @@
-// `darcy bench mips`: exact maximum-inner-product search (compute/mips) against FAISS's flat
-// indexes (python3-faiss, in the same run, on the same vectors and threads) at batch 1 and
-// batch 256, on item factors (a WALS model's V.f32, or synthetic factors whose norms vary) and
-// on Fashion-MNIST (L2, reduced to MIPS by norm augmentation). Last line: JSON.
+// `darcy bench mips`: maximum-inner-product search (compute/mips) against FAISS (python3-faiss,
+// in the same run, on the same vectors and threads): exact search at batch 1 and batch 256
+// against flat indexes, then quantized search against FAISS's IVF and HNSW indexes at recall@k
+// >= 0.9. Datasets: item factors (a WALS model's V.f32, or synthetic factors whose norms vary)
+// and Fashion-MNIST (L2, reduced to MIPS by norm augmentation). Last line: JSON.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ struct mips_bench_options {
   uint32_t batches_b256 = 4;
   uint32_t k = 10;
   uint32_t threads = 2;
+  /// Also sweep quantized search (compute::mips::ivf_pq_index) against FAISS's IVF and HNSW.
+  bool ann = true;
   /// Where Debian's dataset-fashion-mnist puts its files; skipped when missing.
   std::string fashion_mnist = "/usr/share/datasets/fashion-mnist";
   std::string python = "/usr/bin/python3";

@@ -20,7 +20,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   messaging->callback([opts, &exit_code] { exit_code = run_messaging_bench(*opts); });
 
   auto mips = std::make_shared<mips_bench_options>();
-  auto mips_cmd = bench->add_subcommand("mips", "Exact inner-product search versus FAISS");
+  auto mips_cmd = bench->add_subcommand("mips", "Exact and quantized inner-product search versus FAISS");
   mips_cmd->add_option("--items", mips->items, "Synthetic items (without --factors)");
   mips_cmd->add_option("--dim", mips->dim, "Synthetic dimension");
   mips_cmd->add_option("--factors", mips->factors, "Item factors: a WALS model's V.f32");
@@ -29,6 +29,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   mips_cmd->add_option("-k", mips->k, "Neighbours per query")->check(CLI::Range(1, 1000));
   mips_cmd->add_option("--threads", mips->threads, "Threads, for both")->check(CLI::Range(1, 64));
   mips_cmd->add_option("--fashion-mnist", mips->fashion_mnist, "dataset-fashion-mnist's folder");
+  mips_cmd->add_flag("!--exact-only", mips->ann, "Skip the quantized-search sweep");
   mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });
 
   auto emb = std::make_shared<embedding_bench_options>();

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "apps/cli/commands.hpp"
+#include "apps/wals/export_job.hpp"
 #include "apps/wals/wals_jobs.hpp"
 #include "messages/error.hpp"
 
@@ -129,6 +130,20 @@ void add_wals_command(CLI::App& app, int& exit_code) {
   rec_cmd->add_option("-k", rec->k, "How many");
   rec_cmd->add_option("--names", rec->names, "id<TAB>name file (artists.dat)");
   rec_cmd->callback([rec, report] { report(run_recommend(*rec)); });
+
+  auto exp = std::make_shared<export_job>();
+  auto exp_cmd = wals->add_subcommand("export", "Write a model as a new version of a serving export");
+  exp_cmd->add_option("--model", exp->model, "Model directory from wals train")->required();
+  exp_cmd->add_option("--out", exp->out, "Export directory EXPORTS/<name>")->required();
+  exp_cmd->add_option("--shards", exp->shards, "Shard sub-models")->check(CLI::Range(1, 1024));
+  exp_cmd->add_option("--keep", exp->keep, "Versions kept, the new one included")
+    ->check(CLI::Range(1, 1000));
+  exp_cmd->add_option("--lists", exp->index.lists, "Inverted lists per shard (0: 2 sqrt(items))");
+  exp_cmd->add_option("--anisotropic-threshold", exp->index.anisotropic_threshold,
+                      "ScaNN's T for the anisotropic loss (0: plain squared error)");
+  exp_cmd->add_option("--threads", exp->index.threads, "Threads building the indexes")
+    ->check(CLI::Range(1, 256));
+  exp_cmd->callback([exp, report] { report(run_export(*exp)); });
 }
 
 } // namespace darcy::apps

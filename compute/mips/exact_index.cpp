@@ -5,6 +5,8 @@
 #include <numeric>
 #include <thread>
 
+#include "compute/parallel.hpp"
+
 namespace darcy::compute::mips {
 
 namespace {
@@ -36,18 +38,28 @@ plain_error check_queries(const row_matrix& queries, size_t dim, size_t items, s
   return {};
 }
 
-plain_expected<exact_index> exact_index::make(row_matrix items, std::vector<uint64_t> ids) {
+plain_error check_items(const row_matrix& items, std::span<const uint64_t> ids) {
   if (!ids.empty() && ids.size() != static_cast<size_t>(items.rows()))
-    return plain_error{errc::dimension_mismatch, std::to_string(ids.size()) + " ids for " +
-                                                   std::to_string(items.rows()) + " items"};
+    return {errc::dimension_mismatch,
+            std::to_string(ids.size()) + " ids for " + std::to_string(items.rows()) + " items"};
   if (auto r = first_non_finite_row(items); r < items.rows())
-    return plain_error{errc::invalid_argument,
-                       "item " + std::to_string(r) + " holds a NaN or infinity"};
+    return {errc::invalid_argument, "item " + std::to_string(r) + " holds a NaN or infinity"};
+  return {};
+}
+
+std::vector<uint64_t> ids_or_rows(std::vector<uint64_t> ids, size_t rows) {
   if (ids.empty()) {
-    ids.resize(static_cast<size_t>(items.rows()));
+    ids.resize(rows);
     std::iota(ids.begin(), ids.end(), uint64_t{0});
   }
-  return exact_index{std::move(items), std::move(ids)};
+  return ids;
+}
+
+plain_expected<exact_index> exact_index::make(row_matrix items, std::vector<uint64_t> ids) {
+  if (auto err = check_items(items, ids))
+    return err;
+  auto rows = static_cast<size_t>(items.rows());
+  return exact_index{std::move(items), ids_or_rows(std::move(ids), rows)};
 }
 
 std::vector<std::vector<hit>> exact_index::search_range(const row_matrix& queries, size_t k,
@@ -67,13 +79,9 @@ exact_index::search(const row_matrix& queries, size_t k, uint32_t threads) const
   if (parts == 1)
     return search_range(queries, k, 0, size());
   std::vector<std::vector<std::vector<hit>>> partial(parts);
-  std::vector<std::thread> workers;
-  auto range = [&](size_t p) { return size() * p / parts; };
-  for (size_t p = 1; p < parts; ++p)
-    workers.emplace_back([&, p] { partial[p] = search_range(queries, k, range(p), range(p + 1)); });
-  partial[0] = search_range(queries, k, 0, range(1));
-  for (auto& w : workers)
-    w.join();
+  parallel_ranges(size(), parts, [&](size_t p, size_t begin, size_t end) {
+    partial[p] = search_range(queries, k, begin, end);
+  });
   std::vector<std::vector<hit>> result(static_cast<size_t>(queries.rows()));
   std::vector<std::vector<hit>> lists(parts);
   for (size_t q = 0; q < result.size(); ++q) {

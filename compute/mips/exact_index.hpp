@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "compute/top_k.hpp"
@@ -15,6 +16,13 @@ namespace darcy::compute::mips {
 /// errc::dimension_mismatch for another column count, errc::invalid_argument for a NaN or
 /// infinite value (naming the query), a k of 0, or a k above the item count.
 plain_error check_queries(const row_matrix& queries, size_t dim, size_t items, size_t k);
+
+/// Refuses items for an index: errc::invalid_argument for a NaN or infinite value (naming the
+/// row), errc::dimension_mismatch for ids of another length than the rows (empty ids pass).
+plain_error check_items(const row_matrix& items, std::span<const uint64_t> ids);
+
+/// `ids`, or the row numbers 0 .. rows - 1 when it is empty.
+std::vector<uint64_t> ids_or_rows(std::vector<uint64_t> ids, size_t rows);
 
 class exact_index {
 public:

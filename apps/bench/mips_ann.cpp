@@ -1,0 +1,185 @@
+#include "apps/bench/mips_ann.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "compute/mips/ivf_pq_index.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// FAISS's side: each family built once, then swept from fast to exact; one JSON line a point.
+constexpr const char* faiss_ann_peer = R"PY(
+import json, math, sys, time
+import numpy as np
+import faiss
+items_path, n, d, queries_path, nq, metric, k, threads, truth_path = sys.argv[1:]
+n, d, nq, k, threads = map(int, (n, d, nq, k, threads))
+faiss.omp_set_num_threads(threads)
+xb = np.fromfile(items_path, dtype=np.float32).reshape(n, d)
+xq = np.fromfile(queries_path, dtype=np.float32).reshape(nq, d)
+truth = np.fromfile(truth_path, dtype=np.int64).reshape(nq, k)
+mt = faiss.METRIC_INNER_PRODUCT if metric == "ip" else faiss.METRIC_L2
+def recall(found):
+    return sum(len(set(found[i]) & set(truth[i])) for i in range(nq)) / (nq * k)
+def build(factory):
+    start = time.perf_counter()
+    index = faiss.index_factory(d, factory, mt)
+    index.train(xb)
+    index.add(xb)
+    print(json.dumps({"built": factory, "seconds": time.perf_counter() - start}), flush=True)
+    return index
+def sweep(name, index, settings):
+    for label, apply in settings:
+        apply()
+        start = time.perf_counter()
+        _, found = index.search(xq, k)
+        qps = nq / (time.perf_counter() - start)
+        r = recall(found)
+        print(json.dumps({"index": name, "config": label, "qps": qps, "recall": r}), flush=True)
+        if r >= 0.995:
+            break
+def ivf_settings(index, k_factor=None):
+    refine = faiss.downcast_index(index) if k_factor else None
+    ivf = faiss.extract_index_ivf(refine.base_index if refine is not None else index)
+    def setter(p):
+        def apply():
+            ivf.nprobe = p
+            if refine is not None:
+                refine.k_factor = k_factor
+        return apply
+    return [(f"nprobe={p}" + (f",k_factor={k_factor}" if k_factor else ""), setter(p))
+            for p in probes]
+nlist = int(4 * math.sqrt(n))
+probes = [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256) if p <= nlist]
+ivf_flat = build(f"IVF{nlist},Flat")
+sweep("IVF-Flat", ivf_flat, ivf_settings(ivf_flat))
+del ivf_flat
+m8 = max(m for m in range(1, d // 4 + 1) if d % m == 0)
+ivfpq = build(f"IVF{nlist},PQ{m8},RFlat")
+for kf in (2, 4, 8, 16):
+    sweep(f"IVF-PQ{m8}+re-rank", ivfpq, ivf_settings(ivfpq, kf))
+del ivfpq
+try:
+    m4 = d // 2 if d % 2 == 0 else d
+    fast = build(f"IVF{nlist},PQ{m4}x4fs,RFlat")
+    for kf in (2, 4, 8, 16):
+        sweep(f"IVF-PQ{m4}x4fs+re-rank", fast, ivf_settings(fast, kf))
+    del fast
+except RuntimeError as e:
+    print(json.dumps({"skipped": "PQx4fs", "why": str(e)[:200]}), flush=True)
+hnsw = build("HNSW32")
+def ef_setter(e):
+    def apply():
+        hnsw.hnsw.efSearch = e
+    return apply
+sweep("HNSW32", hnsw, [(f"efSearch={e}", ef_setter(e)) for e in (16, 32, 64, 128, 256, 512)])
+)PY";
+
+double seconds_since(clock::time_point t) {
+  return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+ann_point best_of(const std::vector<ann_point>& points) {
+  ann_point best;
+  for (auto& p : points)
+    if (p.recall >= 0.9 && p.qps > best.qps)
+      best = p;
+  return best;
+}
+
+caf::expected<std::vector<ann_point>> run_faiss_ann(const mips_bench_options& o,
+                                                    const mips_dataset& peer,
+                                                    const std::vector<std::vector<compute::hit>>& truth,
+                                                    const std::string& dir) {
+  auto items = dir + "/items.f32", queries = dir + "/queries.f32", ids = dir + "/truth.i64";
+  if (auto err = write_raw(items, peer.items))
+    return err;
+  if (auto err = write_raw(queries, peer.queries))
+    return err;
+  {
+    std::ofstream out{ids, std::ios::binary};
+    for (auto& hits : truth)
+      for (auto& h : hits) {
+        auto id = static_cast<int64_t>(h.id);
+        out.write(reinterpret_cast<const char*>(&id), sizeof id);
+      }
+  }
+  std::ostringstream args;
+  args << items << " " << peer.items.rows() << " " << peer.items.cols() << " " << queries << " "
+       << peer.queries.rows() << " " << peer.metric << " " << o.k << " " << o.threads << " "
+       << ids;
+  auto lines = run_python(o.python, faiss_ann_peer, args.str(), dir, true);
+  if (!lines)
+    return std::move(lines.error());
+  std::vector<ann_point> points;
+  for (auto& line : *lines) {
+    char index[128] = {}, config[128] = {};
+    ann_point p;
+    if (std::sscanf(line.c_str(),
+                    "{\"index\": \"%127[^\"]\", \"config\": \"%127[^\"]\", \"qps\": %lf, "
+                    "\"recall\": %lf}",
+                    index, config, &p.qps, &p.recall) == 4) {
+      p.index = index;
+      p.config = config;
+      points.push_back(p);
+    }
+  }
+  return points;
+}
+
+} // namespace
+
+caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_dataset& d,
+                                       const mips_dataset& peer,
+                                       const std::vector<std::vector<compute::hit>>& truth,
+                                       const std::string& dir) {
+  ann_figures f;
+  // The anisotropic loss (ScaNN's T = 0.2) against plain squared error, on the same lists.
+  for (float threshold : {0.0f, 0.2f}) {
+    auto start = clock::now();
+    auto index = compute::mips::ivf_pq_index::build(
+      d.items, {}, {.anisotropic_threshold = threshold, .threads = o.threads});
+    if (!index)
+      return make_error(index.error());
+    f.build_s = seconds_since(start);
+    char name[64];
+    std::snprintf(name, sizeof name, "darcy-ivf-pq4,T=%.1f", threshold);
+    std::printf("  %s: %zu lists, built in %.1f s\n", name, index->lists(), f.build_s);
+    for (size_t probes : {1, 2, 4, 8, 16, 32}) {
+      double top = 0;
+      for (size_t rerank : std::vector<size_t>{o.k, 20, 30, 50, 100, 200}) {
+        start = clock::now();
+        auto hits = index->search(d.queries, o.k, {.probes = probes, .rerank = rerank,
+                                                   .threads = o.threads});
+        if (!hits)
+          return make_error(hits.error());
+        auto qps = static_cast<double>(d.queries.rows()) / seconds_since(start);
+        auto r = recall_at(truth, *hits);
+        f.darcy.push_back({name,
+                           "probes=" + std::to_string(probes) + ",rerank=" + std::to_string(rerank),
+                           qps, r});
+        top = std::max(top, r);
+        std::printf("  {\"index\": \"%s\", \"config\": \"%s\", \"qps\": %.1f, \"recall\": %.4f}\n",
+                    name, f.darcy.back().config.c_str(), qps, r);
+      }
+      if (top >= 0.995)
+        break;
+    }
+  }
+  auto faiss = run_faiss_ann(o, peer, truth, dir);
+  if (!faiss)
+    return std::move(faiss.error());
+  f.faiss = std::move(*faiss);
+  f.best_darcy = best_of(f.darcy);
+  f.best_faiss = best_of(f.faiss);
+  return f;
+}
+
+} // namespace darcy::apps

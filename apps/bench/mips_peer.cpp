@@ -1,0 +1,54 @@
+#include "apps/bench/mips_peer.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+
+caf::error write_raw(const std::string& path, const compute::row_matrix& m) {
+  std::ofstream out{path, std::ios::binary};
+  out.write(reinterpret_cast<const char*>(m.data()),
+            static_cast<std::streamsize>(m.size() * sizeof(float)));
+  return out ? caf::error{} : make_error(errc::io_error, path);
+}
+
+caf::expected<std::vector<std::string>> run_python(const std::string& python,
+                                                   const std::string& script,
+                                                   const std::string& args,
+                                                   const std::string& dir, bool echo) {
+  auto path = dir + "/peer.py";
+  std::ofstream{path} << script;
+  auto cmd = python + " " + path + " " + args;
+  auto pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr)
+    return make_error(errc::io_error, "cannot run " + cmd);
+  std::vector<std::string> lines;
+  char line[4096] = {};
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    lines.emplace_back(line);
+    if (echo)
+      std::printf("  %s", line);
+  }
+  if (pclose(pipe) != 0)
+    return make_error(errc::io_error, "the FAISS peer failed: " + cmd);
+  return lines;
+}
+
+double recall_at(const std::vector<std::vector<compute::hit>>& truth,
+                 const std::vector<std::vector<compute::hit>>& found) {
+  size_t same = 0, all = 0;
+  for (size_t q = 0; q < truth.size() && q < found.size(); ++q) {
+    std::set<uint64_t> ids;
+    for (auto& h : truth[q])
+      ids.insert(h.id);
+    for (auto& h : found[q])
+      same += ids.count(h.id);
+    all += truth[q].size();
+  }
+  return all == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(all);
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,56 @@
+#include "apps/wals/export_job.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "apps/wals/model_io.hpp"
+#include "stores/serving_export.hpp"
+
+namespace darcy::wals {
+
+namespace {
+
+// The first `rows` rows of `m` (the matrix's own; later rows are feature rows).
+compute::row_matrix head_rows(const stores::float_matrix& m, uint64_t rows) {
+  return Eigen::Map<const compute::row_matrix>(m.values.data(), static_cast<Eigen::Index>(rows),
+                                               static_cast<Eigen::Index>(m.cols));
+}
+
+std::vector<std::string> head_names(const std::vector<std::string>& ids, uint64_t rows) {
+  if (ids.size() < rows)
+    return {};
+  return {ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(rows)};
+}
+
+} // namespace
+
+caf::error run_export(const export_job& job) {
+  auto start = std::chrono::steady_clock::now();
+  auto m = load_model(job.model);
+  if (!m)
+    return std::move(m.error());
+  stores::export_input in;
+  in.config.kind = "wals";
+  in.config.metric = "dot";
+  in.config.shards = job.shards;
+  in.config.lambda = m->params.lambda;
+  in.config.sigma = m->params.sigma;
+  in.config.alpha = m->params.alpha;
+  in.config.weight = to_string(m->params.weight_fn);
+  in.items = head_rows(m->v, m->items);
+  in.users = head_rows(m->u, m->users);
+  in.item_names = head_names(m->col_ids, m->items);
+  in.user_names = head_names(m->row_ids, m->users);
+  in.index = job.index;
+  auto version = stores::write_export(job.out, std::move(in), job.keep);
+  if (!version)
+    return std::move(version.error());
+  auto seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("exported %s as version %s of %s (%u shards, %llu items) in %.1f s\n",
+              job.model.c_str(), version->c_str(), job.out.c_str(), job.shards,
+              static_cast<unsigned long long>(m->items), seconds);
+  return {};
+}
+
+} // namespace darcy::wals

@@ -1,0 +1,26 @@
+// `darcy wals export`: a trained WALS model (wals train --out) as a new version of a serving
+// export (stores/serving_export.hpp): the root with the projection parameters, and n shards,
+// each an item partition with its quantized index.
+#pragma once
+
+#include <string>
+
+#include <caf/error.hpp>
+
+#include "compute/mips/ivf_pq_index.hpp"
+
+namespace darcy::wals {
+
+struct export_job {
+  std::string model;
+  /// EXPORTS/<name>: versions are written under it.
+  std::string out;
+  uint32_t shards = 1;
+  /// Versions kept, the new one included.
+  size_t keep = 3;
+  compute::mips::ivf_pq_options index{.threads = 2};
+};
+
+caf::error run_export(const export_job& job);
+
+} // namespace darcy::wals

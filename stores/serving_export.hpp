@@ -1,0 +1,88 @@
+// The versioned export of a retrieval model, as `darcy wals export` writes it and serving loads
+// it. MODEL_DIR/<version>/ holds a root sub-model (root/: the config, and what cold-start
+// projection needs: the Gramian and the item factors; the user factors and names when known)
+// and n shard sub-models (shard-i/: an item partition, its ids and its quantized index). The
+// manifest is written last and atomically, with every file's size and checksum, through the
+// one checkpoint mechanism (checkpoint_dir); versions beyond the newest `keep` are removed.
+//
+//   auto version = stores::write_export("EXPORTS/songs", input, 3);
+//   auto manifest = stores::read_export_manifest("EXPORTS/songs");   // the newest version
+//   auto shard = stores::load_export_shard("EXPORTS/songs", *manifest, 0);  // mapped
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "compute/mips/ivf_pq_index.hpp"
+#include "compute/shared_array.hpp"
+#include "messages/checkpoint.hpp"
+
+namespace darcy::stores {
+
+/// Service name in export manifests.
+inline constexpr const char* serving_service_name = "serving";
+
+struct export_config {
+  /// The trainer: "wals" or "word2vec".
+  std::string kind = "wals";
+  /// "dot" (inner product) or "cosine" (rows normalised at export).
+  std::string metric = "dot";
+  uint64_t items = 0;
+  uint64_t users = 0;
+  uint32_t dim = 0;
+  uint32_t shards = 1;
+  /// WALS's projection parameters (cold start): lambda, sigma (unobserved weight), alpha and
+  /// its weight function ("identity" or "log1p").
+  double lambda = 0;
+  double sigma = 0;
+  double alpha = 0;
+  std::string weight = "log1p";
+};
+
+struct export_input {
+  export_config config; // items, users and dim are taken from the matrices
+  compute::row_matrix items;
+  compute::row_matrix users; // may be empty
+  std::vector<std::string> item_names; // empty, or one per item
+  std::vector<std::string> user_names; // empty, or one per user
+  compute::mips::ivf_pq_options index;
+};
+
+/// Writes a new version under `model_dir` and returns its number. Item i goes to shard
+/// i % shards, named by id i. errc::invalid_argument for 0 shards, more shards than items, a
+/// NaN factor, names of another count, or an unknown metric; errc::io_error when a file
+/// cannot be written (the previous version then stays the newest).
+caf::expected<std::string> write_export(const std::string& model_dir, export_input input,
+                                        size_t keep);
+
+/// The manifest of `version`, or of the newest version when empty: errc::not_found when there
+/// is none, errc::corrupt_file when it is damaged.
+caf::expected<checkpoint_manifest> read_export_manifest(const std::string& model_dir,
+                                                        const std::string& version = {});
+
+/// The version numbers under `model_dir`, newest first.
+std::vector<std::string> export_versions(const std::string& model_dir);
+
+struct export_root {
+  export_config config;
+  compute::row_matrix gramian; // items' V^T V
+  compute::shared_array<float> items; // config.items x dim
+  compute::shared_array<float> users; // config.users x dim
+  std::vector<std::string> item_names;
+  std::vector<std::string> user_names;
+};
+
+/// The root sub-model of `manifest`'s version; its large parts are mapped. errc::corrupt_file
+/// when a file is missing, damaged or disagrees with the config.
+caf::expected<export_root> load_export_root(const std::string& model_dir,
+                                            const checkpoint_manifest& manifest);
+
+/// Shard `shard`'s index, its items and ids mapped in place. errc::corrupt_file as above;
+/// errc::invalid_argument for a shard the export does not have.
+caf::expected<compute::mips::ivf_pq_index>
+load_export_shard(const std::string& model_dir, const checkpoint_manifest& manifest,
+                  uint32_t shard);
+
+} // namespace darcy::stores
