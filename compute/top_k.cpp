@@ -108,4 +108,18 @@ void normalise_rows(row_matrix& m) {
       m.row(r) /= norm;
 }
 
+double recall_at(const std::vector<std::vector<hit>>& truth,
+                 const std::vector<std::vector<hit>>& found) {
+  size_t same = 0, all = 0;
+  for (size_t q = 0; q < truth.size(); ++q) {
+    all += truth[q].size();
+    if (q >= found.size())
+      continue;
+    for (auto& h : found[q])
+      same += static_cast<size_t>(std::count_if(truth[q].begin(), truth[q].end(),
+                                                [&](const hit& t) { return t.id == h.id; }));
+  }
+  return all == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(all);
+}
+
 } // namespace darcy::compute

@@ -60,4 +60,9 @@ void normalise_rows(row_matrix& m);
 /// The best k of the union of `lists` (each already ordered, ids unique across lists).
 std::vector<hit> merge_top_k(const std::vector<std::vector<hit>>& lists, size_t k);
 
+/// Recall of approximate answers: the share of the ids in truth[q] (over every query q) that
+/// found[q] also holds; 0 when truth holds none.
+double recall_at(const std::vector<std::vector<hit>>& truth,
+                 const std::vector<std::vector<hit>>& found);
+
 } // namespace darcy::compute

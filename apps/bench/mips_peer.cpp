@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <set>
 
 #include "messages/error.hpp"
 
@@ -35,20 +34,6 @@ caf::expected<std::vector<std::string>> run_python(const std::string& python,
   if (pclose(pipe) != 0)
     return make_error(errc::io_error, "the FAISS peer failed: " + cmd);
   return lines;
-}
-
-double recall_at(const std::vector<std::vector<compute::hit>>& truth,
-                 const std::vector<std::vector<compute::hit>>& found) {
-  size_t same = 0, all = 0;
-  for (size_t q = 0; q < truth.size() && q < found.size(); ++q) {
-    std::set<uint64_t> ids;
-    for (auto& h : truth[q])
-      ids.insert(h.id);
-    for (auto& h : found[q])
-      same += ids.count(h.id);
-    all += truth[q].size();
-  }
-  return all == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(all);
 }
 
 } // namespace darcy::apps

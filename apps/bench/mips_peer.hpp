@@ -29,8 +29,4 @@ caf::expected<std::vector<std::string>> run_python(const std::string& python,
                                                    const std::string& args,
                                                    const std::string& dir, bool echo = false);
 
-/// The share of truth's ids (k per query) that `found` also holds, query by query.
-double recall_at(const std::vector<std::vector<compute::hit>>& truth,
-                 const std::vector<std::vector<compute::hit>>& found);
-
 } // namespace darcy::apps

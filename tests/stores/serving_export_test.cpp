@@ -9,6 +9,7 @@
 
 #include "compute/mips/exact_index.hpp"
 #include "messages/error.hpp"
+#include "tests/support/random_matrix.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {
@@ -17,14 +18,7 @@ namespace {
 using compute::row_matrix;
 namespace fs = std::filesystem;
 
-row_matrix gaussian(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  std::normal_distribution<float> gauss;
-  row_matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i)
-    m.data()[i] = gauss(rng);
-  return m;
-}
+using test::gaussian_matrix;
 
 export_input small_input(uint32_t shards) {
   export_input in;
@@ -32,8 +26,8 @@ export_input small_input(uint32_t shards) {
   in.config.lambda = 0.1;
   in.config.sigma = 0.5;
   in.config.alpha = 2;
-  in.items = gaussian(2000, 8, 1);
-  in.users = gaussian(50, 8, 2);
+  in.items = gaussian_matrix(2000, 8, 1);
+  in.users = gaussian_matrix(50, 8, 2);
   for (int u = 0; u < 50; ++u)
     in.user_names.push_back("user-" + std::to_string(u));
   in.index = {.lists = 8, .seed = 3};
@@ -60,7 +54,7 @@ TEST(serving_export, shards_merged_answer_as_exact_search_over_all_items) {
   EXPECT_TRUE(root->item_names.empty());
   EXPECT_TRUE(root->gramian.isApprox(in.items.transpose() * in.items, 1e-5f));
   EXPECT_EQ(root->items.to_vector(), std::vector<float>(in.items.data(), in.items.data() + in.items.size()));
-  auto queries = gaussian(5, 8, 4);
+  auto queries = gaussian_matrix(5, 8, 4);
   std::vector<std::vector<std::vector<compute::hit>>> per_shard;
   for (uint32_t s = 0; s < 3; ++s) {
     auto shard = load_export_shard(model, *m, s);
@@ -147,7 +141,7 @@ TEST(serving_export, refuses_bad_input_before_writing_anything) {
          [](export_input& in) { in.user_names.pop_back(); },
          [](export_input& in) { in.item_names = {"a", "b"}; },
          [](export_input& in) { in.config.metric = "l1"; },
-         [](export_input& in) { in.users = gaussian(3, 4, 1); }}) {
+         [](export_input& in) { in.users = gaussian_matrix(3, 4, 1); }}) {
     test::temp_dir tmp{"export_bad"};
     auto in = small_input(2);
     mutate(in);

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <random>
-#include <set>
 
 #include <gtest/gtest.h>
 
@@ -38,20 +37,6 @@ row_matrix topical(Eigen::Index rows, Eigen::Index dim, uint64_t seed) {
   return m;
 }
 
-double recall(const std::vector<std::vector<hit>>& truth,
-              const std::vector<std::vector<hit>>& found) {
-  size_t same = 0, all = 0;
-  for (size_t q = 0; q < truth.size(); ++q) {
-    std::set<uint64_t> ids;
-    for (auto& h : truth[q])
-      ids.insert(h.id);
-    for (auto& h : found[q])
-      same += ids.count(h.id);
-    all += truth[q].size();
-  }
-  return static_cast<double>(same) / static_cast<double>(all);
-}
-
 TEST(ivf_pq_index, meets_its_recall_on_a_fixed_seed) {
   auto items = topical(20000, 32, 1);
   auto queries = topical(200, 32, 2);
@@ -63,10 +48,10 @@ TEST(ivf_pq_index, meets_its_recall_on_a_fixed_seed) {
   EXPECT_EQ(index->lists(), 100u);
   auto found = index->search(queries, 10, {.probes = 10, .rerank = 100, .threads = 2});
   ASSERT_TRUE(found) << render(found.error());
-  EXPECT_GE(recall(*truth, *found), 0.9);
+  EXPECT_GE(recall_at(*truth, *found), 0.9);
   // Probing one list of a hundred cannot find most of the true neighbours: the check bites.
   auto narrow = index->search(queries, 10, {.probes = 1, .rerank = 10});
-  EXPECT_LT(recall(*truth, *narrow), 0.9);
+  EXPECT_LT(recall_at(*truth, *narrow), 0.9);
 }
 
 TEST(ivf_pq_index, anisotropic_loss_ranks_better_before_re_ranking) {
@@ -78,7 +63,7 @@ TEST(ivf_pq_index, anisotropic_loss_ranks_better_before_re_ranking) {
     auto index = ivf_pq_index::build(
       items, {}, {.lists = 100, .anisotropic_threshold = threshold, .seed = 3, .threads = 2});
     // No re-ranking beyond k: the order is the quantized scores'.
-    return recall(*truth, *index->search(queries, 10, {.probes = 10, .rerank = 10}));
+    return recall_at(*truth, *index->search(queries, 10, {.probes = 10, .rerank = 10}));
   };
   EXPECT_GT(recall_of(0.4f), recall_of(0.0f) + 0.02);
 }

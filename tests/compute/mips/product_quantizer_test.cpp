@@ -5,17 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/random_matrix.hpp"
+
 namespace darcy::compute::mips {
 namespace {
 
-row_matrix gaussian(Eigen::Index rows, Eigen::Index cols, uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  std::normal_distribution<float> gauss;
-  row_matrix m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i)
-    m.data()[i] = gauss(rng);
-  return m;
-}
+using test::gaussian_matrix;
 
 TEST(anisotropic_eta, follows_scann_formula) {
   EXPECT_FLOAT_EQ(anisotropic_eta(0.0f, 64), 1.0f);
@@ -25,7 +20,7 @@ TEST(anisotropic_eta, follows_scann_formula) {
 
 TEST(product_quantizer, encodes_a_codeword_concatenation_exactly_for_every_width) {
   for (size_t width : {1u, 2u, 3u}) {
-    auto sample = gaussian(500, 7, width); // 7 dims: the last subspace is short unless width 1
+    auto sample = gaussian_matrix(500, 7, width); // a short last subspace
     auto pq = product_quantizer::train(sample, width, 4, 2);
     ASSERT_EQ(pq.subspaces(), (7 + width - 1) / width);
     std::vector<uint8_t> chosen(pq.subspaces());
@@ -38,10 +33,10 @@ TEST(product_quantizer, encodes_a_codeword_concatenation_exactly_for_every_width
 }
 
 TEST(product_quantizer, table_sums_are_inner_products_with_the_decoded_vector) {
-  auto pq = product_quantizer::train(gaussian(400, 9, 1), 2, 1);
-  auto query = gaussian(1, 9, 2);
+  auto pq = product_quantizer::train(gaussian_matrix(400, 9, 1), 2, 1);
+  auto query = gaussian_matrix(1, 9, 2);
   auto table = pq.inner_product_table({query.data(), 9});
-  auto codes = pq.encode(gaussian(5, 9, 3), {}, 1.0f);
+  auto codes = pq.encode(gaussian_matrix(5, 9, 3), {}, 1.0f);
   for (size_t i = 0; i < 5; ++i) {
     std::span<const uint8_t> mine{codes.data() + i * pq.subspaces(), pq.subspaces()};
     float sum = 0;
@@ -52,7 +47,7 @@ TEST(product_quantizer, table_sums_are_inner_products_with_the_decoded_vector) {
 }
 
 TEST(product_quantizer, anisotropic_encoding_trades_orthogonal_error_for_parallel_error) {
-  auto points = gaussian(2000, 16, 7);
+  auto points = gaussian_matrix(2000, 16, 7);
   auto pq = product_quantizer::train(points, 2, 3);
   auto errors = [&](float eta) {
     auto codes = pq.encode(points, points, eta, 2);
