@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include "compute/hash.hpp"
+#include "compute/sampler.hpp"
 
 namespace darcy::compute {
 
@@ -21,8 +22,7 @@ holdout_split split_holdout(const csr_matrix& m, double fraction, uint64_t seed)
     order.resize(n);
     std::iota(order.begin(), order.end(), 0);
     std::mt19937_64 rng{mix64(seed, r)};
-    for (uint64_t i = 0; i < held; ++i) // partial Fisher-Yates: the first `held` are held out
-      std::swap(order[i], order[i + rng() % (n - i)]);
+    shuffle_prefix(order, held, rng); // the first `held` are held out
     for (uint64_t i = 0; i < n; ++i) {
       auto at = m.offsets[r] + order[i];
       triple t{static_cast<uint32_t>(r), m.indices[at], m.values[at]};

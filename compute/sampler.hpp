@@ -14,6 +14,15 @@
 
 namespace darcy::compute {
 
+/// Moves `count` distinct elements of `order`, chosen by `rng`, to its first `count` places (a
+/// partial Fisher-Yates shuffle); the others follow. Precondition: count <= order.size().
+template <class T>
+void shuffle_prefix(std::vector<T>& order, size_t count, std::mt19937_64& rng) {
+  auto n = order.size();
+  for (size_t i = 0; i < count; ++i)
+    std::swap(order[i], order[i + rng() % (n - i)]);
+}
+
 struct sampled {
   /// Index into the candidate table.
   uint64_t id = 0;

@@ -9,6 +9,7 @@
 #include "compute/mips/fast_scan.hpp"
 #include "compute/mips/kmeans.hpp"
 #include "compute/parallel.hpp"
+#include "compute/sampler.hpp"
 
 namespace darcy::compute::mips {
 
@@ -25,8 +26,7 @@ row_matrix sample_rows(const row_matrix& m, size_t count, uint64_t seed) {
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   std::mt19937_64 rng{seed};
-  for (size_t i = 0; i < count; ++i)
-    std::swap(order[i], order[i + rng() % (n - i)]);
+  shuffle_prefix(order, count, rng);
   order.resize(count);
   std::sort(order.begin(), order.end());
   row_matrix s(static_cast<Eigen::Index>(count), m.cols());

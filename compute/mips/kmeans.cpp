@@ -5,6 +5,7 @@
 #include <random>
 
 #include "compute/parallel.hpp"
+#include "compute/sampler.hpp"
 
 namespace darcy::compute::mips {
 
@@ -58,9 +59,7 @@ row_matrix kmeans(const row_matrix& points, const kmeans_options& o) {
   std::mt19937_64 rng{o.seed};
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  // A partial Fisher-Yates shuffle: the first k entries are k distinct points.
-  for (size_t i = 0; i < k; ++i)
-    std::swap(order[i], order[i + rng() % (n - i)]);
+  shuffle_prefix(order, k, rng); // the first k entries are k distinct points
   row_matrix centroids(static_cast<Eigen::Index>(k), points.cols());
   for (size_t c = 0; c < k; ++c)
     centroids.row(static_cast<Eigen::Index>(c)) = points.row(static_cast<Eigen::Index>(order[c]));
