@@ -46,6 +46,9 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using chief_atom = caf::atom_constant<caf::atom("chief")>;
 using events_atom = caf::atom_constant<caf::atom("events")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
+// Retrieval serving (serving_interfaces.hpp).
+using topk_atom = caf::atom_constant<caf::atom("topk")>;
+using unload_atom = caf::atom_constant<caf::atom("unload")>;
 
 /// Key of the cluster registry handle in each node's local CAF actor registry.
 inline constexpr caf::atom_value registry_key = caf::atom("darcy_reg");

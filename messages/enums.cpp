@@ -1,6 +1,7 @@
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_config.hpp"
 #include "messages/cluster/supervision.hpp"
+#include "messages/serving/serving_values.hpp"
 #include "messages/wals/wals_values.hpp"
 
 namespace darcy {
@@ -78,6 +79,16 @@ std::string to_string(wals_solver x) {
 
 std::string to_string(wals_side x) {
   static const char* const names[] = {"rows", "cols"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(model_state x) {
+  static const char* const names[] = {"unavailable", "loading", "available"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(query_kind x) {
+  static const char* const names[] = {"vector", "user", "items"};
   return lookup(names, static_cast<uint8_t>(x));
 }
 

@@ -40,6 +40,11 @@ enum class errc : uint8_t {
   injected_fault,
   overloaded,
   permission_denied,
+  deadline_exceeded,
+  unavailable,
+  access_denied,
+  quota_exceeded,
+  unauthenticated,
 };
 
 namespace detail {
@@ -75,6 +80,11 @@ inline constexpr errc_entry errc_table[] = {
   {"injected_fault", "injected fault"},
   {"overloaded", "service overloaded, retry later"},
   {"permission_denied", "refused: wrong or missing cluster secret"},
+  {"deadline_exceeded", "deadline exceeded"},
+  {"unavailable", "not available"},
+  {"access_denied", "access denied"},
+  {"quota_exceeded", "quota exceeded"},
+  {"unauthenticated", "missing or unknown credentials"},
 };
 
 inline const errc_entry& errc_entry_of(uint8_t code) {

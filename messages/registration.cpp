@@ -9,6 +9,7 @@
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/cluster/probe_messages.hpp"
 #include "messages/cluster/supervision.hpp"
+#include "messages/serving/serving_interfaces.hpp"
 #include "messages/wals/wals_values.hpp"
 #include "messages/wals/wals_interfaces.hpp"
 
@@ -62,7 +63,21 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<factor_shard_actor>("darcy.factor_shard_actor")
     .add_message_type<std::vector<factor_shard_actor>>("darcy.factor_shard_actors")
     .add_message_type<wals_worker_actor>("darcy.wals_worker_actor")
-    .add_message_type<wals_chief_actor>("darcy.wals_chief_actor");
+    .add_message_type<wals_chief_actor>("darcy.wals_chief_actor")
+    .add_message_type<request_context>("darcy.request_context")
+    .add_message_type<serving_shard_config>("darcy.serving_shard_config")
+    .add_message_type<shard_query>("darcy.shard_query")
+    .add_message_type<shard_hits>("darcy.shard_hits")
+    .add_message_type<shard_status>("darcy.shard_status")
+    .add_message_type<query_kind>("darcy.query_kind")
+    .add_message_type<topk_request>("darcy.topk_request")
+    .add_message_type<topk_response>("darcy.topk_response")
+    .add_message_type<latency_histogram>("darcy.latency_histogram")
+    .add_message_type<shard_health>("darcy.shard_health")
+    .add_message_type<principal_counters>("darcy.principal_counters")
+    .add_message_type<model_state>("darcy.model_state")
+    .add_message_type<model_status>("darcy.model_status")
+    .add_message_type<serving_shard_actor>("darcy.serving_shard_actor");
   cfg.add_error_category(errc_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {
                            return render_errc(code, context);

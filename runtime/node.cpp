@@ -34,11 +34,22 @@ caf::error listen_error(const node_options& opts, const caf::error& err) {
 
 } // namespace
 
+void block_shutdown_signals() {
+  auto signals = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+int wait_for_shutdown() {
+  auto signals = shutdown_signals();
+  int signal = 0;
+  sigwait(&signals, &signal);
+  return signal;
+}
+
 caf::error run_node(const node_options& opts, const config_hook& hook) {
   if (auto err = validate(opts))
     return err;
-  auto signals = shutdown_signals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  block_shutdown_signals();
 
   system_config cfg{opts.name, opts.threads};
   if (hook)
@@ -76,8 +87,7 @@ caf::error run_node(const node_options& opts, const config_hook& hook) {
 
   std::cout << "darcy node " << opts.name << " listening on " << to_string(bound) << std::endl;
 
-  int signal = 0;
-  sigwait(&signals, &signal);
+  auto signal = wait_for_shutdown();
   log_info("darcy node {}: shutting down (signal {})", opts.name, signal);
   if (opts.join)
     ask<ok_atom>(sys, services.registry, opts.connect_timeout, leave_atom::value, opts.name);

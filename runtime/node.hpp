@@ -15,6 +15,13 @@ namespace darcy::runtime {
 /// Called on the node's config before the actor system starts, to add app actor types.
 using config_hook = std::function<void(system_config&)>;
 
+/// Blocks SIGTERM and SIGINT in the calling thread and every thread it starts later, so that
+/// wait_for_shutdown receives them. Call from the main thread before any other thread starts.
+void block_shutdown_signals();
+
+/// Waits for SIGTERM or SIGINT (blocked first by block_shutdown_signals) and returns it.
+int wait_for_shutdown();
+
 /// Starts the node and prints one line "darcy node NAME listening on HOST:PORT" to stdout once
 /// it serves requests (with the real port when opts.listen.port was 0). Returns an error that
 /// names the problem when the node cannot listen or join; none after a clean shutdown.

@@ -2,7 +2,7 @@
 # Installs Darcy's Debian build and test dependencies, only when one is missing (idempotent).
 # Uses sudo when not run as root. Fetches nothing but Debian packages (npm is for `npm pack`
 # of demo data, gnuplot-nox draws the experiments' plots, libopenblas0-pthread gives the
-# benchmarks' Python peers the optimized BLAS their users run them with).
+# benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API).
 set -euo pipefail
 
 packages=(
@@ -10,10 +10,11 @@ packages=(
   libcaf-dev capnproto libcapnp-dev
   libleveldb-dev libsnappy-dev
   libeigen3-dev libboost-dev
-  libtomlplusplus-dev libcli11-dev libspdlog-dev
+  libtomlplusplus-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev
   gnuplot-nox
   libopenblas0-pthread
+  wrk
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.

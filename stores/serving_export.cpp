@@ -150,6 +150,11 @@ caf::expected<export_config> read_config(const checkpoint_dir& dir, const checkp
 
 } // namespace
 
+caf::expected<export_config> read_export_config(const std::string& model_dir,
+                                                const checkpoint_manifest& manifest) {
+  return read_config(checkpoint_dir{model_dir}, manifest);
+}
+
 caf::expected<std::string> write_export(const std::string& model_dir, export_input in,
                                         size_t keep) {
   auto& c = in.config;
@@ -228,6 +233,8 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
       if (err)
         return fail(err);
   }
+  if (in.before_commit)
+    in.before_commit();
   if (auto err = dir.commit(m, keep))
     return err;
   return version;

@@ -10,6 +10,7 @@
 //   auto shard = stores::load_export_shard("EXPORTS/songs", *manifest, 0);  // mapped
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct export_input {
   std::vector<std::string> item_names; // empty, or one per item
   std::vector<std::string> user_names; // empty, or one per user
   compute::mips::ivf_pq_options index;
+  /// Called once every part is written, just before the manifest commits the version
+  /// (fault-injection tests stop the writer here).
+  std::function<void()> before_commit;
 };
 
 /// Writes a new version under `model_dir` and returns its number. Item i goes to shard
@@ -64,6 +68,11 @@ caf::expected<checkpoint_manifest> read_export_manifest(const std::string& model
 
 /// The version numbers under `model_dir`, newest first.
 std::vector<std::string> export_versions(const std::string& model_dir);
+
+/// The config of `manifest`'s version alone (what a root needs before its shards load).
+/// errc::corrupt_file as load_export_root.
+caf::expected<export_config> read_export_config(const std::string& model_dir,
+                                                const checkpoint_manifest& manifest);
 
 struct export_root {
   export_config config;

@@ -143,6 +143,9 @@ void add_wals_command(CLI::App& app, int& exit_code) {
                       "ScaNN's T for the anisotropic loss (0: plain squared error)");
   exp_cmd->add_option("--threads", exp->index.threads, "Threads building the indexes")
     ->check(CLI::Range(1, 256));
+  exp_cmd->add_option("--fault-stall-before-commit", exp->stall_before_commit,
+                      "Write the pid to this file before the manifest and wait to be killed")
+    ->group("Fault injection (tests)");
   exp_cmd->callback([exp, report] { report(run_export(*exp)); });
 }
 

@@ -1,9 +1,12 @@
 #include "apps/wals/export_job.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 
 #include "apps/wals/model_io.hpp"
+#include "runtime/chaos.hpp"
 #include "stores/serving_export.hpp"
 
 namespace darcy::wals {
@@ -42,6 +45,12 @@ caf::error run_export(const export_job& job) {
   in.item_names = head_names(m->col_ids, m->items);
   in.user_names = head_names(m->row_ids, m->users);
   in.index = job.index;
+  if (!job.stall_before_commit.empty())
+    in.before_commit = [path = job.stall_before_commit] {
+      runtime::write_fault_pid(path);
+      for (;;)
+        ::pause();
+    };
   auto version = stores::write_export(job.out, std::move(in), job.keep);
   if (!version)
     return std::move(version.error());

@@ -19,6 +19,9 @@ struct export_job {
   /// Versions kept, the new one included.
   size_t keep = 3;
   compute::mips::ivf_pq_options index{.threads = 2};
+  /// Fault injection (tests): once every part is written and before the manifest, write this
+  /// process's pid to the file and wait to be killed.
+  std::string stall_before_commit;
 };
 
 caf::error run_export(const export_job& job);

@@ -1,0 +1,393 @@
+#include "actors/serving/serving_root.hpp"
+
+#include <caf/actor_cast.hpp>
+
+#include "messages/error.hpp"
+#include "runtime/log.hpp"
+#include "runtime/remote_run.hpp"
+#include "runtime/supervisor.hpp"
+#include "stores/serving_export.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+using pending_topk = serving_root_state::pending_topk;
+
+/// Orchestration events kept for status.
+constexpr size_t max_events = 200;
+
+void log_event(serving_root_pointer self, std::string text) {
+  auto& events = self->state.events;
+  runtime::log_info("serving {}: {}", self->state.config.model, text);
+  events.push_back(std::move(text));
+  if (events.size() > max_events)
+    events.erase(events.begin());
+}
+
+double seconds_since_start(serving_root_pointer self) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - self->state.started)
+    .count();
+}
+
+std::string shard_list(const std::vector<uint32_t>& shards) {
+  std::string text;
+  for (auto s : shards)
+    text += (text.empty() ? "" : ", ") + std::to_string(s);
+  return text;
+}
+
+// Stops a retired version's shard servers once its last request is answered.
+void unload_if_idle(serving_root_pointer self, const std::shared_ptr<served_version>& v) {
+  auto& st = self->state;
+  if (!v->retired || v->in_flight > 0)
+    return;
+  self->send_exit(v->supervisor, caf::exit_reason::user_shutdown);
+  std::erase(st.retired, v);
+  log_event(self, "version " + v->version + " unloaded");
+}
+
+void retire(serving_root_pointer self, std::shared_ptr<served_version> v) {
+  v->retired = true;
+  self->state.retired.push_back(v);
+  unload_if_idle(self, v);
+}
+
+void fail_load(serving_root_pointer self, const caf::error& err) {
+  auto& st = self->state;
+  auto v = std::move(st.loading);
+  if (!v)
+    return;
+  st.loading = nullptr;
+  st.last_error = "version " + v->version + ": " + render(err);
+  log_event(self, "load of version " + v->version + " failed: " + render(err));
+  self->send_exit(v->supervisor, caf::exit_reason::user_shutdown);
+  if (st.load_promise) {
+    st.load_promise->deliver(err);
+    st.load_promise.reset();
+  }
+}
+
+// Every shard answered: the root sub-model loads last, and then the version serves.
+void finish_load(serving_root_pointer self) {
+  auto& st = self->state;
+  auto v = st.loading;
+  log_event(self, "all " + std::to_string(v->shards.size()) + " shards of version " +
+                    v->version + " loaded; loading the root");
+  auto root = root_model::load(st.config.model_dir, v->version);
+  if (!root)
+    return fail_load(self, root.error());
+  v->root = std::make_shared<const root_model>(std::move(*root));
+  st.loading = nullptr;
+  st.last_error.clear();
+  auto old = std::exchange(st.current, v);
+  log_event(self, "root of version " + v->version + " loaded; version " + v->version + " serves");
+  if (old)
+    retire(self, std::move(old));
+  if (st.load_promise) {
+    st.load_promise->deliver(v->version);
+    st.load_promise.reset();
+  }
+}
+
+std::shared_ptr<served_version> version_of(serving_root_pointer self,
+                                           const std::string& supervisor) {
+  auto& st = self->state;
+  for (auto& v : {st.loading, st.current})
+    if (v && v->supervisor_name == supervisor)
+      return v;
+  for (auto& v : st.retired)
+    if (v->supervisor_name == supervisor)
+      return v;
+  return nullptr;
+}
+
+void on_supervisor_event(serving_root_pointer self, const supervisor_event& e) {
+  auto v = version_of(self, e.supervisor);
+  if (!v)
+    return;
+  if (e.kind == supervisor_event_kind::gave_up) {
+    if (v == self->state.loading)
+      return fail_load(self, make_error(errc::spawn_failed, "shard servers: " + e.reason));
+    log_event(self, "the shard servers of version " + v->version + " gave up: " + e.reason);
+    return;
+  }
+  auto dot = e.child.rfind('.');
+  auto i = static_cast<size_t>(std::stoul(e.child.substr(dot + 1)));
+  if (i >= v->shards.size())
+    return;
+  auto& health = v->health[i];
+  if (e.kind == supervisor_event_kind::child_exited) {
+    v->shards[i] = serving_shard_actor{};
+    health.up = false;
+    log_event(self, "shard " + std::to_string(i) + " of version " + v->version + " exited: " +
+                      e.reason);
+    return;
+  }
+  auto shard = caf::actor_cast<serving_shard_actor>(e.actor);
+  v->shards[i] = shard;
+  health.node = e.node;
+  health.up = true;
+  if (e.kind == supervisor_event_kind::child_restarted) {
+    ++health.restarts;
+    log_event(self, "shard " + std::to_string(i) + " of version " + v->version +
+                      " restarted on " + e.node);
+  }
+  if (v != self->state.loading || v->ready[i])
+    return;
+  // A shard server loads its sub-model before it answers; its first answer proves the load.
+  runtime::remote_run<shard_status>(
+    self, shard, request_context{}, "shard " + std::to_string(i),
+    [self, v, i](shard_status& status) {
+      if (v != self->state.loading || v->ready[i])
+        return;
+      v->ready[i] = true;
+      log_event(self, "shard " + std::to_string(i) + " of version " + v->version + " loaded on " +
+                        v->health[i].node + " (" + std::to_string(status.items) + " items)");
+      if (std::all_of(v->ready.begin(), v->ready.end(), [](bool b) { return b; }))
+        finish_load(self);
+    },
+    [](const caf::error&) {
+      // The shard exited; its supervisor starts it again, or gives up.
+    },
+    status_atom::value);
+}
+
+void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
+                const stores::export_config& config) {
+  auto& st = self->state;
+  auto v = std::make_shared<served_version>();
+  v->version = manifest.checkpoint;
+  v->supervisor_name = "serving." + st.config.model + "." + v->version;
+  auto n = config.shards;
+  v->shards.resize(n);
+  v->ready.assign(n, false);
+  v->health.resize(n);
+  supervisor_spec spec;
+  spec.name = v->supervisor_name;
+  spec.strategy = restart_strategy::one_for_one;
+  spec.intensity = 3 * n + 3;
+  spec.period_ms = 60000;
+  auto& nodes = st.config.nodes;
+  for (uint32_t i = 0; i < n; ++i) {
+    v->health[i].shard = i;
+    serving_shard_config shard{st.config.model_dir, st.config.model, v->version, i,
+                               st.config.probes, st.config.rerank};
+    child_spec child;
+    child.id = "shard." + std::to_string(i);
+    child.factory = st.config.shard_factory;
+    child.args = caf::make_message(shard);
+    for (size_t k = 0; k < nodes.size(); ++k)
+      child.nodes.push_back(nodes[(i + k) % nodes.size()]);
+    child.service = v->supervisor_name + ".shard." + std::to_string(i);
+    spec.children.push_back(std::move(child));
+  }
+  log_event(self, "loading version " + v->version + ": starting " + std::to_string(n) +
+                    " shard servers");
+  st.loading = v;
+  v->supervisor = self->system().spawn(runtime::supervisor, std::move(spec));
+  self->monitor(v->supervisor);
+  // The shard servers stop with the root.
+  self->attach_functor([supervisor = v->supervisor] {
+    caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  });
+  self->send(v->supervisor, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+}
+
+// Starts loading `version` (empty: the newest) unless it serves already; answers the version.
+caf::expected<std::string> begin_load(serving_root_pointer self, const std::string& version) {
+  auto& st = self->state;
+  if (st.loading)
+    return make_error(errc::overloaded, "version " + st.loading->version + " of " +
+                                          st.config.model + " is still loading");
+  auto manifest = stores::read_export_manifest(st.config.model_dir, version);
+  if (!manifest)
+    return std::move(manifest.error());
+  if (st.current && st.current->version == manifest->checkpoint)
+    return st.current->version;
+  auto config = stores::read_export_config(st.config.model_dir, *manifest);
+  if (!config)
+    return std::move(config.error());
+  start_load(self, *manifest, *config);
+  return manifest->checkpoint;
+}
+
+caf::result<std::string> load(serving_root_pointer self, const request_context& ctx,
+                              const std::string& version) {
+  auto& st = self->state;
+  if (auto err = st.access.admit(ctx, access_action::manage, seconds_since_start(self)))
+    return err;
+  auto started = begin_load(self, version);
+  if (!started)
+    return std::move(started.error());
+  if (!st.loading)
+    return *started;
+  auto promise = self->make_response_promise<std::string>();
+  st.load_promise = promise;
+  return promise;
+}
+
+void finish_topk(serving_root_pointer self, uint64_t id) {
+  auto& st = self->state;
+  auto found = st.pending.find(id);
+  if (found == st.pending.end())
+    return;
+  auto p = std::move(found->second);
+  st.pending.erase(found);
+  std::vector<uint32_t> missing;
+  for (uint32_t i = 0; i < p.answered.size(); ++i)
+    if (!p.answered[i])
+      missing.push_back(i);
+  auto& v = *p.version;
+  if (!missing.empty() && !p.allow_partial) {
+    auto code = is(p.first_error, errc::deadline_exceeded) ? errc::deadline_exceeded
+                                                           : errc::unavailable;
+    p.promise.deliver(make_error(code, "model " + st.config.model + " version " + v.version +
+                                         ": shards " + shard_list(missing) + " missing (" +
+                                         render(p.first_error) + ")"));
+  } else {
+    topk_response r;
+    r.version = v.version;
+    for (auto& h : compute::merge_top_k(p.hits, p.k)) {
+      r.ids.push_back(h.id);
+      r.names.push_back(v.root->item_name(h.id));
+      r.scores.push_back(h.score);
+    }
+    r.partial = !missing.empty();
+    r.missing_shards = std::move(missing);
+    st.access.count_rows(p.principal, r.ids.size());
+    p.promise.deliver(std::move(r));
+  }
+  --v.in_flight;
+  unload_if_idle(self, p.version);
+}
+
+void on_shard_done(serving_root_pointer self, uint64_t id, uint32_t shard,
+                   caf::expected<shard_hits> hits, std::chrono::steady_clock::time_point sent) {
+  auto found = self->state.pending.find(id);
+  if (found == self->state.pending.end())
+    return;
+  auto& p = found->second;
+  auto& health = p.version->health[shard];
+  if (hits) {
+    health.latency.add(std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - sent)
+                         .count());
+    ++health.answered;
+    p.answered[shard] = true;
+    for (size_t j = 0; j < hits->ids.size(); ++j)
+      p.hits[shard].push_back({hits->scores[j], hits->ids[j]});
+  } else {
+    ++health.failed;
+    if (!p.first_error)
+      p.first_error = hits.error();
+  }
+  if (--p.open == 0)
+    finish_topk(self, id);
+}
+
+caf::result<topk_response> topk(serving_root_pointer self, const topk_request& request) {
+  auto& st = self->state;
+  auto& ctx = request.context;
+  if (auto err = st.access.admit(ctx, access_action::query, seconds_since_start(self)))
+    return err;
+  if (!st.current)
+    return make_error(errc::unavailable,
+                      "model " + st.config.model +
+                        (st.loading ? " is loading version " + st.loading->version
+                                    : " has no version loaded"));
+  auto v = st.current;
+  auto query = v->root->query_of(request);
+  if (!query)
+    return std::move(query.error());
+  auto id = st.next_request++;
+  auto& p = st.pending[id];
+  p.version = v;
+  p.promise = self->make_response_promise<topk_response>();
+  p.principal = ctx.principal;
+  p.k = request.k;
+  p.allow_partial = request.allow_partial;
+  auto n = static_cast<uint32_t>(v->shards.size());
+  p.hits.resize(n);
+  p.answered.assign(n, false);
+  p.open = n;
+  ++v->in_flight;
+  auto promise = p.promise;
+  shard_query q{ctx, std::move(*query), request.k};
+  for (uint32_t i = 0; i < n; ++i) {
+    auto what = "shard " + std::to_string(i);
+    auto sent = std::chrono::steady_clock::now();
+    if (!v->shards[i]) {
+      on_shard_done(self, id, i, make_error(errc::unavailable, what + " is down"), sent);
+      continue;
+    }
+    runtime::remote_run<shard_hits>(
+      self, v->shards[i], ctx, what,
+      [self, id, i, sent](shard_hits& hits) { on_shard_done(self, id, i, std::move(hits), sent); },
+      [self, id, i, sent](const caf::error& err) { on_shard_done(self, id, i, err, sent); },
+      topk_atom::value, q);
+  }
+  return promise;
+}
+
+model_status status(serving_root_pointer self) {
+  auto& st = self->state;
+  model_status s;
+  s.model = st.config.model;
+  s.state = st.current   ? model_state::available
+            : st.loading ? model_state::loading
+                         : model_state::unavailable;
+  if (st.current)
+    s.version = st.current->version;
+  if (st.loading)
+    s.loading = st.loading->version;
+  s.last_error = st.last_error;
+  if (auto v = st.current ? st.current : st.loading)
+    s.shards = v->health;
+  s.principals = st.access.counters();
+  s.events = st.events;
+  return s;
+}
+
+} // namespace
+
+serving_root_actor::behavior_type serving_root(serving_root_pointer self,
+                                               serving_root_config config) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.access = access_policy{st.config.access};
+  st.started = std::chrono::steady_clock::now();
+  self->set_down_handler([self](caf::down_msg& msg) {
+    auto& s = self->state;
+    if (s.loading && s.loading->supervisor.address() == msg.source)
+      fail_load(self, make_error(errc::spawn_failed, "shard servers stopped: " +
+                                                       render(msg.reason)));
+  });
+  if (st.config.load_newest) {
+    auto started = begin_load(self, {});
+    if (!started) {
+      st.last_error = render(started.error());
+      log_event(self, "no version loaded at start: " + st.last_error);
+    }
+  }
+  return {
+    [self](topk_atom, const topk_request& request) { return topk(self, request); },
+    [self](load_atom, const request_context& ctx, const std::string& version) {
+      return load(self, ctx, version);
+    },
+    [self](unload_atom, const request_context& ctx) -> caf::result<ok_atom> {
+      auto& s = self->state;
+      if (auto err = s.access.admit(ctx, access_action::manage, seconds_since_start(self)))
+        return err;
+      if (auto v = std::exchange(s.current, nullptr)) {
+        log_event(self, "version " + v->version + " unloaded by " + ctx.principal);
+        retire(self, std::move(v));
+      }
+      return ok_atom::value;
+    },
+    [self](status_atom) { return status(self); },
+    [self](const supervisor_event& e) { on_supervisor_event(self, e); },
+  };
+}
+
+} // namespace darcy::actors

@@ -1,0 +1,88 @@
+// The root of one served model: loads export versions in the paper's order (shard servers
+// first, under a supervisor that restarts a crashed one from the export; the root sub-model
+// last), hot-swaps them, and answers top-k by projecting the query, fanning it out to the
+// shards through remote_run with the request's context, and merging. Interface and contract:
+// serving_root_actor (messages/serving/serving_interfaces.hpp).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/serving/access_policy.hpp"
+#include "actors/serving/root_model.hpp"
+#include "compute/top_k.hpp"
+#include "messages/cluster/cluster_interfaces.hpp"
+#include "messages/serving/serving_interfaces.hpp"
+
+namespace darcy::actors {
+
+struct serving_root_config {
+  std::string model;
+  /// The model's export folder, EXPORTS/<model>.
+  std::string model_dir;
+  /// Nodes for the shard servers: shard i prefers nodes[i % n], then the next ones. Empty:
+  /// this process.
+  std::vector<std::string> nodes;
+  /// The spawn name of the shard servers (serving_shard_state::name); a test may name a
+  /// registered stand-in, such as a shard behind a chaos gate.
+  std::string shard_factory = "darcy.serving_shard";
+  /// Search parameters of every shard.
+  uint32_t probes = 8;
+  uint32_t rerank = 30;
+  access_rules access;
+  /// Load the newest version at start, as if a manager asked.
+  bool load_newest = true;
+};
+
+/// One loaded (or loading) version.
+struct served_version {
+  std::string version;
+  /// Also the prefix of the shards' service names.
+  std::string supervisor_name;
+  supervisor_actor supervisor;
+  /// Invalid while a shard is down.
+  std::vector<serving_shard_actor> shards;
+  std::vector<shard_health> health;
+  std::vector<bool> ready;
+  /// Set once every shard answered: the version serves from then on.
+  std::shared_ptr<const root_model> root;
+  uint64_t in_flight = 0;
+  bool retired = false;
+};
+
+struct serving_root_state {
+  struct pending_topk {
+    std::shared_ptr<served_version> version;
+    caf::typed_response_promise<topk_response> promise;
+    std::string principal;
+    uint32_t k = 0;
+    bool allow_partial = false;
+    std::vector<std::vector<compute::hit>> hits;
+    std::vector<bool> answered;
+    size_t open = 0;
+    caf::error first_error;
+  };
+  serving_root_config config;
+  access_policy access;
+  std::chrono::steady_clock::time_point started;
+  std::shared_ptr<served_version> current;
+  std::shared_ptr<served_version> loading;
+  std::optional<caf::typed_response_promise<std::string>> load_promise;
+  std::vector<std::shared_ptr<served_version>> retired;
+  std::map<uint64_t, pending_topk> pending;
+  uint64_t next_request = 1;
+  std::string last_error;
+  std::vector<std::string> events;
+  static inline const char* name = "darcy.serving_root";
+};
+
+using serving_root_pointer = serving_root_actor::stateful_pointer<serving_root_state>;
+
+serving_root_actor::behavior_type serving_root(serving_root_pointer self,
+                                               serving_root_config config);
+
+} // namespace darcy::actors

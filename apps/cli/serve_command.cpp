@@ -1,0 +1,47 @@
+// `darcy serve`: the exported models behind the HTTP API (apps/serving/).
+#include "apps/cli/commands.hpp"
+#include "apps/serving/serve_job.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto job = std::make_shared<serving::serve_job>();
+  auto listen = std::make_shared<std::string>("127.0.0.1:8080");
+  auto cluster = std::make_shared<std::string>();
+  auto cmd = app.add_subcommand(
+    "serve", "Serve exported retrieval models over HTTP: top-k, versions, metrics");
+  cmd->add_option("--exports", job->exports, "Folder of exports, one folder per model")
+    ->required();
+  cmd->add_option("--listen", *listen, "HOST:PORT of the HTTP API (port 0: a free port)");
+  cmd->add_option("--cluster", *cluster, "Seed HOST:PORT: shard servers on its members "
+                                         "(default: an in-process cluster)");
+  cmd->add_option("--config", job->config, "TOML file of tokens, ACLs, quotas and limits");
+  cmd->add_option("--http-threads", job->http_threads, "Threads of the HTTP server")
+    ->check(CLI::Range(1, 64));
+  cmd->add_option("--threads", job->actor_threads, "Actor threads (0: one per core)");
+  cmd->add_option("--probes", job->probes, "Inverted lists each shard scans per query")
+    ->check(CLI::Range(1, 100000));
+  cmd->add_option("--rerank", job->rerank, "Candidates each shard re-ranks exactly")
+    ->check(CLI::Range(1, 100000));
+  cmd->callback([job, listen, cluster, &exit_code] {
+    auto address = runtime::parse_host_port(*listen);
+    if (!address) {
+      exit_code = fail("--listen: " + render(address.error()));
+      return;
+    }
+    job->listen = *address;
+    if (!cluster->empty()) {
+      auto seed = runtime::parse_host_port(*cluster);
+      if (!seed) {
+        exit_code = fail("--cluster: " + render(seed.error()));
+        return;
+      }
+      job->cluster = *seed;
+    }
+    if (auto err = serving::run_serve(*job))
+      exit_code = fail(render(err));
+  });
+}
+
+} // namespace darcy::apps

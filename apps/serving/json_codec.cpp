@@ -1,0 +1,187 @@
+#include "apps/serving/json_codec.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "messages/error.hpp"
+
+namespace darcy::serving {
+
+namespace {
+
+using nlohmann::json;
+
+caf::error bad(const std::string& what) {
+  return make_error(errc::invalid_argument, what);
+}
+
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A string or a non-negative integer, as text.
+caf::expected<std::string> id_text(const json& x, const std::string& field) {
+  if (x.is_string())
+    return x.get<std::string>();
+  if (x.is_number_unsigned())
+    return std::to_string(x.get<uint64_t>());
+  return bad(field + " must be a string or a non-negative integer");
+}
+
+caf::expected<std::vector<float>> floats(const json& x, const std::string& field) {
+  if (!x.is_array())
+    return bad(field + " must be an array of numbers");
+  std::vector<float> out;
+  out.reserve(x.size());
+  for (auto& v : x) {
+    if (!v.is_number())
+      return bad(field + " must be an array of numbers");
+    out.push_back(v.get<float>());
+  }
+  return out;
+}
+
+caf::expected<uint32_t> bounded(const json& x, const std::string& field, uint32_t max) {
+  if (!x.is_number_unsigned() || x.get<uint64_t>() == 0 || x.get<uint64_t>() > max)
+    return bad(field + " must be an integer from 1 to " + std::to_string(max));
+  return static_cast<uint32_t>(x.get<uint64_t>());
+}
+
+} // namespace
+
+caf::expected<topk_body> parse_topk_body(const std::string& body, const serve_config& config) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded())
+    return bad("the body is not valid JSON");
+  if (!j.is_object())
+    return bad("the body must be a JSON object");
+  topk_body out;
+  auto& r = out.request;
+  out.deadline_ms = config.default_deadline_ms;
+  int queries = 0;
+  for (auto& [key, value] : j.items()) {
+    if (key == "user") {
+      auto user = id_text(value, "user");
+      if (!user)
+        return std::move(user.error());
+      r.kind = query_kind::user;
+      r.user = std::move(*user);
+      ++queries;
+    } else if (key == "items") {
+      if (!value.is_array() || value.empty())
+        return bad("items must be a non-empty array of item ids");
+      for (auto& item : value) {
+        auto id = id_text(item, "each item");
+        if (!id)
+          return std::move(id.error());
+        r.items.push_back(std::move(*id));
+      }
+      r.kind = query_kind::items;
+      ++queries;
+    } else if (key == "values") {
+      auto values = floats(value, "values");
+      if (!values)
+        return std::move(values.error());
+      r.values = std::move(*values);
+    } else if (key == "vector") {
+      auto vector = floats(value, "vector");
+      if (!vector)
+        return std::move(vector.error());
+      r.kind = query_kind::vector;
+      r.vector = std::move(*vector);
+      ++queries;
+    } else if (key == "k") {
+      auto k = bounded(value, "k", config.max_k);
+      if (!k)
+        return std::move(k.error());
+      r.k = *k;
+    } else if (key == "deadline_ms") {
+      auto ms = bounded(value, "deadline_ms", config.max_deadline_ms);
+      if (!ms)
+        return std::move(ms.error());
+      out.deadline_ms = *ms;
+    } else if (key == "allow_partial") {
+      if (!value.is_boolean())
+        return bad("allow_partial must be true or false");
+      r.allow_partial = value.get<bool>();
+    } else {
+      return bad("unknown field '" + key + "'");
+    }
+  }
+  if (queries != 1)
+    return bad("give exactly one of user, items and vector");
+  if (!r.values.empty() && r.kind != query_kind::items)
+    return bad("values go with items");
+  return out;
+}
+
+caf::expected<std::string> parse_load_body(const std::string& body) {
+  if (body.empty())
+    return std::string{};
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return bad("the body must be a JSON object such as {\"version\": \"3\"}");
+  std::string version;
+  for (auto& [key, value] : j.items()) {
+    if (key != "version")
+      return bad("unknown field '" + key + "'");
+    auto v = id_text(value, "version");
+    if (!v)
+      return std::move(v.error());
+    version = std::move(*v);
+  }
+  return version;
+}
+
+std::string topk_json(const std::string& model, const topk_response& r,
+                      const std::string& trace_id) {
+  json items = json::array();
+  for (size_t i = 0; i < r.ids.size(); ++i)
+    items.push_back({{"id", r.ids[i]}, {"name", r.names[i]}, {"score", r.scores[i]}});
+  json j = {{"model", model},       {"version", r.version},
+            {"partial", r.partial}, {"missing_shards", r.missing_shards},
+            {"items", items},       {"trace_id", trace_id}};
+  return dump(j);
+}
+
+std::string status_json(const model_status& s) {
+  json shards = json::array();
+  for (auto& h : s.shards)
+    shards.push_back({{"shard", h.shard},
+                      {"node", h.node},
+                      {"up", h.up},
+                      {"restarts", h.restarts},
+                      {"answered", h.answered},
+                      {"failed", h.failed},
+                      {"mean_ms", h.latency.count ? h.latency.sum_ms / h.latency.count : 0.0}});
+  json principals = json::array();
+  for (auto& p : s.principals)
+    principals.push_back({{"principal", p.principal},
+                          {"requests", p.requests},
+                          {"rows", p.rows},
+                          {"denied_access", p.denied_access},
+                          {"denied_quota", p.denied_quota}});
+  json j = {{"name", s.model},
+            {"state", to_string(s.state)},
+            {"version", s.version},
+            {"loading", s.loading},
+            {"last_error", s.last_error},
+            {"shards", shards},
+            {"principals", principals},
+            {"events", s.events}};
+  return dump(j);
+}
+
+std::string manage_json(const std::string& model, const std::string& version) {
+  if (version.empty())
+    return dump(json{{"model", model}, {"unloaded", true}});
+  return dump(json{{"model", model}, {"version", version}});
+}
+
+std::string models_json(const std::vector<model_status>& models) {
+  json list = json::array();
+  for (auto& m : models)
+    list.push_back({{"name", m.model}, {"state", to_string(m.state)}, {"version", m.version}});
+  return dump(json{{"models", list}});
+}
+
+} // namespace darcy::serving

@@ -1,0 +1,52 @@
+// The serving front end's configuration file (TOML): bearer tokens and the principals they
+// stand for, each model's ACL and quotas, and the HTTP limits. Without a file, or without a
+// [tokens] table, no token is asked for and every request comes from principal "anonymous".
+//
+//   [tokens]
+//   "s3cret-alice" = "alice"
+//   [http]
+//   default_deadline_ms = 1000     # also max_deadline_ms, max_body_bytes, max_k
+//   [models.songs]                 # [defaults] holds the rules of models not listed
+//   query = ["alice", "bob"]       # "*": every principal (the default of both lists)
+//   manage = ["alice"]
+//   [[models.songs.quotas]]        # token buckets, first match per (principal, app) applies
+//   principal = "bob"
+//   app = "*"
+//   rate = 50.0                    # requests per second
+//   burst = 10.0
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "messages/serving/serving_values.hpp"
+
+namespace darcy::serving {
+
+inline constexpr const char* anonymous_principal = "anonymous";
+
+struct serve_config {
+  /// Bearer token -> principal. Empty: no authentication.
+  std::map<std::string, std::string> tokens;
+  access_rules defaults;
+  std::map<std::string, access_rules> models;
+  uint32_t default_deadline_ms = 1000;
+  uint32_t max_deadline_ms = 60000;
+  size_t max_body_bytes = 1 << 20;
+  uint32_t max_k = 1000;
+
+  /// The rules of `model`: its own, else the defaults.
+  const access_rules& rules_of(const std::string& model) const;
+};
+
+/// Parses the file; errc::invalid_config naming the file, the key and the problem (a token
+/// mapped to a non-string, a quota without a positive rate and burst, a deadline of 0...).
+caf::expected<serve_config> load_serve_config(const std::string& path);
+
+/// The same, from text (`origin` names it in errors).
+caf::expected<serve_config> parse_serve_config(const std::string& text,
+                                               const std::string& origin);
+
+} // namespace darcy::serving

@@ -1,0 +1,106 @@
+#include "apps/serving/serve_job.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "actors/serving/serving_root.hpp"
+#include "apps/serving/http_server.hpp"
+#include "apps/serving/serving_front.hpp"
+#include "messages/error.hpp"
+#include "ops/session.hpp"
+#include "runtime/log.hpp"
+#include "runtime/node.hpp"
+#include "stores/serving_export.hpp"
+
+namespace darcy::serving {
+
+namespace {
+
+/// The folders under `exports` that hold at least one export version, by name.
+std::vector<std::string> models_in(const std::string& exports) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(exports, ec))
+    if (entry.is_directory() && !stores::export_versions(entry.path().string()).empty())
+      names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+caf::expected<std::vector<std::string>> shard_nodes(ops::session& s) {
+  if (s.in_process())
+    return std::vector<std::string>{};
+  auto status = s.status();
+  if (!status)
+    return std::move(status.error());
+  std::vector<std::string> nodes;
+  for (auto& m : status->members)
+    if (m.state == member_state::up)
+      nodes.push_back(m.name);
+  if (nodes.empty())
+    return make_error(errc::no_live_node, "the cluster has no live member for shard servers");
+  return nodes;
+}
+
+} // namespace
+
+caf::error run_serve(const serve_job& job) {
+  runtime::block_shutdown_signals();
+  serve_config config;
+  if (!job.config.empty()) {
+    auto loaded = load_serve_config(job.config);
+    if (!loaded)
+      return std::move(loaded.error());
+    config = std::move(*loaded);
+  }
+  auto models = models_in(job.exports);
+  if (models.empty())
+    return make_error(errc::not_found, "no export under " + job.exports +
+                                         " (write one with `darcy wals export`)");
+  ops::session_options so;
+  so.seed = job.cluster;
+  so.name = "serve";
+  so.threads = job.actor_threads;
+  auto session = ops::session::open(so);
+  if (!session)
+    return std::move(session.error());
+  auto& s = **session;
+  auto nodes = shard_nodes(s);
+  if (!nodes)
+    return std::move(nodes.error());
+  std::map<std::string, serving_root_actor> roots;
+  for (auto& name : models) {
+    actors::serving_root_config rc;
+    rc.model = name;
+    rc.model_dir = (std::filesystem::path{job.exports} / name).string();
+    rc.nodes = *nodes;
+    rc.probes = job.probes;
+    rc.rerank = job.rerank;
+    rc.access = config.rules_of(name);
+    roots[name] = s.system().spawn(actors::serving_root, std::move(rc));
+  }
+  serving_front front{s.system(), config, roots};
+  http_server_options ho;
+  ho.listen = job.listen;
+  ho.threads = job.http_threads;
+  ho.max_body_bytes = config.max_body_bytes;
+  auto server = http_server::start(ho, [&front](http_request req, http_responder respond) {
+    front.handle(std::move(req), std::move(respond));
+  });
+  if (!server)
+    return std::move(server.error());
+  std::string names;
+  for (auto& m : models)
+    names += (names.empty() ? "" : ", ") + m;
+  std::cout << "darcy serve listening on http://" << job.listen.host << ":" << (*server)->port()
+            << " (models: " << names << ")" << std::endl;
+  auto signal = runtime::wait_for_shutdown();
+  runtime::log_info("darcy serve: shutting down (signal {})", signal);
+  (*server)->stop();
+  for (auto& [name, root] : roots)
+    caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
+  return {};
+}
+
+} // namespace darcy::serving

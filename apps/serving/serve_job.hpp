@@ -1,0 +1,34 @@
+// `darcy serve`: every model exported under EXPORTS (one folder per model, as `darcy wals
+// export` writes them) behind one HTTP front end. Each model gets a root in this process; its
+// shard servers run here (no cluster) or on the members of a running cluster.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <caf/error.hpp>
+
+#include "runtime/host_port.hpp"
+
+namespace darcy::serving {
+
+struct serve_job {
+  std::string exports;
+  runtime::host_port listen{"127.0.0.1", 8080};
+  /// A running cluster's seed; none: an in-process cluster.
+  std::optional<runtime::host_port> cluster;
+  /// The TOML file of tokens, ACLs, quotas and limits (serve_config.hpp); empty: defaults.
+  std::string config;
+  size_t http_threads = 2;
+  size_t actor_threads = 0;
+  uint32_t probes = 8;
+  uint32_t rerank = 30;
+};
+
+/// Serves until SIGTERM or SIGINT; prints "darcy serve listening on http://HOST:PORT" once it
+/// accepts requests. Must be called from the main thread before other threads start. Fails
+/// when the config is invalid, EXPORTS holds no export, the cluster cannot be reached, or the
+/// address cannot be bound.
+caf::error run_serve(const serve_job& job);
+
+} // namespace darcy::serving

@@ -1,0 +1,273 @@
+#include "apps/serving/serving_front.hpp"
+
+#include <chrono>
+#include <memory>
+
+#include <caf/event_based_actor.hpp>
+
+#include "apps/serving/json_codec.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::serving {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// How long past a request's own deadline the front waits for its root (which answers at the
+/// deadline itself).
+constexpr std::chrono::milliseconds root_grace{2000};
+/// Status and load requests: a load waits for every shard server to load.
+constexpr std::chrono::milliseconds manage_timeout{600000};
+constexpr std::chrono::milliseconds status_timeout{5000};
+
+/// Sends (xs...) to `receiver` from a short-lived actor and calls on_done(expected<R>) once.
+template <class R, class Handle, class OnDone, class... Ts>
+void ask_async(caf::actor_system& sys, const Handle& receiver, std::chrono::milliseconds timeout,
+               OnDone on_done, Ts... xs) {
+  sys.spawn([=](caf::event_based_actor* self) mutable {
+    self->request(receiver, timeout, xs...)
+      .then([=](R& r) mutable { on_done(caf::expected<R>{std::move(r)}); },
+            [=](caf::error& err) mutable { on_done(caf::expected<R>{std::move(err)}); });
+  });
+}
+
+http_response error_response(const caf::error& err) {
+  auto code = err.category() == errc_category ? to_string(static_cast<errc>(err.code()))
+                                              : std::string{"internal"};
+  return {http_status_of(err), json_error(code, render(err))};
+}
+
+} // namespace
+
+unsigned http_status_of(const caf::error& err) {
+  if (err == caf::sec::request_timeout)
+    return 504;
+  if (err.category() != errc_category)
+    return 500;
+  switch (static_cast<errc>(err.code())) {
+    case errc::invalid_argument:
+    case errc::invalid_config:
+    case errc::dimension_mismatch:
+    case errc::non_finite:
+    case errc::empty_batch:
+    case errc::batch_too_large:
+      return 400;
+    case errc::unauthenticated:
+      return 401;
+    case errc::access_denied:
+    case errc::permission_denied:
+      return 403;
+    case errc::not_found:
+    case errc::unknown_service:
+      return 404;
+    case errc::overloaded:
+      return 409;
+    case errc::quota_exceeded:
+      return 429;
+    case errc::unavailable:
+      return 503;
+    case errc::deadline_exceeded:
+    case errc::timeout:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+serving_front::serving_front(caf::actor_system& sys, serve_config config,
+                             std::map<std::string, serving_root_actor> roots)
+  : sys_(sys), config_(std::move(config)), roots_(std::move(roots)) {
+}
+
+caf::expected<std::string> serving_front::principal_of(const http_request& req) const {
+  if (config_.tokens.empty())
+    return std::string{anonymous_principal};
+  constexpr std::string_view scheme = "Bearer ";
+  if (req.authorization.empty())
+    return make_error(errc::unauthenticated, "give a bearer token (Authorization: Bearer ...)");
+  if (req.authorization.size() <= scheme.size() ||
+      req.authorization.compare(0, scheme.size(), scheme) != 0)
+    return make_error(errc::unauthenticated, "the Authorization header must be 'Bearer TOKEN'");
+  auto it = config_.tokens.find(req.authorization.substr(scheme.size()));
+  if (it == config_.tokens.end())
+    return make_error(errc::unauthenticated, "unknown bearer token");
+  return it->second;
+}
+
+request_context serving_front::context_of(const http_request& req, const std::string& principal,
+                                          uint32_t deadline_ms) {
+  request_context ctx;
+  ctx.deadline_us = deadline_in(std::chrono::milliseconds{deadline_ms});
+  ctx.principal = principal;
+  ctx.app = req.app.empty() ? "default" : req.app.substr(0, 128);
+  ctx.trace_id = req.trace_id.empty() ? "darcy-" + std::to_string(next_trace_++)
+                                      : req.trace_id.substr(0, 128);
+  return ctx;
+}
+
+void serving_front::handle(http_request req, http_responder respond) {
+  auto start = clock::now();
+  auto target = req.target.substr(0, req.target.find('?'));
+  std::string model;
+  std::string verb;
+  const serving_root_actor* root = nullptr;
+  constexpr std::string_view prefix = "/v1/models/";
+  if (target.size() > prefix.size() && target.compare(0, prefix.size(), prefix) == 0) {
+    auto rest = target.substr(prefix.size());
+    auto colon = rest.find(':');
+    auto name = rest.substr(0, colon);
+    verb = colon == std::string::npos ? "" : rest.substr(colon + 1);
+    if (auto it = roots_.find(name); it != roots_.end()) {
+      model = name;
+      root = &it->second;
+    }
+  }
+  auto route = target == "/metrics"     ? std::string{"metrics"}
+               : target == "/v1/models" ? std::string{"models"}
+               : root == nullptr        ? std::string{"unknown"}
+               : verb.empty()           ? std::string{"model"}
+                                        : verb;
+  auto timed = [this, start, model, route, respond](http_response r) {
+    auto ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
+    metrics_.record(model, route, r.status, ms);
+    respond(std::move(r));
+  };
+  auto method_not_allowed = [&](const char* allowed) {
+    timed({405, json_error("method_not_allowed", req.method + " " + target + ": use " + allowed)});
+  };
+  if (route == "metrics")
+    return req.method == "GET" ? metrics(timed) : method_not_allowed("GET");
+  if (route == "unknown") {
+    if (target.compare(0, prefix.size(), prefix) == 0)
+      return timed({404, json_error("not_found", "unknown model in " + target)});
+    return timed({404, json_error("not_found", "no such path: " + target)});
+  }
+  auto principal = principal_of(req);
+  if (!principal)
+    return timed(error_response(principal.error()));
+  if (route == "models")
+    return req.method == "GET" ? list(timed) : method_not_allowed("GET");
+  if (route == "model")
+    return req.method == "GET" ? describe(model, *root, timed) : method_not_allowed("GET");
+  if (route != "topk" && route != "load" && route != "unload")
+    return timed({404, json_error("not_found", "unknown method ':" + verb + "' of model " +
+                                                 model + " (topk, load, unload)")});
+  if (req.method != "POST")
+    return method_not_allowed("POST");
+  req.authorization = *principal; // from here on, the principal
+  if (route == "topk")
+    return topk(model, *root, req, timed);
+  manage(model, *root, route == "load", req, timed);
+}
+
+void serving_front::topk(const std::string& model, const serving_root_actor& root,
+                         const http_request& req, http_responder respond) {
+  auto body = parse_topk_body(req.body, config_);
+  if (!body)
+    return respond(error_response(body.error()));
+  body->request.context = context_of(req, req.authorization, body->deadline_ms);
+  auto trace = body->request.context.trace_id;
+  ask_async<topk_response>(
+    sys_, root, std::chrono::milliseconds{body->deadline_ms} + root_grace,
+    [respond, model, trace](caf::expected<topk_response> r) {
+      if (!r)
+        return respond(error_response(r.error()));
+      respond({200, topk_json(model, *r, trace)});
+    },
+    topk_atom::value, std::move(body->request));
+}
+
+void serving_front::manage(const std::string& model, const serving_root_actor& root, bool load,
+                           const http_request& req, http_responder respond) {
+  auto ctx = context_of(req, req.authorization, config_.max_deadline_ms);
+  if (!load)
+    return ask_async<ok_atom>(
+      sys_, root, status_timeout,
+      [respond, model](caf::expected<ok_atom> r) {
+        if (!r)
+          return respond(error_response(r.error()));
+        respond({200, manage_json(model, "")});
+      },
+      unload_atom::value, ctx);
+  auto version = parse_load_body(req.body);
+  if (!version)
+    return respond(error_response(version.error()));
+  ask_async<std::string>(
+    sys_, root, manage_timeout,
+    [respond, model](caf::expected<std::string> r) {
+      if (!r)
+        return respond(error_response(r.error()));
+      respond({200, manage_json(model, *r)});
+    },
+    load_atom::value, ctx, *version);
+}
+
+void serving_front::describe(const std::string&, const serving_root_actor& root,
+                             http_responder respond) {
+  ask_async<model_status>(
+    sys_, root, status_timeout,
+    [respond](caf::expected<model_status> r) {
+      if (!r)
+        return respond(error_response(r.error()));
+      respond({200, status_json(*r)});
+    },
+    status_atom::value);
+}
+
+namespace {
+
+/// Collects the status of every root (a root that does not answer is left out) and calls
+/// done(statuses) once.
+void gather_statuses(caf::actor_system& sys, std::vector<serving_root_actor> roots,
+                     std::function<void(std::vector<model_status>)> done) {
+  struct gathering {
+    std::vector<model_status> statuses;
+    size_t open = 0;
+    std::function<void(std::vector<model_status>)> done;
+  };
+  auto g = std::make_shared<gathering>();
+  g->open = roots.size();
+  g->done = std::move(done);
+  if (roots.empty())
+    return g->done({});
+  auto mutex = std::make_shared<std::mutex>();
+  for (auto& root : roots)
+    ask_async<model_status>(
+      sys, root, status_timeout,
+      [g, mutex](caf::expected<model_status> r) {
+        std::unique_lock<std::mutex> guard{*mutex};
+        if (r)
+          g->statuses.push_back(std::move(*r));
+        if (--g->open == 0) {
+          guard.unlock();
+          std::sort(g->statuses.begin(), g->statuses.end(),
+                    [](auto& a, auto& b) { return a.model < b.model; });
+          g->done(std::move(g->statuses));
+        }
+      },
+      status_atom::value);
+}
+
+std::vector<serving_root_actor> values_of(const std::map<std::string, serving_root_actor>& m) {
+  std::vector<serving_root_actor> xs;
+  for (auto& [name, root] : m)
+    xs.push_back(root);
+  return xs;
+}
+
+} // namespace
+
+void serving_front::list(http_responder respond) {
+  gather_statuses(sys_, values_of(roots_), [respond](std::vector<model_status> statuses) {
+    respond({200, models_json(statuses)});
+  });
+}
+
+void serving_front::metrics(http_responder respond) {
+  gather_statuses(sys_, values_of(roots_), [this, respond](std::vector<model_status> statuses) {
+    respond({200, metrics_.render(statuses), "text/plain; version=0.0.4"});
+  });
+}
+
+} // namespace darcy::serving

@@ -1,0 +1,62 @@
+// The HTTP API of retrieval serving, on top of the models' roots: authenticates bearer tokens,
+// turns JSON bodies into requests with a context (deadline, principal, app, trace id), and
+// answers JSON. Every refusal is a 4xx (5xx only for a model that cannot answer in time or is
+// down) with {"error": {"code", "message"}}.
+//
+//   POST /v1/models/{name}:topk     {"user": id} | {"items": [...], "values": [...]}
+//                                   | {"vector": [...]}, and "k", "deadline_ms", "allow_partial"
+//   GET  /v1/models                 the models and their states
+//   GET  /v1/models/{name}          its version, shards' health, load history
+//   POST /v1/models/{name}:load     {"version": "3"} (empty or absent: the newest)
+//   POST /v1/models/{name}:unload
+//   GET  /metrics                   Prometheus text
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+
+#include <caf/actor_system.hpp>
+
+#include "apps/serving/http_metrics.hpp"
+#include "apps/serving/http_server.hpp"
+#include "apps/serving/serve_config.hpp"
+#include "messages/serving/serving_interfaces.hpp"
+
+namespace darcy::serving {
+
+/// The HTTP status of an error answered by a root (or a front-end check).
+unsigned http_status_of(const caf::error& err);
+
+class serving_front {
+public:
+  serving_front(caf::actor_system& sys, serve_config config,
+                std::map<std::string, serving_root_actor> roots);
+
+  /// The http_handler of the server; answers exactly once.
+  void handle(http_request request, http_responder respond);
+
+private:
+  void topk(const std::string& model, const serving_root_actor& root, const http_request& req,
+            http_responder respond);
+  void manage(const std::string& model, const serving_root_actor& root, bool load,
+              const http_request& req, http_responder respond);
+  void describe(const std::string& model, const serving_root_actor& root,
+                http_responder respond);
+  void list(http_responder respond);
+  void metrics(http_responder respond);
+
+  /// The principal of the request's bearer token; errc::unauthenticated when tokens are
+  /// configured and it has none, or an unknown one.
+  caf::expected<std::string> principal_of(const http_request& req) const;
+  request_context context_of(const http_request& req, const std::string& principal,
+                             uint32_t deadline_ms);
+
+  caf::actor_system& sys_;
+  serve_config config_;
+  std::map<std::string, serving_root_actor> roots_;
+  http_metrics metrics_;
+  std::atomic<uint64_t> next_trace_{1};
+};
+
+} // namespace darcy::serving

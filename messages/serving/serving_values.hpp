@@ -1,0 +1,250 @@
+// Values of retrieval serving that cross actor and node boundaries: the queries and answers of
+// the root and its shards, their health and timings, and the access rules of a model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "messages/cluster/request_context.hpp"
+
+namespace darcy {
+
+/// What a shard server loads and how it searches; the spawn argument of serving_shard.
+struct serving_shard_config {
+  /// The model's export folder (EXPORTS/<name>); every node must be able to read it.
+  std::string model_dir;
+  std::string model;
+  std::string version;
+  uint32_t shard = 0;
+  /// Search parameters of the quantized index (compute::mips::ivf_pq_search_options).
+  uint32_t probes = 8;
+  uint32_t rerank = 30;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, serving_shard_config& x) {
+  return f(caf::meta::type_name("serving_shard_config"), x.model_dir, x.model, x.version,
+           x.shard, x.probes, x.rerank);
+}
+
+/// One query vector for one shard: its k best items.
+struct shard_query {
+  request_context context;
+  std::vector<float> vector;
+  uint32_t k = 10;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_query& x) {
+  return f(caf::meta::type_name("shard_query"), x.context, x.vector, x.k);
+}
+
+/// A shard's best items, best first: at most k, fewer when the shard holds fewer.
+struct shard_hits {
+  uint32_t shard = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> scores;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_hits& x) {
+  return f(caf::meta::type_name("shard_hits"), x.shard, x.ids, x.scores);
+}
+
+struct shard_status {
+  std::string model;
+  std::string version;
+  uint32_t shard = 0;
+  uint64_t items = 0;
+  uint64_t answered = 0;
+  /// Queries dropped because their deadline had passed on arrival.
+  uint64_t expired = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_status& x) {
+  return f(caf::meta::type_name("shard_status"), x.model, x.version, x.shard, x.items,
+           x.answered, x.expired);
+}
+
+enum class query_kind : uint8_t {
+  /// A query vector of the model's dimension.
+  vector = 0,
+  /// A user the model knows, by name (or by row number when it has no names).
+  user = 1,
+  /// A new user given as the items they interacted with (cold-start projection).
+  items = 2,
+};
+
+/// A request to a model's root.
+struct topk_request {
+  request_context context;
+  query_kind kind = query_kind::vector;
+  std::vector<float> vector;
+  std::string user;
+  std::vector<std::string> items;
+  /// One per item, or empty for 1 each.
+  std::vector<float> values;
+  uint32_t k = 10;
+  /// At the deadline, answer with the shards that answered (flagged partial) instead of failing
+  /// with errc::deadline_exceeded.
+  bool allow_partial = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, topk_request& x) {
+  return f(caf::meta::type_name("topk_request"), x.context, x.kind, x.vector, x.user, x.items,
+           x.values, x.k, x.allow_partial);
+}
+
+struct topk_response {
+  std::string version;
+  std::vector<uint64_t> ids;
+  /// The items' names, or their ids as text when the model has no names.
+  std::vector<std::string> names;
+  std::vector<float> scores;
+  /// True when shards are missing from the answer (see missing_shards).
+  bool partial = false;
+  std::vector<uint32_t> missing_shards;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, topk_response& x) {
+  return f(caf::meta::type_name("topk_response"), x.version, x.ids, x.names, x.scores,
+           x.partial, x.missing_shards);
+}
+
+/// Latencies in fixed buckets (Prometheus' cumulative form is derived when rendering).
+struct latency_histogram {
+  /// Upper bounds in milliseconds; counts has one more entry, for +Inf.
+  static constexpr double bounds[] = {0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500};
+  std::vector<uint64_t> counts = std::vector<uint64_t>(std::size(bounds) + 1, 0);
+  double sum_ms = 0;
+  uint64_t count = 0;
+
+  void add(double ms) {
+    size_t b = 0;
+    while (b < std::size(bounds) && ms > bounds[b])
+      ++b;
+    ++counts[b];
+    sum_ms += ms;
+    ++count;
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, latency_histogram& x) {
+  return f(caf::meta::type_name("latency_histogram"), x.counts, x.sum_ms, x.count);
+}
+
+/// A shard server as the root sees it.
+struct shard_health {
+  uint32_t shard = 0;
+  std::string node;
+  bool up = false;
+  uint32_t restarts = 0;
+  /// Answers, and failures (errors and answers missing at the deadline).
+  uint64_t answered = 0;
+  uint64_t failed = 0;
+  /// Round trips from the root, answered ones only.
+  latency_histogram latency;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_health& x) {
+  return f(caf::meta::type_name("shard_health"), x.shard, x.node, x.up, x.restarts, x.answered,
+           x.failed, x.latency);
+}
+
+/// Per-principal accounting of a model: admitted requests and the rows they returned, and every
+/// denial by its cause.
+struct principal_counters {
+  std::string principal;
+  uint64_t requests = 0;
+  uint64_t rows = 0;
+  uint64_t denied_access = 0;
+  uint64_t denied_quota = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, principal_counters& x) {
+  return f(caf::meta::type_name("principal_counters"), x.principal, x.requests, x.rows,
+           x.denied_access, x.denied_quota);
+}
+
+enum class model_state : uint8_t {
+  /// No version is loaded (or the last one was unloaded).
+  unavailable = 0,
+  /// The first version is loading; no request is answered yet.
+  loading = 1,
+  /// A version answers requests (another may be loading behind it).
+  available = 2,
+};
+
+std::string to_string(model_state x);
+std::string to_string(query_kind x);
+
+struct model_status {
+  std::string model;
+  model_state state = model_state::unavailable;
+  /// The version answering requests; empty while none does.
+  std::string version;
+  /// The version being loaded; empty when none is.
+  std::string loading;
+  /// Why the last load failed; empty when it did not.
+  std::string last_error;
+  std::vector<shard_health> shards;
+  std::vector<principal_counters> principals;
+  /// Orchestration steps of the loads so far, oldest first ("shard 0 of 3 loaded", ...).
+  std::vector<std::string> events;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_status& x) {
+  return f(caf::meta::type_name("model_status"), x.model, x.state, x.version, x.loading,
+           x.last_error, x.shards, x.principals, x.events);
+}
+
+/// Who may use a model. "*" in a list admits every principal.
+struct model_acl {
+  /// May ask for top-k.
+  std::vector<std::string> query{"*"};
+  /// May load and unload versions.
+  std::vector<std::string> manage{"*"};
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_acl& x) {
+  return f(caf::meta::type_name("model_acl"), x.query, x.manage);
+}
+
+/// A token bucket for the requests of (principal, app); "*" matches any. The first matching
+/// rule applies, and each (principal, app) pair gets its own bucket.
+struct quota_rule {
+  std::string principal = "*";
+  std::string app = "*";
+  /// Requests per second refilled, and the bucket's size.
+  double rate = 0;
+  double burst = 1;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, quota_rule& x) {
+  return f(caf::meta::type_name("quota_rule"), x.principal, x.app, x.rate, x.burst);
+}
+
+struct access_rules {
+  model_acl acl;
+  /// No matching rule: no limit.
+  std::vector<quota_rule> quotas;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, access_rules& x) {
+  return f(caf::meta::type_name("access_rules"), x.acl, x.quotas);
+}
+
+} // namespace darcy

@@ -1,0 +1,179 @@
+// `darcy serve` and `darcy wals export` as a user runs them, with real processes: an export
+// killed before its manifest leaves the previous version served; a shard server's node
+// SIGKILLed under load is replaced, and the model answers whole again.
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "stores/serving_export.hpp"
+#include "tests/integration/cluster_fixture.hpp"
+#include "tests/support/http_client.hpp"
+#include "tests/support/random_matrix.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace darcy::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// `darcy serve ARGS...` started and listening; its port.
+struct serve_process {
+  runtime::child_process process;
+  uint16_t port = 0;
+};
+
+serve_process start_serve(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{DARCY_BINARY, "serve", "--listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto p = runtime::child_process::start(argv);
+  if (!p) {
+    ADD_FAILURE() << render(p.error());
+    std::abort();
+  }
+  auto line = p->wait_for_line("darcy serve listening on", patience);
+  if (!line) {
+    ADD_FAILURE() << render(line.error()) << "\n" << p->read_stderr();
+    std::abort();
+  }
+  auto host_end = line->find(':', line->find("http://") + 7);
+  auto port = static_cast<uint16_t>(std::stoul(line->substr(host_end + 1)));
+  return {std::move(*p), port};
+}
+
+/// The model's status, once its state is `available` (a failure after `patience`).
+nlohmann::json wait_available(uint16_t port, const std::string& model) {
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  nlohmann::json status;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto answer = http_exchange(port, http_request_text("GET", "/v1/models/" + model, ""));
+    status = nlohmann::json::parse(http_body(answer), nullptr, false);
+    if (status.is_object() && status.value("state", "") == "available")
+      return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ADD_FAILURE() << "model " << model << " not available: " << status.dump();
+  return status;
+}
+
+std::string vector_body(int deadline_ms) {
+  return R"({"vector": [0.5, -1, 2, 0.25, 1, 1, -0.5, 0], "k": 5, "deadline_ms": )" +
+         std::to_string(deadline_ms) + "}";
+}
+
+TEST(serving_cli, an_export_killed_before_its_manifest_leaves_the_previous_version_served) {
+  temp_dir tmp{"serving_cli_export"};
+  auto model = tmp.path() + "/model";
+  auto exports = tmp.path() + "/exports";
+  auto trained = run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
+                            "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet",
+                            "--out", model});
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  std::vector<std::string> export_args{"wals", "export", "--model", model, "--out",
+                                       exports + "/songs", "--shards", "2"};
+  auto first = run_darcy(export_args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("as version 1"), std::string::npos) << first.out;
+
+  auto pid_file = tmp.path() + "/export.pid";
+  std::vector<std::string> argv{DARCY_BINARY};
+  argv.insert(argv.end(), export_args.begin(), export_args.end());
+  argv.insert(argv.end(), {"--fault-stall-before-commit", pid_file});
+  auto second = runtime::child_process::start(argv);
+  ASSERT_TRUE(second) << render(second.error());
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!fs::exists(pid_file) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(pid_file)) << second->read_stderr();
+  // Every part of version 2 is on disk; only its manifest is missing.
+  EXPECT_TRUE(fs::exists(exports + "/songs/2/shard-1/codes.u8"));
+  second->signal(SIGKILL);
+  ASSERT_TRUE(second->wait(patience));
+
+  auto newest = stores::read_export_manifest(exports + "/songs");
+  ASSERT_TRUE(newest) << render(newest.error());
+  EXPECT_EQ(newest->checkpoint, "1");
+  auto serve = start_serve({"--exports", exports});
+  auto status = wait_available(serve.port, "songs");
+  EXPECT_EQ(status.value("version", ""), "1");
+  auto answer = http_exchange(serve.port, http_request_text("POST", "/v1/models/songs:topk", "",
+                                                            vector_body(2000)));
+  EXPECT_EQ(http_status(answer), 200u) << answer;
+  EXPECT_NE(answer.find("\"version\":\"1\""), std::string::npos) << answer;
+}
+
+class serving_cluster_test : public cluster_test {};
+
+TEST_F(serving_cluster_test, a_shard_server_sigkilled_under_load_is_restarted_and_answers) {
+  temp_dir tmp{"serving_cluster"};
+  stores::export_input in;
+  in.config.shards = 3;
+  in.items = gaussian_matrix(3000, 8, 1);
+  in.index = {.lists = 8, .seed = 2};
+  ASSERT_TRUE(stores::write_export(tmp.path() + "/m", in, 2));
+  auto [a, b, c] = start_three();
+  auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address)});
+  auto status = wait_available(serve.port, "m");
+  // The victim: a shard server on a node that is not the seed.
+  std::string victim_node;
+  for (auto& shard : status["shards"])
+    if (shard.value("node", "") != "a")
+      victim_node = shard.value("node", "");
+  ASSERT_FALSE(victim_node.empty()) << status.dump();
+
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> ok{0};
+  std::atomic<size_t> refused{0};
+  std::atomic<size_t> other{0};
+  std::thread client{[&] {
+    while (!stop) {
+      auto code = http_status(http_exchange(
+        serve.port, http_request_text("POST", "/v1/models/m:topk", "", vector_body(1000))));
+      if (code == 200)
+        ++ok;
+      else if (code == 503 || code == 504)
+        ++refused; // a shard is down until its supervisor restarts it
+      else
+        ++other;
+    }
+  }};
+  auto wait_for = [](auto done) {
+    auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done();
+  };
+  EXPECT_TRUE(wait_for([&] { return ok >= 20; }));
+  (victim_node == "b" ? b : c).process.signal(SIGKILL);
+  // Restarted elsewhere, from the export: every shard up, one restarted.
+  auto restarted = [&] {
+    auto answer = http_exchange(serve.port, http_request_text("GET", "/v1/models/m", ""));
+    auto s = nlohmann::json::parse(http_body(answer), nullptr, false);
+    if (!s.is_object())
+      return false;
+    size_t restarts = 0;
+    for (auto& shard : s["shards"]) {
+      if (!shard.value("up", false) || shard.value("node", "") == victim_node)
+        return false;
+      restarts += shard.value("restarts", 0u);
+    }
+    return restarts >= 1;
+  };
+  EXPECT_TRUE(wait_for(restarted));
+  auto before = ok.load();
+  EXPECT_TRUE(wait_for([&] { return ok >= before + 20; }));
+  stop = true;
+  client.join();
+  EXPECT_EQ(other, 0u);
+  auto answer = http_exchange(serve.port, http_request_text("POST", "/v1/models/m:topk", "",
+                                                            vector_body(2000)));
+  EXPECT_EQ(http_status(answer), 200u) << answer;
+  EXPECT_NE(answer.find("\"partial\":false"), std::string::npos) << answer;
+}
+
+} // namespace
+} // namespace darcy::test
