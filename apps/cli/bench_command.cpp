@@ -2,6 +2,7 @@
 #include "apps/bench/embedding_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
 #include "apps/bench/mips_bench.hpp"
+#include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
 #include "apps/cli/commands.hpp"
 
@@ -31,6 +32,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   mips_cmd->add_option("--fashion-mnist", mips->fashion_mnist, "dataset-fashion-mnist's folder");
   mips_cmd->add_flag("!--exact-only", mips->ann, "Skip the quantized-search sweep");
   mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });
+
+  auto direct = std::make_shared<serve_direct_options>();
+  auto direct_cmd = bench->add_subcommand(
+    "serve-direct", "The in-process peer of apps/bench/serve.sh: an export's indexes called directly");
+  direct_cmd->add_option("--model", direct->model_dir, "Export folder EXPORTS/<name>")->required();
+  direct_cmd->add_option("--threads", direct->threads, "Query threads")->check(CLI::Range(1, 64));
+  direct_cmd->add_option("-k", direct->k, "Neighbours per query")->check(CLI::Range(1, 1000));
+  direct_cmd->add_option("--probes", direct->probes, "Lists scanned per shard");
+  direct_cmd->add_option("--rerank", direct->rerank, "Candidates re-ranked per shard");
+  direct_cmd->add_option("--seconds", direct->seconds, "Seconds measured");
+  direct_cmd->callback([direct, &exit_code] { exit_code = run_serve_direct(*direct); });
 
   auto emb = std::make_shared<embedding_bench_options>();
   auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");

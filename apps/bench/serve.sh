@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `darcy serve` under load: the 1M-item WALS export in 4 shard servers, one per `darcy node`
+# process on 127.0.0.1, and its root behind HTTP, loaded by wrk at batch 1 with the bodies of
+# apps/bench/serve/topk.lua. The peer, in the same run: the same export's indexes called in
+# process (`darcy bench serve-direct`) on the same threads. Then a second wrk run with shard 0
+# behind `darcy chaos disrupt --delay`: answers past the deadline come back flagged partial.
+# Last line: {"bench":"serve","metrics":{...}}.
+# Usage: apps/bench/serve.sh   (env: DARCY, MODEL (a `wals train --out` dir; default: trains
+#        the 1M x 1M synthetic matrix), SECONDS_RUN, CONNECTIONS, DEADLINE_MS, CHAOS_DELAY_MS)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+darcy=${DARCY:-$root/build/apps/darcy}
+seconds=${SECONDS_RUN:-20}
+connections=${CONNECTIONS:-16}
+deadline_ms=${DEADLINE_MS:-200}
+chaos_delay_ms=${CHAOS_DELAY_MS:-1000}
+command -v wrk >/dev/null || { echo "serve bench: wrk is missing (apt-get install wrk)" >&2; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+model=${MODEL:-}
+if [ -z "$model" ]; then
+  model=$work/model
+  "$darcy" wals train --synthetic-rows 1000000 --synthetic-cols 1000000 \
+    --synthetic-nnz 50000000 --dim 64 --iters 8 --quiet --out "$model" >&2
+fi
+"$darcy" wals export --model "$model" --out "$work/exports/wals1m" --shards 4 --threads 2 >&2
+users=$(sed -n 's/^users //p' "$model/meta.txt")
+
+direct=$("$darcy" bench serve-direct --model "$work/exports/wals1m" --threads 2 --seconds 10 |
+         tail -1)
+direct_qps=$(echo "$direct" | sed 's/.*"direct_qps":\([0-9.]*\).*/\1/')
+
+port=$((7800 + RANDOM % 100))
+seed=127.0.0.1:$port
+printf '[node]\nchaos = true\n[cluster]\nheartbeat_interval_ms = 500\nheartbeat_timeout_ms = 5000\n' \
+  > "$work/cluster.toml"
+"$darcy" node --name n0 --listen "$seed" --config "$work/cluster.toml" --threads 1 \
+  > "$work/n0.log" 2>&1 & pids+=($!)
+sleep 1
+for n in n1 n2 n3; do
+  "$darcy" node --name "$n" --listen 127.0.0.1:0 --join "$seed" --config "$work/cluster.toml" \
+    --threads 1 > "$work/$n.log" 2>&1 & pids+=($!)
+done
+sleep 2
+"$darcy" serve --exports "$work/exports" --listen 127.0.0.1:0 --cluster "$seed" \
+  --http-threads 1 --threads 1 > "$work/serve.out" 2> "$work/serve.log" & pids+=($!)
+for _ in $(seq 600); do
+  grep -q "listening on" "$work/serve.out" 2>/dev/null && break
+  sleep 0.1
+done
+http=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/serve.out")
+for _ in $(seq 600); do
+  curl -s "$http/v1/models/wals1m" | grep -q '"state":"available"' && break
+  sleep 0.2
+done
+
+# run NAME ALLOW_PARTIAL: one wrk run; prints its JSON line.
+run() {
+  MODEL=wals1m USERS=$users DEADLINE_MS=$deadline_ms ALLOW_PARTIAL=$2 \
+    wrk -t 2 -c "$connections" -d "${seconds}s" --timeout 5s \
+    -s "$root/apps/bench/serve/topk.lua" "$http" | tail -1
+}
+clean=$(run clean false)
+shard=$(curl -s "$http/v1/models/wals1m" | grep -o '"version":"[0-9]*"' | head -1 |
+        sed 's/.*"\([0-9]*\)"/serving.wals1m.\1.shard.0/')
+"$darcy" chaos disrupt "$shard" --delay 0.05 --delay-ms "$chaos_delay_ms" --rng-seed 7 \
+  --seed "$seed" >&2
+chaos=$(run chaos true)
+"$darcy" chaos heal "$shard" --seed "$seed" >&2
+
+field() { echo "$1" | sed "s/.*\"$2\": \([0-9.]*\).*/\1/"; }
+echo "direct: $direct"
+echo "clean:  $clean"
+echo "chaos:  $chaos (shard 0 delays 5% of its messages by ${chaos_delay_ms} ms)"
+serve_qps=$(field "$clean" qps)
+ratio=$(printf "%.3f" "$(echo "scale=6; $serve_qps / $direct_qps" | bc)")
+failed=$(( $(field "$clean" failed) + $(field "$clean" socket_errors) ))
+echo "{\"bench\":\"serve\",\"metrics\":{\"serve_vs_direct\":$ratio,\"serve_qps\":$serve_qps,\"serve_p50_ms\":$(field "$clean" p50_ms),\"serve_p99_ms\":$(field "$clean" p99_ms),\"failed_requests\":$failed,\"direct_qps\":$direct_qps,\"chaos_p99_ms\":$(field "$chaos" p99_ms),\"chaos_partial\":$(field "$chaos" partial),\"chaos_failed\":$(( $(field "$chaos" failed) + $(field "$chaos" socket_errors) )),\"deadline_ms\":$deadline_ms,\"cores\":$(nproc)}}"

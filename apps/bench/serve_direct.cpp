@@ -1,0 +1,72 @@
+#include "apps/bench/serve_direct.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <thread>
+
+#include "apps/cli/commands.hpp"
+#include "messages/error.hpp"
+#include "stores/serving_export.hpp"
+
+namespace darcy::apps {
+
+int run_serve_direct(const serve_direct_options& o) {
+  auto manifest = stores::read_export_manifest(o.model_dir);
+  if (!manifest)
+    return fail(render(manifest.error()));
+  auto root = stores::load_export_root(o.model_dir, *manifest);
+  if (!root)
+    return fail(render(root.error()));
+  auto& c = root->config;
+  if (c.users == 0)
+    return fail(o.model_dir + ": the export holds no users to query with");
+  std::vector<compute::mips::ivf_pq_index> shards;
+  for (uint32_t s = 0; s < c.shards; ++s) {
+    auto shard = stores::load_export_shard(o.model_dir, *manifest, s);
+    if (!shard)
+      return fail(render(shard.error()));
+    shards.push_back(std::move(*shard));
+  }
+  compute::mips::ivf_pq_search_options search;
+  search.probes = o.probes;
+  search.rerank = std::max(o.rerank, o.k);
+  std::atomic<uint64_t> answered{0};
+  std::atomic<bool> stop{false};
+  auto worker = [&](uint64_t seed) {
+    std::mt19937_64 rng{seed};
+    std::uniform_int_distribution<uint64_t> pick(0, c.users - 1);
+    compute::row_matrix query(1, c.dim);
+    while (!stop.load(std::memory_order_relaxed)) {
+      auto user = pick(rng);
+      std::copy_n(root->users.data() + user * c.dim, c.dim, query.data());
+      std::vector<std::vector<compute::hit>> lists;
+      for (auto& shard : shards) {
+        auto hits = shard.search(query, std::min<size_t>(o.k, shard.size()), search);
+        if (hits)
+          lists.push_back(std::move(hits->front()));
+      }
+      auto merged = compute::merge_top_k(lists, o.k);
+      if (merged.size() == o.k)
+        answered.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < o.threads; ++t)
+    threads.emplace_back(worker, o.seed + t);
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  stop = true;
+  for (auto& t : threads)
+    t.join();
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto qps = static_cast<double>(answered.load()) / seconds;
+  std::printf("{\"bench\":\"serve_direct\",\"metrics\":{\"direct_qps\":%.1f,\"threads\":%u,"
+              "\"shards\":%u,\"items\":%llu,\"probes\":%u,\"rerank\":%u}}\n",
+              qps, o.threads, c.shards, static_cast<unsigned long long>(c.items), o.probes,
+              o.rerank);
+  return 0;
+}
+
+} // namespace darcy::apps
