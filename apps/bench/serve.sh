@@ -6,7 +6,8 @@
 # behind `darcy chaos disrupt --delay`: answers past the deadline come back flagged partial.
 # Last line: {"bench":"serve","metrics":{...}}.
 # Usage: apps/bench/serve.sh   (env: DARCY, MODEL (a `wals train --out` dir; default: trains
-#        the 1M x 1M synthetic matrix), SECONDS_RUN, CONNECTIONS, DEADLINE_MS, CHAOS_DELAY_MS)
+#        the 1M x 1M synthetic matrix), SECONDS_RUN, CONNECTIONS, DEADLINE_MS, CHAOS_DELAY_MS,
+#        SERVE_THREADS (actor and HTTP threads of `darcy serve`))
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 darcy=${DARCY:-$root/build/apps/darcy}
@@ -14,6 +15,7 @@ seconds=${SECONDS_RUN:-20}
 connections=${CONNECTIONS:-16}
 deadline_ms=${DEADLINE_MS:-200}
 chaos_delay_ms=${CHAOS_DELAY_MS:-1000}
+serve_threads=${SERVE_THREADS:-1}
 command -v wrk >/dev/null || { echo "serve bench: wrk is missing (apt-get install wrk)" >&2; exit 1; }
 work=$(mktemp -d)
 pids=()
@@ -46,7 +48,7 @@ for n in n1 n2 n3; do
 done
 sleep 2
 "$darcy" serve --exports "$work/exports" --listen 127.0.0.1:0 --cluster "$seed" \
-  --http-threads 1 --threads 1 > "$work/serve.out" 2> "$work/serve.log" & pids+=($!)
+  --http-threads "$serve_threads" --threads "$serve_threads" > "$work/serve.out" 2> "$work/serve.log" & pids+=($!)
 for _ in $(seq 600); do
   grep -q "listening on" "$work/serve.out" 2>/dev/null && break
   sleep 0.1
