@@ -15,9 +15,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
-#include <caf/scoped_actor.hpp>
-
 #include "messages/cluster/request_context.hpp"
+#include "runtime/ask.hpp"
 
 namespace darcy::runtime {
 
@@ -53,11 +52,9 @@ caf::expected<Reply> remote_run(caf::actor_system& sys, const Handle& target,
   auto left = time_left(ctx, remote_run_default_timeout);
   if (left.count() == 0)
     return remote_failure(caf::sec::request_timeout, what);
-  caf::scoped_actor self{sys};
-  caf::expected<Reply> result{caf::error{}};
-  self->request(target, left, std::forward<Ts>(xs)...)
-    .receive([&](Reply& x) { result = std::move(x); },
-             [&](caf::error& err) { result = remote_failure(err, what); });
+  auto result = ask<Reply>(sys, target, left, std::forward<Ts>(xs)...);
+  if (!result)
+    return remote_failure(result.error(), what);
   return result;
 }
 
