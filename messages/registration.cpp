@@ -68,6 +68,8 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<serving_shard_config>("darcy.serving_shard_config")
     .add_message_type<shard_query>("darcy.shard_query")
     .add_message_type<shard_hits>("darcy.shard_hits")
+    .add_message_type<shard_batch>("darcy.shard_batch")
+    .add_message_type<shard_batch_hits>("darcy.shard_batch_hits")
     .add_message_type<shard_status>("darcy.shard_status")
     .add_message_type<query_kind>("darcy.query_kind")
     .add_message_type<topk_request>("darcy.topk_request")

@@ -163,6 +163,7 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
   v->shards.resize(n);
   v->ready.assign(n, false);
   v->health.resize(n);
+  v->lanes.resize(n);
   supervisor_spec spec;
   spec.name = v->supervisor_name;
   spec.strategy = restart_strategy::one_for_one;
@@ -262,28 +263,164 @@ void finish_topk(serving_root_pointer self, uint64_t id) {
   unload_if_idle(self, p.version);
 }
 
+// Counts one answer (or failure) of shard i, whose query left at `sent`, in its health.
+void account(served_version& v, uint32_t i, bool answered,
+             std::chrono::steady_clock::time_point sent) {
+  auto& health = v.health[i];
+  if (!answered) {
+    ++health.failed;
+    return;
+  }
+  ++health.answered;
+  health.latency.add(
+    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+}
+
 void on_shard_done(serving_root_pointer self, uint64_t id, uint32_t shard,
-                   caf::expected<shard_hits> hits, std::chrono::steady_clock::time_point sent) {
+                   caf::expected<shard_hits> hits) {
   auto found = self->state.pending.find(id);
   if (found == self->state.pending.end())
     return;
   auto& p = found->second;
-  auto& health = p.version->health[shard];
   if (hits) {
-    health.latency.add(std::chrono::duration<double, std::milli>(
-                         std::chrono::steady_clock::now() - sent)
-                         .count());
-    ++health.answered;
     p.answered[shard] = true;
     for (size_t j = 0; j < hits->ids.size(); ++j)
       p.hits[shard].push_back({hits->scores[j], hits->ids[j]});
-  } else {
-    ++health.failed;
-    if (!p.first_error)
-      p.first_error = hits.error();
+  } else if (!p.first_error) {
+    p.first_error = hits.error();
   }
   if (--p.open == 0)
     finish_topk(self, id);
+}
+
+// Sends shard i's waiting queries as one batch while its lane has room. Queries already
+// answered (at their deadline) are skipped; the batch's timeout is its latest deadline.
+void flush_lane(serving_root_pointer self, const std::shared_ptr<served_version>& v, uint32_t i) {
+  auto& st = self->state;
+  auto& lane = v->lanes[i];
+  while (!lane.queued.empty() && lane.in_flight < st.config.shard_batches_in_flight) {
+    shard_batch batch;
+    std::vector<uint64_t> ids;
+    request_context ctx;
+    bool bounded = true;
+    while (!lane.queued.empty() && ids.size() < st.config.shard_batch_limit) {
+      auto id = lane.queued.front();
+      lane.queued.pop_front();
+      auto found = st.pending.find(id);
+      if (found == st.pending.end())
+        continue;
+      auto& q = found->second.query;
+      bounded = bounded && q.context.deadline_us != 0;
+      ctx.deadline_us = std::max(ctx.deadline_us, q.context.deadline_us);
+      ids.push_back(id);
+      batch.queries.push_back(q);
+    }
+    if (ids.empty())
+      return;
+    if (!bounded)
+      ctx.deadline_us = 0;
+    ctx.trace_id = batch.queries.front().context.trace_id;
+    auto what = "shard " + std::to_string(i);
+    auto sent = std::chrono::steady_clock::now();
+    auto fail_all = [self, v, i, ids, sent](const caf::error& err) {
+      for (auto id : ids) {
+        account(*v, i, false, sent);
+        on_shard_done(self, id, i, err);
+      }
+    };
+    if (!v->shards[i]) {
+      fail_all(make_error(errc::unavailable, what + " is down"));
+      continue;
+    }
+    ++lane.in_flight;
+    ++v->health[i].batches;
+    runtime::remote_run<shard_batch_hits>(
+      self, v->shards[i], ctx, what,
+      [self, v, i, ids, sent, fail_all, what](shard_batch_hits& hits) {
+        --v->lanes[i].in_flight;
+        if (hits.answers.size() != ids.size() || hits.errors.size() != ids.size()) {
+          fail_all(make_error(errc::unavailable, what + " answered a batch of " +
+                                                      std::to_string(ids.size()) + " with " +
+                                                      std::to_string(hits.answers.size())));
+        } else {
+          for (size_t j = 0; j < ids.size(); ++j) {
+            account(*v, i, !hits.errors[j], sent);
+            if (hits.errors[j])
+              on_shard_done(self, ids[j], i, hits.errors[j]);
+            else
+              on_shard_done(self, ids[j], i, std::move(hits.answers[j]));
+          }
+        }
+        flush_lane(self, v, i);
+      },
+      [self, v, i, fail_all](const caf::error& err) {
+        --v->lanes[i].in_flight;
+        fail_all(err);
+        flush_lane(self, v, i);
+      },
+      topk_atom::value, std::move(batch));
+  }
+}
+
+// Asks shard i alone for request id's query (shard_batches_in_flight = 0).
+void send_one(serving_root_pointer self, const std::shared_ptr<served_version>& v, uint32_t i,
+              uint64_t id, const shard_query& q) {
+  auto what = "shard " + std::to_string(i);
+  auto sent = std::chrono::steady_clock::now();
+  if (!v->shards[i]) {
+    account(*v, i, false, sent);
+    return on_shard_done(self, id, i, make_error(errc::unavailable, what + " is down"));
+  }
+  runtime::remote_run<shard_hits>(
+    self, v->shards[i], q.context, what,
+    [self, v, id, i, sent](shard_hits& hits) {
+      account(*v, i, true, sent);
+      on_shard_done(self, id, i, std::move(hits));
+    },
+    [self, v, id, i, sent](const caf::error& err) {
+      account(*v, i, false, sent);
+      on_shard_done(self, id, i, err);
+    },
+    topk_atom::value, q);
+}
+
+// Request id's deadline: it is answered with what the shards gave so far.
+void on_deadline(serving_root_pointer self, uint64_t id) {
+  auto found = self->state.pending.find(id);
+  if (found == self->state.pending.end())
+    return;
+  auto& p = found->second;
+  if (!p.first_error)
+    p.first_error = make_error(errc::deadline_exceeded, "the deadline passed");
+  finish_topk(self, id);
+}
+
+// Sets the root's one timer for deadline_us, unless it is set for an earlier one.
+void arm_timer(serving_root_pointer self, int64_t deadline_us) {
+  auto& st = self->state;
+  if (st.timer_us != 0 && st.timer_us <= deadline_us)
+    return;
+  st.timer_us = deadline_us;
+  auto left = std::chrono::microseconds{std::max<int64_t>(deadline_us - now_us(), 0)};
+  self->delayed_send(caf::actor_cast<serving_root_actor>(self), left, tick_atom::value,
+                     static_cast<uint64_t>(deadline_us));
+}
+
+// The timer set for `deadline_us` fired: answers every request whose deadline has passed, and
+// sets the timer for the next one. A timer replaced by an earlier one is ignored.
+void on_timer(serving_root_pointer self, int64_t deadline_us) {
+  auto& st = self->state;
+  if (deadline_us != st.timer_us)
+    return;
+  st.timer_us = 0;
+  auto now = now_us();
+  while (!st.deadlines.empty() && st.deadlines.top().first <= now) {
+    auto id = st.deadlines.top().second;
+    st.deadlines.pop();
+    on_deadline(self, id);
+  }
+  if (!st.deadlines.empty())
+    arm_timer(self, st.deadlines.top().first);
 }
 
 caf::result<topk_response> topk(serving_root_pointer self, const topk_request& request) {
@@ -300,10 +437,13 @@ caf::result<topk_response> topk(serving_root_pointer self, const topk_request& r
   auto query = v->root->query_of(request);
   if (!query)
     return std::move(query.error());
+  if (expired(ctx))
+    return make_error(errc::deadline_exceeded, "the request arrived after its deadline");
   auto id = st.next_request++;
   auto& p = st.pending[id];
   p.version = v;
   p.promise = self->make_response_promise<topk_response>();
+  p.query = shard_query{ctx, std::move(*query), request.k};
   p.principal = ctx.principal;
   p.k = request.k;
   p.allow_partial = request.allow_partial;
@@ -313,19 +453,20 @@ caf::result<topk_response> topk(serving_root_pointer self, const topk_request& r
   p.open = n;
   ++v->in_flight;
   auto promise = p.promise;
-  shard_query q{ctx, std::move(*query), request.k};
+  auto batched = st.config.shard_batches_in_flight > 0;
+  if (batched && ctx.deadline_us != 0) {
+    st.deadlines.emplace(ctx.deadline_us, id);
+    arm_timer(self, ctx.deadline_us);
+  }
+  // on_shard_done may finish the request (a shard down): copy what the loop needs first.
+  auto q = p.query;
   for (uint32_t i = 0; i < n; ++i) {
-    auto what = "shard " + std::to_string(i);
-    auto sent = std::chrono::steady_clock::now();
-    if (!v->shards[i]) {
-      on_shard_done(self, id, i, make_error(errc::unavailable, what + " is down"), sent);
+    if (!batched) {
+      send_one(self, v, i, id, q);
       continue;
     }
-    runtime::remote_run<shard_hits>(
-      self, v->shards[i], ctx, what,
-      [self, id, i, sent](shard_hits& hits) { on_shard_done(self, id, i, std::move(hits), sent); },
-      [self, id, i, sent](const caf::error& err) { on_shard_done(self, id, i, err, sent); },
-      topk_atom::value, q);
+    v->lanes[i].queued.push_back(id);
+    flush_lane(self, v, i);
   }
   return promise;
 }
@@ -387,6 +528,9 @@ serving_root_actor::behavior_type serving_root(serving_root_pointer self,
     },
     [self](status_atom) { return status(self); },
     [self](const supervisor_event& e) { on_supervisor_event(self, e); },
+    [self](tick_atom, uint64_t deadline_us) {
+      on_timer(self, static_cast<int64_t>(deadline_us));
+    },
   };
 }
 

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -33,9 +36,19 @@ struct serving_root_config {
   /// Search parameters of every shard.
   uint32_t probes = 8;
   uint32_t rerank = 30;
+  /// Batches each shard may have unanswered; queries that arrive meanwhile wait and leave
+  /// together, at most shard_batch_limit to a batch. 0: one message per query, none waits.
+  uint32_t shard_batches_in_flight = 1;
+  uint32_t shard_batch_limit = 64;
   access_rules access;
   /// Load the newest version at start, as if a manager asked.
   bool load_newest = true;
+};
+
+/// The queries waiting for one shard server, and its batches out.
+struct shard_lane {
+  std::deque<uint64_t> queued;
+  uint32_t in_flight = 0;
 };
 
 /// One loaded (or loading) version.
@@ -47,6 +60,7 @@ struct served_version {
   /// Invalid while a shard is down.
   std::vector<serving_shard_actor> shards;
   std::vector<shard_health> health;
+  std::vector<shard_lane> lanes;
   std::vector<bool> ready;
   /// Set once every shard answered: the version serves from then on.
   std::shared_ptr<const root_model> root;
@@ -58,6 +72,8 @@ struct serving_root_state {
   struct pending_topk {
     std::shared_ptr<served_version> version;
     caf::typed_response_promise<topk_response> promise;
+    /// What every shard is asked (the projected query, with the request's context).
+    shard_query query;
     std::string principal;
     uint32_t k = 0;
     bool allow_partial = false;
@@ -74,6 +90,13 @@ struct serving_root_state {
   std::optional<caf::typed_response_promise<std::string>> load_promise;
   std::vector<std::shared_ptr<served_version>> retired;
   std::map<uint64_t, pending_topk> pending;
+  /// (deadline_us, request) of the requests with a deadline, earliest on top; an entry stays
+  /// until its deadline even when its request is answered before.
+  std::priority_queue<std::pair<int64_t, uint64_t>, std::vector<std::pair<int64_t, uint64_t>>,
+                      std::greater<>>
+    deadlines;
+  /// The deadline the root's one timer is set for; 0: none.
+  int64_t timer_us = 0;
   uint64_t next_request = 1;
   std::string last_error;
   std::vector<std::string> events;

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # `darcy serve` under load: the 1M-item WALS export in 4 shard servers, one per `darcy node`
 # process on 127.0.0.1, and its root behind HTTP, loaded by wrk at batch 1 with the bodies of
-# apps/bench/serve/topk.lua. The peer, in the same run: the same export's indexes called in
-# process (`darcy bench serve-direct`) on the same threads. Then a second wrk run with shard 0
-# behind `darcy chaos disrupt --delay`: answers past the deadline come back flagged partial.
+# apps/bench/serve/topk.lua, with CONNECTIONS (64: enough to keep the 2 cores busy, as the
+# peer is) and again with 16. The peer, in the same run: the same export's indexes called in
+# process (`darcy bench serve-direct`) on the same threads. Then a wrk run with shard 0 behind
+# `darcy chaos disrupt --delay`: answers past the deadline come back flagged partial.
 # Last line: {"bench":"serve","metrics":{...}}.
 # Usage: apps/bench/serve.sh   (env: DARCY, MODEL (a `wals train --out` dir; default: trains
 #        the 1M x 1M synthetic matrix), SECONDS_RUN, CONNECTIONS, DEADLINE_MS, CHAOS_DELAY_MS,
-#        SERVE_THREADS (actor and HTTP threads of `darcy serve`))
+#        SERVE_THREADS (actor and HTTP threads of `darcy serve`), SERVE_ARGS (more options of
+#        `darcy serve`, such as --shard-batches 0))
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 darcy=${DARCY:-$root/build/apps/darcy}
 seconds=${SECONDS_RUN:-20}
-connections=${CONNECTIONS:-16}
+connections=${CONNECTIONS:-64}
 deadline_ms=${DEADLINE_MS:-200}
 chaos_delay_ms=${CHAOS_DELAY_MS:-1000}
 serve_threads=${SERVE_THREADS:-1}
@@ -48,7 +50,7 @@ for n in n1 n2 n3; do
 done
 sleep 2
 "$darcy" serve --exports "$work/exports" --listen 127.0.0.1:0 --cluster "$seed" \
-  --http-threads "$serve_threads" --threads "$serve_threads" > "$work/serve.out" 2> "$work/serve.log" & pids+=($!)
+  --http-threads "$serve_threads" --threads "$serve_threads" ${SERVE_ARGS:-} > "$work/serve.out" 2> "$work/serve.log" & pids+=($!)
 for _ in $(seq 600); do
   grep -q "listening on" "$work/serve.out" 2>/dev/null && break
   sleep 0.1
@@ -59,25 +61,28 @@ for _ in $(seq 600); do
   sleep 0.2
 done
 
-# run NAME ALLOW_PARTIAL: one wrk run; prints its JSON line.
+# run CONNECTIONS ALLOW_PARTIAL: one wrk run; prints its JSON line.
 run() {
   MODEL=wals1m USERS=$users DEADLINE_MS=$deadline_ms ALLOW_PARTIAL=$2 \
-    wrk -t 2 -c "$connections" -d "${seconds}s" --timeout 5s \
+    wrk -t 2 -c "$1" -d "${seconds}s" --timeout 5s \
     -s "$root/apps/bench/serve/topk.lua" "$http" | tail -1
 }
-clean=$(run clean false)
+clean=$(run "$connections" false)
+clean16=$(run 16 false)
 shard=$(curl -s "$http/v1/models/wals1m" | grep -o '"version":"[0-9]*"' | head -1 |
         sed 's/.*"\([0-9]*\)"/serving.wals1m.\1.shard.0/')
 "$darcy" chaos disrupt "$shard" --delay 0.05 --delay-ms "$chaos_delay_ms" --rng-seed 7 \
   --seed "$seed" >&2
-chaos=$(run chaos true)
+chaos=$(run "$connections" true)
 "$darcy" chaos heal "$shard" --seed "$seed" >&2
 
 field() { echo "$1" | sed "s/.*\"$2\": \([0-9.]*\).*/\1/"; }
 echo "direct: $direct"
-echo "clean:  $clean"
+echo "clean:  $clean ($connections connections)"
+echo "clean16: $clean16 (16 connections)"
 echo "chaos:  $chaos (shard 0 delays 5% of its messages by ${chaos_delay_ms} ms)"
 serve_qps=$(field "$clean" qps)
 ratio=$(printf "%.3f" "$(echo "scale=6; $serve_qps / $direct_qps" | bc)")
-failed=$(( $(field "$clean" failed) + $(field "$clean" socket_errors) ))
-echo "{\"bench\":\"serve\",\"metrics\":{\"serve_vs_direct\":$ratio,\"serve_qps\":$serve_qps,\"serve_p50_ms\":$(field "$clean" p50_ms),\"serve_p99_ms\":$(field "$clean" p99_ms),\"failed_requests\":$failed,\"direct_qps\":$direct_qps,\"chaos_p99_ms\":$(field "$chaos" p99_ms),\"chaos_partial\":$(field "$chaos" partial),\"chaos_failed\":$(( $(field "$chaos" failed) + $(field "$chaos" socket_errors) )),\"deadline_ms\":$deadline_ms,\"cores\":$(nproc)}}"
+failed=$(( $(field "$clean" failed) + $(field "$clean" socket_errors) + $(field "$clean16" failed) + $(field "$clean16" socket_errors) ))
+ratio16=$(printf "%.3f" "$(echo "scale=6; $(field "$clean16" qps) / $direct_qps" | bc)")
+echo "{\"bench\":\"serve\",\"metrics\":{\"serve_vs_direct\":$ratio,\"serve_qps\":$serve_qps,\"serve_p50_ms\":$(field "$clean" p50_ms),\"serve_p99_ms\":$(field "$clean" p99_ms),\"failed_requests\":$failed,\"direct_qps\":$direct_qps,\"connections\":$connections,\"serve_vs_direct_c16\":$ratio16,\"serve_p99_ms_c16\":$(field "$clean16" p99_ms),\"chaos_p99_ms\":$(field "$chaos" p99_ms),\"chaos_partial\":$(field "$chaos" partial),\"chaos_failed\":$(( $(field "$chaos" failed) + $(field "$chaos" socket_errors) )),\"deadline_ms\":$deadline_ms,\"cores\":$(nproc)}}"

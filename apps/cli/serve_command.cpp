@@ -24,6 +24,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 100000));
   cmd->add_option("--rerank", job->rerank, "Candidates each shard re-ranks exactly")
     ->check(CLI::Range(1, 100000));
+  cmd->add_option("--shard-batches", job->shard_batches,
+                  "Batches each shard server may have unanswered; queries arriving meanwhile "
+                  "leave together (0: one message per query)")
+    ->check(CLI::Range(0, 1024));
+  cmd->add_option("--batch-limit", job->batch_limit, "Most queries in one shard batch")
+    ->check(CLI::Range(1, 4096));
   cmd->callback([job, listen, cluster, &exit_code] {
     auto address = runtime::parse_host_port(*listen);
     if (!address) {

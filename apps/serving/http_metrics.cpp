@@ -88,6 +88,12 @@ std::string http_metrics::render(const std::vector<model_status>& models) const 
           << "darcy_shard_requests_total{" << labels << ",result=\"failed\"} " << s.failed
           << "\n";
     }
+  out << "# HELP darcy_shard_batches_total Batches of queries the root sent to the shard.\n"
+         "# TYPE darcy_shard_batches_total counter\n";
+  for (auto& m : models)
+    for (auto& s : m.shards)
+      out << "darcy_shard_batches_total{model=\"" << escape(m.model) << "\",shard=\"" << s.shard
+          << "\"} " << s.batches << "\n";
   out << "# HELP darcy_shard_duration_seconds Round trips from the root to the shard.\n"
          "# TYPE darcy_shard_duration_seconds histogram\n";
   for (auto& m : models)

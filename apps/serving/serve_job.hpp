@@ -23,6 +23,9 @@ struct serve_job {
   size_t actor_threads = 0;
   uint32_t probes = 8;
   uint32_t rerank = 30;
+  /// serving_root_config::shard_batches_in_flight and shard_batch_limit.
+  uint32_t shard_batches = 1;
+  uint32_t batch_limit = 64;
 };
 
 /// Serves until SIGTERM or SIGINT; prints "darcy serve listening on http://HOST:PORT" once it

@@ -1,12 +1,27 @@
 #include "apps/serving/serving_front.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 
 #include "apps/serving/json_codec.hpp"
 #include "messages/error.hpp"
+
+namespace darcy::serving {
+
+/// Work the HTTP threads hand to the bridge actor: it sends the front's requests, so that no
+/// request spawns an actor of its own.
+struct front_task {
+  std::function<void(caf::event_based_actor*)> run;
+};
+
+} // namespace darcy::serving
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(darcy::serving::front_task)
 
 namespace darcy::serving {
 
@@ -21,15 +36,16 @@ constexpr std::chrono::milliseconds root_grace{2000};
 constexpr std::chrono::milliseconds manage_timeout{600000};
 constexpr std::chrono::milliseconds status_timeout{5000};
 
-/// Sends (xs...) to `receiver` from a short-lived actor and calls on_done(expected<R>) once.
+/// Sends (xs...) to `receiver` from the front's bridge actor and calls on_done(expected<R>)
+/// once, on a CAF thread.
 template <class R, class Handle, class OnDone, class... Ts>
-void ask_async(caf::actor_system& sys, const Handle& receiver, std::chrono::milliseconds timeout,
-               OnDone on_done, Ts... xs) {
-  sys.spawn([=](caf::event_based_actor* self) mutable {
+void ask_async(const caf::actor& bridge, const Handle& receiver,
+               std::chrono::milliseconds timeout, OnDone on_done, Ts... xs) {
+  caf::anon_send(bridge, front_task{[=](caf::event_based_actor* self) mutable {
     self->request(receiver, timeout, xs...)
       .then([=](R& r) mutable { on_done(caf::expected<R>{std::move(r)}); },
             [=](caf::error& err) mutable { on_done(caf::expected<R>{std::move(err)}); });
-  });
+  }});
 }
 
 http_response error_response(const caf::error& err) {
@@ -78,6 +94,13 @@ unsigned http_status_of(const caf::error& err) {
 serving_front::serving_front(caf::actor_system& sys, serve_config config,
                              std::map<std::string, serving_root_actor> roots)
   : sys_(sys), config_(std::move(config)), roots_(std::move(roots)) {
+  bridge_ = sys_.spawn([](caf::event_based_actor* self) -> caf::behavior {
+    return {[self](front_task& task) { task.run(self); }};
+  });
+}
+
+serving_front::~serving_front() {
+  caf::anon_send_exit(bridge_, caf::exit_reason::user_shutdown);
 }
 
 caf::expected<std::string> serving_front::principal_of(const http_request& req) const {
@@ -169,7 +192,7 @@ void serving_front::topk(const std::string& model, const serving_root_actor& roo
   body->request.context = context_of(req, req.authorization, body->deadline_ms);
   auto trace = body->request.context.trace_id;
   ask_async<topk_response>(
-    sys_, root, std::chrono::milliseconds{body->deadline_ms} + root_grace,
+    bridge_, root, std::chrono::milliseconds{body->deadline_ms} + root_grace,
     [respond, model, trace](caf::expected<topk_response> r) {
       if (!r)
         return respond(error_response(r.error()));
@@ -183,7 +206,7 @@ void serving_front::manage(const std::string& model, const serving_root_actor& r
   auto ctx = context_of(req, req.authorization, config_.max_deadline_ms);
   if (!load)
     return ask_async<ok_atom>(
-      sys_, root, status_timeout,
+      bridge_, root, status_timeout,
       [respond, model](caf::expected<ok_atom> r) {
         if (!r)
           return respond(error_response(r.error()));
@@ -194,7 +217,7 @@ void serving_front::manage(const std::string& model, const serving_root_actor& r
   if (!version)
     return respond(error_response(version.error()));
   ask_async<std::string>(
-    sys_, root, manage_timeout,
+    bridge_, root, manage_timeout,
     [respond, model](caf::expected<std::string> r) {
       if (!r)
         return respond(error_response(r.error()));
@@ -206,7 +229,7 @@ void serving_front::manage(const std::string& model, const serving_root_actor& r
 void serving_front::describe(const std::string&, const serving_root_actor& root,
                              http_responder respond) {
   ask_async<model_status>(
-    sys_, root, status_timeout,
+    bridge_, root, status_timeout,
     [respond](caf::expected<model_status> r) {
       if (!r)
         return respond(error_response(r.error()));
@@ -219,7 +242,7 @@ namespace {
 
 /// Collects the status of every root (a root that does not answer is left out) and calls
 /// done(statuses) once.
-void gather_statuses(caf::actor_system& sys, std::vector<serving_root_actor> roots,
+void gather_statuses(const caf::actor& bridge, std::vector<serving_root_actor> roots,
                      std::function<void(std::vector<model_status>)> done) {
   struct gathering {
     std::vector<model_status> statuses;
@@ -234,7 +257,7 @@ void gather_statuses(caf::actor_system& sys, std::vector<serving_root_actor> roo
   auto mutex = std::make_shared<std::mutex>();
   for (auto& root : roots)
     ask_async<model_status>(
-      sys, root, status_timeout,
+      bridge, root, status_timeout,
       [g, mutex](caf::expected<model_status> r) {
         std::unique_lock<std::mutex> guard{*mutex};
         if (r)
@@ -259,13 +282,13 @@ std::vector<serving_root_actor> values_of(const std::map<std::string, serving_ro
 } // namespace
 
 void serving_front::list(http_responder respond) {
-  gather_statuses(sys_, values_of(roots_), [respond](std::vector<model_status> statuses) {
+  gather_statuses(bridge_, values_of(roots_), [respond](std::vector<model_status> statuses) {
     respond({200, models_json(statuses)});
   });
 }
 
 void serving_front::metrics(http_responder respond) {
-  gather_statuses(sys_, values_of(roots_), [this, respond](std::vector<model_status> statuses) {
+  gather_statuses(bridge_, values_of(roots_), [this, respond](std::vector<model_status> statuses) {
     respond({200, metrics_.render(statuses), "text/plain; version=0.0.4"});
   });
 }

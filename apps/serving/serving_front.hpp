@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 
+#include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
 #include "apps/serving/http_metrics.hpp"
@@ -32,6 +33,9 @@ class serving_front {
 public:
   serving_front(caf::actor_system& sys, serve_config config,
                 std::map<std::string, serving_root_actor> roots);
+  ~serving_front();
+  serving_front(const serving_front&) = delete;
+  serving_front& operator=(const serving_front&) = delete;
 
   /// The http_handler of the server; answers exactly once.
   void handle(http_request request, http_responder respond);
@@ -53,6 +57,8 @@ private:
                              uint32_t deadline_ms);
 
   caf::actor_system& sys_;
+  /// Sends every request of the front to the roots (see front_task).
+  caf::actor bridge_;
   serve_config config_;
   std::map<std::string, serving_root_actor> roots_;
   http_metrics metrics_;

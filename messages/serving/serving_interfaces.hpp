@@ -21,9 +21,11 @@ namespace darcy {
 /// whose shard cannot be loaded exits with the load's error. topk refuses a query whose deadline
 /// has passed on arrival (errc::deadline_exceeded, nothing searched), a vector of another
 /// dimension, a NaN value, and k of 0 (errc::invalid_argument); k above the shard's items
-/// answers all of them.
+/// answers all of them. A batch answers each of its queries as topk(shard_query) would, in
+/// order; one bad query fails only itself.
 using serving_shard_actor = caf::typed_actor<
   caf::replies_to<topk_atom, shard_query>::with<shard_hits>,
+  caf::replies_to<topk_atom, shard_batch>::with<shard_batch_hits>,
   caf::replies_to<status_atom>::with<shard_status>>;
 
 /// The root of one model. A load starts the version's shard servers under a supervisor, waits
@@ -36,7 +38,7 @@ using serving_shard_actor = caf::typed_actor<
 /// user or only unknown items; errc::invalid_argument or errc::dimension_mismatch for a bad
 /// query. At the deadline it answers what the shards gave, flagged partial, when the request
 /// allows it, and errc::deadline_exceeded naming the missing shards otherwise. A shard that is
-/// down counts as missing at once.
+/// down counts as missing at once. tick(deadline_us) is the root's own deadline timer.
 /// load(context, version) answers the version loaded (empty: the newest); errc::access_denied
 /// unless the principal may manage, errc::not_found for an unknown version, and the load's
 /// error when a shard or the root cannot load (the serving version is kept).
@@ -45,6 +47,7 @@ using serving_root_actor = caf::typed_actor<
   caf::replies_to<load_atom, request_context, std::string>::with<std::string>,
   caf::replies_to<unload_atom, request_context>::with<ok_atom>,
   caf::replies_to<status_atom>::with<model_status>,
-  caf::reacts_to<supervisor_event>>;
+  caf::reacts_to<supervisor_event>,
+  caf::reacts_to<tick_atom, uint64_t>>;
 
 } // namespace darcy

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
 #include <caf/meta/type_name.hpp>
 
 #include "messages/cluster/request_context.hpp"
@@ -52,6 +53,29 @@ struct shard_hits {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_hits& x) {
   return f(caf::meta::type_name("shard_hits"), x.shard, x.ids, x.scores);
+}
+
+/// Queries for one shard sent together: the root coalesces the queries that arrive while the
+/// shard's previous batch is out (each keeps its own context and k).
+struct shard_batch {
+  std::vector<shard_query> queries;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_batch& x) {
+  return f(caf::meta::type_name("shard_batch"), x.queries);
+}
+
+/// The answers to a shard_batch, in its order: answers[i] is valid when errors[i] is empty.
+struct shard_batch_hits {
+  uint32_t shard = 0;
+  std::vector<shard_hits> answers;
+  std::vector<caf::error> errors;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_batch_hits& x) {
+  return f(caf::meta::type_name("shard_batch_hits"), x.shard, x.answers, x.errors);
 }
 
 struct shard_status {
@@ -149,6 +173,8 @@ struct shard_health {
   /// Answers, and failures (errors and answers missing at the deadline).
   uint64_t answered = 0;
   uint64_t failed = 0;
+  /// Batches sent (shard_batch); answered / batches is the mean batch.
+  uint64_t batches = 0;
   /// Round trips from the root, answered ones only.
   latency_histogram latency;
 };
@@ -156,7 +182,7 @@ struct shard_health {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_health& x) {
   return f(caf::meta::type_name("shard_health"), x.shard, x.node, x.up, x.restarts, x.answered,
-           x.failed, x.latency);
+           x.failed, x.batches, x.latency);
 }
 
 /// Per-principal accounting of a model: admitted requests and the rows they returned, and every

@@ -48,11 +48,52 @@ serving_shard_actor::behavior_type recorded_shard(serving_shard_pointer self,
   return serving_shard(self, std::move(config));
 }
 
+/// A shard server that holds every topk until it receives ok_atom, then passes them on in
+/// order: the root queues what arrives meanwhile.
+struct held_shard_state {
+  caf::actor target;
+  bool open = false;
+  std::vector<std::pair<caf::response_promise, caf::message>> held;
+};
+
+std::vector<caf::actor> held_shards;
+
+caf::behavior held_shard(caf::stateful_actor<held_shard_state>* self,
+                         serving_shard_config config) {
+  self->state.target = caf::actor_cast<caf::actor>(self->system().spawn(serving_shard, config));
+  self->link_to(self->state.target);
+  {
+    std::lock_guard<std::mutex> guard{started_mutex};
+    held_shards.push_back(caf::actor_cast<caf::actor>(self));
+  }
+  self->set_default_handler(
+    [self](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
+      auto& st = self->state;
+      auto promise = self->make_response_promise();
+      auto content = view.move_content_to_message();
+      if (st.open || !content.match_element<topk_atom>(0))
+        promise.delegate(st.target, std::move(content));
+      else
+        st.held.emplace_back(std::move(promise), std::move(content));
+      return caf::delegated<caf::message>{};
+    });
+  return {
+    [self](ok_atom) {
+      auto& st = self->state;
+      st.open = true;
+      for (auto& [promise, content] : st.held)
+        promise.delegate(st.target, std::move(content));
+      st.held.clear();
+    },
+  };
+}
+
 struct serving_test_config : test::test_config {
   serving_test_config() {
     register_actor_types(*this);
     add_actor_type("test.slow_shard", slow_shard);
     add_actor_type("test.recorded_shard", recorded_shard);
+    add_actor_type("test.held_shard", held_shard);
   }
 };
 
@@ -119,8 +160,11 @@ protected:
   }
 
   serving_root_actor start_root(std::string factory = "darcy.serving_shard",
-                                access_rules rules = {}) {
+                                access_rules rules = {}, uint32_t batches_in_flight = 1,
+                                uint32_t batch_limit = 64) {
     serving_root_config c;
+    c.shard_batches_in_flight = batches_in_flight;
+    c.shard_batch_limit = batch_limit;
     c.model = "m";
     c.model_dir = model_dir;
     c.shard_factory = std::move(factory);
@@ -199,6 +243,59 @@ TEST_F(serving_root_test, answers_equal_brute_force_over_all_items) {
                                     {gram.data(), static_cast<size_t>(gram.size())}, ids, ones, p);
   ASSERT_TRUE(projected);
   EXPECT_EQ(by_items->ids, brute_force(in.items, *projected, 10));
+}
+
+TEST_F(serving_root_test, queries_that_wait_for_a_shard_leave_in_batches_and_answer_alike) {
+  export_version(1);
+  auto in = test_input(1);
+  constexpr size_t requests = 30;
+  struct {
+    uint32_t in_flight;
+    uint32_t limit;
+    uint64_t batches; // per shard: the first query(s) alone, then the queued ones by the limit
+  } cases[] = {{0, 64, 0}, {1, 64, 2}, {1, 5, 7}, {2, 64, 3}, {2, 4, 9}};
+  for (auto& c : cases) {
+    SCOPED_TRACE("in flight " + std::to_string(c.in_flight) + ", limit " +
+                 std::to_string(c.limit));
+    {
+      std::lock_guard<std::mutex> guard{started_mutex};
+      held_shards.clear();
+    }
+    auto root = start_root("test.held_shard", {}, c.in_flight, c.limit);
+    ASSERT_TRUE(load(root, "1"));
+    auto queries = test::gaussian_matrix(requests, dim, 17);
+    std::vector<caf::response_handle<caf::blocking_actor, caf::message, true>> answers;
+    for (size_t r = 0; r < requests; ++r) {
+      std::vector<float> q(queries.row(static_cast<Eigen::Index>(r)).data(),
+                           queries.row(static_cast<Eigen::Index>(r)).data() + dim);
+      answers.push_back(
+        self->request(caf::actor_cast<caf::actor>(root), caf::infinite, topk_atom::value,
+                      vector_query(q)));
+    }
+    // The root handles its mailbox in order: once status answers, every query has reached the
+    // shards or waits for them.
+    auto before = status(root);
+    for (auto& h : before.shards)
+      EXPECT_EQ(h.answered, 0u);
+    {
+      std::lock_guard<std::mutex> guard{started_mutex};
+      ASSERT_EQ(held_shards.size(), shards);
+      for (auto& shard : held_shards)
+        self->send(shard, ok_atom::value);
+    }
+    for (size_t r = 0; r < requests; ++r) {
+      std::vector<float> q(queries.row(static_cast<Eigen::Index>(r)).data(),
+                           queries.row(static_cast<Eigen::Index>(r)).data() + dim);
+      answers[r].receive(
+        [&](const topk_response& got) { EXPECT_EQ(got.ids, brute_force(in.items, q, 10)) << r; },
+        [&](const caf::error& err) { ADD_FAILURE() << r << ": " << render(err); });
+    }
+    for (auto& h : status(root).shards) {
+      EXPECT_EQ(h.answered, requests) << "shard " << h.shard;
+      EXPECT_EQ(h.batches, c.batches) << "shard " << h.shard;
+    }
+    self->send_exit(root, caf::exit_reason::user_shutdown);
+  }
 }
 
 TEST_F(serving_root_test, bad_requests_are_refused_with_their_own_error) {

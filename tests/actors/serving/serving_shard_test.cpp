@@ -1,0 +1,112 @@
+#include "actors/serving/serving_shard.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "actors/actor_types.hpp"
+#include "runtime/remote_run.hpp"
+#include "stores/serving_export.hpp"
+#include "tests/support/random_matrix.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::actors {
+namespace {
+
+constexpr uint32_t dim = 8;
+
+struct shard_test_config : test::test_config {
+  shard_test_config() { register_actor_types(*this); }
+};
+
+class serving_shard_test : public ::testing::Test {
+protected:
+  serving_shard_test() : sys{cfg}, tmp{"serving_shard"} {
+    sys.await_actors_before_shutdown(false);
+    stores::export_input in;
+    in.config.shards = 2;
+    in.items = test::gaussian_matrix(300, dim, 5);
+    in.users = test::gaussian_matrix(4, dim, 6);
+    in.index = {.lists = 4, .seed = 3};
+    auto v = stores::write_export(tmp.path() + "/m", in, 3);
+    EXPECT_TRUE(v) << render(v.error());
+    shard = sys.spawn(serving_shard, serving_shard_config{tmp.path() + "/m", "m", "1", 1, 4, 150});
+    guard = std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(shard));
+  }
+
+  template <class Reply, class Query>
+  caf::expected<Reply> ask(const Query& q) {
+    return runtime::remote_run<Reply>(sys, shard, request_context{}, "shard", topk_atom::value, q);
+  }
+
+  shard_test_config cfg;
+  caf::actor_system sys;
+  test::temp_dir tmp;
+  serving_shard_actor shard;
+  std::unique_ptr<test::stop_on_exit> guard;
+};
+
+shard_query query(uint64_t seed, uint32_t k = 5) {
+  auto m = test::gaussian_matrix(1, dim, seed);
+  return {request_context{}, {m.data(), m.data() + dim}, k};
+}
+
+TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_the_bad_ones) {
+  auto expired = query(11);
+  expired.context.deadline_us = now_us() - 1000;
+  auto nan = query(12);
+  nan.vector[2] = std::nanf("");
+  struct {
+    const char* name;
+    shard_query query;
+    std::optional<errc> refused;
+  } cases[] = {
+    {"good, k 5", query(1), std::nullopt},
+    {"past its deadline", expired, errc::deadline_exceeded},
+    {"good, k 3", query(2, 3), std::nullopt},
+    {"short vector", shard_query{{}, std::vector<float>(dim - 1, 1.0f), 5},
+     errc::dimension_mismatch},
+    {"NaN", nan, errc::invalid_argument},
+    {"k of 0", query(3, 0), errc::invalid_argument},
+    {"good, k 5 again", query(4), std::nullopt},
+  };
+  shard_batch batch;
+  for (auto& c : cases)
+    batch.queries.push_back(c.query);
+  auto got = ask<shard_batch_hits>(batch);
+  ASSERT_TRUE(got) << render(got.error());
+  ASSERT_EQ(got->answers.size(), std::size(cases));
+  ASSERT_EQ(got->errors.size(), std::size(cases));
+  EXPECT_EQ(got->shard, 1u);
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    auto& c = cases[i];
+    SCOPED_TRACE(c.name);
+    auto alone = ask<shard_hits>(c.query);
+    if (c.refused) {
+      EXPECT_TRUE(is(got->errors[i], *c.refused)) << render(got->errors[i]);
+      EXPECT_TRUE(!alone && is(alone.error(), *c.refused));
+      continue;
+    }
+    ASSERT_FALSE(got->errors[i]) << render(got->errors[i]);
+    ASSERT_TRUE(alone) << render(alone.error());
+    EXPECT_EQ(got->answers[i].ids, alone->ids);
+    EXPECT_EQ(got->answers[i].scores, alone->scores);
+    EXPECT_EQ(got->answers[i].ids.size(), c.query.k);
+  }
+  auto status = runtime::remote_run<shard_status>(sys, shard, request_context{}, "shard",
+                                                  status_atom::value);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->expired, 2u); // once in the batch, once alone
+  EXPECT_EQ(status->answered, 6u);
+}
+
+TEST_F(serving_shard_test, an_empty_batch_gets_an_empty_answer) {
+  auto got = ask<shard_batch_hits>(shard_batch{});
+  ASSERT_TRUE(got) << render(got.error());
+  EXPECT_TRUE(got->answers.empty());
+  EXPECT_TRUE(got->errors.empty());
+}
+
+} // namespace
+} // namespace darcy::actors
