@@ -15,39 +15,55 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 // FAISS's side: each family built once, then swept from fast to exact; one JSON line a point.
+// For inner product it also runs FAISS's usual MIPS recipe: the reduction to L2 search by norm
+// augmentation (x -> [x, sqrt(M^2 - |x|^2)], q -> [q, 0]), under IVF-Flat and HNSW. A build
+// that passes `budget` seconds is stopped and reported as skipped.
 constexpr const char* faiss_ann_peer = R"PY(
 import json, math, sys, time
 import numpy as np
 import faiss
-items_path, n, d, queries_path, nq, metric, k, threads, truth_path = sys.argv[1:]
-n, d, nq, k, threads = map(int, (n, d, nq, k, threads))
+items_path, n, d, queries_path, nq, metric, k, threads, truth_path, families, budget = sys.argv[1:]
+n, d, nq, k, threads, budget = map(int, (n, d, nq, k, threads, budget))
+families = set(families.split(","))
 faiss.omp_set_num_threads(threads)
 xb = np.fromfile(items_path, dtype=np.float32).reshape(n, d)
 xq = np.fromfile(queries_path, dtype=np.float32).reshape(nq, d)
 truth = np.fromfile(truth_path, dtype=np.int64).reshape(nq, k)
 mt = faiss.METRIC_INNER_PRODUCT if metric == "ip" else faiss.METRIC_L2
 min_seconds = 0.5  # each point repeats the query set for at least this long
+def wanted(family):
+    return "all" in families or family in families
 def recall(found):
     return sum(len(set(found[i]) & set(truth[i])) for i in range(nq)) / (nq * k)
-def build(factory):
+def build(factory, data=xb, metric=mt):
     start = time.perf_counter()
-    index = faiss.index_factory(d, factory, mt)
-    index.train(xb)
-    index.add(xb)
+    index = faiss.index_factory(data.shape[1], factory, metric)
+    index.train(data)
+    step = 50000
+    for first in range(0, n, step):
+        index.add(data[first:first + step])
+        spent = time.perf_counter() - start
+        if spent > budget and first + step < n:
+            print(json.dumps({"skipped": factory, "why": f"build stopped after {spent:.0f} s "
+                              f"(budget {budget} s) with {first + step} of {n} items added"}),
+                  flush=True)
+            return None
     print(json.dumps({"built": factory, "seconds": time.perf_counter() - start}), flush=True)
     return index
-def sweep(name, index, settings):
+def sweep(name, index, settings, queries=xq):
     for label, apply in settings:
         apply()
         start, searched = time.perf_counter(), 0
         while searched == 0 or time.perf_counter() - start < min_seconds:
-            _, found = index.search(xq, k)
+            _, found = index.search(queries, k)
             searched += nq
         qps = searched / (time.perf_counter() - start)
         r = recall(found)
         print(json.dumps({"index": name, "config": label, "qps": qps, "recall": r}), flush=True)
         if r >= 0.995:
             break
+nlist = int(4 * math.sqrt(n))
+probes = [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if p <= nlist]
 def ivf_settings(index, k_factor=None):
     refine = faiss.downcast_index(index) if k_factor else None
     ivf = faiss.extract_index_ivf(refine.base_index if refine is not None else index)
@@ -59,30 +75,53 @@ def ivf_settings(index, k_factor=None):
         return apply
     return [(f"nprobe={p}" + (f",k_factor={k_factor}" if k_factor else ""), setter(p))
             for p in probes]
-nlist = int(4 * math.sqrt(n))
-probes = [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256) if p <= nlist]
-ivf_flat = build(f"IVF{nlist},Flat")
-sweep("IVF-Flat", ivf_flat, ivf_settings(ivf_flat))
-del ivf_flat
-m8 = max(m for m in range(1, d // 4 + 1) if d % m == 0)
-ivfpq = build(f"IVF{nlist},PQ{m8},RFlat")
-for kf in (2, 4, 8, 16):
-    sweep(f"IVF-PQ{m8}+re-rank", ivfpq, ivf_settings(ivfpq, kf))
-del ivfpq
-try:
-    m4 = d // 2 if d % 2 == 0 else d
-    fast = build(f"IVF{nlist},PQ{m4}x4fs,RFlat")
-    for kf in (2, 4, 8, 16):
-        sweep(f"IVF-PQ{m4}x4fs+re-rank", fast, ivf_settings(fast, kf))
-    del fast
-except RuntimeError as e:
-    print(json.dumps({"skipped": "PQx4fs", "why": str(e)[:200]}), flush=True)
-hnsw = build("HNSW32")
-def ef_setter(e):
-    def apply():
-        hnsw.hnsw.efSearch = e
-    return apply
-sweep("HNSW32", hnsw, [(f"efSearch={e}", ef_setter(e)) for e in (16, 32, 64, 128, 256, 512)])
+def hnsw_settings(index):
+    def setter(e):
+        def apply():
+            index.hnsw.efSearch = e
+        return apply
+    return [(f"efSearch={e}", setter(e)) for e in (16, 32, 64, 128, 256, 512, 1024)]
+if wanted("ivf-flat"):
+    index = build(f"IVF{nlist},Flat")
+    if index is not None:
+        sweep("IVF-Flat", index, ivf_settings(index))
+    del index
+if wanted("ivf-pq"):
+    m8 = max(m for m in range(1, d // 4 + 1) if d % m == 0)
+    index = build(f"IVF{nlist},PQ{m8},RFlat")
+    if index is not None:
+        for kf in (2, 4, 8, 16):
+            sweep(f"IVF-PQ{m8}+re-rank", index, ivf_settings(index, kf))
+    del index
+if wanted("ivf-pq4fs"):
+    try:
+        m4 = d // 2 if d % 2 == 0 else d
+        index = build(f"IVF{nlist},PQ{m4}x4fs,RFlat")
+        if index is not None:
+            for kf in (2, 4, 8, 16):
+                sweep(f"IVF-PQ{m4}x4fs+re-rank", index, ivf_settings(index, kf))
+        del index
+    except RuntimeError as e:
+        print(json.dumps({"skipped": "PQx4fs", "why": str(e)[:200]}), flush=True)
+if wanted("hnsw"):
+    index = build("HNSW32")
+    if index is not None:
+        sweep("HNSW32", index, hnsw_settings(index))
+    del index
+if metric == "ip" and (wanted("l2-ivf-flat") or wanted("l2-hnsw")):
+    norms = (xb * xb).sum(axis=1)
+    xb2 = np.hstack([xb, np.sqrt(np.maximum(norms.max() - norms, 0))[:, None]]).astype(np.float32)
+    xq2 = np.hstack([xq, np.zeros((nq, 1), dtype=np.float32)])
+    if wanted("l2-ivf-flat"):
+        index = build(f"IVF{nlist},Flat", xb2, faiss.METRIC_L2)
+        if index is not None:
+            sweep("L2-reduced IVF-Flat", index, ivf_settings(index), xq2)
+        del index
+    if wanted("l2-hnsw"):
+        index = build("HNSW32", xb2, faiss.METRIC_L2)
+        if index is not None:
+            sweep("L2-reduced HNSW32", index, hnsw_settings(index), xq2)
+        del index
 )PY";
 
 double seconds_since(clock::time_point t) {
@@ -117,7 +156,7 @@ caf::expected<std::vector<ann_point>> run_faiss_ann(const mips_bench_options& o,
   std::ostringstream args;
   args << items << " " << peer.items.rows() << " " << peer.items.cols() << " " << queries << " "
        << peer.queries.rows() << " " << peer.metric << " " << o.k << " " << o.threads << " "
-       << ids;
+       << ids << " " << o.faiss_families << " " << o.faiss_build_budget_s;
   auto lines = run_python(o.python, faiss_ann_peer, args.str(), dir, true);
   if (!lines)
     return std::move(lines.error());

@@ -1,5 +1,6 @@
 #include "apps/bench/mips_bench.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string_view>
 
 #include "apps/bench/mips_ann.hpp"
 #include "compute/mips/exact_index.hpp"
@@ -219,6 +221,18 @@ std::string blas_in_use() {
 
 int run_mips_bench(const mips_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // the sweeps take minutes: show them as they go
+  for (std::string_view rest = o.faiss_families; !rest.empty();) {
+    auto family = rest.substr(0, rest.find(','));
+    rest.remove_prefix(std::min(rest.size(), family.size() + 1));
+    static constexpr std::string_view known[] = {"all", "ivf-flat", "ivf-pq", "ivf-pq4fs",
+                                                 "hnsw", "l2-ivf-flat", "l2-hnsw"};
+    if (std::find(std::begin(known), std::end(known), family) == std::end(known)) {
+      std::fprintf(stderr, "bench mips: unknown FAISS family '%.*s' (all, ivf-flat, ivf-pq, "
+                           "ivf-pq4fs, hnsw, l2-ivf-flat, l2-hnsw)\n",
+                   static_cast<int>(family.size()), family.data());
+      return 1;
+    }
+  }
   auto blas = blas_in_use();
   std::printf("blas: %s\n", blas.c_str());
   if (blas.find("openblas") == std::string::npos) {

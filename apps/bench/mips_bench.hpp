@@ -24,6 +24,11 @@ struct mips_bench_options {
   uint32_t threads = 2;
   /// Also sweep quantized search (compute::mips::ivf_pq_index) against FAISS's IVF and HNSW.
   bool ann = true;
+  /// FAISS families of the quantized sweep, comma-separated: ivf-flat, ivf-pq, ivf-pq4fs, hnsw,
+  /// and for inner product l2-ivf-flat and l2-hnsw (the norm-augmentation reduction); or all.
+  std::string faiss_families = "all";
+  /// A FAISS build that takes longer is stopped, and its family reported as skipped.
+  uint32_t faiss_build_budget_s = 900;
   /// Where Debian's dataset-fashion-mnist puts its files; skipped when missing.
   std::string fashion_mnist = "/usr/share/datasets/fashion-mnist";
   std::string python = "/usr/bin/python3";

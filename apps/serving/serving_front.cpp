@@ -36,6 +36,12 @@ constexpr std::chrono::milliseconds root_grace{2000};
 constexpr std::chrono::milliseconds manage_timeout{600000};
 constexpr std::chrono::milliseconds status_timeout{5000};
 
+/// How much earlier than the client's deadline the root answers, so that the answer (its JSON
+/// and the HTTP reply) still reaches the client in time: a tenth of the deadline, at most 10 ms.
+int64_t reply_margin_us(uint32_t deadline_ms) {
+  return std::min<int64_t>(int64_t{deadline_ms} * 100, 10'000);
+}
+
 /// Sends (xs...) to `receiver` from the front's bridge actor and calls on_done(expected<R>)
 /// once, on a CAF thread.
 template <class R, class Handle, class OnDone, class... Ts>
@@ -190,6 +196,7 @@ void serving_front::topk(const std::string& model, const serving_root_actor& roo
   if (!body)
     return respond(error_response(body.error()));
   body->request.context = context_of(req, req.authorization, body->deadline_ms);
+  body->request.context.deadline_us -= reply_margin_us(body->deadline_ms);
   auto trace = body->request.context.trace_id;
   ask_async<topk_response>(
     bridge_, root, std::chrono::milliseconds{body->deadline_ms} + root_grace,
