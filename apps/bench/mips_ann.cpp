@@ -187,7 +187,9 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
   for (float threshold : {0.0f, 0.2f}) {
     auto start = clock::now();
     auto index = compute::mips::ivf_pq_index::build(
-      d.items, {}, {.anisotropic_threshold = threshold, .threads = o.threads});
+      d.items, {}, {.anisotropic_threshold = threshold,
+                  .threads = o.threads,
+                  .augmented_lists = o.augmented_lists});
     if (!index)
       return make_error(index.error());
     f.build_s = seconds_since(start);
@@ -199,8 +201,11 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
       for (size_t rerank : std::vector<size_t>{o.k, 20, 30, 50, 100, 200}) {
         // Each point repeats the query set for at least half a second, as the peer does.
         start = clock::now();
-        compute::mips::ivf_pq_search_options search{
-          .probes = probes, .rerank = rerank, .threads = o.threads};
+        compute::mips::ivf_pq_search_options search{.probes = probes,
+                                                    .distance_weight = o.distance_weight,
+                                                    .radius_weight = o.radius_weight,
+                                                    .rerank = rerank,
+                                                    .threads = o.threads};
         auto hits = index->search(d.queries, o.k, search);
         auto searched = static_cast<double>(d.queries.rows());
         for (; hits && seconds_since(start) < 0.5; searched += static_cast<double>(d.queries.rows()))

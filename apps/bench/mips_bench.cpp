@@ -224,10 +224,10 @@ int run_mips_bench(const mips_bench_options& o) {
   for (std::string_view rest = o.faiss_families; !rest.empty();) {
     auto family = rest.substr(0, rest.find(','));
     rest.remove_prefix(std::min(rest.size(), family.size() + 1));
-    static constexpr std::string_view known[] = {"all", "ivf-flat", "ivf-pq", "ivf-pq4fs",
-                                                 "hnsw", "l2-ivf-flat", "l2-hnsw"};
+    static constexpr std::string_view known[] = {"all",  "none",        "ivf-flat", "ivf-pq",
+                                                 "ivf-pq4fs", "hnsw", "l2-ivf-flat", "l2-hnsw"};
     if (std::find(std::begin(known), std::end(known), family) == std::end(known)) {
-      std::fprintf(stderr, "bench mips: unknown FAISS family '%.*s' (all, ivf-flat, ivf-pq, "
+      std::fprintf(stderr, "bench mips: unknown FAISS family '%.*s' (all, none, ivf-flat, ivf-pq, "
                            "ivf-pq4fs, hnsw, l2-ivf-flat, l2-hnsw)\n",
                    static_cast<int>(family.size()), family.data());
       return 1;

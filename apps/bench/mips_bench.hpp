@@ -25,8 +25,14 @@ struct mips_bench_options {
   /// Also sweep quantized search (compute::mips::ivf_pq_index) against FAISS's IVF and HNSW.
   bool ann = true;
   /// FAISS families of the quantized sweep, comma-separated: ivf-flat, ivf-pq, ivf-pq4fs, hnsw,
-  /// and for inner product l2-ivf-flat and l2-hnsw (the norm-augmentation reduction); or all.
+  /// and for inner product l2-ivf-flat and l2-hnsw (the norm-augmentation reduction); all; or
+  /// none (Darcy's sweep alone).
   std::string faiss_families = "all";
+  /// Darcy's probe order (compute::mips::ivf_pq_search_options).
+  float radius_weight = 0.25f;
+  float distance_weight = 0.0f;
+  /// Build Darcy's lists from the norm-augmented items (ivf_pq_options::augmented_lists).
+  bool augmented_lists = false;
   /// A FAISS build that takes longer is stopped, and its family reported as skipped.
   uint32_t faiss_build_budget_s = 900;
   /// Where Debian's dataset-fashion-mnist puts its files; skipped when missing.

@@ -32,8 +32,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   mips_cmd->add_option("--fashion-mnist", mips->fashion_mnist, "dataset-fashion-mnist's folder");
   mips_cmd->add_flag("!--exact-only", mips->ann, "Skip the quantized-search sweep");
   mips_cmd->add_option("--faiss-families", mips->faiss_families,
-                       "FAISS indexes to sweep: all, or some of ivf-flat,ivf-pq,ivf-pq4fs,hnsw,"
+                       "FAISS indexes to sweep: all, none, or some of ivf-flat,ivf-pq,ivf-pq4fs,hnsw,"
                        "l2-ivf-flat,l2-hnsw");
+  mips_cmd->add_option("--radius-weight", mips->radius_weight,
+                       "Darcy's probe order: weight of a list's longest residual");
+  mips_cmd->add_option("--distance-weight", mips->distance_weight,
+                       "Darcy's probe order: weight of the augmented centroid distance");
+  mips_cmd->add_flag("--augmented-lists", mips->augmented_lists,
+                     "Darcy's lists from the norm-augmented items (use --distance-weight 1)");
   mips_cmd->add_option("--faiss-build-budget", mips->faiss_build_budget_s,
                        "Seconds a FAISS build may take before it is stopped and reported");
   mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "apps/cli/commands.hpp"
+#include "apps/word2vec/export_job.hpp"
 #include "apps/word2vec/word2vec_jobs.hpp"
 #include "messages/error.hpp"
 
@@ -94,6 +95,21 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
   near_cmd->add_option("--vectors", near->vectors, "A vectors file");
   near_cmd->add_option("--name", near->name, "Embedding name prefix");
   near_cmd->callback([near, report] { report(run_neighbours(*near)); });
+
+  auto exp = std::make_shared<word2vec::export_job>();
+  auto exp_cmd = w2v->add_subcommand(
+    "export", "Write word vectors as a new version of a serving export (cosine neighbours)");
+  exp_cmd->add_option("--checkpoint", exp->checkpoint, "A checkpoint from train --checkpoint");
+  exp_cmd->add_option("--vectors", exp->vectors, "A vectors file from train --output");
+  exp_cmd->add_option("--name", exp->name, "Embedding name prefix in the checkpoint");
+  exp_cmd->add_option("--out", exp->out, "Export directory EXPORTS/<name>")->required();
+  exp_cmd->add_option("--shards", exp->shards, "Shard sub-models")->check(CLI::Range(1, 1024));
+  exp_cmd->add_option("--keep", exp->keep, "Versions kept, the new one included")
+    ->check(CLI::Range(1, 1000));
+  exp_cmd->add_option("--lists", exp->index.lists, "Inverted lists per shard (0: 2 sqrt(words))");
+  exp_cmd->add_option("--threads", exp->index.threads, "Threads building the indexes")
+    ->check(CLI::Range(1, 256));
+  exp_cmd->callback([exp, report] { report(word2vec::run_export(*exp)); });
 
   auto prep = std::make_shared<std::array<std::string, 3>>();
   (*prep)[1] = "text";

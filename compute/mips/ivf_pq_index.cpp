@@ -35,6 +35,28 @@ row_matrix sample_rows(const row_matrix& m, size_t count, uint64_t seed) {
   return s;
 }
 
+// The longest row's norm.
+float longest_norm(Eigen::Ref<const row_matrix> m) {
+  return m.rows() == 0 ? 0.0f : m.rowwise().norm().maxCoeff();
+}
+
+// The augmented coordinate sqrt(M^2 - |x|^2) less M: -|x|^2 / (sqrt(M^2 - |x|^2) + M). The
+// shift leaves L2 distances between augmented rows as they are; without it, M^2 swamps the
+// |x|^2 of short rows in float, and every short row looks alike.
+double shifted_coordinate(double squared_norm, double longest) {
+  auto rest = std::max(0.0, longest * longest - squared_norm);
+  return longest == 0 ? 0.0 : -squared_norm / (std::sqrt(rest) + longest);
+}
+
+// [x, shifted_coordinate(x)] for every row x of m.
+row_matrix augmented(const row_matrix& m, float longest) {
+  row_matrix a(m.rows(), m.cols() + 1);
+  a.leftCols(m.cols()) = m;
+  for (Eigen::Index r = 0; r < m.rows(); ++r)
+    a(r, m.cols()) = static_cast<float>(shifted_coordinate(m.row(r).squaredNorm(), longest));
+  return a;
+}
+
 plain_error corrupt(const std::string& what) {
   return {errc::corrupt_file, "ivf-pq index: " + what};
 }
@@ -51,11 +73,22 @@ ivf_pq_index::ivf_pq_index(ivf_pq_parts parts)
     longest_list_ = std::max<size_t>(longest_list_, n);
   }
   radii_.assign(lists(), 0.0f);
+  half_distances_.assign(lists(), 0.0f);
   auto all = items();
-  for (size_t l = 0; l < lists(); ++l)
-    for (auto r = parts_.list_offsets[l]; r < parts_.list_offsets[l + 1]; ++r)
-      radii_[l] = std::max(radii_[l], (all.row(static_cast<Eigen::Index>(r)) -
-                                       parts_.centroids.row(static_cast<Eigen::Index>(l))).norm());
+  auto longest = longest_norm(all);
+  for (size_t l = 0; l < lists(); ++l) {
+    auto c = parts_.centroids.row(static_cast<Eigen::Index>(l));
+    double shifted_sum = 0;
+    for (auto r = parts_.list_offsets[l]; r < parts_.list_offsets[l + 1]; ++r) {
+      auto x = all.row(static_cast<Eigen::Index>(r));
+      radii_[l] = std::max(radii_[l], (x - c).norm());
+      shifted_sum += shifted_coordinate(x.squaredNorm(), longest);
+    }
+    auto count = parts_.list_offsets[l + 1] - parts_.list_offsets[l];
+    auto s = count == 0 ? 0.0 : shifted_sum / static_cast<double>(count);
+    // (|c|^2 + a^2) / 2 with a = M + s, less the M^2 / 2 that every list shares.
+    half_distances_[l] = static_cast<float>((c.squaredNorm() + 2 * longest * s + s * s) / 2);
+  }
 }
 
 plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
@@ -74,10 +107,19 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
   auto threads = std::max<uint32_t>(o.threads, 1);
   auto sample = sample_rows(items, std::max(o.train_sample, 64 * lists), o.seed);
   ivf_pq_parts p;
-  p.centroids = kmeans(sample, {.clusters = lists, .iterations = o.iterations, .seed = o.seed,
-                                .threads = threads});
+  kmeans_options km{.clusters = lists, .iterations = o.iterations, .seed = o.seed,
+                    .threads = threads};
+  std::vector<uint32_t> list_of;
+  if (o.augmented_lists) {
+    auto longest = longest_norm(items);
+    auto centroids = kmeans(augmented(sample, longest), km);
+    list_of = nearest_centroids(augmented(items, longest), centroids, threads);
+    p.centroids = centroids.leftCols(items.cols());
+  } else {
+    p.centroids = kmeans(sample, km);
+    list_of = nearest_centroids(items, p.centroids, threads);
+  }
   // Items in list order, stable within a list.
-  auto list_of = nearest_centroids(items, p.centroids, threads);
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
@@ -152,7 +194,7 @@ std::vector<hit> ivf_pq_index::search_one(const float* query, const float* list_
                 Eigen::Map<const Eigen::VectorXf>{query, static_cast<Eigen::Index>(dim())}.norm();
   std::vector<float> bounds(lists());
   for (size_t l = 0; l < lists(); ++l)
-    bounds[l] = list_scores[l] + weight * radii_[l];
+    bounds[l] = list_scores[l] - o.distance_weight * half_distances_[l] + weight * radii_[l];
   auto by_score = [&](uint32_t a, uint32_t b) {
     return bounds[a] > bounds[b] || (bounds[a] == bounds[b] && a < b);
   };

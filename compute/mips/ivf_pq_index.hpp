@@ -32,12 +32,23 @@ struct ivf_pq_options {
   uint32_t iterations = 10;
   uint64_t seed = 1;
   uint32_t threads = 1;
+  /// Lists as k-means clusters of [x, sqrt(M^2 - |x|^2)] (M: the longest item), the
+  /// norm-augmentation reduction of MIPS to L2 search: long items get lists of their own
+  /// instead of sitting far from the centroid of short ones. false: k-means on x. On WALS
+  /// factors it gains nothing at recall 0.9, where the 4-bit codes limit recall, not the lists
+  /// (docs/benchmarks.md); search it with distance_weight 1.
+  bool augmented_lists = false;
 };
 
 struct ivf_pq_search_options {
-  /// Lists scanned per query, in the order of q.c + radius_weight |q| r, with r the list's
+  /// Lists scanned per query, in the order of
+  ///   q.c - distance_weight (|c|^2 + a^2) / 2 + radius_weight |q| r,
+  /// with a the mean augmented coordinate sqrt(M^2 - |x|^2) of the list's items and r its
   /// longest residual; more if they hold fewer than k items.
   size_t probes = 32;
+  /// 1: the order of the augmented L2 distance |[q, 0] - [c, a]|, as FAISS's IVF over
+  /// augmented vectors probes (for augmented lists). 0: by the centroid's score alone.
+  float distance_weight = 0.0f;
   /// 0: lists in the order of their centroid's score. 1: of the bound on their best score.
   /// Between, a list holding a few long items (the popular items of WALS factors) is probed
   /// before lists whose centroid scores a little higher; 0.25 measured best on WALS factors
@@ -97,6 +108,8 @@ private:
   /// The longest residual (item minus centroid) of each list: no item of list l scores above
   /// q.c_l + |q| radii_[l].
   std::vector<float> radii_;
+  /// (|c_l|^2 + a_l^2 - M^2) / 2, see ivf_pq_search_options::probes.
+  std::vector<float> half_distances_;
   size_t longest_list_ = 0;
 };
 

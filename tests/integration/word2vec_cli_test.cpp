@@ -86,6 +86,19 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
   auto from_file = run_darcy({"word2vec", "neighbors", "red", "-k", "2", "--vectors", vectors});
   ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
   EXPECT_NE(from_file.out.find("green"), std::string::npos) << from_file.out;
+  // Both sources export the same words for serving; a table the checkpoint lacks is refused.
+  for (auto source : {"--vectors", "--checkpoint"}) {
+    auto exported = run_darcy({"word2vec", "export", source,
+                               std::string{source} == "--vectors" ? vectors : checkpoint,
+                               "--out", corpus + ".exports/colors", "--shards", "2"});
+    ASSERT_EQ(exported.exit_code, 0) << source << ": " << exported.err;
+    EXPECT_NE(exported.out.find("(2 shards, 6 words, cosine)"), std::string::npos)
+      << exported.out;
+  }
+  auto no_table = run_darcy({"word2vec", "export", "--checkpoint", checkpoint, "--name", "nope",
+                             "--out", corpus + ".exports/colors"});
+  EXPECT_EQ(no_table.exit_code, 1);
+  EXPECT_NE(no_table.err.find("has no embedding nope.in"), std::string::npos) << no_table.err;
   for (auto source : {"--vectors", "--checkpoint"}) {
     auto unknown = run_darcy({"word2vec", "neighbors", "purple", source,
                               std::string{source} == "--vectors" ? vectors : checkpoint});

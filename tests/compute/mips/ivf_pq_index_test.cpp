@@ -43,15 +43,24 @@ TEST(ivf_pq_index, meets_its_recall_on_a_fixed_seed) {
   auto exact = exact_index::make(items);
   auto truth = exact->search(queries, 10);
   ASSERT_TRUE(truth);
-  auto index = ivf_pq_index::build(items, {}, {.lists = 100, .seed = 3, .threads = 2});
-  ASSERT_TRUE(index) << render(index.error());
-  EXPECT_EQ(index->lists(), 100u);
-  auto found = index->search(queries, 10, {.probes = 10, .rerank = 100, .threads = 2});
-  ASSERT_TRUE(found) << render(found.error());
-  EXPECT_GE(recall_at(*truth, *found), 0.9);
-  // Probing one list of a hundred cannot find most of the true neighbours: the check bites.
-  auto narrow = index->search(queries, 10, {.probes = 1, .rerank = 10});
-  EXPECT_LT(recall_at(*truth, *narrow), 0.9);
+  // Plain lists probed by score and bound, and norm-augmented lists probed by the augmented
+  // distance, as FAISS's IVF over augmented vectors does.
+  for (bool augmented : {false, true}) {
+    SCOPED_TRACE(augmented ? "augmented lists" : "plain lists");
+    auto index = ivf_pq_index::build(
+      items, {}, {.lists = 100, .seed = 3, .threads = 2, .augmented_lists = augmented});
+    ASSERT_TRUE(index) << render(index.error());
+    EXPECT_EQ(index->lists(), 100u);
+    float weight = augmented ? 1.0f : 0.0f;
+    auto found = index->search(
+      queries, 10, {.probes = 10, .distance_weight = weight, .rerank = 100, .threads = 2});
+    ASSERT_TRUE(found) << render(found.error());
+    EXPECT_GE(recall_at(*truth, *found), 0.9);
+    // Probing one list of a hundred cannot find most of the true neighbours: the check bites.
+    auto narrow =
+      index->search(queries, 10, {.probes = 1, .distance_weight = weight, .rerank = 10});
+    EXPECT_LT(recall_at(*truth, *narrow), 0.9);
+  }
 }
 
 TEST(ivf_pq_index, anisotropic_loss_ranks_better_before_re_ranking) {
@@ -75,16 +84,22 @@ TEST(ivf_pq_index, equals_exact_search_when_it_probes_and_reranks_everything) {
     ids[i] = 1000000 + 7 * i;
   auto queries = factors(20, 8, 5, 0.0f);
   auto exact = exact_index::make(items, ids);
-  auto index = ivf_pq_index::build(items, ids, {.lists = 16, .seed = 1});
-  ASSERT_TRUE(index);
-  auto found = index->search(queries, 25, {.probes = 16, .rerank = 3000});
   auto truth = exact->search(queries, 25);
-  ASSERT_TRUE(found && truth);
-  for (size_t q = 0; q < truth->size(); ++q)
-    for (size_t i = 0; i < 25; ++i) {
-      EXPECT_EQ((*found)[q][i].id, (*truth)[q][i].id) << "query " << q << " rank " << i;
-      EXPECT_NEAR((*found)[q][i].score, (*truth)[q][i].score, 1e-4f);
-    }
+  ASSERT_TRUE(truth);
+  for (bool augmented : {false, true}) {
+    SCOPED_TRACE(augmented ? "augmented lists" : "plain lists");
+    auto index =
+      ivf_pq_index::build(items, ids, {.lists = 16, .seed = 1, .augmented_lists = augmented});
+    ASSERT_TRUE(index);
+    auto found = index->search(
+      queries, 25, {.probes = 16, .distance_weight = augmented ? 1.0f : 0.0f, .rerank = 3000});
+    ASSERT_TRUE(found);
+    for (size_t q = 0; q < truth->size(); ++q)
+      for (size_t i = 0; i < 25; ++i) {
+        EXPECT_EQ((*found)[q][i].id, (*truth)[q][i].id) << "query " << q << " rank " << i;
+        EXPECT_NEAR((*found)[q][i].score, (*truth)[q][i].score, 1e-4f);
+      }
+  }
 }
 
 TEST(ivf_pq_index, answers_k_hits_when_the_probed_lists_hold_fewer) {
