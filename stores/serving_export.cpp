@@ -161,6 +161,8 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
   auto n = static_cast<size_t>(in.items.rows());
   if (c.metric != "dot" && c.metric != "cosine")
     return invalid("unknown metric " + c.metric + " (dot or cosine)");
+  if (in.index.exact_last_dim)
+    return invalid("an index with an exact last dimension cannot be exported");
   if (c.shards == 0 || c.shards > n)
     return invalid(std::to_string(c.shards) + " shards for " + std::to_string(n) + " items");
   if (!in.item_names.empty() && in.item_names.size() != n)

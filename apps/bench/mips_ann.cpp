@@ -189,7 +189,9 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
     auto index = compute::mips::ivf_pq_index::build(
       d.items, {}, {.anisotropic_threshold = threshold,
                   .threads = o.threads,
-                  .augmented_lists = o.augmented_lists});
+                  .augmented_lists = o.augmented_lists,
+                  // The L2 set is searched through [x, -|x|^2 / 2]: score that exactly.
+                  .exact_last_dim = peer.metric == "l2"});
     if (!index)
       return make_error(index.error());
     f.build_s = seconds_since(start);
@@ -203,7 +205,10 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
         start = clock::now();
         compute::mips::ivf_pq_search_options search{.probes = probes,
                                                     .distance_weight = o.distance_weight,
-                                                    .radius_weight = o.radius_weight,
+                                                    // The bound is for inner products.
+                                                    .radius_weight = peer.metric == "l2"
+                                                                       ? 0.0f
+                                                                       : o.radius_weight,
                                                     .rerank = rerank,
                                                     .threads = o.threads};
         auto hits = index->search(d.queries, o.k, search);

@@ -65,7 +65,8 @@ plain_error corrupt(const std::string& what) {
 
 ivf_pq_index::ivf_pq_index(ivf_pq_parts parts)
   : parts_(std::move(parts)),
-    quantizer_(static_cast<size_t>(parts_.centroids.cols()), parts_.codebooks) {
+    quantizer_(static_cast<size_t>(parts_.centroids.cols()) - (parts_.exact_last_dim ? 1 : 0),
+               parts_.codebooks) {
   block_offsets_.assign(lists() + 1, 0);
   for (size_t l = 0; l < lists(); ++l) {
     auto n = parts_.list_offsets[l + 1] - parts_.list_offsets[l];
@@ -88,6 +89,14 @@ ivf_pq_index::ivf_pq_index(ivf_pq_parts parts)
     auto s = count == 0 ? 0.0 : shifted_sum / static_cast<double>(count);
     // (|c|^2 + a^2) / 2 with a = M + s, less the M^2 / 2 that every list shares.
     half_distances_[l] = static_cast<float>((c.squaredNorm() + 2 * longest * s + s * s) / 2);
+  }
+  if (parts_.exact_last_dim) {
+    auto last = all.cols() - 1;
+    last_residuals_.resize(size());
+    for (size_t l = 0; l < lists(); ++l)
+      for (auto r = parts_.list_offsets[l]; r < parts_.list_offsets[l + 1]; ++r)
+        last_residuals_[r] = all(static_cast<Eigen::Index>(r), last) -
+                             parts_.centroids(static_cast<Eigen::Index>(l), last);
   }
 }
 
@@ -115,6 +124,25 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
     auto centroids = kmeans(augmented(sample, longest), km);
     list_of = nearest_centroids(augmented(items, longest), centroids, threads);
     p.centroids = centroids.leftCols(items.cols());
+  } else if (o.exact_last_dim && items.cols() > 1) {
+    // Lists from the other dimensions; the last, scored exactly, must not decide them (for
+    // [x, -|x|^2 / 2] it would sort items by norm alone). A centroid's last coordinate is the
+    // mean of its items'.
+    auto head = items.cols() - 1;
+    row_matrix head_sample = sample.leftCols(head);
+    auto centroids = kmeans(head_sample, km);
+    row_matrix head_items = items.leftCols(head);
+    list_of = nearest_centroids(head_items, centroids, threads);
+    p.centroids = row_matrix::Zero(centroids.rows(), items.cols());
+    p.centroids.leftCols(head) = centroids;
+    std::vector<size_t> members(lists, 0);
+    for (size_t r = 0; r < n; ++r) {
+      p.centroids(list_of[r], head) += items(static_cast<Eigen::Index>(r), head);
+      ++members[list_of[r]];
+    }
+    for (size_t l = 0; l < lists; ++l)
+      if (members[l] > 0)
+        p.centroids(static_cast<Eigen::Index>(l), head) /= static_cast<float>(members[l]);
   } else {
     p.centroids = kmeans(sample, km);
     list_of = nearest_centroids(items, p.centroids, threads);
@@ -136,12 +164,18 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
     sorted_ids[r] = ids[order[r]];
     residuals.row(to) = items.row(from) - p.centroids.row(list_of[order[r]]);
   }
-  auto width = std::max(o.dims_per_subspace, (dim + max_subspaces - 1) / max_subspaces);
+  // With exact_last_dim the codes cover the other dimensions only.
+  auto coded = o.exact_last_dim && dim > 1 ? dim - 1 : dim;
+  p.exact_last_dim = coded < dim;
+  auto coded_cols = static_cast<Eigen::Index>(coded);
+  row_matrix coded_residuals = residuals.leftCols(coded_cols);
+  row_matrix coded_sorted = sorted.leftCols(coded_cols);
+  auto width = std::max(o.dims_per_subspace, (coded + max_subspaces - 1) / max_subspaces);
   auto quantizer = product_quantizer::train(
-    sample_rows(residuals, std::max<size_t>(o.train_sample, 16), o.seed + 1), width, o.seed,
-    threads);
-  auto codes = quantizer.encode(residuals, sorted, anisotropic_eta(o.anisotropic_threshold, dim),
-                                threads);
+    sample_rows(coded_residuals, std::max<size_t>(o.train_sample, 16), o.seed + 1), width,
+    o.seed, threads);
+  auto codes = quantizer.encode(coded_residuals, coded_sorted,
+                                anisotropic_eta(o.anisotropic_threshold, coded), threads);
   auto sub = quantizer.subspaces();
   std::vector<uint8_t> packed_lists;
   for (size_t l = 0; l < lists; ++l) {
@@ -169,7 +203,8 @@ plain_expected<ivf_pq_index> ivf_pq_index::from_parts(ivf_pq_parts p) {
     return corrupt("list offsets do not cover the items");
   auto width = static_cast<size_t>(p.codebooks.cols());
   auto sub = static_cast<size_t>(p.codebooks.rows()) / codes_per_subspace;
-  if (width == 0 || p.codebooks.rows() % 16 != 0 || sub * width < dim ||
+  auto coded = p.exact_last_dim ? dim - 1 : dim;
+  if (width == 0 || p.codebooks.rows() % 16 != 0 || sub * width < coded ||
       sub > max_subspaces)
     return corrupt("codebooks do not match the dimension");
   size_t blocks = 0;
@@ -185,7 +220,7 @@ std::vector<hit> ivf_pq_index::search_one(const float* query, const float* list_
                                           const ivf_pq_search_options& o) const {
   auto sub = quantizer_.subspaces();
   auto table = quantize_table(
-    quantizer_.inner_product_table({query, dim()}), sub);
+    quantizer_.inner_product_table({query, quantizer_.dim()}), sub);
   std::vector<uint32_t> order(lists());
   std::iota(order.begin(), order.end(), 0u);
   // Lists are probed by q.c + w |q| radius: with item norms that vary, a list whose centroid
@@ -216,6 +251,8 @@ std::vector<hit> ivf_pq_index::search_one(const float* query, const float* list_
     auto base = list_scores[l] + table.offset;
     for (size_t j = 0; j < count; ++j) {
       auto approx = base + table.scale * static_cast<float>(sums[j]);
+      if (parts_.exact_last_dim)
+        approx += query[dim() - 1] * last_residuals_[first + j];
       if (!candidates.full() || approx > candidates.worst().score)
         candidates.offer({approx, first + j});
     }

@@ -38,6 +38,10 @@ struct ivf_pq_options {
   /// factors it gains nothing at recall 0.9, where the 4-bit codes limit recall, not the lists
   /// (docs/benchmarks.md); search it with distance_weight 1.
   bool augmented_lists = false;
+  /// Score the last dimension exactly beside the codes, which cover the others: for the L2 ->
+  /// inner-product augmentation [x, -|x|^2 / 2], whose last coordinate spans a range no 4-bit
+  /// code can hold. Indexes built with it are for search in memory: exports refuse them.
+  bool exact_last_dim = false;
 };
 
 struct ivf_pq_search_options {
@@ -69,6 +73,9 @@ struct ivf_pq_parts {
   shared_array<uint8_t> codes;         // fast_scan blocks, list by list, each from a new block
   shared_array<float> items;           // items x dim, row-major: exact vectors for re-ranking
   shared_array<uint64_t> ids;          // ids[row] names item row `row` in hits
+  /// The codes cover the first dim - 1 dimensions; the last is scored exactly
+  /// (ivf_pq_options::exact_last_dim).
+  bool exact_last_dim = false;
 };
 
 class ivf_pq_index {
@@ -108,6 +115,8 @@ private:
   /// The longest residual (item minus centroid) of each list: no item of list l scores above
   /// q.c_l + |q| radii_[l].
   std::vector<float> radii_;
+  /// Each item's last coordinate less its centroid's, row order (exact_last_dim only).
+  std::vector<float> last_residuals_;
   /// (|c_l|^2 + a_l^2 - M^2) / 2, see ivf_pq_search_options::probes.
   std::vector<float> half_distances_;
   size_t longest_list_ = 0;

@@ -141,6 +141,7 @@ TEST(serving_export, refuses_bad_input_before_writing_anything) {
          [](export_input& in) { in.user_names.pop_back(); },
          [](export_input& in) { in.item_names = {"a", "b"}; },
          [](export_input& in) { in.config.metric = "l1"; },
+         [](export_input& in) { in.index.exact_last_dim = true; },
          [](export_input& in) { in.users = gaussian_matrix(3, 4, 1); }}) {
     test::temp_dir tmp{"export_bad"};
     auto in = small_input(2);

@@ -63,6 +63,30 @@ TEST(ivf_pq_index, meets_its_recall_on_a_fixed_seed) {
   }
 }
 
+TEST(ivf_pq_index, an_exact_last_dimension_keeps_l2_search_through_augmentation_accurate) {
+  // Pixel-like L2 data searched as inner products of [x, -|x|^2 / 2] and [q, 1]: the last
+  // coordinate spans thousands of times the range of the others.
+  auto augment = [](row_matrix m, float last) {
+    row_matrix a(m.rows(), m.cols() + 1);
+    a.leftCols(m.cols()) = m;
+    a.col(m.cols()) = last == 0 ? (-0.5f * m.rowwise().squaredNorm()).eval()
+                                : Eigen::VectorXf::Constant(m.rows(), last);
+    return a;
+  };
+  auto items = augment((topical(20000, 32, 1).array() * 60.0f + 128.0f).matrix(), 0);
+  auto queries = augment((topical(200, 32, 2).array() * 60.0f + 128.0f).matrix(), 1);
+  auto truth = exact_index::make(items)->search(queries, 10);
+  ASSERT_TRUE(truth);
+  auto recall_of = [&](bool exact_last) {
+    auto index = ivf_pq_index::build(
+      items, {}, {.lists = 100, .seed = 3, .threads = 2, .exact_last_dim = exact_last});
+    EXPECT_TRUE(index) << render(index.error());
+    return recall_at(*truth, *index->search(queries, 10, {.probes = 10, .radius_weight = 0, .rerank = 300}));
+  };
+  EXPECT_GE(recall_of(true), 0.9);
+  EXPECT_LT(recall_of(false), 0.9);
+}
+
 TEST(ivf_pq_index, anisotropic_loss_ranks_better_before_re_ranking) {
   auto items = topical(20000, 32, 1);
   auto queries = topical(200, 32, 2);
