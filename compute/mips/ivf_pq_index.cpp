@@ -119,12 +119,7 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
   kmeans_options km{.clusters = lists, .iterations = o.iterations, .seed = o.seed,
                     .threads = threads};
   std::vector<uint32_t> list_of;
-  if (o.augmented_lists) {
-    auto longest = longest_norm(items);
-    auto centroids = kmeans(augmented(sample, longest), km);
-    list_of = nearest_centroids(augmented(items, longest), centroids, threads);
-    p.centroids = centroids.leftCols(items.cols());
-  } else if (o.exact_last_dim && items.cols() > 1) {
+  if (o.exact_last_dim && items.cols() > 1) {
     // Lists from the other dimensions; the last, scored exactly, must not decide them (for
     // [x, -|x|^2 / 2] it would sort items by norm alone). A centroid's last coordinate is the
     // mean of its items'.
@@ -143,6 +138,11 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
     for (size_t l = 0; l < lists; ++l)
       if (members[l] > 0)
         p.centroids(static_cast<Eigen::Index>(l), head) /= static_cast<float>(members[l]);
+  } else if (o.augmented_lists) {
+    auto longest = longest_norm(items);
+    auto centroids = kmeans(augmented(sample, longest), km);
+    list_of = nearest_centroids(augmented(items, longest), centroids, threads);
+    p.centroids = centroids.leftCols(items.cols());
   } else {
     p.centroids = kmeans(sample, km);
     list_of = nearest_centroids(items, p.centroids, threads);
@@ -168,13 +168,17 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
   auto coded = o.exact_last_dim && dim > 1 ? dim - 1 : dim;
   p.exact_last_dim = coded < dim;
   auto coded_cols = static_cast<Eigen::Index>(coded);
-  row_matrix coded_residuals = residuals.leftCols(coded_cols);
-  row_matrix coded_sorted = sorted.leftCols(coded_cols);
+  row_matrix coded_sorted; // the directions of the anisotropic loss, when they differ from sorted
+  if (p.exact_last_dim) {
+    residuals = residuals.leftCols(coded_cols).eval();
+    coded_sorted = sorted.leftCols(coded_cols);
+  }
+  const auto& directions = p.exact_last_dim ? coded_sorted : sorted;
   auto width = std::max(o.dims_per_subspace, (coded + max_subspaces - 1) / max_subspaces);
   auto quantizer = product_quantizer::train(
-    sample_rows(coded_residuals, std::max<size_t>(o.train_sample, 16), o.seed + 1), width,
+    sample_rows(residuals, std::max<size_t>(o.train_sample, 16), o.seed + 1), width,
     o.seed, threads);
-  auto codes = quantizer.encode(coded_residuals, coded_sorted,
+  auto codes = quantizer.encode(residuals, directions,
                                 anisotropic_eta(o.anisotropic_threshold, coded), threads);
   auto sub = quantizer.subspaces();
   std::vector<uint8_t> packed_lists;

@@ -40,7 +40,8 @@ struct ivf_pq_options {
   bool augmented_lists = false;
   /// Score the last dimension exactly beside the codes, which cover the others: for the L2 ->
   /// inner-product augmentation [x, -|x|^2 / 2], whose last coordinate spans a range no 4-bit
-  /// code can hold. Indexes built with it are for search in memory: exports refuse them.
+  /// code can hold. Its lists come from the other dimensions (augmented_lists is ignored).
+  /// Indexes built with it are for search in memory: exports refuse them.
   bool exact_last_dim = false;
 };
 
