@@ -95,7 +95,23 @@ void on_started(supervisor_pointer self, const std::string& id, caf::actor actor
       });
 }
 
-// Spawns the child on the first live node of its spec (or locally), then calls on_started.
+// The first of `wanted` that `status` lists as up with an agent, skipping `avoid`; nullptr
+// when there is none.
+const member_info* first_live(const cluster_status& status,
+                              const std::vector<std::string>& wanted,
+                              const std::set<std::string>& avoid) {
+  for (auto& name : wanted) {
+    if (avoid.contains(name))
+      continue;
+    for (auto& m : status.members)
+      if (m.name == name && m.state == member_state::up && m.agent)
+        return &m;
+  }
+  return nullptr;
+}
+
+// Spawns the child on the first live node of its spec (or locally), preferring nodes not
+// known to be unreachable, then calls on_started.
 void start_child(supervisor_pointer self, const std::string& id, bool restarted,
                  continuation next) {
   auto child = find(self, id);
@@ -134,16 +150,9 @@ void start_child(supervisor_pointer self, const std::string& id, bool restarted,
         auto child = find(self, id);
         if (child == nullptr)
           return;
-        const member_info* target = nullptr;
-        for (auto& wanted : child->spec.nodes) {
-          for (auto& m : status.members)
-            if (m.name == wanted && m.state == member_state::up && m.agent) {
-              target = &m;
-              break;
-            }
-          if (target != nullptr)
-            break;
-        }
+        auto target = first_live(status, child->spec.nodes, self->state.unreachable);
+        if (target == nullptr)
+          target = first_live(status, child->spec.nodes, {});
         if (target == nullptr)
           return fail(make_error(errc::no_live_node, "for child '" + id + "'"));
         auto& spec = child->spec;
@@ -240,9 +249,12 @@ void on_child_down(supervisor_pointer self, record& child, const caf::error& rea
 // A member declared down (a stopped or partitioned process) keeps its connection, so no
 // down_msg comes: its children are given up now, and told to exit should it resume.
 void on_member_gone(supervisor_pointer self, const cluster_event& event) {
+  if (event.kind == cluster_event_kind::member_up)
+    self->state.unreachable.erase(event.node);
   if (event.kind != cluster_event_kind::member_down &&
       event.kind != cluster_event_kind::member_left)
     return;
+  self->state.unreachable.insert(event.node);
   if (event.node == node_name(self->system()))
     return;
   for (auto& child : self->state.children) {
@@ -280,8 +292,11 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self, supervisor_s
   }
   self->set_down_handler([self](caf::down_msg& msg) {
     for (auto& child : self->state.children)
-      if (child.actor && child.actor.address() == msg.source)
+      if (child.actor && child.actor.address() == msg.source) {
+        if (msg.reason == caf::exit_reason::remote_link_unreachable)
+          self->state.unreachable.insert(child.node);
         return on_child_down(self, child, msg.reason);
+      }
     auto& subs = self->state.subscribers;
     subs.erase(std::remove_if(subs.begin(), subs.end(),
                               [&](const caf::actor& a) { return a.address() == msg.source; }),

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct supervisor_state {
   std::vector<child_record> children;
   std::deque<std::chrono::steady_clock::time_point> restart_times;
   std::vector<caf::actor> subscribers;
+  /// Nodes this supervisor lost its connection to, or that the registry declared down or
+  /// gone, until the registry reports them up again. A restart avoids them while another
+  /// wanted node is up, since the registry may not have noticed the loss yet and a spawn
+  /// request to a dead node waits for its whole timeout.
+  std::set<std::string> unreachable;
   /// Running children by id, shared with the exit hook that stops them with the supervisor.
   std::shared_ptr<std::map<std::string, caf::actor>> running;
   static inline const char* name = "darcy.supervisor";

@@ -99,27 +99,48 @@ void finished(embedding_master_pointer self) {
 }
 
 // Holds back new requests, waits for those in flight, then runs `work`, which must call
-// end_exclusive when it is done.
-caf::error begin_exclusive(embedding_master_pointer self, std::function<void()> work) {
+// end_exclusive when it is done. The caller must have checked that nothing exclusive runs.
+void run_exclusive(embedding_master_pointer self, std::function<void()> work) {
   auto& st = self->state;
-  if (st.exclusive)
-    return make_error(errc::overloaded, "a checkpoint is already being saved or restored");
   st.exclusive = true;
   if (st.in_flight == 0)
     work();
   else
     st.on_drained = std::move(work);
+}
+
+// Runs a save or restore as exclusive work: now, or when the exclusive work before it has
+// ended and every lost shard is back and refilled. errc::overloaded when max_queued of them
+// already wait.
+caf::error begin_exclusive(embedding_master_pointer self, std::function<void()> work) {
+  auto& st = self->state;
+  if (!st.exclusive && st.down.empty()) {
+    run_exclusive(self, std::move(work));
+    return {};
+  }
+  if (st.exclusive_waiting.size() >= st.options.max_queued)
+    return make_error(errc::overloaded, std::to_string(st.exclusive_waiting.size()) +
+                                          " checkpoint saves and restores waiting");
+  st.exclusive_waiting.push_back(std::move(work));
   return {};
 }
 
 void recover_pending(embedding_master_pointer self);
 
+// Ends the running exclusive work: lost shards are refilled first, then the next waiting save
+// or restore runs, then the requests queued meanwhile.
 void end_exclusive(embedding_master_pointer self) {
-  self->state.exclusive = false;
-  if (!self->state.to_recover.empty())
+  auto& st = self->state;
+  st.exclusive = false;
+  if (!st.to_recover.empty()) {
     recover_pending(self);
-  else
+  } else if (st.down.empty() && !st.exclusive_waiting.empty()) {
+    auto work = std::move(st.exclusive_waiting.front());
+    st.exclusive_waiting.pop_front();
+    run_exclusive(self, std::move(work));
+  } else {
     start_queued(self);
+  }
 }
 
 // Remembers a running fan-out (and forgets finished ones).
@@ -159,7 +180,7 @@ void recover_pending(embedding_master_pointer self) {
     return;
   auto index = *st.to_recover.begin();
   st.to_recover.erase(st.to_recover.begin());
-  begin_exclusive(self, [self, index] {
+  run_exclusive(self, [self, index] {
     auto& opts = self->state.options;
     auto manifest = opts.checkpoint_dir.empty()
                       ? caf::expected<checkpoint_manifest>{make_error(errc::not_found)}
@@ -461,6 +482,12 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
     return diverged_error(self->state);
   auto promise = self->make_response_promise<checkpoint_manifest>();
   auto err = begin_exclusive(self, [=]() mutable {
+    // A shard refilled while this save waited its turn leaves nothing consistent to save.
+    if (!self->state.diverged.empty()) {
+      promise.deliver(diverged_error(self->state));
+      end_exclusive(self);
+      return;
+    }
     auto count = self->state.options.shards.size();
     track(self, take_checkpoint<std::vector<checkpoint_embedding>>(
       stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
@@ -482,12 +509,14 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
       },
       retries(self)));
   });
+  // The promise owns the response now: an error returned instead would never reach the caller.
   if (err)
-    return err;
+    promise.deliver(std::move(err));
   return promise;
 }
 
-caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const std::string& dir) {
+// The newest checkpoint in `dir`, if it is one of this service with valid configs.
+caf::expected<checkpoint_manifest> restorable_manifest(const std::string& dir) {
   auto manifest = stores::checkpoint_dir{dir}.read_manifest();
   if (!manifest)
     return std::move(manifest.error());
@@ -497,9 +526,23 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
   for (auto& entry : manifest->embeddings)
     if (auto err = stores::validate(entry.config))
       return make_error(errc::corrupt_file, dir + ": " + render(err));
+  return manifest;
+}
+
+caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const std::string& dir) {
+  if (auto checked = restorable_manifest(dir); !checked)
+    return std::move(checked.error());
   auto promise = self->make_response_promise<checkpoint_manifest>();
-  auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
   auto err = begin_exclusive(self, [=]() mutable {
+    // Read again: a save that ran while this restore waited its turn has replaced the newest
+    // checkpoint, and the files of the one read on arrival may be gone.
+    auto manifest = restorable_manifest(dir);
+    if (!manifest) {
+      promise.deliver(std::move(manifest.error()));
+      end_exclusive(self);
+      return;
+    }
+    auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
     auto count = static_cast<uint32_t>(self->state.options.shards.size());
     auto id = new_request_id(self);
     track(self, fan_out<ok_atom>(
@@ -528,8 +571,9 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
       },
       retries(self)));
   });
+  // The promise owns the response now: an error returned instead would never reach the caller.
   if (err)
-    return err;
+    promise.deliver(std::move(err));
   return promise;
 }
 

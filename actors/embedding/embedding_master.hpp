@@ -52,10 +52,14 @@ struct embedding_master_state {
   };
   /// Fan-outs waiting for a free in-flight slot, oldest first.
   std::deque<queued_work> queued;
-  /// While a checkpoint is saved or restored, new requests wait in `queued`; `on_drained`
-  /// runs once the requests in flight have finished.
+  /// While a checkpoint is saved or restored, or a shard refilled, new requests wait in
+  /// `queued`; `on_drained` runs once the requests in flight have finished.
   bool exclusive = false;
   std::function<void()> on_drained;
+  /// Saves and restores that arrived while other exclusive work ran or a shard was down, oldest
+  /// first (at most options.max_queued). Each runs after the one before it, once every lost
+  /// shard is back and refilled, so that a restore reaches the new shard and not the lost one.
+  std::deque<std::function<void()>> exclusive_waiting;
   uint64_t checkpoints = 0;
   /// Shard requests sent again after a timeout, since the start.
   uint64_t retries = 0;

@@ -1,6 +1,7 @@
 #include "runtime/supervisor.hpp"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tests/support/test_system.hpp"
@@ -197,6 +198,68 @@ TEST_F(supervisor_test, UnknownFactoryIsRetriedThenEscalated) {
   auto down = next<caf::down_msg>();
   ASSERT_TRUE(down);
   EXPECT_TRUE(is(down->reason, errc::restart_intensity_exceeded)) << render(down->reason);
+}
+
+// A stand-in node agent: spawns what it is asked to in this process.
+caf::behavior fake_agent(caf::event_based_actor* self) {
+  return {[self](spawn_atom, const std::string& factory,
+                 caf::message& args) -> caf::result<caf::actor> {
+    auto actor = self->system().spawn<caf::actor>(factory, std::move(args), nullptr, false);
+    if (!actor)
+      return std::move(actor.error());
+    return *actor;
+  }};
+}
+
+// A stand-in registry that lists nodes c and b as up, whatever happens to them.
+caf::behavior stale_registry(caf::actor c, caf::actor b) {
+  return {
+    [=](status_atom) {
+      cluster_status status;
+      for (auto& [name, agent] : {std::pair{"c", c}, {"b", b}}) {
+        member_info m;
+        m.name = name;
+        m.agent = agent;
+        status.members.push_back(m);
+      }
+      return status;
+    },
+    [](subscribe_atom, const caf::actor&) {},
+  };
+}
+
+// The registry may still list a node as up when the supervisor has already lost its connection
+// to it: the restart goes to the next wanted node instead of waiting out a spawn request to the
+// dead one. Once the registry reports the node up again, it is wanted first again.
+TEST_F(supervisor_test, RestartAvoidsANodeWhoseConnectionWasLostUntilItIsUpAgain) {
+  auto agent_c = sys.spawn(fake_agent);
+  auto agent_b = sys.spawn(fake_agent);
+  auto registry = sys.spawn(stale_registry, agent_c, agent_b);
+  sys.registry().put(registry_key, caf::actor_cast<caf::strong_actor_ptr>(registry));
+  auto child = worker("w");
+  child.nodes = {"c", "b"};
+  auto sup = sys.spawn(supervisor, make_spec(restart_strategy::one_for_one, {child}));
+  self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  EXPECT_EQ(expect_event(supervisor_event_kind::child_started).node, "c");
+  struct loss {
+    const char* name;
+    caf::exit_reason reason;
+    std::optional<cluster_event> before;
+    const char* placed_on;
+  };
+  for (auto& l : std::vector<loss>{
+         {"connection to c lost", caf::exit_reason::remote_link_unreachable, {}, "b"},
+         {"crash on b after c is up again", caf::exit_reason::kill,
+          cluster_event{cluster_event_kind::member_up, "c", "", nullptr, "", 0}, "c"},
+       }) {
+    if (l.before)
+      self->send(sup, *l.before);
+    self->send_exit(children(sup)["w"].actor, l.reason);
+    expect_event(supervisor_event_kind::child_exited);
+    EXPECT_EQ(expect_event(supervisor_event_kind::child_restarted).node, l.placed_on) << l.name;
+  }
+  self->send_exit(sup, caf::exit_reason::user_shutdown);
+  sys.registry().erase(registry_key);
 }
 
 } // namespace

@@ -468,6 +468,69 @@ TEST_F(embedding_master_test, ShardRefilledBehindTheOthersRefusesWorkUntilAResto
   }
 }
 
+// Saves and restores asked while a supervised shard is down wait until it is back and refilled,
+// then run in order: none reaches the lost shard (whose messages vanish, as on a dead node) and
+// none is left unanswered. After later updates the refill leaves the shards diverged, so the
+// save is refused and the restore repairs them; with nothing newer lost, both succeed.
+TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsRefillInOrder) {
+  struct down_case {
+    const char* name;
+    bool update_after_save;
+  };
+  for (auto& c : std::vector<down_case>{{"update after the save", true},
+                                        {"no update after the save", false}}) {
+    test::temp_dir dir{"master_down"};
+    embedding_master_options opts;
+    opts.shards = spawn_shards(sys, 2);
+    auto gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]),
+                          disruption{});
+    opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
+    opts.shard_services = {"shard-0", "shard-1"};
+    opts.checkpoint_dir = dir.path();
+    // One attempt: a request that reached the lost shard would fail, not be retried elsewhere.
+    opts.attempts = 1;
+    opts.attempt_timeout = std::chrono::milliseconds(50);
+    auto master = sys.spawn(embedding_master, opts);
+    ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
+    strings words;
+    for (int i = 0; i < 16; ++i)
+      words.push_back("k" + std::to_string(i));
+    ASSERT_FALSE(update(master, words, floats(words.size() * 3, 0.5f))) << c.name;
+    ASSERT_TRUE(ask<checkpoint_manifest>(sys, master, test::patience, save_atom::value,
+                                         dir.path(), int64_t{1}, std::string{}));
+    auto saved = lookup(master, words);
+    if (c.update_after_save) {
+      ASSERT_FALSE(update(master, words, floats(words.size() * 3, 1.0f))) << c.name;
+    }
+    // Shard 1's node is lost: its messages vanish from now on.
+    ASSERT_TRUE(ask<chaos_stats>(sys, gate, test::patience,
+                                 chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}));
+    caf::scoped_actor self{sys};
+    self->send(master, cluster_event{cluster_event_kind::service_down, "n", "shard-1",
+                                     caf::actor_cast<caf::actor>(gate), "node n down", 0});
+    auto saving = self->request(master, test::patience, save_atom::value, dir.path(),
+                                int64_t{2}, std::string{});
+    auto restoring = self->request(master, test::patience, restore_atom::value, dir.path());
+    auto fresh = sys.spawn(embedding_shard, uint32_t{1});
+    self->send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
+                                     caf::actor_cast<caf::actor>(fresh), "", 0});
+    caf::error save_err;
+    saving.receive([](const checkpoint_manifest&) {}, [&](caf::error& err) { save_err = err; });
+    caf::error restore_err;
+    restoring.receive([](const checkpoint_manifest&) {},
+                      [&](caf::error& err) { restore_err = err; });
+    if (c.update_after_save) {
+      EXPECT_TRUE(is(save_err, errc::node_unreachable)) << c.name << ": " << render(save_err);
+      EXPECT_NE(render(save_err).find("restore"), std::string::npos) << render(save_err);
+    } else {
+      EXPECT_FALSE(save_err) << c.name << ": " << render(save_err);
+    }
+    EXPECT_FALSE(restore_err) << c.name << ": " << render(restore_err);
+    EXPECT_EQ(lookup(master, words), saved) << c.name;
+    EXPECT_FALSE(update(master, words, floats(words.size() * 3, 1.0f))) << c.name;
+  }
+}
+
 // Without timers (shards in process, no gate), a request to a shard that has died is still
 // answered: CAF bounces it as request_receiver_down, and the master fails the lookup.
 TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
