@@ -18,19 +18,26 @@ using score_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen:
 
 } // namespace
 
+namespace {
+
+// ranks_before as a type the heap algorithms inline, where a function pointer is called.
+constexpr auto ranked = [](const hit& a, const hit& b) { return ranks_before(a, b); };
+
+} // namespace
+
 void top_k_heap::offer(const hit& h) {
   if (heap_.size() < k_) {
     heap_.push_back(h);
-    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    std::push_heap(heap_.begin(), heap_.end(), ranked);
   } else if (k_ > 0 && ranks_before(h, heap_.front())) {
-    std::pop_heap(heap_.begin(), heap_.end(), ranks_before);
+    std::pop_heap(heap_.begin(), heap_.end(), ranked);
     heap_.back() = h;
-    std::push_heap(heap_.begin(), heap_.end(), ranks_before);
+    std::push_heap(heap_.begin(), heap_.end(), ranked);
   }
 }
 
 std::vector<hit> top_k_heap::sorted() && {
-  std::sort(heap_.begin(), heap_.end(), ranks_before);
+  std::sort(heap_.begin(), heap_.end(), ranked);
   return std::move(heap_);
 }
 

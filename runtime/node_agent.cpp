@@ -9,6 +9,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/chaos.hpp"
+#include "runtime/exit_cascade.hpp"
 #include "runtime/log.hpp"
 #include "runtime/membership.hpp"
 #include "runtime/probe.hpp"
@@ -96,10 +97,7 @@ caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string
 node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_options options) {
   self->state.options = std::move(options);
   self->state.spawned = std::make_shared<std::vector<caf::actor>>();
-  self->attach_functor([spawned = self->state.spawned](const caf::error&) {
-    for (auto& child : *spawned)
-      caf::anon_send_exit(child, caf::exit_reason::user_shutdown);
-  });
+  stop_on_exit(*self, [spawned = self->state.spawned] { return *spawned; });
   auto& opts = self->state.options;
   if (opts.registry && opts.heartbeat_interval.count() > 0) {
     self->monitor(opts.registry);

@@ -6,6 +6,7 @@
 #include <caf/event_based_actor.hpp>
 
 #include "messages/error.hpp"
+#include "runtime/exit_cascade.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::runtime {
@@ -278,9 +279,11 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self, supervisor_s
   auto& state = self->state;
   state.spec = std::move(spec);
   state.running = std::make_shared<std::map<std::string, caf::actor>>();
-  self->attach_functor([running = state.running](const caf::error&) {
+  stop_on_exit(*self, [running = state.running] {
+    std::vector<caf::actor> children;
     for (auto& [id, actor] : *running)
-      caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+      children.push_back(actor);
+    return children;
   });
   std::vector<std::string> ids;
   caf::error invalid;

@@ -3,6 +3,7 @@
 #include <caf/actor_cast.hpp>
 
 #include "messages/error.hpp"
+#include "runtime/exit_cascade.hpp"
 #include "runtime/log.hpp"
 #include "runtime/remote_run.hpp"
 #include "runtime/supervisor.hpp"
@@ -189,8 +190,8 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
   v->supervisor = self->system().spawn(runtime::supervisor, std::move(spec));
   self->monitor(v->supervisor);
   // The shard servers stop with the root.
-  self->attach_functor([supervisor = v->supervisor] {
-    caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  runtime::stop_on_exit(*self, [supervisor = v->supervisor] {
+    return std::vector<caf::actor>{caf::actor_cast<caf::actor>(supervisor)};
   });
   self->send(v->supervisor, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
 }

@@ -1,6 +1,8 @@
 #include "apps/bench/mips_ann.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -22,7 +24,7 @@ constexpr const char* faiss_ann_peer = R"PY(
 import json, math, sys, time
 import numpy as np
 import faiss
-items_path, n, d, queries_path, nq, metric, k, threads, truth_path, families, budget = sys.argv[1:]
+items_path, n, d, queries_path, nq, metric, k, threads, truth_path, families, budget, factors = sys.argv[1:]
 n, d, nq, k, threads, budget = map(int, (n, d, nq, k, threads, budget))
 families = set(families.split(","))
 faiss.omp_set_num_threads(threads)
@@ -62,9 +64,13 @@ def sweep(name, index, settings, queries=xq):
         print(json.dumps({"index": name, "config": label, "qps": qps, "recall": r}), flush=True)
         if r >= 0.995:
             break
+# IVF-Flat builds one index per list count f sqrt(n); the quantized IVF families, 4 sqrt(n).
+flat_nlists = sorted({max(1, int(float(f) * math.sqrt(n))) for f in factors.split(",")})
 nlist = int(4 * math.sqrt(n))
-probes = [p for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) if p <= nlist]
 def ivf_settings(index, k_factor=None):
+    lists = faiss.extract_index_ivf(index).nlist
+    probes = [p for p in (1, 2, 3, 4, 6, 8, 12, 16, 32, 64, 128, 256, 512, 1024, 2048)
+              if p <= lists]
     refine = faiss.downcast_index(index) if k_factor else None
     ivf = faiss.extract_index_ivf(refine.base_index if refine is not None else index)
     def setter(p):
@@ -82,10 +88,11 @@ def hnsw_settings(index):
         return apply
     return [(f"efSearch={e}", setter(e)) for e in (16, 32, 64, 128, 256, 512, 1024)]
 if wanted("ivf-flat"):
-    index = build(f"IVF{nlist},Flat")
-    if index is not None:
-        sweep("IVF-Flat", index, ivf_settings(index))
-    del index
+    for lists in flat_nlists:
+        index = build(f"IVF{lists},Flat")
+        if index is not None:
+            sweep(f"IVF{lists}-Flat", index, ivf_settings(index))
+        del index
 if wanted("ivf-pq"):
     m8 = max(m for m in range(1, d // 4 + 1) if d % m == 0)
     index = build(f"IVF{nlist},PQ{m8},RFlat")
@@ -113,16 +120,25 @@ if metric == "ip" and (wanted("l2-ivf-flat") or wanted("l2-hnsw")):
     xb2 = np.hstack([xb, np.sqrt(np.maximum(norms.max() - norms, 0))[:, None]]).astype(np.float32)
     xq2 = np.hstack([xq, np.zeros((nq, 1), dtype=np.float32)])
     if wanted("l2-ivf-flat"):
-        index = build(f"IVF{nlist},Flat", xb2, faiss.METRIC_L2)
-        if index is not None:
-            sweep("L2-reduced IVF-Flat", index, ivf_settings(index), xq2)
-        del index
+        for lists in flat_nlists:
+            index = build(f"IVF{lists},Flat", xb2, faiss.METRIC_L2)
+            if index is not None:
+                sweep(f"L2-reduced IVF{lists}-Flat", index, ivf_settings(index), xq2)
+            del index
     if wanted("l2-hnsw"):
         index = build("HNSW32", xb2, faiss.METRIC_L2)
         if index is not None:
             sweep("L2-reduced HNSW32", index, hnsw_settings(index), xq2)
         del index
 )PY";
+
+// "1,4" for {1, 4}.
+std::string join(const std::vector<double>& xs) {
+  std::string out;
+  for (auto x : xs)
+    out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
 
 double seconds_since(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
@@ -156,7 +172,8 @@ caf::expected<std::vector<ann_point>> run_faiss_ann(const mips_bench_options& o,
   std::ostringstream args;
   args << items << " " << peer.items.rows() << " " << peer.items.cols() << " " << queries << " "
        << peer.queries.rows() << " " << peer.metric << " " << o.k << " " << o.threads << " "
-       << ids << " " << o.faiss_families << " " << o.faiss_build_budget_s;
+       << ids << " " << o.faiss_families << " " << o.faiss_build_budget_s << " "
+       << join(o.faiss_list_factors);
   auto lines = run_python(o.python, faiss_ann_peer, args.str(), dir, true);
   if (!lines)
     return std::move(lines.error());
@@ -184,23 +201,31 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
                                        const std::string& dir) {
   ann_figures f;
   // The anisotropic loss (ScaNN's T = 0.2) against plain squared error, on the same lists.
-  for (float threshold : {0.0f, 0.2f}) {
+  std::vector<std::pair<float, double>> builds;
+  for (float threshold : o.ann_thresholds)
+    for (double factor : o.ann_list_factors)
+      builds.emplace_back(threshold, factor);
+  for (auto [threshold, factor] : builds) {
+    auto lists = std::max<size_t>(
+      1, static_cast<size_t>(factor * std::sqrt(static_cast<double>(d.items.rows()))));
     auto start = clock::now();
     auto index = compute::mips::ivf_pq_index::build(
-      d.items, {}, {.anisotropic_threshold = threshold,
+      d.items, {}, {.lists = lists,
+                    .anisotropic_threshold = threshold,
                   .threads = o.threads,
                   .augmented_lists = o.augmented_lists,
                   // The L2 set is searched through [x, -|x|^2 / 2]: score that exactly.
                   .exact_last_dim = peer.metric == "l2"});
     if (!index)
       return make_error(index.error());
-    f.build_s = seconds_since(start);
+    auto build_s = seconds_since(start);
     char name[64];
-    std::snprintf(name, sizeof name, "darcy-ivf-pq4,T=%.1f", threshold);
-    std::printf("  %s: %zu lists, built in %.1f s\n", name, index->lists(), f.build_s);
-    for (size_t probes : {1, 2, 4, 8, 16, 32}) {
+    std::snprintf(name, sizeof name, "darcy-ivf%zu-pq4,T=%.1f", index->lists(), threshold);
+    std::printf("  %s: built in %.1f s\n", name, build_s);
+    for (size_t probes : o.ann_probes) {
       double top = 0;
-      for (size_t rerank : std::vector<size_t>{o.k, 20, 30, 50, 100, 200}) {
+      for (size_t depth : o.ann_rerank) {
+        auto rerank = std::max<size_t>(depth, o.k);
         // Each point repeats the query set for at least half a second, as the peer does.
         start = clock::now();
         compute::mips::ivf_pq_search_options search{.probes = probes,
@@ -221,7 +246,7 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
         auto r = compute::recall_at(truth, *hits);
         f.darcy.push_back({name,
                            "probes=" + std::to_string(probes) + ",rerank=" + std::to_string(rerank),
-                           qps, r});
+                           qps, r, build_s});
         top = std::max(top, r);
         std::printf("  {\"index\": \"%s\", \"config\": \"%s\", \"qps\": %.1f, \"recall\": %.4f}\n",
                     name, f.darcy.back().config.c_str(), qps, r);

@@ -17,12 +17,13 @@ struct ann_point {
   std::string config;
   double qps = 0;
   double recall = 0;
+  /// Seconds the index took to build (Darcy's side).
+  double build_s = 0;
 };
 
 struct ann_figures {
   std::vector<ann_point> darcy;
   std::vector<ann_point> faiss;
-  double build_s = 0;
   /// The fastest point of each side at recall >= 0.9 (qps 0: none reached it).
   ann_point best_darcy;
   ann_point best_faiss;

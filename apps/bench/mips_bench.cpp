@@ -321,13 +321,14 @@ int run_mips_bench(const mips_bench_options& o) {
       if (o.ann) {
         auto& a = f->ann;
         std::snprintf(buf, sizeof buf,
-                      ",\"ann_qps\":%.1f,\"ann_config\":\"%s\",\"faiss_ann_qps\":%.1f,"
+                      ",\"ann_qps\":%.1f,\"ann_config\":\"%s %s\",\"faiss_ann_qps\":%.1f,"
                       "\"faiss_ann_index\":\"%s %s\",\"faiss_ann_recall\":%.4f,"
                       "\"ann_build_s\":%.1f,\"ann_vs_faiss_at_r90\":%.3f,"
                       "\"ann_recall_at_10\":%.4f",
-                      a.best_darcy.qps, a.best_darcy.config.c_str(), a.best_faiss.qps,
+                      a.best_darcy.qps, a.best_darcy.index.c_str(), a.best_darcy.config.c_str(),
+                      a.best_faiss.qps,
                       a.best_faiss.index.c_str(), a.best_faiss.config.c_str(),
-                      a.best_faiss.recall, a.build_s,
+                      a.best_faiss.recall, a.best_darcy.build_s,
                       a.best_faiss.qps > 0 ? a.best_darcy.qps / a.best_faiss.qps : 0.0,
                       a.best_darcy.recall);
         json += buf;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace darcy::apps {
 
@@ -33,6 +34,14 @@ struct mips_bench_options {
   float distance_weight = 0.0f;
   /// Build Darcy's lists from the norm-augmented items (ivf_pq_options::augmented_lists).
   bool augmented_lists = false;
+  /// Darcy's sweep: an index per anisotropic threshold and list count (factor x sqrt(items)),
+  /// each searched at every probe count and re-rank depth (below k: k).
+  std::vector<float> ann_thresholds{0.0f, 0.2f};
+  std::vector<double> ann_list_factors{0.5, 1, 2};
+  std::vector<size_t> ann_probes{1, 2, 3, 4, 6, 8, 16, 32};
+  std::vector<size_t> ann_rerank{0, 20, 30, 50, 100, 200};
+  /// FAISS's IVF-Flat families: an index per list count (factor x sqrt(items)).
+  std::vector<double> faiss_list_factors{0.5, 1, 2, 4};
   /// A FAISS build that takes longer is stopped, and its family reported as skipped.
   uint32_t faiss_build_budget_s = 900;
   /// Where Debian's dataset-fashion-mnist puts its files; skipped when missing.

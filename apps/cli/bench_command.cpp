@@ -40,6 +40,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                        "Darcy's probe order: weight of the augmented centroid distance");
   mips_cmd->add_flag("--augmented-lists", mips->augmented_lists,
                      "Darcy's lists from the norm-augmented items (use --distance-weight 1)");
+  mips_cmd->add_option("--ann-thresholds", mips->ann_thresholds,
+                       "Darcy's sweep: anisotropic thresholds T, an index each")
+    ->delimiter(',');
+  mips_cmd->add_option("--ann-list-factors", mips->ann_list_factors,
+                       "Darcy's sweep: lists per index, as factors of sqrt(items)")
+    ->delimiter(',')
+    ->check(CLI::PositiveNumber);
+  mips_cmd->add_option("--ann-probes", mips->ann_probes, "Darcy's sweep: lists probed")
+    ->delimiter(',');
+  mips_cmd->add_option("--faiss-list-factors", mips->faiss_list_factors,
+                       "FAISS's IVF-Flat sweep: lists per index, as factors of sqrt(items)")
+    ->delimiter(',')
+    ->check(CLI::PositiveNumber);
+  mips_cmd->add_option("--ann-rerank", mips->ann_rerank,
+                       "Darcy's sweep: candidates re-ranked (below k: k)")
+    ->delimiter(',');
   mips_cmd->add_option("--faiss-build-budget", mips->faiss_build_budget_s,
                        "Seconds a FAISS build may take before it is stopped and reported");
   mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });

@@ -28,17 +28,23 @@ byte_table quantize_table(std::span<const float> table, size_t subspaces) {
   std::vector<float> low(subspaces);
   float widest = 0;
   for (size_t m = 0; m < subspaces; ++m) {
-    auto row = table.subspan(m * codes_per_subspace, codes_per_subspace);
-    auto [lo, hi] = std::minmax_element(row.begin(), row.end());
-    low[m] = *lo;
-    t.offset += *lo;
-    widest = std::max(widest, *hi - *lo);
+    const auto* row = table.data() + m * codes_per_subspace;
+    auto lo = row[0], hi = row[0];
+    for (size_t j = 1; j < codes_per_subspace; ++j) {
+      lo = std::min(lo, row[j]);
+      hi = std::max(hi, row[j]);
+    }
+    low[m] = lo;
+    t.offset += lo;
+    widest = std::max(widest, hi - lo);
   }
   t.scale = widest > 0 ? widest / 255 : 1;
+  auto inverse = 1 / t.scale;
   for (size_t m = 0; m < subspaces; ++m)
     for (size_t j = 0; j < codes_per_subspace; ++j) {
-      auto v = std::lround((table[m * codes_per_subspace + j] - low[m]) / t.scale);
-      t.entries[m * codes_per_subspace + j] = static_cast<uint8_t>(std::clamp<long>(v, 0, 255));
+      // Not below 0: each subspace is shifted by its own minimum.
+      auto v = (table[m * codes_per_subspace + j] - low[m]) * inverse + 0.5f;
+      t.entries[m * codes_per_subspace + j] = static_cast<uint8_t>(std::min(v, 255.0f));
     }
   return t;
 }

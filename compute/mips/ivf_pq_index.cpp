@@ -1,7 +1,9 @@
 #include "compute/mips/ivf_pq_index.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -220,52 +222,172 @@ plain_expected<ivf_pq_index> ivf_pq_index::from_parts(ivf_pq_parts p) {
   return ivf_pq_index{std::move(p)};
 }
 
+namespace {
+
+// A candidate of the approximate pass: its approximate score and its row.
+struct candidate {
+  float score;
+  uint64_t row;
+};
+
+// By score alone: which of equal approximate scores survives a cut does not change the exact
+// re-ranking's order, and a tie-break costs branches in the selection.
+bool scores_higher(const candidate& a, const candidate& b) {
+  return a.score > b.score;
+}
+
+// Writes to `out` the `probes` lists of highest bound, best first, ties to the lower list: the
+// first `probes` of the order of all lists by (bound descending, list ascending).
+void best_lists(const std::vector<float>& bounds, size_t probes, std::vector<uint32_t>& out) {
+  out.clear();
+  auto n = static_cast<uint32_t>(bounds.size());
+  auto by_bound = [&](uint32_t a, uint32_t b) {
+    return bounds[a] > bounds[b] || (bounds[a] == bounds[b] && a < b);
+  };
+  // Insertion keeps a few lists in a pass; past that, a partial sort is cheaper.
+  if (probes > 64) {
+    out.resize(n);
+    std::iota(out.begin(), out.end(), 0u);
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(probes), out.end(),
+                      by_bound);
+    out.resize(probes);
+    return;
+  }
+  // The lists kept and their bounds, best first; `worst` is the last bound once full.
+  std::array<uint32_t, 65> kept;
+  std::array<float, 65> kept_bounds;
+  size_t size = 0;
+  auto worst = -std::numeric_limits<float>::infinity();
+  const auto* b = bounds.data();
+  for (uint32_t l = 0; l < n; ++l) {
+    // Skip 16 lists at a time while none beats the worst kept (a loop the compiler vectorizes).
+    while (size == probes && l + 16 <= n) {
+      bool any = false;
+      for (uint32_t j = 0; j < 16; ++j)
+        any |= b[l + j] > worst;
+      if (any)
+        break;
+      l += 16;
+    }
+    if (l >= n)
+      break;
+    if (size == probes && !(b[l] > worst))
+      continue;
+    auto i = size == probes ? size - 1 : size++;
+    // Move past the lists of lower bound only: an equal bound of a lower list stays ahead.
+    for (; i > 0 && kept_bounds[i - 1] < b[l]; --i) {
+      kept[i] = kept[i - 1];
+      kept_bounds[i] = kept_bounds[i - 1];
+    }
+    kept[i] = l;
+    kept_bounds[i] = b[l];
+    if (size == probes)
+      worst = kept_bounds[size - 1];
+  }
+  out.assign(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(size));
+}
+
+} // namespace
+
+// Buffers of search_one, reused by one thread across the queries of a search call.
+struct ivf_pq_index::search_scratch {
+  std::vector<float> bounds;
+  std::vector<uint32_t> order;
+  std::vector<uint16_t> sums;
+  /// The approximate candidates: at most twice the re-rank depth, cut back to the depth
+  /// when full; an item scoring no higher than the last cut is not added.
+  std::vector<candidate> candidates;
+};
+
 std::vector<hit> ivf_pq_index::search_one(const float* query, const float* list_scores, size_t k,
-                                          const ivf_pq_search_options& o) const {
+                                          const ivf_pq_search_options& o,
+                                          search_scratch& scratch) const {
   auto sub = quantizer_.subspaces();
   auto table = quantize_table(
     quantizer_.inner_product_table({query, quantizer_.dim()}), sub);
-  std::vector<uint32_t> order(lists());
-  std::iota(order.begin(), order.end(), 0u);
   // Lists are probed by q.c + w |q| radius: with item norms that vary, a list whose centroid
   // scores low may still hold the best item (w = 1: a bound on its best score).
   auto weight = o.radius_weight *
                 Eigen::Map<const Eigen::VectorXf>{query, static_cast<Eigen::Index>(dim())}.norm();
-  std::vector<float> bounds(lists());
+  auto& bounds = scratch.bounds;
+  bounds.resize(lists());
   for (size_t l = 0; l < lists(); ++l)
     bounds[l] = list_scores[l] - o.distance_weight * half_distances_[l] + weight * radii_[l];
-  auto by_score = [&](uint32_t a, uint32_t b) {
-    return bounds[a] > bounds[b] || (bounds[a] == bounds[b] && a < b);
-  };
   auto probes = std::clamp<size_t>(o.probes, 1, lists());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(probes),
-                    order.end(), by_score);
-  top_k_heap candidates{std::max(o.rerank, k)};
-  std::vector<uint16_t> sums(blocks_for(longest_list_) * block_items);
+  auto& order = scratch.order;
+  best_lists(bounds, probes, order);
+  auto depth = std::max(o.rerank, k);
+  auto& found = scratch.candidates;
+  found.clear();
+  found.reserve(2 * depth);
+  auto threshold = -std::numeric_limits<float>::infinity();
+  auto keep_best = [&] {
+    if (found.size() <= depth)
+      return;
+    auto last = found.begin() + static_cast<std::ptrdiff_t>(depth - 1);
+    std::nth_element(found.begin(), last, found.end(), scores_higher);
+    found.resize(depth);
+    threshold = found.back().score;
+  };
+  scratch.sums.resize(blocks_for(longest_list_) * block_items);
+  auto* sums = scratch.sums.data();
   size_t seen = 0;
   for (size_t i = 0; i < lists() && (i < probes || seen < k); ++i) {
     if (i == probes) // the probed lists held fewer than k items: take the rest in order
-      std::sort(order.begin() + static_cast<std::ptrdiff_t>(i), order.end(), by_score);
+      best_lists(bounds, lists(), order);
     auto l = order[i];
     auto first = parts_.list_offsets[l], count = parts_.list_offsets[l + 1] - first;
     seen += count;
     auto blocks = block_offsets_[l + 1] - block_offsets_[l];
     scan_blocks(parts_.codes.data() + block_offsets_[l] * sub * 16, blocks, sub,
-                table.entries.data(), sums.data());
+                table.entries.data(), sums);
     auto base = list_scores[l] + table.offset;
-    for (size_t j = 0; j < count; ++j) {
-      auto approx = base + table.scale * static_cast<float>(sums[j]);
-      if (parts_.exact_last_dim)
-        approx += query[dim() - 1] * last_residuals_[first + j];
-      if (!candidates.full() || approx > candidates.worst().score)
-        candidates.offer({approx, first + j});
+    auto last_q = parts_.exact_last_dim ? query[dim() - 1] : 0.0f;
+    const auto* last = parts_.exact_last_dim ? last_residuals_.data() + first : nullptr;
+    // 16 items at a time: their scores, then a look at each only when one passes (loops the
+    // compiler vectorizes).
+    std::array<float, 16> approx;
+    for (size_t j0 = 0; j0 < count; j0 += 16) {
+      auto width = std::min<size_t>(16, count - j0);
+      for (size_t j = 0; j < 16; ++j)
+        approx[j] = base + table.scale * static_cast<float>(sums[j0 + j]);
+      if (last != nullptr)
+        for (size_t j = 0; j < width; ++j)
+          approx[j] += last_q * last[j0 + j];
+      bool any = false;
+      for (size_t j = 0; j < 16; ++j)
+        any |= approx[j] > threshold;
+      if (!any)
+        continue;
+      for (size_t j = 0; j < width; ++j)
+        if (approx[j] > threshold) {
+          found.push_back({approx[j], first + j0 + j});
+          if (found.size() == 2 * depth)
+            keep_best();
+        }
     }
   }
+  keep_best();
+  // Exact scores of the candidates, their rows fetched a few candidates ahead.
+  constexpr size_t ahead = 16;
+  auto d = dim();
+  const auto* rows = parts_.items.data();
+  auto fetch = [&](size_t c) {
+    const auto* row = rows + found[c].row * d;
+    for (size_t off = 0; off < d; off += 16)
+      __builtin_prefetch(row + off);
+  };
+  for (size_t c = 0; c < std::min(ahead, found.size()); ++c)
+    fetch(c);
   top_k_heap best{k};
-  Eigen::Map<const Eigen::RowVectorXf> q{query, static_cast<Eigen::Index>(dim())};
-  auto all = items();
-  for (auto& c : std::move(candidates).sorted())
-    best.offer({all.row(static_cast<Eigen::Index>(c.id)).dot(q), parts_.ids[c.id]});
+  Eigen::Map<const Eigen::VectorXf> q{query, static_cast<Eigen::Index>(d)};
+  for (size_t c = 0; c < found.size(); ++c) {
+    if (c + ahead < found.size())
+      fetch(c + ahead);
+    auto row = found[c].row;
+    Eigen::Map<const Eigen::VectorXf> x{rows + row * d, static_cast<Eigen::Index>(d)};
+    best.offer({x.dot(q), parts_.ids[row]});
+  }
   return std::move(best).sorted();
 }
 
@@ -279,6 +401,7 @@ ivf_pq_index::search(const row_matrix& queries, size_t k, const ivf_pq_search_op
     // Centroid scores of 64 queries at a time.
     constexpr size_t step = 64;
     row_matrix scores;
+    search_scratch scratch;
     for (auto first = begin; first < end; first += step) {
       auto n = static_cast<Eigen::Index>(std::min(step, end - first));
       scores.noalias() =
@@ -286,7 +409,7 @@ ivf_pq_index::search(const row_matrix& queries, size_t k, const ivf_pq_search_op
       for (Eigen::Index q = 0; q < n; ++q)
         result[first + static_cast<size_t>(q)] =
           search_one(queries.row(static_cast<Eigen::Index>(first) + q).data(),
-                     scores.row(q).data(), k, o);
+                     scores.row(q).data(), k, o, scratch);
     }
   });
   return result;

@@ -106,8 +106,9 @@ public:
 private:
   explicit ivf_pq_index(ivf_pq_parts parts);
 
+  struct search_scratch;
   std::vector<hit> search_one(const float* query, const float* list_scores, size_t k,
-                              const ivf_pq_search_options& o) const;
+                              const ivf_pq_search_options& o, search_scratch& scratch) const;
 
   ivf_pq_parts parts_;
   product_quantizer quantizer_;

@@ -23,6 +23,13 @@ float anisotropic_eta(float threshold, size_t dim) {
 
 product_quantizer::product_quantizer(size_t dim, row_matrix codebooks)
   : dim_(dim), codebooks_(std::move(codebooks)) {
+  auto sub = subspaces(), width = dims_per_subspace();
+  by_dimension_.resize(sub * width * 16);
+  for (size_t m = 0; m < sub; ++m)
+    for (size_t c = 0; c < width; ++c)
+      for (size_t j = 0; j < 16; ++j)
+        by_dimension_[(m * width + c) * 16 + j] =
+          codebooks_(static_cast<Eigen::Index>(m * 16 + j), static_cast<Eigen::Index>(c));
 }
 
 product_quantizer product_quantizer::train(const row_matrix& sample, size_t dims_per_subspace,
@@ -124,14 +131,15 @@ Eigen::VectorXf product_quantizer::decode(std::span<const uint8_t> codes) const 
 std::vector<float> product_quantizer::inner_product_table(std::span<const float> query) const {
   auto sub = subspaces(), width = dims_per_subspace();
   std::vector<float> table(sub * codes_per_subspace, 0.0f);
-  for (size_t m = 0; m < sub; ++m)
-    for (size_t j = 0; j < 16; ++j) {
-      float s = 0;
-      for (size_t c = 0; c < width && m * width + c < dim_; ++c)
-        s += query[m * width + c] * codebooks_(static_cast<Eigen::Index>(m * 16 + j),
-                                                static_cast<Eigen::Index>(c));
-      table[m * 16 + j] = s;
+  for (size_t m = 0; m < sub; ++m) {
+    auto* out = table.data() + m * 16;
+    for (size_t c = 0; c < width && m * width + c < dim_; ++c) {
+      auto x = query[m * width + c];
+      const auto* words = by_dimension_.data() + (m * width + c) * 16;
+      for (size_t j = 0; j < 16; ++j)
+        out[j] += x * words[j];
     }
+  }
   return table;
 }
 

@@ -51,6 +51,9 @@ public:
 private:
   size_t dim_ = 0;
   row_matrix codebooks_;
+  /// codebooks_ by dimension: [(m * width + c) * 16 + j] = codebooks_(m * 16 + j, c), so that a
+  /// query coordinate multiplies 16 contiguous codeword values.
+  std::vector<float> by_dimension_;
 };
 
 } // namespace darcy::compute::mips

@@ -1,6 +1,7 @@
 #include "compute/mips/ivf_pq_index.hpp"
 
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -123,6 +124,43 @@ TEST(ivf_pq_index, equals_exact_search_when_it_probes_and_reranks_everything) {
         EXPECT_EQ((*found)[q][i].id, (*truth)[q][i].id) << "query " << q << " rank " << i;
         EXPECT_NEAR((*found)[q][i].score, (*truth)[q][i].score, 1e-4f);
       }
+  }
+}
+
+// With everything it scans re-ranked, a search answers the exact top k of the items of the
+// `probes` lists whose centroids score highest (ties to the lower list, and more lists while
+// they hold fewer than k items), whether it picks few lists in one pass or many by a partial
+// sort.
+TEST(ivf_pq_index, scans_exactly_the_lists_whose_centroids_score_highest) {
+  auto items = factors(5000, 8, 11, 0.5f);
+  auto queries = factors(20, 8, 12, 0.0f);
+  auto index = ivf_pq_index::build(items, {}, {.lists = 100, .seed = 3});
+  ASSERT_TRUE(index);
+  auto& parts = index->parts();
+  row_matrix scores = queries * parts.centroids.transpose();
+  for (size_t probes : {1, 3, 64, 65, 100}) {
+    SCOPED_TRACE("probes " + std::to_string(probes));
+    auto found = index->search(queries, 10, {.probes = probes, .radius_weight = 0, .rerank = 5000});
+    ASSERT_TRUE(found);
+    for (Eigen::Index q = 0; q < queries.rows(); ++q) {
+      std::vector<uint32_t> lists(index->lists());
+      std::iota(lists.begin(), lists.end(), 0u);
+      std::stable_sort(lists.begin(), lists.end(),
+                       [&](uint32_t a, uint32_t b) { return scores(q, a) > scores(q, b); });
+      top_k_heap best{10};
+      // Past `probes`, lists are added until they hold k items.
+      size_t seen = 0;
+      for (size_t i = 0; i < probes || seen < 10; ++i)
+        for (auto r = parts.list_offsets[lists[i]]; r < parts.list_offsets[lists[i] + 1];
+             ++r, ++seen)
+          best.offer({index->items().row(static_cast<Eigen::Index>(r)).dot(queries.row(q)),
+                      parts.ids[r]});
+      auto expected = std::move(best).sorted();
+      auto& got = (*found)[static_cast<size_t>(q)];
+      ASSERT_EQ(got.size(), expected.size()) << "query " << q;
+      for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(got[i].id, expected[i].id) << "query " << q << " rank " << i;
+    }
   }
 }
 
