@@ -50,6 +50,27 @@ protected:
     return error_of(ask<ok_atom>(sys, m, test::patience, update_atom::value,
                                  std::string{"words"}, keys, grads, int64_t{1}));
   }
+
+  static strings sixteen_keys() {
+    strings keys;
+    for (int i = 0; i < 16; ++i)
+      keys.push_back("k" + std::to_string(i));
+    return keys;
+  }
+
+  // Updates `words`, saves step 1 to `dir`, then updates them again when `update_after_save`;
+  // the rows as saved.
+  floats save_between_updates(const embedding_master_actor& m, const strings& words,
+                              const std::string& dir, bool update_after_save) {
+    EXPECT_FALSE(update(m, words, floats(words.size() * 3, 0.5f)));
+    EXPECT_TRUE(ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value, dir,
+                                         int64_t{1}, std::string{}));
+    auto saved = lookup(m, words);
+    if (update_after_save) {
+      EXPECT_FALSE(update(m, words, floats(words.size() * 3, 1.0f)));
+    }
+    return saved;
+  }
 };
 
 TEST_F(embedding_master_test, FourShardsAgreeWithOneStoreIncludingDuplicateKeys) {
@@ -366,9 +387,7 @@ TEST_F(embedding_master_test, ShardRestartedBetweenLookupAndBackwardIsAClearErro
   opts.shard_services = {"shard-0", "shard-1"};
   auto master = sys.spawn(embedding_master, opts);
   ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
-  strings words;
-  for (int i = 0; i < 16; ++i)
-    words.push_back("k" + std::to_string(i));
+  auto words = sixteen_keys();
   auto before = lookup(master, words);
   auto reply = ask<lookup_reply>(sys, master, test::patience, lookup_atom::value,
                                  std::vector<table_keys>{{"words", hash_keys(words)}}, true);
@@ -424,16 +443,8 @@ TEST_F(embedding_master_test, ShardRefilledBehindTheOthersRefusesWorkUntilAResto
     opts.checkpoint_dir = dir.path();
     auto master = sys.spawn(embedding_master, opts);
     ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
-    strings words;
-    for (int i = 0; i < 16; ++i)
-      words.push_back("k" + std::to_string(i));
-    ASSERT_FALSE(update(master, words, floats(words.size() * 3, 0.5f))) << c.name;
-    ASSERT_TRUE(ask<checkpoint_manifest>(sys, master, test::patience, save_atom::value,
-                                         dir.path(), int64_t{1}, std::string{}));
-    auto saved = lookup(master, words);
-    if (c.update_after_save) {
-      ASSERT_FALSE(update(master, words, floats(words.size() * 3, 1.0f))) << c.name;
-    }
+    auto words = sixteen_keys();
+    auto saved = save_between_updates(master, words, dir.path(), c.update_after_save);
     auto fresh = sys.spawn(embedding_shard, uint32_t{1});
     caf::anon_send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
                                          caf::actor_cast<caf::actor>(fresh), "", 0});
@@ -492,16 +503,8 @@ TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsR
     opts.attempt_timeout = std::chrono::milliseconds(50);
     auto master = sys.spawn(embedding_master, opts);
     ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
-    strings words;
-    for (int i = 0; i < 16; ++i)
-      words.push_back("k" + std::to_string(i));
-    ASSERT_FALSE(update(master, words, floats(words.size() * 3, 0.5f))) << c.name;
-    ASSERT_TRUE(ask<checkpoint_manifest>(sys, master, test::patience, save_atom::value,
-                                         dir.path(), int64_t{1}, std::string{}));
-    auto saved = lookup(master, words);
-    if (c.update_after_save) {
-      ASSERT_FALSE(update(master, words, floats(words.size() * 3, 1.0f))) << c.name;
-    }
+    auto words = sixteen_keys();
+    auto saved = save_between_updates(master, words, dir.path(), c.update_after_save);
     // Shard 1's node is lost: its messages vanish from now on.
     ASSERT_TRUE(ask<chaos_stats>(sys, gate, test::patience,
                                  chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}));
@@ -539,9 +542,7 @@ TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
   opts.shards_may_lose_messages = false;
   auto master = sys.spawn(embedding_master, opts);
   ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
-  strings words;
-  for (int i = 0; i < 16; ++i)
-    words.push_back("k" + std::to_string(i));
+  auto words = sixteen_keys();
   EXPECT_EQ(lookup(master, words).size(), words.size() * 3);
   {
     caf::scoped_actor self{sys};
