@@ -200,7 +200,8 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
                                        const std::vector<std::vector<compute::hit>>& truth,
                                        const std::string& dir) {
   ann_figures f;
-  // The anisotropic loss (ScaNN's T = 0.2) against plain squared error, on the same lists.
+  // An index per list count, and on each the anisotropic loss (ScaNN's T = 0.2) against plain
+  // squared error.
   std::vector<std::pair<float, double>> builds;
   for (float threshold : o.ann_thresholds)
     for (double factor : o.ann_list_factors)
@@ -212,10 +213,10 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
     auto index = compute::mips::ivf_pq_index::build(
       d.items, {}, {.lists = lists,
                     .anisotropic_threshold = threshold,
-                  .threads = o.threads,
-                  .augmented_lists = o.augmented_lists,
-                  // The L2 set is searched through [x, -|x|^2 / 2]: score that exactly.
-                  .exact_last_dim = peer.metric == "l2"});
+                    .threads = o.threads,
+                    .augmented_lists = o.augmented_lists,
+                    // The L2 set is searched through [x, -|x|^2 / 2]: score that exactly.
+                    .exact_last_dim = peer.metric == "l2"});
     if (!index)
       return make_error(index.error());
     auto build_s = seconds_since(start);
