@@ -71,4 +71,30 @@ caf::error load(caf::deserializer& f, Container& xs, uint8_t order) {
   return f.end_sequence();
 }
 
+/// A vector of numbers that serializers write as one blob led by its byte order, and that
+/// every other inspector (to_string) sees as the plain vector: `f(x.id, wire::blob(x.values))`.
+template <class Container>
+struct blob_ref {
+  Container& xs;
+};
+
+template <class Container>
+blob_ref<Container> blob(Container& xs) {
+  return {xs};
+}
+
+template <class Inspector, class Container>
+typename Inspector::result_type inspect(Inspector& f, blob_ref<Container>& x) {
+  if constexpr (is_serializer<Inspector>) {
+    auto order = host_order();
+    return caf::error::eval([&] { return f(order); },
+                            [&] { return save(f, x.xs.data(), x.xs.size()); });
+  } else if constexpr (is_deserializer<Inspector>) {
+    uint8_t order = 0;
+    return caf::error::eval([&] { return f(order); }, [&] { return load(f, x.xs, order); });
+  } else {
+    return f(x.xs);
+  }
+}
+
 } // namespace darcy::wire

@@ -1,5 +1,10 @@
 #include "apps/serving/json_codec.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
@@ -132,15 +137,78 @@ caf::expected<std::string> parse_load_body(const std::string& body) {
   return version;
 }
 
+namespace {
+
+// Appends s as a JSON string: printable ASCII as it is, anything else through nlohmann (escapes,
+// and invalid UTF-8 replaced).
+void append_string(std::string& out, const std::string& s) {
+  auto plain = std::all_of(s.begin(), s.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += dump(json(s));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+// Appends x in its shortest form that reads back as the same float, with ".0" when integral
+// (as nlohmann writes numbers of type float); not finite: null.
+void append_float(std::string& out, float x) {
+  if (!std::isfinite(x)) {
+    out += "null";
+    return;
+  }
+  char buffer[32];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), x);
+  std::string_view text{buffer, static_cast<size_t>(end - buffer)};
+  out += text;
+  if (text.find_first_of(".e") == std::string_view::npos)
+    out += ".0";
+}
+
+template <class T>
+void append_integer(std::string& out, T x) {
+  char buffer[24];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), x);
+  out.append(buffer, end);
+}
+
+} // namespace
+
+// Written by hand, not through a json value: this is the reply to every query, and building
+// the value cost more than the rest of the front's JSON work.
 std::string topk_json(const std::string& model, const topk_response& r,
                       const std::string& trace_id) {
-  json items = json::array();
-  for (size_t i = 0; i < r.ids.size(); ++i)
-    items.push_back({{"id", r.ids[i]}, {"name", r.names[i]}, {"score", r.scores[i]}});
-  json j = {{"model", model},       {"version", r.version},
-            {"partial", r.partial}, {"missing_shards", r.missing_shards},
-            {"items", items},       {"trace_id", trace_id}};
-  return dump(j);
+  std::string out;
+  out.reserve(128 + r.ids.size() * 48);
+  out += "{\"items\":[";
+  for (size_t i = 0; i < r.ids.size(); ++i) {
+    out += i == 0 ? "{\"id\":" : ",{\"id\":";
+    append_integer(out, r.ids[i]);
+    out += ",\"name\":";
+    append_string(out, r.names[i]);
+    out += ",\"score\":";
+    append_float(out, r.scores[i]);
+    out += '}';
+  }
+  out += "],\"missing_shards\":[";
+  for (size_t i = 0; i < r.missing_shards.size(); ++i) {
+    if (i > 0)
+      out += ',';
+    append_integer(out, r.missing_shards[i]);
+  }
+  out += "],\"model\":";
+  append_string(out, model);
+  out += r.partial ? ",\"partial\":true,\"trace_id\":" : ",\"partial\":false,\"trace_id\":";
+  append_string(out, trace_id);
+  out += ",\"version\":";
+  append_string(out, r.version);
+  out += '}';
+  return out;
 }
 
 std::string status_json(const model_status& s) {

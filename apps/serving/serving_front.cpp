@@ -3,9 +3,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
 #include <caf/send.hpp>
 
 #include "apps/serving/json_codec.hpp"
@@ -13,10 +17,28 @@
 
 namespace darcy::serving {
 
+using clock = std::chrono::steady_clock;
+
+/// The bridge's calls in flight. Each is answered exactly once: by its reply, or by a timeout
+/// that the bridge's one sweep timer delivers once it has expired. One timer for all calls
+/// instead of a CAF request timeout each: those cost a round trip through CAF's clock thread
+/// per request, a tenth of the front's CPU under load.
+struct bridge_state {
+  struct open_call {
+    clock::time_point expires;
+    std::function<void()> expire;
+  };
+  uint64_t next_id = 0;
+  std::unordered_map<uint64_t, open_call> open;
+  bool sweeping = false;
+};
+
+using bridge_pointer = caf::stateful_actor<bridge_state>*;
+
 /// Work the HTTP threads hand to the bridge actor: it sends the front's requests, so that no
 /// request spawns an actor of its own.
 struct front_task {
-  std::function<void(caf::event_based_actor*)> run;
+  std::function<void(bridge_pointer)> run;
 };
 
 } // namespace darcy::serving
@@ -27,14 +49,15 @@ namespace darcy::serving {
 
 namespace {
 
-using clock = std::chrono::steady_clock;
-
 /// How long past a request's own deadline the front waits for its root (which answers at the
 /// deadline itself).
 constexpr std::chrono::milliseconds root_grace{2000};
 /// Status and load requests: a load waits for every shard server to load.
 constexpr std::chrono::milliseconds manage_timeout{600000};
 constexpr std::chrono::milliseconds status_timeout{5000};
+/// How often the bridge looks for expired calls while any is open: a call fails at most this
+/// much after its timeout.
+constexpr std::chrono::milliseconds sweep_period{250};
 
 /// How much earlier than the client's deadline the root answers, so that the answer (its JSON
 /// and the HTTP reply) still reaches the client in time: a tenth of the deadline, at most 10 ms.
@@ -42,15 +65,55 @@ int64_t reply_margin_us(uint32_t deadline_ms) {
   return std::min<int64_t>(int64_t{deadline_ms} * 100, 10'000);
 }
 
+void arm_sweep(bridge_pointer self) {
+  if (std::exchange(self->state.sweeping, true))
+    return;
+  self->delayed_send(self, sweep_period, tick_atom::value);
+}
+
+/// Fails the calls that expired, and sweeps again later while any is open.
+void sweep(bridge_pointer self) {
+  auto& st = self->state;
+  st.sweeping = false;
+  auto now = clock::now();
+  std::vector<std::function<void()>> expired;
+  for (auto it = st.open.begin(); it != st.open.end();) {
+    if (it->second.expires > now) {
+      ++it;
+      continue;
+    }
+    expired.push_back(std::move(it->second.expire));
+    it = st.open.erase(it);
+  }
+  for (auto& expire : expired)
+    expire();
+  if (!st.open.empty())
+    arm_sweep(self);
+}
+
 /// Sends (xs...) to `receiver` from the front's bridge actor and calls on_done(expected<R>)
-/// once, on a CAF thread.
+/// once, on a CAF thread: with the reply, or with caf::sec::request_timeout at most
+/// sweep_period after `timeout`.
 template <class R, class Handle, class OnDone, class... Ts>
 void ask_async(const caf::actor& bridge, const Handle& receiver,
                std::chrono::milliseconds timeout, OnDone on_done, Ts... xs) {
-  caf::anon_send(bridge, front_task{[=](caf::event_based_actor* self) mutable {
-    self->request(receiver, timeout, xs...)
-      .then([=](R& r) mutable { on_done(caf::expected<R>{std::move(r)}); },
-            [=](caf::error& err) mutable { on_done(caf::expected<R>{std::move(err)}); });
+  caf::anon_send(bridge, front_task{[=](bridge_pointer self) mutable {
+    auto id = self->state.next_id++;
+    self->state.open.emplace(id, bridge_state::open_call{clock::now() + timeout, [=]() mutable {
+                                   on_done(caf::expected<R>{
+                                     caf::make_error(caf::sec::request_timeout)});
+                                 }});
+    arm_sweep(self);
+    self->request(receiver, caf::infinite, xs...)
+      .then(
+        [=](R& r) mutable {
+          if (self->state.open.erase(id) > 0)
+            on_done(caf::expected<R>{std::move(r)});
+        },
+        [=](caf::error& err) mutable {
+          if (self->state.open.erase(id) > 0)
+            on_done(caf::expected<R>{std::move(err)});
+        });
   }});
 }
 
@@ -100,8 +163,11 @@ unsigned http_status_of(const caf::error& err) {
 serving_front::serving_front(caf::actor_system& sys, serve_config config,
                              std::map<std::string, serving_root_actor> roots)
   : sys_(sys), config_(std::move(config)), roots_(std::move(roots)) {
-  bridge_ = sys_.spawn([](caf::event_based_actor* self) -> caf::behavior {
-    return {[self](front_task& task) { task.run(self); }};
+  bridge_ = sys_.spawn([](bridge_pointer self) -> caf::behavior {
+    return {
+      [self](front_task& task) { task.run(self); },
+      [self](tick_atom) { sweep(self); },
+    };
   });
 }
 

@@ -10,6 +10,7 @@
 #include <caf/meta/type_name.hpp>
 
 #include "messages/cluster/request_context.hpp"
+#include "messages/wire_blob.hpp"
 
 namespace darcy {
 
@@ -40,7 +41,7 @@ struct shard_query {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_query& x) {
-  return f(caf::meta::type_name("shard_query"), x.context, x.vector, x.k);
+  return f(caf::meta::type_name("shard_query"), x.context, wire::blob(x.vector), x.k);
 }
 
 /// A shard's best items, best first: at most k, fewer when the shard holds fewer.
@@ -52,7 +53,7 @@ struct shard_hits {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_hits& x) {
-  return f(caf::meta::type_name("shard_hits"), x.shard, x.ids, x.scores);
+  return f(caf::meta::type_name("shard_hits"), x.shard, wire::blob(x.ids), wire::blob(x.scores));
 }
 
 /// Queries for one shard sent together: the root coalesces the queries that arrive while the

@@ -1,6 +1,9 @@
 #include "apps/serving/json_codec.hpp"
 
+#include <limits>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
 
@@ -88,6 +91,51 @@ TEST(json_codec, answers_render_as_json) {
             R"({"items":[{"id":5,"name":"five","score":2.5},{"id":9,"name":"nine \"quoted\"","score":1.0}],"missing_shards":[1],"model":"songs","partial":true,"trace_id":"t-1","version":"2"})");
   EXPECT_EQ(manage_json("songs", "3"), R"({"model":"songs","version":"3"})");
   EXPECT_EQ(manage_json("songs", ""), R"({"model":"songs","unloaded":true})");
+}
+
+TEST(json_codec, answers_parse_back_to_their_names_and_scores) {
+  struct row {
+    std::string name;
+    float score;
+    std::string name_read; // what a JSON reader gets back
+  };
+  std::vector<row> cases = {
+    {"plain", 0.1f, "plain"},
+    {"back\\slash", -3.0f, "back\\slash"},
+    {"tab\tand\nline", 1e-30f, "tab\tand\nline"},
+    {"caf\xc3\xa9", 1e20f, "caf\xc3\xa9"},
+    {"bad \xff utf-8", 123456.75f, "bad \xef\xbf\xbd utf-8"},
+    {"", 0.0f, ""},
+  };
+  topk_response r;
+  r.version = "v\"1";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    r.ids.push_back(uint64_t{1} << (10 * i));
+    r.names.push_back(cases[i].name);
+    r.scores.push_back(cases[i].score);
+  }
+  auto j = nlohmann::json::parse(topk_json("m\\x", r, "trace\x01"));
+  ASSERT_EQ(j["items"].size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(j["items"][i]["id"].get<uint64_t>(), r.ids[i]) << i;
+    EXPECT_EQ(j["items"][i]["name"].get<std::string>(), cases[i].name_read) << i;
+    EXPECT_EQ(j["items"][i]["score"].get<float>(), cases[i].score) << i;
+  }
+  EXPECT_EQ(j["model"], "m\\x");
+  EXPECT_EQ(j["trace_id"], "trace\x01");
+  EXPECT_EQ(j["version"], "v\"1");
+  EXPECT_EQ(j["partial"], false);
+  EXPECT_TRUE(j["missing_shards"].empty());
+}
+
+TEST(json_codec, scores_that_are_not_finite_render_as_null) {
+  topk_response r;
+  r.ids = {1, 2};
+  r.names = {"a", "b"};
+  r.scores = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()};
+  auto j = nlohmann::json::parse(topk_json("m", r, "t"));
+  EXPECT_TRUE(j["items"][0]["score"].is_null());
+  EXPECT_TRUE(j["items"][1]["score"].is_null());
 }
 
 } // namespace
