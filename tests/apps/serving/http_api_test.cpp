@@ -231,3 +231,53 @@ TEST_F(http_api_test, hundreds_of_malformed_requests_get_only_4xx_and_the_server
 
 } // namespace
 } // namespace darcy::serving
+
+namespace darcy::serving {
+namespace {
+
+/// A root that takes every top-k request and never answers it: its promises stay open.
+serving_root_actor::behavior_type silent_root(serving_root_actor::pointer self) {
+  auto held = std::make_shared<std::vector<caf::typed_response_promise<topk_response>>>();
+  return {
+    [self, held](topk_atom, const topk_request&) -> caf::result<topk_response> {
+      held->push_back(self->make_response_promise<topk_response>());
+      return held->back();
+    },
+    [](load_atom, const request_context&, const std::string&) -> caf::result<std::string> {
+      return make_error(errc::unavailable, "silent");
+    },
+    [](unload_atom, const request_context&) -> caf::result<ok_atom> { return ok_atom::value; },
+    [](status_atom) { return model_status{}; },
+    [](const supervisor_event&) {},
+    [](tick_atom, uint64_t) {},
+  };
+}
+
+TEST(http_api, a_root_that_never_answers_gives_504_after_the_deadline_and_the_front_still_serves) {
+  front_config cfg;
+  caf::actor_system sys{cfg};
+  sys.await_actors_before_shutdown(false);
+  auto root = sys.spawn(silent_root);
+  test::stop_on_exit guard{sys, caf::actor_cast<caf::actor>(root)};
+  auto config = parse_serve_config("", "empty.toml");
+  ASSERT_TRUE(config) << render(config.error());
+  serving_front front{sys, *config, {{"m", root}}};
+  auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 1},
+                                   [&front](http_request req, http_responder respond) {
+                                     front.handle(std::move(req), std::move(respond));
+                                   });
+  ASSERT_TRUE(server) << render(server.error());
+  for (int i = 0; i < 2; ++i) {
+    auto answer = http_exchange((*server)->port(),
+                                request("POST", "/v1/models/m:topk", "",
+                                        R"({"vector": [1, 2, 3, 4], "deadline_ms": 1})"));
+    EXPECT_EQ(http_status(answer), 504u) << answer;
+    EXPECT_NE(answer.find("\"error\""), std::string::npos) << answer;
+  }
+  auto status = http_exchange((*server)->port(), request("GET", "/v1/models/m", ""));
+  EXPECT_EQ(http_status(status), 200u) << status;
+  (*server)->stop();
+}
+
+} // namespace
+} // namespace darcy::serving
