@@ -3,8 +3,8 @@
 # 1. A layer includes only layers below it; messages/ is the vocabulary every layer may use.
 # 2. Service folders inside a layer do not include each other sideways: actors/embedding/ never
 #    includes actors/wals/; they talk through messages/. Files at the top of a layer, the hub
-#    folders (apps/cli, apps/bench) and the base folders (messages/cluster, apps/progress) are
-#    shared.
+#    folders (apps/cli, apps/bench) and the base folders (messages/cluster, apps/progress, and
+#    compute/nn, the layer kit that compute/moe builds on) are shared.
 # 3. compute/ needs no CAF: neither it nor any messages/ header it includes includes <caf/...>,
 #    and its library does not link darcy_messages or CAF.
 set -euo pipefail
@@ -23,6 +23,7 @@ declare -A allowed=(
 declare -A shared=(
   [apps]="cli bench progress"
   [messages]="cluster"
+  [compute]="nn"
 )
 status=0
 breach() {

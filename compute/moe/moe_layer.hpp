@@ -1,0 +1,62 @@
+// A sparsely-gated mixture-of-experts layer in one process: y = Σ_i G(x)_i · E_i(x), with only
+// the experts a gate selects computed. The gate (compute/moe/gate.hpp) picks the experts; each
+// expert sees its examples as one block. The actor version (actors/moe) runs the same pieces
+// with each expert in its own actor.
+//
+//   auto layer = moe::moe_layer<float>::make({.dim = 512, .gating = {.experts = 64, .k = 4,
+//                                             .mask = mask_kind::batchwise}});
+//   auto y = (*layer)->forward(x);     // batch × 512
+//   auto loss = task_loss + (*layer)->aux_loss();
+//   auto dx = (*layer)->backward(dy);
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "compute/moe/dispatch.hpp"
+#include "compute/moe/gate.hpp"
+#include "compute/nn/layer.hpp"
+
+namespace darcy::compute::moe {
+
+/// errc::invalid_config: validate(cfg.gating, cfg.dim), a width of 0, an ffn without hidden
+/// units.
+plain_error validate(const moe_config& cfg);
+
+/// An expert of `cfg`: linear (d × d, no bias) or ffn (d → hidden → d with ReLU).
+template <class T>
+std::unique_ptr<nn::layer<T>> make_expert(const moe_config& cfg, std::mt19937_64& rng);
+
+template <class T>
+class moe_layer final : public nn::layer<T> {
+public:
+  using matrix = matrix_t<T>;
+
+  /// The layer with cfg.gating.experts experts, seeded by cfg.gating.seed; the error of
+  /// validate(cfg) when it fails.
+  static plain_expected<std::unique_ptr<moe_layer>> make(const moe_config& cfg);
+
+  matrix forward(const matrix& x) override;
+  matrix backward(const matrix& dy) override;
+  /// The gate's parameters, then every expert's.
+  parameter_list<T> parameters() override;
+  void set_training(bool training) override;
+
+  /// The gate's auxiliary losses of the last forward.
+  T aux_loss() const { return gate_.aux_loss(); }
+  gate<T>& gating() { return gate_; }
+  nn::layer<T>& expert(uint32_t e) { return *experts_[e]; }
+  /// The last forward's plan: expert_batch(e) is how many examples expert e took.
+  const dispatch_plan& plan() const { return plan_; }
+
+private:
+  moe_layer(const moe_config& cfg, std::vector<std::unique_ptr<nn::layer<T>>> experts);
+
+  moe_config cfg_;
+  gate<T> gate_;
+  std::vector<std::unique_ptr<nn::layer<T>>> experts_;
+  dispatch_plan plan_;
+  matrix out_;
+};
+
+} // namespace darcy::compute::moe

@@ -1,0 +1,37 @@
+// The values of compute/nn: row-major matrices with one example per row, and trainable
+// parameters that carry their gradient. Every layer is a template over the scalar type, built
+// for float (training) and double (the finite-difference gradient checks).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+namespace darcy::compute::nn {
+
+template <class T>
+using matrix_t = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+using matrix = matrix_t<float>;
+
+/// A trainable tensor and the gradient of the loss with respect to it, of the same shape.
+/// Backward passes add to `grad`; an optimizer step applies it and sets it back to zero.
+template <class T>
+struct parameter {
+  std::string name;
+  matrix_t<T> value;
+  matrix_t<T> grad;
+
+  parameter() = default;
+  parameter(std::string name, matrix_t<T> initial)
+    : name(std::move(name)), value(std::move(initial)),
+      grad(matrix_t<T>::Zero(value.rows(), value.cols())) {}
+
+  void zero_grad() { grad.setZero(); }
+};
+
+template <class T>
+using parameter_list = std::vector<parameter<T>*>;
+
+} // namespace darcy::compute::nn

@@ -1,0 +1,172 @@
+#include "compute/moe/moe_layer.hpp"
+
+#include <functional>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "compute/moe/hierarchical_moe.hpp"
+#include "compute/nn/init.hpp"
+
+namespace darcy::compute::moe {
+namespace {
+
+using mat = matrix_t<double>;
+constexpr double step = 1e-6;
+
+void expect_gradient(const std::string& what, mat& v, const mat& analytic,
+                     const std::function<double()>& loss) {
+  for (Eigen::Index i = 0; i < v.size(); ++i) {
+    auto saved = v.data()[i];
+    v.data()[i] = saved + step;
+    auto up = loss();
+    v.data()[i] = saved - step;
+    auto down = loss();
+    v.data()[i] = saved;
+    auto numeric = (up - down) / (2 * step);
+    EXPECT_NEAR(analytic.data()[i], numeric, 1e-6 * std::max(1.0, std::abs(numeric)))
+      << what << " entry " << i;
+  }
+}
+
+/// Gate weights away from their all-zero start, so that no two logits tie.
+void randomize_gate(nn::layer<double>& layer, std::mt19937_64& rng) {
+  for (auto* p : layer.parameters())
+    if (p->name == "w_gate" || p->name == "w_noise")
+      p->value = nn::normal<double>(p->value.rows(), p->value.cols(), 1.0, rng);
+}
+
+struct gradient_case {
+  const char* name;
+  moe_config cfg;
+};
+
+TEST(moe_layer, the_whole_layer_backward_matches_finite_differences_gate_included) {
+  auto cfg = [](mask_kind mask, uint32_t k, expert_kind expert, double balance, double importance,
+                double load) {
+    moe_config c;
+    c.dim = 3;
+    c.expert = expert;
+    c.hidden = 5;
+    c.gating = {.experts = 4, .k = k, .mask = mask, .balance_weight = balance,
+                .importance_weight = importance, .load_weight = load, .seed = 11};
+    return c;
+  };
+  gradient_case cases[] = {
+    {"top-2 linear, balance and importance",
+     cfg(mask_kind::top_k, 2, expert_kind::linear, 0.3, 0.2, 0)},
+    {"top-1 ffn", cfg(mask_kind::top_k, 1, expert_kind::ffn, 0, 0, 0)},
+    {"noisy top-2, importance and load",
+     cfg(mask_kind::noisy_top_k, 2, expert_kind::linear, 0, 0.2, 0.5)},
+    {"batchwise k=2, balance", cfg(mask_kind::batchwise, 2, expert_kind::linear, 0.3, 0, 0)},
+  };
+  for (auto& c : cases) {
+    std::mt19937_64 rng{21};
+    auto layer = moe_layer<double>::make(c.cfg);
+    ASSERT_TRUE(layer) << render(layer.error());
+    auto& moe = **layer;
+    randomize_gate(moe, rng);
+    mat x = nn::normal<double>(6, 3, 1.0, rng);
+    mat r = nn::normal<double>(6, 3, 1.0, rng);
+    auto loss = [&] { return moe.forward(x).cwiseProduct(r).sum() + moe.aux_loss(); };
+    loss();
+    mat dx = moe.backward(r);
+    expect_gradient(std::string{c.name} + " dx", x, dx, loss);
+    for (auto* p : moe.parameters()) {
+      if (p->name == "thresholds")
+        continue; // trained by threshold_loss(), which is not part of this loss
+      mat grad = p->grad;
+      expect_gradient(std::string{c.name} + " d" + p->name, p->value, grad, loss);
+    }
+  }
+}
+
+TEST(moe_layer, top_k_sends_each_example_to_k_experts_and_batchwise_to_m_per_expert) {
+  std::mt19937_64 rng{2};
+  mat x = nn::normal<double>(64, 8, 1.0, rng);
+  for (auto mask : {mask_kind::top_k, mask_kind::batchwise}) {
+    moe_config cfg{.dim = 8, .gating = {.experts = 8, .k = 2, .mask = mask}};
+    auto layer = moe_layer<double>::make(cfg);
+    ASSERT_TRUE(layer);
+    randomize_gate(**layer, rng);
+    (*layer)->forward(x);
+    auto& plan = (*layer)->plan();
+    EXPECT_EQ(plan.slots(), 64u * 2);
+    if (mask == mask_kind::batchwise) {
+      for (uint32_t e = 0; e < 8; ++e)
+        EXPECT_EQ(plan.expert_batch(e), 16u) << "expert " << e;
+    }
+  }
+}
+
+TEST(moe_layer, bad_configs_are_refused_with_a_clear_error) {
+  struct {
+    const char* name;
+    moe_config cfg;
+    const char* mentions;
+  } cases[] = {
+    {"k above the experts", {.dim = 4, .gating = {.experts = 4, .k = 5}}, "k must be in"},
+    {"k of 0", {.dim = 4, .gating = {.experts = 4, .k = 0}}, "k must be in"},
+    {"zero experts", {.dim = 4, .gating = {.experts = 0, .k = 1}}, "experts must be"},
+    {"zero width", {.dim = 0, .gating = {.experts = 4, .k = 1}}, "width"},
+    {"ffn without hidden units",
+     {.dim = 4, .expert = expert_kind::ffn, .hidden = 0, .gating = {.experts = 4, .k = 1}},
+     "hidden"},
+    {"load loss without noise", {.dim = 4, .gating = {.experts = 4, .k = 1, .load_weight = 1}},
+     "noisy_top_k"},
+    {"negative weight", {.dim = 4, .gating = {.experts = 4, .k = 1, .balance_weight = -1}},
+     "balance_weight"},
+  };
+  for (auto& c : cases) {
+    auto layer = moe_layer<float>::make(c.cfg);
+    ASSERT_FALSE(layer) << c.name;
+    EXPECT_TRUE(is(layer.error(), errc::invalid_config)) << c.name;
+    EXPECT_NE(render(layer.error()).find(c.mentions), std::string::npos)
+      << c.name << ": " << render(layer.error());
+  }
+}
+
+TEST(hierarchical_moe, one_group_equals_the_flat_layer) {
+  moe_config cfg{.dim = 4, .gating = {.experts = 6, .k = 2, .balance_weight = 0.1, .seed = 5}};
+  auto flat = moe_layer<double>::make(cfg);
+  auto inner = moe_layer<double>::make(cfg);
+  ASSERT_TRUE(flat && inner);
+  std::mt19937_64 rng_a{8}, rng_b{8};
+  randomize_gate(**flat, rng_a);
+  randomize_gate(**inner, rng_b);
+  std::vector<std::unique_ptr<moe_layer<double>>> groups;
+  groups.push_back(std::move(*inner));
+  hierarchical_moe<double> tree{4, {.experts = 1, .k = 1}, std::move(groups)};
+  std::mt19937_64 rng{9};
+  mat x = nn::normal<double>(10, 4, 1.0, rng);
+  mat dy = nn::normal<double>(10, 4, 1.0, rng);
+  EXPECT_TRUE(tree.forward(x).isApprox((*flat)->forward(x), 1e-12));
+  EXPECT_NEAR(tree.aux_loss(), (*flat)->aux_loss(), 1e-12);
+  EXPECT_TRUE(tree.backward(dy).isApprox((*flat)->backward(dy), 1e-12));
+  auto flat_params = (*flat)->parameters();
+  auto tree_params = tree.group(0).parameters();
+  ASSERT_EQ(flat_params.size(), tree_params.size());
+  for (size_t i = 0; i < flat_params.size(); ++i)
+    EXPECT_TRUE(tree_params[i]->grad.isApprox(flat_params[i]->grad, 1e-12)) << i;
+}
+
+TEST(hierarchical_moe, its_backward_matches_finite_differences) {
+  moe_config group{.dim = 3, .gating = {.experts = 3, .k = 2, .importance_weight = 0.1, .seed = 4}};
+  auto tree = hierarchical_moe<double>::make({.experts = 2, .k = 1, .balance_weight = 0.2}, group);
+  ASSERT_TRUE(tree) << render(tree.error());
+  std::mt19937_64 rng{10};
+  randomize_gate(**tree, rng);
+  mat x = nn::normal<double>(8, 3, 1.0, rng);
+  mat r = nn::normal<double>(8, 3, 1.0, rng);
+  auto loss = [&] { return (*tree)->forward(x).cwiseProduct(r).sum() + (*tree)->aux_loss(); };
+  loss();
+  mat dx = (*tree)->backward(r);
+  expect_gradient("dx", x, dx, loss);
+  for (auto* p : (*tree)->parameters()) {
+    mat grad = p->grad;
+    expect_gradient("d" + p->name, p->value, grad, loss);
+  }
+}
+
+} // namespace
+} // namespace darcy::compute::moe
