@@ -211,12 +211,6 @@ void print_sweep(const ann_figures& a) {
                 best->config.c_str(), best->qps, best->recall);
 }
 
-std::string blas_in_use() {
-  std::error_code ec;
-  auto target = std::filesystem::canonical("/usr/lib/x86_64-linux-gnu/libblas.so.3", ec);
-  return ec ? std::string{"none"} : target.string();
-}
-
 } // namespace
 
 int run_mips_bench(const mips_bench_options& o) {
@@ -233,14 +227,9 @@ int run_mips_bench(const mips_bench_options& o) {
       return 1;
     }
   }
-  auto blas = blas_in_use();
-  std::printf("blas: %s\n", blas.c_str());
-  if (blas.find("openblas") == std::string::npos) {
-    std::fprintf(stderr, "bench mips: FAISS would run on the reference BLAS (%s); install "
-                         "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
-                 blas.c_str());
+  if (!require_optimized_blas("mips"))
     return 1;
-  }
+  auto blas = blas_in_use();
   if (std::system((o.python + " -c 'import faiss' 2>/dev/null").c_str()) != 0) {
     std::fprintf(stderr, "bench mips: the peer needs FAISS: apt-get install python3-faiss "
                          "(and dataset-fashion-mnist for the second dataset)\n");

@@ -1,5 +1,5 @@
-// What both halves of `darcy bench mips` (exact and quantized search) share: the datasets, raw
-// float files for the FAISS peer, and running the peer's Python script.
+// What both halves of `darcy bench mips` (exact and quantized search) share: the datasets and
+// raw float files for the FAISS peer (which runs through apps/bench/python_peer.hpp).
 #pragma once
 
 #include <string>
@@ -7,6 +7,7 @@
 
 #include <caf/expected.hpp>
 
+#include "apps/bench/python_peer.hpp"
 #include "compute/top_k.hpp"
 
 namespace darcy::apps {
@@ -20,13 +21,5 @@ struct mips_dataset {
 
 /// Writes `m`'s floats, row after row, to `path`.
 caf::error write_raw(const std::string& path, const compute::row_matrix& m);
-
-/// Runs `script` (Python source, saved under `dir`) with `python` and `args`, and returns its
-/// standard output lines, also printed as they come with `echo`; an error when it exits with
-/// another status than 0.
-caf::expected<std::vector<std::string>> run_python(const std::string& python,
-                                                   const std::string& script,
-                                                   const std::string& args,
-                                                   const std::string& dir, bool echo = false);
 
 } // namespace darcy::apps

@@ -2,6 +2,7 @@
 #include "apps/bench/embedding_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
 #include "apps/bench/mips_bench.hpp"
+#include "apps/bench/moe_bench.hpp"
 #include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
 #include "apps/cli/commands.hpp"
@@ -70,6 +71,19 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   direct_cmd->add_option("--rerank", direct->rerank, "Candidates re-ranked per shard");
   direct_cmd->add_option("--seconds", direct->seconds, "Seconds measured");
   direct_cmd->callback([direct, &exit_code] { exit_code = run_serve_direct(*direct); });
+
+  auto moe = std::make_shared<moe_bench_options>();
+  auto moe_cmd = bench->add_subcommand(
+    "moe", "One MoE layer (forward + backward) versus a dense layer of its multiply-adds and PyTorch");
+  moe_cmd->add_option("--tokens", moe->tokens, "Tokens per step")->check(CLI::Range(1, 1 << 20));
+  moe_cmd->add_option("--dim", moe->dim, "Model width d")->check(CLI::Range(1, 1 << 14));
+  moe_cmd->add_option("--experts", moe->experts, "Experts n")->check(CLI::Range(1, 4096));
+  moe_cmd->add_option("--steps", moe->steps, "Timed steps (median)")->check(CLI::Range(1, 1000));
+  moe_cmd->add_option("--threads", moe->threads, "Threads, both sides")->check(CLI::Range(1, 256));
+  moe_cmd->add_option("--settings", moe->settings, "seed (the paper's), ffn (top-2 FFN), or both");
+  moe_cmd->add_flag("!--no-peer", moe->peer, "Skip the PyTorch peer");
+  moe_cmd->add_option("--python", moe->python, "Python with torch (Debian's python3-torch)");
+  moe_cmd->callback([moe, &exit_code] { exit_code = run_moe_bench(*moe); });
 
   auto emb = std::make_shared<embedding_bench_options>();
   auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");

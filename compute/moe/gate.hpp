@@ -55,6 +55,8 @@ public:
   void set_training(bool training) { training_ = training; }
   /// The step whose noise the next forward draws.
   void set_step(uint64_t step) { step_ = step; }
+  /// Threads of the gate's products.
+  void set_threads(size_t threads) { threads_ = threads; }
 
   const matrix& mask() const { return mask_; }
   /// How often the threshold mask agreed with the batchwise mask in the last training forward.
@@ -71,6 +73,7 @@ private:
   parameter<T> thresholds_;
   bool training_ = true;
   uint64_t step_ = 0;
+  size_t threads_ = 1;
   // The last forward.
   matrix x_, logits_, noise_raw_, noise_std_, eps_, h_, mask_, gates_, softmax_;
   matrix batchwise_;

@@ -1,8 +1,8 @@
 #include "compute/moe/moe_layer.hpp"
 
-#include "compute/nn/dense.hpp"
-#include "compute/nn/relu.hpp"
-#include "compute/nn/sequential.hpp"
+#include <algorithm>
+
+#include "compute/parallel.hpp"
 
 namespace darcy::compute::moe {
 
@@ -15,62 +15,71 @@ plain_error validate(const moe_config& cfg) {
 }
 
 template <class T>
-std::unique_ptr<nn::layer<T>> make_expert(const moe_config& cfg, std::mt19937_64& rng) {
-  if (cfg.expert == expert_kind::linear)
-    return std::make_unique<nn::dense<T>>(cfg.dim, cfg.dim, rng, false);
-  auto ffn = std::make_unique<nn::sequential<T>>();
-  ffn->add(std::make_unique<nn::dense<T>>(cfg.dim, cfg.hidden, rng));
-  ffn->add(std::make_unique<nn::relu<T>>());
-  ffn->add(std::make_unique<nn::dense<T>>(cfg.hidden, cfg.dim, rng));
-  return ffn;
-}
-
-template <class T>
 plain_expected<std::unique_ptr<moe_layer<T>>> moe_layer<T>::make(const moe_config& cfg) {
   if (auto err = validate(cfg))
     return err;
-  std::mt19937_64 rng{cfg.gating.seed};
-  std::vector<std::unique_ptr<nn::layer<T>>> experts;
-  for (uint32_t e = 0; e < cfg.gating.experts; ++e)
-    experts.push_back(make_expert<T>(cfg, rng));
-  return std::unique_ptr<moe_layer>{new moe_layer(cfg, std::move(experts))};
+  return std::unique_ptr<moe_layer>{new moe_layer(cfg)};
 }
 
 template <class T>
-moe_layer<T>::moe_layer(const moe_config& cfg, std::vector<std::unique_ptr<nn::layer<T>>> experts)
-  : cfg_(cfg), gate_(cfg.dim, cfg.gating), experts_(std::move(experts)) {}
+moe_layer<T>::moe_layer(const moe_config& cfg) : cfg_(cfg), gate_(cfg.dim, cfg.gating) {
+  std::mt19937_64 rng{cfg.gating.seed};
+  experts_.reserve(cfg.gating.experts);
+  for (uint32_t e = 0; e < cfg.gating.experts; ++e)
+    experts_.emplace_back(cfg, rng);
+}
 
 template <class T>
 auto moe_layer<T>::forward(const matrix& x) -> matrix {
   plan_ = make_plan<T>(gate_.forward(x));
-  matrix in = dispatch<T>(x, plan_);
+  in_ = dispatch<T>(x, plan_, threads_);
+  hidden_.resize(plan_.slots(), experts_.empty() ? 0 : experts_.front().hidden_width());
   out_.resize(plan_.slots(), cfg_.dim);
-  for (uint32_t e = 0; e < plan_.experts(); ++e)
-    if (auto m = plan_.expert_batch(e); m > 0)
-      out_.middleRows(plan_.offsets[e], m) =
-        experts_[e]->forward(in.middleRows(plan_.offsets[e], m));
-  return combine<T>(out_, plan_);
+  for_each_expert([&](uint32_t e, Eigen::Index first, Eigen::Index m) {
+    auto hidden = hidden_.middleRows(first, m);
+    auto out = out_.middleRows(first, m);
+    experts_[e].forward(in_.middleRows(first, m), hidden, out);
+  });
+  return combine<T>(out_, plan_, threads_);
 }
 
 template <class T>
 auto moe_layer<T>::backward(const matrix& dy) -> matrix {
   matrix dout, dgates;
-  combine_backward<T>(dy, out_, plan_, dout, dgates);
+  combine_backward<T>(dy, out_, plan_, dout, dgates, threads_);
   matrix din(plan_.slots(), cfg_.dim);
-  for (uint32_t e = 0; e < plan_.experts(); ++e)
-    if (auto m = plan_.expert_batch(e); m > 0)
-      din.middleRows(plan_.offsets[e], m) =
-        experts_[e]->backward(dout.middleRows(plan_.offsets[e], m));
-  matrix dx = dispatch_backward<T>(din, plan_);
+  for_each_expert([&](uint32_t e, Eigen::Index first, Eigen::Index m) {
+    auto d = din.middleRows(first, m);
+    experts_[e].backward(in_.middleRows(first, m), hidden_.middleRows(first, m),
+                         dout.middleRows(first, m), d);
+  });
+  matrix dx = dispatch_backward<T>(din, plan_, threads_);
   dx += gate_.backward(dgates);
   return dx;
+}
+
+template <class T>
+template <class Body>
+void moe_layer<T>::for_each_expert(Body&& body) {
+  auto bounds = balanced_expert_ranges(plan_, threads_);
+  parallel_ranges(bounds.size() - 1, bounds.size() - 1, [&](size_t part, size_t, size_t) {
+    for (auto e = bounds[part]; e < bounds[part + 1]; ++e)
+      if (auto m = plan_.expert_batch(e); m > 0)
+        body(e, static_cast<Eigen::Index>(plan_.offsets[e]), static_cast<Eigen::Index>(m));
+  });
+}
+
+template <class T>
+void moe_layer<T>::set_threads(size_t threads) {
+  threads_ = std::max<size_t>(threads, 1);
+  gate_.set_threads(threads_);
 }
 
 template <class T>
 parameter_list<T> moe_layer<T>::parameters() {
   auto all = gate_.parameters();
   for (auto& e : experts_)
-    for (auto* p : e->parameters())
+    for (auto* p : e.parameters())
       all.push_back(p);
   return all;
 }
@@ -78,14 +87,9 @@ parameter_list<T> moe_layer<T>::parameters() {
 template <class T>
 void moe_layer<T>::set_training(bool training) {
   gate_.set_training(training);
-  for (auto& e : experts_)
-    e->set_training(training);
 }
 
 template class moe_layer<float>;
 template class moe_layer<double>;
-template std::unique_ptr<nn::layer<float>> make_expert<float>(const moe_config&, std::mt19937_64&);
-template std::unique_ptr<nn::layer<double>> make_expert<double>(const moe_config&,
-                                                                std::mt19937_64&);
 
 } // namespace darcy::compute::moe

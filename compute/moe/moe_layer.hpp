@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compute/moe/dispatch.hpp"
+#include "compute/moe/expert.hpp"
 #include "compute/moe/gate.hpp"
 #include "compute/nn/layer.hpp"
 
@@ -22,10 +23,6 @@ namespace darcy::compute::moe {
 /// errc::invalid_config: validate(cfg.gating, cfg.dim), a width of 0, an ffn without hidden
 /// units.
 plain_error validate(const moe_config& cfg);
-
-/// An expert of `cfg`: linear (d × d, no bias) or ffn (d → hidden → d with ReLU).
-template <class T>
-std::unique_ptr<nn::layer<T>> make_expert(const moe_config& cfg, std::mt19937_64& rng);
 
 template <class T>
 class moe_layer final : public nn::layer<T> {
@@ -41,22 +38,31 @@ public:
   /// The gate's parameters, then every expert's.
   parameter_list<T> parameters() override;
   void set_training(bool training) override;
+  /// Threads for the gate's products, dispatch and combine; the experts run in parallel, each
+  /// on one thread, in ranges of about equal examples.
+  void set_threads(size_t threads) override;
 
   /// The gate's auxiliary losses of the last forward.
   T aux_loss() const { return gate_.aux_loss(); }
   gate<T>& gating() { return gate_; }
-  nn::layer<T>& expert(uint32_t e) { return *experts_[e]; }
+  moe::expert<T>& expert(uint32_t e) { return experts_[e]; }
   /// The last forward's plan: expert_batch(e) is how many examples expert e took.
   const dispatch_plan& plan() const { return plan_; }
 
 private:
-  moe_layer(const moe_config& cfg, std::vector<std::unique_ptr<nn::layer<T>>> experts);
+  explicit moe_layer(const moe_config& cfg);
+  /// Runs body(e, first slot, slots) for every expert with examples, experts split across
+  /// the threads.
+  template <class Body>
+  void for_each_expert(Body&& body);
 
   moe_config cfg_;
   gate<T> gate_;
-  std::vector<std::unique_ptr<nn::layer<T>>> experts_;
+  std::vector<moe::expert<T>> experts_;
   dispatch_plan plan_;
-  matrix out_;
+  // The last forward's dispatched inputs, FFN activations and outputs, slot by slot.
+  matrix in_, hidden_, out_;
+  size_t threads_ = 1;
 };
 
 } // namespace darcy::compute::moe

@@ -1,6 +1,7 @@
 #include "compute/nn/dense.hpp"
 
 #include "compute/nn/init.hpp"
+#include "compute/nn/parallel_product.hpp"
 
 namespace darcy::compute::nn {
 
@@ -12,7 +13,8 @@ dense<T>::dense(Eigen::Index in, Eigen::Index out, std::mt19937_64& rng, bool bi
 template <class T>
 auto dense<T>::forward(const matrix& x) -> matrix {
   x_ = x;
-  matrix y = x * weights_.value;
+  matrix y(x.rows(), out());
+  parallel_product<T>(x, weights_.value, y, false, threads_);
   if (has_bias_)
     y.rowwise() += bias_.value.row(0);
   return y;
@@ -20,10 +22,12 @@ auto dense<T>::forward(const matrix& x) -> matrix {
 
 template <class T>
 auto dense<T>::backward(const matrix& dy) -> matrix {
-  weights_.grad.noalias() += x_.transpose() * dy;
+  parallel_product<T>(x_.transpose(), dy, weights_.grad, true, threads_);
   if (has_bias_)
     bias_.grad += dy.colwise().sum();
-  return dy * weights_.value.transpose();
+  matrix dx(dy.rows(), in());
+  parallel_product<T>(dy, weights_.value.transpose(), dx, false, threads_);
+  return dx;
 }
 
 template <class T>

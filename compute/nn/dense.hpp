@@ -18,6 +18,7 @@ public:
   matrix forward(const matrix& x) override;
   matrix backward(const matrix& dy) override;
   parameter_list<T> parameters() override;
+  void set_threads(size_t threads) override { threads_ = threads; }
 
   Eigen::Index in() const { return weights_.value.rows(); }
   Eigen::Index out() const { return weights_.value.cols(); }
@@ -28,6 +29,7 @@ private:
   parameter<T> weights_;
   parameter<T> bias_;
   bool has_bias_;
+  size_t threads_ = 1;
   matrix x_;
 };
 

@@ -7,6 +7,8 @@
 //   auto dx = fc.backward(dloss_dy); // adds to fc.parameters()[i]->grad
 #pragma once
 
+#include <cstddef>
+
 #include "compute/nn/tensor.hpp"
 
 namespace darcy::compute::nn {
@@ -31,6 +33,9 @@ public:
 
   /// Layers that behave differently in training (dropout) switch here.
   virtual void set_training(bool) {}
+
+  /// How many threads the layer's products may use (1 by default).
+  virtual void set_threads(size_t) {}
 };
 
 } // namespace darcy::compute::nn

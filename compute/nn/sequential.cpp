@@ -33,6 +33,12 @@ void sequential<T>::set_training(bool training) {
     l->set_training(training);
 }
 
+template <class T>
+void sequential<T>::set_threads(size_t threads) {
+  for (auto& l : layers_)
+    l->set_threads(threads);
+}
+
 template class sequential<float>;
 template class sequential<double>;
 

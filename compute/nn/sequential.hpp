@@ -25,6 +25,7 @@ public:
   matrix backward(const matrix& dy) override;
   parameter_list<T> parameters() override;
   void set_training(bool training) override;
+  void set_threads(size_t threads) override;
 
   size_t size() const { return layers_.size(); }
 
@@ -44,6 +45,7 @@ public:
   matrix backward(const matrix& dy) override { return dy + inner_->backward(dy); }
   parameter_list<T> parameters() override { return inner_->parameters(); }
   void set_training(bool training) override { inner_->set_training(training); }
+  void set_threads(size_t threads) override { inner_->set_threads(threads); }
 
 private:
   std::unique_ptr<layer<T>> inner_;

@@ -7,27 +7,13 @@
 
 #include "compute/moe/hierarchical_moe.hpp"
 #include "compute/nn/init.hpp"
+#include "tests/support/gradient_check.hpp"
 
 namespace darcy::compute::moe {
 namespace {
 
 using mat = matrix_t<double>;
-constexpr double step = 1e-6;
-
-void expect_gradient(const std::string& what, mat& v, const mat& analytic,
-                     const std::function<double()>& loss) {
-  for (Eigen::Index i = 0; i < v.size(); ++i) {
-    auto saved = v.data()[i];
-    v.data()[i] = saved + step;
-    auto up = loss();
-    v.data()[i] = saved - step;
-    auto down = loss();
-    v.data()[i] = saved;
-    auto numeric = (up - down) / (2 * step);
-    EXPECT_NEAR(analytic.data()[i], numeric, 1e-6 * std::max(1.0, std::abs(numeric)))
-      << what << " entry " << i;
-  }
-}
+using test::expect_gradient;
 
 /// Gate weights away from their all-zero start, so that no two logits tie.
 void randomize_gate(nn::layer<double>& layer, std::mt19937_64& rng) {
@@ -165,6 +151,35 @@ TEST(hierarchical_moe, its_backward_matches_finite_differences) {
   for (auto* p : (*tree)->parameters()) {
     mat grad = p->grad;
     expect_gradient("d" + p->name, p->value, grad, loss);
+  }
+}
+
+} // namespace
+} // namespace darcy::compute::moe
+
+namespace darcy::compute::moe {
+namespace {
+
+TEST(moe_layer, threads_change_no_result) {
+  for (auto expert : {expert_kind::linear, expert_kind::ffn}) {
+    moe_config cfg{.dim = 16, .expert = expert, .hidden = 24,
+                   .gating = {.experts = 8, .k = 2, .importance_weight = 0.1, .seed = 3}};
+    auto one = moe_layer<double>::make(cfg);
+    auto many = moe_layer<double>::make(cfg);
+    ASSERT_TRUE(one && many);
+    std::mt19937_64 rng_a{4}, rng_b{4};
+    randomize_gate(**one, rng_a);
+    randomize_gate(**many, rng_b);
+    (*many)->set_threads(3);
+    std::mt19937_64 rng{5};
+    mat x = nn::normal<double>(300, 16, 1.0, rng);
+    mat dy = nn::normal<double>(300, 16, 1.0, rng);
+    EXPECT_TRUE((*many)->forward(x).isApprox((*one)->forward(x), 1e-12));
+    EXPECT_TRUE((*many)->backward(dy).isApprox((*one)->backward(dy), 1e-12));
+    auto a = (*one)->parameters();
+    auto b = (*many)->parameters();
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(b[i]->grad.isApprox(a[i]->grad, 1e-12)) << i;
   }
 }
 

@@ -16,30 +16,13 @@
 #include "compute/nn/sampled_softmax.hpp"
 #include "compute/nn/sequential.hpp"
 #include "compute/nn/softmax_cross_entropy.hpp"
+#include "tests/support/gradient_check.hpp"
 
 namespace darcy::compute::nn {
 namespace {
 
 using mat = matrix_t<double>;
-constexpr double step = 1e-6;
-
-/// Checks dL/dv for every entry of `v`: `analytic` against (L(v + h) − L(v − h)) / 2h.
-void expect_gradient(const std::string& what, mat& v, const mat& analytic,
-                     const std::function<double()>& loss) {
-  ASSERT_EQ(analytic.rows(), v.rows()) << what;
-  ASSERT_EQ(analytic.cols(), v.cols()) << what;
-  for (Eigen::Index i = 0; i < v.size(); ++i) {
-    auto saved = v.data()[i];
-    v.data()[i] = saved + step;
-    auto up = loss();
-    v.data()[i] = saved - step;
-    auto down = loss();
-    v.data()[i] = saved;
-    auto numeric = (up - down) / (2 * step);
-    auto exact = analytic.data()[i];
-    EXPECT_NEAR(exact, numeric, 1e-6 * std::max(1.0, std::abs(numeric))) << what << " entry " << i;
-  }
-}
+using test::expect_gradient;
 
 /// x away from 0, so that no finite difference straddles a ReLU's kink.
 mat input(Eigen::Index rows, Eigen::Index cols, std::mt19937_64& rng) {

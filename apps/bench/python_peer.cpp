@@ -1,0 +1,50 @@
+#include "apps/bench/python_peer.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+
+caf::expected<std::vector<std::string>> run_python(const std::string& python,
+                                                   const std::string& script,
+                                                   const std::string& args,
+                                                   const std::string& dir, bool echo) {
+  auto path = dir + "/peer.py";
+  std::ofstream{path} << script;
+  auto cmd = python + " " + path + " " + args;
+  auto pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr)
+    return make_error(errc::io_error, "cannot run " + cmd);
+  std::vector<std::string> lines;
+  char line[4096] = {};
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    lines.emplace_back(line);
+    if (echo)
+      std::printf("  %s", line);
+  }
+  if (pclose(pipe) != 0)
+    return make_error(errc::io_error, "the peer failed: " + cmd);
+  return lines;
+}
+
+std::string blas_in_use() {
+  std::error_code ec;
+  auto target = std::filesystem::canonical("/usr/lib/x86_64-linux-gnu/libblas.so.3", ec);
+  return ec ? std::string{"none"} : target.string();
+}
+
+bool require_optimized_blas(const std::string& bench) {
+  auto blas = blas_in_use();
+  std::printf("blas: %s\n", blas.c_str());
+  if (blas.find("openblas") != std::string::npos)
+    return true;
+  std::fprintf(stderr, "bench %s: the peer would run on the reference BLAS (%s); install "
+                       "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
+               bench.c_str(), blas.c_str());
+  return false;
+}
+
+} // namespace darcy::apps

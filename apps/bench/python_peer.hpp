@@ -1,0 +1,27 @@
+// Running a benchmark's Python peer (FAISS, PyTorch) from Debian's interpreter, and naming the
+// BLAS that such peers load, so that a comparison never runs them on the slow reference BLAS.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+namespace darcy::apps {
+
+/// Runs `script` (Python source, saved under `dir`) with `python` and `args`, and returns its
+/// standard output lines, also printed as they come with `echo`; an error when it exits with
+/// another status than 0.
+caf::expected<std::vector<std::string>> run_python(const std::string& python,
+                                                   const std::string& script,
+                                                   const std::string& args,
+                                                   const std::string& dir, bool echo = false);
+
+/// The library behind Debian's libblas.so.3 alternative, which FAISS, NumPy and PyTorch load;
+/// "none" when there is none.
+std::string blas_in_use();
+
+/// True when the BLAS in use is OpenBLAS; otherwise prints why the peer cannot run fairly.
+bool require_optimized_blas(const std::string& bench);
+
+} // namespace darcy::apps

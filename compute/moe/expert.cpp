@@ -1,0 +1,58 @@
+#include "compute/moe/expert.hpp"
+
+#include "compute/nn/init.hpp"
+
+namespace darcy::compute::moe {
+
+template <class T>
+expert<T>::expert(const moe_config& cfg, std::mt19937_64& rng)
+  : ffn_(cfg.expert == expert_kind::ffn),
+    w1_("weights", nn::glorot_uniform<T>(cfg.dim, ffn_ ? cfg.hidden : cfg.dim, rng)) {
+  if (ffn_) {
+    b1_ = parameter<T>{"bias", matrix::Zero(1, cfg.hidden)};
+    w2_ = parameter<T>{"weights_out", nn::glorot_uniform<T>(cfg.hidden, cfg.dim, rng)};
+    b2_ = parameter<T>{"bias_out", matrix::Zero(1, cfg.dim)};
+  }
+}
+
+template <class T>
+void expert<T>::forward(const in_ref& in, out_ref hidden, out_ref out) const {
+  if (!ffn_) {
+    out.noalias() = in * w1_.value;
+    return;
+  }
+  hidden.noalias() = in * w1_.value;
+  hidden.rowwise() += b1_.value.row(0);
+  hidden = hidden.cwiseMax(T{0});
+  out.noalias() = hidden * w2_.value;
+  out.rowwise() += b2_.value.row(0);
+}
+
+template <class T>
+void expert<T>::backward(const in_ref& in, const in_ref& hidden, const in_ref& dout,
+                         out_ref din) {
+  if (!ffn_) {
+    w1_.grad.noalias() += in.transpose() * dout;
+    din.noalias() = dout * w1_.value.transpose();
+    return;
+  }
+  w2_.grad.noalias() += hidden.transpose() * dout;
+  b2_.grad += dout.colwise().sum();
+  matrix dh = dout * w2_.value.transpose();
+  dh = (hidden.array() > T{0}).select(dh, T{0});
+  w1_.grad.noalias() += in.transpose() * dh;
+  b1_.grad += dh.colwise().sum();
+  din.noalias() = dh * w1_.value.transpose();
+}
+
+template <class T>
+parameter_list<T> expert<T>::parameters() {
+  if (!ffn_)
+    return {&w1_};
+  return {&w1_, &b1_, &w2_, &b2_};
+}
+
+template class expert<float>;
+template class expert<double>;
+
+} // namespace darcy::compute::moe
