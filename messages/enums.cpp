@@ -1,5 +1,6 @@
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/moe/moe_config.hpp"
 #include "messages/cluster/supervision.hpp"
 #include "messages/serving/serving_values.hpp"
 #include "messages/wals/wals_values.hpp"
@@ -59,6 +60,16 @@ std::string to_string(eviction_kind x) {
 
 std::string to_string(sampler_kind x) {
   static const char* const names[] = {"uniform", "log_uniform", "unigram"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(mask_kind x) {
+  static const char* const names[] = {"top_k", "noisy_top_k", "batchwise"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
+std::string to_string(expert_kind x) {
+  static const char* const names[] = {"linear", "ffn"};
   return lookup(names, static_cast<uint8_t>(x));
 }
 

@@ -9,6 +9,7 @@
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/cluster/probe_messages.hpp"
 #include "messages/cluster/supervision.hpp"
+#include "messages/moe/moe_interfaces.hpp"
 #include "messages/serving/serving_interfaces.hpp"
 #include "messages/wals/wals_values.hpp"
 #include "messages/wals/wals_interfaces.hpp"
@@ -65,6 +66,13 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<wals_worker_actor>("darcy.wals_worker_actor")
     .add_message_type<wals_chief_actor>("darcy.wals_chief_actor")
     .add_message_type<request_context>("darcy.request_context")
+    .add_message_type<moe_config>("darcy.moe_config")
+    .add_message_type<row_block>("darcy.row_block")
+    .add_message_type<expert_config>("darcy.expert_config")
+    .add_message_type<moe_router_config>("darcy.moe_router_config")
+    .add_message_type<moe_router_status>("darcy.moe_router_status")
+    .add_message_type<expert_actor>("darcy.expert_actor")
+    .add_message_type<moe_router_actor>("darcy.moe_router_actor")
     .add_message_type<serving_shard_config>("darcy.serving_shard_config")
     .add_message_type<shard_query>("darcy.shard_query")
     .add_message_type<shard_hits>("darcy.shard_hits")

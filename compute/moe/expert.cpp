@@ -4,10 +4,18 @@
 
 namespace darcy::compute::moe {
 
+namespace {
+
+std::mt19937_64 expert_rng(const moe_config& cfg, uint32_t index) {
+  return std::mt19937_64{cfg.gating.seed * 0x9E3779B97F4A7C15ull + index + 1};
+}
+
+} // namespace
+
 template <class T>
-expert<T>::expert(const moe_config& cfg, std::mt19937_64& rng)
-  : ffn_(cfg.expert == expert_kind::ffn),
-    w1_("weights", nn::glorot_uniform<T>(cfg.dim, ffn_ ? cfg.hidden : cfg.dim, rng)) {
+expert<T>::expert(const moe_config& cfg, uint32_t index) : ffn_(cfg.expert == expert_kind::ffn) {
+  auto rng = expert_rng(cfg, index);
+  w1_ = parameter<T>{"weights", nn::glorot_uniform<T>(cfg.dim, ffn_ ? cfg.hidden : cfg.dim, rng)};
   if (ffn_) {
     b1_ = parameter<T>{"bias", matrix::Zero(1, cfg.hidden)};
     w2_ = parameter<T>{"weights_out", nn::glorot_uniform<T>(cfg.hidden, cfg.dim, rng)};

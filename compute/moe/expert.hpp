@@ -22,8 +22,10 @@ public:
   using in_ref = Eigen::Ref<const matrix>;
   using out_ref = Eigen::Ref<matrix>;
 
-  /// Glorot-initialised weights, zero biases. Precondition: validate(cfg) passed.
-  expert(const moe_config& cfg, std::mt19937_64& rng);
+  /// Expert `index` of a layer: Glorot-initialised weights drawn from (cfg.gating.seed, index)
+  /// alone, so an expert actor starts equal to the same expert in process; zero biases.
+  /// Precondition: validate(cfg) passed.
+  expert(const moe_config& cfg, uint32_t index);
 
   /// out = E(in). `hidden` receives the FFN's activations (rows × hidden_width()), which
   /// backward needs; linear experts leave it alone (it may be empty).

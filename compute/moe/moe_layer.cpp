@@ -23,10 +23,9 @@ plain_expected<std::unique_ptr<moe_layer<T>>> moe_layer<T>::make(const moe_confi
 
 template <class T>
 moe_layer<T>::moe_layer(const moe_config& cfg) : cfg_(cfg), gate_(cfg.dim, cfg.gating) {
-  std::mt19937_64 rng{cfg.gating.seed};
   experts_.reserve(cfg.gating.experts);
   for (uint32_t e = 0; e < cfg.gating.experts; ++e)
-    experts_.emplace_back(cfg, rng);
+    experts_.emplace_back(cfg, e);
 }
 
 template <class T>

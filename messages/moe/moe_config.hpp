@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace darcy {
 
@@ -16,6 +17,8 @@ enum class mask_kind : uint8_t {
   /// balanced. Inference uses the learned per-expert thresholds instead.
   batchwise = 2,
 };
+
+std::string to_string(mask_kind x);
 
 struct gating_config {
   uint32_t experts = 4;
@@ -43,6 +46,8 @@ enum class expert_kind : uint8_t {
   /// d → hidden → d with a ReLU between.
   ffn = 1,
 };
+
+std::string to_string(expert_kind x);
 
 struct moe_config {
   uint32_t dim = 64;

@@ -1,0 +1,92 @@
+#include "actors/moe/expert_actor.hpp"
+
+#include "compute/moe/moe_layer.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+using compute::nn::matrix;
+using const_rows = Eigen::Map<const matrix>;
+using rows_map = Eigen::Map<matrix>;
+
+/// The rows of `block` as a matrix view, or errc::dimension_mismatch when its values are not
+/// rows × dim.
+caf::expected<const_rows> view(const row_block& block, uint32_t dim) {
+  if (block.values.size() != static_cast<size_t>(block.rows) * dim)
+    return make_error(errc::dimension_mismatch,
+                      std::to_string(block.values.size()) + " values are not " +
+                        std::to_string(block.rows) + " rows of " + std::to_string(dim));
+  return const_rows{block.values.values().data(), block.rows, dim};
+}
+
+caf::error not_started() {
+  return make_error(errc::unavailable, "the expert did not start");
+}
+
+caf::result<row_block> forward(expert_pointer self, const row_block& block) {
+  auto& st = self->state;
+  if (!st.expert)
+    return not_started();
+  auto dim = st.config.layer.dim;
+  auto in = view(block, dim);
+  if (!in)
+    return std::move(in.error());
+  st.in = *in;
+  st.hidden.resize(block.rows, st.expert->hidden_width());
+  auto [values, span] = shared_floats::allocate(static_cast<size_t>(block.rows) * dim);
+  rows_map out{span.data(), block.rows, dim};
+  st.expert->forward(st.in, st.hidden, out);
+  st.step = block.step;
+  st.examples += block.rows;
+  return row_block{block.step, block.rows, std::move(values)};
+}
+
+caf::result<row_block> backward(expert_pointer self, const row_block& block) {
+  auto& st = self->state;
+  if (!st.expert)
+    return not_started();
+  auto dim = st.config.layer.dim;
+  if (!st.step || *st.step != block.step || st.in.rows() != block.rows)
+    return make_error(errc::invalid_argument,
+                      "expert " + std::to_string(st.config.index) + ": backward of step " +
+                        std::to_string(block.step) + " without its forward");
+  auto dout = view(block, dim);
+  if (!dout)
+    return std::move(dout.error());
+  if (!dout->allFinite())
+    return make_error(errc::non_finite, "expert " + std::to_string(st.config.index) +
+                                          ": a gradient is NaN or infinite; nothing applied");
+  auto [values, span] = shared_floats::allocate(static_cast<size_t>(block.rows) * dim);
+  rows_map din{span.data(), block.rows, dim};
+  st.expert->backward(st.in, st.hidden, *dout, din);
+  st.optimizer->step(st.expert->parameters());
+  st.step.reset();
+  return row_block{block.step, block.rows, std::move(values)};
+}
+
+} // namespace
+
+expert_actor::behavior_type moe_expert(expert_pointer self, expert_config config) {
+  auto& st = self->state;
+  compute::nn::adam_config adam{.learning_rate = config.learning_rate};
+  auto err = compute::moe::validate(config.layer);
+  if (!err)
+    err = compute::nn::validate(adam);
+  if (!err && config.index >= config.layer.gating.experts)
+    err = plain_error{errc::invalid_config, "expert index beyond the layer's experts"};
+  st.config = config;
+  if (err) {
+    self->quit(make_error(err));
+  } else {
+    st.expert.emplace(config.layer, config.index);
+    st.optimizer.emplace(adam);
+  }
+  return {
+    [self](forward_atom, const row_block& block) { return forward(self, block); },
+    [self](backward_atom, const row_block& block) { return backward(self, block); },
+  };
+}
+
+} // namespace darcy::actors

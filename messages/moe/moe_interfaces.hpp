@@ -1,0 +1,95 @@
+// The typed interfaces of the mixture-of-experts service: expert actors, each owning one
+// expert's parameters and optimizer, and the router, which gates the combined batch of every
+// data-parallel replica and sends each expert its examples.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/moe/moe_config.hpp"
+#include "messages/shared_floats.hpp"
+
+namespace darcy {
+
+using forward_atom = caf::atom_constant<caf::atom("forward")>;
+
+/// `rows` rows of `values.size() / rows` floats each, row-major, for training step `step`.
+struct row_block {
+  uint64_t step = 0;
+  uint32_t rows = 0;
+  shared_floats values;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, row_block& x) {
+  return f(caf::meta::type_name("row_block"), x.step, x.rows, x.values);
+}
+
+/// What a router was started with: the layer, the replicas whose batches it combines, the
+/// experts (in expert order) and the gate's Adam learning rate.
+struct moe_router_config {
+  moe_config layer;
+  uint32_t replicas = 1;
+  double learning_rate = 1e-3;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, moe_router_config& x) {
+  return f(caf::meta::type_name("moe_router_config"), x.layer, x.replicas, x.learning_rate);
+}
+
+/// An expert actor's spawn argument: the layer (for the expert's shape), which expert it is
+/// (its initial weights depend on the seed and the index), and its Adam learning rate.
+struct expert_config {
+  moe_config layer;
+  uint32_t index = 0;
+  double learning_rate = 1e-3;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, expert_config& x) {
+  return f(caf::meta::type_name("expert_config"), x.layer, x.index, x.learning_rate);
+}
+
+/// What the router saw in its last step.
+struct moe_router_status {
+  uint64_t steps = 0;
+  /// Examples each expert took in the last step (the combined batch across replicas).
+  std::vector<uint32_t> expert_batch;
+  /// Auxiliary (balancing) loss of the last step's gate.
+  double aux_loss = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, moe_router_status& x) {
+  return f(caf::meta::type_name("moe_router_status"), x.steps, x.expert_batch, x.aux_loss);
+}
+
+/// One expert. forward keeps the step's input; backward takes dL/d(output) of the same rows,
+/// applies the expert's optimizer and answers dL/d(input). A backward without its forward, or
+/// of another shape, fails with errc::invalid_argument; rows of the wrong width fail with
+/// errc::dimension_mismatch.
+using expert_actor = caf::typed_actor<
+  caf::replies_to<forward_atom, row_block>::with<row_block>,
+  caf::replies_to<backward_atom, row_block>::with<row_block>>;
+
+/// The router of a synchronous MoE step. Replica r sends forward (its batch x) and later
+/// backward (its dL/dy) for the same step; the router answers every replica once all
+/// `replicas` have sent theirs, gating their concatenation (replica order) as one batch, so that
+/// each expert sees the examples of every replica at once. Errors: errc::dimension_mismatch
+/// for rows of the wrong width, errc::invalid_argument for a replica index out of range, a
+/// replica sending twice, or a step other than the one in progress; an expert's error fails
+/// every replica's request of that step.
+using moe_router_actor = caf::typed_actor<
+  caf::replies_to<forward_atom, uint32_t, row_block>::with<row_block>,
+  caf::replies_to<backward_atom, uint32_t, row_block>::with<row_block>,
+  caf::replies_to<status_atom>::with<moe_router_status>>;
+
+} // namespace darcy
