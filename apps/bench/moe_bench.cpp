@@ -12,6 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/actor_types.hpp"
+#include "actors/moe/expert_actor.hpp"
+#include "actors/moe/moe_router.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/dense.hpp"
@@ -19,6 +25,7 @@
 #include "compute/nn/relu.hpp"
 #include "compute/nn/sequential.hpp"
 #include "messages/error.hpp"
+#include "runtime/system_config.hpp"
 
 namespace darcy::apps {
 
@@ -136,6 +143,71 @@ double median_seconds(compute::nn::layer<float>& layer, const matrix& x, const m
   return times[times.size() / 2];
 }
 
+/// The setting's layer as a router over expert actors in this process, `replicas` replicas of
+/// o.tokens tokens each combined per step: median steps per second and the experts' mean batch.
+struct router_result {
+  double steps_per_s = 0;
+  double expert_batch = 0;
+};
+
+caf::expected<router_result> run_router(const setting& s, const moe_bench_options& o,
+                                        uint32_t replicas) {
+  runtime::system_config cfg{"bench", o.threads};
+  actors::register_actor_types(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<expert_actor> experts;
+  for (uint32_t e = 0; e < s.cfg.gating.experts; ++e)
+    experts.push_back(sys.spawn(actors::moe_expert, expert_config{s.cfg, e, 1e-3}));
+  auto router = sys.spawn(actors::moe_router, moe_router_config{s.cfg, replicas, 1e-3}, experts);
+  caf::scoped_actor self{sys};
+  std::mt19937_64 rng{11};
+  auto block = [&](uint64_t step) {
+    auto [values, span] = shared_floats::allocate(size_t{o.tokens} * o.dim);
+    Eigen::Map<matrix>{span.data(), o.tokens, o.dim} =
+      compute::nn::normal<float>(o.tokens, o.dim, 1.0f, rng);
+    return row_block{step, o.tokens, std::move(values)};
+  };
+  // Each replica's request goes out before any answer is awaited: the router answers none
+  // until every replica has sent.
+  auto phase = [&](auto atom, uint64_t step) {
+    using handle =
+      decltype(self->request(router, std::chrono::minutes(5), atom, uint32_t{0}, row_block{}));
+    std::vector<handle> handles;
+    for (uint32_t r = 0; r < replicas; ++r)
+      handles.push_back(self->request(router, std::chrono::minutes(5), atom, r, block(step)));
+    caf::error failure;
+    for (auto& h : handles)
+      h.receive([](row_block&) {}, [&](caf::error& e) { failure = e; });
+    return failure;
+  };
+  std::vector<double> times;
+  router_result result;
+  for (uint32_t step = 0; step <= o.steps; ++step) {
+    auto start = clock::now();
+    if (auto err = phase(forward_atom::value, step))
+      return err;
+    if (auto err = phase(backward_atom::value, step))
+      return err;
+    if (step > 0)
+      times.push_back(std::chrono::duration<double>(clock::now() - start).count());
+  }
+  self->request(router, std::chrono::minutes(1), status_atom::value)
+    .receive(
+      [&](moe_router_status& st) {
+        double total = 0;
+        for (auto b : st.expert_batch)
+          total += b;
+        result.expert_batch = total / std::max<size_t>(st.expert_batch.size(), 1);
+      },
+      [](caf::error&) {});
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  result.steps_per_s = 1.0 / times[times.size() / 2];
+  for (auto& e : experts)
+    caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+  return result;
+}
+
 struct result {
   double moe = 0, dense = 0, torch_moe = 0, torch_dense = 0;
   double expert_batch = 0, expert_batch_min = 0, expert_batch_max = 0;
@@ -250,6 +322,22 @@ int run_moe_bench(const moe_bench_options& o) {
          << "_moe_vs_dense_flops\":" << vs_dense << ",\"" << name
          << "_expert_batch\":" << r->expert_batch << ",";
     worst_dense = std::min(worst_dense, vs_dense);
+    if (o.routers) {
+      for (uint32_t replicas : {1u, 2u}) {
+        auto routed = run_router(s, o, replicas);
+        if (!routed) {
+          std::fprintf(stderr, "bench moe: router: %s\n", render(routed.error()).c_str());
+          return 1;
+        }
+        std::printf("%s: experts as actors, %u replica(s) of %u tokens combined: %.2f steps/s "
+                    "(%.0f tokens/s), expert batch %.1f\n", name.c_str(), replicas, o.tokens,
+                    routed->steps_per_s, routed->steps_per_s * replicas * o.tokens,
+                    routed->expert_batch);
+        json << "\"" << name << "_actors_r" << replicas << "_steps_per_s\":" << routed->steps_per_s
+             << ",\"" << name << "_actors_r" << replicas << "_expert_batch\":"
+             << routed->expert_batch << ",";
+      }
+    }
     if (o.peer) {
       auto vs_torch = r->moe / r->torch_moe;
       std::printf("%s: torch moe %.0f tokens/s, torch dense %.0f (%s)\n", name.c_str(),

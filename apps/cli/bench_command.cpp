@@ -82,6 +82,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   moe_cmd->add_option("--threads", moe->threads, "Threads, both sides")->check(CLI::Range(1, 256));
   moe_cmd->add_option("--settings", moe->settings, "seed (the paper's), ffn (top-2 FFN), or both");
   moe_cmd->add_flag("!--no-peer", moe->peer, "Skip the PyTorch peer");
+  moe_cmd->add_flag("!--no-actors", moe->routers, "Skip the runs with experts as actors");
   moe_cmd->add_option("--python", moe->python, "Python with torch (Debian's python3-torch)");
   moe_cmd->callback([moe, &exit_code] { exit_code = run_moe_bench(*moe); });
 
