@@ -186,6 +186,15 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
   return promise;
 }
 
+/// The expert interface: the one replica's request.
+caf::result<row_block> as_expert(moe_router_pointer self, phase_kind kind, row_block block) {
+  if (self->state.config.replicas != 1)
+    return make_error(errc::invalid_argument,
+                      "a router of " + std::to_string(self->state.config.replicas) +
+                        " replicas is no expert: give the replica");
+  return arrive(self, kind, 0, std::move(block));
+}
+
 } // namespace
 
 moe_router_actor::behavior_type moe_router(moe_router_pointer self, moe_router_config config,
@@ -215,6 +224,12 @@ moe_router_actor::behavior_type moe_router(moe_router_pointer self, moe_router_c
     },
     [self](backward_atom, uint32_t replica, row_block block) {
       return arrive(self, phase_kind::backward, replica, std::move(block));
+    },
+    [self](forward_atom, row_block block) {
+      return as_expert(self, phase_kind::forward, std::move(block));
+    },
+    [self](backward_atom, row_block block) {
+      return as_expert(self, phase_kind::backward, std::move(block));
     },
     [self](status_atom) {
       auto& st = self->state;

@@ -36,6 +36,7 @@ public:
   /// The primary gate's and every group's auxiliary losses of the last forward.
   T aux_loss() const;
   moe_layer<T>& group(uint32_t g) { return *groups_[g]; }
+  gate<T>& primary() { return primary_; }
   const dispatch_plan& plan() const { return plan_; }
 
 private:

@@ -87,9 +87,15 @@ using expert_actor = caf::typed_actor<
 /// for rows of the wrong width, errc::invalid_argument for a replica index out of range, a
 /// replica sending twice, or a step other than the one in progress; an expert's error fails
 /// every replica's request of that step.
+///
+/// A router of one replica also answers the expert interface (forward and backward without a
+/// replica index), so that it can stand as one expert of another router: the secondary MoE of
+/// a hierarchical MoE, its own actor group under a data-parallel primary gate.
 using moe_router_actor = caf::typed_actor<
   caf::replies_to<forward_atom, uint32_t, row_block>::with<row_block>,
   caf::replies_to<backward_atom, uint32_t, row_block>::with<row_block>,
+  caf::replies_to<forward_atom, row_block>::with<row_block>,
+  caf::replies_to<backward_atom, row_block>::with<row_block>,
   caf::replies_to<status_atom>::with<moe_router_status>>;
 
 } // namespace darcy

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/moe/expert_actor.hpp"
+#include "compute/moe/hierarchical_moe.hpp"
 #include "compute/nn/init.hpp"
 #include "tests/support/moe_steps.hpp"
 #include "tests/support/test_system.hpp"
@@ -114,6 +115,61 @@ TEST_F(moe_router_test, bad_configs_stop_the_router_and_the_expert_with_a_clear_
     auto down = next<caf::down_msg>();
     ASSERT_TRUE(down);
     EXPECT_TRUE(is(down->reason, errc::invalid_config)) << render(down->reason);
+  }
+}
+
+} // namespace
+} // namespace darcy::actors
+
+namespace darcy::actors {
+namespace {
+
+TEST_F(moe_router_test, a_hierarchy_of_routers_trains_like_the_hierarchical_layer) {
+  // 2 groups of 3 linear experts; the primary gate picks 1 group, each group 2 experts.
+  gating_config primary{.experts = 2, .k = 1, .balance_weight = 0.1, .seed = 1};
+  moe_config group;
+  group.dim = 5;
+  group.gating = {.experts = 3, .k = 2, .importance_weight = 0.1, .seed = 7};
+  auto reference = compute::moe::hierarchical_moe<float>::make(primary, group);
+  ASSERT_TRUE(reference) << render(reference.error());
+  std::vector<expert_actor> groups;
+  for (uint32_t g = 0; g < primary.experts; ++g) {
+    auto cfg = group;
+    cfg.gating.seed = group.gating.seed + g; // as hierarchical_moe seeds its groups
+    groups.push_back(expert_actor{start(1, cfg)});
+  }
+  moe_config top = group;
+  top.gating = primary;
+  auto root = sys.spawn(moe_router, moe_router_config{top, 2, learning_rate}, groups);
+  guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(root)));
+  // The twin's optimizers: the primary gate every step; a group's gate and experts only in
+  // steps where they took examples.
+  auto& tree = **reference;
+  compute::nn::adam<float> primary_opt{{.learning_rate = learning_rate}};
+  std::vector<compute::nn::adam<float>> group_opts(2, compute::nn::adam<float>{{.learning_rate = learning_rate}});
+  std::vector<std::vector<compute::nn::adam<float>>> expert_opts(
+    2, std::vector<compute::nn::adam<float>>(3, compute::nn::adam<float>{{.learning_rate = learning_rate}}));
+  std::mt19937_64 rng{6};
+  for (uint64_t step = 0; step < 3; ++step) {
+    matrix x = compute::nn::normal<float>(12, group.dim, 1.0f, rng);
+    matrix dy = compute::nn::normal<float>(12, group.dim, 1.0f, rng);
+    matrix y = tree.forward(x);
+    matrix dx = tree.backward(dy);
+    primary_opt.step(tree.primary().parameters());
+    for (uint32_t g = 0; g < 2; ++g) {
+      if (tree.plan().expert_batch(g) == 0)
+        continue;
+      group_opts[g].step(tree.group(g).gating().parameters());
+      for (uint32_t e = 0; e < 3; ++e)
+        if (tree.group(g).plan().expert_batch(e) > 0)
+          expert_opts[g][e].step(tree.group(g).expert(e).parameters());
+    }
+    auto got_y = test::router_phase(self, root, true, step, x, 2);
+    ASSERT_TRUE(got_y) << render(got_y.error());
+    EXPECT_TRUE(got_y->isApprox(y, 1e-5f)) << "step " << step;
+    auto got_dx = test::router_phase(self, root, false, step, dy, 2);
+    ASSERT_TRUE(got_dx) << render(got_dx.error());
+    EXPECT_TRUE(got_dx->isApprox(dx, 1e-5f)) << "step " << step;
   }
 }
 
