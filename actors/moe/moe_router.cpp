@@ -1,6 +1,7 @@
 #include "actors/moe/moe_router.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include "actors/fan_out.hpp"
 #include "compute/moe/moe_layer.hpp"
@@ -153,6 +154,10 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
                       what + ": " + std::to_string(block.values.size()) + " values are not " +
                         std::to_string(block.rows) + " rows of " +
                         std::to_string(st.config.layer.dim));
+  for (auto v : block.values.values())
+    if (!std::isfinite(v))
+      return make_error(errc::non_finite,
+                        what + ": a value is NaN or infinite; send the block again without it");
   if (kind == phase_kind::forward && st.forwarded)
     return make_error(errc::invalid_argument,
                       what + ": step " + std::to_string(*st.forwarded) + " awaits its backward");

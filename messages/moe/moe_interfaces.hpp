@@ -85,8 +85,9 @@ using expert_actor = caf::typed_actor<
 /// `replicas` have sent theirs, gating their concatenation (replica order) as one batch, so that
 /// each expert sees the examples of every replica at once. Errors: errc::dimension_mismatch
 /// for rows of the wrong width, errc::invalid_argument for a replica index out of range, a
-/// replica sending twice, or a step other than the one in progress; an expert's error fails
-/// every replica's request of that step.
+/// replica sending twice, or a step other than the one in progress; errc::non_finite for a
+/// block holding NaN or infinity, which is dropped, so the replica may send a good one; an
+/// expert's error fails every replica's request of that step.
 ///
 /// A router of one replica also answers the expert interface (forward and backward without a
 /// replica index), so that it can stand as one expert of another router: the secondary MoE of

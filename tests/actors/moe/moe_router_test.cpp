@@ -2,6 +2,7 @@
 // in-process layer does, whether the batch comes from one replica or is split across two.
 #include "actors/moe/moe_router.hpp"
 
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,26 @@ TEST_F(moe_router_test, bad_requests_get_their_own_errors) {
       self->request(router, test::patience, backward_atom::value, c.replica, c.b)
         .receive([](row_block&) {}, on_error);
     EXPECT_TRUE(is(err, c.expected)) << c.name << ": " << render(err);
+  }
+}
+
+TEST_F(moe_router_test, a_nan_block_is_refused_and_the_step_completes_with_a_good_one) {
+  auto cfg = layer_config();
+  test::moe_twin twin{cfg, learning_rate};
+  auto router = start(1);
+  std::mt19937_64 rng{4};
+  matrix x = compute::nn::normal<float>(8, cfg.dim, 1.0f, rng);
+  matrix dy = compute::nn::normal<float>(8, cfg.dim, 1.0f, rng);
+  auto [y, dx] = twin.step(x, dy);
+  for (bool forward : {true, false}) {
+    matrix bad = forward ? x : dy;
+    bad(3, 2) = std::numeric_limits<float>::quiet_NaN();
+    auto refused = test::router_phase(self, router, forward, 0, bad, 1);
+    ASSERT_FALSE(refused);
+    EXPECT_TRUE(is(refused.error(), errc::non_finite)) << render(refused.error());
+    auto good = test::router_phase(self, router, forward, 0, forward ? x : dy, 1);
+    ASSERT_TRUE(good) << render(good.error());
+    EXPECT_TRUE(good->isApprox(forward ? y : dx, 1e-5f)) << "forward " << forward;
   }
 }
 
