@@ -8,15 +8,17 @@ namespace darcy::compute::moe {
 
 namespace {
 
-/// The positions of the `count` largest of n values read through `at`, ties to the lower one.
+/// The positions of the `count` largest of n values read through `at`, ties to the lower
+/// one, in no particular order (a selection, not a sort: masks need only the set).
 template <class At>
 std::vector<Eigen::Index> largest(Eigen::Index n, uint32_t count, At at) {
   std::vector<Eigen::Index> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), Eigen::Index{0});
-  std::partial_sort(order.begin(), order.begin() + count, order.end(),
-                    [&](Eigen::Index a, Eigen::Index b) {
-                      return at(a) > at(b) || (at(a) == at(b) && a < b);
-                    });
+  if (count < order.size())
+    std::nth_element(order.begin(), order.begin() + count, order.end(),
+                     [&](Eigen::Index a, Eigen::Index b) {
+                       return at(a) > at(b) || (at(a) == at(b) && a < b);
+                     });
   order.resize(count);
   return order;
 }
@@ -35,9 +37,13 @@ matrix_t<T> top_k_mask(const matrix_t<T>& values, uint32_t k) {
 template <class T>
 matrix_t<T> batchwise_mask(const matrix_t<T>& values, uint32_t m) {
   matrix_t<T> mask = matrix_t<T>::Zero(values.rows(), values.cols());
-  for (Eigen::Index c = 0; c < values.cols(); ++c)
-    for (auto r : largest(values.rows(), m, [&](Eigen::Index r) { return values(r, c); }))
+  std::vector<T> column(static_cast<size_t>(values.rows()));
+  for (Eigen::Index c = 0; c < values.cols(); ++c) {
+    for (Eigen::Index r = 0; r < values.rows(); ++r)
+      column[r] = values(r, c); // contiguous: the selection reads it many times
+    for (auto r : largest(values.rows(), m, [&](Eigen::Index r) { return column[r]; }))
       mask(r, c) = 1;
+  }
   return mask;
 }
 
