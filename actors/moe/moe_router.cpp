@@ -80,11 +80,13 @@ void ask_experts(moe_router_pointer self, phase_kind kind, uint64_t step, const 
     if (st.plan.expert_batch(e) > 0)
       targets.push_back(e);
   auto results = std::make_shared<matrix>(rows.rows(), rows.cols());
+  // Shared, not captured by value: fan_out copies the request functor for every target.
+  auto source = std::make_shared<const matrix>(rows);
   fan_out<row_block>(
     targets,
-    [self, kind, step, rows](size_t e) {
+    [self, kind, step, source](size_t e) {
       auto& plan = self->state.plan;
-      auto block = block_of(step, rows, plan.offsets[e], plan.expert_batch(e));
+      auto block = block_of(step, *source, plan.offsets[e], plan.expert_batch(e));
       auto& expert = self->state.experts[e];
       return kind == phase_kind::forward
                ? self->request(expert, expert_timeout, forward_atom::value, std::move(block))

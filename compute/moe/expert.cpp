@@ -1,5 +1,6 @@
 #include "compute/moe/expert.hpp"
 
+#include "compute/nn/gemm.hpp"
 #include "compute/nn/init.hpp"
 
 namespace darcy::compute::moe {
@@ -26,13 +27,13 @@ expert<T>::expert(const moe_config& cfg, uint32_t index) : ffn_(cfg.expert == ex
 template <class T>
 void expert<T>::forward(const in_ref& in, out_ref hidden, out_ref out) const {
   if (!ffn_) {
-    out.noalias() = in * w1_.value;
+    nn::gemm<T>(in, false, w1_.value, false, out, T{0});
     return;
   }
-  hidden.noalias() = in * w1_.value;
+  nn::gemm<T>(in, false, w1_.value, false, hidden, T{0});
   hidden.rowwise() += b1_.value.row(0);
   hidden = hidden.cwiseMax(T{0});
-  out.noalias() = hidden * w2_.value;
+  nn::gemm<T>(hidden, false, w2_.value, false, out, T{0});
   out.rowwise() += b2_.value.row(0);
 }
 
@@ -40,17 +41,18 @@ template <class T>
 void expert<T>::backward(const in_ref& in, const in_ref& hidden, const in_ref& dout,
                          out_ref din) {
   if (!ffn_) {
-    w1_.grad.noalias() += in.transpose() * dout;
-    din.noalias() = dout * w1_.value.transpose();
+    nn::gemm<T>(in, true, dout, false, w1_.grad, T{1});
+    nn::gemm<T>(dout, false, w1_.value, true, din, T{0});
     return;
   }
-  w2_.grad.noalias() += hidden.transpose() * dout;
+  nn::gemm<T>(hidden, true, dout, false, w2_.grad, T{1});
   b2_.grad += dout.colwise().sum();
-  matrix dh = dout * w2_.value.transpose();
+  matrix dh(dout.rows(), hidden.cols());
+  nn::gemm<T>(dout, false, w2_.value, true, dh, T{0});
   dh = (hidden.array() > T{0}).select(dh, T{0});
-  w1_.grad.noalias() += in.transpose() * dh;
+  nn::gemm<T>(in, true, dh, false, w1_.grad, T{1});
   b1_.grad += dh.colwise().sum();
-  din.noalias() = dh * w1_.value.transpose();
+  nn::gemm<T>(dh, false, w1_.value, true, din, T{0});
 }
 
 template <class T>

@@ -90,12 +90,12 @@ auto gate<T>::forward(const matrix& x) -> matrix {
   auto n = cfg_.experts;
   x_ = x;
   logits_.resize(b, n);
-  nn::parallel_product<T>(x, w_gate_.value, logits_, false, threads_);
+  nn::parallel_product<T>(x, false, w_gate_.value, false, logits_, false, threads_);
   h_ = logits_;
   auto noisy = cfg_.mask == mask_kind::noisy_top_k && training_;
   if (noisy) {
     noise_raw_.resize(b, n);
-    nn::parallel_product<T>(x, w_noise_.value, noise_raw_, false, threads_);
+    nn::parallel_product<T>(x, false, w_noise_.value, false, noise_raw_, false, threads_);
     noise_std_ = noise_raw_.unaryExpr([](T v) { return softplus(v); });
     std::mt19937_64 rng{cfg_.seed ^ (step_ * 0x9E3779B97F4A7C15ull)};
     std::normal_distribution<double> draw;
@@ -221,14 +221,14 @@ auto gate<T>::backward(const matrix& dgates) -> matrix {
     matrix dstd = dh.cwiseProduct(eps_);
     add_load_grad(dlogits, dstd);
     matrix draw = dstd.cwiseProduct(noise_raw_.unaryExpr([](T v) { return sigmoid(v); }));
-    nn::parallel_product<T>(x_.transpose(), draw, w_noise_.grad, true, threads_);
+    nn::parallel_product<T>(x_, true, draw, false, w_noise_.grad, true, threads_);
     dx.resize(b, x_.cols());
-    nn::parallel_product<T>(draw, w_noise_.value.transpose(), dx, false, threads_);
+    nn::parallel_product<T>(draw, false, w_noise_.value, true, dx, false, threads_);
   } else {
     dx = matrix::Zero(b, x_.cols());
   }
-  nn::parallel_product<T>(x_.transpose(), dlogits, w_gate_.grad, true, threads_);
-  nn::parallel_product<T>(dlogits, w_gate_.value.transpose(), dx, true, threads_);
+  nn::parallel_product<T>(x_, true, dlogits, false, w_gate_.grad, true, threads_);
+  nn::parallel_product<T>(dlogits, false, w_gate_.value, true, dx, true, threads_);
   if (cfg_.mask == mask_kind::batchwise && training_)
     thresholds_.grad += batchwise_threshold_loss<T>(softmax_, thresholds_.value, batchwise_).grad;
   return dx;

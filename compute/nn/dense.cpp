@@ -14,7 +14,7 @@ template <class T>
 auto dense<T>::forward(const matrix& x) -> matrix {
   x_ = x;
   matrix y(x.rows(), out());
-  parallel_product<T>(x, weights_.value, y, false, threads_);
+  parallel_product<T>(x, false, weights_.value, false, y, false, threads_);
   if (has_bias_)
     y.rowwise() += bias_.value.row(0);
   return y;
@@ -22,11 +22,11 @@ auto dense<T>::forward(const matrix& x) -> matrix {
 
 template <class T>
 auto dense<T>::backward(const matrix& dy) -> matrix {
-  parallel_product<T>(x_.transpose(), dy, weights_.grad, true, threads_);
+  parallel_product<T>(x_, true, dy, false, weights_.grad, true, threads_);
   if (has_bias_)
     bias_.grad += dy.colwise().sum();
   matrix dx(dy.rows(), in());
-  parallel_product<T>(dy, weights_.value.transpose(), dx, false, threads_);
+  parallel_product<T>(dy, false, weights_.value, true, dx, false, threads_);
   return dx;
 }
 
