@@ -2,7 +2,10 @@
 // Beast server on a free port, talked to over TCP with raw requests.
 #include "apps/serving/serving_front.hpp"
 
+#include <atomic>
+#include <map>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -213,6 +216,42 @@ std::string malformed(std::mt19937_64& rng) {
       return request("POST", "/v1/models/" + random_bytes(1 + pick(20), true) + "/x",
                      "tok-alice", body);
   }
+}
+
+TEST_F(http_api_test, a_hot_swap_under_an_http_client_loop_fails_no_request) {
+  stores::export_input in;
+  in.config.shards = 2;
+  in.config.lambda = 0.1;
+  in.config.sigma = 0.5;
+  in.config.alpha = 1;
+  in.items = test::gaussian_matrix(200, dim, 7);
+  in.users = test::gaussian_matrix(10, dim, 8);
+  in.index = {.lists = 4, .seed = 3};
+  auto version = stores::write_export(tmp.path() + "/m", in, 2);
+  ASSERT_TRUE(version) << render(version.error());
+  ASSERT_EQ(*version, "2");
+  std::string topk = request("POST", "/v1/models/m:topk", "tok-alice", R"({"vector": [1, 0.5, -1, 2]})");
+  std::atomic<bool> stop{false};
+  std::map<unsigned, size_t> codes;
+  std::atomic<size_t> before_swap{0};
+  std::thread client{[&] {
+    while (!stop) {
+      ++codes[http_status(http_exchange(server->port(), topk))];
+      ++before_swap;
+    }
+  }};
+  // The swap starts while the client is already asking.
+  while (before_swap < 20)
+    std::this_thread::yield();
+  auto loaded = http_exchange(server->port(),
+                              request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "2"})"));
+  auto after = http_exchange(server->port(), topk);
+  stop = true;
+  client.join();
+  EXPECT_EQ(http_status(loaded), 200u) << loaded;
+  EXPECT_NE(after.find("\"version\":\"2\""), std::string::npos) << after;
+  EXPECT_EQ(codes.size(), 1u);
+  EXPECT_GT(codes[200], 20u) << "every request during the swap answered 200";
 }
 
 TEST_F(http_api_test, hundreds_of_malformed_requests_get_only_4xx_and_the_server_stays_up) {
