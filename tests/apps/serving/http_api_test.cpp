@@ -39,6 +39,19 @@ rate = 0.001
 burst = 1.0
 )";
 
+/// A 2-shard export of 200 items and 10 users, drawn from `seed`.
+stores::export_input small_export(uint64_t seed) {
+  stores::export_input in;
+  in.config.shards = 2;
+  in.config.lambda = 0.1;
+  in.config.sigma = 0.5;
+  in.config.alpha = 1;
+  in.items = test::gaussian_matrix(200, dim, seed);
+  in.users = test::gaussian_matrix(10, dim, seed + 1);
+  in.index = {.lists = 4, .seed = 3};
+  return in;
+}
+
 struct front_config : test::test_config {
   front_config() { actors::register_actor_types(*this); }
 };
@@ -57,15 +70,7 @@ protected:
   }
 
   void SetUp() override {
-    stores::export_input in;
-    in.config.shards = 2;
-    in.config.lambda = 0.1;
-    in.config.sigma = 0.5;
-    in.config.alpha = 1;
-    in.items = test::gaussian_matrix(200, dim, 1);
-    in.users = test::gaussian_matrix(10, dim, 2);
-    in.index = {.lists = 4, .seed = 3};
-    ASSERT_TRUE(stores::write_export(tmp.path() + "/m", in, 2));
+    ASSERT_TRUE(stores::write_export(tmp.path() + "/m", small_export(1), 2));
     auto config = parse_serve_config(config_text, "test.toml");
     ASSERT_TRUE(config) << render(config.error());
     actors::serving_root_config rc;
@@ -219,15 +224,7 @@ std::string malformed(std::mt19937_64& rng) {
 }
 
 TEST_F(http_api_test, a_hot_swap_under_an_http_client_loop_fails_no_request) {
-  stores::export_input in;
-  in.config.shards = 2;
-  in.config.lambda = 0.1;
-  in.config.sigma = 0.5;
-  in.config.alpha = 1;
-  in.items = test::gaussian_matrix(200, dim, 7);
-  in.users = test::gaussian_matrix(10, dim, 8);
-  in.index = {.lists = 4, .seed = 3};
-  auto version = stores::write_export(tmp.path() + "/m", in, 2);
+  auto version = stores::write_export(tmp.path() + "/m", small_export(7), 2);
   ASSERT_TRUE(version) << render(version.error());
   ASSERT_EQ(*version, "2");
   std::string topk = request("POST", "/v1/models/m:topk", "tok-alice", R"({"vector": [1, 0.5, -1, 2]})");
