@@ -33,6 +33,13 @@ public:
   parameter_list<T> parameters() override;
   void set_training(bool training) override;
 
+  /// The step whose gate noise the next forward draws, in the primary gate and every group.
+  void set_step(uint64_t step) {
+    primary_.set_step(step);
+    for (auto& g : groups_)
+      g->set_step(step);
+  }
+
   /// The primary gate's and every group's auxiliary losses of the last forward.
   T aux_loss() const;
   moe_layer<T>& group(uint32_t g) { return *groups_[g]; }

@@ -42,6 +42,10 @@ public:
   /// on one thread, in ranges of about equal examples.
   void set_threads(size_t threads) override;
 
+  /// The step whose gate noise (noisy top-k) the next forward draws: a training loop sets it
+  /// every step, so that each step draws new noise.
+  void set_step(uint64_t step) { gate_.set_step(step); }
+
   /// The gate's auxiliary losses of the last forward.
   T aux_loss() const { return gate_.aux_loss(); }
   gate<T>& gating() { return gate_; }

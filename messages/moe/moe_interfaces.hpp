@@ -87,7 +87,9 @@ using expert_actor = caf::typed_actor<
 /// for rows of the wrong width, errc::invalid_argument for a replica index out of range, a
 /// replica sending twice, or a step other than the one in progress; errc::non_finite for a
 /// block holding NaN or infinity, which is dropped, so the replica may send a good one; an
-/// expert's error fails every replica's request of that step.
+/// expert's error fails every replica's request of that step. Experts apply their optimizer
+/// as they answer a backward, so a backward that fails part-way leaves the experts that
+/// answered updated: recovering from it means restoring a checkpoint.
 ///
 /// A router of one replica also answers the expert interface (forward and backward without a
 /// replica index), so that it can stand as one expert of another router: the secondary MoE of

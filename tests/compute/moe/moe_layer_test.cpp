@@ -185,3 +185,27 @@ TEST(moe_layer, threads_change_no_result) {
 
 } // namespace
 } // namespace darcy::compute::moe
+
+namespace darcy::compute::moe {
+namespace {
+
+TEST(moe_layer, noisy_gates_draw_the_same_noise_within_a_step_and_new_noise_the_next) {
+  moe_config cfg{.dim = 6, .gating = {.experts = 8, .k = 2, .mask = mask_kind::noisy_top_k}};
+  auto layer = moe_layer<double>::make(cfg);
+  ASSERT_TRUE(layer);
+  std::mt19937_64 rng{12};
+  randomize_gate(**layer, rng);
+  mat x = nn::normal<double>(32, 6, 1.0, rng);
+  (*layer)->set_step(0);
+  mat first = (*layer)->forward(x);
+  EXPECT_EQ((*layer)->forward(x), first);
+  (*layer)->set_step(1);
+  EXPECT_NE((*layer)->forward(x), first);
+  (*layer)->set_training(false);
+  mat plain = (*layer)->forward(x);
+  (*layer)->set_step(2);
+  EXPECT_EQ((*layer)->forward(x), plain) << "no noise at inference";
+}
+
+} // namespace
+} // namespace darcy::compute::moe
