@@ -21,15 +21,18 @@ namespace darcy::actors {
 
 /// Sends request(part, id) to each of `parts` parts (a CAF request handle answering Reply),
 /// then commits assemble(replies) with `checkpoint` set to id, keeping the `keep` newest
-/// checkpoints. `done` gets the committed manifest or the first error. Returns the fan-out, so
-/// that the caller can fail it at once when a part is known to be lost. With `retry`, a part is
-/// asked again under the same id: parts must answer a repeated request without writing again.
+/// checkpoints. `done` gets the committed manifest or the first error; on error the directory
+/// of `id` is discarded. Returns the fan-out, so that the caller can fail it at once when a
+/// part is known to be lost. With `retry`, a part is asked again under the same id: parts must
+/// answer a repeated request without writing again. `id` must be fresh (checkpoint_dir::new_id);
+/// the caller may have written parts of its own under it already.
 template <class Reply, class Request, class Assemble>
-std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
-                     size_t parts, Request request, Assemble assemble,
-                     std::function<void(caf::expected<checkpoint_manifest>)> done,
-                     retry_policy retry = {}) {
-  auto id = stores::checkpoint_dir::new_id(label);
+std::shared_ptr<fan_out_state> take_checkpoint_as(const stores::checkpoint_dir& root,
+                                                  const std::string& id, size_t keep,
+                                                  size_t parts, Request request,
+                                                  Assemble assemble,
+                                                  std::function<void(caf::expected<checkpoint_manifest>)> done,
+                                                  retry_policy retry = {}) {
   auto replies = std::make_shared<std::vector<Reply>>(parts);
   return fan_out<Reply>(
     all_targets(parts),
@@ -49,6 +52,17 @@ std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& roo
       done(std::move(manifest));
     },
     std::move(retry));
+}
+
+/// take_checkpoint_as under a fresh id made from `label`.
+template <class Reply, class Request, class Assemble>
+std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
+                     size_t parts, Request request, Assemble assemble,
+                     std::function<void(caf::expected<checkpoint_manifest>)> done,
+                     retry_policy retry = {}) {
+  return take_checkpoint_as<Reply>(root, stores::checkpoint_dir::new_id(label), keep, parts,
+                                   std::move(request), std::move(assemble), std::move(done),
+                                   std::move(retry));
 }
 
 } // namespace darcy::actors

@@ -71,6 +71,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<expert_config>("darcy.expert_config")
     .add_message_type<moe_router_config>("darcy.moe_router_config")
     .add_message_type<moe_router_status>("darcy.moe_router_status")
+    .add_message_type<moe_save_request>("darcy.moe_save_request")
     .add_message_type<expert_actor>("darcy.expert_actor")
     .add_message_type<moe_router_actor>("darcy.moe_router_actor")
     .add_message_type<serving_shard_config>("darcy.serving_shard_config")

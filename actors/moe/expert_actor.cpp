@@ -2,6 +2,7 @@
 
 #include "compute/moe/moe_layer.hpp"
 #include "messages/error.hpp"
+#include "stores/parameter_part.hpp"
 
 namespace darcy::actors {
 
@@ -66,6 +67,33 @@ caf::result<row_block> backward(expert_pointer self, const row_block& block) {
   return row_block{block.step, block.rows, std::move(values)};
 }
 
+caf::result<file_info> save(expert_pointer self, const std::string& root,
+                            const std::string& name) {
+  auto& st = self->state;
+  if (!st.expert)
+    return not_started();
+  if (st.saved_name == name)
+    return st.saved_part;
+  auto part = stores::write_parameter_part(stores::checkpoint_dir{root}, name + ".params",
+                                           st.expert->parameters(), *st.optimizer);
+  if (!part)
+    return std::move(part.error());
+  st.saved_name = name;
+  st.saved_part = *part;
+  return *part;
+}
+
+caf::result<ok_atom> load(expert_pointer self, const std::string& root, const file_info& part) {
+  auto& st = self->state;
+  if (!st.expert)
+    return not_started();
+  if (auto err = stores::read_parameter_part(stores::checkpoint_dir{root}, part,
+                                             st.expert->parameters(), *st.optimizer))
+    return err;
+  st.step.reset();
+  return ok_atom::value;
+}
+
 } // namespace
 
 expert_actor::behavior_type moe_expert(expert_pointer self, expert_config config) {
@@ -86,6 +114,12 @@ expert_actor::behavior_type moe_expert(expert_pointer self, expert_config config
   return {
     [self](forward_atom, const row_block& block) { return forward(self, block); },
     [self](backward_atom, const row_block& block) { return backward(self, block); },
+    [self](save_atom, const std::string& root, const std::string& name) {
+      return save(self, root, name);
+    },
+    [self](load_atom, const std::string& root, const file_info& part) {
+      return load(self, root, part);
+    },
   };
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "compute/moe/expert.hpp"
 #include "compute/nn/optimizers.hpp"
@@ -21,6 +22,9 @@ struct expert_state {
   compute::nn::matrix in;
   compute::nn::matrix hidden;
   uint64_t examples = 0;
+  /// The last save: its name and part, answered again to a repeated request.
+  std::string saved_name;
+  file_info saved_part;
   static inline const char* name = "darcy.moe_expert";
 };
 

@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include "actors/fan_out.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "messages/error.hpp"
+#include "stores/parameter_part.hpp"
 
 namespace darcy::actors {
 
@@ -147,6 +149,8 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
               " for step " + std::to_string(block.step);
   if (!st.gate)
     return make_error(errc::unavailable, "the router did not start");
+  if (st.checkpointing)
+    return make_error(errc::invalid_argument, what + ": a checkpoint save or load is running");
   if (replica >= st.config.replicas)
     return make_error(errc::invalid_argument,
                       what + ": the router combines " + std::to_string(st.config.replicas) +
@@ -190,6 +194,178 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
     else
       run_backward(self);
   }
+  return promise;
+}
+
+/// errc::invalid_argument while a step or a checkpoint is in progress.
+caf::error between_steps(moe_router_state& st, const char* what) {
+  if (!st.gate)
+    return make_error(errc::unavailable, "the router did not start");
+  if (st.waiting || st.forwarded)
+    return make_error(errc::invalid_argument,
+                      std::string{"moe router: "} + what + " between steps: step " +
+                        std::to_string(st.waiting ? st.waiting->step : *st.forwarded) +
+                        " is in progress");
+  if (st.checkpointing)
+    return make_error(errc::invalid_argument,
+                      std::string{"moe router: "} + what + ": a checkpoint save or load is running");
+  return {};
+}
+
+/// Writes the gate's part as `prefix`/gate.params, then asks expert e to save as
+/// `prefix`/expert-e; done gets the experts' parts in expert order and the gate's last.
+void save_layer(moe_router_pointer self, const std::string& path, const std::string& prefix,
+                std::function<void(caf::expected<std::vector<file_info>>)> done) {
+  auto& st = self->state;
+  stores::checkpoint_dir root{path};
+  auto gate = stores::write_parameter_part(root, prefix + "/gate.params", st.gate->parameters(),
+                                           *st.optimizer);
+  if (!gate)
+    return done(std::move(gate.error()));
+  st.checkpointing = true;
+  auto parts = std::make_shared<std::vector<file_info>>(st.experts.size() + 1);
+  parts->back() = *gate;
+  fan_out<file_info>(
+    all_targets(st.experts.size()),
+    [self, path, prefix](size_t e) {
+      return self->request(self->state.experts[e], expert_timeout, save_atom::value, path,
+                           prefix + "/expert-" + std::to_string(e));
+    },
+    [parts](size_t e, file_info& part) { (*parts)[e] = std::move(part); },
+    [self, parts, done](caf::error err) {
+      self->state.checkpointing = false;
+      if (err)
+        return done(std::move(err));
+      done(std::move(*parts));
+    });
+}
+
+/// Restores the gate from the last of `parts` and expert e from parts[e].
+void load_layer(moe_router_pointer self, const std::string& path,
+                std::shared_ptr<const std::vector<file_info>> parts,
+                std::function<void(caf::error)> done) {
+  auto& st = self->state;
+  auto experts = st.experts.size();
+  if (parts->size() != experts + 1)
+    return done(make_error(errc::invalid_config,
+                           "the checkpoint holds " + std::to_string(parts->size() - 1) +
+                             " experts; this layer has " + std::to_string(experts)));
+  if (auto err = stores::read_parameter_part(stores::checkpoint_dir{path}, parts->back(),
+                                             st.gate->parameters(), *st.optimizer))
+    return done(std::move(err));
+  st.checkpointing = true;
+  fan_out<ok_atom>(
+    all_targets(experts),
+    [self, path, parts](size_t e) {
+      return self->request(self->state.experts[e], expert_timeout, load_atom::value, path,
+                           (*parts)[e]);
+    },
+    [](size_t, ok_atom) {},
+    [self, done](caf::error err) {
+      self->state.checkpointing = false;
+      done(std::move(err));
+    });
+}
+
+caf::result<checkpoint_manifest> save(moe_router_pointer self, const moe_save_request& req) {
+  if (auto err = between_steps(self->state, "save"))
+    return err;
+  stores::checkpoint_dir root{req.root};
+  if (auto err = root.prepare())
+    return err;
+  auto id = stores::checkpoint_dir::new_id("moe");
+  auto promise = self->make_response_promise<checkpoint_manifest>();
+  auto experts = static_cast<uint32_t>(self->state.experts.size());
+  save_layer(self, req.root, id, [=](caf::expected<std::vector<file_info>> parts) mutable {
+    caf::error err;
+    if (parts) {
+      checkpoint_manifest m;
+      m.service = moe_service_name;
+      m.checkpoint = id;
+      m.step = req.step;
+      m.shard_count = experts;
+      m.parts = std::move(*parts);
+      m.extra = req.extra;
+      err = root.commit(m, req.keep);
+      if (!err) {
+        promise.deliver(std::move(m));
+        return;
+      }
+    } else {
+      err = std::move(parts.error());
+    }
+    root.discard(id);
+    promise.deliver(make_error(errc::io_error, "moe checkpoint not taken, the previous one "
+                                               "stays current: " + render(err)));
+  });
+  return promise;
+}
+
+caf::result<checkpoint_manifest> load(moe_router_pointer self, const std::string& path) {
+  auto& st = self->state;
+  if (auto err = between_steps(st, "load"))
+    return err;
+  auto manifest = stores::checkpoint_dir{path}.read_manifest();
+  if (!manifest)
+    return std::move(manifest.error());
+  if (manifest->service != moe_service_name)
+    return make_error(errc::invalid_config, path + " holds a checkpoint of service '" +
+                                              manifest->service + "', not of a MoE layer");
+  auto promise = self->make_response_promise<checkpoint_manifest>();
+  auto m = std::make_shared<checkpoint_manifest>(std::move(*manifest));
+  auto parts = std::make_shared<const std::vector<file_info>>(m->parts);
+  load_layer(self, path, parts, [path, m, promise](caf::error err) mutable {
+    if (err)
+      promise.deliver(make_error(errc::invalid_config, path + ": checkpoint " + m->checkpoint +
+                                                         " not restored: " + render(err)));
+    else
+      promise.deliver(std::move(*m));
+  });
+  return promise;
+}
+
+/// As an expert of another router: the layer saved under `name`, with an index part
+/// `name`.params that lists its parts.
+caf::result<file_info> save_as_expert(moe_router_pointer self, const std::string& path,
+                                      const std::string& name) {
+  auto& st = self->state;
+  if (st.saved_name == name)
+    return st.saved_part;
+  if (auto err = between_steps(st, "save"))
+    return err;
+  auto promise = self->make_response_promise<file_info>();
+  save_layer(self, path, name, [=](caf::expected<std::vector<file_info>> parts) mutable {
+    if (!parts) {
+      promise.deliver(std::move(parts.error()));
+      return;
+    }
+    auto index = stores::write_part_index(stores::checkpoint_dir{path}, name + ".params", *parts);
+    if (!index) {
+      promise.deliver(std::move(index.error()));
+      return;
+    }
+    self->state.saved_name = name;
+    self->state.saved_part = *index;
+    promise.deliver(*index);
+  });
+  return promise;
+}
+
+caf::result<ok_atom> load_as_expert(moe_router_pointer self, const std::string& path,
+                                    const file_info& part) {
+  if (auto err = between_steps(self->state, "load"))
+    return err;
+  auto parts = stores::read_part_index(stores::checkpoint_dir{path}, part);
+  if (!parts)
+    return std::move(parts.error());
+  auto promise = self->make_response_promise<ok_atom>();
+  load_layer(self, path, std::make_shared<const std::vector<file_info>>(std::move(*parts)),
+             [promise](caf::error err) mutable {
+               if (err)
+                 promise.deliver(std::move(err));
+               else
+                 promise.deliver(ok_atom::value);
+             });
   return promise;
 }
 
@@ -246,6 +422,14 @@ moe_router_actor::behavior_type moe_router(moe_router_pointer self, moe_router_c
         s.expert_batch.push_back(st.plan.expert_batch(e));
       s.aux_loss = st.gate ? st.gate->aux_loss() : 0.0;
       return s;
+    },
+    [self](save_atom, const moe_save_request& req) { return save(self, req); },
+    [self](load_atom, const std::string& root) { return load(self, root); },
+    [self](save_atom, const std::string& root, const std::string& name) {
+      return save_as_expert(self, root, name);
+    },
+    [self](load_atom, const std::string& root, const file_info& part) {
+      return load_as_expert(self, root, part);
     },
   };
 }

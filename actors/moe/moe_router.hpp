@@ -35,6 +35,11 @@ struct moe_router_state {
   compute::nn::matrix out;
   std::vector<uint32_t> replica_rows;
   uint64_t steps = 0;
+  /// Set while a save or load runs: steps wait for it to end.
+  bool checkpointing = false;
+  /// As an expert of another router: the last save's name and index part.
+  std::string saved_name;
+  file_info saved_part;
   static inline const char* name = "darcy.moe_router";
 };
 

@@ -61,6 +61,31 @@ void adam<T>::step(const parameter_list<T>& params) {
 }
 
 template <class T>
+adam_slots<T> adam<T>::export_slots(const parameter_list<T>& params) const {
+  adam_slots<T> out;
+  out.steps = steps_;
+  for (auto* p : params) {
+    auto it = slots_.find(p);
+    if (it == slots_.end()) {
+      out.m.push_back(matrix_t<T>::Zero(p->value.rows(), p->value.cols()));
+      out.v.push_back(out.m.back());
+    } else {
+      out.m.push_back(it->second.m);
+      out.v.push_back(it->second.v);
+    }
+  }
+  return out;
+}
+
+template <class T>
+void adam<T>::import_slots(const parameter_list<T>& params, adam_slots<T> slots) {
+  steps_ = slots.steps;
+  slots_.clear();
+  for (size_t i = 0; i < params.size(); ++i)
+    slots_[params[i]] = {std::move(slots.m[i]), std::move(slots.v[i])};
+}
+
+template <class T>
 void adagrad<T>::step(const parameter_list<T>& params) {
   auto lr = static_cast<T>(cfg_.learning_rate);
   for (auto* p : params) {

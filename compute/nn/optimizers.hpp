@@ -32,6 +32,15 @@ struct adagrad_config {
 plain_error validate(const adam_config& cfg);
 plain_error validate(const adagrad_config& cfg);
 
+/// An Adam optimizer's state for a list of parameters, in the list's order: what a checkpoint
+/// saves. A parameter never stepped has zero moments.
+template <class T>
+struct adam_slots {
+  uint64_t steps = 0;
+  std::vector<matrix_t<T>> m;
+  std::vector<matrix_t<T>> v;
+};
+
 /// θ ← θ − lr · m̂ / (sqrt(v̂) + ε), with bias-corrected moments (one step count for all).
 template <class T>
 class adam {
@@ -39,6 +48,11 @@ public:
   /// Precondition: validate(cfg) passed.
   explicit adam(adam_config cfg) : cfg_(cfg) {}
   void step(const parameter_list<T>& params);
+
+  adam_slots<T> export_slots(const parameter_list<T>& params) const;
+  /// Replaces the state of `params` (and the step count) with `slots`. Precondition: one m and
+  /// one v per parameter, each of its parameter's shape.
+  void import_slots(const parameter_list<T>& params, adam_slots<T> slots);
 
 private:
   struct slots {

@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/checkpoint.hpp"
 #include "messages/moe/moe_config.hpp"
 #include "messages/shared_floats.hpp"
 
@@ -72,13 +73,38 @@ typename Inspector::result_type inspect(Inspector& f, moe_router_status& x) {
   return f(caf::meta::type_name("moe_router_status"), x.steps, x.expert_batch, x.aux_loss);
 }
 
+/// A checkpoint request to a router: the checkpoint root, the caller's step and state to save
+/// with it (manifest step and extra), and how many checkpoints to keep.
+struct moe_save_request {
+  std::string root;
+  int64_t step = 0;
+  uint32_t keep = 2;
+  std::string extra;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, moe_save_request& x) {
+  return f(caf::meta::type_name("moe_save_request"), x.root, x.step, x.keep, x.extra);
+}
+
+/// Service name of MoE checkpoints: one part per expert in expert order, then the gate's.
+inline constexpr const char* moe_service_name = "moe";
+
 /// One expert. forward keeps the step's input; backward takes dL/d(output) of the same rows,
 /// applies the expert's optimizer and answers dL/d(input). A backward without its forward, or
 /// of another shape, fails with errc::invalid_argument; rows of the wrong width fail with
 /// errc::dimension_mismatch.
+///
+/// save (root, name) writes the expert's parameters and Adam state as the part "<name>.params"
+/// (relative to the root; the router names it inside its checkpoint's directory) and answers
+/// its file_info; asked again for the same name, it answers the same part without writing
+/// again. load (root, part) restores them from a part of any expert actor of the same shape,
+/// wherever it ran, and drops a pending forward.
 using expert_actor = caf::typed_actor<
   caf::replies_to<forward_atom, row_block>::with<row_block>,
-  caf::replies_to<backward_atom, row_block>::with<row_block>>;
+  caf::replies_to<backward_atom, row_block>::with<row_block>,
+  caf::replies_to<save_atom, std::string, std::string>::with<file_info>,
+  caf::replies_to<load_atom, std::string, file_info>::with<ok_atom>>;
 
 /// The router of a synchronous MoE step. Replica r sends forward (its batch x) and later
 /// backward (its dL/dy) for the same step; the router answers every replica once all
@@ -91,14 +117,28 @@ using expert_actor = caf::typed_actor<
 /// as they answer a backward, so a backward that fails part-way leaves the experts that
 /// answered updated: recovering from it means restoring a checkpoint.
 ///
+/// save takes a consistent checkpoint of the whole layer between steps, on the common
+/// mechanism: every expert's part, then the gate's, then the manifest (service "moe", one part
+/// per expert in expert order and the gate's last). load restores every expert and the gate
+/// from the root's current checkpoint and answers its manifest, so the caller resumes at its
+/// step with its extra state. Experts are found by index, not by node, so a checkpoint restores
+/// onto any placement. Both fail with errc::invalid_argument while a step is in progress;
+/// load fails with errc::not_found without a checkpoint and errc::invalid_config when the
+/// checkpoint holds another number of experts.
+///
 /// A router of one replica also answers the expert interface (forward and backward without a
-/// replica index), so that it can stand as one expert of another router: the secondary MoE of
+/// replica index; save and load of its whole layer, as an index part listing its own parts),
+/// so that it can stand as one expert of another router: the secondary MoE of
 /// a hierarchical MoE, its own actor group under a data-parallel primary gate.
 using moe_router_actor = caf::typed_actor<
   caf::replies_to<forward_atom, uint32_t, row_block>::with<row_block>,
   caf::replies_to<backward_atom, uint32_t, row_block>::with<row_block>,
   caf::replies_to<forward_atom, row_block>::with<row_block>,
   caf::replies_to<backward_atom, row_block>::with<row_block>,
-  caf::replies_to<status_atom>::with<moe_router_status>>;
+  caf::replies_to<save_atom, std::string, std::string>::with<file_info>,
+  caf::replies_to<load_atom, std::string, file_info>::with<ok_atom>,
+  caf::replies_to<status_atom>::with<moe_router_status>,
+  caf::replies_to<save_atom, moe_save_request>::with<checkpoint_manifest>,
+  caf::replies_to<load_atom, std::string>::with<checkpoint_manifest>>;
 
 } // namespace darcy

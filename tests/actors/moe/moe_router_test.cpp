@@ -11,6 +11,7 @@
 #include "compute/moe/hierarchical_moe.hpp"
 #include "compute/nn/init.hpp"
 #include "tests/support/moe_steps.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::actors {
@@ -41,6 +42,22 @@ protected:
     auto router = sys.spawn(moe_router, moe_router_config{cfg, replicas, learning_rate}, experts);
     guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(router)));
     return router;
+  }
+
+  /// A primary router over one router per group, as hierarchical_moe seeds its groups.
+  moe_router_actor start_hierarchy(const gating_config& primary, const moe_config& group,
+                                   uint32_t replicas) {
+    std::vector<expert_actor> groups;
+    for (uint32_t g = 0; g < primary.experts; ++g) {
+      auto cfg = group;
+      cfg.gating.seed = group.gating.seed + g;
+      groups.push_back(expert_actor{start(1, cfg)});
+    }
+    moe_config top = group;
+    top.gating = primary;
+    auto root = sys.spawn(moe_router, moe_router_config{top, replicas, learning_rate}, groups);
+    guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(root)));
+    return root;
   }
 
   std::vector<std::unique_ptr<test::stop_on_exit>> guards;
@@ -125,6 +142,86 @@ TEST_F(moe_router_test, a_nan_block_is_refused_and_the_step_completes_with_a_goo
   }
 }
 
+/// One training step through `router` (one replica): its y and dx.
+std::pair<matrix, matrix> train_step(caf::scoped_actor& self, const moe_router_actor& router,
+                                     uint64_t step, const matrix& x, const matrix& dy) {
+  auto y = test::router_phase(self, router, true, step, x, 1);
+  EXPECT_TRUE(y) << render(y.error());
+  auto dx = test::router_phase(self, router, false, step, dy, 1);
+  EXPECT_TRUE(dx) << render(dx.error());
+  return {y ? *y : matrix{}, dx ? *dx : matrix{}};
+}
+
+caf::expected<checkpoint_manifest> ask_checkpoint(caf::scoped_actor& self,
+                                                  const moe_router_actor& router, bool save,
+                                                  const std::string& root, int64_t step = 0) {
+  caf::expected<checkpoint_manifest> result = caf::error{};
+  auto on_reply = [&](checkpoint_manifest& m) { result = std::move(m); };
+  auto on_error = [&](caf::error& e) { result = std::move(e); };
+  if (save)
+    self->request(router, test::patience, save_atom::value, moe_save_request{root, step, 2, "at"})
+      .receive(on_reply, on_error);
+  else
+    self->request(router, test::patience, load_atom::value, root).receive(on_reply, on_error);
+  return result;
+}
+
+TEST_F(moe_router_test, a_checkpoint_restored_into_new_actors_trains_on_as_if_uninterrupted) {
+  auto cfg = layer_config();
+  test::temp_dir dir{"moe_router_ckpt"};
+  auto first = start(1);
+  std::mt19937_64 rng{5};
+  std::vector<std::pair<matrix, matrix>> batches;
+  for (int i = 0; i < 4; ++i) {
+    matrix x = compute::nn::normal<float>(12, cfg.dim, 1.0f, rng);
+    batches.emplace_back(x, compute::nn::normal<float>(12, cfg.dim, 1.0f, rng));
+  }
+  for (uint64_t step = 0; step < 2; ++step)
+    train_step(self, first, step, batches[step].first, batches[step].second);
+  auto saved = ask_checkpoint(self, first, true, dir.path(), 2);
+  ASSERT_TRUE(saved) << render(saved.error());
+  EXPECT_EQ(saved->parts.size(), cfg.gating.experts + 1u);
+  std::vector<std::pair<matrix, matrix>> expected;
+  for (uint64_t step = 2; step < 4; ++step)
+    expected.push_back(train_step(self, first, step, batches[step].first, batches[step].second));
+
+  auto fresh = start(1);
+  auto untrained = train_step(self, fresh, 2, batches[2].first, batches[2].second);
+  EXPECT_FALSE(untrained.first.isApprox(expected[0].first, 1e-3f))
+    << "the check below could not tell a restored layer from a fresh one";
+  auto restored = start(1);
+  auto loaded = ask_checkpoint(self, restored, false, dir.path());
+  ASSERT_TRUE(loaded) << render(loaded.error());
+  EXPECT_EQ(loaded->step, 2);
+  EXPECT_EQ(loaded->extra, "at");
+  for (uint64_t step = 2; step < 4; ++step) {
+    auto [y, dx] = train_step(self, restored, step, batches[step].first, batches[step].second);
+    EXPECT_TRUE(y.isApprox(expected[step - 2].first, 1e-6f)) << "step " << step;
+    EXPECT_TRUE(dx.isApprox(expected[step - 2].second, 1e-6f)) << "step " << step;
+  }
+}
+
+TEST_F(moe_router_test, checkpoint_requests_that_cannot_hold_fail_with_their_own_errors) {
+  auto cfg = layer_config();
+  test::temp_dir dir{"moe_router_ckpt_errors"};
+  auto router = start(1);
+  auto none = ask_checkpoint(self, router, false, dir.path());
+  ASSERT_FALSE(none);
+  EXPECT_TRUE(is(none.error(), errc::not_found)) << render(none.error());
+  ASSERT_TRUE(ask_checkpoint(self, router, true, dir.path()));
+  auto wider = cfg;
+  wider.gating.experts = 6;
+  auto other = start(1, wider);
+  auto refused = ask_checkpoint(self, other, false, dir.path());
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::invalid_config)) << render(refused.error());
+  matrix x = matrix::Ones(4, cfg.dim);
+  ASSERT_TRUE(test::router_phase(self, router, true, 0, x, 1));
+  auto mid_step = ask_checkpoint(self, router, true, dir.path());
+  ASSERT_FALSE(mid_step);
+  EXPECT_TRUE(is(mid_step.error(), errc::invalid_argument)) << render(mid_step.error());
+}
+
 TEST_F(moe_router_test, bad_configs_stop_the_router_and_the_expert_with_a_clear_error) {
   auto cfg = layer_config();
   cfg.gating.k = 9;
@@ -153,16 +250,7 @@ TEST_F(moe_router_test, a_hierarchy_of_routers_trains_like_the_hierarchical_laye
   group.gating = {.experts = 3, .k = 2, .importance_weight = 0.1, .seed = 7};
   auto reference = compute::moe::hierarchical_moe<float>::make(primary, group);
   ASSERT_TRUE(reference) << render(reference.error());
-  std::vector<expert_actor> groups;
-  for (uint32_t g = 0; g < primary.experts; ++g) {
-    auto cfg = group;
-    cfg.gating.seed = group.gating.seed + g; // as hierarchical_moe seeds its groups
-    groups.push_back(expert_actor{start(1, cfg)});
-  }
-  moe_config top = group;
-  top.gating = primary;
-  auto root = sys.spawn(moe_router, moe_router_config{top, 2, learning_rate}, groups);
-  guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(root)));
+  auto root = start_hierarchy(primary, group, 2);
   // The twin's optimizers: the primary gate every step; a group's gate and experts only in
   // steps where they took examples.
   auto& tree = **reference;
@@ -191,6 +279,37 @@ TEST_F(moe_router_test, a_hierarchy_of_routers_trains_like_the_hierarchical_laye
     auto got_dx = test::router_phase(self, root, false, step, dy, 2);
     ASSERT_TRUE(got_dx) << render(got_dx.error());
     EXPECT_TRUE(got_dx->isApprox(dx, 1e-5f)) << "step " << step;
+  }
+}
+
+TEST_F(moe_router_test, a_hierarchy_checkpoint_restores_every_group_and_trains_on_unchanged) {
+  gating_config primary{.experts = 2, .k = 1, .balance_weight = 0.1, .seed = 1};
+  moe_config group;
+  group.dim = 5;
+  group.gating = {.experts = 3, .k = 2, .importance_weight = 0.1, .seed = 7};
+  test::temp_dir dir{"moe_hierarchy_ckpt"};
+  auto first = start_hierarchy(primary, group, 1);
+  std::mt19937_64 rng{8};
+  std::vector<std::pair<matrix, matrix>> batches;
+  for (int i = 0; i < 4; ++i) {
+    matrix x = compute::nn::normal<float>(12, group.dim, 1.0f, rng);
+    batches.emplace_back(x, compute::nn::normal<float>(12, group.dim, 1.0f, rng));
+  }
+  for (uint64_t step = 0; step < 2; ++step)
+    train_step(self, first, step, batches[step].first, batches[step].second);
+  auto saved = ask_checkpoint(self, first, true, dir.path(), 2);
+  ASSERT_TRUE(saved) << render(saved.error());
+  ASSERT_EQ(saved->parts.size(), 3u) << "one index part per group, then the primary gate";
+  std::vector<std::pair<matrix, matrix>> expected;
+  for (uint64_t step = 2; step < 4; ++step)
+    expected.push_back(train_step(self, first, step, batches[step].first, batches[step].second));
+  auto restored = start_hierarchy(primary, group, 1);
+  auto loaded = ask_checkpoint(self, restored, false, dir.path());
+  ASSERT_TRUE(loaded) << render(loaded.error());
+  for (uint64_t step = 2; step < 4; ++step) {
+    auto [y, dx] = train_step(self, restored, step, batches[step].first, batches[step].second);
+    EXPECT_TRUE(y.isApprox(expected[step - 2].first, 1e-6f)) << "step " << step;
+    EXPECT_TRUE(dx.isApprox(expected[step - 2].second, 1e-6f)) << "step " << step;
   }
 }
 
