@@ -84,7 +84,7 @@ void ask_experts(moe_router_pointer self, phase_kind kind, uint64_t step, const 
   auto results = std::make_shared<matrix>(rows.rows(), rows.cols());
   // Shared, not captured by value: fan_out copies the request functor for every target.
   auto source = std::make_shared<const matrix>(rows);
-  fan_out<row_block>(
+  st.inflight = fan_out<row_block>(
     targets,
     [self, kind, step, source](size_t e) {
       auto& plan = self->state.plan;
@@ -149,6 +149,8 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
               " for step " + std::to_string(block.step);
   if (!st.gate)
     return make_error(errc::unavailable, "the router did not start");
+  if (st.lost)
+    return st.lost;
   if (st.checkpointing)
     return make_error(errc::invalid_argument, what + ": a checkpoint save or load is running");
   if (replica >= st.config.replicas)
@@ -201,6 +203,8 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
 caf::error between_steps(moe_router_state& st, const char* what) {
   if (!st.gate)
     return make_error(errc::unavailable, "the router did not start");
+  if (st.lost)
+    return st.lost;
   if (st.waiting || st.forwarded)
     return make_error(errc::invalid_argument,
                       std::string{"moe router: "} + what + " between steps: step " +
@@ -225,7 +229,7 @@ void save_layer(moe_router_pointer self, const std::string& path, const std::str
   st.checkpointing = true;
   auto parts = std::make_shared<std::vector<file_info>>(st.experts.size() + 1);
   parts->back() = *gate;
-  fan_out<file_info>(
+  st.inflight = fan_out<file_info>(
     all_targets(st.experts.size()),
     [self, path, prefix](size_t e) {
       return self->request(self->state.experts[e], expert_timeout, save_atom::value, path,
@@ -254,7 +258,7 @@ void load_layer(moe_router_pointer self, const std::string& path,
                                              st.gate->parameters(), *st.optimizer))
     return done(std::move(err));
   st.checkpointing = true;
-  fan_out<ok_atom>(
+  st.inflight = fan_out<ok_atom>(
     all_targets(experts),
     [self, path, parts](size_t e) {
       return self->request(self->state.experts[e], expert_timeout, load_atom::value, path,
@@ -400,6 +404,21 @@ moe_router_actor::behavior_type moe_router(moe_router_pointer self, moe_router_c
     st.experts = std::move(experts);
     st.gate.emplace(config.layer.dim, config.layer.gating);
     st.optimizer.emplace(adam);
+    for (auto& e : st.experts)
+      self->monitor(e);
+    self->set_down_handler([self](caf::down_msg& msg) {
+      auto& st = self->state;
+      for (size_t e = 0; e < st.experts.size(); ++e) {
+        if (st.experts[e].address() != msg.source || st.lost)
+          continue;
+        st.lost = make_error(errc::unavailable, "expert " + std::to_string(e) + " is down (" +
+                                                  render(msg.reason) +
+                                                  "): restore the layer from its checkpoint");
+        if (st.inflight)
+          st.inflight->fail(st.lost);
+        fail_phase(self, st.lost);
+      }
+    });
   }
   return {
     [self](forward_atom, uint32_t replica, row_block block) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "actors/fan_out.hpp"
 #include "compute/moe/dispatch.hpp"
 #include "compute/moe/gate.hpp"
 #include "compute/nn/optimizers.hpp"
@@ -35,6 +36,10 @@ struct moe_router_state {
   compute::nn::matrix out;
   std::vector<uint32_t> replica_rows;
   uint64_t steps = 0;
+  /// The fan-out to the experts in flight (a phase, a save or a load).
+  std::shared_ptr<fan_out_state> inflight;
+  /// Set once a monitored expert went down: every later request fails with it.
+  caf::error lost;
   /// Set while a save or load runs: steps wait for it to end.
   bool checkpointing = false;
   /// As an expert of another router: the last save's name and index part.
@@ -46,7 +51,10 @@ struct moe_router_state {
 using moe_router_pointer = moe_router_actor::stateful_pointer<moe_router_state>;
 
 /// Routes to `experts`, expert e at index e. Exits with errc::invalid_config when the layer,
-/// the replica count or the expert count is invalid.
+/// the replica count or the expert count is invalid. It monitors its experts: when one goes
+/// down (its node lost), the work in flight and every later request fail with
+/// errc::unavailable naming it; the caller restores a new router over the restarted experts
+/// from the last checkpoint.
 moe_router_actor::behavior_type moe_router(moe_router_pointer self, moe_router_config config,
                                            std::vector<expert_actor> experts);
 

@@ -11,6 +11,7 @@
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/optimizers.hpp"
 #include "messages/moe/moe_interfaces.hpp"
+#include "ops/moe_train.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::test {
@@ -24,35 +25,22 @@ inline row_block moe_block(uint64_t step, const moe_matrix& m, Eigen::Index firs
   return row_block{step, static_cast<uint32_t>(rows), std::move(values)};
 }
 
-/// Sends one phase (forward: x, backward: dy) of `step` from every replica, the rows of `all`
-/// split evenly in replica order, all before awaiting any answer (the router answers none until
-/// every replica has sent); returns the answers stacked in the same order.
+/// One phase (forward: x, backward: dy) of `step` from every replica, the rows of `all` split
+/// evenly in replica order (ops::moe_phase); returns the answers stacked in the same order.
 inline caf::expected<moe_matrix> router_phase(caf::scoped_actor& self,
                                               const moe_router_actor& router, bool forward,
                                               uint64_t step, const moe_matrix& all,
                                               uint32_t replicas) {
-  using handle = decltype(self->request(router, patience, forward_atom::value, uint32_t{0},
-                                        row_block{}));
-  std::vector<handle> handles;
   auto per = all.rows() / replicas;
-  for (uint32_t r = 0; r < replicas; ++r) {
-    auto b = moe_block(step, all, r * per, per);
-    if (forward)
-      handles.push_back(self->request(router, patience, forward_atom::value, r, b));
-    else
-      handles.push_back(self->request(router, patience, backward_atom::value, r, b));
-  }
-  moe_matrix out(all.rows(), all.cols());
-  caf::error failure;
+  std::vector<moe_matrix> blocks;
   for (uint32_t r = 0; r < replicas; ++r)
-    handles[r].receive(
-      [&](row_block& x) {
-        out.middleRows(r * per, per) =
-          Eigen::Map<const moe_matrix>{x.values.values().data(), x.rows, all.cols()};
-      },
-      [&](caf::error& e) { failure = e; });
-  if (failure)
-    return failure;
+    blocks.push_back(all.middleRows(r * per, per));
+  auto answers = ops::moe_phase(self, router, forward, step, blocks, patience);
+  if (!answers)
+    return std::move(answers.error());
+  moe_matrix out(all.rows(), all.cols());
+  for (uint32_t r = 0; r < replicas; ++r)
+    out.middleRows(r * per, per) = (*answers)[r];
   return out;
 }
 
