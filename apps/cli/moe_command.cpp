@@ -1,10 +1,45 @@
 // `darcy moe train`: a MoE layer whose experts are supervised actors on the cluster's nodes,
-// checkpointed and restored through node failures.
+// checkpointed and restored through node failures. `darcy moe lm` and `darcy moe experiment
+// experts`: the paper's language model on Brown, and its sweep over expert counts.
 #include "apps/cli/commands.hpp"
+#include "apps/moe/lm_jobs.hpp"
 #include "apps/moe/moe_jobs.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::apps {
+
+namespace {
+
+/// The options of one language model, shared by `lm` and `experiment experts`.
+void add_lm_options(CLI::App* cmd, moe::lm_job& job) {
+  auto& o = job.model;
+  cmd->add_option("--corpus", job.corpus, "Brown corpus directory (make demo fetches it)");
+  cmd->add_option("--min-count", job.min_count, "Output vocabulary: training words seen this often");
+  cmd->add_option("--dim", o.dim, "Width d of embeddings, LSTMs and experts")
+    ->check(CLI::Range(1, 4096));
+  add_choice<expert_kind>(cmd, "--expert", o.layer.expert,
+                          {{"linear", expert_kind::linear}, {"ffn", expert_kind::ffn}},
+                          "Expert: linear d x d, or d -> hidden -> d with a ReLU");
+  cmd->add_option("--hidden", o.layer.hidden, "Hidden width of an ffn expert");
+  cmd->add_option("-k", o.layer.gating.k, "Experts per word (hierarchical: per group)");
+  add_choice<mask_kind>(cmd, "--mask", o.layer.gating.mask,
+                        {{"top-k", mask_kind::top_k}, {"batchwise", mask_kind::batchwise}},
+                        "Sparse gating mask (batchwise: thresholds at inference)");
+  cmd->add_option("--importance-weight", o.layer.gating.importance_weight, "CV² importance loss");
+  cmd->add_option("--batch", o.batch, "Sequences per batch")->check(CLI::Range(1, 4096));
+  cmd->add_option("--unroll", o.unroll, "Time steps per window")->check(CLI::Range(1, 1024));
+  cmd->add_option("--sampled", o.sampled, "Sampled-softmax negatives per batch");
+  cmd->add_option("--epochs", o.epochs, "Passes over the training documents");
+  cmd->add_option("--max-steps", o.max_steps, "Stop after this many steps (0: the epochs)");
+  cmd->add_option("--learning-rate", o.learning_rate, "Adam learning rate of the dense layers");
+  cmd->add_option("--embedding-learning-rate", o.embedding_learning_rate,
+                  "Adam learning rate of the embedding rows (in the service)");
+  cmd->add_option("--threads", o.threads, "Threads of the MoE layer");
+  cmd->add_option("--seed", o.seed, "Seed of the weights and the sampler");
+  cmd->add_flag("--quiet", job.quiet, "No progress bar");
+}
+
+} // namespace
 
 void add_moe_command(CLI::App& app, int& exit_code) {
   auto moe_cmd = app.add_subcommand("moe", "Sparsely-gated mixture of experts");
@@ -38,6 +73,53 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   train->callback([job, &exit_code] {
     if (auto err = moe::run_train(*job))
       exit_code = fail("moe train: " + render(err));
+  });
+
+  // The language model: FFN experts d -> 2d -> d at k = 2 cost 8d² multiply-adds per word,
+  // what the dense baseline's third LSTM costs, so the rows are matched in compute.
+  auto lm = std::make_shared<moe::lm_job>();
+  lm->corpus = "build/data/brown";
+  lm->model.layer.expert = expert_kind::ffn;
+  lm->model.layer.hidden = 2 * lm->model.dim;
+  lm->model.layer.gating = {.experts = 64, .k = 2, .mask = mask_kind::batchwise, .seed = 1};
+  auto lm_cmd = moe_cmd->add_subcommand(
+    "lm", "Train the MoE language model (LSTM, MoE, LSTM) on Brown; full-softmax perplexity");
+  add_lm_options(lm_cmd, *lm);
+  auto middle = std::make_shared<std::string>("moe");
+  lm_cmd->add_option("--middle", *middle, "lstm (the dense baseline), moe or hierarchical")
+    ->check(CLI::IsMember({"lstm", "moe", "hierarchical"}));
+  lm_cmd->add_option("--experts", lm->model.layer.gating.experts, "Experts (hierarchical: per group)");
+  lm_cmd->add_option("--groups", lm->model.primary.experts, "Hierarchical: groups (k = 1 of them)");
+  lm_cmd->callback([lm, middle, &exit_code] {
+    lm->model.middle = *middle == "lstm" ? moe::lm_middle::lstm
+                       : *middle == "moe" ? moe::lm_middle::moe
+                                          : moe::lm_middle::hierarchical;
+    lm->model.primary.k = 1;
+    lm->model.primary.importance_weight = 0.1;
+    if (lm->model.middle == moe::lm_middle::hierarchical)
+      lm->model.layer.gating.mask = mask_kind::top_k;
+    if (auto err = moe::run_lm(*lm))
+      exit_code = fail("moe lm: " + render(err));
+  });
+
+  auto exp = std::make_shared<moe::experiment_job>();
+  exp->base = *lm;
+  exp->out_dir = "moe-experiment";
+  auto exp_cmd = moe_cmd->add_subcommand("experiment", "Experiments of the MoE language model");
+  exp_cmd->require_subcommand(1);
+  auto experts_cmd = exp_cmd->add_subcommand(
+    "experts", "Dense baseline and MoE of 4 to 256 experts at matched compute: TSV and PNG");
+  add_lm_options(experts_cmd, exp->base);
+  experts_cmd->add_option("--expert-counts", exp->experts, "Expert counts of the flat rows")
+    ->delimiter(',');
+  experts_cmd->add_option("--groups", exp->groups, "Hierarchical row: groups (0: no such row)");
+  experts_cmd->add_option("--group-experts", exp->group_experts, "Hierarchical row: experts per group");
+  experts_cmd->add_option("--out", exp->out_dir, "Directory of the TSV and the PNG");
+  experts_cmd->callback([exp, &exit_code] {
+    exp->base.model.layer.gating.importance_weight =
+      std::max(exp->base.model.layer.gating.importance_weight, 0.1);
+    if (auto err = moe::run_experiment(*exp))
+      exit_code = fail("moe experiment experts: " + render(err));
   });
 }
 

@@ -10,12 +10,20 @@ namespace darcy::compute::nn {
 
 plain_expected<sampled_candidates> draw_candidates(const candidate_distribution& dist,
                                                    std::span<const uint64_t> labels,
-                                                   size_t num_sampled, std::mt19937_64& rng) {
+                                                   size_t num_sampled, std::mt19937_64& rng,
+                                                   negative_draw draw) {
   if (num_sampled == 0)
     return plain_error{errc::invalid_argument, "a sampled softmax needs num_sampled > 0"};
   std::vector<uint64_t> positives(labels.begin(), labels.end());
   std::sort(positives.begin(), positives.end());
   positives.erase(std::unique(positives.begin(), positives.end()), positives.end());
+  if (draw == negative_draw::remove_accidental_hits) {
+    if (!positives.empty() && positives.back() >= dist.size())
+      return plain_error{errc::invalid_argument,
+                         "label " + std::to_string(positives.back()) + " is outside the " +
+                           std::to_string(dist.size()) + " candidates"};
+    positives.clear();
+  }
   auto drawn = sample(dist, positives, num_sampled, rng);
   if (!drawn)
     return drawn.error();
@@ -55,11 +63,18 @@ T sampled_softmax<T>::forward(const matrix& h, const matrix& weights, const matr
     auto row = candidates.sampled_index[j];
     logits.col(1 + j).array() += bias(0, row) - static_cast<T>(candidates.log_q[row]);
   }
+  std::unordered_map<uint32_t, std::vector<Eigen::Index>> examples_of;
   for (Eigen::Index i = 0; i < b; ++i) {
     auto row = candidates.label_index[i];
     logits(i, 0) = h.row(i).dot(weights.row(row)) + bias(0, row) -
                    static_cast<T>(candidates.log_q[row]);
+    examples_of[row].push_back(i);
   }
+  // Accidental hits: a draw of the example's own label is no negative of it.
+  for (Eigen::Index j = 0; j < s; ++j)
+    if (auto it = examples_of.find(candidates.sampled_index[j]); it != examples_of.end())
+      for (auto i : it->second)
+        logits(i, 1 + j) = static_cast<T>(-1e30);
   softmax_cross_entropy<T> loss;
   std::vector<uint32_t> zeros(static_cast<size_t>(b), 0);
   auto value = loss.forward(logits, zeros);

@@ -21,8 +21,8 @@
 namespace darcy::compute::nn {
 
 /// One step's candidates. Every row appears once in `rows`; label_index[i] and sampled_index[j]
-/// point into it. Sampled negatives are drawn with replacement and never equal a label of the
-/// batch, so no accidental hit needs removing.
+/// point into it. Sampled negatives are drawn with replacement; a draw equal to an example's
+/// own label is masked out of that example's softmax (an accidental hit).
 struct sampled_candidates {
   /// Ids in the output vocabulary (indexes into the sampler's table).
   std::vector<uint64_t> rows;
@@ -34,12 +34,21 @@ struct sampled_candidates {
   std::vector<double> log_q;
 };
 
+/// How a batch's negatives relate to its labels.
+///  - exclude_labels: never a label of the batch (word2vec-style batches of a few labels).
+///  - remove_accidental_hits: drawn from the whole table, as TensorFlow's
+///    sampled_softmax_loss: another example's label may be this example's negative, and a draw
+///    equal to the example's own label is masked out of its softmax. A language model needs
+///    this: its batches hold every frequent word as some example's label, and excluding them
+///    would never teach it that they are wrong elsewhere.
+enum class negative_draw { exclude_labels, remove_accidental_hits };
+
 /// Draws `num_sampled` negatives for a batch whose labels are `labels` (repeats allowed).
 /// Fails with errc::invalid_argument when a label is outside the table, num_sampled is 0, or
-/// every candidate is a label.
-plain_expected<sampled_candidates> draw_candidates(const candidate_distribution& dist,
-                                                   std::span<const uint64_t> labels,
-                                                   size_t num_sampled, std::mt19937_64& rng);
+/// (exclude_labels) every candidate is a label.
+plain_expected<sampled_candidates> draw_candidates(
+  const candidate_distribution& dist, std::span<const uint64_t> labels, size_t num_sampled,
+  std::mt19937_64& rng, negative_draw draw = negative_draw::exclude_labels);
 
 template <class T>
 class sampled_softmax {

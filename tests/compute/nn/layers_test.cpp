@@ -72,6 +72,41 @@ TEST(nn_sampled_softmax, candidates_hold_each_label_once_and_no_label_among_the_
   EXPECT_NEAR(c->log_q[0], std::log(20 * 0.01), 1e-12);
 }
 
+TEST(nn_sampled_softmax, other_labels_are_negatives_and_an_own_label_draw_is_masked) {
+  auto dist = candidate_distribution::from_weights({1.0, 1.0, 1.0});
+  ASSERT_TRUE(dist);
+  std::mt19937_64 rng{4};
+  std::vector<uint64_t> labels = {0, 1};
+  auto c = draw_candidates(*dist, labels, 30, rng, negative_draw::remove_accidental_hits);
+  ASSERT_TRUE(c) << render(c.error());
+  ASSERT_EQ(c->sampled_index.size(), 30u);
+  // Example 0's softmax: its label, then every draw but those of row 0 (its own label).
+  matrix h{{1.0f, 0.5f}, {-0.5f, 2.0f}};
+  matrix w{{0.3f, -0.2f}, {0.1f, 0.4f}, {-0.6f, 0.2f}};
+  matrix rows(c->rows.size(), 2);
+  matrix bias = matrix::Zero(1, c->rows.size());
+  for (size_t r = 0; r < c->rows.size(); ++r)
+    rows.row(r) = w.row(c->rows[r]);
+  double expected = 0;
+  size_t hits = 0;
+  for (Eigen::Index i = 0; i < 2; ++i) {
+    auto own = c->label_index[i];
+    double label_logit = h.row(i).dot(rows.row(own)) - c->log_q[own];
+    double sum = std::exp(label_logit);
+    for (auto j : c->sampled_index) {
+      if (j == own) {
+        ++hits;
+        continue;
+      }
+      sum += std::exp(h.row(i).dot(rows.row(j)) - c->log_q[j]);
+    }
+    expected += (std::log(sum) - label_logit) / 2;
+  }
+  EXPECT_GT(hits, 0u) << "the draws never hit a label: the masking went untested";
+  sampled_softmax<float> loss;
+  EXPECT_NEAR(loss.forward(h, rows, bias, *c), expected, 1e-4);
+}
+
 TEST(nn_sampled_softmax, bad_draws_are_refused) {
   auto dist = candidate_distribution::from_weights({1.0, 1.0});
   ASSERT_TRUE(dist);
@@ -82,6 +117,9 @@ TEST(nn_sampled_softmax, bad_draws_are_refused) {
   EXPECT_TRUE(is(draw_candidates(*dist, in_range, 0, rng).error(), errc::invalid_argument));
   EXPECT_TRUE(is(draw_candidates(*dist, out_of_range, 4, rng).error(), errc::invalid_argument));
   EXPECT_TRUE(is(draw_candidates(*dist, everything, 4, rng).error(), errc::invalid_argument));
+  EXPECT_TRUE(is(draw_candidates(*dist, out_of_range, 4, rng,
+                                 negative_draw::remove_accidental_hits).error(),
+                 errc::invalid_argument));
 }
 
 } // namespace

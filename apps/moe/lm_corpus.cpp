@@ -1,0 +1,88 @@
+#include "apps/moe/lm_corpus.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "apps/word2vec/corpus.hpp"
+#include "messages/error.hpp"
+#include "stores/atomic_file.hpp"
+
+namespace darcy::moe {
+
+namespace {
+
+/// Appends the document's sentences to `out`, each ended by end_of_sentence.
+caf::error append_document(const std::string& path, std::vector<std::string>& out) {
+  auto text = stores::read_file(path);
+  if (!text)
+    return std::move(text.error());
+  auto doc = word2vec::parse_corpus(std::move(*text), word2vec::corpus_format::brown, path);
+  if (!doc)
+    return is(doc.error(), errc::empty_batch) ? caf::error{} : std::move(doc.error());
+  for (size_t s = 0; s < doc->sentences(); ++s) {
+    for (auto i = doc->sentence_begin(s); i < doc->sentence_ends[s]; ++i)
+      out.emplace_back(doc->tokens[i].word);
+    out.emplace_back(end_of_sentence);
+  }
+  return {};
+}
+
+} // namespace
+
+caf::expected<lm_corpus> load_brown_lm(const std::string& dir, uint32_t min_count) {
+  namespace fs = std::filesystem;
+  auto cats = (fs::path{dir} / "cats.txt").string();
+  std::ifstream in{cats};
+  if (!in)
+    return make_error(errc::not_found, cats + " (the Brown corpus: make demo fetches it)");
+  lm_corpus c;
+  std::vector<std::string>* parts[3] = {&c.train.words, &c.valid.words, &c.test.words};
+  std::string line;
+  uint32_t index = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields{line};
+    std::string name;
+    if (!(fields >> name))
+      continue;
+    auto part = index % 20 == 18 ? 1 : index % 20 == 19 ? 2 : 0;
+    if (auto err = append_document((fs::path{dir} / name).string(), *parts[part]))
+      return err;
+    ++c.documents[part];
+    ++index;
+  }
+  if (c.train.words.empty() || c.valid.words.empty() || c.test.words.empty())
+    return make_error(errc::empty_batch, dir + ": too few documents for a 90/5/5 split");
+  std::unordered_map<std::string, uint64_t> counts;
+  for (auto& w : c.train.words)
+    ++counts[w];
+  std::vector<std::pair<std::string, uint64_t>> kept;
+  uint64_t unknown = 0;
+  for (auto& [w, n] : counts)
+    if (n >= min_count && w != end_of_sentence)
+      kept.emplace_back(w, n);
+    else if (w != end_of_sentence)
+      unknown += n;
+  std::sort(kept.begin(), kept.end(),
+            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  c.vocabulary = {end_of_sentence, unknown_word};
+  c.counts = {counts[end_of_sentence], std::max<uint64_t>(unknown, 1)};
+  std::unordered_map<std::string, uint64_t> id;
+  id[end_of_sentence] = 0;
+  for (auto& [w, n] : kept) {
+    id[w] = c.vocabulary.size();
+    c.vocabulary.push_back(w);
+    c.counts.push_back(n);
+  }
+  for (auto* s : {&c.train, &c.valid, &c.test}) {
+    s->ids.reserve(s->words.size());
+    for (auto& w : s->words) {
+      auto it = id.find(w);
+      s->ids.push_back(it == id.end() ? 1 : it->second);
+    }
+  }
+  return c;
+}
+
+} // namespace darcy::moe

@@ -1,0 +1,57 @@
+// The jobs behind `darcy moe lm` (train one language model on Brown, report full-softmax
+// perplexities) and `darcy moe experiment experts` (the dense baseline and MoE layers of
+// growing expert counts at matched compute per word: a TSV and a PNG in the style of the
+// paper's Table 3).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+
+#include "apps/moe/lm_model.hpp"
+
+namespace darcy::moe {
+
+struct lm_job {
+  lm_options model;
+  /// The Brown corpus directory.
+  std::string corpus;
+  uint32_t min_count = 2;
+  bool quiet = false;
+};
+
+struct lm_result {
+  std::string label;
+  double train_perplexity = 0;
+  double valid_perplexity = 0;
+  double test_perplexity = 0;
+  uint64_t parameters = 0;
+  double multiply_adds = 0;
+  double tokens_per_second = 0;
+  double seconds = 0;
+  /// Share of experts that took any test example, and the coefficient of variation of their
+  /// test load (0 for the dense baseline).
+  double experts_used = 0;
+  double load_cv = 0;
+  /// Batchwise gates: agreement of threshold and batchwise masks on test batches; else -1.
+  double threshold_agreement = -1;
+};
+
+/// Trains and evaluates one model, printing progress and a JSON line of its figures.
+caf::error run_lm(const lm_job& job);
+
+struct experiment_job {
+  lm_job base;
+  /// Expert counts of the flat MoE rows.
+  std::vector<uint32_t> experts = {4, 16, 64, 256};
+  /// Groups × experts per group of the hierarchical row (0: none).
+  uint32_t groups = 16;
+  uint32_t group_experts = 16;
+  std::string out_dir;
+};
+
+/// Trains every row, writes OUT/moe-experts.tsv and OUT/moe-experts.png.
+caf::error run_experiment(const experiment_job& job);
+
+} // namespace darcy::moe
