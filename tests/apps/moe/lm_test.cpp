@@ -1,0 +1,133 @@
+// The MoE language model's data and model: the corpus splits by document with an output
+// vocabulary of the training words, and a short training run on a small corpus lowers its
+// full-softmax perplexity for every middle layer; bad settings are refused.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "apps/moe/lm_corpus.hpp"
+#include "apps/moe/lm_model.hpp"
+#include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace darcy::moe {
+namespace {
+
+/// A Brown-format directory of 40 documents, each two tagged sentences over a small
+/// vocabulary with a simple pattern (every "a" is followed by "b"), plus one rare word.
+void write_corpus(const std::string& dir) {
+  std::ofstream cats{dir + "/cats.txt"};
+  for (int d = 0; d < 40; ++d) {
+    auto name = "doc" + std::to_string(d);
+    cats << name << " news\n";
+    std::ofstream f{dir + "/" + name};
+    for (int s = 0; s < 2; ++s) {
+      for (int i = 0; i < 12; ++i)
+        f << (i % 3 == 0 ? "a/at " : i % 3 == 1 ? "b/nn " : (d + i) % 2 ? "c/vb " : "d/vb ");
+      f << (d == 3 && s == 0 ? "rare/nn " : "") << "./.\n";
+    }
+  }
+}
+
+TEST(lm_corpus, documents_split_90_5_5_and_rare_words_are_labelled_unknown) {
+  test::temp_dir dir{"lm_corpus"};
+  write_corpus(dir.path());
+  auto c = load_brown_lm(dir.path(), 2);
+  ASSERT_TRUE(c) << render(c.error());
+  EXPECT_EQ(c->documents[0], 36u);
+  EXPECT_EQ(c->documents[1], 2u);
+  EXPECT_EQ(c->documents[2], 2u);
+  EXPECT_EQ(c->vocabulary[0], end_of_sentence);
+  EXPECT_EQ(c->vocabulary[1], unknown_word);
+  EXPECT_EQ(std::count(c->vocabulary.begin(), c->vocabulary.end(), "rare"), 0);
+  auto rare = std::find(c->train.words.begin(), c->train.words.end(), "rare");
+  ASSERT_NE(rare, c->train.words.end()) << "inputs keep the raw word";
+  EXPECT_EQ(c->train.ids[rare - c->train.words.begin()], 1u);
+  EXPECT_EQ(std::count(c->train.words.begin(), c->train.words.end(), end_of_sentence), 72);
+  auto missing = load_brown_lm(dir.path() + "/nothing", 2);
+  ASSERT_FALSE(missing);
+  EXPECT_TRUE(is(missing.error(), errc::not_found));
+}
+
+TEST(lm_model, a_short_run_lowers_the_full_softmax_perplexity_of_every_middle_layer) {
+  test::temp_dir dir{"lm_model"};
+  write_corpus(dir.path());
+  auto corpus = load_brown_lm(dir.path(), 2);
+  ASSERT_TRUE(corpus) << render(corpus.error());
+  lm_options base;
+  base.dim = 16;
+  base.batch = 4;
+  base.unroll = 5;
+  base.sampled = 4;
+  base.learning_rate = 0.02;
+  base.embedding_learning_rate = 0.02f;
+  base.threads = 1;
+  base.layer.expert = expert_kind::ffn;
+  base.layer.hidden = 16;
+  base.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .seed = 2};
+  base.primary = {.experts = 2, .k = 1, .importance_weight = 0.1, .seed = 3};
+  for (auto middle : {lm_middle::lstm, lm_middle::moe, lm_middle::hierarchical}) {
+    auto o = base;
+    o.middle = middle;
+    if (middle == lm_middle::hierarchical)
+      o.layer.gating.mask = mask_kind::top_k;
+    o.name = "lm" + std::to_string(static_cast<int>(middle));
+    auto s = ops::session::open({});
+    ASSERT_TRUE(s) << render(s.error());
+    auto m = lm_model::make(**s, o, *corpus);
+    ASSERT_TRUE(m) << render(m.error());
+    auto before = (*m)->evaluate(corpus->valid);
+    ASSERT_TRUE(before) << render(before.error());
+    auto per_stream = (corpus->train.words.size() - 1) / o.batch;
+    uint64_t step = 0;
+    for (int epoch = 0; epoch < 6; ++epoch) {
+      (*m)->reset_state();
+      for (size_t at = 0; at + o.unroll <= per_stream; at += o.unroll, ++step) {
+        std::vector<std::string> keys;
+        std::vector<uint64_t> labels;
+        for (size_t t = 0; t < o.unroll; ++t)
+          for (size_t b = 0; b < o.batch; ++b) {
+            keys.push_back(corpus->train.words[b * per_stream + at + t]);
+            labels.push_back(corpus->train.ids[b * per_stream + at + t + 1]);
+          }
+        auto loss = (*m)->train_step(keys, labels, step);
+        ASSERT_TRUE(loss) << render(loss.error());
+      }
+    }
+    auto after = (*m)->evaluate(corpus->valid);
+    ASSERT_TRUE(after) << render(after.error());
+    EXPECT_LT(after->perplexity, 0.5 * before->perplexity) << o.name;
+    EXPECT_EQ(after->expert_load.empty(), middle == lm_middle::lstm) << o.name;
+    EXPECT_EQ(after->threshold_agreement.has_value(), middle == lm_middle::moe) << o.name;
+  }
+}
+
+TEST(lm_model, bad_settings_are_refused_with_invalid_config) {
+  test::temp_dir dir{"lm_model_bad"};
+  write_corpus(dir.path());
+  auto corpus = load_brown_lm(dir.path(), 2);
+  ASSERT_TRUE(corpus);
+  auto s = ops::session::open({});
+  ASSERT_TRUE(s);
+  struct {
+    const char* name;
+    void (*change)(lm_options&);
+  } cases[] = {
+    {"zero width", [](lm_options& o) { o.dim = 0; }},
+    {"k > n", [](lm_options& o) { o.layer.gating.k = 9; }},
+    {"zero experts", [](lm_options& o) { o.layer.gating.experts = 0; }},
+    {"no negatives", [](lm_options& o) { o.sampled = 0; }},
+  };
+  for (auto& c : cases) {
+    lm_options o;
+    o.dim = 8;
+    c.change(o);
+    auto m = lm_model::make(**s, o, *corpus);
+    ASSERT_FALSE(m) << c.name;
+    EXPECT_TRUE(is(m.error(), errc::invalid_config)) << c.name << ": " << render(m.error());
+  }
+}
+
+} // namespace
+} // namespace darcy::moe
