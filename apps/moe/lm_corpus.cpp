@@ -5,7 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "apps/word2vec/corpus.hpp"
 #include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
 
@@ -13,18 +12,28 @@ namespace darcy::moe {
 
 namespace {
 
-/// Appends the document's sentences to `out`, each ended by end_of_sentence.
+/// Appends the document's sentences (one per non-empty line of "word/tag" tokens) to `out`,
+/// words untagged and lower-cased, each sentence ended by end_of_sentence.
 caf::error append_document(const std::string& path, std::vector<std::string>& out) {
   auto text = stores::read_file(path);
   if (!text)
     return std::move(text.error());
-  auto doc = word2vec::parse_corpus(std::move(*text), word2vec::corpus_format::brown, path);
-  if (!doc)
-    return is(doc.error(), errc::empty_batch) ? caf::error{} : std::move(doc.error());
-  for (size_t s = 0; s < doc->sentences(); ++s) {
-    for (auto i = doc->sentence_begin(s); i < doc->sentence_ends[s]; ++i)
-      out.emplace_back(doc->tokens[i].word);
-    out.emplace_back(end_of_sentence);
+  std::istringstream lines{*text};
+  std::string line, token;
+  while (std::getline(lines, line)) {
+    std::istringstream tokens{line};
+    bool any = false;
+    while (tokens >> token) {
+      auto slash = token.rfind('/');
+      auto word = slash == std::string::npos || slash == 0 ? token : token.substr(0, slash);
+      for (auto& ch : word)
+        if (ch >= 'A' && ch <= 'Z')
+          ch = static_cast<char>(ch - 'A' + 'a');
+      out.push_back(std::move(word));
+      any = true;
+    }
+    if (any)
+      out.emplace_back(end_of_sentence);
   }
   return {};
 }

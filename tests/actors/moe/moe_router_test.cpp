@@ -142,6 +142,17 @@ TEST_F(moe_router_test, a_nan_block_is_refused_and_the_step_completes_with_a_goo
   }
 }
 
+/// `count` pairs of 12 random inputs and output gradients.
+std::vector<std::pair<matrix, matrix>> random_batches(int count, uint32_t dim, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::vector<std::pair<matrix, matrix>> batches;
+  for (int i = 0; i < count; ++i) {
+    matrix x = compute::nn::normal<float>(12, dim, 1.0f, rng);
+    batches.emplace_back(x, compute::nn::normal<float>(12, dim, 1.0f, rng));
+  }
+  return batches;
+}
+
 /// One training step through `router` (one replica): its y and dx.
 std::pair<matrix, matrix> train_step(caf::scoped_actor& self, const moe_router_actor& router,
                                      uint64_t step, const matrix& x, const matrix& dy) {
@@ -170,12 +181,7 @@ TEST_F(moe_router_test, a_checkpoint_restored_into_new_actors_trains_on_as_if_un
   auto cfg = layer_config();
   test::temp_dir dir{"moe_router_ckpt"};
   auto first = start(1);
-  std::mt19937_64 rng{5};
-  std::vector<std::pair<matrix, matrix>> batches;
-  for (int i = 0; i < 4; ++i) {
-    matrix x = compute::nn::normal<float>(12, cfg.dim, 1.0f, rng);
-    batches.emplace_back(x, compute::nn::normal<float>(12, cfg.dim, 1.0f, rng));
-  }
+  auto batches = random_batches(4, cfg.dim, 5);
   for (uint64_t step = 0; step < 2; ++step)
     train_step(self, first, step, batches[step].first, batches[step].second);
   auto saved = ask_checkpoint(self, first, true, dir.path(), 2);
@@ -289,12 +295,7 @@ TEST_F(moe_router_test, a_hierarchy_checkpoint_restores_every_group_and_trains_o
   group.gating = {.experts = 3, .k = 2, .importance_weight = 0.1, .seed = 7};
   test::temp_dir dir{"moe_hierarchy_ckpt"};
   auto first = start_hierarchy(primary, group, 1);
-  std::mt19937_64 rng{8};
-  std::vector<std::pair<matrix, matrix>> batches;
-  for (int i = 0; i < 4; ++i) {
-    matrix x = compute::nn::normal<float>(12, group.dim, 1.0f, rng);
-    batches.emplace_back(x, compute::nn::normal<float>(12, group.dim, 1.0f, rng));
-  }
+  auto batches = random_batches(4, group.dim, 8);
   for (uint64_t step = 0; step < 2; ++step)
     train_step(self, first, step, batches[step].first, batches[step].second);
   auto saved = ask_checkpoint(self, first, true, dir.path(), 2);
