@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/progress/plot.hpp"
 #include "apps/progress/progress_bar.hpp"
 #include "messages/error.hpp"
 
@@ -215,7 +216,7 @@ caf::error run_experiment(const experiment_job& job) {
   table.close();
   auto png = (fs::path{job.out_dir} / "moe-experts.png").string();
   auto script = (fs::path{job.out_dir} / "moe-experts.gp").string();
-  std::ofstream gp{script};
+  std::ostringstream gp;
   gp << "set terminal pngcairo size 1000,560\n"
      << "set output '" << png << "'\n"
      << "set title 'MoE language model on Brown: test perplexity at matched multiply-adds per word'\n"
@@ -226,11 +227,8 @@ caf::error run_experiment(const experiment_job& job) {
      << "plot '" << table_path << "' every ::1 using 2:xtic(1) title 'test perplexity',"
      << " '' every ::1 using 3 title 'validation perplexity',"
      << " '' every ::1 using 0:($5/1e6) axes x1y2 with linespoints lw 2 pt 7 title 'parameters'\n";
-  gp.close();
-  auto command = "gnuplot '" + script + "' 2>&1";
-  if (std::system(command.c_str()) != 0)
-    return make_error(errc::io_error, "gnuplot failed to draw " + png +
-                                        " (is gnuplot installed? make deps installs it)");
+  if (auto err = apps::draw_with_gnuplot(script, gp.str(), png))
+    return err;
   std::cout << "table: " << table_path << "\nplot: " << png << std::endl;
   return {};
 }

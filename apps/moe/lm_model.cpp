@@ -84,6 +84,7 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
   }
   m->input_config_.dim = o.dim;
   m->output_config_.dim = o.dim + 1;
+  m->parameter_count_ = count(m->dense_parameters());
   return m;
 }
 
@@ -258,8 +259,7 @@ caf::expected<lm_eval> lm_model::evaluate(const lm_stream& stream) {
 }
 
 uint64_t lm_model::parameters() const {
-  auto* self = const_cast<lm_model*>(this);
-  return count(self->dense_parameters());
+  return parameter_count_;
 }
 
 double lm_model::multiply_adds_per_word() const {

@@ -106,6 +106,7 @@ private:
   std::optional<compute::nn::adam<float>> optimizer_;
   std::optional<compute::candidate_distribution> sampler_;
   compute::nn::sampled_softmax<float> softmax_;
+  uint64_t parameter_count_ = 0;
 };
 
 } // namespace darcy::moe

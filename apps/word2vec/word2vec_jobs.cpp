@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "apps/progress/plot.hpp"
 #include "apps/progress/progress_bar.hpp"
 #include "apps/word2vec/evaluation.hpp"
 #include "apps/word2vec/run_fingerprint.hpp"
@@ -433,7 +434,7 @@ caf::error run_vocab_cap(const vocab_cap_job& job) {
   table.close();
   auto png = (fs::path{job.out_dir} / "vocab-cap.png").string();
   auto script = (fs::path{job.out_dir} / "vocab-cap.gp").string();
-  std::ofstream gp{script};
+  std::ostringstream gp;
   gp << "set terminal pngcairo size 900,560\n"
      << "set output '" << png << "'\n"
      << "set title 'DE-Word2Vec: quality versus vocabulary cap (other words map to oov)'\n"
@@ -444,11 +445,8 @@ caf::error run_vocab_cap(const vocab_cap_job& job) {
      << "plot '" << table_path << "' every ::1 using 1:4 with linespoints lw 2 title 'WordSim-353',"
      << " '' every ::1 using 1:5 with linespoints lw 2 title 'SimLex-999',"
      << " '' every ::1 using 1:3 axes x1y2 with linespoints lw 2 title 'analogy accuracy'\n";
-  gp.close();
-  auto command = "gnuplot '" + script + "' 2>&1";
-  if (std::system(command.c_str()) != 0)
-    return make_error(errc::io_error, "gnuplot failed to draw " + png +
-                                        " (is gnuplot installed? make deps installs it)");
+  if (auto err = apps::draw_with_gnuplot(script, gp.str(), png))
+    return err;
   std::cout << "table: " << table_path << "\nplot: " << png << std::endl;
   return {};
 }
