@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "actors/actor_types.hpp"
 #include "actors/moe/expert_actor.hpp"
 #include "actors/moe/moe_router.hpp"
+#include "apps/bench/node_pair.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/dense.hpp"
@@ -25,6 +27,8 @@
 #include "compute/nn/relu.hpp"
 #include "compute/nn/sequential.hpp"
 #include "messages/error.hpp"
+#include "runtime/client.hpp"
+#include "runtime/spawn_on.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::apps {
@@ -143,21 +147,38 @@ double median_seconds(compute::nn::layer<float>& layer, const matrix& x, const m
   return times[times.size() / 2];
 }
 
-/// The setting's layer as a router over expert actors in this process, `replicas` replicas of
+/// The setting's layer as a router in this process over expert actors, `replicas` replicas of
 /// o.tokens tokens each combined per step: median steps per second and the experts' mean batch.
+/// The experts run in this process, or all on the node at `expert_node` when given.
 struct router_result {
   double steps_per_s = 0;
   double expert_batch = 0;
 };
 
 caf::expected<router_result> run_router(const setting& s, const moe_bench_options& o,
-                                        uint32_t replicas) {
+                                        uint32_t replicas,
+                                        const std::optional<runtime::host_port>& expert_node) {
   runtime::system_config cfg{"bench", o.threads};
   actors::register_actor_types(cfg);
   caf::actor_system sys{cfg};
+  auto args = [&](size_t e) {
+    return caf::make_message(expert_config{s.cfg, static_cast<uint32_t>(e), 1e-3});
+  };
   std::vector<expert_actor> experts;
-  for (uint32_t e = 0; e < s.cfg.gating.experts; ++e)
-    experts.push_back(sys.spawn(actors::moe_expert, expert_config{s.cfg, e, 1e-3}));
+  if (expert_node) {
+    auto agent = runtime::connect_agent(sys, *expert_node);
+    if (!agent)
+      return std::move(agent.error());
+    auto remote = runtime::spawn_group<expert_actor>(
+      sys, {{runtime::to_string(*expert_node), *agent}}, std::chrono::seconds(30),
+      actors::expert_state::name, args, s.cfg.gating.experts);
+    if (!remote)
+      return std::move(remote.error());
+    experts = std::move(*remote);
+  } else {
+    for (uint32_t e = 0; e < s.cfg.gating.experts; ++e)
+      experts.push_back(sys.spawn(actors::moe_expert, expert_config{s.cfg, e, 1e-3}));
+  }
   auto router = sys.spawn(actors::moe_router, moe_router_config{s.cfg, replicas, 1e-3}, experts);
   caf::scoped_actor self{sys};
   std::mt19937_64 rng{11};
@@ -305,6 +326,7 @@ int run_moe_bench(const moe_bench_options& o) {
               "backward)\n", o.tokens, o.dim, o.experts, o.threads, o.steps);
   std::ostringstream json;
   double worst_torch = 1e300, worst_dense = 1e300;
+  std::optional<node_pair> nodes; // started for the first run with experts on another node
   for (auto& name : names) {
     auto s = make_setting(name, o);
     auto r = run_setting(s, o, dir);
@@ -323,19 +345,38 @@ int run_moe_bench(const moe_bench_options& o) {
          << "_expert_batch\":" << r->expert_batch << ",";
     worst_dense = std::min(worst_dense, vs_dense);
     if (o.routers) {
-      for (uint32_t replicas : {1u, 2u}) {
-        auto routed = run_router(s, o, replicas);
+      struct run {
+        uint32_t replicas;
+        bool remote;
+      };
+      for (auto [replicas, remote] :
+           {run{1, false}, run{2, false}, run{1, true}, run{2, true}}) {
+        std::optional<runtime::host_port> where;
+        if (remote) {
+          if (!nodes) {
+            auto started = start_node_pair("moe");
+            if (!started) {
+              std::fprintf(stderr, "bench moe: starting a node: %s\n",
+                           render(started.error()).c_str());
+              return 1;
+            }
+            nodes.emplace(std::move(*started));
+          }
+          where = nodes->b.address;
+        }
+        auto routed = run_router(s, o, replicas, where);
         if (!routed) {
           std::fprintf(stderr, "bench moe: router: %s\n", render(routed.error()).c_str());
           return 1;
         }
-        std::printf("%s: experts as actors, %u replica(s) of %u tokens combined: %.2f steps/s "
-                    "(%.0f tokens/s), expert batch %.1f\n", name.c_str(), replicas, o.tokens,
-                    routed->steps_per_s, routed->steps_per_s * replicas * o.tokens,
-                    routed->expert_batch);
-        json << "\"" << name << "_actors_r" << replicas << "_steps_per_s\":" << routed->steps_per_s
-             << ",\"" << name << "_actors_r" << replicas << "_expert_batch\":"
-             << routed->expert_batch << ",";
+        auto place = remote ? std::string{"on a second node process"} : "in process";
+        std::printf("%s: experts as actors %s, %u replica(s) of %u tokens combined: %.2f "
+                    "steps/s (%.0f tokens/s), expert batch %.1f\n", name.c_str(), place.c_str(),
+                    replicas, o.tokens, routed->steps_per_s,
+                    routed->steps_per_s * replicas * o.tokens, routed->expert_batch);
+        auto key = name + (remote ? "_actors_remote_r" : "_actors_r") + std::to_string(replicas);
+        json << "\"" << key << "_steps_per_s\":" << routed->steps_per_s << ",\"" << key
+             << "_expert_batch\":" << routed->expert_batch << ",";
       }
     }
     if (o.peer) {

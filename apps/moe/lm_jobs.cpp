@@ -47,8 +47,33 @@ void fill_load(lm_result& r, const lm_eval& e) {
     r.threshold_agreement = *e.threshold_agreement;
 }
 
-caf::expected<lm_result> train_and_evaluate(const lm_job& job, const lm_corpus& corpus,
-                                            const std::string& label) {
+/// Evaluates `m` on the validation split; when it is the best epoch so far, also on the test
+/// split and the head of the training split, and keeps those figures in `r`.
+caf::error evaluate_epoch(lm_model& m, const lm_corpus& corpus, uint32_t epoch, lm_result& r) {
+  auto valid = m.evaluate(corpus.valid);
+  if (!valid)
+    return std::move(valid.error());
+  r.valid_by_epoch.push_back(valid->perplexity);
+  if (r.best_epoch > 0 && valid->perplexity >= r.valid_perplexity)
+    return {};
+  auto train = m.evaluate(head(corpus.train, corpus.valid.words.size()));
+  if (!train)
+    return std::move(train.error());
+  auto test = m.evaluate(corpus.test);
+  if (!test)
+    return std::move(test.error());
+  r.best_epoch = epoch;
+  r.valid_perplexity = valid->perplexity;
+  r.train_perplexity = train->perplexity;
+  r.test_perplexity = test->perplexity;
+  fill_load(r, *test);
+  return {};
+}
+
+} // namespace
+
+caf::expected<lm_result> train_lm(const lm_job& job, const lm_corpus& corpus,
+                                  const std::string& label) {
   auto session = ops::session::open({});
   if (!session)
     return std::move(session.error());
@@ -69,7 +94,11 @@ caf::expected<lm_result> train_and_evaluate(const lm_job& job, const lm_corpus& 
   uint64_t step = 0;
   std::vector<std::string> keys(batch * unroll);
   std::vector<uint64_t> labels(batch * unroll);
+  lm_result r;
+  r.label = label;
+  double train_seconds = 0;
   for (uint32_t epoch = 0; epoch < o.epochs && step < total; ++epoch) {
+    auto epoch_start = clock::now();
     m.reset_state();
     for (size_t at = 0; at + unroll <= per_stream && step < total; at += unroll, ++step) {
       for (size_t t = 0; t < unroll; ++t)
@@ -83,7 +112,7 @@ caf::expected<lm_result> train_and_evaluate(const lm_job& job, const lm_corpus& 
         return std::move(loss.error());
       smoothed = step == 0 ? *loss : 0.98 * smoothed + 0.02 * *loss;
       if (!job.quiet && (step % 20 == 0 || step + 1 == total)) {
-        auto rate = double(step + 1) * batch * unroll / since(start);
+        auto rate = double(step + 1) * batch * unroll / (train_seconds + since(epoch_start));
         std::ostringstream figures;
         figures << label << "  step " << step + 1 << "/" << total << "  loss " << std::fixed
                 << std::setprecision(3) << smoothed << "  " << apps::format_rate(rate)
@@ -92,33 +121,29 @@ caf::expected<lm_result> train_and_evaluate(const lm_job& job, const lm_corpus& 
                    double(total - step - 1) * batch * unroll / rate);
       }
     }
+    train_seconds += since(epoch_start);
+    if (!job.quiet)
+      bar.finish();
+    if (auto err = evaluate_epoch(m, corpus, epoch + 1, r))
+      return err;
+    if (!job.quiet)
+      std::cerr << label << "  epoch " << epoch + 1 << "  valid perplexity "
+                << r.valid_by_epoch.back() << " (best " << r.valid_perplexity << ", epoch "
+                << r.best_epoch << ")" << std::endl;
   }
-  if (!job.quiet)
-    bar.finish();
-  lm_result r;
-  r.label = label;
-  r.seconds = since(start);
-  r.tokens_per_second = double(step) * batch * unroll / r.seconds;
+  r.tokens_per_second = double(step) * batch * unroll / train_seconds;
   r.parameters = m.parameters();
   r.multiply_adds = m.multiply_adds_per_word();
-  auto train = m.evaluate(head(corpus.train, corpus.valid.words.size()));
-  if (!train)
-    return std::move(train.error());
-  auto valid = m.evaluate(corpus.valid);
-  if (!valid)
-    return std::move(valid.error());
-  auto test = m.evaluate(corpus.test);
-  if (!test)
-    return std::move(test.error());
-  r.train_perplexity = train->perplexity;
-  r.valid_perplexity = valid->perplexity;
-  r.test_perplexity = test->perplexity;
-  fill_load(r, *test);
+  r.seconds = since(start);
   return r;
 }
 
+namespace {
+
 nlohmann::json to_json(const lm_result& r) {
   return {{"model", r.label},
+          {"best_epoch", r.best_epoch},
+          {"valid_perplexity_by_epoch", r.valid_by_epoch},
           {"train_perplexity", r.train_perplexity},
           {"valid_perplexity", r.valid_perplexity},
           {"test_perplexity", r.test_perplexity},
@@ -161,7 +186,7 @@ caf::error run_lm(const lm_job& job) {
   auto corpus = load(job);
   if (!corpus)
     return std::move(corpus.error());
-  auto r = train_and_evaluate(job, *corpus, label_of(job.model));
+  auto r = train_lm(job, *corpus, label_of(job.model));
   if (!r)
     return std::move(r.error());
   std::cout << to_json(*r).dump() << std::endl;
@@ -204,7 +229,7 @@ caf::error run_experiment(const experiment_job& job) {
            "multiply_adds_per_word\texperts_used\texpert_load_cv\tthreshold_agreement\t"
            "tokens_per_second\tseconds\n";
   for (auto& row : rows) {
-    auto r = train_and_evaluate(row, *corpus, label_of(row.model));
+    auto r = train_lm(row, *corpus, label_of(row.model));
     if (!r)
       return std::move(r.error());
     std::cout << to_json(*r).dump() << std::endl;

@@ -9,6 +9,7 @@
 
 #include <caf/error.hpp>
 
+#include "apps/moe/lm_corpus.hpp"
 #include "apps/moe/lm_model.hpp"
 
 namespace darcy::moe {
@@ -21,8 +22,14 @@ struct lm_job {
   bool quiet = false;
 };
 
+/// The figures of one trained model. The model is evaluated after every epoch; the reported
+/// perplexities and expert figures are those of the epoch with the lowest validation perplexity
+/// (early stopping on the validation split, never on the test split).
 struct lm_result {
   std::string label;
+  /// 1-based epoch whose figures are reported.
+  uint32_t best_epoch = 0;
+  std::vector<double> valid_by_epoch;
   double train_perplexity = 0;
   double valid_perplexity = 0;
   double test_perplexity = 0;
@@ -37,6 +44,11 @@ struct lm_result {
   /// Batchwise gates: agreement of threshold and batchwise masks on test batches; else -1.
   double threshold_agreement = -1;
 };
+
+/// Trains one model on `corpus` for job.model.epochs epochs (or job.model.max_steps steps) in
+/// an in-process cluster, evaluating it after every epoch; prints progress unless job.quiet.
+caf::expected<lm_result> train_lm(const lm_job& job, const lm_corpus& corpus,
+                                  const std::string& label);
 
 /// Trains and evaluates one model, printing progress and a JSON line of its figures.
 caf::error run_lm(const lm_job& job);

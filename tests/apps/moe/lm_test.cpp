@@ -1,8 +1,7 @@
 // The MoE language model's data and model: the corpus splits by document with an output
 // vocabulary of the training words, and a short training run on a small corpus lowers its
 // full-softmax perplexity for every middle layer; bad settings are refused.
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -10,29 +9,14 @@
 #include "apps/moe/lm_model.hpp"
 #include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/tiny_brown.hpp"
 
 namespace darcy::moe {
 namespace {
 
-/// A Brown-format directory of 40 documents, each two tagged sentences over a small
-/// vocabulary with a simple pattern (every "a" is followed by "b"), plus one rare word.
-void write_corpus(const std::string& dir) {
-  std::ofstream cats{dir + "/cats.txt"};
-  for (int d = 0; d < 40; ++d) {
-    auto name = "doc" + std::to_string(d);
-    cats << name << " news\n";
-    std::ofstream f{dir + "/" + name};
-    for (int s = 0; s < 2; ++s) {
-      for (int i = 0; i < 12; ++i)
-        f << (i % 3 == 0 ? "a/at " : i % 3 == 1 ? "b/nn " : (d + i) % 2 ? "c/vb " : "d/vb ");
-      f << (d == 3 && s == 0 ? "rare/nn " : "") << "./.\n";
-    }
-  }
-}
-
 TEST(lm_corpus, documents_split_90_5_5_and_rare_words_are_labelled_unknown) {
   test::temp_dir dir{"lm_corpus"};
-  write_corpus(dir.path());
+  test::write_tiny_brown(dir.path());
   auto c = load_brown_lm(dir.path(), 2);
   ASSERT_TRUE(c) << render(c.error());
   EXPECT_EQ(c->documents[0], 36u);
@@ -52,7 +36,7 @@ TEST(lm_corpus, documents_split_90_5_5_and_rare_words_are_labelled_unknown) {
 
 TEST(lm_model, a_short_run_lowers_the_full_softmax_perplexity_of_every_middle_layer) {
   test::temp_dir dir{"lm_model"};
-  write_corpus(dir.path());
+  test::write_tiny_brown(dir.path());
   auto corpus = load_brown_lm(dir.path(), 2);
   ASSERT_TRUE(corpus) << render(corpus.error());
   lm_options base;
@@ -105,7 +89,7 @@ TEST(lm_model, a_short_run_lowers_the_full_softmax_perplexity_of_every_middle_la
 
 TEST(lm_model, bad_settings_are_refused_with_invalid_config) {
   test::temp_dir dir{"lm_model_bad"};
-  write_corpus(dir.path());
+  test::write_tiny_brown(dir.path());
   auto corpus = load_brown_lm(dir.path(), 2);
   ASSERT_TRUE(corpus);
   auto s = ops::session::open({});

@@ -1,0 +1,66 @@
+// The language-model job: a model is evaluated after every epoch, and the figures it reports
+// are those of the epoch with the lowest validation perplexity; a step limit ends training
+// inside an epoch, which is then evaluated as well.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "apps/moe/lm_jobs.hpp"
+#include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/tiny_brown.hpp"
+
+namespace darcy::moe {
+namespace {
+
+lm_job tiny_job(lm_middle middle, uint32_t epochs, uint64_t max_steps) {
+  lm_job job;
+  job.quiet = true;
+  auto& o = job.model;
+  o.middle = middle;
+  o.dim = 16;
+  o.batch = 4;
+  o.unroll = 5;
+  o.sampled = 4;
+  o.threads = 1;
+  o.learning_rate = 0.05;
+  o.embedding_learning_rate = 0.05f;
+  o.epochs = epochs;
+  o.max_steps = max_steps;
+  o.layer.expert = expert_kind::ffn;
+  o.layer.hidden = 16;
+  o.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .seed = 2};
+  return job;
+}
+
+TEST(lm_jobs, the_reported_figures_are_those_of_the_best_validation_epoch) {
+  test::temp_dir dir{"lm_jobs"};
+  test::write_tiny_brown(dir.path());
+  auto corpus = load_brown_lm(dir.path(), 2);
+  ASSERT_TRUE(corpus) << render(corpus.error());
+  struct {
+    lm_middle middle;
+    uint32_t epochs;
+    uint64_t max_steps;
+    size_t evaluations;
+  } cases[] = {
+    {lm_middle::lstm, 4, 0, 4},
+    {lm_middle::moe, 3, 0, 3},
+    {lm_middle::moe, 3, 2, 1}, // stops inside the first epoch
+  };
+  for (auto& c : cases) {
+    auto r = train_lm(tiny_job(c.middle, c.epochs, c.max_steps), *corpus, "tiny");
+    ASSERT_TRUE(r) << render(r.error());
+    ASSERT_EQ(r->valid_by_epoch.size(), c.evaluations);
+    auto best = std::min_element(r->valid_by_epoch.begin(), r->valid_by_epoch.end());
+    EXPECT_EQ(r->best_epoch, best - r->valid_by_epoch.begin() + 1);
+    EXPECT_EQ(r->valid_perplexity, *best);
+    EXPECT_GT(r->test_perplexity, 1.0);
+    EXPECT_GT(r->train_perplexity, 1.0);
+    EXPECT_EQ(r->experts_used > 0, c.middle == lm_middle::moe);
+    EXPECT_GT(r->tokens_per_second, 0.0);
+  }
+}
+
+} // namespace
+} // namespace darcy::moe
