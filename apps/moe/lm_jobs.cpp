@@ -227,7 +227,7 @@ caf::error run_experiment(const experiment_job& job) {
   std::ofstream table{table_path};
   table << "model\ttest_perplexity\tvalid_perplexity\ttrain_perplexity\tparameters\t"
            "multiply_adds_per_word\texperts_used\texpert_load_cv\tthreshold_agreement\t"
-           "tokens_per_second\tseconds\n";
+           "tokens_per_second\tseconds\tbest_epoch\n";
   for (auto& row : rows) {
     auto r = train_lm(row, *corpus, label_of(row.model));
     if (!r)
@@ -236,7 +236,7 @@ caf::error run_experiment(const experiment_job& job) {
     table << r->label << '\t' << r->test_perplexity << '\t' << r->valid_perplexity << '\t'
           << r->train_perplexity << '\t' << r->parameters << '\t' << r->multiply_adds << '\t'
           << r->experts_used << '\t' << r->load_cv << '\t' << r->threshold_agreement << '\t'
-          << r->tokens_per_second << '\t' << r->seconds << std::endl;
+          << r->tokens_per_second << '\t' << r->seconds << '\t' << r->best_epoch << std::endl;
   }
   table.close();
   auto png = (fs::path{job.out_dir} / "moe-experts.png").string();
