@@ -1,0 +1,42 @@
+// Canned estimators: linear, DNN and DNN+linear combined (Wide & Deep) model functions, each a
+// classifier or a regressor by its head. Each is only a model_fn built on the public API
+// (input_layer, dense, relu, add, head_spec), which is the proof that the API is enough.
+//
+//   auto fn = dnn_model({.columns = {pixels}, .hidden_units = {256, 128},
+//                        .head = {.kind = head_kind::multi_class, .classes = 10}});
+//   estimator e{*fn, cfg};
+#pragma once
+
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "compute/estimator/feature_columns.hpp"
+#include "compute/estimator/heads.hpp"
+#include "ops/estimator/estimator.hpp"
+
+namespace darcy::ops::estimator {
+
+using column_list = std::vector<compute::estimator::dense_ptr<float>>;
+
+struct canned_options {
+  /// The deep part's input (DNN and combined models).
+  column_list columns;
+  std::vector<uint32_t> hidden_units;
+  /// The wide part's input (linear and combined models): usually indicator or embedding
+  /// columns of sparse features, crossed ones included.
+  column_list linear_columns;
+  compute::estimator::head_config head;
+};
+
+/// logits = dense(input(linear_columns)). errc::invalid_config for no columns or a bad head.
+caf::expected<model_fn> linear_model(canned_options o);
+
+/// logits = dense(relu(dense(... input(columns)))). errc::invalid_config for no columns, no
+/// hidden layer, a layer of 0 units or a bad head.
+caf::expected<model_fn> dnn_model(canned_options o);
+
+/// The sum of the DNN's and the linear model's logits, trained jointly.
+caf::expected<model_fn> dnn_linear_combined_model(canned_options o);
+
+} // namespace darcy::ops::estimator

@@ -1,0 +1,237 @@
+#include "ops/estimator/estimator.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "messages/error.hpp"
+#include "stores/checkpoint_dir.hpp"
+#include "stores/parameter_part.hpp"
+
+namespace darcy::ops::estimator {
+
+namespace {
+
+constexpr const char* service_name = "estimator";
+constexpr const char* variables_part = "variables.params";
+
+caf::error no_model_dir() {
+  return make_error(errc::invalid_config, "estimator: run_config.model_dir is empty");
+}
+
+} // namespace
+
+estimator::estimator(model_fn fn, run_config cfg, params p)
+  : fn_(std::move(fn)), cfg_(std::move(cfg)), params_(std::move(p)), optimizer_(cfg_.optimizer) {}
+
+caf::expected<std::string> estimator::checkpoint_position() {
+  if (cfg_.model_dir.empty())
+    return std::string{};
+  stores::checkpoint_dir root{cfg_.model_dir};
+  auto manifest = root.read_manifest();
+  if (!manifest)
+    return is(manifest.error(), errc::not_found) ? caf::expected<std::string>{std::string{}}
+                                                 : caf::expected<std::string>{manifest.error()};
+  auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
+  if (extra.is_discarded() || !extra.contains("input_position"))
+    return make_error(errc::corrupt_file, "estimator: the checkpoint's manifest has no input position");
+  return extra["input_position"].get<std::string>();
+}
+
+caf::error estimator::restore_variables() {
+  if (cfg_.model_dir.empty())
+    return {};
+  stores::checkpoint_dir root{cfg_.model_dir};
+  auto manifest = root.read_manifest();
+  if (!manifest)
+    return is(manifest.error(), errc::not_found) ? caf::error{} : manifest.error();
+  if (manifest->service != service_name || manifest->parts.size() != 1)
+    return make_error(errc::invalid_config, "estimator: " + cfg_.model_dir +
+                                              " holds a checkpoint of service '" +
+                                              manifest->service + "'");
+  if (auto err = stores::read_parameter_part(root, manifest->parts.front(), vars_.all(), optimizer_))
+    return err;
+  global_step_ = static_cast<uint64_t>(manifest->step);
+  input_position_ = nlohmann::json::parse(manifest->extra, nullptr, false).value("input_position", "");
+  return {};
+}
+
+caf::expected<estimator::run> estimator::call(mode m, const batch& b) {
+  auto once = [&]() -> caf::expected<run> {
+    run r{std::make_unique<model_context>(vars_, m, cfg_.seed, cfg_.threads), {}};
+    auto spec = fn_(*r.ctx, b, params_);
+    if (!spec)
+      return std::move(spec.error());
+    r.spec = std::move(*spec);
+    return r;
+  };
+  if (built_)
+    return once();
+  auto first = once();
+  if (!first)
+    return first;
+  built_ = true;
+  if (auto err = restore_variables()) {
+    built_ = false;
+    return err;
+  }
+  return once();
+}
+
+caf::error estimator::save_checkpoint() {
+  if (cfg_.model_dir.empty())
+    return no_model_dir();
+  stores::checkpoint_dir root{cfg_.model_dir};
+  if (auto err = root.prepare())
+    return err;
+  auto id = stores::checkpoint_dir::new_id("step-" + std::to_string(global_step_));
+  auto part = stores::write_parameter_part(root, id + "/" + variables_part, vars_.all(), optimizer_);
+  if (!part) {
+    root.discard(id);
+    return std::move(part.error());
+  }
+  checkpoint_manifest manifest;
+  manifest.service = service_name;
+  manifest.checkpoint = id;
+  manifest.step = static_cast<int64_t>(global_step_);
+  manifest.parts = {*part};
+  manifest.extra = nlohmann::json{{"input_position", input_position_}}.dump();
+  return root.commit(manifest, std::max<size_t>(cfg_.keep_checkpoint_max, 1));
+}
+
+caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max_steps,
+                                             std::vector<hook_ptr> hooks) {
+  auto pipeline = input();
+  if (!pipeline)
+    return std::move(pipeline.error());
+  auto& in = **pipeline;
+  // A resumed run continues the input where the checkpoint left it.
+  if (!built_) {
+    auto position = checkpoint_position();
+    if (!position)
+      return std::move(position.error());
+    if (!position->empty())
+      if (auto err = in.seek(*position))
+        return err;
+  }
+  train_result result;
+  bool started = false;
+  auto start = std::chrono::steady_clock::now();
+  bool stop = false;
+  while (!stop && (max_steps == 0 || global_step_ < max_steps)) {
+    auto next = in.next();
+    if (!next)
+      return std::move(next.error());
+    if (!*next)
+      break;
+    auto r = call(mode::train, **next);
+    if (!r)
+      return std::move(r.error());
+    if (!started) {
+      started = true;
+      result.resumed_from = global_step_;
+      if (max_steps > 0 && global_step_ >= max_steps)
+        break;
+      for (auto& h : hooks)
+        if (auto err = h->begin(*this, global_step_))
+          return err;
+    }
+    for (auto* p : vars_.all())
+      p->zero_grad();
+    if (!r->spec.train_op)
+      return make_error(errc::invalid_config, "estimator: the model function gave no train op");
+    r->spec.train_op();
+    optimizer_.step(vars_.all());
+    ++global_step_;
+    ++result.steps;
+    result.last_loss = r->spec.loss;
+    input_position_ = in.position();
+    step_result s{global_step_, r->spec.loss, (*next)->rows(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+    for (auto& h : hooks) {
+      auto action = h->after_step(*this, s);
+      if (!action)
+        return std::move(action.error());
+      stop = stop || *action == hook_action::stop;
+    }
+    if (cfg_.save_checkpoints_steps > 0 && global_step_ % cfg_.save_checkpoints_steps == 0 &&
+        !cfg_.model_dir.empty())
+      if (auto err = save_checkpoint())
+        return err;
+  }
+  if (started)
+    for (auto& h : hooks)
+      if (auto err = h->end(*this, global_step_))
+        return err;
+  if (!cfg_.model_dir.empty() && result.steps > 0)
+    if (auto err = save_checkpoint())
+      return err;
+  result.global_step = global_step_;
+  return result;
+}
+
+caf::expected<std::map<std::string, double>> estimator::evaluate(const input_fn& input,
+                                                                 uint64_t steps) {
+  auto pipeline = input();
+  if (!pipeline)
+    return std::move(pipeline.error());
+  std::vector<compute::estimator::named_metric> metrics;
+  double loss_sum = 0, examples = 0;
+  for (uint64_t step = 0; steps == 0 || step < steps; ++step) {
+    auto next = (*pipeline)->next();
+    if (!next)
+      return std::move(next.error());
+    if (!*next)
+      break;
+    auto r = call(mode::eval, **next);
+    if (!r)
+      return std::move(r.error());
+    auto& spec = r->spec;
+    if (metrics.empty() && spec.make_metrics)
+      metrics = spec.make_metrics();
+    if (spec.update_metrics)
+      if (auto err = spec.update_metrics(metrics))
+        return err;
+    auto rows = static_cast<double>((*next)->rows());
+    loss_sum += spec.loss * rows;
+    examples += rows;
+  }
+  if (examples == 0)
+    return make_error(errc::invalid_argument, "estimator: evaluate got no examples");
+  std::map<std::string, double> out;
+  for (auto& m : metrics)
+    out[m.name] = m.metric.value();
+  out["loss"] = loss_sum / examples;
+  out["global_step"] = static_cast<double>(global_step_);
+  return out;
+}
+
+caf::expected<matrix> estimator::predict(const input_fn& input) {
+  auto pipeline = input();
+  if (!pipeline)
+    return std::move(pipeline.error());
+  std::vector<matrix> parts;
+  Eigen::Index rows = 0;
+  while (true) {
+    auto next = (*pipeline)->next();
+    if (!next)
+      return std::move(next.error());
+    if (!*next)
+      break;
+    auto r = call(mode::predict, **next);
+    if (!r)
+      return std::move(r.error());
+    rows += r->spec.predictions.rows();
+    parts.push_back(std::move(r->spec.predictions));
+  }
+  matrix out(rows, parts.empty() ? 0 : parts.front().cols());
+  Eigen::Index at = 0;
+  for (auto& p : parts) {
+    out.middleRows(at, p.rows()) = p;
+    at += p.rows();
+  }
+  return out;
+}
+
+} // namespace darcy::ops::estimator

@@ -1,0 +1,103 @@
+// The Estimator: one model function for every mode, and the loops around it. train() owns the
+// steps, the optimizer, the checkpoints (the one checkpoint mechanism: a parameter part with
+// the Adam state, and the input position and global step in the manifest) and the hooks;
+// evaluate() folds the model's metrics over an input; predict() returns its predictions.
+//
+//   estimator e{my_model_fn, {.model_dir = "/tmp/model"}};
+//   e.train(train_input, 1000, {std::make_shared<nan_guard>()});
+//   auto metrics = e.evaluate(test_input);     // {"accuracy": 0.89, "loss": 0.31, ...}
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "compute/nn/optimizers.hpp"
+#include "ops/estimator/estimator_spec.hpp"
+#include "ops/estimator/hooks.hpp"
+#include "ops/estimator/input.hpp"
+
+namespace darcy::ops::estimator {
+
+/// Hyperparameters the model function reads, by name.
+using params = std::map<std::string, double>;
+
+using model_fn =
+  std::function<caf::expected<estimator_spec>(model_context&, const batch&, const params&)>;
+
+struct run_config {
+  /// Where checkpoints go; empty: no checkpoints, nothing is restored.
+  std::string model_dir;
+  /// A checkpoint every this many steps during train() (0: only at its end).
+  uint64_t save_checkpoints_steps = 0;
+  size_t keep_checkpoint_max = 5;
+  /// Seeds the variables' initial values.
+  uint64_t seed = 1;
+  /// Threads of the model's products.
+  size_t threads = 2;
+  compute::nn::adam_config optimizer;
+};
+
+struct train_result {
+  uint64_t global_step = 0;
+  float last_loss = 0;
+  /// Steps this call ran.
+  uint64_t steps = 0;
+  /// The global step the call started from: > 0 when it resumed from a checkpoint.
+  uint64_t resumed_from = 0;
+};
+
+class estimator {
+public:
+  estimator(model_fn fn, run_config cfg, params p = {});
+
+  /// Trains until the input ends, a hook stops it, or the global step reaches `max_steps`
+  /// (0: no limit). Resumes from the newest checkpoint in model_dir, input position included,
+  /// and saves one at the end. Errors of the model function, the input or a hook end it.
+  caf::expected<train_result> train(const input_fn& input, uint64_t max_steps,
+                                    std::vector<hook_ptr> hooks = {});
+
+  /// The model's metrics over `input` (or its first `steps` batches; 0: all), plus "loss" (the
+  /// example-weighted mean loss) and "global_step".
+  caf::expected<std::map<std::string, double>> evaluate(const input_fn& input, uint64_t steps = 0);
+
+  /// The predictions of every batch of `input`, stacked.
+  caf::expected<matrix> predict(const input_fn& input);
+
+  /// Saves a checkpoint of the current variables now. errc::invalid_config without model_dir.
+  caf::error save_checkpoint();
+
+  uint64_t global_step() const { return global_step_; }
+  const run_config& config() const { return cfg_; }
+  variable_store& variables() { return vars_; }
+
+private:
+  struct run {
+    std::unique_ptr<model_context> ctx; // the spec's train op refers to it
+    estimator_spec spec;
+  };
+  /// Runs the model on `b` in mode `m`; the first call in this process creates the variables
+  /// and restores them from the newest checkpoint (errc::dimension_mismatch if the model no
+  /// longer fits it), then runs again on the restored values.
+  caf::expected<run> call(mode m, const batch& b);
+  caf::error restore_variables();
+  /// The newest checkpoint's input position, or empty.
+  caf::expected<std::string> checkpoint_position();
+
+  model_fn fn_;
+  run_config cfg_;
+  params params_;
+  variable_store vars_;
+  compute::nn::adam<float> optimizer_;
+  uint64_t global_step_ = 0;
+  std::string input_position_;
+  bool built_ = false;
+};
+
+} // namespace darcy::ops::estimator

@@ -1,0 +1,106 @@
+#include "ops/estimator/hooks.hpp"
+
+#include <cmath>
+#include <iomanip>
+
+#include <nlohmann/json.hpp>
+
+#include "messages/error.hpp"
+#include "ops/estimator/estimator.hpp"
+
+namespace darcy::ops::estimator {
+
+caf::error session_run_hook::begin(estimator&, uint64_t) {
+  return {};
+}
+
+caf::expected<hook_action> session_run_hook::after_step(estimator&, const step_result&) {
+  return hook_action::go_on;
+}
+
+caf::error session_run_hook::end(estimator&, uint64_t) {
+  return {};
+}
+
+caf::expected<hook_action> stop_at_step::after_step(estimator&, const step_result& r) {
+  return r.global_step >= last_ ? hook_action::stop : hook_action::go_on;
+}
+
+caf::error stop_after_time::begin(estimator&, uint64_t) {
+  start_ = std::chrono::steady_clock::now();
+  return {};
+}
+
+caf::expected<hook_action> stop_after_time::after_step(estimator&, const step_result&) {
+  return std::chrono::steady_clock::now() - start_ >= limit_ ? hook_action::stop
+                                                            : hook_action::go_on;
+}
+
+caf::expected<hook_action> nan_guard::after_step(estimator&, const step_result& r) {
+  if (!std::isfinite(r.loss))
+    return make_error(errc::invalid_argument,
+                      "estimator: loss is " + std::string{std::isnan(r.loss) ? "NaN" : "infinite"} +
+                        " at step " + std::to_string(r.global_step) +
+                        "; training stopped, the last checkpoint is the newest good one");
+  return hook_action::go_on;
+}
+
+caf::error checkpoint_saver::begin(estimator& e, uint64_t) {
+  last_save_ = 0;
+  if (e.config().model_dir.empty())
+    return make_error(errc::invalid_config, "checkpoint_saver: run_config.model_dir is empty");
+  return {};
+}
+
+caf::expected<hook_action> checkpoint_saver::after_step(estimator& e, const step_result& r) {
+  bool by_steps = every_steps_ > 0 && r.global_step % every_steps_ == 0;
+  bool by_time = every_seconds_ > 0 && r.seconds - last_save_ >= every_seconds_;
+  if (by_steps || by_time) {
+    last_save_ = r.seconds;
+    if (auto err = e.save_checkpoint())
+      return err;
+  }
+  return hook_action::go_on;
+}
+
+caf::error logging_hook::begin(estimator&, uint64_t global_step) {
+  window_step_ = global_step;
+  window_start_ = 0;
+  window_examples_ = 0;
+  return {};
+}
+
+caf::expected<hook_action> logging_hook::after_step(estimator&, const step_result& r) {
+  window_examples_ += r.examples;
+  if (every_steps_ == 0 || r.global_step % every_steps_ != 0)
+    return hook_action::go_on;
+  auto seconds = r.seconds - window_start_;
+  rate_ = seconds > 0 ? double(r.global_step - window_step_) / seconds : 0;
+  out_ << "step " << r.global_step << "  loss " << std::setprecision(4) << r.loss << "  "
+       << std::setprecision(3) << rate_ << " steps/s  "
+       << (seconds > 0 ? double(window_examples_) / seconds : 0) << " examples/s\n";
+  window_step_ = r.global_step;
+  window_start_ = r.seconds;
+  window_examples_ = 0;
+  return hook_action::go_on;
+}
+
+caf::error summary_writer::begin(estimator&, uint64_t) {
+  out_.open(path_, std::ios::app);
+  if (!out_)
+    return make_error(errc::io_error, "summary_writer: cannot open " + path_);
+  return {};
+}
+
+caf::expected<hook_action> summary_writer::after_step(estimator&, const step_result& r) {
+  if (every_steps_ > 0 && r.global_step % every_steps_ == 0) {
+    out_ << nlohmann::json{{"step", r.global_step}, {"loss", r.loss}, {"seconds", r.seconds}}.dump()
+         << '\n';
+    out_.flush();
+    if (!out_)
+      return make_error(errc::io_error, "summary_writer: cannot write " + path_);
+  }
+  return hook_action::go_on;
+}
+
+} // namespace darcy::ops::estimator

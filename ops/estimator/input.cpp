@@ -1,0 +1,135 @@
+#include "ops/estimator/input.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "compute/hash.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::ops::estimator {
+
+namespace {
+
+using compute::estimator::feature_value;
+
+size_t rows_of(const compute::estimator::feature_map& features, const matrix& labels) {
+  if (!features.empty())
+    return features.begin()->second.rows();
+  return static_cast<size_t>(labels.rows());
+}
+
+class dataset final : public input_pipeline {
+public:
+  dataset(std::shared_ptr<const example_table> table, dataset_options o)
+    : table_(std::move(table)), o_(o) {
+    start_epoch();
+  }
+
+  caf::expected<std::optional<batch>> next() override {
+    auto rows = table_->rows();
+    while (true) {
+      if (o_.epochs > 0 && epoch_ >= o_.epochs)
+        return std::optional<batch>{};
+      auto left = rows - offset_;
+      if (left > 0 && (left >= o_.batch_size || !o_.drop_remainder))
+        break;
+      ++epoch_;
+      offset_ = 0;
+      start_epoch();
+      if (rows == 0 || (o_.drop_remainder && rows < o_.batch_size))
+        return std::optional<batch>{}; // nothing would ever come
+    }
+    auto n = std::min(o_.batch_size, rows - offset_);
+    std::vector<size_t> which(order_.begin() + static_cast<long>(offset_),
+                              order_.begin() + static_cast<long>(offset_ + n));
+    offset_ += n;
+    return std::optional<batch>{gather(*table_, which)};
+  }
+
+  std::string position() const override {
+    return std::to_string(epoch_) + ":" + std::to_string(offset_);
+  }
+
+  caf::error seek(const std::string& position) override {
+    std::istringstream in{position};
+    uint64_t epoch = 0, offset = 0;
+    char colon = 0;
+    if (!(in >> epoch >> colon >> offset) || colon != ':' || offset > table_->rows() ||
+        in.peek() != EOF)
+      return make_error(errc::invalid_argument, "dataset: bad position '" + position + "'");
+    epoch_ = epoch;
+    offset_ = offset;
+    start_epoch();
+    return {};
+  }
+
+private:
+  void start_epoch() {
+    order_.resize(table_->rows());
+    std::iota(order_.begin(), order_.end(), size_t{0});
+    if (o_.shuffle) {
+      std::mt19937_64 rng{compute::mix64(o_.seed, epoch_)};
+      std::shuffle(order_.begin(), order_.end(), rng);
+    }
+  }
+
+  std::shared_ptr<const example_table> table_;
+  dataset_options o_;
+  uint64_t epoch_ = 0;
+  size_t offset_ = 0;
+  std::vector<size_t> order_;
+};
+
+} // namespace
+
+size_t batch::rows() const {
+  return rows_of(features, labels);
+}
+
+size_t example_table::rows() const {
+  return rows_of(features, labels);
+}
+
+batch gather(const example_table& table, const std::vector<size_t>& which) {
+  batch b;
+  for (auto& [key, f] : table.features) {
+    feature_value out;
+    out.width = f.width;
+    if (f.width > 0) {
+      out.numbers.reserve(which.size() * f.width);
+      for (auto r : which)
+        out.numbers.insert(out.numbers.end(), f.numbers.begin() + static_cast<long>(r * f.width),
+                           f.numbers.begin() + static_cast<long>((r + 1) * f.width));
+    } else {
+      for (auto r : which)
+        out.strings.push_back(f.strings[r]);
+    }
+    b.features.emplace(key, std::move(out));
+  }
+  if (table.labels.rows() > 0) {
+    b.labels.resize(static_cast<Eigen::Index>(which.size()), table.labels.cols());
+    for (size_t i = 0; i < which.size(); ++i)
+      b.labels.row(static_cast<Eigen::Index>(i)) = table.labels.row(static_cast<Eigen::Index>(which[i]));
+  }
+  return b;
+}
+
+caf::expected<std::unique_ptr<input_pipeline>> make_dataset(std::shared_ptr<const example_table> table,
+                                                            dataset_options options) {
+  if (options.batch_size == 0)
+    return make_error(errc::invalid_config, "dataset: batch_size must be at least 1");
+  auto rows = table->rows();
+  for (auto& [key, f] : table->features)
+    if (f.rows() != rows || (f.width > 0 && f.numbers.size() % f.width != 0))
+      return make_error(errc::invalid_config, "dataset: feature '" + key + "' has " +
+                                                std::to_string(f.rows()) + " rows, not " +
+                                                std::to_string(rows));
+  if (table->labels.rows() > 0 && static_cast<size_t>(table->labels.rows()) != rows)
+    return make_error(errc::invalid_config, "dataset: " + std::to_string(table->labels.rows()) +
+                                              " labels for " + std::to_string(rows) + " rows");
+  return std::unique_ptr<input_pipeline>{new dataset(std::move(table), options)};
+}
+
+} // namespace darcy::ops::estimator

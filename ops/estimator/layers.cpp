@@ -1,0 +1,66 @@
+#include "ops/estimator/layers.hpp"
+
+#include <random>
+
+#include "compute/hash.hpp"
+#include "compute/nn/init.hpp"
+#include "compute/nn/parallel_product.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::ops::estimator {
+
+tensor dense(model_context& ctx, tensor x, uint32_t units, const std::string& name) {
+  auto in = ctx.value(x).cols();
+  auto& kernel = ctx.variables().get(name + "/kernel", [&] {
+    std::mt19937_64 rng{compute::mix64(ctx.seed(), compute::hash_key(name))};
+    return compute::nn::glorot_uniform<float>(in, units, rng);
+  });
+  auto& bias = ctx.variables().get(name + "/bias", [&] { return matrix::Zero(1, units); });
+  matrix y(ctx.value(x).rows(), units);
+  compute::nn::parallel_product<float>(ctx.value(x), false, kernel.value, false, y, false,
+                                       ctx.threads());
+  y.rowwise() += bias.value.row(0);
+  return ctx.record(std::move(y), [x, &kernel, &bias](model_context& c, tensor out) {
+    auto& dy = c.grad(out);
+    compute::nn::parallel_product<float>(c.value(x), true, dy, false, kernel.grad, true,
+                                         c.threads());
+    bias.grad += dy.colwise().sum();
+    if (c.needs_grad(x))
+      compute::nn::parallel_product<float>(dy, false, kernel.value, true, c.grad(x), true,
+                                           c.threads());
+  });
+}
+
+tensor relu(model_context& ctx, tensor x) {
+  matrix y = ctx.value(x).cwiseMax(0.0f);
+  return ctx.record(std::move(y), [x](model_context& c, tensor out) {
+    if (c.needs_grad(x))
+      c.grad(x) += (c.value(out).array() > 0).select(c.grad(out), 0.0f);
+  });
+}
+
+tensor add(model_context& ctx, tensor a, tensor b) {
+  matrix y = ctx.value(a) + ctx.value(b);
+  return ctx.record(std::move(y), [a, b](model_context& c, tensor out) {
+    for (auto in : {a, b})
+      if (c.needs_grad(in))
+        c.grad(in) += c.grad(out);
+  });
+}
+
+caf::expected<tensor> input_layer(model_context& ctx,
+                                  const compute::estimator::feature_map& features,
+                                  compute::estimator::input_layer<float>& layer) {
+  for (auto* p : layer.parameters())
+    ctx.variables().add(p);
+  auto x = layer.forward(features);
+  if (!x)
+    return make_error(x.error());
+  if (layer.parameters().empty())
+    return ctx.constant(std::move(*x));
+  return ctx.record(std::move(*x), [&layer](model_context& c, tensor out) {
+    layer.backward(c.grad(out));
+  });
+}
+
+} // namespace darcy::ops::estimator

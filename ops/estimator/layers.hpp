@@ -1,0 +1,32 @@
+// Layers of a model function: free functions over a model_context that compute on
+// compute/nn's kernels, create their variables by name on first use, and record their
+// backward step on the context's tape.
+//
+//   auto h = relu(ctx, dense(ctx, x, 256, "hidden0"));
+//   auto logits = dense(ctx, h, 10, "logits");
+#pragma once
+
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "compute/estimator/feature_columns.hpp"
+#include "ops/estimator/model_context.hpp"
+
+namespace darcy::ops::estimator {
+
+/// x·kernel + bias, with variables "<name>/kernel" (Glorot uniform, seeded by the name and the
+/// context's seed) and "<name>/bias" (zeros).
+tensor dense(model_context& ctx, tensor x, uint32_t units, const std::string& name);
+
+tensor relu(model_context& ctx, tensor x);
+
+/// a + b, of one shape (the logits of a wide and a deep part).
+tensor add(model_context& ctx, tensor a, tensor b);
+
+/// The dense input of `features` through `layer`, whose trainable tables join the context's
+/// variables. errc::invalid_argument from the feature columns for a bad batch.
+caf::expected<tensor> input_layer(model_context& ctx, const compute::estimator::feature_map& features,
+                                  compute::estimator::input_layer<float>& layer);
+
+} // namespace darcy::ops::estimator

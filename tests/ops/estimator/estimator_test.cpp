@@ -1,0 +1,248 @@
+// The Estimator: canned models built only on the public API learn a small problem; a run
+// resumed from a mid-epoch checkpoint ends with bit-identical variables; the hooks stop, save,
+// log and guard; checkpoints of another model and bad batches are refused with clear errors.
+#include "ops/estimator/estimator.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "messages/error.hpp"
+#include "ops/estimator/canned.hpp"
+#include "stores/checkpoint_dir.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace darcy::ops::estimator {
+namespace {
+
+namespace ce = compute::estimator;
+
+/// Three classes of 2-D points around (0, 3), (3, 0) and (−3, −3), each with a tag word that
+/// agrees with the class 80% of the time.
+std::shared_ptr<example_table> blobs(size_t rows, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::normal_distribution<double> noise{0, 0.8};
+  std::uniform_real_distribution<double> unit;
+  const double cx[] = {0, 3, -3}, cy[] = {3, 0, -3};
+  auto t = std::make_shared<example_table>();
+  std::vector<double> xy;
+  std::vector<std::vector<std::string>> tags;
+  t->labels = matrix(rows, 1);
+  for (size_t i = 0; i < rows; ++i) {
+    auto c = i % 3;
+    xy.push_back(cx[c] + noise(rng));
+    xy.push_back(cy[c] + noise(rng));
+    tags.push_back({"tag" + std::to_string(unit(rng) < 0.8 ? c : (c + 1) % 3)});
+    t->labels(i, 0) = float(c);
+  }
+  t->features["xy"] = ce::feature_value::numeric(xy, 2);
+  t->features["tag"] = ce::feature_value::categorical(tags);
+  return t;
+}
+
+input_fn input(std::shared_ptr<example_table> t, uint32_t epochs, uint64_t seed = 1) {
+  return [t, epochs, seed] {
+    return make_dataset(t, {.batch_size = 32, .epochs = epochs, .seed = seed});
+  };
+}
+
+canned_options blob_options(std::vector<uint32_t> hidden = {16}) {
+  auto tag = *ce::categorical_column_with_hash_bucket("tag", 20);
+  return {.columns = {*ce::numeric_column<float>("xy", 2), *ce::embedding_column<float>(tag, 4)},
+          .hidden_units = std::move(hidden),
+          .linear_columns = {*ce::numeric_column<float>("xy", 2), ce::indicator_column<float>(tag)},
+          .head = {.kind = ce::head_kind::multi_class, .classes = 3}};
+}
+
+run_config config(const std::string& dir = "") {
+  return {.model_dir = dir, .seed = 5, .threads = 1, .optimizer = {.learning_rate = 0.02}};
+}
+
+TEST(estimator, canned_models_learn_the_blobs_and_predict_one_row_per_example) {
+  auto train = blobs(600, 1), test = blobs(150, 2);
+  struct {
+    const char* what;
+    caf::expected<model_fn> (*make)(canned_options);
+  } cases[] = {
+    {"linear", linear_model},
+    {"dnn", dnn_model},
+    {"wide & deep", dnn_linear_combined_model},
+  };
+  for (auto& c : cases) {
+    auto fn = c.make(blob_options());
+    ASSERT_TRUE(fn) << c.what;
+    estimator e{*fn, config()};
+    auto before = e.evaluate(input(test, 1));
+    ASSERT_TRUE(before) << c.what << ": " << render(before.error());
+    auto r = e.train(input(train, 0), 300);
+    ASSERT_TRUE(r) << c.what << ": " << render(r.error());
+    EXPECT_EQ(r->global_step, 300u);
+    auto after = e.evaluate(input(test, 1));
+    ASSERT_TRUE(after) << c.what;
+    EXPECT_GT(after->at("accuracy"), 0.95) << c.what;
+    EXPECT_LT(after->at("loss"), 0.5 * before->at("loss")) << c.what;
+    EXPECT_EQ(after->at("global_step"), 300);
+    auto p = e.predict(input(test, 1));
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->rows(), 150);
+    EXPECT_TRUE(p->rowwise().sum().isApprox(Eigen::VectorXf::Ones(150))) << "probabilities";
+  }
+}
+
+TEST(estimator, a_regressor_fits_a_linear_target) {
+  auto t = std::make_shared<example_table>();
+  std::mt19937_64 rng{4};
+  std::normal_distribution<double> draw;
+  std::vector<double> xy;
+  t->labels = matrix(300, 1);
+  for (int i = 0; i < 300; ++i) {
+    double a = draw(rng), b = draw(rng);
+    xy.insert(xy.end(), {a, b});
+    t->labels(i, 0) = float(2 * a - b + 1);
+  }
+  t->features["xy"] = ce::feature_value::numeric(xy, 2);
+  auto fn = dnn_model({.columns = {*ce::numeric_column<float>("xy", 2)},
+                       .hidden_units = {16},
+                       .head = {.kind = ce::head_kind::regression}});
+  ASSERT_TRUE(fn);
+  estimator e{*fn, config()};
+  ASSERT_TRUE(e.train(input(t, 0), 400));
+  auto m = e.evaluate(input(t, 1));
+  ASSERT_TRUE(m);
+  EXPECT_LT(m->at("mse"), 0.05);
+}
+
+/// Every variable's values, by name.
+std::map<std::string, matrix> values_of(estimator& e) {
+  std::map<std::string, matrix> out;
+  for (auto* p : e.variables().all())
+    out[p->name] = p->value;
+  return out;
+}
+
+TEST(estimator, a_run_resumed_mid_epoch_ends_with_bit_identical_variables) {
+  test::temp_dir dir{"estimator_resume"};
+  auto data = blobs(400, 3); // 12.5 batches per epoch
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  estimator whole{*fn, config(dir.path() + "/whole")};
+  ASSERT_TRUE(whole.train(input(data, 0), 30));
+
+  auto fn2 = dnn_model(blob_options()); // fresh columns: a new process would build them anew
+  estimator first{*fn2, config(dir.path() + "/split")};
+  auto r1 = first.train(input(data, 0), 17);
+  ASSERT_TRUE(r1);
+  EXPECT_EQ(r1->global_step, 17u);
+  auto fn3 = dnn_model(blob_options());
+  estimator second{*fn3, config(dir.path() + "/split")};
+  auto r2 = second.train(input(data, 0), 30);
+  ASSERT_TRUE(r2) << render(r2.error());
+  EXPECT_EQ(r2->resumed_from, 17u);
+  EXPECT_EQ(r2->steps, 13u);
+  auto a = values_of(whole), b = values_of(second);
+  ASSERT_EQ(a.size(), b.size());
+  for (auto& [name, value] : a)
+    EXPECT_TRUE(value == b.at(name)) << name << " differs";
+}
+
+TEST(estimator, hooks_stop_save_log_and_summarise) {
+  test::temp_dir dir{"estimator_hooks"};
+  auto data = blobs(300, 4);
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  auto cfg = config(dir.path() + "/model");
+  cfg.keep_checkpoint_max = 2;
+  estimator e{*fn, cfg};
+  std::ostringstream log;
+  auto logging = std::make_shared<logging_hook>(log, 2);
+  auto summary_path = dir.path() + "/summary.jsonl";
+  auto r = e.train(input(data, 0), 0,
+                   {std::make_shared<stop_at_step>(6), std::make_shared<checkpoint_saver>(2),
+                    logging, std::make_shared<summary_writer>(summary_path, 3)});
+  ASSERT_TRUE(r) << render(r.error());
+  EXPECT_EQ(r->global_step, 6u);
+  stores::checkpoint_dir root{cfg.model_dir};
+  EXPECT_EQ(root.checkpoints().size(), 2u) << "keep_checkpoint_max";
+  EXPECT_EQ(root.read_manifest()->step, 6);
+  std::istringstream logged{log.str()};
+  size_t lines = 0;
+  for (std::string line; std::getline(logged, line);)
+    lines += line.rfind("step ", 0) == 0;
+  EXPECT_EQ(lines, 3u);
+  std::ifstream summary{summary_path};
+  lines = 0;
+  for (std::string line; std::getline(summary, line);)
+    lines += line.find("\"loss\"") != std::string::npos;
+  EXPECT_EQ(lines, 2u);
+
+  auto timed = e.train(input(data, 0), 0, {std::make_shared<stop_after_time>(std::chrono::seconds(0))});
+  ASSERT_TRUE(timed);
+  EXPECT_EQ(timed->steps, 1u) << "a limit of 0 s stops after the first step";
+}
+
+TEST(estimator, the_nan_guard_fails_training_and_keeps_the_last_good_checkpoint) {
+  test::temp_dir dir{"estimator_nan"};
+  auto inner = dnn_model(blob_options());
+  ASSERT_TRUE(inner);
+  auto calls = std::make_shared<int>(0);
+  model_fn diverging = [inner = *inner, calls](model_context& ctx, const batch& b,
+                                               const params& p) -> caf::expected<estimator_spec> {
+    auto spec = inner(ctx, b, p);
+    if (spec && ctx.training() && ++*calls > 9) // the first call builds, the next are steps
+      spec->loss = std::numeric_limits<float>::quiet_NaN();
+    return spec;
+  };
+  auto cfg = config(dir.path());
+  cfg.save_checkpoints_steps = 3;
+  estimator e{diverging, cfg};
+  auto r = e.train(input(blobs(200, 5), 0), 50, {std::make_shared<nan_guard>()});
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(is(r.error(), errc::invalid_argument));
+  EXPECT_NE(render(r.error()).find("NaN at step 9"), std::string::npos) << render(r.error());
+  EXPECT_EQ(stores::checkpoint_dir{dir.path()}.read_manifest()->step, 6);
+}
+
+TEST(estimator, bad_models_checkpoints_and_inputs_are_refused_with_clear_errors) {
+  test::temp_dir dir{"estimator_errors"};
+  auto data = blobs(100, 6);
+  auto fn = dnn_model(blob_options({16}));
+  estimator e{*fn, config(dir.path())};
+  ASSERT_TRUE(e.train(input(data, 0), 3));
+  auto narrower = dnn_model(blob_options({8}));
+  estimator other{*narrower, config(dir.path())};
+  auto r = other.train(input(data, 0), 6);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(is(r.error(), errc::dimension_mismatch)) << render(r.error());
+
+  auto unlabeled = std::make_shared<example_table>(*data);
+  unlabeled->labels = matrix{};
+  EXPECT_TRUE(is(e.evaluate(input(unlabeled, 1)).error(), errc::invalid_argument));
+  EXPECT_TRUE(e.predict(input(unlabeled, 1))) << "predict needs no labels";
+  auto no_tag = std::make_shared<example_table>(*data);
+  no_tag->features.erase("tag");
+  EXPECT_TRUE(is(e.train(input(no_tag, 1), 10).error(), errc::invalid_argument));
+
+  struct {
+    const char* what;
+    canned_options o;
+  } configs[] = {
+    {"no hidden layer", blob_options({})},
+    {"a layer of 0 units", blob_options({0})},
+    {"one class", [] {
+       auto o = blob_options();
+       o.head.classes = 1;
+       return o;
+     }()},
+  };
+  for (auto& c : configs)
+    EXPECT_TRUE(is(dnn_model(c.o).error(), errc::invalid_config)) << c.what;
+  EXPECT_FALSE(e.save_checkpoint());
+  estimator no_dir{*fn, config()};
+  EXPECT_TRUE(is(no_dir.save_checkpoint(), errc::invalid_config));
+}
+
+} // namespace
+} // namespace darcy::ops::estimator
