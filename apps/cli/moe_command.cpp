@@ -35,6 +35,8 @@ void add_lm_options(CLI::App* cmd, moe::lm_job& job) {
   cmd->add_option("--embedding-learning-rate", o.embedding_learning_rate,
                   "Adam learning rate of the embedding rows (in the service)");
   cmd->add_option("--threads", o.threads, "Threads of the MoE layer");
+  cmd->add_option("--dropout", o.dropout,
+                  "Dropout rate on the input, the middle layer's output and the last output");
   cmd->add_option("--seed", o.seed, "Seed of the weights and the sampler");
   cmd->add_flag("--quiet", job.quiet, "No progress bar");
 }

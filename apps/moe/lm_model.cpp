@@ -52,6 +52,8 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
     return bad("dim, batch, unroll, sampled and epochs must be at least 1");
   if (!(o.learning_rate > 0) || !(o.embedding_learning_rate > 0))
     return bad("learning rates must be positive");
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    return bad("dropout must be in [0, 1)");
   std::unique_ptr<lm_model> m{new lm_model(s, o, corpus)};
   m->o_.layer.dim = o.dim;
   std::mt19937_64 init{o.seed};
@@ -84,6 +86,9 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
   }
   m->input_config_.dim = o.dim;
   m->output_config_.dim = o.dim + 1;
+  if (o.dropout > 0)
+    for (uint64_t i = 0; i < 3; ++i)
+      m->dropouts_.emplace_back(o.dropout, o.seed * 0x9E3779B97F4A7C15ull + i);
   m->parameter_count_ = count(m->dense_parameters());
   return m;
 }
@@ -125,14 +130,31 @@ matrix lm_model::middle_backward(const matrix& dy) {
   return stack(middle_lstm_->backward(split(dy, o_.batch)));
 }
 
+matrix lm_model::drop(size_t which, const matrix& x) {
+  return dropouts_.empty() ? x : dropouts_[which].forward(x);
+}
+
+matrix lm_model::drop_backward(size_t which, const matrix& dy) {
+  return dropouts_.empty() ? dy : dropouts_[which].backward(dy);
+}
+
+void lm_model::set_training(bool training) {
+  if (moe_)
+    moe_->set_training(training);
+  if (hierarchy_)
+    hierarchy_->set_training(training);
+  for (auto& d : dropouts_)
+    d.set_training(training);
+}
+
 matrix lm_model::forward(const matrix& embedded) {
-  h1_ = stack(first_->forward(split(embedded, o_.batch), first_state_));
+  h1_ = stack(first_->forward(split(drop(0, embedded), o_.batch), first_state_));
   first_state_ = first_->final_state();
-  matrix z = h1_ + middle_forward(h1_);
+  matrix z = h1_ + drop(1, middle_forward(h1_));
   matrix h3 = stack(second_->forward(split(z, o_.batch), second_state_));
   second_state_ = second_->final_state();
   h3 += z;
-  return h3;
+  return drop(2, h3);
 }
 
 caf::expected<double> lm_model::train_step(const std::vector<std::string>& inputs,
@@ -155,6 +177,8 @@ caf::expected<double> lm_model::train_step(const std::vector<std::string>& input
     moe_->set_step(step);
   if (hierarchy_)
     hierarchy_->set_step(step);
+  for (auto& d : dropouts_)
+    d.set_step(step);
   matrix h = forward(rows->rows[0]);
   auto d = static_cast<Eigen::Index>(o_.dim);
   matrix w = rows->rows[1].leftCols(d);
@@ -164,9 +188,10 @@ caf::expected<double> lm_model::train_step(const std::vector<std::string>& input
     return make_error(errc::non_finite, "moe lm: the loss of step " + std::to_string(step) +
                                           " is not finite; nothing applied");
   auto g = softmax_.backward();
-  matrix dz = g.h + stack(second_->backward(split(g.h, o_.batch)));
-  matrix dh1 = dz + middle_backward(dz);
-  matrix de = stack(first_->backward(split(dh1, o_.batch)));
+  matrix dh3 = drop_backward(2, g.h);
+  matrix dz = dh3 + stack(second_->backward(split(dh3, o_.batch)));
+  matrix dh1 = dz + middle_backward(drop_backward(1, dz));
+  matrix de = drop_backward(0, stack(first_->backward(split(dh1, o_.batch))));
   auto params = dense_parameters();
   if (!compute::nn::grads_finite(params) || !de.allFinite())
     return make_error(errc::non_finite, "moe lm: a gradient of step " + std::to_string(step) +
@@ -192,10 +217,7 @@ caf::expected<lm_eval> lm_model::evaluate(const lm_stream& stream) {
   matrix w = out->rows.leftCols(d);
   Eigen::RowVectorXf bias = out->rows.col(d).transpose();
   reset_state();
-  if (moe_)
-    moe_->set_training(false);
-  if (hierarchy_)
-    hierarchy_->set_training(false);
+  set_training(false);
   auto batch = static_cast<size_t>(o_.batch), unroll = static_cast<size_t>(o_.unroll);
   auto per_stream = (stream.words.size() - 1) / batch;
   double nll = 0, agreement = 0;
@@ -245,10 +267,7 @@ caf::expected<lm_eval> lm_model::evaluate(const lm_stream& stream) {
     }
     ++windows;
   }
-  if (moe_)
-    moe_->set_training(true);
-  if (hierarchy_)
-    hierarchy_->set_training(true);
+  set_training(true);
   reset_state();
   if (result.tokens == 0)
     return make_error(errc::empty_batch, "moe lm: the stream is shorter than one window");

@@ -18,6 +18,7 @@
 #include "apps/moe/lm_corpus.hpp"
 #include "compute/moe/hierarchical_moe.hpp"
 #include "compute/moe/moe_layer.hpp"
+#include "compute/nn/dropout.hpp"
 #include "compute/nn/lstm.hpp"
 #include "compute/nn/optimizers.hpp"
 #include "compute/nn/sampled_softmax.hpp"
@@ -42,6 +43,9 @@ struct lm_options {
   double learning_rate = 2e-3;
   float embedding_learning_rate = 2e-3f;
   double clip_norm = 5.0;
+  /// Inverted dropout, in training, on the input rows, on the middle layer's output and on the
+  /// last LSTM's output (0: none).
+  double dropout = 0;
   uint32_t epochs = 1;
   /// Stop after this many steps (0: the epochs).
   uint64_t max_steps = 0;
@@ -77,6 +81,9 @@ public:
   /// Resets the recurrent state (between epochs and before an evaluation).
   void reset_state();
 
+  /// Training mode (dropout on, batchwise gates) or inference mode.
+  void set_training(bool training);
+
   /// Trainable parameters: the dense layers', and the embedding rows of the vocabulary (input
   /// and output).
   uint64_t parameters() const;
@@ -88,6 +95,9 @@ private:
 
   compute::nn::matrix middle_forward(const compute::nn::matrix& x);
   compute::nn::matrix middle_backward(const compute::nn::matrix& dy);
+  /// Dropout layer `which` applied to x (its backward to dy), or x itself without dropout.
+  compute::nn::matrix drop(size_t which, const compute::nn::matrix& x);
+  compute::nn::matrix drop_backward(size_t which, const compute::nn::matrix& dy);
   /// The network from input rows (t-major) to the last hidden rows.
   compute::nn::matrix forward(const compute::nn::matrix& embedded);
   compute::nn::parameter_list<float> dense_parameters();
@@ -106,6 +116,9 @@ private:
   std::optional<compute::nn::adam<float>> optimizer_;
   std::optional<compute::candidate_distribution> sampler_;
   compute::nn::sampled_softmax<float> softmax_;
+  /// Dropout of the input rows, the middle layer's output and the network's output; empty
+  /// without dropout.
+  std::vector<compute::nn::dropout<float>> dropouts_;
   uint64_t parameter_count_ = 0;
 };
 

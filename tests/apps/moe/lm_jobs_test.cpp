@@ -13,7 +13,7 @@
 namespace darcy::moe {
 namespace {
 
-lm_job tiny_job(lm_middle middle, uint32_t epochs, uint64_t max_steps) {
+lm_job tiny_job(lm_middle middle, uint32_t epochs, uint64_t max_steps, double dropout) {
   lm_job job;
   job.quiet = true;
   auto& o = job.model;
@@ -27,6 +27,7 @@ lm_job tiny_job(lm_middle middle, uint32_t epochs, uint64_t max_steps) {
   o.embedding_learning_rate = 0.05f;
   o.epochs = epochs;
   o.max_steps = max_steps;
+  o.dropout = dropout;
   o.layer.expert = expert_kind::ffn;
   o.layer.hidden = 16;
   o.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .seed = 2};
@@ -43,13 +44,15 @@ TEST(lm_jobs, the_reported_figures_are_those_of_the_best_validation_epoch) {
     uint32_t epochs;
     uint64_t max_steps;
     size_t evaluations;
+    double dropout;
   } cases[] = {
-    {lm_middle::lstm, 4, 0, 4},
-    {lm_middle::moe, 3, 0, 3},
-    {lm_middle::moe, 3, 2, 1}, // stops inside the first epoch
+    {lm_middle::lstm, 4, 0, 4, 0},
+    {lm_middle::moe, 3, 0, 3, 0},
+    {lm_middle::moe, 3, 0, 3, 0.3},
+    {lm_middle::moe, 3, 2, 1, 0}, // stops inside the first epoch
   };
   for (auto& c : cases) {
-    auto r = train_lm(tiny_job(c.middle, c.epochs, c.max_steps), *corpus, "tiny");
+    auto r = train_lm(tiny_job(c.middle, c.epochs, c.max_steps, c.dropout), *corpus, "tiny");
     ASSERT_TRUE(r) << render(r.error());
     ASSERT_EQ(r->valid_by_epoch.size(), c.evaluations);
     auto best = std::min_element(r->valid_by_epoch.begin(), r->valid_by_epoch.end());

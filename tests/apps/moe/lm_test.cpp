@@ -102,6 +102,8 @@ TEST(lm_model, bad_settings_are_refused_with_invalid_config) {
     {"k > n", [](lm_options& o) { o.layer.gating.k = 9; }},
     {"zero experts", [](lm_options& o) { o.layer.gating.experts = 0; }},
     {"no negatives", [](lm_options& o) { o.sampled = 0; }},
+    {"dropout of 1", [](lm_options& o) { o.dropout = 1; }},
+    {"negative dropout", [](lm_options& o) { o.dropout = -0.1; }},
   };
   for (auto& c : cases) {
     lm_options o;
