@@ -1,5 +1,6 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
 #include "apps/bench/embedding_bench.hpp"
+#include "apps/bench/estimator_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
 #include "apps/bench/mips_bench.hpp"
 #include "apps/bench/moe_bench.hpp"
@@ -85,6 +86,18 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   moe_cmd->add_flag("!--no-actors", moe->routers, "Skip the runs with experts as actors");
   moe_cmd->add_option("--python", moe->python, "Python with torch (Debian's python3-torch)");
   moe_cmd->callback([moe, &exit_code] { exit_code = run_moe_bench(*moe); });
+
+  auto est = std::make_shared<estimator_bench_options>();
+  auto est_cmd = bench->add_subcommand(
+    "estimator", "The Fashion-MNIST DNN through the Estimator versus PyTorch; test accuracy");
+  est_cmd->add_option("--data", est->data_dir, "Fashion-MNIST IDX files (dataset-fashion-mnist)");
+  est_cmd->add_option("--repeats", est->repeats, "Timed epochs per side (median)")
+    ->check(CLI::Range(1, 100));
+  est_cmd->add_option("--epochs", est->epochs, "Epochs of the accuracy run (0: skip it)");
+  est_cmd->add_option("--threads", est->threads, "Threads, both sides")->check(CLI::Range(1, 256));
+  est_cmd->add_flag("!--no-peer", est->peer, "Skip the PyTorch peer");
+  est_cmd->add_option("--python", est->python, "Python with torch (Debian's python3-torch)");
+  est_cmd->callback([est, &exit_code] { exit_code = run_estimator_bench(*est); });
 
   auto emb = std::make_shared<embedding_bench_options>();
   auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");

@@ -1,0 +1,157 @@
+#include "apps/bench/estimator_bench.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "apps/bench/python_peer.hpp"
+#include "apps/estimator/fashion_mnist.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+// The peer: the same MLP in PyTorch, trained as its users train it: the training set in one
+// tensor, a shuffled permutation per epoch, batches of 128 by index, Adam. Prints steps/s of
+// each timed epoch after one untimed warm-up of 50 steps.
+constexpr const char* torch_peer = R"PY(
+import gzip, json, re, sys, time
+import numpy as np
+import torch
+data_dir, repeats, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+torch.set_num_threads(threads)
+torch.manual_seed(1)
+with gzip.open(data_dir + "/train-images-idx3-ubyte.gz") as f:
+    x = torch.from_numpy(np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784).astype(np.float32) / 255)
+with gzip.open(data_dir + "/train-labels-idx1-ubyte.gz") as f:
+    y = torch.from_numpy(np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64))
+model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128),
+                            torch.nn.ReLU(), torch.nn.Linear(128, 10))
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+loss_fn = torch.nn.CrossEntropyLoss()
+def steps(count, perm):
+    for i in range(count):
+        idx = perm[i * 128:(i + 1) * 128]
+        opt.zero_grad()
+        loss_fn(model(x[idx]), y[idx]).backward()
+        opt.step()
+steps(50, torch.randperm(len(x)))
+per_epoch = len(x) // 128
+rates = []
+for r in range(repeats):
+    perm = torch.randperm(len(x))
+    start = time.perf_counter()
+    steps(per_epoch, perm)
+    rates.append(per_epoch / (time.perf_counter() - start))
+blas = re.search(r"BLAS_INFO=([^,]*)", torch.__config__.show())
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                  "blas": "BLAS_INFO=" + (blas.group(1) if blas else "unknown"),
+                  "steps_per_s": sorted(rates)[len(rates) // 2]}), flush=True)
+)PY";
+
+double number_after(const std::string& line, const std::string& key) {
+  auto at = line.find("\"" + key + "\": ");
+  return at == std::string::npos ? 0.0 : std::stod(line.substr(at + key.size() + 4));
+}
+
+} // namespace
+
+int run_estimator_bench(const estimator_bench_options& o) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (o.repeats == 0 || o.threads == 0) {
+    std::fprintf(stderr, "bench estimator: repeats and threads must be >= 1\n");
+    return 1;
+  }
+  if (o.peer) {
+    if (!require_optimized_blas("estimator"))
+      return 1;
+    if (std::system((o.python + " -c 'import torch, numpy' 2>/dev/null").c_str()) != 0) {
+      std::fprintf(stderr, "bench estimator: the peer needs PyTorch: apt-get install "
+                           "python3-torch (or run with --no-peer)\n");
+      return 1;
+    }
+  }
+  auto data = load_fashion_mnist(o.data_dir);
+  if (!data) {
+    std::fprintf(stderr, "bench estimator: %s\n", render(data.error()).c_str());
+    return 1;
+  }
+  std::printf("Fashion-MNIST DNN 784-256-128-10, Adam, batch 128, %zu threads; steps/s is the "
+              "median of %u epochs\n", o.threads, o.repeats);
+  // Darcy: whole epochs through the Estimator (input pipeline, model function, optimizer).
+  std::vector<double> rates;
+  for (uint32_t r = 0; r < o.repeats; ++r) {
+    fashion_mnist_options fo;
+    fo.data_dir = o.data_dir;
+    fo.epochs = 1;
+    fo.threads = o.threads;
+    fo.seed = r + 1;
+    fo.quiet = true;
+    auto run = run_fashion_mnist(fo, *data);
+    if (!run) {
+      std::fprintf(stderr, "bench estimator: %s\n", render(run.error()).c_str());
+      return 1;
+    }
+    rates.push_back(run->steps_per_second);
+  }
+  std::sort(rates.begin(), rates.end());
+  double darcy_rate = rates[rates.size() / 2];
+  std::printf("darcy estimator: %.1f steps/s\n", darcy_rate);
+  std::ostringstream json;
+  json << "\"dnn_steps_per_s\":" << darcy_rate;
+  if (o.peer) {
+    auto dir = (std::filesystem::temp_directory_path() /
+                ("darcy-bench-estimator-" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(dir);
+    auto lines = run_python(o.python, torch_peer,
+                            o.data_dir + " " + std::to_string(o.repeats) + " " +
+                              std::to_string(o.threads),
+                            dir);
+    std::filesystem::remove_all(dir);
+    if (!lines) {
+      std::fprintf(stderr, "bench estimator: the PyTorch peer: %s\n", render(lines.error()).c_str());
+      return 1;
+    }
+    double torch_rate = 0;
+    std::string blas;
+    for (auto& line : *lines)
+      if (line.find("steps_per_s") != std::string::npos) {
+        torch_rate = number_after(line, "steps_per_s");
+        auto at = line.find("\"blas\": \"");
+        if (at != std::string::npos)
+          blas = line.substr(at + 9, line.find('"', at + 9) - at - 9);
+      }
+    if (torch_rate <= 0) {
+      std::fprintf(stderr, "bench estimator: the PyTorch peer printed no result\n");
+      return 1;
+    }
+    std::printf("pytorch: %.1f steps/s (%s)\n", torch_rate, blas.c_str());
+    json << ",\"torch_steps_per_s\":" << torch_rate << ",\"dnn_vs_torch\":" << darcy_rate / torch_rate;
+  }
+  if (o.epochs > 0) {
+    fashion_mnist_options fo;
+    fo.data_dir = o.data_dir;
+    fo.epochs = o.epochs;
+    fo.threads = o.threads;
+    fo.quiet = true;
+    auto run = run_fashion_mnist(fo, *data);
+    if (!run) {
+      std::fprintf(stderr, "bench estimator: %s\n", render(run.error()).c_str());
+      return 1;
+    }
+    std::printf("accuracy run: %u epochs, test accuracy %.4f, test loss %.4f, %.1f s\n", o.epochs,
+                run->test_accuracy, run->test_loss, run->seconds);
+    json << ",\"test_accuracy\":" << run->test_accuracy << ",\"epochs\":" << o.epochs;
+  }
+  json << ",\"threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
+  std::printf("{\"bench\":\"estimator\",\"metrics\":{%s}}\n", json.str().c_str());
+  return 0;
+}
+
+} // namespace darcy::apps

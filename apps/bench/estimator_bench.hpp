@@ -1,0 +1,26 @@
+// `darcy bench estimator`: the Fashion-MNIST DNN (784-256-128-10, ReLU, Adam, batch 128) as
+// the Estimator trains it, in steps per second, against the same MLP trained plainly in
+// PyTorch (python3-torch) on the same threads in the same run (`dnn_vs_torch`); then the
+// documented training run's test accuracy (`test_accuracy`).
+// Last line: {"bench":"estimator","metrics":{...}}.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace darcy::apps {
+
+struct estimator_bench_options {
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  /// Timed passes over the training set for steps/s, each side; the median counts.
+  uint32_t repeats = 3;
+  /// Epochs of the accuracy run (the documented setting); 0 skips it.
+  uint32_t epochs = 15;
+  size_t threads = 2;
+  bool peer = true;
+  std::string python = "/usr/bin/python3";
+};
+
+int run_estimator_bench(const estimator_bench_options& o);
+
+} // namespace darcy::apps

@@ -1,0 +1,51 @@
+// `darcy estimator fashion-mnist`: the canned DNN classifier on Fashion-MNIST, with its test
+// accuracy as a JSON line.
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/cli/commands.hpp"
+#include "apps/estimator/fashion_mnist.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+
+void add_estimator_command(CLI::App& app, int& exit_code) {
+  auto cmd = app.add_subcommand("estimator", "Estimator apps (train, evaluate, predict)");
+  cmd->require_subcommand(1);
+  auto o = std::make_shared<fashion_mnist_options>();
+  auto fm = cmd->add_subcommand("fashion-mnist", "A DNN classifier on Fashion-MNIST");
+  fm->add_option("--data", o->data_dir, "Directory of the four IDX files (dataset-fashion-mnist)");
+  fm->add_option("--epochs", o->epochs, "Passes over the 60,000 training images")
+    ->check(CLI::Range(1, 1000));
+  fm->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 60000));
+  fm->add_option("--hidden", o->hidden_units, "Hidden layer widths")->delimiter(',');
+  fm->add_option("--learning-rate", o->learning_rate, "Adam learning rate");
+  fm->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  fm->add_option("--seed", o->seed, "Seed of the weights and the shuffling");
+  fm->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
+  fm->add_flag("--quiet", o->quiet, "No log lines");
+  fm->callback([o, &exit_code] {
+    auto data = load_fashion_mnist(o->data_dir);
+    if (!data) {
+      exit_code = fail("estimator fashion-mnist: " + render(data.error()));
+      return;
+    }
+    auto r = run_fashion_mnist(*o, *data);
+    if (!r) {
+      exit_code = fail("estimator fashion-mnist: " + render(r.error()));
+      return;
+    }
+    std::cout << nlohmann::json{{"test_accuracy", r->test_accuracy},
+                                {"test_loss", r->test_loss},
+                                {"steps", r->steps},
+                                {"seconds", r->seconds},
+                                {"steps_per_second", r->steps_per_second},
+                                {"epochs", o->epochs},
+                                {"threads", o->threads}}
+                   .dump()
+              << std::endl;
+  });
+}
+
+} // namespace darcy::apps
