@@ -1,10 +1,10 @@
 #include "apps/estimator/fashion_mnist.hpp"
 
 #include <chrono>
-#include <iostream>
 
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
+#include "apps/progress/progress_hook.hpp"
 #include "ops/estimator/readers.hpp"
 
 namespace darcy::apps {
@@ -54,8 +54,10 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
     return est::prefetch(std::move(*d), 4);
   };
   std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>()};
-  if (!o.quiet)
-    hooks.push_back(std::make_shared<est::logging_hook>(std::cerr, 469));
+  if (!o.quiet) {
+    auto per_epoch = (data.train->rows() + o.batch - 1) / o.batch;
+    hooks.push_back(std::make_shared<progress_hook>(per_epoch * o.epochs));
+  }
   auto start = std::chrono::steady_clock::now();
   auto r = e.train(train, 0, hooks);
   if (!r)

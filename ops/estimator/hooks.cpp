@@ -103,4 +103,46 @@ caf::expected<hook_action> summary_writer::after_step(estimator&, const step_res
   return hook_action::go_on;
 }
 
+caf::error early_stopping::begin(estimator&, uint64_t) {
+  best_step_ = 0;
+  bad_ = 0;
+  best_values_.clear();
+  if (o_.patience == 0 || o_.every_steps == 0)
+    return make_error(errc::invalid_config, "early_stopping: patience and every_steps must be >= 1");
+  return {};
+}
+
+caf::expected<hook_action> early_stopping::after_step(estimator& e, const step_result& r) {
+  if (r.global_step % o_.every_steps != 0)
+    return hook_action::go_on;
+  auto metrics = e.evaluate(input_);
+  if (!metrics)
+    return std::move(metrics.error());
+  auto it = metrics->find(o_.metric);
+  if (it == metrics->end())
+    return make_error(errc::invalid_config, "early_stopping: the evaluation has no metric '" +
+                                              o_.metric + "'");
+  auto value = it->second;
+  auto gain = o_.higher_is_better ? value - best_ : best_ - value;
+  if (best_step_ == 0 || gain > o_.min_delta) {
+    best_ = value;
+    best_step_ = r.global_step;
+    bad_ = 0;
+    if (o_.restore_best)
+      for (auto* p : e.variables().all())
+        best_values_[p->name] = p->value;
+    return hook_action::go_on;
+  }
+  return ++bad_ >= o_.patience ? hook_action::stop : hook_action::go_on;
+}
+
+caf::error early_stopping::end(estimator& e, uint64_t) {
+  if (!o_.restore_best || best_values_.empty())
+    return {};
+  for (auto* p : e.variables().all())
+    if (auto it = best_values_.find(p->name); it != best_values_.end())
+      p->value = it->second;
+  return {};
+}
+
 } // namespace darcy::ops::estimator

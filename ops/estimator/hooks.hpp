@@ -10,11 +10,17 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
+
+#include "compute/nn/tensor.hpp"
+#include "ops/estimator/input.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -119,6 +125,40 @@ private:
   std::string path_;
   uint64_t every_steps_;
   std::ofstream out_;
+};
+
+/// Evaluates every `every_steps` steps on `input` and stops when `metric` has not improved by
+/// more than `min_delta` for `patience` evaluations in a row; at the end of training the
+/// variables go back to those of the best evaluation (so the final checkpoint holds them).
+/// errc::invalid_config when the evaluation has no such metric.
+class early_stopping final : public session_run_hook {
+public:
+  struct options {
+    std::string metric = "loss";
+    bool higher_is_better = false;
+    double min_delta = 0;
+    uint32_t patience = 3;
+    uint64_t every_steps = 100;
+    bool restore_best = true;
+  };
+  /// `input` makes a fresh evaluation pipeline each time.
+  early_stopping(input_fn input, options o)
+    : input_(std::move(input)), o_(std::move(o)) {}
+  caf::error begin(estimator& e, uint64_t global_step) override;
+  caf::expected<hook_action> after_step(estimator& e, const step_result& r) override;
+  caf::error end(estimator& e, uint64_t global_step) override;
+
+  /// The best value so far and the global step it was measured at (0: none yet).
+  double best() const { return best_; }
+  uint64_t best_step() const { return best_step_; }
+
+private:
+  input_fn input_;
+  options o_;
+  double best_ = 0;
+  uint64_t best_step_ = 0;
+  uint32_t bad_ = 0;
+  std::map<std::string, compute::nn::matrix> best_values_;
 };
 
 } // namespace darcy::ops::estimator

@@ -57,6 +57,14 @@ canned_options blob_options(std::vector<uint32_t> hidden = {16}) {
           .head = {.kind = ce::head_kind::multi_class, .classes = 3}};
 }
 
+/// Every variable's values, by name.
+std::map<std::string, matrix> values_of(estimator& e) {
+  std::map<std::string, matrix> out;
+  for (auto* p : e.variables().all())
+    out[p->name] = p->value;
+  return out;
+}
+
 run_config config(const std::string& dir = "") {
   return {.model_dir = dir, .seed = 5, .threads = 1, .optimizer = {.learning_rate = 0.02}};
 }
@@ -113,14 +121,6 @@ TEST(estimator, a_regressor_fits_a_linear_target) {
   auto m = e.evaluate(input(t, 1));
   ASSERT_TRUE(m);
   EXPECT_LT(m->at("mse"), 0.05);
-}
-
-/// Every variable's values, by name.
-std::map<std::string, matrix> values_of(estimator& e) {
-  std::map<std::string, matrix> out;
-  for (auto* p : e.variables().all())
-    out[p->name] = p->value;
-  return out;
 }
 
 TEST(estimator, a_run_resumed_mid_epoch_ends_with_bit_identical_variables) {
@@ -181,6 +181,45 @@ TEST(estimator, hooks_stop_save_log_and_summarise) {
   auto timed = e.train(input(data, 0), 0, {std::make_shared<stop_after_time>(std::chrono::seconds(0))});
   ASSERT_TRUE(timed);
   EXPECT_EQ(timed->steps, 1u) << "a limit of 0 s stops after the first step";
+}
+
+TEST(estimator, early_stopping_stops_after_patience_and_restores_the_best_variables) {
+  auto train = blobs(300, 7), valid = blobs(90, 8);
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  // A learning rate this high makes the validation loss wander, so the best evaluation is
+  // not the last one.
+  auto cfg = config();
+  cfg.optimizer.learning_rate = 0.5;
+  estimator e{*fn, cfg};
+  auto stop = std::make_shared<early_stopping>(
+    input(valid, 1), early_stopping::options{.metric = "loss", .patience = 2, .every_steps = 5});
+  std::map<uint64_t, std::map<std::string, matrix>> snapshots;
+  struct recorder final : session_run_hook {
+    std::map<uint64_t, std::map<std::string, matrix>>* out;
+    caf::expected<hook_action> after_step(estimator& est, const step_result& r) override {
+      if (r.global_step % 5 == 0)
+        (*out)[r.global_step] = values_of(est);
+      return hook_action::go_on;
+    }
+  };
+  auto rec = std::make_shared<recorder>();
+  rec->out = &snapshots;
+  auto r = e.train(input(train, 0), 500, {rec, stop});
+  ASSERT_TRUE(r) << render(r.error());
+  EXPECT_LT(r->global_step, 500u) << "patience ran out before max_steps";
+  ASSERT_GT(stop->best_step(), 0u);
+  EXPECT_EQ(r->global_step, stop->best_step() + 2 * 5) << "two evaluations without a gain";
+  EXPECT_EQ(values_of(e), snapshots.at(stop->best_step()));
+  auto m = e.evaluate(input(valid, 1));
+  ASSERT_TRUE(m);
+  EXPECT_NEAR(m->at("loss"), stop->best(), 1e-6);
+
+  auto wrong = std::make_shared<early_stopping>(input(valid, 1),
+                                                early_stopping::options{.metric = "nope",
+                                                                        .every_steps = 1});
+  estimator f{*fn, config()};
+  EXPECT_TRUE(is(f.train(input(train, 0), 5, {wrong}).error(), errc::invalid_config));
 }
 
 TEST(estimator, the_nan_guard_fails_training_and_keeps_the_last_good_checkpoint) {
