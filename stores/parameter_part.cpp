@@ -56,6 +56,7 @@ public:
   }
 
   bool done() const { return bytes_.empty(); }
+  size_t left() const { return bytes_.size(); }
 
 private:
   std::string_view bytes_;
@@ -128,6 +129,37 @@ caf::error decode_parameters(std::string_view bytes,
   }
   opt.import_slots(params, std::move(slots));
   return {};
+}
+
+caf::expected<std::map<std::string, matrix>> decode_named_values(std::string_view bytes) {
+  auto corrupt = [](const std::string& why) {
+    return make_error(errc::corrupt_file, "parameter part: " + why);
+  };
+  if (bytes.substr(0, magic.size()) != magic)
+    return corrupt("not a parameter part");
+  reader in{bytes.substr(magic.size())};
+  uint64_t steps = 0;
+  uint32_t count = 0;
+  if (!in.get(steps) || !in.get(count))
+    return corrupt("truncated header");
+  std::map<std::string, matrix> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t name_size = 0;
+    std::string name;
+    uint64_t rows = 0, cols = 0;
+    if (!in.get(name_size) || !in.get(name, name_size) || !in.get(rows) || !in.get(cols))
+      return corrupt("truncated");
+    // Three matrices of rows × cols floats must follow; checked before anything is allocated.
+    if (cols != 0 && rows > in.left() / 12 / cols)
+      return corrupt("truncated values of " + name);
+    matrix value(rows, cols), moment(rows, cols);
+    if (!in.get(value) || !in.get(moment) || !in.get(moment))
+      return corrupt("truncated values of " + name);
+    out[name] = std::move(value);
+  }
+  if (!in.done())
+    return corrupt("bytes after the last parameter");
+  return out;
 }
 
 caf::expected<file_info> write_parameter_part(const checkpoint_dir& root, const std::string& rel,

@@ -3,6 +3,7 @@
 // each parameter's name, shape and values with its two Adam moments, and the step count.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ std::string encode_parameters(const compute::nn::parameter_list<float>& params,
 caf::error decode_parameters(std::string_view bytes,
                              const compute::nn::parameter_list<float>& params,
                              compute::nn::adam<float>& opt);
+
+/// The values of a part by parameter name (its Adam state is skipped): what an export's
+/// reader assigns by name. errc::corrupt_file when the bytes are not such a part.
+caf::expected<std::map<std::string, compute::nn::matrix>> decode_named_values(std::string_view bytes);
 
 /// Writes the part `rel` (relative to the root, inside a checkpoint's directory).
 caf::expected<file_info> write_parameter_part(const checkpoint_dir& root, const std::string& rel,

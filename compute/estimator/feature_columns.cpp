@@ -7,6 +7,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "compute/hash.hpp"
 
 namespace darcy::compute::estimator {
@@ -57,6 +59,9 @@ public:
     }
     return out;
   }
+  nlohmann::json spec() const override {
+    return {{"kind", "hash"}, {"key", key_}, {"buckets", buckets_}};
+  }
 
 private:
   std::string key_;
@@ -84,6 +89,12 @@ public:
       }
     }
     return out;
+  }
+  nlohmann::json spec() const override {
+    std::vector<std::string> words(index_.size());
+    for (auto& [w, i] : index_)
+      words[i] = w;
+    return {{"kind", "vocabulary"}, {"key", key_}, {"words", words}, {"oov", oov_}};
   }
 
 private:
@@ -115,6 +126,9 @@ public:
       }
     }
     return out;
+  }
+  nlohmann::json spec() const override {
+    return {{"kind", "bucketized"}, {"key", key_}, {"boundaries", boundaries_}, {"width", width_}};
   }
 
 private:
@@ -165,6 +179,12 @@ public:
     }
     return out;
   }
+  nlohmann::json spec() const override {
+    auto columns = nlohmann::json::array();
+    for (auto& c : columns_)
+      columns.push_back(c->spec());
+    return {{"kind", "crossed"}, {"columns", columns}, {"buckets", buckets_}};
+  }
 
 private:
   std::vector<categorical_ptr> columns_;
@@ -194,6 +214,9 @@ public:
     }
     return out;
   }
+  nlohmann::json spec() const override {
+    return {{"kind", "numeric"}, {"key", key_}, {"width", width_}, {"shift", shift_}, {"scale", scale_}};
+  }
 
 private:
   std::string key_;
@@ -217,6 +240,9 @@ public:
       for (auto id : ids->rows[r])
         out(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(id)) += 1;
     return out;
+  }
+  nlohmann::json spec() const override {
+    return {{"kind", "indicator"}, {"column", column_->spec()}};
   }
 
 private:
@@ -253,6 +279,11 @@ public:
         table_->grad.row(id) += scales_[r] * doutput.row(static_cast<Eigen::Index>(r));
   }
   nn::parameter_list<T> parameters() override { return {table_.get()}; }
+  nlohmann::json spec() const override {
+    const char* names[] = {"sum", "mean", "sqrtn"};
+    return {{"kind", "embedding"}, {"column", column_->spec()}, {"table", table_->name},
+            {"dimension", width()}, {"combiner", names[static_cast<int>(how_)]}};
+  }
 
 private:
   categorical_ptr column_;
@@ -285,7 +316,79 @@ plain_expected<categorical_ptr> make_vocabulary(std::string key, std::vector<std
   return categorical_ptr{std::make_shared<vocabulary>(std::move(key), std::move(index), oov)};
 }
 
+plain_error bad_spec(const std::string& what) {
+  return bad_config("bad spec: " + what);
+}
+
 } // namespace
+
+plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec) {
+  try {
+    auto kind = spec.at("kind").get<std::string>();
+    if (kind == "hash")
+      return categorical_column_with_hash_bucket(spec.at("key"), spec.at("buckets"));
+    if (kind == "vocabulary")
+      return categorical_column_with_vocabulary_list(spec.at("key"), spec.at("words"), spec.at("oov"));
+    if (kind == "bucketized")
+      return bucketized_column(spec.at("key"), spec.at("boundaries"), spec.at("width"));
+    if (kind == "crossed") {
+      std::vector<categorical_ptr> columns;
+      for (auto& c : spec.at("columns")) {
+        auto column = categorical_from_spec(c);
+        if (!column)
+          return column.error();
+        columns.push_back(*column);
+      }
+      return crossed_column(std::move(columns), spec.at("buckets"));
+    }
+    return bad_spec("unknown categorical column kind '" + kind + "'");
+  } catch (const nlohmann::json::exception& e) {
+    return bad_spec(e.what());
+  }
+}
+
+template <class T>
+plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
+  const nlohmann::json& specs, std::map<std::string, std::shared_ptr<nn::parameter<T>>>& tables) {
+  std::vector<dense_ptr<T>> out;
+  try {
+    for (auto& spec : specs) {
+      auto kind = spec.at("kind").get<std::string>();
+      if (kind == "numeric") {
+        auto c = numeric_column<T>(spec.at("key"), spec.at("width"), spec.at("shift"), spec.at("scale"));
+        if (!c)
+          return c.error();
+        out.push_back(*c);
+        continue;
+      }
+      if (kind != "indicator" && kind != "embedding")
+        return bad_spec("unknown dense column kind '" + kind + "'");
+      auto column = categorical_from_spec(spec.at("column"));
+      if (!column)
+        return column.error();
+      if (kind == "indicator") {
+        out.push_back(indicator_column<T>(*column));
+        continue;
+      }
+      auto name = spec.at("table").get<std::string>();
+      uint32_t dimension = spec.at("dimension");
+      auto how = spec.at("combiner").get<std::string>();
+      if (how != "sum" && how != "mean" && how != "sqrtn")
+        return bad_spec("unknown combiner '" + how + "'");
+      auto& table = tables[name];
+      if (!table)
+        table = make_table<T>(name, (*column)->buckets(), dimension, 0);
+      if (table->value.rows() != static_cast<Eigen::Index>((*column)->buckets()) ||
+          table->value.cols() != dimension)
+        return bad_spec("table '" + name + "' is used with two shapes");
+      out.push_back(std::make_shared<embedding<T>>(
+        *column, table, how == "sum" ? combiner::sum : how == "mean" ? combiner::mean : combiner::sqrtn));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return bad_spec(e.what());
+  }
+  return out;
+}
 
 feature_value feature_value::numeric(std::vector<double> numbers, uint32_t width) {
   return {std::move(numbers), width, {}};
@@ -431,6 +534,14 @@ void input_layer<T>::backward(const matrix& dinput) {
 }
 
 template <class T>
+nlohmann::json input_layer<T>::spec() const {
+  auto out = nlohmann::json::array();
+  for (auto& c : columns_)
+    out.push_back(c->spec());
+  return out;
+}
+
+template <class T>
 nn::parameter_list<T> input_layer<T>::parameters() {
   nn::parameter_list<T> all;
   for (auto& c : columns_)
@@ -447,6 +558,8 @@ nn::parameter_list<T> input_layer<T>::parameters() {
                                                             uint64_t);                         \
   template plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns<T>(              \
     std::vector<categorical_ptr>, uint32_t, combiner, uint64_t);                               \
+  template plain_expected<std::vector<dense_ptr<T>>> dense_from_spec<T>(                        \
+    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&);          \
   template class input_layer<T>;
 DARCY_FEATURE_COLUMNS(float)
 DARCY_FEATURE_COLUMNS(double)

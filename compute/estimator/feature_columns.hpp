@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "compute/nn/tensor.hpp"
 #include "messages/errc.hpp"
 
@@ -49,6 +51,8 @@ public:
   virtual uint64_t buckets() const = 0;
   /// errc::invalid_argument naming the key for a missing feature or one of the wrong kind.
   virtual plain_expected<sparse_ids> ids(const feature_map& features) const = 0;
+  /// What rebuilds the column without the code that made it (an export's feature spec).
+  virtual nlohmann::json spec() const = 0;
 };
 
 using categorical_ptr = std::shared_ptr<const categorical_column>;
@@ -91,6 +95,8 @@ public:
   /// without parameters.
   virtual void backward(const matrix& doutput) { (void)doutput; }
   virtual nn::parameter_list<T> parameters() { return {}; }
+  /// What rebuilds the column; trainable tables by name, their values travel separately.
+  virtual nlohmann::json spec() const = 0;
 };
 
 template <class T>
@@ -122,6 +128,15 @@ plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns(
   std::vector<categorical_ptr> columns, uint32_t dimension, combiner how = combiner::mean,
   uint64_t seed = 1);
 
+/// A categorical column from its spec(). errc::invalid_config for a spec no column wrote.
+plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec);
+
+/// Dense columns from their specs; embedding columns naming one table share it, and `tables`
+/// (shared by every call for one model) holds the tables by name.
+template <class T>
+plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
+  const nlohmann::json& specs, std::map<std::string, std::shared_ptr<nn::parameter<T>>>& tables);
+
 /// The dense input of a model: its columns side by side, in order.
 template <class T>
 class input_layer {
@@ -136,6 +151,8 @@ public:
   void backward(const matrix& dinput);
   /// Each shared table once.
   nn::parameter_list<T> parameters();
+  /// The columns' specs, in order.
+  nlohmann::json spec() const;
 
 private:
   std::vector<dense_ptr<T>> columns_;

@@ -57,9 +57,17 @@ caf::error estimator::restore_variables() {
   return {};
 }
 
-caf::expected<estimator::run> estimator::call(mode m, const batch& b) {
+caf::expected<nlohmann::json> estimator::trace(const batch& b) {
+  auto r = call(mode::predict, b, true);
+  if (!r)
+    return std::move(r.error());
+  return r->ctx->graph();
+}
+
+caf::expected<estimator::run> estimator::call(mode m, const batch& b, bool trace) {
   auto once = [&]() -> caf::expected<run> {
     run r{std::make_unique<model_context>(vars_, m, cfg_.seed, cfg_.threads), {}};
+    r.ctx->trace(trace);
     auto spec = fn_(*r.ctx, b, params_);
     if (!spec)
       return std::move(spec.error());

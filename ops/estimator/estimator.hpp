@@ -70,6 +70,9 @@ public:
   /// The predictions of every batch of `input`, stacked.
   caf::expected<matrix> predict(const input_fn& input);
 
+  /// The layers the model runs in predict mode on `b`, as the graph an export saves.
+  caf::expected<nlohmann::json> trace(const batch& b);
+
   /// Saves a checkpoint of the current variables now. errc::invalid_config without model_dir.
   caf::error save_checkpoint();
 
@@ -85,7 +88,7 @@ private:
   /// Runs the model on `b` in mode `m`; the first call in this process creates the variables
   /// and restores them from the newest checkpoint (errc::dimension_mismatch if the model no
   /// longer fits it), then runs again on the restored values.
-  caf::expected<run> call(mode m, const batch& b);
+  caf::expected<run> call(mode m, const batch& b, bool trace = false);
   caf::error restore_variables();
   /// The newest checkpoint's input position, or empty.
   caf::expected<std::string> checkpoint_position();

@@ -20,7 +20,7 @@ tensor dense(model_context& ctx, tensor x, uint32_t units, const std::string& na
   compute::nn::parallel_product<float>(ctx.value(x), false, kernel.value, false, y, false,
                                        ctx.threads());
   y.rowwise() += bias.value.row(0);
-  return ctx.record(std::move(y), [x, &kernel, &bias](model_context& c, tensor out) {
+  auto result = ctx.record(std::move(y), [x, &kernel, &bias](model_context& c, tensor out) {
     auto& dy = c.grad(out);
     compute::nn::parallel_product<float>(c.value(x), true, dy, false, kernel.grad, true,
                                          c.threads());
@@ -29,23 +29,29 @@ tensor dense(model_context& ctx, tensor x, uint32_t units, const std::string& na
       compute::nn::parallel_product<float>(dy, false, kernel.value, true, c.grad(x), true,
                                            c.threads());
   });
+  ctx.add_op({{"op", "dense"}, {"in", x.id}, {"out", result.id}, {"units", units}, {"name", name}});
+  return result;
 }
 
 tensor relu(model_context& ctx, tensor x) {
   matrix y = ctx.value(x).cwiseMax(0.0f);
-  return ctx.record(std::move(y), [x](model_context& c, tensor out) {
+  auto result = ctx.record(std::move(y), [x](model_context& c, tensor out) {
     if (c.needs_grad(x))
       c.grad(x) += (c.value(out).array() > 0).select(c.grad(out), 0.0f);
   });
+  ctx.add_op({{"op", "relu"}, {"in", x.id}, {"out", result.id}});
+  return result;
 }
 
 tensor add(model_context& ctx, tensor a, tensor b) {
   matrix y = ctx.value(a) + ctx.value(b);
-  return ctx.record(std::move(y), [a, b](model_context& c, tensor out) {
+  auto result = ctx.record(std::move(y), [a, b](model_context& c, tensor out) {
     for (auto in : {a, b})
       if (c.needs_grad(in))
         c.grad(in) += c.grad(out);
   });
+  ctx.add_op({{"op", "add"}, {"a", a.id}, {"b", b.id}, {"out", result.id}});
+  return result;
 }
 
 caf::expected<tensor> input_layer(model_context& ctx,
@@ -56,11 +62,13 @@ caf::expected<tensor> input_layer(model_context& ctx,
   auto x = layer.forward(features);
   if (!x)
     return make_error(x.error());
-  if (layer.parameters().empty())
-    return ctx.constant(std::move(*x));
-  return ctx.record(std::move(*x), [&layer](model_context& c, tensor out) {
-    layer.backward(c.grad(out));
-  });
+  auto result = layer.parameters().empty()
+                  ? ctx.constant(std::move(*x))
+                  : ctx.record(std::move(*x), [&layer](model_context& c, tensor out) {
+                      layer.backward(c.grad(out));
+                    });
+  ctx.add_op({{"op", "input"}, {"out", result.id}, {"columns", layer.spec()}});
+  return result;
 }
 
 } // namespace darcy::ops::estimator

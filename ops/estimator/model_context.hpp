@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "compute/nn/tensor.hpp"
 
 namespace darcy::ops::estimator {
@@ -77,6 +79,15 @@ public:
   /// Sets dL/d(t) and runs every recorded backward step in reverse order.
   void backpropagate(tensor t, matrix dvalue);
 
+  /// While an export traces the model, each layer appends what it did, by tensor id; the
+  /// export saves the list as the model's graph.
+  void trace(bool on) { tracing_ = on; }
+  void add_op(nlohmann::json op) {
+    if (tracing_)
+      graph_.push_back(std::move(op));
+  }
+  const nlohmann::json& graph() const { return graph_; }
+
 private:
   struct node {
     matrix value;
@@ -88,6 +99,8 @@ private:
   uint64_t seed_;
   size_t threads_;
   std::vector<node> nodes_;
+  bool tracing_ = false;
+  nlohmann::json graph_ = nlohmann::json::array();
 };
 
 } // namespace darcy::ops::estimator

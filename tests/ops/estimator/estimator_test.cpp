@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
+#include "ops/estimator/export.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -242,6 +244,48 @@ TEST(estimator, the_nan_guard_fails_training_and_keeps_the_last_good_checkpoint)
   EXPECT_TRUE(is(r.error(), errc::invalid_argument));
   EXPECT_NE(render(r.error()).find("NaN at step 9"), std::string::npos) << render(r.error());
   EXPECT_EQ(stores::checkpoint_dir{dir.path()}.read_manifest()->step, 6);
+}
+
+TEST(estimator, an_exported_model_reloads_and_predicts_exactly_as_the_estimator) {
+  test::temp_dir dir{"estimator_export"};
+  auto train = blobs(300, 9), test = blobs(60, 10);
+  struct {
+    const char* what;
+    caf::expected<model_fn> (*make)(canned_options);
+  } cases[] = {{"dnn", dnn_model}, {"wide & deep", dnn_linear_combined_model}, {"linear", linear_model}};
+  for (auto& c : cases) {
+    auto fn = c.make(blob_options());
+    ASSERT_TRUE(fn);
+    estimator e{*fn, config()};
+    ASSERT_TRUE(e.train(input(train, 0), 40));
+    auto root = dir.path() + "/" + c.what;
+    auto v1 = export_model(e, root, input(test, 1));
+    ASSERT_TRUE(v1) << c.what << ": " << render(v1.error());
+    EXPECT_EQ(*v1, "1");
+    ASSERT_TRUE(e.train(input(train, 0), 80));
+    auto v2 = export_model(e, root, input(test, 1));
+    ASSERT_TRUE(v2);
+    EXPECT_EQ(*v2, "2");
+    auto expected = e.predict([test] { return make_dataset(test, {.batch_size = 60, .shuffle = false}); });
+    ASSERT_TRUE(expected);
+    auto newest = exported_model::load(root);
+    ASSERT_TRUE(newest) << c.what << ": " << render(newest.error());
+    EXPECT_EQ((*newest)->version(), "2");
+    auto unlabeled = std::make_shared<example_table>(*test);
+    unlabeled->labels = matrix{};
+    std::vector<size_t> all(60);
+    std::iota(all.begin(), all.end(), size_t{0});
+    auto got = (*newest)->predict(gather(*unlabeled, all));
+    ASSERT_TRUE(got) << render(got.error());
+    EXPECT_TRUE(*got == *expected) << c.what << ": the reloaded model predicts differently";
+    auto older = exported_model::load(root, "1");
+    ASSERT_TRUE(older);
+    EXPECT_FALSE(*(*older)->predict(gather(*test, {0, 1, 2})) == expected->topRows(3))
+      << "version 1 is the model of step 40";
+    std::ofstream{root + "/2/weights.params", std::ios::app} << "x";
+    EXPECT_TRUE(is(exported_model::load(root).error(), errc::corrupt_file)) << c.what;
+  }
+  EXPECT_TRUE(is(exported_model::load(dir.path() + "/none").error(), errc::not_found));
 }
 
 TEST(estimator, bad_models_checkpoints_and_inputs_are_refused_with_clear_errors) {
