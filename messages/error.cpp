@@ -60,6 +60,14 @@ std::string render(const caf::error& x) {
   return caf::to_string(x);
 }
 
+plain_error to_plain(const caf::error& x) {
+  if (!x)
+    return {};
+  if (x.category() == errc_category)
+    return {static_cast<errc>(x.code()), context_of(x)};
+  return {errc::io_error, render(x)};
+}
+
 bool is(const caf::error& x, errc code) {
   return x.category() == errc_category && x.code() == static_cast<uint8_t>(code);
 }

@@ -30,6 +30,10 @@ caf::error make_error(errc x, std::string context);
 /// caf::expected<T> implicitly (CAF finds it by argument-dependent lookup).
 caf::error make_error(const plain_error& x);
 
+/// The plain_error of a caf::error, for code that answers in compute/'s form: a darcy error
+/// keeps its code and context, any other becomes errc::io_error with its rendering.
+plain_error to_plain(const caf::error& x);
+
 /// Moves a compute/ result into the form actors answer with.
 template <class T>
 caf::expected<T> to_expected(plain_expected<T>&& x) {

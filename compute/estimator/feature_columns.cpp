@@ -273,10 +273,11 @@ public:
     }
     return out;
   }
-  void backward(const matrix& doutput) override {
+  plain_error backward(const matrix& doutput) override {
     for (size_t r = 0; r < ids_.size(); ++r)
       for (auto id : ids_[r])
         table_->grad.row(id) += scales_[r] * doutput.row(static_cast<Eigen::Index>(r));
+    return {};
   }
   nn::parameter_list<T> parameters() override { return {table_.get()}; }
   nlohmann::json spec() const override {
@@ -525,12 +526,26 @@ auto input_layer<T>::forward(const feature_map& features) -> plain_expected<matr
 }
 
 template <class T>
-void input_layer<T>::backward(const matrix& dinput) {
+plain_error input_layer<T>::backward(const matrix& dinput) {
   Eigen::Index at = 0;
+  plain_error first;
   for (auto& c : columns_) {
-    c->backward(dinput.middleCols(at, c->width()));
+    if (auto err = c->backward(dinput.middleCols(at, c->width())); err && !first)
+      first = std::move(err);
     at += c->width();
   }
+  return first;
+}
+
+template <class T>
+bool input_layer<T>::trainable() {
+  return std::any_of(columns_.begin(), columns_.end(), [](auto& c) { return c->trainable(); });
+}
+
+template <class T>
+void input_layer<T>::set_training(bool training) {
+  for (auto& c : columns_)
+    c->set_training(training);
 }
 
 template <class T>

@@ -92,9 +92,17 @@ public:
   /// The column's rows × width() values; errc::invalid_argument for a missing or bad feature.
   virtual plain_expected<matrix> forward(const feature_map& features) = 0;
   /// Adds dL/d(parameters) for dL/d(output) of the last forward; nothing to do for columns
-  /// without parameters.
-  virtual void backward(const matrix& doutput) { (void)doutput; }
+  /// without parameters. A column whose parameters live elsewhere (a service) may fail.
+  virtual plain_error backward(const matrix& doutput) {
+    (void)doutput;
+    return {};
+  }
+  /// Training (the default) or inference: columns backed by a service read without keeping
+  /// anything for a backward pass at inference.
+  virtual void set_training(bool training) { (void)training; }
   virtual nn::parameter_list<T> parameters() { return {}; }
+  /// Whether backward() does anything: it has parameters, here or in a service.
+  virtual bool trainable() { return !parameters().empty(); }
   /// What rebuilds the column; trainable tables by name, their values travel separately.
   virtual nlohmann::json spec() const = 0;
 };
@@ -147,8 +155,12 @@ public:
   uint32_t width() const;
   /// errc::invalid_argument when a column fails or the columns disagree on the row count.
   plain_expected<matrix> forward(const feature_map& features);
-  /// Precondition: dinput is rows × width() of the last successful forward.
-  void backward(const matrix& dinput);
+  /// Precondition: dinput is rows × width() of the last successful forward. The first
+  /// column's error, after every column had its part.
+  plain_error backward(const matrix& dinput);
+  void set_training(bool training);
+  /// Whether any column is trainable (otherwise backward() need not run).
+  bool trainable();
   /// Each shared table once.
   nn::parameter_list<T> parameters();
   /// The columns' specs, in order.

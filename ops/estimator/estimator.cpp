@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "stores/parameter_part.hpp"
 
@@ -50,10 +51,22 @@ caf::error estimator::restore_variables() {
     return make_error(errc::invalid_config, "estimator: " + cfg_.model_dir +
                                               " holds a checkpoint of service '" +
                                               manifest->service + "'");
+  auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
+  if (extra.is_discarded())
+    return make_error(errc::corrupt_file, "estimator: the checkpoint's manifest is damaged");
+  auto embeddings = extra.value("embeddings", "");
+  if (!embeddings.empty() && !cfg_.embeddings)
+    return make_error(errc::invalid_config, "estimator: the checkpoint holds dynamic embeddings; "
+                                            "run_config.embeddings must name their session");
   if (auto err = stores::read_parameter_part(root, manifest->parts.front(), vars_.all(), optimizer_))
     return err;
+  if (!embeddings.empty()) {
+    auto restored = ops::restore(*cfg_.embeddings, cfg_.model_dir + "/" + embeddings);
+    if (!restored)
+      return std::move(restored.error());
+  }
   global_step_ = static_cast<uint64_t>(manifest->step);
-  input_position_ = nlohmann::json::parse(manifest->extra, nullptr, false).value("input_position", "");
+  input_position_ = extra.value("input_position", "");
   return {};
 }
 
@@ -99,14 +112,27 @@ caf::error estimator::save_checkpoint() {
     root.discard(id);
     return std::move(part.error());
   }
+  nlohmann::json extra{{"input_position", input_position_}};
+  if (cfg_.embeddings) {
+    // The service's own consistent checkpoint inside this checkpoint's directory, complete
+    // before the manifest names it; retention removes it with its checkpoint.
+    auto name = id + "/embeddings";
+    if (auto err = ops::save(*cfg_.embeddings, cfg_.model_dir + "/" + name,
+                             {static_cast<int64_t>(global_step_), input_position_, {}})) {
+      root.discard(id);
+      return err;
+    }
+    extra["embeddings"] = name;
+  }
   checkpoint_manifest manifest;
   manifest.service = service_name;
   manifest.checkpoint = id;
   manifest.step = static_cast<int64_t>(global_step_);
   manifest.parts = {*part};
-  manifest.extra = nlohmann::json{{"input_position", input_position_}}.dump();
+  manifest.extra = extra.dump();
   return root.commit(manifest, std::max<size_t>(cfg_.keep_checkpoint_max, 1));
 }
+
 
 caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max_steps,
                                              std::vector<hook_ptr> hooks) {
@@ -150,6 +176,8 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     if (!r->spec.train_op)
       return make_error(errc::invalid_config, "estimator: the model function gave no train op");
     r->spec.train_op();
+    if (auto& err = r->ctx->failure())
+      return err;
     optimizer_.step(vars_.all());
     ++global_step_;
     ++result.steps;

@@ -22,6 +22,7 @@
 #include "ops/estimator/estimator_spec.hpp"
 #include "ops/estimator/hooks.hpp"
 #include "ops/estimator/input.hpp"
+#include "ops/session.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -42,6 +43,10 @@ struct run_config {
   /// Threads of the model's products.
   size_t threads = 2;
   compute::nn::adam_config optimizer;
+  /// The session whose embedding service holds the model's dynamic embeddings, if any: every
+  /// checkpoint then saves the service too (ops::save, inside the checkpoint's directory,
+  /// before the manifest that names it) and a resume restores it.
+  session* embeddings = nullptr;
 };
 
 struct train_result {

@@ -59,13 +59,15 @@ caf::expected<tensor> input_layer(model_context& ctx,
                                   compute::estimator::input_layer<float>& layer) {
   for (auto* p : layer.parameters())
     ctx.variables().add(p);
+  layer.set_training(ctx.training());
   auto x = layer.forward(features);
   if (!x)
     return make_error(x.error());
-  auto result = layer.parameters().empty()
+  auto result = !ctx.training() || !layer.trainable()
                   ? ctx.constant(std::move(*x))
                   : ctx.record(std::move(*x), [&layer](model_context& c, tensor out) {
-                      layer.backward(c.grad(out));
+                      if (auto err = layer.backward(c.grad(out)))
+                        c.fail(make_error(err));
                     });
   ctx.add_op({{"op", "input"}, {"out", result.id}, {"columns", layer.spec()}});
   return result;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
 #include <nlohmann/json.hpp>
 
 #include "compute/nn/tensor.hpp"
@@ -79,6 +80,14 @@ public:
   /// Sets dL/d(t) and runs every recorded backward step in reverse order.
   void backpropagate(tensor t, matrix dvalue);
 
+  /// A backward step that could not finish (a service did not take its gradients) records
+  /// its error here; the Estimator fails the step with the first one.
+  void fail(caf::error err) {
+    if (!failure_)
+      failure_ = std::move(err);
+  }
+  const caf::error& failure() const { return failure_; }
+
   /// While an export traces the model, each layer appends what it did, by tensor id; the
   /// export saves the list as the model's graph.
   void trace(bool on) { tracing_ = on; }
@@ -100,6 +109,7 @@ private:
   size_t threads_;
   std::vector<node> nodes_;
   bool tracing_ = false;
+  caf::error failure_;
   nlohmann::json graph_ = nlohmann::json::array();
 };
 

@@ -1,0 +1,128 @@
+// dynamic_embedding_column: raw strings looked up in the embedding service, trained by its
+// optimizer through the Estimator; checkpoints save and restore the service with the dense
+// variables, so a resumed run ends exactly as an uninterrupted one.
+#include "ops/estimator/dynamic_embedding_column.hpp"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
+#include "ops/estimator/canned.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace darcy::ops::estimator {
+namespace {
+
+namespace ce = compute::estimator;
+
+/// Two classes; the raw word of each example names its class ("w0" or "w1"), the numbers are
+/// noise.
+std::shared_ptr<example_table> words(size_t rows) {
+  std::mt19937_64 rng{3};
+  std::normal_distribution<double> noise;
+  auto t = std::make_shared<example_table>();
+  std::vector<double> x;
+  std::vector<std::vector<std::string>> w;
+  t->labels = matrix(rows, 1);
+  for (size_t i = 0; i < rows; ++i) {
+    x.push_back(noise(rng));
+    w.push_back({"w" + std::to_string(i % 2), "common"});
+    t->labels(i, 0) = float(i % 2);
+  }
+  t->features["x"] = ce::feature_value::numeric(x);
+  t->features["words"] = ce::feature_value::categorical(w);
+  return t;
+}
+
+de_config word_config() {
+  de_config c;
+  c.dim = 4;
+  c.optimizer.kind = optimizer_kind::adagrad;
+  c.optimizer.learning_rate = 0.2f;
+  return c;
+}
+
+model_fn model(session& s) {
+  auto column = dynamic_embedding_column(s, "words", word_config());
+  EXPECT_TRUE(column);
+  return *dnn_model({.columns = {*ce::numeric_column<float>("x"), *column},
+                     .hidden_units = {8},
+                     .head = {.kind = ce::head_kind::binary}});
+}
+
+input_fn input(std::shared_ptr<example_table> t, uint32_t epochs) {
+  return [t, epochs] { return make_dataset(t, {.batch_size = 16, .epochs = epochs, .seed = 2}); };
+}
+
+matrix rows_of(session& s, std::vector<std::string> keys) {
+  auto found = dynamic_embedding_lookup(s, std::move(keys), word_config(), "words", false);
+  EXPECT_TRUE(found) << render(found.error());
+  return found ? found->rows : matrix{};
+}
+
+run_config config(session& s, const std::string& dir = "") {
+  return {.model_dir = dir, .seed = 3, .threads = 1, .optimizer = {.learning_rate = 0.01},
+          .embeddings = &s};
+}
+
+TEST(dynamic_embedding_column, the_service_trains_rows_of_raw_words_through_the_estimator) {
+  auto s = session::open({});
+  ASSERT_TRUE(s);
+  estimator e{model(**s), config(**s)};
+  ASSERT_TRUE(e.train(input(words(200), 0), 1)); // creates the rows
+  auto before = rows_of(**s, {"w0", "w1"});
+  ASSERT_TRUE(e.train(input(words(200), 0), 150));
+  auto after = rows_of(**s, {"w0", "w1"});
+  EXPECT_FALSE(before.isApprox(after)) << "the service's optimizer moved the rows";
+  auto m = e.evaluate(input(words(60), 1));
+  ASSERT_TRUE(m);
+  EXPECT_GT(m->at("accuracy"), 0.95);
+}
+
+TEST(dynamic_embedding_column, a_resumed_run_restores_the_service_and_ends_exactly_as_one_run) {
+  test::temp_dir dir{"dynamic_column_resume"};
+  auto data = words(200);
+  auto a = session::open({});
+  ASSERT_TRUE(a);
+  estimator whole{model(**a), config(**a)};
+  ASSERT_TRUE(whole.train(input(data, 0), 30));
+
+  {
+    auto b = session::open({});
+    ASSERT_TRUE(b);
+    estimator first{model(**b), config(**b, dir.path())};
+    ASSERT_TRUE(first.train(input(data, 0), 17));
+  }
+  auto c = session::open({}); // a fresh service: the rows come from the checkpoint
+  ASSERT_TRUE(c);
+  estimator second{model(**c), config(**c, dir.path())};
+  auto r = second.train(input(data, 0), 30);
+  ASSERT_TRUE(r) << render(r.error());
+  EXPECT_EQ(r->resumed_from, 17u);
+  for (auto* p : whole.variables().all())
+    EXPECT_TRUE(p->value == second.variables().find(p->name)->value) << p->name;
+  EXPECT_TRUE(rows_of(**a, {"w0", "w1", "common"}) == rows_of(**c, {"w0", "w1", "common"}));
+
+  estimator without_service{model(**c), {.model_dir = dir.path()}};
+  EXPECT_TRUE(is(without_service.train(input(data, 0), 40).error(), errc::invalid_config));
+}
+
+TEST(dynamic_embedding_column, bad_configs_and_features_are_refused) {
+  auto s = session::open({});
+  ASSERT_TRUE(s);
+  auto zero = word_config();
+  zero.dim = 0;
+  EXPECT_TRUE(is(dynamic_embedding_column(**s, "words", zero).error(), errc::invalid_config));
+  auto column = dynamic_embedding_column(**s, "x", word_config());
+  ASSERT_TRUE(column);
+  auto t = words(4);
+  EXPECT_TRUE(is((*column)->forward(t->features).error(), errc::invalid_argument))
+    << "a numeric feature";
+  auto missing = dynamic_embedding_column(**s, "nope", word_config());
+  EXPECT_TRUE(is((*missing)->forward(t->features).error(), errc::invalid_argument));
+}
+
+} // namespace
+} // namespace darcy::ops::estimator
