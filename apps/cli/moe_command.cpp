@@ -93,13 +93,10 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   lm_cmd->add_option("--experts", lm->model.layer.gating.experts, "Experts (hierarchical: per group)");
   lm_cmd->add_option("--groups", lm->model.primary.experts, "Hierarchical: groups (k = 1 of them)");
   lm_cmd->callback([lm, middle, &exit_code] {
-    lm->model.middle = *middle == "lstm" ? moe::lm_middle::lstm
-                       : *middle == "moe" ? moe::lm_middle::moe
-                                          : moe::lm_middle::hierarchical;
-    lm->model.primary.k = 1;
-    lm->model.primary.importance_weight = 0.1;
-    if (lm->model.middle == moe::lm_middle::hierarchical)
-      lm->model.layer.gating.mask = mask_kind::top_k;
+    lm->model.middle = *middle == "lstm" ? moe::lm_middle::lstm : moe::lm_middle::moe;
+    if (*middle == "hierarchical")
+      lm->model = moe::hierarchical_options(lm->model, lm->model.primary.experts,
+                                            lm->model.layer.gating.experts);
     if (auto err = moe::run_lm(*lm))
       exit_code = fail("moe lm: " + render(err));
   });

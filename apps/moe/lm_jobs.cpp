@@ -182,6 +182,24 @@ std::string label_of(const lm_options& o) {
 
 } // namespace
 
+lm_options hierarchical_options(lm_options base, uint32_t groups, uint32_t per_group) {
+  base.middle = lm_middle::hierarchical;
+  auto balanced = [](gating_config g) {
+    g.mask = mask_kind::noisy_top_k;
+    g.balance_weight = 0;
+    g.importance_weight = 0.1;
+    g.load_weight = 0.1;
+    return g;
+  };
+  base.primary = balanced(base.layer.gating);
+  base.primary.experts = groups;
+  base.primary.k = 1;
+  base.primary.seed = base.layer.gating.seed + 1;
+  base.layer.gating = balanced(base.layer.gating);
+  base.layer.gating.experts = per_group;
+  return base;
+}
+
 caf::error run_lm(const lm_job& job) {
   auto corpus = load(job);
   if (!corpus)
@@ -214,13 +232,7 @@ caf::error run_experiment(const experiment_job& job) {
   }
   if (job.groups > 0) {
     auto row = job.base;
-    row.model.middle = lm_middle::hierarchical;
-    row.model.primary = job.base.model.layer.gating;
-    row.model.primary.experts = job.groups;
-    row.model.primary.k = 1;
-    row.model.primary.mask = mask_kind::top_k;
-    row.model.layer.gating.experts = job.group_experts;
-    row.model.layer.gating.mask = mask_kind::top_k;
+    row.model = hierarchical_options(job.base.model, job.groups, job.group_experts);
     rows.push_back(row);
   }
   auto table_path = (fs::path{job.out_dir} / "moe-experts.tsv").string();
@@ -246,7 +258,7 @@ caf::error run_experiment(const experiment_job& job) {
      << "set output '" << png << "'\n"
      << "set title 'MoE language model on Brown: test perplexity at matched multiply-adds per word'\n"
      << "set datafile separator '\\t'\nset style data histograms\nset style fill solid 0.6\n"
-     << "set boxwidth 0.7\nset ylabel 'perplexity'\nset y2label 'parameters (millions, excl. "
+     << "set boxwidth 0.7\nset yrange [0:*]\nset ylabel 'perplexity'\nset y2label 'parameters (millions, excl. "
         "embeddings and softmax)'\nset y2tics\nset ytics nomirror\nset grid ytics\n"
      << "set key top left\nset xtics rotate by -20\n"
      << "plot '" << table_path << "' every ::1 using 2:xtic(1) title 'test perplexity',"

@@ -45,6 +45,11 @@ struct lm_result {
   double threshold_agreement = -1;
 };
 
+/// `base` with a hierarchical middle layer of `groups` × `per_group` experts, gated as in the
+/// paper's hierarchical MoE: noisy top-1 of the groups, noisy top-k (base's k) inside each,
+/// with the importance and load losses (weight 0.1 each) keeping both levels balanced.
+lm_options hierarchical_options(lm_options base, uint32_t groups, uint32_t per_group);
+
 /// Trains one model on `corpus` for job.model.epochs epochs (or job.model.max_steps steps) in
 /// an in-process cluster, evaluating it after every epoch; prints progress unless job.quiet.
 caf::expected<lm_result> train_lm(const lm_job& job, const lm_corpus& corpus,

@@ -65,5 +65,32 @@ TEST(lm_jobs, the_reported_figures_are_those_of_the_best_validation_epoch) {
   }
 }
 
+TEST(lm_jobs, the_hierarchical_row_balances_both_levels_with_noisy_gates) {
+  lm_options base;
+  base.layer.gating = {.experts = 64, .k = 2, .mask = mask_kind::batchwise, .seed = 4};
+  auto o = hierarchical_options(base, 16, 8);
+  EXPECT_EQ(o.middle, lm_middle::hierarchical);
+  for (auto* g : {&o.primary, &o.layer.gating}) {
+    EXPECT_EQ(g->mask, mask_kind::noisy_top_k);
+    EXPECT_GT(g->importance_weight, 0);
+    EXPECT_GT(g->load_weight, 0);
+  }
+  EXPECT_EQ(o.primary.experts, 16u);
+  EXPECT_EQ(o.primary.k, 1u);
+  EXPECT_EQ(o.layer.gating.experts, 8u);
+  EXPECT_EQ(o.layer.gating.k, 2u);
+  EXPECT_NE(o.primary.seed, o.layer.gating.seed);
+  // A short run trains with these gates.
+  test::temp_dir dir{"lm_jobs_hierarchical"};
+  test::write_tiny_brown(dir.path());
+  auto corpus = load_brown_lm(dir.path(), 2);
+  ASSERT_TRUE(corpus);
+  auto job = tiny_job(lm_middle::moe, 2, 0, 0);
+  job.model = hierarchical_options(job.model, 2, 4);
+  auto r = train_lm(job, *corpus, "tiny-hierarchical");
+  ASSERT_TRUE(r) << render(r.error());
+  EXPECT_GT(r->experts_used, 0.5);
+}
+
 } // namespace
 } // namespace darcy::moe
