@@ -68,15 +68,8 @@ int run_estimator_bench(const estimator_bench_options& o) {
     std::fprintf(stderr, "bench estimator: repeats and threads must be >= 1\n");
     return 1;
   }
-  if (o.peer) {
-    if (!require_optimized_blas("estimator"))
-      return 1;
-    if (std::system((o.python + " -c 'import torch, numpy' 2>/dev/null").c_str()) != 0) {
-      std::fprintf(stderr, "bench estimator: the peer needs PyTorch: apt-get install "
-                           "python3-torch (or run with --no-peer)\n");
-      return 1;
-    }
-  }
+  if (o.peer && !require_torch_peer(o.python, "estimator"))
+    return 1;
   auto data = load_fashion_mnist(o.data_dir);
   if (!data) {
     std::fprintf(stderr, "bench estimator: %s\n", render(data.error()).c_str());

@@ -310,15 +310,8 @@ int run_moe_bench(const moe_bench_options& o) {
     std::fprintf(stderr, "bench moe: tokens, dim, experts, steps and threads must be >= 1\n");
     return 1;
   }
-  if (o.peer) {
-    if (!require_optimized_blas("moe"))
-      return 1;
-    if (std::system((o.python + " -c 'import torch' 2>/dev/null").c_str()) != 0) {
-      std::fprintf(stderr, "bench moe: the peer needs PyTorch: apt-get install python3-torch "
-                           "(or run with --no-peer)\n");
-      return 1;
-    }
-  }
+  if (o.peer && !require_torch_peer(o.python, "moe"))
+    return 1;
   auto dir = (std::filesystem::temp_directory_path() /
               ("darcy-bench-moe-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);

@@ -1,6 +1,7 @@
 #include "apps/bench/python_peer.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -44,6 +45,16 @@ bool require_optimized_blas(const std::string& bench) {
   std::fprintf(stderr, "bench %s: the peer would run on the reference BLAS (%s); install "
                        "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
                bench.c_str(), blas.c_str());
+  return false;
+}
+
+bool require_torch_peer(const std::string& python, const std::string& bench) {
+  if (!require_optimized_blas(bench))
+    return false;
+  if (std::system((python + " -c 'import torch, numpy' 2>/dev/null").c_str()) == 0)
+    return true;
+  std::fprintf(stderr, "bench %s: the peer needs PyTorch: apt-get install python3-torch (or run "
+                       "with --no-peer)\n", bench.c_str());
   return false;
 }
 

@@ -24,4 +24,8 @@ std::string blas_in_use();
 /// True when the BLAS in use is OpenBLAS; otherwise prints why the peer cannot run fairly.
 bool require_optimized_blas(const std::string& bench);
 
+/// True when the BLAS is optimized and `python` imports torch (and numpy); otherwise prints
+/// what to install, or that --no-peer skips the peer.
+bool require_torch_peer(const std::string& python, const std::string& bench);
+
 } // namespace darcy::apps

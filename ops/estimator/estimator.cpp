@@ -207,32 +207,44 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
   return result;
 }
 
-caf::expected<std::map<std::string, double>> estimator::evaluate(const input_fn& input,
-                                                                 uint64_t steps) {
+caf::error estimator::for_each_batch(const input_fn& input, mode m, uint64_t limit,
+                                     const std::function<caf::error(const batch&, run&)>& f) {
   auto pipeline = input();
   if (!pipeline)
     return std::move(pipeline.error());
-  std::vector<compute::estimator::named_metric> metrics;
-  double loss_sum = 0, examples = 0;
-  for (uint64_t step = 0; steps == 0 || step < steps; ++step) {
+  for (uint64_t step = 0; limit == 0 || step < limit; ++step) {
     auto next = (*pipeline)->next();
     if (!next)
       return std::move(next.error());
     if (!*next)
       break;
-    auto r = call(mode::eval, **next);
+    auto r = call(m, **next);
     if (!r)
       return std::move(r.error());
-    auto& spec = r->spec;
+    if (auto err = f(**next, *r))
+      return err;
+  }
+  return {};
+}
+
+caf::expected<std::map<std::string, double>> estimator::evaluate(const input_fn& input,
+                                                                 uint64_t steps) {
+  std::vector<compute::estimator::named_metric> metrics;
+  double loss_sum = 0, examples = 0;
+  auto err = for_each_batch(input, mode::eval, steps, [&](const batch& b, run& r) -> caf::error {
+    auto& spec = r.spec;
     if (metrics.empty() && spec.make_metrics)
       metrics = spec.make_metrics();
     if (spec.update_metrics)
       if (auto err = spec.update_metrics(metrics))
         return err;
-    auto rows = static_cast<double>((*next)->rows());
+    auto rows = static_cast<double>(b.rows());
     loss_sum += spec.loss * rows;
     examples += rows;
-  }
+    return {};
+  });
+  if (err)
+    return err;
   if (examples == 0)
     return make_error(errc::invalid_argument, "estimator: evaluate got no examples");
   std::map<std::string, double> out;
@@ -244,23 +256,15 @@ caf::expected<std::map<std::string, double>> estimator::evaluate(const input_fn&
 }
 
 caf::expected<matrix> estimator::predict(const input_fn& input) {
-  auto pipeline = input();
-  if (!pipeline)
-    return std::move(pipeline.error());
   std::vector<matrix> parts;
   Eigen::Index rows = 0;
-  while (true) {
-    auto next = (*pipeline)->next();
-    if (!next)
-      return std::move(next.error());
-    if (!*next)
-      break;
-    auto r = call(mode::predict, **next);
-    if (!r)
-      return std::move(r.error());
-    rows += r->spec.predictions.rows();
-    parts.push_back(std::move(r->spec.predictions));
-  }
+  auto err = for_each_batch(input, mode::predict, 0, [&](const batch&, run& r) -> caf::error {
+    rows += r.spec.predictions.rows();
+    parts.push_back(std::move(r.spec.predictions));
+    return {};
+  });
+  if (err)
+    return err;
   matrix out(rows, parts.empty() ? 0 : parts.front().cols());
   Eigen::Index at = 0;
   for (auto& p : parts) {

@@ -95,6 +95,10 @@ private:
   /// longer fits it), then runs again on the restored values.
   caf::expected<run> call(mode m, const batch& b, bool trace = false);
   caf::error restore_variables();
+  /// Runs the model in mode `m` on each batch of `input` (the first `limit`; 0: all) and hands
+  /// each to `f`; the first error ends it.
+  caf::error for_each_batch(const input_fn& input, mode m, uint64_t limit,
+                            const std::function<caf::error(const batch&, run&)>& f);
   /// The newest checkpoint's input position, or empty.
   caf::expected<std::string> checkpoint_position();
 
