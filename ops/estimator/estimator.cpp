@@ -21,6 +21,12 @@ caf::error no_model_dir() {
   return make_error(errc::invalid_config, "estimator: run_config.model_dir is empty");
 }
 
+/// The string field `key` of a manifest's extra, or empty when it is missing or not a string.
+std::string text_field(const nlohmann::json& extra, const char* key) {
+  auto it = extra.find(key);
+  return it != extra.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
 } // namespace
 
 estimator::estimator(model_fn fn, run_config cfg, params p)
@@ -35,9 +41,9 @@ caf::expected<std::string> estimator::checkpoint_position() {
     return is(manifest.error(), errc::not_found) ? caf::expected<std::string>{std::string{}}
                                                  : caf::expected<std::string>{manifest.error()};
   auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
-  if (extra.is_discarded() || !extra.contains("input_position"))
+  if (!extra.is_object() || !extra.contains("input_position"))
     return make_error(errc::corrupt_file, "estimator: the checkpoint's manifest has no input position");
-  return extra["input_position"].get<std::string>();
+  return text_field(extra, "input_position");
 }
 
 caf::error estimator::restore_variables() {
@@ -52,9 +58,9 @@ caf::error estimator::restore_variables() {
                                               " holds a checkpoint of service '" +
                                               manifest->service + "'");
   auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
-  if (extra.is_discarded())
+  if (!extra.is_object())
     return make_error(errc::corrupt_file, "estimator: the checkpoint's manifest is damaged");
-  auto embeddings = extra.value("embeddings", "");
+  auto embeddings = text_field(extra, "embeddings");
   if (!embeddings.empty() && !cfg_.embeddings)
     return make_error(errc::invalid_config, "estimator: the checkpoint holds dynamic embeddings; "
                                             "run_config.embeddings must name their session");
@@ -66,7 +72,7 @@ caf::error estimator::restore_variables() {
       return std::move(restored.error());
   }
   global_step_ = static_cast<uint64_t>(manifest->step);
-  input_position_ = extra.value("input_position", "");
+  input_position_ = text_field(extra, "input_position");
   return {};
 }
 

@@ -117,6 +117,7 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
       } else if (kind == "add") {
         width[op.at("out").get<uint64_t>()] = width.at(op.at("a").get<uint64_t>());
       } else if (kind == "head") {
+        (void)width.at(op.at("logits").get<uint64_t>()); // a tensor of the graph
         std::vector<compute::estimator::head_config> parts;
         for (auto& h : op.at("heads"))
           parts.push_back({static_cast<compute::estimator::head_kind>(h.at("kind").get<int>()),
