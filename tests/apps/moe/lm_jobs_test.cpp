@@ -16,21 +16,11 @@ namespace {
 lm_job tiny_job(lm_middle middle, uint32_t epochs, uint64_t max_steps, double dropout) {
   lm_job job;
   job.quiet = true;
-  auto& o = job.model;
-  o.middle = middle;
-  o.dim = 16;
-  o.batch = 4;
-  o.unroll = 5;
-  o.sampled = 4;
-  o.threads = 1;
-  o.learning_rate = 0.05;
-  o.embedding_learning_rate = 0.05f;
-  o.epochs = epochs;
-  o.max_steps = max_steps;
-  o.dropout = dropout;
-  o.layer.expert = expert_kind::ffn;
-  o.layer.hidden = 16;
-  o.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .seed = 2};
+  job.model = test::tiny_lm_options(0.05);
+  job.model.middle = middle;
+  job.model.epochs = epochs;
+  job.model.max_steps = max_steps;
+  job.model.dropout = dropout;
   return job;
 }
 

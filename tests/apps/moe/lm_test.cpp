@@ -39,17 +39,7 @@ TEST(lm_model, a_short_run_lowers_the_full_softmax_perplexity_of_every_middle_la
   test::write_tiny_brown(dir.path());
   auto corpus = load_brown_lm(dir.path(), 2);
   ASSERT_TRUE(corpus) << render(corpus.error());
-  lm_options base;
-  base.dim = 16;
-  base.batch = 4;
-  base.unroll = 5;
-  base.sampled = 4;
-  base.learning_rate = 0.02;
-  base.embedding_learning_rate = 0.02f;
-  base.threads = 1;
-  base.layer.expert = expert_kind::ffn;
-  base.layer.hidden = 16;
-  base.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .seed = 2};
+  auto base = test::tiny_lm_options(0.02);
   base.primary = {.experts = 2, .k = 1, .importance_weight = 0.1, .seed = 3};
   for (auto middle : {lm_middle::lstm, lm_middle::moe, lm_middle::hierarchical}) {
     auto o = base;
