@@ -1,11 +1,12 @@
 // `darcy estimator fashion-mnist`: the canned DNN classifier on Fashion-MNIST, with its test
-// accuracy as a JSON line.
+// accuracy as a JSON line. `darcy estimator plot`: a summary writer's curve as a PNG.
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/commands.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
+#include "apps/estimator/summary_plot.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::apps {
@@ -24,7 +25,8 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   fm->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
   fm->add_option("--seed", o->seed, "Seed of the weights and the shuffling");
   fm->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
-  fm->add_flag("--quiet", o->quiet, "No log lines");
+  fm->add_option("--summary", o->summary, "Append {step, loss, seconds} every 100 steps to this JSONL");
+  fm->add_flag("--quiet", o->quiet, "No progress bar");
   fm->callback([o, &exit_code] {
     auto data = load_fashion_mnist(o->data_dir);
     if (!data) {
@@ -45,6 +47,20 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
                                 {"threads", o->threads}}
                    .dump()
               << std::endl;
+  });
+
+  auto summary = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>("loss");
+  auto plot = cmd->add_subcommand("plot", "Plot a summary writer's JSONL as OUT.tsv and OUT.png");
+  plot->add_option("summary", *summary, "The JSONL file")->required();
+  plot->add_option("--out", *out, "Output path without extension");
+  plot->callback([summary, out, &exit_code] {
+    auto points = plot_summary(*summary, *out);
+    if (!points) {
+      exit_code = fail("estimator plot: " + render(points.error()));
+      return;
+    }
+    std::cout << *points << " points: " << *out << ".tsv, " << *out << ".png" << std::endl;
   });
 }
 

@@ -54,6 +54,8 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
     return est::prefetch(std::move(*d), 4);
   };
   std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>()};
+  if (!o.summary.empty())
+    hooks.push_back(std::make_shared<est::summary_writer>(o.summary, 100));
   if (!o.quiet) {
     auto per_epoch = (data.train->rows() + o.batch - 1) / o.batch;
     hooks.push_back(std::make_shared<progress_hook>(per_epoch * o.epochs));

@@ -26,6 +26,8 @@ struct fashion_mnist_options {
   uint64_t seed = 1;
   /// Checkpoints (and resume) when set.
   std::string model_dir;
+  /// A summary_writer's JSONL file (every 100 steps), when set.
+  std::string summary;
   bool quiet = false;
 };
 
