@@ -57,11 +57,6 @@ print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()
                   "steps_per_s": sorted(rates)[len(rates) // 2]}), flush=True)
 )PY";
 
-double number_after(const std::string& line, const std::string& key) {
-  auto at = line.find("\"" + key + "\": ");
-  return at == std::string::npos ? 0.0 : std::stod(line.substr(at + key.size() + 4));
-}
-
 } // namespace
 
 int run_estimator_bench(const estimator_bench_options& o) {
@@ -113,15 +108,9 @@ int run_estimator_bench(const estimator_bench_options& o) {
       std::fprintf(stderr, "bench estimator: the PyTorch peer: %s\n", render(lines.error()).c_str());
       return 1;
     }
-    double torch_rate = 0;
-    std::string blas;
-    for (auto& line : *lines)
-      if (line.find("steps_per_s") != std::string::npos) {
-        torch_rate = number_after(line, "steps_per_s");
-        auto at = line.find("\"blas\": \"");
-        if (at != std::string::npos)
-          blas = line.substr(at + 9, line.find('"', at + 9) - at - 9);
-      }
+    auto peer = peer_result(*lines, "steps_per_s");
+    double torch_rate = peer ? peer->value("steps_per_s", 0.0) : 0.0;
+    auto blas = peer ? peer->value("blas", std::string{"unknown"}) : std::string{};
     if (torch_rate <= 0) {
       std::fprintf(stderr, "bench estimator: the PyTorch peer printed no result\n");
       return 1;

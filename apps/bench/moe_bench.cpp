@@ -273,19 +273,12 @@ caf::expected<result> run_setting(const setting& s, const moe_bench_options& o,
     auto lines = run_python(o.python, torch_peer, args.str(), dir);
     if (!lines)
       return lines.error();
-    for (auto& line : *lines) {
-      auto number = [&](const std::string& key) {
-        auto at = line.find("\"" + key + "\": ");
-        return at == std::string::npos ? 0.0 : std::stod(line.substr(at + key.size() + 4));
-      };
-      if (line.find("moe_tokens_per_s") == std::string::npos)
-        continue;
-      r.torch_moe = number("moe_tokens_per_s");
-      r.torch_dense = number("dense_tokens_per_s");
-      auto at = line.find("\"blas\": \"");
-      if (at != std::string::npos)
-        r.torch_blas = line.substr(at + 9, line.find('"', at + 9) - at - 9);
-    }
+    auto peer = peer_result(*lines, "moe_tokens_per_s");
+    if (!peer)
+      return peer.error();
+    r.torch_moe = peer->value("moe_tokens_per_s", 0.0);
+    r.torch_dense = peer->value("dense_tokens_per_s", 0.0);
+    r.torch_blas = peer->value("blas", std::string{"unknown"});
     if (r.torch_moe <= 0)
       return make_error(errc::io_error, "the PyTorch peer printed no result");
   }

@@ -48,6 +48,16 @@ bool require_optimized_blas(const std::string& bench) {
   return false;
 }
 
+caf::expected<nlohmann::json> peer_result(const std::vector<std::string>& lines,
+                                          const std::string& key) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    auto j = nlohmann::json::parse(*it, nullptr, false);
+    if (j.is_object() && j.contains(key))
+      return j;
+  }
+  return make_error(errc::io_error, "the peer printed no result with \"" + key + "\"");
+}
+
 bool require_torch_peer(const std::string& python, const std::string& bench) {
   if (!require_optimized_blas(bench))
     return false;

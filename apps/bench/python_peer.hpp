@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
 
 namespace darcy::apps {
 
@@ -16,6 +17,11 @@ caf::expected<std::vector<std::string>> run_python(const std::string& python,
                                                    const std::string& script,
                                                    const std::string& args,
                                                    const std::string& dir, bool echo = false);
+
+/// The last of a peer's output `lines` that is a JSON object holding `key`; errc::io_error
+/// when none is (the peer printed no result).
+caf::expected<nlohmann::json> peer_result(const std::vector<std::string>& lines,
+                                          const std::string& key);
 
 /// The library behind Debian's libblas.so.3 alternative, which FAISS, NumPy and PyTorch load;
 /// "none" when there is none.

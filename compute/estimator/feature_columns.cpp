@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -23,32 +24,13 @@ plain_error bad_feature(std::string what) {
   return {errc::invalid_argument, "feature column: " + std::move(what)};
 }
 
-/// The feature under `key`, which must be categorical (strings) or numeric of `width`.
-plain_expected<const feature_value*> find(const feature_map& features, const std::string& key,
-                                          uint32_t width) {
-  auto it = features.find(key);
-  if (it == features.end())
-    return bad_feature("no feature '" + key + "' in the batch");
-  auto& f = it->second;
-  if (width == 0 && f.width != 0)
-    return bad_feature("'" + key + "' is numeric, the column needs strings");
-  if (width != 0 && f.width != width)
-    return bad_feature("'" + key + "' has " +
-                       (f.width == 0 ? std::string{"strings"}
-                                     : std::to_string(f.width) + " numbers per row") +
-                       ", the column needs " + std::to_string(width) + " numbers per row");
-  if (width != 0 && f.numbers.size() % width != 0)
-    return bad_feature("'" + key + "' has a partial last row");
-  return &f;
-}
-
 class hash_bucket final : public categorical_column {
 public:
   hash_bucket(std::string key, uint64_t buckets) : key_(std::move(key)), buckets_(buckets) {}
   std::string name() const override { return key_; }
   uint64_t buckets() const override { return buckets_; }
   plain_expected<sparse_ids> ids(const feature_map& features) const override {
-    auto f = find(features, key_, 0);
+    auto f = find_feature(features, key_, 0);
     if (!f)
       return f.error();
     sparse_ids out{{}, buckets_};
@@ -75,7 +57,7 @@ public:
   std::string name() const override { return key_; }
   uint64_t buckets() const override { return index_.size() + oov_; }
   plain_expected<sparse_ids> ids(const feature_map& features) const override {
-    auto f = find(features, key_, 0);
+    auto f = find_feature(features, key_, 0);
     if (!f)
       return f.error();
     sparse_ids out{{}, buckets()};
@@ -110,7 +92,7 @@ public:
   std::string name() const override { return key_ + "_bucketized"; }
   uint64_t buckets() const override { return uint64_t{width_} * (boundaries_.size() + 1); }
   plain_expected<sparse_ids> ids(const feature_map& features) const override {
-    auto f = find(features, key_, width_);
+    auto f = find_feature(features, key_, width_);
     if (!f)
       return f.error();
     sparse_ids out{{}, buckets()};
@@ -201,7 +183,7 @@ public:
   std::string name() const override { return key_; }
   uint32_t width() const override { return width_; }
   plain_expected<matrix> forward(const feature_map& features) override {
-    auto f = find(features, key_, width_);
+    auto f = find_feature(features, key_, width_);
     if (!f)
       return f.error();
     auto& numbers = (*f)->numbers;
@@ -265,9 +247,7 @@ public:
     scales_.clear();
     matrix out = matrix::Zero(static_cast<Eigen::Index>(ids_.size()), width());
     for (size_t r = 0; r < ids_.size(); ++r) {
-      auto n = static_cast<T>(ids_[r].size());
-      T scale = how_ == combiner::sum ? T{1} : how_ == combiner::mean ? T{1} / n : T{1} / std::sqrt(n);
-      scales_.push_back(ids_[r].empty() ? T{0} : scale);
+      scales_.push_back(static_cast<T>(combiner_scale(how_, ids_[r].size())));
       for (auto id : ids_[r])
         out.row(static_cast<Eigen::Index>(r)) += scales_.back() * table_->value.row(id);
     }
@@ -281,9 +261,8 @@ public:
   }
   nn::parameter_list<T> parameters() override { return {table_.get()}; }
   nlohmann::json spec() const override {
-    const char* names[] = {"sum", "mean", "sqrtn"};
     return {{"kind", "embedding"}, {"column", column_->spec()}, {"table", table_->name},
-            {"dimension", width()}, {"combiner", names[static_cast<int>(how_)]}};
+            {"dimension", width()}, {"combiner", to_string(how_)}};
   }
 
 private:
@@ -322,6 +301,43 @@ plain_error bad_spec(const std::string& what) {
 }
 
 } // namespace
+
+plain_expected<const feature_value*> find_feature(const feature_map& features,
+                                                  const std::string& key, uint32_t width) {
+  auto it = features.find(key);
+  if (it == features.end())
+    return bad_feature("no feature '" + key + "' in the batch");
+  auto& f = it->second;
+  if (width == 0 && f.width != 0)
+    return bad_feature("'" + key + "' is numeric, the column needs strings");
+  if (width != 0 && f.width != width)
+    return bad_feature("'" + key + "' has " +
+                       (f.width == 0 ? std::string{"strings"}
+                                     : std::to_string(f.width) + " numbers per row") +
+                       ", the column needs " + std::to_string(width) + " numbers per row");
+  if (width != 0 && f.numbers.size() % width != 0)
+    return bad_feature("'" + key + "' has a partial last row");
+  return &f;
+}
+
+std::string to_string(combiner how) {
+  switch (how) {
+    case combiner::sum:
+      return "sum";
+    case combiner::mean:
+      return "mean";
+    case combiner::sqrtn:
+      return "sqrtn";
+  }
+  return "?";
+}
+
+double combiner_scale(combiner how, size_t ids) {
+  if (ids == 0)
+    return 0;
+  auto n = static_cast<double>(ids);
+  return how == combiner::sum ? 1.0 : how == combiner::mean ? 1.0 / n : 1.0 / std::sqrt(n);
+}
 
 plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec) {
   try {
@@ -373,17 +389,20 @@ plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
       }
       auto name = spec.at("table").get<std::string>();
       uint32_t dimension = spec.at("dimension");
-      auto how = spec.at("combiner").get<std::string>();
-      if (how != "sum" && how != "mean" && how != "sqrtn")
-        return bad_spec("unknown combiner '" + how + "'");
+      auto name_of_how = spec.at("combiner").get<std::string>();
+      std::optional<combiner> how;
+      for (auto c : {combiner::sum, combiner::mean, combiner::sqrtn})
+        if (to_string(c) == name_of_how)
+          how = c;
+      if (!how)
+        return bad_spec("unknown combiner '" + name_of_how + "'");
       auto& table = tables[name];
       if (!table)
         table = make_table<T>(name, (*column)->buckets(), dimension, 0);
       if (table->value.rows() != static_cast<Eigen::Index>((*column)->buckets()) ||
           table->value.cols() != dimension)
         return bad_spec("table '" + name + "' is used with two shapes");
-      out.push_back(std::make_shared<embedding<T>>(
-        *column, table, how == "sum" ? combiner::sum : how == "mean" ? combiner::mean : combiner::sqrtn));
+      out.push_back(std::make_shared<embedding<T>>(*column, table, *how));
     }
   } catch (const nlohmann::json::exception& e) {
     return bad_spec(e.what());

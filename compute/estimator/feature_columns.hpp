@@ -37,6 +37,11 @@ struct feature_value {
 
 using feature_map = std::map<std::string, feature_value>;
 
+/// The feature under `key`: strings when `width` is 0, else numbers of that width per row.
+/// errc::invalid_argument naming the key for a missing feature or one of the other kind.
+plain_expected<const feature_value*> find_feature(const feature_map& features,
+                                                  const std::string& key, uint32_t width);
+
 /// The bucket ids of every row of a batch; each id < buckets.
 struct sparse_ids {
   std::vector<std::vector<uint64_t>> rows;
@@ -121,6 +126,12 @@ template <class T>
 dense_ptr<T> indicator_column(categorical_ptr column);
 
 enum class combiner : uint8_t { sum, mean, sqrtn };
+
+/// "sum", "mean" or "sqrtn", as specs write it.
+std::string to_string(combiner how);
+
+/// The weight of each of an example's `ids` rows: 1, 1/ids or 1/√ids; 0 for no ids.
+double combiner_scale(combiner how, size_t ids);
 
 /// A trainable table of buckets × dimension, rows combined per example; a row without ids
 /// gives zeros. errc::invalid_config for dimension 0.

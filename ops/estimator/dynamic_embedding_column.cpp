@@ -1,7 +1,5 @@
 #include "ops/estimator/dynamic_embedding_column.hpp"
 
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
@@ -24,22 +22,15 @@ public:
   void set_training(bool training) override { training_ = training; }
 
   plain_expected<matrix> forward(const ce::feature_map& features) override {
-    auto it = features.find(key_);
-    if (it == features.end())
-      return plain_error{errc::invalid_argument, "feature column: no feature '" + key_ + "' in the batch"};
-    if (it->second.width != 0)
-      return plain_error{errc::invalid_argument,
-                         "feature column: '" + key_ + "' is numeric, the column needs strings"};
-    auto& rows = it->second.strings;
+    auto feature = ce::find_feature(features, key_, 0);
+    if (!feature)
+      return feature.error();
+    auto& rows = (*feature)->strings;
     std::vector<std::string> keys;
     scales_.clear();
     owner_.clear();
     for (size_t r = 0; r < rows.size(); ++r) {
-      auto n = static_cast<float>(rows[r].size());
-      scales_.push_back(rows[r].empty()           ? 0.0f
-                        : how_ == ce::combiner::sum  ? 1.0f
-                        : how_ == ce::combiner::mean ? 1.0f / n
-                                                     : 1.0f / std::sqrt(n));
+      scales_.push_back(static_cast<float>(ce::combiner_scale(how_, rows[r].size())));
       for (auto& k : rows[r]) {
         keys.push_back(k);
         owner_.push_back(r);
@@ -73,9 +64,8 @@ public:
   }
 
   nlohmann::json spec() const override {
-    const char* names[] = {"sum", "mean", "sqrtn"};
     return {{"kind", "dynamic_embedding"}, {"key", key_}, {"name", config_.name},
-            {"dimension", config_.dim}, {"combiner", names[static_cast<int>(how_)]}};
+            {"dimension", config_.dim}, {"combiner", ce::to_string(how_)}};
   }
 
 private:
