@@ -2,6 +2,7 @@
 
 #include "actors/cluster/echo_service.hpp"
 #include "actors/embedding/embedding_shard.hpp"
+#include "actors/estimator/parameter_server.hpp"
 #include "actors/moe/expert_actor.hpp"
 #include "actors/serving/serving_shard.hpp"
 #include "actors/wals/factor_shard.hpp"
@@ -14,6 +15,7 @@ void register_actor_types(runtime::system_config& cfg) {
   cfg.add_actor_type(echo_service_name, echo_service);
   cfg.add_actor_type(embedding_shard_state::name, embedding_shard);
   cfg.add_actor_type(factor_shard_state::name, factor_shard);
+  cfg.add_actor_type(parameter_server_state::name, parameter_server);
   cfg.add_actor_type(expert_state::name, moe_expert);
   cfg.add_actor_type(serving_shard_state::name, serving_shard);
   cfg.add_actor_type(wals_chief_state::name, wals_chief);

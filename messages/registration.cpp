@@ -5,6 +5,7 @@
 #include "messages/cluster/membership.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "messages/embedding/embedding_config.hpp"
+#include "messages/estimator/estimator_interfaces.hpp"
 #include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/cluster/probe_messages.hpp"
@@ -88,7 +89,13 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<principal_counters>("darcy.principal_counters")
     .add_message_type<model_state>("darcy.model_state")
     .add_message_type<model_status>("darcy.model_status")
-    .add_message_type<serving_shard_actor>("darcy.serving_shard_actor");
+    .add_message_type<serving_shard_actor>("darcy.serving_shard_actor")
+    .add_message_type<named_tensors>("darcy.named_tensors")
+    .add_message_type<ps_state>("darcy.ps_state")
+    .add_message_type<ps_config>("darcy.ps_config")
+    .add_message_type<worker_config>("darcy.worker_config")
+    .add_message_type<parameter_server_actor>("darcy.parameter_server_actor")
+    .add_message_type<std::vector<parameter_server_actor>>("darcy.parameter_server_actors");
   cfg.add_error_category(errc_category,
                          [](uint8_t code, caf::atom_value, const caf::message& context) {
                            return render_errc(code, context);

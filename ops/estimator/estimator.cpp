@@ -72,8 +72,49 @@ caf::error estimator::restore_variables() {
       return std::move(restored.error());
   }
   global_step_ = static_cast<uint64_t>(manifest->step);
+  saved_step_ = global_step_;
   input_position_ = text_field(extra, "input_position");
+  seek_pending_ = !input_position_.empty();
   return {};
+}
+
+caf::error estimator::join_servers() {
+  auto* servers = cfg_.servers;
+  if (!servers)
+    return {};
+  if (cfg_.chief)
+    return servers->initialize(vars_.all(), optimizer_, global_step_);
+  // A worker started before the chief loaded the servers waits for it.
+  auto step = servers->pull_when_ready(vars_.all(), std::chrono::minutes(1));
+  if (!step)
+    return std::move(step.error());
+  global_step_ = *step;
+  return {};
+}
+
+caf::error estimator::build(const input_fn& input) {
+  if (built_)
+    return {};
+  auto pipeline = input();
+  if (!pipeline)
+    return std::move(pipeline.error());
+  auto first = (*pipeline)->next();
+  if (!first)
+    return std::move(first.error());
+  if (!*first)
+    return make_error(errc::invalid_argument, "estimator: the input has no batch to build from");
+  auto r = call(mode::train, **first);
+  return r ? caf::error{} : std::move(r.error());
+}
+
+caf::error estimator::reload() {
+  if (!built_)
+    return make_error(errc::invalid_argument, "estimator: reload before the variables exist");
+  if (cfg_.model_dir.empty())
+    return no_model_dir();
+  if (!stores::checkpoint_dir{cfg_.model_dir}.read_manifest())
+    return make_error(errc::not_found, "estimator: no checkpoint in " + cfg_.model_dir);
+  return restore_variables();
 }
 
 caf::expected<nlohmann::json> estimator::trace(const batch& b) {
@@ -99,7 +140,10 @@ caf::expected<estimator::run> estimator::call(mode m, const batch& b, bool trace
   if (!first)
     return first;
   built_ = true;
-  if (auto err = restore_variables()) {
+  auto err = restore_variables();
+  if (!err)
+    err = join_servers();
+  if (err) {
     built_ = false;
     return err;
   }
@@ -109,6 +153,12 @@ caf::expected<estimator::run> estimator::call(mode m, const batch& b, bool trace
 caf::error estimator::save_checkpoint() {
   if (cfg_.model_dir.empty())
     return no_model_dir();
+  if (cfg_.servers) {
+    auto step = cfg_.servers->fetch_state(vars_.all(), optimizer_);
+    if (!step)
+      return std::move(step.error());
+    global_step_ = *step;
+  }
   stores::checkpoint_dir root{cfg_.model_dir};
   if (auto err = root.prepare())
     return err;
@@ -136,7 +186,10 @@ caf::error estimator::save_checkpoint() {
   manifest.step = static_cast<int64_t>(global_step_);
   manifest.parts = {*part};
   manifest.extra = extra.dump();
-  return root.commit(manifest, std::max<size_t>(cfg_.keep_checkpoint_max, 1));
+  if (auto err = root.commit(manifest, std::max<size_t>(cfg_.keep_checkpoint_max, 1)))
+    return err;
+  saved_step_ = global_step_;
+  return {};
 }
 
 
@@ -147,14 +200,17 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     return std::move(pipeline.error());
   auto& in = **pipeline;
   // A resumed run continues the input where the checkpoint left it.
+  // (Built by build() instead, it continues from the position restored then.)
+  std::string position = seek_pending_ ? input_position_ : std::string{};
   if (!built_) {
-    auto position = checkpoint_position();
-    if (!position)
-      return std::move(position.error());
-    if (!position->empty())
-      if (auto err = in.seek(*position))
-        return err;
+    auto newest = checkpoint_position();
+    if (!newest)
+      return std::move(newest.error());
+    position = std::move(*newest);
   }
+  if (!position.empty())
+    if (auto err = in.seek(position))
+      return err;
   train_result result;
   bool started = false;
   auto start = std::chrono::steady_clock::now();
@@ -165,11 +221,20 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
       return std::move(next.error());
     if (!*next)
       break;
+    if (cfg_.servers && built_) {
+      auto step = cfg_.servers->pull(vars_.all());
+      if (!step)
+        return std::move(step.error());
+      global_step_ = *step;
+      if (max_steps > 0 && global_step_ >= max_steps)
+        break;
+    }
     auto r = call(mode::train, **next);
     if (!r)
       return std::move(r.error());
     if (!started) {
       started = true;
+      seek_pending_ = false;
       result.resumed_from = global_step_;
       if (max_steps > 0 && global_step_ >= max_steps)
         break;
@@ -184,8 +249,15 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     r->spec.train_op();
     if (auto& err = r->ctx->failure())
       return err;
-    optimizer_.step(vars_.all());
-    ++global_step_;
+    if (cfg_.servers) {
+      auto step = cfg_.servers->push(vars_.all());
+      if (!step)
+        return std::move(step.error());
+      global_step_ = *step;
+    } else {
+      optimizer_.step(vars_.all());
+      ++global_step_;
+    }
     ++result.steps;
     result.last_loss = r->spec.loss;
     input_position_ = in.position();
@@ -197,8 +269,10 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
         return std::move(action.error());
       stop = stop || *action == hook_action::stop;
     }
-    if (cfg_.save_checkpoints_steps > 0 && global_step_ % cfg_.save_checkpoints_steps == 0 &&
-        !cfg_.model_dir.empty())
+    // A checkpoint at each multiple of save_checkpoints_steps that the global step passed
+    // (with servers it moves by the steps of every worker).
+    auto every = cfg_.save_checkpoints_steps;
+    if (every > 0 && global_step_ / every > saved_step_ / every && !cfg_.model_dir.empty())
       if (auto err = save_checkpoint())
         return err;
   }

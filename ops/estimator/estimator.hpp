@@ -22,6 +22,7 @@
 #include "ops/estimator/estimator_spec.hpp"
 #include "ops/estimator/hooks.hpp"
 #include "ops/estimator/input.hpp"
+#include "ops/estimator/parameter_servers.hpp"
 #include "ops/session.hpp"
 
 namespace darcy::ops::estimator {
@@ -47,6 +48,14 @@ struct run_config {
   /// checkpoint then saves the service too (ops::save, inside the checkpoint's directory,
   /// before the manifest that names it) and a resume restores it.
   session* embeddings = nullptr;
+  /// The parameter servers that hold the dense variables, if any (asynchronous training: each
+  /// step pulls their values and pushes its gradients; the servers' Adam applies them, and
+  /// global_step counts the steps of every worker). Not owned; one per estimator.
+  parameter_servers* servers = nullptr;
+  /// With servers: the chief loads them (from the newest checkpoint in model_dir, or with the
+  /// fresh variables) when its variables are built, and its checkpoints save their state.
+  /// Other workers wait for the chief's load; they should have no model_dir.
+  bool chief = true;
 };
 
 struct train_result {
@@ -78,8 +87,18 @@ public:
   /// The layers the model runs in predict mode on `b`, as the graph an export saves.
   caf::expected<nlohmann::json> trace(const batch& b);
 
-  /// Saves a checkpoint of the current variables now. errc::invalid_config without model_dir.
+  /// Saves a checkpoint of the current variables now (with servers: of theirs, fetched first).
+  /// errc::invalid_config without model_dir.
   caf::error save_checkpoint();
+
+  /// Builds the variables from the first batch of `input` and restores the newest checkpoint,
+  /// as the first step of train() would; a chief with servers then loads them. Does nothing
+  /// once the variables exist.
+  caf::error build(const input_fn& input);
+
+  /// Reads the newest checkpoint in model_dir into the variables again (an evaluator following
+  /// a chief). Precondition: the variables are built. errc::not_found without a checkpoint.
+  caf::error reload();
 
   uint64_t global_step() const { return global_step_; }
   const run_config& config() const { return cfg_; }
@@ -95,6 +114,8 @@ private:
   /// longer fits it), then runs again on the restored values.
   caf::expected<run> call(mode m, const batch& b, bool trace = false);
   caf::error restore_variables();
+  /// With servers, after the variables are built: the chief loads them, a worker pulls.
+  caf::error join_servers();
   /// Runs the model in mode `m` on each batch of `input` (the first `limit`; 0: all) and hands
   /// each to `f`; the first error ends it.
   caf::error for_each_batch(const input_fn& input, mode m, uint64_t limit,
@@ -108,7 +129,11 @@ private:
   variable_store vars_;
   compute::nn::adam<float> optimizer_;
   uint64_t global_step_ = 0;
+  /// The global step of the newest checkpoint this estimator saved or restored.
+  uint64_t saved_step_ = 0;
   std::string input_position_;
+  /// A restore read input_position_ and no train() has continued from it yet.
+  bool seek_pending_ = false;
   bool built_ = false;
 };
 

@@ -1,0 +1,109 @@
+#include "actors/estimator/parameter_server.hpp"
+
+#include "actors/estimator/tensor_codec.hpp"
+#include "messages/error.hpp"
+
+namespace darcy::actors {
+
+namespace {
+
+using compute::nn::matrix;
+
+caf::error not_loaded(const parameter_server_state& st) {
+  return make_error(errc::unavailable, "parameter server " + std::to_string(st.config.index) +
+                                         " holds no variables yet: the chief has not loaded it");
+}
+
+caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) {
+  auto& st = self->state;
+  for (auto* t : {&state.values, &state.m, &state.v})
+    if (auto err = check(*t))
+      return err;
+  std::deque<compute::nn::parameter<float>> variables;
+  compute::nn::parameter_list<float> list;
+  for (size_t i = 0; i < state.values.names.size(); ++i) {
+    variables.emplace_back(state.values.names[i], matrix{view(state.values, i)});
+    list.push_back(&variables.back());
+  }
+  for (auto* t : {&state.m, &state.v})
+    if (auto err = check_matches(*t, list))
+      return err;
+  compute::nn::adam_slots<float> slots;
+  slots.steps = state.adam_steps;
+  for (size_t i = 0; i < list.size(); ++i) {
+    slots.m.emplace_back(view(state.m, i));
+    slots.v.emplace_back(view(state.v, i));
+  }
+  st.variables = std::move(variables);
+  st.list = std::move(list);
+  st.optimizer->import_slots(st.list, std::move(slots));
+  st.global_step = state.global_step;
+  st.loaded = true;
+  return ok_atom::value;
+}
+
+caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& grads) {
+  auto& st = self->state;
+  if (!st.loaded)
+    return not_loaded(st);
+  if (grads.names.empty()) {
+    ++st.global_step;
+    return st.global_step;
+  }
+  if (auto err = check(grads))
+    return err;
+  if (auto err = check_matches(grads, st.list))
+    return err;
+  for (size_t i = 0; i < st.list.size(); ++i)
+    if (!view(grads, i).allFinite())
+      return make_error(errc::non_finite, "parameter server " + std::to_string(st.config.index) +
+                                            ": the gradient of '" + grads.names[i] +
+                                            "' is NaN or infinite; nothing applied");
+  for (size_t i = 0; i < st.list.size(); ++i)
+    st.list[i]->grad = view(grads, i);
+  st.optimizer->step(st.list);
+  ++st.global_step;
+  return st.global_step;
+}
+
+caf::result<ps_state> save(parameter_server_pointer self) {
+  auto& st = self->state;
+  if (!st.loaded)
+    return not_loaded(st);
+  ps_state out;
+  out.values = encode(st.list);
+  auto slots = st.optimizer->export_slots(st.list);
+  for (size_t i = 0; i < st.list.size(); ++i) {
+    append(out.m, st.list[i]->name, slots.m[i]);
+    append(out.v, st.list[i]->name, slots.v[i]);
+  }
+  out.adam_steps = slots.steps;
+  out.global_step = st.global_step;
+  return out;
+}
+
+} // namespace
+
+parameter_server_actor::behavior_type parameter_server(parameter_server_pointer self,
+                                                       ps_config config) {
+  auto& st = self->state;
+  st.config = config;
+  compute::nn::adam_config adam{config.learning_rate, config.beta1, config.beta2, config.epsilon};
+  if (auto err = compute::nn::validate(adam))
+    self->quit(make_error(err));
+  else
+    st.optimizer.emplace(adam);
+  return {
+    [self](load_atom, const ps_state& state) { return load(self, state); },
+    [self](fetch_atom) -> caf::result<named_tensors, uint64_t> {
+      auto& st = self->state;
+      if (!st.loaded)
+        return not_loaded(st);
+      return {encode(st.list), st.global_step};
+    },
+    [self](backward_atom, const named_tensors& grads) { return apply(self, grads); },
+    [self](save_atom) { return save(self); },
+  };
+}
+
+} // namespace darcy::actors

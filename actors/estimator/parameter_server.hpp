@@ -1,0 +1,33 @@
+// A parameter server as an actor: it holds one shard of a model's dense variables with their
+// Adam state, answers their values, and applies each worker's gradients as they come
+// (asynchronous training: no step waits for another worker's). The chief loads it and saves
+// it. Interface and contract: parameter_server_actor (messages/estimator/).
+#pragma once
+
+#include <deque>
+#include <optional>
+
+#include "compute/nn/optimizers.hpp"
+#include "messages/estimator/estimator_interfaces.hpp"
+
+namespace darcy::actors {
+
+struct parameter_server_state {
+  ps_config config;
+  /// Stable addresses: the optimizer keys its moments by parameter.
+  std::deque<compute::nn::parameter<float>> variables;
+  compute::nn::parameter_list<float> list;
+  std::optional<compute::nn::adam<float>> optimizer;
+  uint64_t global_step = 0;
+  bool loaded = false;
+  static inline const char* name = "darcy.parameter_server";
+};
+
+using parameter_server_pointer =
+  parameter_server_actor::stateful_pointer<parameter_server_state>;
+
+/// Exits with errc::invalid_config when the Adam hyperparameters are invalid.
+parameter_server_actor::behavior_type parameter_server(parameter_server_pointer self,
+                                                       ps_config config);
+
+} // namespace darcy::actors

@@ -1,0 +1,98 @@
+// The typed interfaces of the Estimator's distributed roles: parameter-server actors, which
+// hold a shard of a model's dense variables with their Adam state, and training workers, which
+// run an Estimator's steps against them (asynchronous data parallelism, as in the paper).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "messages/atoms.hpp"
+#include "messages/shared_floats.hpp"
+
+namespace darcy {
+
+/// Dense tensors by name: tensor i is names[i], rows[i] × cols[i] floats in values[i],
+/// row-major. All four vectors have one entry per tensor.
+struct named_tensors {
+  std::vector<std::string> names;
+  std::vector<uint32_t> rows;
+  std::vector<uint32_t> cols;
+  std::vector<shared_floats> values;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, named_tensors& x) {
+  return f(caf::meta::type_name("named_tensors"), x.names, x.rows, x.cols, x.values);
+}
+
+/// A parameter server's whole state: its variables, their Adam moments (same names and shapes,
+/// same order), Adam's step count and the global step (the gradients it has applied).
+struct ps_state {
+  named_tensors values;
+  named_tensors m;
+  named_tensors v;
+  uint64_t adam_steps = 0;
+  uint64_t global_step = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ps_state& x) {
+  return f(caf::meta::type_name("ps_state"), x.values, x.m, x.v, x.adam_steps, x.global_step);
+}
+
+/// A parameter server's spawn argument: which shard it is, and its Adam hyperparameters.
+struct ps_config {
+  uint32_t index = 0;
+  double learning_rate = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
+  return f(caf::meta::type_name("ps_config"), x.index, x.learning_rate, x.beta1, x.beta2,
+           x.epsilon);
+}
+
+/// One shard of a model's dense variables.
+///  - load: replaces the whole state (the chief initialises, or restores a checkpoint).
+///  - fetch: the current values and the global step.
+///  - backward: applies one step of gradients (names and shapes must match the state's;
+///    an empty set only counts the step) and answers the new global step. Non-finite
+///    gradients are refused with errc::non_finite and change nothing.
+///  - save: the whole state, for the chief's checkpoint.
+/// Every call before the first load fails with errc::unavailable.
+using parameter_server_actor = caf::typed_actor<
+  caf::replies_to<load_atom, ps_state>::with<ok_atom>,
+  caf::replies_to<fetch_atom>::with<named_tensors, uint64_t>,
+  caf::replies_to<backward_atom, named_tensors>::with<uint64_t>,
+  caf::replies_to<save_atom>::with<ps_state>>;
+
+/// A training worker's spawn argument: the job it trains (a name its node knows, with the
+/// job's options as JSON text), its index among the workers, the parameter servers (variable i
+/// of the model lives on servers[i % size]) and the global step to stop at. A worker trains
+/// until the global step reaches max_steps, then exits normally, so that a supervisor
+/// restarts it only after a failure.
+struct worker_config {
+  std::string job;
+  std::string options;
+  uint32_t index = 0;
+  std::vector<parameter_server_actor> servers;
+  uint64_t max_steps = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_config& x) {
+  return f(caf::meta::type_name("worker_config"), x.job, x.options, x.index, x.servers,
+           x.max_steps);
+}
+
+} // namespace darcy

@@ -1,0 +1,64 @@
+// The client side of the parameter servers, as a training loop uses them: variable i of the
+// model lives on server i % size, the global step is server 0's count of applied steps, and
+// every call blocks its caller until each server has answered (or the timeout passed).
+//
+//   parameter_servers ps{sys, servers, std::chrono::seconds(10)};
+//   ps.initialize(vars, optimizer, 0);    // the chief, once
+//   auto step = ps.pull(vars);            // a worker, before each step
+//   step = ps.push(vars);                 // ... and its gradients after it
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "compute/nn/optimizers.hpp"
+#include "messages/estimator/estimator_interfaces.hpp"
+
+namespace darcy::ops::estimator {
+
+using variable_list = compute::nn::parameter_list<float>;
+
+class parameter_servers {
+public:
+  /// Precondition: `servers` is not empty. One object per thread: calls are not thread-safe.
+  parameter_servers(caf::actor_system& sys, std::vector<parameter_server_actor> servers,
+                    std::chrono::milliseconds timeout);
+
+  size_t size() const { return servers_.size(); }
+
+  /// Loads every server with its share of `vars`, their moments in `opt` and `step` as the
+  /// global step. Variables are assigned by position, so every caller must list the same
+  /// variables in the same order.
+  caf::error initialize(const variable_list& vars, const compute::nn::adam<float>& opt,
+                        uint64_t step);
+
+  /// Copies the servers' values into `vars`; returns the global step. errc::unavailable until
+  /// the chief has initialised them; errc::dimension_mismatch when they hold another model.
+  caf::expected<uint64_t> pull(const variable_list& vars);
+
+  /// As pull, retrying errc::unavailable (a worker that started before the chief loaded the
+  /// servers) until `patience` has passed.
+  caf::expected<uint64_t> pull_when_ready(const variable_list& vars,
+                                          std::chrono::milliseconds patience);
+
+  /// Sends the gradients of `vars` (every server takes a step, those without variables an
+  /// empty one); returns the global step after this step.
+  caf::expected<uint64_t> push(const variable_list& vars);
+
+  /// The servers' whole state into `vars` and `opt`; returns the global step.
+  caf::expected<uint64_t> fetch_state(const variable_list& vars, compute::nn::adam<float>& opt);
+
+private:
+  /// The variables of server s, in order.
+  variable_list share(const variable_list& vars, size_t s) const;
+
+  caf::scoped_actor self_;
+  std::vector<parameter_server_actor> servers_;
+  std::chrono::milliseconds timeout_;
+};
+
+} // namespace darcy::ops::estimator

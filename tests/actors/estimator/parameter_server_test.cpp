@@ -1,0 +1,148 @@
+// A parameter server applies each gradient push with the same Adam as a local optimizer, bit
+// for bit; it refuses calls before its load, tensors of the wrong shape or name, and
+// non-finite gradients, each with its error and without changing its state.
+#include "actors/estimator/parameter_server.hpp"
+
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "actors/estimator/tensor_codec.hpp"
+#include "tests/support/random_matrix.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::actors {
+namespace {
+
+using compute::nn::matrix;
+using compute::nn::parameter;
+
+constexpr double learning_rate = 0.05;
+
+class parameter_server_test : public test::system_fixture {
+protected:
+  parameter_server_test()
+    : server(sys.spawn(parameter_server, ps_config{0, learning_rate})),
+      guard(sys, caf::actor_cast<caf::actor>(server)) {
+    a = parameter{"a", test::gaussian_matrix(3, 2, 1)};
+    b = parameter{"b", test::gaussian_matrix(1, 4, 2)};
+  }
+
+  compute::nn::parameter_list<float> list() { return {&a, &b}; }
+
+  /// The state of fresh variables a and b at global step 7.
+  ps_state fresh() {
+    ps_state s;
+    s.values = encode(list());
+    for (auto* p : list()) {
+      append(s.m, p->name, matrix::Zero(p->value.rows(), p->value.cols()));
+      append(s.v, p->name, matrix::Zero(p->value.rows(), p->value.cols()));
+    }
+    s.global_step = 7;
+    return s;
+  }
+
+  /// The error of a call whose reply has types Rs (none when it succeeded).
+  template <class... Rs, class... Ts>
+  caf::error call(Ts&&... xs) {
+    caf::error result;
+    self->request(server, test::patience, std::forward<Ts>(xs)...)
+      .receive([](Rs&...) {}, [&](caf::error& err) { result = std::move(err); });
+    return result;
+  }
+
+  std::pair<named_tensors, uint64_t> fetch() {
+    std::pair<named_tensors, uint64_t> out;
+    self->request(server, test::patience, fetch_atom::value)
+      .receive([&](named_tensors& t, uint64_t step) { out = {std::move(t), step}; },
+               [](caf::error& err) { ADD_FAILURE() << render(err); });
+    return out;
+  }
+
+  parameter_server_actor server;
+  test::stop_on_exit guard;
+  parameter<float> a, b;
+};
+
+TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_optimizer) {
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
+  compute::nn::adam<float> local{{.learning_rate = learning_rate}};
+  for (uint64_t step = 0; step < 3; ++step) {
+    a.grad = test::gaussian_matrix(3, 2, 10 + step);
+    b.grad = test::gaussian_matrix(1, 4, 20 + step);
+    auto grads = encode(list(), true);
+    local.step(list());
+    uint64_t global = 0;
+    self->request(server, test::patience, backward_atom::value, grads)
+      .receive([&](uint64_t x) { global = x; }, [](caf::error& err) { FAIL() << render(err); });
+    EXPECT_EQ(global, 8 + step);
+  }
+  auto [values, step] = fetch();
+  EXPECT_EQ(step, 10u);
+  ASSERT_FALSE(check_matches(values, list()));
+  EXPECT_TRUE(view(values, 0) == a.value);
+  EXPECT_TRUE(view(values, 1) == b.value);
+  // An empty push (a worker whose variables all live elsewhere) only counts the step.
+  ASSERT_FALSE(call<uint64_t>(backward_atom::value, named_tensors{}));
+  EXPECT_EQ(fetch().second, 11u);
+}
+
+TEST_F(parameter_server_test, save_answers_the_state_a_load_gave_it) {
+  auto state = fresh();
+  state.m = encode(list());
+  state.adam_steps = 4;
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, state));
+  ps_state saved;
+  self->request(server, test::patience, save_atom::value)
+    .receive([&](ps_state& s) { saved = std::move(s); }, [](caf::error& err) { FAIL() << render(err); });
+  EXPECT_EQ(saved.global_step, 7u);
+  EXPECT_EQ(saved.adam_steps, 4u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(view(saved.values, i) == view(state.values, i));
+    EXPECT_TRUE(view(saved.m, i) == view(state.m, i));
+    EXPECT_TRUE(view(saved.v, i) == view(state.v, i));
+  }
+}
+
+TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
+  EXPECT_TRUE(is(call<named_tensors, uint64_t>(fetch_atom::value), errc::unavailable));
+  EXPECT_TRUE(is(call<uint64_t>(backward_atom::value, encode(list(), true)), errc::unavailable));
+  EXPECT_TRUE(is(call<ps_state>(save_atom::value), errc::unavailable));
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
+  auto [before, step] = fetch();
+
+  auto short_values = fresh();
+  short_values.values.values[1] = shared_floats{std::vector<float>{1, 2}};
+  auto moments_of_another_model = fresh();
+  moments_of_another_model.m.names[0] = "z";
+  auto renamed = encode(list(), true);
+  renamed.names[1] = "c";
+  auto reshaped = named_tensors{};
+  append(reshaped, "a", matrix::Zero(2, 3));
+  append(reshaped, "b", matrix::Zero(1, 4));
+  a.grad(1, 1) = std::numeric_limits<float>::quiet_NaN();
+  auto nan = encode(list(), true);
+  struct {
+    const char* what;
+    caf::error err;
+    errc expected;
+  } cases[] = {
+    {"values not rows x cols", call<ok_atom>(load_atom::value, short_values), errc::dimension_mismatch},
+    {"moments of other variables", call<ok_atom>(load_atom::value, moments_of_another_model),
+     errc::dimension_mismatch},
+    {"a gradient of an unknown variable", call<uint64_t>(backward_atom::value, renamed),
+     errc::dimension_mismatch},
+    {"a gradient of another shape", call<uint64_t>(backward_atom::value, reshaped),
+     errc::dimension_mismatch},
+    {"a NaN gradient", call<uint64_t>(backward_atom::value, nan), errc::non_finite},
+  };
+  for (auto& c : cases)
+    EXPECT_TRUE(is(c.err, c.expected)) << c.what << ": " << render(c.err);
+  auto [after, step_after] = fetch();
+  EXPECT_EQ(step_after, step);
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_TRUE(view(after, i) == view(before, i)) << before.names[i];
+}
+
+} // namespace
+} // namespace darcy::actors
