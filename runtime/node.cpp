@@ -46,11 +46,9 @@ int wait_for_shutdown() {
   return signal;
 }
 
-caf::error run_node(const node_options& opts, const config_hook& hook) {
-  if (auto err = validate(opts))
-    return err;
-  block_shutdown_signals();
+namespace {
 
+caf::error serve_node(const node_options& opts, const config_hook& hook, const node_main& main) {
   system_config cfg{opts.name, opts.threads};
   if (hook)
     hook(cfg);
@@ -87,12 +85,30 @@ caf::error run_node(const node_options& opts, const config_hook& hook) {
 
   std::cout << "darcy node " << opts.name << " listening on " << to_string(bound) << std::endl;
 
-  auto signal = wait_for_shutdown();
-  log_info("darcy node {}: shutting down (signal {})", opts.name, signal);
+  auto err = main(sys, services);
   if (opts.join)
     ask<ok_atom>(sys, services.registry, opts.connect_timeout, leave_atom::value, opts.name);
   services.stop();
-  return {};
+  return err;
+}
+
+} // namespace
+
+caf::error run_node(const node_options& opts, const config_hook& hook) {
+  if (auto err = validate(opts))
+    return err;
+  block_shutdown_signals();
+  return serve_node(opts, hook, [&](caf::actor_system&, const node_services&) {
+    auto signal = wait_for_shutdown();
+    log_info("darcy node {}: shutting down (signal {})", opts.name, signal);
+    return caf::error{};
+  });
+}
+
+caf::error run_node_with(const node_options& opts, const config_hook& hook, const node_main& main) {
+  if (auto err = validate(opts))
+    return err;
+  return serve_node(opts, hook, main);
 }
 
 } // namespace darcy::runtime

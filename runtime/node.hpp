@@ -5,9 +5,11 @@
 
 #include <functional>
 
+#include <caf/actor_system.hpp>
 #include <caf/error.hpp>
 
 #include "runtime/node_options.hpp"
+#include "runtime/node_services.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::runtime {
@@ -28,5 +30,13 @@ int wait_for_shutdown();
 /// Must be called from the main thread before any other thread starts: it blocks SIGTERM and
 /// SIGINT so that it can wait for them.
 caf::error run_node(const node_options& opts, const config_hook& hook = {});
+
+/// A program that runs on a node once it serves requests (a role of a distributed job); the
+/// node leaves the cluster when it returns.
+using node_main = std::function<caf::error(caf::actor_system&, const node_services&)>;
+
+/// As run_node, printing the same line, but runs `main` instead of waiting for a signal, and
+/// returns its error. SIGTERM and SIGINT keep their default action: they end the process.
+caf::error run_node_with(const node_options& opts, const config_hook& hook, const node_main& main);
 
 } // namespace darcy::runtime

@@ -1,15 +1,64 @@
 // `darcy estimator fashion-mnist`: the canned DNN classifier on Fashion-MNIST, with its test
-// accuracy as a JSON line. `darcy estimator plot`: a summary writer's curve as a PNG.
+// accuracy as a JSON line; with DARCY_CONFIG (or --task-type), this process's role of the
+// distributed job instead. `darcy estimator plot`: a summary writer's curve as a PNG.
+#include <cstdlib>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/commands.hpp"
+#include "apps/estimator/estimator_roles.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "apps/estimator/summary_plot.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::apps {
+
+namespace {
+
+/// Flags of a distributed run; the role comes from DARCY_CONFIG unless --task-type is given.
+struct role_flags {
+  std::string task_type;
+  uint32_t task_index = 0;
+  std::string cluster_spec;
+  uint64_t max_steps = 1000;
+  uint64_t save_checkpoints_steps = 200;
+  std::string export_dir;
+  std::string node_config;
+  size_t train_examples = 0;
+  size_t eval_examples = 0;
+};
+
+void add_role_flags(CLI::App* cmd, role_flags& r) {
+  auto group = "Distributed roles (DARCY_CONFIG or these)";
+  cmd->add_option("--task-type", r.task_type, "chief, worker, ps or evaluator")->group(group);
+  cmd->add_option("--task-index", r.task_index, "Index among the tasks of its type")->group(group);
+  cmd->add_option("--cluster-spec", r.cluster_spec,
+                  R"(JSON {"chief": ["H:P"], "ps": [...], "worker": [...], "evaluator": [...]})")
+    ->group(group);
+  cmd->add_option("--max-steps", r.max_steps, "Global step to train to")->group(group);
+  cmd->add_option("--save-checkpoints-steps", r.save_checkpoints_steps, "Chief: a checkpoint every N global steps")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+    ->group(group);
+  cmd->add_option("--export-dir", r.export_dir, "Evaluator: export each improvement here")->group(group);
+  cmd->add_option("--node-config", r.node_config, "TOML of the role's node (heartbeats, secret)")->group(group);
+  cmd->add_option("--train-examples", r.train_examples, "Train on the first N examples (0: all)")->group(group);
+  cmd->add_option("--eval-examples", r.eval_examples, "Evaluate on the first N examples (0: all)")->group(group);
+}
+
+/// The role of this process, or nullopt for a local run.
+caf::expected<std::optional<ops::estimator::role_config>> role_of(const role_flags& r) {
+  using result = caf::expected<std::optional<ops::estimator::role_config>>;
+  auto* env = std::getenv("DARCY_CONFIG");
+  if (r.task_type.empty() && !(env && *env))
+    return result{std::nullopt};
+  auto role = r.task_type.empty()
+                ? ops::estimator::parse_role_config(env)
+                : ops::estimator::parse_role_config(r.cluster_spec, r.task_type, r.task_index);
+  return role ? result{std::move(*role)} : result{std::move(role.error())};
+}
+
+} // namespace
 
 void add_estimator_command(CLI::App& app, int& exit_code) {
   auto cmd = app.add_subcommand("estimator", "Estimator apps (train, evaluate, predict)");
@@ -27,7 +76,40 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   fm->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
   fm->add_option("--summary", o->summary, "Append {step, loss, seconds} every 100 steps to this JSONL");
   fm->add_flag("--quiet", o->quiet, "No progress bar");
-  fm->callback([o, &exit_code] {
+  auto roles = std::make_shared<role_flags>();
+  add_role_flags(fm, *roles);
+  fm->callback([o, roles, &exit_code] {
+    auto role = role_of(*roles);
+    if (!role) {
+      exit_code = fail("estimator fashion-mnist: " + render(role.error()));
+      return;
+    }
+    if (*role) {
+      role_options r{.role = **role,
+                     .job = "fashion-mnist",
+                     .job_options = {{"data", o->data_dir},
+                                     {"batch", o->batch},
+                                     {"hidden", o->hidden_units},
+                                     {"learning_rate", o->learning_rate},
+                                     {"threads", o->threads},
+                                     {"seed", o->seed},
+                                     {"train_examples", roles->train_examples},
+                                     {"eval_examples", roles->eval_examples}},
+                     .max_steps = roles->max_steps,
+                     .model_dir = o->model_dir,
+                     .save_checkpoints_steps = roles->save_checkpoints_steps,
+                     .export_dir = roles->export_dir,
+                     .summary = o->summary};
+      r.node.threads = o->threads;
+      if (!roles->node_config.empty())
+        if (auto err = runtime::load_node_config(roles->node_config, r.node)) {
+          exit_code = fail("estimator fashion-mnist: " + render(err));
+          return;
+        }
+      auto err = run_role(r, std::cout);
+      exit_code = err ? fail("estimator fashion-mnist (" + r.role.node_name() + "): " + render(err)) : 0;
+      return;
+    }
     auto data = load_fashion_mnist(o->data_dir);
     if (!data) {
       exit_code = fail("estimator fashion-mnist: " + render(data.error()));

@@ -1,6 +1,7 @@
 // `darcy node`: starts one cluster node and serves until SIGTERM.
 #include "actors/actor_types.hpp"
 #include "apps/cli/commands.hpp"
+#include "apps/estimator/estimator_jobs.hpp"
 #include "messages/error.hpp"
 #include "runtime/node.hpp"
 
@@ -60,7 +61,11 @@ void add_node_command(CLI::App& app, int& exit_code) {
       opts.threads = f->threads;
     if (f->chaos)
       opts.chaos = true;
-    auto err = runtime::run_node(opts, actors::register_actor_types);
+    // Any node can host the Estimator's parameter servers and training workers.
+    auto err = runtime::run_node(opts, [](runtime::system_config& cfg) {
+      actors::register_actor_types(cfg);
+      actors::add_training_worker_type(cfg, estimator_training_jobs());
+    });
     exit_code = err ? fail(render(err)) : 0;
   });
 }

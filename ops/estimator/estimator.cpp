@@ -95,15 +95,10 @@ caf::error estimator::join_servers() {
 caf::error estimator::build(const input_fn& input) {
   if (built_)
     return {};
-  auto pipeline = input();
-  if (!pipeline)
-    return std::move(pipeline.error());
-  auto first = (*pipeline)->next();
+  auto first = first_batch(input, "estimator");
   if (!first)
     return std::move(first.error());
-  if (!*first)
-    return make_error(errc::invalid_argument, "estimator: the input has no batch to build from");
-  auto r = call(mode::train, **first);
+  auto r = call(mode::train, *first);
   return r ? caf::error{} : std::move(r.error());
 }
 

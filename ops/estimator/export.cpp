@@ -19,15 +19,10 @@ caf::error bad_graph(const std::string& what) {
 
 caf::expected<std::string> export_model(estimator& e, const std::string& dir, const input_fn& sample,
                                         size_t keep) {
-  auto pipeline = sample();
-  if (!pipeline)
-    return std::move(pipeline.error());
-  auto first = (*pipeline)->next();
+  auto first = first_batch(sample, "export");
   if (!first)
     return std::move(first.error());
-  if (!*first)
-    return make_error(errc::invalid_argument, "export: the sample input is empty");
-  auto traced = e.trace(**first);
+  auto traced = e.trace(*first);
   if (!traced)
     return std::move(traced.error());
   auto& graph = *traced;

@@ -7,6 +7,7 @@
 //   estimator.train(input, 0, hooks);
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -58,6 +59,19 @@ public:
 
 private:
   uint64_t last_;
+};
+
+/// Stops after the step during which `flag` became true: how another thread (a worker actor
+/// told to exit) ends a training loop. The flag must outlive the hook.
+class stop_on_flag final : public session_run_hook {
+public:
+  explicit stop_on_flag(const std::atomic<bool>& flag) : flag_(flag) {}
+  caf::expected<hook_action> after_step(estimator&, const step_result&) override {
+    return flag_.load() ? hook_action::stop : hook_action::go_on;
+  }
+
+private:
+  const std::atomic<bool>& flag_;
 };
 
 /// Stops once `limit` has passed since begin(): the paper's example hook.

@@ -228,4 +228,16 @@ caf::expected<std::unique_ptr<input_pipeline>> make_dataset(std::shared_ptr<cons
   return std::unique_ptr<input_pipeline>{new dataset(std::move(table), options)};
 }
 
+caf::expected<batch> first_batch(const input_fn& input, const std::string& who) {
+  auto pipeline = input();
+  if (!pipeline)
+    return std::move(pipeline.error());
+  auto first = (*pipeline)->next();
+  if (!first)
+    return std::move(first.error());
+  if (!*first)
+    return make_error(errc::invalid_argument, who + ": the input is empty");
+  return std::move(**first);
+}
+
 } // namespace darcy::ops::estimator

@@ -71,4 +71,8 @@ std::unique_ptr<input_pipeline> prefetch(std::unique_ptr<input_pipeline> inner, 
 /// The rows `which` of `table`, in that order.
 batch gather(const example_table& table, const std::vector<size_t>& which);
 
+/// The first batch of a fresh pipeline of `input`; errc::invalid_argument "<who>: the input is
+/// empty" when it has none.
+caf::expected<batch> first_batch(const input_fn& input, const std::string& who);
+
 } // namespace darcy::ops::estimator

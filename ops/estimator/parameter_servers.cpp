@@ -77,6 +77,18 @@ caf::expected<uint64_t> parameter_servers::pull(const variable_list& vars) {
   return global_step;
 }
 
+caf::expected<uint64_t> parameter_servers::global_step() {
+  uint64_t global_step = 0;
+  if (auto err = call<named_tensors, uint64_t>(self_, servers_.front(), timeout_,
+                                               [&](named_tensors&, uint64_t step) {
+                                                 global_step = step;
+                                                 return caf::error{};
+                                               },
+                                               fetch_atom::value))
+    return err;
+  return global_step;
+}
+
 caf::expected<uint64_t> parameter_servers::pull_when_ready(const variable_list& vars,
                                                            std::chrono::milliseconds patience) {
   auto deadline = std::chrono::steady_clock::now() + patience;

@@ -40,6 +40,9 @@ public:
   /// the chief has initialised them; errc::dimension_mismatch when they hold another model.
   caf::expected<uint64_t> pull(const variable_list& vars);
 
+  /// The global step alone (server 0's count), without copying any variable into place.
+  caf::expected<uint64_t> global_step();
+
   /// As pull, retrying errc::unavailable (a worker that started before the chief loaded the
   /// servers) until `patience` has passed.
   caf::expected<uint64_t> pull_when_ready(const variable_list& vars,

@@ -1,0 +1,42 @@
+// The Estimator jobs that the distributed roles run, by name, each built from its options as
+// JSON: the model factory, each worker's training input, the evaluation and the run config.
+// Every role process and every `darcy node` builds them the same way, so a job needs nothing
+// but its name and options to run anywhere in the cluster.
+//
+//   auto job = make_estimator_job("fashion-mnist", {{"train_examples", 6000}});
+//   auto fn = job->model();                            // a fresh model function per role
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/estimator/training_worker.hpp"
+#include "ops/estimator/train_and_evaluate.hpp"
+
+namespace darcy::apps {
+
+struct estimator_job {
+  ops::estimator::model_factory model;
+  /// Worker i's training input, repeating forever (workers stop at the global step).
+  std::function<ops::estimator::input_fn(size_t worker)> train_input;
+  ops::estimator::eval_spec eval;
+  /// model_dir is the caller's to set.
+  ops::estimator::run_config config;
+};
+
+/// The job `name` with `options`. "fashion-mnist" takes data (the IDX directory), batch,
+/// hidden (a list), learning_rate, threads, seed, and train_examples / eval_examples (0: all)
+/// to train and evaluate on the first examples only. errc::invalid_config for an unknown job
+/// or a bad option; the data's own errors when it cannot be read.
+caf::expected<estimator_job> make_estimator_job(const std::string& name,
+                                                const nlohmann::json& options);
+
+/// The training jobs a node registers (add_training_worker_type): each builds its estimator
+/// job from the worker_config and trains as a non-chief worker against its parameter servers.
+std::shared_ptr<const actors::training_jobs> estimator_training_jobs();
+
+} // namespace darcy::apps

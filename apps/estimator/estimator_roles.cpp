@@ -1,0 +1,247 @@
+#include "apps/estimator/estimator_roles.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <caf/scoped_actor.hpp>
+
+#include "actors/actor_types.hpp"
+#include "actors/estimator/parameter_server.hpp"
+#include "apps/estimator/estimator_jobs.hpp"
+#include "messages/error.hpp"
+#include "runtime/ask.hpp"
+#include "runtime/node.hpp"
+#include "runtime/spawn_on.hpp"
+#include "runtime/supervisor.hpp"
+
+namespace darcy::apps {
+
+namespace est = ops::estimator;
+using est::task_type;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto request_timeout = std::chrono::milliseconds(30000);
+
+std::string task_name(task_type t, size_t i) {
+  return to_string(t) + "-" + std::to_string(i);
+}
+
+/// Waits until every ps and worker task has joined; their agents in task order.
+caf::expected<std::map<std::string, runtime::spawn_target>>
+await_tasks(caf::actor_system& sys, const runtime::node_services& services,
+            const est::role_config& role) {
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  for (;;) {
+    auto status = runtime::ask<cluster_status>(sys, services.registry, request_timeout,
+                                               status_atom::value);
+    if (!status)
+      return std::move(status.error());
+    std::map<std::string, runtime::spawn_target> up;
+    for (auto& m : status->members)
+      if (m.state == member_state::up)
+        up[m.name] = {m.name, caf::actor_cast<node_agent_actor>(m.agent)};
+    bool all = true;
+    for (auto t : {task_type::ps, task_type::worker})
+      for (size_t i = 0; i < role.count(t); ++i)
+        all = all && up.count(task_name(t, i));
+    if (all)
+      return up;
+    if (std::chrono::steady_clock::now() > deadline)
+      return make_error(errc::timeout, "chief: not every ps and worker task joined within 120 s");
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
+caf::error run_chief(const role_options& o, caf::actor_system& sys,
+                     const runtime::node_services& services, std::ostream& out) {
+  if (o.model_dir.empty())
+    return make_error(errc::invalid_config, "chief: --model-dir is required");
+  auto job = make_estimator_job(o.job, o.job_options);
+  if (!job)
+    return std::move(job.error());
+  auto tasks = await_tasks(sys, services, o.role);
+  if (!tasks)
+    return std::move(tasks.error());
+  auto opt = job->config.optimizer;
+  std::vector<parameter_server_actor> servers;
+  for (size_t i = 0; i < o.role.count(task_type::ps); ++i) {
+    auto ps = runtime::spawn_on(sys, tasks->at(task_name(task_type::ps, i)), request_timeout,
+                                actors::parameter_server_state::name,
+                                caf::make_message(ps_config{static_cast<uint32_t>(i),
+                                                            opt.learning_rate, opt.beta1,
+                                                            opt.beta2, opt.epsilon}));
+    if (!ps)
+      return std::move(ps.error());
+    servers.push_back(caf::actor_cast<parameter_server_actor>(*ps));
+  }
+  auto stop_servers = [&] {
+    for (auto& s : servers)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  };
+  auto fn = job->model();
+  if (!fn)
+    return std::move(fn.error());
+  est::parameter_servers client{sys, servers, request_timeout};
+  auto cfg = job->config;
+  cfg.model_dir = o.model_dir;
+  cfg.servers = &client;
+  est::estimator chief{*fn, cfg};
+  // Loads the servers from the newest checkpoint, or with fresh variables.
+  if (auto err = chief.build(job->train_input(0))) {
+    stop_servers();
+    return err;
+  }
+  auto resumed = chief.global_step();
+  // Every worker prefers its own node, then the other workers' nodes.
+  auto workers = o.role.count(task_type::worker);
+  supervisor_spec spec{.name = "estimator.workers", .intensity = 20, .period_ms = 60000};
+  for (size_t i = 0; i < workers; ++i) {
+    child_spec child{.id = "worker." + std::to_string(i),
+                     .factory = actors::training_worker_name,
+                     .args = caf::make_message(worker_config{o.job, o.job_options.dump(),
+                                                             static_cast<uint32_t>(i), servers,
+                                                             o.max_steps}),
+                     .restart = restart_type::transient,
+                     .service = "estimator.worker." + std::to_string(i)};
+    for (size_t k = 0; k < workers; ++k)
+      child.nodes.push_back(task_name(task_type::worker, (i + k) % workers));
+    spec.children.push_back(std::move(child));
+  }
+  auto supervisor = sys.spawn(runtime::supervisor, spec);
+  auto start = std::chrono::steady_clock::now();
+  std::ofstream summary;
+  if (!o.summary.empty())
+    summary.open(o.summary, std::ios::app);
+  auto children = [&]() -> caf::expected<std::vector<child_info>> {
+    return runtime::ask<std::vector<child_info>>(sys, supervisor, request_timeout,
+                                                 children_atom::value);
+  };
+  caf::error failure;
+  uint64_t step = resumed, saved = resumed;
+  auto progressed = std::chrono::steady_clock::now();
+  for (;;) {
+    auto now = client.global_step();
+    if (!now) {
+      failure = std::move(now.error());
+      break;
+    }
+    if (*now != step)
+      progressed = std::chrono::steady_clock::now();
+    step = *now;
+    if (std::chrono::steady_clock::now() - progressed > 300s) {
+      failure = make_error(errc::timeout, "chief: the global step has not moved for 300 s");
+      break;
+    }
+    auto kids = children();
+    if (!kids) { // the supervisor gave up: the workers failed too often
+      failure = std::move(kids.error());
+      break;
+    }
+    // Done when the global step is reached and every worker has exited (before that, a
+    // worker not running is one its supervisor is about to start again).
+    bool running = false;
+    for (auto& c : *kids)
+      running = running || c.actor;
+    bool done = step >= o.max_steps && !running;
+    if (step / o.save_checkpoints_steps > saved / o.save_checkpoints_steps || done) {
+      if ((failure = chief.save_checkpoint()))
+        break;
+      saved = chief.global_step();
+      auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (summary)
+        summary << nlohmann::json{{"global_step", saved}, {"seconds", seconds},
+                                  {"steps_per_second", double(saved - resumed) / seconds}}
+                     .dump()
+                << std::endl;
+    }
+    if (done)
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  uint32_t restarts = 0;
+  if (auto kids = children())
+    for (auto& c : *kids)
+      restarts += c.restarts;
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  stop_servers();
+  if (failure)
+    return failure;
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out << nlohmann::json{{"role", "chief"},          {"global_step", saved},
+                        {"resumed_from", resumed},  {"workers", workers},
+                        {"worker_restarts", restarts}, {"seconds", seconds},
+                        {"steps_per_second", double(saved - resumed) / seconds}}
+           .dump()
+      << std::endl;
+  return {};
+}
+
+/// Serves until the chief, which holds the registry, is gone (two status requests in a row
+/// unanswered), then ends the process at once: a training worker of the dead job may still be
+/// blocked on its parameter servers, and the job is over for this host either way.
+caf::error host_until_chief_leaves(caf::actor_system& sys, const runtime::node_services& services) {
+  for (int missed = 0; missed < 2;) {
+    std::this_thread::sleep_for(500ms);
+    auto status = runtime::ask<cluster_status>(sys, services.registry, 2s, status_atom::value);
+    missed = status ? 0 : missed + 1;
+  }
+  std::cout.flush();
+  std::_Exit(0);
+}
+
+caf::error run_evaluator(const role_options& o, std::ostream& out) {
+  if (o.model_dir.empty())
+    return make_error(errc::invalid_config, "evaluator: --model-dir is required");
+  auto job = make_estimator_job(o.job, o.job_options);
+  if (!job)
+    return std::move(job.error());
+  auto fn = job->model();
+  if (!fn)
+    return std::move(fn.error());
+  auto cfg = job->config;
+  cfg.model_dir = o.model_dir;
+  auto spec = job->eval;
+  spec.export_dir = o.export_dir;
+  est::evaluator ev{*fn, cfg, {}, spec};
+  auto rounds = ev.follow(o.max_steps, 500ms, [&](const est::evaluation& e) {
+    nlohmann::json line{{"role", "evaluator"}};
+    for (auto& [name, value] : e.metrics)
+      line[name] = value;
+    line.update({{"global_step", e.global_step}, {"improved", e.improved}, {"exported", e.exported}});
+    out << line.dump() << std::endl;
+  });
+  return rounds ? caf::error{} : std::move(rounds.error());
+}
+
+} // namespace
+
+caf::error run_role(const role_options& o, std::ostream& out) {
+  auto node = o.node;
+  node.name = o.role.node_name();
+  node.listen = o.role.address();
+  if (o.role.type != task_type::chief)
+    node.join = o.role.chief();
+  auto jobs = estimator_training_jobs();
+  auto hook = [jobs](runtime::system_config& cfg) {
+    actors::register_actor_types(cfg);
+    actors::add_training_worker_type(cfg, jobs);
+  };
+  return runtime::run_node_with(
+    node, hook, [&](caf::actor_system& sys, const runtime::node_services& services) {
+      switch (o.role.type) {
+        case task_type::chief:
+          return run_chief(o, sys, services, out);
+        case task_type::evaluator:
+          return run_evaluator(o, out);
+        default:
+          return host_until_chief_leaves(sys, services);
+      }
+    });
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,46 @@
+// The roles of a distributed Estimator job as `darcy` processes, each a cluster node (the
+// paper's Experiment): the chief is the seed; it spawns the parameter-server actors on the ps
+// nodes and the training workers, under its supervisor, on the worker nodes, and owns the
+// checkpoints and the summary. ps and worker processes host those actors until the chief is
+// gone. The evaluator follows the checkpoints and exports each improvement.
+//
+//   export DARCY_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}'
+//   darcy estimator fashion-mnist --max-steps 2000 --model-dir /shared/fm
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include <caf/error.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ops/estimator/roles.hpp"
+#include "runtime/node_options.hpp"
+
+namespace darcy::apps {
+
+struct role_options {
+  ops::estimator::role_config role;
+  std::string job;
+  nlohmann::json job_options = nlohmann::json::object();
+  /// The global step the job trains to.
+  uint64_t max_steps = 1000;
+  /// Checkpoints: the chief writes, the evaluator reads (one host or a shared file system).
+  std::string model_dir;
+  uint64_t save_checkpoints_steps = 200;
+  /// The evaluator's exports (empty: none).
+  std::string export_dir;
+  /// The chief's summary: a JSONL line {global_step, seconds, steps_per_second} per checkpoint.
+  std::string summary;
+  /// Heartbeats, secret and threads of the role's node; name, listen and join come from role.
+  runtime::node_options node;
+};
+
+/// Runs this process's role until it is done: the chief until the global step reaches
+/// max_steps and every worker has finished (then it prints one JSON line), ps and worker
+/// tasks until the chief is gone, the evaluator until it has evaluated a checkpoint at
+/// max_steps (one JSON line per evaluation). Errors name the role.
+caf::error run_role(const role_options& o, std::ostream& out);
+
+} // namespace darcy::apps

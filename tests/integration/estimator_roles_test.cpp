@@ -1,0 +1,167 @@
+// The distributed Estimator's roles as real `darcy` processes on 127.0.0.1, each role from its
+// DARCY_CONFIG: the job trains to the global step while the evaluator exports improvements; a
+// worker node SIGKILLed mid-training has its worker restarted elsewhere and the job completes;
+// a SIGKILLed chief, started again, resumes from its last checkpoint. Fashion-MNIST comes from
+// the dataset-fashion-mnist package that `make deps` installs.
+#include <csignal>
+#include <filesystem>
+#include <optional>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "messages/error.hpp"
+#include "runtime/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace darcy::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr auto data_dir = "/usr/share/datasets/fashion-mnist";
+constexpr auto patience = std::chrono::seconds(120);
+
+/// One job's processes: the chief first (on a free port), then the ps, two workers and the
+/// evaluator, each given its role only through DARCY_CONFIG.
+struct job {
+  job(const std::string& dir, uint64_t max_steps) : dir(dir), max_steps(max_steps) {}
+
+  std::vector<std::string> argv(const std::string& cluster, const std::string& type,
+                                size_t index) const {
+    auto config = nlohmann::json{{"cluster", nlohmann::json::parse(cluster)},
+                                 {"task", {{"type", type}, {"index", index}}}};
+    return {"/usr/bin/env", "DARCY_CONFIG=" + config.dump(), DARCY_BINARY, "estimator",
+            "fashion-mnist", "--quiet", "--threads", "1", "--hidden", "32",
+            "--train-examples", "2000", "--eval-examples", "500",
+            "--max-steps", std::to_string(max_steps), "--save-checkpoints-steps", "100",
+            "--model-dir", dir + "/model", "--export-dir", dir + "/exports"};
+  }
+
+  /// Starts every role; the chief's address goes into the others' cluster.
+  void start() {
+    auto spec = [](const std::string& chief) {
+      return R"({"chief": [")" + chief +
+             R"("], "ps": ["127.0.0.1:0"], "worker": ["127.0.0.1:0", "127.0.0.1:0"],
+                "evaluator": ["127.0.0.1:0"]})";
+    };
+    chief.emplace(launch(argv(spec("127.0.0.1:0"), "chief", 0)));
+    auto line = chief->wait_for_line("listening on", patience);
+    ASSERT_TRUE(line) << render(line.error()) << chief->read_stderr();
+    auto address = line->substr(line->rfind(' ') + 1);
+    ps.emplace(launch(argv(spec(address), "ps", 0)));
+    for (size_t i = 0; i < 2; ++i)
+      workers.push_back(launch(argv(spec(address), "worker", i)));
+    evaluator.emplace(launch(argv(spec(address), "evaluator", 0)));
+  }
+
+  runtime::child_process launch(const std::vector<std::string>& args) {
+    auto p = runtime::child_process::start(args);
+    if (!p) {
+      ADD_FAILURE() << render(p.error());
+      std::abort();
+    }
+    return std::move(*p);
+  }
+
+  /// The chief's final JSON line, after it exited 0.
+  nlohmann::json chief_result() {
+    auto line = chief->wait_for_line("\"role\":\"chief\"", patience);
+    EXPECT_TRUE(line) << chief->read_stderr();
+    auto code = chief->wait(patience);
+    EXPECT_TRUE(code && *code == 0) << chief->read_stderr();
+    return line ? nlohmann::json::parse(*line) : nlohmann::json{};
+  }
+
+  /// The evaluator's JSON lines, after it exited 0.
+  std::vector<nlohmann::json> evaluations() {
+    evaluator->wait_for_line("\x01", patience); // reads stdout to its end
+    auto code = evaluator->wait(patience);
+    EXPECT_TRUE(code && *code == 0) << evaluator->read_stderr();
+    std::vector<nlohmann::json> out;
+    std::istringstream lines{evaluator->stdout_seen()};
+    for (std::string l; std::getline(lines, l);)
+      if (l.find("\"role\":\"evaluator\"") != std::string::npos)
+        out.push_back(nlohmann::json::parse(l));
+    return out;
+  }
+
+  /// ps and workers end by themselves once the chief is gone.
+  void expect_hosts_exit() {
+    for (auto* p : {&*ps, &workers[0], &workers[1]}) {
+      auto code = p->wait(patience);
+      EXPECT_TRUE(code) << "a ps or worker process outlived its chief";
+    }
+  }
+
+  std::string dir;
+  uint64_t max_steps;
+  std::optional<runtime::child_process> chief, ps, evaluator;
+  std::vector<runtime::child_process> workers;
+};
+
+class estimator_roles : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!fs::exists(std::string{data_dir} + "/train-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "dataset-fashion-mnist is not installed (make deps)";
+  }
+};
+
+TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_export_improvements) {
+  temp_dir dir{"estimator_roles"};
+  job j{dir.path(), 300};
+  ASSERT_NO_FATAL_FAILURE(j.start());
+  auto result = j.chief_result();
+  EXPECT_GE(result.value("global_step", 0), 300);
+  EXPECT_EQ(result.value("workers", 0), 2);
+  EXPECT_EQ(result.value("resumed_from", -1), 0);
+  auto evals = j.evaluations();
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals.back()["global_step"], result["global_step"]) << "the final checkpoint is evaluated";
+  EXPECT_GT(evals.back()["accuracy"].get<double>(), 0.5);
+  EXPECT_EQ(evals.front()["exported"], "1") << "the first evaluation is an improvement";
+  EXPECT_TRUE(fs::exists(dir.path() + "/exports/1"));
+  j.expect_hosts_exit();
+}
+
+TEST_F(estimator_roles, a_worker_node_killed_mid_training_is_restarted_and_the_job_completes) {
+  temp_dir dir{"estimator_roles_kill_worker"};
+  job j{dir.path(), 2000};
+  ASSERT_NO_FATAL_FAILURE(j.start());
+  // The evaluator's first line means a checkpoint exists: training is under way.
+  ASSERT_TRUE(j.evaluator->wait_for_line("\"role\":\"evaluator\"", patience))
+    << j.evaluator->read_stderr();
+  j.workers[1].signal(SIGKILL);
+  auto result = j.chief_result();
+  EXPECT_GE(result.value("global_step", 0), 2000);
+  EXPECT_GE(result.value("worker_restarts", 0), 1) << result.dump();
+  auto evals = j.evaluations();
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
+}
+
+TEST_F(estimator_roles, a_chief_killed_and_started_again_resumes_from_its_last_checkpoint) {
+  temp_dir dir{"estimator_roles_kill_chief"};
+  uint64_t checkpoint = 0;
+  {
+    job first{dir.path(), 100000};
+    ASSERT_NO_FATAL_FAILURE(first.start());
+    auto line = first.evaluator->wait_for_line("\"role\":\"evaluator\"", patience);
+    ASSERT_TRUE(line) << first.evaluator->read_stderr();
+    first.chief->signal(SIGKILL);
+    checkpoint = nlohmann::json::parse(*line)["global_step"].get<uint64_t>();
+    first.expect_hosts_exit();
+    first.evaluator->signal(SIGKILL);
+  }
+  ASSERT_GT(checkpoint, 0u);
+  job second{dir.path(), checkpoint + 300};
+  ASSERT_NO_FATAL_FAILURE(second.start());
+  auto result = second.chief_result();
+  EXPECT_GE(result.value("resumed_from", uint64_t{0}), checkpoint) << result.dump();
+  EXPECT_GE(result.value("global_step", uint64_t{0}), checkpoint + 300);
+  second.expect_hosts_exit();
+}
+
+} // namespace
+} // namespace darcy::test
