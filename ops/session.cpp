@@ -17,13 +17,16 @@
 
 namespace darcy::ops {
 
-session::session(session_options opts) : opts_(std::move(opts)) {
+session::session(session_options opts) : opts_(std::move(opts)), cluster_(opts_.seed.has_value()) {}
+
+void session::start_system() {
   config_ = std::make_unique<runtime::system_config>(opts_.name, opts_.threads);
   actors::register_actor_types(*config_);
   if (opts_.configure)
     opts_.configure(*config_);
-  system_ = std::make_unique<caf::actor_system>(*config_);
-  system_->await_actors_before_shutdown(false);
+  owned_system_ = std::make_unique<caf::actor_system>(*config_);
+  owned_system_->await_actors_before_shutdown(false);
+  system_ = owned_system_.get();
 }
 
 session::~session() {
@@ -33,8 +36,10 @@ session::~session() {
     if (handle)
       caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
   };
-  stop(master_);
-  stop(sampler_);
+  if (!borrowed_) {
+    stop(master_);
+    stop(sampler_);
+  }
   stop(shard_supervisor_);
   for (auto& shard : shards_)
     stop(shard);
@@ -44,6 +49,7 @@ session::~session() {
 
 caf::expected<std::unique_ptr<session>> session::open(session_options opts) {
   std::unique_ptr<session> result{new session(std::move(opts))};
+  result->start_system();
   auto& sys = result->system();
   if (result->opts_.seed) {
     auto handles = runtime::connect_cluster(sys, *result->opts_.seed, result->opts_.timeout);
@@ -64,6 +70,17 @@ caf::expected<std::unique_ptr<session>> session::open(session_options opts) {
   return result;
 }
 
+caf::expected<std::unique_ptr<session>> session::attach(caf::actor_system& sys, session_options opts) {
+  auto registry = sys.registry().get<registry_actor>(registry_key);
+  if (!registry)
+    return make_error(errc::node_unreachable, "session::attach: this actor system is not a cluster member");
+  std::unique_ptr<session> result{new session(std::move(opts))};
+  result->system_ = &sys;
+  result->cluster_ = true;
+  result->registry_ = registry;
+  return result;
+}
+
 caf::expected<cluster_status> session::status() {
   return runtime::ask<cluster_status>(*system_, registry_, opts_.timeout, status_atom::value);
 }
@@ -80,10 +97,15 @@ caf::expected<embedding_master_actor> session::embeddings() {
   std::lock_guard<std::mutex> guard{mutex_};
   if (master_)
     return master_;
+  if (!opts_.embedding_service.empty()) {
+    if (auto err = resolve_published())
+      return err;
+    return master_;
+  }
   if (opts_.shards == 0)
     return make_error(errc::invalid_config, "an embedding service needs at least one shard");
   std::vector<embedding_shard_actor> shards;
-  if (!opts_.seed) {
+  if (!cluster_) {
     auto local = actors::spawn_local_shards(*system_, opts_.shards);
     shards = std::move(local.actors);
     direct_ = std::make_unique<actors::direct_embedding>(std::move(local.tables));
@@ -91,7 +113,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
     auto members = status();
     if (!members)
       return std::move(members.error());
-    auto live = runtime::live_targets(*members, {});
+    auto live = runtime::live_targets(*members, opts_.shard_nodes);
     if (!live)
       return std::move(live.error());
     // opts_.shards consecutive shards on each member.
@@ -134,7 +156,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
   shards_ = shards;
   actors::embedding_master_options master_opts{shards};
   master_opts.attempt_timeout = opts_.shard_retry;
-  master_opts.shards_may_lose_messages = opts_.seed.has_value();
+  master_opts.shards_may_lose_messages = cluster_;
   master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
   sampler_ = system_->spawn(actors::candidate_sampler,
                             actors::candidate_sampler_options{std::move(shards)});
@@ -152,6 +174,34 @@ caf::expected<candidate_sampler_actor> session::sampler() {
   if (auto master = embeddings(); !master)
     return std::move(master.error());
   return sampler_;
+}
+
+caf::error session::resolve_published() {
+  auto master = runtime::resolve(*system_, registry_, opts_.embedding_service, opts_.timeout);
+  if (!master)
+    return std::move(master.error());
+  master_ = caf::actor_cast<embedding_master_actor>(master->actor);
+  borrowed_ = true;
+  if (auto sampler = runtime::resolve(*system_, registry_, opts_.embedding_service + ".sampler",
+                                      opts_.timeout))
+    sampler_ = caf::actor_cast<candidate_sampler_actor>(sampler->actor);
+  return {};
+}
+
+caf::error session::publish_embeddings(const std::string& service, const std::string& node) {
+  if (!cluster_)
+    return make_error(errc::invalid_config, "publish_embeddings: an in-process session has no registry to publish in");
+  auto master = embeddings();
+  if (!master)
+    return std::move(master.error());
+  for (auto& [name, actor] : {std::pair{service, caf::actor_cast<caf::actor>(*master)},
+                              std::pair{service + ".sampler", caf::actor_cast<caf::actor>(sampler_)}}) {
+    auto ok = runtime::ask<ok_atom>(*system_, registry_, opts_.timeout, register_atom::value,
+                                    service_info{name, node, actor});
+    if (!ok)
+      return std::move(ok.error());
+  }
+  return {};
 }
 
 caf::error session::ensure_embedding(const de_config& cfg) {

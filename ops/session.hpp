@@ -53,6 +53,11 @@ struct session_options {
   /// Called on the session's config before its actor system starts: an app adds its own
   /// message and actor types here (the same hook its nodes run).
   std::function<void(runtime::system_config&)> configure;
+  /// On a cluster: the members that hold the shards; empty: every member.
+  std::vector<std::string> shard_nodes;
+  /// On a cluster: use the embedding service another session published under this name
+  /// (publish_embeddings) instead of starting one.
+  std::string embedding_service;
 };
 
 class session {
@@ -60,11 +65,16 @@ public:
   /// Fails with errc::node_unreachable when `opts.seed` does not answer.
   static caf::expected<std::unique_ptr<session>> open(session_options opts);
 
+  /// A session on `sys`, the actor system of a running cluster member (a role's node), which
+  /// it does not own and which must outlive it; opts.seed, name, threads and configure are
+  /// unused. errc::node_unreachable when `sys` knows no registry.
+  static caf::expected<std::unique_ptr<session>> attach(caf::actor_system& sys, session_options opts);
+
   ~session();
 
   caf::actor_system& system() { return *system_; }
-  /// True for an in-process cluster, false when talking to a seed.
-  bool in_process() const { return !opts_.seed; }
+  /// True for an in-process cluster, false on a cluster (a seed's, or an attached system's).
+  bool in_process() const { return !cluster_; }
   const registry_actor& registry() const { return registry_; }
   std::chrono::milliseconds timeout() const { return opts_.timeout; }
 
@@ -92,6 +102,11 @@ public:
   /// never holds part of a direct update.
   std::shared_mutex& direct_gate() { return direct_gate_; }
 
+  /// Starts the embedding service (as embeddings()) and registers its master as `service` and
+  /// its sampler as `service`.sampler on node `node` (this session's member name), for
+  /// sessions with that embedding_service. errc::invalid_config for an in-process session.
+  caf::error publish_embeddings(const std::string& service, const std::string& node);
+
   /// Creates embedding `cfg.name` once per session (later calls with the same name return at
   /// once). Fails like the master's create: errc::invalid_config, or a dim clash.
   caf::error ensure_embedding(const de_config& cfg);
@@ -100,8 +115,15 @@ private:
   explicit session(session_options opts);
 
   session_options opts_;
+  /// Creates the session's own actor system (open, not attach).
+  void start_system();
+  /// Resolves the published service opts_.embedding_service; mutex_ held.
+  caf::error resolve_published();
+
   std::unique_ptr<runtime::system_config> config_;
-  std::unique_ptr<caf::actor_system> system_;
+  std::unique_ptr<caf::actor_system> owned_system_;
+  caf::actor_system* system_ = nullptr;
+  bool cluster_ = false;
   registry_actor registry_;
   std::optional<runtime::node_services> local_;
   std::mutex mutex_;
@@ -110,6 +132,8 @@ private:
   std::shared_mutex direct_gate_;
   supervisor_actor shard_supervisor_;
   embedding_master_actor master_;
+  /// master_ and sampler_ were published by another session: they are not this one's to stop.
+  bool borrowed_ = false;
   candidate_sampler_actor sampler_;
   std::set<std::string> created_;
 };

@@ -1,4 +1,5 @@
 #include "apps/bench/estimator_bench.hpp"
+#include "apps/bench/estimator_scaling.hpp"
 
 #include <unistd.h>
 
@@ -132,6 +133,22 @@ int run_estimator_bench(const estimator_bench_options& o) {
     std::printf("accuracy run: %u epochs, test accuracy %.4f, test loss %.4f, %.1f s\n", o.epochs,
                 run->test_accuracy, run->test_loss, run->seconds);
     json << ",\"test_accuracy\":" << run->test_accuracy << ",\"epochs\":" << o.epochs;
+  }
+  if (o.scaling_steps > 0) {
+    scaling_options so{.corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads};
+    double rates[2] = {0, 0};
+    for (size_t workers : {1, 2}) {
+      auto rate = distributed_steps_per_second(so, workers);
+      if (!rate) {
+        std::fprintf(stderr, "bench estimator: scaling: %s\n", render(rate.error()).c_str());
+        return 1;
+      }
+      rates[workers - 1] = *rate;
+      std::printf("brown-genre Wide & Deep, 1 ps, %zu worker(s): %.1f global steps/s\n", workers, *rate);
+    }
+    json << ",\"global_steps_per_s_1_worker\":" << rates[0]
+         << ",\"global_steps_per_s_2_workers\":" << rates[1]
+         << ",\"scaling_2_workers\":" << rates[1] / rates[0];
   }
   json << ",\"threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
   std::printf("{\"bench\":\"estimator\",\"metrics\":{%s}}\n", json.str().c_str());

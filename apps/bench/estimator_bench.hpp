@@ -1,7 +1,8 @@
 // `darcy bench estimator`: the Fashion-MNIST DNN (784-256-128-10, ReLU, Adam, batch 128) as
 // the Estimator trains it, in steps per second, against the same MLP trained plainly in
 // PyTorch (python3-torch) on the same threads in the same run (`dnn_vs_torch`); then the
-// documented training run's test accuracy (`test_accuracy`).
+// documented training run's test accuracy (`test_accuracy`); then the brown-genre Wide & Deep
+// job as processes with one ps and 1, then 2 workers (`scaling_2_workers`, estimator_scaling).
 // Last line: {"bench":"estimator","metrics":{...}}.
 #pragma once
 
@@ -19,6 +20,9 @@ struct estimator_bench_options {
   size_t threads = 2;
   bool peer = true;
   std::string python = "/usr/bin/python3";
+  std::string corpus = "build/data/brown";
+  /// Global steps of each scaling run; 0 skips them.
+  uint64_t scaling_steps = 3000;
 };
 
 int run_estimator_bench(const estimator_bench_options& o);

@@ -89,7 +89,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
 
   auto est = std::make_shared<estimator_bench_options>();
   auto est_cmd = bench->add_subcommand(
-    "estimator", "The Fashion-MNIST DNN through the Estimator versus PyTorch; test accuracy");
+    "estimator", "The Fashion-MNIST DNN through the Estimator versus PyTorch; test accuracy; "
+    "Wide & Deep scaling from 1 to 2 workers");
   est_cmd->add_option("--data", est->data_dir, "Fashion-MNIST IDX files (dataset-fashion-mnist)");
   est_cmd->add_option("--repeats", est->repeats, "Timed epochs per side (median)")
     ->check(CLI::Range(1, 100));
@@ -97,6 +98,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   est_cmd->add_option("--threads", est->threads, "Threads, both sides")->check(CLI::Range(1, 256));
   est_cmd->add_flag("!--no-peer", est->peer, "Skip the PyTorch peer");
   est_cmd->add_option("--python", est->python, "Python with torch (Debian's python3-torch)");
+  est_cmd->add_option("--corpus", est->corpus, "Brown corpus of the scaling runs (make demo fetches it)");
+  est_cmd->add_option("--scaling-steps", est->scaling_steps, "Global steps of each scaling run (0: skip them)");
   est_cmd->callback([est, &exit_code] { exit_code = run_estimator_bench(*est); });
 
   auto emb = std::make_shared<embedding_bench_options>();

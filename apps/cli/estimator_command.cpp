@@ -1,12 +1,15 @@
 // `darcy estimator fashion-mnist`: the canned DNN classifier on Fashion-MNIST, with its test
 // accuracy as a JSON line; with DARCY_CONFIG (or --task-type), this process's role of the
-// distributed job instead. `darcy estimator plot`: a summary writer's curve as a PNG.
+// distributed job instead. `darcy estimator brown-genre`: Wide & Deep on Brown passages, with
+// its baselines, locally or as a role the same way. `darcy estimator plot`: a summary
+// writer's curve as a PNG.
 #include <cstdlib>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/commands.hpp"
+#include "apps/estimator/brown_genre.hpp"
 #include "apps/estimator/estimator_roles.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "apps/estimator/summary_plot.hpp"
@@ -58,6 +61,40 @@ caf::expected<std::optional<ops::estimator::role_config>> role_of(const role_fla
   return role ? result{std::move(*role)} : result{std::move(role.error())};
 }
 
+/// Runs this process's role of distributed job `job` when DARCY_CONFIG or --task-type names
+/// one, setting exit_code; false for a local run.
+bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json job_options,
+                 const std::string& model_dir, const std::string& summary, size_t threads,
+                 int& exit_code) {
+  auto what = "estimator " + job;
+  auto role = role_of(flags);
+  if (!role) {
+    exit_code = fail(what + ": " + render(role.error()));
+    return true;
+  }
+  if (!*role)
+    return false;
+  job_options["train_examples"] = flags.train_examples;
+  job_options["eval_examples"] = flags.eval_examples;
+  role_options r{.role = **role,
+                 .job = job,
+                 .job_options = std::move(job_options),
+                 .max_steps = flags.max_steps,
+                 .model_dir = model_dir,
+                 .save_checkpoints_steps = flags.save_checkpoints_steps,
+                 .export_dir = flags.export_dir,
+                 .summary = summary};
+  r.node.threads = threads;
+  if (!flags.node_config.empty())
+    if (auto err = runtime::load_node_config(flags.node_config, r.node)) {
+      exit_code = fail(what + ": " + render(err));
+      return true;
+    }
+  auto err = run_role(r, std::cout);
+  exit_code = err ? fail(what + " (" + r.role.node_name() + "): " + render(err)) : 0;
+  return true;
+}
+
 } // namespace
 
 void add_estimator_command(CLI::App& app, int& exit_code) {
@@ -79,37 +116,15 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   auto roles = std::make_shared<role_flags>();
   add_role_flags(fm, *roles);
   fm->callback([o, roles, &exit_code] {
-    auto role = role_of(*roles);
-    if (!role) {
-      exit_code = fail("estimator fashion-mnist: " + render(role.error()));
+    if (run_as_role(*roles, "fashion-mnist",
+                    {{"data", o->data_dir},
+                     {"batch", o->batch},
+                     {"hidden", o->hidden_units},
+                     {"learning_rate", o->learning_rate},
+                     {"threads", o->threads},
+                     {"seed", o->seed}},
+                    o->model_dir, o->summary, o->threads, exit_code))
       return;
-    }
-    if (*role) {
-      role_options r{.role = **role,
-                     .job = "fashion-mnist",
-                     .job_options = {{"data", o->data_dir},
-                                     {"batch", o->batch},
-                                     {"hidden", o->hidden_units},
-                                     {"learning_rate", o->learning_rate},
-                                     {"threads", o->threads},
-                                     {"seed", o->seed},
-                                     {"train_examples", roles->train_examples},
-                                     {"eval_examples", roles->eval_examples}},
-                     .max_steps = roles->max_steps,
-                     .model_dir = o->model_dir,
-                     .save_checkpoints_steps = roles->save_checkpoints_steps,
-                     .export_dir = roles->export_dir,
-                     .summary = o->summary};
-      r.node.threads = o->threads;
-      if (!roles->node_config.empty())
-        if (auto err = runtime::load_node_config(roles->node_config, r.node)) {
-          exit_code = fail("estimator fashion-mnist: " + render(err));
-          return;
-        }
-      auto err = run_role(r, std::cout);
-      exit_code = err ? fail("estimator fashion-mnist (" + r.role.node_name() + "): " + render(err)) : 0;
-      return;
-    }
     auto data = load_fashion_mnist(o->data_dir);
     if (!data) {
       exit_code = fail("estimator fashion-mnist: " + render(data.error()));
@@ -127,6 +142,56 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
                                 {"steps_per_second", r->steps_per_second},
                                 {"epochs", o->epochs},
                                 {"threads", o->threads}}
+                   .dump()
+              << std::endl;
+  });
+
+  auto bg = std::make_shared<brown_genre_options>();
+  bg->corpus = "build/data/brown";
+  auto genre = cmd->add_subcommand("brown-genre", "Wide & Deep on Brown passages to their category");
+  genre->add_option("--corpus", bg->corpus, "Brown corpus directory (make demo fetches it)");
+  genre->add_option("--passage-words", bg->passage_words, "Words per passage (at least)")
+    ->check(CLI::Range(1, 100000));
+  genre->add_option("--epochs", bg->epochs, "Passes over the training passages")->check(CLI::Range(1, 1000));
+  genre->add_option("--batch", bg->batch, "Passages per step")->check(CLI::Range(1, 100000));
+  genre->add_option("--hash-buckets", bg->hash_buckets, "Buckets of the hashed words")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
+  genre->add_option("--bigram-buckets", bg->bigram_buckets, "Buckets of the crossed bigrams")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
+  genre->add_option("--embedding-dim", bg->embedding_dim, "Width of the raw words' dynamic embedding")
+    ->check(CLI::Range(1, 4096));
+  genre->add_option("--hidden", bg->hidden_units, "Hidden layer widths of the deep part")->delimiter(',');
+  genre->add_option("--learning-rate", bg->learning_rate, "Adam learning rate of the dense variables");
+  genre->add_option("--threads", bg->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  genre->add_option("--seed", bg->seed, "Seed of the weights and the shuffling");
+  genre->add_option("--model-dir", bg->model_dir, "Checkpoints (a rerun resumes from them)");
+  genre->add_flag("--quiet", bg->quiet, "No progress bar");
+  auto genre_roles = std::make_shared<role_flags>();
+  add_role_flags(genre, *genre_roles);
+  genre->callback([bg, genre_roles, &exit_code] {
+    if (run_as_role(*genre_roles, "brown-genre", brown_genre_job_options(*bg), bg->model_dir, "",
+                    bg->threads, exit_code))
+      return;
+    auto data = load_brown_genres(bg->corpus, bg->passage_words);
+    if (!data) {
+      exit_code = fail("estimator brown-genre: " + render(data.error()));
+      return;
+    }
+    auto r = run_brown_genre(*bg, *data);
+    if (!r) {
+      exit_code = fail("estimator brown-genre: " + render(r.error()));
+      return;
+    }
+    std::cout << nlohmann::json{{"test_accuracy", r->test_accuracy},
+                                {"majority_accuracy", r->majority_accuracy},
+                                {"bag_of_words_accuracy", r->bag_of_words_accuracy},
+                                {"categories", r->categories},
+                                {"train_passages", r->train_passages},
+                                {"test_passages", r->test_passages},
+                                {"steps", r->steps},
+                                {"steps_per_second", r->steps_per_second},
+                                {"epochs", bg->epochs},
+                                {"threads", bg->threads}}
                    .dump()
               << std::endl;
   });

@@ -1,5 +1,6 @@
 #include "apps/estimator/estimator_jobs.hpp"
 
+#include "apps/estimator/brown_genre.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "messages/error.hpp"
 
@@ -47,7 +48,7 @@ caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   auto train = first_examples(data->train, train_examples);
   auto test = first_examples(data->test, eval_examples);
   estimator_job job;
-  job.model = [o] { return fashion_mnist_model(o); };
+  job.model = [o](ops::session*) { return fashion_mnist_model(o); };
   job.train_input = [train, o](size_t worker) -> est::input_fn {
     // Each worker shuffles the data in its own order.
     return [train, o, worker] {
@@ -62,6 +63,43 @@ caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   return job;
 }
 
+caf::expected<estimator_job> brown_genre_job(const nlohmann::json& options) {
+  auto o = parse_brown_genre_options(options);
+  if (!o)
+    return std::move(o.error());
+  size_t train_examples = 0, eval_examples = 0;
+  try {
+    train_examples = options.value("train_examples", size_t{0});
+    eval_examples = options.value("eval_examples", size_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(errc::invalid_config, std::string{"brown-genre job options: "} + e.what());
+  }
+  auto data = load_brown_genres(o->corpus, o->passage_words);
+  if (!data)
+    return std::move(data.error());
+  auto train = first_examples(data->train, train_examples);
+  auto test = first_examples(data->test, eval_examples);
+  auto classes = data->categories.size();
+  estimator_job job;
+  job.uses_embeddings = true;
+  job.model = [o = *o, classes](ops::session* s) -> caf::expected<est::model_fn> {
+    if (!s)
+      return make_error(errc::invalid_config, "brown-genre: the model needs an embedding session");
+    return brown_genre_model(o, classes, *s);
+  };
+  job.train_input = [train, o = *o](size_t worker) -> est::input_fn {
+    return [train, o, worker] {
+      return est::make_dataset(train, {.batch_size = o.batch, .epochs = 0, .seed = o.seed + worker});
+    };
+  };
+  job.eval = {.input = [test] { return est::make_dataset(test, {.batch_size = 100, .shuffle = false}); },
+              .metric = "accuracy",
+              .higher_is_better = true};
+  job.config = {.seed = o->seed, .threads = o->threads,
+                .optimizer = {.learning_rate = o->learning_rate}};
+  return job;
+}
+
 caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
                            const std::atomic<bool>& stop) {
   auto options = nlohmann::json::parse(cfg.options, nullptr, false);
@@ -71,7 +109,14 @@ caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
   auto job = make_estimator_job(cfg.job, options);
   if (!job)
     return std::move(job.error());
-  auto fn = job->model();
+  std::unique_ptr<ops::session> embeddings;
+  if (job->uses_embeddings) {
+    auto s = ops::session::attach(sys, {.embedding_service = job_embedding_service});
+    if (!s)
+      return std::move(s.error());
+    embeddings = std::move(*s);
+  }
+  auto fn = job->model(embeddings.get());
   if (!fn)
     return std::move(fn.error());
   if (cfg.servers.empty())
@@ -95,12 +140,16 @@ caf::expected<estimator_job> make_estimator_job(const std::string& name,
     return make_error(errc::invalid_config, "estimator job options must be a JSON object");
   if (name == "fashion-mnist")
     return fashion_mnist_job(options);
-  return make_error(errc::invalid_config, "unknown estimator job '" + name + "' (fashion-mnist)");
+  if (name == "brown-genre")
+    return brown_genre_job(options);
+  return make_error(errc::invalid_config,
+                    "unknown estimator job '" + name + "' (fashion-mnist, brown-genre)");
 }
 
 std::shared_ptr<const actors::training_jobs> estimator_training_jobs() {
   auto jobs = std::make_shared<actors::training_jobs>();
   (*jobs)["fashion-mnist"] = train_as_worker;
+  (*jobs)["brown-genre"] = train_as_worker;
   return jobs;
 }
 

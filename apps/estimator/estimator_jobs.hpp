@@ -19,8 +19,16 @@
 
 namespace darcy::apps {
 
+/// The service name under which a job's chief publishes its embedding service.
+inline constexpr const char* job_embedding_service = "estimator.embeddings";
+
 struct estimator_job {
-  ops::estimator::model_factory model;
+  /// A fresh model function per role. A job with `uses_embeddings` needs a session on the
+  /// job's embedding service, which must outlive the model function; others get nullptr.
+  std::function<caf::expected<ops::estimator::model_fn>(ops::session* embeddings)> model;
+  /// The model has dynamic embeddings: the chief starts the service on the ps nodes and
+  /// publishes it as job_embedding_service, workers use it, the evaluator restores its own.
+  bool uses_embeddings = false;
   /// Worker i's training input, repeating forever (workers stop at the global step).
   std::function<ops::estimator::input_fn(size_t worker)> train_input;
   ops::estimator::eval_spec eval;
@@ -29,8 +37,9 @@ struct estimator_job {
 };
 
 /// The job `name` with `options`. "fashion-mnist" takes data (the IDX directory), batch,
-/// hidden (a list), learning_rate, threads, seed, and train_examples / eval_examples (0: all)
-/// to train and evaluate on the first examples only. errc::invalid_config for an unknown job
+/// hidden (a list), learning_rate, threads, seed; "brown-genre" the fields of
+/// brown_genre_job_options. Both take train_examples / eval_examples (0: all) to train and
+/// evaluate on the first examples only. errc::invalid_config for an unknown job
 /// or a bad option; the data's own errors when it cannot be read.
 caf::expected<estimator_job> make_estimator_job(const std::string& name,
                                                 const nlohmann::json& options);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include <caf/scoped_actor.hpp>
@@ -26,6 +27,8 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto request_timeout = std::chrono::milliseconds(30000);
+/// How long the other roles wait for the chief to come up.
+constexpr auto chief_patience = 120s;
 
 std::string task_name(task_type t, size_t i) {
   return to_string(t) + "-" + std::to_string(i);
@@ -83,13 +86,29 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     for (auto& s : servers)
       caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   };
-  auto fn = job->model();
+  // The embedding service's shards live on the ps nodes, as the dense variables do.
+  std::unique_ptr<ops::session> embeddings;
+  if (job->uses_embeddings) {
+    ops::session_options so{.timeout = request_timeout};
+    for (size_t i = 0; i < o.role.count(task_type::ps); ++i)
+      so.shard_nodes.push_back(task_name(task_type::ps, i));
+    auto s = ops::session::attach(sys, so);
+    if (!s)
+      return std::move(s.error());
+    if (auto err = (*s)->publish_embeddings(job_embedding_service, o.role.node_name())) {
+      stop_servers();
+      return err;
+    }
+    embeddings = std::move(*s);
+  }
+  auto fn = job->model(embeddings.get());
   if (!fn)
     return std::move(fn.error());
   est::parameter_servers client{sys, servers, request_timeout};
   auto cfg = job->config;
   cfg.model_dir = o.model_dir;
   cfg.servers = &client;
+  cfg.embeddings = embeddings.get();
   est::estimator chief{*fn, cfg};
   // Loads the servers from the newest checkpoint, or with fresh variables.
   if (auto err = chief.build(job->train_input(0))) {
@@ -124,14 +143,22 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   caf::error failure;
   uint64_t step = resumed, saved = resumed;
   auto progressed = std::chrono::steady_clock::now();
+  // When the global step first moved and first reached max_steps: the training rate leaves
+  // out the workers' start (loading their data) and the last checkpoint.
+  std::optional<std::pair<std::chrono::steady_clock::time_point, uint64_t>> moved, reached;
   for (;;) {
     auto now = client.global_step();
     if (!now) {
       failure = std::move(now.error());
       break;
     }
-    if (*now != step)
+    if (*now != step) {
       progressed = std::chrono::steady_clock::now();
+      if (!moved)
+        moved = std::pair{progressed, *now};
+      if (*now >= o.max_steps && !reached)
+        reached = std::pair{progressed, *now};
+    }
     step = *now;
     if (std::chrono::steady_clock::now() - progressed > 300s) {
       failure = make_error(errc::timeout, "chief: the global step has not moved for 300 s");
@@ -172,10 +199,14 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   if (failure)
     return failure;
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double rate = 0;
+  if (moved && reached && reached->first > moved->first)
+    rate = double(reached->second - moved->second) /
+           std::chrono::duration<double>(reached->first - moved->first).count();
   out << nlohmann::json{{"role", "chief"},          {"global_step", saved},
                         {"resumed_from", resumed},  {"workers", workers},
                         {"worker_restarts", restarts}, {"seconds", seconds},
-                        {"steps_per_second", double(saved - resumed) / seconds}}
+                        {"steps_per_second", rate}}
            .dump()
       << std::endl;
   return {};
@@ -200,11 +231,20 @@ caf::error run_evaluator(const role_options& o, std::ostream& out) {
   auto job = make_estimator_job(o.job, o.job_options);
   if (!job)
     return std::move(job.error());
-  auto fn = job->model();
+  // The evaluator restores each checkpoint's embeddings into a service of its own.
+  std::unique_ptr<ops::session> embeddings;
+  if (job->uses_embeddings) {
+    auto s = ops::session::open({.name = "evaluator", .threads = 1});
+    if (!s)
+      return std::move(s.error());
+    embeddings = std::move(*s);
+  }
+  auto fn = job->model(embeddings.get());
   if (!fn)
     return std::move(fn.error());
   auto cfg = job->config;
   cfg.model_dir = o.model_dir;
+  cfg.embeddings = embeddings.get();
   auto spec = job->eval;
   spec.export_dir = o.export_dir;
   est::evaluator ev{*fn, cfg, {}, spec};
@@ -231,17 +271,27 @@ caf::error run_role(const role_options& o, std::ostream& out) {
     actors::register_actor_types(cfg);
     actors::add_training_worker_type(cfg, jobs);
   };
-  return runtime::run_node_with(
-    node, hook, [&](caf::actor_system& sys, const runtime::node_services& services) {
-      switch (o.role.type) {
-        case task_type::chief:
-          return run_chief(o, sys, services, out);
-        case task_type::evaluator:
-          return run_evaluator(o, out);
-        default:
-          return host_until_chief_leaves(sys, services);
-      }
-    });
+  bool joined = false;
+  auto role_main = [&](caf::actor_system& sys, const runtime::node_services& services) {
+    joined = true;
+    switch (o.role.type) {
+      case task_type::chief:
+        return run_chief(o, sys, services, out);
+      case task_type::evaluator:
+        return run_evaluator(o, out);
+      default:
+        return host_until_chief_leaves(sys, services);
+    }
+  };
+  // Roles may start in any order: the others wait for the chief to listen.
+  auto deadline = std::chrono::steady_clock::now() + chief_patience;
+  for (;;) {
+    auto err = runtime::run_node_with(node, hook, role_main);
+    if (joined || !is(err, errc::node_unreachable) || o.role.type == task_type::chief ||
+        std::chrono::steady_clock::now() > deadline)
+      return err;
+    std::this_thread::sleep_for(500ms);
+  }
 }
 
 } // namespace darcy::apps

@@ -40,7 +40,8 @@ struct role_options {
 /// Runs this process's role until it is done: the chief until the global step reaches
 /// max_steps and every worker has finished (then it prints one JSON line), ps and worker
 /// tasks until the chief is gone, the evaluator until it has evaluated a checkpoint at
-/// max_steps (one JSON line per evaluation). Errors name the role.
+/// max_steps (one JSON line per evaluation). Roles may start in any order: the others try to
+/// join the chief for up to 120 s. Errors name the role.
 caf::error run_role(const role_options& o, std::ostream& out);
 
 } // namespace darcy::apps

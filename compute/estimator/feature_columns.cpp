@@ -121,8 +121,8 @@ private:
 
 class crossed final : public categorical_column {
 public:
-  crossed(std::vector<categorical_ptr> columns, uint64_t buckets)
-    : columns_(std::move(columns)), buckets_(buckets) {
+  crossed(std::vector<categorical_ptr> columns, uint64_t buckets, cross_kind kind)
+    : columns_(std::move(columns)), buckets_(buckets), kind_(kind) {
     for (auto& c : columns_)
       tags_.push_back(hash_key(c->name()));
   }
@@ -145,18 +145,11 @@ public:
     }
     sparse_ids out{{}, buckets_};
     for (size_t r = 0; r < parts.front().rows.size(); ++r) {
-      // The cartesian product of the rows' ids, each combination hashed in column order with
-      // each id tagged by its column's name.
-      std::vector<uint64_t> hashes{0x9E3779B97F4A7C15ull};
-      for (size_t c = 0; c < parts.size(); ++c) {
-        std::vector<uint64_t> next;
-        for (auto h : hashes)
-          for (auto id : parts[c].rows[r])
-            next.push_back(mix64(h, mix64(tags_[c], id)));
-        hashes = std::move(next);
-      }
+      auto hashes = kind_ == cross_kind::product ? product(parts, r) : aligned(parts, r);
+      if (!hashes)
+        return hashes.error();
       auto& ids = out.rows.emplace_back();
-      for (auto h : hashes)
+      for (auto h : *hashes)
         ids.push_back(h % buckets_);
     }
     return out;
@@ -165,13 +158,47 @@ public:
     auto columns = nlohmann::json::array();
     for (auto& c : columns_)
       columns.push_back(c->spec());
-    return {{"kind", "crossed"}, {"columns", columns}, {"buckets", buckets_}};
+    return {{"kind", "crossed"}, {"columns", columns}, {"buckets", buckets_},
+            {"aligned", kind_ == cross_kind::aligned}};
   }
 
 private:
+  /// Each id is hashed tagged by its column's name, in column order.
+  uint64_t tagged(uint64_t h, size_t c, uint64_t id) const { return mix64(h, mix64(tags_[c], id)); }
+
+  /// The cartesian product of row r's ids.
+  plain_expected<std::vector<uint64_t>> product(const std::vector<sparse_ids>& parts, size_t r) const {
+    std::vector<uint64_t> hashes{cross_seed};
+    for (size_t c = 0; c < parts.size(); ++c) {
+      std::vector<uint64_t> next;
+      for (auto h : hashes)
+        for (auto id : parts[c].rows[r])
+          next.push_back(tagged(h, c, id));
+      hashes = std::move(next);
+    }
+    return hashes;
+  }
+
+  /// Row r's i-th ids of every column together, for each i.
+  plain_expected<std::vector<uint64_t>> aligned(const std::vector<sparse_ids>& parts, size_t r) const {
+    std::vector<uint64_t> hashes(parts.front().rows[r].size(), cross_seed);
+    for (size_t c = 0; c < parts.size(); ++c) {
+      auto& ids = parts[c].rows[r];
+      if (ids.size() != hashes.size())
+        return bad_feature("the aligned columns of " + name() + " give row " + std::to_string(r) +
+                           " different numbers of ids");
+      for (size_t i = 0; i < ids.size(); ++i)
+        hashes[i] = tagged(hashes[i], c, ids[i]);
+    }
+    return hashes;
+  }
+
+  static constexpr uint64_t cross_seed = 0x9E3779B97F4A7C15ull;
+
   std::vector<categorical_ptr> columns_;
   std::vector<uint64_t> tags_;
   uint64_t buckets_;
+  cross_kind kind_;
 };
 
 template <class T>
@@ -356,7 +383,8 @@ plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec
           return column.error();
         columns.push_back(*column);
       }
-      return crossed_column(std::move(columns), spec.at("buckets"));
+      return crossed_column(std::move(columns), spec.at("buckets"),
+                            spec.value("aligned", false) ? cross_kind::aligned : cross_kind::product);
     }
     return bad_spec("unknown categorical column kind '" + kind + "'");
   } catch (const nlohmann::json::exception& e) {
@@ -456,12 +484,12 @@ plain_expected<categorical_ptr> bucketized_column(std::string key, std::vector<d
 }
 
 plain_expected<categorical_ptr> crossed_column(std::vector<categorical_ptr> columns,
-                                               uint64_t buckets) {
+                                               uint64_t buckets, cross_kind kind) {
   if (columns.size() < 2)
     return bad_config("a crossed column needs at least 2 columns");
   if (buckets == 0)
     return bad_config("a crossed column needs at least one hash bucket");
-  return categorical_ptr{std::make_shared<crossed>(std::move(columns), buckets)};
+  return categorical_ptr{std::make_shared<crossed>(std::move(columns), buckets, kind)};
 }
 
 template <class T>

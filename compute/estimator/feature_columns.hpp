@@ -82,10 +82,16 @@ plain_expected<categorical_ptr> categorical_column_with_vocabulary_file(
 plain_expected<categorical_ptr> bucketized_column(std::string key, std::vector<double> boundaries,
                                                   uint32_t width = 1);
 
-/// Every combination of one id of each column, hashed into `buckets`. errc::invalid_config
-/// for fewer than 2 columns or buckets = 0.
+/// product: every combination of one id of each column. aligned: the i-th ids of every column
+/// together, for sequence features (words × the next words gives bigrams); every column must
+/// give each row the same number of ids, or ids() fails with errc::invalid_argument.
+enum class cross_kind : uint8_t { product, aligned };
+
+/// The crossed ids, hashed into `buckets`. errc::invalid_config for fewer than 2 columns or
+/// buckets = 0.
 plain_expected<categorical_ptr> crossed_column(std::vector<categorical_ptr> columns,
-                                               uint64_t buckets);
+                                               uint64_t buckets,
+                                               cross_kind kind = cross_kind::product);
 
 template <class T>
 class dense_column {

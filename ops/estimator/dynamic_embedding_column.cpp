@@ -1,5 +1,8 @@
 #include "ops/estimator/dynamic_embedding_column.hpp"
 
+#include <string_view>
+#include <unordered_map>
+
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
@@ -13,8 +16,10 @@ namespace ce = compute::estimator;
 
 class dynamic_embedding final : public ce::dense_column<float> {
 public:
-  dynamic_embedding(session& s, std::string key, de_config config, ce::combiner how)
-    : session_(s), key_(std::move(key)), config_(std::move(config)), how_(how) {}
+  dynamic_embedding(session& s, std::string key, ce::categorical_ptr column, de_config config,
+                    ce::combiner how)
+    : session_(s), key_(std::move(key)), column_(std::move(column)), config_(std::move(config)),
+      how_(how) {}
 
   std::string name() const override { return config_.name + "_dynamic_embedding"; }
   uint32_t width() const override { return config_.dim; }
@@ -22,30 +27,34 @@ public:
   void set_training(bool training) override { training_ = training; }
 
   plain_expected<matrix> forward(const ce::feature_map& features) override {
-    auto feature = ce::find_feature(features, key_, 0);
-    if (!feature)
-      return feature.error();
-    auto& rows = (*feature)->strings;
+    auto strings = keys_of(features);
+    if (!strings)
+      return strings.error();
+    auto& rows = **strings;
+    // Each distinct string is looked up once; uses_ holds (example, key index) per occurrence.
     std::vector<std::string> keys;
+    std::unordered_map<std::string_view, uint32_t> index;
     scales_.clear();
-    owner_.clear();
+    uses_.clear();
     for (size_t r = 0; r < rows.size(); ++r) {
       scales_.push_back(static_cast<float>(ce::combiner_scale(how_, rows[r].size())));
       for (auto& k : rows[r]) {
-        keys.push_back(k);
-        owner_.push_back(r);
+        auto [at, fresh] = index.emplace(k, static_cast<uint32_t>(keys.size()));
+        if (fresh)
+          keys.push_back(k);
+        uses_.emplace_back(r, at->second);
       }
     }
     matrix out = matrix::Zero(static_cast<Eigen::Index>(rows.size()), config_.dim);
     handle_.reset();
     if (keys.empty())
       return out;
+    key_count_ = keys.size();
     auto found = dynamic_embedding_lookup(session_, std::move(keys), config_, config_.name, training_);
     if (!found)
       return to_plain(found.error());
-    for (size_t i = 0; i < owner_.size(); ++i)
-      out.row(static_cast<Eigen::Index>(owner_[i])) +=
-        scales_[owner_[i]] * found->rows.row(static_cast<Eigen::Index>(i));
+    for (auto [r, k] : uses_)
+      out.row(static_cast<Eigen::Index>(r)) += scales_[r] * found->rows.row(static_cast<Eigen::Index>(k));
     if (training_)
       handle_ = std::move(found->handle);
     return out;
@@ -54,29 +63,54 @@ public:
   plain_error backward(const matrix& doutput) override {
     if (!handle_)
       return {};
-    matrix grads(static_cast<Eigen::Index>(owner_.size()), config_.dim);
-    for (size_t i = 0; i < owner_.size(); ++i)
-      grads.row(static_cast<Eigen::Index>(i)) =
-        scales_[owner_[i]] * doutput.row(static_cast<Eigen::Index>(owner_[i]));
+    matrix grads = matrix::Zero(static_cast<Eigen::Index>(key_count_), config_.dim);
+    for (auto [r, k] : uses_)
+      grads.row(static_cast<Eigen::Index>(k)) += scales_[r] * doutput.row(static_cast<Eigen::Index>(r));
     auto err = handle_->backward(grads, ++step_);
     handle_.reset();
     return err ? to_plain(err) : plain_error{};
   }
 
   nlohmann::json spec() const override {
-    return {{"kind", "dynamic_embedding"}, {"key", key_}, {"name", config_.name},
-            {"dimension", config_.dim}, {"combiner", ce::to_string(how_)}};
+    nlohmann::json out{{"kind", "dynamic_embedding"}, {"key", key_}, {"name", config_.name},
+                       {"dimension", config_.dim}, {"combiner", ce::to_string(how_)}};
+    if (column_)
+      out["column"] = column_->spec();
+    return out;
   }
 
 private:
+  using string_rows = std::vector<std::vector<std::string>>;
+
+  /// The raw strings of feature key_, or the bucket ids of column_ as decimal strings.
+  plain_expected<const string_rows*> keys_of(const ce::feature_map& features) {
+    if (!column_) {
+      auto feature = ce::find_feature(features, key_, 0);
+      if (!feature)
+        return feature.error();
+      return &(*feature)->strings;
+    }
+    auto ids = column_->ids(features);
+    if (!ids)
+      return ids.error();
+    id_strings_.assign(ids->rows.size(), {});
+    for (size_t r = 0; r < ids->rows.size(); ++r)
+      for (auto id : ids->rows[r])
+        id_strings_[r].push_back(std::to_string(id));
+    return &id_strings_;
+  }
+
   session& session_;
   std::string key_;
+  ce::categorical_ptr column_;
+  string_rows id_strings_;
   de_config config_;
   ce::combiner how_;
   bool training_ = true;
   std::vector<float> scales_;
-  /// The example of each looked-up key, in lookup order.
-  std::vector<size_t> owner_;
+  /// (example, index of its string among the looked-up keys) for each string of the batch.
+  std::vector<std::pair<size_t, uint32_t>> uses_;
+  size_t key_count_ = 0;
   std::optional<lookup_handle> handle_;
   int64_t step_ = 0;
 };
@@ -89,7 +123,21 @@ caf::expected<ce::dense_ptr<float>> dynamic_embedding_column(session& s, std::st
     return make_error(errc::invalid_config, "dynamic_embedding_column '" + key + "': dim must be >= 1");
   if (config.name.empty())
     config.name = key;
-  return ce::dense_ptr<float>{std::make_shared<dynamic_embedding>(s, std::move(key), std::move(config), how)};
+  return ce::dense_ptr<float>{
+    std::make_shared<dynamic_embedding>(s, std::move(key), nullptr, std::move(config), how)};
+}
+
+caf::expected<ce::dense_ptr<float>> dynamic_embedding_column(session& s, ce::categorical_ptr column,
+                                                             de_config config, ce::combiner how) {
+  if (!column)
+    return make_error(errc::invalid_config, "dynamic_embedding_column: no categorical column");
+  auto name = column->name();
+  if (config.dim == 0)
+    return make_error(errc::invalid_config, "dynamic_embedding_column '" + name + "': dim must be >= 1");
+  if (config.name.empty())
+    config.name = name;
+  return ce::dense_ptr<float>{
+    std::make_shared<dynamic_embedding>(s, std::move(name), std::move(column), std::move(config), how)};
 }
 
 } // namespace darcy::ops::estimator

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "tests/support/gradient_check.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -74,6 +75,31 @@ TEST(feature_columns, hashed_and_crossed_ids_are_deterministic_and_in_range) {
   EXPECT_EQ(crossed->rows, crossed_again->rows);
   EXPECT_NE(crossed->rows[0], other_order->rows[0]) << "the order of the crossed columns counts";
   EXPECT_NE(crossed->rows[0][0], crossed->rows[3][0]) << "red×s and mauve×s differ";
+}
+
+TEST(feature_columns, an_aligned_cross_pairs_the_ith_ids_and_round_trips_through_its_spec) {
+  feature_map f;
+  f["words"] = feature_value::categorical({{"the", "cat", "sat"}, {"the"}, {}});
+  f["next"] = feature_value::categorical({{"cat", "sat", "</s>"}, {"</s>"}, {}});
+  auto words = *categorical_column_with_hash_bucket("words", 1000);
+  auto next = *categorical_column_with_hash_bucket("next", 1000);
+  auto bigrams = *crossed_column({words, next}, 1 << 20, cross_kind::aligned);
+  auto pairs = *crossed_column({words, next}, 1 << 20);
+  auto ids = bigrams->ids(f);
+  ASSERT_TRUE(ids) << render(ids.error());
+  EXPECT_EQ(ids->rows[0].size(), 3u) << "one id per bigram, not 3 × 3";
+  EXPECT_EQ(pairs->ids(f)->rows[0].size(), 9u);
+  EXPECT_TRUE(ids->rows[2].empty());
+  // "the cat" in row 0 and "the </s>" in row 1 share their first word but not the bigram.
+  EXPECT_NE(ids->rows[0][0], ids->rows[1][0]);
+  auto rebuilt = categorical_from_spec(bigrams->spec());
+  ASSERT_TRUE(rebuilt) << render(rebuilt.error());
+  EXPECT_EQ((*rebuilt)->ids(f)->rows, ids->rows);
+
+  f["next"] = feature_value::categorical({{"cat", "sat"}, {"</s>"}, {}});
+  auto misaligned = bigrams->ids(f);
+  ASSERT_FALSE(misaligned);
+  EXPECT_TRUE(is(misaligned.error(), errc::invalid_argument)) << render(misaligned.error());
 }
 
 TEST(feature_columns, dense_columns_and_the_input_layer) {

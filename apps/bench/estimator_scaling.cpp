@@ -1,0 +1,73 @@
+#include "apps/bench/estimator_scaling.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <unistd.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "messages/error.hpp"
+#include "runtime/process.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+constexpr auto patience = std::chrono::seconds(600);
+
+std::vector<std::string> role_argv(const scaling_options& o, const std::string& dir,
+                                   const std::string& cluster, const std::string& type, size_t index) {
+  return {runtime::self_executable(), "estimator", "brown-genre", "--quiet",
+          "--corpus", o.corpus, "--threads", std::to_string(o.threads),
+          "--task-type", type, "--task-index", std::to_string(index), "--cluster-spec", cluster,
+          "--max-steps", std::to_string(o.steps),
+          "--save-checkpoints-steps", std::to_string(o.steps), "--model-dir", dir + "/model"};
+}
+
+std::string cluster_spec(const std::string& chief, size_t workers) {
+  nlohmann::json spec{{"chief", {chief}}, {"ps", {"127.0.0.1:0"}}, {"worker", nlohmann::json::array()}};
+  for (size_t i = 0; i < workers; ++i)
+    spec["worker"].push_back("127.0.0.1:0");
+  return spec.dump();
+}
+
+} // namespace
+
+caf::expected<double> distributed_steps_per_second(const scaling_options& o, size_t workers) {
+  namespace fs = std::filesystem;
+  auto dir = (fs::temp_directory_path() / ("darcy-bench-scaling-" + std::to_string(::getpid()) +
+                                           "-" + std::to_string(workers)))
+               .string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto chief = runtime::child_process::start(role_argv(o, dir, cluster_spec("127.0.0.1:0", workers), "chief", 0));
+  if (!chief)
+    return std::move(chief.error());
+  auto line = chief->wait_for_line("listening on", patience);
+  if (!line)
+    return make_error(errc::io_error, "the chief did not start: " + chief->read_stderr());
+  auto cluster = cluster_spec(line->substr(line->rfind(' ') + 1), workers);
+  std::vector<runtime::child_process> hosts;
+  for (auto [type, count] : {std::pair{"ps", size_t{1}}, std::pair{"worker", workers}})
+    for (size_t i = 0; i < count; ++i) {
+      auto p = runtime::child_process::start(role_argv(o, dir, cluster, type, i));
+      if (!p)
+        return std::move(p.error());
+      hosts.push_back(std::move(*p));
+    }
+  auto result = chief->wait_for_line("\"role\":\"chief\"", patience);
+  auto stderr_text = chief->read_stderr();
+  for (auto& h : hosts)
+    h.wait(std::chrono::seconds(30)); // they leave once the chief is gone; the destructor kills stragglers
+  fs::remove_all(dir);
+  if (!result)
+    return make_error(errc::timeout, "the chief with " + std::to_string(workers) +
+                                       " workers did not finish: " + stderr_text);
+  auto json = nlohmann::json::parse(*result, nullptr, false);
+  if (json.is_discarded() || !json.contains("steps_per_second"))
+    return make_error(errc::io_error, "the chief printed " + *result);
+  return json["steps_per_second"].get<double>();
+}
+
+} // namespace darcy::apps

@@ -1,0 +1,26 @@
+// The distributed half of `darcy bench estimator`: the brown-genre Wide & Deep job run as
+// real processes on 127.0.0.1 (a chief, one ps, then 1 and then 2 workers), each run's global
+// steps/s as its chief measures it, and their ratio (`scaling_2_workers`, the paper's Fig. 3).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/expected.hpp>
+
+namespace darcy::apps {
+
+struct scaling_options {
+  /// The Brown corpus directory.
+  std::string corpus;
+  /// Global steps of each run.
+  uint64_t steps = 3000;
+  /// Scheduler and product threads of every role.
+  size_t threads = 2;
+};
+
+/// The chief's global steps/s with `workers` workers and one ps; errc::timeout or the
+/// chief's error (with its stderr) when the job does not finish.
+caf::expected<double> distributed_steps_per_second(const scaling_options& o, size_t workers);
+
+} // namespace darcy::apps

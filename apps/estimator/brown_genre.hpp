@@ -1,0 +1,80 @@
+// `darcy estimator brown-genre`: Wide & Deep on Brown passages to their document's category.
+// The wide part sees hashed words and the words' bigrams (an aligned cross of each word with
+// the next); the deep part sees the raw words through a dynamic_embedding_column. Every table
+// lives in the embedding service, so the model has no dictionary and only rows in use cost
+// memory. It reports its test accuracy beside two baselines.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ops/estimator/estimator.hpp"
+#include "ops/session.hpp"
+
+namespace darcy::apps {
+
+struct brown_genre_options {
+  /// The Brown corpus directory (cats.txt and the tagged files; make demo fetches it).
+  std::string corpus;
+  /// A passage is consecutive sentences of one document, at least this many words.
+  uint32_t passage_words = 150;
+  uint32_t epochs = 4;
+  size_t batch = 64;
+  uint64_t hash_buckets = 1 << 18;
+  uint64_t bigram_buckets = 1 << 20;
+  uint32_t embedding_dim = 32;
+  std::vector<uint32_t> hidden_units = {64};
+  double learning_rate = 3e-3;
+  size_t threads = 2;
+  uint64_t seed = 1;
+  std::string model_dir;
+  bool quiet = false;
+};
+
+/// The options as a distributed job's JSON (corpus, passage_words, batch, hash_buckets,
+/// bigram_buckets, embedding_dim, hidden, learning_rate, threads, seed), and back; the parse
+/// keeps `defaults` for absent fields. errc::invalid_config for a field of the wrong type or
+/// a zero size.
+nlohmann::json brown_genre_job_options(const brown_genre_options& o);
+caf::expected<brown_genre_options> parse_brown_genre_options(const nlohmann::json& j,
+                                                             brown_genre_options defaults = {});
+
+/// Passages as "words" and "next_words" (each word's successor, "</s>" after the last)
+/// features, labelled with the index of their document's category in `categories`. Every
+/// tenth document (in cats.txt order) is test data.
+struct brown_genre_data {
+  std::vector<std::string> categories;
+  std::shared_ptr<ops::estimator::example_table> train, test;
+};
+
+/// errc::not_found when the corpus or its cats.txt is missing; errc::invalid_config for
+/// passage_words 0; the reader's errors for damaged files.
+caf::expected<brown_genre_data> load_brown_genres(const std::string& corpus, uint32_t passage_words);
+
+/// The canned Wide & Deep classifier over `classes` categories; its dynamic embedding lives in
+/// `s`'s embedding service, which must outlive the model function.
+caf::expected<ops::estimator::model_fn> brown_genre_model(const brown_genre_options& o,
+                                                          size_t classes, ops::session& s);
+
+struct brown_genre_result {
+  size_t train_passages = 0;
+  size_t test_passages = 0;
+  size_t categories = 0;
+  double test_accuracy = 0;
+  /// Always predicting the most frequent training category.
+  double majority_accuracy = 0;
+  /// A linear classifier on the hashed bag of words alone, trained as long.
+  double bag_of_words_accuracy = 0;
+  uint64_t steps = 0;
+  double steps_per_second = 0;
+};
+
+caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
+                                                  const brown_genre_data& data);
+
+} // namespace darcy::apps
