@@ -25,9 +25,37 @@ std::shared_ptr<est::example_table> first_examples(std::shared_ptr<est::example_
   return out;
 }
 
+/// What both jobs share: training and evaluation on the first train_examples / eval_examples
+/// of `train` and `test` (options; 0: all), each worker shuffling in its own order, accuracy
+/// as the metric, and Adam at `learning_rate`.
+caf::expected<estimator_job> classifier_job(const std::string& name, const nlohmann::json& options,
+                                            std::shared_ptr<est::example_table> train,
+                                            std::shared_ptr<est::example_table> test, size_t batch,
+                                            size_t eval_batch, uint64_t seed, size_t threads,
+                                            double learning_rate) {
+  try {
+    train = first_examples(train, options.value("train_examples", size_t{0}));
+    test = first_examples(test, options.value("eval_examples", size_t{0}));
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(errc::invalid_config, name + " job options: " + e.what());
+  }
+  estimator_job job;
+  job.train_input = [train, batch, seed](size_t worker) -> est::input_fn {
+    return [train, batch, seed, worker] {
+      return est::make_dataset(train, {.batch_size = batch, .epochs = 0, .seed = seed + worker});
+    };
+  };
+  job.eval = {.input = [test, eval_batch] {
+                return est::make_dataset(test, {.batch_size = eval_batch, .shuffle = false});
+              },
+              .metric = "accuracy",
+              .higher_is_better = true};
+  job.config = {.seed = seed, .threads = threads, .optimizer = {.learning_rate = learning_rate}};
+  return job;
+}
+
 caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   fashion_mnist_options o;
-  size_t train_examples = 0, eval_examples = 0;
   try {
     o.data_dir = options.value("data", o.data_dir);
     o.batch = options.value("batch", o.batch);
@@ -35,8 +63,6 @@ caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
     o.learning_rate = options.value("learning_rate", o.learning_rate);
     o.threads = options.value("threads", o.threads);
     o.seed = options.value("seed", o.seed);
-    train_examples = options.value("train_examples", size_t{0});
-    eval_examples = options.value("eval_examples", size_t{0});
   } catch (const nlohmann::json::exception& e) {
     return make_error(errc::invalid_config, std::string{"fashion-mnist job options: "} + e.what());
   }
@@ -45,21 +71,10 @@ caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   auto data = load_fashion_mnist(o.data_dir);
   if (!data)
     return std::move(data.error());
-  auto train = first_examples(data->train, train_examples);
-  auto test = first_examples(data->test, eval_examples);
-  estimator_job job;
-  job.model = [o](ops::session*) { return fashion_mnist_model(o); };
-  job.train_input = [train, o](size_t worker) -> est::input_fn {
-    // Each worker shuffles the data in its own order.
-    return [train, o, worker] {
-      return est::make_dataset(train, {.batch_size = o.batch, .epochs = 0, .seed = o.seed + worker});
-    };
-  };
-  job.eval = {.input = [test] { return est::make_dataset(test, {.batch_size = 1000, .shuffle = false}); },
-              .metric = "accuracy",
-              .higher_is_better = true};
-  job.config = {.seed = o.seed, .threads = o.threads,
-                .optimizer = {.learning_rate = o.learning_rate}};
+  auto job = classifier_job("fashion-mnist", options, data->train, data->test, o.batch, 1000,
+                            o.seed, o.threads, o.learning_rate);
+  if (job)
+    job->model = [o](ops::session*) { return fashion_mnist_model(o); };
   return job;
 }
 
@@ -67,36 +82,19 @@ caf::expected<estimator_job> brown_genre_job(const nlohmann::json& options) {
   auto o = parse_brown_genre_options(options);
   if (!o)
     return std::move(o.error());
-  size_t train_examples = 0, eval_examples = 0;
-  try {
-    train_examples = options.value("train_examples", size_t{0});
-    eval_examples = options.value("eval_examples", size_t{0});
-  } catch (const nlohmann::json::exception& e) {
-    return make_error(errc::invalid_config, std::string{"brown-genre job options: "} + e.what());
-  }
   auto data = load_brown_genres(o->corpus, o->passage_words);
   if (!data)
     return std::move(data.error());
-  auto train = first_examples(data->train, train_examples);
-  auto test = first_examples(data->test, eval_examples);
-  auto classes = data->categories.size();
-  estimator_job job;
-  job.uses_embeddings = true;
-  job.model = [o = *o, classes](ops::session* s) -> caf::expected<est::model_fn> {
+  auto job = classifier_job("brown-genre", options, data->train, data->test, o->batch, 100,
+                            o->seed, o->threads, o->learning_rate);
+  if (!job)
+    return job;
+  job->uses_embeddings = true;
+  job->model = [o = *o, classes = data->categories.size()](ops::session* s) -> caf::expected<est::model_fn> {
     if (!s)
       return make_error(errc::invalid_config, "brown-genre: the model needs an embedding session");
     return brown_genre_model(o, classes, *s);
   };
-  job.train_input = [train, o = *o](size_t worker) -> est::input_fn {
-    return [train, o, worker] {
-      return est::make_dataset(train, {.batch_size = o.batch, .epochs = 0, .seed = o.seed + worker});
-    };
-  };
-  job.eval = {.input = [test] { return est::make_dataset(test, {.batch_size = 100, .shuffle = false}); },
-              .metric = "accuracy",
-              .higher_is_better = true};
-  job.config = {.seed = o->seed, .threads = o->threads,
-                .optimizer = {.learning_rate = o->learning_rate}};
   return job;
 }
 
