@@ -211,9 +211,15 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
   if (!sampler)
     return std::move(sampler.error());
   std::vector<std::string> positives{unique_positives.begin(), unique_positives.end()};
-  auto drawn = runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value,
-                                           name, positives, num_sampled, sampler_kind::unigram,
-                                           seed);
+  auto draw = [&](uint32_t n) {
+    return runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value,
+                                       name, positives, n, sampler_kind::unigram, seed);
+  };
+  auto drawn = draw(num_sampled);
+  // The arguments were checked above, so invalid_argument means that the table holds nothing
+  // but these positives yet (a first step): the positives alone, with their probabilities.
+  if (!drawn && is(drawn.error(), errc::invalid_argument))
+    drawn = draw(0);
   if (!drawn)
     return std::move(drawn.error());
   std::map<std::string, double> prob;
@@ -223,10 +229,11 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
     if (!drawn->is_positive[i])
       result.sampled_keys.push_back(drawn->keys[i]);
   }
-  // Every column's key, in one lookup: the positives padded to `width`, then the negatives.
+  // Every column's key: the positives padded to `width`, then the negatives; each distinct
+  // key is looked up once, in one request.
   auto columns = width + result.sampled_keys.size();
   std::vector<std::string> keys;
-  keys.reserve(batch * columns);
+  std::map<std::string, int64_t> row_of_key;
   result.column_keys.resize(batch);
   for (size_t b = 0; b < batch; ++b) {
     auto& cols = result.column_keys[b];
@@ -234,7 +241,7 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
     cols.resize(width);
     cols.insert(cols.end(), result.sampled_keys.begin(), result.sampled_keys.end());
     for (auto& key : cols)
-      if (!key.empty())
+      if (!key.empty() && row_of_key.emplace(key, static_cast<int64_t>(keys.size())).second)
         keys.push_back(key);
   }
   auto rows = dynamic_embedding_lookup(s, keys, config, name);
@@ -245,7 +252,6 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
   result.labels = matrix::Zero(static_cast<Eigen::Index>(batch),
                                static_cast<Eigen::Index>(columns));
   result.row_of.assign(batch * columns, -1);
-  int64_t next_row = 0;
   for (size_t b = 0; b < batch; ++b) {
     auto& cols = result.column_keys[b];
     std::set<std::string> own{positive_keys[b].begin(), positive_keys[b].end()};
@@ -253,7 +259,7 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
     for (size_t c = 0; c < columns; ++c) {
       if (cols[c].empty())
         continue;
-      auto row = next_row++;
+      auto row = row_of_key.at(cols[c]);
       bool is_true = c < width;
       if (!is_true && own.count(cols[c]) > 0) {
         cols[c].clear(); // an accidental hit: masked like padding
@@ -305,6 +311,13 @@ caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_
   std::vector<float> queries(activations.data(), activations.data() + activations.size());
   return runtime::ask<top_k_result>(s.system(), *master, s.timeout(), top_k_atom::value, name,
                                     std::move(queries), k, score);
+}
+
+caf::expected<embedding_stats> stats(session& s, const std::string& name) {
+  auto master = s.embeddings();
+  if (!master)
+    return std::move(master.error());
+  return runtime::ask<embedding_stats>(s.system(), *master, s.timeout(), stats_atom::value, name);
 }
 
 caf::error save(session& s, const std::string& path, const training_state& state) {

@@ -115,7 +115,8 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
 /// batch, drawn from the embedding's rows by unigram frequency^0.75. Every logit is
 /// a·w - log(num_sampled * Q(key)); a padding column, or a negative that is one of the
 /// example's own positives (an accidental hit), holds masked_logit with label 0. Labels of an
-/// example's positives are 1 / (its positive count).
+/// example's positives are 1 / (its positive count). Negatives are never a positive of the
+/// batch; while the table holds nothing else (the first steps), there are none.
 struct sampled_logits_result {
   matrix logits;
   matrix labels;
@@ -127,8 +128,8 @@ struct sampled_logits_result {
   /// d(loss)/d(activations). Masked columns carry no gradient.
   caf::expected<matrix> backward(const matrix& dlogits, int64_t step = 0) const;
 
-  // Kept for backward(): the activations, the looked-up rows, and for each (example, column)
-  // the index of its row there (-1 for padding).
+  // Kept for backward(): the activations, the looked-up rows (one per distinct key), and for
+  // each (example, column) the index of its row there (-1 for padding).
   matrix activations;
   matrix rows;
   std::vector<int64_t> row_of;
@@ -147,6 +148,10 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
 caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_t k,
                                   const de_config& config, const std::string& name,
                                   top_k_score score = top_k_score::inner_product);
+
+/// Rows, memory and counters of embedding `name` across the service's shards.
+/// errc::unknown_embedding when the service has no such embedding.
+caf::expected<embedding_stats> stats(session& s, const std::string& name);
 
 /// What a training loop saves beside its embeddings: its step, where its input stands, and
 /// its dense parameters.

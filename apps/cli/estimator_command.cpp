@@ -1,8 +1,9 @@
 // `darcy estimator fashion-mnist`: the canned DNN classifier on Fashion-MNIST, with its test
 // accuracy as a JSON line; with DARCY_CONFIG (or --task-type), this process's role of the
 // distributed job instead. `darcy estimator brown-genre`: Wide & Deep on Brown passages, with
-// its baselines, locally or as a role the same way. `darcy estimator plot`: a summary
-// writer's curve as a PNG.
+// its baselines, locally or as a role the same way. `darcy estimator sparse2label`: keywords
+// of Brown passages through the sampled-softmax head, in rounds of growing data.
+// `darcy estimator plot`: a summary writer's curve as a PNG.
 #include <cstdlib>
 #include <iostream>
 
@@ -12,6 +13,7 @@
 #include "apps/estimator/brown_genre.hpp"
 #include "apps/estimator/estimator_roles.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
+#include "apps/estimator/sparse2label.hpp"
 #include "apps/estimator/summary_plot.hpp"
 #include "messages/error.hpp"
 
@@ -194,6 +196,59 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
                                 {"threads", bg->threads}}
                    .dump()
               << std::endl;
+  });
+
+  auto sl = std::make_shared<sparse2label_options>();
+  sl->corpus = "build/data/brown";
+  sl->model_dir = "build/sparse2label";
+  auto labels = cmd->add_subcommand(
+    "sparse2label", "Brown passages to their keywords (sampled softmax), one category added per round");
+  labels->add_option("--corpus", sl->corpus, "Brown corpus directory (make demo fetches it)");
+  labels->add_option("--passage-words", sl->passage_words, "Words per passage (at least)")
+    ->check(CLI::Range(1, 100000));
+  labels->add_option("--keywords", sl->keywords, "Labels per passage, at most")->check(CLI::Range(1, 100));
+  labels->add_option("--rounds", sl->rounds, "Rounds, one category each (0: every category)");
+  labels->add_option("--epochs", sl->epochs, "Passes over the data so far, per round")
+    ->check(CLI::Range(1, 1000));
+  labels->add_option("--batch", sl->batch, "Passages per step")->check(CLI::Range(1, 100000));
+  labels->add_option("--embedding-dim", sl->embedding_dim, "Width of the words' and labels' rows")
+    ->check(CLI::Range(1, 4096));
+  labels->add_option("--hidden", sl->hidden_units, "Width of the hidden layer")->check(CLI::Range(1, 65536));
+  labels->add_option("--num-sampled", sl->num_sampled, "Sampled negatives per step")
+    ->check(CLI::Range(1, 100000));
+  labels->add_option("--learning-rate", sl->learning_rate, "Adam learning rate of the dense layers");
+  labels->add_option("--embedding-learning-rate", sl->embedding_learning_rate,
+                     "Adam learning rate of the words' and labels' tables");
+  labels->add_option("--threads", sl->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  labels->add_option("--seed", sl->seed, "Seed of the weights and the shuffling");
+  labels->add_option("--model-dir", sl->model_dir, "Checkpoints, a directory per round");
+  labels->add_option("--out", sl->out, "Report path without extension (OUT.tsv, OUT.png)");
+  labels->add_option("--export-dir", sl->export_dir, "Export the last round's model here, for darcy serve");
+  labels->add_flag("--quiet", sl->quiet, "No progress bar");
+  labels->callback([sl, &exit_code] {
+    auto data = load_sparse2label(sl->corpus, sl->passage_words, sl->keywords);
+    if (!data) {
+      exit_code = fail("estimator sparse2label: " + render(data.error()));
+      return;
+    }
+    auto rounds = run_sparse2label(*sl, *data);
+    if (!rounds) {
+      exit_code = fail("estimator sparse2label: " + render(rounds.error()));
+      return;
+    }
+    for (auto& r : *rounds)
+      std::cout << nlohmann::json{{"round", r.round},
+                                  {"category", r.category},
+                                  {"train_passages", r.train_passages},
+                                  {"label_rows", r.label_rows},
+                                  {"word_rows", r.word_rows},
+                                  {"embedding_bytes", r.embedding_bytes},
+                                  {"recall_at_10", r.recall_at_10},
+                                  {"popular_recall_at_10", r.popular_recall_at_10},
+                                  {"seconds", r.seconds}}
+                     .dump()
+                << std::endl;
+    std::cout << "report: " << sl->out << ".tsv, " << sl->out << ".png" << std::endl;
   });
 
   auto summary = std::make_shared<std::string>();

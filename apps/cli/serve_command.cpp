@@ -10,7 +10,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   auto listen = std::make_shared<std::string>("127.0.0.1:8080");
   auto cluster = std::make_shared<std::string>();
   auto cmd = app.add_subcommand(
-    "serve", "Serve exported retrieval models over HTTP: top-k, versions, metrics");
+    "serve", "Serve exported models over HTTP: retrieval top-k, Estimator predict, versions, metrics");
   cmd->add_option("--exports", job->exports, "Folder of exports, one folder per model")
     ->required();
   cmd->add_option("--listen", *listen, "HOST:PORT of the HTTP API (port 0: a free port)");

@@ -1,10 +1,7 @@
 #include "apps/estimator/brown_genre.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -14,6 +11,7 @@
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "stores/atomic_file.hpp"
+#include "stores/brown_corpus.hpp"
 
 namespace darcy::apps {
 
@@ -44,15 +42,6 @@ struct passage_rows {
   }
 };
 
-/// The word of a Brown "word/tag" token, lower-cased.
-std::string untagged(const std::string& token) {
-  auto slash = token.rfind('/');
-  auto word = slash == std::string::npos || slash == 0 ? token : token.substr(0, slash);
-  for (auto& ch : word)
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return word;
-}
-
 /// Appends the passages of the document at `path` (a sentence per non-empty line) to `out`:
 /// whole sentences, each passage closed once it holds `passage_words` words; a last one of
 /// fewer than half that is dropped.
@@ -64,9 +53,8 @@ caf::error add_document(const std::string& path, uint32_t label, uint32_t passag
   std::istringstream lines{*text};
   std::vector<std::string> passage;
   for (std::string line; std::getline(lines, line);) {
-    std::istringstream tokens{line};
-    for (std::string token; tokens >> token;)
-      passage.push_back(untagged(token));
+    for (auto& w : stores::tagged_words(line))
+      passage.push_back(std::move(w.word));
     if (passage.size() >= passage_words)
       out.add(std::exchange(passage, {}), label);
   }
@@ -124,35 +112,19 @@ caf::expected<brown_genre_options> parse_brown_genre_options(const nlohmann::jso
 }
 
 caf::expected<brown_genre_data> load_brown_genres(const std::string& corpus, uint32_t passage_words) {
-  namespace fs = std::filesystem;
   if (passage_words == 0)
     return make_error(errc::invalid_config, "brown-genre: passage_words must be >= 1");
-  auto cats = (fs::path{corpus} / "cats.txt").string();
-  std::ifstream in{cats};
-  if (!in)
-    return make_error(errc::not_found, cats + " (the Brown corpus: make demo fetches it)");
-  std::vector<std::pair<std::string, std::string>> documents; // file, category
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields{line};
-    std::string name, category;
-    if (fields >> name >> category)
-      documents.emplace_back(name, category);
-  }
+  auto catalog = stores::read_brown_catalog(corpus);
+  if (!catalog)
+    return std::move(catalog.error());
   brown_genre_data data;
-  for (auto& [name, category] : documents)
-    data.categories.push_back(category);
-  std::sort(data.categories.begin(), data.categories.end());
-  data.categories.erase(std::unique(data.categories.begin(), data.categories.end()), data.categories.end());
+  data.categories = catalog->categories;
   if (data.categories.size() < 2)
-    return make_error(errc::invalid_argument, cats + ": fewer than 2 categories");
+    return make_error(errc::invalid_argument, corpus + "/cats.txt: fewer than 2 categories");
   passage_rows train, test;
-  for (size_t d = 0; d < documents.size(); ++d) {
-    auto& [name, category] = documents[d];
-    auto label = std::lower_bound(data.categories.begin(), data.categories.end(), category) -
-                 data.categories.begin();
-    if (auto err = add_document((fs::path{corpus} / name).string(), static_cast<uint32_t>(label),
-                                passage_words, d % 10 == 9 ? test : train))
+  for (size_t d = 0; d < catalog->documents.size(); ++d) {
+    auto& doc = catalog->documents[d];
+    if (auto err = add_document(doc.path, doc.label, passage_words, d % 10 == 9 ? test : train))
       return err;
   }
   if (train.labels.empty() || test.labels.empty())

@@ -1,12 +1,11 @@
 #include "apps/moe/lm_corpus.hpp"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "messages/error.hpp"
 #include "stores/atomic_file.hpp"
+#include "stores/brown_corpus.hpp"
 
 namespace darcy::moe {
 
@@ -19,20 +18,11 @@ caf::error append_document(const std::string& path, std::vector<std::string>& ou
   if (!text)
     return std::move(text.error());
   std::istringstream lines{*text};
-  std::string line, token;
-  while (std::getline(lines, line)) {
-    std::istringstream tokens{line};
-    bool any = false;
-    while (tokens >> token) {
-      auto slash = token.rfind('/');
-      auto word = slash == std::string::npos || slash == 0 ? token : token.substr(0, slash);
-      for (auto& ch : word)
-        if (ch >= 'A' && ch <= 'Z')
-          ch = static_cast<char>(ch - 'A' + 'a');
-      out.push_back(std::move(word));
-      any = true;
-    }
-    if (any)
+  for (std::string line; std::getline(lines, line);) {
+    auto words = stores::tagged_words(line);
+    for (auto& w : words)
+      out.push_back(std::move(w.word));
+    if (!words.empty())
       out.emplace_back(end_of_sentence);
   }
   return {};
@@ -41,25 +31,16 @@ caf::error append_document(const std::string& path, std::vector<std::string>& ou
 } // namespace
 
 caf::expected<lm_corpus> load_brown_lm(const std::string& dir, uint32_t min_count) {
-  namespace fs = std::filesystem;
-  auto cats = (fs::path{dir} / "cats.txt").string();
-  std::ifstream in{cats};
-  if (!in)
-    return make_error(errc::not_found, cats + " (the Brown corpus: make demo fetches it)");
+  auto catalog = stores::read_brown_catalog(dir);
+  if (!catalog)
+    return std::move(catalog.error());
   lm_corpus c;
   std::vector<std::string>* parts[3] = {&c.train.words, &c.valid.words, &c.test.words};
-  std::string line;
-  uint32_t index = 0;
-  while (std::getline(in, line)) {
-    std::istringstream fields{line};
-    std::string name;
-    if (!(fields >> name))
-      continue;
+  for (size_t index = 0; index < catalog->documents.size(); ++index) {
     auto part = index % 20 == 18 ? 1 : index % 20 == 19 ? 2 : 0;
-    if (auto err = append_document((fs::path{dir} / name).string(), *parts[part]))
+    if (auto err = append_document(catalog->documents[index].path, *parts[part]))
       return err;
     ++c.documents[part];
-    ++index;
   }
   if (c.train.words.empty() || c.valid.words.empty() || c.test.words.empty())
     return make_error(errc::empty_batch, dir + ": too few documents for a 90/5/5 split");

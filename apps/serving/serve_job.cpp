@@ -5,6 +5,7 @@
 #include <map>
 
 #include "actors/serving/serving_root.hpp"
+#include "apps/serving/estimator_model.hpp"
 #include "apps/serving/http_server.hpp"
 #include "apps/serving/serving_front.hpp"
 #include "messages/error.hpp"
@@ -57,7 +58,18 @@ caf::error run_serve(const serve_job& job) {
   auto models = models_in(job.exports);
   if (models.empty())
     return make_error(errc::not_found, "no export under " + job.exports +
-                                         " (write one with `darcy wals export`)");
+                                         " (write one with `darcy wals export`, or an Estimator's)");
+  // Estimator exports answer in this process; the others get a root and shard servers.
+  std::map<std::string, std::shared_ptr<estimator_model>> estimators;
+  for (auto& name : models) {
+    auto dir = (std::filesystem::path{job.exports} / name).string();
+    if (!ops::estimator::is_estimator_export(dir))
+      continue;
+    auto loaded = estimator_model::load(dir, config.rules_of(name));
+    if (!loaded)
+      return make_error(errc::invalid_config, "model " + name + ": " + render(loaded.error()));
+    estimators[name] = std::move(*loaded);
+  }
   ops::session_options so;
   so.seed = job.cluster;
   so.name = "serve";
@@ -71,6 +83,8 @@ caf::error run_serve(const serve_job& job) {
     return std::move(nodes.error());
   std::map<std::string, serving_root_actor> roots;
   for (auto& name : models) {
+    if (estimators.count(name))
+      continue;
     actors::serving_root_config rc;
     rc.model = name;
     rc.model_dir = (std::filesystem::path{job.exports} / name).string();
@@ -82,7 +96,7 @@ caf::error run_serve(const serve_job& job) {
     rc.access = config.rules_of(name);
     roots[name] = s.system().spawn(actors::serving_root, std::move(rc));
   }
-  serving_front front{s.system(), config, roots};
+  serving_front front{s.system(), config, roots, estimators};
   http_server_options ho;
   ho.listen = job.listen;
   ho.threads = job.http_threads;

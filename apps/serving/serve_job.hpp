@@ -1,6 +1,7 @@
 // `darcy serve`: every model exported under EXPORTS (one folder per model, as `darcy wals
-// export` writes them) behind one HTTP front end. Each model gets a root in this process; its
-// shard servers run here (no cluster) or on the members of a running cluster.
+// export` or an Estimator's export_model writes them) behind one HTTP front end. Each retrieval
+// model gets a root in this process; its shard servers run here (no cluster) or on the members
+// of a running cluster. Estimator models answer :predict in this process.
 #pragma once
 
 #include <optional>

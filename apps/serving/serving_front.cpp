@@ -11,6 +11,7 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/send.hpp>
+#include <nlohmann/json.hpp>
 
 #include "apps/serving/json_codec.hpp"
 #include "messages/error.hpp"
@@ -161,8 +162,10 @@ unsigned http_status_of(const caf::error& err) {
 }
 
 serving_front::serving_front(caf::actor_system& sys, serve_config config,
-                             std::map<std::string, serving_root_actor> roots)
-  : sys_(sys), config_(std::move(config)), roots_(std::move(roots)) {
+                             std::map<std::string, serving_root_actor> roots,
+                             std::map<std::string, std::shared_ptr<estimator_model>> estimators)
+  : sys_(sys), config_(std::move(config)), roots_(std::move(roots)),
+    estimators_(std::move(estimators)) {
   bridge_ = sys_.spawn([](bridge_pointer self) -> caf::behavior {
     return {
       [self](front_task& task) { task.run(self); },
@@ -207,6 +210,7 @@ void serving_front::handle(http_request req, http_responder respond) {
   std::string model;
   std::string verb;
   const serving_root_actor* root = nullptr;
+  estimator_model* estimator = nullptr;
   constexpr std::string_view prefix = "/v1/models/";
   if (target.size() > prefix.size() && target.compare(0, prefix.size(), prefix) == 0) {
     auto rest = target.substr(prefix.size());
@@ -216,11 +220,14 @@ void serving_front::handle(http_request req, http_responder respond) {
     if (auto it = roots_.find(name); it != roots_.end()) {
       model = name;
       root = &it->second;
+    } else if (auto e = estimators_.find(name); e != estimators_.end()) {
+      model = name;
+      estimator = e->second.get();
     }
   }
   auto route = target == "/metrics"     ? std::string{"metrics"}
                : target == "/v1/models" ? std::string{"models"}
-               : root == nullptr        ? std::string{"unknown"}
+               : model.empty()          ? std::string{"unknown"}
                : verb.empty()           ? std::string{"model"}
                                         : verb;
   auto timed = [this, start, model, route, respond](http_response r) {
@@ -243,6 +250,10 @@ void serving_front::handle(http_request req, http_responder respond) {
     return timed(error_response(principal.error()));
   if (route == "models")
     return req.method == "GET" ? list(timed) : method_not_allowed("GET");
+  if (estimator) {
+    req.authorization = *principal;
+    return estimator_route(model, *estimator, verb, req, timed);
+  }
   if (route == "model")
     return req.method == "GET" ? describe(model, *root, timed) : method_not_allowed("GET");
   if (route != "topk" && route != "load" && route != "unload")
@@ -254,6 +265,23 @@ void serving_front::handle(http_request req, http_responder respond) {
   if (route == "topk")
     return topk(model, *root, req, timed);
   manage(model, *root, route == "load", req, timed);
+}
+
+void serving_front::estimator_route(const std::string& model, estimator_model& m,
+                                    const std::string& verb, const http_request& req,
+                                    http_responder respond) {
+  if (verb.empty()) {
+    if (req.method != "GET")
+      return respond({405, json_error("method_not_allowed", req.method + " " + req.target + ": use GET")});
+    return respond({200, m.describe(model)});
+  }
+  if (verb != "predict")
+    return respond({404, json_error("not_found", "unknown method ':" + verb + "' of estimator model " +
+                                                   model + " (predict)")});
+  if (req.method != "POST")
+    return respond({405, json_error("method_not_allowed", req.method + " " + req.target + ": use POST")});
+  auto answer = m.predict(model, req.body, context_of(req, req.authorization, config_.default_deadline_ms));
+  respond(answer ? http_response{200, std::move(*answer)} : error_response(answer.error()));
 }
 
 void serving_front::topk(const std::string& model, const serving_root_actor& root,
@@ -355,8 +383,14 @@ std::vector<serving_root_actor> values_of(const std::map<std::string, serving_ro
 } // namespace
 
 void serving_front::list(http_responder respond) {
-  gather_statuses(bridge_, values_of(roots_), [respond](std::vector<model_status> statuses) {
-    respond({200, models_json(statuses)});
+  std::vector<std::string> estimators;
+  for (auto& [name, m] : estimators_)
+    estimators.push_back(m->describe(name));
+  gather_statuses(bridge_, values_of(roots_), [respond, estimators](std::vector<model_status> statuses) {
+    auto out = nlohmann::json::parse(models_json(statuses));
+    for (auto& e : estimators)
+      out["models"].push_back(nlohmann::json::parse(e));
+    respond({200, out.dump()});
   });
 }
 

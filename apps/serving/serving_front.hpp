@@ -10,15 +10,18 @@
 //   POST /v1/models/{name}:load     {"version": "3"} (empty or absent: the newest)
 //   POST /v1/models/{name}:unload
 //   GET  /metrics                   Prometheus text
+//   POST /v1/models/{name}:predict  an Estimator export's predictions (estimator_model.hpp)
 #pragma once
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
+#include "apps/serving/estimator_model.hpp"
 #include "apps/serving/http_metrics.hpp"
 #include "apps/serving/http_server.hpp"
 #include "apps/serving/serve_config.hpp"
@@ -32,7 +35,8 @@ unsigned http_status_of(const caf::error& err);
 class serving_front {
 public:
   serving_front(caf::actor_system& sys, serve_config config,
-                std::map<std::string, serving_root_actor> roots);
+                std::map<std::string, serving_root_actor> roots,
+                std::map<std::string, std::shared_ptr<estimator_model>> estimators = {});
   ~serving_front();
   serving_front(const serving_front&) = delete;
   serving_front& operator=(const serving_front&) = delete;
@@ -48,6 +52,9 @@ private:
   void describe(const std::string& model, const serving_root_actor& root,
                 http_responder respond);
   void list(http_responder respond);
+  /// The routes of an Estimator model: GET its description, POST :predict.
+  void estimator_route(const std::string& model, estimator_model& m, const std::string& verb,
+                       const http_request& req, http_responder respond);
   void metrics(http_responder respond);
 
   /// The principal of the request's bearer token; errc::unauthenticated when tokens are
@@ -61,6 +68,7 @@ private:
   caf::actor bridge_;
   serve_config config_;
   std::map<std::string, serving_root_actor> roots_;
+  std::map<std::string, std::shared_ptr<estimator_model>> estimators_;
   http_metrics metrics_;
   std::atomic<uint64_t> next_trace_{1};
 };

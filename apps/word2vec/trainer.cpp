@@ -12,7 +12,6 @@
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
 #include "messages/error.hpp"
-#include "runtime/ask.hpp"
 #include "runtime/log.hpp"
 #include "runtime/machine.hpp"
 #include "ops/embedding_ops.hpp"
@@ -431,13 +430,9 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   report.last = {batches_done, total, words_done, rs.words_total,
                  compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};
   report.pairs = pairs;
-  if (auto master = s.embeddings()) {
-    auto stats = runtime::ask<embedding_stats>(s.system(), *master, s.timeout(),
-                                               stats_atom::value, o.name + ".in");
-    if (stats) {
-      report.retried_requests = stats->retried_requests;
-      report.lost_shards = stats->recovered_shards;
-    }
+  if (auto stats = ops::stats(s, o.name + ".in")) {
+    report.retried_requests = stats->retried_requests;
+    report.lost_shards = stats->recovered_shards;
   }
   if (stop_early) {
     ops::training_state state{static_cast<int64_t>(end), encode_position(end, c, o), {}};

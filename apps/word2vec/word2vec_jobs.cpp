@@ -20,7 +20,6 @@
 #include "apps/word2vec/run_fingerprint.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
-#include "runtime/ask.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/machine.hpp"
 #include "stores/checkpoint_dir.hpp"
@@ -128,11 +127,7 @@ neighbours_in_service(ops::session& s, const de_config& table, const word_vector
 }
 
 caf::expected<uint64_t> row_count(ops::session& s, const std::string& name) {
-  auto master = s.embeddings();
-  if (!master)
-    return std::move(master.error());
-  auto stats = runtime::ask<embedding_stats>(s.system(), *master, s.timeout(),
-                                             stats_atom::value, name);
+  auto stats = ops::stats(s, name);
   if (!stats)
     return std::move(stats.error());
   return stats->rows;

@@ -392,9 +392,17 @@ plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec
   }
 }
 
+std::optional<combiner> combiner_named(const std::string& name) {
+  for (auto c : {combiner::sum, combiner::mean, combiner::sqrtn})
+    if (to_string(c) == name)
+      return c;
+  return std::nullopt;
+}
+
 template <class T>
 plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
-  const nlohmann::json& specs, std::map<std::string, std::shared_ptr<nn::parameter<T>>>& tables) {
+  const nlohmann::json& specs, std::map<std::string, std::shared_ptr<nn::parameter<T>>>& tables,
+  const column_resolver<T>& other) {
   std::vector<dense_ptr<T>> out;
   try {
     for (auto& spec : specs) {
@@ -406,8 +414,15 @@ plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
         out.push_back(*c);
         continue;
       }
-      if (kind != "indicator" && kind != "embedding")
-        return bad_spec("unknown dense column kind '" + kind + "'");
+      if (kind != "indicator" && kind != "embedding") {
+        if (!other)
+          return bad_spec("unknown dense column kind '" + kind + "'");
+        auto c = other(spec);
+        if (!c)
+          return c.error();
+        out.push_back(*c);
+        continue;
+      }
       auto column = categorical_from_spec(spec.at("column"));
       if (!column)
         return column.error();
@@ -418,10 +433,7 @@ plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
       auto name = spec.at("table").get<std::string>();
       uint32_t dimension = spec.at("dimension");
       auto name_of_how = spec.at("combiner").get<std::string>();
-      std::optional<combiner> how;
-      for (auto c : {combiner::sum, combiner::mean, combiner::sqrtn})
-        if (to_string(c) == name_of_how)
-          how = c;
+      auto how = combiner_named(name_of_how);
       if (!how)
         return bad_spec("unknown combiner '" + name_of_how + "'");
       auto& table = tables[name];
@@ -621,7 +633,8 @@ nn::parameter_list<T> input_layer<T>::parameters() {
   template plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns<T>(              \
     std::vector<categorical_ptr>, uint32_t, combiner, uint64_t);                               \
   template plain_expected<std::vector<dense_ptr<T>>> dense_from_spec<T>(                        \
-    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&);          \
+    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&,           \
+    const column_resolver<T>&);                                                                 \
   template class input_layer<T>;
 DARCY_FEATURE_COLUMNS(float)
 DARCY_FEATURE_COLUMNS(double)

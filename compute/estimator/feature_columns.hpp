@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -156,11 +158,20 @@ plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns(
 /// A categorical column from its spec(). errc::invalid_config for a spec no column wrote.
 plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec);
 
+/// The combiner that to_string() names `name`; nullopt for any other name.
+std::optional<combiner> combiner_named(const std::string& name);
+
+/// Builds a column of a kind this layer does not know (one backed by a service) from its spec.
+template <class T>
+using column_resolver = std::function<plain_expected<dense_ptr<T>>(const nlohmann::json& spec)>;
+
 /// Dense columns from their specs; embedding columns naming one table share it, and `tables`
-/// (shared by every call for one model) holds the tables by name.
+/// (shared by every call for one model) holds the tables by name. A spec of another kind goes
+/// to `other` when it is given, and is errc::invalid_config otherwise.
 template <class T>
 plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
-  const nlohmann::json& specs, std::map<std::string, std::shared_ptr<nn::parameter<T>>>& tables);
+  const nlohmann::json& specs, std::map<std::string, std::shared_ptr<nn::parameter<T>>>& tables,
+  const column_resolver<T>& other = {});
 
 /// The dense input of a model: its columns side by side, in order.
 template <class T>

@@ -34,9 +34,29 @@ auto softmax_cross_entropy<T>::backward() const -> matrix {
   return d / static_cast<T>(labels_.size());
 }
 
+template <class T>
+T soft_target_cross_entropy(const matrix_t<T>& logits, const matrix_t<T>& targets,
+                            matrix_t<T>& dlogits) {
+  T total = 0;
+  for (Eigen::Index r = 0; r < logits.rows(); ++r) {
+    auto max = logits.row(r).maxCoeff();
+    auto log_sum = max + std::log((logits.row(r).array() - max).exp().sum());
+    for (Eigen::Index c = 0; c < logits.cols(); ++c)
+      if (targets(r, c) > 0) // a masked column's −1e30 never meets a weight
+        total += targets(r, c) * (log_sum - logits(r, c));
+  }
+  auto batch = static_cast<T>(logits.rows());
+  dlogits = (softmax_rows<T>(logits) - targets) / batch;
+  return total / batch;
+}
+
 template class softmax_cross_entropy<float>;
 template class softmax_cross_entropy<double>;
 template matrix_t<float> softmax_rows<float>(const matrix_t<float>&);
 template matrix_t<double> softmax_rows<double>(const matrix_t<double>&);
+template float soft_target_cross_entropy<float>(const matrix_t<float>&, const matrix_t<float>&,
+                                                matrix_t<float>&);
+template double soft_target_cross_entropy<double>(const matrix_t<double>&, const matrix_t<double>&,
+                                                  matrix_t<double>&);
 
 } // namespace darcy::compute::nn

@@ -49,12 +49,21 @@ caf::expected<std::string> estimator::checkpoint_position() {
 caf::error estimator::restore_variables() {
   if (cfg_.model_dir.empty())
     return {};
-  stores::checkpoint_dir root{cfg_.model_dir};
-  auto manifest = root.read_manifest();
+  auto dir = cfg_.model_dir;
+  stores::checkpoint_dir own{dir};
+  auto manifest = own.read_manifest();
+  bool warm = false;
+  if (!manifest && is(manifest.error(), errc::not_found) && !cfg_.warm_start_from.empty()) {
+    dir = cfg_.warm_start_from;
+    manifest = stores::checkpoint_dir{dir}.read_manifest();
+    warm = true;
+    if (!manifest && is(manifest.error(), errc::not_found))
+      return make_error(errc::not_found, "estimator: no checkpoint to warm-start from in " + dir);
+  }
   if (!manifest)
     return is(manifest.error(), errc::not_found) ? caf::error{} : manifest.error();
   if (manifest->service != service_name || manifest->parts.size() != 1)
-    return make_error(errc::invalid_config, "estimator: " + cfg_.model_dir +
+    return make_error(errc::invalid_config, "estimator: " + dir +
                                               " holds a checkpoint of service '" +
                                               manifest->service + "'");
   auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
@@ -64,16 +73,17 @@ caf::error estimator::restore_variables() {
   if (!embeddings.empty() && !cfg_.embeddings)
     return make_error(errc::invalid_config, "estimator: the checkpoint holds dynamic embeddings; "
                                             "run_config.embeddings must name their session");
+  stores::checkpoint_dir root{dir};
   if (auto err = stores::read_parameter_part(root, manifest->parts.front(), vars_.all(), optimizer_))
     return err;
   if (!embeddings.empty()) {
-    auto restored = ops::restore(*cfg_.embeddings, cfg_.model_dir + "/" + embeddings);
+    auto restored = ops::restore(*cfg_.embeddings, dir + "/" + embeddings);
     if (!restored)
       return std::move(restored.error());
   }
   global_step_ = static_cast<uint64_t>(manifest->step);
   saved_step_ = global_step_;
-  input_position_ = text_field(extra, "input_position");
+  input_position_ = warm ? std::string{} : text_field(extra, "input_position");
   seek_pending_ = !input_position_.empty();
   return {};
 }

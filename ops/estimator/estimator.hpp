@@ -36,6 +36,10 @@ using model_fn =
 struct run_config {
   /// Where checkpoints go; empty: no checkpoints, nothing is restored.
   std::string model_dir;
+  /// Warm start (continuous training in rounds): while model_dir holds no checkpoint, the
+  /// variables, their Adam state, the dynamic embeddings and the global step start from the
+  /// newest checkpoint in this directory; the input starts afresh. Empty: from scratch.
+  std::string warm_start_from;
   /// A checkpoint every this many steps during train() (0: only at its end).
   uint64_t save_checkpoints_steps = 0;
   size_t keep_checkpoint_max = 5;

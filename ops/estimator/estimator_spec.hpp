@@ -24,6 +24,9 @@ namespace darcy::ops::estimator {
 struct estimator_spec {
   /// One row per example: the head's probabilities or regression values.
   matrix predictions;
+  /// Heads over label tables (sampled_softmax_head): each example's predicted labels, best
+  /// first, scored by the same row of `predictions`. Empty for the other heads.
+  std::vector<std::vector<std::string>> predicted_labels;
   /// The batch's loss (train and eval).
   float loss = 0;
   /// Train mode: adds dL/d(variable) to every variable's grad; the Estimator then steps its

@@ -1,6 +1,8 @@
 #include "ops/estimator/export.hpp"
 
 #include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
+#include "ops/estimator/dynamic_embedding_column.hpp"
 #include "ops/estimator/layers.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "stores/parameter_part.hpp"
@@ -15,6 +17,11 @@ caf::error bad_graph(const std::string& what) {
   return make_error(errc::invalid_config, "exported model: " + what);
 }
 
+bool is_head(const nlohmann::json& op) {
+  auto kind = op.value("op", "");
+  return kind == "head" || kind == "sampled_softmax_head";
+}
+
 } // namespace
 
 caf::expected<std::string> export_model(estimator& e, const std::string& dir, const input_fn& sample,
@@ -26,8 +33,9 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir, co
   if (!traced)
     return std::move(traced.error());
   auto& graph = *traced;
-  if (graph.empty() || graph.back().value("op", "") != "head")
-    return make_error(errc::invalid_argument, "export: the model does not end in head_spec");
+  if (graph.empty() || !is_head(graph.back()))
+    return make_error(errc::invalid_argument,
+                      "export: the model does not end in head_spec or a sampled_softmax_head");
   stores::checkpoint_dir root{dir};
   if (auto err = root.prepare())
     return err;
@@ -47,9 +55,22 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir, co
   m.checkpoint = version;
   m.step = static_cast<int64_t>(e.global_step());
   m.parts = {*graph_part, *weights};
+  if (auto* s = e.config().embeddings) {
+    auto name = version + "/embeddings";
+    if (auto err = ops::save(*s, dir + "/" + name, {m.step, {}, {}})) {
+      root.discard(version);
+      return err;
+    }
+    m.extra = nlohmann::json{{"embeddings", name}}.dump();
+  }
   if (auto err = root.commit(m, std::max<size_t>(keep, 1)))
     return err;
   return version;
+}
+
+bool is_estimator_export(const std::string& dir) {
+  auto manifest = stores::checkpoint_dir{dir}.read_manifest();
+  return manifest && manifest->service == export_service;
 }
 
 caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::string& dir,
@@ -71,6 +92,38 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
     return std::move(weights.error());
   std::unique_ptr<exported_model> m{new exported_model};
   m->version_ = manifest->checkpoint;
+  if (!manifest->extra.empty()) {
+    auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
+    if (!extra.is_object() || !extra.value("embeddings", nlohmann::json{}).is_string())
+      return make_error(errc::corrupt_file, dir + ": the export's manifest is damaged");
+    if (auto err = m->open_embeddings(dir + "/" + extra["embeddings"].get<std::string>()))
+      return err;
+  }
+  // Columns backed by the embedding service: built on the export's own snapshot.
+  compute::estimator::column_resolver<float> service_columns =
+    [&m](const nlohmann::json& spec) -> plain_expected<compute::estimator::dense_ptr<float>> {
+    if (spec.at("kind").get<std::string>() != "dynamic_embedding")
+      return plain_error{errc::invalid_config, "exported model: unknown column kind " + spec.at("kind").dump()};
+    auto config = m->embedding_config(spec.at("name").get<std::string>());
+    if (!config)
+      return to_plain(config.error());
+    auto how = compute::estimator::combiner_named(spec.at("combiner").get<std::string>());
+    if (!how)
+      return plain_error{errc::invalid_config, "exported model: unknown combiner " + spec.at("combiner").dump()};
+    if (!spec.contains("column")) {
+      auto column = dynamic_embedding_column(*m->session_, spec.at("key").get<std::string>(), *config, *how);
+      if (!column)
+        return to_plain(column.error());
+      return *column;
+    }
+    auto ids = compute::estimator::categorical_from_spec(spec.at("column"));
+    if (!ids)
+      return ids.error();
+    auto column = dynamic_embedding_column(*m->session_, *ids, *config, *how);
+    if (!column)
+      return to_plain(column.error());
+    return *column;
+  };
   m->graph_ = nlohmann::json::parse(*graph_bytes, nullptr, false);
   if (m->graph_.is_discarded() || !m->graph_.is_array())
     return make_error(errc::corrupt_file, dir + ": the graph is not JSON");
@@ -91,7 +144,8 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
     for (auto& op : m->graph_) {
       auto kind = op.at("op").get<std::string>();
       if (kind == "input") {
-        auto columns = compute::estimator::dense_from_spec<float>(op.at("columns"), m->tables_);
+        auto columns = compute::estimator::dense_from_spec<float>(op.at("columns"), m->tables_,
+                                                                  service_columns);
         if (!columns)
           return make_error(columns.error());
         m->inputs_.push_back(std::make_unique<compute::estimator::input_layer<float>>(std::move(*columns)));
@@ -111,6 +165,17 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
         width[op.at("out").get<uint64_t>()] = width.at(op.at("in").get<uint64_t>());
       } else if (kind == "add") {
         width[op.at("out").get<uint64_t>()] = width.at(op.at("a").get<uint64_t>());
+      } else if (kind == "append_ones") {
+        width[op.at("out").get<uint64_t>()] = width.at(op.at("x").get<uint64_t>()) + 1;
+      } else if (kind == "sampled_softmax_head") {
+        (void)width.at(op.at("output").get<uint64_t>());
+        auto labels = m->embedding_config(op.at("labels").get<std::string>());
+        if (!labels)
+          return std::move(labels.error());
+        auto head = sampled_softmax_head::make(*m->session_, {.labels = *labels, .k = op.at("k").get<uint32_t>()});
+        if (!head)
+          return std::move(head.error());
+        m->label_head_ = *head;
       } else if (kind == "head") {
         (void)width.at(op.at("logits").get<uint64_t>()); // a tensor of the graph
         std::vector<compute::estimator::head_config> parts;
@@ -129,7 +194,7 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
   } catch (const std::exception& e) { // nlohmann's errors and std::map::at's
     return bad_graph(std::string{"a malformed graph: "} + e.what());
   }
-  if (!m->head_)
+  if (!m->head_ && !m->label_head_)
     return bad_graph("no head");
   for (auto& [name, table] : m->tables_) {
     auto value = take(name, table->value.rows(), table->value.cols());
@@ -140,7 +205,27 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
   return m;
 }
 
-caf::expected<matrix> exported_model::predict(const batch& b) {
+caf::error exported_model::open_embeddings(const std::string& path) {
+  auto opened = session::open({.name = "exported-model", .threads = 1});
+  if (!opened)
+    return std::move(opened.error());
+  session_ = std::move(*opened);
+  auto restored = restore(*session_, path);
+  if (!restored)
+    return std::move(restored.error());
+  embeddings_ = std::move(restored->embeddings);
+  return {};
+}
+
+caf::expected<de_config> exported_model::embedding_config(const std::string& name) const {
+  for (auto& c : embeddings_)
+    if (c.name == name)
+      return c;
+  return make_error(errc::corrupt_file, "exported model: the graph uses embedding '" + name +
+                                          "', which the export's snapshot does not hold");
+}
+
+caf::expected<estimator_spec> exported_model::predict_spec(const batch& b) {
   model_context ctx{vars_, mode::predict, 0, 2};
   std::map<uint64_t, tensor> t; // graph tensor id → this call's tensor
   size_t next_input = 0;
@@ -158,14 +243,31 @@ caf::expected<matrix> exported_model::predict(const batch& b) {
       t[op["out"].get<uint64_t>()] = relu(ctx, t.at(op["in"].get<uint64_t>()));
     } else if (kind == "add") {
       t[op["out"].get<uint64_t>()] = add(ctx, t.at(op["a"].get<uint64_t>()), t.at(op["b"].get<uint64_t>()));
+    } else if (kind == "append_ones") {
+      t[op["out"].get<uint64_t>()] = append_ones(ctx, t.at(op["x"].get<uint64_t>()));
+    } else if (kind == "sampled_softmax_head") {
+      return label_head_->spec(ctx, t.at(op["output"].get<uint64_t>()), b);
     } else {
-      auto spec = head_spec(ctx, *head_, t.at(op["logits"].get<uint64_t>()), b);
-      if (!spec)
-        return std::move(spec.error());
-      return std::move(spec->predictions);
+      return head_spec(ctx, *head_, t.at(op["logits"].get<uint64_t>()), b);
     }
   }
   return bad_graph("no head");
+}
+
+caf::expected<matrix> exported_model::predict(const batch& b) {
+  auto spec = predict_spec(b);
+  if (!spec)
+    return std::move(spec.error());
+  return std::move(spec->predictions);
+}
+
+caf::expected<std::vector<std::vector<std::string>>> exported_model::predict_labels(const batch& b) {
+  if (!label_head_)
+    return bad_graph("its head predicts no labels");
+  auto spec = predict_spec(b);
+  if (!spec)
+    return std::move(spec.error());
+  return std::move(spec->predicted_labels);
 }
 
 } // namespace darcy::ops::estimator

@@ -1,7 +1,9 @@
 // Exports of an Estimator's model, and the model loaded back without the code that trained
 // it. An export is a numbered version under its root (the one checkpoint mechanism): the
-// model's graph as traced from one predict call (layers, feature column specs, head) and the
-// weights by name. exported_model interprets the graph on those weights.
+// model's graph as traced from one predict call (layers, feature column specs, head), the
+// weights by name and, for a model with dynamic embeddings, a snapshot of its embedding
+// service. exported_model interprets the graph on those weights, its dynamic embeddings
+// served by an in-process embedding service of its own.
 //
 //   auto version = export_model(trained, "exports/fashion", sample_input);   // "1", "2", ...
 //   auto model = exported_model::load("exports/fashion");                   // the newest
@@ -18,14 +20,20 @@
 #include "compute/estimator/feature_columns.hpp"
 #include "compute/estimator/heads.hpp"
 #include "ops/estimator/estimator.hpp"
+#include "ops/estimator/sampled_softmax_head.hpp"
 
 namespace darcy::ops::estimator {
 
 /// Traces e's model in predict mode on the first batch of `sample` and writes a new version
-/// under `dir`, keeping the `keep` newest; returns its number. errc::invalid_argument when the
-/// sample is empty or the model does not end in head_spec.
+/// under `dir`, keeping the `keep` newest; returns its number. With run_config::embeddings,
+/// the version holds a consistent snapshot of that service's tables. errc::invalid_argument
+/// when the sample is empty or the model does not end in head_spec or a sampled_softmax_head.
 caf::expected<std::string> export_model(estimator& e, const std::string& dir, const input_fn& sample,
                                         size_t keep = 5);
+
+/// Whether the newest version under `dir` is an export of an Estimator (not of another kind of
+/// model, such as a retrieval export).
+bool is_estimator_export(const std::string& dir);
 
 class exported_model {
 public:
@@ -39,11 +47,26 @@ public:
   /// features the columns cannot read.
   caf::expected<matrix> predict(const batch& b);
 
+  /// The labels a label head (sampled_softmax_head) predicts for each example of `b`, best
+  /// first, as predict() scores them. errc::invalid_config for a model with another head.
+  caf::expected<std::vector<std::vector<std::string>>> predict_labels(const batch& b);
+
+  /// Both at once: the spec of one predict call (predictions, predicted_labels, export outputs).
+  caf::expected<estimator_spec> predict_spec(const batch& b);
+
   const std::string& version() const { return version_; }
 
 private:
   exported_model() = default;
+  /// Opens session_ and restores the snapshot under `path` into it.
+  caf::error open_embeddings(const std::string& path);
+  /// The config of snapshot table `name`; errc::corrupt_file when it holds none.
+  caf::expected<de_config> embedding_config(const std::string& name) const;
 
+  /// Serves the snapshot of the model's dynamic embeddings; declared first so that the
+  /// columns and the head that use it go before it.
+  std::unique_ptr<session> session_;
+  std::vector<de_config> embeddings_;
   std::string version_;
   nlohmann::json graph_;
   variable_store vars_;
@@ -51,6 +74,7 @@ private:
   /// One input layer per "input" op, in graph order.
   std::vector<std::unique_ptr<compute::estimator::input_layer<float>>> inputs_;
   std::unique_ptr<compute::estimator::head<float>> head_;
+  std::shared_ptr<sampled_softmax_head> label_head_;
 };
 
 } // namespace darcy::ops::estimator

@@ -54,6 +54,18 @@ tensor add(model_context& ctx, tensor a, tensor b) {
   return result;
 }
 
+tensor append_ones(model_context& ctx, tensor x) {
+  auto& v = ctx.value(x);
+  matrix y(v.rows(), v.cols() + 1);
+  y << v, matrix::Ones(v.rows(), 1);
+  auto result = ctx.record(std::move(y), [x](model_context& c, tensor out) {
+    if (c.needs_grad(x))
+      c.grad(x) += c.grad(out).leftCols(c.grad(out).cols() - 1);
+  });
+  ctx.add_op({{"op", "append_ones"}, {"x", x.id}, {"out", result.id}});
+  return result;
+}
+
 caf::expected<tensor> input_layer(model_context& ctx,
                                   const compute::estimator::feature_map& features,
                                   compute::estimator::input_layer<float>& layer) {

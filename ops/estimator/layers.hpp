@@ -24,6 +24,10 @@ tensor relu(model_context& ctx, tensor x);
 /// a + b, of one shape (the logits of a wide and a deep part).
 tensor add(model_context& ctx, tensor a, tensor b);
 
+/// x with a column of ones appended: an inner product of the result with a row then adds the
+/// row's last entry, a bias per row (per label, for the sampled-softmax head's label rows).
+tensor append_ones(model_context& ctx, tensor x);
+
 /// The dense input of `features` through `layer`, whose trainable tables join the context's
 /// variables. errc::invalid_argument from the feature columns for a bad batch.
 caf::expected<tensor> input_layer(model_context& ctx, const compute::estimator::feature_map& features,

@@ -159,6 +159,20 @@ TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
   }
 }
 
+TEST_F(embedding_ops_test, sampled_logits_of_a_table_that_holds_only_the_positives_have_no_negatives) {
+  auto cfg = sgd_config(3);
+  matrix act = matrix::Ones(2, 3);
+  auto first = sampled_logits(*s, {{"a"}, {"b"}}, act, 4, cfg, "fresh", 1);
+  ASSERT_TRUE(first) << render(first.error());
+  EXPECT_TRUE(first->sampled_keys.empty());
+  EXPECT_EQ(first->logits.cols(), 1);
+  EXPECT_EQ(first->labels, matrix::Ones(2, 1));
+  // Once the table holds other rows, they are the negatives.
+  auto second = sampled_logits(*s, {{"a"}}, matrix::Ones(1, 3), 4, cfg, "fresh", 2);
+  ASSERT_TRUE(second) << render(second.error());
+  EXPECT_EQ(second->sampled_keys, (std::vector<std::string>(4, "b")));
+}
+
 TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {
   auto cfg = sgd_config(2);
   ASSERT_TRUE(dynamic_embedding_lookup(*s, {"x", "y"}, cfg, "out"));

@@ -1,5 +1,6 @@
 // Every layer's backward against central finite differences, in double precision: for a
 // random input x and a random weighting R of the outputs, L = Σ R ⊙ f(x), so that dL/dy = R.
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <random>
@@ -113,6 +114,41 @@ TEST(nn_gradients, softmax_cross_entropy_matches_finite_differences) {
   auto loss = [&] { return ce.forward(logits, labels); };
   loss();
   expect_gradient("logits", logits, ce.backward(), loss);
+}
+
+TEST(nn_gradients, soft_target_cross_entropy_matches_finite_differences_beside_masked_columns) {
+  std::mt19937_64 rng{8};
+  mat logits = normal<double>(3, 5, 2.0, rng);
+  mat targets = mat::Zero(3, 5);
+  targets(0, 1) = 1;                      // one label
+  targets(1, 0) = targets(1, 3) = 0.5;    // two labels, half each
+  targets(2, 2) = 1;
+  logits(2, 4) = -1e30;                   // padding: masked, target 0
+  mat d;
+  auto loss = [&] { return soft_target_cross_entropy<double>(logits, targets, d); };
+  auto at_start = loss();
+  mat dlogits = d;
+  EXPECT_TRUE(std::isfinite(at_start));
+  EXPECT_EQ(dlogits(2, 4), 0.0);
+  // Finite differences everywhere but the masked entry, which has no finite neighbourhood.
+  mat unmasked = logits;
+  unmasked(2, 4) = 0;
+  mat probe_grad = dlogits;
+  auto unmasked_loss = [&] {
+    mat z = unmasked;
+    z(2, 4) = -1e30;
+    return soft_target_cross_entropy<double>(z, targets, d);
+  };
+  probe_grad(2, 4) = 0;
+  expect_gradient("logits", unmasked, probe_grad, unmasked_loss);
+  // One-hot targets give the hard-label loss.
+  softmax_cross_entropy<double> hard;
+  mat one_hot = mat::Zero(3, 5);
+  std::vector<uint32_t> labels = {1, 3, 0};
+  for (size_t r = 0; r < labels.size(); ++r)
+    one_hot(static_cast<Eigen::Index>(r), labels[r]) = 1;
+  mat z = normal<double>(3, 5, 1.0, rng);
+  EXPECT_NEAR(soft_target_cross_entropy<double>(z, one_hot, d), hard.forward(z, labels), 1e-12);
 }
 
 TEST(nn_gradients, sampled_softmax_matches_finite_differences) {

@@ -3,6 +3,7 @@
 // variables, so a resumed run ends exactly as an uninterrupted one.
 #include "ops/estimator/dynamic_embedding_column.hpp"
 
+#include <numeric>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/canned.hpp"
+#include "ops/estimator/export.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::ops::estimator {
@@ -107,6 +109,45 @@ TEST(dynamic_embedding_column, a_resumed_run_restores_the_service_and_ends_exact
 
   estimator without_service{model(**c), {.model_dir = dir.path()}};
   EXPECT_TRUE(is(without_service.train(input(data, 0), 40).error(), errc::invalid_config));
+}
+
+TEST(dynamic_embedding_column, an_export_holds_the_rows_and_predicts_exactly_as_the_estimator) {
+  test::temp_dir dir{"dynamic_column_export"};
+  auto data = words(64);
+  auto s = session::open({});
+  ASSERT_TRUE(s);
+  // Raw words in the deep part, hashed ones in the wide part: both kinds of spec.
+  auto hashed = ce::categorical_column_with_hash_bucket("words", 1000);
+  ASSERT_TRUE(hashed);
+  de_config wide_table = word_config();
+  wide_table.name = "wide";
+  wide_table.dim = 1;
+  auto wide = dynamic_embedding_column(**s, *hashed, wide_table);
+  auto deep = dynamic_embedding_column(**s, "words", word_config());
+  ASSERT_TRUE(wide && deep);
+  auto fn = dnn_linear_combined_model({.columns = {*ce::numeric_column<float>("x"), *deep},
+                                       .hidden_units = {8},
+                                       .linear_columns = {*wide},
+                                       .head = {.kind = ce::head_kind::binary}});
+  ASSERT_TRUE(fn);
+  estimator e{*fn, config(**s)};
+  ASSERT_TRUE(e.train(input(data, 0), 30));
+  auto version = export_model(e, dir.path(), input(data, 1));
+  ASSERT_TRUE(version) << render(version.error());
+  auto ordered = [data] { return make_dataset(data, {.batch_size = 64, .shuffle = false}); };
+  auto expected = e.predict(ordered);
+  ASSERT_TRUE(expected);
+  ASSERT_TRUE(e.train(input(data, 0), 60)); // the service moves on; the export does not
+
+  auto loaded = exported_model::load(dir.path());
+  ASSERT_TRUE(loaded) << render(loaded.error());
+  std::vector<size_t> all(64);
+  std::iota(all.begin(), all.end(), size_t{0});
+  auto got = (*loaded)->predict(gather(*data, all));
+  ASSERT_TRUE(got) << render(got.error());
+  EXPECT_TRUE(*got == *expected) << "the export's rows are those of its step";
+  EXPECT_TRUE(is((*loaded)->predict_labels(gather(*data, all)).error(), errc::invalid_config))
+    << "a binary head predicts no labels";
 }
 
 TEST(dynamic_embedding_column, bad_configs_and_features_are_refused) {

@@ -103,6 +103,42 @@ TEST(estimator, a_run_resumed_mid_epoch_ends_with_bit_identical_variables) {
     EXPECT_TRUE(value == b.at(name)) << name << " differs";
 }
 
+TEST(estimator, a_warm_start_begins_from_another_model_dir_and_trains_its_input_afresh) {
+  test::temp_dir dir{"estimator_warm"};
+  auto data = blobs(400, 3);
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  estimator last_round{*fn, config(dir.path() + "/round-1")};
+  ASSERT_TRUE(last_round.train(input(data, 0), 17)); // stops mid-epoch
+
+  auto fn2 = dnn_model(blob_options());
+  auto cfg = config(dir.path() + "/round-2");
+  cfg.warm_start_from = dir.path() + "/round-1";
+  estimator next_round{*fn2, cfg};
+  ASSERT_FALSE(next_round.build(input(data, 0)));
+  EXPECT_EQ(next_round.global_step(), 17u);
+  auto a = values_of(last_round), b = values_of(next_round);
+  for (auto& [name, value] : a)
+    EXPECT_TRUE(value == b.at(name)) << name << " does not start from the last round";
+  // The new round's input starts at its beginning: one epoch is 13 batches from step 17.
+  auto r = next_round.train(input(data, 1), 0);
+  ASSERT_TRUE(r) << render(r.error());
+  EXPECT_EQ(r->resumed_from, 17u);
+  EXPECT_EQ(r->steps, 13u);
+  EXPECT_EQ(r->global_step, 30u);
+  // Its checkpoints go to its own directory; the last round's stays as it was.
+  EXPECT_EQ(stores::checkpoint_dir{dir.path() + "/round-2"}.read_manifest()->step, 30);
+  EXPECT_EQ(stores::checkpoint_dir{dir.path() + "/round-1"}.read_manifest()->step, 17);
+
+  auto fn3 = dnn_model(blob_options());
+  auto missing = config(dir.path() + "/round-3");
+  missing.warm_start_from = dir.path() + "/no-such-round";
+  estimator orphan{*fn3, missing};
+  auto err = orphan.train(input(data, 1), 0);
+  ASSERT_FALSE(err);
+  EXPECT_TRUE(is(err.error(), errc::not_found)) << render(err.error());
+}
+
 TEST(estimator, hooks_stop_save_log_and_summarise) {
   test::temp_dir dir{"estimator_hooks"};
   auto data = blobs(300, 4);

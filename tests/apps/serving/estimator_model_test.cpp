@@ -1,0 +1,136 @@
+// Estimator exports behind the serving front end: predict bodies parsed into batches (every
+// malformed one refused), and an exported model answering :predict over HTTP exactly as the
+// estimator that trained it, behind the same tokens and ACLs as retrieval models.
+#include "apps/serving/estimator_model.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/serving/serving_front.hpp"
+#include "messages/error.hpp"
+#include "tests/support/estimator_blobs.hpp"
+#include "tests/support/http_client.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::serving {
+namespace {
+
+using namespace test::estimator_blobs;
+
+TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refused) {
+  auto good = parse_instances(
+    R"({"instances": [{"xy": [1, 2], "tag": "tag0", "words": ["a", "b"]},
+                      {"xy": [3.5, -1], "tag": "tag2", "words": []}]})");
+  ASSERT_TRUE(good) << render(good.error());
+  EXPECT_EQ(good->features.at("xy").width, 2u);
+  EXPECT_EQ(good->features.at("xy").numbers, (std::vector<double>{1, 2, 3.5, -1}));
+  EXPECT_EQ(good->features.at("tag").strings, (std::vector<std::vector<std::string>>{{"tag0"}, {"tag2"}}));
+  EXPECT_EQ(good->features.at("words").strings[1].size(), 0u);
+  EXPECT_EQ(good->labels.size(), 0);
+
+  std::string too_many = R"({"instances": [)";
+  for (size_t i = 0; i <= max_predict_instances; ++i)
+    too_many += std::string{i ? "," : ""} + R"({"x": 1})";
+  too_many += "]}";
+  struct {
+    const char* what;
+    std::string body;
+    errc expected;
+  } bad[] = {
+    {"not JSON", R"({"instances": [)", errc::invalid_argument},
+    {"no instances", R"({"rows": []})", errc::invalid_argument},
+    {"an extra field", R"({"instances": [{"x": 1}], "k": 3})", errc::invalid_argument},
+    {"no instance", R"({"instances": []})", errc::empty_batch},
+    {"an instance that is no object", R"({"instances": [3]})", errc::invalid_argument},
+    {"a nested object", R"({"instances": [{"x": {"y": 1}}]})", errc::invalid_argument},
+    {"widths that differ", R"({"instances": [{"x": [1, 2]}, {"x": [1]}]})", errc::invalid_argument},
+    {"numbers, then strings", R"({"instances": [{"x": 1}, {"x": "a"}]})", errc::invalid_argument},
+    {"a mixed list", R"({"instances": [{"x": ["a", 1]}]})", errc::invalid_argument},
+    {"a feature missing later", R"({"instances": [{"x": 1, "y": 2}, {"x": 1}]})", errc::invalid_argument},
+    {"another feature later", R"({"instances": [{"x": 1}, {"y": 1}]})", errc::invalid_argument},
+    {"a boolean", R"({"instances": [{"x": true}]})", errc::invalid_argument},
+    {"too many instances", too_many, errc::batch_too_large},
+  };
+  for (auto& b : bad) {
+    auto r = parse_instances(b.body);
+    ASSERT_FALSE(r) << b.what;
+    EXPECT_TRUE(is(r.error(), b.expected)) << b.what << ": " << render(r.error());
+  }
+}
+
+TEST(estimator_model, an_export_answers_predict_over_http_as_the_estimator_does) {
+  test::temp_dir dir{"estimator_serving"};
+  auto fn = dnn_linear_combined_model(blob_options());
+  ASSERT_TRUE(fn);
+  estimator e{*fn, config()};
+  auto data = blobs(90, 7);
+  ASSERT_TRUE(e.train(input(data, 0), 60));
+  ASSERT_TRUE(export_model(e, dir.path() + "/blobs", input(data, 1)));
+  EXPECT_TRUE(is_estimator_export(dir.path() + "/blobs"));
+  EXPECT_FALSE(is_estimator_export(dir.path()));
+  auto expected = e.predict([data] { return make_dataset(data, {.batch_size = 3, .epochs = 1, .shuffle = false}); });
+  ASSERT_TRUE(expected);
+
+  auto config = parse_serve_config(R"(
+[tokens]
+"tok-alice" = "alice"
+"tok-mallory" = "mallory"
+[models.blobs]
+query = ["alice"]
+)", "test.toml");
+  ASSERT_TRUE(config) << render(config.error());
+  auto model = estimator_model::load(dir.path() + "/blobs", config->rules_of("blobs"));
+  ASSERT_TRUE(model) << render(model.error());
+  test::test_config cfg;
+  caf::actor_system sys{cfg};
+  serving_front front{sys, *config, {}, {{"blobs", std::move(*model)}}};
+  auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2},
+                                   [&front](http_request req, http_responder respond) {
+                                     front.handle(std::move(req), std::move(respond));
+                                   });
+  ASSERT_TRUE(server) << render(server.error());
+
+  auto& xy = data->features.at("xy").numbers;
+  auto& tags = data->features.at("tag").strings;
+  nlohmann::json body{{"instances", nlohmann::json::array()}};
+  for (size_t i = 0; i < 3; ++i)
+    body["instances"].push_back({{"xy", {xy[2 * i], xy[2 * i + 1]}}, {"tag", tags[i]}});
+  auto call = [&](const std::string& method, const std::string& target, const std::string& token,
+                  const std::string& text) {
+    return test::http_exchange((*server)->port(), test::http_request_text(method, target, token, text));
+  };
+  auto answer = call("POST", "/v1/models/blobs:predict", "tok-alice", body.dump());
+  ASSERT_EQ(test::http_status(answer), 200u) << answer;
+  auto json = nlohmann::json::parse(answer.substr(answer.find("\r\n\r\n") + 4));
+  EXPECT_EQ(json["model"], "blobs");
+  EXPECT_EQ(json["version"], "1");
+  ASSERT_EQ(json["predictions"].size(), 3u);
+  for (Eigen::Index r = 0; r < 3; ++r)
+    for (Eigen::Index c = 0; c < 3; ++c)
+      EXPECT_EQ(json["predictions"][r][c].get<float>(), (*expected)(r, c)) << r << "," << c;
+
+  struct {
+    const char* what;
+    std::string method, target, token, body;
+    unsigned expected;
+  } cases[] = {
+    {"its description", "GET", "/v1/models/blobs", "tok-alice", "", 200},
+    {"listed among the models", "GET", "/v1/models", "tok-alice", "", 200},
+    {"no token", "POST", "/v1/models/blobs:predict", "", body.dump(), 401},
+    {"a principal outside the ACL", "POST", "/v1/models/blobs:predict", "tok-mallory", body.dump(), 403},
+    {"an unknown verb", "POST", "/v1/models/blobs:topk", "tok-alice", body.dump(), 404},
+    {"GET on predict", "GET", "/v1/models/blobs:predict", "tok-alice", "", 405},
+    {"a malformed body", "POST", "/v1/models/blobs:predict", "tok-alice", "{", 400},
+    {"a feature the model lacks", "POST", "/v1/models/blobs:predict", "tok-alice",
+     R"({"instances": [{"tag": "tag1"}]})", 400},
+  };
+  for (auto& c : cases)
+    EXPECT_EQ(test::http_status(call(c.method, c.target, c.token, c.body)), c.expected) << c.what;
+  auto list = call("GET", "/v1/models", "tok-alice", "");
+  EXPECT_NE(list.find(R"("kind":"estimator")"), std::string::npos) << list;
+  (*server)->stop();
+}
+
+} // namespace
+} // namespace darcy::serving

@@ -1,0 +1,70 @@
+// The Estimator's layers on the tape: each one's backward against central finite differences
+// of L = Σ R ⊙ layer(x), in float (so with a loose tolerance), and its shapes.
+#include "ops/estimator/layers.hpp"
+
+#include <functional>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "ops/estimator/model_context.hpp"
+
+namespace darcy::ops::estimator {
+namespace {
+
+matrix random_matrix(Eigen::Index rows, Eigen::Index cols, std::mt19937_64& rng) {
+  std::normal_distribution<float> draw;
+  matrix m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    auto v = draw(rng);
+    m.data()[i] = v < 0 ? v - 0.1f : v + 0.1f; // away from ReLU's kink
+  }
+  return m;
+}
+
+TEST(estimator_layers, every_layer_backward_matches_finite_differences) {
+  struct {
+    const char* name;
+    Eigen::Index out_cols;
+    std::function<tensor(model_context&, tensor)> layer;
+  } cases[] = {
+    {"dense", 2, [](model_context& c, tensor x) { return dense(c, x, 2, "d"); }},
+    {"relu", 3, [](model_context& c, tensor x) { return relu(c, x); }},
+    {"add to itself", 3, [](model_context& c, tensor x) { return add(c, x, x); }},
+    {"append_ones", 4, [](model_context& c, tensor x) { return append_ones(c, x); }},
+    {"append_ones after dense", 3, [](model_context& c, tensor x) { return append_ones(c, dense(c, x, 2, "d")); }},
+  };
+  for (auto& c : cases) {
+    std::mt19937_64 rng{11};
+    variable_store vars;
+    matrix x = random_matrix(4, 3, rng);
+    matrix r = random_matrix(4, c.out_cols, rng);
+    auto forward = [&](const matrix& input, matrix* dx) {
+      model_context ctx{vars, mode::train, 3, 1};
+      // A recorded input (not a constant) so that its gradient is kept.
+      auto in = ctx.record(input, [](model_context&, tensor) {});
+      auto out = c.layer(ctx, in);
+      EXPECT_EQ(ctx.value(out).cols(), c.out_cols) << c.name;
+      float loss = ctx.value(out).cwiseProduct(r).sum();
+      if (dx) {
+        ctx.backpropagate(out, r);
+        *dx = ctx.grad(in);
+      }
+      return loss;
+    };
+    matrix dx;
+    forward(x, &dx);
+    ASSERT_EQ(dx.rows(), x.rows()) << c.name;
+    constexpr float step = 1e-2f;
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      matrix up = x, down = x;
+      up.data()[i] += step;
+      down.data()[i] -= step;
+      auto numeric = (forward(up, nullptr) - forward(down, nullptr)) / (2 * step);
+      EXPECT_NEAR(dx.data()[i], numeric, 2e-2f * (1 + std::abs(numeric))) << c.name << " at " << i;
+    }
+  }
+}
+
+} // namespace
+} // namespace darcy::ops::estimator
