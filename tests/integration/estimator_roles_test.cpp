@@ -2,9 +2,12 @@
 // DARCY_CONFIG: the job trains to the global step while the evaluator exports improvements; a
 // worker node SIGKILLed mid-training has its worker restarted elsewhere and the job completes;
 // a SIGKILLed chief, started again, resumes from its last checkpoint. Fashion-MNIST comes from
-// the dataset-fashion-mnist package that `make deps` installs.
+// the dataset-fashion-mnist package that `make deps` installs. The same drills run brown-genre
+// on a small corpus written here, whose tables live in the embedding service: the chief's
+// master, the ps node's shards.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <gtest/gtest.h>
@@ -22,20 +25,50 @@ namespace fs = std::filesystem;
 constexpr auto data_dir = "/usr/share/datasets/fashion-mnist";
 constexpr auto patience = std::chrono::seconds(120);
 
+/// The app and its flags: Fashion-MNIST's DNN by default.
+std::vector<std::string> fashion_mnist_app() {
+  return {"fashion-mnist", "--hidden", "32", "--train-examples", "2000", "--eval-examples", "500"};
+}
+
+/// 40 documents of 4 sentences in two categories whose words differ ("vote" and "senate" in
+/// news, "ghost" and "night" in fiction, "the" in both), for brown-genre.
+std::vector<std::string> brown_genre_app(const std::string& dir) {
+  fs::create_directories(dir);
+  std::ofstream cats{dir + "/cats.txt"};
+  for (int d = 0; d < 40; ++d) {
+    bool news = d % 2 == 0;
+    auto name = "doc" + std::to_string(d);
+    cats << name << (news ? " news\n" : " fiction\n");
+    std::ofstream f{dir + "/" + name};
+    for (int s = 0; s < 4; ++s) {
+      for (int i = 0; i < 10; ++i)
+        f << (i % 3 == 0 ? "the/at " : news ? (i % 2 ? "Vote/nn " : "senate/nn ")
+                                            : (i % 2 ? "ghost/nn " : "night/nn "));
+      f << "\n\n";
+    }
+  }
+  return {"brown-genre", "--corpus", dir, "--passage-words", "20", "--batch", "8",
+          "--hash-buckets", "1024", "--bigram-buckets", "4096", "--embedding-dim", "8",
+          "--hidden", "8"};
+}
+
 /// One job's processes: the chief first (on a free port), then the ps, two workers and the
 /// evaluator, each given its role only through DARCY_CONFIG.
 struct job {
-  job(const std::string& dir, uint64_t max_steps) : dir(dir), max_steps(max_steps) {}
+  job(const std::string& dir, uint64_t max_steps, std::vector<std::string> app = fashion_mnist_app())
+    : dir(dir), max_steps(max_steps), app(std::move(app)) {}
 
   std::vector<std::string> argv(const std::string& cluster, const std::string& type,
                                 size_t index) const {
     auto config = nlohmann::json{{"cluster", nlohmann::json::parse(cluster)},
                                  {"task", {{"type", type}, {"index", index}}}};
-    return {"/usr/bin/env", "DARCY_CONFIG=" + config.dump(), DARCY_BINARY, "estimator",
-            "fashion-mnist", "--quiet", "--threads", "1", "--hidden", "32",
-            "--train-examples", "2000", "--eval-examples", "500",
-            "--max-steps", std::to_string(max_steps), "--save-checkpoints-steps", "100",
-            "--model-dir", dir + "/model", "--export-dir", dir + "/exports"};
+    std::vector<std::string> out{"/usr/bin/env", "DARCY_CONFIG=" + config.dump(), DARCY_BINARY,
+                                 "estimator"};
+    out.insert(out.end(), app.begin(), app.end());
+    out.insert(out.end(), {"--quiet", "--threads", "1", "--max-steps", std::to_string(max_steps),
+                           "--save-checkpoints-steps", "100", "--model-dir", dir + "/model",
+                           "--export-dir", dir + "/exports"});
+    return out;
   }
 
   /// Starts every role; the chief's address goes into the others' cluster.
@@ -96,6 +129,7 @@ struct job {
 
   std::string dir;
   uint64_t max_steps;
+  std::vector<std::string> app;
   std::optional<runtime::child_process> chief, ps, evaluator;
   std::vector<runtime::child_process> workers;
 };
@@ -125,27 +159,40 @@ TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_exp
   j.expect_hosts_exit();
 }
 
-TEST_F(estimator_roles, a_worker_node_killed_mid_training_is_restarted_and_the_job_completes) {
-  temp_dir dir{"estimator_roles_kill_worker"};
-  job j{dir.path(), 2000};
+/// Kills a worker node once the first checkpoint exists; the job must still complete.
+void kill_a_worker_and_complete(job& j) {
   ASSERT_NO_FATAL_FAILURE(j.start());
   // The evaluator's first line means a checkpoint exists: training is under way.
   ASSERT_TRUE(j.evaluator->wait_for_line("\"role\":\"evaluator\"", patience))
     << j.evaluator->read_stderr();
   j.workers[1].signal(SIGKILL);
   auto result = j.chief_result();
-  EXPECT_GE(result.value("global_step", 0), 2000);
+  EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps);
   EXPECT_GE(result.value("worker_restarts", 0), 1) << result.dump();
   auto evals = j.evaluations();
   ASSERT_FALSE(evals.empty());
   EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
 }
 
-TEST_F(estimator_roles, a_chief_killed_and_started_again_resumes_from_its_last_checkpoint) {
-  temp_dir dir{"estimator_roles_kill_chief"};
+TEST_F(estimator_roles, a_worker_node_killed_mid_training_is_restarted_and_the_job_completes) {
+  temp_dir dir{"estimator_roles_kill_worker"};
+  job j{dir.path(), 2000};
+  kill_a_worker_and_complete(j);
+}
+
+TEST(estimator_roles_embeddings, a_worker_node_killed_mid_brown_genre_training_is_restarted) {
+  temp_dir dir{"estimator_roles_kill_worker_de"};
+  job j{dir.path(), 3000, brown_genre_app(dir.path() + "/brown")};
+  kill_a_worker_and_complete(j);
+  j.expect_hosts_exit();
+}
+
+/// Kills the chief once the first checkpoint exists, starts the job again, and checks that it
+/// resumed from that checkpoint.
+void kill_the_chief_and_resume(const std::string& dir, const std::vector<std::string>& app) {
   uint64_t checkpoint = 0;
   {
-    job first{dir.path(), 100000};
+    job first{dir, 100000, app};
     ASSERT_NO_FATAL_FAILURE(first.start());
     auto line = first.evaluator->wait_for_line("\"role\":\"evaluator\"", patience);
     ASSERT_TRUE(line) << first.evaluator->read_stderr();
@@ -155,12 +202,22 @@ TEST_F(estimator_roles, a_chief_killed_and_started_again_resumes_from_its_last_c
     first.evaluator->signal(SIGKILL);
   }
   ASSERT_GT(checkpoint, 0u);
-  job second{dir.path(), checkpoint + 300};
+  job second{dir, checkpoint + 300, app};
   ASSERT_NO_FATAL_FAILURE(second.start());
   auto result = second.chief_result();
   EXPECT_GE(result.value("resumed_from", uint64_t{0}), checkpoint) << result.dump();
   EXPECT_GE(result.value("global_step", uint64_t{0}), checkpoint + 300);
   second.expect_hosts_exit();
+}
+
+TEST_F(estimator_roles, a_chief_killed_and_started_again_resumes_from_its_last_checkpoint) {
+  temp_dir dir{"estimator_roles_kill_chief"};
+  kill_the_chief_and_resume(dir.path(), fashion_mnist_app());
+}
+
+TEST(estimator_roles_embeddings, a_brown_genre_chief_killed_resumes_with_its_embedding_rows) {
+  temp_dir dir{"estimator_roles_kill_chief_de"};
+  kill_the_chief_and_resume(dir.path(), brown_genre_app(dir.path() + "/brown"));
 }
 
 } // namespace
