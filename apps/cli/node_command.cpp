@@ -9,26 +9,40 @@ namespace darcy::apps {
 
 void add_node_command(CLI::App& app, int& exit_code) {
   struct flags {
-    std::string name, listen, join, config;
+    std::string name, listen, advertise, join, config;
     int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0, prune_after_ms = 0;
     size_t threads = 0;
     bool chaos = false;
   };
   auto f = std::make_shared<flags>();
   auto cmd = app.add_subcommand("node", "Start a cluster node (a seed unless --join is given)");
-  cmd->add_option("--name", f->name, "Node name, unique in the cluster");
-  cmd->add_option("--listen", f->listen, "HOST:PORT to listen on (port 0: any free port)");
-  cmd->add_option("--join", f->join, "HOST:PORT of the seed to join");
-  cmd->add_option("--config", f->config, "TOML config file; flags override it");
-  cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms, "Heartbeat period");
+  // Each flag can also come from the environment, as container platforms pass settings; a
+  // flag given on the command line wins over its variable, and both over the TOML file.
+  cmd->add_option("--name", f->name, "Node name, unique in the cluster")->envname("DARCY_NAME");
+  cmd->add_option("--listen", f->listen, "HOST:PORT to listen on (port 0: any free port)")
+    ->envname("DARCY_LISTEN");
+  cmd->add_option("--advertise", f->advertise,
+                  "Host other nodes reach this one at (default: the listen host; required "
+                  "when listening on 0.0.0.0)")
+    ->envname("DARCY_ADVERTISE");
+  cmd->add_option("--join", f->join, "HOST:PORT of the seed to join (a DNS name works)")
+    ->envname("DARCY_JOIN");
+  cmd->add_option("--config", f->config, "TOML config file; flags override it")
+    ->envname("DARCY_NODE_CONFIG");
+  cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms, "Heartbeat period")
+    ->envname("DARCY_HEARTBEAT_INTERVAL_MS");
   cmd->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
-                  "Silence after which the seed declares a member down");
+                  "Silence after which the seed declares a member down")
+    ->envname("DARCY_HEARTBEAT_TIMEOUT_MS");
   cmd->add_option("--prune-after-ms", f->prune_after_ms,
-                  "How long the seed remembers a member that went down or left");
-  cmd->add_option("--threads", f->threads, "Scheduler threads (default: one per core)");
+                  "How long the seed remembers a member that went down or left")
+    ->envname("DARCY_PRUNE_AFTER_MS");
+  cmd->add_option("--threads", f->threads, "Scheduler threads (default: one per core)")
+    ->envname("DARCY_THREADS");
   cmd->add_flag("--chaos", f->chaos,
                 "Put spawned actors behind chaos gates, so that `darcy chaos disrupt` reaches "
-                "them (one more hop per message)");
+                "them (one more hop per message)")
+    ->envname("DARCY_CHAOS");
   cmd->callback([f, &exit_code] {
     runtime::node_options opts;
     if (!f->config.empty())
@@ -38,6 +52,8 @@ void add_node_command(CLI::App& app, int& exit_code) {
       }
     if (!f->name.empty())
       opts.name = f->name;
+    if (!f->advertise.empty())
+      opts.advertise = f->advertise;
     for (auto [flag, text] : {std::pair{"--listen", &f->listen}, {"--join", &f->join}}) {
       if (text->empty())
         continue;

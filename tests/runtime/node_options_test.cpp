@@ -21,6 +21,7 @@ TEST(node_options, ReadsEveryKeyFromToml) {
   auto path = write_temp("full.toml", R"([node]
 name = "b"
 listen = "127.0.0.1:7001"
+advertise = "node-b.darcy"
 join = "127.0.0.1:7000"
 threads = 3
 chaos = true
@@ -33,6 +34,7 @@ connect_timeout_ms = 1500
   ASSERT_FALSE(load_node_config(path, opts));
   EXPECT_EQ(opts.name, "b");
   EXPECT_EQ(opts.listen, (host_port{"127.0.0.1", 7001}));
+  EXPECT_EQ(opts.advertise, "node-b.darcy");
   ASSERT_TRUE(opts.join);
   EXPECT_EQ(*opts.join, (host_port{"127.0.0.1", 7000}));
   EXPECT_EQ(opts.threads, 3u);
@@ -73,13 +75,22 @@ TEST(node_options, MissingFileIsAnError) {
   EXPECT_TRUE(is(err, errc::invalid_config)) << render(err);
 }
 
-TEST(node_options, ValidateRequiresANameAndSaneTimeouts) {
+TEST(node_options, ValidateRequiresANameSaneTimeoutsAndAnAdvertisedHostOnEveryInterface) {
   node_options opts;
   EXPECT_TRUE(is(validate(opts), errc::invalid_config));
   opts.name = "a";
   EXPECT_FALSE(validate(opts));
   opts.heartbeat_timeout = opts.heartbeat_interval;
   EXPECT_TRUE(is(validate(opts), errc::invalid_config));
+  opts = node_options{};
+  opts.name = "a";
+  for (auto host : {"0.0.0.0", "::"}) {
+    opts.listen.host = host;
+    opts.advertise.clear();
+    EXPECT_TRUE(is(validate(opts), errc::invalid_config)) << host;
+    opts.advertise = "a.darcy.default.svc";
+    EXPECT_FALSE(validate(opts)) << host;
+  }
 }
 
 } // namespace
