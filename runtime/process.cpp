@@ -68,6 +68,37 @@ caf::expected<child_process> child_process::start(const std::vector<std::string>
   return result;
 }
 
+caf::expected<pid_t> start_detached(const std::vector<std::string>& argv, const std::string& log) {
+  if (argv.empty())
+    return make_error(errc::invalid_argument, "no program to start");
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return sys_error("open " + log);
+  std::vector<char*> args;
+  for (auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    return sys_error("fork");
+  }
+  if (pid == 0) {
+    ::setsid();
+    int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
 child_process::child_process(child_process&& other) noexcept {
   *this = std::move(other);
 }

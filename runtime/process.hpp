@@ -58,6 +58,11 @@ private:
   std::optional<int> status_;
 };
 
+/// Starts `argv` in a session of its own, so that it outlives this process and no terminal
+/// signal reaches it; its stdout and stderr are appended to `log`. Returns its pid, or
+/// errc::io_error when it cannot start. The caller may reap it with waitpid while it lives.
+caf::expected<pid_t> start_detached(const std::vector<std::string>& argv, const std::string& log);
+
 /// The path of the running executable.
 std::string self_executable();
 

@@ -3,6 +3,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
+#include "runtime/cluster_file.hpp"
 #include "ops/session.hpp"
 #include "runtime/chaos.hpp"
 
@@ -20,7 +21,7 @@ struct chaos_flags {
 // Opens a session to --seed, runs `action`, and turns its error into the exit code.
 template <class Action>
 void with_session(const chaos_flags& f, int& exit_code, Action action) {
-  auto address = runtime::parse_host_port(f.seed);
+  auto address = runtime::resolve_seed(f.seed);
   if (!address) {
     exit_code = fail("--seed: " + render(address.error()));
     return;
@@ -43,7 +44,7 @@ CLI::App* add_target_command(CLI::App* chaos, const char* name, const char* what
                              const char* target_help, std::shared_ptr<chaos_flags> f) {
   auto cmd = chaos->add_subcommand(name, what);
   cmd->add_option("target", f->target, target_help)->required();
-  cmd->add_option("--seed", f->seed, "HOST:PORT of the seed node")->required();
+  cmd->add_option("--seed", f->seed, "HOST:PORT of the seed node, or a cluster file or directory")->required();
   cmd->add_option("--timeout-ms", f->timeout_ms, "Request timeout");
   return cmd;
 }

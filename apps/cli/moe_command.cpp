@@ -69,7 +69,7 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   train->add_option("--expert-nodes", o.expert_nodes, "Nodes that run experts (default: all)")
     ->delimiter(',');
   train->add_option("--prefix", o.prefix, "Service-name prefix of the experts");
-  train->add_option("--cluster", job->cluster, "Seed HOST:PORT (default: in-process)");
+  train->add_option("--cluster", job->cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   train->add_option("--timeout-ms", job->timeout_ms, "Cluster request timeout");
   train->add_flag("--quiet", job->quiet, "No progress bar");
   train->callback([job, &exit_code] {

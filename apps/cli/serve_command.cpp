@@ -2,6 +2,7 @@
 #include "apps/cli/commands.hpp"
 #include "apps/serving/serve_job.hpp"
 #include "messages/error.hpp"
+#include "runtime/cluster_file.hpp"
 
 namespace darcy::apps {
 
@@ -14,7 +15,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--exports", job->exports, "Folder of exports, one folder per model")
     ->required();
   cmd->add_option("--listen", *listen, "HOST:PORT of the HTTP API (port 0: a free port)");
-  cmd->add_option("--cluster", *cluster, "Seed HOST:PORT: shard servers on its members "
+  cmd->add_option("--cluster", *cluster, "Seed HOST:PORT or cluster file: shard servers on its members "
                                          "(default: an in-process cluster)");
   cmd->add_option("--config", job->config, "TOML file of tokens, ACLs, quotas and limits");
   cmd->add_option("--http-threads", job->http_threads, "Threads of the HTTP server")
@@ -38,7 +39,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     }
     job->listen = *address;
     if (!cluster->empty()) {
-      auto seed = runtime::parse_host_port(*cluster);
+      auto seed = runtime::resolve_seed(*cluster);
       if (!seed) {
         exit_code = fail("--cluster: " + render(seed.error()));
         return;

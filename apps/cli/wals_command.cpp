@@ -50,7 +50,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--token-timeout-ms", o.token_timeout_ms, "Re-issue a token after this long");
   cmd->add_option("--token-attempts", o.max_token_attempts,
                   "Fail the run when one block was issued this often without a commit");
-  cmd->add_option("--cluster", job.cluster, "Seed HOST:PORT (default: in-process)");
+  cmd->add_option("--cluster", job.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   cmd->add_option("--chief-node", o.chief_node, "Preferred node of the chief");
   cmd->add_option("--worker-nodes", o.worker_nodes, "Nodes that run workers (default: all)")
     ->delimiter(',');

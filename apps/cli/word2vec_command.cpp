@@ -34,7 +34,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_flag("--in-order", o.in_order,
                 "Train sentences in corpus order (default: an order shuffled by --seed)");
   cmd->add_option("--name", o.name, "Embedding name prefix in the service");
-  cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT (default: in-process)");
+  cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   cmd->add_option("--shards", job.where.shards, "Shards in process, or per cluster node");
   cmd->add_option("--timeout-ms", job.where.timeout_ms, "Service request timeout");
   cmd->add_option("--shard-retry-ms", job.where.shard_retry_ms,

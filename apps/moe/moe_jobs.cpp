@@ -7,6 +7,7 @@
 
 #include "apps/progress/progress_bar.hpp"
 #include "messages/error.hpp"
+#include "runtime/cluster_file.hpp"
 #include "runtime/host_port.hpp"
 
 namespace darcy::moe {
@@ -21,7 +22,7 @@ caf::expected<std::unique_ptr<ops::session>> open_session(const std::string& clu
   o.name = "moe-driver";
   o.timeout = std::chrono::milliseconds(timeout_ms);
   if (!cluster.empty()) {
-    auto seed = runtime::parse_host_port(cluster);
+    auto seed = runtime::resolve_seed(cluster);
     if (!seed)
       return std::move(seed.error());
     o.seed = *seed;

@@ -11,6 +11,7 @@
 #include "apps/wals/model_io.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
+#include "runtime/cluster_file.hpp"
 #include "runtime/host_port.hpp"
 #include "stores/checkpoint_dir.hpp"
 
@@ -29,7 +30,7 @@ caf::expected<std::unique_ptr<ops::session>> open_session(const train_job& job) 
   o.name = "wals-driver";
   o.timeout = std::chrono::milliseconds(job.timeout_ms);
   if (!job.cluster.empty()) {
-    auto seed = runtime::parse_host_port(job.cluster);
+    auto seed = runtime::resolve_seed(job.cluster);
     if (!seed)
       return std::move(seed.error());
     o.seed = *seed;

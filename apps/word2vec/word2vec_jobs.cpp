@@ -19,6 +19,7 @@
 #include "apps/word2vec/evaluation.hpp"
 #include "apps/word2vec/run_fingerprint.hpp"
 #include "messages/error.hpp"
+#include "runtime/cluster_file.hpp"
 #include "ops/embedding_ops.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/machine.hpp"
@@ -42,7 +43,7 @@ caf::expected<std::unique_ptr<ops::session>> open_session(const session_choice& 
   opts.shard_retry = std::chrono::milliseconds{where.shard_retry_ms};
   opts.shard_checkpoint_dir = where.shard_checkpoint_dir;
   if (!where.cluster.empty()) {
-    auto address = runtime::parse_host_port(where.cluster);
+    auto address = runtime::resolve_seed(where.cluster);
     if (!address)
       return make_error(errc::invalid_argument, "--cluster: " + render(address.error()));
     opts.seed = *address;

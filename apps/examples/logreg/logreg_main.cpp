@@ -15,6 +15,7 @@
 #include "apps/examples/logreg/logreg_data.hpp"
 #include "apps/examples/logreg/logreg_messages.hpp"
 #include "messages/error.hpp"
+#include "runtime/cluster_file.hpp"
 #include "ops/session.hpp"
 #include "runtime/chaos.hpp"
 #include "runtime/node.hpp"
@@ -56,7 +57,7 @@ caf::error train(const train_flags& f) {
   so.shards = f.shards;
   so.configure = configure;
   if (!f.cluster.empty()) {
-    auto seed = runtime::parse_host_port(f.cluster);
+    auto seed = runtime::resolve_seed(f.cluster);
     if (!seed)
       return seed.error();
     so.seed = *seed;
@@ -174,7 +175,7 @@ int main(int argc, char** argv) {
   examples::train_flags f;
   auto train = app.add_subcommand("train", "Train, in process or on a cluster");
   train->add_option("--data", f.data, "label<TAB>text lines")->required();
-  train->add_option("--cluster", f.cluster, "Seed HOST:PORT (default: in-process)");
+  train->add_option("--cluster", f.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   train->add_option("--trainer-node", f.trainer_node, "Node of the trainer (default: any)");
   train->add_option("--epochs", f.epochs, "Passes over the data");
   train->add_option("--batch", f.batch, "Examples per update");
