@@ -98,17 +98,22 @@ protected:
     }
   }
 
-  // A supervisor on the node at `where` whose echo child is placed on b, falling back to c;
-  // returns once the echo service is up on b.
-  void supervise_echo_on_b(caf::scoped_actor& self, ops::session& s,
-                           const runtime::host_port& where) {
+  // A supervisor on the node at `where` whose echo child is placed on `first`, falling back to
+  // `second`; returns once the echo service is up on `first`.
+  void supervise_echo_on(caf::scoped_actor& self, ops::session& s, const runtime::host_port& where,
+                         const std::string& first, const std::string& second) {
     supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
-                         {{"echo", "darcy.echo", {}, {"b", "c"}, restart_type::permanent,
+                         {{"echo", "darcy.echo", {}, {first, second}, restart_type::permanent,
                            "echo"}}};
     supervise_on(s, where, spec);
-    ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-      return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "b";
+    ASSERT_TRUE(await_event(self, patience, [&](const cluster_event& e) {
+      return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == first;
     }));
+  }
+
+  void supervise_echo_on_b(caf::scoped_actor& self, ops::session& s,
+                           const runtime::host_port& where) {
+    supervise_echo_on(self, s, where, "b", "c");
   }
 
   std::string echo_node(ops::session& s, const std::string& payload) {

@@ -1,12 +1,15 @@
-// Membership with real `darcy node` processes: a stopped member is given up at once and, when it
-// resumes, re-admitted under a new incarnation with its old actors fenced; members rejoin a
-// restarted seed; a live name cannot be taken twice; down members are forgotten.
-#include <csignal>
-
+// Membership with real `darcy node` processes, driven through darcy_testing's local_cluster: a
+// stopped member is given up at once and, when it resumes, re-admitted under a new incarnation
+// with its old actors fenced; members rejoin a restarted seed; a live name cannot be taken
+// twice; down members are forgotten.
+#include "ops/testing/local_cluster.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 
 namespace darcy::test {
 namespace {
+
+using testing::local_cluster;
+using testing::state_of;
 
 const member_info* find_member(const cluster_status& status, const std::string& name) {
   for (auto& m : status.members)
@@ -15,46 +18,42 @@ const member_info* find_member(const cluster_status& status, const std::string& 
   return nullptr;
 }
 
-// Asks the registry for its status until `pred` holds, for at most `deadline`.
-template <class Pred>
-bool await_status(ops::session& s, std::chrono::milliseconds deadline, Pred pred) {
-  caf::scoped_actor self{s.system()};
-  auto until = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < until) {
-    if (auto status = s.status(); status && pred(*status))
-      return true;
-    self->receive(caf::after(std::chrono::milliseconds(50)) >> [] {});
+std::unique_ptr<local_cluster> three_nodes() {
+  auto c = local_cluster::start({.nodes = 3, .binary = DARCY_BINARY, .chaos = true});
+  if (!c) {
+    ADD_FAILURE() << render(c.error());
+    std::abort();
   }
-  return false;
+  return std::move(*c);
 }
 
 TEST_F(cluster_test, StoppedMemberIsReplacedAtOnceAndFencedWhenItResumes) {
-  auto [a, b, c] = start_three();
-  auto s = connect(a.address);
+  auto c = three_nodes();
+  auto s = connect(c->seed());
   caf::scoped_actor self{s->system()};
   subscribe(self, *s);
-  supervise_echo_on_b(self, *s, a.address);
+  supervise_echo_on(self, *s, c->seed(), "node-1", "node-2");
   auto old_echo = s->lookup("echo");
   ASSERT_TRUE(old_echo);
   self->monitor(old_echo->actor);
-  auto before = s->status();
-  ASSERT_TRUE(before && find_member(*before, "b"));
-  auto old_incarnation = find_member(*before, "b")->incarnation;
+  auto before = c->status();
+  ASSERT_TRUE(before && find_member(*before, "node-1"));
+  auto old_incarnation = find_member(*before, "node-1")->incarnation;
 
   // A stopped process keeps its TCP connection: only the missed heartbeats tell.
-  b.process.signal(SIGSTOP);
+  ASSERT_FALSE(c->pause(1));
   ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::member_down && e.node == "b";
+    return e.kind == cluster_event_kind::member_down && e.node == "node-1";
   }));
   ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "c";
+    return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "node-2";
   })) << "the supervisor did not replace the child of the stopped member";
-  EXPECT_EQ(echo_node(*s, "while stopped"), "c");
+  EXPECT_EQ(echo_node(*s, "while stopped"), "node-2");
 
-  b.process.signal(SIGCONT);
+  ASSERT_FALSE(c->resume(1));
   uint64_t new_incarnation = 0;
   ASSERT_TRUE(await_event(self, patience, [&](const cluster_event& e) {
-    if (e.kind != cluster_event_kind::member_up || e.node != "b")
+    if (e.kind != cluster_event_kind::member_up || e.node != "node-1")
       return false;
     new_incarnation = e.incarnation;
     return true;
@@ -65,42 +64,34 @@ TEST_F(cluster_test, StoppedMemberIsReplacedAtOnceAndFencedWhenItResumes) {
   self->receive([&](const caf::down_msg& msg) { fenced = msg.source == old_echo->actor.address(); },
                 caf::after(patience) >> [] {});
   EXPECT_TRUE(fenced);
-  EXPECT_EQ(echo_node(*s, "after"), "c");
-  auto after = s->status();
-  ASSERT_TRUE(after && find_member(*after, "b"));
-  EXPECT_EQ(find_member(*after, "b")->state, member_state::up);
+  EXPECT_EQ(echo_node(*s, "after"), "node-2");
+  auto after = c->status();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(state_of(*after, "node-1"), member_state::up);
 }
 
 TEST_F(cluster_test, MembersRejoinARestartedSeedAndALiveNameCannotBeTakenTwice) {
-  auto seed = node("seed");
-  auto where = runtime::to_string(seed.address);
-  auto b = node("b", where);
-  auto c = node("c", where);
-  seed.process.signal(SIGKILL);
-  seed.process.wait(patience);
-  auto again = runtime::launch_node({DARCY_BINARY, "node", "--name", "seed", "--listen", where,
-                                     "--config", config_, "--prune-after-ms", "500"},
-                                    patience);
-  ASSERT_TRUE(again) << render(again.error());
-  auto s = connect(again->address);
-  EXPECT_TRUE(await_status(*s, patience, [](const cluster_status& st) {
-    auto mb = find_member(st, "b");
-    auto mc = find_member(st, "c");
-    return mb && mc && mb->state == member_state::up && mc->state == member_state::up;
-  })) << "b and c did not rejoin the restarted seed";
+  auto c = three_nodes();
+  ASSERT_FALSE(c->kill(0));
+  ASSERT_FALSE(c->restart(0, {"--prune-after-ms", "500"}));
+  EXPECT_FALSE(c->wait_for(
+    [](const cluster_status& st) {
+      return state_of(st, "node-1") == member_state::up && state_of(st, "node-2") == member_state::up;
+    },
+    patience))
+    << "node-1 and node-2 did not rejoin the restarted seed";
 
-  auto impostor = start_node("b", where, {"--config", config_});
-  ASSERT_FALSE(impostor) << "a second node took the live name b";
+  auto impostor = c->add_node("node-1");
+  ASSERT_FALSE(impostor) << "a second node took the live name node-1";
   EXPECT_NE(render(impostor.error()).find("name already in use"), std::string::npos)
     << render(impostor.error());
 
-  c.process.signal(SIGKILL);
-  EXPECT_TRUE(await_status(*s, patience, [](const cluster_status& st) {
-    return find_member(st, "c") == nullptr;
-  })) << "the dead member c was not forgotten after --prune-after-ms";
-  auto status = s->status();
-  ASSERT_TRUE(status && find_member(*status, "b"));
-  EXPECT_EQ(find_member(*status, "b")->state, member_state::up);
+  ASSERT_FALSE(c->kill(2));
+  EXPECT_FALSE(c->wait_for([](const cluster_status& st) { return !state_of(st, "node-2"); }, patience))
+    << "the dead member node-2 was not forgotten after --prune-after-ms";
+  auto status = c->status();
+  ASSERT_TRUE(status);
+  EXPECT_EQ(state_of(*status, "node-1"), member_state::up);
 }
 
 } // namespace
