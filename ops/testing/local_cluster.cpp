@@ -33,6 +33,12 @@ caf::expected<std::unique_ptr<local_cluster>> local_cluster::start(local_cluster
     runtime::set_client_credential(runtime::credential_of(*secret));
   }
   std::unique_ptr<local_cluster> c{new local_cluster(std::move(o))};
+  if (c->opts_.netns) {
+    auto net = runtime::netns_network::create(0);
+    if (!net)
+      return std::move(net.error());
+    c->net_ = std::move(*net);
+  }
   for (size_t i = 0; i < c->opts_.nodes; ++i)
     if (auto added = c->add_node(); !added)
       return std::move(added.error());
@@ -42,11 +48,11 @@ caf::expected<std::unique_ptr<local_cluster>> local_cluster::start(local_cluster
 local_cluster::~local_cluster() {
   client_.reset();
   for (auto& n : nodes_)
-    n.process.reset(); // child_process SIGKILLs a running child
+    n.process.reset(); // child_process SIGKILLs a running child; then net_ goes
 }
 
-caf::expected<runtime::launched_node> local_cluster::launch(const std::string& name,
-                                                            const std::string& listen, bool seed,
+caf::expected<runtime::launched_node> local_cluster::launch(size_t index, const std::string& name,
+                                                            const std::string& listen,
                                                             const std::vector<std::string>& args) {
   std::vector<std::string> argv{opts_.binary};
   if (!opts_.secret_file.empty())
@@ -55,12 +61,14 @@ caf::expected<runtime::launched_node> local_cluster::launch(const std::string& n
               {"node", "--name", name, "--listen", listen, "--threads", std::to_string(opts_.threads),
                "--heartbeat-interval-ms", std::to_string(opts_.heartbeat_interval.count()),
                "--heartbeat-timeout-ms", std::to_string(opts_.heartbeat_timeout.count())});
-  if (!seed)
+  if (index > 0)
     argv.insert(argv.end(), {"--join", to_string(nodes_.front().address)});
   if (opts_.chaos)
     argv.push_back("--chaos");
   argv.insert(argv.end(), opts_.node_args.begin(), opts_.node_args.end());
   argv.insert(argv.end(), args.begin(), args.end());
+  if (net_)
+    argv = net_->in_namespace(index, argv);
   return runtime::launch_node(argv, opts_.patience);
 }
 
@@ -76,7 +84,16 @@ pid_t local_cluster::pid(size_t i) const {
 caf::expected<size_t> local_cluster::add_node(std::string name) {
   if (name.empty())
     name = opts_.name_prefix + "-" + std::to_string(nodes_.size());
-  auto launched = launch(name, "127.0.0.1:0", nodes_.empty(), {});
+  auto index = nodes_.size();
+  std::string host = "127.0.0.1";
+  if (net_) {
+    // Node i lives in namespace i; a namespace left by a node that failed to start is reused.
+    if (net_->size() <= index)
+      if (auto made = net_->add_node(); !made)
+        return std::move(made.error());
+    host = net_->address(index);
+  }
+  auto launched = launch(index, name, host + ":0", {});
   if (!launched)
     return make_error(errc::io_error, "local_cluster: node " + name + " did not start: " +
                                         render(launched.error()));
@@ -120,11 +137,25 @@ caf::error local_cluster::resume(size_t i) {
   return {};
 }
 
+caf::error local_cluster::partition(size_t i) {
+  at(i);
+  if (!net_)
+    return make_error(errc::unsupported, "local_cluster: partitions need netns = true");
+  return net_->cut(i);
+}
+
+caf::error local_cluster::heal(size_t i) {
+  at(i);
+  if (!net_)
+    return make_error(errc::unsupported, "local_cluster: partitions need netns = true");
+  return net_->heal(i);
+}
+
 caf::error local_cluster::restart(size_t i, const std::vector<std::string>& args) {
   auto& n = at(i);
   if (n.process)
     return make_error(errc::invalid_argument, "local_cluster: " + n.name + " is still running");
-  auto launched = launch(n.name, to_string(n.address), i == 0, args);
+  auto launched = launch(i, n.name, to_string(n.address), args);
   if (!launched)
     return launched.error();
   n.process = std::move(launched->process);

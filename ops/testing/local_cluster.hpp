@@ -1,7 +1,8 @@
-// darcy_testing: real `darcy node` processes on 127.0.0.1 for an app's own fault-tolerance
-// tests. Start N nodes (the first is the seed), kill one (SIGKILL), pause and resume it
-// (SIGSTOP, SIGCONT), restart it under its name and address, add a replacement member, and
-// watch the registry through a read-only view. Any test framework can use it.
+// darcy_testing: real `darcy node` processes for an app's own fault-tolerance tests, on
+// 127.0.0.1 or each in a network namespace of its own. Start N nodes (the first is the seed),
+// kill one (SIGKILL), pause and resume it (SIGSTOP, SIGCONT), cut it off the network and heal
+// it (namespaces), restart it under its name and address, add a replacement member, and watch
+// the registry through a read-only view. Any test framework can use it.
 //
 //   auto c = testing::local_cluster::start({.nodes = 3, .binary = "/usr/local/bin/darcy"});
 //   auto s = ops::session::open({.seed = (*c)->seed()});        // the app under test
@@ -22,6 +23,7 @@
 
 #include "messages/cluster/membership.hpp"
 #include "ops/session.hpp"
+#include "runtime/netns.hpp"
 #include "runtime/process.hpp"
 
 namespace darcy::testing {
@@ -45,6 +47,10 @@ struct local_cluster_options {
   std::string secret_file;
   /// How long a node may take to listen, and the view's requests to answer.
   std::chrono::milliseconds patience{30000};
+  /// Each node in a network namespace of its own (runtime/netns.hpp; needs root), so that
+  /// partition() can cut it off. start() fails with errc::unsupported where that is not
+  /// possible: check runtime::netns_network::available() to skip instead.
+  bool netns = false;
 };
 
 /// The state of member `name` in `st`; nullopt when the registry does not list it.
@@ -73,6 +79,10 @@ public:
   /// SIGSTOP and SIGCONT: a node that keeps its connections but misses its heartbeats.
   caf::error pause(size_t i);
   caf::error resume(size_t i);
+  /// Cuts node i off the network (its link down: connections stay open, packets are lost), and
+  /// heals it. errc::unsupported without namespaces.
+  caf::error partition(size_t i);
+  caf::error heal(size_t i);
   /// Starts node i again, killed or stopped, under its name and at its address, with `args`
   /// added to its flags.
   caf::error restart(size_t i, const std::vector<std::string>& args = {});
@@ -95,11 +105,14 @@ private:
 
   explicit local_cluster(local_cluster_options o) : opts_(std::move(o)) {}
   /// Launches `name`, listening on `listen`, joining the seed unless it is node 0.
-  caf::expected<runtime::launched_node> launch(const std::string& name, const std::string& listen,
-                                               bool seed, const std::vector<std::string>& args);
+  caf::expected<runtime::launched_node> launch(size_t index, const std::string& name,
+                                               const std::string& listen,
+                                               const std::vector<std::string>& args);
   node& at(size_t i);
 
   local_cluster_options opts_;
+  /// Declared before the nodes, so that it goes after them.
+  std::unique_ptr<runtime::netns_network> net_;
   std::vector<node> nodes_;
   /// The view's client, connected on first use.
   std::unique_ptr<ops::session> client_;

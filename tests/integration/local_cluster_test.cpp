@@ -53,5 +53,42 @@ TEST(local_cluster, a_killed_member_goes_down_a_replacement_joins_and_a_stopped_
   EXPECT_TRUE(is(never, errc::timeout)) << render(never);
 }
 
+TEST(local_cluster, a_partitioned_member_goes_down_and_is_readmitted_under_a_new_incarnation) {
+  if (!runtime::netns_network::available())
+    GTEST_SKIP() << "network namespaces need root and iproute2";
+  auto c = local_cluster::start({.nodes = 3, .binary = DARCY_BINARY, .netns = true});
+  ASSERT_TRUE(c) << render(c.error());
+  auto& cluster = **c;
+  EXPECT_NE(cluster.address(1).host, "127.0.0.1") << "each node has an address of its own";
+  uint64_t before = 0;
+  ASSERT_FALSE(cluster.wait_for(
+    [&](const cluster_status& st) {
+      for (auto& m : st.members)
+        if (m.name == "node-2" && m.state == member_state::up)
+          before = m.incarnation;
+      return st.members.size() == 3 && before > 0;
+    },
+    patience));
+  ASSERT_FALSE(cluster.partition(2));
+  // Its connections stay open: only the missed heartbeats tell.
+  ASSERT_FALSE(cluster.wait_for(
+    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::down; }, patience));
+  EXPECT_TRUE(cluster.pid(2) > 0) << "the process runs on, cut off";
+  ASSERT_FALSE(cluster.heal(2));
+  uint64_t after = 0;
+  EXPECT_FALSE(cluster.wait_for(
+    [&](const cluster_status& st) {
+      for (auto& m : st.members)
+        if (m.name == "node-2" && m.state == member_state::up)
+          after = m.incarnation;
+      return after > before;
+    },
+    patience))
+    << "the healed member was not re-admitted under a new incarnation";
+  auto plain = local_cluster::start({.nodes = 1, .binary = DARCY_BINARY});
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(is((*plain)->partition(0), errc::unsupported));
+}
+
 } // namespace
 } // namespace darcy::testing

@@ -1,18 +1,21 @@
 // `darcy wals` as a user runs it, with real processes: bad input is one clear error line; a
 // trained model answers recommend for known and new users; and a run whose worker node or chief
-// node is SIGKILLed (or a worker node SIGSTOPped) mid-run ends with the same factors as a clean
-// run.
+// node is SIGKILLed, SIGSTOPped or cut off the network (a partition, with every node in a
+// network namespace of its own) mid-run ends with the same factors as a clean run. The nodes
+// come from darcy_testing's local_cluster.
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
 #include "stores/matrix_file.hpp"
+#include "ops/testing/local_cluster.hpp"
 #include "tests/integration/node_process.hpp"
 
 namespace darcy::test {
@@ -161,26 +164,26 @@ TEST(wals_cli, trains_then_recommends_for_known_and_new_users) {
   fs::remove_all(out);
 }
 
-struct cluster {
-  node_process seed;
-  node_process a;
-  node_process b;
-  node_process* by_pid(pid_t pid) {
-    for (auto* n : {&seed, &a, &b})
-      if (n->process.pid() == pid)
-        return n;
-    return nullptr;
+/// node-0 (the seed), node-1 and node-2, on 127.0.0.1 or each in a network namespace.
+std::unique_ptr<testing::local_cluster> start_cluster(bool netns = false) {
+  // The nodes' default heartbeat timing, as the drills' token timeouts assume.
+  auto c = testing::local_cluster::start({.nodes = 3, .binary = DARCY_BINARY,
+                                          .heartbeat_interval = std::chrono::milliseconds(500),
+                                          .heartbeat_timeout = std::chrono::milliseconds(3000),
+                                          .netns = netns});
+  if (!c) {
+    ADD_FAILURE() << render(c.error());
+    std::abort();
   }
-};
+  return std::move(*c);
+}
 
-cluster start_cluster() {
-  auto seed = start_node("seed");
-  EXPECT_TRUE(seed) << render(seed.error());
-  auto join = runtime::to_string(seed->address);
-  auto a = start_node("a", join);
-  auto b = start_node("b", join);
-  EXPECT_TRUE(a && b);
-  return {std::move(*seed), std::move(*a), std::move(*b)};
+/// The index of the node whose process is `pid`, or -1.
+int node_of(testing::local_cluster& c, pid_t pid) {
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c.pid(i) == pid)
+      return static_cast<int>(i);
+  return -1;
 }
 
 // Trains `data` in process with 8 factor shards and 2 workers, then on a fresh 3-node cluster
@@ -197,7 +200,7 @@ std::string expect_cluster_gives_local_factors(const std::string& data, const st
   auto nodes = start_cluster();
   auto remote = train_args(data, out);
   *(std::find(remote.begin(), remote.end(), "--workers") + 1) = workers;
-  cluster_args.insert(cluster_args.end(), {"--cluster", runtime::to_string(nodes.seed.address)});
+  cluster_args.insert(cluster_args.end(), {"--cluster", runtime::to_string(nodes->seed())});
   remote.insert(remote.end(), cluster_args.begin(), cluster_args.end());
   auto run = run_darcy(remote);
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -228,12 +231,12 @@ TEST(wals_cli, shards_that_own_no_row_serve_remote_workers) {
 
 /// A clean in-process run, a 3-node cluster, and a faulty driver run against it.
 struct fault_drill {
-  explicit fault_drill(const std::string& name)
+  explicit fault_drill(const std::string& name, bool netns = false)
     : data(small_matrix_file("wals-" + name + ".tsv")),
       clean(fresh_dir("clean_" + name)),
       out(fresh_dir("kill_" + name)),
       pid_file(out + ".pid"),
-      nodes(start_cluster()) {
+      nodes(start_cluster(netns)) {
     fs::remove(pid_file);
     EXPECT_EQ(run_darcy(train_args(data, clean)).exit_code, 0);
   }
@@ -247,7 +250,7 @@ struct fault_drill {
   caf::expected<runtime::child_process> start_driver(std::vector<std::string> fault_args) {
     auto args = train_args(data, out);
     args.insert(args.begin(), DARCY_BINARY);
-    args.insert(args.end(), {"--cluster", runtime::to_string(nodes.seed.address)});
+    args.insert(args.end(), {"--cluster", runtime::to_string(nodes->seed())});
     args.insert(args.end(), fault_args.begin(), fault_args.end());
     args.insert(args.end(), {"--fault-pid-file", pid_file});
     return runtime::child_process::start(args);
@@ -262,22 +265,39 @@ struct fault_drill {
       EXPECT_LT(max_difference(out + file, clean + file), 1e-6) << file;
   }
 
-  /// Runs the chief on the seed and workers on a and b; the worker given block 1 of sweep 1
-  /// drops it, and its node gets `sig` (a stopped node is resumed after the run). The driver
-  /// must end with the clean result.
-  void signal_the_worker_node_holding_block_1(int sig, const std::string& token_timeout_ms) {
-    auto driver = start_driver({"--chief-node", "seed", "--worker-nodes", "a,b",
+  /// Runs the chief on the seed and workers on node-1 and node-2; the worker given block 1 of
+  /// sweep 1 drops it, and `fault` strikes its node; `after` runs once the driver ended with
+  /// the clean result (a stopped node resumed, a partition healed). Returns the node's index.
+  int fault_the_worker_node_holding_block_1(const std::function<caf::error(size_t)>& fault,
+                                            const std::function<caf::error(size_t)>& after,
+                                            const std::string& token_timeout_ms) {
+    auto driver = start_driver({"--chief-node", "node-0", "--worker-nodes", "node-1,node-2",
                                 "--fault-drop-block", "1", "--fault-drop-sweep", "1",
                                 "--token-timeout-ms", token_timeout_ms});
-    ASSERT_TRUE(driver) << render(driver.error());
+    EXPECT_TRUE(driver) << render(driver.error());
+    if (!driver)
+      return -1;
     auto pid = await_pid_file(pid_file, *driver);
-    auto victim = nodes.by_pid(pid);
-    ASSERT_NE(victim, nullptr) << "the fault fired in pid " << pid << ", not a worker node";
-    EXPECT_NE(victim, &nodes.seed);
-    victim->process.signal(sig);
+    auto victim = node_of(*nodes, pid);
+    EXPECT_GT(victim, 0) << "the fault fired in pid " << pid << ", not a worker node";
+    if (victim <= 0)
+      return -1;
+    EXPECT_FALSE(fault(static_cast<size_t>(victim)));
     expect_clean_result(*driver);
-    if (sig == SIGSTOP)
-      victim->process.signal(SIGCONT);
+    if (after) {
+      EXPECT_FALSE(after(static_cast<size_t>(victim)));
+    }
+    return victim;
+  }
+
+  /// The incarnation of node i's member, or 0.
+  uint64_t incarnation(size_t i) {
+    auto st = nodes->status();
+    if (st)
+      for (auto& m : st->members)
+        if (m.name == nodes->name(i))
+          return m.incarnation;
+    return 0;
   }
 
   std::string event_log() const {
@@ -286,12 +306,13 @@ struct fault_drill {
   }
 
   std::string data, clean, out, pid_file;
-  cluster nodes;
+  std::unique_ptr<testing::local_cluster> nodes;
 };
 
 TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
   fault_drill drill{"worker"};
-  drill.signal_the_worker_node_holding_block_1(SIGKILL, "20000");
+  drill.fault_the_worker_node_holding_block_1([&](size_t i) { return drill.nodes->kill(i); }, {},
+                                              "20000");
   auto log = drill.event_log();
   // Re-issued on the connection loss or on the registry's down event, whichever came first.
   EXPECT_NE(log.find("down 1 rows 1 0"), std::string::npos) << log;
@@ -300,7 +321,9 @@ TEST(wals_cli, worker_node_sigkilled_mid_block_gives_the_clean_result) {
 TEST(wals_cli, stopped_worker_node_is_given_up_at_its_down_event_not_at_the_token_timeout) {
   fault_drill drill{"stopped"};
   // A token timeout far beyond ctest's limit: only the registry's down event can save the run.
-  drill.signal_the_worker_node_holding_block_1(SIGSTOP, "3600000");
+  drill.fault_the_worker_node_holding_block_1([&](size_t i) { return drill.nodes->pause(i); },
+                                              [&](size_t i) { return drill.nodes->resume(i); },
+                                              "3600000");
   auto log = drill.event_log();
   EXPECT_NE(log.find(" member_down 1 rows 1 0"), std::string::npos) << log;
   EXPECT_EQ(log.find(" timeout "), std::string::npos) << log;
@@ -309,17 +332,69 @@ TEST(wals_cli, stopped_worker_node_is_given_up_at_its_down_event_not_at_the_toke
 TEST(wals_cli, chief_node_sigkilled_mid_sweep_restarts_from_the_checkpoint) {
   fault_drill drill{"chief"};
   auto driver = drill.start_driver(
-    {"--chief-node", "a", "--worker-nodes", "seed,b", "--fault-stall-sweep", "2"});
+    {"--chief-node", "node-1", "--worker-nodes", "node-0,node-2", "--fault-stall-sweep", "2"});
   ASSERT_TRUE(driver) << render(driver.error());
   auto pid = await_pid_file(drill.pid_file, *driver);
-  ASSERT_EQ(pid, drill.nodes.a.process.pid()) << "the chief should have run on node a";
-  drill.nodes.a.process.signal(SIGKILL);
+  ASSERT_EQ(pid, drill.nodes->pid(1)) << "the chief should have run on node-1";
+  ASSERT_FALSE(drill.nodes->kill(1));
   auto summary = driver->wait_for_line("trained", std::chrono::seconds(120));
   ASSERT_TRUE(summary) << driver->read_stderr();
   EXPECT_NE(summary->find("chief restarted 1 time(s)"), std::string::npos) << *summary;
   drill.expect_clean_result(*driver);
   auto log = drill.event_log();
   EXPECT_NE(log.find(" stall 2 cols"), std::string::npos) << log;
+  EXPECT_NE(log.find(" restore 1 rows"), std::string::npos) << log;
+}
+
+// A partition, not a stopped process: the cut-off worker node keeps running and its connections
+// stay open, so only the missed heartbeats tell. Its block is re-issued at the down event, the
+// run ends with the clean factors, and once the link is back the node is re-admitted under a
+// new incarnation, its old actors fenced.
+TEST(wals_cli, partitioned_worker_node_is_given_up_and_the_result_is_the_clean_one) {
+  if (!runtime::netns_network::available())
+    GTEST_SKIP() << "network namespaces need root and iproute2";
+  fault_drill drill{"partitioned_worker", true};
+  uint64_t before = 0;
+  auto victim = drill.fault_the_worker_node_holding_block_1(
+    [&](size_t i) {
+      before = drill.incarnation(i);
+      return drill.nodes->partition(i);
+    },
+    [&](size_t i) { return drill.nodes->heal(i); }, "3600000");
+  ASSERT_GT(victim, 0);
+  auto log = drill.event_log();
+  EXPECT_NE(log.find(" member_down 1 rows 1 0"), std::string::npos) << log;
+  EXPECT_EQ(log.find(" timeout "), std::string::npos) << log;
+  auto readmitted = drill.nodes->wait_for(
+    [&](const cluster_status& st) {
+      for (auto& m : st.members)
+        if (m.name == drill.nodes->name(static_cast<size_t>(victim)))
+          return m.state == member_state::up && m.incarnation > before;
+      return false;
+    },
+    std::chrono::seconds(60));
+  EXPECT_FALSE(readmitted) << render(readmitted);
+}
+
+// The chief's node cut off mid-sweep: the chief is restarted elsewhere from the checkpoint, and
+// when the link is back the old chief, re-admitted under a new incarnation, must not disturb
+// the run: the factors are the clean ones.
+TEST(wals_cli, partitioned_chief_node_restarts_the_chief_and_the_result_is_the_clean_one) {
+  if (!runtime::netns_network::available())
+    GTEST_SKIP() << "network namespaces need root and iproute2";
+  fault_drill drill{"partitioned_chief", true};
+  auto driver = drill.start_driver(
+    {"--chief-node", "node-1", "--worker-nodes", "node-0,node-2", "--fault-stall-sweep", "2"});
+  ASSERT_TRUE(driver) << render(driver.error());
+  auto pid = await_pid_file(drill.pid_file, *driver);
+  ASSERT_EQ(pid, drill.nodes->pid(1)) << "the chief should have run on node-1";
+  ASSERT_FALSE(drill.nodes->partition(1));
+  auto summary = driver->wait_for_line("trained", std::chrono::seconds(120));
+  ASSERT_TRUE(summary) << driver->read_stderr();
+  EXPECT_NE(summary->find("chief restarted 1 time(s)"), std::string::npos) << *summary;
+  ASSERT_FALSE(drill.nodes->heal(1));
+  drill.expect_clean_result(*driver);
+  auto log = drill.event_log();
   EXPECT_NE(log.find(" restore 1 rows"), std::string::npos) << log;
 }
 

@@ -2,11 +2,13 @@
 // checkpoints every few batches, and a lost shard is placed on another node, the model
 // restored from the newest checkpoint and the lost batches replayed. It also survives lost
 // messages: `darcy chaos disrupt` on a running shard costs retries, not the run. Real
-// processes, SIGKILL.
+// processes, SIGKILL, and a partition with every node in a network namespace of its own.
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
+#include "ops/testing/local_cluster.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 
@@ -143,6 +145,75 @@ TEST_F(word2vec_cluster, DroppingFivePercentOfAShardsMessagesCostsRetriesNotTheR
   EXPECT_NE(driver->stdout_seen().find("trained 1800000 words"), std::string::npos)
     << driver->stdout_seen();
   std::filesystem::remove_all(dir);
+}
+
+// A shard's node cut off the network mid-run (its process runs on, its connections stay open):
+// the registry gives it up at its missed heartbeats, the shard is placed on another node and
+// refilled from the newest checkpoint, the lost batches are replayed, and the run completes.
+// Once the link is back the node is re-admitted under a new incarnation.
+TEST_F(word2vec_cluster, ShardNodeCutOffTheNetworkIsRecoveredAndReadmittedWhenHealed) {
+  if (!runtime::netns_network::available())
+    GTEST_SKIP() << "network namespaces need root and iproute2";
+  auto c = testing::local_cluster::start({.nodes = 3, .binary = DARCY_BINARY, .netns = true});
+  ASSERT_TRUE(c) << render(c.error());
+  auto& nodes = **c;
+  auto dir = periodic_dir();
+  std::filesystem::remove_all(dir);
+  // One thread: a run on a cluster is then deterministic, so the partitioned run must end with
+  // the clean run's vectors, bit for bit: no batch lost, none applied twice.
+  auto args = [&](const std::string& out) {
+    return std::vector<std::string>{
+      DARCY_BINARY, "word2vec", "train", "--corpus", topic_corpus(), "--cluster",
+      runtime::to_string(nodes.seed()), "--shards", "1", "--dim", "16", "--epochs", "12",
+      "--threads", "1", "--batch-words", "2000", "--checkpoint-every", "10",
+      "--periodic-checkpoint", dir, "--shard-retry-ms", "500", "--output", out, "--quiet"};
+  };
+  auto clean = runtime::child_process::start(args(dir + ".clean.vec"));
+  ASSERT_TRUE(clean);
+  auto clean_code = clean->wait(std::chrono::seconds(150));
+  ASSERT_TRUE(clean_code && *clean_code == 0) << clean->read_stderr();
+  std::filesystem::remove_all(dir);
+  auto driver = runtime::child_process::start(args(dir + ".vec"));
+  ASSERT_TRUE(driver) << render(driver.error());
+  while (checkpointed_batch(dir) < 30 && !driver->wait(std::chrono::milliseconds(20)))
+    continue;
+  uint64_t before = 0;
+  auto st = nodes.status();
+  ASSERT_TRUE(st) << render(st.error());
+  for (auto& m : st->members)
+    if (m.name == "node-2")
+      before = m.incarnation;
+  driver->signal(SIGSTOP);
+  ASSERT_FALSE(nodes.partition(2));
+  ASSERT_FALSE(nodes.wait_for(
+    [](const cluster_status& s) { return testing::state_of(s, "node-2") == member_state::down; },
+    patience));
+  driver->signal(SIGCONT);
+  auto summary = driver->wait_for_line("vectors: ", std::chrono::seconds(150));
+  EXPECT_TRUE(summary) << driver->read_stderr();
+  auto code = driver->wait(std::chrono::seconds(30));
+  EXPECT_EQ(code ? *code : -1, 0) << driver->read_stderr();
+  auto out = driver->stdout_seen();
+  EXPECT_NE(out.find("recovered from 1 lost shard(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("trained 3600000 words"), std::string::npos) << out;
+  auto read = [](const std::string& path) {
+    std::ifstream in{path};
+    return std::string{std::istreambuf_iterator<char>{in}, {}};
+  };
+  EXPECT_EQ(read(dir + ".vec"), read(dir + ".clean.vec")) << "the vectors differ from the clean run's";
+  ASSERT_FALSE(nodes.heal(2));
+  auto readmitted = nodes.wait_for(
+    [&](const cluster_status& s) {
+      for (auto& m : s.members)
+        if (m.name == "node-2")
+          return m.state == member_state::up && m.incarnation > before;
+      return false;
+    },
+    std::chrono::seconds(60));
+  EXPECT_FALSE(readmitted) << render(readmitted);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".vec");
+  std::filesystem::remove(dir + ".clean.vec");
 }
 
 } // namespace
