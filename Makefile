@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test soak bench clean
 
 all: build
 
@@ -25,6 +25,10 @@ demo: deps build
 
 test: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+# The seeded random-kill soak: SEEDS seeds (default 10) of each job; figures in docs/reliability.md.
+soak: deps build
+	scripts/soak.sh $(BUILD_DIR) $(SEEDS)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -35,6 +35,8 @@ caf::expected<supervised_group> start_supervised_group(
       if (std::find(child.nodes.begin(), child.nodes.end(), node) == child.nodes.end())
         child.nodes.push_back(node);
     }
+    // Once every node of the group is lost, any live member: a replacement that joined since.
+    child.nodes.push_back(any_node);
     child.service = spec.prefix + "." + child.id;
     result.services.push_back(child.service);
     sup.children.push_back(std::move(child));

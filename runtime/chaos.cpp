@@ -148,6 +148,22 @@ caf::error kill_node(caf::actor_system& sys, const registry_actor& registry,
   return {};
 }
 
+caf::expected<chaos_stats> command_node(caf::actor_system& sys, const registry_actor& registry,
+                                        const std::string& node, const chaos_command& command,
+                                        std::chrono::milliseconds timeout) {
+  if (command.op == chaos_op::disrupt)
+    if (auto err = validate(command.plan))
+      return err;
+  auto member = find_member(sys, registry, node, timeout);
+  if (!member)
+    return std::move(member.error());
+  auto stats = ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout,
+                                command, caf::actor{});
+  if (!stats && stats.error().category() != errc_category)
+    return make_error(errc::node_unreachable, "node " + node + ": " + render(stats.error()));
+  return stats;
+}
+
 caf::error validate(const disruption& plan) {
   auto fraction = [](double x) { return x >= 0 && x <= 1; };
   if (!fraction(plan.drop) || !fraction(plan.delay) || plan.delay_ms < 0)

@@ -71,6 +71,14 @@ caf::expected<chaos_stats> command_gate(caf::actor_system& sys, const registry_a
                                         const std::string& service, const chaos_command& command,
                                         std::chrono::milliseconds timeout);
 
+/// Sends `command` to every chaos gate of node `node` through its agent (a disruption also
+/// reaches the gates it spawns later, until healed), and answers their summed counts. The
+/// node must run with --chaos (errc::not_found otherwise); errc::unknown_node for a node the
+/// registry does not list.
+caf::expected<chaos_stats> command_node(caf::actor_system& sys, const registry_actor& registry,
+                                        const std::string& node, const chaos_command& command,
+                                        std::chrono::milliseconds timeout);
+
 /// Records that an injected fault fired: writes getpid() to `path` atomically (no-op when
 /// empty), so that a test knows which process to SIGKILL.
 void write_fault_pid(const std::string& path);

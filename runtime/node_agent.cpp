@@ -85,11 +85,51 @@ caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string
     return *child;
   }
   // Peers hold the gate, so that chaos commands reach traffic already flowing.
-  auto gate = self->system().spawn(chaos_gate, *child, disruption{});
+  auto plan = self->state.node_plan;
+  plan.seed += self->state.gates_spawned++;
+  auto gate = self->system().spawn(chaos_gate, *child, plan);
   remember_gate(*child, gate);
   self->monitor(gate);
   self->state.spawned->push_back(gate);
   return gate;
+}
+
+/// A node-wide chaos command: sets the plan of gates spawned from now on, passes `cmd` to every
+/// live gate and delivers their summed counts.
+void command_every_gate(node_agent_pointer self, const chaos_command& cmd,
+                        caf::response_promise promise) {
+  if (cmd.op == chaos_op::disrupt)
+    self->state.node_plan = cmd.plan;
+  else if (cmd.op == chaos_op::heal)
+    self->state.node_plan = disruption{};
+  auto gates = *self->state.spawned;
+  if (gates.empty()) {
+    promise.deliver(chaos_stats{});
+    return;
+  }
+  struct gathering {
+    chaos_stats total;
+    size_t open = 0;
+  };
+  auto g = std::make_shared<gathering>();
+  g->open = gates.size();
+  auto one_done = [g, promise]() mutable {
+    if (--g->open == 0)
+      promise.deliver(g->total);
+  };
+  for (size_t i = 0; i < gates.size(); ++i) {
+    auto each = cmd;
+    each.plan.seed += i; // gates draw different drops from one seed
+    self->request(gates[i], std::chrono::seconds(10), each)
+      .then(
+        [g, one_done](chaos_stats& s) mutable {
+          g->total.forwarded += s.forwarded;
+          g->total.dropped += s.dropped;
+          g->total.delayed += s.delayed;
+          one_done();
+        },
+        [one_done](caf::error&) mutable { one_done(); });
+  }
 }
 
 } // namespace
@@ -159,6 +199,8 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
               errc::not_found, "node " + self->state.options.name +
                                  " runs without chaos gates: start it with `darcy node "
                                  "--chaos` (or [node] chaos = true) to disrupt its actors"));
+          else if (!gate)
+            command_every_gate(self, cmd, promise);
           else if (std::find(spawned.begin(), spawned.end(), gate) == spawned.end())
             promise.deliver(make_error(errc::not_found,
                                        "node " + self->state.options.name +

@@ -47,6 +47,10 @@ struct node_agent_state {
   bool registry_lost = false;
   bool rejoining = false;
   std::chrono::milliseconds backoff{0};
+  /// The node-wide disruption every new chaos gate starts with (`darcy chaos soak`).
+  disruption node_plan;
+  /// Gates spawned so far, which varies each gate's seed.
+  uint64_t gates_spawned = 0;
   /// Processes the registry vouched for.
   std::set<caf::node_id> trusted;
   static inline const char* name = "darcy.node_agent";

@@ -97,15 +97,23 @@ void on_started(supervisor_pointer self, const std::string& id, caf::actor actor
 }
 
 // The first of `wanted` that `status` lists as up with an agent, skipping `avoid`; nullptr
-// when there is none.
+// when there is none. "*" stands for any such member, the seed last.
 const member_info* first_live(const cluster_status& status,
                               const std::vector<std::string>& wanted,
                               const std::set<std::string>& avoid) {
+  auto usable = [&](const member_info& m) {
+    return m.state == member_state::up && m.agent && !avoid.contains(m.name);
+  };
   for (auto& name : wanted) {
-    if (avoid.contains(name))
+    if (name == any_node) {
+      for (bool seed : {false, true})
+        for (auto& m : status.members)
+          if (usable(m) && (m.name == status.seed) == seed)
+            return &m;
       continue;
+    }
     for (auto& m : status.members)
-      if (m.name == name && m.state == member_state::up && m.agent)
+      if (m.name == name && usable(m))
         return &m;
   }
   return nullptr;

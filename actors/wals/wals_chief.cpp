@@ -333,6 +333,18 @@ void tick(wals_chief_pointer self) {
       ++it;
     }
   }
+  // A worker neither idle nor holding a token, and not known dead, waits for a message that
+  // was lost (its token, its commit, or the chief's announcement). Announcing the chief again
+  // makes an idle one report ready; a busy one (slow, or on a token that timed out) commits
+  // when it is done and is idle then.
+  std::set<caf::actor_addr> accounted;
+  for (auto& w : st.idle)
+    accounted.insert(w.address());
+  for (auto& [block, held] : st.issued)
+    accounted.insert(held.worker.address());
+  for (auto& w : st.config.workers)
+    if (!accounted.count(w.address()) && !st.fenced.count(w.address()))
+      self->send(w, chief_atom::value, runtime::public_handle(caf::actor_cast<caf::actor>(self)));
   dispatch(self);
 }
 
@@ -347,6 +359,8 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
     if (auto err = checkpoint_root(st).prepare())
       runtime::log_warn("wals chief: {}", render(err));
   self->set_down_handler([=](caf::down_msg& msg) {
+    // A dead worker is never idle again, whatever a timeout later says.
+    self->state.fenced.insert(msg.source);
     forget_idle(self, msg.source);
     reissue_held_by(self, msg.source, "down");
     dispatch(self);

@@ -2,9 +2,11 @@
 // hands one token per block to an idle worker and starts the other side only after every block
 // of this one has committed (strict alternation). A token not committed within the timeout, or
 // held by a worker that went down (or whose member the registry declared down) or reported
-// idle, is re-issued. After each sweep (rows then
-// cols) the shards save a consistent checkpoint and the chief records its own state; a chief
-// started on a directory holding a checkpoint of the same run resumes from it.
+// idle, is re-issued. A worker neither idle nor holding a token (a lost token, commit or
+// announcement left it waiting) is sent the chief's announcement again at every tick, which an
+// idle worker answers by reporting ready. After each sweep (rows then cols) the shards save a
+// consistent checkpoint and the chief records its own state; a chief started on a directory
+// holding a checkpoint of the same run resumes from it.
 #pragma once
 
 #include <chrono>
@@ -40,7 +42,8 @@ struct wals_chief_state {
   std::deque<uint32_t> queue;
   std::map<uint32_t, outstanding> issued;
   std::deque<caf::actor> idle;
-  /// Workers on members the registry declared down: never given a token again.
+  /// Workers that went down, or on members the registry declared down: never given a token
+  /// again.
   std::set<caf::actor_addr> fenced;
   double observed_loss = 0;
   uint64_t phase_rows = 0;

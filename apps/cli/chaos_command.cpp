@@ -1,6 +1,9 @@
 // `darcy chaos`: fault injection against a running cluster.
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
+#include "apps/chaos/soak.hpp"
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
 #include "runtime/cluster_file.hpp"
@@ -96,6 +99,49 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
                 << " ms (darcy chaos heal " << f->target << " ends it)" << std::endl;
       return {};
     });
+  });
+
+  auto so = std::make_shared<soak_options>();
+  auto soak = chaos->add_subcommand(
+    "soak", "Run a job on a local cluster while a seeded killer SIGKILLs nodes and every service "
+            "drops and delays a share of its messages; compare with a clean run");
+  soak->add_option("--job", so->job, "wals or word2vec")->check(CLI::IsMember({"wals", "word2vec"}));
+  soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
+    ->check(CLI::Range(0, 100));
+  soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
+    ->check(CLI::Range(0.0, 1.0));
+  soak->add_option("--delay", so->delay, "Fraction delayed by --delay-ms")->check(CLI::Range(0.0, 1.0));
+  soak->add_option("--delay-ms", so->delay_ms, "Delay of the delayed messages")
+    ->check(CLI::Range(0, 60000));
+  soak->add_option("--seed", so->seed, "Seed of the kills, the disruptions and the job");
+  soak->add_option("--nodes", so->nodes, "Nodes, the seed (never killed) included")
+    ->check(CLI::Range(2, 64));
+  soak->add_option("--dir", so->dir, "Work directory (emptied first)");
+  soak->add_option("--timeout-s", so->timeout_s,
+                   "Fail a soaked run still going after this long (0: 10 clean runs, at least 300 s)")
+    ->check(CLI::Range(0.0, 86400.0));
+  soak->add_flag("--quiet", so->quiet, "No progress lines");
+  soak->callback([so, &exit_code] {
+    auto r = run_soak(*so);
+    if (!r) {
+      exit_code = fail("chaos soak: " + render(r.error()));
+      return;
+    }
+    std::cout << "soak of " << so->job << ", seed " << so->seed << "\n"
+              << "  completed        " << (r->completed ? "yes" : "no: " + r->failure) << "\n"
+              << "  kills, restarts  " << r->kills << ", " << r->restarts << "\n"
+              << "  recovery         p50 " << r->recover_p50_s << " s, max " << r->recover_max_s << " s\n"
+              << "  lost work        " << r->lost_work
+              << (so->job == "wals" ? " blocks issued again" : " batches replayed") << "\n"
+              << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"
+              << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
+              << r->quality_delta << ")\n"
+              << "  output           " << (r->bit_equal ? "equal to" : "differs from")
+              << " the clean run's, byte for byte\n"
+              << "  time             " << r->seconds << " s (clean " << r->clean_seconds << " s)\n";
+    std::cout << nlohmann::json{{"bench", "soak"}, {"metrics", soak_metrics(*so, *r)}}.dump()
+              << std::endl;
+    exit_code = r->completed ? 0 : 1;
   });
 
   add_target_command(chaos, "heal", "End a service's disruption and print what it did",

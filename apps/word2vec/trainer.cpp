@@ -274,11 +274,18 @@ caf::expected<uint64_t> restore_position(ops::session& s, const std::string& dir
   return decode_position(state->state.input_position, c, o);
 }
 
-// Failures that a restore from the last checkpoint can repair: a shard that went down or
-// stopped answering (its supervisor starts it again elsewhere).
-bool lost_shard(const caf::error& err) {
+// A shard that went down or stopped answering (its supervisor starts it again elsewhere).
+bool shard_unreachable(const caf::error& err) {
   return is(err, errc::node_unreachable) || is(err, errc::timeout) ||
          err == caf::sec::request_timeout || err == caf::sec::request_receiver_down;
+}
+
+// Failures that a restore from the last checkpoint can repair: an unreachable shard, or a
+// backward whose lookup handle a restarted shard no longer holds (the trainer sends each
+// backward right after its lookup, so its handles never expire otherwise). Recoveries are
+// bounded, so a failure that a restore cannot repair still ends the run.
+bool lost_shard(const caf::error& err) {
+  return shard_unreachable(err) || is(err, errc::not_found);
 }
 
 } // namespace
@@ -413,7 +420,7 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
                       batches_done - checkpointed);
     auto restored = restore_position(s, o.periodic_dir, c, o);
     // The lost shard comes back once its supervisor has placed it on another node.
-    for (int attempt = 1; !restored && lost_shard(restored.error()) && attempt < 40; ++attempt) {
+    for (int attempt = 1; !restored && shard_unreachable(restored.error()) && attempt < 40; ++attempt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       restored = restore_position(s, o.periodic_dir, c, o);
     }

@@ -47,7 +47,9 @@ using registry_actor = caf::typed_actor<
 /// by name on this node (errc::spawn_failed otherwise) and answers its handle, which is its
 /// chaos gate's on a node with chaos gates; (chaos_command, gate) passes the command to that
 /// gate (errc::not_found on a node without gates, or for a handle this agent did not hand
-/// out). kill_node SIGKILLs the node's process. join makes the node a
+/// out). With an invalid gate handle the command is for the whole node: every gate it runs,
+/// and a disruption also for every gate it spawns later, until healed; it answers their
+/// summed counts. kill_node SIGKILLs the node's process. join makes the node a
 /// member through its registry and keeps it one from then on. With a cluster secret, join,
 /// spawn, probe, chaos commands and kill_node are refused (errc::permission_denied) to a
 /// process that has not presented the credential to the registry.

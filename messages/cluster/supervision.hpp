@@ -24,13 +24,17 @@ enum class restart_strategy : uint8_t { one_for_one = 0, one_for_all = 1, rest_f
 std::string to_string(restart_type x);
 std::string to_string(restart_strategy x);
 
+/// In child_spec::nodes: any live member.
+inline constexpr const char* any_node = "*";
+
 struct child_spec {
   /// Unique within its supervisor.
   std::string id;
   /// A name registered with actor_system_config::add_actor_type on every node.
   std::string factory;
   caf::message args;
-  /// Nodes to place the child on, in order of preference; the first live one wins.
+  /// Nodes to place the child on, in order of preference; the first live one wins. any_node
+  /// ("*") stands for any live member, members that joined later included, the seed last.
   /// Empty: the supervisor's own node.
   std::vector<std::string> nodes;
   restart_type restart = restart_type::permanent;

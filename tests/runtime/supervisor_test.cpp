@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "tests/support/test_system.hpp"
 
@@ -260,6 +261,54 @@ TEST_F(supervisor_test, RestartAvoidsANodeWhoseConnectionWasLostUntilItIsUpAgain
   }
   self->send_exit(sup, caf::exit_reason::user_shutdown);
   sys.registry().erase(registry_key);
+}
+
+// A stand-in registry listing `members` (name, agent, up or not) with `seed` as the seed.
+caf::behavior listing_registry(std::string seed,
+                               std::vector<std::tuple<std::string, caf::actor, bool>> members) {
+  return {
+    [=](status_atom) {
+      cluster_status status;
+      status.seed = seed;
+      for (auto& [name, agent, up] : members) {
+        member_info m;
+        m.name = name;
+        m.agent = agent;
+        m.state = up ? member_state::up : member_state::down;
+        status.members.push_back(m);
+      }
+      return status;
+    },
+    [](subscribe_atom, const caf::actor&) {},
+  };
+}
+
+// "*" after the wanted nodes: once they are all lost, any live member takes the child, a
+// member that joined later included, and the seed only when no other is up.
+TEST_F(supervisor_test, AnyNodeFallsBackToALiveMemberAndToTheSeedLast) {
+  auto agent = sys.spawn(fake_agent);
+  struct placement {
+    const char* what;
+    std::vector<std::tuple<std::string, caf::actor, bool>> members;
+    const char* placed_on;
+  } cases[] = {
+    {"a later member before the seed",
+     {{"seed", agent, true}, {"gone", agent, false}, {"late", agent, true}}, "late"},
+    {"the seed when nothing else is up", {{"seed", agent, true}, {"gone", agent, false}}, "seed"},
+    {"a wanted node first", {{"seed", agent, true}, {"gone", agent, true}, {"late", agent, true}}, "gone"},
+  };
+  for (auto& c : cases) {
+    auto registry = sys.spawn(listing_registry, std::string{"seed"}, c.members);
+    sys.registry().put(registry_key, caf::actor_cast<caf::strong_actor_ptr>(registry));
+    auto child = worker("w");
+    child.nodes = {"gone", any_node};
+    auto sup = sys.spawn(supervisor, make_spec(restart_strategy::one_for_one, {child}));
+    self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+    EXPECT_EQ(expect_event(supervisor_event_kind::child_started).node, c.placed_on) << c.what;
+    self->send_exit(sup, caf::exit_reason::user_shutdown);
+    self->send_exit(registry, caf::exit_reason::user_shutdown);
+    sys.registry().erase(registry_key);
+  }
 }
 
 } // namespace

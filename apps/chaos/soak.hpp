@@ -1,0 +1,75 @@
+// `darcy chaos soak`: a seeded random-kill soak. A job runs on a local cluster of `darcy node`
+// processes started with --chaos, while a seeded killer SIGKILLs non-seed nodes at random times
+// (a replacement joins after each kill) and every actor the nodes spawn for the job drops and
+// delays a seeded fraction of the messages sent to it (the nodes' chaos gates). The run is compared with a clean run of the same seed on a
+// cluster left alone.
+//
+//   auto r = run_soak({.job = "wals", .kills = 3, .drop = 0.01, .delay = 0.01, .seed = 7});
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
+
+namespace darcy::apps {
+
+struct soak_options {
+  /// "wals" or "word2vec".
+  std::string job = "wals";
+  uint32_t kills = 3;
+  /// Fractions of the messages to every spawned actor dropped and delayed (by delay_ms).
+  double drop = 0.01;
+  double delay = 0.01;
+  int64_t delay_ms = 20;
+  uint64_t seed = 1;
+  /// Nodes of the cluster, the seed included; the seed is never killed.
+  size_t nodes = 4;
+  /// Where the runs' inputs, outputs and the nodes' state go (emptied first).
+  std::string dir = "build/soak";
+  /// The `darcy` binary the nodes and the job run; empty: this one.
+  std::string binary;
+  /// A soaked run still going after this long (0: 10 clean runs, at least 300 s) failed.
+  double timeout_s = 0;
+  bool quiet = false;
+};
+
+struct soak_result {
+  bool completed = false;
+  uint32_t kills = 0;
+  /// Services of killed nodes started again elsewhere.
+  uint32_t restarts = 0;
+  /// From each kill until every service of the killed node was up elsewhere and its
+  /// replacement had joined.
+  double recover_p50_s = 0;
+  double recover_max_s = 0;
+  /// Work done twice: word2vec batches replayed from a checkpoint, WALS blocks issued again.
+  uint64_t lost_work = 0;
+  /// The job's quality under chaos minus the clean run's: word2vec, the share of words whose
+  /// nearest neighbour is of their topic; WALS, the relative change of the final loss.
+  double quality = 0;
+  double clean_quality = 0;
+  double quality_delta = 0;
+  /// The output files equal the clean run's byte for byte.
+  bool bit_equal = false;
+  /// Messages the disrupted services dropped and delayed.
+  uint64_t dropped = 0;
+  uint64_t delayed = 0;
+  double clean_seconds = 0;
+  double seconds = 0;
+  /// Why the run did not complete, if it did not.
+  std::string failure;
+};
+
+/// Runs the clean run and the soak. errc::invalid_config for an unknown job, fewer than 2
+/// nodes, or fractions outside [0, 1]; errc::io_error when the clean run itself fails. A soak
+/// run that fails is a result with completed false, not an error.
+caf::expected<soak_result> run_soak(const soak_options& o);
+
+/// The final line's metrics: completed, kills, restarts, recover_p50_s, recover_max_s,
+/// lost_work, quality_delta and bit_equal (asked of WALS; word2vec, run on one thread, is
+/// deterministic too).
+nlohmann::json soak_metrics(const soak_options& o, const soak_result& r);
+
+} // namespace darcy::apps

@@ -1,0 +1,43 @@
+// The short soak of `make test`: one seed, one kill, 1% of messages dropped and 1% delayed, on a
+// local cluster of real processes. WALS must end with the clean run's factors bit for bit, and
+// DE-Word2Vec with its vectors' quality unchanged; `make soak` runs ten seeds of each.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/node_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace darcy::test {
+namespace {
+
+/// The metrics of `darcy chaos soak --job JOB ...`'s final line, after it exited `code`.
+nlohmann::json soak(const std::string& job, const std::string& dir) {
+  auto r = run_darcy({"chaos", "soak", "--job", job, "--kills", "1", "--drop", "0.01", "--delay",
+                      "0.01", "--seed", "1", "--nodes", "3", "--dir", dir, "--timeout-s", "120",
+                      "--quiet"});
+  auto at = r.out.rfind("{\"bench\":\"soak\"");
+  EXPECT_NE(at, std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  if (at == std::string::npos)
+    return {};
+  return nlohmann::json::parse(r.out.substr(at))["metrics"];
+}
+
+TEST(chaos_soak, wals_survives_a_kill_and_lost_messages_with_the_clean_factors) {
+  temp_dir dir{"soak_wals"};
+  auto m = soak("wals", dir.path());
+  EXPECT_EQ(m.value("completed", 0), 1) << m.dump();
+  EXPECT_EQ(m.value("kills", 0), 1) << m.dump();
+  EXPECT_EQ(m.value("bit_equal", 0), 1) << m.dump();
+}
+
+TEST(chaos_soak, word2vec_survives_a_kill_and_lost_messages_with_its_quality) {
+  temp_dir dir{"soak_word2vec"};
+  auto m = soak("word2vec", dir.path());
+  EXPECT_EQ(m.value("completed", 0), 1) << m.dump();
+  EXPECT_EQ(m.value("kills", 0), 1) << m.dump();
+  EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
+}
+
+} // namespace
+} // namespace darcy::test
