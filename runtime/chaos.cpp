@@ -148,9 +148,14 @@ caf::error kill_node(caf::actor_system& sys, const registry_actor& registry,
   return {};
 }
 
-caf::expected<chaos_stats> command_node(caf::actor_system& sys, const registry_actor& registry,
-                                        const std::string& node, const chaos_command& command,
-                                        std::chrono::milliseconds timeout) {
+namespace {
+
+/// Passes `command` for `gate` (invalid: the whole node) to the agent of `node`. The agent's and
+/// the gates' own errors pass unchanged; a transport error names `what`.
+caf::expected<chaos_stats> ask_agent(caf::actor_system& sys, const registry_actor& registry,
+                                     const std::string& node, const chaos_command& command,
+                                     const caf::actor& gate, std::chrono::milliseconds timeout,
+                                     const std::string& what) {
   if (command.op == chaos_op::disrupt)
     if (auto err = validate(command.plan))
       return err;
@@ -158,10 +163,18 @@ caf::expected<chaos_stats> command_node(caf::actor_system& sys, const registry_a
   if (!member)
     return std::move(member.error());
   auto stats = ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout,
-                                command, caf::actor{});
+                                command, gate);
   if (!stats && stats.error().category() != errc_category)
-    return make_error(errc::node_unreachable, "node " + node + ": " + render(stats.error()));
+    return make_error(errc::node_unreachable, what + ": " + render(stats.error()));
   return stats;
+}
+
+} // namespace
+
+caf::expected<chaos_stats> command_node(caf::actor_system& sys, const registry_actor& registry,
+                                        const std::string& node, const chaos_command& command,
+                                        std::chrono::milliseconds timeout) {
+  return ask_agent(sys, registry, node, command, caf::actor{}, timeout, "node " + node);
 }
 
 caf::error validate(const disruption& plan) {
@@ -175,23 +188,11 @@ caf::error validate(const disruption& plan) {
 caf::expected<chaos_stats> command_gate(caf::actor_system& sys, const registry_actor& registry,
                                         const std::string& service, const chaos_command& command,
                                         std::chrono::milliseconds timeout) {
-  if (command.op == chaos_op::disrupt)
-    if (auto err = validate(command.plan))
-      return err;
   auto info = resolve(sys, registry, service, timeout);
   if (!info)
     return std::move(info.error());
-  auto member = find_member(sys, registry, info->node, timeout);
-  if (!member)
-    return std::move(member.error());
-  auto stats = ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout,
-                                command, info->actor);
-  // The agent's and the gate's own errors pass unchanged; a transport error names the node.
-  if (!stats && stats.error().category() != errc_category)
-    return make_error(errc::node_unreachable,
-                      "service " + service + " on node " + info->node + ": " +
-                        render(stats.error()));
-  return stats;
+  return ask_agent(sys, registry, info->node, command, info->actor, timeout,
+                   "service " + service + " on node " + info->node);
 }
 
 } // namespace darcy::runtime

@@ -122,18 +122,18 @@ caf::error local_cluster::stop(size_t i) {
 }
 
 caf::error local_cluster::pause(size_t i) {
-  auto& n = at(i);
-  if (!n.process)
-    return make_error(errc::invalid_argument, "local_cluster: " + n.name + " is not running");
-  n.process->signal(SIGSTOP);
-  return {};
+  return signal(i, SIGSTOP);
 }
 
 caf::error local_cluster::resume(size_t i) {
+  return signal(i, SIGCONT);
+}
+
+caf::error local_cluster::signal(size_t i, int sig) {
   auto& n = at(i);
   if (!n.process)
     return make_error(errc::invalid_argument, "local_cluster: " + n.name + " is not running");
-  n.process->signal(SIGCONT);
+  n.process->signal(sig);
   return {};
 }
 

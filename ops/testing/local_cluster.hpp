@@ -109,6 +109,8 @@ private:
                                                const std::string& listen,
                                                const std::vector<std::string>& args);
   node& at(size_t i);
+  /// Sends `sig` to node i's process; errc::invalid_argument when it is not running.
+  caf::error signal(size_t i, int sig);
 
   local_cluster_options opts_;
   /// Declared before the nodes, so that it goes after them.
