@@ -14,7 +14,7 @@ caf::error write_cluster_file(const std::string& path, const cluster_file& c) {
   for (auto& n : c.nodes)
     nodes.push_back({{"name", n.name}, {"address", to_string(n.address)}, {"pid", n.pid},
                      {"log", n.log}});
-  nlohmann::json j{{"nodes", nodes}, {"secret_file", c.secret_file}};
+  nlohmann::json j{{"nodes", nodes}, {"secret_file", c.secret_file}, {"netns", c.netns}};
   return stores::write_file_atomically(path, j.dump(2) + "\n");
 }
 
@@ -31,6 +31,7 @@ caf::expected<cluster_file> read_cluster_file(const std::string& path) {
   cluster_file c;
   try {
     c.secret_file = j.value("secret_file", "");
+    c.netns = j.value("netns", "");
     for (auto& n : j["nodes"]) {
       auto address = parse_host_port(n.at("address").get<std::string>());
       if (!address)

@@ -33,6 +33,8 @@ struct cluster_file {
   std::vector<cluster_member> nodes;
   /// The secret the nodes were started with, if any.
   std::string secret_file;
+  /// With --netns: what runtime::netns_network::remove takes down; empty otherwise.
+  std::string netns;
 };
 
 /// Writes `c` to `path` atomically. errc::io_error when it cannot.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
 #include "messages/error.hpp"
 #include "runtime/process.hpp"
@@ -122,11 +123,31 @@ caf::expected<std::unique_ptr<netns_network>> netns_network::create(size_t nodes
 }
 
 netns_network::~netns_network() {
+  if (released_)
+    return;
   if (host_link_)
     run({"link", "del", prefix_ + "h"});
   for (size_t i = 0; i < nodes_; ++i)
     run({"netns", "del", name(i)});
   run({"netns", "del", bridge_ns()});
+}
+
+std::string netns_network::release() {
+  released_ = true;
+  return prefix_ + " " + std::to_string(subnet_) + " " + std::to_string(nodes_);
+}
+
+caf::error netns_network::remove(const std::string& handle) {
+  std::istringstream in{handle};
+  std::string prefix;
+  int subnet = 0;
+  size_t nodes = 0;
+  if (!(in >> prefix >> subnet >> nodes) || prefix.rfind("dz", 0) != 0)
+    return make_error(errc::invalid_argument, "'" + handle + "' names no network of netns_network");
+  netns_network net{prefix, subnet};
+  net.nodes_ = nodes;
+  net.host_link_ = true;
+  return {}; // its destructor takes everything down
 }
 
 std::string netns_network::name(size_t i) const {

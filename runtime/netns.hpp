@@ -27,8 +27,15 @@ public:
   /// errc::io_error naming the `ip` command that failed (what was made is removed again).
   static caf::expected<std::unique_ptr<netns_network>> create(size_t nodes);
 
-  /// Removes every namespace and link it made.
+  /// Removes every namespace and link it made, unless release() was called.
   ~netns_network();
+
+  /// Leaves the namespaces in place when this object goes (a cluster that outlives the
+  /// command that started it); returns what remove() needs to take them down later.
+  std::string release();
+  /// Takes down the namespaces and links that a network with `handle` (release()'s result)
+  /// made. errc::invalid_argument for a handle release() did not write.
+  static caf::error remove(const std::string& handle);
   netns_network(const netns_network&) = delete;
   netns_network& operator=(const netns_network&) = delete;
 
@@ -60,6 +67,7 @@ private:
   int subnet_;
   size_t nodes_ = 0;
   bool host_link_ = false;
+  bool released_ = false;
 };
 
 } // namespace darcy::runtime

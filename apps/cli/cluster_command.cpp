@@ -16,6 +16,7 @@
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/cluster_file.hpp"
+#include "runtime/netns.hpp"
 #include "runtime/process.hpp"
 #include "stores/atomic_file.hpp"
 
@@ -93,6 +94,7 @@ size_t stop_nodes(const runtime::cluster_file& c, std::chrono::seconds patience)
 }
 
 struct up_flags {
+  bool netns = false;
   size_t nodes = 3;
   std::string dir = "build/cluster";
   std::string prefix = "node";
@@ -117,6 +119,13 @@ caf::error cluster_up(const up_flags& f, const std::string& secret_file) {
   runtime::cluster_file c;
   if (!secret_file.empty())
     c.secret_file = fs::absolute(secret_file).string();
+  std::unique_ptr<runtime::netns_network> net;
+  if (f.netns) {
+    auto made = runtime::netns_network::create(f.nodes);
+    if (!made)
+      return std::move(made.error());
+    net = std::move(*made);
+  }
   for (size_t i = 0; i < f.nodes; ++i) {
     runtime::cluster_member m;
     m.name = f.prefix + "-" + std::to_string(i);
@@ -125,12 +134,15 @@ caf::error cluster_up(const up_flags& f, const std::string& secret_file) {
     std::vector<std::string> argv{runtime::self_executable()};
     if (!c.secret_file.empty())
       argv.insert(argv.end(), {"--secret-file", c.secret_file});
-    argv.insert(argv.end(), {"node", "--name", m.name, "--listen", "127.0.0.1:0", "--threads",
+    auto host = net ? net->address(i) : std::string{"127.0.0.1"};
+    argv.insert(argv.end(), {"node", "--name", m.name, "--listen", host + ":0", "--threads",
                              std::to_string(f.threads)});
     if (i > 0)
       argv.insert(argv.end(), {"--join", to_string(c.nodes.front().address)});
     if (f.chaos)
       argv.push_back("--chaos");
+    if (net)
+      argv = net->in_namespace(i, argv);
     auto pid = runtime::start_detached(argv, m.log);
     if (!pid) {
       stop_nodes(c, std::chrono::seconds(10));
@@ -145,8 +157,12 @@ caf::error cluster_up(const up_flags& f, const std::string& secret_file) {
     }
     c.nodes.back().address = *address;
   }
+  if (net)
+    c.netns = net->release(); // the namespaces outlive this command; `down` removes them
   if (auto err = runtime::write_cluster_file(path, c)) {
     stop_nodes(c, std::chrono::seconds(10));
+    if (!c.netns.empty())
+      runtime::netns_network::remove(c.netns);
     return err;
   }
   std::cout << "darcy cluster up: " << c.nodes.size() << " nodes, seed "
@@ -197,13 +213,16 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
 
   auto up_f = std::make_shared<up_flags>();
   auto up = cluster->add_subcommand(
-    "up", "Start a local cluster: a seed and N-1 members on 127.0.0.1, left running");
+    "up", "Start a local cluster: a seed and N-1 members on 127.0.0.1 (or each in a network "
+          "namespace), left running");
   up->add_option("--nodes", up_f->nodes, "Nodes, the seed included")->check(CLI::Range(1, 64));
   up->add_option("--dir", up_f->dir, "Where the cluster file and the nodes' logs go");
   up->add_option("--name-prefix", up_f->prefix, "Nodes are PREFIX-0 (the seed), PREFIX-1, ...");
   up->add_option("--threads", up_f->threads, "Scheduler threads of each node")
     ->check(CLI::Range(1, 256));
   up->add_flag("--chaos", up_f->chaos, "Start the nodes with --chaos (for darcy chaos disrupt)");
+  up->add_flag("--netns", up_f->netns,
+               "Each node in a network namespace of its own, on a bridge this host joins (root)");
   up->callback([up_f, &app, &exit_code] {
     auto* secret = app.get_option("--secret-file");
     auto secret_file = secret->count() > 0 ? secret->as<std::string>() : std::string{};
@@ -225,6 +244,9 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
       return;
     }
     auto stopped = stop_nodes(*c, std::chrono::seconds(*patience));
+    if (!c->netns.empty())
+      if (auto err = runtime::netns_network::remove(c->netns))
+        std::cerr << "darcy: warning: " << render(err) << std::endl;
     std::error_code ec;
     fs::remove(path, ec);
     std::cout << "darcy cluster down: stopped " << stopped << " of " << c->nodes.size()

@@ -9,12 +9,14 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
 #include "runtime/process.hpp"
+#include "stores/checkpoint_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::test {
@@ -159,12 +161,15 @@ TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_exp
   j.expect_hosts_exit();
 }
 
-/// Kills a worker node once the first checkpoint exists; the job must still complete.
+/// Kills a worker node as soon as the chief's first checkpoint exists (training is under way,
+/// with most of its steps ahead); the job must still complete.
 void kill_a_worker_and_complete(job& j) {
   ASSERT_NO_FATAL_FAILURE(j.start());
-  // The evaluator's first line means a checkpoint exists: training is under way.
-  ASSERT_TRUE(j.evaluator->wait_for_line("\"role\":\"evaluator\"", patience))
-    << j.evaluator->read_stderr();
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!stores::checkpoint_dir{j.dir + "/model"}.read_manifest() &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(stores::checkpoint_dir{j.dir + "/model"}.read_manifest()) << j.chief->read_stderr();
   j.workers[1].signal(SIGKILL);
   auto result = j.chief_result();
   EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps);
@@ -176,7 +181,7 @@ void kill_a_worker_and_complete(job& j) {
 
 TEST_F(estimator_roles, a_worker_node_killed_mid_training_is_restarted_and_the_job_completes) {
   temp_dir dir{"estimator_roles_kill_worker"};
-  job j{dir.path(), 2000};
+  job j{dir.path(), 5000};
   kill_a_worker_and_complete(j);
 }
 
