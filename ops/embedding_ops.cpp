@@ -346,8 +346,12 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path) 
   if (!manifest)
     return std::move(manifest.error());
   restored_checkpoint result;
-  for (auto& entry : manifest->embeddings)
+  std::set<std::string> names;
+  for (auto& entry : manifest->embeddings) {
     result.embeddings.push_back(entry.config);
+    names.insert(entry.config.name);
+  }
+  s.embeddings_restored(std::move(names));
   if (manifest->extra.empty())
     return result;
   std::vector<char> extra{manifest->extra.begin(), manifest->extra.end()};

@@ -221,4 +221,9 @@ caf::error session::ensure_embedding(const de_config& cfg) {
   return {};
 }
 
+void session::embeddings_restored(std::set<std::string> names) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  created_ = std::move(names);
+}
+
 } // namespace darcy::ops

@@ -111,6 +111,10 @@ public:
   /// once). Fails like the master's create: errc::invalid_config, or a dim clash.
   caf::error ensure_embedding(const de_config& cfg);
 
+  /// After a restore, the service holds exactly the embeddings `names`: later ensure_embedding
+  /// calls create any other embedding again.
+  void embeddings_restored(std::set<std::string> names);
+
 private:
   explicit session(session_options opts);
 

@@ -316,6 +316,10 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
       return std::move(position.error());
     first = *position;
   }
+  // Created before the first checkpoint, so that every checkpoint holds both tables.
+  for (auto* cfg : {&rs.in_cfg, &rs.out_cfg})
+    if (auto err = s.ensure_embedding(*cfg))
+      return err;
   uint64_t total = rs.batches.size() * uint64_t{o.epochs};
   uint64_t end = total;
   bool stop_early = !o.checkpoint_to.empty() && o.stop_after_batches > 0 &&

@@ -234,6 +234,28 @@ TEST_F(embedding_ops_test, save_and_restore_round_trip_rows_and_training_state) 
   std::filesystem::remove_all(dir);
 }
 
+// A restore replaces the service's embeddings: one created after the checkpoint is gone, and
+// the next lookup creates it again instead of failing with errc::unknown_embedding.
+TEST_F(embedding_ops_test, an_embedding_created_after_a_checkpoint_is_created_again_after_its_restore) {
+  auto dir = std::filesystem::temp_directory_path() / "darcy-ops-restore-later-table";
+  std::filesystem::remove_all(dir);
+  auto cfg = sgd_config(2);
+  auto first = dynamic_embedding_lookup(*s, {"a"}, cfg, "kept");
+  ASSERT_TRUE(first) << render(first.error());
+  ASSERT_FALSE(save(*s, dir.string(), {1, "", {}}));
+  auto later = dynamic_embedding_lookup(*s, {"a"}, cfg, "later");
+  ASSERT_TRUE(later) << render(later.error());
+  auto restored = restore(*s, dir.string());
+  ASSERT_TRUE(restored) << render(restored.error());
+  ASSERT_EQ(restored->embeddings.size(), 1u);
+  for (const auto* name : {"kept", "later"}) {
+    auto again = dynamic_embedding_lookup(*s, {"a"}, cfg, name);
+    ASSERT_TRUE(again) << name << ": " << render(again.error());
+    EXPECT_EQ(again->rows, first->rows) << name;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The in-process session takes the direct path; its backward, like the master's, applies once.
 TEST_F(embedding_ops_test, a_handle_applies_once_and_a_read_handle_never) {
   auto cfg = sgd_config(2);
