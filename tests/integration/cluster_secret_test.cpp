@@ -39,8 +39,17 @@ TEST_F(cluster_test, NodesAndClientsWithoutTheSecretAreRefused) {
                        : std::vector<std::string>{"cluster", "status", "--seed", where});
     EXPECT_EQ(status.exit_code, 1);
     EXPECT_NE(status.err.find("cluster secret"), std::string::npos) << status.err;
-    auto kill = run_darcy({"chaos", "kill-node", "b", "--seed", where});
-    EXPECT_EQ(kill.exit_code, 1);
+    // Every chaos command needs the secret: the seed refuses the client before any node sees it.
+    for (auto chaos : {std::vector<std::string>{"chaos", "kill-node", "b"},
+                       std::vector<std::string>{"chaos", "disrupt", "b", "--drop", "1"},
+                       std::vector<std::string>{"chaos", "heal", "b"}}) {
+      chaos.insert(chaos.end(), {"--seed", where});
+      if (extra.size() > 2)
+        chaos.insert(chaos.end(), {"--secret-file", wrong});
+      auto r = run_darcy(chaos);
+      EXPECT_EQ(r.exit_code, 1) << chaos[1];
+      EXPECT_NE(r.err.find("cluster secret"), std::string::npos) << chaos[1] << ": " << r.err;
+    }
   }
   EXPECT_NE(seed->process.read_stderr().find("wrong or missing cluster secret"),
             std::string::npos);
@@ -57,6 +66,16 @@ TEST_F(cluster_test, NodesAndClientsWithoutTheSecretAreRefused) {
                                           std::string{"darcy.echo"}, caf::make_message());
   ASSERT_FALSE(spawned);
   EXPECT_TRUE(is(error_of(spawned), errc::permission_denied)) << render(error_of(spawned));
+  auto chaos = runtime::ask<chaos_stats>(sys, *agent, patience,
+                                         chaos_command{chaos_op::disrupt, disruption{1.0}},
+                                         caf::actor{});
+  ASSERT_FALSE(chaos);
+  EXPECT_TRUE(is(error_of(chaos), errc::permission_denied)) << render(error_of(chaos));
+  caf::anon_send(*agent, kill_node_atom::value);
+  // Asked after the kill-node, answered after it: b is alive past the refusal.
+  auto echoed = runtime::ask<std::string>(sys, *agent, patience, echo_atom::value,
+                                          std::string{"still there"});
+  EXPECT_TRUE(echoed) << render(error_of(echoed));
   EXPECT_FALSE(member->process.wait(std::chrono::milliseconds(0))) << "b died";
 
   auto ok = run_darcy({"cluster", "status", "--seed", where, "--secret-file", right});
