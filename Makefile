@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build demo test soak bench clean
+.PHONY: all deps configure build demo test test-asan test-tsan soak bench clean
 
 all: build
 
@@ -29,6 +29,13 @@ test: deps build
 # The seeded random-kill soak: SEEDS seeds (default 10) of each job; figures in docs/reliability.md.
 soak: deps build
 	scripts/soak.sh $(BUILD_DIR) $(SEEDS)
+
+# The whole suite under ASan + UBSan, and under TSan, each in a build directory of its own.
+test-asan: deps
+	scripts/sanitize.sh address
+
+test-tsan: deps
+	scripts/sanitize.sh thread
 
 clean:
 	rm -rf $(BUILD_DIR)

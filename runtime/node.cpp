@@ -12,8 +12,11 @@
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
 #include "runtime/cluster_secret.hpp"
+#include "runtime/http_server.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/node_services.hpp"
+#include "runtime/status_page.hpp"
 
 namespace darcy::runtime {
 
@@ -76,7 +79,29 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
   }
   host_port bound{opts.advertise.empty() ? opts.listen.host : opts.advertise, *port};
 
-  auto joined = join_cluster(sys, services, opts, bound);
+  // Stopped before the collector goes, and both before the actor system.
+  std::unique_ptr<http_server> http;
+  auto running = process_metrics().add_collector([&sys](metric_sink& sink) {
+    sink.gauge("darcy_actors_running", "Actors running in this node's process", {},
+               static_cast<double>(sys.registry().running()));
+  });
+  if (opts.http) {
+    auto where = *opts.http;
+    if (where.host.empty())
+      where.host = opts.listen.host;
+    auto started = http_server::start(
+      {.listen = where, .threads = 1},
+      node_http_handler(sys, services.registry, opts.name, opts.connect_timeout));
+    if (!started) {
+      services.stop();
+      return make_error(errc::io_error, "cannot serve the status page on " + to_string(where) +
+                                          ": " + render(started.error()));
+    }
+    http = std::move(*started);
+  }
+  uint16_t http_port = http ? http->port() : 0;
+
+  auto joined = join_cluster(sys, services, opts, bound, http_port);
   if (!joined) {
     services.stop();
     return make_error(errc::node_unreachable, "cannot join the cluster as '" + opts.name +
@@ -84,10 +109,15 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
   }
 
   std::cout << "darcy node " << opts.name << " listening on " << to_string(bound) << std::endl;
+  if (http)
+    std::cout << "darcy node " << opts.name << " serves its status page and /metrics at http://"
+              << bound.host << ":" << http_port << "/" << std::endl;
 
   auto err = main(sys, services);
   if (opts.join)
     ask<ok_atom>(sys, services.registry, opts.connect_timeout, leave_atom::value, opts.name);
+  if (http)
+    http->stop();
   services.stop();
   return err;
 }

@@ -97,7 +97,7 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
   if (auto err = check_keys(path, root, "", {"node", "cluster"}))
     return err;
   if (auto node = root["node"].as_table()) {
-    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "advertise", "join", "threads", "chaos"}))
+    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "advertise", "join", "threads", "chaos", "http"}))
       return err;
     if (auto err = read_bool(path, *node, "chaos", opts.chaos))
       return err;
@@ -105,6 +105,15 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
       return err;
     if (auto err = read_string(path, *node, "advertise", opts.advertise))
       return err;
+    std::string http;
+    if (auto err = read_string(path, *node, "http", http))
+      return err;
+    if (!http.empty()) {
+      auto parsed = parse_http_address(http);
+      if (!parsed)
+        return config_error(path, *node->get("http"), render(parsed.error()));
+      opts.http = *parsed;
+    }
     std::optional<host_port> listen;
     if (auto err = read_endpoint(path, *node, "listen", listen))
       return err;
@@ -155,6 +164,17 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
     return config_error(path, *bad, "'cluster' must be a table");
   }
   return {};
+}
+
+caf::expected<std::optional<host_port>> parse_http_address(const std::string& text) {
+  if (text == "off")
+    return std::optional<host_port>{};
+  auto parsed = parse_host_port(text);
+  if (!parsed)
+    return make_error(errc::invalid_argument,
+                      "http address '" + text + "': give HOST:PORT or off (" +
+                        render(parsed.error()) + ")");
+  return std::optional<host_port>{*parsed};
 }
 
 caf::error validate(const node_options& opts) {

@@ -39,7 +39,13 @@ struct node_options {
   /// disrupt` can reach its traffic ([node] chaos, --chaos). Off by default: a gate is one
   /// more mailbox hop per message (about 15% of remote lookup throughput).
   bool chaos = false;
+  /// Where GET /metrics and the status page are served ([node] http, --http); an empty host
+  /// means the listen host. None: not served.
+  std::optional<host_port> http = host_port{"", 0};
 };
+
+/// "off" (none), or HOST:PORT; errc::invalid_argument otherwise.
+caf::expected<std::optional<host_port>> parse_http_address(const std::string& text);
 
 /// Reads `path` into `opts`, keeping fields the file does not set. Fails with
 /// errc::invalid_config naming the file, the line and the problem: a syntax error, an unknown

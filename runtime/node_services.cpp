@@ -35,7 +35,8 @@ node_services start_node_services(caf::actor_system& sys, const node_options& op
 }
 
 caf::expected<cluster_status> join_cluster(caf::actor_system& sys, const node_services& services,
-                                           const node_options& opts, const host_port& address) {
+                                           const node_options& opts, const host_port& address,
+                                           uint16_t http_port) {
   member_info self;
   self.name = opts.name;
   self.host = address.host;
@@ -43,6 +44,7 @@ caf::expected<cluster_status> join_cluster(caf::actor_system& sys, const node_se
   self.pid = static_cast<int32_t>(::getpid());
   self.gpus = gpu::device_count();
   self.agent = caf::actor_cast<caf::actor>(services.agent);
+  self.http_port = http_port;
   return ask<cluster_status>(sys, services.agent, opts.connect_timeout, join_atom::value,
                              std::move(self));
 }

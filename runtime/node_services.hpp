@@ -31,8 +31,10 @@ node_services start_node_services(caf::actor_system& sys, const node_options& op
                                   const std::string& credential = {});
 
 /// Joins the registry as `opts.name`, reachable at `address` (port 0: not reachable from
-/// other processes). Fails with errc::duplicate_node when the name is taken.
+/// other processes), with its status page at `http_port` on the same host (0: none). Fails
+/// with errc::duplicate_node when the name is taken.
 caf::expected<cluster_status> join_cluster(caf::actor_system& sys, const node_services& services,
-                                           const node_options& opts, const host_port& address);
+                                           const node_options& opts, const host_port& address,
+                                           uint16_t http_port = 0);
 
 } // namespace darcy::runtime

@@ -7,6 +7,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/exit_cascade.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::runtime {
@@ -250,6 +251,10 @@ void on_child_down(supervisor_pointer self, record& child, const caf::error& rea
       continue;
     }
     ++r->restarts;
+    process_metrics()
+      .counter("darcy_restarts_total", "Children restarted by the supervisors of this node",
+               {{"supervisor", self->state.spec.name}, {"child", member}})
+      ->add();
     restart_ids.push_back(member);
   }
   start_all(self, std::move(restart_ids), 0, true);

@@ -4,7 +4,7 @@
 # of demo data, gnuplot-nox draws the experiments' plots, dataset-fashion-mnist feeds `darcy
 # estimator fashion-mnist`, libopenblas0-pthread gives the
 # benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API;
-# yamllint checks deploy/'s manifests).
+# yamllint checks deploy/'s manifests; headless chromium loads the status page in its test).
 set -euo pipefail
 
 packages=(
@@ -19,6 +19,7 @@ packages=(
   libopenblas0-pthread
   wrk
   yamllint
+  chromium
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.

@@ -297,6 +297,16 @@ std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t c
   return spawn_local_shards(sys, count).actors;
 }
 
+namespace {
+
+/// What a shard handler holds while it runs.
+struct shard_request {
+  std::lock_guard<std::mutex> guard;
+  runtime::timed_request timing;
+};
+
+} // namespace
+
 local_shards spawn_local_shards(caf::actor_system& sys, size_t count) {
   local_shards result;
   for (size_t i = 0; i < count; ++i) {
@@ -315,62 +325,84 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
                                                           shard_tables_ptr tables) {
   self->state.index = index;
   self->state.shared = std::move(tables);
-  // Every handler holds the tables' lock.
-  auto lock = [self] { return std::lock_guard<std::mutex>{self->state.shared->mutex}; };
+  auto instance = std::to_string(index) + "." + std::to_string(self->id());
+  self->state.metrics = std::make_unique<runtime::service_metrics>("embedding_shard", instance);
+  self->state.sizes = runtime::process_metrics().add_collector(
+    [weak = std::weak_ptr<shard_tables>{self->state.shared},
+     labels = self->state.metrics->labels()](runtime::metric_sink& sink) {
+      auto tables = weak.lock();
+      if (!tables)
+        return;
+      std::lock_guard<std::mutex> guard{tables->mutex};
+      for (auto& [name, table] : tables->tables) {
+        auto stats = table.store->stats();
+        auto with_table = labels;
+        with_table.emplace_back("table", name);
+        sink.gauge("darcy_store_rows", "Rows a shard's store holds", with_table,
+                   static_cast<double>(stats.rows));
+        sink.gauge("darcy_store_bytes", "Memory a shard's store holds for its rows", with_table,
+                   static_cast<double>(stats.bytes));
+      }
+    });
+  // Every handler holds the tables' lock, and is timed while it does.
+  auto enter = [self](const char* op) {
+    return shard_request{std::lock_guard<std::mutex>{self->state.shared->mutex},
+                         {*self->state.metrics, op, self->mailbox().size()}};
+  };
   return {
-    [self, lock](create_atom, de_config& cfg) {
-      auto guard = lock();
+    [self, enter](create_atom, de_config& cfg) {
+      auto request = enter("create");
       return create(self, cfg); },
-    [self, lock](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
-      auto guard = lock();
+    [self, enter](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
+      auto request = enter("lookup");
       return lookup(self, name, keys);
     },
-    [self, lock](update_atom, const std::string& name, const std::vector<std::string>& keys,
+    [self, enter](update_atom, const std::string& name, const std::vector<std::string>& keys,
            const std::vector<float>& grads, int64_t step) {
-      auto guard = lock();
+      auto request = enter("update");
       return update(self, name, keys, grads, step);
     },
-    [self, lock](update_atom, const std::string& name, const std::vector<std::string>& keys,
+    [self, enter](update_atom, const std::string& name, const std::vector<std::string>& keys,
            const std::vector<float>& grads, int64_t step, uint64_t request_id) {
-      auto guard = lock();
+      auto request = enter("update");
       return update(self, name, keys, grads, step, request_id);
     },
-    [self, lock](lookup_atom, std::vector<table_keys>& tables, uint64_t handle) {
-      auto guard = lock();
+    [self, enter](lookup_atom, std::vector<table_keys>& tables, uint64_t handle) {
+      auto request = enter("lookup");
       return lookup_tables(self, tables, handle);
     },
-    [self, lock](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
+    [self, enter](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
            int64_t step) {
-      auto guard = lock();
+      auto request = enter("backward");
       return backward(self, handle, grads, step); },
-    [self, lock](update_atom, const std::vector<table_keys>& tables,
+    [self, enter](update_atom, const std::vector<table_keys>& tables,
            const std::vector<shared_floats>& grads, int64_t step, uint64_t request_id) {
-      auto guard = lock();
+      auto request = enter("update");
       return update_tables(self, tables, grads, step, request_id);
     },
-    [self, lock](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
+    [self, enter](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            top_k_score score) {
-      auto guard = lock();
+      auto request = enter("top_k");
       return top_k(self, name, queries, k, score); },
-    [self, lock](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
-      auto guard = lock();
+    [self, enter](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
+      auto request = enter("sample_stats");
       return sample_metadata(self, name, positives);
     },
-    [self, lock](sample_part_atom, const std::string& name, const sample_plan& plan) {
-      auto guard = lock();
+    [self, enter](sample_part_atom, const std::string& name, const sample_plan& plan) {
+      auto request = enter("sample_part");
       return sample_part(self, name, plan);
     },
-    [self, lock](save_part_atom, const std::string& dir, const std::string& id, uint32_t part) {
-      auto guard = lock();
+    [self, enter](save_part_atom, const std::string& dir, const std::string& id, uint32_t part) {
+      auto request = enter("save_part");
       return save_part(self, dir, id, part);
     },
-    [self, lock](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
+    [self, enter](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
            uint32_t part, uint32_t count, uint64_t request_id) {
-      auto guard = lock();
+      auto request = enter("load_part");
       return load_part(self, dir, manifest, part, count, request_id);
     },
-    [self, lock](stats_atom, const std::string& name) {
-      auto guard = lock();
+    [self, enter](stats_atom, const std::string& name) {
+      auto request = enter("stats");
       return stats(self, name); },
   };
 }

@@ -14,6 +14,8 @@
 #include "actors/embedding/shard_tables.hpp"
 #include "actors/request_window.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/service_metrics.hpp"
 #include "stores/embedding_store.hpp"
 
 namespace darcy::actors {
@@ -40,6 +42,9 @@ struct embedding_shard_state {
   static constexpr size_t max_pending_bytes = size_t{64} << 20;
   /// The answers of the last saves, by "dir/id", newest last.
   std::deque<std::pair<std::string, std::vector<checkpoint_embedding>>> saved;
+  /// Requests and latency by operation; the store sizes are read at scrape time.
+  std::unique_ptr<runtime::service_metrics> metrics;
+  runtime::metrics_registry::collector_handle sizes;
   static inline const char* name = "darcy.embedding_shard";
 };
 

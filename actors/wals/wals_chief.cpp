@@ -14,6 +14,7 @@
 #include "messages/error.hpp"
 #include "runtime/chaos.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "stores/event_log.hpp"
 #include "stores/wals_checkpoint.hpp"
 
@@ -243,6 +244,8 @@ void end_phase(wals_chief_pointer self) {
         double loss = st.observed_loss + prm.sigma * compute::trace_product(gu, gv, prm.dim) +
                       prm.lambda * (compute::trace(gu, prm.dim) + compute::trace(gv, prm.dim));
         st.losses.push_back(loss);
+        runtime::process_metrics().record_curve(
+          "wals loss, run " + std::to_string(st.config.run_id), st.sweep + 1, loss);
         st.next_gramian = gv;
         auto with_loss = p;
         with_loss.loss = loss;

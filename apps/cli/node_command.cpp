@@ -9,7 +9,7 @@ namespace darcy::apps {
 
 void add_node_command(CLI::App& app, int& exit_code) {
   struct flags {
-    std::string name, listen, advertise, join, config;
+    std::string name, listen, advertise, join, config, http;
     int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0, prune_after_ms = 0;
     size_t threads = 0;
     bool chaos = false;
@@ -27,6 +27,10 @@ void add_node_command(CLI::App& app, int& exit_code) {
     ->envname("DARCY_ADVERTISE");
   cmd->add_option("--join", f->join, "HOST:PORT of the seed to join (a DNS name works)")
     ->envname("DARCY_JOIN");
+  cmd->add_option("--http", f->http,
+                  "HOST:PORT of the status page and GET /metrics (default: the listen host, any "
+                  "free port), or off")
+    ->envname("DARCY_HTTP");
   cmd->add_option("--config", f->config, "TOML config file; flags override it")
     ->envname("DARCY_NODE_CONFIG");
   cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms, "Heartbeat period")
@@ -54,6 +58,14 @@ void add_node_command(CLI::App& app, int& exit_code) {
       opts.name = f->name;
     if (!f->advertise.empty())
       opts.advertise = f->advertise;
+    if (!f->http.empty()) {
+      auto http = runtime::parse_http_address(f->http);
+      if (!http) {
+        exit_code = fail("--http: " + render(http.error()));
+        return;
+      }
+      opts.http = *http;
+    }
     for (auto [flag, text] : {std::pair{"--listen", &f->listen}, {"--join", &f->join}}) {
       if (text->empty())
         continue;

@@ -33,6 +33,12 @@ void print_status(std::ostream& out, const cluster_status& status) {
       out << "  (" << m.reason << ")";
     out << "\n";
   }
+  std::string pages;
+  for (auto& m : status.members)
+    if (m.http_port > 0 && m.state == member_state::up)
+      pages += "  " + m.name + " http://" + m.host + ":" + std::to_string(m.http_port) + "/\n";
+  if (!pages.empty())
+    out << "status pages and /metrics:\n" << pages;
   out.flush();
 }
 

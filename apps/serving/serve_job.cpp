@@ -6,7 +6,7 @@
 
 #include "actors/serving/serving_root.hpp"
 #include "apps/serving/estimator_model.hpp"
-#include "apps/serving/http_server.hpp"
+#include "runtime/http_server.hpp"
 #include "apps/serving/serving_front.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"

@@ -23,11 +23,19 @@
 
 #include "apps/serving/estimator_model.hpp"
 #include "apps/serving/http_metrics.hpp"
-#include "apps/serving/http_server.hpp"
 #include "apps/serving/serve_config.hpp"
 #include "messages/serving/serving_interfaces.hpp"
+#include "runtime/http_server.hpp"
 
 namespace darcy::serving {
+
+// The front end answers through the runtime's HTTP server (every node's status page uses it too).
+using runtime::http_request;
+using runtime::http_responder;
+using runtime::http_response;
+using runtime::http_server;
+using runtime::http_server_options;
+using runtime::json_error;
 
 /// The HTTP status of an error answered by a root (or a front-end check).
 unsigned http_status_of(const caf::error& err);

@@ -34,12 +34,14 @@ struct member_info {
   /// restarts). A member declared down and heard from again is re-admitted under a new one,
   /// and the actors of its older incarnation are fenced.
   uint64_t incarnation = 0;
+  /// Where the node serves /metrics and its status page (on `host`); 0: it serves neither.
+  uint16_t http_port = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, member_info& x) {
   return f(caf::meta::type_name("member_info"), x.name, x.host, x.port, x.pid, x.gpus,
-           x.agent, x.joined_ms, x.state, x.reason, x.incarnation);
+           x.agent, x.joined_ms, x.state, x.reason, x.incarnation, x.http_port);
 }
 
 /// A named service: `name` resolves to `actor`, which lives on node `node`.

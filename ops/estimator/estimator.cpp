@@ -7,6 +7,7 @@
 
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "runtime/metrics.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "stores/parameter_part.hpp"
 
@@ -266,6 +267,9 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     ++result.steps;
     result.last_loss = r->spec.loss;
     input_position_ = in.position();
+    runtime::process_metrics().record_curve(
+      "estimator loss, " + (cfg_.model_dir.empty() ? std::string{"no model_dir"} : cfg_.model_dir),
+      static_cast<double>(global_step_), r->spec.loss);
     step_result s{global_step_, r->spec.loss, (*next)->rows(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
     for (auto& h : hooks) {

@@ -25,6 +25,7 @@ advertise = "node-b.darcy"
 join = "127.0.0.1:7000"
 threads = 3
 chaos = true
+http = "127.0.0.1:9100"
 [cluster]
 heartbeat_interval_ms = 100
 heartbeat_timeout_ms = 900
@@ -39,6 +40,8 @@ connect_timeout_ms = 1500
   EXPECT_EQ(*opts.join, (host_port{"127.0.0.1", 7000}));
   EXPECT_EQ(opts.threads, 3u);
   EXPECT_TRUE(opts.chaos);
+  ASSERT_TRUE(opts.http);
+  EXPECT_EQ(*opts.http, (host_port{"127.0.0.1", 9100}));
   EXPECT_EQ(opts.heartbeat_interval.count(), 100);
   EXPECT_EQ(opts.heartbeat_timeout.count(), 900);
   EXPECT_EQ(opts.connect_timeout.count(), 1500);
@@ -58,6 +61,8 @@ TEST(node_options, RejectsBadFilesWithFileLineAndReason) {
     {"bad_endpoint", "[node]\nlisten = \"nowhere\"\n", "is not HOST:PORT"},
     {"negative", "[cluster]\nheartbeat_timeout_ms = -5\n", "must be a positive integer"},
     {"not_a_bool", "[node]\nchaos = \"yes\"\n", "'chaos' must be true or false"},
+    {"bad_http", "[node]\nhttp = \"sometimes\"\n", "give HOST:PORT or off"},
+    {"http_not_string", "[node]\nhttp = 9100\n", "'http' must be a string"},
   };
   for (auto& r : rows) {
     auto path = write_temp(std::string{r.name} + ".toml", r.content);
@@ -67,6 +72,19 @@ TEST(node_options, RejectsBadFilesWithFileLineAndReason) {
     EXPECT_TRUE(is(err, errc::invalid_config)) << r.name;
     EXPECT_NE(render(err).find(r.expected), std::string::npos) << render(err);
   }
+}
+
+TEST(node_options, HttpAddressIsHostPortOrOffAndServedByDefault) {
+  EXPECT_EQ(node_options{}.http, (std::optional<host_port>{host_port{"", 0}}));
+  auto off = parse_http_address("off");
+  ASSERT_TRUE(off);
+  EXPECT_FALSE(*off);
+  auto fixed = parse_http_address("0.0.0.0:9100");
+  ASSERT_TRUE(fixed);
+  EXPECT_EQ(*fixed, (std::optional<host_port>{host_port{"0.0.0.0", 9100}}));
+  auto bad = parse_http_address("9100");
+  ASSERT_FALSE(bad);
+  EXPECT_TRUE(is(bad.error(), errc::invalid_argument)) << render(bad.error());
 }
 
 TEST(node_options, MissingFileIsAnError) {

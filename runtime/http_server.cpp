@@ -1,4 +1,4 @@
-#include "apps/serving/http_server.hpp"
+#include "runtime/http_server.hpp"
 
 #include <optional>
 #include <thread>
@@ -14,7 +14,7 @@
 
 #include "messages/error.hpp"
 
-namespace darcy::serving {
+namespace darcy::runtime {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -210,4 +210,4 @@ void http_server::stop() {
   impl_->threads.clear();
 }
 
-} // namespace darcy::serving
+} // namespace darcy::runtime

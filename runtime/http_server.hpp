@@ -1,7 +1,7 @@
-// A small asynchronous HTTP/1.1 server on Boost.Beast for the serving front end: keep-alive
-// connections, a body limit, and a handler that may answer later from any thread. Malformed
-// requests never reach the handler: the server answers them itself (400, 413, 431) with a JSON
-// error and closes the connection.
+// A small asynchronous HTTP/1.1 server on Boost.Beast, for the serving front end and for every
+// node's /metrics and status page: keep-alive connections, a body limit, and a handler that may
+// answer later from any thread. Malformed requests never reach the handler: the server answers
+// them itself (400, 413, 431) with a JSON error and closes the connection.
 //
 //   auto server = http_server::start({.listen = {"127.0.0.1", 0}}, [](http_request req,
 //                                     http_responder respond) { respond({200, "{}"}); });
@@ -17,7 +17,7 @@
 
 #include "runtime/host_port.hpp"
 
-namespace darcy::serving {
+namespace darcy::runtime {
 
 struct http_request {
   std::string method;
@@ -71,4 +71,4 @@ private:
   std::shared_ptr<impl> impl_;
 };
 
-} // namespace darcy::serving
+} // namespace darcy::runtime
