@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build demo test test-asan test-tsan soak bench clean
+.PHONY: all deps configure build demo test test-asan test-tsan fuzz soak bench clean
 
 all: build
 
@@ -36,6 +36,11 @@ test-asan: deps
 
 test-tsan: deps
 	scripts/sanitize.sh thread
+
+# Each libFuzzer target (tests/fuzz/) for FUZZ_SECONDS, built with clang in build-fuzz.
+FUZZ_SECONDS ?= 60
+fuzz:
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR)

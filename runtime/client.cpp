@@ -5,11 +5,17 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster_secret.hpp"
+#include "runtime/tls.hpp"
 
 namespace darcy::runtime {
 
 caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host_port& where) {
-  auto agent = sys.middleman().remote_actor<node_agent_actor>(where.host, where.port);
+  auto agent = connect_remote<node_agent_actor>(sys, where.host, where.port);
+  if (!agent && agent.error() == caf::sec::disconnect_during_handshake)
+    return make_error(errc::node_unreachable,
+                      "the node at " + to_string(where) +
+                        " ended the handshake: with TLS (--tls-dir) on either side, both need a "
+                        "certificate of the same CA");
   if (!agent)
     return make_error(errc::node_unreachable,
                       "no Darcy node answers at " + to_string(where) + " (" +

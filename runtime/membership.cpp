@@ -6,6 +6,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/log.hpp"
+#include "runtime/tls.hpp"
 
 namespace darcy::runtime {
 
@@ -97,7 +98,7 @@ void seek_seed(node_agent_pointer self) {
   if (!st.options.seed || st.rejoining)
     return;
   st.rejoining = true;
-  auto mm = self->system().middleman().actor_handle();
+  auto mm = connection_manager(self->system());
   self->request(mm, request_timeout(self), caf::connect_atom::value, st.options.seed->host,
                 st.options.seed->port)
     .then(

@@ -17,6 +17,7 @@
 #include "runtime/metrics.hpp"
 #include "runtime/node_services.hpp"
 #include "runtime/status_page.hpp"
+#include "runtime/tls.hpp"
 
 namespace darcy::runtime {
 
@@ -71,8 +72,7 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
   }
   auto services = start_node_services(sys, opts, seed_registry, credential);
 
-  auto port = sys.middleman().publish(services.agent, opts.listen.port,
-                                      opts.listen.host.c_str(), true);
+  auto port = publish(services.agent, opts.listen.port, opts.listen.host.c_str());
   if (!port) {
     services.stop();
     return listen_error(opts, port.error());

@@ -13,6 +13,7 @@
 #include "runtime/log.hpp"
 #include "runtime/membership.hpp"
 #include "runtime/probe.hpp"
+#include "runtime/tls.hpp"
 
 namespace darcy::runtime {
 
@@ -21,7 +22,7 @@ namespace {
 // Connects to the probe's target node through the middleman, then runs the probe there.
 void start_probe(node_agent_pointer self, probe_spec spec,
                  caf::typed_response_promise<probe_result> promise) {
-  auto mm = self->system().middleman().actor_handle();
+  auto mm = connection_manager(self->system());
   self->request(mm, std::chrono::seconds(10), caf::connect_atom::value, spec.host, spec.port)
     .then(
       [self, spec, promise](const caf::node_id&, caf::strong_actor_ptr& target,

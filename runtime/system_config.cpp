@@ -7,12 +7,14 @@
 #include "messages/registration.hpp"
 #include "runtime/chaos.hpp"
 #include "runtime/supervisor.hpp"
+#include "runtime/tls.hpp"
 
 namespace darcy::runtime {
 
 system_config::system_config(std::string name, size_t threads) : node_name(std::move(name)) {
   register_types(*this);
   load<caf::io::middleman>();
+  configure_tls(*this);
   set("middleman.enable-automatic-connections", true);
   // Schedule the middleman's utility actors instead of detaching them: in CAF 0.17 a detached
   // actor can block ~actor_system forever in await_detached_threads (CAF issues #1110, #1196).

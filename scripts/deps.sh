@@ -9,7 +9,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libcaf-dev capnproto libcapnp-dev
+  libcaf-dev libssl-dev capnproto libcapnp-dev
   libleveldb-dev libsnappy-dev
   libeigen3-dev libboost-dev zlib1g-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev nlohmann-json3-dev

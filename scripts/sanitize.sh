@@ -15,8 +15,10 @@ case $kind in
 esac
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+# -O1: a sanitized build of every file takes half as long as at -O2, and runs nearly as fast.
 cmake -S "$root" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DDARCY_SANITIZE="$kind" -DDARCY_ENABLE_CUDA=OFF
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DDARCY_SANITIZE="$kind" -DDARCY_ENABLE_CUDA=OFF \
+  -DDARCY_NATIVE=OFF
 cmake --build "$dir" -j "$jobs"
 reports=$dir/sanitizer-reports
 rm -rf "$reports" && mkdir -p "$reports"

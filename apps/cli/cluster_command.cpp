@@ -18,6 +18,7 @@
 #include "runtime/cluster_file.hpp"
 #include "runtime/netns.hpp"
 #include "runtime/process.hpp"
+#include "runtime/tls.hpp"
 #include "stores/atomic_file.hpp"
 
 namespace darcy::apps {
@@ -134,6 +135,8 @@ caf::error cluster_up(const up_flags& f, const std::string& secret_file) {
     std::vector<std::string> argv{runtime::self_executable()};
     if (!c.secret_file.empty())
       argv.insert(argv.end(), {"--secret-file", c.secret_file});
+    if (auto& tls = runtime::process_tls())
+      argv.insert(argv.end(), {"--tls-dir", fs::absolute(tls->dir).string()});
     auto host = net ? net->address(i) : std::string{"127.0.0.1"};
     argv.insert(argv.end(), {"node", "--name", m.name, "--listen", host + ":0", "--threads",
                              std::to_string(f.threads)});

@@ -9,6 +9,7 @@
 #include "messages/error.hpp"
 #include "runtime/cluster_secret.hpp"
 #include "runtime/log.hpp"
+#include "runtime/tls.hpp"
 
 int main(int argc, char** argv) {
   // Training moves batches of several MiB between threads every few milliseconds. Keeping such
@@ -36,6 +37,17 @@ int main(int argc, char** argv) {
       if (!secret)
         throw CLI::ValidationError("--secret-file", darcy::render(secret.error()));
       darcy::runtime::set_client_credential(darcy::runtime::credential_of(*secret));
+    });
+  std::string tls_dir;
+  app.add_option("--tls-dir", tls_dir,
+                 "TLS between nodes and clients: a directory with ca.pem, node.pem and node.key "
+                 "(scripts/make_tls.sh); every node and client of the cluster needs one")
+    ->envname("DARCY_TLS_DIR")
+    ->each([](const std::string& dir) {
+      auto files = darcy::runtime::read_tls_dir(dir);
+      if (!files)
+        throw CLI::ValidationError("--tls-dir", darcy::render(files.error()));
+      darcy::runtime::set_process_tls(*files);
     });
   int exit_code = 0;
   darcy::apps::add_node_command(app, exit_code);

@@ -7,6 +7,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/cluster_secret.hpp"
+#include "runtime/tls.hpp"
 
 namespace darcy::testing {
 
@@ -31,6 +32,12 @@ caf::expected<std::unique_ptr<local_cluster>> local_cluster::start(local_cluster
     if (!secret)
       return std::move(secret.error());
     runtime::set_client_credential(runtime::credential_of(*secret));
+  }
+  if (!o.tls_dir.empty()) {
+    auto files = runtime::read_tls_dir(o.tls_dir);
+    if (!files)
+      return std::move(files.error());
+    runtime::set_process_tls(*files);
   }
   std::unique_ptr<local_cluster> c{new local_cluster(std::move(o))};
   if (c->opts_.netns) {
@@ -57,6 +64,8 @@ caf::expected<runtime::launched_node> local_cluster::launch(size_t index, const 
   std::vector<std::string> argv{opts_.binary};
   if (!opts_.secret_file.empty())
     argv.insert(argv.end(), {"--secret-file", opts_.secret_file});
+  if (!opts_.tls_dir.empty())
+    argv.insert(argv.end(), {"--tls-dir", opts_.tls_dir});
   argv.insert(argv.end(),
               {"node", "--name", name, "--listen", listen, "--threads", std::to_string(opts_.threads),
                "--heartbeat-interval-ms", std::to_string(opts_.heartbeat_interval.count()),

@@ -45,6 +45,9 @@ struct local_cluster_options {
   std::vector<std::string> node_args;
   /// The cluster secret, for the nodes and for the fixture's own client.
   std::string secret_file;
+  /// TLS between the nodes (`darcy --tls-dir`), and for this process's own actor systems from
+  /// now on, the fixture's client included (runtime::set_process_tls). Empty: none.
+  std::string tls_dir;
   /// How long a node may take to listen, and the view's requests to answer.
   std::chrono::milliseconds patience{30000};
   /// Each node in a network namespace of its own (runtime/netns.hpp; needs root), so that
