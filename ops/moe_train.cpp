@@ -86,7 +86,10 @@ private:
     for (auto& e : experts_)
       handles.push_back(caf::actor_cast<expert_actor>(e));
     return s_.system().spawn(actors::moe_router,
-                             moe_router_config{o_.layer, o_.replicas, o_.learning_rate}, handles);
+                             moe_router_config{o_.layer, o_.replicas, o_.learning_rate,
+                                               o_.expert_attempts,
+                                               static_cast<int64_t>(o_.expert_retry.count())},
+                             handles);
   }
 
   std::chrono::milliseconds step_timeout() const { return s_.timeout() * 4; }

@@ -30,17 +30,24 @@ caf::result<row_block> forward(expert_pointer self, const row_block& block) {
   auto& st = self->state;
   if (!st.expert)
     return not_started();
+  // A copy of a forward whose backward was applied: the router no longer waits for it, and
+  // taking it would lose the forward the next backward needs.
+  if (st.last_backward && block.step <= st.last_backward->step)
+    return make_error(errc::invalid_argument,
+                      "expert " + std::to_string(st.config.index) + ": a late forward of step " +
+                        std::to_string(block.step) + ", whose backward was applied");
   auto dim = st.config.layer.dim;
   auto in = view(block, dim);
   if (!in)
     return std::move(in.error());
+  if (!(st.step && *st.step == block.step))
+    st.examples += block.rows;
   st.in = *in;
   st.hidden.resize(block.rows, st.expert->hidden_width());
   auto [values, span] = shared_floats::allocate(static_cast<size_t>(block.rows) * dim);
   rows_map out{span.data(), block.rows, dim};
   st.expert->forward(st.in, st.hidden, out);
   st.step = block.step;
-  st.examples += block.rows;
   return row_block{block.step, block.rows, std::move(values)};
 }
 
@@ -48,6 +55,11 @@ caf::result<row_block> backward(expert_pointer self, const row_block& block) {
   auto& st = self->state;
   if (!st.expert)
     return not_started();
+  // A repeated request (the router asked again, the first answer being late or lost): the
+  // update was applied once, and its answer is given again.
+  if (st.last_backward && st.last_backward->step == block.step &&
+      st.last_backward->rows == block.rows)
+    return *st.last_backward;
   auto dim = st.config.layer.dim;
   if (!st.step || *st.step != block.step || st.in.rows() != block.rows)
     return make_error(errc::invalid_argument,
@@ -64,7 +76,8 @@ caf::result<row_block> backward(expert_pointer self, const row_block& block) {
   st.expert->backward(st.in, st.hidden, *dout, din);
   st.optimizer->step(st.expert->parameters());
   st.step.reset();
-  return row_block{block.step, block.rows, std::move(values)};
+  st.last_backward = row_block{block.step, block.rows, std::move(values)};
+  return *st.last_backward;
 }
 
 caf::result<file_info> save(expert_pointer self, const std::string& root,
@@ -90,7 +103,9 @@ caf::result<ok_atom> load(expert_pointer self, const std::string& root, const fi
   if (auto err = stores::read_parameter_part(stores::checkpoint_dir{root}, part,
                                              st.expert->parameters(), *st.optimizer))
     return err;
+  // The steps after the checkpoint are trained again: none of them counts as applied.
   st.step.reset();
+  st.last_backward.reset();
   return ok_atom::value;
 }
 

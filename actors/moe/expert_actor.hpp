@@ -22,6 +22,8 @@ struct expert_state {
   compute::nn::matrix in;
   compute::nn::matrix hidden;
   uint64_t examples = 0;
+  /// The answer of the last backward applied, given again to a repeated request.
+  std::optional<row_block> last_backward;
   /// The last save: its name and part, answered again to a repeated request.
   std::string saved_name;
   file_info saved_part;

@@ -17,7 +17,15 @@ using compute::nn::matrix;
 using const_rows = Eigen::Map<const matrix>;
 
 /// How long an expert may take for one step's block.
-constexpr std::chrono::seconds expert_timeout{120};
+/// The timeout of `attempt` (0, 1, ...) of a request to an expert; `scale` for slow ones.
+std::chrono::milliseconds attempt_timeout(const moe_router_config& cfg, uint32_t attempt,
+                                          int64_t scale = 1) {
+  return std::chrono::milliseconds{cfg.expert_attempt_ms * scale * (attempt + 1)};
+}
+
+retry_policy expert_retries(const moe_router_config& cfg) {
+  return {cfg.expert_attempts, {}};
+}
 
 enum class phase_kind { forward, backward };
 
@@ -86,13 +94,14 @@ void ask_experts(moe_router_pointer self, phase_kind kind, uint64_t step, const 
   auto source = std::make_shared<const matrix>(rows);
   st.inflight = fan_out<row_block>(
     targets,
-    [self, kind, step, source](size_t e) {
+    [self, kind, step, source](size_t e, uint32_t attempt) {
       auto& plan = self->state.plan;
       auto block = block_of(step, *source, plan.offsets[e], plan.expert_batch(e));
       auto& expert = self->state.experts[e];
+      auto timeout = attempt_timeout(self->state.config, attempt);
       return kind == phase_kind::forward
-               ? self->request(expert, expert_timeout, forward_atom::value, std::move(block))
-               : self->request(expert, expert_timeout, backward_atom::value, std::move(block));
+               ? self->request(expert, timeout, forward_atom::value, std::move(block))
+               : self->request(expert, timeout, backward_atom::value, std::move(block));
     },
     [self, results](size_t e, row_block& answer) {
       auto& plan = self->state.plan;
@@ -107,7 +116,8 @@ void ask_experts(moe_router_pointer self, phase_kind kind, uint64_t step, const 
         return;
       }
       done(*results);
-    });
+    },
+    expert_retries(st.config));
 }
 
 void run_forward(moe_router_pointer self) {
@@ -231,9 +241,9 @@ void save_layer(moe_router_pointer self, const std::string& path, const std::str
   parts->back() = *gate;
   st.inflight = fan_out<file_info>(
     all_targets(st.experts.size()),
-    [self, path, prefix](size_t e) {
-      return self->request(self->state.experts[e], expert_timeout, save_atom::value, path,
-                           prefix + "/expert-" + std::to_string(e));
+    [self, path, prefix](size_t e, uint32_t attempt) {
+      return self->request(self->state.experts[e], attempt_timeout(self->state.config, attempt, 10),
+                           save_atom::value, path, prefix + "/expert-" + std::to_string(e));
     },
     [parts](size_t e, file_info& part) { (*parts)[e] = std::move(part); },
     [self, parts, done](caf::error err) {
@@ -241,7 +251,8 @@ void save_layer(moe_router_pointer self, const std::string& path, const std::str
       if (err)
         return done(std::move(err));
       done(std::move(*parts));
-    });
+    },
+    expert_retries(st.config));
 }
 
 /// Restores the gate from the last of `parts` and expert e from parts[e].
@@ -260,15 +271,16 @@ void load_layer(moe_router_pointer self, const std::string& path,
   st.checkpointing = true;
   st.inflight = fan_out<ok_atom>(
     all_targets(experts),
-    [self, path, parts](size_t e) {
-      return self->request(self->state.experts[e], expert_timeout, load_atom::value, path,
-                           (*parts)[e]);
+    [self, path, parts](size_t e, uint32_t attempt) {
+      return self->request(self->state.experts[e], attempt_timeout(self->state.config, attempt, 10),
+                           load_atom::value, path, (*parts)[e]);
     },
     [](size_t, ok_atom) {},
     [self, done](caf::error err) {
       self->state.checkpointing = false;
       done(std::move(err));
-    });
+    },
+    expert_retries(st.config));
 }
 
 caf::result<checkpoint_manifest> save(moe_router_pointer self, const moe_save_request& req) {

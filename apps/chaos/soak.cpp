@@ -134,18 +134,36 @@ job_run make_run(const soak_options& o, const std::string& binary, const std::st
               "--seed", std::to_string(o.seed), "--token-timeout-ms", "5000", "--timeout-ms",
               "5000", "--out", r.out, "--quiet", "--cluster", seed};
     r.outputs = {r.out + "/U.f32", r.out + "/V.f32"};
-  } else {
+  } else if (o.job == "word2vec") {
     r.argv = {binary, "word2vec", "train", "--corpus", input, "--cluster", seed, "--shards", "1",
               "--dim", "16", "--epochs", "8", "--threads", "1", "--batch-words", "2000",
               "--checkpoint-every", "10", "--periodic-checkpoint", r.out + ".checkpoints",
               "--shard-retry-ms", "500", "--seed", std::to_string(o.seed), "--output",
               r.out + ".vec", "--quiet"};
     r.outputs = {r.out + ".vec"};
+  } else {
+    // MoE: experts on the nodes, the router here; its final loss is its output.
+    r.argv = {binary, "moe", "train", "--cluster", seed, "--checkpoint", r.out + ".checkpoints",
+              "--steps", "200", "--checkpoint-every", "20", "--seed", std::to_string(o.seed),
+              "--timeout-ms", "5000", "--expert-retry-ms", "200", "--quiet"};
   }
   return r;
 }
 
+/// A number field of the last JSON line of `out` (moe train's summary); NaN when absent.
+double json_field(const std::string& out, const std::string& field) {
+  auto at = out.rfind("{\"");
+  if (at == std::string::npos)
+    return std::nan("");
+  auto j = nlohmann::json::parse(out.substr(at), nullptr, false);
+  if (j.is_discarded() || !j.contains(field) || !j[field].is_number())
+    return std::nan("");
+  return j[field].get<double>();
+}
+
 double quality_of(const soak_options& o, const job_run& r, const std::string& stdout_text) {
+  if (o.job == "moe")
+    return json_field(stdout_text, "final_loss");
   return o.job == "wals" ? final_wals_loss(stdout_text) : topic_quality(r.outputs.front());
 }
 
@@ -180,9 +198,11 @@ bool recovered(const cluster_status& st, const pending_recovery& p) {
 } // namespace
 
 caf::expected<soak_result> run_soak(const soak_options& o) {
-  if (o.job != "wals" && o.job != "word2vec")
-    return make_error(errc::invalid_config, "chaos soak: job '" + o.job +
-                                              "' is not one it can run (wals, word2vec)");
+  if (o.job != "wals" && o.job != "word2vec" && o.job != "moe")
+    return make_error(errc::invalid_config,
+                      "chaos soak: job '" + o.job +
+                        "' is not one it can run (wals, word2vec, moe; the Estimator's roles "
+                        "are processes of their own, which this killer does not start)");
   if (o.nodes < 2)
     return make_error(errc::invalid_config, "chaos soak: at least 2 nodes (the seed is never killed)");
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
@@ -350,6 +370,9 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     auto at = out.find("replaying ");
     if (at != std::string::npos)
       result.lost_work = std::stoull(out.substr(at + 10));
+  } else if (o.job == "moe") {
+    auto replayed = json_field(out, "replayed_steps");
+    result.lost_work = std::isnan(replayed) ? 0 : static_cast<uint64_t>(replayed);
   } else {
     std::istringstream log{read_text(run.out + "/checkpoints/events.log")};
     for (std::string line; std::getline(log, line);)
@@ -359,10 +382,11 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   }
   if (result.completed) {
     result.quality = quality_of(o, run, out);
-    result.quality_delta = o.job == "wals"
-                             ? (result.quality - result.clean_quality) / result.clean_quality
-                             : result.quality - result.clean_quality;
-    result.bit_equal = true;
+    result.quality_delta = o.job == "word2vec"
+                             ? result.quality - result.clean_quality
+                             : (result.quality - result.clean_quality) / result.clean_quality;
+    // MoE writes no file: its final loss, as printed, stands for its output.
+    result.bit_equal = !run.outputs.empty() || result.quality == result.clean_quality;
     for (size_t i = 0; i < run.outputs.size(); ++i)
       result.bit_equal = result.bit_equal && read_text(run.outputs[i]) == read_text(clean.outputs[i]) &&
                          !read_text(run.outputs[i]).empty();

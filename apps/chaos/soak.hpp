@@ -16,7 +16,7 @@
 namespace darcy::apps {
 
 struct soak_options {
-  /// "wals" or "word2vec".
+  /// "wals", "word2vec" or "moe".
   std::string job = "wals";
   uint32_t kills = 3;
   /// Fractions of the messages to every spawned actor dropped and delayed (by delay_ms).
@@ -44,14 +44,15 @@ struct soak_result {
   /// replacement had joined.
   double recover_p50_s = 0;
   double recover_max_s = 0;
-  /// Work done twice: word2vec batches replayed from a checkpoint, WALS blocks issued again.
+  /// Work done twice: word2vec batches and MoE steps replayed from a checkpoint, WALS blocks
+  /// issued again.
   uint64_t lost_work = 0;
   /// The job's quality under chaos minus the clean run's: word2vec, the share of words whose
-  /// nearest neighbour is of their topic; WALS, the relative change of the final loss.
+  /// nearest neighbour is of their topic; WALS and MoE, the relative change of the final loss.
   double quality = 0;
   double clean_quality = 0;
   double quality_delta = 0;
-  /// The output files equal the clean run's byte for byte.
+  /// The output files equal the clean run's byte for byte (MoE: its final loss, exactly).
   bool bit_equal = false;
   /// Messages the disrupted services dropped and delayed.
   uint64_t dropped = 0;

@@ -69,6 +69,9 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   train->add_option("--expert-nodes", o.expert_nodes, "Nodes that run experts (default: all)")
     ->delimiter(',');
   train->add_option("--prefix", o.prefix, "Service-name prefix of the experts");
+  train->add_option("--expert-retry-ms", job->expert_retry_ms,
+                    "Ask an expert again when it has not answered within this (then 2x, 3x)")
+    ->check(CLI::Range(1, 3600000));
   train->add_option("--cluster", job->cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   train->add_option("--timeout-ms", job->timeout_ms, "Cluster request timeout");
   train->add_flag("--quiet", job->quiet, "No progress bar");

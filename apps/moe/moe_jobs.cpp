@@ -37,12 +37,17 @@ caf::error run_train(const train_job& job) {
   if (!s)
     return std::move(s.error());
   auto options = job.options;
+  options.expert_retry = std::chrono::milliseconds{job.expert_retry_ms};
   auto bar = apps::progress_bar::on_stderr();
   auto start = clock::now();
   auto tokens_per_step = static_cast<double>(options.replicas) * options.batch;
   uint64_t stepped = 0;
+  // Steps trained again after restores: each restore goes back from the step after the last
+  // one that completed to its checkpoint's.
+  uint64_t last_step = 0, replayed = 0;
   options.on_step = [&](uint64_t step, double loss) {
     ++stepped;
+    last_step = step;
     if (job.quiet)
       return;
     auto seconds = std::chrono::duration<double>(clock::now() - start).count();
@@ -54,6 +59,8 @@ caf::error run_train(const train_job& job) {
                left);
   };
   options.on_restore = [&](int64_t step, const std::string& cause) {
+    if (stepped > 0 && last_step + 1 > static_cast<uint64_t>(step))
+      replayed += last_step + 1 - static_cast<uint64_t>(step);
     std::cerr << "\nmoe train: restored every expert from the checkpoint of step " << step
               << " (" << cause << ")" << std::endl;
   };
@@ -72,6 +79,7 @@ caf::error run_train(const train_job& job) {
     {"first_loss", result->losses.front()},
     {"final_loss", result->losses.back()},
     {"restores", result->restores},
+    {"replayed_steps", replayed},
     {"expert_batch_mean", examples / experts},
     {"expert_batch_expected", options.layer.gating.k * tokens_per_step / experts},
     {"expert_nodes", result->expert_nodes},

@@ -16,6 +16,8 @@ struct train_job {
   /// Empty: an in-process cluster. Otherwise the seed's HOST:PORT.
   std::string cluster;
   int64_t timeout_ms = 5000;
+  /// options.expert_retry, in milliseconds.
+  int64_t expert_retry_ms = 1000;
   bool quiet = false;
 };
 

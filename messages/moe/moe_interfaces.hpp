@@ -39,11 +39,17 @@ struct moe_router_config {
   moe_config layer;
   uint32_t replicas = 1;
   double learning_rate = 1e-3;
+  /// Requests to an expert not answered within expert_attempt_ms × (attempt + 1) are sent
+  /// again, up to expert_attempts in all (saves and loads wait ten times longer). Experts
+  /// answer a repeated request once applied; a router over other routers must keep 1.
+  uint32_t expert_attempts = 1;
+  int64_t expert_attempt_ms = 120000;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, moe_router_config& x) {
-  return f(caf::meta::type_name("moe_router_config"), x.layer, x.replicas, x.learning_rate);
+  return f(caf::meta::type_name("moe_router_config"), x.layer, x.replicas, x.learning_rate,
+           x.expert_attempts, x.expert_attempt_ms);
 }
 
 /// An expert actor's spawn argument: the layer (for the expert's shape), which expert it is

@@ -1,6 +1,6 @@
 // The short soak of `make test`: one seed, one kill, 1% of messages dropped and 1% delayed, on a
 // local cluster of real processes. WALS must end with the clean run's factors bit for bit, and
-// DE-Word2Vec with its vectors' quality unchanged; `make soak` runs ten seeds of each.
+// DE-Word2Vec and the MoE layer with their quality unchanged; `make soak` runs ten seeds of each.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -29,6 +29,14 @@ TEST(chaos_soak, wals_survives_a_kill_and_lost_messages_with_the_clean_factors) 
   EXPECT_EQ(m.value("completed", 0), 1) << m.dump();
   EXPECT_EQ(m.value("kills", 0), 1) << m.dump();
   EXPECT_EQ(m.value("bit_equal", 0), 1) << m.dump();
+}
+
+TEST(chaos_soak, moe_survives_a_kill_and_lost_messages_with_the_clean_loss) {
+  temp_dir dir{"soak_moe"};
+  auto m = soak("moe", dir.path());
+  EXPECT_EQ(m.value("completed", 0), 1) << m.dump();
+  EXPECT_EQ(m.value("kills", 0), 1) << m.dump();
+  EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
 }
 
 TEST(chaos_soak, word2vec_survives_a_kill_and_lost_messages_with_its_quality) {

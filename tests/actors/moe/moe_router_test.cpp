@@ -10,6 +10,7 @@
 #include "actors/moe/expert_actor.hpp"
 #include "compute/moe/hierarchical_moe.hpp"
 #include "compute/nn/init.hpp"
+#include "runtime/chaos.hpp"
 #include "tests/support/moe_steps.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
@@ -140,6 +141,45 @@ TEST_F(moe_router_test, a_nan_block_is_refused_and_the_step_completes_with_a_goo
     ASSERT_TRUE(good) << render(good.error());
     EXPECT_TRUE(good->isApprox(forward ? y : dx, 1e-5f)) << "forward " << forward;
   }
+}
+
+// Experts behind chaos gates that drop 30% of the messages sent to them (seeded): the router
+// asks again what was not answered, the experts apply a repeated backward once, and the layer
+// trains exactly as the in-process one.
+TEST_F(moe_router_test, lost_expert_messages_are_asked_again_and_applied_once) {
+  auto cfg = layer_config();
+  test::moe_twin twin{cfg, learning_rate};
+  std::vector<expert_actor> gates;
+  uint64_t gate_seed = 11;
+  for (uint32_t e = 0; e < cfg.gating.experts; ++e) {
+    auto expert = sys.spawn(moe_expert, expert_config{cfg, e, learning_rate});
+    guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(expert)));
+    disruption plan{.drop = 0.3, .seed = gate_seed++};
+    gates.push_back(caf::actor_cast<expert_actor>(
+      sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(expert), plan)));
+  }
+  auto router = sys.spawn(moe_router,
+                          moe_router_config{cfg, 1, learning_rate, /*expert_attempts=*/20,
+                                            /*expert_attempt_ms=*/20},
+                          gates);
+  guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(router)));
+  std::mt19937_64 rng{6};
+  for (uint64_t step = 0; step < 5; ++step) {
+    matrix x = compute::nn::normal<float>(12, cfg.dim, 1.0f, rng);
+    matrix dy = compute::nn::normal<float>(12, cfg.dim, 1.0f, rng);
+    auto [y, dx] = twin.step(x, dy);
+    auto got_y = test::router_phase(self, router, true, step, x, 1);
+    ASSERT_TRUE(got_y) << render(got_y.error());
+    EXPECT_TRUE(got_y->isApprox(y, 1e-5f)) << "step " << step;
+    auto got_dx = test::router_phase(self, router, false, step, dy, 1);
+    ASSERT_TRUE(got_dx) << render(got_dx.error());
+    EXPECT_TRUE(got_dx->isApprox(dx, 1e-5f)) << "step " << step;
+  }
+  uint64_t dropped = 0;
+  for (auto& g : gates)
+    self->request(caf::actor_cast<caf::actor>(g), test::patience, chaos_command{chaos_op::stats, {}})
+      .receive([&](chaos_stats& st) { dropped += st.dropped; }, [](caf::error& e) { FAIL() << render(e); });
+  EXPECT_GT(dropped, 0u) << "no message was lost: the test proves nothing";
 }
 
 /// `count` pairs of 12 random inputs and output gradients.
