@@ -81,6 +81,7 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
 
   // Stopped before the collector goes, and both before the actor system.
   std::unique_ptr<http_server> http;
+  std::string http_host;
   auto running = process_metrics().add_collector([&sys](metric_sink& sink) {
     sink.gauge("darcy_actors_running", "Actors running in this node's process", {},
                static_cast<double>(sys.registry().running()));
@@ -89,6 +90,7 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
     auto where = *opts.http;
     if (where.host.empty())
       where.host = opts.listen.host;
+    http_host = where.host == "0.0.0.0" || where.host == "::" ? bound.host : where.host;
     auto started = http_server::start(
       {.listen = where, .threads = 1},
       node_http_handler(sys, services.registry, opts.name, opts.connect_timeout));
@@ -111,7 +113,7 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
   std::cout << "darcy node " << opts.name << " listening on " << to_string(bound) << std::endl;
   if (http)
     std::cout << "darcy node " << opts.name << " serves its status page and /metrics at http://"
-              << bound.host << ":" << http_port << "/" << std::endl;
+              << http_host << ":" << http_port << "/" << std::endl;
 
   auto err = main(sys, services);
   if (opts.join)

@@ -143,6 +143,27 @@ TEST_F(moe_router_test, a_nan_block_is_refused_and_the_step_completes_with_a_goo
   }
 }
 
+/// `count` pairs of 12 random inputs and output gradients.
+std::vector<std::pair<matrix, matrix>> random_batches(int count, uint32_t dim, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::vector<std::pair<matrix, matrix>> batches;
+  for (int i = 0; i < count; ++i) {
+    matrix x = compute::nn::normal<float>(12, dim, 1.0f, rng);
+    batches.emplace_back(x, compute::nn::normal<float>(12, dim, 1.0f, rng));
+  }
+  return batches;
+}
+
+/// One training step through `router` (one replica): its y and dx.
+std::pair<matrix, matrix> train_step(caf::scoped_actor& self, const moe_router_actor& router,
+                                     uint64_t step, const matrix& x, const matrix& dy) {
+  auto y = test::router_phase(self, router, true, step, x, 1);
+  EXPECT_TRUE(y) << render(y.error());
+  auto dx = test::router_phase(self, router, false, step, dy, 1);
+  EXPECT_TRUE(dx) << render(dx.error());
+  return {y ? *y : matrix{}, dx ? *dx : matrix{}};
+}
+
 // Experts behind chaos gates that drop 30% of the messages sent to them (seeded): the router
 // asks again what was not answered, the experts apply a repeated backward once, and the layer
 // trains exactly as the in-process one.
@@ -168,39 +189,15 @@ TEST_F(moe_router_test, lost_expert_messages_are_asked_again_and_applied_once) {
     matrix x = compute::nn::normal<float>(12, cfg.dim, 1.0f, rng);
     matrix dy = compute::nn::normal<float>(12, cfg.dim, 1.0f, rng);
     auto [y, dx] = twin.step(x, dy);
-    auto got_y = test::router_phase(self, router, true, step, x, 1);
-    ASSERT_TRUE(got_y) << render(got_y.error());
-    EXPECT_TRUE(got_y->isApprox(y, 1e-5f)) << "step " << step;
-    auto got_dx = test::router_phase(self, router, false, step, dy, 1);
-    ASSERT_TRUE(got_dx) << render(got_dx.error());
-    EXPECT_TRUE(got_dx->isApprox(dx, 1e-5f)) << "step " << step;
+    auto [got_y, got_dx] = train_step(self, router, step, x, dy);
+    EXPECT_TRUE(got_y.isApprox(y, 1e-5f)) << "step " << step;
+    EXPECT_TRUE(got_dx.isApprox(dx, 1e-5f)) << "step " << step;
   }
   uint64_t dropped = 0;
   for (auto& g : gates)
     self->request(caf::actor_cast<caf::actor>(g), test::patience, chaos_command{chaos_op::stats, {}})
       .receive([&](chaos_stats& st) { dropped += st.dropped; }, [](caf::error& e) { FAIL() << render(e); });
   EXPECT_GT(dropped, 0u) << "no message was lost: the test proves nothing";
-}
-
-/// `count` pairs of 12 random inputs and output gradients.
-std::vector<std::pair<matrix, matrix>> random_batches(int count, uint32_t dim, uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  std::vector<std::pair<matrix, matrix>> batches;
-  for (int i = 0; i < count; ++i) {
-    matrix x = compute::nn::normal<float>(12, dim, 1.0f, rng);
-    batches.emplace_back(x, compute::nn::normal<float>(12, dim, 1.0f, rng));
-  }
-  return batches;
-}
-
-/// One training step through `router` (one replica): its y and dx.
-std::pair<matrix, matrix> train_step(caf::scoped_actor& self, const moe_router_actor& router,
-                                     uint64_t step, const matrix& x, const matrix& dy) {
-  auto y = test::router_phase(self, router, true, step, x, 1);
-  EXPECT_TRUE(y) << render(y.error());
-  auto dx = test::router_phase(self, router, false, step, dy, 1);
-  EXPECT_TRUE(dx) << render(dx.error());
-  return {y ? *y : matrix{}, dx ? *dx : matrix{}};
 }
 
 caf::expected<checkpoint_manifest> ask_checkpoint(caf::scoped_actor& self,
