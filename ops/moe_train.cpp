@@ -85,11 +85,13 @@ private:
     std::vector<expert_actor> handles;
     for (auto& e : experts_)
       handles.push_back(caf::actor_cast<expert_actor>(e));
-    return s_.system().spawn(actors::moe_router,
-                             moe_router_config{o_.layer, o_.replicas, o_.learning_rate,
-                                               o_.expert_attempts,
-                                               static_cast<int64_t>(o_.expert_retry.count())},
-                             handles);
+    moe_router_config cfg{o_.layer, o_.replicas, o_.learning_rate};
+    // In one process no message is lost: asking again would only repeat a slow expert's work.
+    if (!s_.in_process()) {
+      cfg.expert_attempts = o_.expert_attempts;
+      cfg.expert_attempt_ms = static_cast<int64_t>(o_.expert_retry.count());
+    }
+    return s_.system().spawn(actors::moe_router, cfg, handles);
   }
 
   std::chrono::milliseconds step_timeout() const { return s_.timeout() * 4; }

@@ -49,8 +49,9 @@ struct moe_train_options {
   std::string prefix = "moe";
   /// Restores after which the run fails instead.
   uint32_t max_restores = 8;
-  /// A request to an expert unanswered after expert_retry × (attempt + 1) is sent again, up to
-  /// expert_attempts in all, so that a lost message costs a retry instead of a restore.
+  /// On a cluster, a request to an expert unanswered after expert_retry × (attempt + 1) is sent
+  /// again, up to expert_attempts in all, so that a lost message costs a retry instead of a
+  /// restore. expert_retry must exceed an expert's slowest step.
   uint32_t expert_attempts = 4;
   std::chrono::milliseconds expert_retry{1000};
   /// Called after every step on the calling thread.

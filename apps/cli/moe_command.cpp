@@ -70,7 +70,8 @@ void add_moe_command(CLI::App& app, int& exit_code) {
     ->delimiter(',');
   train->add_option("--prefix", o.prefix, "Service-name prefix of the experts");
   train->add_option("--expert-retry-ms", job->expert_retry_ms,
-                    "Ask an expert again when it has not answered within this (then 2x, 3x)")
+                    "On a cluster, ask an expert again when it has not answered within this "
+                    "(then 2x, 3x); keep it above an expert's slowest step")
     ->check(CLI::Range(1, 3600000));
   train->add_option("--cluster", job->cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   train->add_option("--timeout-ms", job->timeout_ms, "Cluster request timeout");
