@@ -23,7 +23,7 @@ cmake --build "$dir" -j "$jobs"
 reports=$dir/sanitizer-reports
 rm -rf "$reports" && mkdir -p "$reports"
 supp=$root/tests/sanitizers
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp:log_path=$reports/ubsan"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:log_path=$reports/asan"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp"
 export TSAN_OPTIONS="second_deadlock_stack=1:suppressions=$supp/tsan.supp:log_path=$reports/tsan"

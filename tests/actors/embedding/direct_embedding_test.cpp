@@ -94,6 +94,7 @@ TEST_F(direct_embedding_test, RefusedRequestsChangeNothing) {
   nan_grads[7] = std::nanf("");
   floats short_grads(3);
   floats good_out(20 * 2, 0.5f);
+  floats good_in(20 * 4, 0.5f);
   struct case_t {
     const char* what;
     std::vector<std::span<const float>> grads;
@@ -101,7 +102,7 @@ TEST_F(direct_embedding_test, RefusedRequestsChangeNothing) {
   };
   for (auto& c : std::vector<case_t>{
          {"NaN in the first table", {nan_grads, good_out}, errc::non_finite},
-         {"too few values", {std::span<const float>{floats(20 * 4, 0.5f)}, short_grads},
+         {"too few values", {good_in, short_grads},
           errc::dimension_mismatch},
          {"one buffer for two tables", {nan_grads}, errc::dimension_mismatch},
        }) {
