@@ -216,24 +216,29 @@ std::string metrics_registry::render() const {
   return out;
 }
 
-std::vector<std::pair<metric_labels, double>> metrics_registry::values(const std::string& name) const {
-  std::vector<std::pair<metric_labels, double>> result;
+std::map<std::string, metrics_registry::series_values>
+metrics_registry::values(const std::vector<std::string>& names) const {
+  std::map<std::string, series_values> result;
   std::vector<metric_collector> collectors;
   {
     std::lock_guard<std::mutex> guard{mutex_};
     for (auto& [id, collect] : collectors_)
       collectors.push_back(collect);
-    if (auto f = families_.find(name); f != families_.end())
-      for (auto& [labels, s] : f->second.members)
-        result.emplace_back(labels, s.counter   ? static_cast<double>(s.counter->value())
-                                    : s.gauge   ? s.gauge->value()
-                                                : static_cast<double>(s.histogram->count()));
+    for (auto& name : names) {
+      auto& out = result[name];
+      if (auto f = families_.find(name); f != families_.end())
+        for (auto& [labels, s] : f->second.members)
+          out.emplace_back(labels, s.counter   ? static_cast<double>(s.counter->value())
+                                   : s.gauge   ? s.gauge->value()
+                                               : static_cast<double>(s.histogram->count()));
+    }
   }
   gathered g;
   for (auto& collect : collectors)
     collect(g);
-  if (auto e = g.by_name.find(name); e != g.by_name.end())
-    result.insert(result.end(), e->second.values.begin(), e->second.values.end());
+  for (auto& [name, out] : result)
+    if (auto e = g.by_name.find(name); e != g.by_name.end())
+      out.insert(out.end(), e->second.values.begin(), e->second.values.end());
   return result;
 }
 

@@ -116,9 +116,11 @@ public:
   /// Every series of every name, collectors included, in the text format.
   std::string render() const;
 
-  /// The value of each series of `name` (a counter's count, a gauge's value, a histogram's
-  /// count), collectors included.
-  std::vector<std::pair<metric_labels, double>> values(const std::string& name) const;
+  using series_values = std::vector<std::pair<metric_labels, double>>;
+
+  /// For each of `names`, the value of each of its series (a counter's count, a gauge's value,
+  /// a histogram's count), collectors included; the collectors run once.
+  std::map<std::string, series_values> values(const std::vector<std::string>& names) const;
 
 private:
   enum class kind : uint8_t { counter, gauge, histogram };

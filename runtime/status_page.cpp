@@ -104,9 +104,11 @@ node_view current_view(caf::actor_system& sys, const registry_actor& registry,
     view.cluster_error = "this node has no registry";
   }
   auto& metrics = process_metrics();
-  view.store_rows = metrics.values("darcy_store_rows");
-  view.restarts = metrics.values("darcy_restarts_total");
-  view.requests = metrics.values("darcy_service_requests_total");
+  auto values = metrics.values(
+    {"darcy_store_rows", "darcy_restarts_total", "darcy_service_requests_total"});
+  view.store_rows = std::move(values["darcy_store_rows"]);
+  view.restarts = std::move(values["darcy_restarts_total"]);
+  view.requests = std::move(values["darcy_service_requests_total"]);
   view.curves = metrics.curves();
   return view;
 }

@@ -53,9 +53,9 @@ TEST(metrics, one_series_per_name_and_labels_until_removed) {
   auto b = r.counter("c", "C", {{"k", "1"}});
   EXPECT_EQ(a, b);
   a->add();
-  EXPECT_EQ(r.values("c").size(), 1u);
+  EXPECT_EQ(r.values({"c"})["c"].size(), 1u);
   r.remove("c", {{"k", "1"}});
-  EXPECT_TRUE(r.values("c").empty());
+  EXPECT_TRUE(r.values({"c"})["c"].empty());
   EXPECT_EQ(r.render(), "");
   b->add(); // a holder of a removed series records without effect on the registry
   EXPECT_NE(r.counter("c", "C", {{"k", "1"}}), a);
@@ -70,7 +70,7 @@ TEST(metrics, collectors_report_at_render_time_until_their_handle_goes) {
     });
     EXPECT_TRUE(has_line(r.render(), "store_rows{table=\"t\"} 4"));
     rows = 9;
-    auto values = r.values("store_rows");
+    auto values = r.values({"store_rows"})["store_rows"];
     ASSERT_EQ(values.size(), 1u);
     EXPECT_EQ(values[0].second, 9);
   }
