@@ -44,6 +44,7 @@ struct EmbeddingConfig {
   maxBatch @14 :UInt32;
   backendPath @15 :Text;
   cacheBytes @16 :UInt64;
+  stalenessMs @17 :UInt32 = 1000;
 }
 
 struct Row {

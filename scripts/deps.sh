@@ -4,13 +4,14 @@
 # of demo data, gnuplot-nox draws the experiments' plots, dataset-fashion-mnist feeds `darcy
 # estimator fashion-mnist`, libopenblas0-pthread gives the
 # benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API;
-# yamllint checks deploy/'s manifests; headless chromium loads the status page in its test).
+# yamllint checks deploy/'s manifests; redis-server backs the Redis store's tests and `darcy bench
+# redis`, whose peer is redis-tools' redis-benchmark; headless chromium loads the status page in its test).
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libcaf-dev libssl-dev capnproto libcapnp-dev
-  libleveldb-dev libsnappy-dev
+  libleveldb-dev libsnappy-dev libhiredis-dev redis-server redis-tools
   libeigen3-dev libboost-dev zlib1g-dev
   libtomlplusplus-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev

@@ -91,6 +91,7 @@ void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
   out.setMaxBatch(cfg.max_batch);
   out.setBackendPath(cfg.path);
   out.setCacheBytes(cfg.cache_bytes);
+  out.setStalenessMs(cfg.staleness_ms);
 }
 
 de_config from_capnp(EmbeddingConfig::Reader in) {
@@ -114,6 +115,7 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   cfg.max_batch = in.getMaxBatch();
   cfg.path = in.getBackendPath();
   cfg.cache_bytes = in.getCacheBytes();
+  cfg.staleness_ms = in.getStalenessMs();
   return cfg;
 }
 
@@ -142,11 +144,31 @@ capnp::ReaderOptions reader_options(size_t words) {
 
 } // namespace
 
+std::string encode_config(const de_config& cfg) {
+  capnp::MallocMessageBuilder message;
+  to_capnp(message.initRoot<EmbeddingConfig>(), cfg);
+  return flat_bytes(message);
+}
+
+caf::expected<de_config> decode_config(const std::string& bytes, const std::string& what) {
+  auto words = to_words(bytes, what);
+  if (!words)
+    return std::move(words.error());
+  try {
+    capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
+    return from_capnp(reader.getRoot<EmbeddingConfig>());
+  } catch (const kj::Exception& e) {
+    return make_error(errc::corrupt_file, what + ": " + e.getDescription().cStr());
+  }
+}
+
 caf::expected<file_info> write_shard_file(const std::string& dir, const std::string& rel_path,
                                           const de_config& cfg, embedding_store& store) {
   capnp::MallocMessageBuilder message;
   auto rows = fill_shard_file(message, cfg.name, store);
-  return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), rows);
+  if (!rows)
+    return std::move(rows.error());
+  return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), *rows);
 }
 
 caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,

@@ -17,6 +17,11 @@ namespace darcy::stores {
 /// The manifest's file name inside a checkpoint directory.
 inline constexpr const char* manifest_name = "MANIFEST";
 
+/// One embedding's config as bytes (an EmbeddingConfig message), and back; decode_config
+/// fails with errc::corrupt_file naming `what`.
+std::string encode_config(const de_config& cfg);
+caf::expected<de_config> decode_config(const std::string& bytes, const std::string& what);
+
 /// Writes every row of `store` (config `cfg`) to dir/rel_path.
 caf::expected<file_info> write_shard_file(const std::string& dir, const std::string& rel_path,
                                           const de_config& cfg, embedding_store& store);

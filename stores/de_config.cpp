@@ -9,6 +9,8 @@
 #include "stores/admission.hpp"
 #include "stores/leveldb_store.hpp"
 #include "stores/memory_store.hpp"
+#include "stores/redis_client.hpp"
+#include "stores/redis_store.hpp"
 
 namespace darcy::stores {
 
@@ -50,6 +52,14 @@ caf::error validate(const de_config& cfg) {
     if (cfg.eviction.kind != eviction_kind::none)
       return bad("eviction is a memory-backend feature");
   }
+  if (cfg.backend == backend_kind::redis) {
+    if (auto where = parse_redis_location(cfg.path); !where)
+      return bad(render(where.error()));
+    if (cfg.eviction.kind != eviction_kind::none)
+      return bad("eviction is a memory-backend feature");
+  }
+  if (cfg.backend > backend_kind::redis)
+    return bad("unknown backend " + std::to_string(static_cast<int>(cfg.backend)));
   for (auto check : {make_error(compute::validate(cfg.init)),
                      make_error(compute::validate(cfg.optimizer)), validate(cfg.admission),
                      validate(cfg.eviction)})
@@ -89,6 +99,12 @@ caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg)
       return std::move(store.error());
     return std::unique_ptr<embedding_store>{std::move(*store)};
   }
+  if (cfg.backend == backend_kind::redis) {
+    auto store = redis_store::open(cfg);
+    if (!store)
+      return std::move(store.error());
+    return std::unique_ptr<embedding_store>{std::move(*store)};
+  }
   auto store = memory_store::make(memory_options(cfg));
   if (!store)
     return std::move(store.error());
@@ -99,14 +115,21 @@ de_config shard_config(const de_config& cfg, uint32_t index) {
   auto result = cfg;
   if (cfg.backend == backend_kind::leveldb)
     result.path = (std::filesystem::path{cfg.path} / ("shard-" + std::to_string(index))).string();
+  if (cfg.backend == backend_kind::redis)
+    result.path = cfg.path + "/shard-" + std::to_string(index);
   return result;
 }
 
-void remove_store_files(const de_config& cfg) {
+caf::error remove_store_files(const de_config& cfg, uint32_t shard_count) {
+  if (cfg.backend == backend_kind::redis)
+    return redis_store::remove(cfg, shard_count);
   if (cfg.backend != backend_kind::leveldb)
-    return;
+    return {};
   std::error_code ec;
   std::filesystem::remove_all(cfg.path, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot remove " + cfg.path + ": " + ec.message());
+  return {};
 }
 
 } // namespace darcy::stores

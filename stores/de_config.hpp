@@ -39,11 +39,13 @@ caf::expected<typename Map::mapped_type*> find_embedding(Map& by_name, const std
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg);
 
 /// The config one shard's store is opened with: `cfg` with a persistent path made per shard
-/// (cfg.path/shard-<index>), so that a restarted shard finds its rows again.
+/// (cfg.path/shard-<index>, for LevelDB a directory, for Redis the shard's index), so that a
+/// restarted shard finds its rows again.
 de_config shard_config(const de_config& cfg, uint32_t index);
 
-/// Removes whatever a persistent store of `cfg` keeps on disk (nothing for memory stores), so
-/// that make_store starts it empty. The store must be closed.
-void remove_store_files(const de_config& cfg);
+/// Removes whatever a persistent store of `cfg` keeps (nothing for memory stores), so that
+/// make_store starts it empty. The store must be closed. A Redis shard removes the rows that
+/// belong to it among `shard_count` shards (see redis_store::remove).
+caf::error remove_store_files(const de_config& cfg, uint32_t shard_count);
 
 } // namespace darcy::stores

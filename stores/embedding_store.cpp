@@ -18,17 +18,20 @@
 
 namespace darcy::stores {
 
-sample_stats embedding_store::sample_metadata(const std::vector<std::string>& positives) {
+caf::expected<sample_stats>
+embedding_store::sample_metadata(const std::vector<std::string>& positives) {
   std::map<uint64_t, uint64_t> histogram;
   std::unordered_set<std::string_view> wanted(positives.begin(), positives.end());
   sample_stats result;
-  export_rows([&](const row_record& r) {
+  auto err = export_rows([&](const row_record& r) {
     ++histogram[r.frequency];
     if (wanted.count(r.key) > 0) {
       result.positives.emplace_back(r.key);
       result.positive_freqs.push_back(r.frequency);
     }
   });
+  if (err)
+    return err;
   for (auto [freq, count] : histogram) {
     result.freqs.push_back(freq);
     result.counts.push_back(count);
@@ -43,7 +46,7 @@ caf::expected<sample_result> embedding_store::sample(const sample_plan& plan) {
   std::unordered_set<std::string_view> excluded(plan.positives.begin(), plan.positives.end());
   std::vector<std::string> keys;
   std::vector<double> weights;
-  export_rows([&](const row_record& r) {
+  auto err = export_rows([&](const row_record& r) {
     if (excluded.count(r.key) > 0)
       return;
     auto f = std::lower_bound(plan.freqs.begin(), plan.freqs.end(), r.frequency);
@@ -52,6 +55,8 @@ caf::expected<sample_result> embedding_store::sample(const sample_plan& plan) {
     keys.emplace_back(r.key);
     weights.push_back(plan.weights[static_cast<size_t>(f - plan.freqs.begin())]);
   });
+  if (err)
+    return err;
   auto dist = compute::candidate_distribution::from_weights(weights);
   if (!dist)
     return make_error(errc::invalid_argument,
@@ -68,7 +73,8 @@ caf::expected<sample_result> embedding_store::sample(const sample_plan& plan) {
 
 caf::error embedding_store::export_to(std::ostream& out, const std::string& name) {
   capnp::MallocMessageBuilder message;
-  fill_shard_file(message, name, *this);
+  if (auto rows = fill_shard_file(message, name, *this); !rows)
+    return std::move(rows.error());
   try {
     kj::std::StdOutputStream stream{out};
     capnp::writeMessage(stream, message);

@@ -69,13 +69,15 @@ public:
   virtual store_stats stats() const = 0;
 
   /// Calls f(key, values) for every row, in no particular order; f must not change the store.
-  virtual void scan(const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
+  /// Fails (errc::io_error) only for a backend whose rows live elsewhere and cannot be read:
+  /// the rows seen by then are then not all rows.
+  virtual caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
 
   /// Optimizer state vectors per row (see compute::slot_count).
   virtual size_t slot_count() const = 0;
 
-  /// Calls f for every row with its whole state; f must not change the store.
-  virtual void export_rows(const std::function<void(const row_record&)>& f) = 0;
+  /// Calls f for every row with its whole state; f must not change the store. Fails as scan.
+  virtual caf::error export_rows(const std::function<void(const row_record&)>& f) = 0;
 
   /// Inserts or replaces a row with its whole state, bypassing admission and read-only mode
   /// (this is the restore path; the service refuses user imports in read-only mode). Fails
@@ -86,7 +88,7 @@ public:
 
   /// Sampling metadata: how many rows have each frequency, and the frequencies of those of
   /// `positives` that are stored here.
-  sample_stats sample_metadata(const std::vector<std::string>& positives);
+  caf::expected<sample_stats> sample_metadata(const std::vector<std::string>& positives);
 
   /// Draws plan.count rows with replacement, none of them in plan.positives, weighing a row of
   /// frequency plan.freqs[i] by plan.weights[i]; probs are weight / plan.total_weight. Fails

@@ -1,7 +1,6 @@
 #include "stores/leveldb_store.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 
 #include <leveldb/db.h>
@@ -12,6 +11,8 @@
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "stores/admission.hpp"
+#include "stores/cached_rows.hpp"
+#include "stores/row_codec.hpp"
 
 namespace darcy::stores {
 
@@ -19,7 +20,6 @@ namespace {
 
 constexpr char row_prefix = 'r';
 const std::string format_key = "m:format";
-constexpr size_t header_bytes = 3 * sizeof(uint64_t);
 
 std::string row_key(std::string_view key) {
   std::string result;
@@ -29,32 +29,8 @@ std::string row_key(std::string_view key) {
   return result;
 }
 
-std::string format_of(const de_config& cfg, size_t slots) {
-  return "dim=" + std::to_string(cfg.dim) + ";slots=" + std::to_string(slots) +
-         ";optimizer=" + to_string(cfg.optimizer.kind);
-}
-
 caf::error db_error(const std::string& what, const leveldb::Status& status) {
   return make_error(errc::io_error, what + ": " + status.ToString());
-}
-
-// Decodes a stored row; false when the record has the wrong size.
-bool decode(std::string_view key, const std::string& bytes, size_t dim, size_t slots,
-            std::vector<float>& values, std::vector<float>& slot_values, row_record& out) {
-  if (bytes.size() != header_bytes + (dim + dim * slots) * sizeof(float))
-    return false;
-  uint64_t frequency, updates;
-  int64_t last_update;
-  std::memcpy(&frequency, bytes.data(), 8);
-  std::memcpy(&updates, bytes.data() + 8, 8);
-  std::memcpy(&last_update, bytes.data() + 16, 8);
-  values.resize(dim);
-  slot_values.resize(dim * slots);
-  std::memcpy(values.data(), bytes.data() + header_bytes, dim * sizeof(float));
-  std::memcpy(slot_values.data(), bytes.data() + header_bytes + dim * sizeof(float),
-              dim * slots * sizeof(float));
-  out = {key, values, slot_values, frequency, updates, last_update};
-  return true;
 }
 
 } // namespace
@@ -65,12 +41,7 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   if (cfg.eviction.kind != eviction_kind::none)
     return make_error(errc::invalid_config, "embedding '" + cfg.name +
                                               "': eviction is a memory-backend feature");
-  memory_store_options cache_opts;
-  cache_opts.dim = cfg.dim;
-  cache_opts.init = cfg.init;
-  cache_opts.optimizer = cfg.optimizer;
-  cache_opts.default_value = cfg.default_value;
-  auto cache = memory_store::make(cache_opts);
+  auto cache = memory_store::make(cache_options(cfg));
   if (!cache)
     return std::move(cache.error());
   auto admission = make_admission(cfg.admission);
@@ -86,7 +57,7 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
     return db_error("cannot open " + cfg.path, status);
   std::unique_ptr<leveldb_store> store{new leveldb_store(cfg, std::move(*cache), raw)};
   store->admission_ = std::move(*admission);
-  auto expected_format = format_of(cfg, store->slot_count());
+  auto expected_format = row_format(cfg, store->slot_count());
   std::string format;
   status = raw->Get(leveldb::ReadOptions{}, format_key, &format);
   if (status.IsNotFound()) {
@@ -117,13 +88,8 @@ leveldb_store::~leveldb_store() {
 }
 
 std::string leveldb_store::encode(const row_record& row) const {
-  std::string bytes(header_bytes + (row.values.size() + row.slots.size()) * sizeof(float), '\0');
-  std::memcpy(bytes.data(), &row.frequency, 8);
-  std::memcpy(bytes.data() + 8, &row.updates, 8);
-  std::memcpy(bytes.data() + 16, &row.last_update, 8);
-  std::memcpy(bytes.data() + header_bytes, row.values.data(), row.values.size() * sizeof(float));
-  std::memcpy(bytes.data() + header_bytes + row.values.size() * sizeof(float), row.slots.data(),
-              row.slots.size() * sizeof(float));
+  std::string bytes;
+  append_row_record(row, bytes);
   return bytes;
 }
 
@@ -155,7 +121,7 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     auto status = db_->Get(leveldb::ReadOptions{}, row_key(key), &bytes);
     if (status.ok()) {
       row_record row;
-      if (!decode(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
+      if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
         return make_error(errc::corrupt_file, cfg_.path + ": bad record for key '" +
                                                 std::string{key} + "'");
       if (auto err = cache_->import_row(row))
@@ -216,56 +182,32 @@ caf::error leveldb_store::flush() {
 }
 
 caf::error leveldb_store::lookup(std::span<const std::string_view> keys, std::span<float> out) {
-  auto dim = cfg_.dim;
-  if (out.size() != keys.size() * dim)
-    return make_error(errc::dimension_mismatch, std::to_string(keys.size()) + " keys of dim " +
-                                                  std::to_string(dim) + " need " +
-                                                  std::to_string(keys.size() * dim) + " floats");
+  if (auto err = check_lookup(cfg_, keys.size(), out))
+    return err;
   if (auto err = load(keys, !cfg_.read_only))
     return err;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    auto dest = out.subspan(k * dim, dim);
-    if (auto row = cache_->find(keys[k])) {
-      std::copy(row->values.begin(), row->values.end(), dest.begin());
-      if (!cfg_.read_only) {
-        ++row->meta->frequency;
-        touch(keys[k], true);
-      }
-    } else if (cfg_.read_only && !cfg_.default_value.empty()) {
-      std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());
-    } else {
-      compute::initialize_row(cfg_.init, compute::hash_key(keys[k]), dest);
+  fill_from_cache(*cache_, cfg_, keys, out, [&](size_t k, const row_ref& row) {
+    if (!cfg_.read_only) {
+      ++row.meta->frequency;
+      touch(keys[k], true);
     }
-  }
+  });
   return shrink();
 }
 
 caf::error leveldb_store::update(std::span<const std::string_view> keys,
                                  std::span<const float> grads, int64_t step) {
-  if (cfg_.read_only)
-    return make_error(errc::read_only, "update");
-  auto dim = cfg_.dim;
-  if (grads.size() != keys.size() * dim)
-    return make_error(errc::dimension_mismatch, std::to_string(keys.size()) + " keys of dim " +
-                                                  std::to_string(dim) + " need " +
-                                                  std::to_string(keys.size() * dim) +
-                                                  " gradient values");
-  if (!compute::all_finite(grads))
-    return make_error(errc::non_finite, "gradients");
+  if (auto err = check_update(cfg_, keys.size(), grads))
+    return err;
   if (auto err = load(keys, !admission_))
     return err;
   std::vector<std::string_view> present;
   std::vector<float> present_grads;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    if (entries_.count(std::string{keys[k]}) == 0) {
-      ++dropped_updates_;
-      continue;
-    }
-    present.push_back(keys[k]);
-    present_grads.insert(present_grads.end(), grads.begin() + k * dim,
-                         grads.begin() + (k + 1) * dim);
-    touch(keys[k], true);
-  }
+  dropped_updates_ += gather_present(keys, grads, cfg_.dim, [&](size_t k) {
+    return entries_.count(std::string{keys[k]}) > 0;
+  }, present, present_grads);
+  for (auto key : present)
+    touch(key, true);
   if (!present.empty())
     if (auto err = cache_->update(present, present_grads, step))
       return err;
@@ -279,21 +221,27 @@ store_stats leveldb_store::stats() const {
   return s;
 }
 
-void leveldb_store::export_rows(const std::function<void(const row_record&)>& f) {
-  flush();
+caf::error leveldb_store::export_rows(const std::function<void(const row_record&)>& f) {
+  if (auto err = flush())
+    return err;
   std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
   std::vector<float> values, slots;
   for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
        it->Next()) {
     std::string_view key{it->key().data() + 1, it->key().size() - 1};
     row_record row;
-    if (decode(key, it->value().ToString(), cfg_.dim, cache_->slot_count(), values, slots, row))
-      f(row);
+    if (!decode_row_record(key, {it->value().data(), it->value().size()}, cfg_.dim,
+                           cache_->slot_count(), values, slots, row))
+      return make_error(errc::corrupt_file,
+                        cfg_.path + ": bad record for key '" + std::string{key} + "'");
+    f(row);
   }
+  return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
 }
 
-void leveldb_store::scan(const std::function<void(std::string_view, std::span<const float>)>& f) {
-  export_rows([&](const row_record& r) { f(r.key, r.values); });
+caf::error
+leveldb_store::scan(const std::function<void(std::string_view, std::span<const float>)>& f) {
+  return export_rows([&](const row_record& r) { f(r.key, r.values); });
 }
 
 caf::error leveldb_store::import_row(const row_record& row) {

@@ -36,9 +36,9 @@ public:
   caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
                     int64_t step) override;
   store_stats stats() const override;
-  void scan(const std::function<void(std::string_view, std::span<const float>)>& f) override;
+  caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override;
   size_t slot_count() const override { return cache_->slot_count(); }
-  void export_rows(const std::function<void(const row_record&)>& f) override;
+  caf::error export_rows(const std::function<void(const row_record&)>& f) override;
   caf::error import_row(const row_record& row) override;
 
   /// Writes every dirty row back in one synced batch.

@@ -368,10 +368,11 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
   return {};
 }
 
-void memory_store::export_rows(const std::function<void(const row_record&)>& f) {
+caf::error memory_store::export_rows(const std::function<void(const row_record&)>& f) {
   for_each([&](const row_ref& r) {
     f({r.key, r.values, r.slots, r.meta->frequency, r.meta->updates, r.meta->last_update});
   });
+  return {};
 }
 
 caf::error memory_store::import_row(const row_record& row) {

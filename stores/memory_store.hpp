@@ -75,11 +75,12 @@ public:
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override;
   store_stats stats() const override;
-  void scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
+  caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
     for_each([&](const row_ref& r) { f(r.key, r.values); });
+    return {};
   }
   size_t slot_count() const override { return slots_; }
-  void export_rows(const std::function<void(const row_record&)>& f) override;
+  caf::error export_rows(const std::function<void(const row_record&)>& f) override;
   caf::error import_row(const row_record& row) override;
 
   size_t size() const { return size_; }

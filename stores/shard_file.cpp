@@ -6,7 +6,7 @@
 
 namespace darcy::stores {
 
-uint64_t fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
+caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
                          embedding_store& store) {
   auto file = message.initRoot<ShardFile>();
   file.setEmbedding(name);
@@ -14,10 +14,11 @@ uint64_t fill_shard_file(capnp::MessageBuilder& message, const std::string& name
   file.setSlotCount(static_cast<uint32_t>(store.slot_count()));
   // Rows are counted first: a Cap'n Proto list is sized when it is created.
   uint64_t count = 0;
-  store.export_rows([&](const row_record&) { ++count; });
+  if (auto err = store.export_rows([&](const row_record&) { ++count; }))
+    return err;
   auto rows = file.initRows(static_cast<unsigned>(count));
   unsigned i = 0;
-  store.export_rows([&](const row_record& r) {
+  auto err = store.export_rows([&](const row_record& r) {
     if (i >= count)
       return;
     auto row = rows[i++];
@@ -29,7 +30,9 @@ uint64_t fill_shard_file(capnp::MessageBuilder& message, const std::string& name
     row.setUpdates(r.updates);
     row.setLastUpdate(r.last_update);
   });
-  return i;
+  if (err)
+    return err;
+  return uint64_t{i};
 }
 
 caf::error for_each_shard_row(ShardFile::Reader file, uint32_t dim, const std::string& context,

@@ -204,7 +204,10 @@ caf::result<sample_stats> sample_metadata(shard_pointer self, const std::string&
   auto table = find_table(self, name);
   if (!table)
     return std::move(table.error());
-  return (*table)->store->sample_metadata(positives);
+  auto result = (*table)->store->sample_metadata(positives);
+  if (!result)
+    return std::move(result.error());
+  return std::move(*result);
 }
 
 caf::result<sample_result> sample_part(shard_pointer self, const std::string& name,
@@ -260,9 +263,10 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
   std::map<std::string, embedding_shard_state::table> fresh;
   for (auto& entry : manifest.embeddings) {
     auto cfg = stores::shard_config(entry.config, index);
-    if (cfg.backend == backend_kind::leveldb) {
+    if (cfg.backend != backend_kind::memory) {
       self->state.tables().erase(entry.config.name);
-      stores::remove_store_files(cfg);
+      if (auto err = stores::remove_store_files(cfg, count))
+        return err;
     }
     auto store = stores::make_store(cfg);
     if (!store)

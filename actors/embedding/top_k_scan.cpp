@@ -56,12 +56,14 @@ caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
     }
     filled = 0;
   };
-  store.scan([&](std::string_view key, std::span<const float> values) {
+  auto err = store.scan([&](std::string_view key, std::span<const float> values) {
     block.row(filled) = Eigen::Map<const Eigen::RowVectorXf>(values.data(), dim);
     keys.emplace_back(key);
     if (++filled == block_rows)
       flush();
   });
+  if (err)
+    return err;
   flush();
   top_k_result result;
   result.offsets.push_back(0);

@@ -14,6 +14,7 @@
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
+#include "apps/bench/key_stream.hpp"
 #include "apps/bench/node_pair.hpp"
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
@@ -30,40 +31,7 @@ namespace darcy::apps {
 namespace {
 
 using clock = std::chrono::steady_clock;
-using strings = std::vector<std::string>;
-
-std::string key_of(uint64_t id) {
-  return "key" + std::to_string(id);
-}
-
-// Batches of key ids drawn from Zipf(s) over [0, n) by inverting the CDF.
-std::vector<std::vector<uint64_t>> zipf_stream(const embedding_bench_options& o, uint64_t n) {
-  std::vector<double> cdf(n);
-  double sum = 0;
-  for (uint64_t k = 0; k < n; ++k) {
-    sum += std::pow(static_cast<double>(k + 1), -o.zipf);
-    cdf[k] = sum;
-  }
-  std::mt19937_64 rng{2026};
-  std::uniform_real_distribution<double> u{0, sum};
-  std::vector<std::vector<uint64_t>> batches(o.batches, std::vector<uint64_t>(o.batch));
-  for (auto& b : batches)
-    for (auto& id : b)
-      id = static_cast<uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin());
-  return batches;
-}
-
-std::vector<strings> key_batches(const std::vector<std::vector<uint64_t>>& ids) {
-  std::vector<strings> result;
-  for (auto& b : ids) {
-    strings keys;
-    keys.reserve(b.size());
-    for (auto id : b)
-      keys.push_back(key_of(id));
-    result.push_back(std::move(keys));
-  }
-  return result;
-}
+using strings = key_strings;
 
 // Distinct keys of each batch, as update batches must be.
 std::vector<strings> unique_batches(const std::vector<strings>& batches) {
@@ -74,24 +42,6 @@ std::vector<strings> unique_batches(const std::vector<strings>& batches) {
     result.push_back(std::move(b));
   }
   return result;
-}
-
-// The median over `repetitions` passes of the rows per second of run(batch) over `batches`.
-template <class Batch, class F>
-double rows_per_second(const std::vector<Batch>& batches, uint32_t repetitions, F run) {
-  std::vector<double> passes;
-  for (uint32_t r = 0; r < repetitions; ++r) {
-    size_t rows = 0;
-    auto begin = clock::now();
-    for (auto& b : batches) {
-      run(b);
-      rows += b.size();
-    }
-    passes.push_back(static_cast<double>(rows)
-                     / std::chrono::duration<double>(clock::now() - begin).count());
-  }
-  std::sort(passes.begin(), passes.end());
-  return passes[passes.size() / 2];
 }
 
 bool runs(const embedding_bench_options& o, std::string_view path) {
@@ -144,7 +94,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
   std::cout << "embedding: " << o.keys << " keys, dim " << o.dim << ", Zipf(" << o.zipf
             << "), " << o.batches << " batches of " << o.batch << ", "
             << std::thread::hardware_concurrency() << " cores" << std::endl;
-  auto ids = zipf_stream(o, o.keys);
+  auto ids = zipf_stream(o.keys, o.batches, o.batch, o.zipf);
   auto lookups = key_batches(ids);
   auto updates = unique_batches(lookups);
   auto cfg = bench_config(o);
@@ -325,7 +275,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
     auto ldb_cfg = cfg;
     ldb_cfg.backend = backend_kind::leveldb;
     ldb_cfg.path = dir.string();
-    auto ldb_ids = zipf_stream(o, o.leveldb_keys);
+    auto ldb_ids = zipf_stream(o.leveldb_keys, o.batches, o.batch, o.zipf);
     auto ldb_lookups = key_batches(ldb_ids);
     {
       auto writer = stores::leveldb_store::open(ldb_cfg);

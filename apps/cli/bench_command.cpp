@@ -1,5 +1,6 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
 #include "apps/bench/embedding_bench.hpp"
+#include "apps/bench/redis_bench.hpp"
 #include "apps/bench/estimator_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
 #include "apps/bench/mips_bench.hpp"
@@ -116,6 +117,22 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   embedding->add_option("--paths", emb->paths,
                         "Paths to run, comma-separated: store,service,direct,remote,leveldb");
   embedding->callback([emb, &exit_code] { exit_code = run_embedding_bench(*emb); });
+
+  auto red = std::make_shared<redis_bench_options>();
+  auto redis_cmd = bench->add_subcommand(
+    "redis", "Lookups from the Redis store versus redis-benchmark GETs, and its cache on a Zipf stream");
+  redis_cmd->add_option("--rows", red->rows, "Rows stored in Redis");
+  redis_cmd->add_option("--dim", red->dim, "Embedding dimension");
+  redis_cmd->add_option("--batch", red->batch, "Keys per lookup");
+  redis_cmd->add_option("--batches", red->batches, "Lookups per pass");
+  redis_cmd->add_option("--repetitions", red->repetitions, "Passes per figure (median)")
+    ->check(CLI::Range(1, 101));
+  redis_cmd->add_option("--peer-requests", red->peer_requests, "Requests of redis-benchmark");
+  redis_cmd->add_option("--zipf", red->zipf, "Zipf exponent of the cached reader's stream");
+  redis_cmd->add_option("--cache-fraction", red->cache_fraction,
+                        "The cached reader's cache, as a fraction of the rows");
+  redis_cmd->add_option("--staleness-ms", red->staleness_ms, "The cached reader's staleness bound");
+  redis_cmd->callback([red, &exit_code] { exit_code = run_redis_bench(*red); });
 
   auto wals = std::make_shared<wals_bench_options>();
   auto wals_cmd = bench->add_subcommand("wals", "Distributed WALS versus a plain Eigen loop");

@@ -91,7 +91,10 @@ enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
 
 /// memory: rows in RAM (memory_store). leveldb: rows persist in LevelDB under `path` (one
 /// database per shard: the master appends "/shard-N"), with an LRU cache of `cache_bytes`.
-enum class backend_kind : uint8_t { memory = 0, leveldb = 1 };
+/// redis: rows live in the Redis at `path` (redis://HOST:PORT[/PREFIX]), shared by every shard
+/// and readable with no shard at all, behind an LRU cache of `cache_bytes` whose rows are at
+/// most `staleness_ms` behind Redis (see stores/redis_store.hpp).
+enum class backend_kind : uint8_t { memory = 0, leveldb = 1, redis = 2 };
 
 /// One dynamic embedding: its rows, how they start, train, enter and leave.
 struct de_config {
@@ -105,6 +108,9 @@ struct de_config {
   backend_kind backend = backend_kind::memory;
   std::string path;
   uint64_t cache_bytes = uint64_t{256} << 20;
+  /// Redis backend: a cached row is read again once it is older than this, and a changed row
+  /// is written back within this (0: every call reads and writes Redis).
+  uint32_t staleness_ms = 1000;
   /// Sandbox (serving) mode: updates and imports are refused, unknown keys read
   /// `default_value` (or their initial vector when it is empty) without growing the table.
   bool read_only = false;
@@ -116,8 +122,8 @@ struct de_config {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, de_config& x) {
   return f(x.name, x.dim, x.init, x.optimizer, x.admission,
-           x.eviction, x.backend, x.path, x.cache_bytes, x.read_only, x.default_value,
-           x.max_batch);
+           x.eviction, x.backend, x.path, x.cache_bytes, x.staleness_ms, x.read_only,
+           x.default_value, x.max_batch);
 }
 
 std::string to_string(init_kind x);

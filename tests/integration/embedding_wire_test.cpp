@@ -5,6 +5,8 @@
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "actors/embedding/key_routing.hpp"
+#include "ops/testing/redis_server.hpp"
+#include "stores/redis_store.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 
 namespace darcy::test {
@@ -82,6 +84,45 @@ TEST_F(embedding_wire, KeysOfAnyBytesAndRowsCrossTwoNodeProcessesUnchanged) {
                                              std::string{"words"});
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->rows, keys.size() - 1);
+}
+
+TEST_F(embedding_wire, NodesShareOneRedisAndAReaderServesTheRowsWithNoShardServer) {
+  auto redis = darcy::testing::redis_server::start({});
+  ASSERT_TRUE(redis) << render(error_of(redis));
+  auto a = node("a");
+  auto b = node("b", runtime::to_string(a.address));
+  auto s = connect(a.address, patience);
+  auto remote = s->embeddings();
+  ASSERT_TRUE(remote) << render(remote.error());
+  auto cfg = wire_config("shared", 8);
+  cfg.backend = backend_kind::redis;
+  cfg.path = (*redis)->url("wire");
+  cfg.staleness_ms = 0;
+  ASSERT_TRUE(runtime::ask<ok_atom>(s->system(), *remote, patience, create_atom::value, cfg));
+  strings keys;
+  for (int i = 0; i < 200; ++i)
+    keys.push_back("item" + std::to_string(i));
+  std::vector<table_keys> tables = {{"shared", actors::hash_keys(keys)}};
+  auto reply = runtime::ask<lookup_reply>(s->system(), *remote, patience, lookup_atom::value,
+                                          tables, true);
+  ASSERT_TRUE(reply) << render(error_of(reply));
+  ASSERT_TRUE(runtime::ask<ok_atom>(s->system(), *remote, patience, backward_atom::value,
+                                    reply->handle,
+                                    std::vector<shared_floats>{shared_floats{
+                                      floats(keys.size() * 8, 0.5f)}},
+                                    int64_t{1}));
+  auto after = runtime::ask<lookup_reply>(s->system(), *remote, patience, lookup_atom::value,
+                                          tables, false);
+  ASSERT_TRUE(after) << render(error_of(after));
+  floats served(after->rows[0].values().begin(), after->rows[0].values().end());
+  // Every shard, on both node processes, wrote to the one Redis; the reader needs none of them.
+  auto reader = stores::redis_store::open_reader((*redis)->url("wire"), "shared", 1 << 20, 0);
+  ASSERT_TRUE(reader) << render(error_of(reader));
+  EXPECT_EQ((*reader)->stats().rows, keys.size());
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  floats read(keys.size() * 8);
+  ASSERT_FALSE((*reader)->lookup(views, read));
+  EXPECT_EQ(read, served);
 }
 
 } // namespace

@@ -6,6 +6,8 @@
 
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
+#include "ops/testing/redis_server.hpp"
+#include "stores/redis_store.hpp"
 #include "runtime/ask.hpp"
 #include "tests/support/test_system.hpp"
 
@@ -181,6 +183,39 @@ TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
   auto [three, three_shards] = start(3);
   auto restored = restore(three);
   ASSERT_TRUE(restored) << render(error_of(restored));
+  EXPECT_EQ(rows(three, "users"), expected);
+}
+
+TEST_F(checkpoint_test, RedisTablesMoveBetweenShardCountsToo) {
+  auto redis = darcy::testing::redis_server::start({});
+  ASSERT_TRUE(redis) << render(error_of(redis));
+  auto shared = table("users", optimizer_kind::adagrad, 4);
+  shared.backend = backend_kind::redis;
+  shared.path = (*redis)->url("checkpoint");
+  shared.staleness_ms = 0; // Redis holds every change when a call returns
+  auto [two, two_shards] = start(2);
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value, shared));
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value,
+                           table("items", optimizer_kind::adam, 3)));
+  train(two, 3, 8);
+  ASSERT_TRUE(save(two, 3));
+  auto at_save = ask<embedding_stats>(sys, two, test::patience, stats_atom::value,
+                                      std::string{"users"});
+  ASSERT_TRUE(at_save);
+  ASSERT_LT(at_save->rows, 100u);
+  auto expected = rows(two, "users"); // creates the missing rows: a change the restore undoes
+  train(two, 10, 9);
+  for (auto& shard : two_shards) {
+    self->monitor(shard);
+    self->send_exit(shard, caf::exit_reason::user_shutdown);
+    ASSERT_TRUE(next<caf::down_msg>());
+  }
+  auto [three, three_shards] = start(3);
+  auto restored = restore(three);
+  ASSERT_TRUE(restored) << render(error_of(restored));
+  auto reader = stores::redis_store::open_reader((*redis)->url("checkpoint"), "users", 1 << 20, 0);
+  ASSERT_TRUE(reader) << render(error_of(reader));
+  EXPECT_EQ((*reader)->stats().rows, at_save->rows) << "no row of the later training is left";
   EXPECT_EQ(rows(three, "users"), expected);
 }
 
