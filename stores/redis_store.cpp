@@ -87,6 +87,26 @@ caf::error walk_cursor(const std::function<caf::expected<redis_reply>(const std:
   return {};
 }
 
+// Every shard's index of embedding namespace `ns`.
+caf::expected<std::vector<std::string>> index_keys(redis_client& client, const std::string& ns) {
+  std::vector<std::string> result;
+  auto pattern = glob_escape(ns) + ":index:*";
+  auto err = walk_cursor(
+    [&](const std::string& cursor) {
+      return client.call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    },
+    client.address(), "SCAN", [&](const std::vector<redis_reply>& keys) {
+      for (auto& k : keys)
+        result.push_back(k.str);
+      return caf::error{};
+    });
+  if (err)
+    return err;
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
 } // namespace
 
 redis_store::redis_store(de_config cfg, redis_location where, std::unique_ptr<redis_client> client,
@@ -186,9 +206,10 @@ caf::error redis_store::prepare(bool writer) {
     if (auto reply = client_->call({"SET", namespace_ + ":config", encode_config(written)}); !reply)
       return std::move(reply.error());
   }
-  // A reader without a shard serves every shard's rows.
-  auto indexes = (!writer && !where_.shard) ? index_keys() : std::vector<std::string>{index_};
-  for (auto& index : indexes) {
+  auto indexes = indexes_read();
+  if (!indexes)
+    return std::move(indexes.error());
+  for (auto& index : *indexes) {
     auto count = client_->call({"SCARD", index});
     if (!count)
       return std::move(count.error());
@@ -196,23 +217,6 @@ caf::error redis_store::prepare(bool writer) {
   }
   restarts_seen_ = client_->restarts();
   return {};
-}
-
-std::vector<std::string> redis_store::index_keys() {
-  std::vector<std::string> result;
-  auto pattern = glob_escape(namespace_) + ":index:*";
-  walk_cursor(
-    [&](const std::string& cursor) {
-      return client_->call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-    },
-    client_->address(), "SCAN", [&](const std::vector<redis_reply>& keys) {
-      for (auto& k : keys)
-        result.push_back(k.str);
-      return caf::error{};
-    });
-  std::sort(result.begin(), result.end());
-  result.erase(std::unique(result.begin(), result.end()), result.end());
-  return result;
 }
 
 caf::error redis_store::remove(const de_config& cfg, uint32_t shard_count) {
@@ -227,23 +231,13 @@ caf::error redis_store::remove(const de_config& cfg, uint32_t shard_count) {
   if (!client)
     return std::move(client.error());
   auto ns = namespace_of(*where, cfg.name);
-  std::vector<std::string> indexes;
-  auto err = walk_cursor(
-    [&](const std::string& cursor) {
-      return (*client)->call(
-        {"SCAN", cursor, "MATCH", glob_escape(ns) + ":index:*", "COUNT", "1000"});
-    },
-    (*client)->address(), "SCAN", [&](const std::vector<redis_reply>& keys) {
-      for (auto& k : keys)
-        indexes.push_back(k.str);
-      return caf::error{};
-    });
-  if (err)
-    return err;
+  auto indexes = index_keys(**client, ns);
+  if (!indexes)
+    return std::move(indexes.error());
   // Only this shard's keys are touched: another shard removing or writing its own rows at the
   // same time never meets them.
-  for (auto& index : indexes) {
-    err = walk_cursor(
+  for (auto& index : *indexes) {
+    auto err = walk_cursor(
       [&](const std::string& cursor) {
         return (*client)->call({"SSCAN", index, cursor, "COUNT", std::to_string(chunk)});
       },
@@ -269,6 +263,12 @@ caf::error redis_store::remove(const de_config& cfg, uint32_t shard_count) {
       return err;
   }
   return {};
+}
+
+caf::expected<std::vector<std::string>> redis_store::indexes_read() {
+  if (cfg_.read_only && !where_.shard)
+    return index_keys(*client_, namespace_);
+  return std::vector<std::string>{index_};
 }
 
 std::string redis_store::row_key(std::string_view key) const {
@@ -584,10 +584,12 @@ store_stats redis_store::stats() const {
 caf::error redis_store::export_rows(const std::function<void(const row_record&)>& f) {
   if (auto err = flush())
     return err;
-  auto indexes = (cfg_.read_only && !where_.shard) ? index_keys() : std::vector<std::string>{index_};
+  auto indexes = indexes_read();
+  if (!indexes)
+    return std::move(indexes.error());
   std::unordered_set<std::string> seen;
   std::vector<float> values, slots;
-  for (auto& index : indexes) {
+  for (auto& index : *indexes) {
     auto err = walk_cursor(
       [&](const std::string& cursor) -> caf::expected<redis_reply> {
         auto replies = run({{"SSCAN", index, cursor, "COUNT", std::to_string(chunk)}});

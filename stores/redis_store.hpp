@@ -109,7 +109,8 @@ private:
   caf::error settle();
   caf::error write_back(std::vector<std::string> keys, time_point now);
   std::string row_key(std::string_view key) const;
-  std::vector<std::string> index_keys();
+  /// The indexes this store reads: its shard's, or every shard's for a reader without a shard.
+  caf::expected<std::vector<std::string>> indexes_read();
 
   de_config cfg_;
   redis_location where_;

@@ -34,6 +34,11 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_flag("--in-order", o.in_order,
                 "Train sentences in corpus order (default: an order shuffled by --seed)");
   cmd->add_option("--name", o.name, "Embedding name prefix in the service");
+  cmd->add_option("--store", o.store,
+                  "Where the rows live: each shard's memory (default), or redis://HOST:PORT/PREFIX, "
+                  "one Redis that every shard shares");
+  cmd->add_option("--store-staleness-ms", o.store_staleness_ms,
+                  "With --store redis://...: how far a shard's cached row may lag Redis");
   cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   cmd->add_option("--shards", job.where.shards, "Shards in process, or per cluster node");
   cmd->add_option("--timeout-ms", job.where.timeout_ms, "Service request timeout");

@@ -96,6 +96,11 @@ de_config table_config(const train_options& o, bool input) {
   cfg.optimizer.kind = optimizer_kind::sgd;
   cfg.optimizer.learning_rate = 1.0f;
   cfg.max_batch = static_cast<uint32_t>(max_request);
+  if (!o.store.empty()) {
+    cfg.backend = backend_kind::redis;
+    cfg.path = o.store;
+    cfg.staleness_ms = o.store_staleness_ms;
+  }
   return cfg;
 }
 

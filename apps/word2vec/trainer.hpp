@@ -42,6 +42,10 @@ struct train_options {
   bool in_order = false;
   /// Embedding names in the service: input vectors, output (context) vectors.
   std::string name = "w2v";
+  /// Where the rows live: empty for each shard's memory, or redis://HOST:PORT/PREFIX for one
+  /// Redis that every shard shares (stores/redis_store.hpp), cached within store_staleness_ms.
+  std::string store;
+  uint32_t store_staleness_ms = 1000;
   /// Resume from this checkpoint (empty: start fresh).
   std::string resume_from;
   /// With checkpoint_to set, stop after this many batches of the whole run and save there.

@@ -1,9 +1,13 @@
 // `darcy word2vec` as a user runs it: bad input ends the process with one clear error line
 // and exit code 1, never a crash.
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "messages/error.hpp"
+#include "ops/testing/redis_server.hpp"
+#include "stores/redis_store.hpp"
 #include "tests/integration/node_process.hpp"
 
 namespace darcy::test {
@@ -106,6 +110,57 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
     EXPECT_NE(unknown.err.find("'purple' is not in the model"), std::string::npos)
       << source << ": " << unknown.err;
   }
+}
+
+// Issue 17: the rows live in one Redis instead of the shards' memory; the run is the same run,
+// and the trained rows can be read from Redis with no service at all.
+TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
+  auto redis = darcy::testing::redis_server::start({});
+  ASSERT_TRUE(redis) << render(error_of(redis));
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += i % 2 ? "red green blue red green blue\n" : "one two three one two three\n";
+  auto corpus = write_temp_file("w2v-redis.txt", text);
+  std::vector<std::string> common{"word2vec", "train", "--corpus", corpus, "--quiet",
+                                  "--dim", "8", "--epochs", "3", "--sample", "0",
+                                  "--threads", "1", "--in-order", "--seed", "4"};
+  auto in_memory = common;
+  in_memory.insert(in_memory.end(), {"--output", corpus + ".memory.vec"});
+  auto in_redis = common;
+  in_redis.insert(in_redis.end(), {"--output", corpus + ".redis.vec", "--store",
+                                   (*redis)->url("w2v-cli")});
+  for (auto* args : {&in_memory, &in_redis}) {
+    auto r = run_darcy(*args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto read = [](const std::string& path) {
+    std::ifstream in{path};
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str();
+  };
+  auto vectors = read(corpus + ".redis.vec");
+  ASSERT_FALSE(vectors.empty());
+  EXPECT_EQ(vectors, read(corpus + ".memory.vec")) << "the backend changes nothing";
+  auto reader = stores::redis_store::open_reader((*redis)->url("w2v-cli"), "w2v.in", 1 << 20, 0);
+  ASSERT_TRUE(reader) << render(error_of(reader));
+  EXPECT_EQ((*reader)->stats().rows, 6u);
+  std::istringstream lines{vectors};
+  std::string header, word;
+  std::getline(lines, header);
+  while (lines >> word) {
+    std::vector<float> written(8), stored(8);
+    for (auto& v : written)
+      lines >> v;
+    std::string_view key = word;
+    ASSERT_FALSE((*reader)->lookup({&key, 1}, stored));
+    for (size_t i = 0; i < 8; ++i)
+      EXPECT_NEAR(stored[i], written[i], 1e-5) << word << "[" << i << "]";
+  }
+  auto bad = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--store",
+                        "redis://127.0.0.1:0/x"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("bad port"), std::string::npos) << bad.err;
 }
 
 // Issue 13: with --min-count N, words seen fewer than N times in the corpus are not in the
