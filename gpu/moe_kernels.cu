@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "gpu/device.hpp"
+#include "gpu/kernels.cuh"
 
 namespace darcy::gpu {
 
 namespace {
 
-constexpr int max_k = 32;
 constexpr int tile = 16;
 
 /// A device buffer freed on scope exit.
@@ -55,12 +55,12 @@ std::string no_device() {
 }
 
 __global__ void top_k_kernel(const float* logits, int rows, int n, int k, int* indices,
-                             float* gates) {
+                             float* gates, float* dense) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)
     return;
-  float best[max_k];
-  int where[max_k];
+  float best[kernels::max_k];
+  int where[kernels::max_k];
   int held = 0;
   const float* row = logits + static_cast<size_t>(r) * n;
   for (int c = 0; c < n; ++c) {
@@ -79,13 +79,21 @@ __global__ void top_k_kernel(const float* logits, int rows, int n, int k, int* i
   float sum = 0;
   for (int j = 0; j < k; ++j)
     sum += expf(best[j] - best[0]);
+  if (dense)
+    for (int c = 0; c < n; ++c)
+      dense[static_cast<size_t>(r) * n + c] = 0;
   for (int j = 0; j < k; ++j) {
-    indices[static_cast<size_t>(r) * k + j] = where[j];
-    gates[static_cast<size_t>(r) * k + j] = expf(best[j] - best[0]) / sum;
+    float g = expf(best[j] - best[0]) / sum;
+    if (indices)
+      indices[static_cast<size_t>(r) * k + j] = where[j];
+    if (gates)
+      gates[static_cast<size_t>(r) * k + j] = g;
+    if (dense)
+      dense[static_cast<size_t>(r) * n + where[j]] = g;
   }
 }
 
-__global__ void dispatch_kernel(const float* x, int d, const int* source, int slots, float* out) {
+__global__ void gather_kernel(const float* x, int d, const int* source, int slots, float* out) {
   size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<size_t>(slots) * d)
     return;
@@ -120,13 +128,14 @@ __global__ void grouped_gemm_kernel(const float* in, int d_in, int d_out, const 
     out[static_cast<size_t>(row) * d_out + col] = acc;
 }
 
-__global__ void combine_kernel(const float* expert_out, int slots, int d, const int* target,
-                               const float* gates, float* y) {
+__global__ void scatter_add_kernel(const float* in, int slots, int d, const int* target,
+                                   const float* weights, float* y) {
   size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<size_t>(slots) * d)
     return;
   size_t s = i / d, c = i % d;
-  atomicAdd(&y[static_cast<size_t>(target[s]) * d + c], gates[s] * expert_out[i]);
+  float w = weights ? weights[s] : 1.0f;
+  atomicAdd(&y[static_cast<size_t>(target[s]) * d + c], w * in[i]);
 }
 
 unsigned blocks_for(size_t n, unsigned threads) {
@@ -135,17 +144,38 @@ unsigned blocks_for(size_t n, unsigned threads) {
 
 } // namespace
 
+namespace kernels {
+
+void top_k(const float* logits, int rows, int n, int k, int* indices, float* gates,
+           float* dense) {
+  if (rows > 0)
+    top_k_kernel<<<blocks_for(rows, 128), 128>>>(logits, rows, n, k, indices, gates, dense);
+}
+
+void gather_rows(const float* x, int d, const int* source, int slots, float* out) {
+  if (slots > 0 && d > 0)
+    gather_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(x, d, source, slots, out);
+}
+
+void scatter_add_rows(const float* in, int slots, int d, const int* target,
+                      const float* weights, float* y) {
+  if (slots > 0 && d > 0)
+    scatter_add_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(in, slots, d, target,
+                                                                     weights, y);
+}
+
+} // namespace kernels
+
 std::string top_k_gating(const float* logits, int rows, int n, int k, int* indices, float* gates) {
   if (auto err = no_device(); !err.empty())
     return err;
-  if (k < 1 || k > n || k > max_k)
+  if (k < 1 || k > n || k > kernels::max_k)
     return "top_k_gating: k must be in [1, min(n, 32)]";
   buffer<float> dl(size_t(rows) * n), dg(size_t(rows) * k);
   buffer<int> di(size_t(rows) * k);
   if (!dl.ok() || !dg.ok() || !di.ok() || !dl.upload(logits))
     return last_error("top_k_gating: device memory");
-  if (rows > 0)
-    top_k_kernel<<<blocks_for(rows, 128), 128>>>(dl.get(), rows, n, k, di.get(), dg.get());
+  kernels::top_k(dl.get(), rows, n, k, di.get(), dg.get(), nullptr);
   if (auto err = last_error("top_k_gating"); !err.empty())
     return err;
   return di.download(indices) && dg.download(gates) ? "" : last_error("top_k_gating: copy");
@@ -159,9 +189,7 @@ std::string dispatch_rows(const float* x, int rows, int d, const int* source, in
   buffer<int> ds(slots);
   if (!dx.ok() || !dout.ok() || !ds.ok() || !dx.upload(x) || !ds.upload(source))
     return last_error("dispatch_rows: device memory");
-  if (slots > 0)
-    dispatch_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(dx.get(), d, ds.get(), slots,
-                                                                 dout.get());
+  kernels::gather_rows(dx.get(), d, ds.get(), slots, dout.get());
   if (auto err = last_error("dispatch_rows"); !err.empty())
     return err;
   return dout.download(out) ? "" : last_error("dispatch_rows: copy");
@@ -201,9 +229,7 @@ std::string combine_rows(const float* expert_out, int slots, int d, const int* t
     return last_error("combine_rows: device memory");
   if (rows > 0)
     cudaMemset(dy.get(), 0, size_t(rows) * d * sizeof(float));
-  if (slots > 0)
-    combine_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(dexp.get(), slots, d, dt.get(),
-                                                                dg.get(), dy.get());
+  kernels::scatter_add_rows(dexp.get(), slots, d, dt.get(), dg.get(), dy.get());
   if (auto err = last_error("combine_rows"); !err.empty())
     return err;
   return dy.download(y) ? "" : last_error("combine_rows: copy");

@@ -19,6 +19,7 @@
 #include "actors/actor_types.hpp"
 #include "actors/moe/expert_actor.hpp"
 #include "actors/moe/moe_router.hpp"
+#include "apps/bench/moe_settings.hpp"
 #include "apps/bench/node_pair.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "compute/moe/moe_layer.hpp"
@@ -38,114 +39,6 @@ namespace {
 using clock = std::chrono::steady_clock;
 using compute::nn::matrix;
 
-// The peer: the same layers written plainly in PyTorch, as the issue asks: one parameter tensor
-// per expert (nn.ModuleList), one gather into expert order, contiguous per-expert matmuls, one
-// scatter-add back. Prints one JSON line per setting.
-constexpr const char* torch_peer = R"PY(
-import json, re, statistics, sys, time
-import torch
-setting, tokens, d, n, k, hidden, dense_hidden, steps, threads = sys.argv[1:]
-tokens, d, n, k, hidden, dense_hidden, steps, threads = map(
-    int, (tokens, d, n, k, hidden, dense_hidden, steps, threads))
-torch.set_num_threads(threads)
-torch.manual_seed(1)
-nn = torch.nn
-if setting == "seed":
-    experts = nn.ModuleList([nn.Linear(d, d, bias=False) for _ in range(n)])
-else:
-    experts = nn.ModuleList([nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, d))
-                             for _ in range(n)])
-w_gate = nn.Parameter(torch.randn(d, n) / d ** 0.5)
-dense = nn.Sequential(nn.Linear(d, dense_hidden), nn.ReLU(), nn.Linear(dense_hidden, d))
-x = torch.randn(tokens, d, requires_grad=True)
-dy = torch.randn(tokens, d)
-
-def moe_step():
-    logits = x @ w_gate
-    if setting == "seed":  # batchwise mask: the top m examples of each expert
-        probs = torch.softmax(logits, dim=1)
-        m = k * tokens // n
-        mask = torch.zeros_like(probs).scatter_(0, probs.topk(m, dim=0).indices, 1.0)
-        masked = probs * mask
-        gates = masked / masked.sum(dim=1, keepdim=True).clamp_min(1e-12)
-    else:  # top-k, renormalised
-        top, idx = logits.topk(k, dim=1)
-        gates = torch.zeros_like(logits).scatter(1, idx, torch.softmax(top, dim=1))
-    expert_idx, row_idx = (gates > 0).t().nonzero(as_tuple=True)
-    counts = torch.bincount(expert_idx, minlength=n).tolist()
-    inputs = x.index_select(0, row_idx)
-    outputs = torch.cat([experts[e](chunk)
-                         for e, chunk in enumerate(torch.split(inputs, counts))])
-    weights = gates[row_idx, expert_idx].unsqueeze(1)
-    y = torch.zeros(tokens, d).index_add(0, row_idx, outputs * weights)
-    y.backward(dy)
-
-def dense_step():
-    dense(x).backward(dy)
-
-def median_seconds(step):
-    times = []
-    for i in range(steps + 1):
-        for p in list(experts.parameters()) + list(dense.parameters()) + [w_gate, x]:
-            p.grad = None
-        start = time.perf_counter()
-        step()
-        if i > 0:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-blas = re.search(r"BLAS_INFO=([^,]*)", torch.__config__.show())
-print(json.dumps({"setting": setting, "torch": torch.__version__, "threads": torch.get_num_threads(),
-                  "blas": "BLAS_INFO=" + (blas.group(1) if blas else "unknown"),
-                  "moe_tokens_per_s": tokens / median_seconds(moe_step),
-                  "dense_tokens_per_s": tokens / median_seconds(dense_step)}), flush=True)
-)PY";
-
-struct setting {
-  std::string name;
-  moe_config cfg;
-  /// Hidden width of the dense FFN d → h → d with the MoE's multiply-adds per token.
-  uint32_t dense_hidden = 0;
-};
-
-setting make_setting(const std::string& name, const moe_bench_options& o) {
-  setting s{name, {}, 0};
-  s.cfg.dim = o.dim;
-  s.cfg.gating.experts = o.experts;
-  s.cfg.gating.seed = 1;
-  if (name == "seed") {
-    s.cfg.expert = expert_kind::linear;
-    s.cfg.gating.mask = mask_kind::batchwise;
-    s.cfg.gating.k = 4;
-    s.dense_hidden = s.cfg.gating.k * o.dim / 2; // 2·d·h = k·d²
-  } else {
-    s.cfg.expert = expert_kind::ffn;
-    s.cfg.hidden = 2 * o.dim;
-    s.cfg.gating.mask = mask_kind::top_k;
-    s.cfg.gating.k = 2;
-    s.dense_hidden = s.cfg.gating.k * s.cfg.hidden; // k experts of 2·d·hidden
-  }
-  return s;
-}
-
-/// The median time of `steps` forward-plus-backward steps of `layer`, after one untimed; the
-/// gradients are cleared between steps, outside the timing.
-double median_seconds(compute::nn::layer<float>& layer, const matrix& x, const matrix& dy,
-                      uint32_t steps) {
-  std::vector<double> times;
-  for (uint32_t i = 0; i <= steps; ++i) {
-    for (auto* p : layer.parameters())
-      p->zero_grad();
-    auto start = clock::now();
-    matrix y = layer.forward(x);
-    matrix dx = layer.backward(dy);
-    auto seconds = std::chrono::duration<double>(clock::now() - start).count();
-    if (i > 0)
-      times.push_back(seconds);
-  }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
-}
 
 /// The setting's layer as a router in this process over expert actors, `replicas` replicas of
 /// o.tokens tokens each combined per step: median steps per second and the experts' mean batch.
@@ -155,7 +48,7 @@ struct router_result {
   double expert_batch = 0;
 };
 
-caf::expected<router_result> run_router(const setting& s, const moe_bench_options& o,
+caf::expected<router_result> run_router(const moe_setting& s, const moe_bench_options& o,
                                         uint32_t replicas,
                                         const std::optional<runtime::host_port>& expert_node) {
   runtime::system_config cfg{"bench", o.threads};
@@ -221,8 +114,7 @@ caf::expected<router_result> run_router(const setting& s, const moe_bench_option
         result.expert_batch = total / std::max<size_t>(st.expert_batch.size(), 1);
       },
       [](caf::error&) {});
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  result.steps_per_s = 1.0 / times[times.size() / 2];
+  result.steps_per_s = 1.0 / median_of(std::move(times));
   for (auto& e : experts)
     caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
@@ -235,21 +127,17 @@ struct result {
   std::string torch_blas;
 };
 
-caf::expected<result> run_setting(const setting& s, const moe_bench_options& o,
+caf::expected<result> run_setting(const moe_setting& s, const moe_bench_options& o,
                                   const std::string& dir) {
   result r;
-  auto layer = compute::moe::moe_layer<float>::make(s.cfg);
+  std::mt19937_64 rng{7};
+  auto layer = make_bench_layer(s, rng);
   if (!layer)
     return make_error(layer.error());
-  std::mt19937_64 rng{7};
-  // A trained-looking gate: random weights instead of the all-zero start, under which top-k
-  // would send every token to the same experts.
-  auto& w_gate = *(*layer)->parameters().front();
-  w_gate.value = compute::nn::normal<float>(o.dim, o.experts, 1.0f / std::sqrt(float(o.dim)), rng);
   (*layer)->set_threads(o.threads);
   matrix x = compute::nn::normal<float>(o.tokens, o.dim, 1.0f, rng);
   matrix dy = compute::nn::normal<float>(o.tokens, o.dim, 1.0f, rng);
-  r.moe = o.tokens / median_seconds(**layer, x, dy, o.steps);
+  r.moe = o.tokens / median_step_seconds(**layer, x, dy, o.steps);
   auto& plan = (*layer)->plan();
   std::vector<uint32_t> batches;
   for (uint32_t e = 0; e < plan.experts(); ++e)
@@ -263,14 +151,14 @@ caf::expected<result> run_setting(const setting& s, const moe_bench_options& o,
   dense.add(std::make_unique<compute::nn::relu<float>>());
   dense.add(std::make_unique<compute::nn::dense<float>>(s.dense_hidden, o.dim, rng));
   dense.set_threads(o.threads);
-  r.dense = o.tokens / median_seconds(dense, x, dy, o.steps);
+  r.dense = o.tokens / median_step_seconds(dense, x, dy, o.steps);
 
   if (o.peer) {
     std::ostringstream args;
     args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " "
          << s.cfg.gating.k << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps
          << " " << o.threads;
-    auto lines = run_python(o.python, torch_peer, args.str(), dir);
+    auto lines = run_python(o.python, moe_torch_peer, args.str(), dir);
     if (!lines)
       return lines.error();
     auto peer = peer_result(*lines, "moe_tokens_per_s");
@@ -289,15 +177,11 @@ caf::expected<result> run_setting(const setting& s, const moe_bench_options& o,
 
 int run_moe_bench(const moe_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::vector<std::string> names;
-  for (std::string_view rest = o.settings; !rest.empty();) {
-    auto name = std::string{rest.substr(0, rest.find(','))};
-    rest.remove_prefix(std::min(rest.size(), name.size() + 1));
-    if (name != "seed" && name != "ffn") {
-      std::fprintf(stderr, "bench moe: unknown setting '%s' (seed, ffn)\n", name.c_str());
-      return 1;
-    }
-    names.push_back(name);
+  std::string bad;
+  auto names = parse_moe_settings(o.settings, bad);
+  if (names.empty()) {
+    std::fprintf(stderr, "bench moe: %s\n", bad.c_str());
+    return 1;
   }
   if (o.tokens == 0 || o.dim == 0 || o.experts == 0 || o.steps == 0 || o.threads == 0) {
     std::fprintf(stderr, "bench moe: tokens, dim, experts, steps and threads must be >= 1\n");
@@ -314,7 +198,7 @@ int run_moe_bench(const moe_bench_options& o) {
   double worst_torch = 1e300, worst_dense = 1e300;
   std::optional<node_pair> nodes; // started for the first run with experts on another node
   for (auto& name : names) {
-    auto s = make_setting(name, o);
+    auto s = make_moe_setting(name, o.dim, o.experts);
     auto r = run_setting(s, o, dir);
     if (!r) {
       std::fprintf(stderr, "bench moe: %s\n", render(r.error()).c_str());

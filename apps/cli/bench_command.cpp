@@ -5,6 +5,7 @@
 #include "apps/bench/messaging_bench.hpp"
 #include "apps/bench/mips_bench.hpp"
 #include "apps/bench/moe_bench.hpp"
+#include "apps/bench/moe_gpu_bench.hpp"
 #include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
 #include "apps/cli/commands.hpp"
@@ -87,6 +88,23 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   moe_cmd->add_flag("!--no-actors", moe->routers, "Skip the runs with experts as actors");
   moe_cmd->add_option("--python", moe->python, "Python with torch (Debian's python3-torch)");
   moe_cmd->callback([moe, &exit_code] { exit_code = run_moe_bench(*moe); });
+
+  auto mg = std::make_shared<moe_gpu_bench_options>();
+  auto mg_cmd = bench->add_subcommand(
+    "moe-gpu", "The MoE layer on the GPU versus its CPU path, a dense layer of its multiply-adds "
+    "on the GPU, and PyTorch on the GPU");
+  mg_cmd->add_option("--tokens", mg->tokens, "Tokens per step")->check(CLI::Range(1, 1 << 22));
+  mg_cmd->add_option("--dim", mg->dim, "Model width d")->check(CLI::Range(1, 1 << 14));
+  mg_cmd->add_option("--experts", mg->experts, "Experts n")->check(CLI::Range(1, 4096));
+  mg_cmd->add_option("--steps", mg->steps, "Timed GPU steps (median)")->check(CLI::Range(1, 10000));
+  mg_cmd->add_option("--cpu-steps", mg->cpu_steps, "Timed CPU steps (0: skip the CPU path)")
+    ->check(CLI::Range(0, 1000));
+  mg_cmd->add_option("--threads", mg->threads, "Threads of the CPU path and PyTorch")
+    ->check(CLI::Range(1, 256));
+  mg_cmd->add_option("--settings", mg->settings, "seed (the paper's), ffn (top-2 FFN), or both");
+  mg_cmd->add_flag("!--no-peer", mg->peer, "Skip PyTorch on the GPU");
+  mg_cmd->add_option("--python", mg->python, "Python with a CUDA build of torch");
+  mg_cmd->callback([mg, &exit_code] { exit_code = run_moe_gpu_bench(*mg); });
 
   auto est = std::make_shared<estimator_bench_options>();
   auto est_cmd = bench->add_subcommand(

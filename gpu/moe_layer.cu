@@ -1,0 +1,661 @@
+// CUDA build of gpu/moe_layer.hpp. Row-major throughout; cuBLAS (column-major) sees each
+// row-major product C = op(A)·op(B) as Cᵀ = op(B)ᵀ·op(A)ᵀ.
+#include "gpu/moe_layer.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cub/block/block_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "gpu/device.hpp"
+#include "gpu/kernels.cuh"
+
+namespace darcy::gpu {
+
+namespace {
+
+constexpr int block_threads = 256;
+/// The experts' products go round-robin to this many streams, so that the small products of
+/// different experts run at the same time. They are blocking streams: each waits for the work
+/// queued before it on the default stream, and the default stream's next work waits for them.
+constexpr int expert_streams = 8;
+
+unsigned blocks_for(size_t n, unsigned threads = block_threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+/// A device array that grows on demand; growing drops the contents.
+template <class T>
+class device_array {
+public:
+  device_array() = default;
+  device_array(const device_array&) = delete;
+  device_array& operator=(const device_array&) = delete;
+  ~device_array() {
+    if (p_)
+      cudaFree(p_);
+  }
+  cudaError_t reserve(size_t n) {
+    if (n <= n_)
+      return cudaSuccess;
+    if (p_)
+      cudaFree(p_);
+    p_ = nullptr;
+    n_ = 0;
+    auto err = cudaMalloc(&p_, n * sizeof(T));
+    if (err == cudaSuccess)
+      n_ = n;
+    return err;
+  }
+  T* get() const { return p_; }
+
+private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+__global__ void softmax_rows_kernel(const float* logits, int rows, int n, float* probs) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  const float* l = logits + static_cast<size_t>(r) * n;
+  float* p = probs + static_cast<size_t>(r) * n;
+  float top = -INFINITY, sum = 0;
+  for (int c = 0; c < n; ++c)
+    top = fmaxf(top, l[c]);
+  for (int c = 0; c < n; ++c)
+    sum += p[c] = expf(l[c] - top);
+  for (int c = 0; c < n; ++c)
+    p[c] /= sum;
+}
+
+// One block per expert (column e): 1 at the m largest probabilities of the column, ties to
+// the lower row. Probabilities are ≥ 0, so their bit patterns order like their values: the
+// m-th largest is found bit by bit, counting the rows at or above each candidate.
+__global__ void batchwise_mask_kernel(const float* probs, int rows, int n, int m, float* mask) {
+  using scan = cub::BlockScan<int, block_threads>;
+  __shared__ typename scan::TempStorage temp;
+  __shared__ int taken_ties;
+  int e = blockIdx.x;
+  auto bits_at = [&](int r) { return __float_as_uint(probs[static_cast<size_t>(r) * n + e]); };
+  unsigned kth = 0;
+  for (int bit = 31; bit >= 0; --bit) {
+    unsigned candidate = kth | (1u << bit);
+    int count = 0;
+    for (int base = 0; base < rows; base += block_threads) {
+      int r = base + threadIdx.x;
+      count += __syncthreads_count(r < rows && bits_at(r) >= candidate);
+    }
+    if (count >= m)
+      kth = candidate;
+  }
+  int above = 0;
+  for (int base = 0; base < rows; base += block_threads) {
+    int r = base + threadIdx.x;
+    above += __syncthreads_count(r < rows && bits_at(r) > kth);
+  }
+  int ties_wanted = m - above;
+  if (threadIdx.x == 0)
+    taken_ties = 0;
+  __syncthreads();
+  for (int base = 0; base < rows; base += block_threads) {
+    int r = base + threadIdx.x;
+    unsigned bits = r < rows ? bits_at(r) : 0u;
+    int tie = r < rows && bits == kth;
+    int before = 0;
+    scan(temp).ExclusiveSum(tie, before);
+    bool take = r < rows && (bits > kth || (tie && taken_ties + before < ties_wanted));
+    if (r < rows)
+      mask[static_cast<size_t>(r) * n + e] = take ? 1.0f : 0.0f;
+    int ties = __syncthreads_count(tie);
+    if (threadIdx.x == 0)
+      taken_ties += ties;
+    __syncthreads();
+  }
+}
+
+// G = M ⊙ e^{l − max} / Σ M ⊙ e^{l − max} per row; rows with an empty mask stay 0.
+__global__ void masked_softmax_kernel(const float* logits, const float* mask, int rows, int n,
+                                      float* gates) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  size_t at = static_cast<size_t>(r) * n;
+  float top = -INFINITY, sum = 0;
+  for (int c = 0; c < n; ++c)
+    if (mask[at + c] > 0)
+      top = fmaxf(top, logits[at + c]);
+  for (int c = 0; c < n; ++c)
+    sum += gates[at + c] = mask[at + c] > 0 ? expf(logits[at + c] - top) : 0.0f;
+  if (sum > 0)
+    for (int c = 0; c < n; ++c)
+      gates[at + c] /= sum;
+}
+
+// One block per expert: how many rows have a non-zero gate there.
+__global__ void count_kernel(const float* gates, int rows, int n, int* counts) {
+  int e = blockIdx.x, count = 0;
+  for (int base = 0; base < rows; base += block_threads) {
+    int r = base + threadIdx.x;
+    count += __syncthreads_count(r < rows && gates[static_cast<size_t>(r) * n + e] != 0);
+  }
+  if (threadIdx.x == 0)
+    counts[e] = count;
+}
+
+// One block per expert: its slots, from offsets[e], in row order (the CPU plan's order).
+__global__ void fill_plan_kernel(const float* gates, int rows, int n, const int* offsets,
+                                 int* slot_row, float* slot_gate, int* slot_expert) {
+  using scan = cub::BlockScan<int, block_threads>;
+  __shared__ typename scan::TempStorage temp;
+  __shared__ int filled;
+  int e = blockIdx.x;
+  if (threadIdx.x == 0)
+    filled = 0;
+  __syncthreads();
+  for (int base = 0; base < rows; base += block_threads) {
+    int r = base + threadIdx.x;
+    float g = r < rows ? gates[static_cast<size_t>(r) * n + e] : 0.0f;
+    int here = g != 0;
+    int before = 0;
+    scan(temp).ExclusiveSum(here, before);
+    if (here) {
+      int s = offsets[e] + filled + before;
+      slot_row[s] = r;
+      slot_gate[s] = g;
+      slot_expert[s] = e;
+    }
+    int added = __syncthreads_count(here);
+    if (threadIdx.x == 0)
+      filled += added;
+    __syncthreads();
+  }
+}
+
+// a[s, c] += bias[slot_expert[s], c], then max(·, 0) when relu.
+__global__ void add_bias_kernel(float* a, int slots, int width, const int* slot_expert,
+                                const float* bias, bool relu) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<size_t>(slots) * width)
+    return;
+  size_t s = i / width, c = i % width;
+  float v = a[i] + bias[static_cast<size_t>(slot_expert[s]) * width + c];
+  a[i] = relu ? fmaxf(v, 0.0f) : v;
+}
+
+// d[i] = 0 where the ReLU's output was 0.
+__global__ void relu_backward_kernel(float* d, const float* out, size_t count) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count && !(out[i] > 0))
+    d[i] = 0;
+}
+
+// grad[e, c] += Σ over expert e's slots of a[s, c]; grid (columns / threads, experts).
+__global__ void column_sums_kernel(const float* a, int width, const int* offsets, float* grad) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x, e = blockIdx.y;
+  if (c >= width)
+    return;
+  float sum = 0;
+  for (int s = offsets[e]; s < offsets[e + 1]; ++s)
+    sum += a[static_cast<size_t>(s) * width + c];
+  grad[static_cast<size_t>(e) * width + c] += sum;
+}
+
+// One warp per slot: dout[s] = gate[s] · dy[row[s]] and dgate[s] = out[s] · dy[row[s]].
+__global__ void combine_backward_kernel(const float* dy, const float* out, int slots, int d,
+                                        const int* slot_row, const float* slot_gate,
+                                        float* dout, float* dgate) {
+  int s = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+  if (s >= slots)
+    return;
+  const float* dyr = dy + static_cast<size_t>(slot_row[s]) * d;
+  const float* o = out + static_cast<size_t>(s) * d;
+  float* dor = dout + static_cast<size_t>(s) * d;
+  float g = slot_gate[s], dot = 0;
+  for (int c = lane; c < d; c += 32) {
+    float v = dyr[c];
+    dor[c] = g * v;
+    dot += o[c] * v;
+  }
+  for (int offset = 16; offset > 0; offset /= 2)
+    dot += __shfl_down_sync(0xffffffffu, dot, offset);
+  if (lane == 0)
+    dgate[s] = dot;
+}
+
+// Through the masked softmax, per row: dl_c = G_c · (dG_c − Σ_j G_j dG_j), where dG is the
+// slots' dgate scattered to (row, expert) and 0 elsewhere.
+__global__ void gate_backward_kernel(const float* gates, const float* dgates, int rows, int n,
+                                     float* dlogits) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  size_t at = static_cast<size_t>(r) * n;
+  float inner = 0;
+  for (int c = 0; c < n; ++c)
+    inner += gates[at + c] * dgates[at + c];
+  for (int c = 0; c < n; ++c)
+    dlogits[at + c] = gates[at + c] * (dgates[at + c] - inner);
+}
+
+__global__ void scatter_gates_kernel(const float* dgate, int slots, const int* slot_row,
+                                     const int* slot_expert, int n, float* dgates) {
+  int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s < slots)
+    dgates[static_cast<size_t>(slot_row[s]) * n + slot_expert[s]] = dgate[s];
+}
+
+} // namespace
+
+struct moe_layer::impl {
+  moe_shape shape;
+  int width = 0; // w1's columns: hidden, or dim for linear experts
+  cublasHandle_t blas = nullptr; // on the default stream
+  // One handle per expert stream: a handle's workspace must not be shared across streams.
+  std::vector<cudaStream_t> streams;
+  std::vector<cublasHandle_t> stream_blas;
+  std::string error;
+
+  // Parameters and gradients.
+  device_array<float> w_gate, w1, b1, w2, b2;
+  device_array<float> g_gate, g1, gb1, g2, gb2;
+  // The last forward and backward.
+  int rows = 0, slots = 0;
+  std::vector<int> counts, offsets;
+  device_array<int> d_counts, d_offsets, slot_row, slot_expert;
+  device_array<float> x, dy, logits, probs, mask, gates, slot_gate;
+  device_array<float> in, hid, out, y, dout, dgate, dh, din, dx, dgates, dlogits;
+  std::vector<float> host_out;
+
+  ~impl() {
+    if (blas)
+      cublasDestroy(blas);
+    for (auto h : stream_blas)
+      cublasDestroy(h);
+    for (auto s : streams)
+      cudaStreamDestroy(s);
+  }
+
+  bool ok() const { return error.empty(); }
+
+  void cuda(cudaError_t e, const char* what) {
+    if (ok() && e != cudaSuccess)
+      error = std::string{what} + ": " + cudaGetErrorString(e);
+  }
+
+  void cublas(cublasStatus_t e, const char* what) {
+    if (ok() && e != CUBLAS_STATUS_SUCCESS)
+      error = std::string{what} + ": cuBLAS status " + std::to_string(static_cast<int>(e));
+  }
+
+  /// Checks the queued kernels, waiting for the device; returns and clears the error.
+  std::string finish(const char* what) {
+    cuda(cudaGetLastError(), what);
+    cuda(cudaDeviceSynchronize(), what);
+    std::string e;
+    e.swap(error);
+    return e;
+  }
+
+  size_t experts() const { return static_cast<size_t>(shape.experts); }
+  size_t w1_size() const { return experts() * shape.dim * width; }
+  size_t b1_size() const { return shape.hidden > 0 ? experts() * shape.hidden : 0; }
+  size_t w2_size() const { return shape.hidden > 0 ? experts() * shape.hidden * shape.dim : 0; }
+  size_t b2_size() const { return shape.hidden > 0 ? experts() * shape.dim : 0; }
+  size_t gate_size() const { return shape.gated ? size_t(shape.dim) * shape.experts : 0; }
+
+  /// Row-major c (m × n) = op(a)·op(b) + beta·c; lda, ldb, ldc are the row-major widths.
+  /// Expert products (expert ≥ 0) go to that expert's stream, others to the default stream.
+  void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+            int ldb, float* c, int ldc, float beta, int expert = -1) {
+    if (m == 0 || n == 0 || (k == 0 && beta == 1))
+      return;
+    const float one = 1;
+    auto handle = expert < 0 ? blas : stream_blas[expert % stream_blas.size()];
+    cublas(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+                       m, k, &one, b, ldb, a, lda, &beta, c, ldc),
+           "cublasSgemm");
+  }
+
+  /// Room for a batch of `count` rows.
+  void reserve(int count) {
+    size_t r = count, d = shape.dim, n = shape.experts;
+    size_t s = shape.gated ? r * std::min(shape.k, shape.experts) : r;
+    if (shape.gated && shape.batchwise)
+      s = std::max(s, n * std::max<size_t>(1, std::min<size_t>(r, shape.k * r / n)));
+    cuda(x.reserve(r * d), "cudaMalloc");
+    cuda(dy.reserve(r * d), "cudaMalloc");
+    cuda(y.reserve(r * d), "cudaMalloc");
+    cuda(dx.reserve(r * d), "cudaMalloc");
+    cuda(slot_row.reserve(s), "cudaMalloc");
+    cuda(slot_expert.reserve(s), "cudaMalloc");
+    cuda(slot_gate.reserve(s), "cudaMalloc");
+    cuda(dgate.reserve(s), "cudaMalloc");
+    cuda(in.reserve(s * d), "cudaMalloc");
+    cuda(out.reserve(s * d), "cudaMalloc");
+    cuda(dout.reserve(s * d), "cudaMalloc");
+    cuda(din.reserve(s * d), "cudaMalloc");
+    if (shape.hidden > 0) {
+      cuda(hid.reserve(s * shape.hidden), "cudaMalloc");
+      cuda(dh.reserve(s * shape.hidden), "cudaMalloc");
+    }
+    if (shape.gated)
+      for (auto* a : {&logits, &probs, &mask, &gates, &dgates, &dlogits})
+        cuda(a->reserve(r * n), "cudaMalloc");
+  }
+
+  /// The plan of the gate matrix, or of one expert over every row when ungated.
+  void plan() {
+    auto n = shape.experts;
+    counts.assign(n, 0);
+    if (shape.gated) {
+      count_kernel<<<n, block_threads>>>(gates.get(), rows, n, d_counts.get());
+      cuda(cudaMemcpy(counts.data(), d_counts.get(), n * sizeof(int), cudaMemcpyDeviceToHost),
+           "plan: counts");
+    } else {
+      counts[0] = rows;
+    }
+    offsets.assign(n + 1, 0);
+    for (int e = 0; e < n; ++e)
+      offsets[e + 1] = offsets[e] + counts[e];
+    slots = offsets[n];
+    cuda(cudaMemcpy(d_offsets.get(), offsets.data(), (n + 1) * sizeof(int),
+                    cudaMemcpyHostToDevice),
+         "plan: offsets");
+    if (!ok())
+      return;
+    if (shape.gated)
+      fill_plan_kernel<<<n, block_threads>>>(gates.get(), rows, n, d_offsets.get(),
+                                             slot_row.get(), slot_gate.get(), slot_expert.get());
+    else
+      cuda(cudaMemset(slot_expert.get(), 0, size_t(rows) * sizeof(int)), "plan: experts");
+  }
+
+  void experts_forward(const float* from, float* to) {
+    int d = shape.dim, h = shape.hidden;
+    for (int e = 0; e < shape.experts; ++e) {
+      int f = offsets[e], m = counts[e];
+      if (h == 0)
+        gemm(false, false, m, d, d, from + size_t(f) * d, d, w1.get() + size_t(e) * d * d, d,
+             to + size_t(f) * d, d, 0, e);
+      else
+        gemm(false, false, m, h, d, from + size_t(f) * d, d, w1.get() + size_t(e) * d * h, h,
+             hid.get() + size_t(f) * h, h, 0, e);
+    }
+    if (h == 0 || slots == 0)
+      return;
+    add_bias_kernel<<<blocks_for(size_t(slots) * h), block_threads>>>(
+      hid.get(), slots, h, slot_expert.get(), b1.get(), true);
+    for (int e = 0; e < shape.experts; ++e) {
+      int f = offsets[e], m = counts[e];
+      gemm(false, false, m, d, h, hid.get() + size_t(f) * h, h, w2.get() + size_t(e) * h * d, d,
+           to + size_t(f) * d, d, 0, e);
+    }
+    add_bias_kernel<<<blocks_for(size_t(slots) * d), block_threads>>>(
+      to, slots, d, slot_expert.get(), b2.get(), false);
+  }
+
+  void experts_backward(const float* from, const float* d_to, float* d_from) {
+    int d = shape.dim, h = shape.hidden;
+    if (slots == 0)
+      return;
+    if (h == 0) {
+      for (int e = 0; e < shape.experts; ++e) {
+        int f = offsets[e], m = counts[e];
+        gemm(true, false, d, d, m, from + size_t(f) * d, d, d_to + size_t(f) * d, d,
+             g1.get() + size_t(e) * d * d, d, 1, e);
+        gemm(false, true, m, d, d, d_to + size_t(f) * d, d, w1.get() + size_t(e) * d * d, d,
+             d_from + size_t(f) * d, d, 0, e);
+      }
+      return;
+    }
+    dim3 out_grid(blocks_for(d), shape.experts), hid_grid(blocks_for(h), shape.experts);
+    column_sums_kernel<<<out_grid, block_threads>>>(d_to, d, d_offsets.get(), gb2.get());
+    for (int e = 0; e < shape.experts; ++e) {
+      int f = offsets[e], m = counts[e];
+      gemm(true, false, h, d, m, hid.get() + size_t(f) * h, h, d_to + size_t(f) * d, d,
+           g2.get() + size_t(e) * h * d, d, 1, e);
+      gemm(false, true, m, h, d, d_to + size_t(f) * d, d, w2.get() + size_t(e) * h * d, d,
+           dh.get() + size_t(f) * h, h, 0, e);
+    }
+    relu_backward_kernel<<<blocks_for(size_t(slots) * h), block_threads>>>(
+      dh.get(), hid.get(), size_t(slots) * h);
+    column_sums_kernel<<<hid_grid, block_threads>>>(dh.get(), h, d_offsets.get(), gb1.get());
+    for (int e = 0; e < shape.experts; ++e) {
+      int f = offsets[e], m = counts[e];
+      gemm(true, false, d, h, m, from + size_t(f) * d, d, dh.get() + size_t(f) * h, h,
+           g1.get() + size_t(e) * d * h, h, 1, e);
+      gemm(false, true, m, d, h, dh.get() + size_t(f) * h, h, w1.get() + size_t(e) * d * h, h,
+           d_from + size_t(f) * d, d, 0, e);
+    }
+  }
+
+  /// Forward over the `count` rows in x.
+  void forward(int count) {
+    rows = count;
+    int d = shape.dim, n = shape.experts;
+    if (!shape.gated) {
+      plan();
+      experts_forward(x.get(), y.get());
+      return;
+    }
+    gemm(false, false, rows, n, d, x.get(), d, w_gate.get(), n, logits.get(), n, 0);
+    if (shape.batchwise) {
+      int m = std::max(1, std::min(rows, static_cast<int>(int64_t{shape.k} * rows / n)));
+      softmax_rows_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), rows, n,
+                                                               probs.get());
+      batchwise_mask_kernel<<<n, block_threads>>>(probs.get(), rows, n, m, mask.get());
+      masked_softmax_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), mask.get(), rows,
+                                                                 n, gates.get());
+    } else {
+      kernels::top_k(logits.get(), rows, n, shape.k, nullptr, nullptr, gates.get());
+    }
+    plan();
+    if (!ok())
+      return;
+    kernels::gather_rows(x.get(), d, slot_row.get(), slots, in.get());
+    experts_forward(in.get(), out.get());
+    cuda(cudaMemset(y.get(), 0, size_t(rows) * d * sizeof(float)), "forward: y");
+    kernels::scatter_add_rows(out.get(), slots, d, slot_row.get(), slot_gate.get(), y.get());
+  }
+
+  /// Backward of the last forward for the rows in dy.
+  void backward() {
+    int d = shape.dim, n = shape.experts;
+    if (!shape.gated) {
+      experts_backward(x.get(), dy.get(), dx.get());
+      return;
+    }
+    if (slots > 0)
+      combine_backward_kernel<<<blocks_for(size_t(slots) * 32), block_threads>>>(
+        dy.get(), out.get(), slots, d, slot_row.get(), slot_gate.get(), dout.get(), dgate.get());
+    experts_backward(in.get(), dout.get(), din.get());
+    cuda(cudaMemset(dx.get(), 0, size_t(rows) * d * sizeof(float)), "backward: dx");
+    kernels::scatter_add_rows(din.get(), slots, d, slot_row.get(), nullptr, dx.get());
+    cuda(cudaMemset(dgates.get(), 0, size_t(rows) * n * sizeof(float)), "backward: dgates");
+    if (slots > 0)
+      scatter_gates_kernel<<<blocks_for(slots), block_threads>>>(
+        dgate.get(), slots, slot_row.get(), slot_expert.get(), n, dgates.get());
+    gate_backward_kernel<<<blocks_for(rows), block_threads>>>(gates.get(), dgates.get(), rows, n,
+                                                              dlogits.get());
+    gemm(true, false, d, n, rows, x.get(), d, dlogits.get(), n, g_gate.get(), n, 1);
+    gemm(false, true, rows, d, n, dlogits.get(), n, w_gate.get(), n, dx.get(), d, 1);
+  }
+
+  /// Each parameter array with its host vector, for uploads and downloads.
+  template <class F>
+  void for_each_parameter(moe_parameters& p, bool gradients, F&& f) {
+    f(p.w_gate, gradients ? g_gate : w_gate, gate_size());
+    f(p.w1, gradients ? g1 : w1, w1_size());
+    f(p.b1, gradients ? gb1 : b1, b1_size());
+    f(p.w2, gradients ? g2 : w2, w2_size());
+    f(p.b2, gradients ? gb2 : b2, b2_size());
+  }
+};
+
+moe_layer::moe_layer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+moe_layer::~moe_layer() = default;
+
+std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& error) {
+  if (shape.dim < 1 || shape.experts < 1 || shape.hidden < 0) {
+    error = "gpu moe: dim and experts must be at least 1, hidden at least 0";
+    return nullptr;
+  }
+  if (shape.gated && (shape.k < 1 || shape.k > std::min(shape.experts, kernels::max_k))) {
+    error = "gpu moe: k must be in [1, min(experts, 32)], got " + std::to_string(shape.k);
+    return nullptr;
+  }
+  if (!shape.gated && shape.experts != 1) {
+    error = "gpu moe: an ungated layer has exactly one expert";
+    return nullptr;
+  }
+  if (device_count() == 0) {
+    error = "gpu moe: no CUDA device";
+    return nullptr;
+  }
+  auto p = std::make_unique<impl>();
+  p->shape = shape;
+  p->width = shape.hidden > 0 ? shape.hidden : shape.dim;
+  p->cublas(cublasCreate(&p->blas), "cublasCreate");
+  for (int i = 0; i < expert_streams && p->ok(); ++i) {
+    cudaStream_t stream = nullptr;
+    cublasHandle_t handle = nullptr;
+    p->cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+    if (p->ok())
+      p->streams.push_back(stream);
+    p->cublas(cublasCreate(&handle), "cublasCreate");
+    if (p->ok()) {
+      p->stream_blas.push_back(handle);
+      p->cublas(cublasSetStream(handle, stream), "cublasSetStream");
+    }
+  }
+  if (shape.tf32) {
+    p->cublas(cublasSetMathMode(p->blas, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+    for (auto h : p->stream_blas)
+      p->cublas(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+  }
+  moe_parameters sizes;
+  p->for_each_parameter(sizes, false, [&](auto&, auto& a, size_t n) {
+    p->cuda(a.reserve(n), "cudaMalloc");
+  });
+  p->for_each_parameter(sizes, true, [&](auto&, auto& a, size_t n) {
+    p->cuda(a.reserve(n), "cudaMalloc");
+  });
+  p->cuda(p->d_counts.reserve(shape.experts), "cudaMalloc");
+  p->cuda(p->d_offsets.reserve(shape.experts + 1), "cudaMalloc");
+  if (auto e = p->finish("gpu moe: setup"); !e.empty()) {
+    error = e;
+    return nullptr;
+  }
+  return std::unique_ptr<moe_layer>{new moe_layer{std::move(p)}};
+}
+
+std::string moe_layer::set_parameters(const moe_parameters& given) {
+  auto& p = *impl_;
+  auto copy = given;
+  p.for_each_parameter(copy, false, [&](std::vector<float>& host, auto& a, size_t n) {
+    if (host.size() != n && p.ok())
+      p.error = "gpu moe: a parameter has " + std::to_string(host.size()) + " values, not " +
+                std::to_string(n);
+    else if (n > 0)
+      p.cuda(cudaMemcpy(a.get(), host.data(), n * sizeof(float), cudaMemcpyHostToDevice),
+             "gpu moe: upload");
+  });
+  if (!p.ok())
+    return p.finish("gpu moe: set_parameters");
+  return zero_grad();
+}
+
+std::string moe_layer::gradients(moe_parameters& out) {
+  auto& p = *impl_;
+  p.for_each_parameter(out, true, [&](std::vector<float>& host, auto& a, size_t n) {
+    host.resize(n);
+    if (n > 0)
+      p.cuda(cudaMemcpy(host.data(), a.get(), n * sizeof(float), cudaMemcpyDeviceToHost),
+             "gpu moe: download");
+  });
+  return p.finish("gpu moe: gradients");
+}
+
+std::string moe_layer::zero_grad() {
+  auto& p = *impl_;
+  moe_parameters none;
+  p.for_each_parameter(none, true, [&](auto&, auto& a, size_t n) {
+    if (n > 0)
+      p.cuda(cudaMemset(a.get(), 0, n * sizeof(float)), "gpu moe: zero_grad");
+  });
+  return p.finish("gpu moe: zero_grad");
+}
+
+std::string moe_layer::forward(const float* x, int rows, float* y) {
+  auto& p = *impl_;
+  if (rows < 1)
+    return "gpu moe: forward needs at least one row";
+  size_t values = size_t(rows) * p.shape.dim;
+  p.reserve(rows);
+  if (p.ok())
+    p.cuda(cudaMemcpy(p.x.get(), x, values * sizeof(float), cudaMemcpyHostToDevice),
+           "gpu moe: upload x");
+  if (p.ok())
+    p.forward(rows);
+  if (p.ok())
+    p.cuda(cudaMemcpy(y, p.y.get(), values * sizeof(float), cudaMemcpyDeviceToHost),
+           "gpu moe: download y");
+  return p.finish("gpu moe: forward");
+}
+
+std::string moe_layer::backward(const float* dy, float* dx) {
+  auto& p = *impl_;
+  if (p.rows < 1)
+    return "gpu moe: backward needs a forward first";
+  size_t values = size_t(p.rows) * p.shape.dim;
+  p.cuda(cudaMemcpy(p.dy.get(), dy, values * sizeof(float), cudaMemcpyHostToDevice),
+         "gpu moe: upload dy");
+  if (p.ok())
+    p.backward();
+  if (p.ok())
+    p.cuda(cudaMemcpy(dx, p.dx.get(), values * sizeof(float), cudaMemcpyDeviceToHost),
+           "gpu moe: download dx");
+  return p.finish("gpu moe: backward");
+}
+
+std::string moe_layer::prepare(int rows, uint64_t seed) {
+  auto& p = *impl_;
+  if (rows < 1)
+    return "gpu moe: prepare needs at least one row";
+  size_t values = size_t(rows) * p.shape.dim;
+  std::mt19937_64 rng{seed};
+  std::normal_distribution<float> draw;
+  std::vector<float> host(2 * values);
+  for (auto& v : host)
+    v = draw(rng);
+  p.reserve(rows);
+  p.cuda(cudaMemcpy(p.x.get(), host.data(), values * sizeof(float), cudaMemcpyHostToDevice),
+         "gpu moe: upload x");
+  p.cuda(cudaMemcpy(p.dy.get(), host.data() + values, values * sizeof(float),
+                    cudaMemcpyHostToDevice),
+         "gpu moe: upload dy");
+  p.rows = rows;
+  return p.finish("gpu moe: prepare");
+}
+
+std::string moe_layer::step() {
+  auto& p = *impl_;
+  if (p.rows < 1)
+    return "gpu moe: step needs prepare first";
+  p.forward(p.rows);
+  if (p.ok())
+    p.backward();
+  return p.finish("gpu moe: step");
+}
+
+const std::vector<int>& moe_layer::expert_batches() const {
+  return impl_->counts;
+}
+
+} // namespace darcy::gpu

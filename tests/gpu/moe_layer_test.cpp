@@ -1,0 +1,175 @@
+// The GPU MoE layer against compute/moe with the same parameters: outputs, input gradients and
+// every parameter's gradient, for linear and FFN experts under top-k and batchwise masks, and
+// the ungated layer against one CPU expert. The comparisons are skipped without a device;
+// invalid shapes are refused with or without one.
+#include "gpu/moe_layer.hpp"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "compute/moe/expert.hpp"
+#include "compute/moe/gpu_parameters.hpp"
+#include "compute/moe/moe_layer.hpp"
+#include "compute/nn/init.hpp"
+#include "gpu/device.hpp"
+
+namespace darcy::gpu {
+namespace {
+
+using compute::nn::matrix;
+
+constexpr int rows = 96;
+
+/// max |a − b| relative to the larger magnitude of b, so that one tolerance serves all.
+void expect_close(const float* a, const float* b, size_t n, const std::string& what) {
+  double worst = 0, scale = 1e-3;
+  for (size_t i = 0; i < n; ++i) {
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  EXPECT_LE(worst / scale, 2e-5) << what << ": largest difference " << worst << " of " << scale;
+}
+
+void expect_close(const std::vector<float>& a, const matrix& b, const std::string& what) {
+  ASSERT_EQ(a.size(), size_t(b.size())) << what;
+  expect_close(a.data(), b.data(), a.size(), what);
+}
+
+void append(std::vector<float>& to, const matrix& m) {
+  to.insert(to.end(), m.data(), m.data() + m.size());
+}
+
+struct layer_case {
+  std::string name;
+  expert_kind expert;
+  mask_kind mask;
+  uint32_t k;
+};
+
+TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  const std::vector<layer_case> cases = {
+    {"linear experts, top-1", expert_kind::linear, mask_kind::top_k, 1},
+    {"linear experts, top-2", expert_kind::linear, mask_kind::top_k, 2},
+    {"linear experts, batchwise k = 4", expert_kind::linear, mask_kind::batchwise, 4},
+    {"ffn experts, top-2", expert_kind::ffn, mask_kind::top_k, 2},
+    {"ffn experts, batchwise k = 2", expert_kind::ffn, mask_kind::batchwise, 2},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    moe_config cfg;
+    cfg.dim = 24;
+    cfg.expert = c.expert;
+    cfg.hidden = 40;
+    cfg.gating.experts = 8;
+    cfg.gating.k = c.k;
+    cfg.gating.mask = c.mask;
+    cfg.gating.seed = 3;
+    auto cpu = compute::moe::moe_layer<float>::make(cfg);
+    ASSERT_TRUE(cpu);
+    std::mt19937_64 rng{5};
+    (*cpu)->gating().parameters().front()->value = compute::nn::normal<float>(24, 8, 0.4f, rng);
+    matrix x = compute::nn::normal<float>(rows, 24, 1.0f, rng);
+    matrix dy = compute::nn::normal<float>(rows, 24, 1.0f, rng);
+    matrix y = (*cpu)->forward(x);
+    matrix dx = (*cpu)->backward(dy);
+
+    std::string error;
+    auto gpu = moe_layer::make(compute::moe::gpu_shape(cfg), error);
+    ASSERT_TRUE(gpu) << error;
+    ASSERT_EQ(gpu->set_parameters(compute::moe::gpu_parameters(**cpu)), "");
+    std::vector<float> gy(rows * 24), gdx(rows * 24);
+    ASSERT_EQ(gpu->forward(x.data(), rows, gy.data()), "");
+    ASSERT_EQ(gpu->backward(dy.data(), gdx.data()), "");
+    auto& plan = (*cpu)->plan();
+    for (uint32_t e = 0; e < 8; ++e)
+      EXPECT_EQ(gpu->expert_batches().at(e), int(plan.expert_batch(e))) << "expert " << e;
+    expect_close(gy, y, "y");
+    expect_close(gdx, dx, "dx");
+    moe_parameters grads;
+    ASSERT_EQ(gpu->gradients(grads), "");
+    auto want = compute::moe::gpu_parameters(**cpu, true);
+    expect_close(grads.w_gate.data(), want.w_gate.data(), want.w_gate.size(), "w_gate grad");
+    expect_close(grads.w1.data(), want.w1.data(), want.w1.size(), "w1 grad");
+    ASSERT_EQ(grads.b2.size(), want.b2.size());
+    expect_close(grads.b1.data(), want.b1.data(), want.b1.size(), "b1 grad");
+    expect_close(grads.w2.data(), want.w2.data(), want.w2.size(), "w2 grad");
+    expect_close(grads.b2.data(), want.b2.data(), want.b2.size(), "b2 grad");
+  }
+}
+
+TEST(gpu_moe_layer, an_ungated_layer_is_one_dense_ffn) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  moe_config cfg;
+  cfg.dim = 24;
+  cfg.expert = expert_kind::ffn;
+  cfg.hidden = 40;
+  cfg.gating.experts = 1;
+  cfg.gating.k = 1;
+  compute::moe::expert<float> cpu{cfg, 0};
+  std::mt19937_64 rng{9};
+  auto ps = cpu.parameters();
+  ps[1]->value = compute::nn::normal<float>(1, 40, 0.5f, rng); // non-zero biases
+  ps[3]->value = compute::nn::normal<float>(1, 24, 0.5f, rng);
+  matrix x = compute::nn::normal<float>(rows, 24, 1.0f, rng);
+  matrix dy = compute::nn::normal<float>(rows, 24, 1.0f, rng);
+  matrix hidden(rows, 40), y(rows, 24), dx(rows, 24);
+  cpu.forward(x, hidden, y);
+  cpu.backward(x, hidden, dy, dx);
+
+  std::string error;
+  auto gpu = moe_layer::make({.dim = 24, .experts = 1, .k = 1, .hidden = 40, .gated = false},
+                             error);
+  ASSERT_TRUE(gpu) << error;
+  moe_parameters p;
+  append(p.w1, ps[0]->value);
+  append(p.b1, ps[1]->value);
+  append(p.w2, ps[2]->value);
+  append(p.b2, ps[3]->value);
+  ASSERT_EQ(gpu->set_parameters(p), "");
+  std::vector<float> gy(rows * 24), gdx(rows * 24);
+  ASSERT_EQ(gpu->forward(x.data(), rows, gy.data()), "");
+  ASSERT_EQ(gpu->backward(dy.data(), gdx.data()), "");
+  expect_close(gy, y, "y");
+  expect_close(gdx, dx, "dx");
+  moe_parameters grads;
+  ASSERT_EQ(gpu->gradients(grads), "");
+  expect_close(grads.w1, ps[0]->grad, "w1 grad");
+  expect_close(grads.b1, ps[1]->grad, "b1 grad");
+  expect_close(grads.w2, ps[2]->grad, "w2 grad");
+  expect_close(grads.b2, ps[3]->grad, "b2 grad");
+}
+
+TEST(gpu_moe_layer, invalid_shapes_are_refused_with_a_reason) {
+  const std::vector<std::pair<std::string, moe_shape>> cases = {
+    {"no width", {.dim = 0, .experts = 4, .k = 1}},
+    {"no experts", {.dim = 8, .experts = 0, .k = 1}},
+    {"k above the experts", {.dim = 8, .experts = 4, .k = 5}},
+    {"k of 0", {.dim = 8, .experts = 4, .k = 0}},
+    {"an ungated layer of two experts", {.dim = 8, .experts = 2, .k = 1, .gated = false}},
+  };
+  for (auto& [name, shape] : cases) {
+    std::string error;
+    EXPECT_EQ(moe_layer::make(shape, error), nullptr) << name;
+    EXPECT_NE(error.find("gpu moe"), std::string::npos) << name << ": " << error;
+  }
+}
+
+TEST(gpu_moe_layer, a_step_before_prepare_is_an_error) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  std::string error;
+  auto gpu = moe_layer::make({.dim = 8, .experts = 4, .k = 2}, error);
+  ASSERT_TRUE(gpu) << error;
+  EXPECT_NE(gpu->step(), "");
+  float x = 0;
+  EXPECT_NE(gpu->backward(&x, &x), "");
+  EXPECT_NE(gpu->forward(&x, 0, &x), "");
+}
+
+} // namespace
+} // namespace darcy::gpu
