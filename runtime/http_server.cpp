@@ -6,6 +6,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -139,20 +140,26 @@ private:
 
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   impl(size_t threads, http_handler h, size_t max_body)
-    : ioc(static_cast<int>(threads)), acceptor(ioc), handler(std::move(h)), max_body(max_body) {
+    : ioc(static_cast<int>(threads)), accept_strand(net::make_strand(ioc)), acceptor(ioc),
+      handler(std::move(h)), max_body(max_body) {
   }
 
+  /// Runs on accept_strand once the threads run: the acceptor is not thread-safe, and its
+  /// accept handler and stop()'s close would otherwise race on two io threads.
   void accept() {
-    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
-      if (!acceptor.is_open())
-        return;
-      if (!ec)
-        std::make_shared<connection>(std::move(s), handler, max_body, weak_from_this())->run();
-      accept();
-    });
+    acceptor.async_accept(
+      net::make_strand(ioc),
+      net::bind_executor(accept_strand, [this](beast::error_code ec, tcp::socket s) {
+        if (!acceptor.is_open())
+          return;
+        if (!ec)
+          std::make_shared<connection>(std::move(s), handler, max_body, weak_from_this())->run();
+        accept();
+      }));
   }
 
   net::io_context ioc;
+  net::strand<net::io_context::executor_type> accept_strand;
   tcp::acceptor acceptor;
   http_handler handler;
   size_t max_body;
@@ -199,7 +206,7 @@ uint16_t http_server::port() const {
 void http_server::stop() {
   if (!impl_ || impl_->threads.empty())
     return;
-  net::post(impl_->ioc, [p = impl_.get()] {
+  net::post(impl_->accept_strand, [p = impl_.get()] {
     beast::error_code e;
     p->acceptor.close(e);
   });
