@@ -10,6 +10,13 @@ namespace {
 
 constexpr size_t header_bytes = 3 * sizeof(uint64_t);
 
+/// memcpy of `n` bytes that allows n = 0 with a null pointer (an empty vector's data()), which
+/// memcpy itself does not.
+void copy_bytes(void* to, const void* from, size_t n) {
+  if (n > 0)
+    std::memcpy(to, from, n);
+}
+
 } // namespace
 
 size_t row_record_bytes(size_t dim, size_t slots) {
@@ -23,9 +30,9 @@ void append_row_record(const row_record& row, std::string& out) {
   std::memcpy(p, &row.frequency, 8);
   std::memcpy(p + 8, &row.updates, 8);
   std::memcpy(p + 16, &row.last_update, 8);
-  std::memcpy(p + header_bytes, row.values.data(), row.values.size() * sizeof(float));
-  std::memcpy(p + header_bytes + row.values.size() * sizeof(float), row.slots.data(),
-              row.slots.size() * sizeof(float));
+  copy_bytes(p + header_bytes, row.values.data(), row.values.size() * sizeof(float));
+  copy_bytes(p + header_bytes + row.values.size() * sizeof(float), row.slots.data(),
+             row.slots.size() * sizeof(float));
 }
 
 bool decode_row_record(std::string_view key, std::string_view bytes, size_t dim, size_t slots,
@@ -40,9 +47,9 @@ bool decode_row_record(std::string_view key, std::string_view bytes, size_t dim,
   std::memcpy(&last_update, bytes.data() + 16, 8);
   values.resize(dim);
   slot_values.resize(dim * slots);
-  std::memcpy(values.data(), bytes.data() + header_bytes, dim * sizeof(float));
-  std::memcpy(slot_values.data(), bytes.data() + header_bytes + dim * sizeof(float),
-              dim * slots * sizeof(float));
+  copy_bytes(values.data(), bytes.data() + header_bytes, dim * sizeof(float));
+  copy_bytes(slot_values.data(), bytes.data() + header_bytes + dim * sizeof(float),
+             dim * slots * sizeof(float));
   out = {key, values, slot_values, frequency, updates, last_update};
   return true;
 }
