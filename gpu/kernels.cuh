@@ -3,10 +3,17 @@
 // at once (errors surface at the next synchronisation). Internal to gpu/.
 #pragma once
 
+#include <cstddef>
+
 namespace darcy::gpu::kernels {
 
 /// The largest k the top-k kernels take.
 constexpr int max_k = 32;
+
+/// Blocks of `threads` threads that cover `n` items.
+inline unsigned blocks_for(size_t n, unsigned threads = 256) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
 
 /// Per row of logits (rows × n): the k largest columns in descending order (ties: the lower
 /// column first) into indices (rows × k) and their softmax over the k into gates (rows × k).

@@ -14,6 +14,7 @@ namespace darcy::gpu {
 namespace {
 
 constexpr int tile = 16;
+using kernels::blocks_for;
 
 /// A device buffer freed on scope exit.
 template <class T>
@@ -136,10 +137,6 @@ __global__ void scatter_add_kernel(const float* in, int slots, int d, const int*
   size_t s = i / d, c = i % d;
   float w = weights ? weights[s] : 1.0f;
   atomicAdd(&y[static_cast<size_t>(target[s]) * d + c], w * in[i]);
-}
-
-unsigned blocks_for(size_t n, unsigned threads) {
-  return static_cast<unsigned>((n + threads - 1) / threads);
 }
 
 } // namespace

@@ -19,14 +19,11 @@ namespace darcy::gpu {
 namespace {
 
 constexpr int block_threads = 256;
+using kernels::blocks_for;
 /// The experts' products go round-robin to this many streams, so that the small products of
 /// different experts run at the same time. They are blocking streams: each waits for the work
 /// queued before it on the default stream, and the default stream's next work waits for them.
 constexpr int expert_streams = 8;
-
-unsigned blocks_for(size_t n, unsigned threads = block_threads) {
-  return static_cast<unsigned>((n + threads - 1) / threads);
-}
 
 /// A device array that grows on demand; growing drops the contents.
 template <class T>
@@ -486,9 +483,10 @@ struct moe_layer::impl {
     gemm(false, true, rows, d, n, dlogits.get(), n, w_gate.get(), n, dx.get(), d, 1);
   }
 
-  /// Each parameter array with its host vector, for uploads and downloads.
-  template <class F>
-  void for_each_parameter(moe_parameters& p, bool gradients, F&& f) {
+  /// Each parameter array with its host vector (of a const or a mutable `p`), for uploads
+  /// and downloads.
+  template <class Parameters, class F>
+  void for_each_parameter(Parameters& p, bool gradients, F&& f) {
     f(p.w_gate, gradients ? g_gate : w_gate, gate_size());
     f(p.w1, gradients ? g1 : w1, w1_size());
     f(p.b1, gradients ? gb1 : b1, b1_size());
@@ -557,8 +555,7 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& 
 
 std::string moe_layer::set_parameters(const moe_parameters& given) {
   auto& p = *impl_;
-  auto copy = given;
-  p.for_each_parameter(copy, false, [&](std::vector<float>& host, auto& a, size_t n) {
+  p.for_each_parameter(given, false, [&](const std::vector<float>& host, auto& a, size_t n) {
     if (host.size() != n && p.ok())
       p.error = "gpu moe: a parameter has " + std::to_string(host.size()) + " values, not " +
                 std::to_string(n);
