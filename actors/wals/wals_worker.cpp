@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include <caf/event_based_actor.hpp>
+
 #include "actors/fan_out.hpp"
 #include "compute/placement.hpp"
 #include "compute/ranking.hpp"
@@ -242,16 +244,17 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
 
 } // namespace
 
-wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
-                                             std::vector<factor_shard_actor> shards,
-                                             std::shared_ptr<const stores::wals_dataset> data) {
+namespace {
+
+void adopt(wals_worker_pointer self, std::shared_ptr<const stores::wals_dataset> data) {
   auto& st = self->state;
-  st.config = std::move(config);
-  st.shards = std::move(shards);
   st.data = std::move(data);
   for (auto& shard : st.shards)
     st.co_located.push_back(shard.node() == self->node());
   st.cache = factor_cache::of(st.shards);
+}
+
+wals_worker_actor::behavior_type serve(wals_worker_pointer self) {
   return {
     [=](chief_atom, caf::actor chief) {
       self->state.chief = std::move(chief);
@@ -266,16 +269,46 @@ wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_work
   };
 }
 
+} // namespace
+
+wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
+                                             std::vector<factor_shard_actor> shards,
+                                             std::shared_ptr<const stores::wals_dataset> data) {
+  self->state.config = std::move(config);
+  self->state.shards = std::move(shards);
+  adopt(self, std::move(data));
+  return serve(self);
+}
+
 wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
                                                      wals_worker_config config,
                                                      std::vector<factor_shard_actor> shards) {
-  auto data = stores::load_shared_dataset(config.data);
-  if (!data) {
-    runtime::log_error("wals worker: cannot load the matrix: {}", render(data.error()));
-    self->quit(data.error());
-    return {[](chief_atom, caf::actor) {}, [](token_atom, const wals_token&, caf::actor) {}};
-  }
-  return wals_worker(self, std::move(config), std::move(shards), std::move(*data));
+  self->state.config = std::move(config);
+  self->state.shards = std::move(shards);
+  // The load runs on a thread of its own: a node's scheduler threads (one in a local cluster)
+  // keep serving its registry and agent meanwhile. Tokens wait in the mailbox until it ends.
+  using loaded = caf::expected<std::shared_ptr<const stores::wals_dataset>>;
+  auto result = std::make_shared<loaded>(make_error(errc::io_error, "the matrix was not loaded"));
+  auto loader = self->spawn<caf::detached>(
+    [result, spec = self->state.config.data](caf::event_based_actor* helper) -> caf::behavior {
+      return {[=](load_atom) {
+        *result = stores::load_shared_dataset(spec);
+        helper->quit();
+        return true;
+      }};
+    });
+  self->request(loader, caf::infinite, load_atom::value)
+    .await(
+      [self, result](bool) {
+        if (*result) {
+          adopt(self, std::move(**result));
+          return;
+        }
+        runtime::log_error("wals worker: cannot load the matrix: {}", render(result->error()));
+        self->quit(result->error());
+      },
+      [self](caf::error& err) { self->quit(err); });
+  return serve(self);
 }
 
 } // namespace darcy::actors

@@ -56,8 +56,8 @@ wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_work
                                              std::vector<factor_shard_actor> shards,
                                              std::shared_ptr<const stores::wals_dataset> data);
 
-/// The spawnable form ("darcy.wals_worker"): loads config.data itself; a load error is printed
-/// and the worker exits with it.
+/// The spawnable form ("darcy.wals_worker"): loads config.data on a thread of its own, holding
+/// its messages until the load ends; a load error is printed and the worker exits with it.
 wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
                                                      wals_worker_config config,
                                                      std::vector<factor_shard_actor> shards);
