@@ -269,6 +269,8 @@ struct moe_layer::impl {
   std::vector<float> host_out;
 
   ~impl() {
+    if (host_ptrs)
+      cudaFreeHost(host_ptrs);
     if (blas)
       cublasDestroy(blas);
     for (auto h : stream_blas)
@@ -316,6 +318,84 @@ struct moe_layer::impl {
     cublas(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
                        m, k, &one, b, ldb, a, lda, &beta, c, ldc),
            "cublasSgemm");
+  }
+
+  /// One product of a phase: row-major c (m × n) = op(a)·op(b) + beta·c.
+  struct product {
+    int m, n, k;
+    const float* a;
+    int lda;
+    const float* b;
+    int ldb;
+    float* c;
+    int ldc;
+  };
+  // The products of the phase being queued.
+  std::vector<product> phase;
+  // The grouped calls' pointer arrays (a, b, c per expert), one region per phase of a step:
+  // written in pinned host memory, copied without waiting for the device. A forward starts a
+  // step again at region 0, once the device has finished the last one.
+  static constexpr int phase_regions = 8;
+  const float** host_ptrs = nullptr;
+  device_array<const float*> d_ptrs;
+  int next_region = 0;
+
+  /// Runs every product of `phase` (cleared after) with op(a), op(b) and beta: one grouped
+  /// cuBLAS call on the default stream, or one call per product on the expert streams.
+  void run_phase(bool ta, bool tb, float beta) {
+    std::vector<product> todo;
+    for (auto& p : phase)
+      if (p.m > 0 && p.n > 0 && !(p.k == 0 && beta == 1))
+        todo.push_back(p);
+    phase.clear();
+    if (todo.empty() || !ok())
+      return;
+#if CUBLAS_VERSION >= 120500
+    if (shape.grouped) {
+      int count = static_cast<int>(todo.size());
+      // cuBLAS sees Cᵀ = op(B)ᵀ·op(A)ᵀ: its A is our b, its B our a, its m our n.
+      std::vector<cublasOperation_t> op_a(count, tb ? CUBLAS_OP_T : CUBLAS_OP_N),
+        op_b(count, ta ? CUBLAS_OP_T : CUBLAS_OP_N);
+      std::vector<int> m(count), n(count), k(count), lda(count), ldb(count), ldc(count),
+        sizes(count, 1);
+      std::vector<float> alphas(count, 1.0f), betas(count, beta);
+      if (next_region == phase_regions) {
+        cuda(cudaStreamSynchronize(0), "grouped products");
+        next_region = 0;
+      }
+      size_t region = size_t(next_region++) * 3 * shape.experts;
+      auto host = host_ptrs + region;
+      auto ptrs = d_ptrs.get() + region;
+      for (int i = 0; i < count; ++i) {
+        auto& p = todo[i];
+        m[i] = p.n;
+        n[i] = p.m;
+        k[i] = p.k;
+        lda[i] = p.ldb;
+        ldb[i] = p.lda;
+        ldc[i] = p.ldc;
+        host[i] = p.b;
+        host[count + i] = p.a;
+        host[2 * count + i] = p.c;
+      }
+      cuda(cudaMemcpyAsync(ptrs, host, 3 * size_t(count) * sizeof(float*),
+                           cudaMemcpyHostToDevice, 0),
+           "grouped products: pointers");
+      if (!ok())
+        return;
+      cublas(cublasSgemmGroupedBatched(blas, op_a.data(), op_b.data(), m.data(), n.data(),
+                                       k.data(), alphas.data(), ptrs, lda.data(), ptrs + count,
+                                       ldb.data(), betas.data(),
+                                       const_cast<float* const*>(ptrs + 2 * count), ldc.data(),
+                                       count, sizes.data()),
+             "cublasSgemmGroupedBatched");
+      return;
+    }
+#endif
+    for (size_t i = 0; i < todo.size(); ++i) {
+      auto& p = todo[i];
+      gemm(ta, tb, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, beta, static_cast<int>(i));
+    }
   }
 
   /// Room for a batch of `count` rows.
@@ -377,21 +457,23 @@ struct moe_layer::impl {
     for (int e = 0; e < shape.experts; ++e) {
       int f = offsets[e], m = counts[e];
       if (h == 0)
-        gemm(false, false, m, d, d, from + size_t(f) * d, d, w1.get() + size_t(e) * d * d, d,
-             to + size_t(f) * d, d, 0, e);
+        phase.push_back({m, d, d, from + size_t(f) * d, d, w1.get() + size_t(e) * d * d, d,
+                         to + size_t(f) * d, d});
       else
-        gemm(false, false, m, h, d, from + size_t(f) * d, d, w1.get() + size_t(e) * d * h, h,
-             hid.get() + size_t(f) * h, h, 0, e);
+        phase.push_back({m, h, d, from + size_t(f) * d, d, w1.get() + size_t(e) * d * h, h,
+                         hid.get() + size_t(f) * h, h});
     }
+    run_phase(false, false, 0);
     if (h == 0 || slots == 0)
       return;
     add_bias_kernel<<<blocks_for(size_t(slots) * h), block_threads>>>(
       hid.get(), slots, h, slot_expert.get(), b1.get(), true);
     for (int e = 0; e < shape.experts; ++e) {
       int f = offsets[e], m = counts[e];
-      gemm(false, false, m, d, h, hid.get() + size_t(f) * h, h, w2.get() + size_t(e) * h * d, d,
-           to + size_t(f) * d, d, 0, e);
+      phase.push_back({m, d, h, hid.get() + size_t(f) * h, h, w2.get() + size_t(e) * h * d, d,
+                       to + size_t(f) * d, d});
     }
+    run_phase(false, false, 0);
     add_bias_kernel<<<blocks_for(size_t(slots) * d), block_threads>>>(
       to, slots, d, slot_expert.get(), b2.get(), false);
   }
@@ -403,37 +485,54 @@ struct moe_layer::impl {
     if (h == 0) {
       for (int e = 0; e < shape.experts; ++e) {
         int f = offsets[e], m = counts[e];
-        gemm(true, false, d, d, m, from + size_t(f) * d, d, d_to + size_t(f) * d, d,
-             g1.get() + size_t(e) * d * d, d, 1, e);
-        gemm(false, true, m, d, d, d_to + size_t(f) * d, d, w1.get() + size_t(e) * d * d, d,
-             d_from + size_t(f) * d, d, 0, e);
+        phase.push_back({d, d, m, from + size_t(f) * d, d, d_to + size_t(f) * d, d,
+                         g1.get() + size_t(e) * d * d, d});
       }
+      run_phase(true, false, 1);
+      for (int e = 0; e < shape.experts; ++e) {
+        int f = offsets[e], m = counts[e];
+        phase.push_back({m, d, d, d_to + size_t(f) * d, d, w1.get() + size_t(e) * d * d, d,
+                         d_from + size_t(f) * d, d});
+      }
+      run_phase(false, true, 0);
       return;
     }
     dim3 out_grid(blocks_for(d), shape.experts), hid_grid(blocks_for(h), shape.experts);
     column_sums_kernel<<<out_grid, block_threads>>>(d_to, d, d_offsets.get(), gb2.get());
     for (int e = 0; e < shape.experts; ++e) {
       int f = offsets[e], m = counts[e];
-      gemm(true, false, h, d, m, hid.get() + size_t(f) * h, h, d_to + size_t(f) * d, d,
-           g2.get() + size_t(e) * h * d, d, 1, e);
-      gemm(false, true, m, h, d, d_to + size_t(f) * d, d, w2.get() + size_t(e) * h * d, d,
-           dh.get() + size_t(f) * h, h, 0, e);
+      phase.push_back({h, d, m, hid.get() + size_t(f) * h, h, d_to + size_t(f) * d, d,
+                       g2.get() + size_t(e) * h * d, d});
     }
+    run_phase(true, false, 1);
+    for (int e = 0; e < shape.experts; ++e) {
+      int f = offsets[e], m = counts[e];
+      phase.push_back({m, h, d, d_to + size_t(f) * d, d, w2.get() + size_t(e) * h * d, d,
+                       dh.get() + size_t(f) * h, h});
+    }
+    run_phase(false, true, 0);
     relu_backward_kernel<<<blocks_for(size_t(slots) * h), block_threads>>>(
       dh.get(), hid.get(), size_t(slots) * h);
     column_sums_kernel<<<hid_grid, block_threads>>>(dh.get(), h, d_offsets.get(), gb1.get());
     for (int e = 0; e < shape.experts; ++e) {
       int f = offsets[e], m = counts[e];
-      gemm(true, false, d, h, m, from + size_t(f) * d, d, dh.get() + size_t(f) * h, h,
-           g1.get() + size_t(e) * d * h, h, 1, e);
-      gemm(false, true, m, d, h, dh.get() + size_t(f) * h, h, w1.get() + size_t(e) * d * h, h,
-           d_from + size_t(f) * d, d, 0, e);
+      phase.push_back({d, h, m, from + size_t(f) * d, d, dh.get() + size_t(f) * h, h,
+                       g1.get() + size_t(e) * d * h, h});
     }
+    run_phase(true, false, 1);
+    for (int e = 0; e < shape.experts; ++e) {
+      int f = offsets[e], m = counts[e];
+      phase.push_back({m, d, h, dh.get() + size_t(f) * h, h, w1.get() + size_t(e) * d * h, h,
+                       d_from + size_t(f) * d, d});
+    }
+    run_phase(false, true, 0);
   }
 
   /// Forward over the `count` rows in x.
   void forward(int count) {
     rows = count;
+    next_region = 0; // every public call ends once the device has finished
+
     int d = shape.dim, n = shape.experts;
     if (!shape.gated) {
       plan();
@@ -544,6 +643,10 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& 
   p->for_each_parameter(sizes, true, [&](auto&, auto& a, size_t n) {
     p->cuda(a.reserve(n), "cudaMalloc");
   });
+  size_t regions = size_t(impl::phase_regions) * 3 * shape.experts;
+  p->cuda(cudaMallocHost(reinterpret_cast<void**>(&p->host_ptrs), regions * sizeof(float*)),
+          "cudaMallocHost");
+  p->cuda(p->d_ptrs.reserve(regions), "cudaMalloc");
   p->cuda(p->d_counts.reserve(shape.experts), "cudaMalloc");
   p->cuda(p->d_offsets.reserve(shape.experts + 1), "cudaMalloc");
   if (auto e = p->finish("gpu moe: setup"); !e.empty()) {

@@ -1,6 +1,6 @@
 // A whole sparsely-gated MoE layer on the GPU, forward and backward, with its parameters,
 // gradients and activations resident on the device: gate logits and the mask (top-k or
-// batchwise), the dispatch plan, the experts as cuBLAS products, the weighted combine. It
+// batchwise), the dispatch plan, the experts as cuBLAS products (grouped), the weighted combine. It
 // computes what compute/moe's moe_layer computes (no noise, no auxiliary losses, no threshold
 // training), and, with `gated` off, a dense FFN: one expert over every row.
 #pragma once
@@ -24,6 +24,10 @@ struct moe_shape {
   bool gated = true;
   /// Lets cuBLAS use TF32 tensor cores for the products (about 10 mantissa bits).
   bool tf32 = false;
+  /// The experts' products of one phase (say, every expert's forward) as one grouped cuBLAS
+  /// call (cublasSgemmGroupedBatched, cuBLAS 12.5 and later); false, or an older cuBLAS: one
+  /// call per expert, round-robin over 8 streams.
+  bool grouped = true;
 };
 
 /// Host copies of the parameters (or their gradients), row-major, stacked expert by expert:

@@ -41,10 +41,11 @@ double time_steps(gpu::moe_layer& layer, const moe_gpu_bench_options& o, std::st
 
 /// Tokens per second of the setting's MoE on the GPU with the CPU layer's parameters.
 double gpu_moe_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu, bool tf32,
-                    const moe_gpu_bench_options& o, std::vector<int>& batches,
+                    bool grouped, const moe_gpu_bench_options& o, std::vector<int>& batches,
                     std::string& error) {
   auto shape = compute::moe::gpu_shape(s.cfg);
   shape.tf32 = tf32;
+  shape.grouped = grouped;
   auto layer = gpu::moe_layer::make(shape, error);
   if (!layer)
     return 0;
@@ -55,11 +56,11 @@ double gpu_moe_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu, b
   return error.empty() ? o.tokens / seconds : 0;
 }
 
-/// Tokens per second of the dense FFN dim → dense_hidden → dim on the GPU.
+/// Tokens per second of the dense FFN dim → dense_hidden → dim on the GPU: plain products.
 double gpu_dense_rate(const moe_setting& s, bool tf32, const moe_gpu_bench_options& o,
                       std::string& error) {
   gpu::moe_shape shape{.dim = int(o.dim), .experts = 1, .k = 1, .hidden = int(s.dense_hidden),
-                       .gated = false, .tf32 = tf32};
+                       .gated = false, .tf32 = tf32, .grouped = false};
   auto layer = gpu::moe_layer::make(shape, error);
   if (!layer)
     return 0;
@@ -135,8 +136,9 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
     }
     std::string error;
     std::vector<int> batches;
-    double fp32 = gpu_moe_rate(s, **cpu, false, o, batches, error);
-    double tf32 = error.empty() ? gpu_moe_rate(s, **cpu, true, o, batches, error) : 0;
+    double fp32 = gpu_moe_rate(s, **cpu, false, true, o, batches, error);
+    double streams = error.empty() ? gpu_moe_rate(s, **cpu, false, false, o, batches, error) : 0;
+    double tf32 = error.empty() ? gpu_moe_rate(s, **cpu, true, true, o, batches, error) : 0;
     double dense = error.empty() ? gpu_dense_rate(s, false, o, error) : 0;
     double dense_tf32 = error.empty() ? gpu_dense_rate(s, true, o, error) : 0;
     if (!error.empty()) {
@@ -151,10 +153,12 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
       hi = std::max(hi, b);
     }
     double mean_batch = batches.empty() ? 0 : total / batches.size();
-    std::printf("%s: gpu moe %.0f tokens/s (tf32 %.0f), gpu dense (hidden %u) %.0f (tf32 %.0f), "
-                "expert batch %.1f (%d..%d)\n", name.c_str(), fp32, tf32, s.dense_hidden, dense,
-                dense_tf32, mean_batch, lo, hi);
+    std::printf("%s: gpu moe %.0f tokens/s grouped, %.0f on streams (tf32 grouped %.0f), gpu dense "
+                "(hidden %u) %.0f (tf32 %.0f), expert batch %.1f (%d..%d)\n", name.c_str(), fp32,
+                streams, tf32, s.dense_hidden, dense, dense_tf32, mean_batch, lo, hi);
     json << "\"" << name << "_gpu_tokens_per_s\":" << fp32 << ",\"" << name
+         << "_gpu_streams_tokens_per_s\":" << streams << ",\"" << name
+         << "_gpu_streams_moe_vs_dense_flops\":" << streams / dense << ",\"" << name
          << "_gpu_tf32_tokens_per_s\":" << tf32 << ",\"" << name
          << "_gpu_dense_tokens_per_s\":" << dense << ",\"" << name
          << "_gpu_dense_tf32_tokens_per_s\":" << dense_tf32 << ",\"" << name

@@ -1,6 +1,6 @@
 // The GPU MoE layer against compute/moe with the same parameters: outputs, input gradients and
-// every parameter's gradient, for linear and FFN experts under top-k and batchwise masks, and
-// the ungated layer against one CPU expert. The comparisons are skipped without a device;
+// every parameter's gradient, for linear and FFN experts under top-k and batchwise masks, with
+// the experts' products grouped and on streams, and the ungated layer against one CPU expert. The comparisons are skipped without a device;
 // invalid shapes are refused with or without one.
 #include "gpu/moe_layer.hpp"
 
@@ -77,27 +77,33 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
     matrix y = (*cpu)->forward(x);
     matrix dx = (*cpu)->backward(dy);
 
-    std::string error;
-    auto gpu = moe_layer::make(compute::moe::gpu_shape(cfg), error);
-    ASSERT_TRUE(gpu) << error;
-    ASSERT_EQ(gpu->set_parameters(compute::moe::gpu_parameters(**cpu)), "");
-    std::vector<float> gy(rows * 24), gdx(rows * 24);
-    ASSERT_EQ(gpu->forward(x.data(), rows, gy.data()), "");
-    ASSERT_EQ(gpu->backward(dy.data(), gdx.data()), "");
-    auto& plan = (*cpu)->plan();
-    for (uint32_t e = 0; e < 8; ++e)
-      EXPECT_EQ(gpu->expert_batches().at(e), int(plan.expert_batch(e))) << "expert " << e;
-    expect_close(gy, y, "y");
-    expect_close(gdx, dx, "dx");
-    moe_parameters grads;
-    ASSERT_EQ(gpu->gradients(grads), "");
-    auto want = compute::moe::gpu_parameters(**cpu, true);
-    expect_close(grads.w_gate.data(), want.w_gate.data(), want.w_gate.size(), "w_gate grad");
-    expect_close(grads.w1.data(), want.w1.data(), want.w1.size(), "w1 grad");
-    ASSERT_EQ(grads.b2.size(), want.b2.size());
-    expect_close(grads.b1.data(), want.b1.data(), want.b1.size(), "b1 grad");
-    expect_close(grads.w2.data(), want.w2.data(), want.w2.size(), "w2 grad");
-    expect_close(grads.b2.data(), want.b2.data(), want.b2.size(), "b2 grad");
+    // Each phase's products as one grouped cuBLAS call, then one call per expert on streams.
+    for (bool grouped : {true, false}) {
+      SCOPED_TRACE(grouped ? "grouped products" : "products on streams");
+      auto shape = compute::moe::gpu_shape(cfg);
+      shape.grouped = grouped;
+      std::string error;
+      auto gpu = moe_layer::make(shape, error);
+      ASSERT_TRUE(gpu) << error;
+      ASSERT_EQ(gpu->set_parameters(compute::moe::gpu_parameters(**cpu)), "");
+      std::vector<float> gy(rows * 24), gdx(rows * 24);
+      ASSERT_EQ(gpu->forward(x.data(), rows, gy.data()), "");
+      ASSERT_EQ(gpu->backward(dy.data(), gdx.data()), "");
+      auto& plan = (*cpu)->plan();
+      for (uint32_t e = 0; e < 8; ++e)
+        EXPECT_EQ(gpu->expert_batches().at(e), int(plan.expert_batch(e))) << "expert " << e;
+      expect_close(gy, y, "y");
+      expect_close(gdx, dx, "dx");
+      moe_parameters grads;
+      ASSERT_EQ(gpu->gradients(grads), "");
+      auto want = compute::moe::gpu_parameters(**cpu, true);
+      expect_close(grads.w_gate.data(), want.w_gate.data(), want.w_gate.size(), "w_gate grad");
+      expect_close(grads.w1.data(), want.w1.data(), want.w1.size(), "w1 grad");
+      ASSERT_EQ(grads.b2.size(), want.b2.size());
+      expect_close(grads.b1.data(), want.b1.data(), want.b1.size(), "b1 grad");
+      expect_close(grads.w2.data(), want.w2.data(), want.w2.size(), "w2 grad");
+      expect_close(grads.b2.data(), want.b2.data(), want.b2.size(), "b2 grad");
+    }
   }
 }
 
