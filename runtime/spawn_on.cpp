@@ -26,8 +26,8 @@ caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& stat
 caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
                                    std::chrono::milliseconds timeout, const std::string& factory,
                                    caf::message args) {
-  auto actor = ask<caf::actor>(sys, target.agent, timeout, spawn_atom::value, factory,
-                               std::move(args));
+  auto actor = ask<caf::actor>(sys, target.agent, std::max(timeout, min_spawn_timeout),
+                               spawn_atom::value, factory, std::move(args));
   if (!actor)
     return make_error(errc::spawn_failed,
                       factory + " on node " + target.node + ": " + render(actor.error()));

@@ -34,8 +34,14 @@ struct spawn_target {
 caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& status,
                                                       const std::vector<std::string>& only);
 
-/// Spawns one actor of type `factory` with `args` on `target`. Fails with errc::spawn_failed
-/// naming the node and the cause.
+/// How long a spawn waits at least, whatever timeout its caller gives: a node answers it from
+/// its agent, which may wait behind other work on a busy node (a local cluster's nodes run one
+/// scheduler thread). A job's request timeout (`--timeout-ms`) bounds its data path, not its
+/// start; the targets are members the registry sees up.
+inline constexpr std::chrono::milliseconds min_spawn_timeout{30000};
+
+/// Spawns one actor of type `factory` with `args` on `target`, waiting up to the larger of
+/// `timeout` and min_spawn_timeout. Fails with errc::spawn_failed naming the node and the cause.
 caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
                                    std::chrono::milliseconds timeout, const std::string& factory,
                                    caf::message args);
