@@ -44,8 +44,6 @@ caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) 
 
 caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& grads) {
   auto& st = self->state;
-  if (!st.loaded)
-    return not_loaded(st);
   if (grads.names.empty()) {
     ++st.global_step;
     return st.global_step;
@@ -101,7 +99,21 @@ parameter_server_actor::behavior_type parameter_server(parameter_server_pointer 
         return not_loaded(st);
       return {encode(st.list), st.global_step};
     },
-    [self](backward_atom, const named_tensors& grads) { return apply(self, grads); },
+    [self](backward_atom, uint64_t client, uint64_t seq,
+           const named_tensors& grads) -> caf::result<uint64_t> {
+      auto& st = self->state;
+      if (!st.loaded)
+        return not_loaded(st);
+      if (client == 0)
+        return apply(self, grads);
+      auto& last = st.pushes[client];
+      if (seq <= last.first)
+        return last.second;
+      auto step = apply(self, grads);
+      if (step.flag == caf::rt_value)
+        last = {seq, st.global_step};
+      return step;
+    },
     [self](save_atom) { return save(self); },
   };
 }

@@ -6,6 +6,8 @@
 
 #include <deque>
 #include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "compute/nn/optimizers.hpp"
 #include "messages/estimator/estimator_interfaces.hpp"
@@ -20,6 +22,8 @@ struct parameter_server_state {
   std::optional<compute::nn::adam<float>> optimizer;
   uint64_t global_step = 0;
   bool loaded = false;
+  /// Per client: the seq of its last push applied, and the global step that push gave.
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> pushes;
   static inline const char* name = "darcy.parameter_server";
 };
 

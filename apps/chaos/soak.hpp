@@ -8,15 +8,21 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 
 #include <caf/expected.hpp>
 #include <nlohmann/json.hpp>
 
+#include "messages/cluster/chaos_messages.hpp"
+#include "messages/cluster/membership.hpp"
+#include "ops/session.hpp"
+
 namespace darcy::apps {
 
 struct soak_options {
-  /// "wals", "word2vec" or "moe".
+  /// "wals", "word2vec", "moe" or "estimator" (apps/chaos/estimator_soak.hpp).
   std::string job = "wals";
   uint32_t kills = 3;
   /// Fractions of the messages to every spawned actor dropped and delayed (by delay_ms).
@@ -24,7 +30,8 @@ struct soak_options {
   double delay = 0.01;
   int64_t delay_ms = 20;
   uint64_t seed = 1;
-  /// Nodes of the cluster, the seed included; the seed is never killed.
+  /// Nodes of the cluster, the seed included; the seed is never killed. The Estimator's are
+  /// its chief (the seed), one ps and nodes - 2 workers; its evaluator comes on top.
   size_t nodes = 4;
   /// Where the runs' inputs, outputs and the nodes' state go (emptied first).
   std::string dir = "build/soak";
@@ -45,10 +52,12 @@ struct soak_result {
   double recover_p50_s = 0;
   double recover_max_s = 0;
   /// Work done twice: word2vec batches and MoE steps replayed from a checkpoint, WALS blocks
-  /// issued again.
+  /// issued again; for the Estimator, the worker steps lost in flight (at most one per kill).
   uint64_t lost_work = 0;
   /// The job's quality under chaos minus the clean run's: word2vec, the share of words whose
-  /// nearest neighbour is of their topic; WALS and MoE, the relative change of the final loss.
+  /// nearest neighbour is of their topic; WALS and MoE, the relative change of the final loss;
+  /// the Estimator, the relative change of the mean test accuracy of the checkpoints of the
+  /// last 500 global steps.
   double quality = 0;
   double clean_quality = 0;
   double quality_delta = 0;
@@ -63,6 +72,12 @@ struct soak_result {
   std::string failure;
 };
 
+/// One poll of a soak's disruption: disrupts with `plan` every member of `st` that is up and not
+/// in `disrupted` (adding it), and reads the counts of the others into counts["NAME@JOINED_MS"],
+/// keeping the highest: counts fall when a node's gates end with the job.
+void disrupt_members(ops::session& client, const cluster_status& st, const disruption& plan,
+                     std::set<std::string>& disrupted, std::map<std::string, chaos_stats>& counts);
+
 /// Runs the clean run and the soak. errc::invalid_config for an unknown job, fewer than 2
 /// nodes, or fractions outside [0, 1]; errc::io_error when the clean run itself fails. A soak
 /// run that fails is a result with completed false, not an error.
@@ -70,7 +85,7 @@ caf::expected<soak_result> run_soak(const soak_options& o);
 
 /// The final line's metrics: completed, kills, restarts, recover_p50_s, recover_max_s,
 /// lost_work, quality_delta and bit_equal (asked of WALS; word2vec, run on one thread, is
-/// deterministic too).
+/// deterministic too; not given for the Estimator, whose training is asynchronous).
 nlohmann::json soak_metrics(const soak_options& o, const soak_result& r);
 
 } // namespace darcy::apps

@@ -105,8 +105,8 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
   auto soak = chaos->add_subcommand(
     "soak", "Run a job on a local cluster while a seeded killer SIGKILLs nodes and every service "
             "drops and delays a share of its messages; compare with a clean run");
-  soak->add_option("--job", so->job, "wals, word2vec or moe")
-    ->check(CLI::IsMember({"wals", "word2vec", "moe"}));
+  soak->add_option("--job", so->job, "wals, word2vec, moe or estimator (Fashion-MNIST's DNN)")
+    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator"}));
   soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
     ->check(CLI::Range(0, 100));
   soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
@@ -133,14 +133,18 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
               << "  kills, restarts  " << r->kills << ", " << r->restarts << "\n"
               << "  recovery         p50 " << r->recover_p50_s << " s, max " << r->recover_max_s << " s\n"
               << "  lost work        " << r->lost_work
-              << (so->job == "wals"  ? " blocks issued again"
-                  : so->job == "moe" ? " steps replayed"
-                                     : " batches replayed") << "\n"
+              << (so->job == "wals"        ? " blocks issued again"
+                  : so->job == "moe"       ? " steps replayed"
+                  : so->job == "estimator" ? " worker steps in flight at a kill, at most"
+                                           : " batches replayed") << "\n"
               << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"
               << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
               << r->quality_delta << ")\n"
-              << "  output           " << (r->bit_equal ? "equal to" : "differs from")
-              << " the clean run's, byte for byte\n"
+              << "  output           "
+              << (so->job == "estimator" ? "asynchronous training: not comparable byte for byte"
+                  : r->bit_equal         ? "equal to the clean run's, byte for byte"
+                                         : "differs from the clean run's, byte for byte")
+              << "\n"
               << "  time             " << r->seconds << " s (clean " << r->clean_seconds << " s)\n";
     std::cout << nlohmann::json{{"bench", "soak"}, {"metrics", soak_metrics(*so, *r)}}.dump()
               << std::endl;

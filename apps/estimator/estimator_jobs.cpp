@@ -120,7 +120,7 @@ caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
   if (cfg.servers.empty())
     return make_error(errc::invalid_config, "worker " + std::to_string(cfg.index) +
                                               ": no parameter servers");
-  est::parameter_servers servers{sys, cfg.servers, std::chrono::seconds(10)};
+  est::parameter_servers servers{sys, cfg.servers, std::chrono::seconds(10), ps_attempt_timeout};
   auto run = job->config;
   run.servers = &servers;
   run.chief = false;

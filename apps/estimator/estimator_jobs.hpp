@@ -7,6 +7,7 @@
 //   auto fn = job->model();                            // a fresh model function per role
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +22,11 @@ namespace darcy::apps {
 
 /// The service name under which a job's chief publishes its embedding service.
 inline constexpr const char* job_embedding_service = "estimator.embeddings";
+
+/// How long a role's parameter-server request waits before it is sent again: a message lost
+/// on the way costs this long, not the whole request timeout. Far above a server's answer
+/// time on a loaded machine (milliseconds).
+inline constexpr std::chrono::milliseconds ps_attempt_timeout{200};
 
 struct estimator_job {
   /// A fresh model function per role. A job with `uses_embeddings` needs a session on the

@@ -1,5 +1,6 @@
 #include "apps/estimator/estimator_roles.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -86,6 +87,14 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     for (auto& s : servers)
       caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
   };
+  // A server that ends (its node died) is not restarted in place: the loop stops at once with
+  // its index, instead of waiting out the request timeout.
+  auto lost_server = std::make_shared<std::atomic<int>>(-1);
+  for (size_t i = 0; i < servers.size(); ++i)
+    servers[i]->attach_functor([lost_server, i] {
+      int none = -1;
+      lost_server->compare_exchange_strong(none, static_cast<int>(i));
+    });
   // The embedding service's shards live on the ps nodes, as the dense variables do.
   std::unique_ptr<ops::session> embeddings;
   if (job->uses_embeddings) {
@@ -104,7 +113,7 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   auto fn = job->model(embeddings.get());
   if (!fn)
     return std::move(fn.error());
-  est::parameter_servers client{sys, servers, request_timeout};
+  est::parameter_servers client{sys, servers, request_timeout, ps_attempt_timeout};
   auto cfg = job->config;
   cfg.model_dir = o.model_dir;
   cfg.servers = &client;
@@ -147,6 +156,14 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   // out the workers' start (loading their data) and the last checkpoint.
   std::optional<std::pair<std::chrono::steady_clock::time_point, uint64_t>> moved, reached;
   for (;;) {
+    if (auto lost = lost_server->load(); lost >= 0) {
+      failure = make_error(errc::unavailable,
+                           "chief: the parameter server on " + task_name(task_type::ps, lost) +
+                             " is gone, and a ps is not restarted in place: start every role "
+                             "again, and the chief resumes from its last checkpoint (global "
+                             "step " + std::to_string(saved) + ")");
+      break;
+    }
     auto now = client.global_step();
     if (!now) {
       failure = std::move(now.error());

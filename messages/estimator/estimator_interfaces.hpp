@@ -65,15 +65,18 @@ typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
 /// One shard of a model's dense variables.
 ///  - load: replaces the whole state (the chief initialises, or restores a checkpoint).
 ///  - fetch: the current values and the global step.
-///  - backward: applies one step of gradients (names and shapes must match the state's;
-///    an empty set only counts the step) and answers the new global step. Non-finite
-///    gradients are refused with errc::non_finite and change nothing.
+///  - backward (client, seq, gradients): applies one step of gradients (names and shapes must
+///    match the state's; an empty set only counts the step) and answers the new global step.
+///    Non-finite gradients are refused with errc::non_finite and change nothing. A client
+///    other than 0 numbers its pushes 1, 2, ...: a push whose seq is not above the last one
+///    applied for that client (a retry, or a late copy) is not applied again; it is answered
+///    with the step the last push gave.
 ///  - save: the whole state, for the chief's checkpoint.
 /// Every call before the first load fails with errc::unavailable.
 using parameter_server_actor = caf::typed_actor<
   caf::replies_to<load_atom, ps_state>::with<ok_atom>,
   caf::replies_to<fetch_atom>::with<named_tensors, uint64_t>,
-  caf::replies_to<backward_atom, named_tensors>::with<uint64_t>,
+  caf::replies_to<backward_atom, uint64_t, uint64_t, named_tensors>::with<uint64_t>,
   caf::replies_to<save_atom>::with<ps_state>>;
 
 /// A training worker's spawn argument: the job it trains (a name its node knows, with the

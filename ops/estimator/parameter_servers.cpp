@@ -1,6 +1,9 @@
 #include "ops/estimator/parameter_servers.hpp"
 
+#include <algorithm>
+#include <random>
 #include <thread>
+#include <utility>
 
 #include "actors/estimator/tensor_codec.hpp"
 #include "messages/error.hpp"
@@ -9,23 +12,50 @@ namespace darcy::ops::estimator {
 
 namespace {
 
-/// Blocks on one request; the reply's values go to `f`.
-template <class... Rs, class Self, class Handle, class F, class... Ts>
-caf::error call(Self& self, const Handle& server, std::chrono::milliseconds timeout, F f,
-                Ts&&... xs) {
-  caf::error result;
-  self->request(server, timeout, std::forward<Ts>(xs)...)
-    .receive([&](Rs&... rs) { result = f(rs...); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+bool timed_out(const caf::error& err) {
+  return err == caf::sec::request_timeout;
+}
+
+uint64_t random_client() {
+  std::random_device device;
+  uint64_t x = 0;
+  while (x == 0)
+    x = (uint64_t{device()} << 32) | device();
+  return x;
+}
+
+/// The wait of the next attempt: the attempt timeout, or what is left before `deadline`.
+milliseconds next_wait(milliseconds attempt, steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+  return std::max(std::min(attempt, left), milliseconds{1});
 }
 
 } // namespace
 
 parameter_servers::parameter_servers(caf::actor_system& sys,
                                      std::vector<parameter_server_actor> servers,
-                                     std::chrono::milliseconds timeout)
-  : self_(sys), servers_(std::move(servers)), timeout_(timeout) {}
+                                     milliseconds timeout, milliseconds attempt_timeout)
+  : self_(sys),
+    servers_(std::move(servers)),
+    timeout_(timeout),
+    attempt_timeout_(attempt_timeout.count() > 0 ? std::min(attempt_timeout, timeout) : timeout),
+    client_(random_client()) {}
+
+template <class... Rs, class F, class... Ts>
+caf::error parameter_servers::call(size_t s, milliseconds attempt, F f, const Ts&... xs) {
+  auto deadline = steady_clock::now() + timeout_;
+  for (;;) {
+    caf::error result;
+    self_->request(servers_[s], next_wait(attempt, deadline), xs...)
+      .receive([&](Rs&... rs) { result = f(rs...); },
+               [&](caf::error& err) { result = std::move(err); });
+    if (!timed_out(result) || steady_clock::now() >= deadline)
+      return result;
+  }
+}
 
 variable_list parameter_servers::share(const variable_list& vars, size_t s) const {
   variable_list out;
@@ -46,8 +76,7 @@ caf::error parameter_servers::initialize(const variable_list& vars,
       actors::append(state.m, vars[i]->name, slots.m[i]);
       actors::append(state.v, vars[i]->name, slots.v[i]);
     }
-    if (auto err = call<ok_atom>(self_, servers_[s], timeout_, [](ok_atom) { return caf::error{}; },
-                                 load_atom::value, std::move(state)))
+    if (auto err = call<ok_atom>(s, timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
       return err;
   }
   return {};
@@ -58,7 +87,7 @@ caf::expected<uint64_t> parameter_servers::pull(const variable_list& vars) {
   for (size_t s = 0; s < servers_.size(); ++s) {
     auto mine = share(vars, s);
     auto err = call<named_tensors, uint64_t>(
-      self_, servers_[s], timeout_,
+      s, attempt_timeout_,
       [&](named_tensors& values, uint64_t step) -> caf::error {
         if (auto err = actors::check(values))
           return err;
@@ -79,7 +108,7 @@ caf::expected<uint64_t> parameter_servers::pull(const variable_list& vars) {
 
 caf::expected<uint64_t> parameter_servers::global_step() {
   uint64_t global_step = 0;
-  if (auto err = call<named_tensors, uint64_t>(self_, servers_.front(), timeout_,
+  if (auto err = call<named_tensors, uint64_t>(0, attempt_timeout_,
                                                [&](named_tensors&, uint64_t step) {
                                                  global_step = step;
                                                  return caf::error{};
@@ -102,29 +131,47 @@ caf::expected<uint64_t> parameter_servers::pull_when_ready(const variable_list& 
 }
 
 caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
-  // Every server is asked before any answer is awaited, so the servers apply in parallel; a
-  // blocking actor's receive of one response leaves the others in its mailbox.
-  using handle = decltype(self_->request(servers_.front(), timeout_, backward_atom::value,
-                                         named_tensors{}));
-  std::vector<handle> pending;
+  auto seq = ++seq_;
+  std::vector<named_tensors> grads;
   for (size_t s = 0; s < servers_.size(); ++s)
-    pending.push_back(self_->request(servers_[s], timeout_, backward_atom::value,
-                                     actors::encode(share(vars, s), true)));
-  caf::expected<uint64_t> first{caf::error{}};
-  caf::error failure;
-  for (size_t s = 0; s < pending.size(); ++s)
-    pending[s].receive(
-      [&](uint64_t step) {
-        if (s == 0)
-          first = step;
-      },
-      [&](caf::error& err) {
-        if (!failure)
-          failure = std::move(err);
-      });
-  if (failure)
-    return failure;
-  return first;
+    grads.push_back(actors::encode(share(vars, s), true));
+  // Every server is asked before any answer is awaited, so the servers apply in parallel; a
+  // blocking actor's receive of one response leaves the others in its mailbox. Servers that
+  // did not answer within the attempt timeout are asked again with the same seq.
+  using handle = decltype(self_->request(servers_.front(), timeout_, backward_atom::value,
+                                         client_, seq, named_tensors{}));
+  std::vector<bool> answered(servers_.size(), false);
+  uint64_t first = 0;
+  auto deadline = steady_clock::now() + timeout_;
+  for (;;) {
+    auto wait = next_wait(attempt_timeout_, deadline);
+    std::vector<std::pair<size_t, handle>> pending;
+    for (size_t s = 0; s < servers_.size(); ++s)
+      if (!answered[s])
+        pending.emplace_back(s, self_->request(servers_[s], wait, backward_atom::value, client_,
+                                               seq, grads[s]));
+    caf::error failure, timeout;
+    for (auto& p : pending) {
+      auto s = p.first;
+      p.second.receive(
+        [&](uint64_t step) {
+          answered[s] = true;
+          if (s == 0)
+            first = step;
+        },
+        [&](caf::error& err) {
+          auto& slot = timed_out(err) ? timeout : failure;
+          if (!slot)
+            slot = std::move(err);
+        });
+    }
+    if (failure)
+      return failure;
+    if (!timeout)
+      return first;
+    if (steady_clock::now() >= deadline)
+      return timeout;
+  }
 }
 
 caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars,
@@ -136,7 +183,7 @@ caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars
   for (size_t s = 0; s < servers_.size(); ++s) {
     auto mine = share(vars, s);
     auto err = call<ps_state>(
-      self_, servers_[s], timeout_,
+      s, attempt_timeout_,
       [&](ps_state& state) -> caf::error {
         for (auto* t : {&state.values, &state.m, &state.v}) {
           if (auto err = actors::check(*t))

@@ -1,6 +1,9 @@
 // The client side of the parameter servers, as a training loop uses them: variable i of the
 // model lives on server i % size, the global step is server 0's count of applied steps, and
-// every call blocks its caller until each server has answered (or the timeout passed).
+// every call blocks its caller until each server has answered (or the timeout passed). With an
+// attempt timeout, a request unanswered within it is sent again (lost messages); pushes are
+// numbered, so that a server applies each one once however often it arrives, and loads are
+// never sent twice.
 //
 //   parameter_servers ps{sys, servers, std::chrono::seconds(10)};
 //   ps.initialize(vars, optimizer, 0);    // the chief, once
@@ -25,13 +28,17 @@ using variable_list = compute::nn::parameter_list<float>;
 class parameter_servers {
 public:
   /// Precondition: `servers` is not empty. One object per thread: calls are not thread-safe.
+  /// Each call gives up after `timeout`; within it, a request unanswered after
+  /// `attempt_timeout` (0: the whole timeout) is sent again.
   parameter_servers(caf::actor_system& sys, std::vector<parameter_server_actor> servers,
-                    std::chrono::milliseconds timeout);
+                    std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds attempt_timeout = std::chrono::milliseconds{0});
 
   size_t size() const { return servers_.size(); }
 
   /// Loads every server with its share of `vars`, their moments in `opt` and `step` as the
-  /// global step. Variables are assigned by position, so every caller must list the same
+  /// global step. Loads are sent once, never again after an attempt timeout: a late copy
+  /// would undo the steps applied since. Variables are assigned by position, so every caller must list the same
   /// variables in the same order.
   caf::error initialize(const variable_list& vars, const compute::nn::adam<float>& opt,
                         uint64_t step);
@@ -59,9 +66,18 @@ private:
   /// The variables of server s, in order.
   variable_list share(const variable_list& vars, size_t s) const;
 
+  /// One request to server s and its reply into `f`, sent again each time `attempt` passes
+  /// without an answer, until the timeout.
+  template <class... Rs, class F, class... Ts>
+  caf::error call(size_t s, std::chrono::milliseconds attempt, F f, const Ts&... xs);
+
   caf::scoped_actor self_;
   std::vector<parameter_server_actor> servers_;
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds attempt_timeout_;
+  /// This client's name in its pushes (random, never 0) and the number of its last push.
+  uint64_t client_;
+  uint64_t seq_ = 0;
 };
 
 } // namespace darcy::ops::estimator

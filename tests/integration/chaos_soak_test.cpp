@@ -1,6 +1,9 @@
 // The short soak of `make test`: one seed, one kill, 1% of messages dropped and 1% delayed, on a
 // local cluster of real processes. WALS must end with the clean run's factors bit for bit, and
-// DE-Word2Vec and the MoE layer with their quality unchanged; `make soak` runs ten seeds of each.
+// DE-Word2Vec, the MoE layer and the Estimator (its roles as processes: a worker is killed) with
+// their quality unchanged; `make soak` runs ten seeds of each.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,10 +14,10 @@ namespace darcy::test {
 namespace {
 
 /// The metrics of `darcy chaos soak --job JOB ...`'s final line, after it exited `code`.
-nlohmann::json soak(const std::string& job, const std::string& dir) {
+nlohmann::json soak(const std::string& job, const std::string& dir, int nodes = 3) {
   auto r = run_darcy({"chaos", "soak", "--job", job, "--kills", "1", "--drop", "0.01", "--delay",
-                      "0.01", "--seed", "1", "--nodes", "3", "--dir", dir, "--timeout-s", "120",
-                      "--quiet"});
+                      "0.01", "--seed", "1", "--nodes", std::to_string(nodes), "--dir", dir,
+                      "--timeout-s", "120", "--quiet"});
   auto at = r.out.rfind("{\"bench\":\"soak\"");
   EXPECT_NE(at, std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -44,6 +47,17 @@ TEST(chaos_soak, word2vec_survives_a_kill_and_lost_messages_with_its_quality) {
   auto m = soak("word2vec", dir.path());
   EXPECT_EQ(m.value("completed", 0), 1) << m.dump();
   EXPECT_EQ(m.value("kills", 0), 1) << m.dump();
+  EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
+}
+
+TEST(chaos_soak, estimator_survives_a_killed_worker_and_lost_messages_with_its_accuracy) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed (make deps)";
+  temp_dir dir{"soak_estimator"};
+  auto m = soak("estimator", dir.path(), 4);
+  EXPECT_EQ(m.value("completed", 0), 1) << m.dump();
+  EXPECT_EQ(m.value("kills", 0), 1) << m.dump();
+  EXPECT_GE(m.value("restarts", 0), 1) << m.dump();
   EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
 }
 

@@ -1,7 +1,8 @@
 // The distributed Estimator's roles as real `darcy` processes on 127.0.0.1, each role from its
 // DARCY_CONFIG: the job trains to the global step while the evaluator exports improvements; a
 // worker node SIGKILLed mid-training has its worker restarted elsewhere and the job completes;
-// a SIGKILLed chief, started again, resumes from its last checkpoint. Fashion-MNIST comes from
+// a SIGKILLed chief, started again, resumes from its last checkpoint; a SIGKILLed ps stops the
+// chief at once with what to do. Fashion-MNIST comes from
 // the dataset-fashion-mnist package that `make deps` installs. The same drills run brown-genre
 // on a small corpus written here, whose tables live in the embedding service: the chief's
 // master, the ps node's shards.
@@ -161,15 +162,20 @@ TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_exp
   j.expect_hosts_exit();
 }
 
-/// Kills a worker node as soon as the chief's first checkpoint exists (training is under way,
-/// with most of its steps ahead); the job must still complete.
-void kill_a_worker_and_complete(job& j) {
+/// Starts the job and waits for the chief's first checkpoint: training is under way, with most
+/// of its steps ahead.
+void start_until_the_first_checkpoint(job& j) {
   ASSERT_NO_FATAL_FAILURE(j.start());
   auto deadline = std::chrono::steady_clock::now() + patience;
   while (!stores::checkpoint_dir{j.dir + "/model"}.read_manifest() &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(stores::checkpoint_dir{j.dir + "/model"}.read_manifest()) << j.chief->read_stderr();
+}
+
+/// Kills a worker node once training is under way; the job must still complete.
+void kill_a_worker_and_complete(job& j) {
+  ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
   j.workers[1].signal(SIGKILL);
   auto result = j.chief_result();
   EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps);
@@ -223,6 +229,22 @@ TEST_F(estimator_roles, a_chief_killed_and_started_again_resumes_from_its_last_c
 TEST(estimator_roles_embeddings, a_brown_genre_chief_killed_resumes_with_its_embedding_rows) {
   temp_dir dir{"estimator_roles_kill_chief_de"};
   kill_the_chief_and_resume(dir.path(), brown_genre_app(dir.path() + "/brown"));
+}
+
+TEST_F(estimator_roles, a_ps_node_killed_stops_the_chief_at_once_saying_what_to_do) {
+  temp_dir dir{"estimator_roles_kill_ps"};
+  job j{dir.path(), 100000};
+  ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
+  j.ps->signal(SIGKILL);
+  auto code = j.chief->wait(patience);
+  ASSERT_TRUE(code) << "the chief outlived its parameter server";
+  EXPECT_NE(*code, 0);
+  auto err = j.chief->read_stderr();
+  EXPECT_NE(err.find("the parameter server on ps-0 is gone"), std::string::npos) << err;
+  EXPECT_NE(err.find("resumes from its last checkpoint"), std::string::npos) << err;
+  for (auto& w : j.workers)
+    EXPECT_TRUE(w.wait(patience)) << "a worker process outlived its chief";
+  j.evaluator->signal(SIGKILL);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // A parameter server applies each gradient push with the same Adam as a local optimizer, bit
 // for bit; it refuses calls before its load, tensors of the wrong shape or name, and
-// non-finite gradients, each with its error and without changing its state.
+// non-finite gradients, each with its error and without changing its state; a numbered push
+// that arrives twice is applied once.
 #include "actors/estimator/parameter_server.hpp"
 
 #include <limits>
@@ -18,6 +19,8 @@ using compute::nn::matrix;
 using compute::nn::parameter;
 
 constexpr double learning_rate = 0.05;
+/// Pushes of client 0 are applied however they are numbered.
+constexpr uint64_t no_client = 0;
 
 class parameter_server_test : public test::system_fixture {
 protected:
@@ -51,6 +54,14 @@ protected:
     return result;
   }
 
+  /// The global step a push answers; 0 after a failure.
+  uint64_t push(uint64_t client, uint64_t seq, const named_tensors& grads) {
+    uint64_t step = 0;
+    self->request(server, test::patience, backward_atom::value, client, seq, grads)
+      .receive([&](uint64_t x) { step = x; }, [](caf::error& err) { ADD_FAILURE() << render(err); });
+    return step;
+  }
+
   std::pair<named_tensors, uint64_t> fetch() {
     std::pair<named_tensors, uint64_t> out;
     self->request(server, test::patience, fetch_atom::value)
@@ -72,10 +83,7 @@ TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_opti
     b.grad = test::gaussian_matrix(1, 4, 20 + step);
     auto grads = encode(list(), true);
     local.step(list());
-    uint64_t global = 0;
-    self->request(server, test::patience, backward_atom::value, grads)
-      .receive([&](uint64_t x) { global = x; }, [](caf::error& err) { FAIL() << render(err); });
-    EXPECT_EQ(global, 8 + step);
+    EXPECT_EQ(push(no_client, 0, grads), 8 + step);
   }
   auto [values, step] = fetch();
   EXPECT_EQ(step, 10u);
@@ -83,8 +91,36 @@ TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_opti
   EXPECT_TRUE(view(values, 0) == a.value);
   EXPECT_TRUE(view(values, 1) == b.value);
   // An empty push (a worker whose variables all live elsewhere) only counts the step.
-  ASSERT_FALSE(call<uint64_t>(backward_atom::value, named_tensors{}));
+  ASSERT_FALSE(call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, named_tensors{}));
   EXPECT_EQ(fetch().second, 11u);
+}
+
+TEST_F(parameter_server_test, a_push_sent_again_or_arriving_late_is_applied_once) {
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
+  a.grad = test::gaussian_matrix(3, 2, 30);
+  b.grad = test::gaussian_matrix(1, 4, 31);
+  auto grads = encode(list(), true);
+  struct {
+    const char* what;
+    uint64_t client, seq;
+    uint64_t answer;
+    bool applied;
+  } cases[] = {
+    {"a client's first push", 5, 1, 8, true},
+    {"the same push again (a retry)", 5, 1, 8, false},
+    {"another client's first push", 9, 1, 9, true},
+    {"the first client's next push", 5, 2, 10, true},
+    {"its first push, arriving late", 5, 1, 10, false},
+    {"a push of client 0", no_client, 0, 11, true},
+    {"client 0 again: never deduplicated", no_client, 0, 12, true},
+  };
+  for (auto& c : cases) {
+    auto [before, step_before] = fetch();
+    EXPECT_EQ(push(c.client, c.seq, grads), c.answer) << c.what;
+    auto [after, step_after] = fetch();
+    EXPECT_EQ(step_after, step_before + (c.applied ? 1 : 0)) << c.what;
+    EXPECT_EQ(!(view(after, 0) == view(before, 0)), c.applied) << c.what;
+  }
 }
 
 TEST_F(parameter_server_test, save_answers_the_state_a_load_gave_it) {
@@ -106,7 +142,7 @@ TEST_F(parameter_server_test, save_answers_the_state_a_load_gave_it) {
 
 TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
   EXPECT_TRUE(is(call<named_tensors, uint64_t>(fetch_atom::value), errc::unavailable));
-  EXPECT_TRUE(is(call<uint64_t>(backward_atom::value, encode(list(), true)), errc::unavailable));
+  EXPECT_TRUE(is(call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, encode(list(), true)), errc::unavailable));
   EXPECT_TRUE(is(call<ps_state>(save_atom::value), errc::unavailable));
   ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
   auto [before, step] = fetch();
@@ -130,11 +166,11 @@ TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
     {"values not rows x cols", call<ok_atom>(load_atom::value, short_values), errc::dimension_mismatch},
     {"moments of other variables", call<ok_atom>(load_atom::value, moments_of_another_model),
      errc::dimension_mismatch},
-    {"a gradient of an unknown variable", call<uint64_t>(backward_atom::value, renamed),
+    {"a gradient of an unknown variable", call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, renamed),
      errc::dimension_mismatch},
-    {"a gradient of another shape", call<uint64_t>(backward_atom::value, reshaped),
+    {"a gradient of another shape", call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, reshaped),
      errc::dimension_mismatch},
-    {"a NaN gradient", call<uint64_t>(backward_atom::value, nan), errc::non_finite},
+    {"a NaN gradient", call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, nan), errc::non_finite},
   };
   for (auto& c : cases)
     EXPECT_TRUE(is(c.err, c.expected)) << c.what << ": " << render(c.err);

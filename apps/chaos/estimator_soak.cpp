@@ -1,0 +1,368 @@
+#include "apps/chaos/estimator_soak.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include <signal.h>
+
+#include "messages/error.hpp"
+#include "ops/session.hpp"
+#include "ops/testing/local_cluster.hpp"
+#include "runtime/chaos.hpp"
+#include "runtime/process.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+/// The job: 4,000 global steps (17 epochs) of a 784-64-10 DNN over the 60,000 training
+/// images in batches of 256, Adam at 3e-4, evaluated on the 10,000 test images.
+constexpr uint64_t max_steps = 4000;
+/// The quality is the mean accuracy of the checkpoints of the last `averaged_steps` global
+/// steps (5 of them): a single checkpoint's accuracy moves by ±0.4% between clean runs, with the
+/// order in which asynchronous pushes land.
+constexpr uint64_t averaged_steps = 500;
+constexpr auto patience = 120s;
+
+double seconds_since(clock::time_point t) {
+  return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+/// A kill whose recovery is still awaited: the victim's services as the registry listed them.
+struct pending_kill {
+  clock::time_point at;
+  size_t worker = 0;
+  std::vector<service_info> services;
+  /// The chief has seen the victim down, and its replacement has been started.
+  bool replaced = false;
+};
+
+/// Recovered: the replacement is up, and each of the victim's services runs again as another
+/// actor on a member that is up.
+bool recovered(const cluster_status& st, const std::string& victim, const pending_kill& p) {
+  if (testing::state_of(st, victim) != member_state::up)
+    return false;
+  for (auto& old : p.services) {
+    bool back = false;
+    for (auto& s : st.services)
+      back = back || (s.name == old.name && s.actor != old.actor &&
+                      testing::state_of(st, s.node) == member_state::up);
+    if (!back)
+      return false;
+  }
+  return true;
+}
+
+/// The JSON lines of `out` whose "role" is `role`, in order.
+std::vector<nlohmann::json> lines_of(const std::string& out, const std::string& role) {
+  std::vector<nlohmann::json> found;
+  std::istringstream lines{out};
+  for (std::string l; std::getline(lines, l);) {
+    auto j = nlohmann::json::parse(l, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.value("role", "") == role)
+      found.push_back(std::move(j));
+  }
+  return found;
+}
+
+/// The mean accuracy of the evaluations at global steps past max_steps - averaged_steps; -1
+/// when there is none.
+double final_accuracy(const std::vector<nlohmann::json>& evaluations) {
+  double sum = 0;
+  size_t count = 0;
+  for (auto& e : evaluations)
+    if (e.value("global_step", uint64_t{0}) > max_steps - averaged_steps &&
+        e.contains("accuracy") && e["accuracy"].is_number()) {
+      sum += e["accuracy"].get<double>();
+      ++count;
+    }
+  return count == 0 ? -1 : sum / double(count);
+}
+
+/// What one run of the job gave.
+struct run_outcome {
+  bool completed = false;
+  std::string failure;
+  double seconds = 0;
+  double accuracy = -1;
+  uint32_t worker_restarts = 0;
+};
+
+/// One run's processes: the chief, one ps, the workers and the evaluator.
+class roles_run {
+public:
+  roles_run(const soak_options& o, std::string binary, std::string dir)
+    : o_(o), binary_(std::move(binary)), dir_(std::move(dir)),
+      workers_(std::max<size_t>(2, o.nodes - 2)) {}
+
+  caf::error start() {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    std::ofstream{dir_ + "/node.toml"} << "[node]\nchaos = true\n\n[cluster]\n"
+                                          "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 2000\n";
+    auto chief = runtime::child_process::start(argv("chief", 0));
+    if (!chief)
+      return std::move(chief.error());
+    chief_.emplace(std::move(*chief));
+    auto line = chief_->wait_for_line("listening on", patience);
+    if (!line)
+      return make_error(errc::io_error, "chaos soak: the chief did not start: " + chief_->read_stderr());
+    chief_address_ = line->substr(line->rfind(' ') + 1);
+    auto ps = runtime::child_process::start(argv("ps", 0));
+    if (!ps)
+      return std::move(ps.error());
+    ps_.emplace(std::move(*ps));
+    workers_running_.resize(workers_);
+    for (size_t i = 0; i < workers_; ++i)
+      if (auto err = start_worker(i))
+        return err;
+    auto evaluator = runtime::child_process::start(argv("evaluator", 0));
+    if (!evaluator)
+      return std::move(evaluator.error());
+    evaluator_.emplace(std::move(*evaluator));
+    return {};
+  }
+
+  caf::error start_worker(size_t i) {
+    auto p = runtime::child_process::start(argv("worker", i));
+    if (!p)
+      return std::move(p.error());
+    workers_running_[i].emplace(std::move(*p));
+    return {};
+  }
+
+  /// SIGKILLs worker i; its process is gone until start_worker(i).
+  void kill_worker(size_t i) {
+    workers_running_[i]->signal(SIGKILL);
+    workers_running_[i]->wait(10s);
+    workers_running_[i].reset();
+  }
+
+  bool worker_running(size_t i) const { return workers_running_[i].has_value(); }
+  size_t workers() const { return workers_; }
+  const std::string& chief_address() const { return chief_address_; }
+  runtime::child_process& chief() { return *chief_; }
+
+  /// Drains every process's stderr, so that none blocks on a full pipe.
+  void drain() {
+    for (auto* p : {&chief_, &ps_, &evaluator_})
+      if (*p)
+        (*p)->read_stderr();
+    for (auto& w : workers_running_)
+      if (w)
+        w->read_stderr();
+  }
+
+  /// After the chief exited with `code`: the chief's and the evaluator's results.
+  run_outcome finish(int code) {
+    run_outcome r;
+    chief_->wait_for_line("\x01", patience); // reads stdout to its end
+    auto chief_lines = lines_of(chief_->stdout_seen(), "chief");
+    if (code != 0 || chief_lines.empty()) {
+      r.failure = "the chief exited " + std::to_string(code) + ": " + chief_->read_stderr();
+      return r;
+    }
+    r.worker_restarts = chief_lines.back().value("worker_restarts", 0u);
+    // The evaluator ends once it has evaluated the checkpoint at max_steps.
+    evaluator_->wait_for_line("\x01", patience);
+    r.accuracy = final_accuracy(lines_of(evaluator_->stdout_seen(), "evaluator"));
+    if (r.accuracy < 0) {
+      r.failure = "the evaluator reported no accuracy: " + evaluator_->read_stderr();
+      return r;
+    }
+    r.completed = true;
+    return r;
+  }
+
+private:
+  std::vector<std::string> argv(const std::string& type, size_t index) const {
+    auto any = "127.0.0.1:0";
+    nlohmann::json spec{{"chief", {chief_address_.empty() ? any : chief_address_}},
+                        {"ps", {any}},
+                        {"worker", std::vector<std::string>(workers_, any)},
+                        {"evaluator", {any}}};
+    return {binary_, "estimator", "fashion-mnist", "--data", soak_fashion_mnist_dir,
+            "--hidden", "64", "--seed", std::to_string(o_.seed), "--threads", "1",
+            "--train-examples", "0", "--eval-examples", "0", "--learning-rate", "0.0003", "--batch", "256",
+            "--task-type", type, "--task-index", std::to_string(index),
+            "--cluster-spec", spec.dump(), "--max-steps", std::to_string(max_steps),
+            "--save-checkpoints-steps", "100", "--model-dir", dir_ + "/model",
+            "--node-config", dir_ + "/node.toml", "--quiet"};
+  }
+
+  const soak_options& o_;
+  std::string binary_;
+  std::string dir_;
+  size_t workers_;
+  std::string chief_address_;
+  std::optional<runtime::child_process> chief_, ps_, evaluator_;
+  std::vector<std::optional<runtime::child_process>> workers_running_;
+};
+
+/// Waits for the chief of `run` to exit, at most `deadline`; calls `tick` every 20 ms.
+template <class Tick>
+run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, Tick tick) {
+  auto start = clock::now();
+  for (;;) {
+    if (auto code = run.chief().wait(20ms)) {
+      auto r = run.finish(*code);
+      r.seconds = seconds_since(start);
+      return r;
+    }
+    if (clock::now() - start > deadline) {
+      run_outcome r;
+      auto err = run.chief().read_stderr();
+      r.failure = "the job did not finish within " + std::to_string(int(deadline.count())) +
+                  " s; the chief's last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
+      run.chief().signal(SIGKILL);
+      return r;
+    }
+    run.drain();
+    tick();
+  }
+}
+
+} // namespace
+
+caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::string& binary) {
+  if (o.nodes < 4)
+    return make_error(errc::invalid_config, "chaos soak: the estimator job needs at least 4 "
+                                            "nodes: a chief, a ps and 2 workers");
+  if (!fs::exists(fs::path{soak_fashion_mnist_dir} / "train-images-idx3-ubyte.gz"))
+    return make_error(errc::invalid_config,
+                      "chaos soak: the estimator job trains on Fashion-MNIST, which is not in " +
+                        std::string{soak_fashion_mnist_dir} +
+                        ": apt-get install dataset-fashion-mnist (make deps)");
+  auto say = [&](const std::string& line) {
+    if (!o.quiet)
+      std::cerr << "chaos soak: " << line << std::endl;
+  };
+  soak_result result;
+
+  // The clean run: the same job and seed, left alone.
+  say("clean run of estimator on " + std::to_string(o.nodes) + " processes");
+  {
+    roles_run clean{o, binary, o.dir + "/clean"};
+    if (auto err = clean.start())
+      return err;
+    auto r = await_chief(clean, std::chrono::duration<double>(1800), [] {});
+    if (!r.completed)
+      return make_error(errc::io_error, "chaos soak: the clean run failed: " + r.failure);
+    result.clean_seconds = r.seconds;
+    result.clean_quality = r.accuracy;
+  }
+
+  // The soak.
+  roles_run run{o, binary, o.dir + "/soaked"};
+  if (auto err = run.start())
+    return err;
+  auto seed = runtime::parse_host_port(run.chief_address());
+  if (!seed)
+    return std::move(seed.error());
+  auto client = ops::session::open({.seed = *seed, .name = "soak-client", .timeout = 2000ms,
+                                    .threads = 1});
+  if (!client)
+    return std::move(client.error());
+  disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
+  std::mt19937_64 rng{o.seed};
+  std::uniform_real_distribution<double> when{0.2, 0.8};
+  std::vector<double> kill_at;
+  for (uint32_t k = 0; k < o.kills; ++k)
+    kill_at.push_back(when(rng) * result.clean_seconds);
+  std::sort(kill_at.begin(), kill_at.end());
+  say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
+      std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
+  std::map<std::string, chaos_stats> node_counts;
+  std::set<std::string> disrupted;
+  std::vector<pending_kill> pending;
+  std::vector<double> recover_s;
+  auto start = clock::now();
+  auto next_poll = clock::now();
+  auto kill_due = [&] {
+    return result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills];
+  };
+  auto tick = [&] {
+    if (clock::now() < next_poll && !kill_due())
+      return;
+    next_poll = clock::now() + 250ms;
+    auto st = (*client)->status();
+    if (!st)
+      return;
+    // Every member is disrupted as it comes up (replacements included); its counts are read
+    // while it lives.
+    disrupt_members(**client, *st, plan, disrupted, node_counts);
+    for (auto it = pending.begin(); it != pending.end();) {
+      auto victim = "worker-" + std::to_string(it->worker);
+      if (!it->replaced) {
+        // A live name cannot join twice: the replacement starts once the victim is down.
+        if (testing::state_of(*st, victim) != member_state::up && !run.start_worker(it->worker)) {
+          it->replaced = true;
+          disrupted.erase(victim);
+        }
+        ++it;
+      } else if (recovered(*st, victim, *it)) {
+        recover_s.push_back(seconds_since(it->at));
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!kill_due())
+      return;
+    std::vector<size_t> alive;
+    for (size_t i = 0; i < run.workers(); ++i)
+      if (run.worker_running(i))
+        alive.push_back(i);
+    if (alive.empty())
+      return;
+    pending_kill p{clock::now(), alive[rng() % alive.size()], {}, false};
+    auto victim = "worker-" + std::to_string(p.worker);
+    for (auto& s : st->services)
+      if (s.node == victim)
+        p.services.push_back(s);
+    run.kill_worker(p.worker);
+    ++result.kills;
+    say("killed " + victim + " at " + std::to_string(seconds_since(start)) + " s (" +
+        std::to_string(p.services.size()) + " services)");
+    pending.push_back(std::move(p));
+  };
+  auto deadline = std::chrono::duration<double>(
+    o.timeout_s > 0 ? o.timeout_s : std::max(300.0, 10 * result.clean_seconds));
+  auto r = await_chief(run, deadline, tick);
+  result.seconds = r.seconds;
+  for (auto& p : pending) // not recovered before the job ended: counted up to its end
+    recover_s.push_back(seconds_since(p.at));
+  for (auto& [name, counts] : node_counts) {
+    result.dropped += counts.dropped;
+    result.delayed += counts.delayed;
+  }
+  if (!recover_s.empty()) {
+    std::sort(recover_s.begin(), recover_s.end());
+    result.recover_p50_s = recover_s[recover_s.size() / 2];
+    result.recover_max_s = recover_s.back();
+  }
+  result.completed = r.completed;
+  result.failure = r.failure;
+  result.restarts = r.worker_restarts;
+  // A killed worker loses at most the step it was computing; nothing is replayed.
+  result.lost_work = r.worker_restarts;
+  if (r.completed) {
+    result.quality = r.accuracy;
+    result.quality_delta = (r.accuracy - result.clean_quality) / result.clean_quality;
+  }
+  return result;
+}
+
+} // namespace darcy::apps
