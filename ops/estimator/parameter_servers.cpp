@@ -76,7 +76,8 @@ caf::error parameter_servers::initialize(const variable_list& vars,
       actors::append(state.m, vars[i]->name, slots.m[i]);
       actors::append(state.v, vars[i]->name, slots.v[i]);
     }
-    if (auto err = call<ok_atom>(s, timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
+    if (auto err = call<ok_atom>(
+          s, timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
       return err;
   }
   return {};

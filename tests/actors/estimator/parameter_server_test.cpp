@@ -54,11 +54,17 @@ protected:
     return result;
   }
 
+  /// The error of a push of client 0 (none when it was applied).
+  caf::error push_error(const named_tensors& grads) {
+    return call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, grads);
+  }
+
   /// The global step a push answers; 0 after a failure.
   uint64_t push(uint64_t client, uint64_t seq, const named_tensors& grads) {
     uint64_t step = 0;
     self->request(server, test::patience, backward_atom::value, client, seq, grads)
-      .receive([&](uint64_t x) { step = x; }, [](caf::error& err) { ADD_FAILURE() << render(err); });
+      .receive([&](uint64_t x) { step = x; },
+               [](caf::error& err) { ADD_FAILURE() << render(err); });
     return step;
   }
 
@@ -91,7 +97,7 @@ TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_opti
   EXPECT_TRUE(view(values, 0) == a.value);
   EXPECT_TRUE(view(values, 1) == b.value);
   // An empty push (a worker whose variables all live elsewhere) only counts the step.
-  ASSERT_FALSE(call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, named_tensors{}));
+  ASSERT_FALSE(push_error(named_tensors{}));
   EXPECT_EQ(fetch().second, 11u);
 }
 
@@ -142,7 +148,7 @@ TEST_F(parameter_server_test, save_answers_the_state_a_load_gave_it) {
 
 TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
   EXPECT_TRUE(is(call<named_tensors, uint64_t>(fetch_atom::value), errc::unavailable));
-  EXPECT_TRUE(is(call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, encode(list(), true)), errc::unavailable));
+  EXPECT_TRUE(is(push_error(encode(list(), true)), errc::unavailable));
   EXPECT_TRUE(is(call<ps_state>(save_atom::value), errc::unavailable));
   ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
   auto [before, step] = fetch();
@@ -166,11 +172,9 @@ TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
     {"values not rows x cols", call<ok_atom>(load_atom::value, short_values), errc::dimension_mismatch},
     {"moments of other variables", call<ok_atom>(load_atom::value, moments_of_another_model),
      errc::dimension_mismatch},
-    {"a gradient of an unknown variable", call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, renamed),
-     errc::dimension_mismatch},
-    {"a gradient of another shape", call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, reshaped),
-     errc::dimension_mismatch},
-    {"a NaN gradient", call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, nan), errc::non_finite},
+    {"a gradient of an unknown variable", push_error(renamed), errc::dimension_mismatch},
+    {"a gradient of another shape", push_error(reshaped), errc::dimension_mismatch},
+    {"a NaN gradient", push_error(nan), errc::non_finite},
   };
   for (auto& c : cases)
     EXPECT_TRUE(is(c.err, c.expected)) << c.what << ": " << render(c.err);
