@@ -95,6 +95,27 @@ caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string
   return gate;
 }
 
+/// How many spawn request ids an agent remembers.
+constexpr size_t remembered_spawns = 1024;
+
+void deliver(caf::typed_response_promise<caf::actor>& promise,
+             const caf::expected<caf::actor>& r) {
+  if (r)
+    promise.deliver(*r);
+  else
+    promise.deliver(r.error());
+}
+
+/// Spawns `type` with `args` once the sender is trusted; `done` gets the handle or the error.
+template <class Done>
+void spawn_when_trusted(node_agent_pointer self, const std::string& type, caf::message args,
+                        Done done) {
+  when_trusted(
+    self, "spawn",
+    [self, type, args, done]() mutable { done(spawn_child(self, type, args)); },
+    [done](caf::error err) mutable { done(caf::expected<caf::actor>{std::move(err)}); });
+}
+
 /// A node-wide chaos command: sets the plan of gates spawned from now on, passes `cmd` to every
 /// live gate and delivers their summed counts.
 void command_every_gate(node_agent_pointer self, const chaos_command& cmd,
@@ -169,16 +190,42 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
     },
     [self](spawn_atom, const std::string& type, caf::message& args) {
       auto promise = self->make_response_promise<caf::actor>();
-      when_trusted(
-        self, "spawn",
-        [self, type, args, promise]() mutable {
-          auto child = spawn_child(self, type, args);
-          if (child)
-            promise.deliver(std::move(*child));
-          else
-            promise.deliver(std::move(child.error()));
-        },
-        [promise](caf::error err) mutable { promise.deliver(std::move(err)); });
+      spawn_when_trusted(self, type, std::move(args),
+                         [promise](const caf::expected<caf::actor>& r) mutable {
+                           deliver(promise, r);
+                         });
+      return promise;
+    },
+    [self](spawn_atom, const std::string& type, caf::message& args, uint64_t request) {
+      auto promise = self->make_response_promise<caf::actor>();
+      auto& st = self->state;
+      auto sender = self->current_sender();
+      node_agent_state::spawn_key key{sender ? sender->node() : caf::node_id{}, request};
+      auto [it, fresh] = st.spawns.try_emplace(key);
+      if (!fresh) { // a retry, or a late copy
+        if (it->second.answer)
+          deliver(promise, *it->second.answer);
+        else
+          it->second.waiting.push_back(promise);
+        return promise;
+      }
+      it->second.waiting.push_back(promise);
+      st.spawn_order.push_back(key);
+      while (st.spawn_order.size() > remembered_spawns &&
+             st.spawns[st.spawn_order.front()].answer) {
+        st.spawns.erase(st.spawn_order.front());
+        st.spawn_order.pop_front();
+      }
+      spawn_when_trusted(self, type, std::move(args),
+                         [self, key](const caf::expected<caf::actor>& r) {
+                           auto i = self->state.spawns.find(key);
+                           if (i == self->state.spawns.end())
+                             return;
+                           i->second.answer = r;
+                           for (auto& p : i->second.waiting)
+                             deliver(p, r);
+                           i->second.waiting.clear();
+                         });
       return promise;
     },
     [self](probe_atom, probe_spec& spec) {

@@ -5,10 +5,13 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "messages/cluster/cluster_interfaces.hpp"
@@ -53,6 +56,16 @@ struct node_agent_state {
   uint64_t gates_spawned = 0;
   /// Processes the registry vouched for.
   std::set<caf::node_id> trusted;
+  /// Spawns by (requesting process, request id): the answer once there is one, and the
+  /// requests waiting for it.
+  struct spawn_record {
+    std::optional<caf::expected<caf::actor>> answer;
+    std::vector<caf::typed_response_promise<caf::actor>> waiting;
+  };
+  using spawn_key = std::pair<caf::node_id, uint64_t>;
+  std::map<spawn_key, spawn_record> spawns;
+  /// The keys of `spawns`, oldest first; answered ones beyond 1,024 are forgotten.
+  std::deque<spawn_key> spawn_order;
   static inline const char* name = "darcy.node_agent";
 };
 

@@ -1,6 +1,8 @@
 #include "runtime/spawn_on.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <random>
 
 #include <caf/send.hpp>
 
@@ -25,13 +27,23 @@ caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& stat
 
 caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
                                    std::chrono::milliseconds timeout, const std::string& factory,
-                                   caf::message args) {
-  auto actor = ask<caf::actor>(sys, target.agent, std::max(timeout, min_spawn_timeout),
-                               spawn_atom::value, factory, std::move(args));
-  if (!actor)
-    return make_error(errc::spawn_failed,
-                      factory + " on node " + target.node + ": " + render(actor.error()));
-  return actor;
+                                   caf::message args, std::chrono::milliseconds attempt) {
+  using std::chrono::steady_clock;
+  static std::atomic<uint64_t> next{std::random_device{}() | 1};
+  auto request = next.fetch_add(2); // odd: never 0
+  auto deadline = steady_clock::now() + std::max(timeout, min_spawn_timeout);
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                      steady_clock::now());
+    auto wait = std::max(std::min(attempt, left), std::chrono::milliseconds{1});
+    auto actor = ask<caf::actor>(sys, target.agent, wait, spawn_atom::value, factory, args,
+                                 request);
+    if (actor)
+      return actor;
+    if (actor.error() != caf::sec::request_timeout || steady_clock::now() >= deadline)
+      return make_error(errc::spawn_failed,
+                        factory + " on node " + target.node + ": " + render(actor.error()));
+  }
 }
 
 caf::expected<std::vector<caf::actor>>

@@ -40,11 +40,17 @@ caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& stat
 /// start; the targets are members the registry sees up.
 inline constexpr std::chrono::milliseconds min_spawn_timeout{30000};
 
+/// How long a spawn waits for its answer before it asks again.
+inline constexpr std::chrono::milliseconds spawn_attempt_timeout{5000};
+
 /// Spawns one actor of type `factory` with `args` on `target`, waiting up to the larger of
-/// `timeout` and min_spawn_timeout. Fails with errc::spawn_failed naming the node and the cause.
+/// `timeout` and min_spawn_timeout. A request unanswered after `attempt` is sent again under
+/// the same request id, so that a lost message costs one attempt and the node still spawns
+/// once. Fails with errc::spawn_failed naming the node and the cause.
 caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
                                    std::chrono::milliseconds timeout, const std::string& factory,
-                                   caf::message args);
+                                   caf::message args,
+                                   std::chrono::milliseconds attempt = spawn_attempt_timeout);
 
 /// Spawns `count` actors of type `factory`, the i-th with args(i) on targets[i % size]. On the
 /// first failure, stops the ones already started and returns that failure.

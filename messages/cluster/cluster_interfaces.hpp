@@ -45,7 +45,9 @@ using registry_actor = caf::typed_actor<
 
 /// One per node, published at the node's listen address. spawn starts an actor type registered
 /// by name on this node (errc::spawn_failed otherwise) and answers its handle, which is its
-/// chaos gate's on a node with chaos gates; (chaos_command, gate) passes the command to that
+/// chaos gate's on a node with chaos gates. A spawn with a request id (not 0) is answered, when
+/// the id comes again (a retry after a lost message, or a late copy), with what the first
+/// answer was, without spawning again; the agent remembers its last 1,024 ids; (chaos_command, gate) passes the command to that
 /// gate (errc::not_found on a node without gates, or for a handle this agent did not hand
 /// out). With an invalid gate handle the command is for the whole node: every gate it runs,
 /// and a disruption also for every gate it spawns later, until healed; it answers their
@@ -59,6 +61,7 @@ using node_agent_actor = caf::typed_actor<
   caf::replies_to<echo_atom, std::string>::with<std::string>,
   caf::replies_to<registry_atom>::with<registry_actor>,
   caf::replies_to<spawn_atom, std::string, caf::message>::with<caf::actor>,
+  caf::replies_to<spawn_atom, std::string, caf::message, uint64_t>::with<caf::actor>,
   caf::replies_to<probe_atom, probe_spec>::with<probe_result>,
   caf::replies_to<chaos_command, caf::actor>::with<chaos_stats>,
   caf::reacts_to<kill_node_atom>,

@@ -1,5 +1,8 @@
 #include "runtime/spawn_on.hpp"
 
+#include <atomic>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -90,6 +93,75 @@ TEST_F(spawn_on_test, FailedMemberStopsTheOnesAlreadyStartedAndNamesTheNode) {
   while (sys.registry().running() > before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::yield();
   EXPECT_EQ(sys.registry().running(), before);
+}
+
+TEST_F(spawn_on_test, ARepeatedRequestIdIsAnsweredWithTheFirstSpawnAndSpawnsNothing) {
+  auto before = sys.registry().running();
+  auto spawn = [&](uint64_t request) {
+    return ask<caf::actor>(sys, services.agent, test::patience, spawn_atom::value,
+                           std::string{"test.worker"}, caf::make_message(std::string{"w"}),
+                           request);
+  };
+  auto first = spawn(7), again = spawn(7), other = spawn(9);
+  ASSERT_TRUE(first && again && other);
+  EXPECT_EQ(*first, *again);
+  EXPECT_NE(*first, *other);
+  EXPECT_EQ(sys.registry().running(), before + 2);
+  // A failed spawn is answered with the same error.
+  auto bad = [&] {
+    return ask<caf::actor>(sys, services.agent, test::patience, spawn_atom::value,
+                           std::string{"no.such.type"}, caf::message{}, uint64_t{11});
+  };
+  auto e1 = bad(), e2 = bad();
+  ASSERT_FALSE(e1);
+  ASSERT_FALSE(e2);
+  EXPECT_EQ(render(e1.error()), render(e2.error()));
+  for (auto& a : {*first, *other})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+/// An agent in front of the real one that loses the first message it gets, then forwards the
+/// second and, after it, the first (a late copy), keeping the late copy's answer.
+struct lossy_agent_state {
+  std::optional<caf::message> held;
+  static inline const char* name = "test.lossy_agent";
+};
+
+caf::behavior lossy_agent(caf::stateful_actor<lossy_agent_state>* self, caf::actor agent,
+                          std::shared_ptr<std::atomic<caf::actor*>> late_answer) {
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
+      auto content = view.move_content_to_message();
+      if (!self->state.held) {
+        self->state.held = content;
+        return caf::delegated<caf::message>{};
+      }
+      auto promise = self->make_response_promise();
+      promise.delegate(agent, std::move(content));
+      self->request(agent, caf::infinite, *self->state.held)
+        .then([=](caf::actor& a) { late_answer->store(new caf::actor(a)); });
+      return caf::delegated<caf::message>{};
+    });
+  return {[](ping_atom) {}};
+}
+
+TEST_F(spawn_on_test, ALostSpawnRequestIsSentAgainAndTheNodeSpawnsOnce) {
+  auto before = sys.registry().running();
+  auto late = std::make_shared<std::atomic<caf::actor*>>(nullptr);
+  auto proxy = sys.spawn(lossy_agent, caf::actor_cast<caf::actor>(services.agent), late);
+  test::stop_on_exit guard{sys, proxy};
+  spawn_target lossy{"here", caf::actor_cast<node_agent_actor>(proxy)};
+  auto actor = spawn_on(sys, lossy, test::patience, "test.worker",
+                        caf::make_message(std::string{"w"}), std::chrono::milliseconds(50));
+  ASSERT_TRUE(actor) << render(actor.error());
+  auto deadline = std::chrono::steady_clock::now() + test::patience;
+  while (late->load() == nullptr && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ASSERT_NE(late->load(), nullptr) << "the late copy was never answered";
+  std::unique_ptr<caf::actor> late_actor{late->load()};
+  EXPECT_EQ(*late_actor, *actor) << "the late copy spawned another actor";
+  EXPECT_EQ(sys.registry().running(), before + 2); // the worker and the lossy agent
+  caf::anon_send_exit(*actor, caf::exit_reason::user_shutdown);
 }
 
 } // namespace
