@@ -277,11 +277,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     return std::move(client.error());
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   std::mt19937_64 rng{o.seed};
-  std::uniform_real_distribution<double> when{0.2, 0.8};
-  std::vector<double> kill_at;
-  for (uint32_t k = 0; k < o.kills; ++k)
-    kill_at.push_back(when(rng) * result.clean_seconds);
-  std::sort(kill_at.begin(), kill_at.end());
+  auto kill_at = kill_times(o, result.clean_seconds, rng);
   say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
       std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
   std::map<std::string, chaos_stats> node_counts;

@@ -263,11 +263,7 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   std::map<std::string, chaos_stats> node_counts;
   std::set<std::string> disrupted_nodes;
   std::mt19937_64 rng{o.seed};
-  std::uniform_real_distribution<double> when{0.2, 0.8};
-  std::vector<double> kill_at;
-  for (uint32_t k = 0; k < o.kills; ++k)
-    kill_at.push_back(when(rng) * result.clean_seconds);
-  std::sort(kill_at.begin(), kill_at.end());
+  auto kill_at = kill_times(o, result.clean_seconds, rng);
   say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
       std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
   // Disrupted before the job starts: every actor spawned for it starts with the plan.
@@ -382,6 +378,16 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
                          !read_text(run.outputs[i]).empty();
   }
   return result;
+}
+
+std::vector<double> kill_times(const soak_options& o, double clean_seconds,
+                               std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> when{0.2, 0.8};
+  std::vector<double> at;
+  for (uint32_t k = 0; k < o.kills; ++k)
+    at.push_back(when(rng) * clean_seconds);
+  std::sort(at.begin(), at.end());
+  return at;
 }
 
 void disrupt_members(ops::session& client, const cluster_status& st, const disruption& plan,

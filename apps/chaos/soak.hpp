@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
 #include <nlohmann/json.hpp>
@@ -71,6 +73,10 @@ struct soak_result {
   /// Why the run did not complete, if it did not.
   std::string failure;
 };
+
+/// The seeded times of a soak's kills, in seconds from its start: o.kills draws within 20–80%
+/// of the clean run's duration, in order.
+std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng);
 
 /// One poll of a soak's disruption: disrupts with `plan` every member of `st` that is up and not
 /// in `disrupted` (adding it), and reads the counts of the others into counts["NAME@JOINED_MS"],
