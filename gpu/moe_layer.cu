@@ -343,16 +343,16 @@ struct moe_layer::impl {
   /// Runs every product of `phase` (cleared after) with op(a), op(b) and beta: one grouped
   /// cuBLAS call on the default stream, or one call per product on the expert streams.
   void run_phase(bool ta, bool tb, float beta) {
-    std::vector<product> todo;
+    std::vector<product> runnable;
     for (auto& p : phase)
       if (p.m > 0 && p.n > 0 && !(p.k == 0 && beta == 1))
-        todo.push_back(p);
+        runnable.push_back(p);
     phase.clear();
-    if (todo.empty() || !ok())
+    if (runnable.empty() || !ok())
       return;
 #if CUBLAS_VERSION >= 120500
     if (shape.grouped) {
-      int count = static_cast<int>(todo.size());
+      int count = static_cast<int>(runnable.size());
       // cuBLAS sees Cᵀ = op(B)ᵀ·op(A)ᵀ: its A is our b, its B our a, its m our n.
       std::vector<cublasOperation_t> op_a(count, tb ? CUBLAS_OP_T : CUBLAS_OP_N),
         op_b(count, ta ? CUBLAS_OP_T : CUBLAS_OP_N);
@@ -367,7 +367,7 @@ struct moe_layer::impl {
       auto host = host_ptrs + region;
       auto ptrs = d_ptrs.get() + region;
       for (int i = 0; i < count; ++i) {
-        auto& p = todo[i];
+        auto& p = runnable[i];
         m[i] = p.n;
         n[i] = p.m;
         k[i] = p.k;
@@ -392,8 +392,8 @@ struct moe_layer::impl {
       return;
     }
 #endif
-    for (size_t i = 0; i < todo.size(); ++i) {
-      auto& p = todo[i];
+    for (size_t i = 0; i < runnable.size(); ++i) {
+      auto& p = runnable[i];
       gemm(ta, tb, p.m, p.n, p.k, p.a, p.lda, p.b, p.ldb, p.c, p.ldc, beta, static_cast<int>(i));
     }
   }

@@ -2,6 +2,9 @@
 // request and waits at most `timeout`. Actors never call this; they use request().then().
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+
 #include <caf/expected.hpp>
 #include <caf/scoped_actor.hpp>
 
@@ -18,6 +21,15 @@ caf::expected<R> ask(caf::actor_system& sys, const Handle& receiver, Duration ti
     .receive([&](R& x) { result = std::move(x); },
              [&](caf::error& err) { result = std::move(err); });
   return result;
+}
+
+/// The wait of a request sent again until `deadline`: `attempt`, or what is left when less,
+/// and at least 1 ms.
+inline std::chrono::milliseconds attempt_wait(std::chrono::milliseconds attempt,
+                                              std::chrono::steady_clock::time_point deadline) {
+  using std::chrono::milliseconds;
+  auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+  return std::max(std::min(attempt, left), milliseconds{1});
 }
 
 } // namespace darcy::runtime

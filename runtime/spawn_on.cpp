@@ -33,11 +33,8 @@ caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& t
   auto request = next.fetch_add(2); // odd: never 0
   auto deadline = steady_clock::now() + std::max(timeout, min_spawn_timeout);
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                      steady_clock::now());
-    auto wait = std::max(std::min(attempt, left), std::chrono::milliseconds{1});
-    auto actor = ask<caf::actor>(sys, target.agent, wait, spawn_atom::value, factory, args,
-                                 request);
+    auto actor = ask<caf::actor>(sys, target.agent, attempt_wait(attempt, deadline),
+                                 spawn_atom::value, factory, args, request);
     if (actor)
       return actor;
     if (actor.error() != caf::sec::request_timeout || steady_clock::now() >= deadline)

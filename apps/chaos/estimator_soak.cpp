@@ -334,21 +334,12 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
         std::to_string(p.services.size()) + " services)");
     pending.push_back(std::move(p));
   };
-  auto deadline = std::chrono::duration<double>(
-    o.timeout_s > 0 ? o.timeout_s : std::max(300.0, 10 * result.clean_seconds));
+  auto deadline = std::chrono::duration<double>(soak_deadline_s(o, result.clean_seconds));
   auto r = await_chief(run, deadline, tick);
   result.seconds = r.seconds;
   for (auto& p : pending) // not recovered before the job ended: counted up to its end
     recover_s.push_back(seconds_since(p.at));
-  for (auto& [name, counts] : node_counts) {
-    result.dropped += counts.dropped;
-    result.delayed += counts.delayed;
-  }
-  if (!recover_s.empty()) {
-    std::sort(recover_s.begin(), recover_s.end());
-    result.recover_p50_s = recover_s[recover_s.size() / 2];
-    result.recover_max_s = recover_s.back();
-  }
+  summarize(result, std::move(recover_s), node_counts);
   result.completed = r.completed;
   result.failure = r.failure;
   result.restarts = r.worker_restarts;

@@ -275,8 +275,7 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   auto driver = runtime::child_process::start(run.argv);
   if (!driver)
     return std::move(driver.error());
-  auto deadline = std::chrono::duration<double>(
-    o.timeout_s > 0 ? o.timeout_s : std::max(300.0, 10 * result.clean_seconds));
+  auto deadline = std::chrono::duration<double>(soak_deadline_s(o, result.clean_seconds));
   // Every node's gates drop and delay their share of messages, those spawned later included;
   // each node's counts are read while it lives.
   std::vector<pending_recovery> pending;
@@ -337,21 +336,13 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   result.seconds = seconds_since(start);
   for (auto& p : pending) // not recovered before the job ended: counted up to its end
     recover_s.push_back(std::chrono::duration<double>(clock::now() - p.at).count());
-  for (auto& [name, counts] : node_counts) {
-    result.dropped += counts.dropped;
-    result.delayed += counts.delayed;
-  }
+  summarize(result, std::move(recover_s), node_counts);
   driver->wait_for_line("\x01", std::chrono::seconds(5));
   auto out = driver->stdout_seen();
   result.completed = code && *code == 0;
   if (!result.completed && result.failure.empty())
     result.failure = "the job exited " + (code ? std::to_string(*code) : std::string{"?"}) + ": " +
                      driver->read_stderr();
-  if (!recover_s.empty()) {
-    std::sort(recover_s.begin(), recover_s.end());
-    result.recover_p50_s = recover_s[recover_s.size() / 2];
-    result.recover_max_s = recover_s.back();
-  }
   if (o.job == "word2vec") {
     auto at = out.find("replaying ");
     if (at != std::string::npos)
@@ -378,6 +369,23 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
                          !read_text(run.outputs[i]).empty();
   }
   return result;
+}
+
+double soak_deadline_s(const soak_options& o, double clean_seconds) {
+  return o.timeout_s > 0 ? o.timeout_s : std::max(300.0, 10 * clean_seconds);
+}
+
+void summarize(soak_result& r, std::vector<double> recover_s,
+               const std::map<std::string, chaos_stats>& counts) {
+  for (auto& [name, c] : counts) {
+    r.dropped += c.dropped;
+    r.delayed += c.delayed;
+  }
+  if (recover_s.empty())
+    return;
+  std::sort(recover_s.begin(), recover_s.end());
+  r.recover_p50_s = recover_s[recover_s.size() / 2];
+  r.recover_max_s = recover_s.back();
 }
 
 std::vector<double> kill_times(const soak_options& o, double clean_seconds,

@@ -78,6 +78,14 @@ struct soak_result {
 /// of the clean run's duration, in order.
 std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng);
 
+/// How long a soaked run may last: o.timeout_s, or 10 clean runs and at least 300 s.
+double soak_deadline_s(const soak_options& o, double clean_seconds);
+
+/// Fills r's recover_p50_s and recover_max_s from the recovery times, and its dropped and
+/// delayed counts from the nodes' counts.
+void summarize(soak_result& r, std::vector<double> recover_s,
+               const std::map<std::string, chaos_stats>& counts);
+
 /// One poll of a soak's disruption: disrupts with `plan` every member of `st` that is up and not
 /// in `disrupted` (adding it), and reads the counts of the others into counts["NAME@JOINED_MS"],
 /// keeping the highest: counts fall when a node's gates end with the job.

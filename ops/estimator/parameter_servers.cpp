@@ -7,6 +7,7 @@
 
 #include "actors/estimator/tensor_codec.hpp"
 #include "messages/error.hpp"
+#include "runtime/ask.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -27,12 +28,6 @@ uint64_t random_client() {
   return x;
 }
 
-/// The wait of the next attempt: the attempt timeout, or what is left before `deadline`.
-milliseconds next_wait(milliseconds attempt, steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
-  return std::max(std::min(attempt, left), milliseconds{1});
-}
-
 } // namespace
 
 parameter_servers::parameter_servers(caf::actor_system& sys,
@@ -49,7 +44,7 @@ caf::error parameter_servers::call(size_t s, milliseconds attempt, F f, const Ts
   auto deadline = steady_clock::now() + timeout_;
   for (;;) {
     caf::error result;
-    self_->request(servers_[s], next_wait(attempt, deadline), xs...)
+    self_->request(servers_[s], runtime::attempt_wait(attempt, deadline), xs...)
       .receive([&](Rs&... rs) { result = f(rs...); },
                [&](caf::error& err) { result = std::move(err); });
     if (!timed_out(result) || steady_clock::now() >= deadline)
@@ -145,7 +140,7 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
   uint64_t first = 0;
   auto deadline = steady_clock::now() + timeout_;
   for (;;) {
-    auto wait = next_wait(attempt_timeout_, deadline);
+    auto wait = runtime::attempt_wait(attempt_timeout_, deadline);
     std::vector<std::pair<size_t, handle>> pending;
     for (size_t s = 0; s < servers_.size(); ++s)
       if (!answered[s])
