@@ -6,7 +6,7 @@
 set -euo pipefail
 build=${1:?usage: soak.sh BUILD_DIR [SEEDS]}
 seeds=${2:-10}
-jobs=${3:-wals word2vec moe estimator}
+jobs=${3:-wals word2vec moe estimator serving}
 darcy="$build/apps/darcy"
 out="$build/soak"
 mkdir -p "$out"
@@ -44,6 +44,8 @@ for job in sorted({x["job"] for x in rows}, reverse=True):
     worst = [float(x["recover_max_s"]) for x in done]
     deltas = [abs(float(x["quality_delta"])) for x in done]
     line = (f"{job}: completed {len(done)}/{len(r)}, kills {sum(int(x['kills'] or 0) for x in r)}, "
+            f"restarts {sum(int(x['restarts'] or 0) for x in r)}, "
+            f"lost work {sum(int(x['lost_work'] or 0) for x in r)}, "
             f"recover p50 {statistics.median(p50) if p50 else float('nan'):.3f} s "
             f"(max {max(worst) if worst else float('nan'):.3f} s), "
             f"max |quality_delta| {max(deltas) if deltas else float('nan'):.4f}")

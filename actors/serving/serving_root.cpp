@@ -277,6 +277,27 @@ void account(served_version& v, uint32_t i, bool answered,
     std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
 }
 
+// What a call of shard i counts: its resends in the shard's health, and, when it is answered
+// at its first attempt, its round trip in the lane's first attempts.
+struct shard_call {
+  std::chrono::steady_clock::time_point sent = std::chrono::steady_clock::now();
+  uint32_t resent = 0;
+
+  void answered(served_version& v, uint32_t i) const {
+    if (resent == 0)
+      v.lanes[i].first_attempts.add(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+  }
+};
+
+// The resend callback of remote_run_again for `call`.
+auto count_resend(std::shared_ptr<served_version> v, uint32_t i, std::shared_ptr<shard_call> call) {
+  return [v, i, call] {
+    ++call->resent;
+    ++v->health[i].resent;
+  };
+}
+
 void on_shard_done(serving_root_pointer self, uint64_t id, uint32_t shard,
                    caf::expected<shard_hits> hits) {
   auto found = self->state.pending.find(id);
@@ -292,6 +313,16 @@ void on_shard_done(serving_root_pointer self, uint64_t id, uint32_t shard,
   }
   if (--p.open == 0)
     finish_topk(self, id);
+}
+
+// How long shard i may take before it is asked again (serving_root_config::shard_attempt_ms).
+std::chrono::milliseconds attempt_of(serving_root_pointer self, const served_version& v,
+                                     uint32_t i) {
+  auto floor = self->state.config.shard_attempt_ms;
+  if (floor == 0)
+    return std::chrono::milliseconds{0};
+  auto p99 = v.lanes[i].first_attempts.quantile_bound(0.99);
+  return std::chrono::milliseconds{std::max<int64_t>(floor, static_cast<int64_t>(2 * p99))};
 }
 
 // Sends shard i's waiting queries as one batch while its lane has room. Queries already
@@ -335,10 +366,12 @@ void flush_lane(serving_root_pointer self, const std::shared_ptr<served_version>
     }
     ++lane.in_flight;
     ++v->health[i].batches;
-    runtime::remote_run<shard_batch_hits>(
-      self, v->shards[i], ctx, what,
-      [self, v, i, ids, sent, fail_all, what](shard_batch_hits& hits) {
+    auto call = std::make_shared<shard_call>(shard_call{sent});
+    runtime::remote_run_again<shard_batch_hits>(
+      self, v->shards[i], ctx, what, attempt_of(self, *v, i), count_resend(v, i, call),
+      [self, v, i, ids, sent, fail_all, what, call](shard_batch_hits& hits) {
         --v->lanes[i].in_flight;
+        call->answered(*v, i);
         if (hits.answers.size() != ids.size() || hits.errors.size() != ids.size()) {
           fail_all(make_error(errc::unavailable, what + " answered a batch of " +
                                                       std::to_string(ids.size()) + " with " +
@@ -372,9 +405,11 @@ void send_one(serving_root_pointer self, const std::shared_ptr<served_version>& 
     account(*v, i, false, sent);
     return on_shard_done(self, id, i, make_error(errc::unavailable, what + " is down"));
   }
-  runtime::remote_run<shard_hits>(
-    self, v->shards[i], q.context, what,
-    [self, v, id, i, sent](shard_hits& hits) {
+  auto call = std::make_shared<shard_call>(shard_call{sent});
+  runtime::remote_run_again<shard_hits>(
+    self, v->shards[i], q.context, what, attempt_of(self, *v, i), count_resend(v, i, call),
+    [self, v, id, i, sent, call](shard_hits& hits) {
+      call->answered(*v, i);
       account(*v, i, true, sent);
       on_shard_done(self, id, i, std::move(hits));
     },

@@ -40,6 +40,11 @@ struct serving_root_config {
   /// together, at most shard_batch_limit to a batch. 0: one message per query, none waits.
   uint32_t shard_batches_in_flight = 1;
   uint32_t shard_batch_limit = 64;
+  /// A shard that has not answered a batch (or query) within its attempt time is asked again,
+  /// then after twice as long, and so on until the deadline: a message lost on its way costs
+  /// the attempt time instead of the deadline. The attempt time is twice the shard's 99th
+  /// percentile round trip so far, and at least this. 0: asked once.
+  uint32_t shard_attempt_ms = 0;
   access_rules access;
   /// Load the newest version at start, as if a manager asked.
   bool load_newest = true;
@@ -49,6 +54,9 @@ struct serving_root_config {
 struct shard_lane {
   std::deque<uint64_t> queued;
   uint32_t in_flight = 0;
+  /// Round trips of the batches answered at their first attempt: the attempt time is drawn
+  /// from these, so that resent batches do not raise it.
+  latency_histogram first_attempts;
 };
 
 /// One loaded (or loading) version.

@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include "apps/chaos/estimator_soak.hpp"
+#include "apps/chaos/serving_soak.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
@@ -168,12 +169,6 @@ double quality_of(const soak_options& o, const job_run& r, const std::string& st
   return o.job == "wals" ? final_wals_loss(stdout_text) : topic_quality(r.outputs.front());
 }
 
-caf::expected<std::unique_ptr<testing::local_cluster>> cluster_for(const soak_options& o,
-                                                                   const std::string& binary) {
-  return testing::local_cluster::start(
-    {.nodes = o.nodes, .binary = binary, .name_prefix = "soak", .chaos = true});
-}
-
 /// A kill whose recovery is still awaited.
 struct pending_recovery {
   clock::time_point at;
@@ -199,9 +194,11 @@ bool recovered(const cluster_status& st, const pending_recovery& p) {
 } // namespace
 
 caf::expected<soak_result> run_soak(const soak_options& o) {
-  if (o.job != "wals" && o.job != "word2vec" && o.job != "moe" && o.job != "estimator")
-    return make_error(errc::invalid_config, "chaos soak: job '" + o.job +
-                                              "' is not one it can run (wals, word2vec, moe, estimator)");
+  if (o.job != "wals" && o.job != "word2vec" && o.job != "moe" && o.job != "estimator" &&
+      o.job != "serving")
+    return make_error(errc::invalid_config,
+                      "chaos soak: job '" + o.job +
+                        "' is not one it can run (wals, word2vec, moe, estimator, serving)");
   if (o.nodes < 2)
     return make_error(errc::invalid_config, "chaos soak: at least 2 nodes (the seed is never killed)");
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
@@ -215,6 +212,8 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     return make_error(errc::io_error, "chaos soak: cannot create " + o.dir + ": " + ec.message());
   if (o.job == "estimator")
     return run_estimator_soak(o, binary);
+  if (o.job == "serving")
+    return run_serving_soak(o, binary);
   auto input = o.job == "word2vec" ? write_topic_corpus(o.dir, o.seed) : std::string{};
   soak_result result;
 
@@ -226,7 +225,7 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   job_run clean;
   std::string clean_out;
   {
-    auto c = cluster_for(o, binary);
+    auto c = start_soak_cluster(o, binary);
     if (!c)
       return std::move(c.error());
     clean = make_run(o, binary, input, "clean", to_string((*c)->seed()));
@@ -245,104 +244,28 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   result.clean_quality = quality_of(o, clean, clean_out);
 
   // The soak.
-  auto c = cluster_for(o, binary);
+  auto c = start_soak_cluster(o, binary);
   if (!c)
     return std::move(c.error());
-  auto& nodes = **c;
-  ops::session_options so;
-  so.seed = nodes.seed();
-  so.name = "soak-client";
-  so.threads = 1;
-  so.timeout = std::chrono::milliseconds(2000);
-  auto client = ops::session::open(so);
-  if (!client)
-    return std::move(client.error());
-  auto run = make_run(o, binary, input, "soaked", to_string(nodes.seed()));
-  // Every node's gates drop and delay their share of messages, those spawned later included;
-  // each node's counts are read while it lives.
-  std::map<std::string, chaos_stats> node_counts;
-  std::set<std::string> disrupted_nodes;
-  std::mt19937_64 rng{o.seed};
-  auto kill_at = kill_times(o, result.clean_seconds, rng);
-  say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
-      std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
-  // Disrupted before the job starts: every actor spawned for it starts with the plan.
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (runtime::command_node((*client)->system(), (*client)->registry(), nodes.name(i),
-                              {chaos_op::disrupt, plan}, (*client)->timeout()))
-      disrupted_nodes.insert(nodes.name(i));
-  auto start = clock::now();
-  auto driver = runtime::child_process::start(run.argv);
-  if (!driver)
-    return std::move(driver.error());
-  auto deadline = std::chrono::duration<double>(soak_deadline_s(o, result.clean_seconds));
-  // Every node's gates drop and delay their share of messages, those spawned later included;
-  // each node's counts are read while it lives.
-  std::vector<pending_recovery> pending;
-  std::vector<double> recover_s;
-  auto next_poll = clock::now();
-  std::optional<int> code;
-  while (!code) {
-    if (auto exited = driver->wait(std::chrono::milliseconds(20))) {
-      code = *exited;
-      break;
-    }
-    if (clock::now() - start > deadline) {
-      auto err = driver->read_stderr();
-      result.failure = "the job did not finish within " + std::to_string(int(deadline.count())) +
-                       " s; its last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
-      driver->signal(SIGKILL);
-      break;
-    }
-    if (clock::now() < next_poll && !(result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills]))
-      continue;
-    next_poll = clock::now() + std::chrono::milliseconds(250);
-    auto st = (*client)->status();
-    if (!st)
-      continue;
-    disrupt_members(**client, *st, plan, disrupted_nodes, node_counts);
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (recovered(*st, *it)) {
-        recover_s.push_back(std::chrono::duration<double>(clock::now() - it->at).count());
-        result.restarts += static_cast<uint32_t>(it->services.size());
-        it = pending.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills]) {
-      std::vector<size_t> alive;
-      for (size_t i = 1; i < nodes.size(); ++i)
-        if (nodes.pid(i) > 0)
-          alive.push_back(i);
-      if (alive.empty())
-        continue;
-      auto victim = alive[rng() % alive.size()];
-      pending_recovery p{clock::now(), nodes.name(victim), {}, {}};
-      for (auto& svc : st->services)
-        if (svc.node == p.victim)
-          p.services.push_back(svc.name);
-      if (auto err = nodes.kill(victim))
-        continue;
-      ++result.kills;
-      say("killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
-          std::to_string(p.services.size()) + " services)");
-      auto added = nodes.add_node();
-      if (added)
-        p.replacement = nodes.name(*added);
-      pending.push_back(std::move(p));
-    }
-  }
-  result.seconds = seconds_since(start);
-  for (auto& p : pending) // not recovered before the job ended: counted up to its end
-    recover_s.push_back(std::chrono::duration<double>(clock::now() - p.at).count());
-  summarize(result, std::move(recover_s), node_counts);
+  auto run = make_run(o, binary, input, "soaked", to_string((*c)->seed()));
+  std::optional<runtime::child_process> driver;
+  auto code = run_chaos(o, **c, result.clean_seconds, [&]() -> caf::expected<soak_job> {
+    auto started = runtime::child_process::start(run.argv);
+    if (!started)
+      return std::move(started.error());
+    driver.emplace(std::move(*started));
+    return soak_job{[&](std::chrono::milliseconds wait) { return driver->wait(wait); },
+                    [&] { return driver->read_stderr(); },
+                    [&] { driver->signal(SIGKILL); }};
+  }, result);
+  if (!code)
+    return std::move(code.error());
   driver->wait_for_line("\x01", std::chrono::seconds(5));
   auto out = driver->stdout_seen();
-  result.completed = code && *code == 0;
+  result.completed = *code && **code == 0;
   if (!result.completed && result.failure.empty())
-    result.failure = "the job exited " + (code ? std::to_string(*code) : std::string{"?"}) + ": " +
-                     driver->read_stderr();
+    result.failure = "the job exited " + (*code ? std::to_string(**code) : std::string{"?"}) +
+                     ": " + driver->read_stderr();
   if (o.job == "word2vec") {
     auto at = out.find("replaying ");
     if (at != std::string::npos)
@@ -369,6 +292,111 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
                          !read_text(run.outputs[i]).empty();
   }
   return result;
+}
+
+caf::expected<std::unique_ptr<testing::local_cluster>>
+start_soak_cluster(const soak_options& o, const std::string& binary) {
+  return testing::local_cluster::start(
+    {.nodes = o.nodes, .binary = binary, .name_prefix = "soak", .chaos = true});
+}
+
+caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::local_cluster& nodes,
+                                            double clean_seconds,
+                                            const std::function<caf::expected<soak_job>()>& start_job,
+                                            soak_result& result) {
+  auto say = [&](const std::string& line) {
+    if (!o.quiet)
+      std::cerr << "chaos soak: " << line << std::endl;
+  };
+  disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
+  ops::session_options so;
+  so.seed = nodes.seed();
+  so.name = "soak-client";
+  so.threads = 1;
+  so.timeout = std::chrono::milliseconds(2000);
+  auto client = ops::session::open(so);
+  if (!client)
+    return std::move(client.error());
+  // Every node's gates drop and delay their share of messages, those spawned later included;
+  // each node's counts are read while it lives.
+  std::map<std::string, chaos_stats> node_counts;
+  std::set<std::string> disrupted_nodes;
+  std::mt19937_64 rng{o.seed};
+  auto kill_at = kill_times(o, clean_seconds, rng);
+  say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
+      std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
+  // Disrupted before the job starts: every actor spawned for it starts with the plan.
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (runtime::command_node((*client)->system(), (*client)->registry(), nodes.name(i),
+                              {chaos_op::disrupt, plan}, (*client)->timeout()))
+      disrupted_nodes.insert(nodes.name(i));
+  auto start = clock::now();
+  auto job = start_job();
+  if (!job)
+    return std::move(job.error());
+  auto deadline = std::chrono::duration<double>(soak_deadline_s(o, clean_seconds));
+  std::vector<pending_recovery> pending;
+  std::vector<double> recover_s;
+  auto next_poll = clock::now();
+  std::optional<int> code;
+  auto kill_due = [&] {
+    return result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills];
+  };
+  while (!code) {
+    if (auto exited = job->wait(std::chrono::milliseconds(20))) {
+      code = *exited;
+      break;
+    }
+    if (clock::now() - start > deadline) {
+      auto err = job->last_messages();
+      result.failure = "the job did not finish within " + std::to_string(int(deadline.count())) +
+                       " s; its last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
+      job->kill();
+      break;
+    }
+    if (clock::now() < next_poll && !kill_due())
+      continue;
+    next_poll = clock::now() + std::chrono::milliseconds(250);
+    auto st = (*client)->status();
+    if (!st)
+      continue;
+    disrupt_members(**client, *st, plan, disrupted_nodes, node_counts);
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (recovered(*st, *it)) {
+        recover_s.push_back(seconds_since(it->at));
+        result.restarts += static_cast<uint32_t>(it->services.size());
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!kill_due())
+      continue;
+    std::vector<size_t> alive;
+    for (size_t i = 1; i < nodes.size(); ++i)
+      if (nodes.pid(i) > 0)
+        alive.push_back(i);
+    if (alive.empty())
+      continue;
+    auto victim = alive[rng() % alive.size()];
+    pending_recovery p{clock::now(), nodes.name(victim), {}, {}};
+    for (auto& svc : st->services)
+      if (svc.node == p.victim)
+        p.services.push_back(svc.name);
+    if (auto err = nodes.kill(victim))
+      continue;
+    ++result.kills;
+    say("killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
+        std::to_string(p.services.size()) + " services)");
+    if (auto added = nodes.add_node())
+      p.replacement = nodes.name(*added);
+    pending.push_back(std::move(p));
+  }
+  result.seconds = seconds_since(start);
+  for (auto& p : pending) // not recovered before the job ended: counted up to its end
+    recover_s.push_back(seconds_since(p.at));
+  summarize(result, std::move(recover_s), node_counts);
+  return code;
 }
 
 double soak_deadline_s(const soak_options& o, double clean_seconds) {

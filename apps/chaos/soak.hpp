@@ -7,8 +7,12 @@
 //   auto r = run_soak({.job = "wals", .kills = 3, .drop = 0.01, .delay = 0.01, .seed = 7});
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -20,11 +24,13 @@
 #include "messages/cluster/chaos_messages.hpp"
 #include "messages/cluster/membership.hpp"
 #include "ops/session.hpp"
+#include "ops/testing/local_cluster.hpp"
 
 namespace darcy::apps {
 
 struct soak_options {
-  /// "wals", "word2vec", "moe" or "estimator" (apps/chaos/estimator_soak.hpp).
+  /// "wals", "word2vec", "moe", "estimator" (apps/chaos/estimator_soak.hpp) or "serving"
+  /// (apps/chaos/serving_soak.hpp).
   std::string job = "wals";
   uint32_t kills = 3;
   /// Fractions of the messages to every spawned actor dropped and delayed (by delay_ms).
@@ -91,6 +97,32 @@ void summarize(soak_result& r, std::vector<double> recover_s,
 /// keeping the highest: counts fall when a node's gates end with the job.
 void disrupt_members(ops::session& client, const cluster_status& st, const disruption& plan,
                      std::set<std::string>& disrupted, std::map<std::string, chaos_stats>& counts);
+
+/// A job under the soak, as its kill loop sees it.
+struct soak_job {
+  /// The job's exit code once it has ended, waiting at most the given time; an error while it
+  /// runs.
+  std::function<caf::expected<int>(std::chrono::milliseconds)> wait;
+  /// Its last messages, for the report of a run that did not end in time.
+  std::function<std::string()> last_messages;
+  /// Ends it at once.
+  std::function<void()> kill;
+};
+
+/// A local cluster of o.nodes `darcy node` processes started with --chaos.
+caf::expected<std::unique_ptr<testing::local_cluster>> start_soak_cluster(const soak_options& o,
+                                                                          const std::string& binary);
+
+/// The soak on `nodes`: disrupts every node, starts the job with start_job(), SIGKILLs a
+/// random non-seed node at each of kill_times (a replacement joins after each), and disrupts
+/// every member that joins, until the job ends or soak_deadline_s passes (the job is then
+/// killed and result.failure says why). Fills result's kills, restarts, recovery times,
+/// counts and seconds. Answers the job's exit code, none past the deadline; an error when the
+/// soak's client or the job cannot start.
+caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::local_cluster& nodes,
+                                            double clean_seconds,
+                                            const std::function<caf::expected<soak_job>()>& start_job,
+                                            soak_result& result);
 
 /// Runs the clean run and the soak. errc::invalid_config for an unknown job, fewer than 2
 /// nodes, or fractions outside [0, 1]; errc::io_error when the clean run itself fails. A soak

@@ -105,8 +105,10 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
   auto soak = chaos->add_subcommand(
     "soak", "Run a job on a local cluster while a seeded killer SIGKILLs nodes and every service "
             "drops and delays a share of its messages; compare with a clean run");
-  soak->add_option("--job", so->job, "wals, word2vec, moe or estimator (Fashion-MNIST's DNN)")
-    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator"}));
+  soak->add_option("--job", so->job,
+                   "wals, word2vec, moe, estimator (Fashion-MNIST's DNN) or serving (darcy serve "
+                   "with shard servers on the nodes)")
+    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "serving"}));
   soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
     ->check(CLI::Range(0, 100));
   soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
@@ -136,12 +138,15 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
               << (so->job == "wals"        ? " blocks issued again"
                   : so->job == "moe"       ? " steps replayed"
                   : so->job == "estimator" ? " worker steps in flight at a kill, at most"
+                  : so->job == "serving"   ? " requests refused (503 or 504) and asked again"
                                            : " batches replayed") << "\n"
               << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"
               << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
               << r->quality_delta << ")\n"
               << "  output           "
               << (so->job == "estimator" ? "asynchronous training: not comparable byte for byte"
+                  : so->job == "serving" && r->bit_equal
+                    ? "every answer equal to the clean run's (ids and scores)"
                   : r->bit_equal         ? "equal to the clean run's, byte for byte"
                                          : "differs from the clean run's, byte for byte")
               << "\n"

@@ -31,6 +31,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(0, 1024));
   cmd->add_option("--batch-limit", job->batch_limit, "Most queries in one shard batch")
     ->check(CLI::Range(1, 4096));
+  cmd->add_option("--shard-retry-ms", job->shard_attempt_ms,
+                  "A shard batch unanswered within twice the shard's p99 round trip, and at "
+                  "least this long, is sent again (then after 2x, 3x... until the deadline); "
+                  "0: sent once")
+    ->check(CLI::Range(0, 600000));
   cmd->callback([job, listen, cluster, &exit_code] {
     auto address = runtime::parse_host_port(*listen);
     if (!address) {

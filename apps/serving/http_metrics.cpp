@@ -94,6 +94,13 @@ std::string http_metrics::render(const std::vector<model_status>& models) const 
     for (auto& s : m.shards)
       out << "darcy_shard_batches_total{model=\"" << escape(m.model) << "\",shard=\"" << s.shard
           << "\"} " << s.batches << "\n";
+  out << "# HELP darcy_shard_resent_total Shard batches sent again after an attempt without an "
+         "answer.\n"
+         "# TYPE darcy_shard_resent_total counter\n";
+  for (auto& m : models)
+    for (auto& s : m.shards)
+      out << "darcy_shard_resent_total{model=\"" << escape(m.model) << "\",shard=\"" << s.shard
+          << "\"} " << s.resent << "\n";
   out << "# HELP darcy_shard_duration_seconds Round trips from the root to the shard.\n"
          "# TYPE darcy_shard_duration_seconds histogram\n";
   for (auto& m : models)

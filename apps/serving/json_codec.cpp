@@ -221,6 +221,7 @@ std::string status_json(const model_status& s) {
                       {"answered", h.answered},
                       {"failed", h.failed},
                       {"batches", h.batches},
+                      {"resent", h.resent},
                       {"mean_ms", h.latency.count ? h.latency.sum_ms / h.latency.count : 0.0}});
   json principals = json::array();
   for (auto& p : s.principals)

@@ -93,6 +93,7 @@ caf::error run_serve(const serve_job& job) {
     rc.rerank = job.rerank;
     rc.shard_batches_in_flight = job.shard_batches;
     rc.shard_batch_limit = job.batch_limit;
+    rc.shard_attempt_ms = job.shard_attempt_ms;
     rc.access = config.rules_of(name);
     roots[name] = s.system().spawn(actors::serving_root, std::move(rc));
   }

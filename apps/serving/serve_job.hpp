@@ -27,6 +27,8 @@ struct serve_job {
   /// serving_root_config::shard_batches_in_flight and shard_batch_limit.
   uint32_t shard_batches = 1;
   uint32_t batch_limit = 64;
+  /// serving_root_config::shard_attempt_ms.
+  uint32_t shard_attempt_ms = 50;
 };
 
 /// Serves until SIGTERM or SIGINT; prints "darcy serve listening on http://HOST:PORT" once it

@@ -158,6 +158,18 @@ struct latency_histogram {
     sum_ms += ms;
     ++count;
   }
+
+  /// The upper bound of the bucket that holds the q-quantile (0 < q <= 1); 0 when empty, and
+  /// twice the last bound when it lies past it.
+  double quantile_bound(double q) const {
+    if (count == 0)
+      return 0;
+    uint64_t seen = 0;
+    for (size_t b = 0; b < std::size(bounds); ++b)
+      if ((seen += counts[b]) >= q * double(count))
+        return bounds[b];
+    return 2 * bounds[std::size(bounds) - 1];
+  }
 };
 
 template <class Inspector>
@@ -176,6 +188,8 @@ struct shard_health {
   uint64_t failed = 0;
   /// Batches sent (shard_batch); answered / batches is the mean batch.
   uint64_t batches = 0;
+  /// Batches (or queries) sent again after an attempt without an answer.
+  uint64_t resent = 0;
   /// Round trips from the root, answered ones only.
   latency_histogram latency;
 };
@@ -183,7 +197,7 @@ struct shard_health {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_health& x) {
   return f(caf::meta::type_name("shard_health"), x.shard, x.node, x.up, x.restarts, x.answered,
-           x.failed, x.batches, x.latency);
+           x.failed, x.batches, x.resent, x.latency);
 }
 
 /// Per-principal accounting of a model: admitted requests and the rows they returned, and every

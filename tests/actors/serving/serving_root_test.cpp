@@ -88,12 +88,42 @@ caf::behavior held_shard(caf::stateful_actor<held_shard_state>* self,
   };
 }
 
+/// Shard 1 loses the first topk it receives: no answer ever comes (a message lost between
+/// nodes). Every other message passes.
+struct lossy_shard_state {
+  caf::actor target;
+  bool lost_one = false;
+  std::vector<caf::response_promise> lost;
+};
+
+caf::behavior lossy_shard(caf::stateful_actor<lossy_shard_state>* self,
+                          serving_shard_config config) {
+  auto shard = config.shard;
+  self->state.target = caf::actor_cast<caf::actor>(self->system().spawn(serving_shard, config));
+  self->link_to(self->state.target);
+  self->set_default_handler(
+    [self, shard](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
+      auto& st = self->state;
+      auto promise = self->make_response_promise();
+      auto content = view.move_content_to_message();
+      if (shard == 1 && !st.lost_one && content.match_element<topk_atom>(0)) {
+        st.lost_one = true;
+        st.lost.push_back(std::move(promise));
+      } else {
+        promise.delegate(st.target, std::move(content));
+      }
+      return caf::delegated<caf::message>{};
+    });
+  return {[](ok_atom) {}};
+}
+
 struct serving_test_config : test::test_config {
   serving_test_config() {
     register_actor_types(*this);
     add_actor_type("test.slow_shard", slow_shard);
     add_actor_type("test.recorded_shard", recorded_shard);
     add_actor_type("test.held_shard", held_shard);
+    add_actor_type("test.lossy_shard", lossy_shard);
   }
 };
 
@@ -161,8 +191,9 @@ protected:
 
   serving_root_actor start_root(std::string factory = "darcy.serving_shard",
                                 access_rules rules = {}, uint32_t batches_in_flight = 1,
-                                uint32_t batch_limit = 64) {
+                                uint32_t batch_limit = 64, uint32_t attempt_ms = 0) {
     serving_root_config c;
+    c.shard_attempt_ms = attempt_ms;
     c.shard_batches_in_flight = batches_in_flight;
     c.shard_batch_limit = batch_limit;
     c.model = "m";
@@ -431,6 +462,41 @@ TEST_F(serving_root_test, a_shard_past_the_deadline_gives_a_flagged_partial_answ
   EXPECT_TRUE(is(refused.error(), errc::deadline_exceeded)) << render(refused.error());
   EXPECT_NE(render(refused.error()).find("shards 1 missing"), std::string::npos)
     << render(refused.error());
+}
+
+TEST_F(serving_root_test, a_lost_shard_batch_is_sent_again_and_the_answer_is_whole) {
+  export_version(1);
+  auto all = test_input(1).items;
+  // batches_in_flight 1 and 0 (one message per query): both ask again.
+  for (uint32_t batches : {1u, 0u}) {
+    SCOPED_TRACE(batches);
+    auto root = start_root("test.lossy_shard", {}, batches, 64, 20);
+    ASSERT_TRUE(load(root, "1"));
+    std::vector<float> v{0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 0};
+    auto q = vector_query(v);
+    q.context.deadline_us = deadline_in(std::chrono::seconds(60));
+    auto answer = topk(root, q);
+    ASSERT_TRUE(answer) << render(answer.error());
+    EXPECT_FALSE(answer->partial);
+    EXPECT_EQ(answer->ids, brute_force(all, v, 10));
+    auto s = status(root);
+    ASSERT_EQ(s.shards.size(), shards);
+    EXPECT_EQ(s.shards[1].resent, 1u);
+    EXPECT_EQ(s.shards[0].resent, 0u);
+    EXPECT_EQ(s.shards[1].failed, 0u);
+  }
+}
+
+TEST_F(serving_root_test, a_lost_shard_batch_asked_once_fails_at_the_deadline) {
+  export_version(1);
+  auto root = start_root("test.lossy_shard");
+  ASSERT_TRUE(load(root, "1"));
+  auto q = vector_query(std::vector<float>(dim, 1.0f));
+  q.context.deadline_us = deadline_in(std::chrono::milliseconds(200));
+  auto refused = topk(root, q);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::deadline_exceeded)) << render(refused.error());
+  EXPECT_EQ(status(root).shards[1].resent, 0u);
 }
 
 TEST_F(serving_root_test, a_killed_shard_server_is_restarted_from_the_export_and_answers) {

@@ -1,0 +1,21 @@
+// The serving part of `darcy chaos soak`: `darcy serve` answers a fixed stream of top-k
+// queries from a model whose shard servers run on a local cluster, while the soak kills nodes
+// and drops and delays messages to the shards. A query refused meanwhile (503 or 504) is asked
+// again, as a client would; every answer must equal the clean run's.
+#pragma once
+
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "apps/chaos/soak.hpp"
+
+namespace darcy::apps {
+
+/// The serving soak: a model of 30,000 items in 3 shards, 6,000 requests over 200 distinct
+/// query vectors from 2 clients. lost_work counts the requests asked again; the quality is the
+/// mean recall@10 of the answers against exact search; bit_equal says that every answer (ids
+/// and scores) equals the clean run's for its query. errc::io_error when the clean run fails.
+caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::string& binary);
+
+} // namespace darcy::apps
