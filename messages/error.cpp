@@ -69,7 +69,8 @@ plain_error to_plain(const caf::error& x) {
 }
 
 bool is(const caf::error& x, errc code) {
-  return x.category() == errc_category && x.code() == static_cast<uint8_t>(code);
+  // CAF 0.17's category() of an empty error reads a null pointer.
+  return x && x.category() == errc_category && x.code() == static_cast<uint8_t>(code);
 }
 
 } // namespace darcy

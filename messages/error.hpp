@@ -52,7 +52,7 @@ std::string context_of(const caf::error& x);
 /// The renderer CAF calls for the darcy category (see register_types).
 std::string render_errc(uint8_t code, const caf::message& context);
 
-/// True when `x` is the darcy error `code`.
+/// True when `x` is the darcy error `code`; false for no error.
 bool is(const caf::error& x, errc code);
 
 /// The error held by `x`, or no error when it holds a value (safe where x.error() is not).

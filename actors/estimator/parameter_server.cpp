@@ -16,6 +16,8 @@ caf::error not_loaded(const parameter_server_state& st) {
 
 caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) {
   auto& st = self->state;
+  if (state.load_id != 0 && state.load_id == st.last_load)
+    return ok_atom::value;
   for (auto* t : {&state.values, &state.m, &state.v})
     if (auto err = check(*t))
       return err;
@@ -39,6 +41,7 @@ caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) 
   st.optimizer->import_slots(st.list, std::move(slots));
   st.global_step = state.global_step;
   st.loaded = true;
+  st.last_load = state.load_id;
   return ok_atom::value;
 }
 

@@ -22,6 +22,8 @@ struct parameter_server_state {
   std::optional<compute::nn::adam<float>> optimizer;
   uint64_t global_step = 0;
   bool loaded = false;
+  /// The load_id of the last load applied (0: none, or one without an id).
+  uint64_t last_load = 0;
   /// Per client: the seq of its last push applied, and the global step that push gave.
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> pushes;
   static inline const char* name = "darcy.parameter_server";

@@ -43,6 +43,8 @@ double seconds_since(clock::time_point t) {
 /// A kill whose recovery is still awaited: the victim's services as the registry listed them.
 struct pending_kill {
   clock::time_point at;
+  /// The victim: ps (its index 0) or a worker.
+  bool ps = false;
   size_t worker = 0;
   std::vector<service_info> services;
   /// The chief has seen the victim down, and its replacement has been started.
@@ -98,6 +100,8 @@ struct run_outcome {
   double seconds = 0;
   double accuracy = -1;
   uint32_t worker_restarts = 0;
+  uint32_t ps_recoveries = 0;
+  uint64_t replayed_steps = 0;
 };
 
 /// One run's processes: the chief, one ps, the workers and the evaluator.
@@ -151,6 +155,23 @@ public:
   }
 
   bool worker_running(size_t i) const { return workers_running_[i].has_value(); }
+
+  /// SIGKILLs the ps; its process is gone until start_ps().
+  void kill_ps() {
+    ps_->signal(SIGKILL);
+    ps_->wait(10s);
+    ps_.reset();
+  }
+
+  caf::error start_ps() {
+    auto p = runtime::child_process::start(argv("ps", 0));
+    if (!p)
+      return std::move(p.error());
+    ps_.emplace(std::move(*p));
+    return {};
+  }
+
+  bool ps_running() const { return ps_.has_value(); }
   size_t workers() const { return workers_; }
   const std::string& chief_address() const { return chief_address_; }
   runtime::child_process& chief() { return *chief_; }
@@ -175,6 +196,8 @@ public:
       return r;
     }
     r.worker_restarts = chief_lines.back().value("worker_restarts", 0u);
+    r.ps_recoveries = chief_lines.back().value("ps_recoveries", 0u);
+    r.replayed_steps = chief_lines.back().value("replayed_steps", uint64_t{0});
     // The evaluator ends once it has evaluated the checkpoint at max_steps.
     evaluator_->wait_for_line("\x01", patience);
     r.accuracy = final_accuracy(lines_of(evaluator_->stdout_seen(), "evaluator"));
@@ -300,10 +323,11 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     // while it lives.
     disrupt_members(**client, *st, plan, disrupted, node_counts);
     for (auto it = pending.begin(); it != pending.end();) {
-      auto victim = "worker-" + std::to_string(it->worker);
+      auto victim = it->ps ? std::string{"ps-0"} : "worker-" + std::to_string(it->worker);
       if (!it->replaced) {
         // A live name cannot join twice: the replacement starts once the victim is down.
-        if (testing::state_of(*st, victim) != member_state::up && !run.start_worker(it->worker)) {
+        if (testing::state_of(*st, victim) != member_state::up &&
+            !(it->ps ? run.start_ps() : run.start_worker(it->worker))) {
           it->replaced = true;
           disrupted.erase(victim);
         }
@@ -317,18 +341,25 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     }
     if (!kill_due())
       return;
+    // The victim: the ps or a worker, among those running.
     std::vector<size_t> alive;
     for (size_t i = 0; i < run.workers(); ++i)
       if (run.worker_running(i))
         alive.push_back(i);
+    if (run.ps_running())
+      alive.push_back(run.workers());
     if (alive.empty())
       return;
-    pending_kill p{clock::now(), alive[rng() % alive.size()], {}, false};
-    auto victim = "worker-" + std::to_string(p.worker);
+    auto pick = alive[rng() % alive.size()];
+    pending_kill p{clock::now(), pick == run.workers(), pick, {}, false};
+    auto victim = p.ps ? std::string{"ps-0"} : "worker-" + std::to_string(p.worker);
     for (auto& s : st->services)
       if (s.node == victim)
         p.services.push_back(s);
-    run.kill_worker(p.worker);
+    if (p.ps)
+      run.kill_ps();
+    else
+      run.kill_worker(p.worker);
     ++result.kills;
     say("killed " + victim + " at " + std::to_string(seconds_since(start)) + " s (" +
         std::to_string(p.services.size()) + " services)");
@@ -342,9 +373,10 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   summarize(result, std::move(recover_s), node_counts);
   result.completed = r.completed;
   result.failure = r.failure;
-  result.restarts = r.worker_restarts;
-  // A killed worker loses at most the step it was computing; nothing is replayed.
-  result.lost_work = r.worker_restarts;
+  result.restarts = r.worker_restarts + r.ps_recoveries;
+  // A killed worker loses at most the step it was computing; a killed ps, the global steps
+  // since the last checkpoint, which the chief loads into the servers again.
+  result.lost_work = r.worker_restarts + r.replayed_steps;
   if (r.completed) {
     result.quality = r.accuracy;
     result.quality_delta = (r.accuracy - result.clean_quality) / result.clean_quality;

@@ -1,7 +1,7 @@
 // The Estimator's part of `darcy chaos soak`. Its roles are processes of their own (the chief
 // is the seed; a ps, the workers and an evaluator join it from their cluster spec), so this
-// soak starts them itself instead of using a `cluster up` cluster. The killer SIGKILLs worker
-// processes and starts each again once the chief has seen it down.
+// soak starts them itself instead of using a `cluster up` cluster. The killer SIGKILLs the ps
+// or worker processes and starts each again once the chief has seen it down.
 #pragma once
 
 #include <string>
@@ -17,8 +17,8 @@ inline constexpr const char* soak_fashion_mnist_dir = "/usr/share/datasets/fashi
 
 /// The Estimator soak: Fashion-MNIST's DNN trained asynchronously by a chief, one ps and
 /// o.nodes - 2 workers, with an evaluator whose mean accuracy over the checkpoints of the last
-/// 500 global steps is the quality. Only workers are killed: a killed ps is not restarted in
-/// place. errc::invalid_config for fewer than 4 nodes or no Fashion-MNIST; errc::io_error when
+/// 500 global steps is the quality. The ps and the workers are killed; the chief loads a ps
+/// started again from the last checkpoint. errc::invalid_config for fewer than 4 nodes or no Fashion-MNIST; errc::io_error when
 /// the clean run fails.
 caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::string& binary);
 

@@ -60,7 +60,9 @@ struct soak_result {
   double recover_p50_s = 0;
   double recover_max_s = 0;
   /// Work done twice: word2vec batches and MoE steps replayed from a checkpoint, WALS blocks
-  /// issued again; for the Estimator, the worker steps lost in flight (at most one per kill).
+  /// issued again; for the Estimator, the worker steps lost in flight (at most one per killed
+  /// worker) and the global steps replayed from a checkpoint after a killed ps; for serving,
+  /// the requests asked again.
   uint64_t lost_work = 0;
   /// The job's quality under chaos minus the clean run's: word2vec, the share of words whose
   /// nearest neighbour is of their topic; WALS and MoE, the relative change of the final loss;

@@ -137,7 +137,8 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
               << "  lost work        " << r->lost_work
               << (so->job == "wals"        ? " blocks issued again"
                   : so->job == "moe"       ? " steps replayed"
-                  : so->job == "estimator" ? " worker steps in flight at a kill, at most"
+                  : so->job == "estimator" ? " worker steps in flight at a kill (at most), and "
+                                             "global steps replayed after a ps kill"
                   : so->job == "serving"   ? " requests refused (503 or 504) and asked again"
                                            : " batches replayed") << "\n"
               << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"

@@ -32,6 +32,7 @@ struct role_flags {
   std::string node_config;
   size_t train_examples = 0;
   size_t eval_examples = 0;
+  double ps_rejoin_s = 120;
 };
 
 void add_role_flags(CLI::App* cmd, role_flags& r) {
@@ -46,6 +47,11 @@ void add_role_flags(CLI::App* cmd, role_flags& r) {
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
     ->group(group);
   cmd->add_option("--export-dir", r.export_dir, "Evaluator: export each improvement here")->group(group);
+  cmd->add_option("--ps-rejoin-s", r.ps_rejoin_s,
+                  "Chief: how long a ps task whose node died may take to join again (it is then "
+                  "loaded from the last checkpoint)")
+    ->check(CLI::Range(0.0, 86400.0))
+    ->group(group);
   cmd->add_option("--node-config", r.node_config, "TOML of the role's node (heartbeats, secret)")->group(group);
   cmd->add_option("--train-examples", r.train_examples, "Train on the first N examples (0: all)")->group(group);
   cmd->add_option("--eval-examples", r.eval_examples, "Evaluate on the first N examples (0: all)")->group(group);
@@ -85,7 +91,9 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
                  .model_dir = model_dir,
                  .save_checkpoints_steps = flags.save_checkpoints_steps,
                  .export_dir = flags.export_dir,
-                 .summary = summary};
+                 .summary = summary,
+                 .ps_rejoin_timeout = std::chrono::milliseconds(
+                   static_cast<int64_t>(flags.ps_rejoin_s * 1000))};
   r.node.threads = threads;
   if (!flags.node_config.empty())
     if (auto err = runtime::load_node_config(flags.node_config, r.node)) {

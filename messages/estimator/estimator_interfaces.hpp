@@ -40,11 +40,15 @@ struct ps_state {
   named_tensors v;
   uint64_t adam_steps = 0;
   uint64_t global_step = 0;
+  /// Nonzero: a load whose id equals that of the last load the server applied (a retry, or a
+  /// late copy) is answered without being applied again, so that it cannot undo later pushes.
+  uint64_t load_id = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_state& x) {
-  return f(caf::meta::type_name("ps_state"), x.values, x.m, x.v, x.adam_steps, x.global_step);
+  return f(caf::meta::type_name("ps_state"), x.values, x.m, x.v, x.adam_steps, x.global_step,
+           x.load_id);
 }
 
 /// A parameter server's spawn argument: which shard it is, and its Adam hyperparameters.
@@ -63,7 +67,8 @@ typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
 }
 
 /// One shard of a model's dense variables.
-///  - load: replaces the whole state (the chief initialises, or restores a checkpoint).
+///  - load: replaces the whole state (the chief initialises, or restores a checkpoint); a load
+///    carrying the load_id of the last one applied is answered ok and not applied again.
 ///  - fetch: the current values and the global step.
 ///  - backward (client, seq, gradients): applies one step of gradients (names and shapes must
 ///    match the state's; an empty set only counts the step) and answers the new global step.

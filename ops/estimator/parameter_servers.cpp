@@ -20,6 +20,7 @@ bool timed_out(const caf::error& err) {
   return err == caf::sec::request_timeout;
 }
 
+/// A random nonzero id: a client's, or a load's.
 uint64_t random_client() {
   std::random_device device;
   uint64_t x = 0;
@@ -66,13 +67,14 @@ caf::error parameter_servers::initialize(const variable_list& vars,
     ps_state state;
     state.adam_steps = slots.steps;
     state.global_step = step;
+    state.load_id = random_client();
     for (size_t i = s; i < vars.size(); i += servers_.size()) {
       actors::append(state.values, vars[i]->name, vars[i]->value);
       actors::append(state.m, vars[i]->name, slots.m[i]);
       actors::append(state.v, vars[i]->name, slots.v[i]);
     }
     if (auto err = call<ok_atom>(
-          s, timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
+          s, attempt_timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
       return err;
   }
   return {};

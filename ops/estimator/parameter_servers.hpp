@@ -2,8 +2,8 @@
 // model lives on server i % size, the global step is server 0's count of applied steps, and
 // every call blocks its caller until each server has answered (or the timeout passed). With an
 // attempt timeout, a request unanswered within it is sent again (lost messages); pushes are
-// numbered, so that a server applies each one once however often it arrives, and loads are
-// never sent twice.
+// numbered, so that a server applies each one once however often it arrives, and loads carry
+// an id, so that a server applies each load once.
 //
 //   parameter_servers ps{sys, servers, std::chrono::seconds(10)};
 //   ps.initialize(vars, optimizer, 0);    // the chief, once
@@ -37,8 +37,9 @@ public:
   size_t size() const { return servers_.size(); }
 
   /// Loads every server with its share of `vars`, their moments in `opt` and `step` as the
-  /// global step. Loads are sent once, never again after an attempt timeout: a late copy
-  /// would undo the steps applied since. Variables are assigned by position, so every caller must list the same
+  /// global step. Each server's load carries a random load_id: it is sent again after an
+  /// attempt timeout, and a server applies it once, so that a late copy cannot undo the steps
+  /// applied since. Variables are assigned by position, so every caller must list the same
   /// variables in the same order.
   caf::error initialize(const variable_list& vars, const compute::nn::adam<float>& opt,
                         uint64_t step);

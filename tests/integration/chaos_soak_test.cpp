@@ -49,7 +49,7 @@ TEST(chaos_soak, word2vec_survives_a_kill_and_lost_messages_with_its_quality) {
   EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
 }
 
-TEST(chaos_soak, estimator_survives_a_killed_worker_and_lost_messages_with_its_accuracy) {
+TEST(chaos_soak, estimator_survives_a_killed_ps_or_worker_and_lost_messages_with_its_accuracy) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed (make deps)";
   temp_dir dir{"soak_estimator"};

@@ -1,8 +1,9 @@
 // The distributed Estimator's roles as real `darcy` processes on 127.0.0.1, each role from its
 // DARCY_CONFIG: the job trains to the global step while the evaluator exports improvements; a
 // worker node SIGKILLed mid-training has its worker restarted elsewhere and the job completes;
-// a SIGKILLed chief, started again, resumes from its last checkpoint; a SIGKILLed ps stops the
-// chief at once with what to do. Fashion-MNIST comes from
+// a SIGKILLed chief, started again, resumes from its last checkpoint; a SIGKILLed ps started
+// again is loaded from the last checkpoint and the job completes, and one that does not come
+// back stops the chief with what to do. Fashion-MNIST comes from
 // the dataset-fashion-mnist package that `make deps` installs. The same drills run brown-genre
 // on a small corpus written here, whose tables live in the embedding service: the chief's
 // master, the ps node's shards.
@@ -61,6 +62,12 @@ struct job {
   job(const std::string& dir, uint64_t max_steps, std::vector<std::string> app = fashion_mnist_app())
     : dir(dir), max_steps(max_steps), app(std::move(app)) {}
 
+  static std::string spec(const std::string& chief) {
+    return R"({"chief": [")" + chief +
+           R"("], "ps": ["127.0.0.1:0"], "worker": ["127.0.0.1:0", "127.0.0.1:0"],
+              "evaluator": ["127.0.0.1:0"]})";
+  }
+
   std::vector<std::string> argv(const std::string& cluster, const std::string& type,
                                 size_t index) const {
     auto config = nlohmann::json{{"cluster", nlohmann::json::parse(cluster)},
@@ -71,20 +78,16 @@ struct job {
     out.insert(out.end(), {"--quiet", "--threads", "1", "--max-steps", std::to_string(max_steps),
                            "--save-checkpoints-steps", "100", "--model-dir", dir + "/model",
                            "--export-dir", dir + "/exports"});
+    out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
 
   /// Starts every role; the chief's address goes into the others' cluster.
   void start() {
-    auto spec = [](const std::string& chief) {
-      return R"({"chief": [")" + chief +
-             R"("], "ps": ["127.0.0.1:0"], "worker": ["127.0.0.1:0", "127.0.0.1:0"],
-                "evaluator": ["127.0.0.1:0"]})";
-    };
     chief.emplace(launch(argv(spec("127.0.0.1:0"), "chief", 0)));
     auto line = chief->wait_for_line("listening on", patience);
     ASSERT_TRUE(line) << render(line.error()) << chief->read_stderr();
-    auto address = line->substr(line->rfind(' ') + 1);
+    address = line->substr(line->rfind(' ') + 1);
     ps.emplace(launch(argv(spec(address), "ps", 0)));
     for (size_t i = 0; i < 2; ++i)
       workers.push_back(launch(argv(spec(address), "worker", i)));
@@ -105,7 +108,7 @@ struct job {
     auto line = chief->wait_for_line("\"role\":\"chief\"", patience);
     EXPECT_TRUE(line) << chief->read_stderr();
     auto code = chief->wait(patience);
-    EXPECT_TRUE(code && *code == 0) << chief->read_stderr();
+    EXPECT_TRUE(code && *code == 0) << (code ? *code : -1) << " " << chief->read_stderr();
     return line ? nlohmann::json::parse(*line) : nlohmann::json{};
   }
 
@@ -133,6 +136,9 @@ struct job {
   std::string dir;
   uint64_t max_steps;
   std::vector<std::string> app;
+  /// Flags every role gets after the others.
+  std::vector<std::string> extra;
+  std::string address;
   std::optional<runtime::child_process> chief, ps, evaluator;
   std::vector<runtime::child_process> workers;
 };
@@ -231,16 +237,38 @@ TEST(estimator_roles_embeddings, a_brown_genre_chief_killed_resumes_with_its_emb
   kill_the_chief_and_resume(dir.path(), brown_genre_app(dir.path() + "/brown"));
 }
 
-TEST_F(estimator_roles, a_ps_node_killed_stops_the_chief_at_once_saying_what_to_do) {
+TEST_F(estimator_roles, a_ps_killed_and_started_again_is_loaded_from_the_last_checkpoint) {
   temp_dir dir{"estimator_roles_kill_ps"};
+  job j{dir.path(), 1500};
+  ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
+  j.ps->signal(SIGKILL);
+  ASSERT_TRUE(j.ps->wait(patience));
+  // Started again at once, as a pod would be: it joins once the chief has seen it down.
+  j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
+  auto result = j.chief_result();
+  EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps) << result.dump();
+  EXPECT_EQ(result.value("ps_recoveries", 0), 1) << result.dump();
+  EXPECT_NE(j.chief->read_stderr().find("resuming from the checkpoint at global step"),
+            std::string::npos);
+  auto evals = j.evaluations();
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
+  EXPECT_GT(evals.back()["accuracy"].get<double>(), 0.5);
+  j.expect_hosts_exit();
+}
+
+TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_what_to_do) {
+  temp_dir dir{"estimator_roles_lose_ps"};
   job j{dir.path(), 100000};
+  j.extra = {"--ps-rejoin-s", "1"};
   ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
   j.ps->signal(SIGKILL);
   auto code = j.chief->wait(patience);
   ASSERT_TRUE(code) << "the chief outlived its parameter server";
   EXPECT_NE(*code, 0);
   auto err = j.chief->read_stderr();
-  EXPECT_NE(err.find("the parameter server on ps-0 is gone"), std::string::npos) << err;
+  EXPECT_NE(err.find("the parameter server on ps-0 is gone, and it did not join again within 1 s"),
+            std::string::npos) << err;
   EXPECT_NE(err.find("resumes from its last checkpoint"), std::string::npos) << err;
   for (auto& w : j.workers)
     EXPECT_TRUE(w.wait(patience)) << "a worker process outlived its chief";

@@ -44,6 +44,7 @@ TEST(errc, IsMatchesCategoryAndCode) {
   EXPECT_TRUE(is(err, errc::read_only));
   EXPECT_FALSE(is(err, errc::timeout));
   EXPECT_FALSE(is(caf::make_error(caf::sec::request_timeout), errc::read_only));
+  EXPECT_FALSE(is(caf::error{}, errc::read_only)) << "no error is no darcy error";
   EXPECT_EQ(err.category(), errc_category);
 }
 

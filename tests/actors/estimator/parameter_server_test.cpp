@@ -79,6 +79,7 @@ protected:
   parameter_server_actor server;
   test::stop_on_exit guard;
   parameter<float> a, b;
+  uint64_t seq_ = 0;
 };
 
 TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_optimizer) {
@@ -126,6 +127,38 @@ TEST_F(parameter_server_test, a_push_sent_again_or_arriving_late_is_applied_once
     auto [after, step_after] = fetch();
     EXPECT_EQ(step_after, step_before + (c.applied ? 1 : 0)) << c.what;
     EXPECT_EQ(!(view(after, 0) == view(before, 0)), c.applied) << c.what;
+  }
+}
+
+TEST_F(parameter_server_test, a_load_sent_again_or_arriving_late_is_applied_once) {
+  a.grad = test::gaussian_matrix(3, 2, 40);
+  b.grad = test::gaussian_matrix(1, 4, 41);
+  auto grads = encode(list(), true);
+  auto with_id = [&](uint64_t id) {
+    auto state = fresh();
+    state.load_id = id;
+    return state;
+  };
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, with_id(7)));
+  auto [loaded, loaded_step] = fetch();
+  struct {
+    const char* what;
+    uint64_t load_id;
+    bool applied;
+  } cases[] = {
+    {"the same load, late, after a push", 7, false},
+    {"another load", 8, true},
+    {"that load again", 8, false},
+    {"a load without an id: always applied", 0, true},
+    {"again without an id", 0, true},
+  };
+  for (auto& c : cases) {
+    push(5, ++seq_, grads);
+    auto [before, step_before] = fetch();
+    ASSERT_FALSE(call<ok_atom>(load_atom::value, with_id(c.load_id))) << c.what;
+    auto [after, step_after] = fetch();
+    EXPECT_EQ(step_after, c.applied ? loaded_step : step_before) << c.what;
+    EXPECT_EQ(view(after, 0) == view(loaded, 0), c.applied) << c.what;
   }
 }
 
