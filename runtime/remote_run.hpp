@@ -69,8 +69,10 @@ void remote_attempt(Self* self, Handle target, std::string what,
 
 /// remote_run for a request that is safe to deliver twice (a read, or one the receiver
 /// deduplicates): without an answer after `attempt`, it is sent again, then after 2 · attempt,
-/// 3 · attempt..., until the deadline (or remote_run_default_timeout) passes; the first answer
-/// counts. on_resend() runs before each new attempt. `attempt` 0 sends once.
+/// 3 · attempt..., until the deadline (or remote_run_default_timeout) passes. Only the newest
+/// attempt's answer is taken: CAF drops an answer that arrives after its request timed out, so
+/// `attempt` must exceed the target's usual round trip. on_resend() runs before each new
+/// attempt. `attempt` 0 sends once.
 template <class Reply, class Self, class Handle, class OnReply, class OnError, class OnResend,
           class... Ts>
 void remote_run_again(Self* self, const Handle& target, const request_context& ctx,

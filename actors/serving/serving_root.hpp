@@ -41,7 +41,7 @@ struct serving_root_config {
   uint32_t shard_batches_in_flight = 1;
   uint32_t shard_batch_limit = 64;
   /// A shard that has not answered a batch (or query) within its attempt time is asked again,
-  /// then after twice as long, and so on until the deadline: a message lost on its way costs
+  /// then after 2, 3... times as long, until the deadline: a message lost on its way costs
   /// the attempt time instead of the deadline. The attempt time is twice the shard's 99th
   /// percentile round trip so far, and at least this. 0: asked once.
   uint32_t shard_attempt_ms = 0;
