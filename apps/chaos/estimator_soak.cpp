@@ -4,7 +4,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <random>
@@ -43,9 +42,8 @@ double seconds_since(clock::time_point t) {
 /// A kill whose recovery is still awaited: the victim's services as the registry listed them.
 struct pending_kill {
   clock::time_point at;
-  /// The victim: ps (its index 0) or a worker.
-  bool ps = false;
-  size_t worker = 0;
+  /// The victim's task name: "worker-I" or "ps-0".
+  std::string victim;
   std::vector<service_info> services;
   /// The chief has seen the victim down, and its replacement has been started.
   bool replaced = false;
@@ -53,8 +51,8 @@ struct pending_kill {
 
 /// Recovered: the replacement is up, and each of the victim's services runs again as another
 /// actor on a member that is up.
-bool recovered(const cluster_status& st, const std::string& victim, const pending_kill& p) {
-  if (testing::state_of(st, victim) != member_state::up)
+bool recovered(const cluster_status& st, const pending_kill& p) {
+  if (testing::state_of(st, p.victim) != member_state::up)
     return false;
   for (auto& old : p.services) {
     bool back = false;
@@ -124,13 +122,11 @@ public:
     if (!line)
       return make_error(errc::io_error, "chaos soak: the chief did not start: " + chief_->read_stderr());
     chief_address_ = line->substr(line->rfind(' ') + 1);
-    auto ps = runtime::child_process::start(argv("ps", 0));
-    if (!ps)
-      return std::move(ps.error());
-    ps_.emplace(std::move(*ps));
-    workers_running_.resize(workers_);
     for (size_t i = 0; i < workers_; ++i)
-      if (auto err = start_worker(i))
+      killable_.push_back({"worker", i, {}});
+    killable_.push_back({"ps", 0, {}});
+    for (auto& t : killable_)
+      if (auto err = start(t.name()))
         return err;
     auto evaluator = runtime::child_process::start(argv("evaluator", 0));
     if (!evaluator)
@@ -139,51 +135,44 @@ public:
     return {};
   }
 
-  caf::error start_worker(size_t i) {
-    auto p = runtime::child_process::start(argv("worker", i));
+  /// Starts the process of task `name` ("worker-I" or "ps-0").
+  caf::error start(const std::string& name) {
+    auto& t = task(name);
+    auto p = runtime::child_process::start(argv(t.type, t.index));
     if (!p)
       return std::move(p.error());
-    workers_running_[i].emplace(std::move(*p));
+    t.process.emplace(std::move(*p));
     return {};
   }
 
-  /// SIGKILLs worker i; its process is gone until start_worker(i).
-  void kill_worker(size_t i) {
-    workers_running_[i]->signal(SIGKILL);
-    workers_running_[i]->wait(10s);
-    workers_running_[i].reset();
+  /// SIGKILLs task `name`; its process is gone until start(name).
+  void kill(const std::string& name) {
+    auto& t = task(name);
+    t.process->signal(SIGKILL);
+    t.process->wait(10s);
+    t.process.reset();
   }
 
-  bool worker_running(size_t i) const { return workers_running_[i].has_value(); }
-
-  /// SIGKILLs the ps; its process is gone until start_ps().
-  void kill_ps() {
-    ps_->signal(SIGKILL);
-    ps_->wait(10s);
-    ps_.reset();
+  /// The tasks the killer may kill whose process runs: the workers in order, then the ps.
+  std::vector<std::string> running() const {
+    std::vector<std::string> names;
+    for (auto& t : killable_)
+      if (t.process)
+        names.push_back(t.name());
+    return names;
   }
 
-  caf::error start_ps() {
-    auto p = runtime::child_process::start(argv("ps", 0));
-    if (!p)
-      return std::move(p.error());
-    ps_.emplace(std::move(*p));
-    return {};
-  }
-
-  bool ps_running() const { return ps_.has_value(); }
-  size_t workers() const { return workers_; }
   const std::string& chief_address() const { return chief_address_; }
   runtime::child_process& chief() { return *chief_; }
 
   /// Drains every process's stderr, so that none blocks on a full pipe.
   void drain() {
-    for (auto* p : {&chief_, &ps_, &evaluator_})
+    for (auto* p : {&chief_, &evaluator_})
       if (*p)
         (*p)->read_stderr();
-    for (auto& w : workers_running_)
-      if (w)
-        w->read_stderr();
+    for (auto& t : killable_)
+      if (t.process)
+        t.process->read_stderr();
   }
 
   /// After the chief exited with `code`: the chief's and the evaluator's results.
@@ -225,13 +214,26 @@ private:
             "--node-config", dir_ + "/node.toml", "--quiet"};
   }
 
+  /// A ps or worker task, and its process while it runs.
+  struct killable_task {
+    std::string type;
+    size_t index = 0;
+    std::optional<runtime::child_process> process;
+    std::string name() const { return type + "-" + std::to_string(index); }
+  };
+
+  killable_task& task(const std::string& name) {
+    return *std::find_if(killable_.begin(), killable_.end(),
+                         [&](const killable_task& t) { return t.name() == name; });
+  }
+
   const soak_options& o_;
   std::string binary_;
   std::string dir_;
   size_t workers_;
   std::string chief_address_;
-  std::optional<runtime::child_process> chief_, ps_, evaluator_;
-  std::vector<std::optional<runtime::child_process>> workers_running_;
+  std::optional<runtime::child_process> chief_, evaluator_;
+  std::vector<killable_task> killable_;
 };
 
 /// Waits for the chief of `run` to exit, at most `deadline`; calls `tick` every 20 ms.
@@ -268,14 +270,10 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
                       "chaos soak: the estimator job trains on Fashion-MNIST, which is not in " +
                         std::string{soak_fashion_mnist_dir} +
                         ": apt-get install dataset-fashion-mnist (make deps)");
-  auto say = [&](const std::string& line) {
-    if (!o.quiet)
-      std::cerr << "chaos soak: " << line << std::endl;
-  };
   soak_result result;
 
   // The clean run: the same job and seed, left alone.
-  say("clean run of estimator on " + std::to_string(o.nodes) + " processes");
+  soak_log(o, "clean run of estimator on " + std::to_string(o.nodes) + " processes");
   {
     roles_run clean{o, binary, o.dir + "/clean"};
     if (auto err = clean.start())
@@ -301,7 +299,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   std::mt19937_64 rng{o.seed};
   auto kill_at = kill_times(o, result.clean_seconds, rng);
-  say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
+  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
       std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
   std::map<std::string, chaos_stats> node_counts;
   std::set<std::string> disrupted;
@@ -323,16 +321,14 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     // while it lives.
     disrupt_members(**client, *st, plan, disrupted, node_counts);
     for (auto it = pending.begin(); it != pending.end();) {
-      auto victim = it->ps ? std::string{"ps-0"} : "worker-" + std::to_string(it->worker);
       if (!it->replaced) {
         // A live name cannot join twice: the replacement starts once the victim is down.
-        if (testing::state_of(*st, victim) != member_state::up &&
-            !(it->ps ? run.start_ps() : run.start_worker(it->worker))) {
+        if (testing::state_of(*st, it->victim) != member_state::up && !run.start(it->victim)) {
           it->replaced = true;
-          disrupted.erase(victim);
+          disrupted.erase(it->victim);
         }
         ++it;
-      } else if (recovered(*st, victim, *it)) {
+      } else if (recovered(*st, *it)) {
         recover_s.push_back(seconds_since(it->at));
         it = pending.erase(it);
       } else {
@@ -342,26 +338,16 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     if (!kill_due())
       return;
     // The victim: the ps or a worker, among those running.
-    std::vector<size_t> alive;
-    for (size_t i = 0; i < run.workers(); ++i)
-      if (run.worker_running(i))
-        alive.push_back(i);
-    if (run.ps_running())
-      alive.push_back(run.workers());
+    auto alive = run.running();
     if (alive.empty())
       return;
-    auto pick = alive[rng() % alive.size()];
-    pending_kill p{clock::now(), pick == run.workers(), pick, {}, false};
-    auto victim = p.ps ? std::string{"ps-0"} : "worker-" + std::to_string(p.worker);
+    pending_kill p{clock::now(), alive[rng() % alive.size()], {}, false};
     for (auto& s : st->services)
-      if (s.node == victim)
+      if (s.node == p.victim)
         p.services.push_back(s);
-    if (p.ps)
-      run.kill_ps();
-    else
-      run.kill_worker(p.worker);
+    run.kill(p.victim);
     ++result.kills;
-    say("killed " + victim + " at " + std::to_string(seconds_since(start)) + " s (" +
+    soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
         std::to_string(p.services.size()) + " services)");
     pending.push_back(std::move(p));
   };

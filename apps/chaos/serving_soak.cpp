@@ -5,7 +5,6 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
-#include <iostream>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -212,10 +211,6 @@ caf::expected<double> run_once(const soak_options& o, const std::string& binary,
 } // namespace
 
 caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::string& binary) {
-  auto say = [&](const std::string& line) {
-    if (!o.quiet)
-      std::cerr << "chaos soak: " << line << std::endl;
-  };
   stores::export_input in;
   in.config.shards = shards;
   in.items = gaussian(item_count, o.seed);
@@ -231,7 +226,7 @@ caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::st
   }
 
   soak_result result;
-  say("clean run of serving on " + std::to_string(o.nodes) + " nodes");
+  soak_log(o, "clean run of serving on " + std::to_string(o.nodes) + " nodes");
   load_outcome clean;
   auto clean_seconds = run_once(o, binary, exports, bodies, false, 0, clean, result);
   if (!clean_seconds)

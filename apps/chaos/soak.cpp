@@ -218,10 +218,6 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   soak_result result;
 
   // The clean run: the same job and seed on a cluster left alone.
-  auto say = [&](const std::string& line) {
-    if (!o.quiet)
-      std::cerr << "chaos soak: " << line << std::endl;
-  };
   job_run clean;
   std::string clean_out;
   {
@@ -229,7 +225,7 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     if (!c)
       return std::move(c.error());
     clean = make_run(o, binary, input, "clean", to_string((*c)->seed()));
-    say("clean run of " + o.job + " on " + std::to_string(o.nodes) + " nodes");
+    soak_log(o, "clean run of " + o.job + " on " + std::to_string(o.nodes) + " nodes");
     auto start = clock::now();
     auto driver = runtime::child_process::start(clean.argv);
     if (!driver)
@@ -304,10 +300,6 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
                                             double clean_seconds,
                                             const std::function<caf::expected<soak_job>()>& start_job,
                                             soak_result& result) {
-  auto say = [&](const std::string& line) {
-    if (!o.quiet)
-      std::cerr << "chaos soak: " << line << std::endl;
-  };
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   ops::session_options so;
   so.seed = nodes.seed();
@@ -323,7 +315,7 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
   std::set<std::string> disrupted_nodes;
   std::mt19937_64 rng{o.seed};
   auto kill_at = kill_times(o, clean_seconds, rng);
-  say("soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
+  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
       std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
   // Disrupted before the job starts: every actor spawned for it starts with the plan.
   for (size_t i = 0; i < nodes.size(); ++i)
@@ -386,7 +378,7 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
     if (auto err = nodes.kill(victim))
       continue;
     ++result.kills;
-    say("killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
+    soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
         std::to_string(p.services.size()) + " services)");
     if (auto added = nodes.add_node())
       p.replacement = nodes.name(*added);
@@ -397,6 +389,11 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
     recover_s.push_back(seconds_since(p.at));
   summarize(result, std::move(recover_s), node_counts);
   return code;
+}
+
+void soak_log(const soak_options& o, const std::string& line) {
+  if (!o.quiet)
+    std::cerr << "chaos soak: " << line << std::endl;
 }
 
 double soak_deadline_s(const soak_options& o, double clean_seconds) {

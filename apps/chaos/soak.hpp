@@ -86,6 +86,9 @@ struct soak_result {
 /// of the clean run's duration, in order.
 std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng);
 
+/// Prints "chaos soak: LINE" to stderr unless o.quiet.
+void soak_log(const soak_options& o, const std::string& line);
+
 /// How long a soaked run may last: o.timeout_s, or 10 clean runs and at least 300 s.
 double soak_deadline_s(const soak_options& o, double clean_seconds);
 
