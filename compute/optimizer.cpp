@@ -1,8 +1,9 @@
 #include "compute/optimizer.hpp"
 
 #include <algorithm>
-
+#include <array>
 #include <cmath>
+#include <vector>
 
 #include "messages/errc.hpp"
 
@@ -70,6 +71,43 @@ bool all_finite(std::span<const float> values) {
   return true;
 }
 
+namespace {
+
+float adam_rate_of(const optimizer_config& cfg, uint64_t step) {
+  auto t = static_cast<double>(step);
+  return static_cast<float>(cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t))
+                            / (1.0 - std::pow(cfg.beta1, t)));
+}
+
+/// Adam's bias-corrected rate at a row's step. Rows of a few floats make two pow calls per
+/// row cost more than the update itself, so each thread keeps the rates of steps seen so far
+/// for its last few configs (the same values, computed once).
+float adam_rate(const optimizer_config& cfg, uint64_t step) {
+  constexpr uint64_t max_cached = uint64_t{1} << 16;
+  struct rates {
+    float learning_rate = 0, beta1 = 0, beta2 = 0;
+    std::vector<float> by_step;
+  };
+  thread_local std::array<rates, 4> cache;
+  thread_local size_t next = 0;
+  if (step == 0 || step > max_cached)
+    return adam_rate_of(cfg, step);
+  auto same = [&](const rates& r) {
+    return r.learning_rate == cfg.learning_rate && r.beta1 == cfg.beta1 && r.beta2 == cfg.beta2;
+  };
+  auto it = std::find_if(cache.begin(), cache.end(), same);
+  if (it == cache.end()) {
+    it = cache.begin() + static_cast<std::ptrdiff_t>(next);
+    next = (next + 1) % cache.size();
+    *it = {cfg.learning_rate, cfg.beta1, cfg.beta2, {}};
+  }
+  while (it->by_step.size() < step)
+    it->by_step.push_back(adam_rate_of(cfg, it->by_step.size() + 1));
+  return it->by_step[step - 1];
+}
+
+} // namespace
+
 void apply_gradient(const optimizer_config& cfg, std::span<float> w, std::span<float> slots,
                     std::span<const float> g, uint64_t& step) {
   const auto dim = w.size();
@@ -99,9 +137,7 @@ void apply_gradient(const optimizer_config& cfg, std::span<float> w, std::span<f
     case optimizer_kind::adam: {
       auto m = slots.data();
       auto v = slots.data() + dim;
-      auto t = static_cast<double>(step);
-      auto lr_t = static_cast<float>(lr * std::sqrt(1.0 - std::pow(cfg.beta2, t))
-                                     / (1.0 - std::pow(cfg.beta1, t)));
+      auto lr_t = adam_rate(cfg, step);
       for (size_t i = 0; i < dim; ++i) {
         m[i] = cfg.beta1 * m[i] + (1 - cfg.beta1) * g[i];
         v[i] = cfg.beta2 * v[i] + (1 - cfg.beta2) * g[i] * g[i];

@@ -232,6 +232,51 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys,
   return lookup_hashed(keys, hashes, out);
 }
 
+template <class Visit>
+void memory_store::for_each_located(std::span<const std::string_view> keys,
+                                    std::span<const uint64_t> hashes, size_t bytes,
+                                    Visit&& visit) {
+  // A software pipeline, so that cache misses overlap instead of queueing while no more are in
+  // flight than the core can track: key k + 2 * ahead has its home slot prefetched, key
+  // k + ahead is located (by tag and inline key) and its first `bytes` of row block prefetched,
+  // and key k is visited. A key missing when located may be created by an earlier duplicate
+  // before its visit, so visit must probe a miss again; only visit creates rows (which may grow
+  // the index).
+  constexpr size_t ahead = 16;
+  auto n = keys.size();
+  auto prefetch_slot = [&](size_t k) {
+    // A 24-byte slot may straddle two cache lines.
+    auto* home = reinterpret_cast<const char*>(&index_[hashes[k] & (index_.size() - 1)]);
+    __builtin_prefetch(home);
+    __builtin_prefetch(home + sizeof(slot) - 1);
+  };
+  auto locate = [&](size_t k) {
+    auto mask = index_.size() - 1;
+    auto tag = tag_of(hashes[k]);
+    for (size_t i = hashes[k] & mask; index_[i].row != empty; i = (i + 1) & mask)
+      if (holds(index_[i], tag, keys[k])) {
+        auto* p = rows_.at(index_[i].row);
+        for (size_t line = 0; line < bytes; line += 64)
+          __builtin_prefetch(p + line, 1);
+        return index_[i].row;
+      }
+    return empty;
+  };
+  auto& located = scratch_rows_;
+  located.assign(n, empty);
+  for (size_t k = 0; k < std::min(n, 2 * ahead); ++k)
+    prefetch_slot(k);
+  for (size_t k = 0; k < std::min(n, ahead); ++k)
+    located[k] = locate(k);
+  for (size_t k = 0; k < n; ++k) {
+    if (k + 2 * ahead < n)
+      prefetch_slot(k + 2 * ahead);
+    if (k + ahead < n)
+      located[k + ahead] = locate(k + ahead);
+    visit(k, located[k]);
+  }
+}
+
 caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
                                        std::span<const uint64_t> hashes, std::span<float> out) {
   auto dim = opts_.dim;
@@ -253,45 +298,9 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
     }
     return {};
   }
-  // A software pipeline, so that cache misses overlap instead of queueing while no more are in
-  // flight than the core can track: key k + 2 * ahead has its home slot prefetched, key
-  // k + ahead is located (by tag and inline key) and its row block prefetched, and key k is
-  // copied. A key missing when located may be created by an earlier duplicate before its copy,
-  // so a miss is probed again; creation (which may grow the index) happens in the copy only.
-  constexpr size_t ahead = 16;
-  auto n = keys.size();
-  auto block = sizeof(row_meta) + dim * sizeof(float);
-  auto prefetch_slot = [&](size_t k) {
-    // A 24-byte slot may straddle two cache lines.
-    auto* home = reinterpret_cast<const char*>(&index_[hashes[k] & (index_.size() - 1)]);
-    __builtin_prefetch(home);
-    __builtin_prefetch(home + sizeof(slot) - 1);
-  };
-  auto locate = [&](size_t k) {
-    auto mask = index_.size() - 1;
-    auto tag = tag_of(hashes[k]);
-    for (size_t i = hashes[k] & mask; index_[i].row != empty; i = (i + 1) & mask)
-      if (holds(index_[i], tag, keys[k])) {
-        auto* p = rows_.at(index_[i].row);
-        for (size_t line = 0; line < block; line += 64)
-          __builtin_prefetch(p + line, 1);
-        return index_[i].row;
-      }
-    return empty;
-  };
-  auto& located = scratch_rows_;
-  located.assign(n, empty);
-  for (size_t k = 0; k < std::min(n, 2 * ahead); ++k)
-    prefetch_slot(k);
-  for (size_t k = 0; k < std::min(n, ahead); ++k)
-    located[k] = locate(k);
-  for (size_t k = 0; k < n; ++k) {
-    if (k + 2 * ahead < n)
-      prefetch_slot(k + 2 * ahead);
-    if (k + ahead < n)
-      located[k + ahead] = locate(k + ahead);
+  for_each_located(keys, hashes, sizeof(row_meta) + dim * sizeof(float),
+                   [&](size_t k, uint32_t row) {
     auto dest = out.subspan(k * dim, dim);
-    uint32_t row = located[k];
     if (row == empty) {
       bool found = false;
       auto i = probe(keys[k], hashes[k], found);
@@ -299,7 +308,7 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
         row = index_[i].row;
       } else if (admission_ && !admission_->admit(keys[k], hashes[k])) {
         compute::initialize_row(opts_.init, hashes[k], dest);
-        continue;
+        return;
       } else {
         if (admission_)
           admission_->admitted(keys[k]);
@@ -311,7 +320,7 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
     ++meta.frequency;
     meta.last_access = tick_;
     std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
-  }
+  });
   evict();
   return {};
 }
@@ -344,26 +353,36 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
   for (size_t k = 0; k < keys.size(); ++k)
     if (!compute::all_finite(grads.subspan(k * dim, dim)))
       return make_error(errc::non_finite, "gradient of key '" + std::string{keys[k]} + "'");
+  if (hashes.empty()) {
+    scratch_hashes_.resize(keys.size());
+    for (size_t k = 0; k < keys.size(); ++k)
+      scratch_hashes_[k] = hash(keys[k]);
+    hashes = scratch_hashes_;
+  }
   ++tick_;
   current_step_ = std::max(current_step_, step);
-  for (size_t k = 0; k < keys.size(); ++k) {
-    auto h = hashes.empty() ? hash(keys[k]) : hashes[k];
-    bool found = false;
-    auto i = probe(keys[k], h, found);
+  for_each_located(keys, hashes, sizeof(row_meta) + stride() * sizeof(float),
+                   [&](size_t k, uint32_t row) {
     std::optional<row_ref> r;
-    if (found) {
-      r = ref(index_[i].row);
-    } else if (admission_) {
-      ++dropped_updates_;
-      continue;
+    if (row != empty) {
+      r = ref(row);
     } else {
-      r = insert_at(i, keys[k], h);
+      bool found = false;
+      auto i = probe(keys[k], hashes[k], found);
+      if (found) {
+        r = ref(index_[i].row);
+      } else if (admission_) {
+        ++dropped_updates_;
+        return;
+      } else {
+        r = insert_at(i, keys[k], hashes[k]);
+      }
     }
     compute::apply_gradient(opts_.optimizer, r->values, r->slots, grads.subspan(k * dim, dim),
                             r->meta->updates);
     r->meta->last_update = step;
     r->meta->last_access = tick_;
-  }
+  });
   evict();
   return {};
 }

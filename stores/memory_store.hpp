@@ -107,6 +107,7 @@ private:
   static constexpr uint32_t empty = UINT32_MAX;
   /// Bytes of a key kept inline in its index slot; longer keys are compared in the arena.
   static constexpr size_t inline_key_bytes = 14;
+  static_assert(inline_key_bytes <= 16, "equal_short compares at most 16 bytes");
 
   explicit memory_store(memory_store_options opts);
 
@@ -125,6 +126,12 @@ private:
 
   /// Index slot holding `key`, or the empty slot where it would go.
   size_t probe(std::string_view key, uint64_t hash, bool& found);
+  /// Calls visit(k, row) for each key in order, where row is the key's row when it was located
+  /// (a few keys ahead, with its first `bytes` prefetched) or `empty`; `hashes` holds
+  /// opts_.hash of every key. Only visit may create rows.
+  template <class Visit>
+  void for_each_located(std::span<const std::string_view> keys,
+                        std::span<const uint64_t> hashes, size_t bytes, Visit&& visit);
   /// The shared body of both lookups; `hashes` holds opts_.hash of every key.
   caf::error lookup_hashed(std::span<const std::string_view> keys,
                            std::span<const uint64_t> hashes, std::span<float> out);
@@ -153,11 +160,25 @@ private:
     char key[inline_key_bytes + 1] = {};
   };
   static_assert(sizeof(slot) == 24);
+  /// a[0, n) == b[0, n) for n <= 16, without a call: two overlapping loads of 8, 4 or 1 bytes.
+  static bool equal_short(const char* a, const char* b, size_t n) {
+    auto load = [](const char* p, auto word) {
+      std::memcpy(&word, p, sizeof(word));
+      return word;
+    };
+    if (n >= 8)
+      return load(a, uint64_t{}) == load(b, uint64_t{})
+             && load(a + n - 8, uint64_t{}) == load(b + n - 8, uint64_t{});
+    if (n >= 4)
+      return load(a, uint32_t{}) == load(b, uint32_t{})
+             && load(a + n - 4, uint32_t{}) == load(b + n - 4, uint32_t{});
+    return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+  }
   bool holds(const slot& s, uint32_t tag, std::string_view key) {
     if (s.tag != tag)
       return false;
     if (s.key_size != slot::long_key)
-      return s.key_size == key.size() && std::memcmp(s.key, key.data(), key.size()) == 0;
+      return s.key_size == key.size() && equal_short(s.key, key.data(), key.size());
     return key_of(s.row) == key;
   }
   /// Capacity is a power of two, at most 3/4 full.

@@ -1,11 +1,11 @@
 #include "ops/estimator/dynamic_embedding_column.hpp"
 
 #include <string_view>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
+#include "ops/distinct_keys.hpp"
 #include "ops/embedding_ops.hpp"
 
 namespace darcy::ops::estimator {
@@ -32,29 +32,30 @@ public:
       return strings.error();
     auto& rows = **strings;
     // Each distinct string is looked up once; uses_ holds (example, key index) per occurrence.
-    std::vector<std::string> keys;
-    std::unordered_map<std::string_view, uint32_t> index;
+    size_t occurrences = 0;
+    for (auto& row : rows)
+      occurrences += row.size();
+    distinct_.clear(occurrences);
     scales_.clear();
     uses_.clear();
     for (size_t r = 0; r < rows.size(); ++r) {
       scales_.push_back(static_cast<float>(ce::combiner_scale(how_, rows[r].size())));
-      for (auto& k : rows[r]) {
-        auto [at, fresh] = index.emplace(k, static_cast<uint32_t>(keys.size()));
-        if (fresh)
-          keys.push_back(k);
-        uses_.emplace_back(r, at->second);
-      }
+      for (auto& k : rows[r])
+        uses_.emplace_back(r, distinct_.add(k));
     }
     matrix out = matrix::Zero(static_cast<Eigen::Index>(rows.size()), config_.dim);
     handle_.reset();
-    if (keys.empty())
+    if (distinct_.size() == 0)
       return out;
-    key_count_ = keys.size();
-    auto found = dynamic_embedding_lookup(session_, std::move(keys), config_, config_.name, training_);
+    key_count_ = distinct_.size();
+    std::vector<table_lookup> tables;
+    tables.push_back({&config_, config_.name, {}, distinct_.take()});
+    auto found = dynamic_embedding_lookup(session_, std::move(tables), training_);
     if (!found)
       return to_plain(found.error());
+    auto& looked_up = found->rows.front();
     for (auto [r, k] : uses_)
-      out.row(static_cast<Eigen::Index>(r)) += scales_[r] * found->rows.row(static_cast<Eigen::Index>(k));
+      out.row(static_cast<Eigen::Index>(r)) += scales_[r] * looked_up.row(static_cast<Eigen::Index>(k));
     if (training_)
       handle_ = std::move(found->handle);
     return out;
@@ -107,6 +108,7 @@ private:
   de_config config_;
   ce::combiner how_;
   bool training_ = true;
+  distinct_keys distinct_;
   std::vector<float> scales_;
   /// (example, index of its string among the looked-up keys) for each string of the batch.
   std::vector<std::pair<size_t, uint32_t>> uses_;

@@ -73,6 +73,33 @@ TEST(optimizer, LazyAdamBiasCorrectionUsesTheRowsOwnStep) {
   EXPECT_NEAR(idle[0], 0.9f, 1e-6) << "a row's first update is a first Adam step";
 }
 
+TEST(optimizer, AdamRateIsTheSameForAnyConfigOrderAndAnyStep) {
+  // Six configs, more than a thread keeps rates for, take turns at steps from 1 to past the
+  // cached range; each update equals Adam's formula computed here.
+  std::vector<optimizer_config> configs;
+  for (int c = 0; c < 6; ++c) {
+    auto cfg = make(optimizer_kind::adam);
+    cfg.learning_rate = 0.01f * static_cast<float>(c + 1);
+    cfg.beta1 = 0.9f - 0.01f * static_cast<float>(c % 3);
+    configs.push_back(cfg);
+  }
+  for (uint64_t start : {uint64_t{0}, uint64_t{70000}}) {
+    for (int round = 0; round < 40; ++round) {
+      for (size_t c = 0; c < configs.size(); ++c) {
+        auto& cfg = configs[(c * 5 + static_cast<size_t>(round)) % configs.size()];
+        uint64_t step = start + static_cast<uint64_t>(round) * 3;
+        std::vector<float> w{1.0f}, slots{0.0f, 0.0f};
+        apply_gradient(cfg, w, slots, std::vector<float>{0.5f}, step);
+        auto t = static_cast<double>(step);
+        auto rate = static_cast<float>(cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t))
+                                       / (1.0 - std::pow(cfg.beta1, t)));
+        float m = (1 - cfg.beta1) * 0.5f, v = (1 - cfg.beta2) * 0.25f;
+        ASSERT_EQ(w[0], 1.0f - rate * m / (std::sqrt(v) + cfg.epsilon)) << "step " << step;
+      }
+    }
+  }
+}
+
 TEST(optimizer, SlotsStartFromTheConfiguredAccumulator) {
   auto adagrad = make(optimizer_kind::adagrad);
   adagrad.initial_accumulator = 0.25f;

@@ -77,6 +77,34 @@ TEST(memory_store, CollidingHashesResolveByTheFullKey) {
   }
 }
 
+TEST(memory_store, SameHashKeysDifferingInAnyOneByteAreTheirOwnRows) {
+  // Every key has the same hash, so only the key comparison tells them apart: keys of 0 to 17
+  // bytes (inline and in the arena), and for each a copy that differs in each single byte.
+  auto opts = options(1);
+  opts.hash = colliding_hash;
+  auto store = make_store(opts);
+  std::vector<std::string> keys;
+  for (size_t n = 0; n <= 17; ++n) {
+    std::string base(n, 'a');
+    for (size_t i = 0; i < n; ++i)
+      base[i] = static_cast<char>('a' + (i * 7 + n) % 26);
+    keys.push_back(base);
+    for (size_t i = 0; i < n; ++i) {
+      auto changed = base;
+      changed[i] = '#';
+      keys.push_back(changed);
+    }
+  }
+  for (size_t k = 0; k < keys.size(); ++k)
+    store->find_or_insert(keys[k]).values[0] = static_cast<float>(k);
+  EXPECT_EQ(store->size(), keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto r = store->find(keys[k]);
+    ASSERT_TRUE(r) << k;
+    EXPECT_EQ(r->values[0], static_cast<float>(k)) << keys[k];
+  }
+}
+
 TEST(memory_store, KeysInlineOrInTheArenaAreTheirOwnRows) {
   // Keys at and around the inline limit (14 bytes), sharing prefixes, with NUL bytes, empty,
   // and 64 KiB long: each is one row, found again by lookup and by the hashed lookup.
@@ -142,25 +170,32 @@ TEST(memory_store, UpdatesFollowEachOptimizerRowByRow) {
       uint64_t step = 0;
     };
     std::map<std::string, ref_row> reference;
+    // Batches of 1 to 60 keys drawn from 40, so that a key repeats within a batch and the
+    // store's prefetch pipeline (16 keys ahead) meets rows created earlier in the same batch;
+    // every other batch carries its hashes.
     std::mt19937 rng{5};
-    std::uniform_int_distribution<int> pick{0, 19};
+    std::uniform_int_distribution<int> pick{0, 39}, length{1, 60};
     std::normal_distribution<float> noise{0, 1};
     for (int step = 0; step < 200; ++step) {
-      std::string a = "w" + std::to_string(pick(rng));
-      std::string b = "w" + std::to_string(pick(rng));
-      if (a == b)
-        b += "x";
-      std::string_view keys[] = {a, b};
-      std::vector<float> grads(8);
+      std::vector<std::string> batch(static_cast<size_t>(length(rng)));
+      for (auto& key : batch)
+        key = "w" + std::to_string(pick(rng));
+      std::vector<std::string_view> keys(batch.begin(), batch.end());
+      std::vector<uint64_t> hashes;
+      for (auto& key : batch)
+        hashes.push_back(compute::hash_key(key));
+      std::vector<float> grads(keys.size() * 4);
       for (auto& g : grads)
         g = noise(rng);
-      ASSERT_FALSE(store->update(keys, grads, step));
-      for (size_t k = 0; k < 2; ++k) {
-        std::string key{keys[k]};
-        auto [it, fresh] = reference.try_emplace(key);
+      if (step % 2 == 0)
+        ASSERT_FALSE(store->update(keys, grads, step));
+      else
+        ASSERT_FALSE(store->update(keys, hashes, grads, step));
+      for (size_t k = 0; k < keys.size(); ++k) {
+        auto [it, fresh] = reference.try_emplace(batch[k]);
         auto& r = it->second;
         if (fresh) {
-          r.values = initial(opts, key);
+          r.values = initial(opts, batch[k]);
           r.slots.resize(compute::slot_count(opts.optimizer) * 4);
           compute::init_slots(opts.optimizer, r.slots);
         }
