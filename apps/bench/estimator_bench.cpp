@@ -58,12 +58,19 @@ print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()
                   "steps_per_s": sorted(rates)[len(rates) // 2]}), flush=True)
 )PY";
 
+/// Precondition: `values` is not empty.
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  auto n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 } // namespace
 
 int run_estimator_bench(const estimator_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (o.repeats == 0 || o.threads == 0) {
-    std::fprintf(stderr, "bench estimator: repeats and threads must be >= 1\n");
+  if (o.repeats == 0 || o.threads == 0 || o.scaling_repeats == 0) {
+    std::fprintf(stderr, "bench estimator: repeats, scaling repeats and threads must be >= 1\n");
     return 1;
   }
   if (o.peer && !require_torch_peer(o.python, "estimator"))
@@ -91,8 +98,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
     }
     rates.push_back(run->steps_per_second);
   }
-  std::sort(rates.begin(), rates.end());
-  double darcy_rate = rates[rates.size() / 2];
+  double darcy_rate = median(rates);
   std::printf("darcy estimator: %.1f steps/s\n", darcy_rate);
   std::ostringstream json;
   json << "\"dnn_steps_per_s\":" << darcy_rate;
@@ -136,16 +142,24 @@ int run_estimator_bench(const estimator_bench_options& o) {
   }
   if (o.scaling_steps > 0) {
     scaling_options so{.corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads};
-    double rates[2] = {0, 0};
-    for (size_t workers : {1, 2}) {
-      auto rate = distributed_steps_per_second(so, workers);
-      if (!rate) {
-        std::fprintf(stderr, "bench estimator: scaling: %s\n", render(rate.error()).c_str());
-        return 1;
+    // Runs alternate (1 worker, 2 workers, 1, 2, ...) so that a slow spell of a shared machine
+    // falls on both counts; each count's figure is its median.
+    std::vector<double> by_workers[2];
+    for (uint32_t r = 0; r < o.scaling_repeats; ++r) {
+      for (size_t workers : {1, 2}) {
+        auto rate = distributed_steps_per_second(so, workers);
+        if (!rate) {
+          std::fprintf(stderr, "bench estimator: scaling: %s\n", render(rate.error()).c_str());
+          return 1;
+        }
+        by_workers[workers - 1].push_back(*rate);
+        std::printf("brown-genre Wide & Deep, 1 ps, %zu worker(s), run %u: %.1f global steps/s\n",
+                    workers, r + 1, *rate);
       }
-      rates[workers - 1] = *rate;
-      std::printf("brown-genre Wide & Deep, 1 ps, %zu worker(s): %.1f global steps/s\n", workers, *rate);
     }
+    double rates[2] = {median(by_workers[0]), median(by_workers[1])};
+    std::printf("medians of %u runs: 1 worker %.1f, 2 workers %.1f global steps/s\n",
+                o.scaling_repeats, rates[0], rates[1]);
     json << ",\"global_steps_per_s_1_worker\":" << rates[0]
          << ",\"global_steps_per_s_2_workers\":" << rates[1]
          << ",\"scaling_2_workers\":" << rates[1] / rates[0];

@@ -23,6 +23,8 @@ struct estimator_bench_options {
   std::string corpus = "build/data/brown";
   /// Global steps of each scaling run; 0 skips them.
   uint64_t scaling_steps = 3000;
+  /// Runs of each worker count, alternated; the median counts.
+  uint32_t scaling_repeats = 3;
 };
 
 int run_estimator_bench(const estimator_bench_options& o);

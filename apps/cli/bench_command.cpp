@@ -119,6 +119,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   est_cmd->add_option("--python", est->python, "Python with torch (Debian's python3-torch)");
   est_cmd->add_option("--corpus", est->corpus, "Brown corpus of the scaling runs (make demo fetches it)");
   est_cmd->add_option("--scaling-steps", est->scaling_steps, "Global steps of each scaling run (0: skip them)");
+  est_cmd->add_option("--scaling-repeats", est->scaling_repeats,
+                      "Runs of each worker count, alternated (median)")->check(CLI::Range(1, 100));
   est_cmd->callback([est, &exit_code] { exit_code = run_estimator_bench(*est); });
 
   auto emb = std::make_shared<embedding_bench_options>();
