@@ -3,7 +3,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -12,6 +11,7 @@
 
 #include "apps/bench/python_peer.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
+#include "compute/stats.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::apps {
@@ -58,13 +58,6 @@ print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()
                   "steps_per_s": sorted(rates)[len(rates) // 2]}), flush=True)
 )PY";
 
-/// Precondition: `values` is not empty.
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  auto n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 } // namespace
 
 int run_estimator_bench(const estimator_bench_options& o) {
@@ -98,7 +91,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
     }
     rates.push_back(run->steps_per_second);
   }
-  double darcy_rate = median(rates);
+  double darcy_rate = compute::percentile(rates, 0.5);
   std::printf("darcy estimator: %.1f steps/s\n", darcy_rate);
   std::ostringstream json;
   json << "\"dnn_steps_per_s\":" << darcy_rate;
@@ -157,7 +150,8 @@ int run_estimator_bench(const estimator_bench_options& o) {
                     workers, r + 1, *rate);
       }
     }
-    double rates[2] = {median(by_workers[0]), median(by_workers[1])};
+    double rates[2] = {compute::percentile(by_workers[0], 0.5),
+                       compute::percentile(by_workers[1], 0.5)};
     std::printf("medians of %u runs: 1 worker %.1f, 2 workers %.1f global steps/s\n",
                 o.scaling_repeats, rates[0], rates[1]);
     json << ",\"global_steps_per_s_1_worker\":" << rates[0]
