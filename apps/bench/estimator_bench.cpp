@@ -137,17 +137,30 @@ int run_estimator_bench(const estimator_bench_options& o) {
     scaling_options so{.corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads};
     // Runs alternate (1 worker, 2 workers, 1, 2, ...) so that a slow spell of a shared machine
     // falls on both counts; each count's figure is its median.
-    std::vector<double> by_workers[2];
+    std::vector<double> by_workers[2], step_ms[2];
     for (uint32_t r = 0; r < o.scaling_repeats; ++r) {
       for (size_t workers : {1, 2}) {
-        auto rate = distributed_steps_per_second(so, workers);
-        if (!rate) {
-          std::fprintf(stderr, "bench estimator: scaling: %s\n", render(rate.error()).c_str());
+        auto run = distributed_run(so, workers);
+        if (!run) {
+          std::fprintf(stderr, "bench estimator: scaling: %s\n", render(run.error()).c_str());
           return 1;
         }
-        by_workers[workers - 1].push_back(*rate);
-        std::printf("brown-genre Wide & Deep, 1 ps, %zu worker(s), run %u: %.1f global steps/s\n",
-                    workers, r + 1, *rate);
+        by_workers[workers - 1].push_back(run->steps_per_second);
+        std::printf("brown-genre Wide & Deep, 1 ps, %zu worker(s), run %u: %.1f global steps/s",
+                    workers, r + 1, run->steps_per_second);
+        // A worker's step, phase by phase: what waits on the ps and the embedding service.
+        double total = 0;
+        const char* sep = "; a worker's step (ms):";
+        for (auto& [phase, ms] : run->worker_step_ms)
+          total += ms;
+        for (const char* phase : {"input", "pull", "forward", "backward", "update", "hooks"})
+          if (auto it = run->worker_step_ms.find(phase); it != run->worker_step_ms.end()) {
+            std::printf("%s %s %.2f", sep, phase, it->second);
+            sep = ",";
+          }
+        std::printf("\n");
+        if (!run->worker_step_ms.empty())
+          step_ms[workers - 1].push_back(total);
       }
     }
     double rates[2] = {compute::percentile(by_workers[0], 0.5),
@@ -155,8 +168,12 @@ int run_estimator_bench(const estimator_bench_options& o) {
     std::printf("medians of %u runs: 1 worker %.1f, 2 workers %.1f global steps/s\n",
                 o.scaling_repeats, rates[0], rates[1]);
     json << ",\"global_steps_per_s_1_worker\":" << rates[0]
-         << ",\"global_steps_per_s_2_workers\":" << rates[1]
-         << ",\"scaling_2_workers\":" << rates[1] / rates[0];
+         << ",\"global_steps_per_s_2_workers\":" << rates[1];
+    for (size_t w = 0; w < 2; ++w)
+      if (!step_ms[w].empty())
+        json << ",\"worker_step_ms_" << w + 1 << (w ? "_workers" : "_worker")
+             << "\":" << compute::percentile(step_ms[w], 0.5);
+    json << ",\"scaling_2_workers\":" << rates[1] / rates[0];
   }
   json << ",\"threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
   std::printf("{\"bench\":\"estimator\",\"metrics\":{%s}}\n", json.str().c_str());

@@ -34,7 +34,7 @@ std::string cluster_spec(const std::string& chief, size_t workers) {
 
 } // namespace
 
-caf::expected<double> distributed_steps_per_second(const scaling_options& o, size_t workers) {
+caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t workers) {
   namespace fs = std::filesystem;
   auto dir = (fs::temp_directory_path() / ("darcy-bench-scaling-" + std::to_string(::getpid()) +
                                            "-" + std::to_string(workers)))
@@ -49,6 +49,7 @@ caf::expected<double> distributed_steps_per_second(const scaling_options& o, siz
     return make_error(errc::io_error, "the chief did not start: " + chief->read_stderr());
   auto cluster = cluster_spec(line->substr(line->rfind(' ') + 1), workers);
   std::vector<runtime::child_process> hosts;
+  // hosts: the ps task, then the workers.
   for (auto [type, count] : {std::pair{"ps", size_t{1}}, std::pair{"worker", workers}})
     for (size_t i = 0; i < count; ++i) {
       auto p = runtime::child_process::start(role_argv(o, dir, cluster, type, i));
@@ -58,6 +59,21 @@ caf::expected<double> distributed_steps_per_second(const scaling_options& o, siz
     }
   auto result = chief->wait_for_line("\"role\":\"chief\"", patience);
   auto stderr_text = chief->read_stderr();
+  // A worker prints its step's phases when its training ends, before the chief's last line.
+  scaling_run run;
+  size_t reports = 0;
+  for (size_t i = 1; result && i < hosts.size(); ++i) {
+    auto line = hosts[i].wait_for_line("\"role\":\"worker\"", std::chrono::seconds(10));
+    auto report = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json{};
+    if (!report.is_object() || !report.contains("step_ms") || !report["step_ms"].is_object())
+      continue;
+    ++reports;
+    for (auto& [phase, ms] : report["step_ms"].items())
+      if (ms.is_number())
+        run.worker_step_ms[phase] += ms.get<double>();
+  }
+  for (auto& [phase, ms] : run.worker_step_ms)
+    ms /= double(reports);
   for (auto& h : hosts)
     h.wait(std::chrono::seconds(30)); // they leave once the chief is gone; the destructor kills stragglers
   fs::remove_all(dir);
@@ -67,7 +83,8 @@ caf::expected<double> distributed_steps_per_second(const scaling_options& o, siz
   auto json = nlohmann::json::parse(*result, nullptr, false);
   if (json.is_discarded() || !json.contains("steps_per_second"))
     return make_error(errc::io_error, "the chief printed " + *result);
-  return json["steps_per_second"].get<double>();
+  run.steps_per_second = json["steps_per_second"].get<double>();
+  return run;
 }
 
 } // namespace darcy::apps

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <caf/expected.hpp>
@@ -19,8 +20,16 @@ struct scaling_options {
   size_t threads = 2;
 };
 
-/// The chief's global steps/s with `workers` workers and one ps; errc::timeout or the
-/// chief's error (with its stderr) when the job does not finish.
-caf::expected<double> distributed_steps_per_second(const scaling_options& o, size_t workers);
+struct scaling_run {
+  /// Global steps/s, as the chief measures them.
+  double steps_per_second = 0;
+  /// Milliseconds per step in each phase (input, pull, forward, backward, update, hooks),
+  /// the mean over the workers that reported theirs; empty when none did.
+  std::map<std::string, double> worker_step_ms;
+};
+
+/// One run with `workers` workers and one ps; errc::timeout or the chief's error (with its
+/// stderr) when the job does not finish.
+caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t workers);
 
 } // namespace darcy::apps

@@ -1,5 +1,9 @@
 #include "apps/estimator/estimator_jobs.hpp"
 
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
 #include "apps/estimator/brown_genre.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "messages/error.hpp"
@@ -127,7 +131,17 @@ caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
   est::estimator e{*fn, run};
   auto r = e.train(job->train_input(cfg.index), cfg.max_steps,
                    {std::make_shared<est::nan_guard>(), std::make_shared<est::stop_on_flag>(stop)});
-  return r ? caf::error{} : std::move(r.error());
+  if (!r)
+    return std::move(r.error());
+  // Where this worker's steps went, for `darcy bench estimator` and for people reading logs.
+  nlohmann::json step_ms;
+  for (auto& [phase, seconds] : r->phase_seconds)
+    step_ms[phase] = r->steps > 0 ? 1000 * seconds / double(r->steps) : 0.0;
+  std::cout << nlohmann::json{{"role", "worker"}, {"task_index", cfg.index},
+                              {"steps", r->steps}, {"step_ms", step_ms}}
+                 .dump()
+            << std::endl;
+  return {};
 }
 
 } // namespace

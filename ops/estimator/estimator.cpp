@@ -18,6 +18,49 @@ namespace {
 constexpr const char* service_name = "estimator";
 constexpr const char* variables_part = "variables.params";
 
+/// Where a training step's time goes, one histogram per phase in the process's /metrics:
+/// input (the next batch), pull (the servers' values), forward (the model function, with its
+/// embedding lookups), backward (the train op, with its embedding updates), update (the push
+/// to the servers, or the local optimizer step) and hooks (checkpoints included).
+class step_phases {
+public:
+  enum phase { input, pull, forward, backward, update, hooks, count };
+
+  step_phases() {
+    for (size_t i = 0; i < count; ++i)
+      histograms_[i] = runtime::process_metrics().histogram(
+        "darcy_estimator_step_seconds", "Time of each phase of an estimator's training steps",
+        {{"phase", names[i]}});
+  }
+
+  /// Records the time since the previous call (or construction) as phase `p`.
+  void lap(phase p) {
+    auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - last_).count();
+    histograms_[p]->observe(seconds);
+    totals_[p] += seconds;
+    last_ = now;
+  }
+
+  /// Starts the next phase now, leaving the time since the last lap out.
+  void skip() { last_ = std::chrono::steady_clock::now(); }
+
+  /// Seconds recorded by this object, by phase name.
+  std::map<std::string, double> totals() const {
+    std::map<std::string, double> result;
+    for (size_t i = 0; i < count; ++i)
+      result[names[i]] = totals_[i];
+    return result;
+  }
+
+private:
+  static constexpr const char* names[count] = {"input",    "pull",   "forward",
+                                               "backward", "update", "hooks"};
+  std::shared_ptr<runtime::metric_histogram> histograms_[count];
+  double totals_[count] = {};
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 caf::error no_model_dir() {
   return make_error(errc::invalid_config, "estimator: run_config.model_dir is empty");
 }
@@ -221,12 +264,14 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
   bool started = false;
   auto start = std::chrono::steady_clock::now();
   bool stop = false;
+  step_phases phases;
   while (!stop && (max_steps == 0 || global_step_ < max_steps)) {
     auto next = in.next();
     if (!next)
       return std::move(next.error());
     if (!*next)
       break;
+    phases.lap(step_phases::input);
     if (cfg_.servers && built_) {
       auto step = cfg_.servers->pull(vars_.all());
       if (!step)
@@ -234,10 +279,12 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
       global_step_ = *step;
       if (max_steps > 0 && global_step_ >= max_steps)
         break;
+      phases.lap(step_phases::pull);
     }
     auto r = call(mode::train, **next);
     if (!r)
       return std::move(r.error());
+    phases.lap(step_phases::forward);
     if (!started) {
       started = true;
       seek_pending_ = false;
@@ -247,6 +294,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
       for (auto& h : hooks)
         if (auto err = h->begin(*this, global_step_))
           return err;
+      phases.skip();
     }
     for (auto* p : vars_.all())
       p->zero_grad();
@@ -255,6 +303,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     r->spec.train_op();
     if (auto& err = r->ctx->failure())
       return err;
+    phases.lap(step_phases::backward);
     if (cfg_.servers) {
       auto step = cfg_.servers->push(vars_.all());
       if (!step)
@@ -264,6 +313,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
       optimizer_.step(vars_.all());
       ++global_step_;
     }
+    phases.lap(step_phases::update);
     ++result.steps;
     result.last_loss = r->spec.loss;
     input_position_ = in.position();
@@ -284,6 +334,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     if (every > 0 && global_step_ / every > saved_step_ / every && !cfg_.model_dir.empty())
       if (auto err = save_checkpoint())
         return err;
+    phases.lap(step_phases::hooks);
   }
   if (started)
     for (auto& h : hooks)
@@ -293,6 +344,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     if (auto err = save_checkpoint())
       return err;
   result.global_step = global_step_;
+  result.phase_seconds = phases.totals();
   return result;
 }
 

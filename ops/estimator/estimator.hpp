@@ -69,6 +69,10 @@ struct train_result {
   uint64_t steps = 0;
   /// The global step the call started from: > 0 when it resumed from a checkpoint.
   uint64_t resumed_from = 0;
+  /// Seconds this call spent in each phase of its steps, by phase name: input, pull (with
+  /// servers), forward, backward, update and hooks. Every node's /metrics carries the same
+  /// phases for all calls, as the histogram darcy_estimator_step_seconds{phase}.
+  std::map<std::string, double> phase_seconds;
 };
 
 class estimator {

@@ -125,6 +125,17 @@ struct job {
     return out;
   }
 
+  /// Each worker node's report of its training (the line it prints when it ends).
+  std::vector<nlohmann::json> worker_reports() {
+    std::vector<nlohmann::json> out;
+    for (auto& w : workers) {
+      auto line = w.wait_for_line("\"role\":\"worker\"", patience);
+      EXPECT_TRUE(line) << w.read_stderr();
+      out.push_back(line ? nlohmann::json::parse(*line) : nlohmann::json{});
+    }
+    return out;
+  }
+
   /// ps and workers end by themselves once the chief is gone.
   void expect_hosts_exit() {
     for (auto* p : {&*ps, &workers[0], &workers[1]}) {
@@ -165,6 +176,18 @@ TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_exp
   EXPECT_GT(evals.back()["accuracy"].get<double>(), 0.5);
   EXPECT_EQ(evals.front()["exported"], "1") << "the first evaluation is an improvement";
   EXPECT_TRUE(fs::exists(dir.path() + "/exports/1"));
+  // Each worker says where its steps' time went. The one that took more of the steps has
+  // pulled and pushed in them (a worker that starts late may take none).
+  nlohmann::json busiest = nlohmann::json::object();
+  for (auto& report : j.worker_reports()) {
+    ASSERT_TRUE(report.contains("step_ms")) << report.dump();
+    EXPECT_EQ(report["step_ms"].size(), 6u) << report.dump();
+    if (report.value("steps", 0) > busiest.value("steps", 0))
+      busiest = report;
+  }
+  EXPECT_GE(busiest.value("steps", 0), 150) << "300 global steps over 2 workers";
+  for (const char* phase : {"input", "pull", "forward", "backward", "update"})
+    EXPECT_GT(busiest["step_ms"].value(phase, 0.0), 0) << phase << ": " << busiest.dump();
   j.expect_hosts_exit();
 }
 

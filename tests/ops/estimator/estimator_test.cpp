@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/export.hpp"
+#include "runtime/metrics.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "tests/support/estimator_blobs.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -76,6 +78,36 @@ TEST(estimator, a_regressor_fits_a_linear_target) {
   auto m = e.evaluate(input(t, 1));
   ASSERT_TRUE(m);
   EXPECT_LT(m->at("mse"), 0.05);
+}
+
+/// Observations of each phase of darcy_estimator_step_seconds so far in this process.
+std::map<std::string, double> step_phase_counts() {
+  std::map<std::string, double> counts;
+  auto values = runtime::process_metrics().values({"darcy_estimator_step_seconds"});
+  for (auto& [labels, count] : values["darcy_estimator_step_seconds"])
+    for (auto& [name, phase] : labels)
+      if (name == "phase")
+        counts[phase] = count;
+  return counts;
+}
+
+TEST(estimator, training_times_every_phase_of_every_step_in_its_result_and_the_process_metrics) {
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  estimator e{*fn, config()};
+  auto before = step_phase_counts();
+  auto r = e.train(input(blobs(100, 1), 0), 7);
+  ASSERT_TRUE(r) << render(r.error());
+  ASSERT_EQ(r->steps, 7u);
+  auto after = step_phase_counts();
+  // Without parameter servers a step has no pull; its update is the local optimizer step.
+  for (const char* phase : {"input", "forward", "backward", "update", "hooks"})
+    EXPECT_EQ(after[phase] - before[phase], 7) << phase;
+  for (const char* phase : {"input", "forward", "backward", "update"})
+    EXPECT_GT(r->phase_seconds[phase], 0) << phase;
+  EXPECT_EQ(after["pull"], before["pull"]);
+  EXPECT_EQ(r->phase_seconds.size(), 6u);
+  EXPECT_EQ(r->phase_seconds["pull"], 0);
 }
 
 TEST(estimator, a_run_resumed_mid_epoch_ends_with_bit_identical_variables) {
