@@ -1,0 +1,1 @@
+// The target that owns the precompiled header every C++ target reuses (CMakeLists.txt).
