@@ -13,6 +13,7 @@
 #include "apps/estimator/fashion_mnist.hpp"
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
+#include "ops/estimator/estimator.hpp"
 
 namespace darcy::apps {
 
@@ -153,7 +154,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
         const char* sep = "; a worker's step (ms):";
         for (auto& [phase, ms] : run->worker_step_ms)
           total += ms;
-        for (const char* phase : {"input", "pull", "forward", "backward", "update", "hooks"})
+        for (const char* phase : ops::estimator::step_phase_names)
           if (auto it = run->worker_step_ms.find(phase); it != run->worker_step_ms.end()) {
             std::printf("%s %s %.2f", sep, phase, it->second);
             sep = ",";

@@ -24,13 +24,15 @@ constexpr const char* variables_part = "variables.params";
 /// to the servers, or the local optimizer step) and hooks (checkpoints included).
 class step_phases {
 public:
+  /// In step_phase_names order.
   enum phase { input, pull, forward, backward, update, hooks, count };
+  static_assert(count == step_phase_names.size());
 
   step_phases() {
     for (size_t i = 0; i < count; ++i)
       histograms_[i] = runtime::process_metrics().histogram(
         "darcy_estimator_step_seconds", "Time of each phase of an estimator's training steps",
-        {{"phase", names[i]}});
+        {{"phase", step_phase_names[i]}});
   }
 
   /// Records the time since the previous call (or construction) as phase `p`.
@@ -49,13 +51,11 @@ public:
   std::map<std::string, double> totals() const {
     std::map<std::string, double> result;
     for (size_t i = 0; i < count; ++i)
-      result[names[i]] = totals_[i];
+      result[step_phase_names[i]] = totals_[i];
     return result;
   }
 
 private:
-  static constexpr const char* names[count] = {"input",    "pull",   "forward",
-                                               "backward", "update", "hooks"};
   std::shared_ptr<runtime::metric_histogram> histograms_[count];
   double totals_[count] = {};
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,6 +62,10 @@ struct run_config {
   /// Other workers wait for the chief's load; they should have no model_dir.
   bool chief = true;
 };
+
+/// The phases of a training step, in the order a step runs them.
+inline constexpr std::array<const char*, 6> step_phase_names = {"input",    "pull",   "forward",
+                                                                "backward", "update", "hooks"};
 
 struct train_result {
   uint64_t global_step = 0;
