@@ -13,6 +13,7 @@
 
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/key_routing.hpp"
+#include "actors/embedding/shard_client.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 
@@ -37,6 +38,9 @@ std::atomic<uint64_t> direct_lookups{0};
 
 struct lookup_handle::direct_route {
   std::shared_ptr<const actors::routed_batch> route;
+  /// Set when the lookup went to the shards of another process, which keep its keys under the
+  /// handle's id; unset when this process holds the shards (the direct path).
+  std::shared_ptr<const actors::shard_client> shards;
   /// Held while the gradients are applied; spent after the first success.
   std::mutex mutex;
   bool spent = false;
@@ -44,16 +48,21 @@ struct lookup_handle::direct_route {
 
 caf::error lookup_handle::direct_backward(const std::vector<std::span<const float>>& grads,
                                           int64_t step) const {
-  auto direct = session_->direct_embeddings();
-  if (direct == nullptr)
-    return make_error(errc::invalid_argument, "a direct lookup handle outlived its service");
   std::lock_guard<std::mutex> guard{direct_->mutex};
   if (direct_->spent)
     return make_error(errc::not_found,
                       "lookup handle " + std::to_string(id_) + " was used already");
-  std::shared_lock<std::shared_mutex> gate{session_->direct_gate()};
-  if (auto err = direct->update(*direct_->route, grads, step))
-    return err;
+  if (direct_->shards) {
+    if (auto err = direct_->shards->backward(*direct_->route, id_, grads, step))
+      return err;
+  } else {
+    auto direct = session_->direct_embeddings();
+    if (direct == nullptr)
+      return make_error(errc::invalid_argument, "a direct lookup handle outlived its service");
+    std::shared_lock<std::shared_mutex> gate{session_->direct_gate()};
+    if (auto err = direct->update(*direct_->route, grads, step))
+      return err;
+  }
   direct_->spent = true;
   return {};
 }
@@ -125,13 +134,32 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
   if (!master)
     return std::move(master.error());
   multi_lookup_result result;
-  if (auto direct = s.direct_embeddings()) {
+  // Row matrices for the direct paths to write into.
+  auto row_buffers = [&] {
     std::vector<std::span<float>> out;
     for (size_t t = 0; t < tables.size(); ++t) {
       auto& m = result.rows.emplace_back(static_cast<Eigen::Index>(rows[t]),
                                          static_cast<Eigen::Index>(dims[t]));
       out.emplace_back(m.data(), static_cast<size_t>(m.size()));
     }
+    return out;
+  };
+  if (auto shards = s.shard_client()) {
+    auto kept = shards->lookup(request, row_buffers(), for_backward);
+    if (!kept)
+      return std::move(kept.error());
+    std::shared_ptr<lookup_handle::direct_route> route;
+    if (for_backward) {
+      route = std::make_shared<lookup_handle::direct_route>();
+      route->route = std::move(kept->route);
+      route->shards = std::move(shards);
+    }
+    result.handle = lookup_handle{&s, kept->handle, std::move(rows), std::move(dims),
+                                  std::move(route)};
+    return result;
+  }
+  if (auto direct = s.direct_embeddings()) {
+    auto out = row_buffers();
     std::shared_lock<std::shared_mutex> gate{s.direct_gate()};
     auto looked_up = direct->lookup(request, out);
     if (!looked_up)

@@ -34,7 +34,8 @@ using matrix = compute::row_matrix;
 /// successful backward, another fails with errc::not_found, as does one whose lookup is older
 /// than the service's last max_pending_lookups, or one a restarted shard no longer holds
 /// (shards that still held it have then applied their part once). A handle from the direct
-/// path (an in-process session) holds its keys itself and does not expire.
+/// path (an in-process session) holds its keys itself and does not expire; one from a session
+/// with direct_shards expires as the shards drop it.
 class lookup_handle {
 public:
   /// A lookup made on the direct path keeps its keys' route here instead of at the service.
@@ -80,7 +81,8 @@ struct lookup_result {
 /// Looks up `keys` in embedding `name` (created from `config`, with config.name replaced by
 /// `name`, on first use). Missing keys get rows as the embedding's admission policy allows.
 /// In an in-process session the lookup and its backward take the direct path (the caller's
-/// thread works on the shards' stores) with the same results and errors.
+/// thread works on the shards' stores), and in a session with direct_shards they go straight
+/// to the shards, with the same results and errors.
 /// With for_backward false the service keeps no handle (reads for inference or export), and
 /// the result's handle cannot be used. Fails with errc::empty_batch, errc::batch_too_large,
 /// errc::invalid_config, or the transport's error when the service does not answer.
@@ -164,7 +166,8 @@ struct training_state {
 };
 
 /// Takes one consistent checkpoint of every embedding of the session's service under `path`,
-/// with `state`. Requests sent meanwhile wait; none is half applied in the checkpoint.
+/// with `state`. Requests sent meanwhile wait; none is half applied in the checkpoint, except
+/// the backward passes of other sessions with direct_shards (see session_options).
 caf::error save(session& s, const std::string& path, const training_state& state);
 
 struct restored_checkpoint {

@@ -7,10 +7,12 @@
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
+#include "actors/embedding/shard_client.hpp"
 #include "messages/error.hpp"
 #include "ops/supervised_shards.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/client.hpp"
+#include "runtime/log.hpp"
 #include "runtime/spawn_on.hpp"
 #include "runtime/supervisor.hpp"
 #include "runtime/system_config.hpp"
@@ -216,14 +218,41 @@ caf::error session::ensure_embedding(const de_config& cfg) {
   auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, cfg);
   if (!ok)
     return std::move(ok.error());
+  if (opts_.direct_shards && cluster_)
+    refresh_shard_client(*master);
   std::lock_guard<std::mutex> guard{mutex_};
   created_.insert(cfg.name);
   return {};
 }
 
-void session::embeddings_restored(std::set<std::string> names) {
+void session::refresh_shard_client(const embedding_master_actor& master) {
+  auto route = runtime::ask<shard_route>(*system_, master, opts_.timeout, route_atom::value);
+  std::shared_ptr<const actors::shard_client> client;
+  if (route)
+    client = std::make_shared<const actors::shard_client>(*system_, std::move(*route),
+                                                          opts_.timeout, opts_.shard_retry);
+  else
+    runtime::log_info("session: lookups go through the embedding master: {}",
+                      render(route.error()));
   std::lock_guard<std::mutex> guard{mutex_};
-  created_ = std::move(names);
+  shard_client_ = std::move(client);
+}
+
+std::shared_ptr<const actors::shard_client> session::shard_client() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return shard_client_;
+}
+
+void session::embeddings_restored(std::set<std::string> names) {
+  embedding_master_actor master;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    created_ = std::move(names);
+    master = master_;
+  }
+  // The restored configs replace those the route was checked against.
+  if (opts_.direct_shards && cluster_ && master)
+    refresh_shard_client(master);
 }
 
 } // namespace darcy::ops

@@ -29,6 +29,7 @@
 
 namespace darcy::actors {
 class direct_embedding;
+class shard_client;
 } // namespace darcy::actors
 
 namespace darcy::ops {
@@ -58,6 +59,13 @@ struct session_options {
   /// On a cluster: use the embedding service another session published under this name
   /// (publish_embeddings) instead of starting one.
   std::string embedding_service;
+  /// On a cluster whose service has fixed shards (not supervise_shards): lookups and backward
+  /// passes go from this session straight to the shards, one hop each way instead of two
+  /// through the master (see shard_client()). For asynchronous data-parallel trainers: a save
+  /// of the service no longer holds their requests back, so a checkpoint taken meanwhile may
+  /// hold one backward on some shards and not yet on others, as an asynchronous
+  /// parameter-server checkpoint holds some workers' steps on some servers only.
+  bool direct_shards = false;
 };
 
 class session {
@@ -98,6 +106,12 @@ public:
   /// cluster. Starts the service on first use, as embeddings() does.
   const actors::direct_embedding* direct_embeddings();
 
+  /// The path straight to the shards (opts.direct_shards) for the embeddings this session has
+  /// ensured; nullptr when the option is off, for an in-process session, before the first
+  /// ensure_embedding, or when the master refused it (supervised shards: requests then go
+  /// through the master).
+  std::shared_ptr<const actors::shard_client> shard_client();
+
   /// Held shared by every direct update and alone by save and restore, so that a checkpoint
   /// never holds part of a direct update.
   std::shared_mutex& direct_gate() { return direct_gate_; }
@@ -133,6 +147,9 @@ private:
   std::mutex mutex_;
   std::vector<embedding_shard_actor> shards_;
   std::unique_ptr<actors::direct_embedding> direct_;
+  std::shared_ptr<const actors::shard_client> shard_client_;
+  /// Asks the master for the shards and configs again (opts_.direct_shards on a cluster).
+  void refresh_shard_client(const embedding_master_actor& master);
   std::shared_mutex direct_gate_;
   supervisor_actor shard_supervisor_;
   embedding_master_actor master_;

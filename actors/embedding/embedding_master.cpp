@@ -601,6 +601,18 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
   return promise;
 }
 
+caf::result<shard_route> route(embedding_master_pointer self) {
+  auto& st = self->state;
+  if (!st.options.shard_services.empty())
+    return make_error(errc::unsupported,
+                      "the service's shards are supervised: a replaced shard is refilled "
+                      "before it serves, which only requests through the master wait for");
+  shard_route result{st.options.shards, {}};
+  for (auto& [name, cfg] : st.configs)
+    result.configs.push_back(cfg);
+  return result;
+}
+
 caf::result<embedding_stats> stats(embedding_master_pointer self, const std::string& name) {
   if (auto cfg = stores::find_embedding(self->state.configs, name); !cfg)
     return std::move(cfg.error());
@@ -663,6 +675,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            top_k_score score) { return top_k(self, name, queries, k, score); },
     [self](stats_atom, const std::string& name) { return stats(self, name); },
+    [self](route_atom) { return route(self); },
   };
 }
 

@@ -113,7 +113,11 @@ caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
     return std::move(job.error());
   std::unique_ptr<ops::session> embeddings;
   if (job->uses_embeddings) {
-    auto s = ops::session::attach(sys, {.embedding_service = job_embedding_service});
+    // Lookups and backward passes go straight to the shards on the ps nodes: the chief's
+    // master would add a hop each way, and its checkpoints are asynchronous ones anyway (the
+    // dense variables are read from the servers while the workers train).
+    auto s = ops::session::attach(sys, {.embedding_service = job_embedding_service,
+                                        .direct_shards = true});
     if (!s)
       return std::move(s.error());
     embeddings = std::move(*s);

@@ -142,6 +142,7 @@ using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using save_part_atom = caf::atom_constant<caf::atom("save_part")>;
 using load_part_atom = caf::atom_constant<caf::atom("load_part")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
+using route_atom = caf::atom_constant<caf::atom("route")>;
 
 /// The operations shard and master share, so that a client of them cannot tell one shard from
 /// a sharded service. Errors: errc::unknown_embedding, errc::empty_batch,
@@ -188,6 +189,18 @@ using embedding_shard_actor = embedding_ops_actor::extend<
   caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
                   uint64_t>::with<ok_atom>>;
 
+/// What a client needs to reach a service's shards without its master: the shards in shard
+/// order (keys placed by compute::shard_of_hash) and the config of every embedding.
+struct shard_route {
+  std::vector<embedding_shard_actor> shards;
+  std::vector<de_config> configs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_route& x) {
+  return f(caf::meta::type_name("shard_route"), x.shards, x.configs);
+}
+
 /// The front door: splits a batch by shard (hash(key) mod n), removes duplicate keys (summing
 /// their gradients), fans out and answers in input order. A whole batch is checked before any
 /// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
@@ -198,11 +211,15 @@ using embedding_shard_actor = embedding_ops_actor::extend<
 /// the last max_pending_lookups, and an unknown one fails with errc::not_found.
 /// It also listens to the registry (cluster_event): when a shard's service comes back with a new
 /// actor, that shard reloads its rows from the last checkpoint before it serves again.
+/// route() answers the shards and configs for a client that goes to the shards itself
+/// (actors::shard_client); errc::unsupported when the shards are supervised, since a shard
+/// may then be replaced and must be refilled before it serves.
 using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<lookup_atom, std::vector<table_keys>, bool>::with<lookup_reply>,
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
+  caf::replies_to<route_atom>::with<shard_route>,
   caf::reacts_to<cluster_event>>;
 
 /// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out

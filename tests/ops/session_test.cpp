@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "actors/actor_types.hpp"
+#include "actors/embedding/shard_client.hpp"
 #include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
 #include "runtime/node_services.hpp"
 
 namespace darcy::ops {
@@ -64,6 +68,60 @@ TEST(session, attach_and_publish_refuse_what_cannot_work) {
   ASSERT_TRUE(local) << render(local.error());
   auto err = (*local)->publish_embeddings("x", "local");
   EXPECT_TRUE(is(err, errc::invalid_config)) << render(err);
+}
+
+
+TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors) {
+  runtime::system_config cfg{"direct", 2};
+  actors::register_actor_types(cfg);
+  caf::actor_system sys{cfg};
+  runtime::node_options node;
+  node.name = "member";
+  auto services = runtime::start_node_services(sys, node, std::nullopt);
+  auto joined = runtime::join_cluster(sys, services, node, {"in-process", 0});
+  if (!joined) {
+    services.stop();
+    FAIL() << render(joined.error());
+  }
+  {
+    auto owner = session::attach(sys, {.shards = 2});
+    ASSERT_TRUE(owner) << render(owner.error());
+    ASSERT_FALSE((*owner)->publish_embeddings("test.embeddings", "member"));
+    auto user = session::attach(sys, {.embedding_service = "test.embeddings",
+                                      .direct_shards = true});
+    ASSERT_TRUE(user) << render(user.error());
+    EXPECT_EQ((*user)->shard_client(), nullptr) << "no route before an embedding is ensured";
+    auto words = table("words");
+    words.optimizer = {optimizer_kind::sgd, 0.5f};
+    std::vector<std::string> keys{"bank", "money", "bank", "river"};
+    auto mine = dynamic_embedding_lookup(**user, keys, words, "words");
+    ASSERT_TRUE(mine) << render(mine.error());
+    ASSERT_NE((*user)->shard_client(), nullptr) << "the master handed out its shards";
+    auto served = [&] {
+      auto r = dynamic_embedding_lookup(**owner, keys, words, "words", false);
+      EXPECT_TRUE(r) << render(error_of(r));
+      return r ? r->rows : matrix{};
+    };
+    auto before = served();
+    EXPECT_EQ(mine->rows, before) << "the shards answer what the master answers";
+
+    matrix nan_grads = matrix::Ones(4, 4);
+    nan_grads(2, 1) = std::nanf("");
+    EXPECT_TRUE(is(mine->handle.backward(nan_grads, 1), errc::non_finite));
+    EXPECT_EQ(served(), before) << "a refused backward changes nothing";
+
+    matrix grads = matrix::Ones(4, 4);
+    ASSERT_FALSE(mine->handle.backward(grads, 1));
+    matrix expected = before;
+    // sgd at 0.5 on the summed gradients: "bank" appears twice.
+    for (Eigen::Index r : {0, 2})
+      expected.row(r).array() -= 1.0f;
+    for (Eigen::Index r : {1, 3})
+      expected.row(r).array() -= 0.5f;
+    EXPECT_TRUE(served().isApprox(expected)) << "the backward reached the shards";
+    EXPECT_TRUE(is(mine->handle.backward(grads, 2), errc::not_found)) << "a handle is used once";
+  }
+  services.stop();
 }
 
 } // namespace

@@ -1,0 +1,81 @@
+// The path from a trainer in another process straight to the shards of an embedding service:
+// each batch is split by shard as the master splits it, and every part goes to its shard in
+// one request, so that a lookup or a backward costs one hop each way instead of two through
+// the master. Blocking calls, for a training thread; the master still creates, saves and restores.
+//
+//   auto route = runtime::ask<shard_route>(sys, master, timeout, route_atom::value);
+//   actors::shard_client shards{sys, std::move(*route), timeout, attempt_timeout};
+//   auto kept = shards.lookup(tables, out, true);              // rows into `out`
+//   shards.backward(*kept->route, kept->handle, grads, step);  // each shard applies its part
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/embedding/key_routing.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
+
+namespace darcy::actors {
+
+/// A lookup the shards keep for backward: its route, and the handle they keep its keys under
+/// (0 when none was kept).
+struct shard_lookup {
+  std::shared_ptr<const routed_batch> route;
+  uint64_t handle = 0;
+};
+
+class shard_client {
+public:
+  /// `route` is the master's answer to route(): shards in shard order, and the configs that
+  /// requests are checked against. A shard that does not answer within `attempt_timeout` gets
+  /// the request again (waiting twice as long each time), until `timeout` has passed.
+  shard_client(caf::actor_system& sys, shard_route route, std::chrono::milliseconds timeout,
+               std::chrono::milliseconds attempt_timeout);
+
+  /// Whether requests may name embedding `name` (it was in the route).
+  bool knows(const std::string& name) const { return configs_.count(name) > 0; }
+
+  /// Writes the rows of every key of `tables` (repeats allowed) to out[t], keys * dim values in
+  /// input order, as the master's lookup does, with its errors (errc::empty_batch,
+  /// errc::unknown_embedding, errc::batch_too_large) before any shard sees the batch, and
+  /// errc::dimension_mismatch for an `out` buffer of the wrong size. With `keep`, each shard
+  /// keeps its keys under one new handle for backward(), as it does for the master.
+  caf::expected<shard_lookup> lookup(const std::vector<table_keys>& tables,
+                                     const std::vector<std::span<float>>& out, bool keep) const;
+
+  /// Sends each shard of `route` the summed gradients of its keys (one buffer per table, input
+  /// order) to apply at `step` under `handle`. Every buffer is checked first
+  /// (errc::dimension_mismatch, errc::non_finite, errc::read_only), so that a refused backward
+  /// changes nothing. A shard applies a handle once, so a resent request is harmless; when a
+  /// shard fails (errc::not_found for a handle it no longer holds, or a timeout), the shards
+  /// that answered have applied their part.
+  caf::error backward(const routed_batch& route, uint64_t handle,
+                      const std::vector<std::span<const float>>& grads, int64_t step) const;
+
+private:
+  config_finder configs() const;
+
+  template <class Result, class Request, class OnReply>
+  caf::error ask_shards(const std::vector<size_t>& shards, Request request,
+                        OnReply on_reply) const;
+
+  caf::actor_system* system_;
+  std::vector<embedding_shard_actor> shards_;
+  std::map<std::string, de_config> configs_;
+  std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds attempt_timeout_;
+  /// The next lookup handle: a random start, so that clients of one shard do not collide.
+  mutable std::atomic<uint64_t> next_handle_;
+};
+
+} // namespace darcy::actors

@@ -1,0 +1,201 @@
+#include "actors/embedding/shard_client.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <random>
+
+#include "actors/embedding/embedding_master.hpp"
+#include "actors/embedding/embedding_shard.hpp"
+#include "compute/hash.hpp"
+#include "runtime/ask.hpp"
+#include "tests/support/test_system.hpp"
+
+namespace darcy::actors {
+namespace {
+
+using runtime::ask;
+using floats = std::vector<float>;
+using std::chrono::milliseconds;
+
+de_config table(const std::string& name, uint32_t dim) {
+  de_config cfg;
+  cfg.name = name;
+  cfg.dim = dim;
+  cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
+  cfg.max_batch = 64;
+  return cfg;
+}
+
+// Two services of 3 shards, one used through its master and one through a shard_client.
+class shard_client_test : public test::system_fixture {
+protected:
+  void SetUp() override {
+    for (auto* master : {&by_master, &direct}) {
+      auto shards = spawn_local_shards(sys, 3);
+      *master = sys.spawn(embedding_master, embedding_master_options{shards.actors});
+      for (auto& cfg : {table("in", 4), table("out", 2)})
+        ASSERT_TRUE(ask<ok_atom>(sys, *master, test::patience, create_atom::value, cfg));
+    }
+    auto route = ask<shard_route>(sys, direct, test::patience, route_atom::value);
+    ASSERT_TRUE(route) << render(route.error());
+    ASSERT_EQ(route->shards.size(), 3u);
+    ASSERT_EQ(route->configs.size(), 2u);
+    client.emplace(sys, std::move(*route), milliseconds{20000}, milliseconds{2000});
+  }
+
+  embedding_master_actor by_master, direct;
+  std::optional<shard_client> client;
+};
+
+std::vector<table_keys> request(std::mt19937& rng) {
+  std::uniform_int_distribution<int> pick{0, 40};
+  std::vector<table_keys> tables{{"in", {}}, {"out", {}}};
+  for (auto& t : tables)
+    for (int k = 0; k < 20; ++k) {
+      // Repeats within a table, and the empty key, on purpose.
+      auto key = k == 0 ? std::string{} : "k" + std::to_string(pick(rng));
+      t.keys.push_back(key, compute::hash_key(key));
+    }
+  return tables;
+}
+
+std::vector<floats> lookup_through(embedding_master_actor master, caf::actor_system& sys,
+                                   const std::vector<table_keys>& tables) {
+  auto reply = ask<lookup_reply>(sys, master, test::patience, lookup_atom::value, tables, false);
+  EXPECT_TRUE(reply) << render(error_of(reply));
+  std::vector<floats> out;
+  if (reply)
+    for (auto& rows : reply->rows)
+      out.emplace_back(rows.values().begin(), rows.values().end());
+  return out;
+}
+
+TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_bit) {
+  std::mt19937 rng{5};
+  std::normal_distribution<float> noise{0, 1};
+  for (int step = 1; step <= 30; ++step) {
+    auto tables = request(rng);
+    auto reply = ask<lookup_reply>(sys, by_master, test::patience, lookup_atom::value, tables,
+                                   true);
+    ASSERT_TRUE(reply) << render(error_of(reply));
+    std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
+    auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
+    ASSERT_TRUE(kept) << render(kept.error());
+    ASSERT_NE(kept->handle, 0u);
+    for (size_t t = 0; t < 2; ++t) {
+      auto expected = reply->rows[t].values();
+      EXPECT_EQ(rows[t], floats(expected.begin(), expected.end())) << "step " << step;
+    }
+    std::vector<floats> grads{floats(20 * 4), floats(20 * 2)};
+    for (auto& g : grads)
+      for (auto& x : g)
+        x = noise(rng);
+    std::vector<shared_floats> sent{shared_floats{grads[0]}, shared_floats{grads[1]}};
+    ASSERT_TRUE(ask<ok_atom>(sys, by_master, test::patience, backward_atom::value,
+                             reply->handle, sent, int64_t{step}));
+    ASSERT_FALSE(client->backward(*kept->route, kept->handle, {grads[0], grads[1]}, step));
+  }
+  std::mt19937 again{5};
+  auto tables = request(again);
+  EXPECT_EQ(lookup_through(by_master, sys, tables), lookup_through(direct, sys, tables));
+}
+
+TEST_F(shard_client_test, a_backward_sent_again_is_applied_once) {
+  std::mt19937 rng{3};
+  auto tables = request(rng);
+  std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
+  auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
+  ASSERT_TRUE(kept) << render(kept.error());
+  floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
+  ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  auto once = lookup_through(direct, sys, tables);
+  EXPECT_NE(once[0], rows[0]) << "the first backward changed the rows";
+  EXPECT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1))
+    << "a repeat (a resent request) is answered ok";
+  EXPECT_EQ(lookup_through(direct, sys, tables), once) << "and changes nothing";
+}
+
+TEST_F(shard_client_test, refused_requests_reach_no_shard_and_change_nothing) {
+  std::mt19937 rng{9};
+  auto tables = request(rng);
+  std::vector<floats> before{floats(20 * 4), floats(20 * 2)};
+  auto kept = client->lookup(tables, {before[0], before[1]}, true);
+  ASSERT_TRUE(kept) << render(kept.error());
+  floats nan_grads(20 * 4, 0.5f);
+  nan_grads[7] = std::nanf("");
+  floats short_grads(3), good_out(20 * 2, 0.5f), good_in(20 * 4, 0.5f);
+  struct case_t {
+    const char* what;
+    std::vector<std::span<const float>> grads;
+    uint64_t handle;
+    errc expected;
+  };
+  for (auto& c : std::vector<case_t>{
+         {"NaN in the first table", {nan_grads, good_out}, kept->handle, errc::non_finite},
+         {"too few values", {good_in, short_grads}, kept->handle, errc::dimension_mismatch},
+         {"one buffer for two tables", {good_in}, kept->handle, errc::dimension_mismatch},
+         {"a lookup that kept nothing", {good_in, good_out}, 0, errc::invalid_argument},
+       }) {
+    auto err = client->backward(*kept->route, c.handle, c.grads, 1);
+    EXPECT_TRUE(is(err, c.expected)) << c.what << ": " << render(err);
+  }
+  EXPECT_EQ(lookup_through(direct, sys, tables), before);
+
+  floats out(4);
+  std::vector<table_keys> unknown{{"missing", {}}};
+  unknown[0].keys.push_back("a", compute::hash_key("a"));
+  EXPECT_TRUE(is(client->lookup(unknown, {out}, false).error(), errc::unknown_embedding));
+  std::vector<table_keys> too_many{{"in", {}}};
+  for (int k = 0; k < 65; ++k)
+    too_many[0].keys.push_back("x", compute::hash_key("x"));
+  floats big(65 * 4);
+  EXPECT_TRUE(is(client->lookup(too_many, {big}, false).error(), errc::batch_too_large));
+  std::vector<table_keys> one{{"in", {}}};
+  one[0].keys.push_back("a", compute::hash_key("a"));
+  floats wrong(3);
+  EXPECT_TRUE(is(client->lookup(one, {wrong}, false).error(), errc::dimension_mismatch));
+  EXPECT_TRUE(is(client->lookup(one, {}, false).error(), errc::dimension_mismatch));
+  EXPECT_TRUE(is(client->lookup({}, {}, false).error(), errc::empty_batch));
+  EXPECT_TRUE(client->knows("in"));
+  EXPECT_FALSE(client->knows("missing"));
+}
+
+// A shard that answers nothing: it keeps every request's promise and counts the requests.
+caf::behavior silent_shard(caf::event_based_actor* self, std::shared_ptr<std::atomic<int>> seen) {
+  auto kept = std::make_shared<std::vector<caf::response_promise>>();
+  return {
+    [=](lookup_atom, const std::vector<table_keys>&, uint64_t) {
+      ++*seen;
+      kept->push_back(self->make_response_promise());
+      return kept->back();
+    },
+  };
+}
+
+TEST_F(shard_client_test, a_silent_shard_gets_the_request_again_until_the_timeout) {
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  auto silent = sys.spawn(silent_shard, seen);
+  test::stop_on_exit stop{sys, silent};
+  shard_route route{{caf::actor_cast<embedding_shard_actor>(silent)}, {table("in", 4)}};
+  shard_client impatient{sys, std::move(route), milliseconds{400}, milliseconds{50}};
+  std::vector<table_keys> one{{"in", {}}};
+  one[0].keys.push_back("a", compute::hash_key("a"));
+  floats out(4);
+  auto kept = impatient.lookup(one, {out}, true);
+  ASSERT_FALSE(kept);
+  EXPECT_EQ(kept.error(), caf::sec::request_timeout) << render(kept.error());
+  EXPECT_GE(seen->load(), 2) << "the request was sent again before the timeout";
+}
+
+TEST_F(shard_client_test, a_master_of_supervised_shards_refuses_the_route) {
+  auto shards = spawn_local_shards(sys, 2);
+  embedding_master_options opts{shards.actors};
+  opts.shard_services = {"s.0", "s.1"};
+  auto master = sys.spawn(embedding_master, opts);
+  auto route = ask<shard_route>(sys, master, test::patience, route_atom::value);
+  ASSERT_FALSE(route);
+  EXPECT_TRUE(is(route.error(), errc::unsupported)) << render(route.error());
+}
+
+} // namespace
+} // namespace darcy::actors
