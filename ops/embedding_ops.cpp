@@ -348,10 +348,17 @@ caf::expected<embedding_stats> stats(session& s, const std::string& name) {
   return runtime::ask<embedding_stats>(s.system(), *master, s.timeout(), stats_atom::value, name);
 }
 
+caf::error flush(session& s) {
+  auto shards = s.shard_client();
+  return shards ? shards->flush() : caf::error{};
+}
+
 caf::error save(session& s, const std::string& path, const training_state& state) {
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
+  if (auto err = flush(s))
+    return err;
   std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   std::vector<char> extra;
   caf::binary_serializer sink{s.system(), extra};
@@ -368,6 +375,9 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path) 
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
+  // A backward still on its way must not land on the restored rows.
+  if (auto err = flush(s))
+    return err;
   std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   auto manifest = runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(),
                                                     restore_atom::value, path);

@@ -49,7 +49,8 @@ public:
   }
 
   /// Applies one gradient row per key of the lookup (in key order; rows of a repeated key are
-  /// summed) with the embedding's configured optimizer. `step` is the global training step.
+  /// summed) with the embedding's configured optimizer. `step` is the global training step. In
+  /// a session with direct_shards it returns once the gradients are checked and sent (flush).
   /// Fails with errc::dimension_mismatch for a wrong shape and errc::non_finite for a NaN or
   /// Inf; the service is then unchanged and the handle still usable. Single-table lookups.
   caf::error backward(std::span<const float> grads, int64_t step = 0) const;
@@ -154,6 +155,12 @@ caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_
 /// Rows, memory and counters of embedding `name` across the service's shards.
 /// errc::unknown_embedding when the service has no such embedding.
 caf::expected<embedding_stats> stats(session& s, const std::string& name);
+
+/// Waits until the shards have applied every backward pass this session sent, and returns the
+/// first failure among them. Only a session with direct_shards has any to wait for: there,
+/// backward returns once its pass is checked and sent, and a shard's failure is reported by
+/// the session's next backward or by this call.
+caf::error flush(session& s);
 
 /// What a training loop saves beside its embeddings: its step, where its input stands, and
 /// its dense parameters.

@@ -61,10 +61,11 @@ struct session_options {
   std::string embedding_service;
   /// On a cluster whose service has fixed shards (not supervise_shards): lookups and backward
   /// passes go from this session straight to the shards, one hop each way instead of two
-  /// through the master (see shard_client()). For asynchronous data-parallel trainers: a save
-  /// of the service no longer holds their requests back, so a checkpoint taken meanwhile may
-  /// hold one backward on some shards and not yet on others, as an asynchronous
-  /// parameter-server checkpoint holds some workers' steps on some servers only.
+  /// through the master (see shard_client()), and a backward returns once its pass is sent
+  /// (ops::flush waits for the shards). For asynchronous data-parallel trainers: a save of the
+  /// service no longer holds their requests back, so a checkpoint taken meanwhile may hold one
+  /// backward on some shards and not yet on others, as an asynchronous parameter-server
+  /// checkpoint holds some workers' steps on some servers only.
   bool direct_shards = false;
 };
 

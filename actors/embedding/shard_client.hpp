@@ -1,12 +1,14 @@
 // The path from a trainer in another process straight to the shards of an embedding service:
 // each batch is split by shard as the master splits it, and every part goes to its shard in
-// one request, so that a lookup or a backward costs one hop each way instead of two through
-// the master. Blocking calls, for a training thread; the master still creates, saves and restores.
+// one request, so that a lookup costs one hop each way instead of two through the master, and a
+// backward pass is sent without waiting for the shards. The master still creates, saves and
+// restores.
 //
 //   auto route = runtime::ask<shard_route>(sys, master, timeout, route_atom::value);
 //   actors::shard_client shards{sys, std::move(*route), timeout, attempt_timeout};
 //   auto kept = shards.lookup(tables, out, true);              // rows into `out`
-//   shards.backward(*kept->route, kept->handle, grads, step);  // each shard applies its part
+//   shards.backward(*kept->route, kept->handle, grads, step);  // sent; answered later
+//   shards.flush();                                            // every backward applied
 #pragma once
 
 #include <atomic>
@@ -34,6 +36,9 @@ struct shard_lookup {
   uint64_t handle = 0;
 };
 
+/// Calls are serialized (one request at a time from this client), and all its requests leave
+/// from one sender, so that a shard sees them in call order: a lookup after a backward reads
+/// the rows that backward wrote.
 class shard_client {
 public:
   /// `route` is the master's answer to route(): shards in shard order, and the configs that
@@ -42,6 +47,12 @@ public:
   shard_client(caf::actor_system& sys, shard_route route, std::chrono::milliseconds timeout,
                std::chrono::milliseconds attempt_timeout);
 
+  /// Waits for the backward passes still unanswered (see flush()).
+  ~shard_client();
+
+  shard_client(const shard_client&) = delete;
+  shard_client& operator=(const shard_client&) = delete;
+
   /// Whether requests may name embedding `name` (it was in the route).
   bool knows(const std::string& name) const { return configs_.count(name) > 0; }
 
@@ -49,33 +60,37 @@ public:
   /// input order, as the master's lookup does, with its errors (errc::empty_batch,
   /// errc::unknown_embedding, errc::batch_too_large) before any shard sees the batch, and
   /// errc::dimension_mismatch for an `out` buffer of the wrong size. With `keep`, each shard
-  /// keeps its keys under one new handle for backward(), as it does for the master.
+  /// keeps its keys under one new handle for backward(), as it does for the master. Fails
+  /// first with the error of an earlier backward, if one failed (see flush()).
   caf::expected<shard_lookup> lookup(const std::vector<table_keys>& tables,
                                      const std::vector<std::span<float>>& out, bool keep) const;
 
   /// Sends each shard of `route` the summed gradients of its keys (one buffer per table, input
-  /// order) to apply at `step` under `handle`. Every buffer is checked first
-  /// (errc::dimension_mismatch, errc::non_finite, errc::read_only), so that a refused backward
-  /// changes nothing. A shard applies a handle once, so a resent request is harmless; when a
-  /// shard fails (errc::not_found for a handle it no longer holds, or a timeout), the shards
-  /// that answered have applied their part.
+  /// order) to apply at `step` under `handle`, and returns without waiting for the shards.
+  /// Every buffer is checked first (errc::dimension_mismatch, errc::non_finite,
+  /// errc::read_only), so that a refused backward reaches no shard. A shard applies a handle
+  /// once, so a resent request is harmless. Fails first with the error of an earlier backward,
+  /// if one failed.
   caf::error backward(const routed_batch& route, uint64_t handle,
                       const std::vector<std::span<const float>>& grads, int64_t step) const;
+
+  /// Waits until every shard has answered every backward sent so far, and returns the first
+  /// failure among them: errc::not_found for a handle a shard no longer holds, or a timeout.
+  /// The shards that answered ok have applied their part.
+  caf::error flush() const;
 
 private:
   config_finder configs() const;
 
-  template <class Result, class Request, class OnReply>
-  caf::error ask_shards(const std::vector<size_t>& shards, Request request,
-                        OnReply on_reply) const;
+  struct requester;
 
-  caf::actor_system* system_;
   std::vector<embedding_shard_actor> shards_;
   std::map<std::string, de_config> configs_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds attempt_timeout_;
   /// The next lookup handle: a random start, so that clients of one shard do not collide.
   mutable std::atomic<uint64_t> next_handle_;
+  std::unique_ptr<requester> requester_;
 };
 
 } // namespace darcy::actors

@@ -34,7 +34,7 @@ uint64_t random_client() {
 parameter_servers::parameter_servers(caf::actor_system& sys,
                                      std::vector<parameter_server_actor> servers,
                                      milliseconds timeout, milliseconds attempt_timeout)
-  : self_(sys),
+  : system_(&sys),
     servers_(std::move(servers)),
     timeout_(timeout),
     attempt_timeout_(attempt_timeout.count() > 0 ? std::min(attempt_timeout, timeout) : timeout),
@@ -43,9 +43,10 @@ parameter_servers::parameter_servers(caf::actor_system& sys,
 template <class... Rs, class F, class... Ts>
 caf::error parameter_servers::call(size_t s, milliseconds attempt, F f, const Ts&... xs) {
   auto deadline = steady_clock::now() + timeout_;
+  caf::scoped_actor self{*system_};
   for (;;) {
     caf::error result;
-    self_->request(servers_[s], runtime::attempt_wait(attempt, deadline), xs...)
+    self->request(servers_[s], runtime::attempt_wait(attempt, deadline), xs...)
       .receive([&](Rs&... rs) { result = f(rs...); },
                [&](caf::error& err) { result = std::move(err); });
     if (!timed_out(result) || steady_clock::now() >= deadline)
@@ -136,7 +137,8 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
   // Every server is asked before any answer is awaited, so the servers apply in parallel; a
   // blocking actor's receive of one response leaves the others in its mailbox. Servers that
   // did not answer within the attempt timeout are asked again with the same seq.
-  using handle = decltype(self_->request(servers_.front(), timeout_, backward_atom::value,
+  caf::scoped_actor self{*system_};
+  using handle = decltype(self->request(servers_.front(), timeout_, backward_atom::value,
                                          client_, seq, named_tensors{}));
   std::vector<bool> answered(servers_.size(), false);
   uint64_t first = 0;
@@ -146,8 +148,8 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
     std::vector<std::pair<size_t, handle>> pending;
     for (size_t s = 0; s < servers_.size(); ++s)
       if (!answered[s])
-        pending.emplace_back(s, self_->request(servers_[s], wait, backward_atom::value, client_,
-                                               seq, grads[s]));
+        pending.emplace_back(s, self->request(servers_[s], wait, backward_atom::value, client_,
+                                              seq, grads[s]));
     caf::error failure, timeout;
     for (auto& p : pending) {
       auto s = p.first;

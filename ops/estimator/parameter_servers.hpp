@@ -72,7 +72,10 @@ private:
   template <class... Rs, class F, class... Ts>
   caf::error call(size_t s, std::chrono::milliseconds attempt, F f, const Ts&... xs);
 
-  caf::scoped_actor self_;
+  /// Each call sends from a scoped actor of its own: a persistent one would collect the
+  /// timeout message of every answered request, which CAF delivers once the wait has passed
+  /// and a blocking actor never drops.
+  caf::actor_system* system_;
   std::vector<parameter_server_actor> servers_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds attempt_timeout_;

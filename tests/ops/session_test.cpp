@@ -112,6 +112,7 @@ TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors
 
     matrix grads = matrix::Ones(4, 4);
     ASSERT_FALSE(mine->handle.backward(grads, 1));
+    ASSERT_FALSE(flush(**user)) << "the shards applied it";
     matrix expected = before;
     // sgd at 0.5 on the summed gradients: "bank" appears twice.
     for (Eigen::Index r : {0, 2})

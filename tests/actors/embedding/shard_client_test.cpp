@@ -95,6 +95,7 @@ TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_
                              reply->handle, sent, int64_t{step}));
     ASSERT_FALSE(client->backward(*kept->route, kept->handle, {grads[0], grads[1]}, step));
   }
+  ASSERT_FALSE(client->flush());
   std::mt19937 again{5};
   auto tables = request(again);
   EXPECT_EQ(lookup_through(by_master, sys, tables), lookup_through(direct, sys, tables));
@@ -108,11 +109,49 @@ TEST_F(shard_client_test, a_backward_sent_again_is_applied_once) {
   ASSERT_TRUE(kept) << render(kept.error());
   floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
   ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  ASSERT_FALSE(client->flush());
   auto once = lookup_through(direct, sys, tables);
   EXPECT_NE(once[0], rows[0]) << "the first backward changed the rows";
-  EXPECT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1))
-    << "a repeat (a resent request) is answered ok";
+  EXPECT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  EXPECT_FALSE(client->flush()) << "a repeat (a resent request) is answered ok";
   EXPECT_EQ(lookup_through(direct, sys, tables), once) << "and changes nothing";
+}
+
+TEST_F(shard_client_test, a_lookup_after_a_backward_reads_its_rows_without_a_flush) {
+  std::mt19937 rng{4};
+  auto tables = request(rng);
+  std::vector<floats> before{floats(20 * 4), floats(20 * 2)}, after = before;
+  auto kept = client->lookup(tables, {before[0], before[1]}, true);
+  ASSERT_TRUE(kept) << render(kept.error());
+  floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
+  ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  ASSERT_TRUE(client->lookup(tables, {after[0], after[1]}, false));
+  ASSERT_FALSE(client->flush());
+  EXPECT_EQ(lookup_through(direct, sys, tables), after)
+    << "each shard answered the lookup after applying the backward sent before it";
+  EXPECT_NE(after, before);
+}
+
+TEST_F(shard_client_test, a_failed_backward_is_reported_by_the_next_call_that_waits) {
+  std::mt19937 rng{6};
+  auto tables = request(rng);
+  std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
+  auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
+  ASSERT_TRUE(kept) << render(kept.error());
+  floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
+  auto unknown = kept->handle + 1000;
+  for (auto* next : {"flush", "backward"}) {
+    ASSERT_FALSE(client->backward(*kept->route, unknown, {in, out}, 1))
+      << "sent: the shards have not answered yet";
+    auto err = std::string{next} == "flush"
+                 ? client->flush()
+                 : client->backward(*kept->route, kept->handle, {in, out}, 1);
+    EXPECT_TRUE(is(err, errc::not_found)) << next << ": " << render(err);
+  }
+  EXPECT_EQ(lookup_through(direct, sys, tables), rows)
+    << "nothing was applied: the handle was unknown, and the backward after it refused";
+  ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  EXPECT_FALSE(client->flush()) << "the failure was reported once";
 }
 
 TEST_F(shard_client_test, refused_requests_reach_no_shard_and_change_nothing) {
