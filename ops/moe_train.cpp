@@ -155,7 +155,10 @@ private:
       x.push_back(compute::nn::normal<float>(o_.batch, o_.layer.dim, 1.0f, rng));
       target.push_back((x.back() * teacher_).array().tanh().matrix());
     }
-    auto y = moe_phase(self_, router_, true, step_, x, step_timeout());
+    // The step's own sender: self_ lives through the run, and would collect the timeout
+    // message of each answered request, which a blocking actor never drops.
+    caf::scoped_actor self{s_.system()};
+    auto y = moe_phase(self, router_, true, step_, x, step_timeout());
     if (!y)
       return std::move(y.error());
     auto rows = static_cast<double>(o_.replicas) * o_.batch;
@@ -166,7 +169,7 @@ private:
       loss += 0.5 * diff.squaredNorm() / rows;
       dy.push_back(diff / static_cast<float>(rows));
     }
-    if (auto dx = moe_phase(self_, router_, false, step_, dy, step_timeout()); !dx)
+    if (auto dx = moe_phase(self, router_, false, step_, dy, step_timeout()); !dx)
       return std::move(dx.error());
     losses_.push_back(loss);
     if (o_.on_step)
