@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <random>
 
 #include <caf/expected.hpp>
 #include <caf/scoped_actor.hpp>
@@ -30,6 +32,16 @@ inline std::chrono::milliseconds attempt_wait(std::chrono::milliseconds attempt,
   using std::chrono::milliseconds;
   auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
   return std::max(std::min(attempt, left), milliseconds{1});
+}
+
+/// A random id, never 0, that names a client's requests (or the first of them), so that
+/// servers which apply an id once do not confuse two clients.
+inline uint64_t random_request_id() {
+  std::random_device device;
+  uint64_t x = 0;
+  while (x == 0)
+    x = (uint64_t{device()} << 32) | device();
+  return x;
 }
 
 } // namespace darcy::runtime

@@ -29,15 +29,9 @@ config_finder direct_embedding::configs() const {
 caf::expected<std::shared_ptr<const routed_batch>>
 direct_embedding::lookup(const std::vector<table_keys>& tables,
                          const std::vector<std::span<float>>& out) const {
-  auto dims = checked_dims(tables, configs());
+  auto dims = checked_dims(tables, configs(), out);
   if (!dims)
     return std::move(dims.error());
-  for (size_t t = 0; t < tables.size() && t < out.size(); ++t)
-    if (out[t].size() != tables[t].keys.size() * (*dims)[t])
-      return make_error(errc::dimension_mismatch,
-                        std::to_string(out[t].size()) + " values for " +
-                          std::to_string(tables[t].keys.size()) + " rows of '" + tables[t].name +
-                          "' (dim " + std::to_string((*dims)[t]) + ")");
   auto route = std::make_shared<routed_batch>(tables, *dims, shards_.size());
   for (auto s : route->shards()) {
     auto& shard = *shards_[s];

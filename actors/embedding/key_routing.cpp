@@ -25,6 +25,24 @@ caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>&
   return dims;
 }
 
+caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>& tables,
+                                                  const config_finder& configs,
+                                                  const std::vector<std::span<float>>& out) {
+  auto dims = checked_dims(tables, configs);
+  if (!dims)
+    return dims;
+  if (out.size() != tables.size())
+    return make_error(errc::dimension_mismatch, std::to_string(out.size()) + " row buffers for " +
+                                                  std::to_string(tables.size()) + " tables");
+  for (size_t t = 0; t < tables.size(); ++t)
+    if (out[t].size() != tables[t].keys.size() * (*dims)[t])
+      return make_error(errc::dimension_mismatch,
+                        std::to_string(out[t].size()) + " values for " +
+                          std::to_string(tables[t].keys.size()) + " rows of '" + tables[t].name +
+                          "' (dim " + std::to_string((*dims)[t]) + ")");
+  return dims;
+}
+
 caf::error check_routed_gradients(const routed_batch& batch,
                                   const std::vector<std::span<const float>>& grads,
                                   const config_finder& configs) {

@@ -26,6 +26,12 @@ using config_finder = std::function<caf::expected<const de_config*>(const std::s
 caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>& tables,
                                                   const config_finder& configs);
 
+/// As above, for a lookup into `out`: one buffer per table of keys * dim values, or
+/// errc::dimension_mismatch.
+caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>& tables,
+                                                  const config_finder& configs,
+                                                  const std::vector<std::span<float>>& out);
+
 /// `keys` as a key_batch, each with its compute::hash_key.
 key_batch hash_keys(const std::vector<std::string>& keys);
 

@@ -4,7 +4,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <random>
 
 #include <caf/scoped_actor.hpp>
 
@@ -18,14 +17,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-uint64_t random_start() {
-  std::random_device device;
-  uint64_t x = 0;
-  while (x == 0)
-    x = (uint64_t{device()} << 32) | device();
-  return x;
-}
 
 // A request in flight to one shard: `send` sends it (again) with the given wait.
 template <class Handle>
@@ -95,7 +86,7 @@ shard_client::shard_client(caf::actor_system& sys, shard_route route, millisecon
   : shards_(std::move(route.shards)),
     timeout_(timeout),
     attempt_timeout_(attempt_timeout.count() > 0 ? std::min(attempt_timeout, timeout) : timeout),
-    next_handle_(random_start()),
+    next_handle_(runtime::random_request_id()),
     requester_(std::make_unique<requester>(sys)) {
   for (auto& cfg : route.configs)
     configs_.emplace(cfg.name, std::move(cfg));
@@ -118,18 +109,9 @@ config_finder shard_client::configs() const {
 caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& tables,
                                                  const std::vector<std::span<float>>& out,
                                                  bool keep) const {
-  auto dims = checked_dims(tables, configs());
+  auto dims = checked_dims(tables, configs(), out);
   if (!dims)
     return std::move(dims.error());
-  if (out.size() != tables.size())
-    return make_error(errc::dimension_mismatch, std::to_string(out.size()) + " row buffers for " +
-                                                  std::to_string(tables.size()) + " tables");
-  for (size_t t = 0; t < tables.size(); ++t)
-    if (out[t].size() != tables[t].keys.size() * (*dims)[t])
-      return make_error(errc::dimension_mismatch,
-                        std::to_string(out[t].size()) + " values for " +
-                          std::to_string(tables[t].keys.size()) + " rows of '" + tables[t].name +
-                          "' (dim " + std::to_string((*dims)[t]) + ")");
   auto route = std::make_shared<routed_batch>(tables, *dims, shards_.size());
   uint64_t handle = 0;
   while (keep && handle == 0)

@@ -1,7 +1,6 @@
 #include "ops/estimator/parameter_servers.hpp"
 
 #include <algorithm>
-#include <random>
 #include <thread>
 #include <utility>
 
@@ -20,14 +19,6 @@ bool timed_out(const caf::error& err) {
   return err == caf::sec::request_timeout;
 }
 
-/// A random nonzero id: a client's, or a load's.
-uint64_t random_client() {
-  std::random_device device;
-  uint64_t x = 0;
-  while (x == 0)
-    x = (uint64_t{device()} << 32) | device();
-  return x;
-}
 
 } // namespace
 
@@ -38,7 +29,7 @@ parameter_servers::parameter_servers(caf::actor_system& sys,
     servers_(std::move(servers)),
     timeout_(timeout),
     attempt_timeout_(attempt_timeout.count() > 0 ? std::min(attempt_timeout, timeout) : timeout),
-    client_(random_client()) {}
+    client_(runtime::random_request_id()) {}
 
 template <class... Rs, class F, class... Ts>
 caf::error parameter_servers::call(size_t s, milliseconds attempt, F f, const Ts&... xs) {
@@ -68,7 +59,7 @@ caf::error parameter_servers::initialize(const variable_list& vars,
     ps_state state;
     state.adam_steps = slots.steps;
     state.global_step = step;
-    state.load_id = random_client();
+    state.load_id = runtime::random_request_id();
     for (size_t i = s; i < vars.size(); i += servers_.size()) {
       actors::append(state.values, vars[i]->name, vars[i]->value);
       actors::append(state.m, vars[i]->name, slots.m[i]);

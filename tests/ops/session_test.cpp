@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "actors/actor_types.hpp"
 #include "actors/embedding/shard_client.hpp"
@@ -20,19 +21,24 @@ de_config table(std::string name) {
   return c;
 }
 
-TEST(session, an_attached_session_uses_the_service_another_published_and_leaves_it_running) {
-  runtime::system_config cfg{"attach", 2};
+// Runs `body` on an actor system that is the only member ("member") of an in-process cluster.
+void on_a_member(const char* name, const std::function<void(caf::actor_system&)>& body) {
+  runtime::system_config cfg{name, 2};
   actors::register_actor_types(cfg);
   caf::actor_system sys{cfg};
   runtime::node_options node;
   node.name = "member";
   auto services = runtime::start_node_services(sys, node, std::nullopt);
   auto joined = runtime::join_cluster(sys, services, node, {"in-process", 0});
-  if (!joined) {
-    services.stop();
-    FAIL() << render(joined.error());
-  }
-  {
+  if (joined)
+    body(sys);
+  else
+    ADD_FAILURE() << render(joined.error());
+  services.stop();
+}
+
+TEST(session, an_attached_session_uses_the_service_another_published_and_leaves_it_running) {
+  on_a_member("attach", [](caf::actor_system& sys) {
     auto owner = session::attach(sys, {.shards = 1});
     ASSERT_TRUE(owner) << render(owner.error());
     EXPECT_FALSE((*owner)->in_process());
@@ -53,8 +59,7 @@ TEST(session, an_attached_session_uses_the_service_another_published_and_leaves_
     auto none = (*missing)->embeddings();
     ASSERT_FALSE(none);
     EXPECT_TRUE(is(none.error(), errc::unknown_service)) << render(none.error());
-  }
-  services.stop();
+  });
 }
 
 TEST(session, attach_and_publish_refuse_what_cannot_work) {
@@ -72,18 +77,7 @@ TEST(session, attach_and_publish_refuse_what_cannot_work) {
 
 
 TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors) {
-  runtime::system_config cfg{"direct", 2};
-  actors::register_actor_types(cfg);
-  caf::actor_system sys{cfg};
-  runtime::node_options node;
-  node.name = "member";
-  auto services = runtime::start_node_services(sys, node, std::nullopt);
-  auto joined = runtime::join_cluster(sys, services, node, {"in-process", 0});
-  if (!joined) {
-    services.stop();
-    FAIL() << render(joined.error());
-  }
-  {
+  on_a_member("direct", [](caf::actor_system& sys) {
     auto owner = session::attach(sys, {.shards = 2});
     ASSERT_TRUE(owner) << render(owner.error());
     ASSERT_FALSE((*owner)->publish_embeddings("test.embeddings", "member"));
@@ -121,8 +115,7 @@ TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors
       expected.row(r).array() -= 0.5f;
     EXPECT_TRUE(served().isApprox(expected)) << "the backward reached the shards";
     EXPECT_TRUE(is(mine->handle.backward(grads, 2), errc::not_found)) << "a handle is used once";
-  }
-  services.stop();
+  });
 }
 
 } // namespace

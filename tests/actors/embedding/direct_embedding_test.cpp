@@ -7,6 +7,7 @@
 #include "actors/embedding/embedding_shard.hpp"
 #include "compute/hash.hpp"
 #include "runtime/ask.hpp"
+#include "tests/support/embedding_requests.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::actors {
@@ -14,15 +15,6 @@ namespace {
 
 using runtime::ask;
 using floats = std::vector<float>;
-
-de_config table(const std::string& name, uint32_t dim) {
-  de_config cfg;
-  cfg.name = name;
-  cfg.dim = dim;
-  cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
-  cfg.max_batch = 64;
-  return cfg;
-}
 
 // Two services of 3 shards, one used through its master and one through the direct path.
 class direct_embedding_test : public test::system_fixture {
@@ -32,7 +24,7 @@ protected:
       auto shards = spawn_local_shards(sys, 3);
       service->tables = shards.tables;
       service->master = sys.spawn(embedding_master, embedding_master_options{shards.actors});
-      for (auto& cfg : {table("in", 4), table("out", 2)})
+      for (auto& cfg : {test::adagrad_table("in", 4), test::adagrad_table("out", 2)})
         ASSERT_TRUE(ask<ok_atom>(sys, service->master, test::patience, create_atom::value, cfg));
     }
   }
@@ -44,24 +36,11 @@ protected:
   service by_master, direct;
 };
 
-std::vector<table_keys> request(std::mt19937& rng) {
-  std::uniform_int_distribution<int> pick{0, 40};
-  std::vector<table_keys> tables{{"in", {}}, {"out", {}}};
-  for (auto& t : tables)
-    for (int k = 0; k < 20; ++k) {
-      // Repeats within a table, and the empty key, on purpose.
-      auto key = k == 0 ? std::string{} : "k" + std::to_string(pick(rng));
-      t.keys.push_back(key, compute::hash_key(key));
-    }
-  return tables;
-}
-
 TEST_F(direct_embedding_test, LookupsAndUpdatesEqualTheMastersBitForBit) {
   direct_embedding path{direct.tables};
   std::mt19937 rng{5};
-  std::normal_distribution<float> noise{0, 1};
   for (int step = 1; step <= 30; ++step) {
-    auto tables = request(rng);
+    auto tables = test::two_table_request(rng);
     auto reply = ask<lookup_reply>(sys, by_master.master, test::patience, lookup_atom::value,
                                    tables, true);
     ASSERT_TRUE(reply) << render(error_of(reply));
@@ -72,10 +51,7 @@ TEST_F(direct_embedding_test, LookupsAndUpdatesEqualTheMastersBitForBit) {
       auto expected = reply->rows[t].values();
       EXPECT_EQ(rows[t], floats(expected.begin(), expected.end())) << "step " << step;
     }
-    std::vector<floats> grads{floats(20 * 4), floats(20 * 2)};
-    for (auto& g : grads)
-      for (auto& x : g)
-        x = noise(rng);
+    auto grads = test::two_table_gradients(rng);
     std::vector<shared_floats> sent{shared_floats{grads[0]}, shared_floats{grads[1]}};
     ASSERT_TRUE(ask<ok_atom>(sys, by_master.master, test::patience, backward_atom::value,
                              reply->handle, sent, int64_t{step}));
@@ -86,7 +62,7 @@ TEST_F(direct_embedding_test, LookupsAndUpdatesEqualTheMastersBitForBit) {
 TEST_F(direct_embedding_test, RefusedRequestsChangeNothing) {
   direct_embedding path{direct.tables};
   std::mt19937 rng{9};
-  auto tables = request(rng);
+  auto tables = test::two_table_request(rng);
   std::vector<floats> before{floats(20 * 4), floats(20 * 2)};
   auto route = path.lookup(tables, {before[0], before[1]});
   ASSERT_TRUE(route) << render(route.error());

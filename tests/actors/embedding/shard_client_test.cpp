@@ -8,6 +8,7 @@
 #include "actors/embedding/embedding_shard.hpp"
 #include "compute/hash.hpp"
 #include "runtime/ask.hpp"
+#include "tests/support/embedding_requests.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::actors {
@@ -17,15 +18,6 @@ using runtime::ask;
 using floats = std::vector<float>;
 using std::chrono::milliseconds;
 
-de_config table(const std::string& name, uint32_t dim) {
-  de_config cfg;
-  cfg.name = name;
-  cfg.dim = dim;
-  cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
-  cfg.max_batch = 64;
-  return cfg;
-}
-
 // Two services of 3 shards, one used through its master and one through a shard_client.
 class shard_client_test : public test::system_fixture {
 protected:
@@ -33,7 +25,7 @@ protected:
     for (auto* master : {&by_master, &direct}) {
       auto shards = spawn_local_shards(sys, 3);
       *master = sys.spawn(embedding_master, embedding_master_options{shards.actors});
-      for (auto& cfg : {table("in", 4), table("out", 2)})
+      for (auto& cfg : {test::adagrad_table("in", 4), test::adagrad_table("out", 2)})
         ASSERT_TRUE(ask<ok_atom>(sys, *master, test::patience, create_atom::value, cfg));
     }
     auto route = ask<shard_route>(sys, direct, test::patience, route_atom::value);
@@ -46,18 +38,6 @@ protected:
   embedding_master_actor by_master, direct;
   std::optional<shard_client> client;
 };
-
-std::vector<table_keys> request(std::mt19937& rng) {
-  std::uniform_int_distribution<int> pick{0, 40};
-  std::vector<table_keys> tables{{"in", {}}, {"out", {}}};
-  for (auto& t : tables)
-    for (int k = 0; k < 20; ++k) {
-      // Repeats within a table, and the empty key, on purpose.
-      auto key = k == 0 ? std::string{} : "k" + std::to_string(pick(rng));
-      t.keys.push_back(key, compute::hash_key(key));
-    }
-  return tables;
-}
 
 std::vector<floats> lookup_through(embedding_master_actor master, caf::actor_system& sys,
                                    const std::vector<table_keys>& tables) {
@@ -72,9 +52,8 @@ std::vector<floats> lookup_through(embedding_master_actor master, caf::actor_sys
 
 TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_bit) {
   std::mt19937 rng{5};
-  std::normal_distribution<float> noise{0, 1};
   for (int step = 1; step <= 30; ++step) {
-    auto tables = request(rng);
+    auto tables = test::two_table_request(rng);
     auto reply = ask<lookup_reply>(sys, by_master, test::patience, lookup_atom::value, tables,
                                    true);
     ASSERT_TRUE(reply) << render(error_of(reply));
@@ -86,10 +65,7 @@ TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_
       auto expected = reply->rows[t].values();
       EXPECT_EQ(rows[t], floats(expected.begin(), expected.end())) << "step " << step;
     }
-    std::vector<floats> grads{floats(20 * 4), floats(20 * 2)};
-    for (auto& g : grads)
-      for (auto& x : g)
-        x = noise(rng);
+    auto grads = test::two_table_gradients(rng);
     std::vector<shared_floats> sent{shared_floats{grads[0]}, shared_floats{grads[1]}};
     ASSERT_TRUE(ask<ok_atom>(sys, by_master, test::patience, backward_atom::value,
                              reply->handle, sent, int64_t{step}));
@@ -97,13 +73,13 @@ TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_
   }
   ASSERT_FALSE(client->flush());
   std::mt19937 again{5};
-  auto tables = request(again);
+  auto tables = test::two_table_request(again);
   EXPECT_EQ(lookup_through(by_master, sys, tables), lookup_through(direct, sys, tables));
 }
 
 TEST_F(shard_client_test, a_backward_sent_again_is_applied_once) {
   std::mt19937 rng{3};
-  auto tables = request(rng);
+  auto tables = test::two_table_request(rng);
   std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
   auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
   ASSERT_TRUE(kept) << render(kept.error());
@@ -119,7 +95,7 @@ TEST_F(shard_client_test, a_backward_sent_again_is_applied_once) {
 
 TEST_F(shard_client_test, a_lookup_after_a_backward_reads_its_rows_without_a_flush) {
   std::mt19937 rng{4};
-  auto tables = request(rng);
+  auto tables = test::two_table_request(rng);
   std::vector<floats> before{floats(20 * 4), floats(20 * 2)}, after = before;
   auto kept = client->lookup(tables, {before[0], before[1]}, true);
   ASSERT_TRUE(kept) << render(kept.error());
@@ -134,7 +110,7 @@ TEST_F(shard_client_test, a_lookup_after_a_backward_reads_its_rows_without_a_flu
 
 TEST_F(shard_client_test, a_failed_backward_is_reported_by_the_next_call_that_waits) {
   std::mt19937 rng{6};
-  auto tables = request(rng);
+  auto tables = test::two_table_request(rng);
   std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
   auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
   ASSERT_TRUE(kept) << render(kept.error());
@@ -156,7 +132,7 @@ TEST_F(shard_client_test, a_failed_backward_is_reported_by_the_next_call_that_wa
 
 TEST_F(shard_client_test, refused_requests_reach_no_shard_and_change_nothing) {
   std::mt19937 rng{9};
-  auto tables = request(rng);
+  auto tables = test::two_table_request(rng);
   std::vector<floats> before{floats(20 * 4), floats(20 * 2)};
   auto kept = client->lookup(tables, {before[0], before[1]}, true);
   ASSERT_TRUE(kept) << render(kept.error());
@@ -215,7 +191,8 @@ TEST_F(shard_client_test, a_silent_shard_gets_the_request_again_until_the_timeou
   auto seen = std::make_shared<std::atomic<int>>(0);
   auto silent = sys.spawn(silent_shard, seen);
   test::stop_on_exit stop{sys, silent};
-  shard_route route{{caf::actor_cast<embedding_shard_actor>(silent)}, {table("in", 4)}};
+  shard_route route{{caf::actor_cast<embedding_shard_actor>(silent)},
+                    {test::adagrad_table("in", 4)}};
   shard_client impatient{sys, std::move(route), milliseconds{400}, milliseconds{50}};
   std::vector<table_keys> one{{"in", {}}};
   one[0].keys.push_back("a", compute::hash_key("a"));
