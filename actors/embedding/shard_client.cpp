@@ -62,7 +62,7 @@ using ack_handle = decltype(std::declval<caf::scoped_actor&>()->request(
 struct shard_client::requester {
   explicit requester(caf::actor_system& sys) : system(sys) {}
 
-  /// Held by every call, so that requests leave in call order.
+  /// Held by every call, so that requests are enqueued in call order.
   std::mutex mutex;
   caf::actor_system& system;
   /// The last backward's sender, and its requests not answered yet.
@@ -132,7 +132,9 @@ caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& 
   caf::error first;
   for (auto& [s, f] : sent)
     if (auto err = await<std::vector<shared_floats>>(
-          f, [&, s = s](const std::vector<shared_floats>& rows) { return route->scatter(s, rows, out); });
+          f, [&, s = s](const std::vector<shared_floats>& rows) {
+            return route->scatter(s, rows, out);
+          });
         err && !first)
       first = std::move(err);
   if (first)

@@ -36,9 +36,9 @@ struct shard_lookup {
   uint64_t handle = 0;
 };
 
-/// Calls are serialized (one request at a time from this client), and all its requests leave
-/// from one sender, so that a shard sees them in call order: a lookup after a backward reads
-/// the rows that backward wrote.
+/// Calls are serialized, so that a shard sees this client's requests in call order (they are
+/// enqueued one after another, and reach another node over its one connection): a lookup after
+/// a backward reads the rows that backward wrote.
 class shard_client {
 public:
   /// `route` is the master's answer to route(): shards in shard order, and the configs that
