@@ -35,8 +35,26 @@ protected:
     client.emplace(sys, std::move(*route), milliseconds{20000}, milliseconds{2000});
   }
 
+  /// The seeded two-table request, looked up through the client with its keys kept.
+  struct kept_batch {
+    std::vector<table_keys> tables;
+    std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
+    shard_lookup kept;
+  };
+  kept_batch look_up(unsigned seed) {
+    std::mt19937 rng{seed};
+    kept_batch b{test::two_table_request(rng)};
+    auto kept = client->lookup(b.tables, {b.rows[0], b.rows[1]}, true);
+    EXPECT_TRUE(kept) << render(error_of(kept));
+    if (kept)
+      b.kept = std::move(*kept);
+    return b;
+  }
+
   embedding_master_actor by_master, direct;
   std::optional<shard_client> client;
+  /// Gradients for a two-table request, one value each.
+  floats in = floats(20 * 4, 0.5f), out = floats(20 * 2, -0.25f);
 };
 
 std::vector<floats> lookup_through(embedding_master_actor master, caf::actor_system& sys,
@@ -78,29 +96,22 @@ TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_
 }
 
 TEST_F(shard_client_test, a_backward_sent_again_is_applied_once) {
-  std::mt19937 rng{3};
-  auto tables = test::two_table_request(rng);
-  std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
-  auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
-  ASSERT_TRUE(kept) << render(kept.error());
-  floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
-  ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  auto [tables, rows, kept] = look_up(3);
+  ASSERT_NE(kept.route, nullptr);
+  ASSERT_FALSE(client->backward(*kept.route, kept.handle, {in, out}, 1));
   ASSERT_FALSE(client->flush());
   auto once = lookup_through(direct, sys, tables);
   EXPECT_NE(once[0], rows[0]) << "the first backward changed the rows";
-  EXPECT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  EXPECT_FALSE(client->backward(*kept.route, kept.handle, {in, out}, 1));
   EXPECT_FALSE(client->flush()) << "a repeat (a resent request) is answered ok";
   EXPECT_EQ(lookup_through(direct, sys, tables), once) << "and changes nothing";
 }
 
 TEST_F(shard_client_test, a_lookup_after_a_backward_reads_its_rows_without_a_flush) {
-  std::mt19937 rng{4};
-  auto tables = test::two_table_request(rng);
-  std::vector<floats> before{floats(20 * 4), floats(20 * 2)}, after = before;
-  auto kept = client->lookup(tables, {before[0], before[1]}, true);
-  ASSERT_TRUE(kept) << render(kept.error());
-  floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
-  ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  auto [tables, before, kept] = look_up(4);
+  ASSERT_NE(kept.route, nullptr);
+  auto after = before;
+  ASSERT_FALSE(client->backward(*kept.route, kept.handle, {in, out}, 1));
   ASSERT_TRUE(client->lookup(tables, {after[0], after[1]}, false));
   ASSERT_FALSE(client->flush());
   EXPECT_EQ(lookup_through(direct, sys, tables), after)
@@ -109,33 +120,26 @@ TEST_F(shard_client_test, a_lookup_after_a_backward_reads_its_rows_without_a_flu
 }
 
 TEST_F(shard_client_test, a_failed_backward_is_reported_by_the_next_call_that_waits) {
-  std::mt19937 rng{6};
-  auto tables = test::two_table_request(rng);
-  std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
-  auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
-  ASSERT_TRUE(kept) << render(kept.error());
-  floats in(20 * 4, 0.5f), out(20 * 2, -0.25f);
-  auto unknown = kept->handle + 1000;
+  auto [tables, rows, kept] = look_up(6);
+  ASSERT_NE(kept.route, nullptr);
+  auto unknown = kept.handle + 1000;
   for (auto* next : {"flush", "backward"}) {
-    ASSERT_FALSE(client->backward(*kept->route, unknown, {in, out}, 1))
+    ASSERT_FALSE(client->backward(*kept.route, unknown, {in, out}, 1))
       << "sent: the shards have not answered yet";
     auto err = std::string{next} == "flush"
                  ? client->flush()
-                 : client->backward(*kept->route, kept->handle, {in, out}, 1);
+                 : client->backward(*kept.route, kept.handle, {in, out}, 1);
     EXPECT_TRUE(is(err, errc::not_found)) << next << ": " << render(err);
   }
   EXPECT_EQ(lookup_through(direct, sys, tables), rows)
     << "nothing was applied: the handle was unknown, and the backward after it refused";
-  ASSERT_FALSE(client->backward(*kept->route, kept->handle, {in, out}, 1));
+  ASSERT_FALSE(client->backward(*kept.route, kept.handle, {in, out}, 1));
   EXPECT_FALSE(client->flush()) << "the failure was reported once";
 }
 
 TEST_F(shard_client_test, refused_requests_reach_no_shard_and_change_nothing) {
-  std::mt19937 rng{9};
-  auto tables = test::two_table_request(rng);
-  std::vector<floats> before{floats(20 * 4), floats(20 * 2)};
-  auto kept = client->lookup(tables, {before[0], before[1]}, true);
-  ASSERT_TRUE(kept) << render(kept.error());
+  auto [tables, before, kept] = look_up(9);
+  ASSERT_NE(kept.route, nullptr);
   floats nan_grads(20 * 4, 0.5f);
   nan_grads[7] = std::nanf("");
   floats short_grads(3), good_out(20 * 2, 0.5f), good_in(20 * 4, 0.5f);
@@ -146,12 +150,12 @@ TEST_F(shard_client_test, refused_requests_reach_no_shard_and_change_nothing) {
     errc expected;
   };
   for (auto& c : std::vector<case_t>{
-         {"NaN in the first table", {nan_grads, good_out}, kept->handle, errc::non_finite},
-         {"too few values", {good_in, short_grads}, kept->handle, errc::dimension_mismatch},
-         {"one buffer for two tables", {good_in}, kept->handle, errc::dimension_mismatch},
+         {"NaN in the first table", {nan_grads, good_out}, kept.handle, errc::non_finite},
+         {"too few values", {good_in, short_grads}, kept.handle, errc::dimension_mismatch},
+         {"one buffer for two tables", {good_in}, kept.handle, errc::dimension_mismatch},
          {"a lookup that kept nothing", {good_in, good_out}, 0, errc::invalid_argument},
        }) {
-    auto err = client->backward(*kept->route, c.handle, c.grads, 1);
+    auto err = client->backward(*kept.route, c.handle, c.grads, 1);
     EXPECT_TRUE(is(err, c.expected)) << c.what << ": " << render(err);
   }
   EXPECT_EQ(lookup_through(direct, sys, tables), before);
