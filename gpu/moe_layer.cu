@@ -225,18 +225,130 @@ __global__ void combine_backward_kernel(const float* dy, const float* out, int s
 }
 
 // Through the masked softmax, per row: dl_c = G_c · (dG_c − Σ_j G_j dG_j), where dG is the
-// slots' dgate scattered to (row, expert) and 0 elsewhere.
+// slots' dgate scattered to (row, expert) and 0 elsewhere, plus extra[c] in every row when
+// `extra` (one value per expert: the importance loss's gradient) is not null.
 __global__ void gate_backward_kernel(const float* gates, const float* dgates, int rows, int n,
-                                     float* dlogits) {
+                                     const float* extra, float* dlogits) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  size_t at = static_cast<size_t>(r) * n;
+  auto dg = [&](int c) { return dgates[at + c] + (extra ? extra[c] : 0.0f); };
+  float inner = 0;
+  for (int c = 0; c < n; ++c)
+    inner += gates[at + c] * dg(c);
+  for (int c = 0; c < n; ++c)
+    dlogits[at + c] = gates[at + c] * (dg(c) - inner);
+}
+
+// Through the row-wise softmax p of the logits, for dL/dp = g[c] in every row (the balance
+// loss's gradient): dlogits_c += p_c · (g_c − Σ_j p_j g_j).
+__global__ void softmax_backward_add_kernel(const float* probs, const float* g, int rows, int n,
+                                            float* dlogits) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)
     return;
   size_t at = static_cast<size_t>(r) * n;
   float inner = 0;
   for (int c = 0; c < n; ++c)
-    inner += gates[at + c] * dgates[at + c];
+    inner += probs[at + c] * g[c];
   for (int c = 0; c < n; ++c)
-    dlogits[at + c] = gates[at + c] * (dgates[at + c] - inner);
+    dlogits[at + c] += probs[at + c] * (g[c] - inner);
+}
+
+__device__ float softplus(float v) {
+  return v > 20.0f ? v : log1pf(expf(v));
+}
+
+// Noisy top-k's logits: std = softplus(raw), h = logits + ε · std.
+__global__ void noisy_logits_kernel(const float* logits, const float* raw, const float* eps,
+                                    size_t count, float* std, float* h) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count)
+    return;
+  std[i] = softplus(raw[i]);
+  h[i] = logits[i] + eps[i] * std[i];
+}
+
+// out[c] += Σ_r a[r, c] (rows × n); grid (columns / threads, chunks of `chunk` rows).
+__global__ void column_totals_kernel(const float* a, int rows, int n, int chunk, float* out) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= n)
+    return;
+  int first = blockIdx.y * chunk, last = min(rows, first + chunk);
+  float sum = 0;
+  for (int r = first; r < last; ++r)
+    sum += a[static_cast<size_t>(r) * n + c];
+  atomicAdd(out + c, sum);
+}
+
+// a[i] *= b[i].
+__global__ void multiply_kernel(float* a, const float* b, size_t count) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count)
+    a[i] *= b[i];
+}
+
+// d[i] *= sigmoid(raw[i]): through softplus.
+__global__ void softplus_backward_kernel(float* d, const float* raw, size_t count) {
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count)
+    d[i] /= 1.0f + expf(-raw[i]);
+}
+
+// The smooth load estimate, one thread per row: P(x, c) = Φ(z) with z = (logits_c − H_j) / std_c,
+// where H_j is the k-th largest of H excluding c (the (k+1)-th when c is in the top k; ties to
+// the lower column, as the mask). Keeps z and j for the backward. Precondition: k < n.
+__global__ void load_kernel(const float* h, const float* logits, const float* std, int rows,
+                            int n, int k, float* z, int* excluding, float* p) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  size_t at = static_cast<size_t>(r) * n;
+  const float* hr = h + at;
+  // The columns of rank 0 … k: each the largest of those after the last one in the order
+  // (larger value, or equal value and lower column). Without one (NaN), the last one again.
+  int order[kernels::max_k + 1];
+  for (int t = 0; t <= k; ++t) {
+    int best = -1, last = t > 0 ? order[t - 1] : -1;
+    for (int c = 0; c < n; ++c) {
+      if (last >= 0 && !(hr[c] < hr[last] || (hr[c] == hr[last] && c > last)))
+        continue;
+      if (best < 0 || hr[c] > hr[best])
+        best = c;
+    }
+    order[t] = best >= 0 ? best : (last >= 0 ? last : 0);
+  }
+  for (int c = 0; c < n; ++c) {
+    bool top = false;
+    for (int t = 0; t < k; ++t)
+      top |= order[t] == c;
+    int j = top ? order[k] : order[k - 1];
+    float zc = (logits[at + c] - hr[j]) / std[at + c];
+    z[at + c] = zc;
+    excluding[at + c] = j;
+    p[at + c] = 0.5f * erfcf(-zc * 0.70710678118654752f);
+  }
+}
+
+// The load loss's gradient, one thread per row, for dL/dP summed over rows = lg[c]: into the
+// logits and the noise std of c and of the column j it was compared with.
+__global__ void load_backward_kernel(const float* z, const int* excluding, const float* std,
+                                     const float* eps, const float* lg, int rows, int n,
+                                     float* dlogits, float* dstd) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  size_t at = static_cast<size_t>(r) * n;
+  for (int c = 0; c < n; ++c) {
+    float zc = z[at + c], s = std[at + c];
+    float dz = lg[c] * expf(-zc * zc / 2) * 0.39894228040143268f;
+    int j = excluding[at + c];
+    dlogits[at + c] += dz / s;
+    dstd[at + c] -= dz * zc / s;
+    dlogits[at + j] -= dz / s;
+    dstd[at + j] -= dz / s * eps[at + j];
+  }
 }
 
 __global__ void scatter_gates_kernel(const float* dgate, int slots, const int* slot_row,
@@ -244,6 +356,25 @@ __global__ void scatter_gates_kernel(const float* dgate, int slots, const int* s
   int s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s < slots)
     dgates[static_cast<size_t>(slot_row[s]) * n + slot_expert[s]] = dgate[s];
+}
+
+/// CV² = variance / mean² of `v` (0 when the mean is 0), with its gradient in `grad`: the
+/// same quantity as compute/moe's cv_squared.
+float cv_squared(const float* v, int n, float* grad) {
+  float mean = 0;
+  for (int i = 0; i < n; ++i)
+    mean += v[i];
+  mean /= n;
+  std::fill(grad, grad + n, 0.0f);
+  if (mean == 0)
+    return 0;
+  float variance = 0;
+  for (int i = 0; i < n; ++i)
+    variance += (v[i] - mean) * (v[i] - mean);
+  variance /= n;
+  for (int i = 0; i < n; ++i)
+    grad[i] = (v[i] - mean) * (2 / (n * mean * mean)) - 2 * variance / (n * mean * mean * mean);
+  return variance / (mean * mean);
 }
 
 } // namespace
@@ -258,15 +389,22 @@ struct moe_layer::impl {
   std::string error;
 
   // Parameters and gradients.
-  device_array<float> w_gate, w1, b1, w2, b2;
-  device_array<float> g_gate, g1, gb1, g2, gb2;
+  device_array<float> w_gate, w1, b1, w2, b2, w_noise;
+  device_array<float> g_gate, g1, gb1, g2, gb2, g_noise;
   // The last forward and backward.
   int rows = 0, slots = 0;
   std::vector<int> counts, offsets;
   device_array<int> d_counts, d_offsets, slot_row, slot_expert;
   device_array<float> x, dy, logits, probs, mask, gates, slot_gate;
   device_array<float> in, hid, out, y, dout, dgate, dh, din, dx, dgates, dlogits;
-  std::vector<float> host_out;
+  // Noisy gating: x·W_noise, its softplus, the draws ε, H; the load estimate's z, P and the
+  // column each was compared with; dL/dstd.
+  device_array<float> raw, noise_std, eps, h, load_z, load_p, dstd;
+  device_array<int> load_j;
+  // The auxiliary losses: column sums of the softmax gates, the gates and P (3 × experts),
+  // and their weighted gradients (same layout).
+  device_array<float> sums, aux_grads;
+  float aux = 0;
 
   ~impl() {
     if (host_ptrs)
@@ -306,6 +444,12 @@ struct moe_layer::impl {
   size_t w2_size() const { return shape.hidden > 0 ? experts() * shape.hidden * shape.dim : 0; }
   size_t b2_size() const { return shape.hidden > 0 ? experts() * shape.dim : 0; }
   size_t gate_size() const { return shape.gated ? size_t(shape.dim) * shape.experts : 0; }
+  size_t noise_size() const { return shape.noisy ? gate_size() : 0; }
+  /// The load loss; with k = experts every expert is in every top k, and it is 0.
+  bool load_on() const { return shape.noisy && shape.load_weight > 0 && shape.k < shape.experts; }
+  bool aux_on() const {
+    return shape.gated && (shape.balance_weight > 0 || shape.importance_weight > 0 || load_on());
+  }
 
   /// Row-major c (m × n) = op(a)·op(b) + beta·c; lda, ldb, ldc are the row-major widths.
   /// Expert products (expert ≥ 0) go to that expert's stream, others to the default stream.
@@ -423,6 +567,63 @@ struct moe_layer::impl {
     if (shape.gated)
       for (auto* a : {&logits, &probs, &mask, &gates, &dgates, &dlogits})
         cuda(a->reserve(r * n), "cudaMalloc");
+    if (shape.noisy) {
+      for (auto* a : {&raw, &noise_std, &eps, &h, &load_z, &load_p, &dstd})
+        cuda(a->reserve(r * n), "cudaMalloc");
+      cuda(load_j.reserve(r * n), "cudaMalloc");
+    }
+  }
+
+  /// The auxiliary losses of the last forward's gates: their value into `aux`, their
+  /// gradients (per expert, the same for every row) into aux_grads. Waits for the device.
+  void auxiliary_losses() {
+    int n = shape.experts;
+    constexpr int chunk = 64;
+    dim3 grid(blocks_for(n), (rows + chunk - 1) / chunk);
+    auto totals = [&](const float* a, float* out) {
+      column_totals_kernel<<<grid, block_threads>>>(a, rows, n, chunk, out);
+    };
+    cuda(cudaMemset(sums.get(), 0, 3 * size_t(n) * sizeof(float)), "losses: sums");
+    if (!ok())
+      return;
+    if (shape.balance_weight > 0) {
+      if (!shape.batchwise) // the batchwise mask has computed them
+        softmax_rows_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), rows, n,
+                                                                 probs.get());
+      totals(probs.get(), sums.get());
+    }
+    if (shape.importance_weight > 0)
+      totals(gates.get(), sums.get() + n);
+    if (load_on()) {
+      load_kernel<<<blocks_for(rows), block_threads>>>(h.get(), logits.get(), noise_std.get(),
+                                                       rows, n, shape.k, load_z.get(),
+                                                       load_j.get(), load_p.get());
+      totals(load_p.get(), sums.get() + 2 * n);
+    }
+    std::vector<float> host(3 * size_t(n)), grads(3 * size_t(n), 0.0f);
+    cuda(cudaMemcpy(host.data(), sums.get(), host.size() * sizeof(float),
+                    cudaMemcpyDeviceToHost),
+         "losses: sums");
+    if (!ok())
+      return;
+    aux = 0;
+    if (float w = shape.balance_weight; w > 0)
+      for (int i = 0; i < n; ++i) {
+        float excess = host[i] / rows - 1.0f / n;
+        aux += w * excess * excess / 2;
+        grads[i] = w * excess / rows;
+      }
+    for (int which : {1, 2}) {
+      float w = which == 1 ? shape.importance_weight : (load_on() ? shape.load_weight : 0.0f);
+      if (w > 0) {
+        aux += w * cv_squared(host.data() + which * n, n, grads.data() + which * n);
+        for (int i = 0; i < n; ++i)
+          grads[which * n + i] *= w;
+      }
+    }
+    cuda(cudaMemcpy(aux_grads.get(), grads.data(), grads.size() * sizeof(float),
+                    cudaMemcpyHostToDevice),
+         "losses: gradients");
   }
 
   /// The plan of the gate matrix, or of one expert over every row when ungated.
@@ -540,6 +741,15 @@ struct moe_layer::impl {
       return;
     }
     gemm(false, false, rows, n, d, x.get(), d, w_gate.get(), n, logits.get(), n, 0);
+    const float* select = logits.get();
+    if (shape.noisy) {
+      gemm(false, false, rows, n, d, x.get(), d, w_noise.get(), n, raw.get(), n, 0);
+      size_t count = size_t(rows) * n;
+      noisy_logits_kernel<<<blocks_for(count), block_threads>>>(logits.get(), raw.get(),
+                                                                eps.get(), count,
+                                                                noise_std.get(), h.get());
+      select = h.get();
+    }
     if (shape.batchwise) {
       int m = std::max(1, std::min(rows, static_cast<int>(int64_t{shape.k} * rows / n)));
       softmax_rows_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), rows, n,
@@ -548,8 +758,11 @@ struct moe_layer::impl {
       masked_softmax_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), mask.get(), rows,
                                                                  n, gates.get());
     } else {
-      kernels::top_k(logits.get(), rows, n, shape.k, nullptr, nullptr, gates.get());
+      kernels::top_k(select, rows, n, shape.k, nullptr, nullptr, gates.get());
     }
+    aux = 0;
+    if (aux_on())
+      auxiliary_losses();
     plan();
     if (!ok())
       return;
@@ -576,8 +789,28 @@ struct moe_layer::impl {
     if (slots > 0)
       scatter_gates_kernel<<<blocks_for(slots), block_threads>>>(
         dgate.get(), slots, slot_row.get(), slot_expert.get(), n, dgates.get());
+    const float* importance = shape.importance_weight > 0 ? aux_grads.get() + n : nullptr;
     gate_backward_kernel<<<blocks_for(rows), block_threads>>>(gates.get(), dgates.get(), rows, n,
-                                                              dlogits.get());
+                                                              importance, dlogits.get());
+    size_t count = size_t(rows) * n;
+    if (shape.noisy) { // dL/dstd = dL/dH · ε
+      cuda(cudaMemcpyAsync(dstd.get(), dlogits.get(), count * sizeof(float),
+                           cudaMemcpyDeviceToDevice, 0),
+           "backward: dstd");
+      multiply_kernel<<<blocks_for(count), block_threads>>>(dstd.get(), eps.get(), count);
+    }
+    if (shape.balance_weight > 0)
+      softmax_backward_add_kernel<<<blocks_for(rows), block_threads>>>(
+        probs.get(), aux_grads.get(), rows, n, dlogits.get());
+    if (shape.noisy) {
+      if (load_on())
+        load_backward_kernel<<<blocks_for(rows), block_threads>>>(
+          load_z.get(), load_j.get(), noise_std.get(), eps.get(), aux_grads.get() + 2 * n, rows,
+          n, dlogits.get(), dstd.get());
+      softplus_backward_kernel<<<blocks_for(count), block_threads>>>(dstd.get(), raw.get(), count);
+      gemm(true, false, d, n, rows, x.get(), d, dstd.get(), n, g_noise.get(), n, 1);
+      gemm(false, true, rows, d, n, dstd.get(), n, w_noise.get(), n, dx.get(), d, 1);
+    }
     gemm(true, false, d, n, rows, x.get(), d, dlogits.get(), n, g_gate.get(), n, 1);
     gemm(false, true, rows, d, n, dlogits.get(), n, w_gate.get(), n, dx.get(), d, 1);
   }
@@ -591,6 +824,7 @@ struct moe_layer::impl {
     f(p.b1, gradients ? gb1 : b1, b1_size());
     f(p.w2, gradients ? g2 : w2, w2_size());
     f(p.b2, gradients ? gb2 : b2, b2_size());
+    f(p.w_noise, gradients ? g_noise : w_noise, noise_size());
   }
 };
 
@@ -609,6 +843,19 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& 
   }
   if (!shape.gated && shape.experts != 1) {
     error = "gpu moe: an ungated layer has exactly one expert";
+    return nullptr;
+  }
+  if (shape.noisy && (shape.batchwise || !shape.gated)) {
+    error = "gpu moe: noise needs a top-k gate";
+    return nullptr;
+  }
+  for (float w : {shape.balance_weight, shape.importance_weight, shape.load_weight})
+    if (!std::isfinite(w) || w < 0) {
+      error = "gpu moe: loss weights must be finite and >= 0";
+      return nullptr;
+    }
+  if (shape.load_weight > 0 && !shape.noisy) {
+    error = "gpu moe: the load loss needs noisy gating";
     return nullptr;
   }
   if (device_count() == 0) {
@@ -649,6 +896,8 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& 
   p->cuda(p->d_ptrs.reserve(regions), "cudaMalloc");
   p->cuda(p->d_counts.reserve(shape.experts), "cudaMalloc");
   p->cuda(p->d_offsets.reserve(shape.experts + 1), "cudaMalloc");
+  p->cuda(p->sums.reserve(3 * size_t(shape.experts)), "cudaMalloc");
+  p->cuda(p->aux_grads.reserve(3 * size_t(shape.experts)), "cudaMalloc");
   if (auto e = p->finish("gpu moe: setup"); !e.empty()) {
     error = e;
     return nullptr;
@@ -692,15 +941,21 @@ std::string moe_layer::zero_grad() {
   return p.finish("gpu moe: zero_grad");
 }
 
-std::string moe_layer::forward(const float* x, int rows, float* y) {
+std::string moe_layer::forward(const float* x, int rows, float* y, const float* noise) {
   auto& p = *impl_;
   if (rows < 1)
     return "gpu moe: forward needs at least one row";
+  if (p.shape.noisy && !noise)
+    return "gpu moe: a noisy layer's forward needs its noise";
   size_t values = size_t(rows) * p.shape.dim;
   p.reserve(rows);
   if (p.ok())
     p.cuda(cudaMemcpy(p.x.get(), x, values * sizeof(float), cudaMemcpyHostToDevice),
            "gpu moe: upload x");
+  if (p.ok() && p.shape.noisy)
+    p.cuda(cudaMemcpy(p.eps.get(), noise, size_t(rows) * p.shape.experts * sizeof(float),
+                      cudaMemcpyHostToDevice),
+           "gpu moe: upload noise");
   if (p.ok())
     p.forward(rows);
   if (p.ok())
@@ -731,7 +986,8 @@ std::string moe_layer::prepare(int rows, uint64_t seed) {
   size_t values = size_t(rows) * p.shape.dim;
   std::mt19937_64 rng{seed};
   std::normal_distribution<float> draw;
-  std::vector<float> host(2 * values);
+  size_t noise = p.shape.noisy ? size_t(rows) * p.shape.experts : 0;
+  std::vector<float> host(2 * values + noise);
   for (auto& v : host)
     v = draw(rng);
   p.reserve(rows);
@@ -740,6 +996,10 @@ std::string moe_layer::prepare(int rows, uint64_t seed) {
   p.cuda(cudaMemcpy(p.dy.get(), host.data() + values, values * sizeof(float),
                     cudaMemcpyHostToDevice),
          "gpu moe: upload dy");
+  if (noise > 0)
+    p.cuda(cudaMemcpy(p.eps.get(), host.data() + 2 * values, noise * sizeof(float),
+                      cudaMemcpyHostToDevice),
+           "gpu moe: upload noise");
   p.rows = rows;
   return p.finish("gpu moe: prepare");
 }
@@ -752,6 +1012,10 @@ std::string moe_layer::step() {
   if (p.ok())
     p.backward();
   return p.finish("gpu moe: step");
+}
+
+float moe_layer::aux_loss() const {
+  return impl_->aux;
 }
 
 const std::vector<int>& moe_layer::expert_batches() const {

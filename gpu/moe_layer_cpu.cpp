@@ -20,10 +20,11 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape&, std::string& error)
 std::string moe_layer::set_parameters(const moe_parameters&) { return "no CUDA"; }
 std::string moe_layer::gradients(moe_parameters&) { return "no CUDA"; }
 std::string moe_layer::zero_grad() { return "no CUDA"; }
-std::string moe_layer::forward(const float*, int, float*) { return "no CUDA"; }
+std::string moe_layer::forward(const float*, int, float*, const float*) { return "no CUDA"; }
 std::string moe_layer::backward(const float*, float*) { return "no CUDA"; }
 std::string moe_layer::prepare(int, uint64_t) { return "no CUDA"; }
 std::string moe_layer::step() { return "no CUDA"; }
+float moe_layer::aux_loss() const { return 0; }
 const std::vector<int>& moe_layer::expert_batches() const { return impl_->none; }
 
 } // namespace darcy::gpu

@@ -69,6 +69,16 @@ plain_error validate(const gating_config& cfg, uint32_t input_dim) {
 }
 
 template <class T>
+matrix_t<T> gate_noise(const gating_config& cfg, uint64_t step, Eigen::Index rows) {
+  std::mt19937_64 rng{cfg.seed ^ (step * 0x9E3779B97F4A7C15ull)};
+  std::normal_distribution<double> draw;
+  matrix_t<T> eps(rows, cfg.experts);
+  for (Eigen::Index i = 0; i < eps.size(); ++i)
+    eps.data()[i] = static_cast<T>(draw(rng));
+  return eps;
+}
+
+template <class T>
 gate<T>::gate(uint32_t input_dim, const gating_config& cfg)
   : cfg_(cfg), w_gate_("w_gate", matrix::Zero(input_dim, cfg.experts)),
     w_noise_("w_noise", matrix::Zero(input_dim, cfg.experts)),
@@ -97,11 +107,7 @@ auto gate<T>::forward(const matrix& x) -> matrix {
     noise_raw_.resize(b, n);
     nn::parallel_product<T>(x, false, w_noise_.value, false, noise_raw_, false, threads_);
     noise_std_ = noise_raw_.unaryExpr([](T v) { return softplus(v); });
-    std::mt19937_64 rng{cfg_.seed ^ (step_ * 0x9E3779B97F4A7C15ull)};
-    std::normal_distribution<double> draw;
-    eps_.resize(b, n);
-    for (Eigen::Index i = 0; i < eps_.size(); ++i)
-      eps_.data()[i] = static_cast<T>(draw(rng));
+    eps_ = gate_noise<T>(cfg_, step_, b);
     h_ += eps_.cwiseProduct(noise_std_);
   }
   softmax_ = nn::softmax_rows<T>(logits_);
@@ -229,11 +235,18 @@ auto gate<T>::backward(const matrix& dgates) -> matrix {
   }
   nn::parallel_product<T>(x_, true, dlogits, false, w_gate_.grad, true, threads_);
   nn::parallel_product<T>(dlogits, false, w_gate_.value, true, dx, true, threads_);
-  if (cfg_.mask == mask_kind::batchwise && training_)
-    thresholds_.grad += batchwise_threshold_loss<T>(softmax_, thresholds_.value, batchwise_).grad;
+  add_threshold_grad();
   return dx;
 }
 
+template <class T>
+void gate<T>::add_threshold_grad() {
+  if (cfg_.mask == mask_kind::batchwise && training_)
+    thresholds_.grad += batchwise_threshold_loss<T>(softmax_, thresholds_.value, batchwise_).grad;
+}
+
+template matrix_t<float> gate_noise<float>(const gating_config&, uint64_t, Eigen::Index);
+template matrix_t<double> gate_noise<double>(const gating_config&, uint64_t, Eigen::Index);
 template class gate<float>;
 template class gate<double>;
 

@@ -25,6 +25,11 @@ using nn::parameter_list;
 /// or non-finite loss weight, a load loss without noisy gating, an input width of 0.
 plain_error validate(const gating_config& cfg, uint32_t input_dim);
 
+/// The standard normal draws ε (rows × experts) of noisy top-k gating at `step`: a function
+/// of (cfg.seed, step) alone, so that another implementation of the layer can draw them too.
+template <class T>
+matrix_t<T> gate_noise(const gating_config& cfg, uint64_t step, Eigen::Index rows);
+
 template <class T>
 class gate {
 public:
@@ -50,6 +55,10 @@ public:
   /// dL/dx for dL/dG = `dgates` plus aux_loss(); adds the parameters' gradients, and the
   /// thresholds' from threshold_loss().
   matrix backward(const matrix& dgates);
+
+  /// Adds the gradient of threshold_loss() to the thresholds' (backward does it too): for a
+  /// layer whose other gradients come from elsewhere.
+  void add_threshold_grad();
 
   parameter_list<T> parameters();
   void set_training(bool training) { training_ = training; }

@@ -8,11 +8,16 @@
 
 namespace darcy::compute::moe {
 
-/// The GPU layer of `cfg`; noise and auxiliary losses have no GPU version and are dropped.
+/// The GPU layer of `cfg`, in training: its noise, its auxiliary losses, and a batchwise
+/// mask (whose thresholds the GPU layer does not train).
 gpu::moe_shape gpu_shape(const moe_config& cfg);
 
-/// The layer's gate weights and every expert's parameters (values, or gradients when
-/// `gradients`), stacked expert by expert.
+/// The layer's gate weights, every expert's parameters, stacked expert by expert, and a noisy
+/// gate's noise weights (values, or gradients when `gradients`).
 gpu::moe_parameters gpu_parameters(moe_layer<float>& layer, bool gradients = false);
+
+/// Adds gradients stacked as gpu_parameters stacks them to the layer's parameters' gradients.
+/// Precondition: every vector has its size (as gpu::moe_layer::gradients gives them).
+void add_gpu_gradients(moe_layer<float>& layer, const gpu::moe_parameters& grads);
 
 } // namespace darcy::compute::moe

@@ -1,8 +1,11 @@
 #include "compute/moe/moe_layer.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
+#include "compute/moe/gpu_parameters.hpp"
 #include "compute/parallel.hpp"
+#include "gpu/moe_layer.hpp"
 
 namespace darcy::compute::moe {
 
@@ -29,7 +32,91 @@ moe_layer<T>::moe_layer(const moe_config& cfg) : cfg_(cfg), gate_(cfg.dim, cfg.g
 }
 
 template <class T>
+moe_layer<T>::~moe_layer() = default;
+
+template <class T>
+plain_error moe_layer<T>::use_gpu() {
+  if constexpr (!std::is_same_v<T, float>) {
+    return {errc::unavailable, "moe: only float layers run on a GPU"};
+  } else {
+    std::string error;
+    auto device = gpu::moe_layer::make(gpu_shape(cfg_), error);
+    if (!device)
+      return {errc::unavailable, error};
+    gpu_ = std::move(device);
+    gpu_error_.clear();
+    return {};
+  }
+}
+
+template <class T>
+void moe_layer<T>::drop_gpu(std::string reason) {
+  gpu_.reset();
+  gpu_error_ = std::move(reason);
+  last_on_gpu_ = false;
+}
+
+template <class T>
+bool moe_layer<T>::gpu_forward(const matrix& x, matrix& y) {
+  if constexpr (std::is_same_v<T, float>) {
+    auto rows = static_cast<int>(x.rows());
+    matrix noise;
+    if (cfg_.gating.mask == mask_kind::noisy_top_k)
+      noise = gate_noise<T>(cfg_.gating, step_, x.rows());
+    y.resize(x.rows(), cfg_.dim);
+    auto error = gpu_->set_parameters(gpu_parameters(*this));
+    if (error.empty())
+      error = gpu_->forward(x.data(), rows, y.data(), noise.size() > 0 ? noise.data() : nullptr);
+    if (!error.empty()) {
+      drop_gpu(error);
+      return false;
+    }
+    // The thresholds learn from the batchwise mask, computed here from the same logits.
+    if (cfg_.gating.mask == mask_kind::batchwise)
+      gate_.forward(x);
+    gpu_x_ = x;
+    gpu_aux_loss_ = gpu_->aux_loss();
+    plan_ = dispatch_plan{};
+    plan_.offsets.assign(1, 0);
+    for (int batch : gpu_->expert_batches())
+      plan_.offsets.push_back(plan_.offsets.back() + static_cast<uint32_t>(batch));
+    plan_.batch = static_cast<uint32_t>(rows);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+template <class T>
+bool moe_layer<T>::gpu_backward(const matrix& dy, matrix& dx) {
+  if constexpr (std::is_same_v<T, float>) {
+    dx.resize(dy.rows(), cfg_.dim);
+    gpu::moe_parameters grads;
+    auto error = gpu_->backward(dy.data(), dx.data());
+    if (error.empty())
+      error = gpu_->gradients(grads);
+    if (!error.empty()) {
+      drop_gpu(error);
+      return false;
+    }
+    add_gpu_gradients(*this, grads);
+    gate_.add_threshold_grad();
+    return true;
+  } else {
+    return false;
+  }
+}
+
+template <class T>
 auto moe_layer<T>::forward(const matrix& x) -> matrix {
+  last_on_gpu_ = false;
+  if (gpu_ && training_) {
+    matrix y;
+    if (gpu_forward(x, y)) {
+      last_on_gpu_ = true;
+      return y;
+    }
+  }
   plan_ = make_plan<T>(gate_.forward(x));
   in_ = dispatch<T>(x, plan_, threads_);
   hidden_.resize(plan_.slots(), experts_.empty() ? 0 : experts_.front().hidden_width());
@@ -44,6 +131,12 @@ auto moe_layer<T>::forward(const matrix& x) -> matrix {
 
 template <class T>
 auto moe_layer<T>::backward(const matrix& dy) -> matrix {
+  if (last_on_gpu_) {
+    matrix dx;
+    if (gpu_backward(dy, dx))
+      return dx;
+    forward(gpu_x_); // the device failed: this step again, on the CPU
+  }
   matrix dout, dgates;
   combine_backward<T>(dy, out_, plan_, dout, dgates, threads_);
   matrix din(plan_.slots(), cfg_.dim);
@@ -85,6 +178,7 @@ parameter_list<T> moe_layer<T>::parameters() {
 
 template <class T>
 void moe_layer<T>::set_training(bool training) {
+  training_ = training;
   gate_.set_training(training);
 }
 

@@ -1,7 +1,8 @@
-// The GPU MoE layer against compute/moe with the same parameters: outputs, input gradients and
-// every parameter's gradient, for linear and FFN experts under top-k and batchwise masks, with
-// the experts' products grouped and on streams, and the ungated layer against one CPU expert. The comparisons are skipped without a device;
-// invalid shapes are refused with or without one.
+// The GPU MoE layer against compute/moe with the same parameters: outputs, input gradients,
+// every parameter's gradient and the auxiliary losses, for linear and FFN experts under top-k,
+// noisy top-k and batchwise masks, with the experts' products grouped and on streams, and the
+// ungated layer against one CPU expert. The comparisons are skipped without a device; invalid
+// shapes are refused with or without one.
 #include "gpu/moe_layer.hpp"
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "compute/moe/gpu_parameters.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/init.hpp"
+#include "compute/nn/optimizers.hpp"
 #include "gpu/device.hpp"
 
 namespace darcy::gpu {
@@ -46,6 +48,7 @@ struct layer_case {
   expert_kind expert;
   mask_kind mask;
   uint32_t k;
+  double balance = 0, importance = 0, load = 0;
 };
 
 TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
@@ -57,6 +60,15 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
     {"linear experts, batchwise k = 4", expert_kind::linear, mask_kind::batchwise, 4},
     {"ffn experts, top-2", expert_kind::ffn, mask_kind::top_k, 2},
     {"ffn experts, batchwise k = 2", expert_kind::ffn, mask_kind::batchwise, 2},
+    {"linear experts, noisy top-2", expert_kind::linear, mask_kind::noisy_top_k, 2},
+    {"linear experts, noisy top-2, importance and load losses", expert_kind::linear,
+     mask_kind::noisy_top_k, 2, 0, 0.5, 0.7},
+    {"ffn experts, noisy top-3, all three losses", expert_kind::ffn, mask_kind::noisy_top_k, 3,
+     0.3, 0.5, 0.7},
+    {"ffn experts, top-2, balance and importance losses", expert_kind::ffn, mask_kind::top_k, 2,
+     0.4, 0.6},
+    {"linear experts, batchwise k = 2, balance and importance losses", expert_kind::linear,
+     mask_kind::batchwise, 2, 0.4, 0.6},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -68,14 +80,28 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
     cfg.gating.k = c.k;
     cfg.gating.mask = c.mask;
     cfg.gating.seed = 3;
+    cfg.gating.balance_weight = c.balance;
+    cfg.gating.importance_weight = c.importance;
+    cfg.gating.load_weight = c.load;
     auto cpu = compute::moe::moe_layer<float>::make(cfg);
     ASSERT_TRUE(cpu);
     std::mt19937_64 rng{5};
-    (*cpu)->gating().parameters().front()->value = compute::nn::normal<float>(24, 8, 0.4f, rng);
+    // Random gate weights, and noise weights for a noisy gate (the only other in the list
+    // that is not a batchwise gate's thresholds).
+    for (auto* w : (*cpu)->gating().parameters()) {
+      if (w->name != "thresholds")
+        w->value = compute::nn::normal<float>(24, 8, 0.4f, rng);
+    }
     matrix x = compute::nn::normal<float>(rows, 24, 1.0f, rng);
     matrix dy = compute::nn::normal<float>(rows, 24, 1.0f, rng);
+    constexpr uint64_t step = 7;
+    (*cpu)->set_step(step);
+    matrix noise = compute::moe::gate_noise<float>(cfg.gating, step, rows);
     matrix y = (*cpu)->forward(x);
     matrix dx = (*cpu)->backward(dy);
+    if (c.balance + c.importance + c.load > 0) {
+      EXPECT_GT((*cpu)->aux_loss(), 0) << "a case with losses must have a loss to compare";
+    }
 
     // Each phase's products as one grouped cuBLAS call, then one call per expert on streams.
     for (bool grouped : {true, false}) {
@@ -87,8 +113,9 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
       ASSERT_TRUE(gpu) << error;
       ASSERT_EQ(gpu->set_parameters(compute::moe::gpu_parameters(**cpu)), "");
       std::vector<float> gy(rows * 24), gdx(rows * 24);
-      ASSERT_EQ(gpu->forward(x.data(), rows, gy.data()), "");
+      ASSERT_EQ(gpu->forward(x.data(), rows, gy.data(), noise.data()), "");
       ASSERT_EQ(gpu->backward(dy.data(), gdx.data()), "");
+      EXPECT_NEAR(gpu->aux_loss(), (*cpu)->aux_loss(), 2e-5 * std::max(1.0f, (*cpu)->aux_loss()));
       auto& plan = (*cpu)->plan();
       for (uint32_t e = 0; e < 8; ++e)
         EXPECT_EQ(gpu->expert_batches().at(e), int(plan.expert_batch(e))) << "expert " << e;
@@ -103,6 +130,9 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
       expect_close(grads.b1.data(), want.b1.data(), want.b1.size(), "b1 grad");
       expect_close(grads.w2.data(), want.w2.data(), want.w2.size(), "w2 grad");
       expect_close(grads.b2.data(), want.b2.data(), want.b2.size(), "b2 grad");
+      ASSERT_EQ(grads.w_noise.size(), want.w_noise.size());
+      expect_close(grads.w_noise.data(), want.w_noise.data(), want.w_noise.size(),
+                   "w_noise grad");
     }
   }
 }
@@ -157,6 +187,13 @@ TEST(gpu_moe_layer, invalid_shapes_are_refused_with_a_reason) {
     {"k above the experts", {.dim = 8, .experts = 4, .k = 5}},
     {"k of 0", {.dim = 8, .experts = 4, .k = 0}},
     {"an ungated layer of two experts", {.dim = 8, .experts = 2, .k = 1, .gated = false}},
+    {"noise with a batchwise mask",
+     {.dim = 8, .experts = 4, .k = 1, .batchwise = true, .noisy = true}},
+    {"noise without a gate", {.dim = 8, .experts = 1, .k = 1, .gated = false, .noisy = true}},
+    {"a load loss without noise", {.dim = 8, .experts = 4, .k = 1, .load_weight = 1}},
+    {"a negative loss weight", {.dim = 8, .experts = 4, .k = 1, .importance_weight = -1}},
+    {"a loss weight that is not a number",
+     {.dim = 8, .experts = 4, .k = 1, .balance_weight = std::nanf("")}},
   };
   for (auto& [name, shape] : cases) {
     std::string error;
@@ -175,6 +212,72 @@ TEST(gpu_moe_layer, a_step_before_prepare_is_an_error) {
   float x = 0;
   EXPECT_NE(gpu->backward(&x, &x), "");
   EXPECT_NE(gpu->forward(&x, 0, &x), "");
+}
+
+// compute/moe's layer moved to the GPU with use_gpu() against the same layer on the CPU,
+// both trained by Adam for a few steps: outputs, input gradients, auxiliary losses and every
+// parameter (a batchwise gate's thresholds included) after each step.
+TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  const std::vector<layer_case> cases = {
+    {"linear experts, top-1", expert_kind::linear, mask_kind::top_k, 1},
+    {"linear experts, noisy top-2, importance and load losses", expert_kind::linear,
+     mask_kind::noisy_top_k, 2, 0, 0.5, 0.7},
+    {"ffn experts, batchwise k = 2, balance loss", expert_kind::ffn, mask_kind::batchwise, 2,
+     0.4},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    moe_config cfg;
+    cfg.dim = 16;
+    cfg.expert = c.expert;
+    cfg.hidden = 24;
+    cfg.gating = {.experts = 6, .k = c.k, .mask = c.mask, .balance_weight = c.balance,
+                  .importance_weight = c.importance, .load_weight = c.load, .seed = 4};
+    auto cpu = compute::moe::moe_layer<float>::make(cfg);
+    auto moved = compute::moe::moe_layer<float>::make(cfg);
+    ASSERT_TRUE(cpu && moved);
+    ASSERT_FALSE((*moved)->use_gpu());
+    ASSERT_TRUE((*moved)->on_gpu());
+    compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
+    std::mt19937_64 rng{11};
+    for (uint64_t step = 0; step < 4; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      matrix x = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+      matrix dy = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+      for (auto* layer : {cpu->get(), moved->get()})
+        layer->set_step(step);
+      matrix y = (*cpu)->forward(x), dx = (*cpu)->backward(dy);
+      matrix gy = (*moved)->forward(x), gdx = (*moved)->backward(dy);
+      ASSERT_TRUE((*moved)->on_gpu()) << (*moved)->gpu_error();
+      expect_close(gy.data(), y.data(), y.size(), "y");
+      expect_close(gdx.data(), dx.data(), dx.size(), "dx");
+      EXPECT_NEAR((*moved)->aux_loss(), (*cpu)->aux_loss(), 2e-5);
+      for (uint32_t e = 0; e < 6; ++e)
+        EXPECT_EQ((*moved)->plan().expert_batch(e), (*cpu)->plan().expert_batch(e));
+      auto want = (*cpu)->parameters(), got = (*moved)->parameters();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_close(got[i]->grad.data(), want[i]->grad.data(), want[i]->grad.size(),
+                     want[i]->name + " grad");
+      cpu_adam.step(want);
+      moved_adam.step(got);
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
+                     want[i]->name);
+    }
+  }
+}
+
+TEST(gpu_moe_layer, a_noisy_forward_without_its_noise_is_an_error) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  std::string error;
+  auto gpu = moe_layer::make({.dim = 8, .experts = 4, .k = 2, .noisy = true}, error);
+  ASSERT_TRUE(gpu) << error;
+  std::vector<float> x(8 * 3, 1.0f), y(8 * 3);
+  EXPECT_NE(gpu->forward(x.data(), 3, y.data()).find("noise"), std::string::npos);
 }
 
 } // namespace

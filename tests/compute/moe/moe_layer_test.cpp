@@ -7,6 +7,7 @@
 
 #include "compute/moe/hierarchical_moe.hpp"
 #include "compute/nn/init.hpp"
+#include "gpu/device.hpp"
 #include "tests/support/gradient_check.hpp"
 
 namespace darcy::compute::moe {
@@ -205,6 +206,25 @@ TEST(moe_layer, noisy_gates_draw_the_same_noise_within_a_step_and_new_noise_the_
   mat plain = (*layer)->forward(x);
   (*layer)->set_step(2);
   EXPECT_EQ((*layer)->forward(x), plain) << "no noise at inference";
+}
+
+TEST(moe_layer, use_gpu_without_a_device_is_unavailable_and_the_layer_stays_on_the_cpu) {
+  if (gpu::device_count() > 0)
+    GTEST_SKIP() << "a CUDA device is present (darcy_gpu_tests compares the two paths)";
+  moe_config cfg{.dim = 4, .gating = {.experts = 3, .k = 1}};
+  auto on_cpu = moe_layer<float>::make(cfg);
+  auto layer = moe_layer<float>::make(cfg);
+  ASSERT_TRUE(on_cpu && layer);
+  auto err = (*layer)->use_gpu();
+  EXPECT_EQ(err.code, errc::unavailable);
+  EXPECT_NE(err.context.find("gpu moe"), std::string::npos) << err.context;
+  EXPECT_FALSE((*layer)->on_gpu());
+  std::mt19937_64 rng{2};
+  matrix_t<float> w = nn::normal<float>(4, 3, 1.0f, rng);
+  (*on_cpu)->gating().parameters().front()->value = w;
+  (*layer)->gating().parameters().front()->value = w;
+  matrix_t<float> x = nn::normal<float>(5, 4, 1.0f, rng);
+  EXPECT_EQ((*layer)->forward(x), (*on_cpu)->forward(x));
 }
 
 } // namespace
