@@ -56,6 +56,28 @@ double gpu_moe_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu, b
   return error.empty() ? o.tokens / seconds : 0;
 }
 
+/// Tokens per second of the setting's experts (the CPU layer's parameters) behind a noisy
+/// top-k gate of the same k, with the importance and load losses (weights 0.01) and seeded
+/// noise weights.
+double gpu_noisy_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu,
+                      const moe_gpu_bench_options& o, std::string& error) {
+  auto shape = compute::moe::gpu_shape(s.cfg);
+  shape.batchwise = false;
+  shape.noisy = true;
+  shape.importance_weight = shape.load_weight = 0.01f;
+  auto layer = gpu::moe_layer::make(shape, error);
+  if (!layer)
+    return 0;
+  auto p = compute::moe::gpu_parameters(cpu);
+  std::mt19937_64 rng{13};
+  matrix w = compute::nn::normal<float>(s.cfg.dim, s.cfg.gating.experts, 0.01f, rng);
+  p.w_noise.assign(w.data(), w.data() + w.size());
+  if (error = layer->set_parameters(p); !error.empty())
+    return 0;
+  auto seconds = time_steps(*layer, o, error);
+  return error.empty() ? o.tokens / seconds : 0;
+}
+
 /// Tokens per second of the dense FFN dim → dense_hidden → dim on the GPU: plain products.
 double gpu_dense_rate(const moe_setting& s, bool tf32, const moe_gpu_bench_options& o,
                       std::string& error) {
@@ -141,6 +163,7 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
     double tf32 = error.empty() ? gpu_moe_rate(s, **cpu, true, true, o, batches, error) : 0;
     double dense = error.empty() ? gpu_dense_rate(s, false, o, error) : 0;
     double dense_tf32 = error.empty() ? gpu_dense_rate(s, true, o, error) : 0;
+    double noisy = error.empty() ? gpu_noisy_rate(s, **cpu, o, error) : 0;
     if (!error.empty()) {
       std::fprintf(stderr, "bench moe-gpu: %s: %s\n", name.c_str(), error.c_str());
       return 1;
@@ -156,6 +179,9 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
     std::printf("%s: gpu moe %.0f tokens/s grouped, %.0f on streams (tf32 grouped %.0f), gpu dense "
                 "(hidden %u) %.0f (tf32 %.0f), expert batch %.1f (%d..%d)\n", name.c_str(), fp32,
                 streams, tf32, s.dense_hidden, dense, dense_tf32, mean_batch, lo, hi);
+    std::printf("%s: gpu moe behind a noisy top-%u gate with importance and load losses %.0f "
+                "tokens/s (%.2fx the plain gate's)\n", name.c_str(), s.cfg.gating.k, noisy,
+                noisy / fp32);
     json << "\"" << name << "_gpu_tokens_per_s\":" << fp32 << ",\"" << name
          << "_gpu_streams_tokens_per_s\":" << streams << ",\"" << name
          << "_gpu_streams_moe_vs_dense_flops\":" << streams / dense << ",\"" << name
@@ -164,7 +190,9 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
          << "_gpu_dense_tf32_tokens_per_s\":" << dense_tf32 << ",\"" << name
          << "_gpu_moe_vs_dense_flops\":" << fp32 / dense << ",\"" << name
          << "_gpu_tf32_moe_vs_dense_flops\":" << tf32 / dense_tf32 << ",\"" << name
-         << "_expert_batch\":" << mean_batch << ",";
+         << "_expert_batch\":" << mean_batch << ",\"" << name
+         << "_gpu_noisy_losses_tokens_per_s\":" << noisy << ",\"" << name
+         << "_gpu_noisy_losses_vs_plain\":" << noisy / fp32 << ",";
     worst_dense = std::min(worst_dense, fp32 / dense);
     if (o.cpu_steps > 0) {
       (*cpu)->set_threads(o.threads);

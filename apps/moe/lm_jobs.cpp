@@ -110,6 +110,11 @@ caf::expected<lm_result> train_lm(const lm_job& job, const lm_corpus& corpus,
       auto loss = m.train_step(keys, labels, step);
       if (!loss)
         return std::move(loss.error());
+      if (o.gpu && r.moe_device.empty() && m.moe_device() != "gpu") {
+        r.moe_device = m.moe_device();
+        std::cerr << label << ": the MoE layer left the GPU at step " << step << ": "
+                  << r.moe_device << std::endl;
+      }
       smoothed = step == 0 ? *loss : 0.98 * smoothed + 0.02 * *loss;
       if (!job.quiet && (step % 20 == 0 || step + 1 == total)) {
         auto rate = double(step + 1) * batch * unroll / (train_seconds + since(epoch_start));
@@ -132,6 +137,7 @@ caf::expected<lm_result> train_lm(const lm_job& job, const lm_corpus& corpus,
                 << r.best_epoch << ")" << std::endl;
   }
   r.tokens_per_second = double(step) * batch * unroll / train_seconds;
+  r.moe_device = m.moe_device();
   r.parameters = m.parameters();
   r.multiply_adds = m.multiply_adds_per_word();
   r.seconds = since(start);
@@ -153,7 +159,8 @@ nlohmann::json to_json(const lm_result& r) {
           {"seconds", r.seconds},
           {"experts_used", r.experts_used},
           {"expert_load_cv", r.load_cv},
-          {"threshold_agreement", r.threshold_agreement}};
+          {"threshold_agreement", r.threshold_agreement},
+          {"moe_device", r.moe_device}};
 }
 
 caf::expected<lm_corpus> load(const lm_job& job) {

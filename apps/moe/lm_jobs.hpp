@@ -43,6 +43,8 @@ struct lm_result {
   double load_cv = 0;
   /// Batchwise gates: agreement of threshold and batchwise masks on test batches; else -1.
   double threshold_agreement = -1;
+  /// lm_model::moe_device() at the end of training.
+  std::string moe_device;
 };
 
 /// `base` with a hierarchical middle layer of `groups` × `per_group` experts, gated as in the

@@ -54,6 +54,9 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
     return bad("learning rates must be positive");
   if (!(o.dropout >= 0 && o.dropout < 1))
     return bad("dropout must be in [0, 1)");
+  if (o.gpu && o.middle != lm_middle::moe)
+    return bad("only the flat MoE layer trains on a GPU, not the dense baseline or the "
+               "hierarchical MoE");
   std::unique_ptr<lm_model> m{new lm_model(s, o, corpus)};
   m->o_.layer.dim = o.dim;
   std::mt19937_64 init{o.seed};
@@ -67,6 +70,9 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
       return make_error(layer.error());
     m->moe_ = std::move(*layer);
     m->moe_->set_threads(o.threads);
+    if (o.gpu)
+      if (auto err = m->moe_->use_gpu())
+        return make_error(err);
   } else {
     auto tree = compute::moe::hierarchical_moe<float>::make(o.primary, m->o_.layer);
     if (!tree)
@@ -291,6 +297,12 @@ double lm_model::multiply_adds_per_word() const {
   else if (o_.middle == lm_middle::hierarchical)
     middle = d * o_.primary.experts + o_.primary.k * (d * g.experts + g.k * expert_cost(o_.layer));
   return 2 * lstm + middle;
+}
+
+std::string lm_model::moe_device() const {
+  if (!moe_ || (!moe_->on_gpu() && moe_->gpu_error().empty()))
+    return "cpu";
+  return moe_->on_gpu() ? "gpu" : "cpu (the GPU failed: " + moe_->gpu_error() + ")";
 }
 
 } // namespace darcy::moe

@@ -50,6 +50,8 @@ struct lm_options {
   /// Stop after this many steps (0: the epochs).
   uint64_t max_steps = 0;
   size_t threads = 2;
+  /// Trains the MoE layer (flat MoE only) on CUDA device 0; evaluation stays on the CPU.
+  bool gpu = false;
   uint64_t seed = 1;
   /// Embedding names in the service (unique per run in one session).
   std::string name = "lm";
@@ -89,6 +91,10 @@ public:
   uint64_t parameters() const;
   /// Multiply-adds per word of the forward pass, excluding the softmax.
   double multiply_adds_per_word() const;
+
+  /// Where the MoE layer trains: "cpu", "gpu", or, after a device failure, "cpu (the GPU
+  /// failed: REASON)".
+  std::string moe_device() const;
 
 private:
   lm_model(ops::session& s, const lm_options& o, const lm_corpus& corpus);

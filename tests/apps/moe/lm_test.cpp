@@ -7,6 +7,7 @@
 
 #include "apps/moe/lm_corpus.hpp"
 #include "apps/moe/lm_model.hpp"
+#include "gpu/device.hpp"
 #include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tiny_brown.hpp"
@@ -94,6 +95,11 @@ TEST(lm_model, bad_settings_are_refused_with_invalid_config) {
     {"no negatives", [](lm_options& o) { o.sampled = 0; }},
     {"dropout of 1", [](lm_options& o) { o.dropout = 1; }},
     {"negative dropout", [](lm_options& o) { o.dropout = -0.1; }},
+    {"the dense baseline on a GPU",
+     [](lm_options& o) {
+       o.middle = lm_middle::lstm;
+       o.gpu = true;
+     }},
   };
   for (auto& c : cases) {
     lm_options o;
@@ -103,6 +109,23 @@ TEST(lm_model, bad_settings_are_refused_with_invalid_config) {
     ASSERT_FALSE(m) << c.name;
     EXPECT_TRUE(is(m.error(), errc::invalid_config)) << c.name << ": " << render(m.error());
   }
+}
+
+TEST(lm_model, a_gpu_run_without_a_device_fails_at_once_with_unavailable) {
+  if (gpu::device_count() > 0)
+    GTEST_SKIP() << "a CUDA device is present";
+  test::temp_dir dir{"lm_model_gpu"};
+  test::write_tiny_brown(dir.path());
+  auto corpus = load_brown_lm(dir.path(), 2);
+  ASSERT_TRUE(corpus);
+  auto s = ops::session::open({});
+  ASSERT_TRUE(s);
+  lm_options o;
+  o.dim = 8;
+  o.gpu = true;
+  auto m = lm_model::make(**s, o, *corpus);
+  ASSERT_FALSE(m);
+  EXPECT_TRUE(is(m.error(), errc::unavailable)) << render(m.error());
 }
 
 } // namespace
