@@ -1,5 +1,7 @@
 #include "ops/session.hpp"
 
+#include <utility>
+
 #include <unistd.h>
 
 #include "actors/actor_types.hpp"
@@ -218,14 +220,15 @@ caf::error session::ensure_embedding(const de_config& cfg) {
   auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, cfg);
   if (!ok)
     return std::move(ok.error());
+  caf::error earlier;
   if (opts_.direct_shards && cluster_)
-    refresh_shard_client(*master);
+    earlier = refresh_shard_client(*master);
   std::lock_guard<std::mutex> guard{mutex_};
   created_.insert(cfg.name);
-  return {};
+  return earlier;
 }
 
-void session::refresh_shard_client(const embedding_master_actor& master) {
+caf::error session::refresh_shard_client(const embedding_master_actor& master) {
   auto route = runtime::ask<shard_route>(*system_, master, opts_.timeout, route_atom::value);
   std::shared_ptr<const actors::shard_client> client;
   if (route)
@@ -234,8 +237,13 @@ void session::refresh_shard_client(const embedding_master_actor& master) {
   else
     runtime::log_info("session: lookups go through the embedding master: {}",
                       render(route.error()));
-  std::lock_guard<std::mutex> guard{mutex_};
-  shard_client_ = std::move(client);
+  std::shared_ptr<const actors::shard_client> replaced;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    replaced = std::exchange(shard_client_, std::move(client));
+  }
+  // Its last backward passes may still be unanswered; their failure is the caller's.
+  return replaced ? replaced->flush() : caf::error{};
 }
 
 std::shared_ptr<const actors::shard_client> session::shard_client() {
@@ -252,7 +260,9 @@ void session::embeddings_restored(std::set<std::string> names) {
   }
   // The restored configs replace those the route was checked against.
   if (opts_.direct_shards && cluster_ && master)
-    refresh_shard_client(master);
+    if (auto err = refresh_shard_client(master))
+      runtime::log_warn("session: a backward pass sent before the restore failed: {}",
+                        render(err));
 }
 
 } // namespace darcy::ops

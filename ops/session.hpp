@@ -123,7 +123,9 @@ public:
   caf::error publish_embeddings(const std::string& service, const std::string& node);
 
   /// Creates embedding `cfg.name` once per session (later calls with the same name return at
-  /// once). Fails like the master's create: errc::invalid_config, or a dim clash.
+  /// once). Fails like the master's create: errc::invalid_config, or a dim clash. With
+  /// direct_shards, the new embedding replaces the shard client; the failure of a backward
+  /// pass the old one had sent is returned here, once, after the embedding was created.
   caf::error ensure_embedding(const de_config& cfg);
 
   /// After a restore, the service holds exactly the embeddings `names`: later ensure_embedding
@@ -149,8 +151,9 @@ private:
   std::vector<embedding_shard_actor> shards_;
   std::unique_ptr<actors::direct_embedding> direct_;
   std::shared_ptr<const actors::shard_client> shard_client_;
-  /// Asks the master for the shards and configs again (opts_.direct_shards on a cluster).
-  void refresh_shard_client(const embedding_master_actor& master);
+  /// Asks the master for the shards and configs again (opts_.direct_shards on a cluster), and
+  /// returns the failure of a backward pass the replaced client had sent but not seen answered.
+  caf::error refresh_shard_client(const embedding_master_actor& master);
   std::shared_mutex direct_gate_;
   supervisor_actor shard_supervisor_;
   embedding_master_actor master_;

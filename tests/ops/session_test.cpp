@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "actors/actor_types.hpp"
+#include "compute/hash.hpp"
 #include "actors/embedding/shard_client.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
@@ -115,6 +116,36 @@ TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors
       expected.row(r).array() -= 0.5f;
     EXPECT_TRUE(served().isApprox(expected)) << "the backward reached the shards";
     EXPECT_TRUE(is(mine->handle.backward(grads, 2), errc::not_found)) << "a handle is used once";
+  });
+}
+
+TEST(session, a_new_embedding_reports_the_failed_backward_of_the_client_it_replaces) {
+  on_a_member("replace", [](caf::actor_system& sys) {
+    auto owner = session::attach(sys, {.shards = 2});
+    ASSERT_TRUE(owner) << render(owner.error());
+    ASSERT_FALSE((*owner)->publish_embeddings("test.embeddings", "member"));
+    auto user = session::attach(sys, {.embedding_service = "test.embeddings",
+                                      .direct_shards = true});
+    ASSERT_TRUE(user) << render(user.error());
+    std::vector<std::string> keys{"bank", "river"};
+    ASSERT_TRUE(dynamic_embedding_lookup(**user, keys, table("words"), "words"));
+    auto client = (*user)->shard_client();
+    ASSERT_NE(client, nullptr);
+    std::vector<table_keys> tables{{"words", {}}};
+    for (auto& k : keys)
+      tables[0].keys.push_back(k, compute::hash_key(k));
+    std::vector<float> rows(2 * 4), grads(2 * 4, 1.0f);
+    auto kept = client->lookup(tables, {rows}, true);
+    ASSERT_TRUE(kept) << render(error_of(kept));
+    ASSERT_FALSE(client->backward(*kept->route, kept->handle + 1000, {grads}, 1))
+      << "sent to a handle no shard holds: not answered yet";
+
+    auto places = dynamic_embedding_lookup(**user, keys, table("places"), "places");
+    EXPECT_TRUE(is(error_of(places), errc::not_found)) << render(error_of(places));
+    EXPECT_NE((*user)->shard_client(), client) << "the new embedding replaced the client";
+    EXPECT_FALSE(client->flush()) << "the failure was taken from the old client";
+    EXPECT_TRUE(dynamic_embedding_lookup(**user, keys, table("places"), "places"))
+      << "reported once; the embedding was created";
   });
 }
 
