@@ -97,7 +97,7 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   lm_cmd->add_option("--experts", lm->model.layer.gating.experts, "Experts (hierarchical: per group)");
   lm_cmd->add_option("--groups", lm->model.primary.experts, "Hierarchical: groups (k = 1 of them)");
   lm_cmd->add_flag("--gpu", lm->model.gpu,
-                   "Train the MoE layer on CUDA device 0 (flat MoE only; fails without one)");
+                   "Train the MoE layer on CUDA device 0 (fails without one)");
   lm_cmd->callback([lm, middle, &exit_code] {
     lm->model.middle = *middle == "lstm" ? moe::lm_middle::lstm : moe::lm_middle::moe;
     if (*middle == "hierarchical")

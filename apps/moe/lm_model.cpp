@@ -54,9 +54,8 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
     return bad("learning rates must be positive");
   if (!(o.dropout >= 0 && o.dropout < 1))
     return bad("dropout must be in [0, 1)");
-  if (o.gpu && o.middle != lm_middle::moe)
-    return bad("only the flat MoE layer trains on a GPU, not the dense baseline or the "
-               "hierarchical MoE");
+  if (o.gpu && o.middle == lm_middle::lstm)
+    return bad("the dense baseline has no GPU path; --gpu trains a MoE middle layer");
   std::unique_ptr<lm_model> m{new lm_model(s, o, corpus)};
   m->o_.layer.dim = o.dim;
   std::mt19937_64 init{o.seed};
@@ -79,6 +78,9 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
       return make_error(tree.error());
     m->hierarchy_ = std::move(*tree);
     m->hierarchy_->set_threads(o.threads);
+    if (o.gpu)
+      if (auto err = m->hierarchy_->use_gpu())
+        return make_error(err);
   }
   m->optimizer_.emplace(compute::nn::adam_config{.learning_rate = o.learning_rate});
   auto dist = compute::candidate_distribution::make(sampler_kind::unigram, corpus.counts, 0.75);
@@ -300,9 +302,19 @@ double lm_model::multiply_adds_per_word() const {
 }
 
 std::string lm_model::moe_device() const {
-  if (!moe_ || (!moe_->on_gpu() && moe_->gpu_error().empty()))
-    return "cpu";
-  return moe_->on_gpu() ? "gpu" : "cpu (the GPU failed: " + moe_->gpu_error() + ")";
+  std::vector<const compute::moe::moe_layer<float>*> layers;
+  if (moe_)
+    layers.push_back(moe_.get());
+  if (hierarchy_)
+    for (uint32_t g = 0; g < hierarchy_->primary().config().experts; ++g)
+      layers.push_back(&hierarchy_->group(g));
+  bool gpu = !layers.empty();
+  for (auto* l : layers) {
+    if (!l->gpu_error().empty())
+      return "cpu (the GPU failed: " + l->gpu_error() + ")";
+    gpu = gpu && l->on_gpu();
+  }
+  return gpu ? "gpu" : "cpu";
 }
 
 } // namespace darcy::moe

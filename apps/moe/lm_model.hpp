@@ -50,7 +50,8 @@ struct lm_options {
   /// Stop after this many steps (0: the epochs).
   uint64_t max_steps = 0;
   size_t threads = 2;
-  /// Trains the MoE layer (flat MoE only) on CUDA device 0; evaluation stays on the CPU.
+  /// Trains the MoE layer (a hierarchical MoE's groups) on CUDA device 0; evaluation stays on
+  /// the CPU.
   bool gpu = false;
   uint64_t seed = 1;
   /// Embedding names in the service (unique per run in one session).
@@ -92,8 +93,8 @@ public:
   /// Multiply-adds per word of the forward pass, excluding the softmax.
   double multiply_adds_per_word() const;
 
-  /// Where the MoE layer trains: "cpu", "gpu", or, after a device failure, "cpu (the GPU
-  /// failed: REASON)".
+  /// Where the MoE layer (every group of a hierarchical one) trains: "cpu", "gpu", or, after a
+  /// device failure, "cpu (the GPU failed: REASON)".
   std::string moe_device() const;
 
 private:

@@ -72,6 +72,19 @@ parameter_list<T> hierarchical_moe<T>::parameters() {
 }
 
 template <class T>
+plain_error hierarchical_moe<T>::use_gpu() {
+  for (auto& g : groups_)
+    if (auto err = g->use_gpu()) {
+      // No half-moved tree: a group that moved goes back to the CPU.
+      for (auto& done : groups_)
+        if (done->on_gpu())
+          done->leave_gpu();
+      return err;
+    }
+  return {};
+}
+
+template <class T>
 void hierarchical_moe<T>::set_training(bool training) {
   primary_.set_training(training);
   for (auto& g : groups_)

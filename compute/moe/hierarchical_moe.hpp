@@ -33,6 +33,10 @@ public:
   parameter_list<T> parameters() override;
   void set_training(bool training) override;
 
+  /// Moves every group's training steps to the GPU (moe_layer::use_gpu); the primary gate
+  /// stays on the CPU. On an error no group is left on the GPU.
+  plain_error use_gpu();
+
   /// The step whose gate noise the next forward draws, in the primary gate and every group.
   void set_step(uint64_t step) {
     primary_.set_step(step);

@@ -46,6 +46,8 @@ public:
   /// runs here. errc::unavailable without CUDA or a device; the layer stays on the CPU.
   plain_error use_gpu();
   bool on_gpu() const { return gpu_ != nullptr; }
+  /// Back to the CPU for good, from the next forward.
+  void leave_gpu() { drop_gpu({}); }
   /// Why the layer left the GPU, or empty: after a device failure it drops the device and
   /// computes that step, and the next ones, on the CPU.
   const std::string& gpu_error() const { return gpu_error_; }

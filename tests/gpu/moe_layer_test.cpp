@@ -12,6 +12,7 @@
 
 #include "compute/moe/expert.hpp"
 #include "compute/moe/gpu_parameters.hpp"
+#include "compute/moe/hierarchical_moe.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/init.hpp"
 #include "compute/nn/optimizers.hpp"
@@ -267,6 +268,48 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
         expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
                      want[i]->name);
     }
+  }
+}
+
+// A hierarchical MoE whose groups moved to the GPU against the same tree on the CPU, trained
+// by Adam for a few steps.
+TEST(gpu_moe_layer, a_hierarchical_moe_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  moe_config group{.dim = 16, .expert = expert_kind::ffn, .hidden = 24,
+                   .gating = {.experts = 4, .k = 2, .mask = mask_kind::noisy_top_k,
+                              .importance_weight = 0.3, .load_weight = 0.3, .seed = 2}};
+  gating_config primary{.experts = 3, .k = 1, .importance_weight = 0.2, .seed = 8};
+  auto cpu = compute::moe::hierarchical_moe<float>::make(primary, group);
+  auto moved = compute::moe::hierarchical_moe<float>::make(primary, group);
+  ASSERT_TRUE(cpu && moved);
+  ASSERT_FALSE((*moved)->use_gpu());
+  compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
+  std::mt19937_64 rng{12};
+  // The same random primary gate on both, so that every group takes rows.
+  matrix w = compute::nn::normal<float>(16, 3, 0.5f, rng);
+  (*cpu)->primary().parameters().front()->value = w;
+  (*moved)->primary().parameters().front()->value = w;
+  for (uint64_t step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    matrix x = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+    matrix dy = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+    (*cpu)->set_step(step);
+    (*moved)->set_step(step);
+    matrix y = (*cpu)->forward(x), dx = (*cpu)->backward(dy);
+    matrix gy = (*moved)->forward(x), gdx = (*moved)->backward(dy);
+    for (uint32_t g = 0; g < 3; ++g)
+      ASSERT_TRUE((*moved)->group(g).on_gpu()) << (*moved)->group(g).gpu_error();
+    expect_close(gy.data(), y.data(), y.size(), "y");
+    expect_close(gdx.data(), dx.data(), dx.size(), "dx");
+    EXPECT_NEAR((*moved)->aux_loss(), (*cpu)->aux_loss(), 2e-5);
+    auto want = (*cpu)->parameters(), got = (*moved)->parameters();
+    ASSERT_EQ(got.size(), want.size());
+    cpu_adam.step(want);
+    moved_adam.step(got);
+    for (size_t i = 0; i < want.size(); ++i)
+      expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
+                   want[i]->name);
   }
 }
 

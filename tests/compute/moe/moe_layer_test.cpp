@@ -225,6 +225,12 @@ TEST(moe_layer, use_gpu_without_a_device_is_unavailable_and_the_layer_stays_on_t
   (*layer)->gating().parameters().front()->value = w;
   matrix_t<float> x = nn::normal<float>(5, 4, 1.0f, rng);
   EXPECT_EQ((*layer)->forward(x), (*on_cpu)->forward(x));
+
+  auto tree = hierarchical_moe<float>::make({.experts = 2, .k = 1}, cfg);
+  ASSERT_TRUE(tree);
+  EXPECT_EQ((*tree)->use_gpu().code, errc::unavailable);
+  for (uint32_t g = 0; g < 2; ++g)
+    EXPECT_FALSE((*tree)->group(g).on_gpu()) << "no group is left on the GPU";
 }
 
 } // namespace
