@@ -44,12 +44,34 @@ void append(std::vector<float>& to, const matrix& m) {
   to.insert(to.end(), m.data(), m.data() + m.size());
 }
 
+/// One Adam step of each side's parameters (`want` of the CPU layer, `got` of the same layer
+/// on the GPU, in the same order), then their values compared.
+void expect_same_adam_step(const compute::nn::parameter_list<float>& want,
+                           const compute::nn::parameter_list<float>& got,
+                           compute::nn::adam<float>& want_adam,
+                           compute::nn::adam<float>& got_adam) {
+  want_adam.step(want);
+  got_adam.step(got);
+  for (size_t i = 0; i < want.size(); ++i)
+    expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
+                 want[i]->name);
+}
+
 struct layer_case {
   std::string name;
   expert_kind expert;
   mask_kind mask;
   uint32_t k;
   double balance = 0, importance = 0, load = 0;
+
+  /// The case's layer: width `dim`, FFN experts (if any) of `hidden` units.
+  moe_config config(uint32_t dim, uint32_t hidden, uint32_t experts, uint64_t seed) const {
+    return {.dim = dim,
+            .expert = expert,
+            .hidden = hidden,
+            .gating = {.experts = experts, .k = k, .mask = mask, .balance_weight = balance,
+                       .importance_weight = importance, .load_weight = load, .seed = seed}};
+  }
 };
 
 TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
@@ -73,17 +95,7 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);
-    moe_config cfg;
-    cfg.dim = 24;
-    cfg.expert = c.expert;
-    cfg.hidden = 40;
-    cfg.gating.experts = 8;
-    cfg.gating.k = c.k;
-    cfg.gating.mask = c.mask;
-    cfg.gating.seed = 3;
-    cfg.gating.balance_weight = c.balance;
-    cfg.gating.importance_weight = c.importance;
-    cfg.gating.load_weight = c.load;
+    auto cfg = c.config(24, 40, 8, 3);
     auto cpu = compute::moe::moe_layer<float>::make(cfg);
     ASSERT_TRUE(cpu);
     std::mt19937_64 rng{5};
@@ -230,12 +242,7 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);
-    moe_config cfg;
-    cfg.dim = 16;
-    cfg.expert = c.expert;
-    cfg.hidden = 24;
-    cfg.gating = {.experts = 6, .k = c.k, .mask = c.mask, .balance_weight = c.balance,
-                  .importance_weight = c.importance, .load_weight = c.load, .seed = 4};
+    auto cfg = c.config(16, 24, 6, 4);
     auto cpu = compute::moe::moe_layer<float>::make(cfg);
     auto moved = compute::moe::moe_layer<float>::make(cfg);
     ASSERT_TRUE(cpu && moved);
@@ -262,11 +269,7 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
       for (size_t i = 0; i < want.size(); ++i)
         expect_close(got[i]->grad.data(), want[i]->grad.data(), want[i]->grad.size(),
                      want[i]->name + " grad");
-      cpu_adam.step(want);
-      moved_adam.step(got);
-      for (size_t i = 0; i < want.size(); ++i)
-        expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
-                     want[i]->name);
+      expect_same_adam_step(want, got, cpu_adam, moved_adam);
     }
   }
 }
@@ -305,11 +308,7 @@ TEST(gpu_moe_layer, a_hierarchical_moe_moved_to_the_gpu_trains_as_it_does_on_the
     EXPECT_NEAR((*moved)->aux_loss(), (*cpu)->aux_loss(), 2e-5);
     auto want = (*cpu)->parameters(), got = (*moved)->parameters();
     ASSERT_EQ(got.size(), want.size());
-    cpu_adam.step(want);
-    moved_adam.step(got);
-    for (size_t i = 0; i < want.size(); ++i)
-      expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
-                   want[i]->name);
+    expect_same_adam_step(want, got, cpu_adam, moved_adam);
   }
 }
 

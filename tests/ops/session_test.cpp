@@ -77,23 +77,42 @@ TEST(session, attach_and_publish_refuse_what_cannot_work) {
 }
 
 
+/// Two sessions on the member: `owner` serves 2 embedding shards as "test.embeddings", and
+/// `user` attaches to that service with direct_shards. Null (after a failure recorded in the
+/// test) when either cannot start.
+std::pair<std::unique_ptr<session>, std::unique_ptr<session>> owner_and_direct_user(
+  caf::actor_system& sys) {
+  auto owner = session::attach(sys, {.shards = 2});
+  if (!owner) {
+    ADD_FAILURE() << render(owner.error());
+    return {};
+  }
+  if (auto err = (*owner)->publish_embeddings("test.embeddings", "member")) {
+    ADD_FAILURE() << render(err);
+    return {};
+  }
+  auto user = session::attach(sys, {.embedding_service = "test.embeddings",
+                                    .direct_shards = true});
+  if (!user) {
+    ADD_FAILURE() << render(user.error());
+    return {};
+  }
+  return {std::move(*owner), std::move(*user)};
+}
+
 TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors) {
   on_a_member("direct", [](caf::actor_system& sys) {
-    auto owner = session::attach(sys, {.shards = 2});
-    ASSERT_TRUE(owner) << render(owner.error());
-    ASSERT_FALSE((*owner)->publish_embeddings("test.embeddings", "member"));
-    auto user = session::attach(sys, {.embedding_service = "test.embeddings",
-                                      .direct_shards = true});
-    ASSERT_TRUE(user) << render(user.error());
-    EXPECT_EQ((*user)->shard_client(), nullptr) << "no route before an embedding is ensured";
+    auto [owner, user] = owner_and_direct_user(sys);
+    ASSERT_TRUE(owner && user);
+    EXPECT_EQ(user->shard_client(), nullptr) << "no route before an embedding is ensured";
     auto words = table("words");
     words.optimizer = {optimizer_kind::sgd, 0.5f};
     std::vector<std::string> keys{"bank", "money", "bank", "river"};
-    auto mine = dynamic_embedding_lookup(**user, keys, words, "words");
+    auto mine = dynamic_embedding_lookup(*user, keys, words, "words");
     ASSERT_TRUE(mine) << render(mine.error());
-    ASSERT_NE((*user)->shard_client(), nullptr) << "the master handed out its shards";
+    ASSERT_NE(user->shard_client(), nullptr) << "the master handed out its shards";
     auto served = [&] {
-      auto r = dynamic_embedding_lookup(**owner, keys, words, "words", false);
+      auto r = dynamic_embedding_lookup(*owner, keys, words, "words", false);
       EXPECT_TRUE(r) << render(error_of(r));
       return r ? r->rows : matrix{};
     };
@@ -107,7 +126,7 @@ TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors
 
     matrix grads = matrix::Ones(4, 4);
     ASSERT_FALSE(mine->handle.backward(grads, 1));
-    ASSERT_FALSE(flush(**user)) << "the shards applied it";
+    ASSERT_FALSE(flush(*user)) << "the shards applied it";
     matrix expected = before;
     // sgd at 0.5 on the summed gradients: "bank" appears twice.
     for (Eigen::Index r : {0, 2})
@@ -121,15 +140,11 @@ TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors
 
 TEST(session, a_new_embedding_reports_the_failed_backward_of_the_client_it_replaces) {
   on_a_member("replace", [](caf::actor_system& sys) {
-    auto owner = session::attach(sys, {.shards = 2});
-    ASSERT_TRUE(owner) << render(owner.error());
-    ASSERT_FALSE((*owner)->publish_embeddings("test.embeddings", "member"));
-    auto user = session::attach(sys, {.embedding_service = "test.embeddings",
-                                      .direct_shards = true});
-    ASSERT_TRUE(user) << render(user.error());
+    auto [owner, user] = owner_and_direct_user(sys);
+    ASSERT_TRUE(owner && user);
     std::vector<std::string> keys{"bank", "river"};
-    ASSERT_TRUE(dynamic_embedding_lookup(**user, keys, table("words"), "words"));
-    auto client = (*user)->shard_client();
+    ASSERT_TRUE(dynamic_embedding_lookup(*user, keys, table("words"), "words"));
+    auto client = user->shard_client();
     ASSERT_NE(client, nullptr);
     std::vector<table_keys> tables{{"words", {}}};
     for (auto& k : keys)
@@ -140,11 +155,11 @@ TEST(session, a_new_embedding_reports_the_failed_backward_of_the_client_it_repla
     ASSERT_FALSE(client->backward(*kept->route, kept->handle + 1000, {grads}, 1))
       << "sent to a handle no shard holds: not answered yet";
 
-    auto places = dynamic_embedding_lookup(**user, keys, table("places"), "places");
+    auto places = dynamic_embedding_lookup(*user, keys, table("places"), "places");
     EXPECT_TRUE(is(error_of(places), errc::not_found)) << render(error_of(places));
-    EXPECT_NE((*user)->shard_client(), client) << "the new embedding replaced the client";
+    EXPECT_NE(user->shard_client(), client) << "the new embedding replaced the client";
     EXPECT_FALSE(client->flush()) << "the failure was taken from the old client";
-    EXPECT_TRUE(dynamic_embedding_lookup(**user, keys, table("places"), "places"))
+    EXPECT_TRUE(dynamic_embedding_lookup(*user, keys, table("places"), "places"))
       << "reported once; the embedding was created";
   });
 }
