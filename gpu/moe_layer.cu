@@ -260,14 +260,14 @@ __device__ float softplus(float v) {
   return v > 20.0f ? v : log1pf(expf(v));
 }
 
-// Noisy top-k's logits: std = softplus(raw), h = logits + ε · std.
+// Noisy top-k's logits: the noise's scale = softplus(raw), h = logits + ε · scale.
 __global__ void noisy_logits_kernel(const float* logits, const float* raw, const float* eps,
-                                    size_t count, float* std, float* h) {
+                                    size_t count, float* scale, float* h) {
   size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count)
     return;
-  std[i] = softplus(raw[i]);
-  h[i] = logits[i] + eps[i] * std[i];
+  scale[i] = softplus(raw[i]);
+  h[i] = logits[i] + eps[i] * scale[i];
 }
 
 // out[c] += Σ_r a[r, c] (rows × n); grid (columns / threads, chunks of `chunk` rows).
@@ -296,10 +296,10 @@ __global__ void softplus_backward_kernel(float* d, const float* raw, size_t coun
     d[i] /= 1.0f + expf(-raw[i]);
 }
 
-// The smooth load estimate, one thread per row: P(x, c) = Φ(z) with z = (logits_c − H_j) / std_c,
+// The smooth load estimate, one thread per row: P(x, c) = Φ(z) with z = (logits_c − H_j) / σ_c,
 // where H_j is the k-th largest of H excluding c (the (k+1)-th when c is in the top k; ties to
 // the lower column, as the mask). Keeps z and j for the backward. Precondition: k < n.
-__global__ void load_kernel(const float* h, const float* logits, const float* std, int rows,
+__global__ void load_kernel(const float* h, const float* logits, const float* scale, int rows,
                             int n, int k, float* z, int* excluding, float* p) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)
@@ -324,7 +324,7 @@ __global__ void load_kernel(const float* h, const float* logits, const float* st
     for (int t = 0; t < k; ++t)
       top |= order[t] == c;
     int j = top ? order[k] : order[k - 1];
-    float zc = (logits[at + c] - hr[j]) / std[at + c];
+    float zc = (logits[at + c] - hr[j]) / scale[at + c];
     z[at + c] = zc;
     excluding[at + c] = j;
     p[at + c] = 0.5f * erfcf(-zc * 0.70710678118654752f);
@@ -332,8 +332,8 @@ __global__ void load_kernel(const float* h, const float* logits, const float* st
 }
 
 // The load loss's gradient, one thread per row, for dL/dP summed over rows = lg[c]: into the
-// logits and the noise std of c and of the column j it was compared with.
-__global__ void load_backward_kernel(const float* z, const int* excluding, const float* std,
+// logits and the noise scale σ of c and of the column j it was compared with.
+__global__ void load_backward_kernel(const float* z, const int* excluding, const float* scale,
                                      const float* eps, const float* lg, int rows, int n,
                                      float* dlogits, float* dstd) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -341,7 +341,7 @@ __global__ void load_backward_kernel(const float* z, const int* excluding, const
     return;
   size_t at = static_cast<size_t>(r) * n;
   for (int c = 0; c < n; ++c) {
-    float zc = z[at + c], s = std[at + c];
+    float zc = z[at + c], s = scale[at + c];
     float dz = lg[c] * expf(-zc * zc / 2) * 0.39894228040143268f;
     int j = excluding[at + c];
     dlogits[at + c] += dz / s;
