@@ -39,6 +39,22 @@ double time_steps(gpu::moe_layer& layer, const moe_gpu_bench_options& o, std::st
   return median_of(std::move(times));
 }
 
+/// Tokens per second of a GPU layer of `shape` with parameters `p`; the experts' batches of its
+/// last step into `batches` when given.
+double gpu_rate(const gpu::moe_shape& shape, const gpu::moe_parameters& p,
+                const moe_gpu_bench_options& o, std::string& error,
+                std::vector<int>* batches = nullptr) {
+  auto layer = gpu::moe_layer::make(shape, error);
+  if (!layer)
+    return 0;
+  if (error = layer->set_parameters(p); !error.empty())
+    return 0;
+  auto seconds = time_steps(*layer, o, error);
+  if (batches)
+    *batches = layer->expert_batches();
+  return error.empty() ? o.tokens / seconds : 0;
+}
+
 /// Tokens per second of the setting's MoE on the GPU with the CPU layer's parameters.
 double gpu_moe_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu, bool tf32,
                     bool grouped, const moe_gpu_bench_options& o, std::vector<int>& batches,
@@ -46,14 +62,7 @@ double gpu_moe_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu, b
   auto shape = compute::moe::gpu_shape(s.cfg);
   shape.tf32 = tf32;
   shape.grouped = grouped;
-  auto layer = gpu::moe_layer::make(shape, error);
-  if (!layer)
-    return 0;
-  if (error = layer->set_parameters(compute::moe::gpu_parameters(cpu)); !error.empty())
-    return 0;
-  auto seconds = time_steps(*layer, o, error);
-  batches = layer->expert_batches();
-  return error.empty() ? o.tokens / seconds : 0;
+  return gpu_rate(shape, compute::moe::gpu_parameters(cpu), o, error, &batches);
 }
 
 /// Tokens per second of the setting's experts (the CPU layer's parameters) behind a noisy
@@ -65,17 +74,11 @@ double gpu_noisy_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu,
   shape.batchwise = false;
   shape.noisy = true;
   shape.importance_weight = shape.load_weight = 0.01f;
-  auto layer = gpu::moe_layer::make(shape, error);
-  if (!layer)
-    return 0;
   auto p = compute::moe::gpu_parameters(cpu);
   std::mt19937_64 rng{13};
   matrix w = compute::nn::normal<float>(s.cfg.dim, s.cfg.gating.experts, 0.01f, rng);
   p.w_noise.assign(w.data(), w.data() + w.size());
-  if (error = layer->set_parameters(p); !error.empty())
-    return 0;
-  auto seconds = time_steps(*layer, o, error);
-  return error.empty() ? o.tokens / seconds : 0;
+  return gpu_rate(shape, p, o, error);
 }
 
 /// Tokens per second of the dense FFN dim → dense_hidden → dim on the GPU: plain products.
@@ -83,9 +86,6 @@ double gpu_dense_rate(const moe_setting& s, bool tf32, const moe_gpu_bench_optio
                       std::string& error) {
   gpu::moe_shape shape{.dim = int(o.dim), .experts = 1, .k = 1, .hidden = int(s.dense_hidden),
                        .gated = false, .tf32 = tf32, .grouped = false};
-  auto layer = gpu::moe_layer::make(shape, error);
-  if (!layer)
-    return 0;
   std::mt19937_64 rng{5};
   auto values = [&](uint32_t r, uint32_t c) {
     matrix m = compute::nn::normal<float>(r, c, 1.0f / std::sqrt(float(r)), rng);
@@ -93,10 +93,7 @@ double gpu_dense_rate(const moe_setting& s, bool tf32, const moe_gpu_bench_optio
   };
   gpu::moe_parameters p{{}, values(o.dim, s.dense_hidden), std::vector<float>(s.dense_hidden),
                         values(s.dense_hidden, o.dim), std::vector<float>(o.dim)};
-  if (error = layer->set_parameters(p); !error.empty())
-    return 0;
-  auto seconds = time_steps(*layer, o, error);
-  return error.empty() ? o.tokens / seconds : 0;
+  return gpu_rate(shape, p, o, error);
 }
 
 /// The PyTorch peer's MoE tokens/s on the GPU; 0 with `note` set when it cannot run.

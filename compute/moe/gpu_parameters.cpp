@@ -1,6 +1,6 @@
 #include "compute/moe/gpu_parameters.hpp"
 
-#include <algorithm>
+#include <map>
 
 namespace darcy::compute::moe {
 
@@ -51,15 +51,11 @@ gpu::moe_parameters gpu_parameters(moe_layer<float>& layer, bool gradients) {
 }
 
 void add_gpu_gradients(moe_layer<float>& layer, const gpu::moe_parameters& grads) {
-  // How far each stacked vector has been read.
-  std::vector<std::pair<const std::vector<float>*, size_t>> read;
+  std::map<const std::vector<float>*, size_t> read; // how far each stacked vector was read
   for_each_stacked(layer, grads, [&](parameter<float>* param, const std::vector<float>& from) {
-    auto at = std::find_if(read.begin(), read.end(), [&](auto& r) { return r.first == &from; });
-    if (at == read.end())
-      at = read.insert(read.end(), {&from, 0});
-    param->grad += nn::matrix::Map(from.data() + at->second, param->grad.rows(),
-                                   param->grad.cols());
-    at->second += static_cast<size_t>(param->grad.size());
+    auto& at = read[&from];
+    param->grad += nn::matrix::Map(from.data() + at, param->grad.rows(), param->grad.cols());
+    at += static_cast<size_t>(param->grad.size());
   });
 }
 
