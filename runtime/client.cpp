@@ -10,7 +10,15 @@
 namespace darcy::runtime {
 
 caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host_port& where) {
+  auto failures = tls_client_handshake_failures();
   auto agent = connect_remote<node_agent_actor>(sys, where.host, where.port);
+  // CAF reports a failed TLS handshake as a refused connection or as one that ended, depending
+  // on when OpenSSL saw the failure: the count of failed handshakes tells them apart.
+  if (!agent && tls_client_handshake_failures() != failures)
+    return make_error(errc::node_unreachable,
+                      "the TLS handshake with the node at " + to_string(where) + " failed (" +
+                        last_tls_client_handshake_failure() +
+                        "): both sides need a certificate of the same CA (--tls-dir)");
   if (!agent && agent.error() == caf::sec::disconnect_during_handshake)
     return make_error(errc::node_unreachable,
                       "the node at " + to_string(where) +

@@ -48,6 +48,13 @@ void configure_tls(caf::actor_system_config& cfg);
 /// module's when `sys` was built with TLS, the middleman's otherwise.
 caf::io::middleman_actor connection_manager(caf::actor_system& sys);
 
+/// How many TLS handshakes this process began as the connecting side and saw fail, and
+/// OpenSSL's reason for the latest ("certificate verify failed"). CAF reports such a failure
+/// as a refused or an ended connection depending on when it happened, so callers compare the
+/// count before and after a connect to tell the two apart.
+uint64_t tls_client_handshake_failures();
+std::string last_tls_client_handshake_failure();
+
 /// Publishes `whom` at host:port, over TLS when the process has TLS files; the bound port.
 template <class Handle>
 caf::expected<uint16_t> publish(const Handle& whom, uint16_t port, const char* host) {
