@@ -257,14 +257,21 @@ void on_cluster_event(embedding_master_pointer self, const cluster_event& event)
   if (i == names.end())
     return;
   auto index = static_cast<size_t>(i - names.begin());
-  if (event.kind == cluster_event_kind::service_down) {
-    // Requests to the lost shard would only time out: fail them now.
-    auto err = make_error(errc::node_unreachable,
-                          "shard " + event.service + " went down: " + event.reason);
+  // Holds new requests back from shard `index` until it is refilled, and fails those waiting
+  // on it: the lost shard would only let them time out, and a retry would reach its successor
+  // before the refill, which holds no tables yet.
+  auto take_down = [self, index](const std::string& why) {
+    auto err = make_error(errc::node_unreachable, why);
     self->state.down.insert(index);
     for (auto& weak : self->state.fan_outs)
       if (auto state = weak.lock())
         state->abort_if_waiting(index, err);
+  };
+  if (event.kind == cluster_event_kind::service_down) {
+    // The down event of a shard already replaced (below) is news of the past.
+    if (event.actor && event.actor != caf::actor_cast<caf::actor>(shard(self, index)))
+      return;
+    take_down("shard " + event.service + " went down: " + event.reason);
     return;
   }
   if (event.kind != cluster_event_kind::service_up)
@@ -272,6 +279,8 @@ void on_cluster_event(embedding_master_pointer self, const cluster_event& event)
   auto fresh = caf::actor_cast<embedding_shard_actor>(event.actor);
   if (fresh == shard(self, index))
     return;
+  // The down event of the shard it replaces may come later or not at all.
+  take_down("shard " + event.service + " was replaced before it answered");
   self->state.options.shards[index] = fresh;
   self->state.to_recover.insert(index);
   recover_pending(self);
@@ -590,14 +599,14 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
   auto promise = self->make_response_promise<top_k_result>();
   auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
   auto nq = queries.size() / qdim;
-  fan_out<top_k_result>(
+  track(self, fan_out<top_k_result>(
     all_shards(self),
     [=](size_t s, uint32_t attempt) {
       return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score);
     },
     [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
     deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }),
-    retries(self));
+    retries(self)));
   return promise;
 }
 
@@ -618,7 +627,7 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
     return std::move(cfg.error());
   auto promise = self->make_response_promise<embedding_stats>();
   auto total = std::make_shared<embedding_stats>();
-  fan_out<embedding_stats>(
+  track(self, fan_out<embedding_stats>(
     all_shards(self),
     [=](size_t s, uint32_t attempt) {
       return ask_shard(self, s, attempt, stats_atom::value, name);
@@ -635,7 +644,7 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
       total->recovered_shards = self->state.recovered_shards;
       return *total;
     }),
-    retries(self));
+    retries(self)));
   return promise;
 }
 

@@ -534,6 +534,52 @@ TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsR
   }
 }
 
+// A shard replaced before its down event (which may come late or never) while requests wait
+// on it: they fail as unreachable at once instead of retrying on its successor before the
+// refill (which would answer that the embedding is unknown), and a late down event of the
+// replaced shard does not take its successor down.
+TEST_F(embedding_master_test, RequestsWaitingOnAReplacedShardFailAsUnreachableNotUnknown) {
+  embedding_master_options opts;
+  opts.shards = spawn_shards(sys, 2);
+  auto gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]),
+                        disruption{});
+  opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
+  opts.shard_services = {"shard-0", "shard-1"};
+  opts.attempts = 50;
+  opts.attempt_timeout = std::chrono::milliseconds(20);
+  auto master = sys.spawn(embedding_master, opts);
+  ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
+  auto words = sixteen_keys();
+  auto before = lookup(master, words);
+  // Shard 1's node is lost: its messages vanish from now on.
+  ASSERT_TRUE(ask<chaos_stats>(sys, gate, test::patience,
+                               chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}));
+  caf::scoped_actor self{sys};
+  auto looking = self->request(master, test::patience, lookup_atom::value,
+                               std::string{"words"}, words);
+  auto ranking = self->request(master, test::patience, top_k_atom::value, std::string{"words"},
+                               floats{1, 0, 0}, 1u, top_k_score::inner_product);
+  auto fresh = sys.spawn(embedding_shard, uint32_t{1});
+  self->send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
+                                   caf::actor_cast<caf::actor>(fresh), "", 0});
+  caf::error lookup_err, top_k_err;
+  looking.receive([](const floats&) {}, [&](caf::error& e) { lookup_err = e; });
+  ranking.receive([](const top_k_result&) {}, [&](caf::error& e) { top_k_err = e; });
+  for (auto& err : {lookup_err, top_k_err}) {
+    EXPECT_TRUE(is(err, errc::node_unreachable)) << render(err);
+    EXPECT_NE(render(err).find("shard-1 was replaced"), std::string::npos) << render(err);
+  }
+  self->send(master, cluster_event{cluster_event_kind::service_down, "n", "shard-1",
+                                   caf::actor_cast<caf::actor>(gate), "node n down", 0});
+  // Refilled without a checkpoint: shard 1's rows start again from their initial values,
+  // which are a function of the key.
+  EXPECT_EQ(lookup(master, words), before);
+  auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
+                                    std::string{"words"});
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->recovered_shards, 1u);
+}
+
 // Without timers (shards in process, no gate), a request to a shard that has died is still
 // answered: CAF bounces it as request_receiver_down, and the master fails the lookup.
 TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
