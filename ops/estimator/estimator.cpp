@@ -343,6 +343,11 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
   if (!cfg_.model_dir.empty() && result.steps > 0)
     if (auto err = save_checkpoint())
       return err;
+  // A backward sent straight to the shards is answered later; one that failed is reported by
+  // this call, not by the next (a worker saves no checkpoint, whose save would report it).
+  if (cfg_.embeddings)
+    if (auto err = ops::flush(*cfg_.embeddings))
+      return err;
   result.global_step = global_step_;
   result.phase_seconds = phases.totals();
   return result;

@@ -86,7 +86,8 @@ public:
 
   /// Trains until the input ends, a hook stops it, or the global step reaches `max_steps`
   /// (0: no limit). Resumes from the newest checkpoint in model_dir, input position included,
-  /// and saves one at the end. Errors of the model function, the input or a hook end it.
+  /// and saves one at the end. Errors of the model function, the input or a hook end it, and
+  /// so does a failed backward of the embedding service, by the end of the call at the latest.
   caf::expected<train_result> train(const input_fn& input, uint64_t max_steps,
                                     std::vector<hook_ptr> hooks = {});
 

@@ -3,39 +3,24 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 
-#include "actors/actor_types.hpp"
 #include "compute/hash.hpp"
 #include "actors/embedding/shard_client.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
-#include "runtime/node_services.hpp"
+#include "tests/support/member_sessions.hpp"
 
 namespace darcy::ops {
 namespace {
+
+using test::on_a_member;
+using test::owner_and_direct_user;
 
 de_config table(std::string name) {
   de_config c;
   c.name = std::move(name);
   c.dim = 4;
   return c;
-}
-
-// Runs `body` on an actor system that is the only member ("member") of an in-process cluster.
-void on_a_member(const char* name, const std::function<void(caf::actor_system&)>& body) {
-  runtime::system_config cfg{name, 2};
-  actors::register_actor_types(cfg);
-  caf::actor_system sys{cfg};
-  runtime::node_options node;
-  node.name = "member";
-  auto services = runtime::start_node_services(sys, node, std::nullopt);
-  auto joined = runtime::join_cluster(sys, services, node, {"in-process", 0});
-  if (joined)
-    body(sys);
-  else
-    ADD_FAILURE() << render(joined.error());
-  services.stop();
 }
 
 TEST(session, an_attached_session_uses_the_service_another_published_and_leaves_it_running) {
@@ -76,29 +61,6 @@ TEST(session, attach_and_publish_refuse_what_cannot_work) {
   EXPECT_TRUE(is(err, errc::invalid_config)) << render(err);
 }
 
-
-/// Two sessions on the member: `owner` serves 2 embedding shards as "test.embeddings", and
-/// `user` attaches to that service with direct_shards. Null (after a failure recorded in the
-/// test) when either cannot start.
-std::pair<std::unique_ptr<session>, std::unique_ptr<session>> owner_and_direct_user(
-  caf::actor_system& sys) {
-  auto owner = session::attach(sys, {.shards = 2});
-  if (!owner) {
-    ADD_FAILURE() << render(owner.error());
-    return {};
-  }
-  if (auto err = (*owner)->publish_embeddings("test.embeddings", "member")) {
-    ADD_FAILURE() << render(err);
-    return {};
-  }
-  auto user = session::attach(sys, {.embedding_service = "test.embeddings",
-                                    .direct_shards = true});
-  if (!user) {
-    ADD_FAILURE() << render(user.error());
-    return {};
-  }
-  return {std::move(*owner), std::move(*user)};
-}
 
 TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors) {
   on_a_member("direct", [](caf::actor_system& sys) {

@@ -11,7 +11,10 @@
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/canned.hpp"
+#include "actors/embedding/shard_client.hpp"
+#include "compute/hash.hpp"
 #include "ops/estimator/export.hpp"
+#include "tests/support/member_sessions.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::ops::estimator {
@@ -81,6 +84,45 @@ TEST(dynamic_embedding_column, the_service_trains_rows_of_raw_words_through_the_
   auto m = e.evaluate(input(words(60), 1));
   ASSERT_TRUE(m);
   EXPECT_GT(m->at("accuracy"), 0.95);
+}
+
+/// At the end of training, sends one backward straight to the shards that they refuse (a lookup
+/// handle none of them holds), as a shard that failed to apply the last step's would.
+class refused_backward_at_end final : public session_run_hook {
+public:
+  explicit refused_backward_at_end(session& s) : s_(s) {}
+  caf::error end(estimator&, uint64_t) override {
+    auto client = s_.shard_client();
+    if (!client)
+      return make_error(errc::invalid_argument, "no shard client");
+    std::vector<table_keys> tables{{"words", {}}};
+    tables[0].keys.push_back("w0", compute::hash_key("w0"));
+    std::vector<float> row(word_config().dim), grad(word_config().dim, 1.0f);
+    auto kept = client->lookup(tables, {row}, true);
+    if (!kept)
+      return std::move(kept.error());
+    return client->backward(*kept->route, kept->handle + 1000, {grad}, 1);
+  }
+
+private:
+  session& s_;
+};
+
+// A worker trains without a model_dir, so no final save waits for its last backward passes:
+// train() waits for them itself and reports one that failed, instead of leaving it to the
+// session's next call (or to a log line when the session closes).
+TEST(dynamic_embedding_column, a_backward_the_shards_refuse_after_the_last_step_fails_train) {
+  test::on_a_member("de_column_direct", [](caf::actor_system& sys) {
+    auto [owner, user] = test::owner_and_direct_user(sys);
+    ASSERT_TRUE(owner && user);
+    estimator e{model(*user), config(*user)};
+    auto clean = e.train(input(words(64), 0), 4);
+    ASSERT_TRUE(clean) << render(clean.error());
+    auto r = e.train(input(words(64), 0), 8, {std::make_shared<refused_backward_at_end>(*user)});
+    ASSERT_FALSE(r) << "the refused backward went unreported";
+    EXPECT_TRUE(is(r.error(), errc::not_found)) << render(r.error());
+    EXPECT_FALSE(ops::flush(*user)) << "reported once";
+  });
 }
 
 TEST(dynamic_embedding_column, a_resumed_run_restores_the_service_and_ends_exactly_as_one_run) {
