@@ -51,6 +51,23 @@ protected:
                                  std::string{"words"}, keys, grads, int64_t{1}));
   }
 
+  // Two supervised shards ("shard-0", "shard-1"), the second behind `gate`, a chaos gate that
+  // lose_node() makes drop every message, as a dead node's connection would.
+  embedding_master_options gated_shards(caf::actor& gate) {
+    embedding_master_options opts;
+    opts.shards = spawn_shards(sys, 2);
+    gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]),
+                     disruption{});
+    opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
+    opts.shard_services = {"shard-0", "shard-1"};
+    return opts;
+  }
+
+  void lose_node(const caf::actor& gate) {
+    ASSERT_TRUE(ask<chaos_stats>(sys, gate, test::patience,
+                                 chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}));
+  }
+
   static strings sixteen_keys() {
     strings keys;
     for (int i = 0; i < 16; ++i)
@@ -491,12 +508,8 @@ TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsR
   for (auto& c : std::vector<down_case>{{"update after the save", true},
                                         {"no update after the save", false}}) {
     test::temp_dir dir{"master_down"};
-    embedding_master_options opts;
-    opts.shards = spawn_shards(sys, 2);
-    auto gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]),
-                          disruption{});
-    opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
-    opts.shard_services = {"shard-0", "shard-1"};
+    caf::actor gate;
+    auto opts = gated_shards(gate);
     opts.checkpoint_dir = dir.path();
     // One attempt: a request that reached the lost shard would fail, not be retried elsewhere.
     opts.attempts = 1;
@@ -505,9 +518,7 @@ TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsR
     ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
     auto words = sixteen_keys();
     auto saved = save_between_updates(master, words, dir.path(), c.update_after_save);
-    // Shard 1's node is lost: its messages vanish from now on.
-    ASSERT_TRUE(ask<chaos_stats>(sys, gate, test::patience,
-                                 chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}));
+    lose_node(gate);
     caf::scoped_actor self{sys};
     self->send(master, cluster_event{cluster_event_kind::service_down, "n", "shard-1",
                                      caf::actor_cast<caf::actor>(gate), "node n down", 0});
@@ -539,21 +550,15 @@ TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsR
 // refill (which would answer that the embedding is unknown), and a late down event of the
 // replaced shard does not take its successor down.
 TEST_F(embedding_master_test, RequestsWaitingOnAReplacedShardFailAsUnreachableNotUnknown) {
-  embedding_master_options opts;
-  opts.shards = spawn_shards(sys, 2);
-  auto gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]),
-                        disruption{});
-  opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
-  opts.shard_services = {"shard-0", "shard-1"};
+  caf::actor gate;
+  auto opts = gated_shards(gate);
   opts.attempts = 50;
   opts.attempt_timeout = std::chrono::milliseconds(20);
   auto master = sys.spawn(embedding_master, opts);
   ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
   auto words = sixteen_keys();
   auto before = lookup(master, words);
-  // Shard 1's node is lost: its messages vanish from now on.
-  ASSERT_TRUE(ask<chaos_stats>(sys, gate, test::patience,
-                               chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}));
+  lose_node(gate);
   caf::scoped_actor self{sys};
   auto looking = self->request(master, test::patience, lookup_atom::value,
                                std::string{"words"}, words);
