@@ -405,6 +405,8 @@ struct moe_layer::impl {
   // and their weighted gradients (same layout).
   device_array<float> sums, aux_grads;
   float aux = 0;
+  // Calls that may still succeed before every later one fails (fail_after); negative: no limit.
+  int calls_left = -1;
 
   ~impl() {
     if (host_ptrs)
@@ -433,6 +435,10 @@ struct moe_layer::impl {
   std::string finish(const char* what) {
     cuda(cudaGetLastError(), what);
     cuda(cudaDeviceSynchronize(), what);
+    if (calls_left == 0 && ok())
+      error = std::string{what} + ": injected device failure (fail_after)";
+    else if (calls_left > 0)
+      --calls_left;
     std::string e;
     e.swap(error);
     return e;
@@ -1020,6 +1026,10 @@ float moe_layer::aux_loss() const {
 
 const std::vector<int>& moe_layer::expert_batches() const {
   return impl_->counts;
+}
+
+void moe_layer::fail_after(int calls) {
+  impl_->calls_left = calls;
 }
 
 } // namespace darcy::gpu

@@ -84,6 +84,11 @@ public:
   /// Rows each expert took in the last forward.
   const std::vector<int>& expert_batches() const;
 
+  /// For tests of the callers' fallback: the next `calls` calls that reach the device
+  /// (set_parameters, gradients, zero_grad, forward, backward, prepare, step) go as usual, and
+  /// every one after them fails, as on a lost device. Negative: no failure.
+  void fail_after(int calls);
+
   struct impl;
 
 private:

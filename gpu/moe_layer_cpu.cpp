@@ -26,5 +26,6 @@ std::string moe_layer::prepare(int, uint64_t) { return "no CUDA"; }
 std::string moe_layer::step() { return "no CUDA"; }
 float moe_layer::aux_loss() const { return 0; }
 const std::vector<int>& moe_layer::expert_batches() const { return impl_->none; }
+void moe_layer::fail_after(int) {}
 
 } // namespace darcy::gpu

@@ -50,6 +50,12 @@ plain_error moe_layer<T>::use_gpu() {
 }
 
 template <class T>
+void moe_layer<T>::fail_gpu_after(int calls) {
+  if (gpu_)
+    gpu_->fail_after(calls);
+}
+
+template <class T>
 void moe_layer<T>::drop_gpu(std::string reason) {
   gpu_.reset();
   gpu_error_ = std::move(reason);

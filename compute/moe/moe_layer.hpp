@@ -51,6 +51,9 @@ public:
   /// Why the layer left the GPU, or empty: after a device failure it drops the device and
   /// computes that step, and the next ones, on the CPU.
   const std::string& gpu_error() const { return gpu_error_; }
+  /// For tests of that fallback: the device in use fails after `calls` more of its calls
+  /// (gpu::moe_layer::fail_after; four per training step). Nothing off the GPU.
+  void fail_gpu_after(int calls);
 
   matrix forward(const matrix& x) override;
   matrix backward(const matrix& dy) override;

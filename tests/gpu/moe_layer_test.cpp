@@ -274,6 +274,56 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
   }
 }
 
+// A device lost in the middle of training: the layer finishes the step it failed in, and the
+// steps after it, on the CPU, to the results of a layer that never left the CPU. A training
+// step makes four device calls: set_parameters, forward, backward, gradients.
+TEST(gpu_moe_layer, a_device_lost_mid_step_leaves_that_step_and_the_rest_to_the_cpu) {
+  if (device_count() == 0)
+    GTEST_SKIP() << "no CUDA device";
+  const std::vector<std::pair<std::string, int>> failures = {
+    {"set_parameters of step 1", 4},
+    {"forward of step 1", 5},
+    {"backward of step 1", 6},
+    {"gradients of step 1", 7},
+  };
+  const layer_case c{"ffn experts, noisy top-2, importance and load losses", expert_kind::ffn,
+                     mask_kind::noisy_top_k, 2, 0, 0.5, 0.7};
+  for (auto& [where, calls] : failures) {
+    SCOPED_TRACE(where);
+    auto cfg = c.config(16, 24, 6, 4);
+    auto cpu = compute::moe::moe_layer<float>::make(cfg);
+    auto moved = compute::moe::moe_layer<float>::make(cfg);
+    ASSERT_TRUE(cpu && moved);
+    ASSERT_FALSE((*moved)->use_gpu());
+    (*moved)->fail_gpu_after(calls);
+    compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
+    std::mt19937_64 rng{13};
+    for (uint64_t step = 0; step < 3; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      matrix x = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+      matrix dy = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+      for (auto* layer : {cpu->get(), moved->get()})
+        layer->set_step(step);
+      matrix y = (*cpu)->forward(x), dx = (*cpu)->backward(dy);
+      matrix gy = (*moved)->forward(x), gdx = (*moved)->backward(dy);
+      EXPECT_EQ((*moved)->on_gpu(), step == 0);
+      if (step > 0) {
+        EXPECT_NE((*moved)->gpu_error().find("injected device failure"), std::string::npos)
+          << (*moved)->gpu_error();
+      }
+      expect_close(gy.data(), y.data(), y.size(), "y");
+      expect_close(gdx.data(), dx.data(), dx.size(), "dx");
+      EXPECT_NEAR((*moved)->aux_loss(), (*cpu)->aux_loss(), 2e-5);
+      auto want = (*cpu)->parameters(), got = (*moved)->parameters();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        expect_close(got[i]->grad.data(), want[i]->grad.data(), want[i]->grad.size(),
+                     want[i]->name + " grad");
+      expect_same_adam_step(want, got, cpu_adam, moved_adam);
+    }
+  }
+}
+
 // A hierarchical MoE whose groups moved to the GPU against the same tree on the CPU, trained
 // by Adam for a few steps.
 TEST(gpu_moe_layer, a_hierarchical_moe_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
