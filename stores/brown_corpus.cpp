@@ -17,11 +17,17 @@ caf::expected<brown_catalog> read_brown_catalog(const std::string& corpus) {
   if (!in)
     return make_error(errc::not_found, cats + " (the Brown corpus: make demo fetches it)");
   brown_catalog out;
+  size_t number = 0;
   for (std::string line; std::getline(in, line);) {
+    ++number;
     std::istringstream fields{line};
     std::string name, category;
     if (fields >> name >> category)
       out.documents.push_back({(fs::path{corpus} / name).string(), category, 0});
+    else if (!name.empty())
+      return make_error(errc::corrupt_file, cats + ":" + std::to_string(number) + ": '" + line +
+                                              "' is not 'DOCUMENT CATEGORY' (a damaged copy? "
+                                              "make demo fetches the corpus again)");
   }
   for (auto& d : out.documents)
     out.categories.push_back(d.category);

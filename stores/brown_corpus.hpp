@@ -24,7 +24,9 @@ struct brown_catalog {
   std::vector<std::string> categories;
 };
 
-/// errc::not_found naming cats.txt when the corpus is missing.
+/// errc::not_found naming cats.txt when the corpus is missing; errc::corrupt_file naming the
+/// line when a line that is not blank lacks its category. Blank lines are skipped. Whether
+/// each listed document exists is left to whoever reads it.
 caf::expected<brown_catalog> read_brown_catalog(const std::string& corpus);
 
 struct tagged_word {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "messages/error.hpp"
+#include "stores/brown_corpus.hpp"
 
 namespace darcy::word2vec {
 
@@ -108,18 +109,16 @@ caf::expected<std::string> read_file(const fs::path& path) {
   return buf.str();
 }
 
-// The files of a corpus directory, in name order; for brown, those its cats.txt lists.
-std::vector<fs::path> corpus_files(const fs::path& dir, corpus_format format) {
+// The files of a corpus directory, in name order; for brown, those its cats.txt lists (each
+// must exist: reading it fails otherwise).
+caf::expected<std::vector<fs::path>> corpus_files(const fs::path& dir, corpus_format format) {
   std::vector<fs::path> files;
-  auto index = dir / "cats.txt";
-  if (format == corpus_format::brown && fs::is_regular_file(index)) {
-    std::ifstream in{index};
-    std::string line;
-    while (std::getline(in, line)) {
-      auto id = line.substr(0, line.find_first_of(" \t"));
-      if (!id.empty() && fs::is_regular_file(dir / id))
-        files.push_back(dir / id);
-    }
+  if (format == corpus_format::brown && fs::is_regular_file(dir / "cats.txt")) {
+    auto catalog = stores::read_brown_catalog(dir.string());
+    if (!catalog)
+      return std::move(catalog.error());
+    for (auto& d : catalog->documents)
+      files.emplace_back(d.path);
   } else {
     for (auto& entry : fs::directory_iterator{dir})
       if (entry.is_regular_file())
@@ -223,8 +222,11 @@ caf::expected<corpus> read_corpus(const std::string& path, corpus_format format)
       return std::move(text.error());
     return parse_corpus(std::move(*text), format, path);
   }
+  auto files = corpus_files(path, format);
+  if (!files)
+    return std::move(files.error());
   std::string all;
-  for (auto& file : corpus_files(path, format)) {
+  for (auto& file : *files) {
     auto text = read_file(file);
     if (!text)
       return std::move(text.error());

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <random>
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "compute/moe/expert.hpp"
@@ -227,6 +229,38 @@ TEST(gpu_moe_layer, a_step_before_prepare_is_an_error) {
   EXPECT_NE(gpu->forward(&x, 0, &x), "");
 }
 
+/// Trains `cpu` and `moved` (layers of one config, 16 wide with 6 experts) side by side with
+/// Adam for `steps` steps on the same seeded batches: outputs, input gradients, auxiliary
+/// losses, expert batches, gradients and parameters must agree after each step, and
+/// `after_step(step)` adds the caller's checks.
+void train_side_by_side(compute::moe::moe_layer<float>& cpu, compute::moe::moe_layer<float>& moved,
+                        uint64_t seed, uint64_t steps,
+                        const std::function<void(uint64_t)>& after_step) {
+  compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
+  std::mt19937_64 rng{seed};
+  for (uint64_t step = 0; step < steps; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    matrix x = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+    matrix dy = compute::nn::normal<float>(rows, 16, 1.0f, rng);
+    cpu.set_step(step);
+    moved.set_step(step);
+    matrix y = cpu.forward(x), dx = cpu.backward(dy);
+    matrix gy = moved.forward(x), gdx = moved.backward(dy);
+    after_step(step);
+    expect_close(gy.data(), y.data(), y.size(), "y");
+    expect_close(gdx.data(), dx.data(), dx.size(), "dx");
+    EXPECT_NEAR(moved.aux_loss(), cpu.aux_loss(), 2e-5);
+    for (uint32_t e = 0; e < 6; ++e)
+      EXPECT_EQ(moved.plan().expert_batch(e), cpu.plan().expert_batch(e));
+    auto want = cpu.parameters(), got = moved.parameters();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      expect_close(got[i]->grad.data(), want[i]->grad.data(), want[i]->grad.size(),
+                   want[i]->name + " grad");
+    expect_same_adam_step(want, got, cpu_adam, moved_adam);
+  }
+}
+
 // compute/moe's layer moved to the GPU with use_gpu() against the same layer on the CPU,
 // both trained by Adam for a few steps: outputs, input gradients, auxiliary losses and every
 // parameter (a batchwise gate's thresholds included) after each step.
@@ -248,29 +282,9 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
     ASSERT_TRUE(cpu && moved);
     ASSERT_FALSE((*moved)->use_gpu());
     ASSERT_TRUE((*moved)->on_gpu());
-    compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
-    std::mt19937_64 rng{11};
-    for (uint64_t step = 0; step < 4; ++step) {
-      SCOPED_TRACE("step " + std::to_string(step));
-      matrix x = compute::nn::normal<float>(rows, 16, 1.0f, rng);
-      matrix dy = compute::nn::normal<float>(rows, 16, 1.0f, rng);
-      for (auto* layer : {cpu->get(), moved->get()})
-        layer->set_step(step);
-      matrix y = (*cpu)->forward(x), dx = (*cpu)->backward(dy);
-      matrix gy = (*moved)->forward(x), gdx = (*moved)->backward(dy);
-      ASSERT_TRUE((*moved)->on_gpu()) << (*moved)->gpu_error();
-      expect_close(gy.data(), y.data(), y.size(), "y");
-      expect_close(gdx.data(), dx.data(), dx.size(), "dx");
-      EXPECT_NEAR((*moved)->aux_loss(), (*cpu)->aux_loss(), 2e-5);
-      for (uint32_t e = 0; e < 6; ++e)
-        EXPECT_EQ((*moved)->plan().expert_batch(e), (*cpu)->plan().expert_batch(e));
-      auto want = (*cpu)->parameters(), got = (*moved)->parameters();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        expect_close(got[i]->grad.data(), want[i]->grad.data(), want[i]->grad.size(),
-                     want[i]->name + " grad");
-      expect_same_adam_step(want, got, cpu_adam, moved_adam);
-    }
+    train_side_by_side(**cpu, **moved, 11, 4, [&](uint64_t) {
+      EXPECT_TRUE((*moved)->on_gpu()) << (*moved)->gpu_error();
+    });
   }
 }
 
@@ -296,31 +310,13 @@ TEST(gpu_moe_layer, a_device_lost_mid_step_leaves_that_step_and_the_rest_to_the_
     ASSERT_TRUE(cpu && moved);
     ASSERT_FALSE((*moved)->use_gpu());
     (*moved)->fail_gpu_after(calls);
-    compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
-    std::mt19937_64 rng{13};
-    for (uint64_t step = 0; step < 3; ++step) {
-      SCOPED_TRACE("step " + std::to_string(step));
-      matrix x = compute::nn::normal<float>(rows, 16, 1.0f, rng);
-      matrix dy = compute::nn::normal<float>(rows, 16, 1.0f, rng);
-      for (auto* layer : {cpu->get(), moved->get()})
-        layer->set_step(step);
-      matrix y = (*cpu)->forward(x), dx = (*cpu)->backward(dy);
-      matrix gy = (*moved)->forward(x), gdx = (*moved)->backward(dy);
+    train_side_by_side(**cpu, **moved, 13, 3, [&](uint64_t step) {
       EXPECT_EQ((*moved)->on_gpu(), step == 0);
       if (step > 0) {
         EXPECT_NE((*moved)->gpu_error().find("injected device failure"), std::string::npos)
           << (*moved)->gpu_error();
       }
-      expect_close(gy.data(), y.data(), y.size(), "y");
-      expect_close(gdx.data(), dx.data(), dx.size(), "dx");
-      EXPECT_NEAR((*moved)->aux_loss(), (*cpu)->aux_loss(), 2e-5);
-      auto want = (*cpu)->parameters(), got = (*moved)->parameters();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i)
-        expect_close(got[i]->grad.data(), want[i]->grad.data(), want[i]->grad.size(),
-                     want[i]->name + " grad");
-      expect_same_adam_step(want, got, cpu_adam, moved_adam);
-    }
+    });
   }
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::word2vec {
 namespace {
@@ -89,6 +90,36 @@ TEST(corpus, reads_a_directory_in_name_order_and_reports_missing_paths) {
   EXPECT_TRUE(is(missing.error(), errc::not_found));
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(is(parse_format("xml").error(), errc::invalid_argument));
+}
+
+// A Brown directory is read through its cats.txt: the documents it lists, each of which must
+// be there, and no line of it damaged.
+TEST(corpus, a_brown_catalog_names_its_missing_document_or_damaged_line) {
+  struct catalog_case {
+    const char* name;
+    const char* cats;
+    errc code;
+    const char* names;
+  } cases[] = {
+    {"complete", "ca02 news\nca01 news\n", errc{}, ""},
+    {"a listed document missing", "ca01 news\nca03 news\n", errc::not_found, "ca03"},
+    {"a line cut short", "ca01 news\nca0", errc::corrupt_file, "cats.txt:2:"},
+  };
+  for (auto& c : cases) {
+    test::temp_dir dir{"corpus_brown"};
+    std::ofstream{dir.path() + "/ca01"} << "The/at first/od ./.\n";
+    std::ofstream{dir.path() + "/ca02"} << "A/at second/od ./.\n";
+    std::ofstream{dir.path() + "/cats.txt"} << c.cats;
+    auto read = read_corpus(dir.path(), corpus_format::brown);
+    if (c.code == errc{}) {
+      ASSERT_TRUE(read) << c.name << ": " << render(read.error());
+      EXPECT_EQ(read->tokens[0].word, "the") << c.name << ": files in name order";
+      continue;
+    }
+    ASSERT_FALSE(read) << c.name;
+    EXPECT_TRUE(is(read.error(), c.code)) << c.name << ": " << render(read.error());
+    EXPECT_NE(render(read.error()).find(c.names), std::string::npos) << render(read.error());
+  }
 }
 
 } // namespace
