@@ -6,9 +6,8 @@
 #include "gpu/moe_layer.hpp"
 
 #include <cmath>
-#include <random>
-
 #include <functional>
+#include <random>
 
 #include <gtest/gtest.h>
 
