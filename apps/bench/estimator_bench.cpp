@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -63,8 +64,16 @@ print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()
 
 int run_estimator_bench(const estimator_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  if (o.repeats == 0 || o.threads == 0 || o.scaling_repeats == 0) {
-    std::fprintf(stderr, "bench estimator: repeats, scaling repeats and threads must be >= 1\n");
+  if (o.repeats == 0 || o.threads == 0 || o.scaling_repeats == 0 || o.scaling_ps == 0) {
+    std::fprintf(stderr,
+                 "bench estimator: repeats, scaling repeats, ps tasks and threads must be >= 1\n");
+    return 1;
+  }
+  const auto& counts = o.scaling_workers;
+  if (counts.empty() || counts[0] != 1 || !std::is_sorted(counts.begin(), counts.end()) ||
+      std::adjacent_find(counts.begin(), counts.end()) != counts.end()) {
+    std::fprintf(stderr, "bench estimator: --scaling-workers must be ascending worker counts "
+                         "from 1 (the base of every ratio), such as 1,2,4\n");
     return 1;
   }
   if (o.peer && !require_torch_peer(o.python, "estimator"))
@@ -135,20 +144,21 @@ int run_estimator_bench(const estimator_bench_options& o) {
     json << ",\"test_accuracy\":" << run->test_accuracy << ",\"epochs\":" << o.epochs;
   }
   if (o.scaling_steps > 0) {
-    scaling_options so{.corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads};
+    scaling_options so{.corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads,
+                       .ps = o.scaling_ps};
     // Runs alternate (1 worker, 2 workers, 1, 2, ...) so that a slow spell of a shared machine
-    // falls on both counts; each count's figure is its median.
-    std::vector<double> by_workers[2], step_ms[2];
+    // falls on every count; each count's figure is its median.
+    std::vector<std::vector<double>> by_workers(counts.size()), step_ms(counts.size());
     for (uint32_t r = 0; r < o.scaling_repeats; ++r) {
-      for (size_t workers : {1, 2}) {
-        auto run = distributed_run(so, workers);
+      for (size_t c = 0; c < counts.size(); ++c) {
+        auto run = distributed_run(so, counts[c]);
         if (!run) {
           std::fprintf(stderr, "bench estimator: scaling: %s\n", render(run.error()).c_str());
           return 1;
         }
-        by_workers[workers - 1].push_back(run->steps_per_second);
-        std::printf("brown-genre Wide & Deep, 1 ps, %zu worker(s), run %u: %.1f global steps/s",
-                    workers, r + 1, run->steps_per_second);
+        by_workers[c].push_back(run->steps_per_second);
+        std::printf("brown-genre Wide & Deep, %zu ps, %zu worker(s), run %u: %.1f global steps/s",
+                    o.scaling_ps, counts[c], r + 1, run->steps_per_second);
         // A worker's step, phase by phase: what waits on the ps and the embedding service.
         double total = 0;
         const char* sep = "; a worker's step (ms):";
@@ -161,20 +171,27 @@ int run_estimator_bench(const estimator_bench_options& o) {
           }
         std::printf("\n");
         if (!run->worker_step_ms.empty())
-          step_ms[workers - 1].push_back(total);
+          step_ms[c].push_back(total);
       }
     }
-    double rates[2] = {compute::percentile(by_workers[0], 0.5),
-                       compute::percentile(by_workers[1], 0.5)};
-    std::printf("medians of %u runs: 1 worker %.1f, 2 workers %.1f global steps/s\n",
-                o.scaling_repeats, rates[0], rates[1]);
-    json << ",\"global_steps_per_s_1_worker\":" << rates[0]
-         << ",\"global_steps_per_s_2_workers\":" << rates[1];
-    for (size_t w = 0; w < 2; ++w)
-      if (!step_ms[w].empty())
-        json << ",\"worker_step_ms_" << w + 1 << (w ? "_workers" : "_worker")
-             << "\":" << compute::percentile(step_ms[w], 0.5);
-    json << ",\"scaling_2_workers\":" << rates[1] / rates[0];
+    std::printf("medians of %u runs, %zu ps:", o.scaling_repeats, o.scaling_ps);
+    std::vector<double> rates;
+    for (size_t c = 0; c < counts.size(); ++c) {
+      rates.push_back(compute::percentile(by_workers[c], 0.5));
+      std::printf("%s %zu worker(s) %.1f", c ? "," : "", counts[c], rates[c]);
+    }
+    std::printf(" global steps/s\n");
+    // Counts are validated as ascending, from 1: rates[0] is the one-worker rate.
+    for (size_t c = 0; c < counts.size(); ++c) {
+      auto suffix = std::to_string(counts[c]) + (counts[c] == 1 ? "_worker" : "_workers");
+      json << ",\"global_steps_per_s_" << suffix << "\":" << rates[c];
+      if (!step_ms[c].empty())
+        json << ",\"worker_step_ms_" << suffix << "\":" << compute::percentile(step_ms[c], 0.5);
+    }
+    for (size_t c = 1; c < counts.size(); ++c)
+      json << ",\"scaling_" << counts[c] << "_workers\":" << rates[c] / rates[0];
+    if (o.scaling_ps != 1)
+      json << ",\"scaling_ps\":" << o.scaling_ps;
   }
   json << ",\"threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
   std::printf("{\"bench\":\"estimator\",\"metrics\":{%s}}\n", json.str().c_str());

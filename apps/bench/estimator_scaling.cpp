@@ -25,10 +25,9 @@ std::vector<std::string> role_argv(const scaling_options& o, const std::string& 
           "--save-checkpoints-steps", std::to_string(o.steps), "--model-dir", dir + "/model"};
 }
 
-std::string cluster_spec(const std::string& chief, size_t workers) {
-  nlohmann::json spec{{"chief", {chief}}, {"ps", {"127.0.0.1:0"}}, {"worker", nlohmann::json::array()}};
-  for (size_t i = 0; i < workers; ++i)
-    spec["worker"].push_back("127.0.0.1:0");
+std::string cluster_spec(const std::string& chief, size_t ps, size_t workers) {
+  nlohmann::json spec{{"chief", {chief}}, {"ps", std::vector<std::string>(ps, "127.0.0.1:0")},
+                      {"worker", std::vector<std::string>(workers, "127.0.0.1:0")}};
   return spec.dump();
 }
 
@@ -41,16 +40,16 @@ caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t work
                .string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  auto chief = runtime::child_process::start(role_argv(o, dir, cluster_spec("127.0.0.1:0", workers), "chief", 0));
+  auto chief = runtime::child_process::start(role_argv(o, dir, cluster_spec("127.0.0.1:0", o.ps, workers), "chief", 0));
   if (!chief)
     return std::move(chief.error());
   auto line = chief->wait_for_line("listening on", patience);
   if (!line)
     return make_error(errc::io_error, "the chief did not start: " + chief->read_stderr());
-  auto cluster = cluster_spec(line->substr(line->rfind(' ') + 1), workers);
+  auto cluster = cluster_spec(line->substr(line->rfind(' ') + 1), o.ps, workers);
   std::vector<runtime::child_process> hosts;
-  // hosts: the ps task, then the workers.
-  for (auto [type, count] : {std::pair{"ps", size_t{1}}, std::pair{"worker", workers}})
+  // hosts: the ps tasks, then the workers.
+  for (auto [type, count] : {std::pair{"ps", o.ps}, std::pair{"worker", workers}})
     for (size_t i = 0; i < count; ++i) {
       auto p = runtime::child_process::start(role_argv(o, dir, cluster, type, i));
       if (!p)
@@ -62,7 +61,7 @@ caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t work
   // A worker prints its step's phases when its training ends, before the chief's last line.
   scaling_run run;
   size_t reports = 0;
-  for (size_t i = 1; result && i < hosts.size(); ++i) {
+  for (size_t i = o.ps; result && i < hosts.size(); ++i) {
     auto line = hosts[i].wait_for_line("\"role\":\"worker\"", std::chrono::seconds(10));
     auto report = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json{};
     if (!report.is_object() || !report.contains("step_ms") || !report["step_ms"].is_object())

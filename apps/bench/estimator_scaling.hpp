@@ -1,6 +1,7 @@
 // The distributed half of `darcy bench estimator`: the brown-genre Wide & Deep job run as
-// real processes on 127.0.0.1 (a chief, one ps, then 1 and then 2 workers), each run's global
-// steps/s as its chief measures it, and their ratio (`scaling_2_workers`, the paper's Fig. 3).
+// real processes on 127.0.0.1 (a chief, its ps tasks and a number of workers), each run's
+// global steps/s as its chief measures it, for the ratios to one worker (`scaling_2_workers`,
+// the paper's Fig. 3).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,8 @@ struct scaling_options {
   uint64_t steps = 3000;
   /// Scheduler and product threads of every role.
   size_t threads = 2;
+  /// ps tasks; must be >= 1.
+  size_t ps = 1;
 };
 
 struct scaling_run {
@@ -28,7 +31,7 @@ struct scaling_run {
   std::map<std::string, double> worker_step_ms;
 };
 
-/// One run with `workers` workers and one ps; errc::timeout or the chief's error (with its
+/// One run with `workers` workers and `o.ps` ps tasks; errc::timeout or the chief's error (with its
 /// stderr) when the job does not finish.
 caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t workers);
 

@@ -109,7 +109,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto est = std::make_shared<estimator_bench_options>();
   auto est_cmd = bench->add_subcommand(
     "estimator", "The Fashion-MNIST DNN through the Estimator versus PyTorch; test accuracy; "
-    "Wide & Deep scaling from 1 to 2 workers");
+    "Wide & Deep scaling from 1 worker up");
   est_cmd->add_option("--data", est->data_dir, "Fashion-MNIST IDX files (dataset-fashion-mnist)");
   est_cmd->add_option("--repeats", est->repeats, "Timed epochs per side (median)")
     ->check(CLI::Range(1, 100));
@@ -121,6 +121,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   est_cmd->add_option("--scaling-steps", est->scaling_steps, "Global steps of each scaling run (0: skip them)");
   est_cmd->add_option("--scaling-repeats", est->scaling_repeats,
                       "Runs of each worker count, alternated (median)")->check(CLI::Range(1, 100));
+  est_cmd->add_option("--scaling-workers", est->scaling_workers,
+                      "Worker counts of the scaling runs, ascending from 1 (default 1,2)")
+    ->delimiter(',')
+    ->check(CLI::Range(1, 256));
+  est_cmd->add_option("--scaling-ps", est->scaling_ps, "ps tasks of every scaling run")
+    ->check(CLI::Range(1, 64));
   est_cmd->callback([est, &exit_code] { exit_code = run_estimator_bench(*est); });
 
   auto emb = std::make_shared<embedding_bench_options>();
