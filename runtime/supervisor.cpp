@@ -169,7 +169,7 @@ void start_child(supervisor_pointer self, const std::string& id, bool restarted,
         if (target->name == local) {
           auto actor = self->system().spawn<caf::actor>(spec.factory, spec.args, nullptr, false);
           if (!actor)
-            return fail(make_error(errc::spawn_failed, render(actor.error())));
+            return fail(make_error(errc::spawn_failed, spec.factory + ": " + render(actor.error())));
           return accept(std::move(*actor), local);
         }
         auto agent = caf::actor_cast<node_agent_actor>(target->agent);

@@ -20,7 +20,7 @@ caf::expected<fashion_mnist_data> load_fashion_mnist(const std::string& dir) {
     auto t = est::read_idx(images, labels, "pixels");
     if (!t) {
       if (is(t.error(), errc::not_found))
-        return make_error(errc::not_found, render(t.error()) +
+        return make_error(errc::not_found, context_of(t.error()) +
                                              " (install the Debian package dataset-fashion-mnist: make deps)");
       return std::move(t.error());
     }
