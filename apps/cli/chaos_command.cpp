@@ -26,7 +26,7 @@ template <class Action>
 void with_session(const chaos_flags& f, int& exit_code, Action action) {
   auto address = runtime::resolve_seed(f.seed);
   if (!address) {
-    exit_code = fail("--seed: " + render(address.error()));
+    exit_code = fail("--seed", address.error());
     return;
   }
   ops::session_options opts;
@@ -127,7 +127,7 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
   soak->callback([so, &exit_code] {
     auto r = run_soak(*so);
     if (!r) {
-      exit_code = fail("chaos soak: " + render(r.error()));
+      exit_code = fail("chaos soak", r.error());
       return;
     }
     std::cout << "soak of " << so->job << ", seed " << so->seed << "\n"

@@ -192,7 +192,7 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
   status->callback([seed, timeout_ms, &exit_code] {
     auto address = runtime::resolve_seed(*seed);
     if (!address) {
-      exit_code = fail("--seed: " + render(address.error()));
+      exit_code = fail("--seed", address.error());
       return;
     }
     ops::session_options opts;
@@ -230,7 +230,7 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
     auto* secret = app.get_option("--secret-file");
     auto secret_file = secret->count() > 0 ? secret->as<std::string>() : std::string{};
     auto err = cluster_up(*up_f, secret_file);
-    exit_code = err ? fail("cluster up: " + render(err)) : 0;
+    exit_code = err ? fail("cluster up", err) : 0;
   });
 
   auto down_dir = std::make_shared<std::string>("build/cluster");
@@ -243,7 +243,7 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
     auto path = cluster_path(*down_dir);
     auto c = runtime::read_cluster_file(path);
     if (!c) {
-      exit_code = fail("cluster down: " + render(c.error()));
+      exit_code = fail("cluster down", c.error());
       return;
     }
     auto stopped = stop_nodes(*c, std::chrono::seconds(*patience));

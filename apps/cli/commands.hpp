@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <caf/error.hpp>
 
 namespace darcy::apps {
 
@@ -24,6 +25,10 @@ void add_estimator_command(CLI::App& app, int& exit_code);
 
 /// Prints "darcy: error: MESSAGE" on one line to stderr and returns 1.
 int fail(const std::string& message);
+
+/// Prints "darcy: error: WHAT: ERROR" and returns 1. A darcy error whose context already begins
+/// with "WHAT: " (the ops layer names its operation too) does not name it twice.
+int fail(const std::string& what, const caf::error& err);
 
 /// Adds an option that takes one of `choices` by name. --help lists the names and shows the
 /// current value of `value` as the default.

@@ -137,12 +137,12 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
       return;
     auto data = load_fashion_mnist(o->data_dir);
     if (!data) {
-      exit_code = fail("estimator fashion-mnist: " + render(data.error()));
+      exit_code = fail("estimator fashion-mnist", data.error());
       return;
     }
     auto r = run_fashion_mnist(*o, *data);
     if (!r) {
-      exit_code = fail("estimator fashion-mnist: " + render(r.error()));
+      exit_code = fail("estimator fashion-mnist", r.error());
       return;
     }
     std::cout << nlohmann::json{{"test_accuracy", r->test_accuracy},
@@ -184,12 +184,12 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
       return;
     auto data = load_brown_genres(bg->corpus, bg->passage_words);
     if (!data) {
-      exit_code = fail("estimator brown-genre: " + render(data.error()));
+      exit_code = fail("estimator brown-genre", data.error());
       return;
     }
     auto r = run_brown_genre(*bg, *data);
     if (!r) {
-      exit_code = fail("estimator brown-genre: " + render(r.error()));
+      exit_code = fail("estimator brown-genre", r.error());
       return;
     }
     std::cout << nlohmann::json{{"test_accuracy", r->test_accuracy},
@@ -236,12 +236,12 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   labels->callback([sl, &exit_code] {
     auto data = load_sparse2label(sl->corpus, sl->passage_words, sl->keywords);
     if (!data) {
-      exit_code = fail("estimator sparse2label: " + render(data.error()));
+      exit_code = fail("estimator sparse2label", data.error());
       return;
     }
     auto rounds = run_sparse2label(*sl, *data);
     if (!rounds) {
-      exit_code = fail("estimator sparse2label: " + render(rounds.error()));
+      exit_code = fail("estimator sparse2label", rounds.error());
       return;
     }
     for (auto& r : *rounds)
@@ -267,7 +267,7 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   plot->callback([summary, out, &exit_code] {
     auto points = plot_summary(*summary, *out);
     if (!points) {
-      exit_code = fail("estimator plot: " + render(points.error()));
+      exit_code = fail("estimator plot", points.error());
       return;
     }
     std::cout << *points << " points: " << *out << ".tsv, " << *out << ".png" << std::endl;

@@ -86,4 +86,13 @@ int fail(const std::string& message) {
   return 1;
 }
 
+int fail(const std::string& what, const caf::error& err) {
+  auto prefix = what + ": ";
+  auto context = context_of(err);
+  if (err.category() == errc_category && context.rfind(prefix, 0) == 0)
+    return fail(prefix + render(make_error(static_cast<errc>(err.code()),
+                                           context.substr(prefix.size()))));
+  return fail(prefix + render(err));
+}
+
 } // namespace darcy::apps

@@ -78,7 +78,7 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   train->add_flag("--quiet", job->quiet, "No progress bar");
   train->callback([job, &exit_code] {
     if (auto err = moe::run_train(*job))
-      exit_code = fail("moe train: " + render(err));
+      exit_code = fail("moe train", err);
   });
 
   // The language model: FFN experts d -> 2d -> d at k = 2 cost 8d² multiply-adds per word,
@@ -104,7 +104,7 @@ void add_moe_command(CLI::App& app, int& exit_code) {
       lm->model = moe::hierarchical_options(lm->model, lm->model.primary.experts,
                                             lm->model.layer.gating.experts);
     if (auto err = moe::run_lm(*lm))
-      exit_code = fail("moe lm: " + render(err));
+      exit_code = fail("moe lm", err);
   });
 
   auto exp = std::make_shared<moe::experiment_job>();
@@ -124,7 +124,7 @@ void add_moe_command(CLI::App& app, int& exit_code) {
     exp->base.model.layer.gating.importance_weight =
       std::max(exp->base.model.layer.gating.importance_weight, 0.1);
     if (auto err = moe::run_experiment(*exp))
-      exit_code = fail("moe experiment experts: " + render(err));
+      exit_code = fail("moe experiment experts", err);
   });
 }
 

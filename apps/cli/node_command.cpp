@@ -61,7 +61,7 @@ void add_node_command(CLI::App& app, int& exit_code) {
     if (!f->http.empty()) {
       auto http = runtime::parse_http_address(f->http);
       if (!http) {
-        exit_code = fail("--http: " + render(http.error()));
+        exit_code = fail("--http", http.error());
         return;
       }
       opts.http = *http;

@@ -39,14 +39,14 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->callback([job, listen, cluster, &exit_code] {
     auto address = runtime::parse_host_port(*listen);
     if (!address) {
-      exit_code = fail("--listen: " + render(address.error()));
+      exit_code = fail("--listen", address.error());
       return;
     }
     job->listen = *address;
     if (!cluster->empty()) {
       auto seed = runtime::resolve_seed(*cluster);
       if (!seed) {
-        exit_code = fail("--cluster: " + render(seed.error()));
+        exit_code = fail("--cluster", seed.error());
         return;
       }
       job->cluster = *seed;

@@ -1,0 +1,37 @@
+// The one line `darcy` prints for a failed command (apps/cli's fail): "darcy: error: COMMAND:
+// ERROR", naming the command once even where the error from ops/ names its operation too.
+#include <gtest/gtest.h>
+
+#include "tests/integration/node_process.hpp"
+
+namespace darcy::test {
+namespace {
+
+TEST(cli_errors, a_failed_command_is_named_once_before_its_error) {
+  struct named_case {
+    std::vector<std::string> args;
+    const char* line;
+  };
+  std::vector<named_case> cases{
+    // ops::moe_train's own message begins with "moe train: ".
+    {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--replicas", "0"},
+     "darcy: error: moe train: invalid configuration: replicas, batch and steps must be at least 1\n"},
+    // The reader's "not found: no file" wrapped with the package to install, once.
+    {{"estimator", "fashion-mnist", "--data", "/nonexistent"},
+     "darcy: error: estimator fashion-mnist: not found: no file "
+     "/nonexistent/train-images-idx3-ubyte.gz (install the Debian package "
+     "dataset-fashion-mnist: make deps)\n"},
+    // An error that does not name the command gets it in front.
+    {{"estimator", "brown-genre", "--corpus", "/nonexistent", "--quiet"},
+     "darcy: error: estimator brown-genre: not found: /nonexistent/cats.txt (the Brown corpus: "
+     "make demo fetches it)\n"},
+  };
+  for (auto& c : cases) {
+    auto r = run_darcy(c.args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err, c.line);
+  }
+}
+
+} // namespace
+} // namespace darcy::test
