@@ -31,16 +31,31 @@ caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& t
   using std::chrono::steady_clock;
   static std::atomic<uint64_t> next{std::random_device{}() | 1};
   auto request = next.fetch_add(2); // odd: never 0
-  auto deadline = steady_clock::now() + std::max(timeout, min_spawn_timeout);
-  for (;;) {
+  auto start = steady_clock::now();
+  auto deadline = start + std::max(timeout, min_spawn_timeout);
+  for (int attempts = 1;; ++attempts) {
     auto actor = ask<caf::actor>(sys, target.agent, attempt_wait(attempt, deadline),
                                  spawn_atom::value, factory, args, request);
     if (actor)
       return actor;
-    if (actor.error() != caf::sec::request_timeout || steady_clock::now() >= deadline)
+    auto where = factory + " on node " + target.node + ": ";
+    if (actor.error() != caf::sec::request_timeout)
+      return make_error(errc::spawn_failed, where + render(actor.error()));
+    if (steady_clock::now() >= deadline) {
+      auto waited = std::chrono::duration_cast<std::chrono::seconds>(steady_clock::now() - start);
       return make_error(errc::spawn_failed,
-                        factory + " on node " + target.node + ": " + render(actor.error()));
+                        where + "no answer to " + std::to_string(attempts) + " attempts over " +
+                          std::to_string(waited.count()) + " s; " + unanswered_spawn(sys, target));
+    }
   }
+}
+
+std::string unanswered_spawn(caf::actor_system& sys, const spawn_target& target,
+                             std::chrono::milliseconds wait) {
+  if (ask<std::string>(sys, target.agent, wait, ping_atom::value))
+    return "its agent answers a ping, so the spawn request was lost or is stuck there";
+  return "its agent does not answer a ping within " + std::to_string(wait.count()) +
+         " ms either: the node is stalled, or cut off from this process";
 }
 
 caf::expected<std::vector<caf::actor>>

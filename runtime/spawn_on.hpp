@@ -43,14 +43,25 @@ inline constexpr std::chrono::milliseconds min_spawn_timeout{30000};
 /// How long a spawn waits for its answer before it asks again.
 inline constexpr std::chrono::milliseconds spawn_attempt_timeout{5000};
 
+/// How long an unanswered spawn's error waits for the node's agent to answer a ping.
+inline constexpr std::chrono::milliseconds spawn_ping_timeout{2000};
+
 /// Spawns one actor of type `factory` with `args` on `target`, waiting up to the larger of
 /// `timeout` and min_spawn_timeout. A request unanswered after `attempt` is sent again under
 /// the same request id, so that a lost message costs one attempt and the node still spawns
-/// once. Fails with errc::spawn_failed naming the node and the cause.
+/// once. Fails with errc::spawn_failed naming the node and the cause; when no attempt was
+/// answered, the error also counts them and says whether the agent answers a ping
+/// (unanswered_spawn).
 caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
                                    std::chrono::milliseconds timeout, const std::string& factory,
                                    caf::message args,
                                    std::chrono::milliseconds attempt = spawn_attempt_timeout);
+
+/// Why `target` left a spawn unanswered, for its error: whether its agent answers a ping within
+/// `wait` (then the spawn request itself was lost or is stuck there) or not (the node is
+/// stalled, or cut off from this process).
+std::string unanswered_spawn(caf::actor_system& sys, const spawn_target& target,
+                             std::chrono::milliseconds wait = spawn_ping_timeout);
 
 /// Spawns `count` actors of type `factory`, the i-th with args(i) on targets[i % size]. On the
 /// first failure, stops the ones already started and returns that failure.

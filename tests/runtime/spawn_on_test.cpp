@@ -164,5 +164,35 @@ TEST_F(spawn_on_test, ALostSpawnRequestIsSentAgainAndTheNodeSpawnsOnce) {
   caf::anon_send_exit(*actor, caf::exit_reason::user_shutdown);
 }
 
+/// An agent that answers pings (when `pings`) and leaves every other request unanswered.
+caf::behavior unanswering_agent(caf::event_based_actor* self, bool pings) {
+  self->set_default_handler([](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
+    return caf::delegated<caf::message>{}; // no one answers
+  });
+  if (!pings)
+    return {[](ping_atom) { return caf::delegated<std::string>{}; }};
+  return {[](ping_atom) { return std::string{"deaf"}; }};
+}
+
+TEST_F(spawn_on_test, AnUnansweredSpawnSaysWhetherTheNodesAgentStillAnswersAPing) {
+  struct silence_case {
+    bool pings;
+    const char* says;
+  };
+  for (auto c : {silence_case{true, "its agent answers a ping, so the spawn request was lost"},
+                 silence_case{false, "its agent does not answer a ping within 50 ms either"}}) {
+    auto agent = sys.spawn(unanswering_agent, c.pings);
+    test::stop_on_exit guard{sys, agent};
+    spawn_target quiet{"quiet", caf::actor_cast<node_agent_actor>(agent)};
+    auto spawned = ask<caf::actor>(sys, quiet.agent, std::chrono::milliseconds(50),
+                                   spawn_atom::value, std::string{"test.worker"},
+                                   caf::make_message(std::string{"w"}), uint64_t{1});
+    ASSERT_EQ(spawned.error(), caf::sec::request_timeout) << c.says;
+    EXPECT_NE(unanswered_spawn(sys, quiet, std::chrono::milliseconds(50)).find(c.says),
+              std::string::npos)
+      << c.says;
+  }
+}
+
 } // namespace
 } // namespace darcy::runtime
