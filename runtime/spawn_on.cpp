@@ -33,12 +33,12 @@ caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& t
   auto request = next.fetch_add(2); // odd: never 0
   auto start = steady_clock::now();
   auto deadline = start + std::max(timeout, min_spawn_timeout);
+  auto where = factory + " on node " + target.node + ": ";
   for (int attempts = 1;; ++attempts) {
     auto actor = ask<caf::actor>(sys, target.agent, attempt_wait(attempt, deadline),
                                  spawn_atom::value, factory, args, request);
     if (actor)
       return actor;
-    auto where = factory + " on node " + target.node + ": ";
     if (actor.error() != caf::sec::request_timeout)
       return make_error(errc::spawn_failed, where + render(actor.error()));
     if (steady_clock::now() >= deadline) {

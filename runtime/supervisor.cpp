@@ -144,19 +144,21 @@ void start_child(supervisor_pointer self, const std::string& id, bool restarted,
     on_started(self, id, std::move(actor), std::move(node), restarted, next);
   };
   auto local = node_name(self->system());
-  auto& spec = child->spec;
-  auto registry = self->system().registry().get<registry_actor>(registry_key);
-  if (spec.nodes.empty() || (!registry && spec.nodes.front() == local)) {
+  auto start_here = [self, local, accept, fail](const child_spec& spec) {
     auto actor = self->system().spawn<caf::actor>(spec.factory, spec.args, nullptr, false);
     if (!actor)
       return fail(make_error(errc::spawn_failed, spec.factory + ": " + render(actor.error())));
-    return accept(std::move(*actor), local);
-  }
+    accept(std::move(*actor), local);
+  };
+  auto& spec = child->spec;
+  auto registry = self->system().registry().get<registry_actor>(registry_key);
+  if (spec.nodes.empty() || (!registry && spec.nodes.front() == local))
+    return start_here(spec);
   if (!registry)
     return fail(make_error(errc::no_live_node, "no registry to place '" + id + "'"));
   self->request(registry, std::chrono::seconds(10), status_atom::value)
     .then(
-      [self, id, local, accept, fail](const cluster_status& status) {
+      [self, id, local, accept, fail, start_here](const cluster_status& status) {
         auto child = find(self, id);
         if (child == nullptr)
           return;
@@ -166,12 +168,8 @@ void start_child(supervisor_pointer self, const std::string& id, bool restarted,
         if (target == nullptr)
           return fail(make_error(errc::no_live_node, "for child '" + id + "'"));
         auto& spec = child->spec;
-        if (target->name == local) {
-          auto actor = self->system().spawn<caf::actor>(spec.factory, spec.args, nullptr, false);
-          if (!actor)
-            return fail(make_error(errc::spawn_failed, spec.factory + ": " + render(actor.error())));
-          return accept(std::move(*actor), local);
-        }
+        if (target->name == local)
+          return start_here(spec);
         auto agent = caf::actor_cast<node_agent_actor>(target->agent);
         self->request(agent, std::chrono::seconds(10), spawn_atom::value, spec.factory, spec.args)
           .then([accept, node = target->name](caf::actor& actor) { accept(std::move(actor), node); },
