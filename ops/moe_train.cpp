@@ -8,6 +8,7 @@
 #include "actors/moe/moe_router.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/init.hpp"
+#include "compute/nn/optimizers.hpp"
 #include "messages/error.hpp"
 #include "ops/supervised_group.hpp"
 
@@ -27,6 +28,8 @@ row_block to_block(uint64_t step, const matrix& m) {
 
 plain_error validate(const moe_train_options& o) {
   if (auto err = compute::moe::validate(o.layer))
+    return err;
+  if (auto err = compute::nn::validate(compute::nn::adam_config{.learning_rate = o.learning_rate}))
     return err;
   auto bad = [](const std::string& what) { return plain_error{errc::invalid_config, what}; };
   if (o.replicas == 0 || o.batch == 0 || o.steps == 0)

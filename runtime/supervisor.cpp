@@ -66,7 +66,8 @@ bool note_restart(supervisor_pointer self) {
 
 void schedule_retry(supervisor_pointer self, const std::string& id, const caf::error& why);
 
-// The child is up: watch it, register its service, then tell subscribers.
+// The child is up: watch it, register its service, then tell subscribers. A child already gone
+// again by then is not announced: subscribers never see a started child without its actor.
 void on_started(supervisor_pointer self, const std::string& id, caf::actor actor,
                 std::string node, bool restarted, continuation next) {
   auto child = find(self, id);
@@ -85,13 +86,13 @@ void on_started(supervisor_pointer self, const std::string& id, caf::actor actor
   service_info info{child->spec.service, child->node, actor};
   self->request(registry, std::chrono::seconds(10), register_atom::value, std::move(info))
     .then(
-      [self, id, kind, next](ok_atom) {
-        if (auto child = find(self, id))
+      [self, id, kind, actor, next](ok_atom) {
+        if (auto child = find(self, id); child && child->actor == actor)
           publish(self, kind, *child);
         next();
       },
-      [self, id, kind, next](caf::error& err) {
-        if (auto child = find(self, id))
+      [self, id, kind, actor, next](caf::error& err) {
+        if (auto child = find(self, id); child && child->actor == actor)
           publish(self, kind, *child, "service not registered: " + render(err));
         next();
       });

@@ -34,7 +34,7 @@ void add_lm_options(CLI::App* cmd, moe::lm_job& job) {
   cmd->add_option("--learning-rate", o.learning_rate, "Adam learning rate of the dense layers");
   cmd->add_option("--embedding-learning-rate", o.embedding_learning_rate,
                   "Adam learning rate of the embedding rows (in the service)");
-  cmd->add_option("--threads", o.threads, "Threads of the MoE layer");
+  cmd->add_option("--threads", o.threads, "Threads of the MoE layer")->check(CLI::Range(1, 256));
   cmd->add_option("--dropout", o.dropout,
                   "Dropout rate on the input, the middle layer's output and the last output");
   cmd->add_option("--seed", o.seed, "Seed of the weights and the sampler");

@@ -54,6 +54,11 @@ caf::expected<lm_corpus> load_brown_lm(const std::string& dir, uint32_t min_coun
       kept.emplace_back(w, n);
     else if (w != end_of_sentence)
       unknown += n;
+  if (kept.empty())
+    return make_error(errc::invalid_config,
+                      "no training word occurs " + std::to_string(min_count) +
+                        " times, so the output vocabulary would hold only the unknown word and "
+                        "the end of sentence: lower the minimum count");
   std::sort(kept.begin(), kept.end(),
             [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   c.vocabulary = {end_of_sentence, unknown_word};

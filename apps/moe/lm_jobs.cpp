@@ -220,13 +220,6 @@ caf::error run_lm(const lm_job& job) {
 
 caf::error run_experiment(const experiment_job& job) {
   namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(job.out_dir, ec);
-  if (ec)
-    return make_error(errc::io_error, "cannot create " + job.out_dir + ": " + ec.message());
-  auto corpus = load(job.base);
-  if (!corpus)
-    return std::move(corpus.error());
   std::vector<lm_job> rows;
   auto dense = job.base;
   dense.model.middle = lm_middle::lstm;
@@ -242,6 +235,16 @@ caf::error run_experiment(const experiment_job& job) {
     row.model = hierarchical_options(job.base.model, job.groups, job.group_experts);
     rows.push_back(row);
   }
+  for (auto& row : rows)
+    if (auto err = validate(row.model))
+      return err;
+  std::error_code ec;
+  fs::create_directories(job.out_dir, ec);
+  if (ec)
+    return make_error(errc::io_error, "cannot create " + job.out_dir + ": " + ec.message());
+  auto corpus = load(job.base);
+  if (!corpus)
+    return std::move(corpus.error());
   auto table_path = (fs::path{job.out_dir} / "moe-experts.tsv").string();
   std::ofstream table{table_path};
   table << "model\ttest_perplexity\tvalid_perplexity\ttrain_perplexity\tparameters\t"

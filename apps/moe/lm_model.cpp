@@ -45,17 +45,32 @@ double expert_cost(const moe_config& c) {
 lm_model::lm_model(ops::session& s, const lm_options& o, const lm_corpus& corpus)
   : session_(s), o_(o), corpus_(corpus), rng_(o.seed) {}
 
-caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const lm_options& o,
-                                                        const lm_corpus& corpus) {
+caf::error validate(const lm_options& o) {
   auto bad = [](const std::string& what) { return make_error(errc::invalid_config, "moe lm: " + what); };
   if (o.dim == 0 || o.batch == 0 || o.unroll == 0 || o.sampled == 0 || o.epochs == 0)
     return bad("dim, batch, unroll, sampled and epochs must be at least 1");
-  if (!(o.learning_rate > 0) || !(o.embedding_learning_rate > 0))
-    return bad("learning rates must be positive");
+  auto rate_ok = [](double r) { return std::isfinite(r) && r > 0; };
+  if (!rate_ok(o.learning_rate) || !rate_ok(o.embedding_learning_rate))
+    return bad("learning rates must be finite and positive");
   if (!(o.dropout >= 0 && o.dropout < 1))
     return bad("dropout must be in [0, 1)");
   if (o.gpu && o.middle == lm_middle::lstm)
     return bad("the dense baseline has no GPU path; --gpu trains a MoE middle layer");
+  auto layer = o.layer;
+  layer.dim = o.dim;
+  if (o.middle == lm_middle::moe)
+    if (auto err = compute::moe::validate(layer))
+      return make_error(err);
+  if (o.middle == lm_middle::hierarchical)
+    if (auto err = compute::moe::validate(o.primary, layer))
+      return make_error(err);
+  return {};
+}
+
+caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const lm_options& o,
+                                                        const lm_corpus& corpus) {
+  if (auto err = validate(o))
+    return err;
   std::unique_ptr<lm_model> m{new lm_model(s, o, corpus)};
   m->o_.layer.dim = o.dim;
   std::mt19937_64 init{o.seed};

@@ -68,6 +68,10 @@ struct lm_eval {
   std::optional<double> threshold_agreement;
 };
 
+/// errc::invalid_config for sizes, rates or a layer that lm_model::make would refuse; cheap,
+/// so that a sweep can check every row before it trains the first.
+caf::error validate(const lm_options& o);
+
 class lm_model {
 public:
   /// errc::invalid_config for a bad layer or sizes.

@@ -2,10 +2,18 @@
 
 namespace darcy::compute::moe {
 
+plain_error validate(const gating_config& primary, const moe_config& group) {
+  if (auto err = validate(group))
+    return err;
+  if (auto err = validate(primary, group.dim))
+    return {err.code, "the primary gate, over the groups: " + err.context};
+  return {};
+}
+
 template <class T>
 plain_expected<std::unique_ptr<hierarchical_moe<T>>>
 hierarchical_moe<T>::make(const gating_config& primary, const moe_config& group) {
-  if (auto err = validate(primary, group.dim))
+  if (auto err = validate(primary, group))
     return err;
   std::vector<std::unique_ptr<moe_layer<T>>> groups;
   for (uint32_t g = 0; g < primary.experts; ++g) {

@@ -13,14 +13,17 @@
 
 namespace darcy::compute::moe {
 
+/// errc::invalid_config naming the level at fault: validate() of `group`, or of `primary` (over
+/// the groups) at the groups' width.
+plain_error validate(const gating_config& primary, const moe_config& group);
+
 template <class T>
 class hierarchical_moe final : public nn::layer<T> {
 public:
   using matrix = matrix_t<T>;
 
   /// `primary` gates over primary.experts groups; each group is a moe_layer of `group`, the
-  /// g-th seeded with group.gating.seed + g. Errors of validate() for either config, or
-  /// errc::invalid_config when the widths differ.
+  /// g-th seeded with group.gating.seed + g. Errors of validate(primary, group).
   static plain_expected<std::unique_ptr<hierarchical_moe>> make(const gating_config& primary,
                                                                 const moe_config& group);
 

@@ -18,19 +18,19 @@ plain_error bad(const char* what) {
 
 plain_error validate(const adam_config& cfg) {
   if (!positive(cfg.learning_rate))
-    return bad("adam: learning_rate must be positive");
+    return bad("adam: learning_rate must be finite and positive");
   if (!(cfg.beta1 >= 0 && cfg.beta1 < 1))
     return bad("adam: beta1 must be in [0, 1)");
   if (!(cfg.beta2 >= 0 && cfg.beta2 < 1))
     return bad("adam: beta2 must be in [0, 1)");
   if (!positive(cfg.epsilon))
-    return bad("adam: epsilon must be positive");
+    return bad("adam: epsilon must be finite and positive");
   return {};
 }
 
 plain_error validate(const adagrad_config& cfg) {
   if (!positive(cfg.learning_rate))
-    return bad("adagrad: learning_rate must be positive");
+    return bad("adagrad: learning_rate must be finite and positive");
   if (!(std::isfinite(cfg.initial_accumulator) && cfg.initial_accumulator >= 0))
     return bad("adagrad: initial_accumulator must be non-negative");
   return {};

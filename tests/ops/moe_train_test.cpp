@@ -3,6 +3,8 @@
 // checkpoint, ends exactly where an uninterrupted run does.
 #include "ops/moe_train.hpp"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
@@ -99,6 +101,11 @@ TEST_F(moe_train_test, bad_options_are_refused_before_anything_starts) {
     {"zero width", [](moe_train_options& o) { o.layer.dim = 0; }},
     {"no replicas", [](moe_train_options& o) { o.replicas = 0; }},
     {"no checkpoint directory", [](moe_train_options& o) { o.checkpoint_dir.clear(); }},
+    {"infinite learning rate",
+     [](moe_train_options& o) { o.learning_rate = std::numeric_limits<double>::infinity(); }},
+    {"NaN learning rate",
+     [](moe_train_options& o) { o.learning_rate = std::numeric_limits<double>::quiet_NaN(); }},
+    {"negative learning rate", [](moe_train_options& o) { o.learning_rate = -0.1; }},
   };
   for (auto& c : cases) {
     auto o = small_options("/nonexistent/never-written");

@@ -2,6 +2,7 @@
 // are those of the epoch with the lowest validation perplexity; a step limit ends training
 // inside an epoch, which is then evaluated as well.
 #include <algorithm>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -80,6 +81,30 @@ TEST(lm_jobs, the_hierarchical_row_balances_both_levels_with_noisy_gates) {
   auto r = train_lm(job, *corpus, "tiny-hierarchical");
   ASSERT_TRUE(r) << render(r.error());
   EXPECT_GT(r->experts_used, 0.5);
+}
+
+TEST(lm_jobs, a_sweep_with_a_row_that_cannot_be_built_stops_before_it_trains_any) {
+  test::temp_dir dir{"lm_jobs_bad_sweep"};
+  struct {
+    const char* name;
+    std::vector<uint32_t> experts;
+    uint32_t groups;
+  } cases[] = {
+    {"a flat row of no experts, after the dense row", {4, 0}, 0},
+    {"a hierarchical row of no experts per group", {4}, 2},
+  };
+  for (auto& c : cases) {
+    experiment_job job;
+    job.base = tiny_job(lm_middle::moe, 1, 0, 0);
+    job.base.corpus = dir.path() + "/never-read";
+    job.experts = c.experts;
+    job.groups = c.groups;
+    job.group_experts = 0;
+    job.out_dir = dir.path() + "/out";
+    auto err = run_experiment(job);
+    EXPECT_TRUE(is(err, errc::invalid_config)) << c.name << ": " << render(err);
+    EXPECT_FALSE(std::filesystem::exists(job.out_dir)) << c.name << ": the sweep began";
+  }
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // vocabulary of the training words, and a short training run on a small corpus lowers its
 // full-softmax perplexity for every middle layer; bad settings are refused.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,6 +35,15 @@ TEST(lm_corpus, documents_split_90_5_5_and_rare_words_are_labelled_unknown) {
   auto missing = load_brown_lm(dir.path() + "/nothing", 2);
   ASSERT_FALSE(missing);
   EXPECT_TRUE(is(missing.error(), errc::not_found));
+}
+
+TEST(lm_corpus, a_minimum_count_that_no_word_reaches_is_refused) {
+  test::temp_dir dir{"lm_corpus_min_count"};
+  test::write_tiny_brown(dir.path());
+  auto c = load_brown_lm(dir.path(), 1u << 30);
+  ASSERT_FALSE(c) << c->vocabulary.size() << " words";
+  EXPECT_TRUE(is(c.error(), errc::invalid_config)) << render(c.error());
+  EXPECT_NE(render(c.error()).find("lower the minimum count"), std::string::npos);
 }
 
 TEST(lm_model, a_short_run_lowers_the_full_softmax_perplexity_of_every_middle_layer) {
@@ -98,6 +108,15 @@ TEST(lm_model, bad_settings_are_refused_with_a_clear_error) {
     {"no negatives", [](lm_options& o) { o.sampled = 0; }},
     {"dropout of 1", [](lm_options& o) { o.dropout = 1; }},
     {"negative dropout", [](lm_options& o) { o.dropout = -0.1; }},
+    {"infinite learning rate",
+     [](lm_options& o) { o.learning_rate = std::numeric_limits<double>::infinity(); }},
+    {"NaN embedding learning rate",
+     [](lm_options& o) { o.embedding_learning_rate = std::numeric_limits<double>::quiet_NaN(); }},
+    {"a hierarchical MoE of no groups",
+     [](lm_options& o) {
+       o.middle = lm_middle::hierarchical;
+       o.primary.experts = 0;
+     }},
     {"the dense baseline on a GPU",
      [](lm_options& o) {
        o.middle = lm_middle::lstm;

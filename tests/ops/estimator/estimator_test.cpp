@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -343,6 +344,16 @@ TEST(estimator, bad_models_checkpoints_and_inputs_are_refused_with_clear_errors)
   };
   for (auto& c : configs)
     EXPECT_TRUE(is(dnn_model(c.o).error(), errc::invalid_config)) << c.what;
+  for (double rate : {0.0, -1.0, std::numeric_limits<double>::infinity(),
+                      std::numeric_limits<double>::quiet_NaN()}) {
+    auto cfg = config(dir.path() + "/rate");
+    cfg.optimizer.learning_rate = rate;
+    estimator bad_rate{*fn, cfg};
+    auto trained = bad_rate.train(input(data, 0), 3);
+    ASSERT_FALSE(trained) << "learning rate " << rate;
+    EXPECT_TRUE(is(trained.error(), errc::invalid_config)) << render(trained.error());
+    EXPECT_FALSE(std::filesystem::exists(dir.path() + "/rate")) << "a checkpoint was written";
+  }
   EXPECT_FALSE(e.save_checkpoint());
   estimator no_dir{*fn, config()};
   EXPECT_TRUE(is(no_dir.save_checkpoint(), errc::invalid_config));

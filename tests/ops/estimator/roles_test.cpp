@@ -84,5 +84,27 @@ TEST(roles, malformed_configs_are_refused_naming_the_problem) {
   }
 }
 
+TEST(roles, malformed_flags_are_refused_naming_the_flag_and_the_problem) {
+  struct {
+    std::string cluster_spec;
+    std::string type;
+    uint32_t index;
+    std::string mentions;
+  } cases[] = {
+    {cluster, "boss", 0, "--task-type: unknown task type 'boss'"},
+    {"", "worker", 0, "--cluster-spec: --task-type worker needs the cluster's addresses"},
+    {"{bad", "worker", 0, "--cluster-spec: not JSON"},
+    {cluster, "worker", 7, "--cluster-spec: task worker 7 is not in the cluster"},
+    {R"({"chief": ["a:1"], "worker": ["d:4"]})", "chief", 0,
+     "--cluster-spec: the cluster needs at least one ps"},
+  };
+  for (auto& c : cases) {
+    auto r = parse_role_config(c.cluster_spec, c.type, c.index);
+    ASSERT_FALSE(r) << c.mentions;
+    EXPECT_TRUE(is(r.error(), errc::invalid_config)) << c.mentions;
+    EXPECT_NE(render(r.error()).find(c.mentions), std::string::npos) << render(r.error());
+  }
+}
+
 } // namespace
 } // namespace darcy::ops::estimator
