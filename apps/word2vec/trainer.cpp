@@ -300,6 +300,10 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   if (auto err = check_options(o))
     return err;
   key_space keys{c, o.vocab_cap, o.min_count};
+  if (keys.size() == 0)
+    return make_error(errc::invalid_argument,
+                      "no word of the corpus occurs --min-count " + std::to_string(o.min_count) +
+                        " times: nothing to train");
   auto negatives = compute::candidate_distribution::make(sampler_kind::unigram, keys.counts);
   if (!negatives)
     return make_error(negatives.error());

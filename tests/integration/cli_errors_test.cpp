@@ -33,5 +33,33 @@ TEST(cli_errors, a_failed_command_is_named_once_before_its_error) {
   }
 }
 
+TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts) {
+  struct refused_case {
+    std::vector<std::string> args;
+    const char* line;
+  };
+  std::vector<refused_case> cases{
+    // Each expert actor refused it and quit as it started: the run once crashed on that.
+    {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--learning-rate", "inf"},
+     "darcy: error: moe train: invalid configuration: adam: learning_rate must be finite and "
+     "positive\n"},
+    {{"estimator", "fashion-mnist", "--task-type", "boss"},
+     "darcy: error: estimator fashion-mnist: invalid configuration: --task-type: unknown task "
+     "type 'boss' (chief, worker, ps or evaluator)\n"},
+    {{"estimator", "brown-genre", "--task-type", "worker", "--cluster-spec", "{bad"},
+     "darcy: error: estimator brown-genre: invalid configuration: --cluster-spec: not JSON\n"},
+    // The sweep checks every row before it loads the corpus or trains the dense row.
+    {{"moe", "experiment", "experts", "--corpus", "/nonexistent", "--expert-counts", "4,0",
+      "--out", "/tmp/darcy-cli-errors-sweep"},
+     "darcy: error: moe experiment experts: invalid configuration: moe: experts must be at least "
+     "1\n"},
+  };
+  for (auto& c : cases) {
+    auto r = run_darcy(c.args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err, c.line);
+  }
+}
+
 } // namespace
 } // namespace darcy::test

@@ -200,7 +200,9 @@ TEST(word2vec_trainer, invalid_options_are_refused) {
                               {"window 0", [](train_options& o) { o.window = 0; }},
                               {"epochs 0", [](train_options& o) { o.epochs = 0; }},
                               {"threads 0", [](train_options& o) { o.threads = 0; }},
-                              {"alpha 0", [](train_options& o) { o.alpha = 0; }}};
+                              {"alpha 0", [](train_options& o) { o.alpha = 0; }},
+                              {"a min_count no word reaches",
+                               [](train_options& o) { o.min_count = 1u << 30; }}};
   for (auto& bad : cases) {
     auto o = small_options();
     bad.change(o);
