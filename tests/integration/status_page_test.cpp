@@ -121,8 +121,13 @@ TEST_F(status_page, headless_chromium_renders_every_member_and_service) {
     auto run = runtime::child_process::start({"/bin/sh", "-c", command});
     ASSERT_TRUE(run) << render(run.error());
     auto code = run->wait(std::chrono::seconds(120));
-    ASSERT_TRUE(code) << "chromium took too long";
-    EXPECT_EQ(*code, 0) << what;
+    auto log = [&] {
+      std::ifstream in{dir.path() + "/chromium.log"};
+      std::string text{std::istreambuf_iterator<char>{in}, {}};
+      return text.size() > 4000 ? text.substr(text.size() - 4000) : text;
+    };
+    ASSERT_TRUE(code) << "chromium took too long; its log ends:\n" << log();
+    EXPECT_EQ(*code, 0) << what << "; chromium's log ends:\n" << log();
   };
   run_chromium("--screenshot=" + dir.path() + "/status.png " + url);
   std::ifstream png{dir.path() + "/status.png", std::ios::binary};
