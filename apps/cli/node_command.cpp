@@ -33,7 +33,8 @@ void add_node_command(CLI::App& app, int& exit_code) {
     ->envname("DARCY_HTTP");
   cmd->add_option("--config", f->config, "TOML config file; flags override it")
     ->envname("DARCY_NODE_CONFIG");
-  cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms, "Heartbeat period (0: the config's, or the default)")
+  cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms,
+                  "Heartbeat period (0: the config's, or the default)")
     ->check(CLI::Range(int64_t{0}, int64_t{86400000}))
     ->envname("DARCY_HEARTBEAT_INTERVAL_MS");
   cmd->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,

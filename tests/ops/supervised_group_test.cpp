@@ -1,5 +1,6 @@
-// A supervised group hands out only children that are running: one whose members quit as they
-// start fails with the supervisor's reason, instead of returning handles to dead or null actors.
+// A supervised group whose children quit as they start never hands out a null actor (moe train
+// once crashed on one), and why they quit reaches the caller: as the group's error, or as the
+// supervisor's when it gives up after the group started.
 #include "ops/supervised_group.hpp"
 
 #include <limits>
@@ -13,7 +14,7 @@
 namespace darcy::ops {
 namespace {
 
-TEST(supervised_group, children_that_quit_as_they_start_are_never_handed_out_and_their_reason_surfaces) {
+TEST(supervised_group, children_that_quit_as_they_start_are_never_null_handles_and_say_why) {
   auto s = session::open({});
   ASSERT_TRUE(s) << render(s.error());
   auto status = (*s)->status();
