@@ -7,12 +7,22 @@
 namespace darcy::test {
 namespace {
 
+struct error_case {
+  std::vector<std::string> args;
+  const char* line;
+};
+
+/// Each case's command exits 1 with exactly its one line on stderr.
+void expect_error_lines(const std::vector<error_case>& cases) {
+  for (auto& c : cases) {
+    auto r = run_darcy(c.args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err, c.line);
+  }
+}
+
 TEST(cli_errors, a_failed_command_is_named_once_before_its_error) {
-  struct named_case {
-    std::vector<std::string> args;
-    const char* line;
-  };
-  std::vector<named_case> cases{
+  expect_error_lines({
     // ops::moe_train's own message begins with "moe train: ".
     {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--replicas", "0"},
      "darcy: error: moe train: invalid configuration: replicas, batch and steps must be at least 1\n"},
@@ -25,20 +35,11 @@ TEST(cli_errors, a_failed_command_is_named_once_before_its_error) {
     {{"estimator", "brown-genre", "--corpus", "/nonexistent", "--quiet"},
      "darcy: error: estimator brown-genre: not found: /nonexistent/cats.txt (the Brown corpus: "
      "make demo fetches it)\n"},
-  };
-  for (auto& c : cases) {
-    auto r = run_darcy(c.args);
-    EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_EQ(r.err, c.line);
-  }
+  });
 }
 
 TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts) {
-  struct refused_case {
-    std::vector<std::string> args;
-    const char* line;
-  };
-  std::vector<refused_case> cases{
+  expect_error_lines({
     // Each expert actor refused it and quit as it started: the run once crashed on that.
     {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--learning-rate", "inf"},
      "darcy: error: moe train: invalid configuration: adam: learning_rate must be finite and "
@@ -53,12 +54,7 @@ TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts
       "--out", "/tmp/darcy-cli-errors-sweep"},
      "darcy: error: moe experiment experts: invalid configuration: moe: experts must be at least "
      "1\n"},
-  };
-  for (auto& c : cases) {
-    auto r = run_darcy(c.args);
-    EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_EQ(r.err, c.line);
-  }
+  });
 }
 
 } // namespace
