@@ -45,18 +45,22 @@ caf::expected<supervised_group> start_supervised_group(
   result.supervisor = s.supervise(sup);
   self->send(result.supervisor, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   std::map<std::string, caf::actor> started;
+  // Why a child last exited: a group that never starts says so when it times out.
+  std::string last_exit;
   caf::error failure;
   while (started.size() < spec.count && !failure) {
     self->receive(
       [&](const supervisor_event& e) {
         if (e.kind == supervisor_event_kind::gave_up)
           failure = make_error(errc::spawn_failed, sup.name + ": " + e.reason);
-        else if (e.kind == supervisor_event_kind::child_started ||
-                 e.kind == supervisor_event_kind::child_restarted)
+        else if (e.kind == supervisor_event_kind::child_exited)
+          last_exit = e.child + " exited: " + e.reason;
+        else
           started[e.child] = e.actor;
       },
       caf::after(s.timeout() * 4) >> [&] {
-        failure = make_error(errc::timeout, sup.name + " did not all start");
+        failure = make_error(errc::timeout, sup.name + " did not all start" +
+                                              (last_exit.empty() ? "" : "; " + last_exit));
       });
   }
   if (failure) {

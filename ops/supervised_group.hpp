@@ -42,7 +42,8 @@ struct supervised_group {
 std::string group_child_id(const std::string& kind, size_t i);
 
 /// Starts the group on `targets` (which may repeat a node) and waits until every child runs.
-/// Fails with the supervisor's reason when it gives up, or errc::timeout.
+/// Fails with the supervisor's reason when it gives up, or errc::timeout naming the last
+/// child exit and its reason (children that quit as they start are never announced).
 caf::expected<supervised_group> start_supervised_group(
   session& s, const std::vector<runtime::spawn_target>& targets, const group_spec& spec);
 
