@@ -208,6 +208,8 @@ lm_options hierarchical_options(lm_options base, uint32_t groups, uint32_t per_g
 }
 
 caf::error run_lm(const lm_job& job) {
+  if (auto err = validate(job.model))
+    return err;
   auto corpus = load(job);
   if (!corpus)
     return std::move(corpus.error());

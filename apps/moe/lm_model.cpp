@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "compute/nn/gemm.hpp"
+#include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 
@@ -49,9 +50,14 @@ caf::error validate(const lm_options& o) {
   auto bad = [](const std::string& what) { return make_error(errc::invalid_config, "moe lm: " + what); };
   if (o.dim == 0 || o.batch == 0 || o.unroll == 0 || o.sampled == 0 || o.epochs == 0)
     return bad("dim, batch, unroll, sampled and epochs must be at least 1");
-  auto rate_ok = [](double r) { return std::isfinite(r) && r > 0; };
-  if (!rate_ok(o.learning_rate) || !rate_ok(o.embedding_learning_rate))
-    return bad("learning rates must be finite and positive");
+  // The dense layers' Adam, and the service's Adam on the embedding rows.
+  if (auto err = compute::nn::validate(compute::nn::adam_config{.learning_rate = o.learning_rate}))
+    return bad("learning rate: " + err.context);
+  optimizer_config rows;
+  rows.kind = optimizer_kind::adam;
+  rows.learning_rate = o.embedding_learning_rate;
+  if (auto err = compute::validate(rows))
+    return bad("embedding learning rate: " + err.context);
   if (!(o.dropout >= 0 && o.dropout < 1))
     return bad("dropout must be in [0, 1)");
   if (o.gpu && o.middle == lm_middle::lstm)
