@@ -6,6 +6,7 @@
 
 #include "apps/estimator/brown_genre.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
+#include "compute/nn/optimizers.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::apps {
@@ -58,7 +59,13 @@ caf::expected<estimator_job> classifier_job(const std::string& name, const nlohm
   return job;
 }
 
-caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
+caf::error check_learning_rate(const std::string& job, double learning_rate) {
+  if (auto err = compute::nn::validate(compute::nn::adam_config{.learning_rate = learning_rate}))
+    return make_error(errc::invalid_config, job + " job options: " + err.context);
+  return {};
+}
+
+caf::expected<fashion_mnist_options> fashion_mnist_options_of(const nlohmann::json& options) {
   fashion_mnist_options o;
   try {
     o.data_dir = options.value("data", o.data_dir);
@@ -72,18 +79,36 @@ caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   }
   if (o.batch == 0 || o.threads == 0)
     return make_error(errc::invalid_config, "fashion-mnist job options: batch and threads must be > 0");
-  auto data = load_fashion_mnist(o.data_dir);
+  if (auto err = check_learning_rate("fashion-mnist", o.learning_rate))
+    return err;
+  return o;
+}
+
+caf::expected<brown_genre_options> brown_genre_options_of(const nlohmann::json& options) {
+  auto o = parse_brown_genre_options(options);
+  if (!o)
+    return o;
+  if (auto err = check_learning_rate("brown-genre", o->learning_rate))
+    return err;
+  return o;
+}
+
+caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
+  auto o = fashion_mnist_options_of(options);
+  if (!o)
+    return std::move(o.error());
+  auto data = load_fashion_mnist(o->data_dir);
   if (!data)
     return std::move(data.error());
-  auto job = classifier_job("fashion-mnist", options, data->train, data->test, o.batch, 1000,
-                            o.seed, o.threads, o.learning_rate);
+  auto job = classifier_job("fashion-mnist", options, data->train, data->test, o->batch, 1000,
+                            o->seed, o->threads, o->learning_rate);
   if (job)
-    job->model = [o](ops::session*) { return fashion_mnist_model(o); };
+    job->model = [o = *o](ops::session*) { return fashion_mnist_model(o); };
   return job;
 }
 
 caf::expected<estimator_job> brown_genre_job(const nlohmann::json& options) {
-  auto o = parse_brown_genre_options(options);
+  auto o = brown_genre_options_of(options);
   if (!o)
     return std::move(o.error());
   auto data = load_brown_genres(o->corpus, o->passage_words);
@@ -150,16 +175,25 @@ caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
 
 } // namespace
 
-caf::expected<estimator_job> make_estimator_job(const std::string& name,
-                                                const nlohmann::json& options) {
+caf::error check_estimator_job_options(const std::string& name, const nlohmann::json& options) {
   if (!options.is_object())
     return make_error(errc::invalid_config, "estimator job options must be a JSON object");
+  auto refusal = [](auto parsed) -> caf::error {
+    return parsed ? caf::error{} : std::move(parsed.error());
+  };
   if (name == "fashion-mnist")
-    return fashion_mnist_job(options);
+    return refusal(fashion_mnist_options_of(options));
   if (name == "brown-genre")
-    return brown_genre_job(options);
+    return refusal(brown_genre_options_of(options));
   return make_error(errc::invalid_config,
                     "unknown estimator job '" + name + "' (fashion-mnist, brown-genre)");
+}
+
+caf::expected<estimator_job> make_estimator_job(const std::string& name,
+                                                const nlohmann::json& options) {
+  if (auto err = check_estimator_job_options(name, options))
+    return err;
+  return name == "fashion-mnist" ? fashion_mnist_job(options) : brown_genre_job(options);
 }
 
 std::shared_ptr<const actors::training_jobs> estimator_training_jobs() {

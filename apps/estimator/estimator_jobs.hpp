@@ -50,6 +50,11 @@ struct estimator_job {
 caf::expected<estimator_job> make_estimator_job(const std::string& name,
                                                 const nlohmann::json& options);
 
+/// The option errors of make_estimator_job(name, options), without reading the job's data:
+/// every role process checks its options before its node starts, so that a bad one is refused
+/// at once and not only by the chief.
+caf::error check_estimator_job_options(const std::string& name, const nlohmann::json& options);
+
 /// The training jobs a node registers (add_training_worker_type): each builds its estimator
 /// job from the worker_config and trains as a non-chief worker against its parameter servers.
 std::shared_ptr<const actors::training_jobs> estimator_training_jobs();

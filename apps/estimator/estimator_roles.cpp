@@ -361,6 +361,10 @@ caf::error run_evaluator(const role_options& o, std::ostream& out) {
 } // namespace
 
 caf::error run_role(const role_options& o, std::ostream& out) {
+  // Hosts (ps, worker) run what the chief sends them, but a bad option in their own command
+  // line is a mistake all the same: refused here, before the node starts or waits.
+  if (auto err = check_estimator_job_options(o.job, o.job_options))
+    return err;
   auto node = o.node;
   node.name = o.role.node_name();
   node.listen = o.role.address();

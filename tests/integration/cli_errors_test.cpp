@@ -49,6 +49,16 @@ TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts
      "type 'boss' (chief, worker, ps or evaluator)\n"},
     {{"estimator", "brown-genre", "--task-type", "worker", "--cluster-spec", "{bad"},
      "darcy: error: estimator brown-genre: invalid configuration: --cluster-spec: not JSON\n"},
+    // A host role runs what the chief sends it, but refuses a bad option of its own at once
+    // instead of waiting for a chief.
+    {{"estimator", "brown-genre", "--learning-rate", "nan", "--task-type", "ps", "--task-index",
+      "0", "--cluster-spec", R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
+     "darcy: error: estimator brown-genre (ps-0): invalid configuration: brown-genre job options: "
+     "adam: learning_rate must be finite and positive\n"},
+    {{"estimator", "fashion-mnist", "--learning-rate", "-1", "--task-type", "worker",
+      "--task-index", "0", "--cluster-spec", R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
+     "darcy: error: estimator fashion-mnist (worker-0): invalid configuration: fashion-mnist job "
+     "options: adam: learning_rate must be finite and positive\n"},
     // The sweep checks every row before it loads the corpus or trains the dense row.
     {{"moe", "experiment", "experts", "--corpus", "/nonexistent", "--expert-counts", "4,0",
       "--out", "/tmp/darcy-cli-errors-sweep"},

@@ -1,0 +1,55 @@
+// The options of the distributed Estimator jobs: check_estimator_job_options refuses what
+// make_estimator_job would, without reading any data.
+#include "apps/estimator/estimator_jobs.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "messages/error.hpp"
+
+namespace darcy::apps {
+namespace {
+
+TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
+  using nlohmann::json;
+  auto nan = std::numeric_limits<double>::quiet_NaN();
+  struct {
+    const char* what;
+    std::string job;
+    json options;
+    std::string message;  // empty: accepted
+  } cases[] = {
+    // The data paths do not exist: only the options are read.
+    {"good fashion-mnist options", "fashion-mnist", {{"data", "/nonexistent"}}, ""},
+    {"good brown-genre options", "brown-genre", {{"corpus", "/nonexistent"}}, ""},
+    {"an unknown job", "mnist", json::object(), "unknown estimator job 'mnist'"},
+    {"options that are not an object", "brown-genre", json::array(), "must be a JSON object"},
+    {"a NaN learning rate", "brown-genre", {{"learning_rate", nan}},
+     "brown-genre job options: adam: learning_rate must be finite and positive"},
+    {"a negative learning rate", "fashion-mnist", {{"learning_rate", -1.0}},
+     "fashion-mnist job options: adam: learning_rate must be finite and positive"},
+    {"a zero learning rate", "brown-genre", {{"learning_rate", 0.0}},
+     "learning_rate must be finite and positive"},
+    {"a batch of 0", "fashion-mnist", {{"batch", 0}}, "batch and threads must be > 0"},
+    {"a bucket count of 0", "brown-genre", {{"hash_buckets", 0}}, "sizes must be > 0"},
+    {"a field of the wrong type", "brown-genre", {{"batch", "big"}}, "brown-genre job options"},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto err = check_estimator_job_options(c.job, c.options);
+    if (c.message.empty()) {
+      EXPECT_FALSE(err) << render(err);
+      continue;
+    }
+    EXPECT_TRUE(is(err, errc::invalid_config)) << render(err);
+    EXPECT_NE(render(err).find(c.message), std::string::npos) << render(err);
+    auto job = make_estimator_job(c.job, c.options);
+    ASSERT_FALSE(job);
+    EXPECT_EQ(render(job.error()), render(err));
+  }
+}
+
+} // namespace
+} // namespace darcy::apps
