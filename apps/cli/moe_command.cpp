@@ -20,8 +20,10 @@ void add_lm_options(CLI::App* cmd, moe::lm_job& job) {
   add_choice<expert_kind>(cmd, "--expert", o.layer.expert,
                           {{"linear", expert_kind::linear}, {"ffn", expert_kind::ffn}},
                           "Expert: linear d x d, or d -> hidden -> d with a ReLU");
-  cmd->add_option("--hidden", o.layer.hidden, "Hidden width of an ffn expert");
-  cmd->add_option("-k", o.layer.gating.k, "Experts per word (hierarchical: per group)");
+  cmd->add_option("--hidden", o.layer.hidden, "Hidden width of an ffn expert (default 2d)");
+  cmd->add_option("-k", o.layer.gating.k,
+                  "Experts per word (default 8 linear, 2 ffn: 8d² multiply-adds, as the dense "
+                  "row; hierarchical: per group; a sweep's row of fewer experts uses them all)");
   add_choice<mask_kind>(cmd, "--mask", o.layer.gating.mask,
                         {{"top-k", mask_kind::top_k}, {"batchwise", mask_kind::batchwise}},
                         "Sparse gating mask (batchwise: thresholds at inference)");
@@ -39,6 +41,17 @@ void add_lm_options(CLI::App* cmd, moe::lm_job& job) {
                   "Dropout rate on the input, the middle layer's output and the last output");
   cmd->add_option("--seed", o.seed, "Seed of the weights and the sampler");
   cmd->add_flag("--quiet", job.quiet, "No progress bar");
+}
+
+/// Keeps an LM's MoE layer at the dense row's 8d² multiply-adds per word when -k or --hidden
+/// were not given: linear d × d experts at k = 8 (the default), FFN experts d → 2d → d at k = 2.
+void match_compute(const CLI::App* cmd, moe::lm_options& o) {
+  if (o.layer.expert != expert_kind::ffn)
+    return;
+  if (cmd->count("-k") == 0)
+    o.layer.gating.k = 2;
+  if (cmd->count("--hidden") == 0)
+    o.layer.hidden = 2 * o.dim;
 }
 
 } // namespace
@@ -81,13 +94,13 @@ void add_moe_command(CLI::App& app, int& exit_code) {
       exit_code = fail("moe train", err);
   });
 
-  // The language model: FFN experts d -> 2d -> d at k = 2 cost 8d² multiply-adds per word,
-  // what the dense baseline's third LSTM costs, so the rows are matched in compute.
+  // The language model: the paper's linear d x d experts at k = 8 cost 8d² multiply-adds per
+  // word, what the dense baseline's third LSTM costs, so the rows are matched in compute.
   auto lm = std::make_shared<moe::lm_job>();
   lm->corpus = "build/data/brown";
-  lm->model.layer.expert = expert_kind::ffn;
+  lm->model.layer.expert = expert_kind::linear;
   lm->model.layer.hidden = 2 * lm->model.dim;
-  lm->model.layer.gating = {.experts = 64, .k = 2, .mask = mask_kind::batchwise, .seed = 1};
+  lm->model.layer.gating = {.experts = 64, .k = 8, .mask = mask_kind::batchwise, .seed = 1};
   auto lm_cmd = moe_cmd->add_subcommand(
     "lm", "Train the MoE language model (LSTM, MoE, LSTM) on Brown; full-softmax perplexity");
   add_lm_options(lm_cmd, *lm);
@@ -98,7 +111,8 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   lm_cmd->add_option("--groups", lm->model.primary.experts, "Hierarchical: groups (k = 1 of them)");
   lm_cmd->add_flag("--gpu", lm->model.gpu,
                    "Train the MoE layer on CUDA device 0 (fails without one)");
-  lm_cmd->callback([lm, middle, &exit_code] {
+  lm_cmd->callback([lm, middle, lm_cmd, &exit_code] {
+    match_compute(lm_cmd, lm->model);
     lm->model.middle = *middle == "lstm" ? moe::lm_middle::lstm : moe::lm_middle::moe;
     if (*middle == "hierarchical")
       lm->model = moe::hierarchical_options(lm->model, lm->model.primary.experts,
@@ -120,7 +134,8 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   experts_cmd->add_option("--groups", exp->groups, "Hierarchical row: groups (0: no such row)");
   experts_cmd->add_option("--group-experts", exp->group_experts, "Hierarchical row: experts per group");
   experts_cmd->add_option("--out", exp->out_dir, "Directory of the TSV and the PNG");
-  experts_cmd->callback([exp, &exit_code] {
+  experts_cmd->callback([exp, experts_cmd, &exit_code] {
+    match_compute(experts_cmd, exp->base.model);
     exp->base.model.layer.gating.importance_weight =
       std::max(exp->base.model.layer.gating.importance_weight, 0.1);
     if (auto err = moe::run_experiment(*exp))

@@ -220,8 +220,7 @@ caf::error run_lm(const lm_job& job) {
   return {};
 }
 
-caf::error run_experiment(const experiment_job& job) {
-  namespace fs = std::filesystem;
+std::vector<lm_job> experiment_rows(const experiment_job& job) {
   std::vector<lm_job> rows;
   auto dense = job.base;
   dense.model.middle = lm_middle::lstm;
@@ -229,7 +228,10 @@ caf::error run_experiment(const experiment_job& job) {
   for (auto n : job.experts) {
     auto row = job.base;
     row.model.middle = lm_middle::moe;
-    row.model.layer.gating.experts = n;
+    auto& gating = row.model.layer.gating;
+    gating.experts = n;
+    if (n > 0)
+      gating.k = std::min(gating.k, n);
     rows.push_back(row);
   }
   if (job.groups > 0) {
@@ -237,6 +239,12 @@ caf::error run_experiment(const experiment_job& job) {
     row.model = hierarchical_options(job.base.model, job.groups, job.group_experts);
     rows.push_back(row);
   }
+  return rows;
+}
+
+caf::error run_experiment(const experiment_job& job) {
+  namespace fs = std::filesystem;
+  auto rows = experiment_rows(job);
   for (auto& row : rows)
     if (auto err = validate(row.model))
       return err;

@@ -70,6 +70,11 @@ struct experiment_job {
   std::string out_dir;
 };
 
+/// The sweep's rows in training order: the dense baseline, the flat MoE rows, the hierarchical
+/// row. A flat row with fewer experts than k uses all of them (k = n), as the paper's MoE-4
+/// did; its multiply-adds per word are then lower than the other rows'.
+std::vector<lm_job> experiment_rows(const experiment_job& job);
+
 /// Trains every row, writes OUT/moe-experts.tsv and OUT/moe-experts.png.
 caf::error run_experiment(const experiment_job& job);
 

@@ -107,5 +107,32 @@ TEST(lm_jobs, a_sweep_with_a_row_that_cannot_be_built_stops_before_it_trains_any
   }
 }
 
+TEST(lm_jobs, a_sweep_row_with_fewer_experts_than_k_uses_them_all) {
+  experiment_job job;
+  job.base.model.layer.gating = {.experts = 64, .k = 8, .mask = mask_kind::batchwise};
+  job.experts = {4, 8, 16, 64};
+  job.groups = 16;
+  job.group_experts = 16;
+  auto rows = experiment_rows(job);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[0].model.middle, lm_middle::lstm);
+  struct {
+    uint32_t experts;
+    uint32_t k;
+  } flat[] = {{4, 4}, {8, 8}, {16, 8}, {64, 8}};
+  for (size_t i = 0; i < std::size(flat); ++i) {
+    auto& g = rows[i + 1].model.layer.gating;
+    EXPECT_EQ(rows[i + 1].model.middle, lm_middle::moe);
+    EXPECT_EQ(g.experts, flat[i].experts);
+    EXPECT_EQ(g.k, flat[i].k) << flat[i].experts << " experts";
+  }
+  auto& h = rows[5].model;
+  EXPECT_EQ(h.middle, lm_middle::hierarchical);
+  EXPECT_EQ(h.primary.experts, 16u);
+  EXPECT_EQ(h.layer.gating.k, 8u);
+  for (auto& row : rows)
+    EXPECT_FALSE(validate(row.model)) << render(validate(row.model));
+}
+
 } // namespace
 } // namespace darcy::moe
