@@ -33,28 +33,64 @@ struct role_flags {
   size_t train_examples = 0;
   size_t eval_examples = 0;
   double ps_rejoin_s = 120;
+  /// --task-index and --cluster-spec, which only go with --task-type.
+  std::vector<CLI::Option*> with_task_type;
+  /// The other flags above: only a distributed role reads them.
+  std::vector<CLI::Option*> role_only;
+  /// The app's flags that only a local run reads (--epochs: a role trains to --max-steps).
+  std::vector<CLI::Option*> local_only;
 };
 
 void add_role_flags(CLI::App* cmd, role_flags& r) {
   auto group = "Distributed roles (DARCY_CONFIG or these)";
+  auto role_only = [&](CLI::Option* o) { r.role_only.push_back(o->group(group)); };
   cmd->add_option("--task-type", r.task_type, "chief, worker, ps or evaluator")->group(group);
-  cmd->add_option("--task-index", r.task_index, "Index among the tasks of its type")->group(group);
-  cmd->add_option("--cluster-spec", r.cluster_spec,
-                  R"(JSON {"chief": ["H:P"], "ps": [...], "worker": [...], "evaluator": [...]})")
-    ->group(group);
-  cmd->add_option("--max-steps", r.max_steps, "Global step to train to")->group(group);
-  cmd->add_option("--save-checkpoints-steps", r.save_checkpoints_steps, "Chief: a checkpoint every N global steps")
-    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
-    ->group(group);
-  cmd->add_option("--export-dir", r.export_dir, "Evaluator: export each improvement here")->group(group);
-  cmd->add_option("--ps-rejoin-s", r.ps_rejoin_s,
-                  "Chief: how long a ps task whose node died may take to join again (it is then "
-                  "loaded from the last checkpoint)")
-    ->check(CLI::Range(0.0, 86400.0))
-    ->group(group);
-  cmd->add_option("--node-config", r.node_config, "TOML of the role's node (heartbeats, secret)")->group(group);
-  cmd->add_option("--train-examples", r.train_examples, "Train on the first N examples (0: all)")->group(group);
-  cmd->add_option("--eval-examples", r.eval_examples, "Evaluate on the first N examples (0: all)")->group(group);
+  r.with_task_type = {
+    cmd->add_option("--task-index", r.task_index, "Index among the tasks of its type")->group(group),
+    cmd->add_option("--cluster-spec", r.cluster_spec,
+                    R"(JSON {"chief": ["H:P"], "ps": [...], "worker": [...], "evaluator": [...]})")
+      ->group(group)};
+  role_only(cmd->add_option("--max-steps", r.max_steps, "Global step to train to"));
+  role_only(cmd->add_option("--save-checkpoints-steps", r.save_checkpoints_steps,
+                            "Chief: a checkpoint every N global steps")
+              ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40)));
+  role_only(cmd->add_option("--export-dir", r.export_dir, "Evaluator: export each improvement here"));
+  role_only(cmd->add_option("--ps-rejoin-s", r.ps_rejoin_s,
+                            "Chief: how long a ps task whose node died may take to join again (it "
+                            "is then loaded from the last checkpoint)")
+              ->check(CLI::Range(0.0, 86400.0)));
+  role_only(cmd->add_option("--node-config", r.node_config, "TOML of the role's node (heartbeats, secret)"));
+  role_only(cmd->add_option("--train-examples", r.train_examples, "Train on the first N examples (0: all)"));
+  role_only(cmd->add_option("--eval-examples", r.eval_examples, "Evaluate on the first N examples (0: all)"));
+}
+
+/// An error naming the first flag given that this kind of run would ignore: a role-only flag in
+/// a local run, --epochs in a role, or --task-index / --cluster-spec where DARCY_CONFIG names
+/// the role (they only go with --task-type).
+caf::error check_flags_fit_the_run(const role_flags& r, bool distributed) {
+  auto given = [](const std::vector<CLI::Option*>& options) -> const CLI::Option* {
+    for (auto* o : options)
+      if (o->count() > 0)
+        return o;
+    return nullptr;
+  };
+  if (!distributed) {
+    auto* o = given(r.with_task_type);
+    if (!o)
+      o = given(r.role_only);
+    if (!o)
+      return {};
+    auto hint = o->get_name() == "--max-steps" ? "; a local run trains for --epochs" : "";
+    return make_error(errc::invalid_config, o->get_name() + " applies to a distributed role only "
+                                                            "(give --task-type or DARCY_CONFIG)" + hint);
+  }
+  if (auto* o = given(r.local_only))
+    return make_error(errc::invalid_config, o->get_name() + " applies to a local run only; a "
+                                                            "distributed role trains to --max-steps");
+  if (auto* o = given(r.with_task_type); o && r.task_type.empty())
+    return make_error(errc::invalid_config,
+                      o->get_name() + " goes with --task-type; here DARCY_CONFIG names the role");
+  return {};
 }
 
 /// The role of this process, or nullopt for a local run.
@@ -78,6 +114,10 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
   auto role = role_of(flags);
   if (!role) {
     exit_code = fail(what + ": " + render(role.error()));
+    return true;
+  }
+  if (auto err = check_flags_fit_the_run(flags, role->has_value())) {
+    exit_code = fail(what + ": " + render(err));
     return true;
   }
   if (!*role)
@@ -113,8 +153,9 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<fashion_mnist_options>();
   auto fm = cmd->add_subcommand("fashion-mnist", "A DNN classifier on Fashion-MNIST");
   fm->add_option("--data", o->data_dir, "Directory of the four IDX files (dataset-fashion-mnist)");
-  fm->add_option("--epochs", o->epochs, "Passes over the 60,000 training images")
-    ->check(CLI::Range(1, 1000));
+  auto roles = std::make_shared<role_flags>();
+  roles->local_only.push_back(fm->add_option("--epochs", o->epochs, "Passes over the 60,000 training images")
+                                ->check(CLI::Range(1, 1000)));
   fm->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 60000));
   fm->add_option("--hidden", o->hidden_units, "Hidden layer widths")->delimiter(',');
   fm->add_option("--learning-rate", o->learning_rate, "Adam learning rate");
@@ -123,7 +164,6 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   fm->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
   fm->add_option("--summary", o->summary, "Append {step, loss, seconds} every 100 steps to this JSONL");
   fm->add_flag("--quiet", o->quiet, "No progress bar");
-  auto roles = std::make_shared<role_flags>();
   add_role_flags(fm, *roles);
   fm->callback([o, roles, &exit_code] {
     if (run_as_role(*roles, "fashion-mnist",
@@ -162,7 +202,9 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   genre->add_option("--corpus", bg->corpus, "Brown corpus directory (make demo fetches it)");
   genre->add_option("--passage-words", bg->passage_words, "Words per passage (at least)")
     ->check(CLI::Range(1, 100000));
-  genre->add_option("--epochs", bg->epochs, "Passes over the training passages")->check(CLI::Range(1, 1000));
+  auto genre_roles = std::make_shared<role_flags>();
+  genre_roles->local_only.push_back(
+    genre->add_option("--epochs", bg->epochs, "Passes over the training passages")->check(CLI::Range(1, 1000)));
   genre->add_option("--batch", bg->batch, "Passages per step")->check(CLI::Range(1, 100000));
   genre->add_option("--hash-buckets", bg->hash_buckets, "Buckets of the hashed words")
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
@@ -176,7 +218,6 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   genre->add_option("--seed", bg->seed, "Seed of the weights and the shuffling");
   genre->add_option("--model-dir", bg->model_dir, "Checkpoints (a rerun resumes from them)");
   genre->add_flag("--quiet", bg->quiet, "No progress bar");
-  auto genre_roles = std::make_shared<role_flags>();
   add_role_flags(genre, *genre_roles);
   genre->callback([bg, genre_roles, &exit_code] {
     if (run_as_role(*genre_roles, "brown-genre", brown_genre_job_options(*bg), bg->model_dir, "",

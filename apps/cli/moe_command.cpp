@@ -105,13 +105,19 @@ void add_moe_command(CLI::App& app, int& exit_code) {
     "lm", "Train the MoE language model (LSTM, MoE, LSTM) on Brown; full-softmax perplexity");
   add_lm_options(lm_cmd, *lm);
   auto middle = std::make_shared<std::string>("moe");
-  lm_cmd->add_option("--middle", *middle, "lstm (the dense baseline), moe or hierarchical")
+  lm_cmd->add_option("--middle", *middle,
+                     "lstm (the dense baseline; the MoE flags do not apply), moe or hierarchical")
     ->check(CLI::IsMember({"lstm", "moe", "hierarchical"}));
   lm_cmd->add_option("--experts", lm->model.layer.gating.experts, "Experts (hierarchical: per group)");
   lm_cmd->add_option("--groups", lm->model.primary.experts, "Hierarchical: groups (k = 1 of them)");
   lm_cmd->add_flag("--gpu", lm->model.gpu,
                    "Train the MoE layer on CUDA device 0 (fails without one)");
   lm_cmd->callback([lm, middle, lm_cmd, &exit_code] {
+    if (*middle == "moe" && lm_cmd->count("--groups") > 0) {
+      exit_code = fail("moe lm", make_error(errc::invalid_config,
+                                            "--groups applies to --middle hierarchical only"));
+      return;
+    }
     match_compute(lm_cmd, lm->model);
     lm->model.middle = *middle == "lstm" ? moe::lm_middle::lstm : moe::lm_middle::moe;
     if (*middle == "hierarchical")
@@ -123,6 +129,8 @@ void add_moe_command(CLI::App& app, int& exit_code) {
 
   auto exp = std::make_shared<moe::experiment_job>();
   exp->base = *lm;
+  // The sweep's rows train with the CV² importance loss unless --importance-weight says otherwise.
+  exp->base.model.layer.gating.importance_weight = 0.1;
   exp->out_dir = "moe-experiment";
   auto exp_cmd = moe_cmd->add_subcommand("experiment", "Experiments of the MoE language model");
   exp_cmd->require_subcommand(1);
@@ -136,8 +144,6 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   experts_cmd->add_option("--out", exp->out_dir, "Directory of the TSV and the PNG");
   experts_cmd->callback([exp, experts_cmd, &exit_code] {
     match_compute(experts_cmd, exp->base.model);
-    exp->base.model.layer.gating.importance_weight =
-      std::max(exp->base.model.layer.gating.importance_weight, 0.1);
     if (auto err = moe::run_experiment(*exp))
       exit_code = fail("moe experiment experts", err);
   });

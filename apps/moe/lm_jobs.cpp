@@ -146,8 +146,24 @@ caf::expected<lm_result> train_lm(const lm_job& job, const lm_corpus& corpus,
 
 namespace {
 
-nlohmann::json to_json(const lm_result& r) {
+nlohmann::json to_json(const gating_config& g) {
+  return {{"experts", g.experts},
+          {"k", g.k},
+          {"mask", to_string(g.mask)},
+          {"importance_weight", g.importance_weight},
+          {"load_weight", g.load_weight}};
+}
+
+/// The figures of `r`, and the gates of `model`'s MoE layer (null for the dense row), so that
+/// each line says what was trained.
+nlohmann::json to_json(const lm_result& r, const lm_options& model) {
+  nlohmann::json gating;
+  if (model.middle != lm_middle::lstm)
+    gating = to_json(model.layer.gating);
+  if (model.middle == lm_middle::hierarchical)
+    gating["primary"] = to_json(model.primary);
   return {{"model", r.label},
+          {"gating", gating},
           {"best_epoch", r.best_epoch},
           {"valid_perplexity_by_epoch", r.valid_by_epoch},
           {"train_perplexity", r.train_perplexity},
@@ -216,7 +232,7 @@ caf::error run_lm(const lm_job& job) {
   auto r = train_lm(job, *corpus, label_of(job.model));
   if (!r)
     return std::move(r.error());
-  std::cout << to_json(*r).dump() << std::endl;
+  std::cout << to_json(*r, job.model).dump() << std::endl;
   return {};
 }
 
@@ -264,7 +280,7 @@ caf::error run_experiment(const experiment_job& job) {
     auto r = train_lm(row, *corpus, label_of(row.model));
     if (!r)
       return std::move(r.error());
-    std::cout << to_json(*r).dump() << std::endl;
+    std::cout << to_json(*r, row.model).dump() << std::endl;
     table << r->label << '\t' << r->test_perplexity << '\t' << r->valid_perplexity << '\t'
           << r->train_perplexity << '\t' << r->parameters << '\t' << r->multiply_adds << '\t'
           << r->experts_used << '\t' << r->load_cv << '\t' << r->threshold_agreement << '\t'

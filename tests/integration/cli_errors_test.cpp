@@ -2,6 +2,8 @@
 // ERROR", naming the command once even where the error from ops/ names its operation too.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "tests/integration/node_process.hpp"
 
 namespace darcy::test {
@@ -65,6 +67,48 @@ TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts
      "darcy: error: moe experiment experts: invalid configuration: moe: experts must be at least "
      "1\n"},
   });
+}
+
+TEST(cli_errors, a_flag_the_run_would_ignore_is_one_error_line) {
+  auto spec = R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})";
+  expect_error_lines({
+    // A local run used to train its epochs and ignore these.
+    {{"estimator", "fashion-mnist", "--max-steps", "100", "--data", "/nonexistent"},
+     "darcy: error: estimator fashion-mnist: invalid configuration: --max-steps applies to a "
+     "distributed role only (give --task-type or DARCY_CONFIG); a local run trains for --epochs\n"},
+    {{"estimator", "fashion-mnist", "--train-examples", "256", "--data", "/nonexistent"},
+     "darcy: error: estimator fashion-mnist: invalid configuration: --train-examples applies to a "
+     "distributed role only (give --task-type or DARCY_CONFIG)\n"},
+    {{"estimator", "brown-genre", "--corpus", "/nonexistent", "--export-dir", "/tmp/darcy-x"},
+     "darcy: error: estimator brown-genre: invalid configuration: --export-dir applies to a "
+     "distributed role only (give --task-type or DARCY_CONFIG)\n"},
+    {{"estimator", "brown-genre", "--corpus", "/nonexistent", "--cluster-spec", spec},
+     "darcy: error: estimator brown-genre: invalid configuration: --cluster-spec applies to a "
+     "distributed role only (give --task-type or DARCY_CONFIG)\n"},
+    // A role used to train to --max-steps and ignore --epochs.
+    {{"estimator", "brown-genre", "--epochs", "3", "--task-type", "worker", "--cluster-spec", spec},
+     "darcy: error: estimator brown-genre: invalid configuration: --epochs applies to a local run "
+     "only; a distributed role trains to --max-steps\n"},
+    // A flat MoE has no groups.
+    {{"moe", "lm", "--corpus", "/nonexistent", "--groups", "16"},
+     "darcy: error: moe lm: invalid configuration: --groups applies to --middle hierarchical "
+     "only\n"},
+  });
+  // With DARCY_CONFIG naming the role, --cluster-spec and --task-index were ignored.
+  ASSERT_EQ(::setenv("DARCY_CONFIG",
+                     R"({"cluster":{"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]},)"
+                     R"("task":{"type":"worker","index":0}})",
+                     1),
+            0);
+  expect_error_lines({
+    {{"estimator", "fashion-mnist", "--task-index", "1"},
+     "darcy: error: estimator fashion-mnist: invalid configuration: --task-index goes with "
+     "--task-type; here DARCY_CONFIG names the role\n"},
+    {{"estimator", "fashion-mnist", "--epochs", "2"},
+     "darcy: error: estimator fashion-mnist: invalid configuration: --epochs applies to a local "
+     "run only; a distributed role trains to --max-steps\n"},
+  });
+  ::unsetenv("DARCY_CONFIG");
 }
 
 } // namespace
