@@ -306,12 +306,16 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   plot->add_option("summary", *summary, "The JSONL file")->required();
   plot->add_option("--out", *out, "Output path without extension");
   plot->callback([summary, out, &exit_code] {
-    auto points = plot_summary(*summary, *out);
-    if (!points) {
-      exit_code = fail("estimator plot", points.error());
+    auto plot = plot_summary(*summary, *out);
+    if (!plot) {
+      exit_code = fail("estimator plot", plot.error());
       return;
     }
-    std::cout << *points << " points: " << *out << ".tsv, " << *out << ".png" << std::endl;
+    std::cout << plot->points << " points: " << *out << ".tsv, " << *out << ".png";
+    if (plot->torn_lines > 0 || plot->non_finite > 0)
+      std::cout << " (skipped: torn lines " << plot->torn_lines << ", non-finite losses "
+                << plot->non_finite << ")";
+    std::cout << std::endl;
   });
 }
 

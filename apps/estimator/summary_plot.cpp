@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -10,28 +11,47 @@
 
 namespace darcy::apps {
 
-caf::expected<size_t> plot_summary(const std::string& jsonl, const std::string& out) {
+namespace {
+
+/// A line a killed writer cut short: the start of {"step": ...} that is not JSON.
+bool torn(const std::string& line) {
+  constexpr std::string_view start = R"({"step":)";
+  return line.compare(0, start.size(), start) == 0 || start.compare(0, line.size(), line) == 0;
+}
+
+} // namespace
+
+caf::expected<summary_plot> plot_summary(const std::string& jsonl, const std::string& out) {
   std::ifstream in{jsonl};
   if (!in)
     return make_error(errc::not_found, "no summary file " + jsonl);
   std::ostringstream table;
   table << "step\tloss\tseconds\n";
-  size_t points = 0, line_no = 0;
+  summary_plot r;
+  size_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     if (line.empty())
       continue;
     auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() && torn(line)) {
+      ++r.torn_lines;
+      continue;
+    }
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number() || !j.contains("loss") ||
-        !j["loss"].is_number())
+        !(j["loss"].is_number() || j["loss"].is_null()))
       return make_error(errc::corrupt_file, jsonl + " line " + std::to_string(line_no) +
                                               ": not a {\"step\", \"loss\"} object");
+    if (j["loss"].is_null()) {
+      ++r.non_finite;
+      continue;
+    }
     table << j["step"].get<double>() << '\t' << j["loss"].get<double>() << '\t'
           << (j.contains("seconds") && j["seconds"].is_number() ? j["seconds"].get<double>() : 0)
           << '\n';
-    ++points;
+    ++r.points;
   }
-  if (points == 0)
+  if (r.points == 0)
     return make_error(errc::invalid_argument, jsonl + " holds no points");
   auto tsv = out + ".tsv", png = out + ".png";
   std::ofstream{tsv} << table.str();
@@ -42,7 +62,7 @@ caf::expected<size_t> plot_summary(const std::string& jsonl, const std::string& 
      << "plot '" << tsv << "' every ::1 using 1:2 with lines lw 2 title 'loss'\n";
   if (auto err = draw_with_gnuplot(out + ".gp", gp.str(), png))
     return err;
-  return points;
+  return r;
 }
 
 } // namespace darcy::apps

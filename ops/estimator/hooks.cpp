@@ -86,7 +86,15 @@ caf::expected<hook_action> logging_hook::after_step(estimator&, const step_resul
 }
 
 caf::error summary_writer::begin(estimator&, uint64_t) {
+  // A writer killed mid-line left a torn line: the first line of this run starts a fresh one.
+  bool torn = false;
+  if (std::ifstream last{path_, std::ios::ate | std::ios::binary}; last && last.tellg() > 0) {
+    last.seekg(-1, std::ios::end);
+    torn = last.get() != '\n';
+  }
   out_.open(path_, std::ios::app);
+  if (torn)
+    out_ << '\n';
   if (!out_)
     return make_error(errc::io_error, "summary_writer: cannot open " + path_);
   return {};

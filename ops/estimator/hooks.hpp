@@ -127,7 +127,9 @@ private:
   double rate_ = 0;
 };
 
-/// Appends {"step":N,"loss":L,"seconds":S} lines to a JSONL file every `every_steps` steps.
+/// Appends {"step":N,"loss":L,"seconds":S} lines to a JSONL file every `every_steps` steps; a
+/// loss that is not finite is written as null. A file whose last line a killed writer left
+/// unfinished gets a newline first, so that the torn line stays on a line of its own.
 class summary_writer final : public session_run_hook {
 public:
   summary_writer(std::string path, uint64_t every_steps)

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
@@ -205,6 +206,30 @@ TEST(estimator, hooks_stop_save_log_and_summarise) {
   auto timed = e.train(input(data, 0), 0, {std::make_shared<stop_after_time>(std::chrono::seconds(0))});
   ASSERT_TRUE(timed);
   EXPECT_EQ(timed->steps, 1u) << "a limit of 0 s stops after the first step";
+}
+
+TEST(estimator, a_summary_writer_starts_a_fresh_line_after_one_a_killed_writer_tore) {
+  test::temp_dir dir{"estimator_torn_summary"};
+  auto data = blobs(300, 4);
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  auto summary_path = dir.path() + "/summary.jsonl";
+  std::ofstream{summary_path} << "{\"step\":3,\"loss\":0.5}\n{\"step\":6,\"lo";
+  estimator e{*fn, config(dir.path() + "/model")};
+  auto r = e.train(input(data, 0), 0,
+                   {std::make_shared<stop_at_step>(6), std::make_shared<summary_writer>(summary_path, 3)});
+  ASSERT_TRUE(r) << render(r.error());
+  std::ifstream summary{summary_path};
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(summary, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1], "{\"step\":6,\"lo") << "the torn line is left alone, on its own line";
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    auto j = nlohmann::json::parse(lines[i], nullptr, false);
+    ASSERT_TRUE(j.is_object()) << lines[i];
+    EXPECT_EQ(j.value("step", 0u), 3 * (i - 1));
+  }
 }
 
 TEST(estimator, early_stopping_stops_after_patience_and_restores_the_best_variables) {
