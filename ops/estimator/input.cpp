@@ -60,9 +60,13 @@ public:
     std::istringstream in{position};
     uint64_t epoch = 0, offset = 0;
     char colon = 0;
-    if (!(in >> epoch >> colon >> offset) || colon != ':' || offset > table_->rows() ||
-        in.peek() != EOF)
+    if (!(in >> epoch >> colon >> offset) || colon != ':' || in.peek() != EOF)
       return make_error(errc::invalid_argument, "dataset: bad position '" + position + "'");
+    if (offset > table_->rows())
+      return make_error(errc::invalid_argument,
+                        "dataset: position '" + position + "' is past this dataset's " +
+                          std::to_string(table_->rows()) +
+                          " rows (a checkpoint of another job or data set?)");
     epoch_ = epoch;
     offset_ = offset;
     start_epoch();

@@ -86,6 +86,9 @@ TEST(dataset, a_pipeline_seeking_to_a_position_continues_with_the_same_batches) 
   EXPECT_EQ(drain(**b, 8), rest);
   for (auto bad : {"", "1", "x:2", "0:11", "1:2:3"})
     EXPECT_TRUE(is((*b)->seek(bad), errc::invalid_argument)) << bad;
+  auto past = (*b)->seek("0:11");
+  EXPECT_NE(render(past).find("past this dataset's 10 rows"), std::string::npos)
+    << "a checkpoint of another data set says so: " << render(past);
 }
 
 TEST(dataset, a_prefetched_pipeline_gives_the_same_batches_and_positions) {
