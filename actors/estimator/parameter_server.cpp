@@ -1,5 +1,7 @@
 #include "actors/estimator/parameter_server.hpp"
 
+#include <cmath>
+
 #include "actors/estimator/tensor_codec.hpp"
 #include "messages/error.hpp"
 
@@ -40,17 +42,26 @@ caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) 
   st.list = std::move(list);
   st.optimizer->import_slots(st.list, std::move(slots));
   st.global_step = state.global_step;
+  st.loss_sum = 0;
+  st.losses = 0;
   st.loaded = true;
   st.last_load = state.load_id;
   return ok_atom::value;
 }
 
-caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& grads) {
-  auto& st = self->state;
-  if (grads.names.empty()) {
-    ++st.global_step;
-    return st.global_step;
+/// Counts one step and its loss.
+uint64_t count_step(parameter_server_state& st, double loss) {
+  if (std::isfinite(loss)) {
+    st.loss_sum += loss;
+    ++st.losses;
   }
+  return ++st.global_step;
+}
+
+caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& grads, double loss) {
+  auto& st = self->state;
+  if (grads.names.empty())
+    return count_step(st, loss);
   if (auto err = check(grads))
     return err;
   if (auto err = check_matches(grads, st.list))
@@ -63,8 +74,7 @@ caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& 
   for (size_t i = 0; i < st.list.size(); ++i)
     st.list[i]->grad = view(grads, i);
   st.optimizer->step(st.list);
-  ++st.global_step;
-  return st.global_step;
+  return count_step(st, loss);
 }
 
 caf::result<ps_state> save(parameter_server_pointer self) {
@@ -102,20 +112,26 @@ parameter_server_actor::behavior_type parameter_server(parameter_server_pointer 
         return not_loaded(st);
       return {encode(st.list), st.global_step};
     },
-    [self](backward_atom, uint64_t client, uint64_t seq,
-           const named_tensors& grads) -> caf::result<uint64_t> {
+    [self](backward_atom, uint64_t client, uint64_t seq, const named_tensors& grads,
+           double loss) -> caf::result<uint64_t> {
       auto& st = self->state;
       if (!st.loaded)
         return not_loaded(st);
       if (client == 0)
-        return apply(self, grads);
+        return apply(self, grads, loss);
       auto& last = st.pushes[client];
       if (seq <= last.first)
         return last.second;
-      auto step = apply(self, grads);
+      auto step = apply(self, grads, loss);
       if (step.flag == caf::rt_value)
         last = {seq, st.global_step};
       return step;
+    },
+    [self](stats_atom) -> caf::result<double, uint64_t> {
+      auto& st = self->state;
+      if (!st.loaded)
+        return not_loaded(st);
+      return {st.loss_sum, st.losses};
     },
     [self](save_atom) { return save(self); },
   };

@@ -24,6 +24,9 @@ struct parameter_server_state {
   bool loaded = false;
   /// The load_id of the last load applied (0: none, or one without an id).
   uint64_t last_load = 0;
+  /// The finite losses of the steps applied since the last load: their sum and count.
+  double loss_sum = 0;
+  uint64_t losses = 0;
   /// Per client: the seq of its last push applied, and the global step that push gave.
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> pushes;
   static inline const char* name = "darcy.parameter_server";

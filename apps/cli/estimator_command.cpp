@@ -162,7 +162,7 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   fm->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
   fm->add_option("--seed", o->seed, "Seed of the weights and the shuffling");
   fm->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
-  fm->add_option("--summary", o->summary, "Append {step, loss, seconds} every 100 steps to this JSONL");
+  fm->add_option("--summary", o->summary, "Append {step, loss, seconds} every 100 steps to this JSONL (a chief: at each checkpoint, the workers' mean loss)");
   fm->add_flag("--quiet", o->quiet, "No progress bar");
   add_role_flags(fm, *roles);
   fm->callback([o, roles, &exit_code] {

@@ -14,6 +14,7 @@
 #include "actors/actor_types.hpp"
 #include "actors/estimator/parameter_server.hpp"
 #include "apps/estimator/estimator_jobs.hpp"
+#include "ops/estimator/hooks.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/node.hpp"
@@ -171,6 +172,8 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   };
   uint64_t step = resumed;
   r.step = r.saved = resumed;
+  // The servers' loss totals at the last summary line; they count from this round's load.
+  est::loss_totals summarised;
   auto progressed = std::chrono::steady_clock::now();
   for (;;) {
     if (auto lost = lost_server->load(); lost >= 0) {
@@ -213,11 +216,23 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
       r.saved = chief.global_step();
       r.step = std::max(r.step, r.saved);
       auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (summary)
-        summary << nlohmann::json{{"global_step", r.saved}, {"seconds", seconds},
+      if (summary) {
+        auto totals = client.losses();
+        if (!totals) {
+          settle(std::move(totals.error()));
+          break;
+        }
+        // The mean training loss of the workers' steps since the last line (null: none).
+        nlohmann::json loss;
+        if (totals->count > summarised.count)
+          loss = (totals->sum - summarised.sum) / double(totals->count - summarised.count);
+        summarised = *totals;
+        summary << nlohmann::json{{"step", r.saved},       {"global_step", r.saved},
+                                  {"loss", loss},          {"seconds", seconds},
                                   {"steps_per_second", double(r.saved - resumed) / seconds}}
                      .dump()
                 << std::endl;
+      }
     }
     if (done)
       break;
@@ -258,7 +273,7 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   auto start = std::chrono::steady_clock::now();
   std::ofstream summary;
   if (!o.summary.empty())
-    summary.open(o.summary, std::ios::app);
+    summary = est::open_summary(o.summary);
   uint64_t first_resumed = 0, replayed = 0;
   uint32_t worker_restarts = 0, ps_recoveries = 0;
   round_outcome r;

@@ -70,18 +70,22 @@ typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
 ///  - load: replaces the whole state (the chief initialises, or restores a checkpoint); a load
 ///    carrying the load_id of the last one applied is answered ok and not applied again.
 ///  - fetch: the current values and the global step.
-///  - backward (client, seq, gradients): applies one step of gradients (names and shapes must
-///    match the state's; an empty set only counts the step) and answers the new global step.
-///    Non-finite gradients are refused with errc::non_finite and change nothing. A client
-///    other than 0 numbers its pushes 1, 2, ...: a push whose seq is not above the last one
-///    applied for that client (a retry, or a late copy) is not applied again; it is answered
-///    with the step the last push gave.
+///  - backward (client, seq, gradients, loss): applies one step of gradients (names and shapes
+///    must match the state's; an empty set only counts the step) and answers the new global
+///    step. `loss` is the worker's training loss of that step (NaN: none). Non-finite
+///    gradients are refused with errc::non_finite and change nothing. A client other than 0
+///    numbers its pushes 1, 2, ...: a push whose seq is not above the last one applied for
+///    that client (a retry, or a late copy) is not applied again; it is answered with the step
+///    the last push gave.
+///  - stats: the sum and the count of the finite losses of the steps applied since the last
+///    load, for the chief's summaries.
 ///  - save: the whole state, for the chief's checkpoint.
 /// Every call before the first load fails with errc::unavailable.
 using parameter_server_actor = caf::typed_actor<
   caf::replies_to<load_atom, ps_state>::with<ok_atom>,
   caf::replies_to<fetch_atom>::with<named_tensors, uint64_t>,
-  caf::replies_to<backward_atom, uint64_t, uint64_t, named_tensors>::with<uint64_t>,
+  caf::replies_to<backward_atom, uint64_t, uint64_t, named_tensors, double>::with<uint64_t>,
+  caf::replies_to<stats_atom>::with<double, uint64_t>,
   caf::replies_to<save_atom>::with<ps_state>>;
 
 /// A training worker's spawn argument: the job it trains (a name its node knows, with the

@@ -307,7 +307,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
       return err;
     phases.lap(step_phases::backward);
     if (cfg_.servers) {
-      auto step = cfg_.servers->push(vars_.all());
+      auto step = cfg_.servers->push(vars_.all(), r->spec.loss);
       if (!step)
         return std::move(step.error());
       global_step_ = *step;

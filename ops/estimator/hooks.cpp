@@ -85,16 +85,20 @@ caf::expected<hook_action> logging_hook::after_step(estimator&, const step_resul
   return hook_action::go_on;
 }
 
-caf::error summary_writer::begin(estimator&, uint64_t) {
-  // A writer killed mid-line left a torn line: the first line of this run starts a fresh one.
+std::ofstream open_summary(const std::string& path) {
   bool torn = false;
-  if (std::ifstream last{path_, std::ios::ate | std::ios::binary}; last && last.tellg() > 0) {
+  if (std::ifstream last{path, std::ios::ate | std::ios::binary}; last && last.tellg() > 0) {
     last.seekg(-1, std::ios::end);
     torn = last.get() != '\n';
   }
-  out_.open(path_, std::ios::app);
+  std::ofstream out{path, std::ios::app};
   if (torn)
-    out_ << '\n';
+    out << '\n';
+  return out;
+}
+
+caf::error summary_writer::begin(estimator&, uint64_t) {
+  out_ = open_summary(path_);
   if (!out_)
     return make_error(errc::io_error, "summary_writer: cannot open " + path_);
   return {};

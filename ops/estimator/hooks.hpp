@@ -127,9 +127,13 @@ private:
   double rate_ = 0;
 };
 
-/// Appends {"step":N,"loss":L,"seconds":S} lines to a JSONL file every `every_steps` steps; a
-/// loss that is not finite is written as null. A file whose last line a killed writer left
-/// unfinished gets a newline first, so that the torn line stays on a line of its own.
+/// Opens a summary JSONL file for appending. A file whose last line a killed writer left
+/// unfinished gets a newline first, so that the torn line stays on a line of its own. The
+/// stream is in a failed state when the file cannot be opened.
+std::ofstream open_summary(const std::string& path);
+
+/// Appends {"step":N,"loss":L,"seconds":S} lines to a JSONL file (open_summary) every
+/// `every_steps` steps; a loss that is not finite is written as null.
 class summary_writer final : public session_run_hook {
 public:
   summary_writer(std::string path, uint64_t every_steps)

@@ -108,6 +108,18 @@ caf::expected<uint64_t> parameter_servers::global_step() {
   return global_step;
 }
 
+caf::expected<loss_totals> parameter_servers::losses() {
+  loss_totals out;
+  if (auto err = call<double, uint64_t>(0, attempt_timeout_,
+                                        [&](double sum, uint64_t count) {
+                                          out = {sum, count};
+                                          return caf::error{};
+                                        },
+                                        stats_atom::value))
+    return err;
+  return out;
+}
+
 caf::expected<uint64_t> parameter_servers::pull_when_ready(const variable_list& vars,
                                                            std::chrono::milliseconds patience) {
   auto deadline = std::chrono::steady_clock::now() + patience;
@@ -120,7 +132,7 @@ caf::expected<uint64_t> parameter_servers::pull_when_ready(const variable_list& 
   }
 }
 
-caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
+caf::expected<uint64_t> parameter_servers::push(const variable_list& vars, double loss) {
   auto seq = ++seq_;
   std::vector<named_tensors> grads;
   for (size_t s = 0; s < servers_.size(); ++s)
@@ -130,7 +142,7 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
   // did not answer within the attempt timeout are asked again with the same seq.
   caf::scoped_actor self{*system_};
   using handle = decltype(self->request(servers_.front(), timeout_, backward_atom::value,
-                                         client_, seq, named_tensors{}));
+                                         client_, seq, named_tensors{}, loss));
   std::vector<bool> answered(servers_.size(), false);
   uint64_t first = 0;
   auto deadline = steady_clock::now() + timeout_;
@@ -140,7 +152,7 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars) {
     for (size_t s = 0; s < servers_.size(); ++s)
       if (!answered[s])
         pending.emplace_back(s, self->request(servers_[s], wait, backward_atom::value, client_,
-                                              seq, grads[s]));
+                                              seq, grads[s], loss));
     caf::error failure, timeout;
     for (auto& p : pending) {
       auto s = p.first;

@@ -8,7 +8,7 @@
 //   parameter_servers ps{sys, servers, std::chrono::seconds(10)};
 //   ps.initialize(vars, optimizer, 0);    // the chief, once
 //   auto step = ps.pull(vars);            // a worker, before each step
-//   step = ps.push(vars);                 // ... and its gradients after it
+//   step = ps.push(vars, loss);           // ... and its gradients and loss after it
 #pragma once
 
 #include <chrono>
@@ -24,6 +24,12 @@
 namespace darcy::ops::estimator {
 
 using variable_list = compute::nn::parameter_list<float>;
+
+/// A sum of training losses and how many there were.
+struct loss_totals {
+  double sum = 0;
+  uint64_t count = 0;
+};
 
 class parameter_servers {
 public:
@@ -56,9 +62,12 @@ public:
   caf::expected<uint64_t> pull_when_ready(const variable_list& vars,
                                           std::chrono::milliseconds patience);
 
-  /// Sends the gradients of `vars` (every server takes a step, those without variables an
-  /// empty one); returns the global step after this step.
-  caf::expected<uint64_t> push(const variable_list& vars);
+  /// Sends the gradients of `vars` and the step's training loss (NaN: none) to every server
+  /// (those without variables take an empty step); returns the global step after this step.
+  caf::expected<uint64_t> push(const variable_list& vars, double loss);
+
+  /// The finite losses of the steps server 0 has applied since it was last loaded.
+  caf::expected<loss_totals> losses();
 
   /// The servers' whole state into `vars` and `opt`; returns the global step.
   caf::expected<uint64_t> fetch_state(const variable_list& vars, compute::nn::adam<float>& opt);

@@ -19,6 +19,7 @@
 #include "messages/error.hpp"
 #include "runtime/process.hpp"
 #include "stores/checkpoint_dir.hpp"
+#include "tests/integration/node_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::test {
@@ -165,9 +166,35 @@ protected:
 TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_export_improvements) {
   temp_dir dir{"estimator_roles"};
   job j{dir.path(), 300};
+  auto summary = dir.path() + "/summary.jsonl";
+  j.extra = {"--summary", summary};
   ASSERT_NO_FATAL_FAILURE(j.start());
   auto result = j.chief_result();
   EXPECT_GE(result.value("global_step", 0), 300);
+  // The chief's summary has a line per checkpoint with the workers' mean loss since the line
+  // before (null where they took no step), and `darcy estimator plot` draws it.
+  std::ifstream lines{summary};
+  size_t with_loss = 0;
+  nlohmann::json last;
+  for (std::string line; std::getline(lines, line);) {
+    auto l = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(l.is_object()) << line;
+    last = l;
+    EXPECT_EQ(l["step"], l["global_step"]) << line;
+    ASSERT_TRUE(l.contains("loss")) << line;
+    if (l["loss"].is_number()) {
+      ++with_loss;
+      EXPECT_GT(l["loss"].get<double>(), 0) << line;
+      EXPECT_LT(l["loss"].get<double>(), 10) << line;
+    } else {
+      EXPECT_TRUE(l["loss"].is_null()) << line;
+    }
+  }
+  EXPECT_EQ(last["step"], result["global_step"]) << "a line for the final checkpoint";
+  EXPECT_GE(with_loss, 1u);
+  auto plot = run_darcy({"estimator", "plot", summary, "--out", dir.path() + "/loss"});
+  EXPECT_EQ(plot.exit_code, 0) << plot.err;
+  EXPECT_TRUE(fs::exists(dir.path() + "/loss.png"));
   EXPECT_EQ(result.value("workers", 0), 2);
   EXPECT_EQ(result.value("resumed_from", -1), 0);
   auto evals = j.evaluations();

@@ -56,17 +56,28 @@ protected:
 
   /// The error of a push of client 0 (none when it was applied).
   caf::error push_error(const named_tensors& grads) {
-    return call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, grads);
+    return call<uint64_t>(backward_atom::value, no_client, uint64_t{0}, grads, no_loss);
   }
 
   /// The global step a push answers; 0 after a failure.
-  uint64_t push(uint64_t client, uint64_t seq, const named_tensors& grads) {
+  uint64_t push(uint64_t client, uint64_t seq, const named_tensors& grads, double loss = no_loss) {
     uint64_t step = 0;
-    self->request(server, test::patience, backward_atom::value, client, seq, grads)
+    self->request(server, test::patience, backward_atom::value, client, seq, grads, loss)
       .receive([&](uint64_t x) { step = x; },
                [](caf::error& err) { ADD_FAILURE() << render(err); });
     return step;
   }
+
+  /// The server's loss sum and count.
+  std::pair<double, uint64_t> stats() {
+    std::pair<double, uint64_t> out{-1, 0};
+    self->request(server, test::patience, stats_atom::value)
+      .receive([&](double sum, uint64_t count) { out = {sum, count}; },
+               [](caf::error& err) { ADD_FAILURE() << render(err); });
+    return out;
+  }
+
+  static constexpr double no_loss = std::numeric_limits<double>::quiet_NaN();
 
   std::pair<named_tensors, uint64_t> fetch() {
     std::pair<named_tensors, uint64_t> out;
@@ -128,6 +139,38 @@ TEST_F(parameter_server_test, a_push_sent_again_or_arriving_late_is_applied_once
     EXPECT_EQ(step_after, step_before + (c.applied ? 1 : 0)) << c.what;
     EXPECT_EQ(!(view(after, 0) == view(before, 0)), c.applied) << c.what;
   }
+}
+
+TEST_F(parameter_server_test, stats_sum_the_losses_of_the_steps_applied_since_the_last_load) {
+  EXPECT_TRUE(is(call<double, uint64_t>(stats_atom::value), errc::unavailable))
+    << "nothing loaded yet";
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
+  EXPECT_EQ(stats(), (std::pair<double, uint64_t>{0, 0}));
+  a.grad = test::gaussian_matrix(3, 2, 50);
+  b.grad = test::gaussian_matrix(1, 4, 51);
+  auto grads = encode(list(), true);
+  struct {
+    const char* what;
+    uint64_t client, seq;
+    double loss;
+    double sum;
+    uint64_t count;
+  } cases[] = {
+    {"a client's push", 5, 1, 2.0, 2.0, 1},
+    {"the same push again (a retry)", 5, 1, 2.0, 2.0, 1},
+    {"its next push", 5, 2, 1.0, 3.0, 2},
+    {"a step without a loss", 5, 3, no_loss, 3.0, 2},
+    {"an infinite loss", 5, 4, std::numeric_limits<double>::infinity(), 3.0, 2},
+    {"a push of client 0", no_client, 0, 0.5, 3.5, 3},
+  };
+  for (auto& c : cases) {
+    push(c.client, c.seq, grads, c.loss);
+    EXPECT_EQ(stats(), (std::pair<double, uint64_t>{c.sum, c.count})) << c.what;
+  }
+  ASSERT_FALSE(push_error(named_tensors{}));
+  EXPECT_EQ(stats().second, 3u) << "an empty step without a loss";
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
+  EXPECT_EQ(stats(), (std::pair<double, uint64_t>{0, 0})) << "a load starts the count again";
 }
 
 TEST_F(parameter_server_test, a_load_sent_again_or_arriving_late_is_applied_once) {

@@ -42,12 +42,17 @@ protected:
       EXPECT_TRUE(pulled) << render(pulled.error());
       a.grad = test::gaussian_matrix(3, 2, 100 + i);
       b.grad = test::gaussian_matrix(1, 4, 200 + i);
-      auto step = client.push(vars);
+      auto step = client.push(vars, double(i + 1));
       ASSERT_TRUE(step) << render(step.error());
       EXPECT_EQ(*step, i + 1);
     }
     EXPECT_TRUE(client.pull(vars));
     out = {a.value, b.value};
+    // Each step's loss is counted once, however often its push arrived.
+    auto losses = client.losses();
+    ASSERT_TRUE(losses) << render(losses.error());
+    EXPECT_EQ(losses->count, pushes);
+    EXPECT_DOUBLE_EQ(losses->sum, double(pushes * (pushes + 1) / 2));
   }
 
 private:
