@@ -217,11 +217,14 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   genre->add_option("--threads", bg->threads, "Threads of the products")->check(CLI::Range(1, 256));
   genre->add_option("--seed", bg->seed, "Seed of the weights and the shuffling");
   genre->add_option("--model-dir", bg->model_dir, "Checkpoints (a rerun resumes from them)");
+  genre->add_option("--summary", bg->summary,
+                    "Append {step, loss, seconds} of Wide & Deep every 100 steps to this JSONL (a "
+                    "chief: at each checkpoint, the workers' mean loss)");
   genre->add_flag("--quiet", bg->quiet, "No progress bar");
   add_role_flags(genre, *genre_roles);
   genre->callback([bg, genre_roles, &exit_code] {
-    if (run_as_role(*genre_roles, "brown-genre", brown_genre_job_options(*bg), bg->model_dir, "",
-                    bg->threads, exit_code))
+    if (run_as_role(*genre_roles, "brown-genre", brown_genre_job_options(*bg), bg->model_dir,
+                    bg->summary, bg->threads, exit_code))
       return;
     auto data = load_brown_genres(bg->corpus, bg->passage_words);
     if (!data) {

@@ -230,7 +230,10 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
   cfg.embeddings = session->get();
   est::estimator e{*fn, cfg};
   auto start = std::chrono::steady_clock::now();
-  auto r = e.train(train, 0, hooks("Wide & Deep"));
+  auto wide_and_deep_hooks = hooks("Wide & Deep");
+  if (!o.summary.empty())
+    wide_and_deep_hooks.push_back(std::make_shared<est::summary_writer>(o.summary, 100));
+  auto r = e.train(train, 0, wide_and_deep_hooks);
   if (!r)
     return std::move(r.error());
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -33,6 +33,8 @@ struct brown_genre_options {
   size_t threads = 2;
   uint64_t seed = 1;
   std::string model_dir;
+  /// A summary_writer's JSONL file for the Wide & Deep model (every 100 steps), when set.
+  std::string summary;
   bool quiet = false;
 };
 

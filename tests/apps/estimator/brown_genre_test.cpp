@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -103,6 +104,33 @@ TEST(brown_genre, wide_and_deep_learns_the_genres_beyond_the_majority) {
   EXPECT_DOUBLE_EQ(r->test_accuracy, 1.0);
   EXPECT_DOUBLE_EQ(r->bag_of_words_accuracy, 1.0);
   EXPECT_EQ(r->steps, 10u * 5) << "36 passages in batches of 8: 5 steps an epoch";
+}
+
+TEST(brown_genre, wide_and_deep_appends_its_loss_to_the_summary_every_100_steps) {
+  test::temp_dir dir{"genre_summary"};
+  write_genres(dir.path());
+  auto data = load_brown_genres(dir.path(), 15);
+  ASSERT_TRUE(data);
+  brown_genre_options o;
+  o.epochs = 40; // 200 steps of Wide & Deep
+  o.batch = 8;
+  o.hash_buckets = 64;
+  o.bigram_buckets = 64;
+  o.embedding_dim = 4;
+  o.hidden_units = {8};
+  o.threads = 1;
+  o.quiet = true;
+  o.summary = dir.path() + "/summary.jsonl";
+  auto r = run_brown_genre(o, *data);
+  ASSERT_TRUE(r) << render(r.error());
+  std::ifstream in{o.summary};
+  std::vector<uint64_t> steps;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j["loss"].is_number()) << line;
+    steps.push_back(j.value("step", uint64_t{0}));
+  }
+  EXPECT_EQ(steps, (std::vector<uint64_t>{100, 200})) << "the baseline writes none";
 }
 
 } // namespace
