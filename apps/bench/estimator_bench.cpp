@@ -15,6 +15,7 @@
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "ops/estimator/estimator.hpp"
+#include "stores/brown_corpus.hpp"
 
 namespace darcy::apps {
 
@@ -78,6 +79,11 @@ int run_estimator_bench(const estimator_bench_options& o) {
   }
   if (o.peer && !require_torch_peer(o.python, "estimator"))
     return 1;
+  if (o.scaling_steps > 0)
+    if (auto catalog = stores::read_brown_catalog(o.corpus); !catalog) {
+      std::fprintf(stderr, "bench estimator: --corpus: %s\n", render(catalog.error()).c_str());
+      return 1;
+    }
   auto data = load_fashion_mnist(o.data_dir);
   if (!data) {
     std::fprintf(stderr, "bench estimator: %s\n", render(data.error()).c_str());
