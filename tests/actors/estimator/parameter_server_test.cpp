@@ -68,6 +68,13 @@ protected:
     return step;
   }
 
+  /// Seeded gradients of both variables, encoded for a push.
+  named_tensors seeded_grads(uint64_t seed) {
+    a.grad = test::gaussian_matrix(3, 2, seed);
+    b.grad = test::gaussian_matrix(1, 4, seed + 1);
+    return encode(list(), true);
+  }
+
   /// The server's loss sum and count.
   std::pair<double, uint64_t> stats() {
     std::pair<double, uint64_t> out{-1, 0};
@@ -115,9 +122,7 @@ TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_opti
 
 TEST_F(parameter_server_test, a_push_sent_again_or_arriving_late_is_applied_once) {
   ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
-  a.grad = test::gaussian_matrix(3, 2, 30);
-  b.grad = test::gaussian_matrix(1, 4, 31);
-  auto grads = encode(list(), true);
+  auto grads = seeded_grads(30);
   struct {
     const char* what;
     uint64_t client, seq;
@@ -146,9 +151,7 @@ TEST_F(parameter_server_test, stats_sum_the_losses_of_the_steps_applied_since_th
     << "nothing loaded yet";
   ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
   EXPECT_EQ(stats(), (std::pair<double, uint64_t>{0, 0}));
-  a.grad = test::gaussian_matrix(3, 2, 50);
-  b.grad = test::gaussian_matrix(1, 4, 51);
-  auto grads = encode(list(), true);
+  auto grads = seeded_grads(50);
   struct {
     const char* what;
     uint64_t client, seq;
@@ -174,9 +177,7 @@ TEST_F(parameter_server_test, stats_sum_the_losses_of_the_steps_applied_since_th
 }
 
 TEST_F(parameter_server_test, a_load_sent_again_or_arriving_late_is_applied_once) {
-  a.grad = test::gaussian_matrix(3, 2, 40);
-  b.grad = test::gaussian_matrix(1, 4, 41);
-  auto grads = encode(list(), true);
+  auto grads = seeded_grads(40);
   auto with_id = [&](uint64_t id) {
     auto state = fresh();
     state.load_id = id;

@@ -83,13 +83,10 @@ TEST(brown_genre, bad_corpora_and_options_are_refused) {
   EXPECT_EQ(back->batch, 7u) << "the job options round-trip";
 }
 
-TEST(brown_genre, wide_and_deep_learns_the_genres_beyond_the_majority) {
-  test::temp_dir dir{"learn_genres"};
-  write_genres(dir.path());
-  auto data = load_brown_genres(dir.path(), 15);
-  ASSERT_TRUE(data);
+/// A model small enough for the tiny corpus of write_genres, trained for `epochs`.
+brown_genre_options tiny_model(uint32_t epochs) {
   brown_genre_options o;
-  o.epochs = 10;
+  o.epochs = epochs;
   o.batch = 8;
   o.hash_buckets = 64;
   o.bigram_buckets = 64;
@@ -97,6 +94,15 @@ TEST(brown_genre, wide_and_deep_learns_the_genres_beyond_the_majority) {
   o.hidden_units = {8};
   o.threads = 1;
   o.quiet = true;
+  return o;
+}
+
+TEST(brown_genre, wide_and_deep_learns_the_genres_beyond_the_majority) {
+  test::temp_dir dir{"learn_genres"};
+  write_genres(dir.path());
+  auto data = load_brown_genres(dir.path(), 15);
+  ASSERT_TRUE(data);
+  auto o = tiny_model(10);
   auto r = run_brown_genre(o, *data);
   ASSERT_TRUE(r) << render(r.error());
   EXPECT_EQ(r->categories, 2u);
@@ -111,15 +117,7 @@ TEST(brown_genre, wide_and_deep_appends_its_loss_to_the_summary_every_100_steps)
   write_genres(dir.path());
   auto data = load_brown_genres(dir.path(), 15);
   ASSERT_TRUE(data);
-  brown_genre_options o;
-  o.epochs = 40; // 200 steps of Wide & Deep
-  o.batch = 8;
-  o.hash_buckets = 64;
-  o.bigram_buckets = 64;
-  o.embedding_dim = 4;
-  o.hidden_units = {8};
-  o.threads = 1;
-  o.quiet = true;
+  auto o = tiny_model(40); // 200 steps of Wide & Deep
   o.summary = dir.path() + "/summary.jsonl";
   auto r = run_brown_genre(o, *data);
   ASSERT_TRUE(r) << render(r.error());
