@@ -59,22 +59,10 @@ caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t work
     }
   auto result = chief->wait_for_line("\"role\":\"chief\"", patience);
   auto stderr_text = chief->read_stderr();
-  if (!result) {
-    // The others would wait for the chief to come back: they go at once.
-    for (auto& h : hosts)
-      h.signal(SIGKILL);
-    for (auto& h : hosts)
-      h.wait(std::chrono::seconds(10));
-    fs::remove_all(dir);
-    bool exited = static_cast<bool>(chief->wait(std::chrono::seconds(5)));
-    return make_error(exited ? errc::io_error : errc::timeout,
-                      "the chief with " + std::to_string(workers) + " workers " +
-                        (exited ? "failed: " : "did not finish: ") + stderr_text);
-  }
   // A worker prints its step's phases when its training ends, before the chief's last line.
   scaling_run run;
   size_t reports = 0;
-  for (size_t i = o.ps; i < hosts.size(); ++i) {
+  for (size_t i = o.ps; result && i < hosts.size(); ++i) {
     auto line = hosts[i].wait_for_line("\"role\":\"worker\"", std::chrono::seconds(10));
     auto report = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json{};
     if (!report.is_object() || !report.contains("step_ms") || !report["step_ms"].is_object())
@@ -86,9 +74,20 @@ caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t work
   }
   for (auto& [phase, ms] : run.worker_step_ms)
     ms /= double(reports);
+  // The others leave once the chief is gone; after a failed chief they would wait for it to
+  // come back, so they go at once. The destructor kills stragglers.
   for (auto& h : hosts)
-    h.wait(std::chrono::seconds(30)); // they leave once the chief is gone; the destructor kills stragglers
+    if (!result)
+      h.signal(SIGKILL);
+  for (auto& h : hosts)
+    h.wait(std::chrono::seconds(30));
   fs::remove_all(dir);
+  if (!result) {
+    bool exited = static_cast<bool>(chief->wait(std::chrono::seconds(5)));
+    return make_error(exited ? errc::io_error : errc::timeout,
+                      "the chief with " + std::to_string(workers) + " workers " +
+                        (exited ? "failed: " : "did not finish: ") + stderr_text);
+  }
   auto json = nlohmann::json::parse(*result, nullptr, false);
   if (json.is_discarded() || !json.contains("steps_per_second"))
     return make_error(errc::io_error, "the chief printed " + *result);
