@@ -28,6 +28,16 @@ std::string json_error(const std::string& code, const std::string& message) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+bool is_loopback_address(const std::string& address) {
+  beast::error_code ec;
+  auto a = net::ip::make_address(address, ec);
+  if (ec)
+    return false;
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    return net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6()).is_loopback();
+  return a.is_loopback();
+}
+
 namespace {
 
 /// An idle keep-alive connection, or one that sends too slowly, is closed after this.
@@ -84,6 +94,10 @@ private:
     r.app = std::string{req["X-Darcy-App"]};
     r.trace_id = std::string{req["X-Trace-Id"]};
     r.body = std::move(req.body());
+    beast::error_code peer_ec;
+    auto remote = stream_.socket().remote_endpoint(peer_ec);
+    if (!peer_ec)
+      r.peer = remote.address().to_string();
     // Members are destroyed last to first: the connection (and its socket) before the
     // server that owns the io_context.
     struct owners {

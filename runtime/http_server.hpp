@@ -27,7 +27,13 @@ struct http_request {
   std::string app;
   std::string trace_id;
   std::string body;
+  /// The client's IP address as the socket sees it ("127.0.0.1", "::1"); empty when unknown.
+  std::string peer;
 };
+
+/// Whether `address` (an IPv4 or IPv6 address, IPv4-mapped included) is a loopback address.
+/// Anything that does not parse as an address, the empty string included, is not.
+bool is_loopback_address(const std::string& address);
 
 struct http_response {
   unsigned status = 200;

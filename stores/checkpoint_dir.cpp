@@ -25,6 +25,15 @@ bool is_temporary(const std::string& name) {
 
 } // namespace
 
+caf::error check_checkpoint_name(std::string_view id) {
+  constexpr std::string_view separators{"/\\\0", 3};
+  if (id.empty() || id == "." || id == ".." || id.find_first_of(separators) != id.npos)
+    return make_error(errc::invalid_argument,
+                      "a version or checkpoint id must name a folder inside its root: not empty, "
+                      "no '/' or '\\', not '.' or '..'");
+  return {};
+}
+
 std::string checkpoint_dir::new_id(const std::string& label) {
   static std::atomic<uint64_t> counter{0};
   auto now = std::chrono::system_clock::now().time_since_epoch();
@@ -148,6 +157,8 @@ std::vector<std::string> checkpoint_dir::checkpoints() const {
 }
 
 caf::expected<checkpoint_manifest> checkpoint_dir::read_manifest_of(const std::string& id) const {
+  if (auto err = check_checkpoint_name(id))
+    return err;
   return stores::read_manifest(path(id));
 }
 

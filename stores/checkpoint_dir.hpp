@@ -24,6 +24,11 @@
 
 namespace darcy::stores {
 
+/// Whether `id` may name a checkpoint or version directory of a root: a single, non-empty
+/// file name ("3", "ckpt-sweep-2-..."): no '/', '\\' or NUL, not "." or "..". Else
+/// errc::invalid_argument; the message names no path, since `id` may come from a client.
+caf::error check_checkpoint_name(std::string_view id);
+
 class checkpoint_dir {
 public:
   explicit checkpoint_dir(std::string root) : root_(std::move(root)) {}
@@ -61,7 +66,8 @@ public:
   /// numbers by their value.
   std::vector<std::string> checkpoints() const;
 
-  /// The manifest copy inside checkpoint directory `id`.
+  /// The manifest copy inside checkpoint directory `id`; check_checkpoint_name's error for an
+  /// `id` that is not a name inside the root.
   caf::expected<checkpoint_manifest> read_manifest_of(const std::string& id) const;
 
   /// The part mapped into memory, after the same checks as read_part (parts of format 1 are

@@ -1,5 +1,8 @@
 #include "actors/serving/serving_root.hpp"
 
+#include <algorithm>
+#include <type_traits>
+
 #include <caf/actor_cast.hpp>
 
 #include "messages/error.hpp"
@@ -7,6 +10,7 @@
 #include "runtime/log.hpp"
 #include "runtime/remote_run.hpp"
 #include "runtime/supervisor.hpp"
+#include "stores/checkpoint_dir.hpp"
 #include "stores/serving_export.hpp"
 
 namespace darcy::actors {
@@ -31,10 +35,17 @@ double seconds_since_start(serving_root_pointer self) {
     .count();
 }
 
-std::string shard_list(const std::vector<uint32_t>& shards) {
+/// "a, b, c".
+template <class Container>
+std::string comma_list(const Container& xs) {
   std::string text;
-  for (auto s : shards)
-    text += (text.empty() ? "" : ", ") + std::to_string(s);
+  for (auto& x : xs) {
+    text += text.empty() ? "" : ", ";
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(x)>>)
+      text += std::to_string(x);
+    else
+      text += x;
+  }
   return text;
 }
 
@@ -202,6 +213,15 @@ caf::expected<std::string> begin_load(serving_root_pointer self, const std::stri
   if (st.loading)
     return make_error(errc::overloaded, "version " + st.loading->version + " of " +
                                           st.config.model + " is still loading");
+  if (!version.empty()) {
+    // A version the client names must be one of the model's: its errors never name a path.
+    if (auto err = stores::check_checkpoint_name(version))
+      return err;
+    auto versions = stores::export_versions(st.config.model_dir);
+    if (std::find(versions.begin(), versions.end(), version) == versions.end())
+      return make_error(errc::not_found, "model " + st.config.model + " has no version " +
+                                           version + " (versions: " + comma_list(versions) + ")");
+  }
   auto manifest = stores::read_export_manifest(st.config.model_dir, version);
   if (!manifest)
     return std::move(manifest.error());
@@ -245,7 +265,7 @@ void finish_topk(serving_root_pointer self, uint64_t id) {
     auto code = is(p.first_error, errc::deadline_exceeded) ? errc::deadline_exceeded
                                                            : errc::unavailable;
     p.promise.deliver(make_error(code, "model " + st.config.model + " version " + v.version +
-                                         ": shards " + shard_list(missing) + " missing (" +
+                                         ": shards " + comma_list(missing) + " missing (" +
                                          render(p.first_error) + ")"));
   } else {
     topk_response r;

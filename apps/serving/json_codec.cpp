@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
+#include "stores/checkpoint_dir.hpp"
 
 namespace darcy::serving {
 
@@ -134,6 +135,9 @@ caf::expected<std::string> parse_load_body(const std::string& body) {
       return std::move(v.error());
     version = std::move(*v);
   }
+  if (!version.empty())
+    if (auto err = stores::check_checkpoint_name(version))
+      return err;
   return version;
 }
 

@@ -24,6 +24,8 @@ struct topk_body {
 caf::expected<topk_body> parse_topk_body(const std::string& body, const serve_config& config);
 
 /// Parses {"version": "3"} or {} (or an empty body) into the version (empty: the newest).
+/// errc::invalid_argument for a version that is not a folder name (stores::check_checkpoint_name:
+/// no '/', no '..'), so that a client never names a path outside the model's exports.
 caf::expected<std::string> parse_load_body(const std::string& body);
 
 std::string topk_json(const std::string& model, const topk_response& r,

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "messages/error.hpp"
+#include "runtime/http_server.hpp"
 
 namespace darcy::serving {
 
@@ -123,6 +124,23 @@ caf::expected<serve_config> load_serve_config(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_serve_config(text.str(), path);
+}
+
+caf::error may_manage_from(const serve_config& config, const std::string& peer) {
+  if (!config.tokens.empty() || runtime::is_loopback_address(peer))
+    return {};
+  return make_error(errc::permission_denied,
+                    "no bearer tokens are configured, so :load and :unload are accepted from "
+                    "loopback only; give darcy serve a --config with a [tokens] table (and "
+                    "each model's manage list) to manage models from other hosts");
+}
+
+std::string manage_policy_line(const serve_config& config) {
+  if (config.tokens.empty())
+    return "no bearer tokens configured: :load and :unload are accepted from loopback only "
+           "(give --config with a [tokens] table to manage models from other hosts)";
+  return std::to_string(config.tokens.size()) +
+         " bearer token(s) configured: :load and :unload follow each model's manage list";
 }
 
 } // namespace darcy::serving

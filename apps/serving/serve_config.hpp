@@ -1,6 +1,7 @@
 // The serving front end's configuration file (TOML): bearer tokens and the principals they
 // stand for, each model's ACL and quotas, and the HTTP limits. Without a file, or without a
-// [tokens] table, no token is asked for and every request comes from principal "anonymous".
+// [tokens] table, no token is asked for and every request comes from principal "anonymous";
+// then only clients on loopback may load or unload a model (may_manage_from).
 //
 //   [tokens]
 //   "s3cret-alice" = "alice"
@@ -40,6 +41,15 @@ struct serve_config {
   /// The rules of `model`: its own, else the defaults.
   const access_rules& rules_of(const std::string& model) const;
 };
+
+/// Whether a client at IP address `peer` may ask for :load or :unload at all (the model's ACL
+/// still applies after): always when bearer tokens are configured; without tokens, only from a
+/// loopback address, else errc::permission_denied saying how to open it. An empty or
+/// unparsable `peer` counts as remote.
+caf::error may_manage_from(const serve_config& config, const std::string& peer);
+
+/// The line `darcy serve` prints at start about who may load and unload models.
+std::string manage_policy_line(const serve_config& config);
 
 /// Parses the file; errc::invalid_config naming the file, the key and the problem (a token
 /// mapped to a non-string, a quota without a positive rate and burst, a deadline of 0...).

@@ -44,6 +44,25 @@ caf::expected<std::vector<std::string>> shard_nodes(ops::session& s) {
   return nodes;
 }
 
+/// An Estimator export, loaded; a retrieval export's newest manifest and config, checked
+/// (nullptr: its root loads it). The error says why the model cannot be served.
+caf::expected<std::shared_ptr<estimator_model>> check_model(const std::string& dir,
+                                                            const access_rules& rules) {
+  if (ops::estimator::is_estimator_export(dir)) {
+    auto loaded = estimator_model::load(dir, rules);
+    if (!loaded)
+      return std::move(loaded.error());
+    return std::shared_ptr<estimator_model>{std::move(*loaded)};
+  }
+  auto manifest = stores::read_export_manifest(dir);
+  if (!manifest)
+    return std::move(manifest.error());
+  auto config = stores::read_export_config(dir, *manifest);
+  if (!config)
+    return std::move(config.error());
+  return std::shared_ptr<estimator_model>{};
+}
+
 } // namespace
 
 caf::error run_serve(const serve_job& job) {
@@ -55,21 +74,31 @@ caf::error run_serve(const serve_job& job) {
       return std::move(loaded.error());
     config = std::move(*loaded);
   }
-  auto models = models_in(job.exports);
-  if (models.empty())
+  auto found = models_in(job.exports);
+  if (found.empty())
     return make_error(errc::not_found, "no export under " + job.exports +
                                          " (write one with `darcy wals export`, or an Estimator's)");
-  // Estimator exports answer in this process; the others get a root and shard servers.
+  // Estimator exports answer in this process; the others get a root and shard servers. A
+  // model that fails its checks is reported and left out; the others are served.
+  std::vector<std::string> models;
+  std::vector<std::string> left_out;
   std::map<std::string, std::shared_ptr<estimator_model>> estimators;
-  for (auto& name : models) {
+  for (auto& name : found) {
     auto dir = (std::filesystem::path{job.exports} / name).string();
-    if (!ops::estimator::is_estimator_export(dir))
+    auto checked = check_model(dir, config.rules_of(name));
+    if (!checked) {
+      auto why = "model " + name + " left out: " + render(checked.error());
+      runtime::log_warn("darcy serve: {}", why);
+      left_out.push_back(name);
       continue;
-    auto loaded = estimator_model::load(dir, config.rules_of(name));
-    if (!loaded)
-      return make_error(errc::invalid_config, "model " + name + ": " + render(loaded.error()));
-    estimators[name] = std::move(*loaded);
+    }
+    models.push_back(name);
+    if (*checked)
+      estimators[name] = std::move(*checked);
   }
+  if (models.empty())
+    return make_error(errc::corrupt_file, "every export under " + job.exports +
+                                            " failed its checks (see above)");
   ops::session_options so;
   so.seed = job.cluster;
   so.name = "serve";
@@ -110,6 +139,9 @@ caf::error run_serve(const serve_job& job) {
   std::string names;
   for (auto& m : models)
     names += (names.empty() ? "" : ", ") + m;
+  std::cout << "darcy serve: " << manage_policy_line(config) << "\n";
+  if (!left_out.empty())
+    std::cout << "darcy serve: " << left_out.size() << " model(s) left out (see the log)\n";
   std::cout << "darcy serve listening on http://" << job.listen.host << ":" << (*server)->port()
             << " (models: " << names << ")" << std::endl;
   auto signal = runtime::wait_for_shutdown();

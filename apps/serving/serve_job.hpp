@@ -32,9 +32,12 @@ struct serve_job {
 };
 
 /// Serves until SIGTERM or SIGINT; prints "darcy serve listening on http://HOST:PORT" once it
-/// accepts requests. Must be called from the main thread before other threads start. Fails
-/// when the config is invalid, EXPORTS holds no export, the cluster cannot be reached, or the
-/// address cannot be bound.
+/// accepts requests, after a line saying who may load and unload models. A model whose export
+/// fails its checks (a damaged manifest or config, an Estimator export that does not load) is
+/// logged and left out; the others are served. Must be called from the main thread before
+/// other threads start. Fails when the config is invalid, EXPORTS holds no export or only
+/// exports that fail their checks, the cluster cannot be reached, or the address cannot be
+/// bound.
 caf::error run_serve(const serve_job& job);
 
 } // namespace darcy::serving

@@ -261,6 +261,9 @@ void serving_front::handle(http_request req, http_responder respond) {
                                                  model + " (topk, load, unload)")});
   if (req.method != "POST")
     return method_not_allowed("POST");
+  if (route != "topk")
+    if (auto refused = may_manage_from(config_, req.peer))
+      return timed(error_response(refused));
   req.authorization = *principal; // from here on, the principal
   if (route == "topk")
     return topk(model, *root, req, timed);

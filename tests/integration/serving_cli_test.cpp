@@ -106,6 +106,49 @@ TEST(serving_cli, an_export_killed_before_its_manifest_leaves_the_previous_versi
   EXPECT_NE(answer.find("\"version\":\"1\""), std::string::npos) << answer;
 }
 
+// Started with no --config: a damaged model is reported and left out while the good one is
+// served; the start says that only loopback clients may manage models; a version that is a
+// path is refused without naming one.
+TEST(serving_cli, a_damaged_model_beside_a_good_one_leaves_the_good_one_served) {
+  temp_dir tmp{"serving_cli_damaged"};
+  stores::export_input in;
+  in.config.shards = 2;
+  in.items = gaussian_matrix(300, 8, 1);
+  in.index = {.lists = 4, .seed = 2};
+  ASSERT_TRUE(stores::write_export(tmp.path() + "/good", in, 2));
+  ASSERT_TRUE(stores::write_export(tmp.path() + "/broken", in, 2));
+  {
+    std::ofstream manifest{tmp.path() + "/broken/MANIFEST", std::ios::trunc};
+    manifest << "not a manifest";
+  }
+  auto serve = start_serve({"--exports", tmp.path()});
+  auto status = wait_available(serve.port, "good");
+  EXPECT_EQ(status.value("version", ""), "1");
+  auto out = serve.process.stdout_seen();
+  EXPECT_NE(out.find(":load and :unload are accepted from loopback only"), std::string::npos)
+    << out;
+  EXPECT_NE(out.find("1 model(s) left out"), std::string::npos) << out;
+  auto models = http_exchange(serve.port, http_request_text("GET", "/v1/models", ""));
+  EXPECT_EQ(models.find("broken"), std::string::npos) << models;
+  auto broken = http_exchange(serve.port, http_request_text("POST", "/v1/models/broken:topk", "",
+                                                            vector_body(2000)));
+  EXPECT_EQ(http_status(broken), 404u) << broken;
+  auto answer = http_exchange(serve.port, http_request_text("POST", "/v1/models/good:topk", "",
+                                                            vector_body(2000)));
+  EXPECT_EQ(http_status(answer), 200u) << answer;
+  for (auto version : {"/etc", "../../../etc"}) {
+    auto load = http_exchange(serve.port,
+                              http_request_text("POST", "/v1/models/good:load", "",
+                                                nlohmann::json{{"version", version}}.dump()));
+    EXPECT_EQ(http_status(load), 400u) << load;
+    EXPECT_EQ(load.find("/etc"), std::string::npos) << load;
+  }
+  serve.process.signal(SIGTERM);
+  ASSERT_TRUE(serve.process.wait(patience));
+  EXPECT_NE(serve.process.read_stderr().find("model broken left out"), std::string::npos)
+    << serve.process.read_stderr();
+}
+
 class serving_cluster_test : public cluster_test {};
 
 TEST_F(serving_cluster_test, a_shard_server_sigkilled_under_load_is_restarted_and_answers) {

@@ -25,6 +25,7 @@ TEST(http_client, an_exchange_returns_the_status_and_the_body_the_server_answere
   EXPECT_EQ(seen.target, "/v1/x");
   EXPECT_EQ(seen.authorization, "Bearer tok");
   EXPECT_EQ(seen.body, R"({"a":1})");
+  EXPECT_EQ(seen.peer, "127.0.0.1");
   (*server)->stop();
 }
 

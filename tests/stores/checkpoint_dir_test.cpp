@@ -126,6 +126,38 @@ TEST_F(checkpoint_dir_test, MissingManifestIsNotFoundAndAnUnusableRootIsAnIoErro
   fs::remove(dir + "-file");
 }
 
+// A client may name a version (serving's :load): only a folder name inside the root is read.
+TEST_F(checkpoint_dir_test, OnlyANameInsideTheRootIsReadAsACheckpoint) {
+  checkpoint_dir root{dir + "/root"};
+  auto m = save(root, "named");
+  struct {
+    std::string id;
+    bool accepted;
+  } cases[] = {
+    {m.checkpoint, true},
+    {"3", true},                 // a name; not found, but not refused
+    {"", false},
+    {".", false},
+    {"..", false},
+    {"../outside", false},
+    {"/etc", false},
+    {"a/b", false},
+    {"a\\b", false},
+    {std::string{"a\0b", 3}, false},
+  };
+  for (auto& c : cases) {
+    auto named = check_checkpoint_name(c.id);
+    EXPECT_EQ(!named, c.accepted) << c.id;
+    auto read = root.read_manifest_of(c.id);
+    if (c.accepted)
+      continue;
+    ASSERT_FALSE(read) << c.id;
+    EXPECT_TRUE(is(read.error(), errc::invalid_argument)) << c.id;
+    EXPECT_EQ(render(read.error()).find(dir), std::string::npos) << render(read.error());
+  }
+  EXPECT_TRUE(root.read_manifest_of(m.checkpoint));
+}
+
 TEST_F(checkpoint_dir_test, NewIdsAreUnique) {
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i)

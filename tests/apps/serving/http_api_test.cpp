@@ -3,6 +3,7 @@
 #include "apps/serving/serving_front.hpp"
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <random>
 #include <thread>
@@ -150,10 +151,23 @@ TEST_F(http_api_test, every_request_gets_its_status) {
     {"model list", request("GET", "/v1/models", "tok-alice"), 200},
     {"load the loaded version", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "1"})"), 200},
     {"load an unknown version", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "9"})"), 404},
+    {"load a path", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "/etc"})"), 400},
+    {"load a path up", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "../../../etc"})"), 400},
     {"metrics", request("GET", "/metrics", ""), 200},
   };
   for (auto& c : cases)
     EXPECT_EQ(call(c.raw), c.expected) << c.name;
+}
+
+TEST_F(http_api_test, refusals_of_a_version_name_no_path_of_the_server) {
+  for (auto body : {R"({"version": "/etc"})", R"({"version": "../../../etc"})",
+                    R"({"version": "1/../../m"})", R"({"version": "9"})"}) {
+    auto answer = http_exchange(server->port(), request("POST", "/v1/models/m:load", "tok-alice", body));
+    EXPECT_NE(http_status(answer), 200u) << answer;
+    EXPECT_EQ(answer.find("/etc"), std::string::npos) << answer;
+    EXPECT_EQ(answer.find(tmp.path()), std::string::npos) << answer;
+    EXPECT_EQ(answer.find("MANIFEST"), std::string::npos) << answer;
+  }
 }
 
 TEST_F(http_api_test, quota_denials_are_429_and_metrics_count_every_code) {
@@ -313,6 +327,71 @@ TEST(http_api, a_root_that_never_answers_gives_504_after_the_deadline_and_the_fr
   auto status = http_exchange((*server)->port(), request("GET", "/v1/models/m", ""));
   EXPECT_EQ(http_status(status), 200u) << status;
   (*server)->stop();
+}
+
+} // namespace
+} // namespace darcy::serving
+
+namespace darcy::serving {
+namespace {
+
+/// front.handle(request) as it answers (the front answers on a CAF or HTTP thread).
+http_response answer_of(serving_front& front, http_request request) {
+  auto answered = std::make_shared<std::promise<http_response>>();
+  auto future = answered->get_future();
+  front.handle(std::move(request), [answered](http_response r) { answered->set_value(std::move(r)); });
+  return future.get();
+}
+
+// With no bearer tokens, every client is "anonymous" and a model's manage list allows it by
+// default: only the client's address keeps another host from loading or unloading models.
+TEST(http_api, without_tokens_only_a_loopback_client_may_load_or_unload) {
+  front_config cfg;
+  caf::actor_system sys{cfg};
+  sys.await_actors_before_shutdown(false);
+  test::temp_dir tmp{"http_api_open"};
+  ASSERT_TRUE(stores::write_export(tmp.path() + "/m", small_export(1), 2));
+  actors::serving_root_config rc;
+  rc.model = "m";
+  rc.model_dir = tmp.path() + "/m";
+  rc.load_newest = false; // the loopback client's load below is the first
+  auto root = sys.spawn(actors::serving_root, rc);
+  test::stop_on_exit guard{sys, caf::actor_cast<caf::actor>(root)};
+  auto config = parse_serve_config("", "empty.toml");
+  ASSERT_TRUE(config) << render(config.error());
+  serving_front front{sys, *config, {{"m", root}}};
+  auto call = [&](const std::string& verb, const std::string& peer) {
+    http_request req;
+    req.method = "POST";
+    req.target = "/v1/models/m:" + verb;
+    req.body = verb == "load" ? R"({"version": "1"})" : "";
+    req.peer = peer;
+    return answer_of(front, req);
+  };
+  struct {
+    const char* verb;
+    const char* peer;
+    unsigned expected;
+  } cases[] = {
+    {"load", "10.0.0.2", 403},   {"unload", "10.0.0.2", 403},   {"unload", "", 403},
+    {"load", "::ffff:192.168.1.9", 403},
+    {"load", "127.0.0.1", 200},  {"unload", "::1", 200},        {"load", "::ffff:127.0.0.1", 200},
+  };
+  for (auto& c : cases) {
+    auto r = call(c.verb, c.peer);
+    EXPECT_EQ(r.status, c.expected) << c.verb << " from '" << c.peer << "': " << r.body;
+    if (c.expected == 403) {
+      EXPECT_NE(r.body.find("loopback only"), std::string::npos) << r.body;
+    }
+  }
+  // Queries stay open to every address.
+  http_request topk;
+  topk.method = "POST";
+  topk.target = "/v1/models/m:topk";
+  topk.body = R"({"vector": [1, 0.5, -1, 2]})";
+  topk.peer = "10.0.0.2";
+  auto r = answer_of(front, topk);
+  EXPECT_EQ(r.status, 200u) << r.body;
 }
 
 } // namespace

@@ -79,6 +79,16 @@ TEST(json_codec, load_bodies_name_a_version_or_the_newest) {
   EXPECT_FALSE(parse_load_body("4"));
 }
 
+TEST(json_codec, a_version_that_is_not_a_folder_name_is_refused_naming_no_path) {
+  for (auto version : {"/etc", "../../../etc", "..", ".", "3/../../x", "a\\b"}) {
+    auto body = nlohmann::json{{"version", version}}.dump();
+    auto parsed = parse_load_body(body);
+    ASSERT_FALSE(parsed) << version;
+    EXPECT_TRUE(is(parsed.error(), errc::invalid_argument)) << version;
+    EXPECT_EQ(render(parsed.error()).find("etc"), std::string::npos) << render(parsed.error());
+  }
+}
+
 TEST(json_codec, answers_render_as_json) {
   topk_response r;
   r.version = "2";

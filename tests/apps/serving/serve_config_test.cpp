@@ -47,6 +47,29 @@ TEST(serve_config, no_file_content_means_no_tokens_and_open_models) {
   EXPECT_EQ(c->rules_of("x").acl.manage, std::vector<std::string>{"*"});
 }
 
+TEST(serve_config, without_tokens_only_loopback_clients_may_manage_models) {
+  auto open = parse_serve_config("", "empty.toml");
+  auto with_tokens = parse_serve_config("[tokens]\n\"t\" = \"alice\"\n", "t.toml");
+  ASSERT_TRUE(open && with_tokens);
+  struct {
+    const char* peer;
+    bool loopback;
+  } cases[] = {
+    {"127.0.0.1", true}, {"::1", true}, {"10.0.0.2", false}, {"", false}, {"localhost", false},
+  };
+  for (auto& c : cases) {
+    auto refused = may_manage_from(*open, c.peer);
+    EXPECT_EQ(!refused, c.loopback) << c.peer;
+    if (refused) {
+      EXPECT_TRUE(is(refused, errc::permission_denied)) << c.peer;
+      EXPECT_NE(render(refused).find("[tokens]"), std::string::npos) << render(refused);
+    }
+    EXPECT_FALSE(may_manage_from(*with_tokens, c.peer)) << c.peer; // the ACL decides then
+  }
+  EXPECT_NE(manage_policy_line(*open).find("loopback only"), std::string::npos);
+  EXPECT_NE(manage_policy_line(*with_tokens).find("manage list"), std::string::npos);
+}
+
 TEST(serve_config, bad_files_are_refused_naming_the_problem) {
   struct {
     const char* text;
