@@ -58,6 +58,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<wals_params>("darcy.wals_params")
     .add_message_type<wals_token>("darcy.wals_token")
     .add_message_type<wals_commit>("darcy.wals_commit")
+    .add_message_type<wals_token_id>("darcy.wals_token_id")
     .add_message_type<wals_progress>("darcy.wals_progress")
     .add_message_type<std::vector<wals_event>>("darcy.wals_events")
     .add_message_type<wals_shard_config>("darcy.wals_shard_config")

@@ -402,9 +402,16 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
   }
   return {
     [=](const cluster_event& event) { on_cluster_event(self, event); },
-    [=](ready_atom, caf::actor worker) {
-      if (self->state.fenced.count(worker.address()) > 0)
+    [=](ready_atom, const wals_token_id& last, caf::actor worker) {
+      auto& st = self->state;
+      if (st.fenced.count(worker.address()) > 0)
         return;
+      // Readies pile up in the mailbox of a worker still loading its data, one per
+      // announcement: only one sent after the worker received its token abandons the token.
+      for (auto& [block, held] : st.issued)
+        if (held.worker.address() == worker.address() &&
+            last != wals_token_id{st.epoch, block, held.attempt})
+          return;
       reissue_held_by(self, worker.address(), "abandon");
       mark_idle(self, worker);
       dispatch(self);

@@ -36,7 +36,7 @@ void report_ready(wals_worker_pointer self) {
   auto& st = self->state;
   st.busy = false;
   if (st.chief)
-    self->send(caf::actor_cast<wals_chief_actor>(st.chief), ready_atom::value,
+    self->send(caf::actor_cast<wals_chief_actor>(st.chief), ready_atom::value, st.last_token,
                runtime::public_handle(caf::actor_cast<caf::actor>(self)));
 }
 
@@ -262,6 +262,7 @@ wals_worker_actor::behavior_type serve(wals_worker_pointer self) {
         report_ready(self);
     },
     [=](token_atom, const wals_token& token, caf::actor chief) {
+      self->state.last_token = {token.epoch, token.block, token.attempt};
       if (self->state.busy) // a chief that lost track of us; it re-issues on timeout
         return;
       run_block(self, token, std::move(chief));

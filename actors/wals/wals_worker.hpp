@@ -40,6 +40,8 @@ struct wals_worker_state {
   caf::actor chief;
   /// At most one block runs at a time; its solution is reused by the next unless shared.
   bool busy = false;
+  /// The token received last, run or dropped; every ready names it.
+  wals_token_id last_token;
   /// Shared with co-located shards while they copy it; replaced, never written, while shared.
   std::shared_ptr<std::vector<float>> solution;
   /// Per shard: it runs in this process, so views cost nothing and it takes whole blocks.

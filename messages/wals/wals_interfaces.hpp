@@ -63,14 +63,16 @@ using wals_worker_actor = caf::typed_actor<
   caf::reacts_to<chief_atom, caf::actor>,
   caf::reacts_to<token_atom, wals_token, caf::actor>>;
 
-/// The chief. ready(worker): the worker is idle. commit(c, worker): the worker finished the
+/// The chief. ready(last, worker): the worker is idle, and `last` is the token it received
+/// last; a ready from a worker the chief gave a later token is stale and ignored.
+/// commit(c, worker): the worker finished the
 /// token and is idle again; a commit for a token that is no longer outstanding is ignored.
 /// events: the event log so far. Its listener receives wals_progress after every phase.
 /// cluster_event (from the registry): the workers of a member declared down are fenced at
 /// once: their tokens are re-issued and nothing more is taken from them.
 using wals_chief_actor = caf::typed_actor<
   caf::reacts_to<cluster_event>,
-  caf::reacts_to<ready_atom, caf::actor>,
+  caf::reacts_to<ready_atom, wals_token_id, caf::actor>,
   caf::reacts_to<commit_atom, wals_commit, caf::actor>,
   caf::replies_to<events_atom>::with<std::vector<wals_event>>,
   caf::reacts_to<tick_atom>>;

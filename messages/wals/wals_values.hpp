@@ -99,6 +99,22 @@ typename Inspector::result_type inspect(Inspector& f, wals_token& x) {
            x.attempt, x.gramian);
 }
 
+/// Which token a worker received last (epoch 0: none yet). A worker's ready names it, so that
+/// the chief tells a ready sent after the worker dropped its token (abandoned: re-issue it)
+/// from one sent before the token reached it (stale: the token is on its way).
+struct wals_token_id {
+  uint64_t epoch = 0;
+  uint32_t block = 0;
+  uint32_t attempt = 0;
+
+  friend bool operator==(const wals_token_id&, const wals_token_id&) = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wals_token_id& x) {
+  return f(x.epoch, x.block, x.attempt);
+}
+
 /// A worker's report that its token's rows are written. For a cols block, `observed_loss` is
 /// the block's observed part of the loss at the new factors.
 struct wals_commit {
