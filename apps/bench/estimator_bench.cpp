@@ -47,8 +47,8 @@ def steps(count, perm):
         opt.zero_grad(set_to_none=True)
         loss_fn(model(x[idx]), y[idx]).backward()
         opt.step()
-steps(50, torch.randperm(len(x)))
 per_epoch = len(x) // 128
+steps(min(50, per_epoch), torch.randperm(len(x)))
 rates = []
 for r in range(repeats):
     perm = torch.randperm(len(x))

@@ -211,6 +211,37 @@ void print_sweep(const ann_figures& a) {
                 best->config.c_str(), best->qps, best->recall);
 }
 
+/// One dataset's figures as JSON members (no braces): exact search against FAISS's flat
+/// index, and with the sweep, the fastest point of each side at recall@k >= 0.9 and their ratio
+/// ann_vs_faiss_at_r90 (0 when either side never reached 0.9).
+std::string set_metrics(const mips_bench_options& o, const std::string& name, Eigen::Index items,
+                        Eigen::Index dim, const figures& f) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "\"dataset\":\"%s\",\"items\":%lld,\"dim\":%lld,\"k\":%u,\"threads\":%u,"
+                "\"exact_qps_b1\":%.1f,\"faiss_qps_b1\":%.1f,\"exact_qps_b256\":%.1f,"
+                "\"faiss_qps_b256\":%.1f,\"exact_vs_faiss_b1\":%.3f,"
+                "\"exact_vs_faiss_b256\":%.3f,\"exact_agreement\":%.4f",
+                name.c_str(), static_cast<long long>(items), static_cast<long long>(dim), o.k,
+                o.threads, f.b1_qps, f.faiss_b1_qps, f.b256_qps, f.faiss_b256_qps,
+                f.b1_qps / f.faiss_b1_qps, f.b256_qps / f.faiss_b256_qps, f.agreement);
+  std::string json = buf;
+  if (!o.ann)
+    return json;
+  auto& a = f.ann;
+  auto both = a.best_darcy.qps > 0 && a.best_faiss.qps > 0;
+  std::snprintf(buf, sizeof buf,
+                ",\"ann_qps\":%.1f,\"ann_config\":\"%s %s\",\"faiss_ann_qps\":%.1f,"
+                "\"faiss_ann_index\":\"%s %s\",\"faiss_ann_recall\":%.4f,"
+                "\"ann_build_s\":%.1f,\"ann_vs_faiss_at_r90\":%.3f,"
+                "\"ann_recall_at_10\":%.4f",
+                a.best_darcy.qps, a.best_darcy.index.c_str(), a.best_darcy.config.c_str(),
+                a.best_faiss.qps, a.best_faiss.index.c_str(), a.best_faiss.config.c_str(),
+                a.best_faiss.recall, a.best_darcy.build_s,
+                both ? a.best_darcy.qps / a.best_faiss.qps : 0.0, a.best_darcy.recall);
+  return json + buf;
+}
+
 } // namespace
 
 int run_mips_bench(const mips_bench_options& o) {
@@ -227,6 +258,12 @@ int run_mips_bench(const mips_bench_options& o) {
       return 1;
     }
   }
+  if (o.ann && (o.ann_thresholds.empty() || o.ann_list_factors.empty() || o.ann_probes.empty() ||
+                o.ann_rerank.empty())) {
+    std::fprintf(stderr, "bench mips: the sweep needs at least one threshold, list factor, probe "
+                         "count and re-rank depth\n");
+    return 1;
+  }
   if (!require_optimized_blas("mips"))
     return 1;
   auto blas = blas_in_use();
@@ -238,9 +275,9 @@ int run_mips_bench(const mips_bench_options& o) {
   auto dir = (std::filesystem::temp_directory_path() /
               ("darcy-bench-mips-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);
-  std::vector<mips_dataset> sets;
+  std::vector<mips_dataset> datasets;
   if (o.factors.empty()) {
-    sets.push_back({"synthetic-factors", "ip", synthetic_factors(o.items, o.dim, 1, 0.5),
+    datasets.push_back({"synthetic-factors", "ip", synthetic_factors(o.items, o.dim, 1, 0.5),
                     synthetic_factors(o.queries_b1 + 256, o.dim, 2, 0.0)});
   } else {
     auto v = stores::read_matrix_file(o.factors);
@@ -261,20 +298,20 @@ int run_mips_bench(const mips_bench_options& o) {
     for (Eigen::Index q = 0; q < queries.rows(); ++q)
       queries.row(q) = Eigen::Map<const Eigen::RowVectorXf>(
         from.values.data() + (rng() % from.rows) * from.cols, items.cols());
-    sets.push_back({"wals-factors", "ip", std::move(items), std::move(queries)});
+    datasets.push_back({"wals-factors", "ip", std::move(items), std::move(queries)});
   }
   auto train = read_idx_images(o.fashion_mnist + "/train-images-idx3-ubyte.gz");
   auto test = read_idx_images(o.fashion_mnist + "/t10k-images-idx3-ubyte.gz");
   if (train && test) {
-    sets.push_back({"fashion-mnist-784", "l2", std::move(*train), std::move(*test)});
+    datasets.push_back({"fashion-mnist-784", "l2", std::move(*train), std::move(*test)});
   } else {
     std::printf("fashion-mnist: skipped (%s)\n",
                 render(train ? test.error() : train.error()).c_str());
   }
   std::printf("%-20s %8s %5s %12s %12s %12s %12s %9s\n", "dataset", "items", "dim", "b1_qps",
               "faiss_b1", "b256_qps", "faiss_b256", "agree@k");
-  std::string json;
-  for (auto& d : sets) {
+  std::string json, sets;
+  for (auto& d : datasets) {
     auto raw_dim = d.items.cols();
     auto figures_of = [&]() -> caf::expected<figures> {
       if (d.metric == "ip")
@@ -295,37 +332,14 @@ int run_mips_bench(const mips_bench_options& o) {
                 f->b1_qps, f->faiss_b1_qps, f->b256_qps, f->faiss_b256_qps, f->agreement);
     if (o.ann)
       print_sweep(f->ann);
-    if (json.empty()) {
-      char buf[1024];
-      std::snprintf(buf, sizeof buf,
-                    "\"dataset\":\"%s\",\"items\":%lld,\"dim\":%lld,\"k\":%u,\"threads\":%u,"
-                    "\"exact_qps_b1\":%.1f,\"faiss_qps_b1\":%.1f,\"exact_qps_b256\":%.1f,"
-                    "\"faiss_qps_b256\":%.1f,\"exact_vs_faiss_b1\":%.3f,"
-                    "\"exact_vs_faiss_b256\":%.3f,\"exact_agreement\":%.4f",
-                    d.name.c_str(), static_cast<long long>(d.items.rows()),
-                    static_cast<long long>(raw_dim), o.k, o.threads, f->b1_qps, f->faiss_b1_qps,
-                    f->b256_qps, f->faiss_b256_qps, f->b1_qps / f->faiss_b1_qps,
-                    f->b256_qps / f->faiss_b256_qps, f->agreement);
-      json = buf;
-      if (o.ann) {
-        auto& a = f->ann;
-        std::snprintf(buf, sizeof buf,
-                      ",\"ann_qps\":%.1f,\"ann_config\":\"%s %s\",\"faiss_ann_qps\":%.1f,"
-                      "\"faiss_ann_index\":\"%s %s\",\"faiss_ann_recall\":%.4f,"
-                      "\"ann_build_s\":%.1f,\"ann_vs_faiss_at_r90\":%.3f,"
-                      "\"ann_recall_at_10\":%.4f",
-                      a.best_darcy.qps, a.best_darcy.index.c_str(), a.best_darcy.config.c_str(),
-                      a.best_faiss.qps,
-                      a.best_faiss.index.c_str(), a.best_faiss.config.c_str(),
-                      a.best_faiss.recall, a.best_darcy.build_s,
-                      a.best_faiss.qps > 0 ? a.best_darcy.qps / a.best_faiss.qps : 0.0,
-                      a.best_darcy.recall);
-        json += buf;
-      }
-    }
+    auto set_json = set_metrics(o, d.name, d.items.rows(), raw_dim, *f);
+    if (json.empty())
+      json = set_json; // the first set's figures stay at the top level
+    sets += (sets.empty() ? "\"" : ",\"") + d.name + "\":{" + set_json + "}";
   }
   std::filesystem::remove_all(dir);
-  std::printf("{\"bench\":\"mips\",\"metrics\":{%s,\"blas\":\"%s\"}}\n", json.c_str(),
+  std::printf("{\"bench\":\"mips\",\"metrics\":{%s,\"sets\":{%s},\"blas\":\"%s\"}}\n",
+              json.c_str(), sets.c_str(),
               std::filesystem::path{blas}.parent_path().filename().c_str());
   return 0;
 }

@@ -35,15 +35,18 @@ struct mips_bench_options {
   /// Build Darcy's lists from the norm-augmented items (ivf_pq_options::augmented_lists).
   bool augmented_lists = false;
   /// Darcy's sweep: an index per anisotropic threshold and list count (factor x sqrt(items)),
-  /// each searched at every probe count and re-rank depth (below k: k).
+  /// each searched at every probe count up to its lists and every re-rank depth (below k: k);
+  /// a probe count below recall 0.9 at its deepest re-rank only there.
   std::vector<float> ann_thresholds{0.0f, 0.2f};
   std::vector<double> ann_list_factors{0.5, 1, 2};
-  std::vector<size_t> ann_probes{1, 2, 3, 4, 6, 8, 16, 32};
-  std::vector<size_t> ann_rerank{0, 20, 30, 50, 100, 200};
+  std::vector<size_t> ann_probes{1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
+  std::vector<size_t> ann_rerank{0, 20, 30, 50, 100, 200, 500, 1000, 2000};
   /// FAISS's IVF-Flat families: an index per list count (factor x sqrt(items)).
   std::vector<double> faiss_list_factors{0.5, 1, 2, 4};
   /// A FAISS build that takes longer is stopped, and its family reported as skipped.
   uint32_t faiss_build_budget_s = 900;
+  /// Each point of either sweep repeats the query set for at least this long.
+  double point_seconds = 0.5;
   /// Where Debian's dataset-fashion-mnist puts its files; skipped when missing.
   std::string fashion_mnist = "/usr/share/datasets/fashion-mnist";
   std::string python = "/usr/bin/python3";

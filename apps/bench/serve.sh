@@ -7,21 +7,30 @@
 # `darcy chaos disrupt --delay`: answers past the deadline come back flagged partial.
 # Last line: {"bench":"serve","metrics":{...}}.
 # Usage: apps/bench/serve.sh   (env: DARCY, MODEL (a `wals train --out` dir; default: trains
-#        the 1M x 1M synthetic matrix), SECONDS_RUN, CONNECTIONS, DEADLINE_MS, CHAOS_DELAY_MS,
-#        SERVE_THREADS (actor and HTTP threads of `darcy serve`), SERVE_ARGS (more options of
-#        `darcy serve`, such as --shard-batches 0))
+#        the 1M x 1M synthetic matrix), SECONDS_RUN, DIRECT_SECONDS, CONNECTIONS, DEADLINE_MS,
+#        CHAOS_DELAY_MS, SERVE_THREADS (actor and HTTP threads of `darcy serve`), SERVE_ARGS
+#        (more options of `darcy serve`, such as --shard-batches 0))
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 darcy=${DARCY:-$root/build/apps/darcy}
 seconds=${SECONDS_RUN:-20}
+direct_seconds=${DIRECT_SECONDS:-10}
 connections=${CONNECTIONS:-64}
 deadline_ms=${DEADLINE_MS:-200}
 chaos_delay_ms=${CHAOS_DELAY_MS:-1000}
 serve_threads=${SERVE_THREADS:-1}
-command -v wrk >/dev/null || { echo "serve bench: wrk is missing (apt-get install wrk)" >&2; exit 1; }
+for tool in wrk curl bc; do
+  command -v $tool >/dev/null || { echo "serve bench: $tool is missing (make deps installs it)" >&2; exit 1; }
+done
 work=$(mktemp -d)
+cluster=$work/cluster
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  "$darcy" cluster down --dir "$cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 model=${MODEL:-}
@@ -33,33 +42,30 @@ fi
 "$darcy" wals export --model "$model" --out "$work/exports/wals1m" --shards 4 --threads 2 >&2
 users=$(sed -n 's/^users //p' "$model/meta.txt")
 
-direct=$("$darcy" bench serve-direct --model "$work/exports/wals1m" --threads 2 --seconds 10 |
-         tail -1)
+direct=$("$darcy" bench serve-direct --model "$work/exports/wals1m" --threads 2 \
+           --seconds "$direct_seconds" | tail -1)
 direct_qps=$(echo "$direct" | sed 's/.*"direct_qps":\([0-9.]*\).*/\1/')
 
-port=$((7800 + RANDOM % 100))
-seed=127.0.0.1:$port
-printf '[node]\nchaos = true\n[cluster]\nheartbeat_interval_ms = 500\nheartbeat_timeout_ms = 5000\n' \
-  > "$work/cluster.toml"
-"$darcy" node --name n0 --listen "$seed" --config "$work/cluster.toml" --threads 1 \
-  > "$work/n0.log" 2>&1 & pids+=($!)
-sleep 1
-for n in n1 n2 n3; do
-  "$darcy" node --name "$n" --listen 127.0.0.1:0 --join "$seed" --config "$work/cluster.toml" \
-    --threads 1 > "$work/$n.log" 2>&1 & pids+=($!)
-done
-sleep 2
-"$darcy" serve --exports "$work/exports" --listen 127.0.0.1:0 --cluster "$seed" \
+# Four node processes (the seed and three members), with chaos gates for the disrupted run.
+"$darcy" cluster up --nodes 4 --dir "$cluster" --threads 1 --chaos >&2
+"$darcy" serve --exports "$work/exports" --listen 127.0.0.1:0 --cluster "$cluster" \
   --http-threads "$serve_threads" --threads "$serve_threads" ${SERVE_ARGS:-} > "$work/serve.out" 2> "$work/serve.log" & pids+=($!)
-for _ in $(seq 600); do
-  grep -q "listening on" "$work/serve.out" 2>/dev/null && break
-  sleep 0.1
-done
+# wait_for WHAT COMMAND...: polls COMMAND every 0.1 s for a minute.
+wait_for() {
+  local what=$1
+  shift
+  for _ in $(seq 600); do
+    "$@" && return 0
+    kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/serve.log" >&2; echo "serve bench: darcy serve exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "serve bench: $what within a minute" >&2
+  exit 1
+}
+wait_for "darcy serve did not listen" grep -q "listening on" "$work/serve.out"
 http=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/serve.out")
-for _ in $(seq 600); do
-  curl -s "$http/v1/models/wals1m" | grep -q '"state":"available"' && break
-  sleep 0.2
-done
+available() { curl -s "$http/v1/models/wals1m" | grep -q '"state":"available"'; }
+wait_for "the model did not load" available
 
 # run CONNECTIONS ALLOW_PARTIAL: one wrk run; prints its JSON line.
 run() {
@@ -72,9 +78,9 @@ clean16=$(run 16 false)
 shard=$(curl -s "$http/v1/models/wals1m" | grep -o '"version":"[0-9]*"' | head -1 |
         sed 's/.*"\([0-9]*\)"/serving.wals1m.\1.shard.0/')
 "$darcy" chaos disrupt "$shard" --delay 0.05 --delay-ms "$chaos_delay_ms" --rng-seed 7 \
-  --seed "$seed" >&2
+  --seed "$cluster" >&2
 chaos=$(run "$connections" true)
-"$darcy" chaos heal "$shard" --seed "$seed" >&2
+"$darcy" chaos heal "$shard" --seed "$cluster" >&2
 
 field() { echo "$1" | sed "s/.*\"$2\": \([0-9.]*\).*/\1/"; }
 echo "direct: $direct"

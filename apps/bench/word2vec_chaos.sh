@@ -13,22 +13,14 @@ corpus=${CORPUS:-$data/text/wikitext-2.test.txt}
 drop=${DROP:-0.05}
 retry_ms=${RETRY_MS:-500}
 epochs=${EPOCHS:-5}
-port=$((7700 + RANDOM % 200))
-seed=127.0.0.1:$port
 work=$(mktemp -d)
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+seed=$work/cluster
+cleanup() { "$darcy" cluster down --dir "$seed" >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
-
-printf '[node]\nchaos = true\n[cluster]\nheartbeat_interval_ms = 200\nheartbeat_timeout_ms = 2000\n' > "$work/cluster.toml"
-"$darcy" node --name seed --listen "$seed" --config "$work/cluster.toml" --threads 1 \
-  > "$work/seed.log" 2>&1 & pids+=($!)
-sleep 1
-for n in a b; do
-  "$darcy" node --name "$n" --listen 127.0.0.1:0 --join "$seed" --config "$work/cluster.toml" \
-    --threads 1 > "$work/$n.log" 2>&1 & pids+=($!)
+for f in "$corpus" "$data/eval/wordsim353.tsv"; do
+  [ -f "$f" ] || { echo "word2vec_chaos: $f is missing (DATA, CORPUS)" >&2; exit 1; }
 done
-sleep 2
+"$darcy" cluster up --nodes 3 --dir "$seed" --threads 1 --chaos >&2
 
 # run NAME DISRUPT(0|1): trains, prints "NAME seconds wordsim retried". The disruption ends
 # with the run's shards; every dropped request is among the retried ones.

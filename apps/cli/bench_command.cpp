@@ -62,6 +62,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ->delimiter(',');
   mips_cmd->add_option("--faiss-build-budget", mips->faiss_build_budget_s,
                        "Seconds a FAISS build may take before it is stopped and reported");
+  mips_cmd->add_option("--point-seconds", mips->point_seconds,
+                       "Seconds each sweep point repeats the queries, both sides")
+    ->check(CLI::Range(0.0, 60.0));
   mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });
 
   auto direct = std::make_shared<serve_direct_options>();

@@ -20,6 +20,7 @@
 #include "runtime/process.hpp"
 #include "stores/checkpoint_dir.hpp"
 #include "tests/integration/node_process.hpp"
+#include "tests/support/genre_corpus.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::test {
@@ -35,23 +36,9 @@ std::vector<std::string> fashion_mnist_app() {
   return {"fashion-mnist", "--hidden", "32", "--train-examples", "2000", "--eval-examples", "500"};
 }
 
-/// 40 documents of 4 sentences in two categories whose words differ ("vote" and "senate" in
-/// news, "ghost" and "night" in fiction, "the" in both), for brown-genre.
+/// brown-genre on a corpus of 40 documents of 4 sentences in two categories (genre_corpus.hpp).
 std::vector<std::string> brown_genre_app(const std::string& dir) {
-  fs::create_directories(dir);
-  std::ofstream cats{dir + "/cats.txt"};
-  for (int d = 0; d < 40; ++d) {
-    bool news = d % 2 == 0;
-    auto name = "doc" + std::to_string(d);
-    cats << name << (news ? " news\n" : " fiction\n");
-    std::ofstream f{dir + "/" + name};
-    for (int s = 0; s < 4; ++s) {
-      for (int i = 0; i < 10; ++i)
-        f << (i % 3 == 0 ? "the/at " : news ? (i % 2 ? "Vote/nn " : "senate/nn ")
-                                            : (i % 2 ? "ghost/nn " : "night/nn "));
-      f << "\n\n";
-    }
-  }
+  write_genre_corpus(dir, 4);
   return {"brown-genre", "--corpus", dir, "--passage-words", "20", "--batch", "8",
           "--hash-buckets", "1024", "--bigram-buckets", "4096", "--embedding-dim", "8",
           "--hidden", "8"};

@@ -1,5 +1,7 @@
 #include "tests/integration/node_process.hpp"
 
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -19,23 +21,43 @@ caf::expected<node_process> start_node(const std::string& name, const std::strin
   return runtime::launch_node(args, std::chrono::seconds(30));
 }
 
-cli_result run_darcy(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{DARCY_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
+cli_result run_program(const std::vector<std::string>& argv, std::chrono::seconds timeout) {
+  static std::atomic<uint64_t> runs{0};
+  auto err_file = (std::filesystem::temp_directory_path() /
+                   ("darcy_it_" + std::to_string(::getpid()) + "_stderr_" + std::to_string(++runs)))
+                    .string();
+  // sh's $0 is the file, "$@" the program and its arguments.
+  std::vector<std::string> sh{"/bin/sh", "-c", "exec \"$@\" 2>\"$0\"", err_file};
+  sh.insert(sh.end(), argv.begin(), argv.end());
   cli_result result;
-  auto child = runtime::child_process::start(argv);
+  auto child = runtime::child_process::start(sh);
   if (!child) {
     result.err = render(child.error());
     return result;
   }
   // Drain stdout until EOF (a line that never comes), then reap.
-  auto rest = child->wait_for_line("\x01", std::chrono::seconds(60));
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto rest = child->wait_for_line("\x01", timeout);
   (void) rest;
-  auto code = child->wait(std::chrono::seconds(60));
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  auto code = child->wait(std::max(left, std::chrono::milliseconds{1000}));
+  if (!code) {
+    // SIGTERM first, so that a script's exit trap stops what it started.
+    child->signal(SIGTERM);
+    child->wait(std::chrono::seconds(10));
+  }
   result.exit_code = code ? *code : -1;
-  result.err = child->read_stderr();
+  std::ifstream err{err_file};
+  result.err.assign(std::istreambuf_iterator<char>{err}, {});
+  std::filesystem::remove(err_file);
   result.out = child->stdout_seen();
   return result;
+}
+
+cli_result run_darcy(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{DARCY_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, std::chrono::seconds(120));
 }
 
 std::string write_temp_file(const std::string& name, const std::string& content) {

@@ -26,6 +26,12 @@ struct cli_result {
   std::string err;
 };
 
+/// Runs `argv` (a program's path, then its arguments) to completion and captures its output;
+/// its stderr goes through a file, so that a chatty program never blocks on a full pipe. After
+/// `timeout` the program gets SIGTERM (then SIGKILL) and exit_code is -1.
+cli_result run_program(const std::vector<std::string>& argv,
+                       std::chrono::seconds timeout = std::chrono::seconds(60));
+
 /// Runs `darcy ARGS...` to completion and captures its output.
 cli_result run_darcy(const std::vector<std::string>& args);
 
