@@ -66,12 +66,18 @@ void rejoin_failed(node_agent_pointer self, const caf::error& err) {
             render(err), st.backoff.count());
 }
 
-void join_through(node_agent_pointer self, registry_actor registry) {
+/// Joins `registry` again. `given_up`: it had forgotten this node (declared it down, then
+/// pruned it), so what the node ran was replaced: its actors are fenced as on a re-admission.
+void join_through(node_agent_pointer self, registry_actor registry, bool given_up) {
   auto& st = self->state;
   self->request(registry, request_timeout(self), join_atom::value, *st.self)
     .then(
-      [self, registry](const cluster_status& status) {
-        self->state.rejoining = false;
+      [self, registry, given_up](const cluster_status& status) {
+        auto& st = self->state;
+        st.rejoining = false;
+        auto now = incarnation_in(status, st.options.name);
+        if (given_up && st.incarnation != 0 && now != st.incarnation)
+          fence(self, now);
         adopt(self, registry, status);
         log_info("darcy node {}: joined the seed again as incarnation {}",
                  self->state.options.name, self->state.incarnation);
@@ -88,7 +94,7 @@ void join_through(node_agent_pointer self, registry_actor registry) {
 void greet(node_agent_pointer self, registry_actor registry) {
   self->request(registry, request_timeout(self), hello_atom::value,
                 self->state.options.credential)
-    .then([self, registry](ok_atom) { join_through(self, registry); },
+    .then([self, registry](ok_atom) { join_through(self, registry, false); },
           [self](caf::error& err) { rejoin_failed(self, err); });
 }
 
@@ -130,7 +136,7 @@ void heartbeat(node_agent_pointer self) {
           return;
         // The registry forgot this node (pruned it): join it again.
         st.rejoining = true;
-        join_through(self, st.options.registry);
+        join_through(self, st.options.registry, true);
       });
 }
 

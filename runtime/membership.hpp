@@ -1,6 +1,6 @@
 // The node agent's side of membership: joining the registry, heartbeats that learn the node's
-// incarnation, fencing the node's actors when it was declared down and re-admitted, and
-// rejoining a restarted seed with backoff.
+// incarnation, fencing the node's actors when it was declared down and re-admitted (or
+// forgotten and joined again), and rejoining a restarted seed with backoff.
 #pragma once
 
 #include "runtime/node_agent.hpp"

@@ -156,8 +156,13 @@ redis_client::send(const std::vector<redis_command>& commands) {
       lens.push_back(arg.size());
     }
     if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(),
-                               lens.data()) != REDIS_OK)
-      return make_error(errc::io_error, "redis at " + address_ + ": " + context_->errstr);
+                               lens.data()) != REDIS_OK) {
+      // Commands appended before it would go out with the next pipeline: start afresh.
+      std::string why = context_->errstr;
+      redisFree(context_);
+      context_ = nullptr;
+      return make_error(errc::io_error, "redis at " + address_ + ": " + why);
+    }
   }
   std::vector<redis_reply> replies;
   replies.reserve(commands.size());
