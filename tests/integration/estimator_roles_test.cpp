@@ -19,6 +19,7 @@
 #include "messages/error.hpp"
 #include "runtime/process.hpp"
 #include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint_io.hpp"
 #include "tests/integration/node_process.hpp"
 #include "tests/support/genre_corpus.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -241,9 +242,40 @@ TEST(estimator_roles_embeddings, a_worker_node_killed_mid_brown_genre_training_i
   j.expect_hosts_exit();
 }
 
+using embedding_rows = std::map<std::pair<std::string, std::string>, std::vector<float>>;
+
+/// The step of the newest checkpoint under `model_dir`, and every row of its dynamic
+/// embeddings by (embedding, key): values, then optimizer slots.
+std::pair<int64_t, embedding_rows> newest_checkpoint(const std::string& model_dir) {
+  embedding_rows rows;
+  auto manifest = stores::checkpoint_dir{model_dir}.read_manifest();
+  EXPECT_TRUE(manifest) << render(manifest.error());
+  if (!manifest)
+    return {-1, rows};
+  auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
+  auto name = extra.is_object() ? extra.value("embeddings", std::string{}) : std::string{};
+  if (name.empty())
+    return {manifest->step, rows};
+  auto root = model_dir + "/" + name;
+  auto service = stores::checkpoint_dir{root}.read_manifest();
+  EXPECT_TRUE(service) << render(service.error());
+  for (auto& entry : service ? service->embeddings : std::vector<checkpoint_embedding>{})
+    for (auto& file : entry.files)
+      EXPECT_FALSE(stores::read_shard_file(root, file, entry.config, [&](const stores::row_record& r) {
+        auto& out = rows[{entry.config.name, std::string{r.key}}];
+        out.assign(r.values.begin(), r.values.end());
+        out.insert(out.end(), r.slots.begin(), r.slots.end());
+        return caf::error{};
+      }));
+  return {manifest->step, rows};
+}
+
 /// Kills the chief once the first checkpoint exists, starts the job again, and checks that it
-/// resumed from that checkpoint.
-void kill_the_chief_and_resume(const std::string& dir, const std::vector<std::string>& app) {
+/// resumed from that checkpoint. With `compare_rows`, a run started again with nothing left to
+/// train must save exactly the rows of the checkpoint it resumed from: the embedding service
+/// was restored, not started empty.
+void kill_the_chief_and_resume(const std::string& dir, const std::vector<std::string>& app,
+                               bool compare_rows = false) {
   uint64_t checkpoint = 0;
   {
     job first{dir, 100000, app};
@@ -256,6 +288,22 @@ void kill_the_chief_and_resume(const std::string& dir, const std::vector<std::st
     first.evaluator->signal(SIGKILL);
   }
   ASSERT_GT(checkpoint, 0u);
+  if (compare_rows) {
+    auto [step, killed] = newest_checkpoint(dir + "/model");
+    ASSERT_GE(step, static_cast<int64_t>(checkpoint));
+    ASSERT_FALSE(killed.empty()) << "the checkpoint holds no embedding row";
+    job again{dir, static_cast<uint64_t>(step), app};
+    ASSERT_NO_FATAL_FAILURE(again.start());
+    auto result = again.chief_result();
+    EXPECT_EQ(result.value("resumed_from", int64_t{-1}), step) << result.dump();
+    ASSERT_EQ(result.value("global_step", int64_t{-1}), step) << "no step was to be taken";
+    auto [saved_step, saved] = newest_checkpoint(dir + "/model");
+    EXPECT_EQ(saved_step, step);
+    EXPECT_EQ(saved.size(), killed.size());
+    EXPECT_TRUE(saved == killed) << "the rows saved after the resume differ from the checkpoint's";
+    again.expect_hosts_exit();
+    again.evaluator->signal(SIGKILL);
+  }
   job second{dir, checkpoint + 300, app};
   ASSERT_NO_FATAL_FAILURE(second.start());
   auto result = second.chief_result();
@@ -271,7 +319,7 @@ TEST_F(estimator_roles, a_chief_killed_and_started_again_resumes_from_its_last_c
 
 TEST(estimator_roles_embeddings, a_brown_genre_chief_killed_resumes_with_its_embedding_rows) {
   temp_dir dir{"estimator_roles_kill_chief_de"};
-  kill_the_chief_and_resume(dir.path(), brown_genre_app(dir.path() + "/brown"));
+  kill_the_chief_and_resume(dir.path(), brown_genre_app(dir.path() + "/brown"), true);
 }
 
 TEST_F(estimator_roles, a_ps_killed_and_started_again_is_loaded_from_the_last_checkpoint) {
