@@ -65,6 +65,29 @@ bool recovered(const cluster_status& st, const pending_kill& p) {
   return true;
 }
 
+/// The victims worth a kill: the ps, and each worker whose node hosts a service (a worker
+/// killed before the chief has placed the workers' actors costs the job nothing to recover).
+/// Empty until every one of the `workers` worker services runs, so that a kill always lands
+/// on a running job, however slowly the processes started.
+std::vector<std::string> victims(const cluster_status& st, const std::vector<std::string>& running,
+                                 size_t workers) {
+  size_t placed = 0;
+  for (auto& s : st.services)
+    placed += s.name.rfind("estimator.worker.", 0) == 0 &&
+              testing::state_of(st, s.node) == member_state::up;
+  std::vector<std::string> found;
+  if (placed < workers)
+    return found;
+  for (auto& name : running) {
+    bool hosts = name.rfind("ps-", 0) == 0;
+    for (auto& s : st.services)
+      hosts = hosts || s.node == name;
+    if (hosts)
+      found.push_back(name);
+  }
+  return found;
+}
+
 /// The JSON lines of `out` whose "role" is `role`, in order.
 std::vector<nlohmann::json> lines_of(const std::string& out, const std::string& role) {
   std::vector<nlohmann::json> found;
@@ -162,6 +185,7 @@ public:
     return names;
   }
 
+  size_t workers() const { return workers_; }
   const std::string& chief_address() const { return chief_address_; }
   runtime::child_process& chief() { return *chief_; }
 
@@ -337,8 +361,9 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     }
     if (!kill_due())
       return;
-    // The victim: the ps or a worker, among those running.
-    auto alive = run.running();
+    // The victim: the ps or a worker hosting its service, among those running; the kill
+    // waits while there is none.
+    auto alive = victims(*st, run.running(), run.workers());
     if (alive.empty())
       return;
     pending_kill p{clock::now(), alive[rng() % alive.size()], {}, false};
