@@ -208,12 +208,24 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   genre->add_option("--batch", bg->batch, "Passages per step")->check(CLI::Range(1, 100000));
   genre->add_option("--hash-buckets", bg->hash_buckets, "Buckets of the hashed words")
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
-  genre->add_option("--bigram-buckets", bg->bigram_buckets, "Buckets of the crossed bigrams")
-    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
+  genre->add_option("--bigram-buckets", bg->bigram_buckets,
+                    "Buckets of the crossed bigrams (0: no bigram cross)")
+    ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 24));
   genre->add_option("--embedding-dim", bg->embedding_dim, "Width of the raw words' dynamic embedding")
     ->check(CLI::Range(1, 4096));
   genre->add_option("--hidden", bg->hidden_units, "Hidden layer widths of the deep part")->delimiter(',');
+  genre->add_option("--dropout", bg->dropout, "Dropout after each hidden layer of the deep part")
+    ->check(CLI::Range(0.0, 0.99));
   genre->add_option("--learning-rate", bg->learning_rate, "Adam learning rate of the dense variables");
+  genre->add_option("--embedding-learning-rate", bg->embedding_learning_rate,
+                    "Adam learning rate of the deep part's word table (in the embedding service)");
+  genre->add_option("--wide-learning-rate", bg->wide_learning_rate,
+                    "Adam learning rate of the wide part's tables and the baseline's (in the "
+                    "embedding service)");
+  genre_roles->local_only.push_back(genre->add_flag(
+    "!--no-validation", bg->validation,
+    "Read each model's test accuracy after the last epoch, not at its best epoch on a "
+    "validation split (every tenth training document)"));
   genre->add_option("--threads", bg->threads, "Threads of the products")->check(CLI::Range(1, 256));
   genre->add_option("--seed", bg->seed, "Seed of the weights and the shuffling");
   genre->add_option("--model-dir", bg->model_dir, "Checkpoints (a rerun resumes from them)");
@@ -226,7 +238,7 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
     if (run_as_role(*genre_roles, "brown-genre", brown_genre_job_options(*bg), bg->model_dir,
                     bg->summary, bg->threads, exit_code))
       return;
-    auto data = load_brown_genres(bg->corpus, bg->passage_words);
+    auto data = load_brown_genres(bg->corpus, bg->passage_words, bg->validation);
     if (!data) {
       exit_code = fail("estimator brown-genre", data.error());
       return;
@@ -236,11 +248,22 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
       exit_code = fail("estimator brown-genre", r.error());
       return;
     }
+    auto per_epoch = [](const std::vector<epoch_accuracy>& epochs) {
+      auto out = nlohmann::json::array();
+      for (auto& e : epochs)
+        out.push_back({{"validation", e.validation}, {"test", e.test}});
+      return out;
+    };
     std::cout << nlohmann::json{{"test_accuracy", r->test_accuracy},
+                                {"epoch", r->epoch},
+                                {"per_epoch", per_epoch(r->epochs)},
+                                {"bag_of_words_per_epoch", per_epoch(r->bag_of_words_epochs)},
                                 {"majority_accuracy", r->majority_accuracy},
                                 {"bag_of_words_accuracy", r->bag_of_words_accuracy},
+                                {"bag_of_words_epoch", r->bag_of_words_epoch},
                                 {"categories", r->categories},
                                 {"train_passages", r->train_passages},
+                                {"validation_passages", r->validation_passages},
                                 {"test_passages", r->test_passages},
                                 {"steps", r->steps},
                                 {"steps_per_second", r->steps_per_second},

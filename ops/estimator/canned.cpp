@@ -14,6 +14,7 @@ using compute::estimator::head;
 struct parts {
   std::shared_ptr<compute::estimator::input_layer<float>> deep, wide;
   std::vector<uint32_t> hidden;
+  float dropout = 0;
   std::shared_ptr<head<float>> out;
 };
 
@@ -28,6 +29,8 @@ caf::expected<model_fn> build(canned_options o, bool deep, bool wide) {
   for (auto u : o.hidden_units)
     if (u == 0)
       return make_error(errc::invalid_config, "canned estimator: a hidden layer of 0 units");
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    return make_error(errc::invalid_config, "canned estimator: dropout must be in [0, 1)");
   auto h = head<float>::make({o.head});
   if (!h)
     return make_error(h.error());
@@ -37,6 +40,7 @@ caf::expected<model_fn> build(canned_options o, bool deep, bool wide) {
   if (wide)
     p->wide = std::make_shared<compute::estimator::input_layer<float>>(std::move(o.linear_columns));
   p->hidden = std::move(o.hidden_units);
+  p->dropout = o.dropout;
   p->out = std::make_shared<head<float>>(std::move(*h));
   return model_fn{[p](model_context& ctx, const batch& b,
                       const params&) -> caf::expected<estimator_spec> {
@@ -47,8 +51,10 @@ caf::expected<model_fn> build(canned_options o, bool deep, bool wide) {
       if (!x)
         return std::move(x.error());
       auto h = *x;
-      for (size_t i = 0; i < p->hidden.size(); ++i)
-        h = relu(ctx, dense(ctx, h, p->hidden[i], "dnn/hidden" + std::to_string(i)));
+      for (size_t i = 0; i < p->hidden.size(); ++i) {
+        auto name = "dnn/hidden" + std::to_string(i);
+        h = dropout(ctx, relu(ctx, dense(ctx, h, p->hidden[i], name)), p->dropout, name + "/dropout");
+      }
       logits = dense(ctx, h, units, "dnn/logits");
     }
     if (p->wide) {

@@ -23,6 +23,8 @@ struct canned_options {
   /// The deep part's input (DNN and combined models).
   column_list columns;
   std::vector<uint32_t> hidden_units;
+  /// The DNN's dropout rate after each hidden layer, in training (0: none; below 1).
+  float dropout = 0;
   /// The wide part's input (linear and combined models): usually indicator or embedding
   /// columns of sparse features, crossed ones included.
   column_list linear_columns;
@@ -32,8 +34,8 @@ struct canned_options {
 /// logits = dense(input(linear_columns)). errc::invalid_config for no columns or a bad head.
 caf::expected<model_fn> linear_model(canned_options o);
 
-/// logits = dense(relu(dense(... input(columns)))). errc::invalid_config for no columns, no
-/// hidden layer, a layer of 0 units or a bad head.
+/// logits = dense(dropout(relu(dense(... input(columns))))). errc::invalid_config for no
+/// columns, no hidden layer, a layer of 0 units, a dropout rate outside [0, 1) or a bad head.
 caf::expected<model_fn> dnn_model(canned_options o);
 
 /// The sum of the DNN's and the linear model's logits, trained jointly.

@@ -176,6 +176,7 @@ caf::expected<nlohmann::json> estimator::trace(const batch& b) {
 caf::expected<estimator::run> estimator::call(mode m, const batch& b, bool trace) {
   auto once = [&]() -> caf::expected<run> {
     run r{std::make_unique<model_context>(vars_, m, cfg_.seed, cfg_.threads), {}};
+    r.ctx->set_step(global_step_);
     r.ctx->trace(trace);
     auto spec = fn_(*r.ctx, b, params_);
     if (!spec)

@@ -43,6 +43,23 @@ tensor relu(model_context& ctx, tensor x) {
   return result;
 }
 
+tensor dropout(model_context& ctx, tensor x, float rate, const std::string& name) {
+  if (!ctx.training() || rate <= 0)
+    return x;
+  std::mt19937_64 rng{compute::mix64(compute::mix64(ctx.seed(), ctx.step()), compute::hash_key(name))};
+  std::bernoulli_distribution keep{1.0 - rate};
+  auto scale = 1.0f / (1.0f - rate);
+  auto& v = ctx.value(x);
+  matrix mask(v.rows(), v.cols());
+  for (Eigen::Index i = 0; i < mask.size(); ++i)
+    mask.data()[i] = keep(rng) ? scale : 0.0f;
+  matrix y = v.cwiseProduct(mask);
+  return ctx.record(std::move(y), [x, mask = std::move(mask)](model_context& c, tensor out) {
+    if (c.needs_grad(x))
+      c.grad(x) += c.grad(out).cwiseProduct(mask);
+  });
+}
+
 tensor add(model_context& ctx, tensor a, tensor b) {
   matrix y = ctx.value(a) + ctx.value(b);
   auto result = ctx.record(std::move(y), [a, b](model_context& c, tensor out) {

@@ -21,6 +21,12 @@ tensor dense(model_context& ctx, tensor x, uint32_t units, const std::string& na
 
 tensor relu(model_context& ctx, tensor x);
 
+/// Inverted dropout: in training, each entry is zeroed with probability `rate` and the others
+/// scaled by 1 / (1 - rate), by a mask drawn from (the context's seed, its step, `name`);
+/// otherwise x itself, so that evaluation, prediction and exports see no dropout.
+/// Precondition: 0 <= rate < 1.
+tensor dropout(model_context& ctx, tensor x, float rate, const std::string& name);
+
 /// a + b, of one shape (the logits of a wide and a deep part).
 tensor add(model_context& ctx, tensor a, tensor b);
 

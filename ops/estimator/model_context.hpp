@@ -64,6 +64,10 @@ public:
   variable_store& variables() { return vars_; }
   uint64_t seed() const { return seed_; }
   size_t threads() const { return threads_; }
+  /// The global step this call computes (training); layers that draw (dropout) draw anew
+  /// each step from (seed, step).
+  uint64_t step() const { return step_; }
+  void set_step(uint64_t step) { step_ = step; }
 
   /// A value without a gradient path (inputs).
   tensor constant(matrix value);
@@ -107,6 +111,7 @@ private:
   mode mode_;
   uint64_t seed_;
   size_t threads_;
+  uint64_t step_ = 0;
   std::vector<node> nodes_;
   bool tracing_ = false;
   caf::error failure_;

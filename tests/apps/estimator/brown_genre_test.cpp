@@ -1,6 +1,7 @@
 #include "apps/estimator/brown_genre.hpp"
 
 #include <fstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -52,6 +53,17 @@ TEST(brown_genre, passages_are_whole_sentences_split_by_document_with_aligned_su
   auto whole = load_brown_genres(dir.path(), 50);
   ASSERT_TRUE(whole);
   EXPECT_EQ(whole->train->rows(), 0u + 18) << "a document shorter than a passage is one when ≥ half";
+  EXPECT_EQ(whole->validation, nullptr);
+
+  // With a validation split, documents 4 and 14 (news and fiction) leave the training data.
+  auto split = load_brown_genres(dir.path(), 15, true);
+  ASSERT_TRUE(split) << render(split.error());
+  EXPECT_EQ(split->train->rows(), 16u * 2);
+  ASSERT_NE(split->validation, nullptr);
+  EXPECT_EQ(split->validation->rows(), 2u * 2);
+  EXPECT_EQ(split->validation->labels(0, 0), 1.0f) << "doc4 is news";
+  EXPECT_EQ(split->validation->labels(2, 0), 0.0f) << "doc14 is fiction";
+  EXPECT_EQ(split->test->rows(), 2u * 2);
 }
 
 TEST(brown_genre, bad_corpora_and_options_are_refused) {
@@ -94,6 +106,7 @@ brown_genre_options tiny_model(uint32_t epochs) {
   o.hidden_units = {8};
   o.threads = 1;
   o.quiet = true;
+  o.validation = false;
   return o;
 }
 
@@ -110,6 +123,33 @@ TEST(brown_genre, wide_and_deep_learns_the_genres_beyond_the_majority) {
   EXPECT_DOUBLE_EQ(r->test_accuracy, 1.0);
   EXPECT_DOUBLE_EQ(r->bag_of_words_accuracy, 1.0);
   EXPECT_EQ(r->steps, 10u * 5) << "36 passages in batches of 8: 5 steps an epoch";
+}
+
+TEST(brown_genre, each_model_is_read_at_its_best_epoch_on_the_validation_passages) {
+  test::temp_dir dir{"genre_validation"};
+  write_genres(dir.path());
+  auto o = tiny_model(6);
+  auto refused = run_brown_genre({.validation = true}, *load_brown_genres(dir.path(), 15));
+  ASSERT_FALSE(refused) << "validation without a split";
+  EXPECT_TRUE(is(refused.error(), errc::invalid_config));
+  o.validation = true;
+  auto data = load_brown_genres(dir.path(), 15, true);
+  ASSERT_TRUE(data);
+  auto r = run_brown_genre(o, *data);
+  ASSERT_TRUE(r) << render(r.error());
+  EXPECT_EQ(r->validation_passages, 4u);
+  for (auto [epochs, chosen, test] :
+       {std::tuple{&r->epochs, r->epoch, r->test_accuracy},
+        std::tuple{&r->bag_of_words_epochs, r->bag_of_words_epoch, r->bag_of_words_accuracy}}) {
+    ASSERT_EQ(epochs->size(), 6u);
+    size_t best = 0;
+    for (size_t i = 0; i < epochs->size(); ++i)
+      if ((*epochs)[i].validation > (*epochs)[best].validation)
+        best = i;
+    EXPECT_EQ(chosen, best + 1);
+    EXPECT_EQ(test, (*epochs)[best].test);
+  }
+  EXPECT_EQ(r->steps, 6u * 4) << "32 passages in batches of 8: 4 steps an epoch";
 }
 
 TEST(brown_genre, wide_and_deep_appends_its_loss_to_the_summary_every_100_steps) {

@@ -33,6 +33,7 @@ TEST(estimator_layers, every_layer_backward_matches_finite_differences) {
     {"add to itself", 3, [](model_context& c, tensor x) { return add(c, x, x); }},
     {"append_ones", 4, [](model_context& c, tensor x) { return append_ones(c, x); }},
     {"append_ones after dense", 3, [](model_context& c, tensor x) { return append_ones(c, dense(c, x, 2, "d")); }},
+    {"dropout", 3, [](model_context& c, tensor x) { return dropout(c, x, 0.5f, "drop"); }},
   };
   for (auto& c : cases) {
     std::mt19937_64 rng{11};
@@ -64,6 +65,24 @@ TEST(estimator_layers, every_layer_backward_matches_finite_differences) {
       EXPECT_NEAR(dx.data()[i], numeric, 2e-2f * (1 + std::abs(numeric))) << c.name << " at " << i;
     }
   }
+}
+
+TEST(estimator_layers, dropout_scales_what_it_keeps_draws_anew_each_step_and_only_in_training) {
+  variable_store vars;
+  matrix x = matrix::Constant(50, 40, 2.0f);
+  auto apply = [&](mode m, uint64_t step) {
+    model_context ctx{vars, m, 7, 1};
+    ctx.set_step(step);
+    return matrix{ctx.value(dropout(ctx, ctx.constant(x), 0.25f, "d"))};
+  };
+  auto first = apply(mode::train, 1);
+  auto kept = (first.array() != 0).count();
+  EXPECT_NEAR(double(kept) / double(x.size()), 0.75, 0.05);
+  EXPECT_TRUE(((first.array() == 0) || (first.array() == 2.0f / 0.75f)).all());
+  EXPECT_EQ(apply(mode::train, 1), first) << "the same step draws the same mask";
+  EXPECT_NE(apply(mode::train, 2), first) << "another step draws another";
+  EXPECT_EQ(apply(mode::eval, 1), x);
+  EXPECT_EQ(apply(mode::predict, 1), x);
 }
 
 } // namespace
