@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "gpu/device.hpp"
 #include "gpu/kernels.cuh"
@@ -226,7 +227,8 @@ __global__ void combine_backward_kernel(const float* dy, const float* out, int s
 
 // Through the masked softmax, per row: dl_c = G_c · (dG_c − Σ_j G_j dG_j), where dG is the
 // slots' dgate scattered to (row, expert) and 0 elsewhere, plus extra[c] in every row when
-// `extra` (one value per expert: the importance loss's gradient) is not null.
+// `extra` (one value per expert: the gradient of the losses of G, importance and balance) is
+// not null.
 __global__ void gate_backward_kernel(const float* gates, const float* dgates, int rows, int n,
                                      const float* extra, float* dlogits) {
   int r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -592,11 +594,13 @@ struct moe_layer::impl {
     cuda(cudaMemset(sums.get(), 0, 3 * size_t(n) * sizeof(float)), "losses: sums");
     if (!ok())
       return;
-    if (shape.balance_weight > 0) {
+    if (shape.balance_weight > 0 && shape.balance_on_softmax) {
       if (!shape.batchwise) // the batchwise mask has computed them
         softmax_rows_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), rows, n,
                                                                  probs.get());
       totals(probs.get(), sums.get());
+    } else if (shape.balance_weight > 0) {
+      totals(gates.get(), sums.get());
     }
     if (shape.importance_weight > 0)
       totals(gates.get(), sums.get() + n);
@@ -627,6 +631,11 @@ struct moe_layer::impl {
           grads[which * n + i] *= w;
       }
     }
+    // L_balance of the gates G reaches the logits through the masked softmax, as the
+    // importance loss does: its gradient joins the importance's.
+    if (!shape.balance_on_softmax)
+      for (int i = 0; i < n; ++i)
+        grads[n + i] += std::exchange(grads[i], 0.0f);
     cuda(cudaMemcpy(aux_grads.get(), grads.data(), grads.size() * sizeof(float),
                     cudaMemcpyHostToDevice),
          "losses: gradients");
@@ -795,7 +804,10 @@ struct moe_layer::impl {
     if (slots > 0)
       scatter_gates_kernel<<<blocks_for(slots), block_threads>>>(
         dgate.get(), slots, slot_row.get(), slot_expert.get(), n, dgates.get());
-    const float* importance = shape.importance_weight > 0 ? aux_grads.get() + n : nullptr;
+    // Per expert, what the auxiliary losses of G add to dL/dG in every row.
+    bool through_gates = shape.importance_weight > 0 ||
+                         (shape.balance_weight > 0 && !shape.balance_on_softmax);
+    const float* importance = through_gates ? aux_grads.get() + n : nullptr;
     gate_backward_kernel<<<blocks_for(rows), block_threads>>>(gates.get(), dgates.get(), rows, n,
                                                               importance, dlogits.get());
     size_t count = size_t(rows) * n;
@@ -805,7 +817,7 @@ struct moe_layer::impl {
            "backward: dstd");
       multiply_kernel<<<blocks_for(count), block_threads>>>(dstd.get(), eps.get(), count);
     }
-    if (shape.balance_weight > 0)
+    if (shape.balance_weight > 0 && shape.balance_on_softmax)
       softmax_backward_add_kernel<<<blocks_for(rows), block_threads>>>(
         probs.get(), aux_grads.get(), rows, n, dlogits.get());
     if (shape.noisy) {

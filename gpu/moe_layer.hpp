@@ -26,10 +26,11 @@ struct moe_shape {
   /// Noisy top-k (not with batchwise): H = x·W_g + ε ⊙ softplus(x·W_noise), where ε are the
   /// caller's standard normal draws, given to each forward.
   bool noisy = false;
-  /// Weights of the auxiliary losses, as in gating_config: L_balance of the softmax gates,
-  /// CV² of the importance Σ_x G(x), CV² of the smooth load Σ_x P(x, ·) (noisy only). Each
-  /// must be finite and ≥ 0.
+  /// Weights of the auxiliary losses, as in gating_config: L_balance of the gates G (of the
+  /// softmax gates with balance_on_softmax), CV² of the importance Σ_x G(x), CV² of the smooth
+  /// load Σ_x P(x, ·) (noisy only). Each must be finite and ≥ 0.
   float balance_weight = 0;
+  bool balance_on_softmax = false;
   float importance_weight = 0;
   float load_weight = 0;
   /// Lets cuBLAS use TF32 tensor cores for the products (about 10 mantissa bits).

@@ -68,6 +68,11 @@ std::string to_string(mask_kind x) {
   return lookup(names, static_cast<uint8_t>(x));
 }
 
+std::string to_string(balance_input x) {
+  static const char* const names[] = {"gates", "softmax"};
+  return lookup(names, static_cast<uint8_t>(x));
+}
+
 std::string to_string(expert_kind x) {
   static const char* const names[] = {"linear", "ffn"};
   return lookup(names, static_cast<uint8_t>(x));

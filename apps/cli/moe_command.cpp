@@ -72,6 +72,10 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   add_choice<mask_kind>(train, "--mask", o.layer.gating.mask,
                         {{"top-k", mask_kind::top_k}, {"batchwise", mask_kind::batchwise}},
                         "Sparse gating mask");
+  train->add_option("--balance-weight", o.layer.gating.balance_weight, "L_balance weight");
+  add_choice<balance_input>(train, "--balance-on", o.layer.gating.balance_on,
+                            {{"gates", balance_input::gates}, {"softmax", balance_input::softmax}},
+                            "L_balance over the sparse gates G (the paper's) or the softmax G_sigma");
   train->add_option("--replicas", o.replicas, "Data-parallel replicas combined per step");
   train->add_option("--batch", o.batch, "Rows per replica and step");
   train->add_option("--steps", o.steps, "Steps");

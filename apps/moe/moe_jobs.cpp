@@ -1,6 +1,7 @@
 #include "apps/moe/moe_jobs.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +75,11 @@ caf::error run_train(const train_job& job) {
   for (auto b : result->expert_batch)
     examples += b;
   auto experts = static_cast<double>(options.layer.gating.experts);
+  // How unevenly the last step's examples spread over the experts: CV of their batches.
+  double spread = 0;
+  for (auto b : result->expert_batch)
+    spread += (b - examples / experts) * (b - examples / experts);
+  auto cv = examples > 0 ? std::sqrt(spread / experts) / (examples / experts) : 0.0;
   nlohmann::json out{
     {"steps", result->losses.size()},
     {"first_loss", result->losses.front()},
@@ -82,6 +88,7 @@ caf::error run_train(const train_job& job) {
     {"replayed_steps", replayed},
     {"expert_batch_mean", examples / experts},
     {"expert_batch_expected", options.layer.gating.k * tokens_per_step / experts},
+    {"expert_batch_cv", cv},
     {"expert_nodes", result->expert_nodes},
     {"tokens_per_second", stepped * tokens_per_step / seconds},
   };

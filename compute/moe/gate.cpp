@@ -142,7 +142,7 @@ auto gate<T>::forward(const matrix& x) -> matrix {
       gates_.row(r) /= sum;
   }
   if (cfg_.balance_weight > 0)
-    aux_loss_ += static_cast<T>(cfg_.balance_weight) * balance_loss<T>(softmax_).value;
+    aux_loss_ += static_cast<T>(cfg_.balance_weight) * balance_loss<T>(balanced()).value;
   if (cfg_.importance_weight > 0)
     aux_loss_ +=
       static_cast<T>(cfg_.importance_weight) * cv_squared<T>(gates_.colwise().sum()).value;
@@ -215,13 +215,15 @@ auto gate<T>::backward(const matrix& dgates) -> matrix {
     auto cv = cv_squared<T>(gates_.colwise().sum());
     dg += (static_cast<T>(cfg_.importance_weight) * cv.grad).replicate(b, 1);
   }
+  auto balance = static_cast<T>(cfg_.balance_weight);
+  if (balance > 0 && cfg_.balance_on == balance_input::gates)
+    dg += balance * balance_loss<T>(gates_).grad;
   // Through the masked softmax: dH_i = M_i · G_i · (dG_i − Σ_j G_j dG_j).
   matrix inner = gates_.cwiseProduct(dg).rowwise().sum();
   matrix dh = gates_.cwiseProduct(dg - inner.replicate(1, n));
   matrix dlogits = dh;
-  if (cfg_.balance_weight > 0)
-    dlogits += softmax_backward<T>(
-      softmax_, static_cast<T>(cfg_.balance_weight) * balance_loss<T>(softmax_).grad);
+  if (balance > 0 && cfg_.balance_on == balance_input::softmax)
+    dlogits += softmax_backward<T>(softmax_, balance * balance_loss<T>(softmax_).grad);
   matrix dx;
   if (cfg_.mask == mask_kind::noisy_top_k && training_) {
     matrix dstd = dh.cwiseProduct(eps_);

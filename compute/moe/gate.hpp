@@ -1,7 +1,8 @@
 // The gating network of a sparsely-gated MoE layer: logits x·W_g (plus trainable noise for
 // noisy top-k), a mask, and the renormalised gates G(x)_i = M_i·e^{H_i} / Σ_j M_j·e^{H_j},
-// zero outside the mask. It also owns the auxiliary losses of gating_config and, for the
-// batchwise mask, the per-expert thresholds that replace the mask at inference.
+// zero outside the mask. It also owns the auxiliary losses of gating_config (L_balance over G
+// by default, as the paper's balancing losses; over G_σ with balance_input::softmax) and, for
+// the batchwise mask, the per-expert thresholds that replace the mask at inference.
 //
 //   moe::gate<float> g{512, cfg, rng};
 //   auto gates = g.forward(x);           // batch × n, k non-zero per row (top-k)
@@ -73,6 +74,10 @@ public:
   const gating_config& config() const { return cfg_; }
 
 private:
+  /// The gates L_balance takes: G or G_σ of the last forward.
+  const matrix& balanced() const {
+    return cfg_.balance_on == balance_input::softmax ? softmax_ : gates_;
+  }
   T load_loss();
   void add_load_grad(matrix& dlogits, matrix& dstd) const;
 

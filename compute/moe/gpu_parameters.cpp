@@ -36,6 +36,7 @@ gpu::moe_shape gpu_shape(const moe_config& cfg) {
   s.hidden = cfg.expert == expert_kind::ffn ? static_cast<int>(cfg.hidden) : 0;
   s.noisy = cfg.gating.mask == mask_kind::noisy_top_k;
   s.balance_weight = static_cast<float>(cfg.gating.balance_weight);
+  s.balance_on_softmax = cfg.gating.balance_on == balance_input::softmax;
   s.importance_weight = static_cast<float>(cfg.gating.importance_weight);
   s.load_weight = static_cast<float>(cfg.gating.load_weight);
   return s;

@@ -20,13 +20,25 @@ enum class mask_kind : uint8_t {
 
 std::string to_string(mask_kind x);
 
+/// Which gates L_balance averages over the batch.
+enum class balance_input : uint8_t {
+  /// The sparse gates G(x) that weight the experts, as the paper's balancing losses take them
+  /// (its Importance(X) = Σ_x G(x)); its gradient flows through the masked softmax.
+  gates = 0,
+  /// The dense softmax G_σ(x) over every expert, before the mask.
+  softmax = 1,
+};
+
+std::string to_string(balance_input x);
+
 struct gating_config {
   uint32_t experts = 4;
   /// Experts per example (top-k), or on average (batchwise).
   uint32_t k = 2;
   mask_kind mask = mask_kind::top_k;
-  /// L_balance = w/2 · Σ_i (mean_x G_σ(x)_i − 1/n)², on the softmax gates.
+  /// L_balance = w/2 · Σ_i (mean_x G(x)_i − 1/n)², over `balance_on`'s gates.
   double balance_weight = 0;
+  balance_input balance_on = balance_input::gates;
   /// w · CV²(Σ_x G(x)), the paper's importance loss.
   double importance_weight = 0;
   /// w · CV²(Σ_x P(x, i)), the paper's smooth load loss; noisy_top_k only.
@@ -37,7 +49,8 @@ struct gating_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gating_config& x) {
-  return f(x.experts, x.k, x.mask, x.balance_weight, x.importance_weight, x.load_weight, x.seed);
+  return f(x.experts, x.k, x.mask, x.balance_weight, x.balance_on, x.importance_weight,
+           x.load_weight, x.seed);
 }
 
 enum class expert_kind : uint8_t {

@@ -64,6 +64,7 @@ struct layer_case {
   mask_kind mask;
   uint32_t k;
   double balance = 0, importance = 0, load = 0;
+  balance_input balance_on = balance_input::gates;
 
   /// The case's layer: width `dim`, FFN experts (if any) of `hidden` units.
   moe_config config(uint32_t dim, uint32_t hidden, uint32_t experts, uint64_t seed) const {
@@ -71,7 +72,8 @@ struct layer_case {
             .expert = expert,
             .hidden = hidden,
             .gating = {.experts = experts, .k = k, .mask = mask, .balance_weight = balance,
-                       .importance_weight = importance, .load_weight = load, .seed = seed}};
+                       .balance_on = balance_on, .importance_weight = importance,
+                       .load_weight = load, .seed = seed}};
   }
 };
 
@@ -93,6 +95,10 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
      0.4, 0.6},
     {"linear experts, batchwise k = 2, balance and importance losses", expert_kind::linear,
      mask_kind::batchwise, 2, 0.4, 0.6},
+    {"ffn experts, top-2, balance of the softmax gates", expert_kind::ffn, mask_kind::top_k, 2,
+     0.4, 0, 0, balance_input::softmax},
+    {"linear experts, batchwise k = 2, balance of the softmax gates", expert_kind::linear,
+     mask_kind::batchwise, 2, 0.4, 0, 0, balance_input::softmax},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -30,12 +30,12 @@ struct gradient_case {
 
 TEST(moe_layer, the_whole_layer_backward_matches_finite_differences_gate_included) {
   auto cfg = [](mask_kind mask, uint32_t k, expert_kind expert, double balance, double importance,
-                double load) {
+                double load, balance_input on = balance_input::gates) {
     moe_config c;
     c.dim = 3;
     c.expert = expert;
     c.hidden = 5;
-    c.gating = {.experts = 4, .k = k, .mask = mask, .balance_weight = balance,
+    c.gating = {.experts = 4, .k = k, .mask = mask, .balance_weight = balance, .balance_on = on,
                 .importance_weight = importance, .load_weight = load, .seed = 11};
     return c;
   };
@@ -46,6 +46,9 @@ TEST(moe_layer, the_whole_layer_backward_matches_finite_differences_gate_include
     {"noisy top-2, importance and load",
      cfg(mask_kind::noisy_top_k, 2, expert_kind::linear, 0, 0.2, 0.5)},
     {"batchwise k=2, balance", cfg(mask_kind::batchwise, 2, expert_kind::linear, 0.3, 0, 0)},
+    {"top-2 linear, balance over the softmax",
+     cfg(mask_kind::top_k, 2, expert_kind::linear, 0.3, 0, 0, balance_input::softmax)},
+    {"noisy top-2, balance", cfg(mask_kind::noisy_top_k, 2, expert_kind::ffn, 0.4, 0, 0)},
   };
   for (auto& c : cases) {
     std::mt19937_64 rng{21};
