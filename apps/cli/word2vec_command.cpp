@@ -22,6 +22,13 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
   cmd->add_option("--dim", o.dim, "Vector size");
   cmd->add_option("--window", o.window, "Largest context window");
   cmd->add_option("--negative", o.negative, "Negative samples per pair");
+  add_choice<negative_source>(cmd, "--sampler", o.sampler,
+                              {{"local", negative_source::local},
+                               {"service", negative_source::service}},
+                              "Negatives from the corpus's counts here (local) or from the "
+                              "embedding service's candidate sampler (service)");
+  cmd->add_option("--service-pool", o.service_pool,
+                  "--sampler service: keys the service draws per batch");
   cmd->add_option("--sample", o.sample, "Subsampling threshold for frequent words (0: off)");
   cmd->add_option("--epochs", o.epochs, "Passes over the corpus");
   cmd->add_option("--threads", o.threads, "Training threads");

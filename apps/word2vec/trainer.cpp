@@ -5,13 +5,16 @@
 #include <chrono>
 #include <mutex>
 #include <numeric>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "apps/word2vec/run_fingerprint.hpp"
 #include "compute/hash.hpp"
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
 #include "messages/error.hpp"
+#include "runtime/ask.hpp"
 #include "runtime/log.hpp"
 #include "runtime/machine.hpp"
 #include "ops/embedding_ops.hpp"
@@ -110,6 +113,8 @@ struct worker {
   std::vector<uint32_t> in_ids, out_ids;
   std::vector<uint32_t> sentence;
   compute::sgns_plan plan;
+  /// With the service's sampler: (plan entry, center) of each negative still to draw.
+  std::vector<std::pair<size_t, uint32_t>> pending;
 
   explicit worker(size_t keys) : in_slot(keys, no_slot), out_slot(keys, no_slot) {
   }
@@ -131,6 +136,7 @@ struct worker {
     in_ids.clear();
     out_ids.clear();
     plan.entries.clear();
+    pending.clear();
   }
 };
 
@@ -147,7 +153,34 @@ struct run_state {
   /// compute::hash_key of each key id, computed once.
   std::vector<uint64_t> hashes;
   de_config in_cfg, out_cfg;
+  /// With the service's sampler: key id of each key, and the batches sampled each way.
+  std::unordered_map<std::string_view, uint32_t> id_of;
+  mutable std::atomic<uint64_t> service_batches{0}, local_batches{0};
 };
+
+/// A pool of negatives for one batch from the service's sampler over the input table (whose
+/// frequencies count the batches that looked each word up), as key ids; empty when the
+/// service holds no candidate yet.
+caf::expected<std::vector<uint32_t>> service_negatives(ops::session& s, const run_state& rs,
+                                                       size_t count, uint64_t seed) {
+  auto sampler = s.sampler();
+  if (!sampler)
+    return std::move(sampler.error());
+  auto drawn = runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value,
+                                           rs.in_cfg.name, std::vector<std::string>{},
+                                           static_cast<uint32_t>(count), sampler_kind::unigram,
+                                           seed);
+  if (!drawn && is(drawn.error(), errc::invalid_argument))
+    return std::vector<uint32_t>{};
+  if (!drawn)
+    return std::move(drawn.error());
+  std::vector<uint32_t> ids;
+  ids.reserve(drawn->keys.size());
+  for (auto& key : drawn->keys)
+    if (auto it = rs.id_of.find(key); it != rs.id_of.end())
+      ids.push_back(it->second);
+  return ids;
+}
 
 // Plans, looks up, trains and writes back one batch. Returns the pairs trained.
 caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& w,
@@ -158,6 +191,7 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
   std::uniform_real_distribution<float> unit{0.0f, 1.0f};
   w.reset();
   w.plan.negative = o.negative;
+  bool service = o.sampler == negative_source::service;
   auto window = static_cast<int64_t>(o.window);
   for (size_t k = range.first; k < range.end; ++k) {
     auto si = rs.order[k];
@@ -182,6 +216,11 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
         w.plan.entries.push_back(w.slot(w.in_slot, w.in_ids, context));
         w.plan.entries.push_back(w.slot(w.out_slot, w.out_ids, center));
         for (uint32_t k = 0; k < o.negative; ++k) {
+          if (service) { // filled once the batch's pool is drawn
+            w.pending.emplace_back(w.plan.entries.size(), center);
+            w.plan.entries.push_back(compute::skipped_slot);
+            continue;
+          }
           auto neg = static_cast<uint32_t>(rs.negatives.draw(rng));
           w.plan.entries.push_back(neg == center ? compute::skipped_slot
                                                  : w.slot(w.out_slot, w.out_ids, neg));
@@ -191,6 +230,19 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
   }
   if (w.plan.entries.empty())
     return uint64_t{0};
+  if (service) {
+    auto pool = service_negatives(s, rs, std::min<size_t>(w.pending.size(), o.service_pool),
+                                  compute::mix64(o.seed ^ 0x5a3, global_batch));
+    if (!pool)
+      return std::move(pool.error());
+    ++(pool->empty() ? rs.local_batches : rs.service_batches);
+    for (auto [at, center] : w.pending) {
+      auto neg = pool->empty() ? static_cast<uint32_t>(rs.negatives.draw(rng))
+                               : (*pool)[rng() % pool->size()];
+      w.plan.entries[at] = neg == center ? compute::skipped_slot
+                                         : w.slot(w.out_slot, w.out_ids, neg);
+    }
+  }
   auto keys_of = [&](const std::vector<uint32_t>& ids) {
     key_batch result;
     result.reserve(ids.size(), ids.size() * 8);
@@ -267,6 +319,8 @@ caf::error check_options(const train_options& o) {
     return bad("--alpha must be positive");
   if (o.sample < 0)
     return bad("--sample must not be negative");
+  if (o.sampler == negative_source::service && o.service_pool == 0)
+    return bad("--service-pool must be at least 1");
   return {};
 }
 
@@ -313,8 +367,11 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   for (size_t i = 0; i < keys.size(); ++i)
     rs.keep[i] = compute::keep_probability(keys.counts[i], c.tokens.size(), o.sample);
   rs.words_total = static_cast<uint64_t>(c.tokens.size()) * o.epochs;
-  for (uint32_t id = 0; id < keys.size(); ++id)
+  for (uint32_t id = 0; id < keys.size(); ++id) {
     rs.hashes.push_back(compute::hash_key(keys.key_view(c, id)));
+    if (o.sampler == negative_source::service)
+      rs.id_of.emplace(keys.key_view(c, id), id);
+  }
   rs.in_cfg = table_config(o, true);
   rs.out_cfg = table_config(o, false);
 
@@ -450,6 +507,8 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   report.last = {batches_done, total, words_done, rs.words_total,
                  compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};
   report.pairs = pairs;
+  report.service_sampled_batches = rs.service_batches;
+  report.local_sampled_batches = rs.local_batches;
   if (auto stats = ops::stats(s, o.name + ".in")) {
     report.retried_requests = stats->retried_requests;
     report.lost_shards = stats->recovered_shards;

@@ -18,10 +18,23 @@
 
 namespace darcy::word2vec {
 
+/// Where a batch's negatives come from.
+enum class negative_source : uint8_t {
+  /// Drawn in the trainer from the corpus's unigram counts^0.75, as word2vec.c draws them.
+  local = 0,
+  /// Drawn by the embedding service's candidate sampler (the DynamicEmbedding paper's path):
+  /// per batch, service_pool keys by the input table's row frequencies^0.75 (how many batches
+  /// looked each word up), from which each pair takes its negatives.
+  service = 1,
+};
+
 struct train_options {
   uint32_t dim = 100;
   uint32_t window = 5;
   uint32_t negative = 5;
+  negative_source sampler = negative_source::local;
+  /// With the service's sampler: keys drawn per batch (at most negative per pair).
+  uint32_t service_pool = 8192;
   double sample = 1e-3;
   uint32_t epochs = 5;
   uint32_t threads = 2;
@@ -87,6 +100,10 @@ struct train_report {
   uint64_t checkpoints = 0;
   /// Shard requests sent again after a timeout (messages lost on the way), service-wide.
   uint64_t retried_requests = 0;
+  /// With the service's sampler: batches whose negatives came from it, and batches that drew
+  /// them locally because the service held no candidate yet (the first batches).
+  uint64_t service_sampled_batches = 0;
+  uint64_t local_sampled_batches = 0;
 };
 
 /// The indices of c's sentences in the order a run trains them, every epoch: shuffled by

@@ -246,6 +246,10 @@ caf::error run_train(const train_job& given) {
   if (r.report.retried_requests > 0)
     std::cout << "shard requests sent again after a timeout: " << r.report.retried_requests
               << std::endl;
+  if (job.options.sampler == word2vec::negative_source::service)
+    std::cout << "negatives from the service's sampler in " << r.report.service_sampled_batches
+              << " batches, drawn here in " << r.report.local_sampled_batches
+              << " (the service held no row yet)" << std::endl;
   if (temporary_dir) {
     std::error_code ignored;
     std::filesystem::remove_all(job.periodic_checkpoint, ignored);

@@ -162,19 +162,32 @@ TEST(word2vec_trainer, resuming_with_other_settings_or_another_name_is_refused) 
   std::filesystem::remove_all(dir);
 }
 
+// With negatives drawn here (word2vec.c's way) or by the service's candidate sampler (the
+// paper's), as the first batch finds the service without rows and draws its own.
 TEST(word2vec_trainer, related_words_end_up_closer_than_unrelated_ones) {
-  auto c = small_corpus();
-  auto o = small_options();
-  o.epochs = 5;
-  auto v = train_fresh(c, o);
-  ASSERT_TRUE(v);
-  auto row = [&](const std::string& w) {
-    auto at = std::find(v->words.begin(), v->words.end(), w) - v->words.begin();
-    Eigen::VectorXf x = v->vectors.row(at).transpose();
-    return Eigen::VectorXf{x.normalized()};
-  };
-  EXPECT_GT(row("cat").dot(row("dog")), row("cat").dot(row("road")) + 0.2f);
-  EXPECT_GT(row("moon").dot(row("star")), row("moon").dot(row("wheel")) + 0.2f);
+  for (auto sampler : {negative_source::local, negative_source::service}) {
+    SCOPED_TRACE(sampler == negative_source::local ? "local negatives" : "service negatives");
+    auto c = small_corpus();
+    auto o = small_options();
+    o.epochs = 5;
+    o.sampler = sampler;
+    train_report report;
+    auto v = train_fresh(c, o, &report);
+    ASSERT_TRUE(v);
+    auto row = [&](const std::string& w) {
+      auto at = std::find(v->words.begin(), v->words.end(), w) - v->words.begin();
+      Eigen::VectorXf x = v->vectors.row(at).transpose();
+      return Eigen::VectorXf{x.normalized()};
+    };
+    EXPECT_GT(row("cat").dot(row("dog")), row("cat").dot(row("road")) + 0.2f);
+    EXPECT_GT(row("moon").dot(row("star")), row("moon").dot(row("wheel")) + 0.2f);
+    if (sampler == negative_source::service) {
+      EXPECT_EQ(report.local_sampled_batches, 1u);
+      EXPECT_EQ(report.service_sampled_batches, report.last.batches_done - 1);
+    } else {
+      EXPECT_EQ(report.local_sampled_batches + report.service_sampled_batches, 0u);
+    }
+  }
 }
 
 TEST(word2vec_trainer, vocabulary_cap_maps_rare_words_to_oov) {
@@ -201,6 +214,10 @@ TEST(word2vec_trainer, invalid_options_are_refused) {
                               {"epochs 0", [](train_options& o) { o.epochs = 0; }},
                               {"threads 0", [](train_options& o) { o.threads = 0; }},
                               {"alpha 0", [](train_options& o) { o.alpha = 0; }},
+                              {"a service pool of 0", [](train_options& o) {
+                                 o.sampler = negative_source::service;
+                                 o.service_pool = 0;
+                               }},
                               {"a min_count no word reaches",
                                [](train_options& o) { o.min_count = 1u << 30; }}};
   for (auto& bad : cases) {
