@@ -7,9 +7,13 @@
 
 #include <cub/block/block_scan.cuh>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "gpu/device.hpp"
@@ -18,6 +22,55 @@
 namespace darcy::gpu {
 
 namespace {
+
+/// The cuBLAS calls the layer makes, bound on the first layer a process prepares. cuBLAS is
+/// opened then rather than linked: loading libcublasLt runs its initializers in every process
+/// at start (about 0.3 s of CPU here), GPU or not.
+struct cublas_api {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+#if CUBLAS_VERSION >= 120500
+  decltype(&cublasSgemmGroupedBatched) sgemm_grouped = nullptr;
+#endif
+  /// Empty once every call is bound.
+  std::string error;
+};
+
+/// The library of the cuBLAS major version the layer was compiled against, opened once.
+const cublas_api& cublas_library() {
+  static const cublas_api api = [] {
+    cublas_api a;
+    auto name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+#ifdef DARCY_CUBLAS_DIR
+    if (!lib) // the toolkit this was built with, when the loader's path does not have it
+      lib = dlopen((std::string{DARCY_CUBLAS_DIR} + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL);
+#endif
+    if (!lib) {
+      const char* why = dlerror();
+      a.error = "gpu moe: cannot load cuBLAS (" + name + "): " + (why ? why : "not found");
+      return a;
+    }
+    auto bind = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+      if (!fn && a.error.empty())
+        a.error = "gpu moe: " + name + " lacks " + symbol;
+    };
+    bind(a.create, "cublasCreate_v2");
+    bind(a.destroy, "cublasDestroy_v2");
+    bind(a.set_stream, "cublasSetStream_v2");
+    bind(a.set_math_mode, "cublasSetMathMode");
+    bind(a.sgemm, "cublasSgemm_v2");
+#if CUBLAS_VERSION >= 120500
+    bind(a.sgemm_grouped, "cublasSgemmGroupedBatched");
+#endif
+    return a;
+  }();
+  return api;
+}
 
 constexpr int block_threads = 256;
 using kernels::blocks_for;
@@ -381,6 +434,8 @@ float cv_squared(const float* v, int n, float* grad) {
 
 } // namespace
 
+std::string cublas_status() { return cublas_library().error; }
+
 struct moe_layer::impl {
   moe_shape shape;
   int width = 0; // w1's columns: hidden, or dim for linear experts
@@ -414,9 +469,9 @@ struct moe_layer::impl {
     if (host_ptrs)
       cudaFreeHost(host_ptrs);
     if (blas)
-      cublasDestroy(blas);
+      cublas_library().destroy(blas);
     for (auto h : stream_blas)
-      cublasDestroy(h);
+      cublas_library().destroy(h);
     for (auto s : streams)
       cudaStreamDestroy(s);
   }
@@ -467,7 +522,7 @@ struct moe_layer::impl {
       return;
     const float one = 1;
     auto handle = expert < 0 ? blas : stream_blas[expert % stream_blas.size()];
-    cublas(cublasSgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
+    cublas(cublas_library().sgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n,
                        m, k, &one, b, ldb, a, lda, &beta, c, ldc),
            "cublasSgemm");
   }
@@ -535,7 +590,7 @@ struct moe_layer::impl {
            "grouped products: pointers");
       if (!ok())
         return;
-      cublas(cublasSgemmGroupedBatched(blas, op_a.data(), op_b.data(), m.data(), n.data(),
+      cublas(cublas_library().sgemm_grouped(blas, op_a.data(), op_b.data(), m.data(), n.data(),
                                        k.data(), alphas.data(), ptrs, lda.data(), ptrs + count,
                                        ldb.data(), betas.data(),
                                        const_cast<float* const*>(ptrs + 2 * count), ldc.data(),
@@ -880,26 +935,30 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& 
     error = "gpu moe: no CUDA device";
     return nullptr;
   }
+  if (auto& lib = cublas_library(); !lib.error.empty()) {
+    error = lib.error;
+    return nullptr;
+  }
   auto p = std::make_unique<impl>();
   p->shape = shape;
   p->width = shape.hidden > 0 ? shape.hidden : shape.dim;
-  p->cublas(cublasCreate(&p->blas), "cublasCreate");
+  p->cublas(cublas_library().create(&p->blas), "cublasCreate");
   for (int i = 0; i < expert_streams && p->ok(); ++i) {
     cudaStream_t stream = nullptr;
     cublasHandle_t handle = nullptr;
     p->cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
     if (p->ok())
       p->streams.push_back(stream);
-    p->cublas(cublasCreate(&handle), "cublasCreate");
+    p->cublas(cublas_library().create(&handle), "cublasCreate");
     if (p->ok()) {
       p->stream_blas.push_back(handle);
-      p->cublas(cublasSetStream(handle, stream), "cublasSetStream");
+      p->cublas(cublas_library().set_stream(handle, stream), "cublasSetStream");
     }
   }
   if (shape.tf32) {
-    p->cublas(cublasSetMathMode(p->blas, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+    p->cublas(cublas_library().set_math_mode(p->blas, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
     for (auto h : p->stream_blas)
-      p->cublas(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
+      p->cublas(cublas_library().set_math_mode(h, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
   }
   moe_parameters sizes;
   p->for_each_parameter(sizes, false, [&](auto&, auto& a, size_t n) {

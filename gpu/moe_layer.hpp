@@ -49,6 +49,11 @@ struct moe_parameters {
   std::vector<float> w_gate, w1, b1, w2, b2, w_noise;
 };
 
+/// Empty when the cuBLAS library the layer calls is loaded with every function it uses (it is
+/// opened on the first call, not linked), else why not; "no CUDA" in a build without nvcc.
+/// Needs no device.
+std::string cublas_status();
+
 /// Every call returns an empty string on success, else what failed; after a failure the
 /// layer's results are unspecified until set_parameters succeeds.
 class moe_layer {

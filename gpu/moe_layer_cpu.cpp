@@ -7,6 +7,8 @@ struct moe_layer::impl {
   std::vector<int> none;
 };
 
+std::string cublas_status() { return "no CUDA"; }
+
 moe_layer::moe_layer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
 moe_layer::~moe_layer() = default;

@@ -77,6 +77,14 @@ struct layer_case {
   }
 };
 
+TEST(gpu_moe_layer, cublas_is_opened_with_every_function_the_layer_calls) {
+#ifdef DARCY_HAVE_CUDA
+  EXPECT_EQ(cublas_status(), "");
+#else
+  EXPECT_EQ(cublas_status(), "no CUDA");
+#endif
+}
+
 TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
   if (device_count() == 0)
     GTEST_SKIP() << "no CUDA device";

@@ -158,6 +158,10 @@ TEST_F(wals_test, KilledChiefRestartsFromTheLastCheckpointWithTheSameResult) {
   auto o = small_options(*d);
   auto clean = train(o, d);
   o.checkpoint_dir = (dir / "ckpt").string();
+  // The chief holds at the cols phase of sweep 2 until it is killed (a restored chief does
+  // not), so that checkpoint 2 cannot be written before the kill lands, however slow the
+  // machine.
+  o.faults.stall_sweep = 2;
   auto service = wals_chief_service(wals_run_id(o, *d));
   bool killed = false;
   o.on_progress = [&](const wals_progress& p) {
