@@ -157,7 +157,10 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   roles->local_only.push_back(fm->add_option("--epochs", o->epochs, "Passes over the 60,000 training images")
                                 ->check(CLI::Range(1, 1000)));
   fm->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 60000));
-  fm->add_option("--hidden", o->hidden_units, "Hidden layer widths")->delimiter(',');
+  auto hidden = fm->add_option("--hidden", o->hidden_units, "Hidden layer widths")->delimiter(',');
+  fm->add_flag_callback("--linear", [o] { o->hidden_units.clear(); },
+                        "The linear baseline: softmax regression on the pixels, no hidden layer")
+    ->excludes(hidden);
   fm->add_option("--learning-rate", o->learning_rate, "Adam learning rate");
   fm->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
   fm->add_option("--seed", o->seed, "Seed of the weights and the shuffling");

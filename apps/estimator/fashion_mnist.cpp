@@ -33,6 +33,9 @@ caf::expected<est::model_fn> fashion_mnist_model(const fashion_mnist_options& o)
   auto pixels = ce::numeric_column<float>("pixels", 784);
   if (!pixels)
     return make_error(pixels.error());
+  if (o.hidden_units.empty())
+    return est::linear_model({.linear_columns = {*pixels},
+                              .head = {.kind = ce::head_kind::multi_class, .classes = 10}});
   return est::dnn_model({.columns = {*pixels},
                          .hidden_units = o.hidden_units,
                          .head = {.kind = ce::head_kind::multi_class, .classes = 10}});

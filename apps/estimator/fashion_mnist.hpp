@@ -20,6 +20,7 @@ struct fashion_mnist_options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   uint32_t epochs = 15;
   size_t batch = 128;
+  /// Empty: the linear baseline, a softmax regression on the pixels.
   std::vector<uint32_t> hidden_units = {256, 128};
   double learning_rate = 1e-3;
   size_t threads = 2;
@@ -46,7 +47,8 @@ struct fashion_mnist_result {
   double steps_per_second = 0;
 };
 
-/// The DNN classifier's model function for 784 pixels and 10 classes.
+/// The DNN classifier's model function for 784 pixels and 10 classes; with no hidden units,
+/// the linear classifier.
 caf::expected<ops::estimator::model_fn> fashion_mnist_model(const fashion_mnist_options& o);
 
 /// Trains for o.epochs epochs and evaluates on the test set.
