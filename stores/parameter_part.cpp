@@ -14,7 +14,7 @@ using compute::nn::matrix;
 // Layout, host byte order (little-endian on every supported machine):
 //   magic "DARCYNN1", u64 steps, u32 count,
 //   count × { u32 name length, name, u64 rows, u64 cols, value, m, v (rows·cols floats each) }.
-constexpr std::string_view magic = "DARCYNN1";
+constexpr std::string_view part_magic = "DARCYNN1";
 
 template <class T>
 void put(std::string& out, const T& x) {
@@ -25,9 +25,9 @@ void put_matrix(std::string& out, const matrix& m) {
   out.append(reinterpret_cast<const char*>(m.data()), m.size() * sizeof(float));
 }
 
-class reader {
+class part_reader {
 public:
-  explicit reader(std::string_view bytes) : bytes_(bytes) {}
+  explicit part_reader(std::string_view bytes) : bytes_(bytes) {}
 
   template <class T>
   bool get(T& x) {
@@ -67,7 +67,7 @@ private:
 std::string encode_parameters(const compute::nn::parameter_list<float>& params,
                               const compute::nn::adam<float>& opt) {
   auto slots = opt.export_slots(params);
-  std::string out{magic};
+  std::string out{part_magic};
   put(out, slots.steps);
   put(out, static_cast<uint32_t>(params.size()));
   for (size_t i = 0; i < params.size(); ++i) {
@@ -89,9 +89,9 @@ caf::error decode_parameters(std::string_view bytes,
   auto corrupt = [](const std::string& why) {
     return make_error(errc::corrupt_file, "parameter part: " + why);
   };
-  if (bytes.substr(0, magic.size()) != magic)
+  if (bytes.substr(0, part_magic.size()) != part_magic)
     return corrupt("not a parameter part");
-  reader in{bytes.substr(magic.size())};
+  part_reader in{bytes.substr(part_magic.size())};
   compute::nn::adam_slots<float> slots;
   uint32_t count = 0;
   if (!in.get(slots.steps) || !in.get(count))
@@ -135,9 +135,9 @@ caf::expected<std::map<std::string, matrix>> decode_named_values(std::string_vie
   auto corrupt = [](const std::string& why) {
     return make_error(errc::corrupt_file, "parameter part: " + why);
   };
-  if (bytes.substr(0, magic.size()) != magic)
+  if (bytes.substr(0, part_magic.size()) != part_magic)
     return corrupt("not a parameter part");
-  reader in{bytes.substr(magic.size())};
+  part_reader in{bytes.substr(part_magic.size())};
   uint64_t steps = 0;
   uint32_t count = 0;
   if (!in.get(steps) || !in.get(count))

@@ -17,7 +17,7 @@ namespace darcy::actors {
 
 namespace {
 
-constexpr auto shard_timeout = std::chrono::minutes(5);
+constexpr auto worker_shard_timeout = std::chrono::minutes(5);
 
 /// One block in flight: its token and layout, and every shard's current buffer of both sides,
 /// held until the solve ends. Its solution lives in the worker's state.
@@ -95,7 +95,7 @@ void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint6
     [=](size_t s) {
       auto& st = self->state;
       (*known)[s] = st.co_located[s] ? 0 : st.cache->get(s, side).version;
-      return self->request(st.shards[s], shard_timeout, view_atom::value, side, (*known)[s]);
+      return self->request(st.shards[s], worker_shard_timeout, view_atom::value, side, (*known)[s]);
     },
     [=](size_t s, factor_snapshot& reply) {
       auto& st = self->state;
@@ -173,7 +173,7 @@ void write_rows(wals_worker_pointer self, job_pointer job, uint64_t limit,
   fan_out<ok_atom>(
     all_targets(count),
     [=](size_t s) {
-      return self->request(self->state.shards[s], shard_timeout, write_atom::value, epoch, side,
+      return self->request(self->state.shards[s], worker_shard_timeout, write_atom::value, epoch, side,
                            uint64_t{first}, uint64_t{limit}, values[s]);
     },
     [](size_t, ok_atom) {}, then_or_give_up(self, job, std::move(then)));

@@ -47,7 +47,7 @@ ids.tofile(out)
 print(json.dumps({"b1_qps": b1, "b256_qps": b256}))
 )PY";
 
-double seconds_since(clock::time_point t) {
+double seconds_after(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
 }
 
@@ -168,7 +168,7 @@ caf::expected<figures> measure(const mips_bench_options& o, const mips_dataset& 
       return make_error(hits.error());
     answers.push_back(std::move((*hits)[0]));
   }
-  f.b1_qps = o.queries_b1 / seconds_since(start);
+  f.b1_qps = o.queries_b1 / seconds_after(start);
   start = clock::now();
   for (uint32_t b = 0; b < o.batches_b256; ++b) {
     auto first = (Eigen::Index{b} * 256) % d.queries.rows();
@@ -176,7 +176,7 @@ caf::expected<figures> measure(const mips_bench_options& o, const mips_dataset& 
     if (auto hits = index->search(batch, o.k, o.threads); !hits)
       return make_error(hits.error());
   }
-  f.b256_qps = o.batches_b256 * 256.0 / seconds_since(start);
+  f.b256_qps = o.batches_b256 * 256.0 / seconds_after(start);
   auto peer = run_faiss(o, peer_data, dir);
   if (!peer)
     return std::move(peer.error());

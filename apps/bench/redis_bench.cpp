@@ -16,7 +16,7 @@ namespace darcy::apps {
 
 namespace {
 
-int fail(const std::string& what) {
+int redis_fail(const std::string& what) {
   std::cerr << "bench redis: " << what << std::endl;
   return 1;
 }
@@ -47,7 +47,7 @@ caf::expected<double> redis_benchmark_gets(uint16_t port, const redis_bench_opti
 int run_redis_bench(const redis_bench_options& o) {
   auto server = testing::redis_server::start({});
   if (!server)
-    return fail(render(server.error()));
+    return redis_fail(render(server.error()));
   auto url = (*server)->url("bench");
   de_config cfg;
   cfg.name = "rows";
@@ -58,7 +58,7 @@ int run_redis_bench(const redis_bench_options& o) {
   {
     auto writer = stores::redis_store::open(cfg);
     if (!writer)
-      return fail(render(writer.error()));
+      return redis_fail(render(writer.error()));
     std::vector<float> out(size_t{1024} * o.dim);
     for (uint64_t first = 0; first < o.rows; first += 1024) {
       key_strings keys;
@@ -66,10 +66,10 @@ int run_redis_bench(const redis_bench_options& o) {
         keys.push_back(key_of(id));
       std::vector<std::string_view> views(keys.begin(), keys.end());
       if (auto err = (*writer)->lookup(views, {out.data(), keys.size() * o.dim}))
-        return fail(render(err));
+        return redis_fail(render(err));
     }
     if (auto err = (*writer)->flush())
-      return fail(render(err));
+      return redis_fail(render(err));
   }
   auto record_bytes = sizeof(uint64_t) + stores::row_record_bytes(o.dim, 0);
   std::cout << "rows " << o.rows << " of dim " << o.dim << " (" << record_bytes
@@ -89,14 +89,14 @@ int run_redis_bench(const redis_bench_options& o) {
   auto uniform = key_batches(zipf_stream(o.rows, o.batches, o.batch, 0.0));
   auto direct = stores::redis_store::open_reader(url, cfg.name, 0, 0);
   if (!direct)
-    return fail(render(direct.error()));
+    return redis_fail(render(direct.error()));
   auto darcy_rows_s = rows_per_second(uniform, o.repetitions, lookup_with(**direct));
   if (lookup_error)
-    return fail(render(lookup_error));
+    return redis_fail(render(lookup_error));
 
   auto peer = redis_benchmark_gets((*server)->port(), o);
   if (!peer)
-    return fail(render(peer.error()));
+    return redis_fail(render(peer.error()));
 
   // The cached reader on a Zipf stream: one pass to warm the cache, then the measured ones.
   auto zipf = key_batches(zipf_stream(o.rows, o.batches, o.batch, o.zipf, 7));
@@ -104,12 +104,12 @@ int run_redis_bench(const redis_bench_options& o) {
                                            static_cast<double>(record_bytes + 96));
   auto cached = stores::redis_store::open_reader(url, cfg.name, cache_bytes, o.staleness_ms);
   if (!cached)
-    return fail(render(cached.error()));
+    return redis_fail(render(cached.error()));
   rows_per_second(zipf, 1, lookup_with(**cached));
   auto hits = (*cached)->cache_hits(), misses = (*cached)->cache_misses();
   auto cached_rows_s = rows_per_second(zipf, o.repetitions, lookup_with(**cached));
   if (lookup_error)
-    return fail(render(lookup_error));
+    return redis_fail(render(lookup_error));
   hits = (*cached)->cache_hits() - hits;
   misses = (*cached)->cache_misses() - misses;
   auto hit_rate = static_cast<double>(hits) / static_cast<double>(hits + misses);

@@ -13,7 +13,7 @@ namespace {
 
 using namespace darcy::wals;
 
-void add_train_flags(CLI::App* cmd, train_job& job) {
+void add_train_flags(CLI::App* cmd, wals::train_job& job) {
   auto& o = job.options;
   auto& d = o.data;
   auto& p = o.params;
@@ -71,7 +71,7 @@ void add_train_flags(CLI::App* cmd, train_job& job) {
     ->group(faults);
 }
 
-caf::error check_source(const train_job& job) {
+caf::error check_source(const wals::train_job& job) {
   auto& d = job.options.data;
   bool synthetic = d.rows > 0 || d.cols > 0 || d.nnz > 0;
   if (synthetic == !d.path.empty())
@@ -86,7 +86,7 @@ void add_wals_command(CLI::App& app, int& exit_code) {
   auto wals = app.add_subcommand("wals", "Distributed weighted ALS on implicit feedback");
   wals->require_subcommand(1);
   auto report = [&exit_code](caf::error err) { exit_code = err ? fail(render(err)) : 0; };
-  auto prepare = [](train_job& job) -> caf::error {
+  auto prepare = [](wals::train_job& job) -> caf::error {
     if (auto err = check_source(job))
       return err;
     auto& d = job.options.data;
@@ -97,7 +97,7 @@ void add_wals_command(CLI::App& app, int& exit_code) {
     return {};
   };
 
-  auto job = std::make_shared<train_job>();
+  auto job = std::make_shared<wals::train_job>();
   auto train_cmd = wals->add_subcommand("train", "Train factors and write a model");
   add_train_flags(train_cmd, *job);
   train_cmd->add_option("--out", job->out, "Model directory")->required();
@@ -107,7 +107,7 @@ void add_wals_command(CLI::App& app, int& exit_code) {
     report(run_train(*job));
   });
 
-  auto eval = std::make_shared<eval_job>();
+  auto eval = std::make_shared<wals::eval_job>();
   auto eval_cmd = wals->add_subcommand("eval", "Hold out items per user; WALS vs popularity");
   add_train_flags(eval_cmd, eval->train);
   eval_cmd->add_option("--holdout", eval->train.options.data.holdout,
@@ -121,7 +121,7 @@ void add_wals_command(CLI::App& app, int& exit_code) {
     report(run_eval(*eval));
   });
 
-  auto rec = std::make_shared<recommend_job>();
+  auto rec = std::make_shared<wals::recommend_job>();
   auto rec_cmd = wals->add_subcommand("recommend", "Top items for a user, or for new items");
   rec_cmd->add_option("--model", rec->model, "Model directory from wals train")->required();
   rec_cmd->add_option("--user", rec->user, "A user of the model");
@@ -131,7 +131,7 @@ void add_wals_command(CLI::App& app, int& exit_code) {
   rec_cmd->add_option("--names", rec->names, "id<TAB>name file (artists.dat)");
   rec_cmd->callback([rec, report] { report(run_recommend(*rec)); });
 
-  auto exp = std::make_shared<export_job>();
+  auto exp = std::make_shared<wals::export_job>();
   auto exp_cmd = wals->add_subcommand("export", "Write a model as a new version of a serving export");
   exp_cmd->add_option("--model", exp->model, "Model directory from wals train")->required();
   exp_cmd->add_option("--out", exp->out, "Export directory EXPORTS/<name>")->required();

@@ -14,7 +14,7 @@ namespace {
 
 using namespace darcy::word2vec;
 
-void add_train_flags(CLI::App* cmd, train_job& job) {
+void add_train_flags(CLI::App* cmd, word2vec::train_job& job) {
   auto& o = job.options;
   cmd->add_option("--corpus", job.corpus, "Corpus file or directory")->required();
   cmd->add_option("--format", job.format, "Corpus format (brown: tagged; tags stripped, lower-cased)")
@@ -67,7 +67,7 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
   w2v->require_subcommand(1);
   auto report = [&exit_code](caf::error err) { exit_code = err ? fail(render(err)) : 0; };
 
-  auto job = std::make_shared<train_job>();
+  auto job = std::make_shared<word2vec::train_job>();
   auto train = w2v->add_subcommand("train", "Train word vectors");
   add_train_flags(train, *job);
   train->add_option("--output", job->output, "Write vectors to this file");
@@ -89,7 +89,7 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
   add_eval_files(train, job->analogies, job->similarity);
   train->callback([job, report] { report(run_train(*job)); });
 
-  auto eval = std::make_shared<eval_job>();
+  auto eval = std::make_shared<word2vec::eval_job>();
   auto eval_cmd = w2v->add_subcommand("eval", "Score a vectors file");
   eval_cmd->add_option("--vectors", eval->vectors, "word2vec text or binary file")->required();
   add_eval_files(eval_cmd, eval->analogies, eval->similarity);
@@ -98,7 +98,7 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
   eval_cmd->add_flag("--json", eval->json, "Also print one JSON line");
   eval_cmd->callback([eval, report] { report(run_eval(*eval)); });
 
-  auto near = std::make_shared<neighbours_job>();
+  auto near = std::make_shared<word2vec::neighbours_job>();
   auto near_cmd = w2v->add_subcommand("neighbors", "Nearest words by cosine, through top_k");
   near_cmd->alias("neighbours");
   near_cmd->add_option("word", near->word, "The word")->required();
@@ -134,7 +134,7 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
 
   auto experiment = w2v->add_subcommand("experiment", "Experiments");
   experiment->require_subcommand(1);
-  auto cap = std::make_shared<vocab_cap_job>();
+  auto cap = std::make_shared<word2vec::vocab_cap_job>();
   auto eval_dir = std::make_shared<std::string>("../shared/data/eval");
   auto cap_cmd = experiment->add_subcommand(
     "vocab-cap", "Quality versus a capped vocabulary (the seed's Fig. 4a)");

@@ -12,7 +12,7 @@ constexpr task_type all_types[] = {task_type::chief, task_type::worker, task_typ
                                    task_type::evaluator};
 
 /// `source` names where the configuration came from: DARCY_CONFIG, or a flag.
-caf::error bad(const std::string& source, const std::string& what) {
+caf::error bad_config(const std::string& source, const std::string& what) {
   return make_error(errc::invalid_config, source + ": " + what);
 }
 
@@ -20,11 +20,11 @@ caf::expected<task_type> parse_type(const std::string& source, const std::string
   for (auto t : all_types)
     if (to_string(t) == name)
       return t;
-  return bad(source, "unknown task type '" + name + "' (chief, worker, ps or evaluator)");
+  return bad_config(source, "unknown task type '" + name + "' (chief, worker, ps or evaluator)");
 }
 
 caf::error check(const std::string& source, const role_config& r) {
-  auto bad = [&](const std::string& what) { return estimator::bad(source, what); };
+  auto bad = [&](const std::string& what) { return bad_config(source, what); };
   if (r.count(task_type::chief) != 1)
     return bad("the cluster must have exactly one chief");
   if (r.count(task_type::ps) == 0 || r.count(task_type::worker) == 0)
@@ -38,7 +38,7 @@ caf::error check(const std::string& source, const role_config& r) {
 }
 
 caf::expected<role_config> parse_cluster(const std::string& source, const nlohmann::json& doc) {
-  auto bad = [&](const std::string& what) { return estimator::bad(source, what); };
+  auto bad = [&](const std::string& what) { return bad_config(source, what); };
   if (!doc.is_object() || !doc.contains("cluster") || !doc["cluster"].is_object())
     return bad("expected an object with a \"cluster\" object");
   role_config out;
@@ -89,21 +89,21 @@ caf::expected<role_config> parse_role_config(const std::string& json) {
   const std::string source = "DARCY_CONFIG";
   auto doc = nlohmann::json::parse(json, nullptr, false);
   if (doc.is_discarded())
-    return bad(source, "not JSON");
+    return bad_config(source, "not JSON");
   auto out = parse_cluster(source, doc);
   if (!out)
     return out;
   auto task = doc.find("task");
   if (task == doc.end() || !task->is_object() || !task->contains("type") ||
       !(*task)["type"].is_string())
-    return bad(source, "expected \"task\": {\"type\": ..., \"index\": ...}");
+    return bad_config(source, "expected \"task\": {\"type\": ..., \"index\": ...}");
   auto type = parse_type(source, (*task)["type"].get<std::string>());
   if (!type)
     return std::move(type.error());
   out->type = *type;
   auto index = task->value("index", nlohmann::json(0));
   if (!index.is_number_integer() || index.get<int64_t>() < 0)
-    return bad(source, "task.index must be a number >= 0");
+    return bad_config(source, "task.index must be a number >= 0");
   out->index = index.get<uint32_t>();
   if (auto err = check(source, *out))
     return err;
@@ -117,10 +117,10 @@ caf::expected<role_config> parse_role_config(const std::string& cluster_json,
     return std::move(parsed_type.error());
   const std::string source = "--cluster-spec";
   if (cluster_json.empty())
-    return bad(source, "--task-type " + type + " needs the cluster's addresses, as JSON");
+    return bad_config(source, "--task-type " + type + " needs the cluster's addresses, as JSON");
   auto doc = nlohmann::json::parse(cluster_json, nullptr, false);
   if (doc.is_discarded())
-    return bad(source, "not JSON");
+    return bad_config(source, "not JSON");
   if (doc.is_object() && !doc.contains("cluster"))
     doc = nlohmann::json{{"cluster", doc}};
   auto out = parse_cluster(source, doc);

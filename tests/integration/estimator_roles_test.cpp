@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr auto data_dir = "/usr/share/datasets/fashion-mnist";
-constexpr auto patience = std::chrono::seconds(120);
+constexpr auto roles_patience = std::chrono::seconds(120);
 
 /// The app and its flags: Fashion-MNIST's DNN by default.
 std::vector<std::string> fashion_mnist_app() {
@@ -74,7 +74,7 @@ struct job {
   /// Starts every role; the chief's address goes into the others' cluster.
   void start() {
     chief.emplace(launch(argv(spec("127.0.0.1:0"), "chief", 0)));
-    auto line = chief->wait_for_line("listening on", patience);
+    auto line = chief->wait_for_line("listening on", roles_patience);
     ASSERT_TRUE(line) << render(line.error()) << chief->read_stderr();
     address = line->substr(line->rfind(' ') + 1);
     ps.emplace(launch(argv(spec(address), "ps", 0)));
@@ -94,17 +94,17 @@ struct job {
 
   /// The chief's final JSON line, after it exited 0.
   nlohmann::json chief_result() {
-    auto line = chief->wait_for_line("\"role\":\"chief\"", patience);
+    auto line = chief->wait_for_line("\"role\":\"chief\"", roles_patience);
     EXPECT_TRUE(line) << chief->read_stderr();
-    auto code = chief->wait(patience);
+    auto code = chief->wait(roles_patience);
     EXPECT_TRUE(code && *code == 0) << (code ? *code : -1) << " " << chief->read_stderr();
     return line ? nlohmann::json::parse(*line) : nlohmann::json{};
   }
 
   /// The evaluator's JSON lines, after it exited 0.
   std::vector<nlohmann::json> evaluations() {
-    evaluator->wait_for_line("\x01", patience); // reads stdout to its end
-    auto code = evaluator->wait(patience);
+    evaluator->wait_for_line("\x01", roles_patience); // reads stdout to its end
+    auto code = evaluator->wait(roles_patience);
     EXPECT_TRUE(code && *code == 0) << evaluator->read_stderr();
     std::vector<nlohmann::json> out;
     std::istringstream lines{evaluator->stdout_seen()};
@@ -118,7 +118,7 @@ struct job {
   std::vector<nlohmann::json> worker_reports() {
     std::vector<nlohmann::json> out;
     for (auto& w : workers) {
-      auto line = w.wait_for_line("\"role\":\"worker\"", patience);
+      auto line = w.wait_for_line("\"role\":\"worker\"", roles_patience);
       EXPECT_TRUE(line) << w.read_stderr();
       out.push_back(line ? nlohmann::json::parse(*line) : nlohmann::json{});
     }
@@ -128,7 +128,7 @@ struct job {
   /// ps and workers end by themselves once the chief is gone.
   void expect_hosts_exit() {
     for (auto* p : {&*ps, &workers[0], &workers[1]}) {
-      auto code = p->wait(patience);
+      auto code = p->wait(roles_patience);
       EXPECT_TRUE(code) << "a ps or worker process outlived its chief";
     }
   }
@@ -210,7 +210,7 @@ TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_exp
 /// of its steps ahead.
 void start_until_the_first_checkpoint(job& j) {
   ASSERT_NO_FATAL_FAILURE(j.start());
-  auto deadline = std::chrono::steady_clock::now() + patience;
+  auto deadline = std::chrono::steady_clock::now() + roles_patience;
   while (!stores::checkpoint_dir{j.dir + "/model"}.read_manifest() &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -280,7 +280,7 @@ void kill_the_chief_and_resume(const std::string& dir, const std::vector<std::st
   {
     job first{dir, 100000, app};
     ASSERT_NO_FATAL_FAILURE(first.start());
-    auto line = first.evaluator->wait_for_line("\"role\":\"evaluator\"", patience);
+    auto line = first.evaluator->wait_for_line("\"role\":\"evaluator\"", roles_patience);
     ASSERT_TRUE(line) << first.evaluator->read_stderr();
     first.chief->signal(SIGKILL);
     checkpoint = nlohmann::json::parse(*line)["global_step"].get<uint64_t>();
@@ -327,7 +327,7 @@ TEST_F(estimator_roles, a_ps_killed_and_started_again_is_loaded_from_the_last_ch
   job j{dir.path(), 1500};
   ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
   j.ps->signal(SIGKILL);
-  ASSERT_TRUE(j.ps->wait(patience));
+  ASSERT_TRUE(j.ps->wait(roles_patience));
   // Started again at once, as a pod would be: it joins once the chief has seen it down.
   j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
   auto result = j.chief_result();
@@ -348,7 +348,7 @@ TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_wha
   j.extra = {"--ps-rejoin-s", "1"};
   ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
   j.ps->signal(SIGKILL);
-  auto code = j.chief->wait(patience);
+  auto code = j.chief->wait(roles_patience);
   ASSERT_TRUE(code) << "the chief outlived its parameter server";
   EXPECT_NE(*code, 0);
   auto err = j.chief->read_stderr();
@@ -356,7 +356,7 @@ TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_wha
             std::string::npos) << err;
   EXPECT_NE(err.find("resumes from its last checkpoint"), std::string::npos) << err;
   for (auto& w : j.workers)
-    EXPECT_TRUE(w.wait(patience)) << "a worker process outlived its chief";
+    EXPECT_TRUE(w.wait(roles_patience)) << "a worker process outlived its chief";
   j.evaluator->signal(SIGKILL);
 }
 

@@ -10,7 +10,7 @@
 namespace darcy::testing {
 namespace {
 
-constexpr auto patience = std::chrono::seconds(30);
+constexpr auto cluster_patience = std::chrono::seconds(30);
 
 TEST(local_cluster, bad_options_are_refused_with_clear_errors) {
   struct {
@@ -34,20 +34,20 @@ TEST(local_cluster, a_killed_member_goes_down_a_replacement_joins_and_a_stopped_
   auto c = local_cluster::start({.nodes = 2, .binary = DARCY_BINARY});
   ASSERT_TRUE(c) << render(c.error());
   auto& cluster = **c;
-  ASSERT_FALSE(cluster.wait_for([](const cluster_status& st) { return st.members.size() == 2; }, patience));
+  ASSERT_FALSE(cluster.wait_for([](const cluster_status& st) { return st.members.size() == 2; }, cluster_patience));
   ASSERT_FALSE(cluster.kill(1));
   EXPECT_EQ(cluster.pid(1), -1);
   EXPECT_TRUE(is(cluster.kill(1), errc::invalid_argument)) << "killing a dead node";
   EXPECT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-1") != member_state::up; }, patience));
+    [](const cluster_status& st) { return state_of(st, "node-1") != member_state::up; }, cluster_patience));
   auto added = cluster.add_node();
   ASSERT_TRUE(added) << render(added.error());
   EXPECT_EQ(cluster.name(*added), "node-2");
   ASSERT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::up; }, patience));
+    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::up; }, cluster_patience));
   ASSERT_FALSE(cluster.stop(2));
   EXPECT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-2") != member_state::up; }, patience))
+    [](const cluster_status& st) { return state_of(st, "node-2") != member_state::up; }, cluster_patience))
     << "a SIGTERMed member leaves";
   auto never = cluster.wait_for([](const cluster_status&) { return false; }, std::chrono::milliseconds(200));
   EXPECT_TRUE(is(never, errc::timeout)) << render(never);
@@ -68,11 +68,11 @@ TEST(local_cluster, a_partitioned_member_goes_down_and_is_readmitted_under_a_new
           before = m.incarnation;
       return st.members.size() == 3 && before > 0;
     },
-    patience));
+    cluster_patience));
   ASSERT_FALSE(cluster.partition(2));
   // Its connections stay open: only the missed heartbeats tell.
   ASSERT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::down; }, patience));
+    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::down; }, cluster_patience));
   EXPECT_TRUE(cluster.pid(2) > 0) << "the process runs on, cut off";
   ASSERT_FALSE(cluster.heal(2));
   uint64_t after = 0;
@@ -83,7 +83,7 @@ TEST(local_cluster, a_partitioned_member_goes_down_and_is_readmitted_under_a_new
           after = m.incarnation;
       return after > before;
     },
-    patience))
+    cluster_patience))
     << "the healed member was not re-admitted under a new incarnation";
   auto plain = local_cluster::start({.nodes = 1, .binary = DARCY_BINARY});
   ASSERT_TRUE(plain);

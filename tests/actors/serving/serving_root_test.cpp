@@ -143,7 +143,7 @@ stores::export_input test_input(uint64_t seed) {
   return in;
 }
 
-request_context as(std::string principal) {
+request_context as_principal(std::string principal) {
   request_context ctx;
   ctx.principal = std::move(principal);
   ctx.app = "test";
@@ -153,7 +153,7 @@ request_context as(std::string principal) {
 
 topk_request vector_query(std::vector<float> v, uint32_t k = 10) {
   topk_request r;
-  r.context = as("alice");
+  r.context = as_principal("alice");
   r.kind = query_kind::vector;
   r.vector = std::move(v);
   r.k = k;
@@ -212,7 +212,7 @@ protected:
   caf::expected<std::string> load(const serving_root_actor& root, const std::string& version,
                                   const std::string& principal = "alice") {
     return runtime::remote_run<std::string>(sys, root, request_context{}, "root",
-                                            load_atom::value, as(principal), version);
+                                            load_atom::value, as_principal(principal), version);
   }
 
   caf::expected<topk_response> topk(const serving_root_actor& root, const topk_request& r) {
@@ -538,9 +538,9 @@ TEST_F(serving_root_test, acl_and_quota_denials_are_distinct_errors_and_counted)
   EXPECT_TRUE(is(error_of(load(root, "1", "bob")), errc::access_denied));
   ASSERT_TRUE(load(root, "1", "alice"));
   auto q = vector_query(std::vector<float>(dim, 1.0f));
-  q.context = as("mallory");
+  q.context = as_principal("mallory");
   EXPECT_TRUE(is(error_of(topk(root, q)), errc::access_denied));
-  q.context = as("bob");
+  q.context = as_principal("bob");
   EXPECT_TRUE(topk(root, q));
   EXPECT_TRUE(is(error_of(topk(root, q)), errc::quota_exceeded));
   auto s = status(root);

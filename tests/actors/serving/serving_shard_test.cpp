@@ -14,7 +14,7 @@
 namespace darcy::actors {
 namespace {
 
-constexpr uint32_t dim = 8;
+constexpr uint32_t shard_dim = 8;
 
 struct shard_test_config : test::test_config {
   shard_test_config() { register_actor_types(*this); }
@@ -26,8 +26,8 @@ protected:
     sys.await_actors_before_shutdown(false);
     stores::export_input in;
     in.config.shards = 2;
-    in.items = test::gaussian_matrix(300, dim, 5);
-    in.users = test::gaussian_matrix(4, dim, 6);
+    in.items = test::gaussian_matrix(300, shard_dim, 5);
+    in.users = test::gaussian_matrix(4, shard_dim, 6);
     in.index = {.lists = 4, .seed = 3};
     auto v = stores::write_export(tmp.path() + "/m", in, 3);
     EXPECT_TRUE(v) << render(v.error());
@@ -48,8 +48,8 @@ protected:
 };
 
 shard_query query(uint64_t seed, uint32_t k = 5) {
-  auto m = test::gaussian_matrix(1, dim, seed);
-  return {request_context{}, {m.data(), m.data() + dim}, k};
+  auto m = test::gaussian_matrix(1, shard_dim, seed);
+  return {request_context{}, {m.data(), m.data() + shard_dim}, k};
 }
 
 TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_the_bad_ones) {
@@ -65,7 +65,7 @@ TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_
     {"good, k 5", query(1), std::nullopt},
     {"past its deadline", expired, errc::deadline_exceeded},
     {"good, k 3", query(2, 3), std::nullopt},
-    {"short vector", shard_query{{}, std::vector<float>(dim - 1, 1.0f), 5},
+    {"short vector", shard_query{{}, std::vector<float>(shard_dim - 1, 1.0f), 5},
      errc::dimension_mismatch},
     {"NaN", nan, errc::invalid_argument},
     {"k of 0", query(3, 0), errc::invalid_argument},

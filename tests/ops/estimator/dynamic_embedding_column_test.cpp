@@ -57,7 +57,7 @@ model_fn model(session& s) {
                      .head = {.kind = ce::head_kind::binary}});
 }
 
-input_fn input(std::shared_ptr<example_table> t, uint32_t epochs) {
+input_fn column_input(std::shared_ptr<example_table> t, uint32_t epochs) {
   return [t, epochs] { return make_dataset(t, {.batch_size = 16, .epochs = epochs, .seed = 2}); };
 }
 
@@ -67,7 +67,7 @@ matrix rows_of(session& s, std::vector<std::string> keys) {
   return found ? found->rows : matrix{};
 }
 
-run_config config(session& s, const std::string& dir = "") {
+run_config session_config(session& s, const std::string& dir = "") {
   return {.model_dir = dir, .seed = 3, .threads = 1, .optimizer = {.learning_rate = 0.01},
           .embeddings = &s};
 }
@@ -75,13 +75,13 @@ run_config config(session& s, const std::string& dir = "") {
 TEST(dynamic_embedding_column, the_service_trains_rows_of_raw_words_through_the_estimator) {
   auto s = session::open({});
   ASSERT_TRUE(s);
-  estimator e{model(**s), config(**s)};
-  ASSERT_TRUE(e.train(input(words(200), 0), 1)); // creates the rows
+  estimator e{model(**s), session_config(**s)};
+  ASSERT_TRUE(e.train(column_input(words(200), 0), 1)); // creates the rows
   auto before = rows_of(**s, {"w0", "w1"});
-  ASSERT_TRUE(e.train(input(words(200), 0), 150));
+  ASSERT_TRUE(e.train(column_input(words(200), 0), 150));
   auto after = rows_of(**s, {"w0", "w1"});
   EXPECT_FALSE(before.isApprox(after)) << "the service's optimizer moved the rows";
-  auto m = e.evaluate(input(words(60), 1));
+  auto m = e.evaluate(column_input(words(60), 1));
   ASSERT_TRUE(m);
   EXPECT_GT(m->at("accuracy"), 0.95);
 }
@@ -115,10 +115,10 @@ TEST(dynamic_embedding_column, a_backward_the_shards_refuse_after_the_last_step_
   test::on_a_member("de_column_direct", [](caf::actor_system& sys) {
     auto [owner, user] = test::owner_and_direct_user(sys);
     ASSERT_TRUE(owner && user);
-    estimator e{model(*user), config(*user)};
-    auto clean = e.train(input(words(64), 0), 4);
+    estimator e{model(*user), session_config(*user)};
+    auto clean = e.train(column_input(words(64), 0), 4);
     ASSERT_TRUE(clean) << render(clean.error());
-    auto r = e.train(input(words(64), 0), 8, {std::make_shared<refused_backward_at_end>(*user)});
+    auto r = e.train(column_input(words(64), 0), 8, {std::make_shared<refused_backward_at_end>(*user)});
     ASSERT_FALSE(r) << "the refused backward went unreported";
     EXPECT_TRUE(is(r.error(), errc::not_found)) << render(r.error());
     EXPECT_FALSE(ops::flush(*user)) << "reported once";
@@ -130,19 +130,19 @@ TEST(dynamic_embedding_column, a_resumed_run_restores_the_service_and_ends_exact
   auto data = words(200);
   auto a = session::open({});
   ASSERT_TRUE(a);
-  estimator whole{model(**a), config(**a)};
-  ASSERT_TRUE(whole.train(input(data, 0), 30));
+  estimator whole{model(**a), session_config(**a)};
+  ASSERT_TRUE(whole.train(column_input(data, 0), 30));
 
   {
     auto b = session::open({});
     ASSERT_TRUE(b);
-    estimator first{model(**b), config(**b, dir.path())};
-    ASSERT_TRUE(first.train(input(data, 0), 17));
+    estimator first{model(**b), session_config(**b, dir.path())};
+    ASSERT_TRUE(first.train(column_input(data, 0), 17));
   }
   auto c = session::open({}); // a fresh service: the rows come from the checkpoint
   ASSERT_TRUE(c);
-  estimator second{model(**c), config(**c, dir.path())};
-  auto r = second.train(input(data, 0), 30);
+  estimator second{model(**c), session_config(**c, dir.path())};
+  auto r = second.train(column_input(data, 0), 30);
   ASSERT_TRUE(r) << render(r.error());
   EXPECT_EQ(r->resumed_from, 17u);
   for (auto* p : whole.variables().all())
@@ -150,7 +150,7 @@ TEST(dynamic_embedding_column, a_resumed_run_restores_the_service_and_ends_exact
   EXPECT_TRUE(rows_of(**a, {"w0", "w1", "common"}) == rows_of(**c, {"w0", "w1", "common"}));
 
   estimator without_service{model(**c), {.model_dir = dir.path()}};
-  EXPECT_TRUE(is(without_service.train(input(data, 0), 40).error(), errc::invalid_config));
+  EXPECT_TRUE(is(without_service.train(column_input(data, 0), 40).error(), errc::invalid_config));
 }
 
 TEST(dynamic_embedding_column, an_export_holds_the_rows_and_predicts_exactly_as_the_estimator) {
@@ -172,14 +172,14 @@ TEST(dynamic_embedding_column, an_export_holds_the_rows_and_predicts_exactly_as_
                                        .linear_columns = {*wide},
                                        .head = {.kind = ce::head_kind::binary}});
   ASSERT_TRUE(fn);
-  estimator e{*fn, config(**s)};
-  ASSERT_TRUE(e.train(input(data, 0), 30));
-  auto version = export_model(e, dir.path(), input(data, 1));
+  estimator e{*fn, session_config(**s)};
+  ASSERT_TRUE(e.train(column_input(data, 0), 30));
+  auto version = export_model(e, dir.path(), column_input(data, 1));
   ASSERT_TRUE(version) << render(version.error());
   auto ordered = [data] { return make_dataset(data, {.batch_size = 64, .shuffle = false}); };
   auto expected = e.predict(ordered);
   ASSERT_TRUE(expected);
-  ASSERT_TRUE(e.train(input(data, 0), 60)); // the service moves on; the export does not
+  ASSERT_TRUE(e.train(column_input(data, 0), 60)); // the service moves on; the export does not
 
   auto loaded = exported_model::load(dir.path());
   ASSERT_TRUE(loaded) << render(loaded.error());
