@@ -35,10 +35,6 @@ constexpr uint64_t max_steps = 4000;
 constexpr uint64_t averaged_steps = 500;
 constexpr auto patience = 120s;
 
-double seconds_from(clock::time_point t) {
-  return std::chrono::duration<double>(clock::now() - t).count();
-}
-
 /// A kill whose recovery is still awaited: the victim's services as the registry listed them.
 struct pending_kill {
   clock::time_point at;
@@ -267,7 +263,7 @@ run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, 
   for (;;) {
     if (auto code = run.chief().wait(20ms)) {
       auto r = run.finish(*code);
-      r.seconds = seconds_from(start);
+      r.seconds = seconds_since(start);
       return r;
     }
     if (clock::now() - start > deadline) {
@@ -332,7 +328,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   auto start = clock::now();
   auto next_poll = clock::now();
   auto kill_due = [&] {
-    return result.kills < kill_at.size() && seconds_from(start) >= kill_at[result.kills];
+    return result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills];
   };
   auto tick = [&] {
     if (clock::now() < next_poll && !kill_due())
@@ -353,7 +349,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
         }
         ++it;
       } else if (recovered(*st, *it)) {
-        recover_s.push_back(seconds_from(it->at));
+        recover_s.push_back(seconds_since(it->at));
         it = pending.erase(it);
       } else {
         ++it;
@@ -372,7 +368,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
         p.services.push_back(s);
     run.kill(p.victim);
     ++result.kills;
-    soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_from(start)) + " s (" +
+    soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
         std::to_string(p.services.size()) + " services)");
     pending.push_back(std::move(p));
   };
@@ -380,7 +376,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   auto r = await_chief(run, deadline, tick);
   result.seconds = r.seconds;
   for (auto& p : pending) // not recovered before the job ended: counted up to its end
-    recover_s.push_back(seconds_from(p.at));
+    recover_s.push_back(seconds_since(p.at));
   summarize(result, std::move(recover_s), node_counts);
   result.completed = r.completed;
   result.failure = r.failure;

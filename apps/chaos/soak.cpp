@@ -29,10 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using clock = std::chrono::steady_clock;
 
-double seconds_since(clock::time_point t) {
-  return std::chrono::duration<double>(clock::now() - t).count();
-}
-
 /// Three topics of seven words; each sentence draws from one of them.
 const std::vector<std::vector<std::string>>& topics() {
   static const std::vector<std::vector<std::string>> t{
@@ -453,6 +449,10 @@ nlohmann::json soak_metrics(const soak_options& o, const soak_result& r) {
   if (o.job != "estimator")
     m["bit_equal"] = r.bit_equal ? 1 : 0;
   return m;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 } // namespace darcy::apps

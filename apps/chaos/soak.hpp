@@ -82,6 +82,9 @@ struct soak_result {
   std::string failure;
 };
 
+/// Seconds from `t` to now, on the steady clock.
+double seconds_since(std::chrono::steady_clock::time_point t);
+
 /// The seeded times of a soak's kills, in seconds from its start: o.kills draws within 20–80%
 /// of the clean run's duration, in order.
 std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng);
