@@ -21,7 +21,7 @@ build: deps configure
 
 demo: deps build
 	scripts/fetch_brown.sh $(BUILD_DIR)/data
-	$(BUILD_DIR)/apps/darcy demo --corpus $(BUILD_DIR)/data/brown --checkpoint $(BUILD_DIR)/demo-checkpoint
+	$(BUILD_DIR)/apps/darcy demo --corpus $(BUILD_DIR)/data/brown --checkpoint $(BUILD_DIR)/demo-checkpoint --store $(BUILD_DIR)/demo-store
 
 test: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300

@@ -1,6 +1,7 @@
 // `darcy demo`, the main job of `make demo`: DE-Word2Vec on the Brown corpus in an in-process
 // cluster, with neighbours, evaluation scores (when the evaluation data is present) and a
 // checkpoint. `darcy demo --supervision` shows a supervised service restarting instead.
+#include <filesystem>
 #include <iostream>
 
 #include <caf/scoped_actor.hpp>
@@ -90,6 +91,8 @@ struct demo_options {
   std::string corpus = "build/data/brown";
   std::string eval_dir = "../shared/data/eval";
   std::string checkpoint = "build/demo-checkpoint";
+  /// The rows' LevelDB databases, emptied at the start of each demo.
+  std::string store = "build/demo-store";
   bool supervision = false;
 };
 
@@ -98,11 +101,16 @@ int run_word2vec_demo(const demo_options& o) {
   job.corpus = o.corpus;
   job.format = "brown";
   job.checkpoint = o.checkpoint;
+  job.options.store = std::string{word2vec::leveldb_store_prefix} + o.store;
+  std::error_code ec;
+  std::filesystem::remove_all(o.store, ec);
+  if (ec)
+    return fail("cannot empty the demo's store " + o.store + ": " + ec.message());
   job.show_neighbours = {"man", "money", "city", "war", "good"};
   word2vec::default_eval_files(o.eval_dir, job.analogies, job.similarity);
   std::cout << "DE-Word2Vec on the Brown corpus: skip-gram, dim 100, window 5, 5 negatives, "
-               "5 epochs, 2 threads, rows in an in-process embedding service (2 shards)"
-            << std::endl;
+               "5 epochs, 2 threads, rows in an in-process embedding service (2 shards) on LevelDB in "
+            << o.store << std::endl;
   if (job.analogies.empty() && job.similarity.empty())
     std::cout << "(no evaluation files under " << o.eval_dir << ": scores skipped)" << std::endl;
   if (auto err = word2vec::run_train(job))
@@ -118,6 +126,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   demo->add_option("--corpus", opts->corpus, "Brown corpus directory (scripts/fetch_brown.sh)");
   demo->add_option("--eval-dir", opts->eval_dir, "Evaluation files, when present");
   demo->add_option("--checkpoint", opts->checkpoint, "Where the trained model is saved");
+  demo->add_option("--store", opts->store, "The rows' LevelDB databases (emptied first)");
   demo->add_flag("--supervision", opts->supervision, "Show a supervised restart instead");
   demo->callback([opts, &exit_code] {
     exit_code = opts->supervision ? run_supervision_demo() : run_word2vec_demo(*opts);

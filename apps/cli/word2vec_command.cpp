@@ -42,8 +42,9 @@ void add_train_flags(CLI::App* cmd, word2vec::train_job& job) {
                 "Train sentences in corpus order (default: an order shuffled by --seed)");
   cmd->add_option("--name", o.name, "Embedding name prefix in the service");
   cmd->add_option("--store", o.store,
-                  "Where the rows live: each shard's memory (default), or redis://HOST:PORT/PREFIX, "
-                  "one Redis that every shard shares");
+                  "Where the rows live: each shard's memory (default), leveldb:DIR (LevelDB databases "
+                  "under DIR, which keep an earlier run's rows), or redis://HOST:PORT/PREFIX, one "
+                  "Redis that every shard shares");
   cmd->add_option("--store-staleness-ms", o.store_staleness_ms,
                   "With --store redis://...: how far a shard's cached row may lag Redis");
   cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <numeric>
 #include <string_view>
@@ -99,7 +100,11 @@ de_config table_config(const train_options& o, bool input) {
   cfg.optimizer.kind = optimizer_kind::sgd;
   cfg.optimizer.learning_rate = 1.0f;
   cfg.max_batch = static_cast<uint32_t>(max_request);
-  if (!o.store.empty()) {
+  if (auto dir = leveldb_store_dir(o.store); !dir.empty()) {
+    // One database per table: shard_config appends each shard's folder below it.
+    cfg.backend = backend_kind::leveldb;
+    cfg.path = (std::filesystem::path{dir} / cfg.name).string();
+  } else if (!o.store.empty()) {
     cfg.backend = backend_kind::redis;
     cfg.path = o.store;
     cfg.staleness_ms = o.store_staleness_ms;
@@ -321,6 +326,8 @@ caf::error check_options(const train_options& o) {
     return bad("--sample must not be negative");
   if (o.sampler == negative_source::service && o.service_pool == 0)
     return bad("--service-pool must be at least 1");
+  if (o.store.starts_with(leveldb_store_prefix) && leveldb_store_dir(o.store).empty())
+    return bad("--store leveldb:DIR needs a directory");
   return {};
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -55,8 +56,10 @@ struct train_options {
   bool in_order = false;
   /// Embedding names in the service: input vectors, output (context) vectors.
   std::string name = "w2v";
-  /// Where the rows live: empty for each shard's memory, or redis://HOST:PORT/PREFIX for one
-  /// Redis that every shard shares (stores/redis_store.hpp), cached within store_staleness_ms.
+  /// Where the rows live: empty for each shard's memory; leveldb:DIR for LevelDB databases
+  /// under DIR (DIR/<table>/shard-<i>, stores/leveldb_store.hpp), which keep the rows an
+  /// earlier run left there; or redis://HOST:PORT/PREFIX for one Redis that every shard shares
+  /// (stores/redis_store.hpp), cached within store_staleness_ms.
   std::string store;
   uint32_t store_staleness_ms = 1000;
   /// Resume from this checkpoint (empty: start fresh).
@@ -124,6 +127,14 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
 /// it was used), read back from the service.
 caf::expected<word_vectors> export_vectors(ops::session& s, const corpus& c,
                                            const train_options& opts);
+
+inline constexpr std::string_view leveldb_store_prefix = "leveldb:";
+
+/// DIR of a `store` that reads leveldb:DIR; empty for any other store.
+inline std::string leveldb_store_dir(const std::string& store) {
+  return store.starts_with(leveldb_store_prefix) ? store.substr(leveldb_store_prefix.size())
+                                                 : std::string{};
+}
 
 /// The input table `<name>.in`, whose rows are the word vectors.
 de_config input_table_config(const train_options& opts);

@@ -1,5 +1,6 @@
 // `darcy word2vec` as a user runs it: bad input ends the process with one clear error line
 // and exit code 1, never a crash.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -161,6 +162,43 @@ TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
                         "redis://127.0.0.1:0/x"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("bad port"), std::string::npos) << bad.err;
+}
+
+TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_leveldb_and_keeps_them_there) {
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += i % 2 ? "red green blue red green blue\n" : "one two three one two three\n";
+  auto corpus = write_temp_file("w2v-leveldb.txt", text);
+  auto store = corpus + ".store";
+  std::filesystem::remove_all(store);
+  std::vector<std::string> common{"word2vec", "train", "--corpus", corpus, "--quiet",
+                                  "--dim", "8", "--epochs", "3", "--sample", "0",
+                                  "--threads", "1", "--in-order", "--seed", "4", "--shards", "2"};
+  auto in_memory = common;
+  in_memory.insert(in_memory.end(), {"--output", corpus + ".memory.vec"});
+  auto in_leveldb = common;
+  in_leveldb.insert(in_leveldb.end(), {"--output", corpus + ".leveldb.vec", "--store",
+                                       "leveldb:" + store});
+  for (auto* args : {&in_memory, &in_leveldb}) {
+    auto r = run_darcy(*args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto read = [](const std::string& path) {
+    std::ifstream in{path};
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str();
+  };
+  auto vectors = read(corpus + ".leveldb.vec");
+  ASSERT_FALSE(vectors.empty());
+  EXPECT_EQ(vectors, read(corpus + ".memory.vec")) << "the backend changes nothing";
+  for (auto table : {"w2v.in", "w2v.out"})
+    for (auto shard : {"shard-0", "shard-1"})
+      EXPECT_TRUE(std::filesystem::exists(store + "/" + table + "/" + shard + "/CURRENT"))
+        << "no LevelDB database at " << store << "/" << table << "/" << shard;
+  auto bad = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--store", "leveldb:"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--store leveldb:DIR needs a directory"), std::string::npos) << bad.err;
 }
 
 // Issue 13: with --min-count N, words seen fewer than N times in the corpus are not in the
