@@ -15,7 +15,7 @@
 
 #include "actors/fan_out.hpp"
 #include "messages/checkpoint.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::actors {
 

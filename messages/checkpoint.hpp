@@ -1,4 +1,4 @@
-// The vocabulary of Darcy's one checkpoint mechanism (stores/checkpoint_dir.hpp), shared by
+// The vocabulary of Darcy's one checkpoint mechanism (stores/checkpoint/checkpoint_dir.hpp), shared by
 // every service: the parts (files) that a service's actors write, and the manifest that makes a
 // set of parts one consistent checkpoint. A service adds its own section to the manifest
 // (embeddings, wals); everything else is common.

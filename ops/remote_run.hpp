@@ -14,7 +14,7 @@
 
 #include "messages/cluster/membership.hpp"
 #include "ops/session.hpp"
-#include "runtime/remote_run.hpp"
+#include "runtime/cluster/remote_run.hpp"
 
 namespace darcy::ops {
 

@@ -13,10 +13,10 @@
 #include "messages/error.hpp"
 #include "ops/supervised_shards.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/client.hpp"
+#include "runtime/cluster/client.hpp"
 #include "runtime/log.hpp"
-#include "runtime/spawn_on.hpp"
-#include "runtime/supervisor.hpp"
+#include "runtime/cluster/spawn_on.hpp"
+#include "runtime/cluster/supervisor.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::ops {

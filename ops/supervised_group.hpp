@@ -13,7 +13,7 @@
 #include <caf/message.hpp>
 
 #include "messages/cluster/cluster_interfaces.hpp"
-#include "runtime/spawn_on.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 
 namespace darcy::ops {
 

@@ -11,7 +11,7 @@
 
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
-#include "runtime/spawn_on.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 
 namespace darcy::ops {
 

@@ -14,8 +14,8 @@
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/machine.hpp"
-#include "runtime/spawn_on.hpp"
+#include "runtime/process/machine.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 
 namespace darcy::ops {
 

@@ -20,8 +20,8 @@
 
 #include "messages/wals/wals_values.hpp"
 #include "ops/session.hpp"
-#include "stores/matrix_file.hpp"
-#include "stores/wals_data.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
+#include "stores/data/wals_data.hpp"
 
 namespace darcy::ops {
 

@@ -10,13 +10,13 @@
 
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/client.hpp"
-#include "runtime/cluster_secret.hpp"
-#include "runtime/http_server.hpp"
+#include "runtime/cluster/client.hpp"
+#include "runtime/cluster/cluster_secret.hpp"
+#include "runtime/http/http_server.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/node_services.hpp"
-#include "runtime/status_page.hpp"
+#include "runtime/http/status_page.hpp"
 #include "runtime/tls.hpp"
 
 namespace darcy::runtime {

@@ -6,7 +6,7 @@
 #include <toml++/toml.h>
 
 #include "messages/error.hpp"
-#include "runtime/cluster_secret.hpp"
+#include "runtime/cluster/cluster_secret.hpp"
 
 namespace darcy::runtime {
 

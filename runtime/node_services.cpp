@@ -4,8 +4,8 @@
 
 #include "gpu/device.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/node_agent.hpp"
-#include "runtime/registry.hpp"
+#include "runtime/cluster/node_agent.hpp"
+#include "runtime/cluster/registry.hpp"
 
 namespace darcy::runtime {
 

@@ -5,8 +5,8 @@
 #include <caf/io/middleman.hpp>
 
 #include "messages/registration.hpp"
-#include "runtime/chaos.hpp"
-#include "runtime/supervisor.hpp"
+#include "runtime/cluster/chaos.hpp"
+#include "runtime/cluster/supervisor.hpp"
 #include "runtime/tls.hpp"
 
 namespace darcy::runtime {

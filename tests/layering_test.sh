@@ -3,18 +3,22 @@
 # 1. A layer includes only layers below it; messages/ is the vocabulary every layer may use.
 # 2. Service folders inside a layer do not include each other sideways: actors/embedding/ never
 #    includes actors/wals/; they talk through messages/. Files at the top of a layer, the hub
-#    folders (apps/cli, apps/bench) and the base folders (messages/cluster, apps/progress, and
+#    folders (apps/cli, apps/bench) and the base folders (messages/cluster, apps/progress,
+#    stores/checkpoint, the one checkpoint mechanism every store's service writes through, and
 #    compute/nn, the layer kit that compute/moe builds on) are shared.
 # 3. compute/ needs no CAF: neither it nor any messages/ header it includes includes <caf/...>,
 #    and its library does not link darcy_messages or CAF.
+# 4. darcy_runtime and darcy_base link no store backend: a layer that writes small files uses
+#    base/ (crash-safe files), not the stores' LevelDB, hiredis and Snappy.
 set -euo pipefail
 root=${1:-.}
 declare -A allowed=(
-  [apps]="apps ops actors runtime messages stores compute gpu"
-  [ops]="ops actors runtime messages stores compute gpu"
-  [actors]="actors runtime messages stores compute gpu"
-  [runtime]="runtime messages stores compute gpu"
-  [stores]="stores messages compute gpu"
+  [apps]="apps ops actors runtime messages stores base compute gpu"
+  [ops]="ops actors runtime messages stores base compute gpu"
+  [actors]="actors runtime messages stores base compute gpu"
+  [runtime]="runtime messages base compute gpu"
+  [stores]="stores messages base compute gpu"
+  [base]="base messages"
   [compute]="compute messages gpu"
   [gpu]="gpu"
   [messages]="messages"
@@ -23,6 +27,7 @@ declare -A allowed=(
 declare -A shared=(
   [apps]="cli bench progress"
   [messages]="cluster"
+  [stores]="checkpoint"
   [compute]="nn"
 )
 status=0
@@ -79,6 +84,12 @@ done < <(grep -rn '#include <caf/\|caf::' "$root/compute" || true)
 if grep -qE 'darcy_messages|darcy_caf|CAF_' "$root/compute/CMakeLists.txt"; then
   breach "compute/CMakeLists.txt links CAF or darcy_messages"
 fi
+
+for lib in runtime base; do
+  if grep -qE 'darcy_stores|LEVELDB|HIREDIS|SNAPPY' "$root/$lib/CMakeLists.txt"; then
+    breach "$lib/CMakeLists.txt links the stores or a store backend"
+  fi
+done
 
 [[ $status -eq 0 ]] && echo "layering: ok"
 exit $status

@@ -3,7 +3,7 @@
 #include <deque>
 
 #include "messages/error.hpp"
-#include "stores/de_config.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace darcy::actors {
 

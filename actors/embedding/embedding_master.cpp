@@ -13,8 +13,8 @@
 #include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "runtime/log.hpp"
-#include "stores/checkpoint_dir.hpp"
-#include "stores/de_config.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace darcy::actors {
 

@@ -5,8 +5,8 @@
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
-#include "stores/checkpoint_io.hpp"
-#include "stores/de_config.hpp"
+#include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace darcy::actors {
 

@@ -15,8 +15,8 @@
 #include "actors/request_window.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "runtime/metrics.hpp"
-#include "runtime/service_metrics.hpp"
-#include "stores/embedding_store.hpp"
+#include "runtime/http/service_metrics.hpp"
+#include "stores/embedding/embedding_store.hpp"
 
 namespace darcy::actors {
 

@@ -5,7 +5,7 @@
 #include "compute/hash.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
-#include "stores/de_config.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace darcy::actors {
 

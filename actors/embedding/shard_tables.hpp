@@ -9,7 +9,7 @@
 #include <string>
 
 #include "messages/embedding/embedding_config.hpp"
-#include "stores/embedding_store.hpp"
+#include "stores/embedding/embedding_store.hpp"
 
 namespace darcy::actors {
 

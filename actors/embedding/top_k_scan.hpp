@@ -9,7 +9,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_interfaces.hpp"
-#include "stores/embedding_store.hpp"
+#include "stores/embedding/embedding_store.hpp"
 
 namespace darcy::actors {
 

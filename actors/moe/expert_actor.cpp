@@ -2,7 +2,7 @@
 
 #include "compute/moe/moe_layer.hpp"
 #include "messages/error.hpp"
-#include "stores/parameter_part.hpp"
+#include "stores/checkpoint/parameter_part.hpp"
 
 namespace darcy::actors {
 

@@ -7,7 +7,7 @@
 #include "actors/fan_out.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "messages/error.hpp"
-#include "stores/parameter_part.hpp"
+#include "stores/checkpoint/parameter_part.hpp"
 
 namespace darcy::actors {
 

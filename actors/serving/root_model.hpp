@@ -10,7 +10,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/serving/serving_values.hpp"
-#include "stores/serving_export.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::actors {
 

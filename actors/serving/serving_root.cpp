@@ -6,12 +6,12 @@
 #include <caf/actor_cast.hpp>
 
 #include "messages/error.hpp"
-#include "runtime/exit_cascade.hpp"
+#include "runtime/cluster/exit_cascade.hpp"
 #include "runtime/log.hpp"
-#include "runtime/remote_run.hpp"
-#include "runtime/supervisor.hpp"
-#include "stores/checkpoint_dir.hpp"
-#include "stores/serving_export.hpp"
+#include "runtime/cluster/remote_run.hpp"
+#include "runtime/cluster/supervisor.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::actors {
 

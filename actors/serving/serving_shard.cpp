@@ -6,7 +6,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/log.hpp"
-#include "stores/serving_export.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::actors {
 

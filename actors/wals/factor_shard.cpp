@@ -6,7 +6,7 @@
 #include "compute/placement.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
-#include "stores/wals_checkpoint.hpp"
+#include "stores/checkpoint/wals_checkpoint.hpp"
 
 namespace darcy::actors {
 

@@ -12,11 +12,11 @@
 #include "compute/wals_math.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/error.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
-#include "stores/event_log.hpp"
-#include "stores/wals_checkpoint.hpp"
+#include "stores/checkpoint/event_log.hpp"
+#include "stores/checkpoint/wals_checkpoint.hpp"
 
 namespace darcy::actors {
 

@@ -10,7 +10,7 @@
 #include "compute/ranking.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 #include "runtime/log.hpp"
 
 namespace darcy::actors {

@@ -17,7 +17,7 @@
 #include "actors/wals/factor_cache.hpp"
 #include "compute/sparse_matrix.hpp"
 #include "messages/wals/wals_interfaces.hpp"
-#include "stores/wals_data.hpp"
+#include "stores/data/wals_data.hpp"
 
 namespace darcy::actors {
 

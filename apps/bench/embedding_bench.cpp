@@ -19,12 +19,12 @@
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/client.hpp"
-#include "runtime/process.hpp"
-#include "runtime/spawn_on.hpp"
+#include "runtime/cluster/client.hpp"
+#include "runtime/process/process.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 #include "runtime/system_config.hpp"
-#include "stores/de_config.hpp"
-#include "stores/leveldb_store.hpp"
+#include "stores/embedding/de_config.hpp"
+#include "stores/embedding/leveldb_store.hpp"
 
 namespace darcy::apps {
 

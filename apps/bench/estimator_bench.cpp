@@ -15,7 +15,7 @@
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "ops/estimator/estimator.hpp"
-#include "stores/brown_corpus.hpp"
+#include "stores/data/brown_corpus.hpp"
 
 namespace darcy::apps {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::apps {
 

@@ -15,10 +15,10 @@
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/client.hpp"
-#include "runtime/node_agent.hpp"
-#include "runtime/probe.hpp"
-#include "runtime/process.hpp"
+#include "runtime/cluster/client.hpp"
+#include "runtime/cluster/node_agent.hpp"
+#include "runtime/cluster/probe.hpp"
+#include "runtime/process/process.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::apps {

@@ -13,7 +13,7 @@
 #include "apps/bench/mips_ann.hpp"
 #include "compute/mips/exact_index.hpp"
 #include "messages/error.hpp"
-#include "stores/matrix_file.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
 
 namespace darcy::apps {
 

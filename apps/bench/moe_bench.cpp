@@ -28,8 +28,8 @@
 #include "compute/nn/relu.hpp"
 #include "compute/nn/sequential.hpp"
 #include "messages/error.hpp"
-#include "runtime/client.hpp"
-#include "runtime/spawn_on.hpp"
+#include "runtime/cluster/client.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::apps {

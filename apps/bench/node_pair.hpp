@@ -6,7 +6,7 @@
 
 #include <caf/expected.hpp>
 
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::apps {
 

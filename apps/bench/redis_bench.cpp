@@ -8,9 +8,9 @@
 #include "apps/bench/key_stream.hpp"
 #include "messages/error.hpp"
 #include "ops/testing/redis_server.hpp"
-#include "runtime/process.hpp"
-#include "stores/redis_store.hpp"
-#include "stores/row_codec.hpp"
+#include "runtime/process/process.hpp"
+#include "stores/embedding/redis_store.hpp"
+#include "stores/embedding/row_codec.hpp"
 
 namespace darcy::apps {
 

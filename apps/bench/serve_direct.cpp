@@ -8,7 +8,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
-#include "stores/serving_export.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::apps {
 

@@ -15,8 +15,8 @@
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
-#include "runtime/chaos.hpp"
-#include "runtime/process.hpp"
+#include "runtime/cluster/chaos.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::apps {
 

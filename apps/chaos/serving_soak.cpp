@@ -12,9 +12,9 @@
 #include <signal.h>
 
 #include "messages/error.hpp"
-#include "runtime/http_client.hpp"
-#include "runtime/process.hpp"
-#include "stores/serving_export.hpp"
+#include "runtime/http/http_client.hpp"
+#include "runtime/process/process.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::apps {
 

@@ -18,9 +18,9 @@
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
-#include "runtime/chaos.hpp"
-#include "runtime/process.hpp"
-#include "stores/atomic_file.hpp"
+#include "runtime/cluster/chaos.hpp"
+#include "runtime/process/process.hpp"
+#include "base/atomic_file.hpp"
 
 namespace darcy::apps {
 
@@ -110,7 +110,7 @@ double final_wals_loss(const std::string& out) {
 }
 
 std::string read_text(const std::string& path) {
-  auto text = stores::read_file(path);
+  auto text = base::read_file(path);
   return text ? *text : std::string{};
 }
 

@@ -6,9 +6,9 @@
 #include "apps/chaos/soak.hpp"
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "ops/session.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 
 namespace darcy::apps {
 

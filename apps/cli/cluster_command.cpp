@@ -15,11 +15,11 @@
 #include "apps/cli/status_table.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"
-#include "runtime/cluster_file.hpp"
-#include "runtime/netns.hpp"
-#include "runtime/process.hpp"
+#include "runtime/cluster/cluster_file.hpp"
+#include "runtime/process/netns.hpp"
+#include "runtime/process/process.hpp"
 #include "runtime/tls.hpp"
-#include "stores/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace darcy::apps {
 
@@ -54,7 +54,7 @@ caf::expected<runtime::host_port> wait_for_address(pid_t pid, const std::string&
   auto deadline = clock::now() + patience;
   constexpr std::string_view marker = " listening on ";
   while (clock::now() < deadline) {
-    auto text = stores::read_file(log);
+    auto text = base::read_file(log);
     if (text) {
       auto at = text->find(marker);
       if (at != std::string::npos) {

@@ -13,7 +13,7 @@
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 
 namespace darcy::apps {
 

@@ -11,11 +11,12 @@
 
 #include "apps/cli/commands.hpp"
 #include "apps/estimator/brown_genre.hpp"
-#include "apps/estimator/estimator_roles.hpp"
+#include "apps/estimator/estimator_jobs.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "apps/estimator/sparse2label.hpp"
 #include "apps/estimator/summary_plot.hpp"
 #include "messages/error.hpp"
+#include "ops/estimator/run_role.hpp"
 
 namespace darcy::apps {
 
@@ -124,7 +125,8 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
     return false;
   job_options["train_examples"] = flags.train_examples;
   job_options["eval_examples"] = flags.eval_examples;
-  role_options r{.role = **role,
+  ops::estimator::role_options r{.role = **role,
+                 .jobs = estimator_jobs(),
                  .job = job,
                  .job_options = std::move(job_options),
                  .max_steps = flags.max_steps,
@@ -140,7 +142,7 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
       exit_code = fail(what + ": " + render(err));
       return true;
     }
-  auto err = run_role(r, std::cout);
+  auto err = ops::estimator::run_role(r, std::cout);
   exit_code = err ? fail(what + " (" + r.role.node_name() + "): " + render(err)) : 0;
   return true;
 }

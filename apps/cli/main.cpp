@@ -7,7 +7,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_secret.hpp"
+#include "runtime/cluster/cluster_secret.hpp"
 #include "runtime/log.hpp"
 #include "runtime/tls.hpp"
 

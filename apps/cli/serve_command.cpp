@@ -2,7 +2,7 @@
 #include "apps/cli/commands.hpp"
 #include "apps/serving/serve_job.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 
 namespace darcy::apps {
 

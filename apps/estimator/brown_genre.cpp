@@ -12,8 +12,8 @@
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
-#include "stores/atomic_file.hpp"
-#include "stores/brown_corpus.hpp"
+#include "base/atomic_file.hpp"
+#include "stores/data/brown_corpus.hpp"
 
 namespace darcy::apps {
 
@@ -49,7 +49,7 @@ struct passage_rows {
 /// fewer than half that is dropped.
 caf::error add_document(const std::string& path, uint32_t label, uint32_t passage_words,
                         passage_rows& out) {
-  auto text = stores::read_file(path);
+  auto text = base::read_file(path);
   if (!text)
     return std::move(text.error());
   std::istringstream lines{*text};

@@ -1,7 +1,5 @@
 #include "apps/estimator/estimator_jobs.hpp"
 
-#include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "apps/estimator/brown_genre.hpp"
@@ -33,7 +31,7 @@ std::shared_ptr<est::example_table> first_examples(std::shared_ptr<est::example_
 /// What both jobs share: training and evaluation on the first train_examples / eval_examples
 /// of `train` and `test` (options; 0: all), each worker shuffling in its own order, accuracy
 /// as the metric, and Adam at `learning_rate`.
-caf::expected<estimator_job> classifier_job(const std::string& name, const nlohmann::json& options,
+caf::expected<est::estimator_job> classifier_job(const std::string& name, const nlohmann::json& options,
                                             std::shared_ptr<est::example_table> train,
                                             std::shared_ptr<est::example_table> test, size_t batch,
                                             size_t eval_batch, uint64_t seed, size_t threads,
@@ -44,7 +42,7 @@ caf::expected<estimator_job> classifier_job(const std::string& name, const nlohm
   } catch (const nlohmann::json::exception& e) {
     return make_error(errc::invalid_config, name + " job options: " + e.what());
   }
-  estimator_job job;
+  est::estimator_job job;
   job.train_input = [train, batch, seed](size_t worker) -> est::input_fn {
     return [train, batch, seed, worker] {
       return est::make_dataset(train, {.batch_size = batch, .epochs = 0, .seed = seed + worker});
@@ -93,7 +91,7 @@ caf::expected<brown_genre_options> brown_genre_options_of(const nlohmann::json& 
   return o;
 }
 
-caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
+caf::expected<est::estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   auto o = fashion_mnist_options_of(options);
   if (!o)
     return std::move(o.error());
@@ -107,7 +105,7 @@ caf::expected<estimator_job> fashion_mnist_job(const nlohmann::json& options) {
   return job;
 }
 
-caf::expected<estimator_job> brown_genre_job(const nlohmann::json& options) {
+caf::expected<est::estimator_job> brown_genre_job(const nlohmann::json& options) {
   auto o = brown_genre_options_of(options);
   if (!o)
     return std::move(o.error());
@@ -127,79 +125,17 @@ caf::expected<estimator_job> brown_genre_job(const nlohmann::json& options) {
   return job;
 }
 
-caf::error train_as_worker(caf::actor_system& sys, const worker_config& cfg,
-                           const std::atomic<bool>& stop) {
-  auto options = nlohmann::json::parse(cfg.options, nullptr, false);
-  if (options.is_discarded())
-    return make_error(errc::invalid_config, "worker " + std::to_string(cfg.index) +
-                                              ": the job's options are not JSON");
-  auto job = make_estimator_job(cfg.job, options);
-  if (!job)
-    return std::move(job.error());
-  std::unique_ptr<ops::session> embeddings;
-  if (job->uses_embeddings) {
-    // Lookups and backward passes go straight to the shards on the ps nodes: the chief's
-    // master would add a hop each way, and its checkpoints are asynchronous ones anyway (the
-    // dense variables are read from the servers while the workers train).
-    auto s = ops::session::attach(sys, {.embedding_service = job_embedding_service,
-                                        .direct_shards = true});
-    if (!s)
-      return std::move(s.error());
-    embeddings = std::move(*s);
-  }
-  auto fn = job->model(embeddings.get());
-  if (!fn)
-    return std::move(fn.error());
-  if (cfg.servers.empty())
-    return make_error(errc::invalid_config, "worker " + std::to_string(cfg.index) +
-                                              ": no parameter servers");
-  est::parameter_servers servers{sys, cfg.servers, std::chrono::seconds(10), ps_attempt_timeout};
-  auto run = job->config;
-  run.servers = &servers;
-  run.chief = false;
-  est::estimator e{*fn, run};
-  auto r = e.train(job->train_input(cfg.index), cfg.max_steps,
-                   {std::make_shared<est::nan_guard>(), std::make_shared<est::stop_on_flag>(stop)});
-  if (!r)
-    return std::move(r.error());
-  // Where this worker's steps went, for `darcy bench estimator` and for people reading logs.
-  nlohmann::json step_ms;
-  for (auto& [phase, seconds] : r->phase_seconds)
-    step_ms[phase] = r->steps > 0 ? 1000 * seconds / double(r->steps) : 0.0;
-  std::cout << nlohmann::json{{"role", "worker"}, {"task_index", cfg.index},
-                              {"steps", r->steps}, {"step_ms", step_ms}}
-                 .dump()
-            << std::endl;
-  return {};
-}
-
 } // namespace
 
-caf::error check_estimator_job_options(const std::string& name, const nlohmann::json& options) {
-  if (!options.is_object())
-    return make_error(errc::invalid_config, "estimator job options must be a JSON object");
+std::shared_ptr<const est::job_catalog> estimator_jobs() {
   auto refusal = [](auto parsed) -> caf::error {
     return parsed ? caf::error{} : std::move(parsed.error());
   };
-  if (name == "fashion-mnist")
-    return refusal(fashion_mnist_options_of(options));
-  if (name == "brown-genre")
-    return refusal(brown_genre_options_of(options));
-  return make_error(errc::invalid_config,
-                    "unknown estimator job '" + name + "' (fashion-mnist, brown-genre)");
-}
-
-caf::expected<estimator_job> make_estimator_job(const std::string& name,
-                                                const nlohmann::json& options) {
-  if (auto err = check_estimator_job_options(name, options))
-    return err;
-  return name == "fashion-mnist" ? fashion_mnist_job(options) : brown_genre_job(options);
-}
-
-std::shared_ptr<const actors::training_jobs> estimator_training_jobs() {
-  auto jobs = std::make_shared<actors::training_jobs>();
-  (*jobs)["fashion-mnist"] = train_as_worker;
-  (*jobs)["brown-genre"] = train_as_worker;
+  auto jobs = std::make_shared<est::job_catalog>();
+  (*jobs)["fashion-mnist"] = {[=](const nlohmann::json& o) { return refusal(fashion_mnist_options_of(o)); },
+                              fashion_mnist_job};
+  (*jobs)["brown-genre"] = {[=](const nlohmann::json& o) { return refusal(brown_genre_options_of(o)); },
+                            brown_genre_job};
   return jobs;
 }
 

@@ -18,8 +18,8 @@
 #include "ops/estimator/export.hpp"
 #include "ops/estimator/layers.hpp"
 #include "ops/estimator/sampled_softmax_head.hpp"
-#include "stores/atomic_file.hpp"
-#include "stores/brown_corpus.hpp"
+#include "base/atomic_file.hpp"
+#include "stores/data/brown_corpus.hpp"
 
 namespace darcy::apps {
 
@@ -55,7 +55,7 @@ bool has_letter(const std::string& word) {
 /// The passages of one document: whole sentences, each passage closed once it holds
 /// `passage_words` tokens; a last one of fewer than half that is dropped.
 caf::expected<std::vector<token_list>> read_passages(const std::string& path, uint32_t passage_words) {
-  auto text = stores::read_file(path);
+  auto text = base::read_file(path);
   if (!text)
     return std::move(text.error());
   std::vector<token_list> out;

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "messages/error.hpp"
-#include "stores/atomic_file.hpp"
-#include "stores/brown_corpus.hpp"
+#include "base/atomic_file.hpp"
+#include "stores/data/brown_corpus.hpp"
 
 namespace darcy::moe {
 
@@ -14,7 +14,7 @@ namespace {
 /// Appends the document's sentences (one per non-empty line of "word/tag" tokens) to `out`,
 /// words untagged and lower-cased, each sentence ended by end_of_sentence.
 caf::error append_document(const std::string& path, std::vector<std::string>& out) {
-  auto text = stores::read_file(path);
+  auto text = base::read_file(path);
   if (!text)
     return std::move(text.error());
   std::istringstream lines{*text};

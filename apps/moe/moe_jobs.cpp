@@ -8,7 +8,7 @@
 
 #include "apps/progress/progress_bar.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "runtime/host_port.hpp"
 
 namespace darcy::moe {

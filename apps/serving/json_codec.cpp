@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::serving {
 

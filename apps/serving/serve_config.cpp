@@ -6,7 +6,7 @@
 #include <toml++/toml.h>
 
 #include "messages/error.hpp"
-#include "runtime/http_server.hpp"
+#include "runtime/http/http_server.hpp"
 
 namespace darcy::serving {
 

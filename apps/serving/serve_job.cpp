@@ -4,15 +4,14 @@
 #include <iostream>
 #include <map>
 
-#include "actors/serving/serving_root.hpp"
 #include "apps/serving/estimator_model.hpp"
-#include "runtime/http_server.hpp"
+#include "runtime/http/http_server.hpp"
 #include "apps/serving/serving_front.hpp"
 #include "messages/error.hpp"
-#include "ops/session.hpp"
+#include "ops/serving.hpp"
 #include "runtime/log.hpp"
 #include "runtime/node.hpp"
-#include "stores/serving_export.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::serving {
 
@@ -27,21 +26,6 @@ std::vector<std::string> models_in(const std::string& exports) {
       names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
-}
-
-caf::expected<std::vector<std::string>> shard_nodes(ops::session& s) {
-  if (s.in_process())
-    return std::vector<std::string>{};
-  auto status = s.status();
-  if (!status)
-    return std::move(status.error());
-  std::vector<std::string> nodes;
-  for (auto& m : status->members)
-    if (m.state == member_state::up)
-      nodes.push_back(m.name);
-  if (nodes.empty())
-    return make_error(errc::no_live_node, "the cluster has no live member for shard servers");
-  return nodes;
 }
 
 /// An Estimator export, loaded; a retrieval export's newest manifest and config, checked
@@ -107,7 +91,7 @@ caf::error run_serve(const serve_job& job) {
   if (!session)
     return std::move(session.error());
   auto& s = **session;
-  auto nodes = shard_nodes(s);
+  auto nodes = ops::shard_server_nodes(s);
   if (!nodes)
     return std::move(nodes.error());
   std::map<std::string, serving_root_actor> roots;
@@ -124,7 +108,10 @@ caf::error run_serve(const serve_job& job) {
     rc.shard_batch_limit = job.batch_limit;
     rc.shard_attempt_ms = job.shard_attempt_ms;
     rc.access = config.rules_of(name);
-    roots[name] = s.system().spawn(actors::serving_root, std::move(rc));
+    auto root = ops::serve_model(s, std::move(rc));
+    if (!root)
+      return std::move(root.error());
+    roots[name] = std::move(*root);
   }
   serving_front front{s.system(), config, roots, estimators};
   http_server_options ho;

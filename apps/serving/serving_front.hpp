@@ -25,7 +25,7 @@
 #include "apps/serving/http_metrics.hpp"
 #include "apps/serving/serve_config.hpp"
 #include "messages/serving/serving_interfaces.hpp"
-#include "runtime/http_server.hpp"
+#include "runtime/http/http_server.hpp"
 
 namespace darcy::serving {
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 
 #include "apps/wals/model_io.hpp"
-#include "runtime/chaos.hpp"
-#include "stores/serving_export.hpp"
+#include "runtime/cluster/chaos.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::wals {
 

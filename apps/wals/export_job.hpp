@@ -1,5 +1,5 @@
 // `darcy wals export`: a trained WALS model (wals train --out) as a new version of a serving
-// export (stores/serving_export.hpp): the root with the projection parameters, and n shards,
+// export (stores/serving/serving_export.hpp): the root with the projection parameters, and n shards,
 // each an item partition with its quantized index.
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "messages/error.hpp"
-#include "stores/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace darcy::wals {
 
@@ -51,7 +51,7 @@ caf::error save_model(const std::string& dir, const model& m) {
                             std::pair{"rows.txt", join_lines(m.row_ids)},
                             std::pair{"cols.txt", join_lines(m.col_ids)},
                             std::pair{"seen.tsv", seen.str()}})
-    if (auto err = stores::write_file_atomically(dir + "/" + name, text))
+    if (auto err = base::write_file_atomically(dir + "/" + name, text))
       return err;
   if (auto err = stores::write_matrix_file(dir + "/U.f32", m.u))
     return err;
@@ -59,7 +59,7 @@ caf::error save_model(const std::string& dir, const model& m) {
 }
 
 caf::expected<model> load_model(const std::string& dir) {
-  auto meta = stores::read_file(dir + "/meta.txt");
+  auto meta = base::read_file(dir + "/meta.txt");
   if (!meta)
     return make_error(errc::not_found, "no WALS model in " + dir + " (meta.txt: " +
                                          render(meta.error()) + ")");
@@ -88,8 +88,8 @@ caf::expected<model> load_model(const std::string& dir) {
       std::getline(in, rest);
     }
   }
-  auto rows = stores::read_file(dir + "/rows.txt");
-  auto cols = stores::read_file(dir + "/cols.txt");
+  auto rows = base::read_file(dir + "/rows.txt");
+  auto cols = base::read_file(dir + "/cols.txt");
   auto u = stores::read_matrix_file(dir + "/U.f32");
   auto v = stores::read_matrix_file(dir + "/V.f32");
   if (!rows || !cols)
@@ -107,7 +107,7 @@ caf::expected<model> load_model(const std::string& dir) {
       (!m.col_ids.empty() && m.col_ids.size() != m.v.rows))
     return make_error(errc::corrupt_file, dir + ": factors and ids disagree with meta.txt");
   std::vector<compute::triple> seen;
-  if (auto text = stores::read_file(dir + "/seen.tsv")) {
+  if (auto text = base::read_file(dir + "/seen.tsv")) {
     std::istringstream s{*text};
     uint64_t r, c;
     while (s >> r >> c)

@@ -11,7 +11,7 @@
 
 #include "compute/sparse_matrix.hpp"
 #include "messages/wals/wals_values.hpp"
-#include "stores/matrix_file.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
 
 namespace darcy::wals {
 

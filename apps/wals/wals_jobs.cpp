@@ -11,9 +11,9 @@
 #include "apps/wals/model_io.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "runtime/host_port.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::wals {
 

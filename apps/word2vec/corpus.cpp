@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "messages/error.hpp"
-#include "stores/brown_corpus.hpp"
+#include "stores/data/brown_corpus.hpp"
 
 namespace darcy::word2vec {
 

@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "messages/error.hpp"
-#include "stores/checkpoint_dir.hpp"
-#include "stores/checkpoint_io.hpp"
-#include "stores/serving_export.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/serving/serving_export.hpp"
 
 namespace darcy::word2vec {
 

@@ -1,6 +1,6 @@
 // `darcy word2vec export`: trained word vectors, from a DE-Word2Vec checkpoint (train
 // --checkpoint) or a vectors file (train --output), as a new version of a serving export
-// (stores/serving_export.hpp) with the cosine metric: a word's neighbours are served as
+// (stores/serving/serving_export.hpp) with the cosine metric: a word's neighbours are served as
 // {"items": [word]} queries, by the same roots and shards as a WALS model.
 #pragma once
 

@@ -17,7 +17,7 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/log.hpp"
-#include "runtime/machine.hpp"
+#include "runtime/process/machine.hpp"
 #include "ops/embedding_ops.hpp"
 
 namespace darcy::word2vec {

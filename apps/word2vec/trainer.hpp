@@ -57,9 +57,9 @@ struct train_options {
   /// Embedding names in the service: input vectors, output (context) vectors.
   std::string name = "w2v";
   /// Where the rows live: empty for each shard's memory; leveldb:DIR for LevelDB databases
-  /// under DIR (DIR/<table>/shard-<i>, stores/leveldb_store.hpp), which keep the rows an
+  /// under DIR (DIR/<table>/shard-<i>, stores/embedding/leveldb_store.hpp), which keep the rows an
   /// earlier run left there; or redis://HOST:PORT/PREFIX for one Redis that every shard shares
-  /// (stores/redis_store.hpp), cached within store_staleness_ms.
+  /// (stores/embedding/redis_store.hpp), cached within store_staleness_ms.
   std::string store;
   uint32_t store_staleness_ms = 1000;
   /// Resume from this checkpoint (empty: start fresh).

@@ -19,11 +19,11 @@
 #include "apps/word2vec/evaluation.hpp"
 #include "apps/word2vec/run_fingerprint.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "ops/embedding_ops.hpp"
 #include "runtime/host_port.hpp"
-#include "runtime/machine.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "runtime/process/machine.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::word2vec {
 

@@ -1,7 +1,7 @@
 // The context that travels with a request through every hop of a served model (the paper's RSO
 // context): who asks (principal, app), when the answer stops being useful (deadline) and a
 // trace id that names the request in every log line. Any service may carry it; remote_run
-// (runtime/remote_run.hpp) enforces its deadline on the caller's side.
+// (runtime/cluster/remote_run.hpp) enforces its deadline on the caller's side.
 #pragma once
 
 #include <chrono>

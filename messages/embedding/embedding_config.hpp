@@ -93,7 +93,7 @@ enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
 /// database per shard: the master appends "/shard-N"), with an LRU cache of `cache_bytes`.
 /// redis: rows live in the Redis at `path` (redis://HOST:PORT[/PREFIX]), shared by every shard
 /// and readable with no shard at all, behind an LRU cache of `cache_bytes` whose rows are at
-/// most `staleness_ms` behind Redis (see stores/redis_store.hpp).
+/// most `staleness_ms` behind Redis (see stores/embedding/redis_store.hpp).
 enum class backend_kind : uint8_t { memory = 0, leveldb = 1, redis = 2 };
 
 /// One dynamic embedding: its rows, how they start, train, enter and leave.

@@ -8,8 +8,8 @@
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "runtime/metrics.hpp"
-#include "stores/checkpoint_dir.hpp"
-#include "stores/parameter_part.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/parameter_part.hpp"
 
 namespace darcy::ops::estimator {
 

@@ -4,7 +4,7 @@
 
 #include "messages/error.hpp"
 #include "ops/estimator/export.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::ops::estimator {
 

@@ -4,8 +4,8 @@
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "ops/estimator/layers.hpp"
-#include "stores/checkpoint_dir.hpp"
-#include "stores/parameter_part.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/parameter_part.hpp"
 
 namespace darcy::ops::estimator {
 

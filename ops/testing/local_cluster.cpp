@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "messages/error.hpp"
-#include "runtime/cluster_secret.hpp"
+#include "runtime/cluster/cluster_secret.hpp"
 #include "runtime/tls.hpp"
 
 namespace darcy::testing {

@@ -23,8 +23,8 @@
 
 #include "messages/cluster/membership.hpp"
 #include "ops/session.hpp"
-#include "runtime/netns.hpp"
-#include "runtime/process.hpp"
+#include "runtime/process/netns.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::testing {
 
@@ -50,7 +50,7 @@ struct local_cluster_options {
   std::string tls_dir;
   /// How long a node may take to listen, and the view's requests to answer.
   std::chrono::milliseconds patience{30000};
-  /// Each node in a network namespace of its own (runtime/netns.hpp; needs root), so that
+  /// Each node in a network namespace of its own (runtime/process/netns.hpp; needs root), so that
   /// partition() can cut it off. start() fails with errc::unsupported where that is not
   /// possible: check runtime::netns_network::available() to skip instead.
   bool netns = false;

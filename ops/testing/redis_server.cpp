@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "messages/error.hpp"
-#include "stores/redis_client.hpp"
+#include "stores/embedding/redis_client.hpp"
 
 namespace darcy::testing {
 

@@ -14,7 +14,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::testing {
 

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "compute/hash.hpp"
-#include "stores/checkpoint_io.hpp"
+#include "stores/checkpoint/checkpoint_io.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

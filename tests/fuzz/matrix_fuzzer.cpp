@@ -1,5 +1,5 @@
 // The float matrix file decoder (stores/matrix_file): WALS factors and exported models.
-#include "stores/matrix_file.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

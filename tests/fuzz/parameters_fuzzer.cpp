@@ -1,5 +1,5 @@
 // The dense parameter part decoder (stores/parameter_part): Estimator and MoE checkpoints.
-#include "stores/parameter_part.hpp"
+#include "stores/checkpoint/parameter_part.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

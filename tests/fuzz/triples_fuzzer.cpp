@@ -1,6 +1,6 @@
 // The WALS triples reader (stores/wals_data): tsv, csv or lastfm as the first byte says, with
 // malformed lines skipped or refused, and a hold-out when its high bit is set.
-#include "stores/wals_data.hpp"
+#include "stores/data/wals_data.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,7 +8,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 #include "tests/support/checkpoint_drill.hpp"
 #include "tests/support/test_system.hpp"
 

@@ -9,9 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
-#include "runtime/netns.hpp"
-#include "runtime/process.hpp"
+#include "runtime/cluster/cluster_file.hpp"
+#include "runtime/process/netns.hpp"
+#include "runtime/process/process.hpp"
 #include "tests/integration/node_process.hpp"
 #include "tests/support/temp_dir.hpp"
 

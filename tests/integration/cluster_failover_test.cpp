@@ -13,7 +13,7 @@
 #include "actors/embedding/embedding_master.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/client.hpp"
+#include "runtime/cluster/client.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 
 namespace darcy::test {

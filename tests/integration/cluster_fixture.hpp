@@ -13,7 +13,7 @@
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/client.hpp"
+#include "runtime/cluster/client.hpp"
 #include "tests/integration/node_process.hpp"
 #include "tests/support/test_system.hpp"
 

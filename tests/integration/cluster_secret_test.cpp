@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "runtime/cluster_secret.hpp"
+#include "runtime/cluster/cluster_secret.hpp"
 #include "runtime/system_config.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 

@@ -6,7 +6,7 @@
 #include "actors/embedding/embedding_shard.hpp"
 #include "actors/embedding/key_routing.hpp"
 #include "ops/testing/redis_server.hpp"
-#include "stores/redis_store.hpp"
+#include "stores/embedding/redis_store.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 
 namespace darcy::test {

@@ -17,9 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
-#include "runtime/process.hpp"
-#include "stores/checkpoint_dir.hpp"
-#include "stores/checkpoint_io.hpp"
+#include "runtime/process/process.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_io.hpp"
 #include "tests/integration/node_process.hpp"
 #include "tests/support/genre_corpus.hpp"
 #include "tests/support/temp_dir.hpp"

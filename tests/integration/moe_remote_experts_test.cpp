@@ -9,7 +9,7 @@
 #include "actors/moe/moe_router.hpp"
 #include "compute/nn/init.hpp"
 #include "ops/moe_train.hpp"
-#include "runtime/spawn_on.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 #include "tests/support/moe_steps.hpp"
 #include "tests/support/temp_dir.hpp"

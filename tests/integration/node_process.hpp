@@ -9,7 +9,7 @@
 #include <caf/expected.hpp>
 
 #include "runtime/host_port.hpp"
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::test {
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "stores/serving_export.hpp"
+#include "stores/serving/serving_export.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/random_matrix.hpp"

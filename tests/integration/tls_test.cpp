@@ -6,7 +6,7 @@
 
 #include "messages/error.hpp"
 #include "ops/testing/local_cluster.hpp"
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 #include "tests/integration/node_process.hpp"
 #include "tests/support/temp_dir.hpp"
 

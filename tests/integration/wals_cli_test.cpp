@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "stores/matrix_file.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
 #include "ops/testing/local_cluster.hpp"
 #include "tests/integration/node_process.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "messages/error.hpp"
 #include "ops/testing/redis_server.hpp"
-#include "stores/redis_store.hpp"
+#include "stores/embedding/redis_store.hpp"
 #include "tests/integration/node_process.hpp"
 
 namespace darcy::test {

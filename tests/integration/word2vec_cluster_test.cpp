@@ -9,7 +9,7 @@
 #include <random>
 
 #include "ops/testing/local_cluster.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 
 namespace darcy::test {

@@ -11,8 +11,8 @@
 
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
-#include "runtime/chaos.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "runtime/cluster/chaos.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::ops {
 namespace {

@@ -1,7 +1,7 @@
-// The HTTP client of runtime/http_client.hpp under the tests' namespace.
+// The HTTP client of runtime/http/http_client.hpp under the tests' namespace.
 #pragma once
 
-#include "runtime/http_client.hpp"
+#include "runtime/http/http_client.hpp"
 
 namespace darcy::test {
 

@@ -6,7 +6,7 @@
 
 #include "compute/hash.hpp"
 #include "messages/error.hpp"
-#include "stores/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace darcy::examples {
 
@@ -16,7 +16,7 @@ std::string feature_key(std::string_view word, uint64_t buckets) {
 
 caf::expected<std::vector<labelled_example>> read_examples(const std::string& path,
                                                            uint64_t buckets) {
-  auto text = stores::read_file(path);
+  auto text = base::read_file(path);
   if (!text)
     return std::move(text.error());
   std::vector<labelled_example> result;
@@ -65,7 +65,7 @@ caf::error generate_examples(const std::string& path, uint32_t lines, uint64_t s
       out += pick(positive ? "good" : "bad", 20) + " ";
     out.back() = '\n';
   }
-  return stores::write_file_atomically(path, out);
+  return base::write_file_atomically(path, out);
 }
 
 } // namespace darcy::examples

@@ -15,9 +15,9 @@
 #include "apps/examples/logreg/logreg_data.hpp"
 #include "apps/examples/logreg/logreg_messages.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster_file.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "ops/session.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 #include "runtime/node.hpp"
 
 namespace darcy::examples {

@@ -7,7 +7,7 @@
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "ops/testing/redis_server.hpp"
-#include "stores/redis_store.hpp"
+#include "stores/embedding/redis_store.hpp"
 #include "runtime/ask.hpp"
 #include "tests/support/test_system.hpp"
 

@@ -7,8 +7,8 @@
 #include "actors/embedding/key_routing.hpp"
 #include "compute/placement.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/chaos.hpp"
-#include "stores/de_config.hpp"
+#include "runtime/cluster/chaos.hpp"
+#include "stores/embedding/de_config.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
 

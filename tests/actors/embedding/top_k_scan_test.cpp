@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "stores/memory_store.hpp"
+#include "stores/embedding/memory_store.hpp"
 
 namespace darcy::actors {
 namespace {

@@ -10,7 +10,7 @@
 #include "actors/moe/expert_actor.hpp"
 #include "compute/moe/hierarchical_moe.hpp"
 #include "compute/nn/init.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 #include "tests/support/moe_steps.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"

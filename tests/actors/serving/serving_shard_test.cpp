@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "actors/actor_types.hpp"
-#include "runtime/remote_run.hpp"
-#include "stores/serving_export.hpp"
+#include "runtime/cluster/remote_run.hpp"
+#include "stores/serving/serving_export.hpp"
 #include "tests/support/random_matrix.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"

@@ -1,5 +1,5 @@
-// The options of the distributed Estimator jobs: check_estimator_job_options refuses what
-// make_estimator_job would, without reading any data.
+// The options of the distributed Estimator jobs: the catalog's checks refuse what make_job
+// would, without reading any data.
 #include "apps/estimator/estimator_jobs.hpp"
 
 #include <cmath>
@@ -24,7 +24,8 @@ TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
     // The data paths do not exist: only the options are read.
     {"good fashion-mnist options", "fashion-mnist", {{"data", "/nonexistent"}}, ""},
     {"good brown-genre options", "brown-genre", {{"corpus", "/nonexistent"}}, ""},
-    {"an unknown job", "mnist", json::object(), "unknown estimator job 'mnist'"},
+    {"an unknown job", "mnist", json::object(),
+     "unknown estimator job 'mnist' (brown-genre, fashion-mnist)"},
     {"options that are not an object", "brown-genre", json::array(), "must be a JSON object"},
     {"a NaN learning rate", "brown-genre", {{"learning_rate", nan}},
      "brown-genre job options: adam: learning_rate must be finite and positive"},
@@ -38,14 +39,14 @@ TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.what);
-    auto err = check_estimator_job_options(c.job, c.options);
+    auto err = ops::estimator::check_job_options(*estimator_jobs(), c.job, c.options);
     if (c.message.empty()) {
       EXPECT_FALSE(err) << render(err);
       continue;
     }
     EXPECT_TRUE(is(err, errc::invalid_config)) << render(err);
     EXPECT_NE(render(err).find(c.message), std::string::npos) << render(err);
-    auto job = make_estimator_job(c.job, c.options);
+    auto job = ops::estimator::make_job(*estimator_jobs(), c.job, c.options);
     ASSERT_FALSE(job);
     EXPECT_EQ(render(job.error()), render(err));
   }

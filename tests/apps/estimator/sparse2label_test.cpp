@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::apps {

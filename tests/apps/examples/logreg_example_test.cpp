@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "runtime/process.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::test {
 namespace {

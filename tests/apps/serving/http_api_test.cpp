@@ -12,8 +12,8 @@
 
 #include "actors/actor_types.hpp"
 #include "actors/serving/serving_root.hpp"
-#include "runtime/remote_run.hpp"
-#include "stores/serving_export.hpp"
+#include "runtime/cluster/remote_run.hpp"
+#include "stores/serving/serving_export.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/random_matrix.hpp"
 #include "tests/support/temp_dir.hpp"

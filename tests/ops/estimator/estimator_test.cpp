@@ -18,7 +18,7 @@
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/export.hpp"
 #include "runtime/metrics.hpp"
-#include "stores/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "tests/support/estimator_blobs.hpp"
 #include "tests/support/temp_dir.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "actors/estimator/parameter_server.hpp"
 #include "messages/error.hpp"
-#include "runtime/chaos.hpp"
+#include "runtime/cluster/chaos.hpp"
 #include "tests/support/random_matrix.hpp"
 #include "tests/support/test_system.hpp"
 

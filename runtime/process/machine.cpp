@@ -1,0 +1,35 @@
+#include "runtime/process/machine.hpp"
+
+#include <algorithm>
+#include <thread>
+#include <unistd.h>
+
+#include "messages/error.hpp"
+
+namespace darcy::runtime {
+
+unsigned machine_cores() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+uint64_t machine_memory_bytes() {
+  auto pages = ::sysconf(_SC_PHYS_PAGES);
+  auto size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(size)
+                               : uint64_t{1} << 30;
+}
+
+uint64_t max_threads() {
+  return uint64_t{8} * machine_cores();
+}
+
+caf::error check_at_most(const std::string& flag, uint64_t value, uint64_t limit,
+                         const std::string& why) {
+  if (value <= limit)
+    return {};
+  return make_error(errc::invalid_argument, flag + " " + std::to_string(value) +
+                                              " is over the limit of " + std::to_string(limit) +
+                                              " (" + why + ")");
+}
+
+} // namespace darcy::runtime

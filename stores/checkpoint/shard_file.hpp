@@ -1,0 +1,48 @@
+// Building and reading ShardFile messages (messages/checkpoint.capnp): one embedding's rows with
+// their whole state. Shared by checkpoint files and store export/import streams.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <capnp/message.h>
+#include <caf/error.hpp>
+
+#include "messages/checkpoint.capnp.h"
+#include "stores/embedding/embedding_store.hpp"
+
+namespace darcy::stores {
+
+/// Copies floats into a Cap'n Proto list builder of the same size.
+template <class Builder>
+void write_floats(Builder list, std::span<const float> values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    list.set(static_cast<unsigned>(i), values[i]);
+}
+
+/// Copies a Cap'n Proto float list into `out`.
+template <class Reader>
+void read_floats(Reader list, std::vector<float>& out) {
+  out.clear();
+  out.reserve(list.size());
+  for (auto v : list)
+    out.push_back(v);
+}
+
+/// Fills `message` with every row of `store` (embedding `name`); returns the row count, or the
+/// store's error when it cannot read its rows.
+caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
+                         embedding_store& store);
+
+/// Calls f for every row of `file` after checking its dim against `dim`; `context` names the
+/// source in errors (errc::dimension_mismatch).
+caf::error for_each_shard_row(ShardFile::Reader file, uint32_t dim, const std::string& context,
+                              const std::function<caf::error(const row_record&)>& f);
+
+/// Imports every row of `file` into `store`.
+caf::error import_shard_file(ShardFile::Reader file, embedding_store& store,
+                             const std::string& context);
+
+} // namespace darcy::stores

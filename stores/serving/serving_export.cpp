@@ -1,0 +1,345 @@
+#include "stores/serving/serving_export.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "compute/mips/exact_index.hpp"
+#include "messages/error.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
+
+namespace darcy::stores {
+
+namespace {
+
+using compute::row_matrix;
+
+template <class T>
+std::string_view bytes_of(std::span<const T> values) {
+  return {reinterpret_cast<const char*>(values.data()), values.size_bytes()};
+}
+
+std::string encode_config(const export_config& c) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "kind = \"" << c.kind << "\"\nmetric = \"" << c.metric << "\"\nitems = " << c.items
+      << "\nusers = " << c.users << "\ndim = " << c.dim << "\nshards = " << c.shards
+      << "\nlambda = " << c.lambda << "\nsigma = " << c.sigma << "\nalpha = " << c.alpha
+      << "\nweight = \"" << c.weight << "\"\n";
+  auto text = out.str();
+  // TOML floats need a point or an exponent.
+  for (auto key : {"lambda", "sigma", "alpha"}) {
+    auto at = text.find(std::string{key} + " = ");
+    auto end = text.find('\n', at);
+    auto value = text.substr(at, end - at);
+    if (value.find_first_of(".eEn") == std::string::npos)
+      text.insert(end, ".0");
+  }
+  return text;
+}
+
+caf::expected<export_config> decode_config(const std::string& text, const std::string& path) {
+  toml::table t;
+  try {
+    t = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    return make_error(errc::corrupt_file, path + ": " + std::string{e.description()});
+  }
+  export_config c;
+  c.kind = t["kind"].value_or(std::string{});
+  c.metric = t["metric"].value_or(std::string{});
+  c.items = t["items"].value_or(uint64_t{0});
+  c.users = t["users"].value_or(uint64_t{0});
+  c.dim = t["dim"].value_or(0u);
+  c.shards = t["shards"].value_or(0u);
+  c.lambda = t["lambda"].value_or(0.0);
+  c.sigma = t["sigma"].value_or(0.0);
+  c.alpha = t["alpha"].value_or(0.0);
+  c.weight = t["weight"].value_or(std::string{});
+  if (c.dim == 0 || c.shards == 0 || (c.metric != "dot" && c.metric != "cosine"))
+    return make_error(errc::corrupt_file, path + ": dim, shards or metric missing or invalid");
+  return c;
+}
+
+std::string names_text(const std::vector<std::string>& names) {
+  std::string text;
+  for (auto& n : names)
+    text += n + "\n";
+  return text;
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    auto end = text.find('\n', at);
+    if (end == std::string_view::npos)
+      end = text.size();
+    lines.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+caf::error invalid(const std::string& what) {
+  return make_error(errc::invalid_argument, "export: " + what);
+}
+
+caf::error corrupt(const std::string& what) {
+  return make_error(errc::corrupt_file, what);
+}
+
+const file_info* find_part(const checkpoint_manifest& m, const std::string& rel) {
+  for (auto& p : m.parts)
+    if (p.path == m.checkpoint + "/" + rel)
+      return &p;
+  return nullptr;
+}
+
+// A part as an array of T, mapped in place.
+template <class T>
+caf::expected<compute::shared_array<T>> map_array(const checkpoint_dir& dir,
+                                                  const checkpoint_manifest& m,
+                                                  const std::string& rel, size_t count) {
+  auto part = find_part(m, rel);
+  if (part == nullptr)
+    return corrupt(dir.root() + "/" + m.checkpoint + ": the manifest names no " + rel);
+  if (part->bytes != count * sizeof(T))
+    return corrupt(dir.root() + "/" + part->path + ": " + std::to_string(part->bytes) +
+                   " bytes, the config implies " + std::to_string(count * sizeof(T)));
+  auto file = dir.map_part(*part);
+  if (!file)
+    return std::move(file.error());
+  auto bytes = (*file)->bytes();
+  return compute::shared_array<T>{{reinterpret_cast<const T*>(bytes.data()), count}, *file};
+}
+
+caf::expected<row_matrix> read_matrix_part(const checkpoint_dir& dir,
+                                           const checkpoint_manifest& m, const std::string& rel) {
+  auto part = find_part(m, rel);
+  if (part == nullptr)
+    return corrupt(dir.root() + "/" + m.checkpoint + ": the manifest names no " + rel);
+  auto bytes = dir.read_part(*part);
+  if (!bytes)
+    return std::move(bytes.error());
+  auto fm = decode_matrix(*bytes, dir.root() + "/" + part->path);
+  if (!fm)
+    return std::move(fm.error());
+  return row_matrix{Eigen::Map<const row_matrix>(fm->values.data(),
+                                                 static_cast<Eigen::Index>(fm->rows),
+                                                 static_cast<Eigen::Index>(fm->cols))};
+}
+
+float_matrix to_float_matrix(const row_matrix& m) {
+  return {static_cast<uint64_t>(m.rows()), static_cast<uint64_t>(m.cols()),
+          {m.data(), m.data() + m.size()}};
+}
+
+caf::expected<export_config> read_config(const checkpoint_dir& dir, const checkpoint_manifest& m) {
+  auto part = find_part(m, "root/config.toml");
+  if (part == nullptr)
+    return corrupt(dir.root() + "/" + m.checkpoint + ": the manifest names no root/config.toml");
+  auto text = dir.read_part(*part);
+  if (!text)
+    return std::move(text.error());
+  return decode_config(*text, dir.root() + "/" + part->path);
+}
+
+} // namespace
+
+caf::expected<export_config> read_export_config(const std::string& model_dir,
+                                                const checkpoint_manifest& manifest) {
+  return read_config(checkpoint_dir{model_dir}, manifest);
+}
+
+caf::expected<std::string> write_export(const std::string& model_dir, export_input in,
+                                        size_t keep) {
+  auto& c = in.config;
+  auto n = static_cast<size_t>(in.items.rows());
+  if (c.metric != "dot" && c.metric != "cosine")
+    return invalid("unknown metric " + c.metric + " (dot or cosine)");
+  if (in.index.exact_last_dim)
+    return invalid("an index with an exact last dimension cannot be exported");
+  if (c.shards == 0 || c.shards > n)
+    return invalid(std::to_string(c.shards) + " shards for " + std::to_string(n) + " items");
+  if (!in.item_names.empty() && in.item_names.size() != n)
+    return invalid(std::to_string(in.item_names.size()) + " item names for " +
+                   std::to_string(n) + " items");
+  if (!in.user_names.empty() && in.user_names.size() != static_cast<size_t>(in.users.rows()))
+    return invalid(std::to_string(in.user_names.size()) + " user names for " +
+                   std::to_string(in.users.rows()) + " users");
+  if (in.users.rows() > 0 && in.users.cols() != in.items.cols())
+    return invalid("users have dim " + std::to_string(in.users.cols()) + ", items " +
+                   std::to_string(in.items.cols()));
+  if (auto err = compute::mips::check_items(in.items, {}))
+    return invalid(err.context);
+  if (c.metric == "cosine")
+    compute::normalise_rows(in.items);
+  c.items = n;
+  c.users = static_cast<uint64_t>(in.users.rows());
+  c.dim = static_cast<uint32_t>(in.items.cols());
+  checkpoint_dir dir{model_dir};
+  if (auto err = dir.prepare())
+    return err;
+  auto version = dir.next_version();
+  checkpoint_manifest m;
+  m.service = serving_service_name;
+  m.checkpoint = version;
+  m.shard_count = c.shards;
+  auto add = [&](const std::string& rel, std::string_view bytes, uint64_t rows) -> caf::error {
+    auto part = dir.write_part(version + "/" + rel, bytes, rows);
+    if (!part)
+      return std::move(part.error());
+    m.parts.push_back(*part);
+    return {};
+  };
+  auto fail = [&](caf::error err) -> caf::expected<std::string> {
+    dir.discard(version);
+    return err;
+  };
+  row_matrix gramian = in.items.transpose() * in.items;
+  for (auto err : {add("root/config.toml", encode_config(c), 0),
+                   add("root/gramian.f32", encode_matrix(to_float_matrix(gramian)), c.dim),
+                   add("root/items.f32",
+                       bytes_of(std::span<const float>{in.items.data(), size_t(in.items.size())}), n),
+                   add("root/users.f32",
+                       bytes_of(std::span<const float>{in.users.data(), size_t(in.users.size())}),
+                       c.users),
+                   add("root/item_names.txt", names_text(in.item_names), in.item_names.size()),
+                   add("root/user_names.txt", names_text(in.user_names), in.user_names.size())})
+    if (err)
+      return fail(err);
+  for (uint32_t s = 0; s < c.shards; ++s) {
+    auto rows = (n - s + c.shards - 1) / c.shards;
+    row_matrix part(static_cast<Eigen::Index>(rows), in.items.cols());
+    std::vector<uint64_t> ids(rows);
+    for (size_t r = 0; r < rows; ++r) {
+      ids[r] = s + r * c.shards;
+      part.row(static_cast<Eigen::Index>(r)) = in.items.row(static_cast<Eigen::Index>(ids[r]));
+    }
+    auto index = compute::mips::ivf_pq_index::build(part, std::move(ids), in.index);
+    if (!index)
+      return fail(make_error(index.error()));
+    auto& p = index->parts();
+    auto prefix = "shard-" + std::to_string(s) + "/";
+    for (auto err :
+         {add(prefix + "centroids.f32", encode_matrix(to_float_matrix(p.centroids)), 0),
+          add(prefix + "codebooks.f32", encode_matrix(to_float_matrix(p.codebooks)), 0),
+          add(prefix + "lists.u64", bytes_of(std::span<const uint64_t>{p.list_offsets}), 0),
+          add(prefix + "codes.u8", bytes_of(p.codes.span()), 0),
+          add(prefix + "items.f32", bytes_of(p.items.span()), rows),
+          add(prefix + "ids.u64", bytes_of(p.ids.span()), rows)})
+      if (err)
+        return fail(err);
+  }
+  if (in.before_commit)
+    in.before_commit();
+  if (auto err = dir.commit(m, keep))
+    return err;
+  return version;
+}
+
+caf::expected<checkpoint_manifest> read_export_manifest(const std::string& model_dir,
+                                                        const std::string& version) {
+  checkpoint_dir dir{model_dir};
+  auto m = version.empty() ? dir.read_manifest() : dir.read_manifest_of(version);
+  if (!m)
+    return m;
+  if (m->service != serving_service_name)
+    return corrupt(model_dir + ": not an export (service " + m->service + ")");
+  return m;
+}
+
+std::vector<std::string> export_versions(const std::string& model_dir) {
+  return checkpoint_dir{model_dir}.checkpoints();
+}
+
+caf::expected<export_root> load_export_root(const std::string& model_dir,
+                                            const checkpoint_manifest& m) {
+  checkpoint_dir dir{model_dir};
+  export_root root;
+  auto config = read_config(dir, m);
+  if (!config)
+    return std::move(config.error());
+  root.config = *config;
+  auto& c = root.config;
+  auto gramian = read_matrix_part(dir, m, "root/gramian.f32");
+  if (!gramian)
+    return std::move(gramian.error());
+  if (gramian->rows() != c.dim || gramian->cols() != c.dim)
+    return corrupt(model_dir + "/" + m.checkpoint + "/root/gramian.f32: not dim x dim");
+  root.gramian = std::move(*gramian);
+  auto items = map_array<float>(dir, m, "root/items.f32", c.items * c.dim);
+  auto users = map_array<float>(dir, m, "root/users.f32", c.users * c.dim);
+  if (!items)
+    return std::move(items.error());
+  if (!users)
+    return std::move(users.error());
+  root.items = std::move(*items);
+  root.users = std::move(*users);
+  for (auto [rel, names, count] : {std::tuple{"root/item_names.txt", &root.item_names, c.items},
+                                   std::tuple{"root/user_names.txt", &root.user_names, c.users}}) {
+    auto part = find_part(m, rel);
+    if (part == nullptr)
+      return corrupt(model_dir + "/" + m.checkpoint + ": the manifest names no " + rel);
+    auto text = dir.read_part(*part);
+    if (!text)
+      return std::move(text.error());
+    *names = split_lines(*text);
+    if (!names->empty() && names->size() != count)
+      return corrupt(model_dir + "/" + part->path + ": " + std::to_string(names->size()) +
+                     " names for " + std::to_string(count) + " rows");
+  }
+  return root;
+}
+
+caf::expected<compute::mips::ivf_pq_index>
+load_export_shard(const std::string& model_dir, const checkpoint_manifest& m, uint32_t shard) {
+  checkpoint_dir dir{model_dir};
+  auto config = read_config(dir, m);
+  if (!config)
+    return std::move(config.error());
+  if (shard >= config->shards)
+    return invalid("shard " + std::to_string(shard) + " of an export of " +
+                   std::to_string(config->shards));
+  auto prefix = "shard-" + std::to_string(shard) + "/";
+  auto rows = (config->items - shard + config->shards - 1) / config->shards;
+  compute::mips::ivf_pq_parts p;
+  auto centroids = read_matrix_part(dir, m, prefix + "centroids.f32");
+  auto codebooks = read_matrix_part(dir, m, prefix + "codebooks.f32");
+  if (!centroids)
+    return std::move(centroids.error());
+  if (!codebooks)
+    return std::move(codebooks.error());
+  p.centroids = std::move(*centroids);
+  p.codebooks = std::move(*codebooks);
+  auto lists = map_array<uint64_t>(dir, m, prefix + "lists.u64",
+                                   static_cast<size_t>(p.centroids.rows()) + 1);
+  if (!lists)
+    return std::move(lists.error());
+  p.list_offsets = lists->to_vector();
+  auto codes_part = find_part(m, prefix + "codes.u8");
+  auto codes = map_array<uint8_t>(dir, m, prefix + "codes.u8",
+                                  codes_part ? codes_part->bytes : 0);
+  auto items = map_array<float>(dir, m, prefix + "items.f32", rows * config->dim);
+  auto ids = map_array<uint64_t>(dir, m, prefix + "ids.u64", rows);
+  if (!codes)
+    return std::move(codes.error());
+  if (!items)
+    return std::move(items.error());
+  if (!ids)
+    return std::move(ids.error());
+  p.codes = std::move(*codes);
+  p.items = std::move(*items);
+  p.ids = std::move(*ids);
+  auto index = compute::mips::ivf_pq_index::from_parts(std::move(p));
+  if (!index)
+    return corrupt(model_dir + "/" + m.checkpoint + "/" + prefix + ": " +
+                   render(index.error()));
+  return std::move(*index);
+}
+
+} // namespace darcy::stores

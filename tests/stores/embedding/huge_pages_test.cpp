@@ -1,0 +1,45 @@
+#include "stores/embedding/huge_pages.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace darcy::stores {
+namespace {
+
+TEST(huge_pages, LargeBlocksAreHugePageAlignedAndEverySizeIsWritable) {
+  struct size_case {
+    size_t bytes;
+    bool aligned;
+  };
+  for (auto c : std::vector<size_case>{{0, false},
+                                       {24, false},
+                                       {huge_page_bytes - 1, false},
+                                       {huge_page_bytes, true},
+                                       {huge_page_bytes * 3 + 5, true}}) {
+    auto* p = static_cast<unsigned char*>(allocate_huge_pages(c.bytes));
+    ASSERT_NE(p, nullptr) << c.bytes;
+    if (c.aligned) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % huge_page_bytes, 0u) << c.bytes;
+    }
+    for (size_t i = 0; i < c.bytes; i += 4096)
+      p[i] = static_cast<unsigned char>(i);
+    if (c.bytes > 0)
+      p[c.bytes - 1] = 7;
+    free_huge_pages(p);
+  }
+}
+
+TEST(huge_pages, VectorWithTheAllocatorValueInitialisesAndGrows) {
+  std::vector<uint64_t, huge_page_allocator<uint64_t>> v(huge_page_bytes / sizeof(uint64_t));
+  for (auto x : v)
+    ASSERT_EQ(x, 0u);
+  v.resize(v.size() * 2, 9);
+  EXPECT_EQ(v.front(), 0u);
+  EXPECT_EQ(v.back(), 9u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % huge_page_bytes, 0u);
+}
+
+} // namespace
+} // namespace darcy::stores

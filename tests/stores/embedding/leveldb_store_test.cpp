@@ -1,0 +1,182 @@
+#include "stores/embedding/leveldb_store.hpp"
+
+#include <csignal>
+#include <filesystem>
+#include <random>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "messages/error.hpp"
+#include "stores/embedding/de_config.hpp"
+
+namespace darcy::stores {
+namespace {
+
+namespace fs = std::filesystem;
+
+class leveldb_store_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    root = (fs::temp_directory_path() / ("darcy_leveldb_" + std::to_string(::getpid()))).string();
+    fs::remove_all(root);
+  }
+  void TearDown() override { fs::remove_all(root); }
+
+  de_config config(const std::string& sub, uint64_t cache_bytes = 1 << 20) {
+    de_config cfg;
+    cfg.name = "items";
+    cfg.dim = 4;
+    cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
+    cfg.backend = backend_kind::leveldb;
+    cfg.path = root + "/" + sub;
+    cfg.cache_bytes = cache_bytes;
+    return cfg;
+  }
+
+  std::unique_ptr<leveldb_store> open(const de_config& cfg) {
+    auto store = leveldb_store::open(cfg);
+    EXPECT_TRUE(store) << render(error_of(store));
+    return store ? std::move(*store) : nullptr;
+  }
+
+  std::vector<float> lookup(embedding_store& store, const std::vector<std::string>& keys) {
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<float> out(keys.size() * store.dim());
+    EXPECT_FALSE(store.lookup(views, out));
+    return out;
+  }
+
+  std::string root;
+};
+
+TEST_F(leveldb_store_test, AgreesWithTheMemoryStoreThroughATinyCache) {
+  auto cfg = config("tiny", 1);
+  auto disk = open(cfg);
+  ASSERT_EQ(disk->cache_capacity(), 16u) << "the smallest cache forces write-backs";
+  auto mem_cfg = cfg;
+  mem_cfg.backend = backend_kind::memory;
+  auto mem = make_store(mem_cfg);
+  ASSERT_TRUE(mem);
+  std::mt19937 rng{3};
+  std::uniform_int_distribution<int> pick{0, 199};
+  std::normal_distribution<float> noise{0, 0.5f};
+  for (int step = 0; step < 300; ++step) {
+    std::vector<std::string> keys;
+    for (int k = 0; k < 8; ++k)
+      keys.push_back("key" + std::to_string(pick(rng)));
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    ASSERT_EQ(lookup(*disk, keys), lookup(**mem, keys)) << "step " << step;
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<float> grads(keys.size() * 4);
+    for (auto& g : grads)
+      g = noise(rng);
+    ASSERT_FALSE(disk->update(views, grads, step));
+    ASSERT_FALSE((*mem)->update(views, grads, step));
+    ASSERT_LE(disk->cached_rows(), 16u);
+  }
+  EXPECT_EQ(disk->stats().rows, (*mem)->stats().rows);
+  std::map<std::string, std::pair<std::vector<float>, uint64_t>> a, b;
+  disk->export_rows([&](const row_record& r) {
+    a[std::string{r.key}] = {{r.slots.begin(), r.slots.end()}, r.updates};
+  });
+  (*mem)->export_rows([&](const row_record& r) {
+    b[std::string{r.key}] = {{r.slots.begin(), r.slots.end()}, r.updates};
+  });
+  EXPECT_EQ(a, b) << "optimizer slots and update counts survive write-back";
+}
+
+TEST_F(leveldb_store_test, RowsSurviveClosingAndReopening) {
+  auto cfg = config("reopen");
+  std::vector<float> before;
+  {
+    auto store = open(cfg);
+    std::vector<std::string_view> keys{"x", "y"};
+    std::vector<float> grads(8, 0.3f);
+    ASSERT_FALSE(store->update(keys, grads, 1));
+    before = lookup(*store, {"x", "y"});
+  }
+  auto store = open(cfg);
+  EXPECT_EQ(store->stats().rows, 2u);
+  EXPECT_EQ(lookup(*store, {"x", "y"}), before);
+}
+
+TEST_F(leveldb_store_test, FlushedRowsSurviveASigkill) {
+  auto cfg = config("killed");
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child flushes a trained row, says so, keeps writing without flushing, and waits.
+    auto store = leveldb_store::open(cfg);
+    if (!store)
+      ::_exit(1);
+    std::vector<std::string_view> keys{"durable"};
+    std::vector<float> grads(4, 1.0f);
+    (*store)->update(keys, grads, 1);
+    (*store)->flush();
+    char ok = '1';
+    if (::write(pipe_fds[1], &ok, 1) != 1)
+      ::_exit(1);
+    std::vector<std::string_view> more{"volatile"};
+    (*store)->update(more, grads, 2);
+    for (;;)
+      ::pause();
+  }
+  char ok = 0;
+  ASSERT_EQ(::read(pipe_fds[0], &ok, 1), 1);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto store = open(cfg);
+  std::vector<float> expected(4);
+  {
+    auto reference_cfg = cfg;
+    reference_cfg.backend = backend_kind::memory;
+    auto reference = make_store(reference_cfg);
+    std::vector<std::string_view> keys{"durable"};
+    std::vector<float> grads(4, 1.0f);
+    ASSERT_FALSE((*reference)->update(keys, grads, 1));
+    std::vector<float> out(4);
+    ASSERT_FALSE((*reference)->lookup(keys, out));
+    expected = out;
+  }
+  EXPECT_EQ(lookup(*store, {"durable"}), expected);
+}
+
+TEST_F(leveldb_store_test, DatabaseOfAnotherShapeOrBadConfigIsRefused) {
+  auto cfg = config("shape");
+  open(cfg);
+  auto other = cfg;
+  other.dim = 8;
+  EXPECT_TRUE(is(error_of(leveldb_store::open(other)), errc::corrupt_file));
+  auto no_path = cfg;
+  no_path.path.clear();
+  EXPECT_TRUE(is(validate(no_path), errc::invalid_config));
+  auto evicting = cfg;
+  evicting.eviction = {eviction_kind::lru, 0, 10};
+  EXPECT_TRUE(is(validate(evicting), errc::invalid_config));
+}
+
+TEST_F(leveldb_store_test, AdmissionDropsRareKeys) {
+  auto cfg = config("admission");
+  cfg.admission = {admission_kind::frequency, 2};
+  auto store = open(cfg);
+  lookup(*store, {"rare"});
+  std::vector<std::string_view> keys{"rare"};
+  std::vector<float> grads(4, 1.0f);
+  ASSERT_FALSE(store->update(keys, grads, 1));
+  EXPECT_EQ(store->stats().rows, 0u);
+  EXPECT_EQ(store->stats().dropped_updates, 1u);
+  lookup(*store, {"rare"});
+  EXPECT_EQ(store->stats().rows, 1u);
+}
+
+} // namespace
+} // namespace darcy::stores
