@@ -27,12 +27,10 @@ namespace darcy::actors {
 /// answer a repeated request without writing again. `id` must be fresh (checkpoint_dir::new_id);
 /// the caller may have written parts of its own under it already.
 template <class Reply, class Request, class Assemble>
-std::shared_ptr<fan_out_state> take_checkpoint_as(const stores::checkpoint_dir& root,
-                                                  const std::string& id, size_t keep,
-                                                  size_t parts, Request request,
-                                                  Assemble assemble,
-                                                  std::function<void(caf::expected<checkpoint_manifest>)> done,
-                                                  retry_policy retry = {}) {
+std::shared_ptr<fan_out_state> take_checkpoint_as(
+  const stores::checkpoint_dir& root, const std::string& id, size_t keep, size_t parts,
+  Request request, Assemble assemble, std::function<void(caf::expected<checkpoint_manifest>)> done,
+  retry_policy retry = {}) {
   auto replies = std::make_shared<std::vector<Reply>>(parts);
   return fan_out<Reply>(
     all_targets(parts),
@@ -56,10 +54,10 @@ std::shared_ptr<fan_out_state> take_checkpoint_as(const stores::checkpoint_dir& 
 
 /// take_checkpoint_as under a fresh id made from `label`.
 template <class Reply, class Request, class Assemble>
-std::shared_ptr<fan_out_state> take_checkpoint(const stores::checkpoint_dir& root, const std::string& label, size_t keep,
-                     size_t parts, Request request, Assemble assemble,
-                     std::function<void(caf::expected<checkpoint_manifest>)> done,
-                     retry_policy retry = {}) {
+std::shared_ptr<fan_out_state> take_checkpoint(
+  const stores::checkpoint_dir& root, const std::string& label, size_t keep, size_t parts,
+  Request request, Assemble assemble, std::function<void(caf::expected<checkpoint_manifest>)> done,
+  retry_policy retry = {}) {
   return take_checkpoint_as<Reply>(root, stores::checkpoint_dir::new_id(label), keep, parts,
                                    std::move(request), std::move(assemble), std::move(done),
                                    std::move(retry));

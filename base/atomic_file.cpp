@@ -1,10 +1,10 @@
 #include "base/atomic_file.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
-#include <unistd.h>
 
 #include "messages/error.hpp"
 

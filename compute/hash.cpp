@@ -21,12 +21,24 @@ uint64_t hash_key(std::string_view key) {
   }
   const auto* tail = reinterpret_cast<const unsigned char*>(data + blocks * 8);
   switch (key.size() & 7) {
-    case 7: h ^= uint64_t{tail[6]} << 48; [[fallthrough]];
-    case 6: h ^= uint64_t{tail[5]} << 40; [[fallthrough]];
-    case 5: h ^= uint64_t{tail[4]} << 32; [[fallthrough]];
-    case 4: h ^= uint64_t{tail[3]} << 24; [[fallthrough]];
-    case 3: h ^= uint64_t{tail[2]} << 16; [[fallthrough]];
-    case 2: h ^= uint64_t{tail[1]} << 8; [[fallthrough]];
+    case 7:
+      h ^= uint64_t{tail[6]} << 48;
+      [[fallthrough]];
+    case 6:
+      h ^= uint64_t{tail[5]} << 40;
+      [[fallthrough]];
+    case 5:
+      h ^= uint64_t{tail[4]} << 32;
+      [[fallthrough]];
+    case 4:
+      h ^= uint64_t{tail[3]} << 24;
+      [[fallthrough]];
+    case 3:
+      h ^= uint64_t{tail[2]} << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= uint64_t{tail[1]} << 8;
+      [[fallthrough]];
     case 1:
       h ^= uint64_t{tail[0]};
       h *= m;

@@ -29,14 +29,14 @@ struct stream {
 } // namespace
 
 plain_error validate(const initializer_config& cfg) {
-  auto finite = std::isfinite(cfg.low) && std::isfinite(cfg.high) && std::isfinite(cfg.mean)
-                && std::isfinite(cfg.stddev);
+  auto finite = std::isfinite(cfg.low) && std::isfinite(cfg.high) && std::isfinite(cfg.mean) &&
+                std::isfinite(cfg.stddev);
   if (!finite)
     return plain_error{errc::invalid_config, "initializer values must be finite"};
   if (cfg.kind == init_kind::uniform && !(cfg.low < cfg.high))
     return plain_error{errc::invalid_config, "uniform initializer needs low < high"};
-  if ((cfg.kind == init_kind::normal || cfg.kind == init_kind::truncated_normal)
-      && !(cfg.stddev > 0))
+  if ((cfg.kind == init_kind::normal || cfg.kind == init_kind::truncated_normal) &&
+      !(cfg.stddev > 0))
     return plain_error{errc::invalid_config, "normal initializer needs stddev > 0"};
   return {};
 }

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <span>
 
-
 #include "messages/embedding/embedding_config.hpp"
 #include "messages/errc.hpp"
 

@@ -75,8 +75,8 @@ namespace {
 
 float adam_rate_of(const optimizer_config& cfg, uint64_t step) {
   auto t = static_cast<double>(step);
-  return static_cast<float>(cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t))
-                            / (1.0 - std::pow(cfg.beta1, t)));
+  return static_cast<float>(cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t)) /
+                            (1.0 - std::pow(cfg.beta1, t)));
 }
 
 /// Adam's bias-corrected rate at a row's step. Rows of a few floats make two pow calls per

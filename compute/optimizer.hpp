@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <span>
 
-
 #include "messages/embedding/embedding_config.hpp"
 #include "messages/errc.hpp"
 
@@ -28,7 +27,7 @@ bool all_finite(std::span<const float> values);
 /// Applies one gradient to `weights` and its `slots`. `step` is the row's update count: it is
 /// incremented here, and Adam's bias correction uses it (lazy Adam: rows not updated do not
 /// advance). Preconditions: sizes match, `grad` is finite (see all_finite).
-void apply_gradient(const optimizer_config& cfg, std::span<float> weights,
-                    std::span<float> slots, std::span<const float> grad, uint64_t& step);
+void apply_gradient(const optimizer_config& cfg, std::span<float> weights, std::span<float> slots,
+                    std::span<const float> grad, uint64_t& step);
 
 } // namespace darcy::compute

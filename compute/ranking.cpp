@@ -89,10 +89,9 @@ std::vector<uint32_t> top_columns(std::span<const float> scores, std::span<const
     if (!std::binary_search(seen.begin(), seen.end(), c) && std::isfinite(scores[c]))
       ids.push_back(c);
   auto n = std::min<size_t>(k, ids.size());
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
-                    [&](uint32_t a, uint32_t b) {
-                      return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
-                    });
+  std::partial_sort(
+    ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
+    [&](uint32_t a, uint32_t b) { return scores[a] != scores[b] ? scores[a] > scores[b] : a < b; });
   ids.resize(n);
   return ids;
 }

@@ -9,9 +9,8 @@
 
 namespace darcy::compute {
 
-plain_expected<candidate_distribution>
-candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> frequencies,
-                             double power) {
+plain_expected<candidate_distribution> candidate_distribution::make(
+  sampler_kind kind, std::span<const uint64_t> frequencies, double power) {
   auto n = frequencies.size();
   if (n == 0)
     return plain_error{errc::invalid_argument, "no candidates to sample from"};
@@ -23,9 +22,8 @@ candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> freque
     case sampler_kind::log_uniform: {
       std::vector<uint64_t> order(n);
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
-        return frequencies[a] > frequencies[b];
-      });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](uint64_t a, uint64_t b) { return frequencies[a] > frequencies[b]; });
       for (size_t rank = 0; rank < n; ++rank)
         weight[order[rank]] = std::log((rank + 2.0) / (rank + 1.0));
       break;
@@ -38,8 +36,8 @@ candidate_distribution::make(sampler_kind kind, std::span<const uint64_t> freque
   return from_weights(std::move(weight));
 }
 
-plain_expected<candidate_distribution>
-candidate_distribution::from_weights(std::vector<double> weight) {
+plain_expected<candidate_distribution> candidate_distribution::from_weights(
+  std::vector<double> weight) {
   auto n = weight.size();
   if (n == 0)
     return plain_error{errc::invalid_argument, "no candidates to sample from"};
@@ -108,8 +106,8 @@ uint64_t candidate_distribution::draw(std::mt19937_64& rng) const {
 }
 
 plain_expected<std::vector<sampled>> sample(const candidate_distribution& dist,
-                                           std::span<const uint64_t> positives,
-                                           size_t num_sampled, std::mt19937_64& rng) {
+                                            std::span<const uint64_t> positives, size_t num_sampled,
+                                            std::mt19937_64& rng) {
   std::unordered_set<uint64_t> positive_set;
   std::vector<sampled> result;
   result.reserve(positives.size() + num_sampled);
@@ -117,8 +115,8 @@ plain_expected<std::vector<sampled>> sample(const candidate_distribution& dist,
   for (auto id : positives) {
     if (id >= dist.size())
       return plain_error{errc::invalid_argument, "positive id " + std::to_string(id) +
-                                                  " is outside the " +
-                                                  std::to_string(dist.size()) + " candidates"};
+                                                   " is outside the " +
+                                                   std::to_string(dist.size()) + " candidates"};
     if (positive_set.insert(id).second)
       positive_mass += dist.prob(id);
     result.push_back({id, true, dist.prob(id)});

@@ -8,7 +8,6 @@
 #include <span>
 #include <vector>
 
-
 #include "messages/embedding/embedding_config.hpp"
 #include "messages/errc.hpp"
 
@@ -36,8 +35,9 @@ public:
   /// `frequencies[i]` belongs to candidate i. log_uniform ranks candidates by frequency
   /// (descending, ties by index); unigram weighs them by frequency^power. Fails with
   /// errc::invalid_argument for no candidates or (unigram) a zero total weight.
-  static plain_expected<candidate_distribution>
-  make(sampler_kind kind, std::span<const uint64_t> frequencies, double power = 0.75);
+  static plain_expected<candidate_distribution> make(sampler_kind kind,
+                                                     std::span<const uint64_t> frequencies,
+                                                     double power = 0.75);
 
   /// A distribution with the given unnormalized weights; errc::invalid_argument when there are
   /// none or they sum to 0.
@@ -72,7 +72,7 @@ std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_
 /// negatives drawn with replacement, none of them a positive. Fails with
 /// errc::invalid_argument when a positive is out of range or every candidate is a positive.
 plain_expected<std::vector<sampled>> sample(const candidate_distribution& dist,
-                                           std::span<const uint64_t> positives,
-                                           size_t num_sampled, std::mt19937_64& rng);
+                                            std::span<const uint64_t> positives, size_t num_sampled,
+                                            std::mt19937_64& rng);
 
 } // namespace darcy::compute

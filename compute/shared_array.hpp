@@ -26,8 +26,7 @@ public:
 
   /// A view into memory that `owner` keeps alive.
   shared_array(std::span<const T> view, std::shared_ptr<const void> owner)
-    : view_(view), owner_(std::move(owner)) {
-  }
+    : view_(view), owner_(std::move(owner)) {}
 
   std::span<const T> span() const { return view_; }
   const T* data() const { return view_.data(); }

@@ -10,10 +10,10 @@ namespace darcy::compute {
 plain_expected<csr_matrix> from_triples(uint64_t rows, uint64_t cols, std::vector<triple> triples) {
   for (auto& t : triples)
     if (t.row >= rows || t.col >= cols)
-      return plain_error{errc::invalid_argument,
-                        "entry (" + std::to_string(t.row) + ", " + std::to_string(t.col) +
-                          ") outside a " + std::to_string(rows) + " x " + std::to_string(cols) +
-                          " matrix"};
+      return plain_error{errc::invalid_argument, "entry (" + std::to_string(t.row) + ", " +
+                                                   std::to_string(t.col) + ") outside a " +
+                                                   std::to_string(rows) + " x " +
+                                                   std::to_string(cols) + " matrix"};
   std::sort(triples.begin(), triples.end(), [](const triple& a, const triple& b) {
     return a.row != b.row ? a.row < b.row : a.col < b.col;
   });

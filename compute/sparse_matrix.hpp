@@ -8,7 +8,6 @@
 
 #include "messages/errc.hpp"
 
-
 namespace darcy::compute {
 
 struct triple {

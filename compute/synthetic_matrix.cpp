@@ -29,7 +29,7 @@ plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
   constexpr uint64_t max_ids = std::numeric_limits<uint32_t>::max();
   if (spec.rows == 0 || spec.cols == 0 || spec.nnz < spec.rows)
     return plain_error{errc::invalid_argument,
-                      "synthetic matrix: need rows > 0, cols > 0 and nnz >= rows"};
+                       "synthetic matrix: need rows > 0, cols > 0 and nnz >= rows"};
   if (spec.rows > max_ids || spec.cols > max_ids)
     return plain_error{errc::invalid_argument, "synthetic matrix: at most 2^32 - 1 rows and cols"};
   std::vector<double> weights(spec.cols);
@@ -74,8 +74,8 @@ plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
           row.emplace_back(static_cast<uint32_t>(c), 1.0f + std::floor(7.0f * accept));
       }
       std::sort(row.begin(), row.end());
-      auto end = std::unique(row.begin(), row.end(),
-                             [](auto& a, auto& b) { return a.first == b.first; });
+      auto end =
+        std::unique(row.begin(), row.end(), [](auto& a, auto& b) { return a.first == b.first; });
       kept[r] = static_cast<uint64_t>(end - row.begin());
       for (uint64_t i = 0; i < kept[r]; ++i) {
         m.indices[start[r] + i] = row[i].first;

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-
 #include "compute/sparse_matrix.hpp"
 #include "messages/errc.hpp"
 

@@ -41,21 +41,20 @@ std::vector<hit> top_k_heap::sorted() && {
   return std::move(heap_);
 }
 
-plain_expected<std::vector<std::vector<hit>>>
-top_k_inner_product(const row_matrix& queries, Eigen::Ref<const row_matrix> candidates,
-                    std::span<const float> biases, size_t k, std::span<const uint64_t> ids) {
+plain_expected<std::vector<std::vector<hit>>> top_k_inner_product(
+  const row_matrix& queries, Eigen::Ref<const row_matrix> candidates, std::span<const float> biases,
+  size_t k, std::span<const uint64_t> ids) {
   if (queries.cols() != candidates.cols())
     return plain_error{errc::dimension_mismatch,
-                      "queries have dim " + std::to_string(queries.cols()) +
-                        ", candidates dim " + std::to_string(candidates.cols())};
+                       "queries have dim " + std::to_string(queries.cols()) + ", candidates dim " +
+                         std::to_string(candidates.cols())};
   auto rows = static_cast<size_t>(candidates.rows());
   if (!biases.empty() && biases.size() != rows)
     return plain_error{errc::dimension_mismatch, std::to_string(biases.size()) + " biases for " +
-                                                  std::to_string(rows) + " candidates"};
+                                                   std::to_string(rows) + " candidates"};
   if (!ids.empty() && ids.size() != rows)
-    return plain_error{errc::dimension_mismatch,
-                       std::to_string(ids.size()) + " ids for " + std::to_string(rows) +
-                         " candidates"};
+    return plain_error{errc::dimension_mismatch, std::to_string(ids.size()) + " ids for " +
+                                                   std::to_string(rows) + " candidates"};
   auto nq = queries.rows();
   std::vector<top_k_heap> best(static_cast<size_t>(nq), top_k_heap{k});
   auto id_of = [&](size_t row) { return ids.empty() ? row : ids[row]; };
@@ -63,7 +62,8 @@ top_k_inner_product(const row_matrix& queries, Eigen::Ref<const row_matrix> cand
   // score at least its worst can enter, so most scores cost one comparison.
   auto scan = [&](top_k_heap& heap, float* s, Eigen::Index n, size_t first) {
     if (!biases.empty())
-      Eigen::Map<Eigen::VectorXf>{s, n} += Eigen::Map<const Eigen::VectorXf>{biases.data() + first, n};
+      Eigen::Map<Eigen::VectorXf>{s, n} +=
+        Eigen::Map<const Eigen::VectorXf>{biases.data() + first, n};
     Eigen::Index i = 0;
     for (; i < n && !heap.full(); ++i)
       heap.offer({s[i], id_of(first + static_cast<size_t>(i))});

@@ -49,9 +49,9 @@ using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 /// is empty (no bias) or one value per candidate. Fails with errc::dimension_mismatch when the
 /// column counts or the bias or id counts disagree. `candidates` may be a block of rows of a
 /// larger matrix; it is not copied.
-plain_expected<std::vector<std::vector<hit>>>
-top_k_inner_product(const row_matrix& queries, Eigen::Ref<const row_matrix> candidates,
-                    std::span<const float> biases, size_t k, std::span<const uint64_t> ids = {});
+plain_expected<std::vector<std::vector<hit>>> top_k_inner_product(
+  const row_matrix& queries, Eigen::Ref<const row_matrix> candidates, std::span<const float> biases,
+  size_t k, std::span<const uint64_t> ids = {});
 
 /// Scales each row of `m` to unit length, so that inner products become cosines; a zero row
 /// stays zero (and scores 0 against anything).

@@ -1,8 +1,8 @@
 #include "compute/wals_math.hpp"
 
-#include <cmath>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -43,10 +43,10 @@ struct row_scratch {
   mat a;
   vec b, r, dir, ad, scale;
   Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> chunk;
-  std::vector<float> weights;      // observed weights of the row's entries
-  std::vector<float> excess;       // w - sigma per entry
-  std::vector<float> projections;  // per entry, scaled by excess
-  std::vector<const float*> rows;  // the other side's row of each entry
+  std::vector<float> weights;     // observed weights of the row's entries
+  std::vector<float> excess;      // w - sigma per entry
+  std::vector<float> projections; // per entry, scaled by excess
+  std::vector<const float*> rows; // the other side's row of each entry
 };
 
 void prefetch_row(const float* row, uint32_t dim) {
@@ -64,8 +64,11 @@ public:
   static constexpr uint64_t distance = 32;
 
   row_prefetcher(const csr_matrix& a, uint64_t first, uint64_t last, const Rows& other)
-    : indices_(a.indices.data()), begin_(a.offsets[first]), ahead_(begin_),
-      end_(a.offsets[last]), other_(other) {
+    : indices_(a.indices.data()),
+      begin_(a.offsets[first]),
+      ahead_(begin_),
+      end_(a.offsets[last]),
+      other_(other) {
     for (uint64_t i = 0; i < distance; ++i)
       locate_ahead();
   }
@@ -179,8 +182,8 @@ double solve_explicit(const mat& base, const Rows& other, std::span<const uint32
 /// per-entry dot products and updates.
 template <int D, class Rows>
 double solve_cg(const mat& base_matrix, std::span<const uint32_t> cols,
-                std::span<const float> weights, const wals_params& p, row_scratch& s,
-                float* out, row_prefetcher<Rows>& ahead) {
+                std::span<const float> weights, const wals_params& p, row_scratch& s, float* out,
+                row_prefetcher<Rows>& ahead) {
   using fvec = Eigen::Matrix<float, D, 1>;
   using frow = Eigen::Map<const fvec>;
   const Eigen::Index d = p.dim;
@@ -229,9 +232,8 @@ double solve_cg(const mat& base_matrix, std::span<const uint32_t> cols,
 }
 
 template <class Rows>
-using cg_kernel = double (*)(const mat&, std::span<const uint32_t>,
-                             std::span<const float>, const wals_params&, row_scratch&, float*,
-                             row_prefetcher<Rows>&);
+using cg_kernel = double (*)(const mat&, std::span<const uint32_t>, std::span<const float>,
+                             const wals_params&, row_scratch&, float*, row_prefetcher<Rows>&);
 
 template <class Rows>
 cg_kernel<Rows> cg_kernel_for(uint32_t dim) {
@@ -335,9 +337,11 @@ double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last,
 }
 
 interleaved_factors::interleaved_factors(std::vector<const float*> parts, uint32_t dim)
-  : dim(dim), parts_(std::move(parts)),
+  : dim(dim),
+    parts_(std::move(parts)),
     count_(static_cast<uint32_t>(std::max<size_t>(parts_.size(), 1))),
-    magic_(~uint64_t{0} / count_ + 1) {}
+    magic_(~uint64_t{0} / count_ + 1) {
+}
 
 std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p) {
   std::vector<float> w(a.values.size());
@@ -443,14 +447,14 @@ wals_loss loss(const csr_matrix& a, factor_view u, factor_view v, const wals_par
 }
 
 plain_expected<std::vector<float>> project(factor_view other, std::span<const float> gramian,
-                                          std::span<const uint32_t> ids,
-                                          std::span<const float> values, const wals_params& p) {
+                                           std::span<const uint32_t> ids,
+                                           std::span<const float> values, const wals_params& p) {
   if (auto err = validate(p))
     return err;
   if (other.dim != p.dim || gramian.size() != size_t{p.dim} * p.dim)
     return plain_error{errc::dimension_mismatch, "wals project: factors of dim " +
-                                                  std::to_string(other.dim) + ", params dim " +
-                                                  std::to_string(p.dim)};
+                                                   std::to_string(other.dim) + ", params dim " +
+                                                   std::to_string(p.dim)};
   if (ids.size() != values.size())
     return bad("project: " + std::to_string(ids.size()) + " ids but " +
                std::to_string(values.size()) + " values");

@@ -10,10 +10,9 @@
 #include <utility>
 #include <vector>
 
-
 #include "compute/sparse_matrix.hpp"
-#include "messages/wals/wals_values.hpp"
 #include "messages/errc.hpp"
+#include "messages/wals/wals_values.hpp"
 
 namespace darcy::compute {
 
@@ -120,7 +119,7 @@ wals_loss loss(const csr_matrix& a, factor_view u, factor_view v, const wals_par
 /// errc::invalid_argument for an id out of range, a negative or non-finite value, or sizes that
 /// disagree.
 plain_expected<std::vector<float>> project(factor_view other, std::span<const float> gramian,
-                                          std::span<const uint32_t> ids,
-                                          std::span<const float> values, const wals_params& p);
+                                           std::span<const uint32_t> ids,
+                                           std::span<const float> values, const wals_params& p);
 
 } // namespace darcy::compute

@@ -116,10 +116,12 @@ __global__ void grouped_gemm_kernel(const float* in, int d_in, int d_out, const 
   __shared__ float b[tile][tile];
   float acc = 0;
   for (int k0 = 0; k0 < d_in; k0 += tile) {
-    a[threadIdx.y][threadIdx.x] =
-      row < last && k0 + threadIdx.x < d_in ? in[static_cast<size_t>(row) * d_in + k0 + threadIdx.x] : 0.0f;
-    b[threadIdx.y][threadIdx.x] =
-      col < d_out && k0 + threadIdx.y < d_in ? w[static_cast<size_t>(k0 + threadIdx.y) * d_out + col] : 0.0f;
+    a[threadIdx.y][threadIdx.x] = row < last && k0 + threadIdx.x < d_in
+                                    ? in[static_cast<size_t>(row) * d_in + k0 + threadIdx.x]
+                                    : 0.0f;
+    b[threadIdx.y][threadIdx.x] = col < d_out && k0 + threadIdx.y < d_in
+                                    ? w[static_cast<size_t>(k0 + threadIdx.y) * d_out + col]
+                                    : 0.0f;
     __syncthreads();
     for (int j = 0; j < tile; ++j)
       acc += a[threadIdx.y][j] * b[j][threadIdx.x];
@@ -143,8 +145,7 @@ __global__ void scatter_add_kernel(const float* in, int slots, int d, const int*
 
 namespace kernels {
 
-void top_k(const float* logits, int rows, int n, int k, int* indices, float* gates,
-           float* dense) {
+void top_k(const float* logits, int rows, int n, int k, int* indices, float* gates, float* dense) {
   if (rows > 0)
     top_k_kernel<<<blocks_for(rows, 128), 128>>>(logits, rows, n, k, indices, gates, dense);
 }
@@ -154,11 +155,11 @@ void gather_rows(const float* x, int d, const int* source, int slots, float* out
     gather_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(x, d, source, slots, out);
 }
 
-void scatter_add_rows(const float* in, int slots, int d, const int* target,
-                      const float* weights, float* y) {
+void scatter_add_rows(const float* in, int slots, int d, const int* target, const float* weights,
+                      float* y) {
   if (slots > 0 && d > 0)
-    scatter_add_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(in, slots, d, target,
-                                                                     weights, y);
+    scatter_add_kernel<<<blocks_for(size_t(slots) * d, 256), 256>>>(in, slots, d, target, weights,
+                                                                    y);
 }
 
 } // namespace kernels
@@ -202,8 +203,8 @@ std::string grouped_gemm(const float* in, int slots, int d_in, int d_out, const 
   buffer<float> din(size_t(slots) * d_in), dw(size_t(experts) * d_in * d_out),
     dout(size_t(slots) * d_out);
   buffer<int> doff(experts + 1);
-  if (!din.ok() || !dw.ok() || !dout.ok() || !doff.ok() || !din.upload(in) ||
-      !dw.upload(weights) || !doff.upload(offsets))
+  if (!din.ok() || !dw.ok() || !dout.ok() || !doff.ok() || !din.upload(in) || !dw.upload(weights) ||
+      !doff.upload(offsets))
     return last_error("grouped_gemm: device memory");
   if (largest > 0) {
     dim3 grid((d_out + tile - 1) / tile, (largest + tile - 1) / tile, experts);

@@ -258,8 +258,8 @@ __global__ void column_sums_kernel(const float* a, int width, const int* offsets
 
 // One warp per slot: dout[s] = gate[s] · dy[row[s]] and dgate[s] = out[s] · dy[row[s]].
 __global__ void combine_backward_kernel(const float* dy, const float* out, int slots, int d,
-                                        const int* slot_row, const float* slot_gate,
-                                        float* dout, float* dgate) {
+                                        const int* slot_row, const float* slot_gate, float* dout,
+                                        float* dgate) {
   int s = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   if (s >= slots)
     return;
@@ -434,11 +434,13 @@ float cv_squared(const float* v, int n, float* grad) {
 
 } // namespace
 
-std::string cublas_status() { return cublas_library().error; }
+std::string cublas_status() {
+  return cublas_library().error;
+}
 
 struct moe_layer::impl {
   moe_shape shape;
-  int width = 0; // w1's columns: hidden, or dim for linear experts
+  int width = 0;                 // w1's columns: hidden, or dim for linear experts
   cublasHandle_t blas = nullptr; // on the default stream
   // One handle per expert stream: a handle's workspace must not be shared across streams.
   std::vector<cudaStream_t> streams;
@@ -516,16 +518,16 @@ struct moe_layer::impl {
 
   /// Row-major c (m × n) = op(a)·op(b) + beta·c; lda, ldb, ldc are the row-major widths.
   /// Expert products (expert ≥ 0) go to that expert's stream, others to the default stream.
-  void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
-            int ldb, float* c, int ldc, float beta, int expert = -1) {
+  void gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+            float* c, int ldc, float beta, int expert = -1) {
     if (m == 0 || n == 0 || (k == 0 && beta == 1))
       return;
     const float one = 1;
     auto handle = expert < 0 ? blas : stream_blas[expert % stream_blas.size()];
-    cublas(cublas_library().sgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &one, b, ldb, a, lda,
-                                  &beta, c, ldc),
-           "cublasSgemm");
+    cublas(
+      cublas_library().sgemm(handle, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             n, m, k, &one, b, ldb, a, lda, &beta, c, ldc),
+      "cublasSgemm");
   }
 
   /// One product of a phase: row-major c (m × n) = op(a)·op(b) + beta·c.
@@ -586,9 +588,9 @@ struct moe_layer::impl {
         host[count + i] = p.a;
         host[2 * count + i] = p.c;
       }
-      cuda(cudaMemcpyAsync(ptrs, host, 3 * size_t(count) * sizeof(float*),
-                           cudaMemcpyHostToDevice, 0),
-           "grouped products: pointers");
+      cuda(
+        cudaMemcpyAsync(ptrs, host, 3 * size_t(count) * sizeof(float*), cudaMemcpyHostToDevice, 0),
+        "grouped products: pointers");
       if (!ok())
         return;
       cublas(cublas_library().sgemm_grouped(
@@ -660,14 +662,13 @@ struct moe_layer::impl {
     if (shape.importance_weight > 0)
       totals(gates.get(), sums.get() + n);
     if (load_on()) {
-      load_kernel<<<blocks_for(rows), block_threads>>>(h.get(), logits.get(), noise_std.get(),
-                                                       rows, n, shape.k, load_z.get(),
-                                                       load_j.get(), load_p.get());
+      load_kernel<<<blocks_for(rows), block_threads>>>(h.get(), logits.get(), noise_std.get(), rows,
+                                                       n, shape.k, load_z.get(), load_j.get(),
+                                                       load_p.get());
       totals(load_p.get(), sums.get() + 2 * n);
     }
     std::vector<float> host(3 * size_t(n)), grads(3 * size_t(n), 0.0f);
-    cuda(cudaMemcpy(host.data(), sums.get(), host.size() * sizeof(float),
-                    cudaMemcpyDeviceToHost),
+    cuda(cudaMemcpy(host.data(), sums.get(), host.size() * sizeof(float), cudaMemcpyDeviceToHost),
          "losses: sums");
     if (!ok())
       return;
@@ -711,14 +712,13 @@ struct moe_layer::impl {
     for (int e = 0; e < n; ++e)
       offsets[e + 1] = offsets[e] + counts[e];
     slots = offsets[n];
-    cuda(cudaMemcpy(d_offsets.get(), offsets.data(), (n + 1) * sizeof(int),
-                    cudaMemcpyHostToDevice),
+    cuda(cudaMemcpy(d_offsets.get(), offsets.data(), (n + 1) * sizeof(int), cudaMemcpyHostToDevice),
          "plan: offsets");
     if (!ok())
       return;
     if (shape.gated)
-      fill_plan_kernel<<<n, block_threads>>>(gates.get(), rows, n, d_offsets.get(),
-                                             slot_row.get(), slot_gate.get(), slot_expert.get());
+      fill_plan_kernel<<<n, block_threads>>>(gates.get(), rows, n, d_offsets.get(), slot_row.get(),
+                                             slot_gate.get(), slot_expert.get());
     else
       cuda(cudaMemset(slot_expert.get(), 0, size_t(rows) * sizeof(int)), "plan: experts");
   }
@@ -782,8 +782,8 @@ struct moe_layer::impl {
                        dh.get() + size_t(f) * h, h});
     }
     run_phase(false, true, 0);
-    relu_backward_kernel<<<blocks_for(size_t(slots) * h), block_threads>>>(
-      dh.get(), hid.get(), size_t(slots) * h);
+    relu_backward_kernel<<<blocks_for(size_t(slots) * h), block_threads>>>(dh.get(), hid.get(),
+                                                                           size_t(slots) * h);
     column_sums_kernel<<<hid_grid, block_threads>>>(dh.get(), h, d_offsets.get(), gb1.get());
     for (int e = 0; e < shape.experts; ++e) {
       int f = offsets[e], m = counts[e];
@@ -815,18 +815,16 @@ struct moe_layer::impl {
     if (shape.noisy) {
       gemm(false, false, rows, n, d, x.get(), d, w_noise.get(), n, raw.get(), n, 0);
       size_t count = size_t(rows) * n;
-      noisy_logits_kernel<<<blocks_for(count), block_threads>>>(logits.get(), raw.get(),
-                                                                eps.get(), count,
-                                                                noise_std.get(), h.get());
+      noisy_logits_kernel<<<blocks_for(count), block_threads>>>(logits.get(), raw.get(), eps.get(),
+                                                                count, noise_std.get(), h.get());
       select = h.get();
     }
     if (shape.batchwise) {
       int m = std::max(1, std::min(rows, static_cast<int>(int64_t{shape.k} * rows / n)));
-      softmax_rows_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), rows, n,
-                                                               probs.get());
+      softmax_rows_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), rows, n, probs.get());
       batchwise_mask_kernel<<<n, block_threads>>>(probs.get(), rows, n, m, mask.get());
-      masked_softmax_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), mask.get(), rows,
-                                                                 n, gates.get());
+      masked_softmax_kernel<<<blocks_for(rows), block_threads>>>(logits.get(), mask.get(), rows, n,
+                                                                 gates.get());
     } else {
       kernels::top_k(select, rows, n, shape.k, nullptr, nullptr, gates.get());
     }
@@ -860,8 +858,8 @@ struct moe_layer::impl {
       scatter_gates_kernel<<<blocks_for(slots), block_threads>>>(
         dgate.get(), slots, slot_row.get(), slot_expert.get(), n, dgates.get());
     // Per expert, what the auxiliary losses of G add to dL/dG in every row.
-    bool through_gates = shape.importance_weight > 0 ||
-                         (shape.balance_weight > 0 && !shape.balance_on_softmax);
+    bool through_gates =
+      shape.importance_weight > 0 || (shape.balance_weight > 0 && !shape.balance_on_softmax);
     const float* importance = through_gates ? aux_grads.get() + n : nullptr;
     gate_backward_kernel<<<blocks_for(rows), block_threads>>>(gates.get(), dgates.get(), rows, n,
                                                               importance, dlogits.get());
@@ -873,13 +871,13 @@ struct moe_layer::impl {
       multiply_kernel<<<blocks_for(count), block_threads>>>(dstd.get(), eps.get(), count);
     }
     if (shape.balance_weight > 0 && shape.balance_on_softmax)
-      softmax_backward_add_kernel<<<blocks_for(rows), block_threads>>>(
-        probs.get(), aux_grads.get(), rows, n, dlogits.get());
+      softmax_backward_add_kernel<<<blocks_for(rows), block_threads>>>(probs.get(), aux_grads.get(),
+                                                                       rows, n, dlogits.get());
     if (shape.noisy) {
       if (load_on())
         load_backward_kernel<<<blocks_for(rows), block_threads>>>(
-          load_z.get(), load_j.get(), noise_std.get(), eps.get(), aux_grads.get() + 2 * n, rows,
-          n, dlogits.get(), dstd.get());
+          load_z.get(), load_j.get(), noise_std.get(), eps.get(), aux_grads.get() + 2 * n, rows, n,
+          dlogits.get(), dstd.get());
       softplus_backward_kernel<<<blocks_for(count), block_threads>>>(dstd.get(), raw.get(), count);
       gemm(true, false, d, n, rows, x.get(), d, dstd.get(), n, g_noise.get(), n, 1);
       gemm(false, true, rows, d, n, dstd.get(), n, w_noise.get(), n, dx.get(), d, 1);
@@ -901,7 +899,8 @@ struct moe_layer::impl {
   }
 };
 
-moe_layer::moe_layer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+moe_layer::moe_layer(std::unique_ptr<impl> p) : impl_(std::move(p)) {
+}
 
 moe_layer::~moe_layer() = default;
 
@@ -962,12 +961,10 @@ std::unique_ptr<moe_layer> moe_layer::make(const moe_shape& shape, std::string& 
       p->cublas(cublas_library().set_math_mode(h, CUBLAS_TF32_TENSOR_OP_MATH), "cublasSetMathMode");
   }
   moe_parameters sizes;
-  p->for_each_parameter(sizes, false, [&](auto&, auto& a, size_t n) {
-    p->cuda(a.reserve(n), "cudaMalloc");
-  });
-  p->for_each_parameter(sizes, true, [&](auto&, auto& a, size_t n) {
-    p->cuda(a.reserve(n), "cudaMalloc");
-  });
+  p->for_each_parameter(sizes, false,
+                        [&](auto&, auto& a, size_t n) { p->cuda(a.reserve(n), "cudaMalloc"); });
+  p->for_each_parameter(sizes, true,
+                        [&](auto&, auto& a, size_t n) { p->cuda(a.reserve(n), "cudaMalloc"); });
   size_t regions = size_t(impl::phase_regions) * 3 * shape.experts;
   p->cuda(cudaMallocHost(reinterpret_cast<void**>(&p->host_ptrs), regions * sizeof(float*)),
           "cudaMallocHost");
@@ -1071,9 +1068,9 @@ std::string moe_layer::prepare(int rows, uint64_t seed) {
   p.reserve(rows);
   p.cuda(cudaMemcpy(p.x.get(), host.data(), values * sizeof(float), cudaMemcpyHostToDevice),
          "gpu moe: upload x");
-  p.cuda(cudaMemcpy(p.dy.get(), host.data() + values, values * sizeof(float),
-                    cudaMemcpyHostToDevice),
-         "gpu moe: upload dy");
+  p.cuda(
+    cudaMemcpy(p.dy.get(), host.data() + values, values * sizeof(float), cudaMemcpyHostToDevice),
+    "gpu moe: upload dy");
   if (noise > 0)
     p.cuda(cudaMemcpy(p.eps.get(), host.data() + 2 * values, noise * sizeof(float),
                       cudaMemcpyHostToDevice),

@@ -1,5 +1,5 @@
-// The vocabulary of Darcy's one checkpoint mechanism (stores/checkpoint/checkpoint_dir.hpp), shared by
-// every service: the parts (files) that a service's actors write, and the manifest that makes a
+// The vocabulary of Darcy's one checkpoint mechanism (stores/checkpoint/checkpoint_dir.hpp), shared
+// by every service: the parts (files) that a service's actors write, and the manifest that makes a
 // set of parts one consistent checkpoint. A service adds its own section to the manifest
 // (embeddings, wals); everything else is common.
 #pragma once

@@ -1,7 +1,7 @@
 #include "messages/cluster/membership.hpp"
+#include "messages/cluster/supervision.hpp"
 #include "messages/embedding/embedding_config.hpp"
 #include "messages/moe/moe_config.hpp"
-#include "messages/cluster/supervision.hpp"
 #include "messages/serving/serving_values.hpp"
 #include "messages/wals/wals_values.hpp"
 
@@ -22,8 +22,8 @@ std::string to_string(member_state x) {
 }
 
 std::string to_string(cluster_event_kind x) {
-  static const char* const names[] = {"member_up", "member_down", "member_left",
-                                      "service_up", "service_down"};
+  static const char* const names[] = {"member_up", "member_down", "member_left", "service_up",
+                                      "service_down"};
   return lookup(names, static_cast<uint8_t>(x));
 }
 

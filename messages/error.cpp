@@ -29,8 +29,7 @@ caf::error make_error(const plain_error& x) {
 }
 
 caf::error make_error(errc x, std::string context) {
-  return caf::error{static_cast<uint8_t>(x), errc_category,
-                    caf::make_message(std::move(context))};
+  return caf::error{static_cast<uint8_t>(x), errc_category, caf::make_message(std::move(context))};
 }
 
 std::string render_errc(uint8_t code, const caf::message& context) {

@@ -2,18 +2,18 @@
 
 #include "messages/checkpoint.hpp"
 #include "messages/cluster/chaos_messages.hpp"
-#include "messages/cluster/membership.hpp"
-#include "messages/embedding/embedding_interfaces.hpp"
-#include "messages/embedding/embedding_config.hpp"
-#include "messages/estimator/estimator_interfaces.hpp"
-#include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
+#include "messages/cluster/membership.hpp"
 #include "messages/cluster/probe_messages.hpp"
 #include "messages/cluster/supervision.hpp"
+#include "messages/embedding/embedding_config.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
+#include "messages/error.hpp"
+#include "messages/estimator/estimator_interfaces.hpp"
 #include "messages/moe/moe_interfaces.hpp"
 #include "messages/serving/serving_interfaces.hpp"
-#include "messages/wals/wals_values.hpp"
 #include "messages/wals/wals_interfaces.hpp"
+#include "messages/wals/wals_values.hpp"
 
 namespace darcy {
 

@@ -50,8 +50,8 @@ public:
     } else if constexpr (wire::is_deserializer<Inspector>) {
       uint8_t order = 0;
       std::vector<float> loaded;
-      auto err = caf::error::eval([&] { return f(order); },
-                                  [&] { return wire::load(f, loaded, order); });
+      auto err =
+        caf::error::eval([&] { return f(order); }, [&] { return wire::load(f, loaded, order); });
       x = shared_floats{std::move(loaded)};
       return err;
     } else {

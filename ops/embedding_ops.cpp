@@ -5,8 +5,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 #include <set>
+#include <shared_mutex>
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
@@ -29,7 +29,6 @@ caf::expected<embedding_master_actor> service_with(session& s, const de_config& 
     return err;
   return s.embeddings();
 }
-
 
 /// Ids of direct lookup handles (for messages; the route is what backward uses).
 std::atomic<uint64_t> direct_lookups{0};
@@ -78,10 +77,10 @@ caf::error lookup_handle::backward(const std::vector<const matrix*>& grads, int6
   for (size_t t = 0; t < grads.size(); ++t) {
     auto& g = *grads[t];
     if (static_cast<size_t>(g.rows()) != rows_[t] || static_cast<size_t>(g.cols()) != dims_[t])
-      return make_error(errc::dimension_mismatch,
-                        "gradients are " + std::to_string(g.rows()) + "x" +
-                          std::to_string(g.cols()) + " for " + std::to_string(rows_[t]) +
-                          " rows of dim " + std::to_string(dims_[t]));
+      return make_error(errc::dimension_mismatch, "gradients are " + std::to_string(g.rows()) +
+                                                    "x" + std::to_string(g.cols()) + " for " +
+                                                    std::to_string(rows_[t]) + " rows of dim " +
+                                                    std::to_string(dims_[t]));
   }
   if (direct_) {
     std::vector<std::span<const float>> spans;
@@ -118,8 +117,8 @@ caf::error lookup_handle::backward(std::span<const float> grads, int64_t step) c
 caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
                                                             std::vector<table_lookup> tables,
                                                             bool for_backward) {
-  caf::expected<embedding_master_actor> master = make_error(errc::empty_batch,
-                                                            "a lookup names no table");
+  caf::expected<embedding_master_actor> master =
+    make_error(errc::empty_batch, "a lookup names no table");
   std::vector<table_keys> request;
   std::vector<size_t> rows, dims;
   for (auto& t : tables) {
@@ -154,8 +153,8 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
       route->route = std::move(kept->route);
       route->shards = std::move(shards);
     }
-    result.handle = lookup_handle{&s, kept->handle, std::move(rows), std::move(dims),
-                                  std::move(route)};
+    result.handle =
+      lookup_handle{&s, kept->handle, std::move(rows), std::move(dims), std::move(route)};
     return result;
   }
   if (auto direct = s.direct_embeddings()) {
@@ -185,12 +184,11 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
   for (size_t t = 0; t < tables.size(); ++t) {
     auto values = reply->rows[t].values();
     if (values.size() != rows[t] * dims[t])
-      return make_error(errc::dimension_mismatch,
-                        "the service answered " + std::to_string(values.size()) +
-                          " values for " + std::to_string(rows[t]) + " keys");
-    result.rows.emplace_back(Eigen::Map<const matrix>(values.data(),
-                                                      static_cast<Eigen::Index>(rows[t]),
-                                                      static_cast<Eigen::Index>(dims[t])));
+      return make_error(errc::dimension_mismatch, "the service answered " +
+                                                    std::to_string(values.size()) + " values for " +
+                                                    std::to_string(rows[t]) + " keys");
+    result.rows.emplace_back(Eigen::Map<const matrix>(
+      values.data(), static_cast<Eigen::Index>(rows[t]), static_cast<Eigen::Index>(dims[t])));
   }
   result.handle = lookup_handle{&s, reply->handle, std::move(rows), std::move(dims)};
   return result;
@@ -198,8 +196,7 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
 
 caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<std::string> keys,
                                                       const de_config& config,
-                                                      const std::string& name,
-                                                      bool for_backward) {
+                                                      const std::string& name, bool for_backward) {
   std::vector<table_lookup> tables;
   tables.push_back({&config, name, std::move(keys)});
   auto r = dynamic_embedding_lookup(s, std::move(tables), for_backward);
@@ -208,10 +205,9 @@ caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<st
   return lookup_result{std::move(r->rows.front()), std::move(r->handle)};
 }
 
-caf::expected<sampled_logits_result>
-sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive_keys,
-               const matrix& activations, uint32_t num_sampled, const de_config& config,
-               const std::string& name, uint64_t seed) {
+caf::expected<sampled_logits_result> sampled_logits(
+  session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
+  uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed) {
   auto batch = positive_keys.size();
   if (batch == 0)
     return make_error(errc::empty_batch, "sampled_logits needs at least one example");
@@ -219,8 +215,8 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
       static_cast<size_t>(activations.cols()) != config.dim)
     return make_error(errc::dimension_mismatch,
                       "activations are " + std::to_string(activations.rows()) + "x" +
-                        std::to_string(activations.cols()) + ", expected " +
-                        std::to_string(batch) + "x" + std::to_string(config.dim));
+                        std::to_string(activations.cols()) + ", expected " + std::to_string(batch) +
+                        "x" + std::to_string(config.dim));
   if (num_sampled == 0)
     return make_error(errc::invalid_argument, "sampled_logits needs num_sampled >= 1");
   size_t width = 0;
@@ -240,8 +236,8 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
     return std::move(sampler.error());
   std::vector<std::string> positives{unique_positives.begin(), unique_positives.end()};
   auto draw = [&](uint32_t n) {
-    return runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value,
-                                       name, positives, n, sampler_kind::unigram, seed);
+    return runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value, name,
+                                       positives, n, sampler_kind::unigram, seed);
   };
   auto drawn = draw(num_sampled);
   // The arguments were checked above, so invalid_argument means that the table holds nothing
@@ -277,8 +273,8 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
     return std::move(rows.error());
   result.logits = matrix::Constant(static_cast<Eigen::Index>(batch),
                                    static_cast<Eigen::Index>(columns), masked_logit);
-  result.labels = matrix::Zero(static_cast<Eigen::Index>(batch),
-                               static_cast<Eigen::Index>(columns));
+  result.labels =
+    matrix::Zero(static_cast<Eigen::Index>(batch), static_cast<Eigen::Index>(columns));
   result.row_of.assign(batch * columns, -1);
   for (size_t b = 0; b < batch; ++b) {
     auto& cols = result.column_keys[b];
@@ -297,8 +293,8 @@ sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive
       auto expected_count = static_cast<double>(num_sampled) * prob.at(cols[c]);
       auto bi = static_cast<Eigen::Index>(b);
       auto ci = static_cast<Eigen::Index>(c);
-      result.logits(bi, ci) = activations.row(bi).dot(rows->rows.row(row)) -
-                              static_cast<float>(std::log(expected_count));
+      result.logits(bi, ci) =
+        activations.row(bi).dot(rows->rows.row(row)) - static_cast<float>(std::log(expected_count));
       if (is_true)
         result.labels(bi, ci) = share;
     }
@@ -365,9 +361,9 @@ caf::error save(session& s, const std::string& path, const training_state& state
   auto copy = state;
   if (auto err = sink(copy.step, copy.input_position, copy.dense))
     return err;
-  auto manifest = runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(),
-                                                    save_atom::value, path, state.step,
-                                                    std::string{extra.begin(), extra.end()});
+  auto manifest =
+    runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(), save_atom::value, path,
+                                      state.step, std::string{extra.begin(), extra.end()});
   return manifest ? caf::error{} : std::move(manifest.error());
 }
 
@@ -379,8 +375,8 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path) 
   if (auto err = flush(s))
     return err;
   std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
-  auto manifest = runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(),
-                                                    restore_atom::value, path);
+  auto manifest =
+    runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(), restore_atom::value, path);
   if (!manifest)
     return std::move(manifest.error());
   restored_checkpoint result;

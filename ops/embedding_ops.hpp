@@ -44,9 +44,11 @@ public:
   lookup_handle() = default;
   lookup_handle(session* owner, uint64_t id, std::vector<size_t> rows, std::vector<size_t> dims,
                 std::shared_ptr<direct_route> direct = nullptr)
-    : session_(owner), id_(id), rows_(std::move(rows)), dims_(std::move(dims)),
-      direct_(std::move(direct)) {
-  }
+    : session_(owner),
+      id_(id),
+      rows_(std::move(rows)),
+      dims_(std::move(dims)),
+      direct_(std::move(direct)) {}
 
   /// Applies one gradient row per key of the lookup (in key order; rows of a repeated key are
   /// summed) with the embedding's configured optimizer. `step` is the global training step. In
@@ -63,8 +65,7 @@ public:
   uint64_t id() const { return id_; }
 
 private:
-  caf::error direct_backward(const std::vector<std::span<const float>>& grads,
-                             int64_t step) const;
+  caf::error direct_backward(const std::vector<std::span<const float>>& grads, int64_t step) const;
 
   session* session_ = nullptr;
   uint64_t id_ = 0;
@@ -141,10 +142,9 @@ struct sampled_logits_result {
 
 inline constexpr float masked_logit = -1e30f;
 
-caf::expected<sampled_logits_result>
-sampled_logits(session& s, const std::vector<std::vector<std::string>>& positive_keys,
-               const matrix& activations, uint32_t num_sampled, const de_config& config,
-               const std::string& name, uint64_t seed = 1);
+caf::expected<sampled_logits_result> sampled_logits(
+  session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
+  uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed = 1);
 
 /// The k rows of `name` with the largest score (inner product or cosine) against each row of
 /// `activations`.

@@ -109,9 +109,10 @@ private:
 
   caf::error save(uint64_t step) {
     caf::error result;
-    self_->request(router_, step_timeout(), save_atom::value,
-                   moe_save_request{o_.checkpoint_dir, static_cast<int64_t>(step), o_.keep,
-                                    encode_losses()})
+    self_
+      ->request(
+        router_, step_timeout(), save_atom::value,
+        moe_save_request{o_.checkpoint_dir, static_cast<int64_t>(step), o_.keep, encode_losses()})
       .receive([](checkpoint_manifest&) {}, [&](caf::error& e) { result = std::move(e); });
     return result;
   }
@@ -227,18 +228,16 @@ private:
     // What already arrived first, then wait for restarts.
     bool pending = true;
     while (pending && !failure)
-      self_->receive([&](caf::down_msg& m) { handle(m); },
-                     [&](supervisor_event& e) { handle(e); },
+      self_->receive([&](caf::down_msg& m) { handle(m); }, [&](supervisor_event& e) { handle(e); },
                      caf::after(std::chrono::seconds(0)) >> [&] { pending = false; });
     while (!all_alive() && !failure && !timed_out)
-      self_->receive([&](caf::down_msg& m) { handle(m); },
-                     [&](supervisor_event& e) { handle(e); },
+      self_->receive([&](caf::down_msg& m) { handle(m); }, [&](supervisor_event& e) { handle(e); },
                      caf::after(s_.timeout() * 8) >> [&] { timed_out = true; });
     if (failure)
       return failure;
     if (timed_out)
-      return make_error(errc::timeout, "moe train: lost experts were not restarted: " +
-                                         render(cause));
+      return make_error(errc::timeout,
+                        "moe train: lost experts were not restarted: " + render(cause));
     router_ = spawn_router();
     auto manifest = load();
     if (!manifest)
@@ -289,8 +288,8 @@ caf::expected<std::vector<matrix>> moe_phase(caf::scoped_actor& self,
                                              const moe_router_actor& router, bool forward,
                                              uint64_t step, const std::vector<matrix>& blocks,
                                              std::chrono::milliseconds timeout) {
-  using handle = decltype(self->request(router, timeout, forward_atom::value, uint32_t{0},
-                                        row_block{}));
+  using handle =
+    decltype(self->request(router, timeout, forward_atom::value, uint32_t{0}, row_block{}));
   std::vector<handle> handles;
   for (uint32_t r = 0; r < blocks.size(); ++r) {
     auto b = to_block(step, blocks[r]);
@@ -324,11 +323,10 @@ caf::expected<moe_train_result> train_moe(session& s, const moe_train_options& o
   auto targets = runtime::live_targets(*status, o.expert_nodes);
   if (!targets)
     return std::move(targets.error());
-  group_spec spec{o.prefix, expert_kind_name, actors::expert_state::name, o.layer.gating.experts,
-                  [&](size_t e) {
-                    return caf::make_message(
-                      expert_config{o.layer, static_cast<uint32_t>(e), o.learning_rate});
-                  }};
+  group_spec spec{
+    o.prefix, expert_kind_name, actors::expert_state::name, o.layer.gating.experts, [&](size_t e) {
+      return caf::make_message(expert_config{o.layer, static_cast<uint32_t>(e), o.learning_rate});
+    }};
   auto group = start_supervised_group(s, *targets, spec);
   if (!group)
     return std::move(group.error());

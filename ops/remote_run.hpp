@@ -22,8 +22,8 @@ namespace darcy::ops {
 caf::expected<caf::actor> resolve_service(session& s, const std::string& service);
 
 template <class Reply, class... Ts>
-caf::expected<Reply> remote_run(session& s, const std::string& service,
-                                const request_context& ctx, Ts&&... xs) {
+caf::expected<Reply> remote_run(session& s, const std::string& service, const request_context& ctx,
+                                Ts&&... xs) {
   auto target = resolve_service(s, service);
   if (!target)
     return std::move(target.error());

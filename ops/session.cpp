@@ -14,14 +14,15 @@
 #include "ops/supervised_shards.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/client.hpp"
-#include "runtime/log.hpp"
 #include "runtime/cluster/spawn_on.hpp"
 #include "runtime/cluster/supervisor.hpp"
+#include "runtime/log.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::ops {
 
-session::session(session_options opts) : opts_(std::move(opts)), cluster_(opts_.seed.has_value()) {}
+session::session(session_options opts) : opts_(std::move(opts)), cluster_(opts_.seed.has_value()) {
+}
 
 void session::start_system() {
   config_ = std::make_unique<runtime::system_config>(opts_.name, opts_.threads);
@@ -74,10 +75,12 @@ caf::expected<std::unique_ptr<session>> session::open(session_options opts) {
   return result;
 }
 
-caf::expected<std::unique_ptr<session>> session::attach(caf::actor_system& sys, session_options opts) {
+caf::expected<std::unique_ptr<session>> session::attach(caf::actor_system& sys,
+                                                        session_options opts) {
   auto registry = sys.registry().get<registry_actor>(registry_key);
   if (!registry)
-    return make_error(errc::node_unreachable, "session::attach: this actor system is not a cluster member");
+    return make_error(errc::node_unreachable,
+                      "session::attach: this actor system is not a cluster member");
   std::unique_ptr<session> result{new session(std::move(opts))};
   result->system_ = &sys;
   result->cluster_ = true;
@@ -133,8 +136,8 @@ caf::expected<embedding_master_actor> session::embeddings() {
           off_seed.push_back(target);
       if (!off_seed.empty())
         targets = std::move(off_seed);
-      auto prefix = opts_.name + "." + std::to_string(::getpid()) + "." +
-                    std::to_string(runtime::unix_ms());
+      auto prefix =
+        opts_.name + "." + std::to_string(::getpid()) + "." + std::to_string(runtime::unix_ms());
       auto supervised = start_supervised_shards(*this, targets, prefix);
       if (!supervised)
         return std::move(supervised.error());
@@ -162,8 +165,8 @@ caf::expected<embedding_master_actor> session::embeddings() {
   master_opts.attempt_timeout = opts_.shard_retry;
   master_opts.shards_may_lose_messages = cluster_;
   master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
-  sampler_ = system_->spawn(actors::candidate_sampler,
-                            actors::candidate_sampler_options{std::move(shards)});
+  sampler_ =
+    system_->spawn(actors::candidate_sampler, actors::candidate_sampler_options{std::move(shards)});
   return master_;
 }
 
@@ -186,20 +189,22 @@ caf::error session::resolve_published() {
     return std::move(master.error());
   master_ = caf::actor_cast<embedding_master_actor>(master->actor);
   borrowed_ = true;
-  if (auto sampler = runtime::resolve(*system_, registry_, opts_.embedding_service + ".sampler",
-                                      opts_.timeout))
+  if (auto sampler =
+        runtime::resolve(*system_, registry_, opts_.embedding_service + ".sampler", opts_.timeout))
     sampler_ = caf::actor_cast<candidate_sampler_actor>(sampler->actor);
   return {};
 }
 
 caf::error session::publish_embeddings(const std::string& service, const std::string& node) {
   if (!cluster_)
-    return make_error(errc::invalid_config, "publish_embeddings: an in-process session has no registry to publish in");
+    return make_error(errc::invalid_config,
+                      "publish_embeddings: an in-process session has no registry to publish in");
   auto master = embeddings();
   if (!master)
     return std::move(master.error());
-  for (auto& [name, actor] : {std::pair{service, caf::actor_cast<caf::actor>(*master)},
-                              std::pair{service + ".sampler", caf::actor_cast<caf::actor>(sampler_)}}) {
+  for (auto& [name, actor] :
+       {std::pair{service, caf::actor_cast<caf::actor>(*master)},
+        std::pair{service + ".sampler", caf::actor_cast<caf::actor>(sampler_)}}) {
     auto ok = runtime::ask<ok_atom>(*system_, registry_, opts_.timeout, register_atom::value,
                                     service_info{name, node, actor});
     if (!ok)
@@ -261,8 +266,7 @@ void session::embeddings_restored(std::set<std::string> names) {
   // The restored configs replace those the route was checked against.
   if (opts_.direct_shards && cluster_ && master)
     if (auto err = refresh_shard_client(master))
-      runtime::log_warn("session: a backward pass sent before the restore failed: {}",
-                        render(err));
+      runtime::log_warn("session: a backward pass sent before the restore failed: {}", render(err));
 }
 
 } // namespace darcy::ops

@@ -21,8 +21,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
-#include "messages/embedding/embedding_interfaces.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
+#include "messages/embedding/embedding_interfaces.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/node_services.hpp"
 #include "runtime/system_config.hpp"
@@ -77,7 +77,8 @@ public:
   /// A session on `sys`, the actor system of a running cluster member (a role's node), which
   /// it does not own and which must outlive it; opts.seed, name, threads and configure are
   /// unused. errc::node_unreachable when `sys` knows no registry.
-  static caf::expected<std::unique_ptr<session>> attach(caf::actor_system& sys, session_options opts);
+  static caf::expected<std::unique_ptr<session>> attach(caf::actor_system& sys,
+                                                        session_options opts);
 
   ~session();
 

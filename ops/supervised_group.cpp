@@ -58,10 +58,11 @@ caf::expected<supervised_group> start_supervised_group(
         else
           started[e.child] = e.actor;
       },
-      caf::after(s.timeout() * 4) >> [&] {
-        failure = make_error(errc::timeout, sup.name + " did not all start" +
-                                              (last_exit.empty() ? "" : "; " + last_exit));
-      });
+      caf::after(s.timeout() * 4) >>
+        [&] {
+          failure = make_error(errc::timeout, sup.name + " did not all start" +
+                                                (last_exit.empty() ? "" : "; " + last_exit));
+        });
   }
   if (failure) {
     self->send_exit(result.supervisor, caf::exit_reason::user_shutdown);

@@ -14,8 +14,8 @@
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/process/machine.hpp"
 #include "runtime/cluster/spawn_on.hpp"
+#include "runtime/process/machine.hpp"
 
 namespace darcy::ops {
 
@@ -54,12 +54,12 @@ caf::error validate(const wals_train_options& opts, bool in_process) {
   if (opts.workers == 0)
     return make_error(errc::invalid_argument, "wals: need at least one worker");
   auto cores = std::to_string(runtime::machine_cores());
-  if (auto err = in_process ? runtime::check_at_most("--workers", opts.workers,
-                                                     runtime::max_threads(),
-                                                     "in process, 8 per core of this " + cores +
-                                                       "-core machine; use --cluster for more")
-                            : runtime::check_at_most("--workers", opts.workers,
-                                                     max_cluster_workers, "on a cluster"))
+  if (auto err =
+        in_process
+          ? runtime::check_at_most(
+              "--workers", opts.workers, runtime::max_threads(),
+              "in process, 8 per core of this " + cores + "-core machine; use --cluster for more")
+          : runtime::check_at_most("--workers", opts.workers, max_cluster_workers, "on a cluster"))
     return err;
   if (auto err = runtime::check_at_most("--shards", opts.shards, max_shards, "factor shards"))
     return err;
@@ -77,10 +77,9 @@ caf::error validate(const wals_train_options& opts, bool in_process) {
   return {};
 }
 
-caf::expected<std::vector<wals_worker_actor>>
-spawn_workers(session& s, const wals_train_options& opts, const wals_worker_config& cfg,
-              const std::vector<factor_shard_actor>& shards,
-              std::shared_ptr<const stores::wals_dataset> data) {
+caf::expected<std::vector<wals_worker_actor>> spawn_workers(
+  session& s, const wals_train_options& opts, const wals_worker_config& cfg,
+  const std::vector<factor_shard_actor>& shards, std::shared_ptr<const stores::wals_dataset> data) {
   auto& sys = s.system();
   std::vector<wals_worker_actor> workers;
   if (s.in_process()) {
@@ -146,15 +145,16 @@ uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset&
   auto& p = opts.params;
   auto h = compute::mix64(data.matrix.rows, data.matrix.cols);
   h = compute::mix64(h, data.matrix.nnz());
-  for (uint64_t x : {uint64_t{p.dim}, uint64_t{p.cg_steps}, p.seed, uint64_t{opts.sweeps},
-                     uint64_t{opts.workers}, uint64_t{opts.shards}, uint64_t{opts.blocks_per_worker},
-                     static_cast<uint64_t>(p.solver), static_cast<uint64_t>(p.weight_fn)})
+  for (uint64_t x :
+       {uint64_t{p.dim}, uint64_t{p.cg_steps}, p.seed, uint64_t{opts.sweeps},
+        uint64_t{opts.workers}, uint64_t{opts.shards}, uint64_t{opts.blocks_per_worker},
+        static_cast<uint64_t>(p.solver), static_cast<uint64_t>(p.weight_fn)})
     h = compute::mix64(h, x);
   for (float x : {p.alpha, p.sigma, p.lambda, p.init_scale})
     h = compute::mix64(h, compute::hash_key(std::to_string(x)));
-  h = compute::mix64(h, compute::hash_key(opts.data.path + "|" + opts.data.row_features + "|" +
-                                          opts.data.col_features + "|" +
-                                          std::to_string(opts.data.holdout)));
+  h = compute::mix64(
+    h, compute::hash_key(opts.data.path + "|" + opts.data.row_features + "|" +
+                         opts.data.col_features + "|" + std::to_string(opts.data.holdout)));
   return h;
 }
 
@@ -172,11 +172,12 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
     largest = std::max(largest, v);
   auto weight = compute::observed_weight(opts.params, largest);
   if (!std::isfinite(weight) || weight > max_observed_weight)
-    return make_error(errc::invalid_argument,
-                      "wals: the largest value, " + std::to_string(largest) +
-                        ", gets the observed weight 1 + alpha * f(value) = " +
-                        std::to_string(weight) + ", over the limit of 1e9 (lower --alpha, or use "
-                        "--weight log1p)");
+    return make_error(
+      errc::invalid_argument,
+      "wals: the largest value, " + std::to_string(largest) +
+        ", gets the observed weight 1 + alpha * f(value) = " + std::to_string(weight) +
+        ", over the limit of 1e9 (lower --alpha, or use "
+        "--weight log1p)");
   // The shards hold U and V twice (current and pending) in this process.
   auto factor_bytes = (m.rows + m.cols) * uint64_t{opts.params.dim} * sizeof(float) * 2;
   if (factor_bytes > runtime::machine_memory_bytes() / 10 * 8)
@@ -268,20 +269,21 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
         if (down.size() == run.workers.size())
           failure = make_error(errc::node_unreachable, "wals: every worker is down");
       },
-      caf::after(std::chrono::milliseconds(opts.stall_timeout_ms)) >> [&] {
-        failure = make_error(errc::timeout, "wals: no progress from the chief for " +
-                                              std::to_string(opts.stall_timeout_ms) + " ms");
-      });
+      caf::after(std::chrono::milliseconds(opts.stall_timeout_ms)) >>
+        [&] {
+          failure = make_error(errc::timeout, "wals: no progress from the chief for " +
+                                                std::to_string(opts.stall_timeout_ms) + " ms");
+        });
   }
   if (failure)
     return failure;
-  auto children = runtime::ask<std::vector<child_info>>(sys, run.supervisor, s.timeout(),
-                                                        children_atom::value);
+  auto children =
+    runtime::ask<std::vector<child_info>>(sys, run.supervisor, s.timeout(), children_atom::value);
   if (children && !children->empty() && children->front().actor) {
     run.chief = children->front().actor;
     auto chief_actor = caf::actor_cast<wals_chief_actor>(children->front().actor);
-    auto events = runtime::ask<std::vector<wals_event>>(sys, chief_actor, s.timeout(),
-                                                        events_atom::value);
+    auto events =
+      runtime::ask<std::vector<wals_event>>(sys, chief_actor, s.timeout(), events_atom::value);
     if (events)
       result.events = std::move(*events);
   }

@@ -15,8 +15,7 @@ namespace darcy::runtime {
 /// Returns the single-value response of type R, or the error (sec::request_timeout when the
 /// deadline passes, or whatever error the receiver answered).
 template <class R, class Handle, class Duration, class... Ts>
-caf::expected<R> ask(caf::actor_system& sys, const Handle& receiver, Duration timeout,
-                     Ts&&... xs) {
+caf::expected<R> ask(caf::actor_system& sys, const Handle& receiver, Duration timeout, Ts&&... xs) {
   caf::scoped_actor self{sys};
   caf::expected<R> result{caf::error{}};
   self->request(receiver, timeout, std::forward<Ts>(xs)...)

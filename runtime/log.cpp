@@ -7,8 +7,8 @@ namespace darcy::runtime {
 namespace {
 
 std::shared_ptr<spdlog::logger> make_logger() {
-  auto result = std::make_shared<spdlog::logger>(
-    "darcy", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto result =
+    std::make_shared<spdlog::logger>("darcy", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   result->set_pattern("darcy [%l] %v");
   result->set_level(spdlog::level::from_str(std::string{default_log_level}));
   result->flush_on(spdlog::level::trace);

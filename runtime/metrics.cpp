@@ -64,7 +64,8 @@ void metric_histogram::observe(double seconds) noexcept {
   sum_.fetch_add(seconds, std::memory_order_relaxed);
 }
 
-std::array<uint64_t, metric_histogram::bounds.size() + 1> metric_histogram::buckets() const noexcept {
+std::array<uint64_t, metric_histogram::bounds.size() + 1> metric_histogram::buckets()
+  const noexcept {
   std::array<uint64_t, bounds.size() + 1> result{};
   for (size_t i = 0; i < result.size(); ++i)
     result[i] = buckets_[i].load(std::memory_order_relaxed);
@@ -75,8 +76,8 @@ metrics_registry::collector_handle::collector_handle(collector_handle&& other) n
   : owner_(std::exchange(other.owner_, nullptr)), id_(other.id_) {
 }
 
-metrics_registry::collector_handle&
-metrics_registry::collector_handle::operator=(collector_handle&& other) noexcept {
+metrics_registry::collector_handle& metrics_registry::collector_handle::operator=(
+  collector_handle&& other) noexcept {
   if (this != &other) {
     if (owner_)
       owner_->drop_collector(id_);
@@ -216,8 +217,8 @@ std::string metrics_registry::render() const {
   return out;
 }
 
-std::map<std::string, metrics_registry::series_values>
-metrics_registry::values(const std::vector<std::string>& names) const {
+std::map<std::string, metrics_registry::series_values> metrics_registry::values(
+  const std::vector<std::string>& names) const {
   std::map<std::string, series_values> result;
   std::vector<metric_collector> collectors;
   {
@@ -228,9 +229,9 @@ metrics_registry::values(const std::vector<std::string>& names) const {
       auto& out = result[name];
       if (auto f = families_.find(name); f != families_.end())
         for (auto& [labels, s] : f->second.members)
-          out.emplace_back(labels, s.counter   ? static_cast<double>(s.counter->value())
-                                   : s.gauge   ? s.gauge->value()
-                                               : static_cast<double>(s.histogram->count()));
+          out.emplace_back(labels, s.counter ? static_cast<double>(s.counter->value())
+                                   : s.gauge ? s.gauge->value()
+                                             : static_cast<double>(s.histogram->count()));
     }
   }
   gathered g;

@@ -4,7 +4,8 @@
 // job's loss per step). Thread-safe: any actor or thread records while another renders.
 //
 //   auto lookups = runtime::process_metrics().counter(
-//     "darcy_service_requests_total", "Requests handled", {{"service", "shard"}, {"op", "lookup"}});
+//     "darcy_service_requests_total", "Requests handled", {{"service", "shard"}, {"op",
+//     "lookup"}});
 //   lookups->add();
 //   std::string text = runtime::process_metrics().render();
 #pragma once
@@ -64,8 +65,8 @@ private:
 class metric_sink {
 public:
   virtual ~metric_sink() = default;
-  virtual void gauge(const std::string& name, const std::string& help,
-                     const metric_labels& labels, double value) = 0;
+  virtual void gauge(const std::string& name, const std::string& help, const metric_labels& labels,
+                     double value) = 0;
 };
 
 using metric_collector = std::function<void(metric_sink&)>;

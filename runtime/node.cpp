@@ -1,8 +1,8 @@
 #include "runtime/node.hpp"
 
+#include <unistd.h>
 #include <csignal>
 #include <iostream>
-#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/io/middleman.hpp>
@@ -13,10 +13,10 @@
 #include "runtime/cluster/client.hpp"
 #include "runtime/cluster/cluster_secret.hpp"
 #include "runtime/http/http_server.hpp"
+#include "runtime/http/status_page.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/node_services.hpp"
-#include "runtime/http/status_page.hpp"
 #include "runtime/tls.hpp"
 
 namespace darcy::runtime {
@@ -106,8 +106,8 @@ caf::error serve_node(const node_options& opts, const config_hook& hook, const n
   auto joined = join_cluster(sys, services, opts, bound, http_port);
   if (!joined) {
     services.stop();
-    return make_error(errc::node_unreachable, "cannot join the cluster as '" + opts.name +
-                                                "': " + render(joined.error()));
+    return make_error(errc::node_unreachable,
+                      "cannot join the cluster as '" + opts.name + "': " + render(joined.error()));
   }
 
   std::cout << "darcy node " << opts.name << " listening on " << to_string(bound) << std::endl;

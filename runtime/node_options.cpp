@@ -91,13 +91,13 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
     const auto& src = e.source();
     if (src.begin.line == 0)
       return make_error(errc::invalid_config, path + ": " + std::string{e.description()});
-    return make_error(errc::invalid_config,
-                      where(path, src) + ": " + std::string{e.description()});
+    return make_error(errc::invalid_config, where(path, src) + ": " + std::string{e.description()});
   }
   if (auto err = check_keys(path, root, "", {"node", "cluster"}))
     return err;
   if (auto node = root["node"].as_table()) {
-    if (auto err = check_keys(path, *node, "node.", {"name", "listen", "advertise", "join", "threads", "chaos", "http"}))
+    if (auto err = check_keys(path, *node, "node.",
+                              {"name", "listen", "advertise", "join", "threads", "chaos", "http"}))
       return err;
     if (auto err = read_bool(path, *node, "chaos", opts.chaos))
       return err;
@@ -132,8 +132,7 @@ caf::error load_node_config(const std::string& path, node_options& opts) {
   if (auto cluster = root["cluster"].as_table()) {
     if (auto err = check_keys(path, *cluster, "cluster.",
                               {"heartbeat_interval_ms", "heartbeat_timeout_ms",
-                               "connect_timeout_ms", "prune_after_ms", "secret",
-                               "secret_file"}))
+                               "connect_timeout_ms", "prune_after_ms", "secret", "secret_file"}))
       return err;
     if (auto err = read_string(path, *cluster, "secret", opts.secret))
       return err;
@@ -171,9 +170,9 @@ caf::expected<std::optional<host_port>> parse_http_address(const std::string& te
     return std::optional<host_port>{};
   auto parsed = parse_host_port(text);
   if (!parsed)
-    return make_error(errc::invalid_argument,
-                      "http address '" + text + "': give HOST:PORT or off (" +
-                        render(parsed.error()) + ")");
+    return make_error(
+      errc::invalid_argument,
+      "http address '" + text + "': give HOST:PORT or off (" + render(parsed.error()) + ")");
   return std::optional<host_port>{*parsed};
 }
 
@@ -186,8 +185,9 @@ caf::error validate(const node_options& opts) {
   auto& host = opts.listen.host;
   if ((host == "0.0.0.0" || host == "::") && opts.advertise.empty())
     return make_error(errc::invalid_config,
-                      "listening on every interface (" + host + ") needs the host other nodes "
-                      "reach this one at (--advertise, DARCY_ADVERTISE or [node] advertise)");
+                      "listening on every interface (" + host +
+                        ") needs the host other nodes "
+                        "reach this one at (--advertise, DARCY_ADVERTISE or [node] advertise)");
   return {};
 }
 

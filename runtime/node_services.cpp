@@ -23,14 +23,13 @@ node_services start_node_services(caf::actor_system& sys, const node_options& op
   if (seed_registry)
     result.registry = std::move(*seed_registry);
   else
-    result.registry = sys.spawn(registry, registry_options{opts.name, opts.heartbeat_interval,
-                                                           opts.heartbeat_timeout,
-                                                           opts.prune_after, credential});
+    result.registry =
+      sys.spawn(registry, registry_options{opts.name, opts.heartbeat_interval,
+                                           opts.heartbeat_timeout, opts.prune_after, credential});
   sys.registry().put(registry_key, caf::actor_cast<caf::strong_actor_ptr>(result.registry));
   auto heartbeat = result.is_seed ? std::chrono::milliseconds{0} : opts.heartbeat_interval;
-  result.agent = sys.spawn(node_agent,
-                           node_agent_options{opts.name, result.registry, heartbeat, opts.join,
-                                              credential, opts.chaos});
+  result.agent = sys.spawn(node_agent, node_agent_options{opts.name, result.registry, heartbeat,
+                                                          opts.join, credential, opts.chaos});
   return result;
 }
 

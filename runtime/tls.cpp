@@ -6,9 +6,9 @@
 
 #include <dlfcn.h>
 
-#include <caf/openssl/manager.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <caf/openssl/manager.hpp>
 
 #include "messages/error.hpp"
 

@@ -29,8 +29,7 @@ public:
 
 private:
   mapped_file(std::string path, void* data, size_t size)
-    : path_(std::move(path)), data_(data), size_(size) {
-  }
+    : path_(std::move(path)), data_(data), size_(size) {}
 
   std::string path_;
   void* data_;

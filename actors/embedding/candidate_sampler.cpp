@@ -126,8 +126,8 @@ candidate_sampler_actor::behavior_type candidate_sampler(candidate_sampler_actor
           fan_out<sample_result>(
             targets,
             [=](size_t s) {
-              sample_plan plan{table.freqs, table.weights, table.total, counts[s],
-                               compute::mix64(seed, s), positives};
+              sample_plan plan{table.freqs, table.weights,           table.total,
+                               counts[s],   compute::mix64(seed, s), positives};
               return self->request(shards[s], opts->shard_timeout, sample_part_atom::value, name,
                                    std::move(plan));
             },

@@ -26,9 +26,8 @@ config_finder direct_embedding::configs() const {
   };
 }
 
-caf::expected<std::shared_ptr<const routed_batch>>
-direct_embedding::lookup(const std::vector<table_keys>& tables,
-                         const std::vector<std::span<float>>& out) const {
+caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
+  const std::vector<table_keys>& tables, const std::vector<std::span<float>>& out) const {
   auto dims = checked_dims(tables, configs(), out);
   if (!dims)
     return std::move(dims.error());

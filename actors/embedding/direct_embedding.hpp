@@ -28,8 +28,8 @@ public:
   /// the keys split among the shards, for update(). Fails as the master's lookup does
   /// (errc::empty_batch, errc::unknown_embedding, errc::batch_too_large) before any row is
   /// touched, and with errc::dimension_mismatch when an `out` buffer has the wrong size.
-  caf::expected<std::shared_ptr<const routed_batch>>
-  lookup(const std::vector<table_keys>& tables, const std::vector<std::span<float>>& out) const;
+  caf::expected<std::shared_ptr<const routed_batch>> lookup(
+    const std::vector<table_keys>& tables, const std::vector<std::span<float>>& out) const;
 
   /// Applies one gradient buffer per table of `route` (input order; the rows of a repeated key
   /// are summed) with each table's optimizer at `step`. Every buffer is checked first

@@ -5,13 +5,13 @@
 #include <unordered_map>
 
 #include "actors/checkpoint_coordinator.hpp"
-#include "actors/fan_out.hpp"
 #include "actors/embedding/key_routing.hpp"
 #include "actors/embedding/top_k_scan.hpp"
+#include "actors/fan_out.hpp"
 #include "compute/hash.hpp"
 #include "compute/placement.hpp"
-#include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
+#include "messages/error.hpp"
 #include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/embedding/de_config.hpp"
@@ -59,12 +59,11 @@ void admit(embedding_master_pointer self, Promise promise, std::function<void()>
     ++st.in_flight;
     work();
   } else if (st.queued.size() < st.options.max_queued) {
-    st.queued.push_back({std::move(work), [promise](caf::error err) mutable {
-                           promise.deliver(std::move(err));
-                         }});
+    st.queued.push_back(
+      {std::move(work), [promise](caf::error err) mutable { promise.deliver(std::move(err)); }});
   } else {
-    promise.deliver(make_error(errc::overloaded, std::to_string(st.in_flight) +
-                                                   " requests in flight"));
+    promise.deliver(
+      make_error(errc::overloaded, std::to_string(st.in_flight) + " requests in flight"));
   }
 }
 
@@ -76,8 +75,8 @@ void start_queued(embedding_master_pointer self) {
     st.queued.pop_front();
     next.refuse(diverged_error(st));
   }
-  while (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight
-         && !st.queued.empty()) {
+  while (!st.exclusive && st.down.empty() && st.in_flight < st.options.max_in_flight &&
+         !st.queued.empty()) {
     auto next = std::move(st.queued.front());
     st.queued.pop_front();
     ++st.in_flight;
@@ -210,8 +209,7 @@ void recover_pending(embedding_master_pointer self) {
         [=](size_t s, uint32_t attempt) {
           auto& opts = self->state.options;
           return ask_shard(self, s, attempt, load_part_atom::value, opts.checkpoint_dir, *shared,
-                           static_cast<uint32_t>(s), static_cast<uint32_t>(opts.shards.size()),
-                           id);
+                           static_cast<uint32_t>(s), static_cast<uint32_t>(opts.shards.size()), id);
         },
         [](size_t, ok_atom) {}, done, retries(self));
       return;
@@ -294,10 +292,11 @@ caf::result<ok_atom> create(embedding_master_pointer self, const de_config& cfg)
       return ask_shard(self, s, attempt, create_atom::value, cfg);
     },
     [](size_t, ok_atom) {},
-    deliver_with(promise, [self, cfg] {
-      self->state.configs[cfg.name] = cfg;
-      return ok_atom::value;
-    }),
+    deliver_with(promise,
+                 [self, cfg] {
+                   self->state.configs[cfg.name] = cfg;
+                   return ok_atom::value;
+                 }),
     retries(self));
   return promise;
 }
@@ -314,8 +313,8 @@ config_finder configs_of(embedding_master_pointer self) {
 // Looks a routed batch up on its shards (keeping `handle` there when not 0) and calls
 // done(rows per table in input order) or done(error), after which the in-flight slot is free.
 template <class Promise>
-void run_lookup(embedding_master_pointer self, Promise promise,
-                std::shared_ptr<routed_batch> batch, uint64_t handle,
+void run_lookup(embedding_master_pointer self, Promise promise, std::shared_ptr<routed_batch> batch,
+                uint64_t handle,
                 std::function<void(caf::expected<std::vector<shared_floats>>)> done) {
   admit(self, promise, [=]() mutable {
     // Every row of every table is written by exactly one shard's scatter before `out` is
@@ -329,54 +328,53 @@ void run_lookup(embedding_master_pointer self, Promise promise,
     }
     auto failed = std::make_shared<caf::error>();
     track(self, fan_out<std::vector<shared_floats>>(
-      batch->shards(),
-      [=](size_t s, uint32_t attempt) {
-        return ask_shard(self, s, attempt, lookup_atom::value, batch->part(s), handle);
-      },
-      [=](size_t s, const std::vector<shared_floats>& rows) {
-        if (auto err = batch->scatter(s, rows, *spans); err && !*failed)
-          *failed = std::move(err);
-      },
-      [=](caf::error err) mutable {
-        if (!err)
-          err = *failed;
-        if (err)
-          done(std::move(err));
-        else
-          done(std::move(*out));
-        finished(self);
-      },
-      retries(self)));
+                  batch->shards(),
+                  [=](size_t s, uint32_t attempt) {
+                    return ask_shard(self, s, attempt, lookup_atom::value, batch->part(s), handle);
+                  },
+                  [=](size_t s, const std::vector<shared_floats>& rows) {
+                    if (auto err = batch->scatter(s, rows, *spans); err && !*failed)
+                      *failed = std::move(err);
+                  },
+                  [=](caf::error err) mutable {
+                    if (!err)
+                      err = *failed;
+                    if (err)
+                      done(std::move(err));
+                    else
+                      done(std::move(*out));
+                    finished(self);
+                  },
+                  retries(self)));
   });
 }
 
 // Sends each shard its summed gradients as request(shard, grads, attempt) and delivers ok.
 template <class Promise, class Request>
-void run_update(embedding_master_pointer self, Promise promise,
-                std::shared_ptr<routed_batch> batch,
+void run_update(embedding_master_pointer self, Promise promise, std::shared_ptr<routed_batch> batch,
                 const std::vector<std::span<const float>>& grads, Request request,
                 std::function<void()> on_success = nullptr) {
-  auto per_shard = std::make_shared<std::vector<std::vector<shared_floats>>>(
-    self->state.options.shards.size());
+  auto per_shard =
+    std::make_shared<std::vector<std::vector<shared_floats>>>(self->state.options.shards.size());
   for (auto s : batch->shards())
     (*per_shard)[s] = batch->gather(s, grads);
   admit(self, promise, [=]() mutable {
     ++self->state.updates_since_checkpoint;
     track(self, fan_out<ok_atom>(
-      batch->shards(),
-      [=](size_t s, uint32_t attempt) { return request(s, (*per_shard)[s], attempt); },
-      [](size_t, ok_atom) {},
-      [=](caf::error err) mutable {
-        if (err) {
-          promise.deliver(std::move(err));
-        } else {
-          if (on_success)
-            on_success();
-          promise.deliver(ok_atom::value);
-        }
-        finished(self);
-      },
-      retries(self)));
+                  batch->shards(),
+                  [=](size_t s, uint32_t attempt) { return request(s, (*per_shard)[s], attempt); },
+                  [](size_t, ok_atom) {},
+                  [=](caf::error err) mutable {
+                    if (err) {
+                      promise.deliver(std::move(err));
+                    } else {
+                      if (on_success)
+                        on_success();
+                      promise.deliver(ok_atom::value);
+                    }
+                    finished(self);
+                  },
+                  retries(self)));
   });
 }
 
@@ -444,7 +442,8 @@ caf::result<ok_atom> backward(embedding_master_pointer self, uint64_t handle,
     return make_error(errc::not_found,
                       "lookup handle " + std::to_string(handle) +
                         " is not pending at the master: used already, never issued, or older "
-                        "than the last " + std::to_string(max_pending_lookups) + " lookups");
+                        "than the last " +
+                        std::to_string(max_pending_lookups) + " lookups");
   auto batch = i->batch;
   std::vector<std::span<const float>> spans;
   for (auto& g : grads)
@@ -499,24 +498,24 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
     }
     auto count = self->state.options.shards.size();
     track(self, take_checkpoint<std::vector<checkpoint_embedding>>(
-      stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
-      [=](size_t s, const std::string& id, uint32_t attempt) {
-        return ask_shard(self, s, attempt, save_part_atom::value, dir, id,
-                         static_cast<uint32_t>(s));
-      },
-      [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
-        return assemble_manifest(parts, step, extra, count);
-      },
-      [=](caf::expected<checkpoint_manifest> manifest) mutable {
-        if (manifest && dir == self->state.options.checkpoint_dir)
-          self->state.updates_since_checkpoint = 0;
-        end_exclusive(self);
-        if (manifest)
-          promise.deliver(std::move(*manifest));
-        else
-          promise.deliver(std::move(manifest.error()));
-      },
-      retries(self)));
+                  stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
+                  [=](size_t s, const std::string& id, uint32_t attempt) {
+                    return ask_shard(self, s, attempt, save_part_atom::value, dir, id,
+                                     static_cast<uint32_t>(s));
+                  },
+                  [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
+                    return assemble_manifest(parts, step, extra, count);
+                  },
+                  [=](caf::expected<checkpoint_manifest> manifest) mutable {
+                    if (manifest && dir == self->state.options.checkpoint_dir)
+                      self->state.updates_since_checkpoint = 0;
+                    end_exclusive(self);
+                    if (manifest)
+                      promise.deliver(std::move(*manifest));
+                    else
+                      promise.deliver(std::move(manifest.error()));
+                  },
+                  retries(self)));
   });
   // The promise owns the response now: an error returned instead would never reach the caller.
   if (err)
@@ -530,8 +529,8 @@ caf::expected<checkpoint_manifest> restorable_manifest(const std::string& dir) {
   if (!manifest)
     return std::move(manifest.error());
   if (manifest->service != embedding_service_name)
-    return make_error(errc::corrupt_file, dir + ": holds a checkpoint of the '" +
-                                            manifest->service + "' service");
+    return make_error(errc::corrupt_file,
+                      dir + ": holds a checkpoint of the '" + manifest->service + "' service");
   for (auto& entry : manifest->embeddings)
     if (auto err = stores::validate(entry.config))
       return make_error(errc::corrupt_file, dir + ": " + render(err));
@@ -555,30 +554,30 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
     auto count = static_cast<uint32_t>(self->state.options.shards.size());
     auto id = new_request_id(self);
     track(self, fan_out<ok_atom>(
-      all_shards(self),
-      [=](size_t s, uint32_t attempt) {
-        return ask_shard(self, s, attempt, load_part_atom::value, dir, *shared,
-                         static_cast<uint32_t>(s), count, id);
-      },
-      [](size_t, ok_atom) {},
-      [=](caf::error err) mutable {
-        if (!err) {
-          auto& st = self->state;
-          st.configs.clear();
-          for (auto& entry : shared->embeddings)
-            st.configs[entry.config.name] = entry.config;
-          // Every shard now holds this checkpoint's rows; they match options.checkpoint_dir's
-          // only when that is where they came from.
-          st.diverged.clear();
-          st.updates_since_checkpoint = dir == st.options.checkpoint_dir ? 0 : 1;
-        }
-        end_exclusive(self);
-        if (err)
-          promise.deliver(std::move(err));
-        else
-          promise.deliver(*shared);
-      },
-      retries(self)));
+                  all_shards(self),
+                  [=](size_t s, uint32_t attempt) {
+                    return ask_shard(self, s, attempt, load_part_atom::value, dir, *shared,
+                                     static_cast<uint32_t>(s), count, id);
+                  },
+                  [](size_t, ok_atom) {},
+                  [=](caf::error err) mutable {
+                    if (!err) {
+                      auto& st = self->state;
+                      st.configs.clear();
+                      for (auto& entry : shared->embeddings)
+                        st.configs[entry.config.name] = entry.config;
+                      // Every shard now holds this checkpoint's rows; they match
+                      // options.checkpoint_dir's only when that is where they came from.
+                      st.diverged.clear();
+                      st.updates_since_checkpoint = dir == st.options.checkpoint_dir ? 0 : 1;
+                    }
+                    end_exclusive(self);
+                    if (err)
+                      promise.deliver(std::move(err));
+                    else
+                      promise.deliver(*shared);
+                  },
+                  retries(self)));
   });
   // The promise owns the response now: an error returned instead would never reach the caller.
   if (err)
@@ -599,14 +598,15 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
   auto promise = self->make_response_promise<top_k_result>();
   auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
   auto nq = queries.size() / qdim;
-  track(self, fan_out<top_k_result>(
-    all_shards(self),
-    [=](size_t s, uint32_t attempt) {
-      return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score);
-    },
-    [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
-    deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }),
-    retries(self)));
+  track(self,
+        fan_out<top_k_result>(
+          all_shards(self),
+          [=](size_t s, uint32_t attempt) {
+            return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score);
+          },
+          [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
+          deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }),
+          retries(self)));
   return promise;
 }
 
@@ -628,23 +628,24 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
   auto promise = self->make_response_promise<embedding_stats>();
   auto total = std::make_shared<embedding_stats>();
   track(self, fan_out<embedding_stats>(
-    all_shards(self),
-    [=](size_t s, uint32_t attempt) {
-      return ask_shard(self, s, attempt, stats_atom::value, name);
-    },
-    [total](size_t, const embedding_stats& part) {
-      total->rows += part.rows;
-      total->bytes += part.bytes;
-      total->raw_bytes += part.raw_bytes;
-      total->evictions += part.evictions;
-      total->dropped_updates += part.dropped_updates;
-    },
-    deliver_with(promise, [self, total] {
-      total->retried_requests = self->state.retries;
-      total->recovered_shards = self->state.recovered_shards;
-      return *total;
-    }),
-    retries(self)));
+                all_shards(self),
+                [=](size_t s, uint32_t attempt) {
+                  return ask_shard(self, s, attempt, stats_atom::value, name);
+                },
+                [total](size_t, const embedding_stats& part) {
+                  total->rows += part.rows;
+                  total->bytes += part.bytes;
+                  total->raw_bytes += part.raw_bytes;
+                  total->evictions += part.evictions;
+                  total->dropped_updates += part.dropped_updates;
+                },
+                deliver_with(promise,
+                             [self, total] {
+                               total->retried_requests = self->state.retries;
+                               total->recovered_shards = self->state.recovered_shards;
+                               return *total;
+                             }),
+                retries(self)));
   return promise;
 }
 
@@ -653,12 +654,10 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
 embedding_master_actor::behavior_type embedding_master(embedding_master_pointer self,
                                                        embedding_master_options options) {
   self->state.options = std::move(options);
-  self->state.next_request_id =
-    compute::mix64(std::hash<std::string>{}(to_string(self->node())),
-                   compute::mix64(self->id(), static_cast<uint64_t>(
-                                                std::chrono::steady_clock::now()
-                                                  .time_since_epoch()
-                                                  .count())));
+  self->state.next_request_id = compute::mix64(
+    std::hash<std::string>{}(to_string(self->node())),
+    compute::mix64(self->id(), static_cast<uint64_t>(
+                                 std::chrono::steady_clock::now().time_since_epoch().count())));
   if (!self->state.options.shard_services.empty())
     if (auto registry = self->system().registry().get<registry_actor>(registry_key))
       self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
@@ -669,14 +668,14 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       return lookup(self, name, keys);
     },
     [self](update_atom, const std::string& name, const std::vector<std::string>& keys,
-           const std::vector<float>& grads, int64_t step) {
-      return update(self, name, keys, grads, step);
-    },
+           const std::vector<float>& grads,
+           int64_t step) { return update(self, name, keys, grads, step); },
     [self](lookup_atom, const std::vector<table_keys>& tables, bool keep) {
       return lookup_tables(self, tables, keep);
     },
-    [self](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
-           int64_t step) { return backward(self, handle, grads, step); },
+    [self](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads, int64_t step) {
+      return backward(self, handle, grads, step);
+    },
     [self](save_atom, const std::string& dir, int64_t step, const std::string& extra) {
       return save(self, dir, step, extra);
     },

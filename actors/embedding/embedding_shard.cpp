@@ -16,8 +16,7 @@ using shard_pointer = embedding_shard_actor::stateful_pointer<embedding_shard_st
 
 // The table of `name` after checking the batch; an error when either is wrong.
 caf::expected<embedding_shard_state::table*> checked_table(shard_pointer self,
-                                                           const std::string& name,
-                                                           size_t batch) {
+                                                           const std::string& name, size_t batch) {
   auto table = stores::find_embedding(self->state.tables(), name);
   if (table)
     if (auto err = stores::check_batch((*table)->config, batch))
@@ -80,9 +79,9 @@ caf::result<ok_atom> update(shard_pointer self, const std::string& name,
 
 // Checks every table of a flat request before any is touched: known, within max_batch, and,
 // with grads, one finite buffer of keys * dim values per table.
-caf::expected<std::vector<embedding_shard_state::table*>>
-checked_tables(shard_pointer self, const std::vector<table_keys>& tables,
-               const std::vector<shared_floats>* grads) {
+caf::expected<std::vector<embedding_shard_state::table*>> checked_tables(
+  shard_pointer self, const std::vector<table_keys>& tables,
+  const std::vector<shared_floats>* grads) {
   if (grads != nullptr && grads->size() != tables.size())
     return make_error(errc::dimension_mismatch, std::to_string(grads->size()) +
                                                   " gradient buffers for " +
@@ -109,8 +108,8 @@ void keep_pending(shard_pointer self, uint64_t handle, std::vector<table_keys> t
     bytes += t.keys.key_bytes() + t.keys.size() * 2 * sizeof(uint64_t);
   st.pending.push_back({handle, std::move(tables), bytes});
   st.pending_bytes += bytes;
-  while (st.pending.size() > max_pending_lookups
-         || (st.pending.size() > 1 && st.pending_bytes > st.max_pending_bytes)) {
+  while (st.pending.size() > max_pending_lookups ||
+         (st.pending.size() > 1 && st.pending_bytes > st.max_pending_bytes)) {
     st.pending_bytes -= st.pending.front().bytes;
     st.pending.pop_front();
   }
@@ -140,8 +139,8 @@ caf::result<std::vector<shared_floats>> lookup_tables(shard_pointer self,
 
 // Applies grads to tables after checking all of them; the request id is applied once.
 caf::error apply_tables(shard_pointer self, const std::vector<table_keys>& tables,
-                                  const std::vector<shared_floats>& grads, int64_t step,
-                                  uint64_t request_id) {
+                        const std::vector<shared_floats>& grads, int64_t step,
+                        uint64_t request_id) {
   auto checked = checked_tables(self, tables, &grads);
   if (!checked)
     return std::move(checked.error());
@@ -149,8 +148,8 @@ caf::error apply_tables(shard_pointer self, const std::vector<table_keys>& table
     auto& keys = tables[t].keys;
     if (keys.empty())
       continue;
-    if (auto err = (*checked)[t]->store->update(keys.views(), keys.hashes(), grads[t].values(),
-                                                 step))
+    if (auto err =
+          (*checked)[t]->store->update(keys.views(), keys.hashes(), grads[t].values(), step))
       return err;
   }
   self->state.applied.remember(request_id);
@@ -175,10 +174,9 @@ caf::result<ok_atom> backward(shard_pointer self, uint64_t handle,
   auto i = std::find_if(st.pending.rbegin(), st.pending.rend(),
                         [&](const auto& p) { return p.handle == handle; });
   if (i == st.pending.rend())
-    return make_error(errc::not_found,
-                      "lookup handle " + std::to_string(handle) + " is not held by shard " +
-                        std::to_string(st.index) +
-                        " (expired, or the shard restarted since the lookup)");
+    return make_error(errc::not_found, "lookup handle " + std::to_string(handle) +
+                                         " is not held by shard " + std::to_string(st.index) +
+                                         " (expired, or the shard restarted since the lookup)");
   // A refused backward (a bad shape, a NaN) keeps the handle, so that a corrected one can
   // follow.
   if (auto err = apply_tables(self, i->tables, grads, step, handle))
@@ -222,8 +220,7 @@ caf::result<sample_result> sample_part(shard_pointer self, const std::string& na
 }
 
 // Writes one part per embedding into checkpoint `id` (stores/checkpoint_io).
-caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
-                                                         const std::string& dir,
+caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self, const std::string& dir,
                                                          const std::string& id, uint32_t index) {
   auto key = dir + "/" + id;
   auto& saved = self->state.saved;
@@ -248,8 +245,8 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self,
 // built aside and swapped in whole; a persistent table is rebuilt in place (its database cannot
 // be opened twice).
 caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
-                               const checkpoint_manifest& manifest, uint32_t index,
-                               uint32_t count, uint64_t request_id) {
+                               const checkpoint_manifest& manifest, uint32_t index, uint32_t count,
+                               uint64_t request_id) {
   if (count == 0 || index >= count)
     return make_error(errc::invalid_argument,
                       "shard " + std::to_string(index) + " of " + std::to_string(count));
@@ -356,18 +353,19 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
   return {
     [self, enter](create_atom, de_config& cfg) {
       auto request = enter("create");
-      return create(self, cfg); },
+      return create(self, cfg);
+    },
     [self, enter](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
       auto request = enter("lookup");
       return lookup(self, name, keys);
     },
     [self, enter](update_atom, const std::string& name, const std::vector<std::string>& keys,
-           const std::vector<float>& grads, int64_t step) {
+                  const std::vector<float>& grads, int64_t step) {
       auto request = enter("update");
       return update(self, name, keys, grads, step);
     },
     [self, enter](update_atom, const std::string& name, const std::vector<std::string>& keys,
-           const std::vector<float>& grads, int64_t step, uint64_t request_id) {
+                  const std::vector<float>& grads, int64_t step, uint64_t request_id) {
       auto request = enter("update");
       return update(self, name, keys, grads, step, request_id);
     },
@@ -376,19 +374,22 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
       return lookup_tables(self, tables, handle);
     },
     [self, enter](backward_atom, uint64_t handle, const std::vector<shared_floats>& grads,
-           int64_t step) {
+                  int64_t step) {
       auto request = enter("backward");
-      return backward(self, handle, grads, step); },
+      return backward(self, handle, grads, step);
+    },
     [self, enter](update_atom, const std::vector<table_keys>& tables,
-           const std::vector<shared_floats>& grads, int64_t step, uint64_t request_id) {
+                  const std::vector<shared_floats>& grads, int64_t step, uint64_t request_id) {
       auto request = enter("update");
       return update_tables(self, tables, grads, step, request_id);
     },
-    [self, enter](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
-           top_k_score score) {
+    [self, enter](top_k_atom, const std::string& name, const std::vector<float>& queries,
+                  uint32_t k, top_k_score score) {
       auto request = enter("top_k");
-      return top_k(self, name, queries, k, score); },
-    [self, enter](sample_stats_atom, const std::string& name, const std::vector<std::string>& positives) {
+      return top_k(self, name, queries, k, score);
+    },
+    [self, enter](sample_stats_atom, const std::string& name,
+                  const std::vector<std::string>& positives) {
       auto request = enter("sample_stats");
       return sample_metadata(self, name, positives);
     },
@@ -401,13 +402,14 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
       return save_part(self, dir, id, part);
     },
     [self, enter](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
-           uint32_t part, uint32_t count, uint64_t request_id) {
+                  uint32_t part, uint32_t count, uint64_t request_id) {
       auto request = enter("load_part");
       return load_part(self, dir, manifest, part, count, request_id);
     },
     [self, enter](stats_atom, const std::string& name) {
       auto request = enter("stats");
-      return stats(self, name); },
+      return stats(self, name);
+    },
   };
 }
 

@@ -14,8 +14,8 @@
 #include "actors/embedding/shard_tables.hpp"
 #include "actors/request_window.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
-#include "runtime/metrics.hpp"
 #include "runtime/http/service_metrics.hpp"
+#include "runtime/metrics.hpp"
 #include "stores/embedding/embedding_store.hpp"
 
 namespace darcy::actors {
@@ -48,14 +48,13 @@ struct embedding_shard_state {
   static inline const char* name = "darcy.embedding_shard";
 };
 
-embedding_shard_actor::behavior_type
-embedding_shard(embedding_shard_actor::stateful_pointer<embedding_shard_state> self,
-                uint32_t index);
+embedding_shard_actor::behavior_type embedding_shard(
+  embedding_shard_actor::stateful_pointer<embedding_shard_state> self, uint32_t index);
 
 /// The same, over tables that others in this process may share (see direct_embedding).
-embedding_shard_actor::behavior_type
-embedding_shard_over(embedding_shard_actor::stateful_pointer<embedding_shard_state> self,
-                     uint32_t index, shard_tables_ptr tables);
+embedding_shard_actor::behavior_type embedding_shard_over(
+  embedding_shard_actor::stateful_pointer<embedding_shard_state> self, uint32_t index,
+  shard_tables_ptr tables);
 
 /// Spawns shards 0..count-1 in `sys`.
 std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t count);

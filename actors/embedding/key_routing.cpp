@@ -36,10 +36,10 @@ caf::expected<std::vector<uint32_t>> checked_dims(const std::vector<table_keys>&
                                                   std::to_string(tables.size()) + " tables");
   for (size_t t = 0; t < tables.size(); ++t)
     if (out[t].size() != tables[t].keys.size() * (*dims)[t])
-      return make_error(errc::dimension_mismatch,
-                        std::to_string(out[t].size()) + " values for " +
-                          std::to_string(tables[t].keys.size()) + " rows of '" + tables[t].name +
-                          "' (dim " + std::to_string((*dims)[t]) + ")");
+      return make_error(errc::dimension_mismatch, std::to_string(out[t].size()) + " values for " +
+                                                    std::to_string(tables[t].keys.size()) +
+                                                    " rows of '" + tables[t].name + "' (dim " +
+                                                    std::to_string((*dims)[t]) + ")");
   return dims;
 }
 
@@ -133,10 +133,10 @@ caf::error routed_batch::scatter(size_t s, const std::vector<shared_floats>& row
     auto dim = dims_[t];
     auto values = rows[t].values();
     if (values.size() != size_t{counts_[s][t]} * dim || out[t].size() != inputs_[t] * dim)
-      return make_error(errc::dimension_mismatch,
-                        "shard " + std::to_string(s) + " answered " +
-                          std::to_string(values.size()) + " values for " +
-                          std::to_string(counts_[s][t]) + " rows of dim " + std::to_string(dim));
+      return make_error(errc::dimension_mismatch, "shard " + std::to_string(s) + " answered " +
+                                                    std::to_string(values.size()) + " values for " +
+                                                    std::to_string(counts_[s][t]) +
+                                                    " rows of dim " + std::to_string(dim));
     auto* dst = out[t].data();
     for (auto [input, row] : by_shard_[s][t])
       std::copy_n(values.data() + size_t{row} * dim, dim, dst + size_t{input} * dim);
@@ -144,8 +144,8 @@ caf::error routed_batch::scatter(size_t s, const std::vector<shared_floats>& row
   return {};
 }
 
-std::vector<shared_floats>
-routed_batch::gather(size_t s, const std::vector<std::span<const float>>& grads) const {
+std::vector<shared_floats> routed_batch::gather(
+  size_t s, const std::vector<std::span<const float>>& grads) const {
   std::vector<shared_floats> result;
   result.reserve(tables());
   for (size_t t = 0; t < tables(); ++t) {

@@ -66,7 +66,8 @@ public:
 
   /// Shard s's gradients: for each table, the sum of the rows of `grads` (one buffer per
   /// table, input order) over the positions of each of the shard's keys.
-  std::vector<shared_floats> gather(size_t s, const std::vector<std::span<const float>>& grads) const;
+  std::vector<shared_floats> gather(size_t s,
+                                    const std::vector<std::span<const float>>& grads) const;
 
 private:
   struct placed {

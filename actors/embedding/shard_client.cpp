@@ -118,8 +118,8 @@ caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& 
     handle = next_handle_++;
   std::lock_guard<std::mutex> guard{requester_->mutex};
   caf::scoped_actor self{requester_->system};
-  using handle_type = decltype(self->request(shards_[0], milliseconds{}, lookup_atom::value,
-                                             route->part(0), handle));
+  using handle_type =
+    decltype(self->request(shards_[0], milliseconds{}, lookup_atom::value, route->part(0), handle));
   // Every part is sent before any answer is awaited, so the shards work at once.
   std::vector<std::pair<size_t, in_flight<handle_type>>> sent;
   for (auto s : route->shards())
@@ -132,9 +132,8 @@ caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& 
   caf::error first;
   for (auto& [s, f] : sent)
     if (auto err = await<std::vector<shared_floats>>(
-          f, [&, s = s](const std::vector<shared_floats>& rows) {
-            return route->scatter(s, rows, out);
-          });
+          f, [&, s = s](
+               const std::vector<shared_floats>& rows) { return route->scatter(s, rows, out); });
         err && !first)
       first = std::move(err);
   if (first)

@@ -16,9 +16,9 @@ caf::error check_top_k_request(size_t dim, size_t query_values, uint32_t k, top_
   if (k == 0)
     return make_error(errc::invalid_argument, "top_k needs k >= 1");
   if (dim == 0 || qdim == 0 || query_values == 0 || query_values % qdim != 0)
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(query_values) + " query values are not a whole number of "
-                        + std::to_string(qdim) + "-dimensional queries");
+    return make_error(errc::dimension_mismatch, std::to_string(query_values) +
+                                                  " query values are not a whole number of " +
+                                                  std::to_string(qdim) + "-dimensional queries");
   return {};
 }
 

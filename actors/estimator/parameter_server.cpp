@@ -58,7 +58,8 @@ uint64_t count_step(parameter_server_state& st, double loss) {
   return ++st.global_step;
 }
 
-caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& grads, double loss) {
+caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& grads,
+                            double loss) {
   auto& st = self->state;
   if (grads.names.empty())
     return count_step(st, loss);

@@ -32,8 +32,7 @@ struct parameter_server_state {
   static inline const char* name = "darcy.parameter_server";
 };
 
-using parameter_server_pointer =
-  parameter_server_actor::stateful_pointer<parameter_server_state>;
+using parameter_server_pointer = parameter_server_actor::stateful_pointer<parameter_server_state>;
 
 /// Exits with errc::invalid_config when the Adam hyperparameters are invalid.
 parameter_server_actor::behavior_type parameter_server(parameter_server_pointer self,

@@ -28,10 +28,10 @@ caf::error check(const named_tensors& t) {
                                                   " value buffers");
   for (size_t i = 0; i < n; ++i)
     if (t.values[i].size() != static_cast<size_t>(t.rows[i]) * t.cols[i])
-      return make_error(errc::dimension_mismatch,
-                        "tensor '" + t.names[i] + "': " + std::to_string(t.values[i].size()) +
-                          " floats are not " + std::to_string(t.rows[i]) + " x " +
-                          std::to_string(t.cols[i]));
+      return make_error(errc::dimension_mismatch, "tensor '" + t.names[i] +
+                                                    "': " + std::to_string(t.values[i].size()) +
+                                                    " floats are not " + std::to_string(t.rows[i]) +
+                                                    " x " + std::to_string(t.cols[i]));
   return {};
 }
 
@@ -40,12 +40,10 @@ const_matrix_map view(const named_tensors& t, size_t i) {
           static_cast<Eigen::Index>(t.cols[i])};
 }
 
-caf::error check_matches(const named_tensors& t,
-                         const compute::nn::parameter_list<float>& params) {
+caf::error check_matches(const named_tensors& t, const compute::nn::parameter_list<float>& params) {
   if (t.names.size() != params.size())
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(t.names.size()) + " tensors for " +
-                        std::to_string(params.size()) + " variables");
+    return make_error(errc::dimension_mismatch, std::to_string(t.names.size()) + " tensors for " +
+                                                  std::to_string(params.size()) + " variables");
   for (size_t i = 0; i < params.size(); ++i) {
     auto& p = *params[i];
     if (t.names[i] != p.name || t.rows[i] != p.value.rows() || t.cols[i] != p.value.cols())

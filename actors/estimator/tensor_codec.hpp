@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <caf/error.hpp>
 #include <Eigen/Core>
+#include <caf/error.hpp>
 
 #include "compute/nn/tensor.hpp"
 #include "messages/estimator/estimator_interfaces.hpp"

@@ -16,16 +16,16 @@ caf::behavior training_worker(caf::event_based_actor* self, worker_config config
                               std::shared_ptr<const training_jobs> jobs) {
   auto it = jobs->find(config.job);
   if (it == jobs->end()) {
-    self->quit(make_error(errc::invalid_config,
-                          "this node has no estimator job '" + config.job + "'"));
+    self->quit(
+      make_error(errc::invalid_config, "this node has no estimator job '" + config.job + "'"));
     return {};
   }
   // Set when the worker exits for any reason: the loop then stops after its current step.
   auto stop = std::make_shared<std::atomic<bool>>(false);
   self->attach_functor([stop] { *stop = true; });
   self->spawn<caf::detached>(
-    [job = it->second, config, stop, parent = caf::actor_cast<caf::actor>(self)](
-      caf::event_based_actor* helper) -> caf::behavior {
+    [job = it->second, config, stop,
+     parent = caf::actor_cast<caf::actor>(self)](caf::event_based_actor* helper) -> caf::behavior {
       auto err = job(helper->system(), config, *stop);
       caf::anon_send(parent, done_atom::value, std::move(err));
       helper->quit();

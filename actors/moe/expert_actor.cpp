@@ -16,9 +16,9 @@ using rows_map = Eigen::Map<matrix>;
 /// rows × dim.
 caf::expected<const_rows> view(const row_block& block, uint32_t dim) {
   if (block.values.size() != static_cast<size_t>(block.rows) * dim)
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(block.values.size()) + " values are not " +
-                        std::to_string(block.rows) + " rows of " + std::to_string(dim));
+    return make_error(errc::dimension_mismatch, std::to_string(block.values.size()) +
+                                                  " values are not " + std::to_string(block.rows) +
+                                                  " rows of " + std::to_string(dim));
   return const_rows{block.values.values().data(), block.rows, dim};
 }
 
@@ -62,9 +62,9 @@ caf::result<row_block> backward(expert_pointer self, const row_block& block) {
     return *st.last_backward;
   auto dim = st.config.layer.dim;
   if (!st.step || *st.step != block.step || st.in.rows() != block.rows)
-    return make_error(errc::invalid_argument,
-                      "expert " + std::to_string(st.config.index) + ": backward of step " +
-                        std::to_string(block.step) + " without its forward");
+    return make_error(errc::invalid_argument, "expert " + std::to_string(st.config.index) +
+                                                ": backward of step " + std::to_string(block.step) +
+                                                " without its forward");
   auto dout = view(block, dim);
   if (!dout)
     return std::move(dout.error());
@@ -80,8 +80,7 @@ caf::result<row_block> backward(expert_pointer self, const row_block& block) {
   return *st.last_backward;
 }
 
-caf::result<file_info> save(expert_pointer self, const std::string& root,
-                            const std::string& name) {
+caf::result<file_info> save(expert_pointer self, const std::string& root, const std::string& name) {
   auto& st = self->state;
   if (!st.expert)
     return not_started();

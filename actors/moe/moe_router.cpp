@@ -110,9 +110,8 @@ void ask_experts(moe_router_pointer self, phase_kind kind, uint64_t step, const 
     },
     [self, kind, results, done](caf::error err) mutable {
       if (err) {
-        fail_phase(self, make_error(errc::unavailable,
-                                    std::string{"an expert failed the "} + name_of(kind) + ": " +
-                                      render(err)));
+        fail_phase(self, make_error(errc::unavailable, std::string{"an expert failed the "} +
+                                                         name_of(kind) + ": " + render(err)));
         return;
       }
       done(*results);
@@ -155,8 +154,8 @@ void run_backward(moe_router_pointer self) {
 caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t replica,
                               row_block block) {
   auto& st = self->state;
-  auto what = std::string{name_of(kind)} + " of replica " + std::to_string(replica) +
-              " for step " + std::to_string(block.step);
+  auto what = std::string{name_of(kind)} + " of replica " + std::to_string(replica) + " for step " +
+              std::to_string(block.step);
   if (!st.gate)
     return make_error(errc::unavailable, "the router did not start");
   if (st.lost)
@@ -164,14 +163,13 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
   if (st.checkpointing)
     return make_error(errc::invalid_argument, what + ": a checkpoint save or load is running");
   if (replica >= st.config.replicas)
-    return make_error(errc::invalid_argument,
-                      what + ": the router combines " + std::to_string(st.config.replicas) +
-                        " replicas");
+    return make_error(errc::invalid_argument, what + ": the router combines " +
+                                                std::to_string(st.config.replicas) + " replicas");
   if (block.values.size() != static_cast<size_t>(block.rows) * st.config.layer.dim)
-    return make_error(errc::dimension_mismatch,
-                      what + ": " + std::to_string(block.values.size()) + " values are not " +
-                        std::to_string(block.rows) + " rows of " +
-                        std::to_string(st.config.layer.dim));
+    return make_error(errc::dimension_mismatch, what + ": " + std::to_string(block.values.size()) +
+                                                  " values are not " + std::to_string(block.rows) +
+                                                  " rows of " +
+                                                  std::to_string(st.config.layer.dim));
   for (auto v : block.values.values())
     if (!std::isfinite(v))
       return make_error(errc::non_finite,
@@ -194,9 +192,9 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
   if (phase.blocks[replica])
     return make_error(errc::invalid_argument, what + ": sent twice");
   if (kind == phase_kind::backward && block.rows != st.replica_rows[replica])
-    return make_error(errc::dimension_mismatch,
-                      what + ": " + std::to_string(block.rows) + " rows for a forward of " +
-                        std::to_string(st.replica_rows[replica]));
+    return make_error(errc::dimension_mismatch, what + ": " + std::to_string(block.rows) +
+                                                  " rows for a forward of " +
+                                                  std::to_string(st.replica_rows[replica]));
   phase.blocks[replica] = std::move(block);
   auto promise = self->make_response_promise<row_block>();
   phase.promises[replica] = promise;
@@ -221,8 +219,8 @@ caf::error between_steps(moe_router_state& st, const char* what) {
                         std::to_string(st.waiting ? st.waiting->step : *st.forwarded) +
                         " is in progress");
   if (st.checkpointing)
-    return make_error(errc::invalid_argument,
-                      std::string{"moe router: "} + what + ": a checkpoint save or load is running");
+    return make_error(errc::invalid_argument, std::string{"moe router: "} + what +
+                                                ": a checkpoint save or load is running");
   return {};
 }
 
@@ -262,9 +260,9 @@ void load_layer(moe_router_pointer self, const std::string& path,
   auto& st = self->state;
   auto experts = st.experts.size();
   if (parts->size() != experts + 1)
-    return done(make_error(errc::invalid_config,
-                           "the checkpoint holds " + std::to_string(parts->size() - 1) +
-                             " experts; this layer has " + std::to_string(experts)));
+    return done(
+      make_error(errc::invalid_config, "the checkpoint holds " + std::to_string(parts->size() - 1) +
+                                         " experts; this layer has " + std::to_string(experts)));
   if (auto err = stores::read_parameter_part(stores::checkpoint_dir{path}, parts->back(),
                                              st.gate->parameters(), *st.optimizer))
     return done(std::move(err));
@@ -311,8 +309,10 @@ caf::result<checkpoint_manifest> save(moe_router_pointer self, const moe_save_re
       err = std::move(parts.error());
     }
     root.discard(id);
-    promise.deliver(make_error(errc::io_error, "moe checkpoint not taken, the previous one "
-                                               "stays current: " + render(err)));
+    promise.deliver(make_error(errc::io_error,
+                               "moe checkpoint not taken, the previous one "
+                               "stays current: " +
+                                 render(err)));
   });
   return promise;
 }
@@ -388,9 +388,9 @@ caf::result<ok_atom> load_as_expert(moe_router_pointer self, const std::string& 
 /// The expert interface: the one replica's request.
 caf::result<row_block> as_expert(moe_router_pointer self, phase_kind kind, row_block block) {
   if (self->state.config.replicas != 1)
-    return make_error(errc::invalid_argument,
-                      "a router of " + std::to_string(self->state.config.replicas) +
-                        " replicas is no expert: give the replica");
+    return make_error(errc::invalid_argument, "a router of " +
+                                                std::to_string(self->state.config.replicas) +
+                                                " replicas is no expert: give the replica");
   return arrive(self, kind, 0, std::move(block));
 }
 

@@ -37,9 +37,9 @@ caf::error access_policy::admit(const request_context& ctx, access_action action
   auto& allowed = action == access_action::query ? rules_.acl.query : rules_.acl.manage;
   if (!lists(allowed, ctx.principal)) {
     ++counters.denied_access;
-    return make_error(errc::access_denied,
-                      "principal '" + ctx.principal + "' may not " +
-                        (action == access_action::query ? "query" : "manage") + " this model");
+    return make_error(errc::access_denied, "principal '" + ctx.principal + "' may not " +
+                                             (action == access_action::query ? "query" : "manage") +
+                                             " this model");
   }
   if (action == access_action::query) {
     if (auto rule = quota_for(ctx)) {
@@ -52,9 +52,10 @@ caf::error access_policy::admit(const request_context& ctx, access_action action
       b.last = std::max(b.last, now);
       if (b.tokens < 1) {
         ++counters.denied_quota;
-        return make_error(errc::quota_exceeded,
-                          "principal '" + ctx.principal + "' with app '" + ctx.app + "' is limited to " +
-                            std::to_string(rule->rate) + " requests per second");
+        return make_error(errc::quota_exceeded, "principal '" + ctx.principal + "' with app '" +
+                                                  ctx.app + "' is limited to " +
+                                                  std::to_string(rule->rate) +
+                                                  " requests per second");
       }
       b.tokens -= 1;
     }

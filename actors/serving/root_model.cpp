@@ -12,8 +12,8 @@ namespace {
 caf::error check_finite(std::span<const float> xs, const std::string& what) {
   for (size_t i = 0; i < xs.size(); ++i)
     if (!std::isfinite(xs[i]))
-      return make_error(errc::invalid_argument, what + " holds a NaN or infinite value at " +
-                                                  std::to_string(i));
+      return make_error(errc::invalid_argument,
+                        what + " holds a NaN or infinite value at " + std::to_string(i));
   return {};
 }
 
@@ -77,7 +77,8 @@ caf::expected<std::vector<float>> root_model::query_of(const topk_request& reque
         row = std::stoull(request.user);
       }
       if (c.users == 0)
-        return make_error(errc::invalid_argument, "this model has no users; give items or a vector");
+        return make_error(errc::invalid_argument,
+                          "this model has no users; give items or a vector");
       if (row >= c.users)
         return make_error(errc::not_found, "unknown user '" + request.user +
                                              "' (give the items of a new user instead)");

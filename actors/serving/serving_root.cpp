@@ -7,9 +7,9 @@
 
 #include "messages/error.hpp"
 #include "runtime/cluster/exit_cascade.hpp"
-#include "runtime/log.hpp"
 #include "runtime/cluster/remote_run.hpp"
 #include "runtime/cluster/supervisor.hpp"
+#include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/serving/serving_export.hpp"
 
@@ -84,8 +84,8 @@ void fail_load(serving_root_pointer self, const caf::error& err) {
 void finish_load(serving_root_pointer self) {
   auto& st = self->state;
   auto v = st.loading;
-  log_event(self, "all " + std::to_string(v->shards.size()) + " shards of version " +
-                    v->version + " loaded; loading the root");
+  log_event(self, "all " + std::to_string(v->shards.size()) + " shards of version " + v->version +
+                    " loaded; loading the root");
   auto root = root_model::load(st.config.model_dir, v->version);
   if (!root)
     return fail_load(self, root.error());
@@ -132,8 +132,8 @@ void on_supervisor_event(serving_root_pointer self, const supervisor_event& e) {
   if (e.kind == supervisor_event_kind::child_exited) {
     v->shards[i] = serving_shard_actor{};
     health.up = false;
-    log_event(self, "shard " + std::to_string(i) + " of version " + v->version + " exited: " +
-                      e.reason);
+    log_event(self,
+              "shard " + std::to_string(i) + " of version " + v->version + " exited: " + e.reason);
     return;
   }
   auto shard = caf::actor_cast<serving_shard_actor>(e.actor);
@@ -142,8 +142,8 @@ void on_supervisor_event(serving_root_pointer self, const supervisor_event& e) {
   health.up = true;
   if (e.kind == supervisor_event_kind::child_restarted) {
     ++health.restarts;
-    log_event(self, "shard " + std::to_string(i) + " of version " + v->version +
-                      " restarted on " + e.node);
+    log_event(
+      self, "shard " + std::to_string(i) + " of version " + v->version + " restarted on " + e.node);
   }
   if (v != self->state.loading || v->ready[i])
     return;
@@ -185,7 +185,7 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
   for (uint32_t i = 0; i < n; ++i) {
     v->health[i].shard = i;
     serving_shard_config shard{st.config.model_dir, st.config.model, v->version, i,
-                               st.config.probes, st.config.rerank};
+                               st.config.probes,    st.config.rerank};
     child_spec child;
     child.id = "shard." + std::to_string(i);
     child.factory = st.config.shard_factory;
@@ -195,8 +195,8 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
     child.service = v->supervisor_name + ".shard." + std::to_string(i);
     spec.children.push_back(std::move(child));
   }
-  log_event(self, "loading version " + v->version + ": starting " + std::to_string(n) +
-                    " shard servers");
+  log_event(self,
+            "loading version " + v->version + ": starting " + std::to_string(n) + " shard servers");
   st.loading = v;
   v->supervisor = self->system().spawn(runtime::supervisor, std::move(spec));
   self->monitor(v->supervisor);
@@ -219,8 +219,8 @@ caf::expected<std::string> begin_load(serving_root_pointer self, const std::stri
       return err;
     auto versions = stores::export_versions(st.config.model_dir);
     if (std::find(versions.begin(), versions.end(), version) == versions.end())
-      return make_error(errc::not_found, "model " + st.config.model + " has no version " +
-                                           version + " (versions: " + comma_list(versions) + ")");
+      return make_error(errc::not_found, "model " + st.config.model + " has no version " + version +
+                                           " (versions: " + comma_list(versions) + ")");
   }
   auto manifest = stores::read_export_manifest(st.config.model_dir, version);
   if (!manifest)
@@ -262,8 +262,8 @@ void finish_topk(serving_root_pointer self, uint64_t id) {
       missing.push_back(i);
   auto& v = *p.version;
   if (!missing.empty() && !p.allow_partial) {
-    auto code = is(p.first_error, errc::deadline_exceeded) ? errc::deadline_exceeded
-                                                           : errc::unavailable;
+    auto code =
+      is(p.first_error, errc::deadline_exceeded) ? errc::deadline_exceeded : errc::unavailable;
     p.promise.deliver(make_error(code, "model " + st.config.model + " version " + v.version +
                                          ": shards " + comma_list(missing) + " missing (" +
                                          render(p.first_error) + ")"));
@@ -394,8 +394,8 @@ void flush_lane(serving_root_pointer self, const std::shared_ptr<served_version>
         call->answered(*v, i);
         if (hits.answers.size() != ids.size() || hits.errors.size() != ids.size()) {
           fail_all(make_error(errc::unavailable, what + " answered a batch of " +
-                                                      std::to_string(ids.size()) + " with " +
-                                                      std::to_string(hits.answers.size())));
+                                                   std::to_string(ids.size()) + " with " +
+                                                   std::to_string(hits.answers.size())));
         } else {
           for (size_t j = 0; j < ids.size(); ++j) {
             account(*v, i, !hits.errors[j], sent);
@@ -485,10 +485,10 @@ caf::result<topk_response> topk(serving_root_pointer self, const topk_request& r
   if (auto err = st.access.admit(ctx, access_action::query, seconds_since_start(self)))
     return err;
   if (!st.current)
-    return make_error(errc::unavailable,
-                      "model " + st.config.model +
-                        (st.loading ? " is loading version " + st.loading->version
-                                    : " has no version loaded"));
+    return make_error(
+      errc::unavailable,
+      "model " + st.config.model +
+        (st.loading ? " is loading version " + st.loading->version : " has no version loaded"));
   auto v = st.current;
   auto query = v->root->query_of(request);
   if (!query)
@@ -557,8 +557,8 @@ serving_root_actor::behavior_type serving_root(serving_root_pointer self,
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& s = self->state;
     if (s.loading && s.loading->supervisor.address() == msg.source)
-      fail_load(self, make_error(errc::spawn_failed, "shard servers stopped: " +
-                                                       render(msg.reason)));
+      fail_load(self,
+                make_error(errc::spawn_failed, "shard servers stopped: " + render(msg.reason)));
   });
   if (st.config.load_newest) {
     auto started = begin_load(self, {});
@@ -584,9 +584,7 @@ serving_root_actor::behavior_type serving_root(serving_root_pointer self,
     },
     [self](status_atom) { return status(self); },
     [self](const supervisor_event& e) { on_supervisor_event(self, e); },
-    [self](tick_atom, uint64_t deadline_us) {
-      on_timer(self, static_cast<int64_t>(deadline_us));
-    },
+    [self](tick_atom, uint64_t deadline_us) { on_timer(self, static_cast<int64_t>(deadline_us)); },
   };
 }
 

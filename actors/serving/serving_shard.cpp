@@ -133,8 +133,8 @@ serving_shard_actor::behavior_type serving_shard(serving_shard_pointer self,
     [=](topk_atom, const shard_batch& batch) { return topk_batch(self, batch); },
     [=](status_atom) {
       auto& s = self->state;
-      return shard_status{s.config.model, s.config.version, s.config.shard, s.index->size(),
-                          s.answered, s.expired};
+      return shard_status{s.config.model,  s.config.version, s.config.shard,
+                          s.index->size(), s.answered,       s.expired};
     },
   };
 }

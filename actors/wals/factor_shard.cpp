@@ -14,7 +14,9 @@ namespace {
 
 using state_pointer = factor_shard_actor::stateful_pointer<factor_shard_state>;
 
-size_t side_index(wals_side side) { return side == wals_side::rows ? 0 : 1; }
+size_t side_index(wals_side side) {
+  return side == wals_side::rows ? 0 : 1;
+}
 
 /// Fails unless `epoch` is open for writes on `side`.
 caf::error check_open(const factor_shard_state& st, uint64_t epoch, wals_side side) {
@@ -56,10 +58,10 @@ caf::result<ok_atom> write(state_pointer self, uint64_t epoch, wals_side side, u
   auto count = st.config.count;
   auto total = side == wals_side::rows ? st.config.rows : st.config.cols;
   if (first > total || rows > total - first)
-    return make_error(errc::invalid_argument,
-                      "factor shard: rows " + std::to_string(first) + " .. " +
-                        std::to_string(first + rows) + " lie past the " + std::to_string(total) +
-                        " of " + to_string(side));
+    return make_error(errc::invalid_argument, "factor shard: rows " + std::to_string(first) +
+                                                " .. " + std::to_string(first + rows) +
+                                                " lie past the " + std::to_string(total) + " of " +
+                                                to_string(side));
   auto skip = compute::first_owned_offset(first, st.config.index, count);
   auto owned = compute::rows_owned(rows, static_cast<uint32_t>(skip), count);
   auto values = block.values();
@@ -118,8 +120,8 @@ caf::result<std::vector<file_info>> save(state_pointer self, const std::string& 
   std::vector<file_info> parts;
   for (auto side : {wals_side::rows, wals_side::cols}) {
     auto& s = rows_of(self, side);
-    auto part = stores::write_factor_part(stores::checkpoint_dir{root}, id, side, c.index,
-                                          c.count, {s.rows, c.params.dim, *s.current});
+    auto part = stores::write_factor_part(stores::checkpoint_dir{root}, id, side, c.index, c.count,
+                                          {s.rows, c.params.dim, *s.current});
     if (!part)
       return std::move(part.error());
     parts.push_back(std::move(*part));
@@ -134,16 +136,16 @@ caf::result<ok_atom> load(state_pointer self, const std::string& root,
   std::array<std::vector<float>, 2> loaded;
   for (auto side : {wals_side::rows, wals_side::cols}) {
     auto& s = rows_of(self, side);
-    auto m = stores::read_factor_part(stores::checkpoint_dir{root}, manifest, side,
-                                      st.config.index, st.config.count);
+    auto m = stores::read_factor_part(stores::checkpoint_dir{root}, manifest, side, st.config.index,
+                                      st.config.count);
     if (!m)
       return std::move(m.error());
     if (m->rows != s.rows || m->cols != d)
-      return make_error(errc::corrupt_file,
-                        root + ": the " + to_string(side) + " part of shard " +
-                          std::to_string(st.config.index) + " holds " + std::to_string(m->rows) +
-                          " x " + std::to_string(m->cols) + ", this shard needs " +
-                          std::to_string(s.rows) + " x " + std::to_string(d));
+      return make_error(errc::corrupt_file, root + ": the " + to_string(side) + " part of shard " +
+                                              std::to_string(st.config.index) + " holds " +
+                                              std::to_string(m->rows) + " x " +
+                                              std::to_string(m->cols) + ", this shard needs " +
+                                              std::to_string(s.rows) + " x " + std::to_string(d));
     loaded[side_index(side)] = std::move(m->values);
   }
   for (size_t i = 0; i < 2; ++i) {

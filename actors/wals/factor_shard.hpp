@@ -31,8 +31,7 @@ struct factor_shard_state {
   static inline const char* name = "darcy.factor_shard";
 };
 
-factor_shard_actor::behavior_type
-factor_shard(factor_shard_actor::stateful_pointer<factor_shard_state> self,
-             wals_shard_config config);
+factor_shard_actor::behavior_type factor_shard(
+  factor_shard_actor::stateful_pointer<factor_shard_state> self, wals_shard_config config);
 
 } // namespace darcy::actors

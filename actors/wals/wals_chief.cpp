@@ -6,7 +6,6 @@
 #include <random>
 #include <utility>
 
-
 #include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
 #include "compute/wals_math.hpp"
@@ -93,8 +92,8 @@ void give_up_run(wals_chief_pointer self, uint32_t block) {
                  " times (timed out, abandoned by its worker, or its worker went down; the " +
                  "workers' log says why); the last good checkpoint is " +
                  (st.last_checkpoint < 0 ? std::string{"none"}
-                                         : "sweep " + std::to_string(st.last_checkpoint) +
-                                             " in " + st.config.checkpoint_dir);
+                                         : "sweep " + std::to_string(st.last_checkpoint) + " in " +
+                                             st.config.checkpoint_dir);
   runtime::log_error("{}", failure);
   if (st.config.listener) {
     wals_progress p;
@@ -229,8 +228,8 @@ void end_phase(wals_chief_pointer self) {
     self, [](size_t, ok_atom) {},
     [=] {
       auto& st = self->state;
-      wals_progress p{st.sweep, st.side, st.config.sweeps, st.phase_rows, st.phase_entries,
-                      std::nan(""), st.restored, false};
+      wals_progress p{st.sweep,         st.side,      st.config.sweeps, st.phase_rows,
+                      st.phase_entries, std::nan(""), st.restored,      false};
       if (st.side == wals_side::rows) {
         if (st.config.listener)
           caf::anon_send(st.config.listener, p);
@@ -374,7 +373,8 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
     self->monitor(w);
     self->send(w, chief_atom::value, runtime::public_handle(caf::actor_cast<caf::actor>(self)));
   }
-  auto period = std::chrono::milliseconds(std::clamp<int64_t>(st.config.token_timeout_ms / 4, 10, 1000));
+  auto period =
+    std::chrono::milliseconds(std::clamp<int64_t>(st.config.token_timeout_ms / 4, 10, 1000));
   self->delayed_send(self, period, tick_atom::value);
   auto resume = find_checkpoint(st);
   if (resume) {
@@ -389,9 +389,8 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
         auto& st = self->state;
         // The listener learns the losses of the restored sweeps as if it had seen them.
         for (uint32_t i = 0; i < st.losses.size() && st.config.listener; ++i)
-          caf::anon_send(st.config.listener,
-                         wals_progress{i, wals_side::cols, st.config.sweeps, 0, 0, st.losses[i],
-                                       true, false});
+          caf::anon_send(st.config.listener, wals_progress{i, wals_side::cols, st.config.sweeps, 0,
+                                                           0, st.losses[i], true, false});
         ++st.sweep;
         st.side = wals_side::rows;
         begin_phase(self);
@@ -432,8 +431,8 @@ wals_chief_actor::behavior_type wals_chief(wals_chief_pointer self, wals_chief_c
         log_event(self, "stale", c.block, c.attempt);
       }
       mark_idle(self, worker);
-      if (st.accepting && std::all_of(st.committed.begin(), st.committed.end(),
-                                      [](bool b) { return b; }))
+      if (st.accepting &&
+          std::all_of(st.committed.begin(), st.committed.end(), [](bool b) { return b; }))
         return end_phase(self);
       dispatch(self);
     },

@@ -2,10 +2,10 @@
 // hands one token per block to an idle worker and starts the other side only after every block
 // of this one has committed (strict alternation). A token not committed within the timeout, or
 // held by a worker that went down (or whose member the registry declared down) or reported
-// idle after receiving it, is re-issued. A worker neither idle nor holding a token (a lost token, commit or
-// announcement left it waiting) is sent the chief's announcement again at every tick, which an
-// idle worker answers by reporting ready. After each sweep (rows then cols) the shards save a
-// consistent checkpoint and the chief records its own state; a chief started on a directory
+// idle after receiving it, is re-issued. A worker neither idle nor holding a token (a lost token,
+// commit or announcement left it waiting) is sent the chief's announcement again at every tick,
+// which an idle worker answers by reporting ready. After each sweep (rows then cols) the shards
+// save a consistent checkpoint and the chief records its own state; a chief started on a directory
 // holding a checkpoint of the same run resumes from it.
 #pragma once
 

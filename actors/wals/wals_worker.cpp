@@ -48,7 +48,7 @@ void give_up(wals_worker_pointer self, const job_pointer& job, const caf::error&
 
 /// Cuts the block's rows out of the side's matrix.
 std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_pointer self,
-                                                                  const wals_token& token) {
+                                                                   const wals_token& token) {
   auto& st = self->state;
   if (token.side == wals_side::cols && !st.transposed)
     st.transposed = stores::shared_transpose(st.data);
@@ -106,10 +106,10 @@ void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint6
           reply = std::move(held);
         } else {
           // Another worker of this node cached a later version meanwhile: this job is stale.
-          *bad_answer = make_error(errc::invalid_argument,
-                                   "factor shard " + std::to_string(s) + " holds version " +
-                                     std::to_string(reply.version) + ", this node " +
-                                     std::to_string(held.version));
+          *bad_answer =
+            make_error(errc::invalid_argument, "factor shard " + std::to_string(s) +
+                                                 " holds version " + std::to_string(reply.version) +
+                                                 ", this node " + std::to_string(held.version));
           return;
         }
       }
@@ -132,8 +132,8 @@ compute::interleaved_factors factors_of(const std::vector<shared_floats>& views,
 }
 
 void commit(wals_worker_pointer self, job_pointer job, double observed_loss) {
-  wals_commit c{job->token.epoch, job->token.block, job->token.attempt, job->rows().rows,
-                job->rows().nnz(), observed_loss};
+  wals_commit c{job->token.epoch, job->token.block,  job->token.attempt,
+                job->rows().rows, job->rows().nnz(), observed_loss};
   self->send(caf::actor_cast<wals_chief_actor>(job->chief), commit_atom::value, c,
              runtime::public_handle(caf::actor_cast<caf::actor>(self)));
   self->state.busy = false;
@@ -173,8 +173,8 @@ void write_rows(wals_worker_pointer self, job_pointer job, uint64_t limit,
   fan_out<ok_atom>(
     all_targets(count),
     [=](size_t s) {
-      return self->request(self->state.shards[s], worker_shard_timeout, write_atom::value, epoch, side,
-                           uint64_t{first}, uint64_t{limit}, values[s]);
+      return self->request(self->state.shards[s], worker_shard_timeout, write_atom::value, epoch,
+                           side, uint64_t{first}, uint64_t{limit}, values[s]);
     },
     [](size_t, ok_atom) {}, then_or_give_up(self, job, std::move(then)));
 }
@@ -184,8 +184,7 @@ void solve(wals_worker_pointer self, job_pointer job) {
   auto& p = st.config.params;
   auto& other_views = job->views[static_cast<size_t>(opposite(job->token.side))];
   auto loss = compute::solve_rows(job->rows(), 0, job->rows().rows, factors_of(other_views, p.dim),
-                                  job->token.gramian, p, st.solution->data(),
-                                  job->layout->weights);
+                                  job->token.gramian, p, st.solution->data(), job->layout->weights);
   job->views = {}; // the shards may reuse the buffers
   auto& f = st.config.faults;
   if (f.drop_block >= 0 && static_cast<uint32_t>(f.drop_block) == job->token.block &&

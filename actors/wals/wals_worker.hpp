@@ -7,8 +7,8 @@
 #pragma once
 
 #include <map>
-#include <tuple>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 

@@ -20,8 +20,8 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/client.hpp"
-#include "runtime/process/process.hpp"
 #include "runtime/cluster/spawn_on.hpp"
+#include "runtime/process/process.hpp"
 #include "runtime/system_config.hpp"
 #include "stores/embedding/de_config.hpp"
 #include "stores/embedding/leveldb_store.hpp"
@@ -91,9 +91,9 @@ void report(const char* path, const path_result& r) {
 } // namespace
 
 int run_embedding_bench(const embedding_bench_options& o) {
-  std::cout << "embedding: " << o.keys << " keys, dim " << o.dim << ", Zipf(" << o.zipf
-            << "), " << o.batches << " batches of " << o.batch << ", "
-            << std::thread::hardware_concurrency() << " cores" << std::endl;
+  std::cout << "embedding: " << o.keys << " keys, dim " << o.dim << ", Zipf(" << o.zipf << "), "
+            << o.batches << " batches of " << o.batch << ", " << std::thread::hardware_concurrency()
+            << " cores" << std::endl;
   auto ids = zipf_stream(o.keys, o.batches, o.batch, o.zipf);
   auto lookups = key_batches(ids);
   auto updates = unique_batches(lookups);
@@ -158,8 +158,8 @@ int run_embedding_bench(const embedding_bench_options& o) {
       return ok.error();
     caf::error failed;
     populate(o.keys, o.batch, [&](const strings& keys) {
-      auto r = runtime::ask<std::vector<float>>(sys, master, timeout, lookup_atom::value,
-                                                cfg.name, keys);
+      auto r =
+        runtime::ask<std::vector<float>>(sys, master, timeout, lookup_atom::value, cfg.name, keys);
       if (!r)
         failed = r.error();
     });
@@ -211,8 +211,8 @@ int run_embedding_bench(const embedding_bench_options& o) {
   path_result direct;
   if (runs(o, "direct")) {
     auto shards = actors::spawn_local_shards(sys, o.shards);
-    auto master = sys.spawn(actors::embedding_master,
-                            actors::embedding_master_options{shards.actors});
+    auto master =
+      sys.spawn(actors::embedding_master, actors::embedding_master_options{shards.actors});
     if (auto ok = runtime::ask<ok_atom>(sys, master, timeout, create_atom::value, cfg); !ok)
       return fail("direct path: " + render(ok.error()));
     actors::direct_embedding path{shards.tables};

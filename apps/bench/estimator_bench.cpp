@@ -73,8 +73,9 @@ int run_estimator_bench(const estimator_bench_options& o) {
   const auto& counts = o.scaling_workers;
   if (counts.empty() || counts[0] != 1 || !std::is_sorted(counts.begin(), counts.end()) ||
       std::adjacent_find(counts.begin(), counts.end()) != counts.end()) {
-    std::fprintf(stderr, "bench estimator: --scaling-workers must be ascending worker counts "
-                         "from 1 (the base of every ratio), such as 1,2,4\n");
+    std::fprintf(stderr,
+                 "bench estimator: --scaling-workers must be ascending worker counts "
+                 "from 1 (the base of every ratio), such as 1,2,4\n");
     return 1;
   }
   if (o.peer && !require_torch_peer(o.python, "estimator"))
@@ -89,8 +90,10 @@ int run_estimator_bench(const estimator_bench_options& o) {
     std::fprintf(stderr, "bench estimator: %s\n", render(data.error()).c_str());
     return 1;
   }
-  std::printf("Fashion-MNIST DNN 784-256-128-10, Adam, batch 128, %zu threads; steps/s is the "
-              "median of %u epochs\n", o.threads, o.repeats);
+  std::printf(
+    "Fashion-MNIST DNN 784-256-128-10, Adam, batch 128, %zu threads; steps/s is the "
+    "median of %u epochs\n",
+    o.threads, o.repeats);
   // Darcy: whole epochs through the Estimator (input pipeline, model function, optimizer).
   std::vector<double> rates;
   for (uint32_t r = 0; r < o.repeats; ++r) {
@@ -113,15 +116,16 @@ int run_estimator_bench(const estimator_bench_options& o) {
   json << "\"dnn_steps_per_s\":" << darcy_rate;
   if (o.peer) {
     auto dir = (std::filesystem::temp_directory_path() /
-                ("darcy-bench-estimator-" + std::to_string(::getpid()))).string();
+                ("darcy-bench-estimator-" + std::to_string(::getpid())))
+                 .string();
     std::filesystem::create_directories(dir);
-    auto lines = run_python(o.python, torch_peer,
-                            o.data_dir + " " + std::to_string(o.repeats) + " " +
-                              std::to_string(o.threads),
-                            dir);
+    auto lines = run_python(
+      o.python, torch_peer,
+      o.data_dir + " " + std::to_string(o.repeats) + " " + std::to_string(o.threads), dir);
     std::filesystem::remove_all(dir);
     if (!lines) {
-      std::fprintf(stderr, "bench estimator: the PyTorch peer: %s\n", render(lines.error()).c_str());
+      std::fprintf(stderr, "bench estimator: the PyTorch peer: %s\n",
+                   render(lines.error()).c_str());
       return 1;
     }
     auto peer = peer_result(*lines, "steps_per_s");
@@ -132,7 +136,8 @@ int run_estimator_bench(const estimator_bench_options& o) {
       return 1;
     }
     std::printf("pytorch: %.1f steps/s (%s)\n", torch_rate, blas.c_str());
-    json << ",\"torch_steps_per_s\":" << torch_rate << ",\"dnn_vs_torch\":" << darcy_rate / torch_rate;
+    json << ",\"torch_steps_per_s\":" << torch_rate
+         << ",\"dnn_vs_torch\":" << darcy_rate / torch_rate;
   }
   if (o.epochs > 0) {
     fashion_mnist_options fo;
@@ -150,8 +155,8 @@ int run_estimator_bench(const estimator_bench_options& o) {
     json << ",\"test_accuracy\":" << run->test_accuracy << ",\"epochs\":" << o.epochs;
   }
   if (o.scaling_steps > 0) {
-    scaling_options so{.corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads,
-                       .ps = o.scaling_ps};
+    scaling_options so{
+      .corpus = o.corpus, .steps = o.scaling_steps, .threads = o.threads, .ps = o.scaling_ps};
     // Runs alternate (1 worker, 2 workers, 1, 2, ...) so that a slow spell of a shared machine
     // falls on every count; each count's figure is its median.
     std::vector<std::vector<double>> by_workers(counts.size()), step_ms(counts.size());

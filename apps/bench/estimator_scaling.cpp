@@ -1,9 +1,9 @@
 #include "apps/bench/estimator_scaling.hpp"
 
+#include <unistd.h>
 #include <csignal>
 #include <filesystem>
 #include <optional>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,16 +18,33 @@ namespace {
 constexpr auto patience = std::chrono::seconds(600);
 
 std::vector<std::string> role_argv(const scaling_options& o, const std::string& dir,
-                                   const std::string& cluster, const std::string& type, size_t index) {
-  return {runtime::self_executable(), "estimator", "brown-genre", "--quiet",
-          "--corpus", o.corpus, "--threads", std::to_string(o.threads),
-          "--task-type", type, "--task-index", std::to_string(index), "--cluster-spec", cluster,
-          "--max-steps", std::to_string(o.steps),
-          "--save-checkpoints-steps", std::to_string(o.steps), "--model-dir", dir + "/model"};
+                                   const std::string& cluster, const std::string& type,
+                                   size_t index) {
+  return {runtime::self_executable(),
+          "estimator",
+          "brown-genre",
+          "--quiet",
+          "--corpus",
+          o.corpus,
+          "--threads",
+          std::to_string(o.threads),
+          "--task-type",
+          type,
+          "--task-index",
+          std::to_string(index),
+          "--cluster-spec",
+          cluster,
+          "--max-steps",
+          std::to_string(o.steps),
+          "--save-checkpoints-steps",
+          std::to_string(o.steps),
+          "--model-dir",
+          dir + "/model"};
 }
 
 std::string cluster_spec(const std::string& chief, size_t ps, size_t workers) {
-  nlohmann::json spec{{"chief", {chief}}, {"ps", std::vector<std::string>(ps, "127.0.0.1:0")},
+  nlohmann::json spec{{"chief", {chief}},
+                      {"ps", std::vector<std::string>(ps, "127.0.0.1:0")},
                       {"worker", std::vector<std::string>(workers, "127.0.0.1:0")}};
   return spec.dump();
 }
@@ -36,12 +53,13 @@ std::string cluster_spec(const std::string& chief, size_t ps, size_t workers) {
 
 caf::expected<scaling_run> distributed_run(const scaling_options& o, size_t workers) {
   namespace fs = std::filesystem;
-  auto dir = (fs::temp_directory_path() / ("darcy-bench-scaling-" + std::to_string(::getpid()) +
-                                           "-" + std::to_string(workers)))
+  auto dir = (fs::temp_directory_path() /
+              ("darcy-bench-scaling-" + std::to_string(::getpid()) + "-" + std::to_string(workers)))
                .string();
   fs::remove_all(dir);
   fs::create_directories(dir);
-  auto chief = runtime::child_process::start(role_argv(o, dir, cluster_spec("127.0.0.1:0", o.ps, workers), "chief", 0));
+  auto chief = runtime::child_process::start(
+    role_argv(o, dir, cluster_spec("127.0.0.1:0", o.ps, workers), "chief", 0));
   if (!chief)
     return std::move(chief.error());
   auto line = chief->wait_for_line("listening on", patience);

@@ -24,8 +24,8 @@ std::vector<std::vector<uint64_t>> zipf_stream(uint64_t n, size_t batches, size_
   for (auto& b : result)
     for (auto& id : b)
       id = std::min<uint64_t>(
-        n - 1, static_cast<uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) -
-                                     cdf.begin()));
+        n - 1,
+        static_cast<uint64_t>(std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin()));
   return result;
 }
 

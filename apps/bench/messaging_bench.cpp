@@ -98,8 +98,9 @@ int run_messaging_bench(const messaging_bench_options& opts) {
   std::cout << "messaging: window " << opts.window << ", median of " << opts.repetitions
             << " runs; latencies from a sequential run (window 1)\n"
             << std::left << std::setw(8) << "path" << std::setw(9) << "bytes" << std::right
-            << std::setw(12) << "req/s" << std::setw(12) << "MB/s" << std::setw(10)
-            << "p50 us" << std::setw(10) << "p99 us" << "\n";
+            << std::setw(12) << "req/s" << std::setw(12) << "MB/s" << std::setw(10) << "p50 us"
+            << std::setw(10) << "p99 us"
+            << "\n";
   std::map<std::string, summary> results;
   struct run {
     const char* path;
@@ -125,13 +126,11 @@ int run_messaging_bench(const messaging_bench_options& opts) {
   std::ostringstream json;
   json << std::setprecision(6) << "{\"bench\":\"messaging\",\"metrics\":{"
        << "\"local_rps\":" << r["local_1k"].rps << ",\"local_p99_us_1k\":" << r["local_1k"].p99_us
-       << ",\"remote_rps_1k\":" << r["remote_1k"].rps
-       << ",\"tcp_rps_1k\":" << r["tcp_1k"].rps
+       << ",\"remote_rps_1k\":" << r["remote_1k"].rps << ",\"tcp_rps_1k\":" << r["tcp_1k"].rps
        << ",\"remote_vs_tcp_1k\":" << r["remote_1k"].rps / r["tcp_1k"].rps
        << ",\"remote_p50_us_1k\":" << r["remote_1k"].p50_us
        << ",\"remote_p99_us_1k\":" << r["remote_1k"].p99_us
-       << ",\"tcp_p50_us_1k\":" << r["tcp_1k"].p50_us
-       << ",\"tcp_p99_us_1k\":" << r["tcp_1k"].p99_us
+       << ",\"tcp_p50_us_1k\":" << r["tcp_1k"].p50_us << ",\"tcp_p99_us_1k\":" << r["tcp_1k"].p99_us
        << ",\"local_mb_s_256k\":" << r["local_256k"].mb_s
        << ",\"remote_mb_s_256k\":" << r["remote_256k"].mb_s
        << ",\"tcp_mb_s_256k\":" << r["tcp_256k"].mb_s

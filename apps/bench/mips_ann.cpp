@@ -160,10 +160,9 @@ ann_point best_of(const std::vector<ann_point>& points) {
   return best;
 }
 
-caf::expected<std::vector<ann_point>> run_faiss_ann(const mips_bench_options& o,
-                                                    const mips_dataset& peer,
-                                                    const std::vector<std::vector<compute::hit>>& truth,
-                                                    const std::string& dir) {
+caf::expected<std::vector<ann_point>> run_faiss_ann(
+  const mips_bench_options& o, const mips_dataset& peer,
+  const std::vector<std::vector<compute::hit>>& truth, const std::string& dir) {
   auto items = dir + "/items.f32", queries = dir + "/queries.f32", ids = dir + "/truth.i64";
   if (auto err = write_raw(items, peer.items))
     return err;
@@ -179,8 +178,8 @@ caf::expected<std::vector<ann_point>> run_faiss_ann(const mips_bench_options& o,
   }
   std::ostringstream args;
   args << items << " " << peer.items.rows() << " " << peer.items.cols() << " " << queries << " "
-       << peer.queries.rows() << " " << peer.metric << " " << o.k << " " << o.threads << " "
-       << ids << " " << o.faiss_families << " " << o.faiss_build_budget_s << " "
+       << peer.queries.rows() << " " << peer.metric << " " << o.k << " " << o.threads << " " << ids
+       << " " << o.faiss_families << " " << o.faiss_build_budget_s << " "
        << join(o.faiss_list_factors) << " " << o.point_seconds;
   auto lines = run_python(o.python, faiss_ann_peer, args.str(), dir, true);
   if (!lines)
@@ -219,12 +218,13 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
       1, static_cast<size_t>(factor * std::sqrt(static_cast<double>(d.items.rows()))));
     auto start = clock::now();
     auto index = compute::mips::ivf_pq_index::build(
-      d.items, {}, {.lists = lists,
-                    .anisotropic_threshold = threshold,
-                    .threads = o.threads,
-                    .augmented_lists = o.augmented_lists,
-                    // The L2 set is searched through [x, -|x|^2 / 2]: score that exactly.
-                    .exact_last_dim = peer.metric == "l2"});
+      d.items, {},
+      {.lists = lists,
+       .anisotropic_threshold = threshold,
+       .threads = o.threads,
+       .augmented_lists = o.augmented_lists,
+       // The L2 set is searched through [x, -|x|^2 / 2]: score that exactly.
+       .exact_last_dim = peer.metric == "l2"});
     if (!index)
       return make_error(index.error());
     auto build_s = seconds_since(start);
@@ -235,14 +235,13 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
     auto measure = [&](size_t probes, size_t depth) -> caf::expected<double> {
       auto rerank = std::max<size_t>(depth, o.k);
       auto begin = clock::now();
-      compute::mips::ivf_pq_search_options search{.probes = probes,
-                                                  .distance_weight = o.distance_weight,
-                                                  // The bound is for inner products.
-                                                  .radius_weight = peer.metric == "l2"
-                                                                     ? 0.0f
-                                                                     : o.radius_weight,
-                                                  .rerank = rerank,
-                                                  .threads = o.threads};
+      compute::mips::ivf_pq_search_options search{
+        .probes = probes,
+        .distance_weight = o.distance_weight,
+        // The bound is for inner products.
+        .radius_weight = peer.metric == "l2" ? 0.0f : o.radius_weight,
+        .rerank = rerank,
+        .threads = o.threads};
       auto hits = index->search(d.queries, o.k, search);
       auto searched = static_cast<double>(d.queries.rows());
       for (; hits && seconds_since(begin) < o.point_seconds;

@@ -128,7 +128,8 @@ caf::expected<peer_figures> run_faiss(const mips_bench_options& o, const mips_da
     return std::move(lines.error());
   auto last = lines->empty() ? std::string{} : lines->back();
   peer_figures f;
-  if (std::sscanf(last.c_str(), "{\"b1_qps\": %lf, \"b256_qps\": %lf}", &f.b1_qps, &f.b256_qps) != 2)
+  if (std::sscanf(last.c_str(), "{\"b1_qps\": %lf, \"b256_qps\": %lf}", &f.b1_qps, &f.b256_qps) !=
+      2)
     return make_error(errc::corrupt_file, "unexpected FAISS output: " + last);
   f.ids.resize(size_t{o.queries_b1} * o.k);
   std::ifstream in{ids, std::ios::binary};
@@ -172,7 +173,8 @@ caf::expected<figures> measure(const mips_bench_options& o, const mips_dataset& 
   start = clock::now();
   for (uint32_t b = 0; b < o.batches_b256; ++b) {
     auto first = (Eigen::Index{b} * 256) % d.queries.rows();
-    row_matrix batch = d.queries.middleRows(first, std::min<Eigen::Index>(256, d.queries.rows() - first));
+    row_matrix batch =
+      d.queries.middleRows(first, std::min<Eigen::Index>(256, d.queries.rows() - first));
     if (auto hits = index->search(batch, o.k, o.threads); !hits)
       return make_error(hits.error());
   }
@@ -249,36 +251,40 @@ int run_mips_bench(const mips_bench_options& o) {
   for (std::string_view rest = o.faiss_families; !rest.empty();) {
     auto family = rest.substr(0, rest.find(','));
     rest.remove_prefix(std::min(rest.size(), family.size() + 1));
-    static constexpr std::string_view known[] = {"all",  "none",        "ivf-flat", "ivf-pq",
+    static constexpr std::string_view known[] = {"all",       "none", "ivf-flat",    "ivf-pq",
                                                  "ivf-pq4fs", "hnsw", "l2-ivf-flat", "l2-hnsw"};
     if (std::find(std::begin(known), std::end(known), family) == std::end(known)) {
-      std::fprintf(stderr, "bench mips: unknown FAISS family '%.*s' (all, none, ivf-flat, ivf-pq, "
-                           "ivf-pq4fs, hnsw, l2-ivf-flat, l2-hnsw)\n",
+      std::fprintf(stderr,
+                   "bench mips: unknown FAISS family '%.*s' (all, none, ivf-flat, ivf-pq, "
+                   "ivf-pq4fs, hnsw, l2-ivf-flat, l2-hnsw)\n",
                    static_cast<int>(family.size()), family.data());
       return 1;
     }
   }
   if (o.ann && (o.ann_thresholds.empty() || o.ann_list_factors.empty() || o.ann_probes.empty() ||
                 o.ann_rerank.empty())) {
-    std::fprintf(stderr, "bench mips: the sweep needs at least one threshold, list factor, probe "
-                         "count and re-rank depth\n");
+    std::fprintf(stderr,
+                 "bench mips: the sweep needs at least one threshold, list factor, probe "
+                 "count and re-rank depth\n");
     return 1;
   }
   if (!require_optimized_blas("mips"))
     return 1;
   auto blas = blas_in_use();
   if (std::system((o.python + " -c 'import faiss' 2>/dev/null").c_str()) != 0) {
-    std::fprintf(stderr, "bench mips: the peer needs FAISS: apt-get install python3-faiss "
-                         "(and dataset-fashion-mnist for the second dataset)\n");
+    std::fprintf(stderr,
+                 "bench mips: the peer needs FAISS: apt-get install python3-faiss "
+                 "(and dataset-fashion-mnist for the second dataset)\n");
     return 1;
   }
-  auto dir = (std::filesystem::temp_directory_path() /
-              ("darcy-bench-mips-" + std::to_string(::getpid()))).string();
+  auto dir =
+    (std::filesystem::temp_directory_path() / ("darcy-bench-mips-" + std::to_string(::getpid())))
+      .string();
   std::filesystem::create_directories(dir);
   std::vector<mips_dataset> datasets;
   if (o.factors.empty()) {
     datasets.push_back({"synthetic-factors", "ip", synthetic_factors(o.items, o.dim, 1, 0.5),
-                    synthetic_factors(o.queries_b1 + 256, o.dim, 2, 0.0)});
+                        synthetic_factors(o.queries_b1 + 256, o.dim, 2, 0.0)});
   } else {
     auto v = stores::read_matrix_file(o.factors);
     if (!v) {
@@ -289,8 +295,8 @@ int run_mips_bench(const mips_bench_options& o) {
                                               static_cast<Eigen::Index>(v->cols));
     // Queries: users' factors (U.f32 beside V.f32), as recommending sends them; without
     // them, other items' factors, as a "more like this" request sends them.
-    auto users = stores::read_matrix_file(
-      (std::filesystem::path{o.factors}.parent_path() / "U.f32").string());
+    auto users =
+      stores::read_matrix_file((std::filesystem::path{o.factors}.parent_path() / "U.f32").string());
     auto& from = users && users->cols == v->cols ? *users : *v;
     std::printf("queries: %s factors\n", &from == &*v ? "item" : "user");
     std::mt19937_64 rng{3};
@@ -328,8 +334,8 @@ int run_mips_bench(const mips_bench_options& o) {
       return 1;
     }
     std::printf("%-20s %8lld %5lld %12.1f %12.1f %12.1f %12.1f %9.4f\n", d.name.c_str(),
-                static_cast<long long>(d.items.rows()), static_cast<long long>(raw_dim),
-                f->b1_qps, f->faiss_b1_qps, f->b256_qps, f->faiss_b256_qps, f->agreement);
+                static_cast<long long>(d.items.rows()), static_cast<long long>(raw_dim), f->b1_qps,
+                f->faiss_b1_qps, f->b256_qps, f->faiss_b256_qps, f->agreement);
     if (o.ann)
       print_sweep(f->ann);
     auto set_json = set_metrics(o, d.name, d.items.rows(), raw_dim, *f);
@@ -338,9 +344,8 @@ int run_mips_bench(const mips_bench_options& o) {
     sets += (sets.empty() ? "\"" : ",\"") + d.name + "\":{" + set_json + "}";
   }
   std::filesystem::remove_all(dir);
-  std::printf("{\"bench\":\"mips\",\"metrics\":{%s,\"sets\":{%s},\"blas\":\"%s\"}}\n",
-              json.c_str(), sets.c_str(),
-              std::filesystem::path{blas}.parent_path().filename().c_str());
+  std::printf("{\"bench\":\"mips\",\"metrics\":{%s,\"sets\":{%s},\"blas\":\"%s\"}}\n", json.c_str(),
+              sets.c_str(), std::filesystem::path{blas}.parent_path().filename().c_str());
   return 0;
 }
 

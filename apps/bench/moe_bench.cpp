@@ -39,7 +39,6 @@ namespace {
 using clock = std::chrono::steady_clock;
 using compute::nn::matrix;
 
-
 /// The setting's layer as a router in this process over expert actors, `replicas` replicas of
 /// o.tokens tokens each combined per step: median steps per second and the experts' mean batch.
 /// The experts run in this process, or all on the node at `expert_node` when given.
@@ -155,9 +154,8 @@ caf::expected<result> run_setting(const moe_setting& s, const moe_bench_options&
 
   if (o.peer) {
     std::ostringstream args;
-    args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " "
-         << s.cfg.gating.k << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps
-         << " " << o.threads;
+    args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " " << s.cfg.gating.k
+         << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps << " " << o.threads;
     auto lines = run_python(o.python, moe_torch_peer, args.str(), dir);
     if (!lines)
       return lines.error();
@@ -189,11 +187,14 @@ int run_moe_bench(const moe_bench_options& o) {
   }
   if (o.peer && !require_torch_peer(o.python, "moe"))
     return 1;
-  auto dir = (std::filesystem::temp_directory_path() /
-              ("darcy-bench-moe-" + std::to_string(::getpid()))).string();
+  auto dir =
+    (std::filesystem::temp_directory_path() / ("darcy-bench-moe-" + std::to_string(::getpid())))
+      .string();
   std::filesystem::create_directories(dir);
-  std::printf("%u tokens, d = %u, %u experts, %u threads, median of %u steps (forward + "
-              "backward)\n", o.tokens, o.dim, o.experts, o.threads, o.steps);
+  std::printf(
+    "%u tokens, d = %u, %u experts, %u threads, median of %u steps (forward + "
+    "backward)\n",
+    o.tokens, o.dim, o.experts, o.threads, o.steps);
   std::ostringstream json;
   double worst_torch = 1e300, worst_dense = 1e300;
   std::optional<node_pair> nodes; // started for the first run with experts on another node
@@ -206,9 +207,11 @@ int run_moe_bench(const moe_bench_options& o) {
       return 1;
     }
     auto vs_dense = r->moe / r->dense;
-    std::printf("%s: darcy moe %.0f tokens/s, darcy dense (hidden %u) %.0f, expert batch %.1f "
-                "(%.0f..%.0f)\n", name.c_str(), r->moe, s.dense_hidden, r->dense,
-                r->expert_batch, r->expert_batch_min, r->expert_batch_max);
+    std::printf(
+      "%s: darcy moe %.0f tokens/s, darcy dense (hidden %u) %.0f, expert batch %.1f "
+      "(%.0f..%.0f)\n",
+      name.c_str(), r->moe, s.dense_hidden, r->dense, r->expert_batch, r->expert_batch_min,
+      r->expert_batch_max);
     json << "\"" << name << "_tokens_per_s\":" << r->moe << ",\"" << name
          << "_dense_tokens_per_s\":" << r->dense << ",\"" << name
          << "_moe_vs_dense_flops\":" << vs_dense << ",\"" << name
@@ -219,8 +222,7 @@ int run_moe_bench(const moe_bench_options& o) {
         uint32_t replicas;
         bool remote;
       };
-      for (auto [replicas, remote] :
-           {run{1, false}, run{2, false}, run{1, true}, run{2, true}}) {
+      for (auto [replicas, remote] : {run{1, false}, run{2, false}, run{1, true}, run{2, true}}) {
         std::optional<runtime::host_port> where;
         if (remote) {
           if (!nodes) {
@@ -240,10 +242,11 @@ int run_moe_bench(const moe_bench_options& o) {
           return 1;
         }
         auto place = remote ? std::string{"on a second node process"} : "in process";
-        std::printf("%s: experts as actors %s, %u replica(s) of %u tokens combined: %.2f "
-                    "steps/s (%.0f tokens/s), expert batch %.1f\n", name.c_str(), place.c_str(),
-                    replicas, o.tokens, routed->steps_per_s,
-                    routed->steps_per_s * replicas * o.tokens, routed->expert_batch);
+        std::printf(
+          "%s: experts as actors %s, %u replica(s) of %u tokens combined: %.2f "
+          "steps/s (%.0f tokens/s), expert batch %.1f\n",
+          name.c_str(), place.c_str(), replicas, o.tokens, routed->steps_per_s,
+          routed->steps_per_s * replicas * o.tokens, routed->expert_batch);
         auto key = name + (remote ? "_actors_remote_r" : "_actors_r") + std::to_string(replicas);
         json << "\"" << key << "_steps_per_s\":" << routed->steps_per_s << ",\"" << key
              << "_expert_batch\":" << routed->expert_batch << ",";

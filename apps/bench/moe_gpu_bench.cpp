@@ -84,27 +84,36 @@ double gpu_noisy_rate(const moe_setting& s, compute::moe::moe_layer<float>& cpu,
 /// Tokens per second of the dense FFN dim → dense_hidden → dim on the GPU: plain products.
 double gpu_dense_rate(const moe_setting& s, bool tf32, const moe_gpu_bench_options& o,
                       std::string& error) {
-  gpu::moe_shape shape{.dim = int(o.dim), .experts = 1, .k = 1, .hidden = int(s.dense_hidden),
-                       .gated = false, .tf32 = tf32, .grouped = false};
+  gpu::moe_shape shape{.dim = int(o.dim),
+                       .experts = 1,
+                       .k = 1,
+                       .hidden = int(s.dense_hidden),
+                       .gated = false,
+                       .tf32 = tf32,
+                       .grouped = false};
   std::mt19937_64 rng{5};
   auto values = [&](uint32_t r, uint32_t c) {
     matrix m = compute::nn::normal<float>(r, c, 1.0f / std::sqrt(float(r)), rng);
     return std::vector<float>(m.data(), m.data() + m.size());
   };
-  gpu::moe_parameters p{{}, values(o.dim, s.dense_hidden), std::vector<float>(s.dense_hidden),
-                        values(s.dense_hidden, o.dim), std::vector<float>(o.dim)};
+  gpu::moe_parameters p{{},
+                        values(o.dim, s.dense_hidden),
+                        std::vector<float>(s.dense_hidden),
+                        values(s.dense_hidden, o.dim),
+                        std::vector<float>(o.dim)};
   return gpu_rate(shape, p, o, error);
 }
 
 /// The PyTorch peer's MoE tokens/s on the GPU; 0 with `note` set when it cannot run.
 double torch_gpu_rate(const moe_setting& s, const moe_gpu_bench_options& o, std::string& note) {
-  auto dir = (std::filesystem::temp_directory_path() /
-              ("darcy-bench-moe-gpu-" + std::to_string(::getpid()))).string();
+  auto dir =
+    (std::filesystem::temp_directory_path() / ("darcy-bench-moe-gpu-" + std::to_string(::getpid())))
+      .string();
   std::filesystem::create_directories(dir);
   std::ostringstream args;
-  args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " "
-       << s.cfg.gating.k << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps
-       << " " << o.threads << " cuda";
+  args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " " << s.cfg.gating.k
+       << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps << " " << o.threads
+       << " cuda";
   auto lines = run_python(o.python, moe_torch_peer, args.str(), dir);
   std::filesystem::remove_all(dir);
   if (!lines) {
@@ -140,9 +149,10 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
     return 1;
   }
   auto device = gpu::device_name(0);
-  std::printf("%s; %u tokens, d = %u, %u experts, median of %u GPU steps (forward + backward); "
-              "CPU path on %u threads\n", device.c_str(), o.tokens, o.dim, o.experts, o.steps,
-              o.threads);
+  std::printf(
+    "%s; %u tokens, d = %u, %u experts, median of %u GPU steps (forward + backward); "
+    "CPU path on %u threads\n",
+    device.c_str(), o.tokens, o.dim, o.experts, o.steps, o.threads);
   std::ostringstream json;
   double worst_cpu = 1e300, worst_dense = 1e300;
   for (auto& name : names) {
@@ -173,12 +183,14 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
       hi = std::max(hi, b);
     }
     double mean_batch = batches.empty() ? 0 : total / batches.size();
-    std::printf("%s: gpu moe %.0f tokens/s grouped, %.0f on streams (tf32 grouped %.0f), gpu dense "
-                "(hidden %u) %.0f (tf32 %.0f), expert batch %.1f (%d..%d)\n", name.c_str(), fp32,
-                streams, tf32, s.dense_hidden, dense, dense_tf32, mean_batch, lo, hi);
-    std::printf("%s: gpu moe behind a noisy top-%u gate with importance and load losses %.0f "
-                "tokens/s (%.2fx the plain gate's)\n", name.c_str(), s.cfg.gating.k, noisy,
-                noisy / fp32);
+    std::printf(
+      "%s: gpu moe %.0f tokens/s grouped, %.0f on streams (tf32 grouped %.0f), gpu dense "
+      "(hidden %u) %.0f (tf32 %.0f), expert batch %.1f (%d..%d)\n",
+      name.c_str(), fp32, streams, tf32, s.dense_hidden, dense, dense_tf32, mean_batch, lo, hi);
+    std::printf(
+      "%s: gpu moe behind a noisy top-%u gate with importance and load losses %.0f "
+      "tokens/s (%.2fx the plain gate's)\n",
+      name.c_str(), s.cfg.gating.k, noisy, noisy / fp32);
     json << "\"" << name << "_gpu_tokens_per_s\":" << fp32 << ",\"" << name
          << "_gpu_streams_tokens_per_s\":" << streams << ",\"" << name
          << "_gpu_streams_moe_vs_dense_flops\":" << streams / dense << ",\"" << name

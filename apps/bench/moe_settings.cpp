@@ -112,8 +112,8 @@ std::vector<std::string> parse_moe_settings(const std::string& list, std::string
   return names;
 }
 
-plain_expected<std::unique_ptr<compute::moe::moe_layer<float>>>
-make_bench_layer(const moe_setting& s, std::mt19937_64& rng) {
+plain_expected<std::unique_ptr<compute::moe::moe_layer<float>>> make_bench_layer(
+  const moe_setting& s, std::mt19937_64& rng) {
   auto layer = compute::moe::moe_layer<float>::make(s.cfg);
   if (!layer)
     return layer;

@@ -36,8 +36,8 @@ std::vector<std::string> parse_moe_settings(const std::string& list, std::string
 
 /// The setting's CPU layer with a trained-looking gate: random weights instead of the all-zero
 /// start, under which top-k would send every token to the same experts.
-plain_expected<std::unique_ptr<compute::moe::moe_layer<float>>>
-make_bench_layer(const moe_setting& s, std::mt19937_64& rng);
+plain_expected<std::unique_ptr<compute::moe::moe_layer<float>>> make_bench_layer(
+  const moe_setting& s, std::mt19937_64& rng);
 
 /// The median time of `steps` forward-plus-backward steps of `layer`, after one untimed; the
 /// gradients are cleared between steps, outside the timing.

@@ -1,5 +1,6 @@
 // Two `darcy node` processes on 127.0.0.1 that a benchmark starts for its remote paths: a seed
-// and a member that joined it. They stop (SIGTERM, then a wait) on stop() or when the pair is destroyed.
+// and a member that joined it. They stop (SIGTERM, then a wait) on stop() or when the pair is
+// destroyed.
 #pragma once
 
 #include <string>

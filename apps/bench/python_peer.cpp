@@ -11,8 +11,8 @@ namespace darcy::apps {
 
 caf::expected<std::vector<std::string>> run_python(const std::string& python,
                                                    const std::string& script,
-                                                   const std::string& args,
-                                                   const std::string& dir, bool echo) {
+                                                   const std::string& args, const std::string& dir,
+                                                   bool echo) {
   auto path = dir + "/peer.py";
   std::ofstream{path} << script;
   auto cmd = python + " " + path + " " + args;
@@ -42,8 +42,9 @@ bool require_optimized_blas(const std::string& bench) {
   std::printf("blas: %s\n", blas.c_str());
   if (blas.find("openblas") != std::string::npos)
     return true;
-  std::fprintf(stderr, "bench %s: the peer would run on the reference BLAS (%s); install "
-                       "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
+  std::fprintf(stderr,
+               "bench %s: the peer would run on the reference BLAS (%s); install "
+               "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
                bench.c_str(), blas.c_str());
   return false;
 }
@@ -63,8 +64,10 @@ bool require_torch_peer(const std::string& python, const std::string& bench) {
     return false;
   if (std::system((python + " -c 'import torch, numpy' 2>/dev/null").c_str()) == 0)
     return true;
-  std::fprintf(stderr, "bench %s: the peer needs PyTorch: apt-get install python3-torch (or run "
-                       "with --no-peer)\n", bench.c_str());
+  std::fprintf(stderr,
+               "bench %s: the peer needs PyTorch: apt-get install python3-torch (or run "
+               "with --no-peer)\n",
+               bench.c_str());
   return false;
 }
 

@@ -15,8 +15,8 @@ namespace darcy::apps {
 /// another status than 0.
 caf::expected<std::vector<std::string>> run_python(const std::string& python,
                                                    const std::string& script,
-                                                   const std::string& args,
-                                                   const std::string& dir, bool echo = false);
+                                                   const std::string& args, const std::string& dir,
+                                                   bool echo = false);
 
 /// The last of a peer's output `lines` that is a JSON object holding `key`; errc::io_error
 /// when none is (the peer printed no result).

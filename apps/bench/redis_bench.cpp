@@ -24,16 +24,16 @@ int redis_fail(const std::string& what) {
 // redis-benchmark as its users run it: 16 commands per round trip, 256-byte values, its
 // default 50 connections. Answers the GETs per second of its CSV report.
 caf::expected<double> redis_benchmark_gets(uint16_t port, const redis_bench_options& o) {
-  auto child = runtime::child_process::start(
-    {"/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p", std::to_string(port), "-P", "16",
-     "-d", "256", "-t", "set,get", "-n", std::to_string(o.peer_requests), "-r",
-     std::to_string(o.rows), "--csv"});
+  auto child = runtime::child_process::start({"/usr/bin/redis-benchmark", "-h", "127.0.0.1", "-p",
+                                              std::to_string(port), "-P", "16", "-d", "256", "-t",
+                                              "set,get", "-n", std::to_string(o.peer_requests),
+                                              "-r", std::to_string(o.rows), "--csv"});
   if (!child)
     return std::move(child.error());
   auto line = child->wait_for_line("\"GET\"", std::chrono::minutes(5));
   if (!line)
-    return make_error(errc::io_error, "redis-benchmark: " + render(line.error()) + " " +
-                                        child->read_stderr());
+    return make_error(errc::io_error,
+                      "redis-benchmark: " + render(line.error()) + " " + child->read_stderr());
   child->wait(std::chrono::seconds(30));
   // "GET","123456.78",...
   auto first = line->find(",\"");
@@ -114,13 +114,12 @@ int run_redis_bench(const redis_bench_options& o) {
   misses = (*cached)->cache_misses() - misses;
   auto hit_rate = static_cast<double>(hits) / static_cast<double>(hits + misses);
 
-  std::cout << std::fixed << std::setprecision(0) << "darcy lookups from redis     "
-            << darcy_rows_s << " rows/s (batches of " << o.batch << ")\n"
+  std::cout << std::fixed << std::setprecision(0) << "darcy lookups from redis     " << darcy_rows_s
+            << " rows/s (batches of " << o.batch << ")\n"
             << "redis-benchmark -P 16 -d 256 " << *peer << " GET/s\n"
             << "darcy cached, zipf " << std::setprecision(2) << o.zipf << "      "
-            << std::setprecision(0) << cached_rows_s << " rows/s, hit rate "
-            << std::setprecision(3) << hit_rate << " (cache " << (*cached)->cache_capacity()
-            << " rows)" << std::endl;
+            << std::setprecision(0) << cached_rows_s << " rows/s, hit rate " << std::setprecision(3)
+            << hit_rate << " (cache " << (*cached)->cache_capacity() << " rows)" << std::endl;
   std::ostringstream json;
   json << std::setprecision(6) << "{\"bench\":\"redis\",\"metrics\":{"
        << "\"redis_vs_redis_benchmark\":" << darcy_rows_s / *peer

@@ -62,10 +62,10 @@ int run_serve_direct(const serve_direct_options& o) {
     t.join();
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto qps = static_cast<double>(answered.load()) / seconds;
-  std::printf("{\"bench\":\"serve_direct\",\"metrics\":{\"direct_qps\":%.1f,\"threads\":%u,"
-              "\"shards\":%u,\"items\":%llu,\"probes\":%u,\"rerank\":%u}}\n",
-              qps, o.threads, c.shards, static_cast<unsigned long long>(c.items), o.probes,
-              o.rerank);
+  std::printf(
+    "{\"bench\":\"serve_direct\",\"metrics\":{\"direct_qps\":%.1f,\"threads\":%u,"
+    "\"shards\":%u,\"items\":%llu,\"probes\":%u,\"rerank\":%u}}\n",
+    qps, o.threads, c.shards, static_cast<unsigned long long>(c.items), o.probes, o.rerank);
   return 0;
 }
 

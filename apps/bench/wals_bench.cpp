@@ -49,9 +49,8 @@ struct actor_run {
 
 /// Distributed WALS on `data` through a session of `so` (in process, or a cluster's seed).
 caf::expected<actor_run> run_actors(const std::shared_ptr<const stores::wals_dataset>& data,
-                                    const wals_bench_options& opts, wals_params p,
-                                    uint32_t iters, ops::session_options so = {},
-                                    bool keep_factors = false) {
+                                    const wals_bench_options& opts, wals_params p, uint32_t iters,
+                                    ops::session_options so = {}, bool keep_factors = false) {
   so.threads = opts.threads;
   auto s = ops::session::open(so);
   if (!s)
@@ -112,14 +111,14 @@ int run_cluster(const wals_bench_options& opts,
   bool identical = cluster->u.values == local->u.values && cluster->v.values == local->v.values;
   std::printf("2 node processes: %.3f s/iter  loss %.6g  factors %s\n", cluster->s_per_iter,
               cluster->loss, identical ? "bit-identical" : "DIFFER");
-  std::printf("{\"bench\":\"wals\",\"metrics\":{\"rows\":%llu,\"cols\":%llu,\"nnz\":%llu,"
-              "\"dim\":%u,\"workers\":%u,\"local_s_per_iter\":%.4f,"
-              "\"cluster_s_per_iter\":%.4f,\"cluster_vs_local\":%.3f,\"bit_identical\":%d}}\n",
-              static_cast<unsigned long long>(data->matrix.rows),
-              static_cast<unsigned long long>(data->matrix.cols),
-              static_cast<unsigned long long>(data->matrix.nnz()), opts.dim, opts.threads,
-              local->s_per_iter, cluster->s_per_iter, local->s_per_iter / cluster->s_per_iter,
-              identical ? 1 : 0);
+  std::printf(
+    "{\"bench\":\"wals\",\"metrics\":{\"rows\":%llu,\"cols\":%llu,\"nnz\":%llu,"
+    "\"dim\":%u,\"workers\":%u,\"local_s_per_iter\":%.4f,"
+    "\"cluster_s_per_iter\":%.4f,\"cluster_vs_local\":%.3f,\"bit_identical\":%d}}\n",
+    static_cast<unsigned long long>(data->matrix.rows),
+    static_cast<unsigned long long>(data->matrix.cols),
+    static_cast<unsigned long long>(data->matrix.nnz()), opts.dim, opts.threads, local->s_per_iter,
+    cluster->s_per_iter, local->s_per_iter / cluster->s_per_iter, identical ? 1 : 0);
   return identical ? 0 : 1;
 }
 
@@ -131,9 +130,9 @@ int run_wals_bench(const wals_bench_options& opts) {
     return 1;
   };
   std::printf("# synthetic %llu x %llu, ~%llu entries, dim %u, %u threads, %u cores\n",
-              static_cast<unsigned long long>(opts.rows), static_cast<unsigned long long>(opts.cols),
-              static_cast<unsigned long long>(opts.nnz), opts.dim, opts.threads,
-              std::thread::hardware_concurrency());
+              static_cast<unsigned long long>(opts.rows),
+              static_cast<unsigned long long>(opts.cols), static_cast<unsigned long long>(opts.nnz),
+              opts.dim, opts.threads, std::thread::hardware_concurrency());
   auto start = clock::now();
   wals_data_spec spec;
   spec.rows = opts.rows;
@@ -210,26 +209,28 @@ int run_wals_bench(const wals_bench_options& opts) {
     lastfm_ndcg = f->wals.ndcg;
     lastfm_pop_p = f->popularity.precision;
     lastfm_pop_ndcg = f->popularity.ndcg;
-    std::printf("last.fm-2k (10 iters, dim 64, 20%% held out): wall %.2f s (train %.2f s)  "
-                "P@10 %.4f vs popularity %.4f  NDCG@10 %.4f vs %.4f\n",
-                lastfm_s, f->train_seconds, lastfm_p, lastfm_pop_p, lastfm_ndcg, lastfm_pop_ndcg);
+    std::printf(
+      "last.fm-2k (10 iters, dim 64, 20%% held out): wall %.2f s (train %.2f s)  "
+      "P@10 %.4f vs popularity %.4f  NDCG@10 %.4f vs %.4f\n",
+      lastfm_s, f->train_seconds, lastfm_p, lastfm_pop_p, lastfm_ndcg, lastfm_pop_ndcg);
   } else {
     std::printf("last.fm-2k: %s not found, skipped\n", opts.lastfm.c_str());
   }
-  std::printf("peer implicit (CG, d=64): not installable here (no Debian package); the issue "
-              "quotes ~1.6M entries/core/s\n");
-  std::printf("{\"bench\":\"wals\",\"metrics\":{\"rows\":%llu,\"cols\":%llu,\"nnz\":%llu,"
-              "\"dim\":%u,\"threads\":%u,\"cg_s_per_iter\":%.4f,\"chol_s_per_iter\":%.4f,"
-              "\"cg_entries_per_core_s\":%.0f,\"chol_entries_per_core_s\":%.0f,"
-              "\"cg_gflops\":%.2f,\"chol_gflops\":%.2f,\"local_ref_s_per_iter\":%.4f,"
-              "\"local_entries_per_core_s\":%.0f,\"actors_vs_local\":%.3f,"
-              "\"lastfm_wall_s\":%.3f,\"lastfm_p_at_10\":%.4f,\"lastfm_pop_p_at_10\":%.4f,"
-              "\"lastfm_ndcg_at_10\":%.4f,\"lastfm_pop_ndcg_at_10\":%.4f}}\n",
-              static_cast<unsigned long long>(m.rows), static_cast<unsigned long long>(m.cols),
-              static_cast<unsigned long long>(m.nnz()), opts.dim, opts.threads,
-              cg_run->s_per_iter, chol_run->s_per_iter, cg_entries, chol_entries, cg_gflops,
-              chol_gflops, local_s, local_entries, local_s / cg_run->s_per_iter, lastfm_s,
-              lastfm_p, lastfm_pop_p, lastfm_ndcg, lastfm_pop_ndcg);
+  std::printf(
+    "peer implicit (CG, d=64): not installable here (no Debian package); the issue "
+    "quotes ~1.6M entries/core/s\n");
+  std::printf(
+    "{\"bench\":\"wals\",\"metrics\":{\"rows\":%llu,\"cols\":%llu,\"nnz\":%llu,"
+    "\"dim\":%u,\"threads\":%u,\"cg_s_per_iter\":%.4f,\"chol_s_per_iter\":%.4f,"
+    "\"cg_entries_per_core_s\":%.0f,\"chol_entries_per_core_s\":%.0f,"
+    "\"cg_gflops\":%.2f,\"chol_gflops\":%.2f,\"local_ref_s_per_iter\":%.4f,"
+    "\"local_entries_per_core_s\":%.0f,\"actors_vs_local\":%.3f,"
+    "\"lastfm_wall_s\":%.3f,\"lastfm_p_at_10\":%.4f,\"lastfm_pop_p_at_10\":%.4f,"
+    "\"lastfm_ndcg_at_10\":%.4f,\"lastfm_pop_ndcg_at_10\":%.4f}}\n",
+    static_cast<unsigned long long>(m.rows), static_cast<unsigned long long>(m.cols),
+    static_cast<unsigned long long>(m.nnz()), opts.dim, opts.threads, cg_run->s_per_iter,
+    chol_run->s_per_iter, cg_entries, chol_entries, cg_gflops, chol_gflops, local_s, local_entries,
+    local_s / cg_run->s_per_iter, lastfm_s, lastfm_p, lastfm_pop_p, lastfm_ndcg, lastfm_pop_ndcg);
   return 0;
 }
 

@@ -125,21 +125,25 @@ struct run_outcome {
 class roles_run {
 public:
   roles_run(const soak_options& o, std::string binary, std::string dir)
-    : o_(o), binary_(std::move(binary)), dir_(std::move(dir)),
+    : o_(o),
+      binary_(std::move(binary)),
+      dir_(std::move(dir)),
       workers_(std::max<size_t>(2, o.nodes - 2)) {}
 
   caf::error start() {
     std::error_code ec;
     fs::create_directories(dir_, ec);
-    std::ofstream{dir_ + "/node.toml"} << "[node]\nchaos = true\n\n[cluster]\n"
-                                          "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 2000\n";
+    std::ofstream{dir_ + "/node.toml"}
+      << "[node]\nchaos = true\n\n[cluster]\n"
+         "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 2000\n";
     auto chief = runtime::child_process::start(argv("chief", 0));
     if (!chief)
       return std::move(chief.error());
     chief_.emplace(std::move(*chief));
     auto line = chief_->wait_for_line("listening on", patience);
     if (!line)
-      return make_error(errc::io_error, "chaos soak: the chief did not start: " + chief_->read_stderr());
+      return make_error(errc::io_error,
+                        "chaos soak: the chief did not start: " + chief_->read_stderr());
     chief_address_ = line->substr(line->rfind(' ') + 1);
     for (size_t i = 0; i < workers_; ++i)
       killable_.push_back({"worker", i, {}});
@@ -225,13 +229,40 @@ private:
                         {"ps", {any}},
                         {"worker", std::vector<std::string>(workers_, any)},
                         {"evaluator", {any}}};
-    return {binary_, "estimator", "fashion-mnist", "--data", soak_fashion_mnist_dir,
-            "--hidden", "64", "--seed", std::to_string(o_.seed), "--threads", "1",
-            "--train-examples", "0", "--eval-examples", "0", "--learning-rate", "0.0003", "--batch", "256",
-            "--task-type", type, "--task-index", std::to_string(index),
-            "--cluster-spec", spec.dump(), "--max-steps", std::to_string(max_steps),
-            "--save-checkpoints-steps", "100", "--model-dir", dir_ + "/model",
-            "--node-config", dir_ + "/node.toml", "--quiet"};
+    return {binary_,
+            "estimator",
+            "fashion-mnist",
+            "--data",
+            soak_fashion_mnist_dir,
+            "--hidden",
+            "64",
+            "--seed",
+            std::to_string(o_.seed),
+            "--threads",
+            "1",
+            "--train-examples",
+            "0",
+            "--eval-examples",
+            "0",
+            "--learning-rate",
+            "0.0003",
+            "--batch",
+            "256",
+            "--task-type",
+            type,
+            "--task-index",
+            std::to_string(index),
+            "--cluster-spec",
+            spec.dump(),
+            "--max-steps",
+            std::to_string(max_steps),
+            "--save-checkpoints-steps",
+            "100",
+            "--model-dir",
+            dir_ + "/model",
+            "--node-config",
+            dir_ + "/node.toml",
+            "--quiet"};
   }
 
   /// A ps or worker task, and its process while it runs.
@@ -269,8 +300,9 @@ run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, 
     if (clock::now() - start > deadline) {
       run_outcome r;
       auto err = run.chief().read_stderr();
-      r.failure = "the job did not finish within " + std::to_string(int(deadline.count())) +
-                  " s; the chief's last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
+      r.failure =
+        "the job did not finish within " + std::to_string(int(deadline.count())) +
+        " s; the chief's last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
       run.chief().signal(SIGKILL);
       return r;
     }
@@ -283,8 +315,9 @@ run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, 
 
 caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::string& binary) {
   if (o.nodes < 4)
-    return make_error(errc::invalid_config, "chaos soak: the estimator job needs at least 4 "
-                                            "nodes: a chief, a ps and 2 workers");
+    return make_error(errc::invalid_config,
+                      "chaos soak: the estimator job needs at least 4 "
+                      "nodes: a chief, a ps and 2 workers");
   if (!fs::exists(fs::path{soak_fashion_mnist_dir} / "train-images-idx3-ubyte.gz"))
     return make_error(errc::invalid_config,
                       "chaos soak: the estimator job trains on Fashion-MNIST, which is not in " +
@@ -312,15 +345,16 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   auto seed = runtime::parse_host_port(run.chief_address());
   if (!seed)
     return std::move(seed.error());
-  auto client = ops::session::open({.seed = *seed, .name = "soak-client", .timeout = 2000ms,
-                                    .threads = 1});
+  auto client =
+    ops::session::open({.seed = *seed, .name = "soak-client", .timeout = 2000ms, .threads = 1});
   if (!client)
     return std::move(client.error());
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   std::mt19937_64 rng{o.seed};
   auto kill_at = kill_times(o, result.clean_seconds, rng);
-  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
-      std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
+  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) +
+                " dropped, " + std::to_string(o.delay) + " delayed, seed " +
+                std::to_string(o.seed));
   std::map<std::string, chaos_stats> node_counts;
   std::set<std::string> disrupted;
   std::vector<pending_kill> pending;
@@ -369,7 +403,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     run.kill(p.victim);
     ++result.kills;
     soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
-        std::to_string(p.services.size()) + " services)");
+                  std::to_string(p.services.size()) + " services)");
     pending.push_back(std::move(p));
   };
   auto deadline = std::chrono::duration<double>(soak_deadline_s(o, result.clean_seconds));

@@ -132,8 +132,8 @@ caf::expected<serve_run> start_serve(const std::string& binary, const std::strin
   s.process.emplace(std::move(*p));
   auto line = s.process->wait_for_line("darcy serve listening on", start_patience);
   if (!line)
-    return make_error(errc::io_error, "chaos soak: darcy serve did not start: " +
-                                        s.process->read_stderr());
+    return make_error(errc::io_error,
+                      "chaos soak: darcy serve did not start: " + s.process->read_stderr());
   auto host_end = line->find(':', line->find("http://") + 7);
   s.port = static_cast<uint16_t>(std::stoul(line->substr(host_end + 1)));
   auto until = clock::now() + start_patience;
@@ -271,7 +271,8 @@ caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::st
     result.quality_delta = (result.quality - result.clean_quality) / result.clean_quality;
     result.bit_equal = true;
     for (size_t r = 0; r < requests; ++r)
-      result.bit_equal = result.bit_equal && soaked.answers[r] == clean.answers[r % distinct_queries];
+      result.bit_equal =
+        result.bit_equal && soaked.answers[r] == clean.answers[r % distinct_queries];
   }
   return result;
 }

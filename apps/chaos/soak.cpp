@@ -15,12 +15,12 @@
 
 #include "apps/chaos/estimator_soak.hpp"
 #include "apps/chaos/serving_soak.hpp"
+#include "base/atomic_file.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
 #include "runtime/cluster/chaos.hpp"
 #include "runtime/process/process.hpp"
-#include "base/atomic_file.hpp"
 
 namespace darcy::apps {
 
@@ -127,23 +127,83 @@ job_run make_run(const soak_options& o, const std::string& binary, const std::st
   job_run r;
   r.out = (fs::path{o.dir} / name).string();
   if (o.job == "wals") {
-    r.argv = {binary, "wals", "train", "--synthetic-rows", "60000", "--synthetic-cols", "30000",
-              "--synthetic-nnz", "1500000", "--dim", "16", "--iters", "10", "--workers", "3",
-              "--seed", std::to_string(o.seed), "--token-timeout-ms", "5000", "--timeout-ms",
-              "5000", "--out", r.out, "--quiet", "--cluster", seed};
+    r.argv = {binary,
+              "wals",
+              "train",
+              "--synthetic-rows",
+              "60000",
+              "--synthetic-cols",
+              "30000",
+              "--synthetic-nnz",
+              "1500000",
+              "--dim",
+              "16",
+              "--iters",
+              "10",
+              "--workers",
+              "3",
+              "--seed",
+              std::to_string(o.seed),
+              "--token-timeout-ms",
+              "5000",
+              "--timeout-ms",
+              "5000",
+              "--out",
+              r.out,
+              "--quiet",
+              "--cluster",
+              seed};
     r.outputs = {r.out + "/U.f32", r.out + "/V.f32"};
   } else if (o.job == "word2vec") {
-    r.argv = {binary, "word2vec", "train", "--corpus", input, "--cluster", seed, "--shards", "1",
-              "--dim", "16", "--epochs", "8", "--threads", "1", "--batch-words", "2000",
-              "--checkpoint-every", "10", "--periodic-checkpoint", r.out + ".checkpoints",
-              "--shard-retry-ms", "500", "--seed", std::to_string(o.seed), "--output",
-              r.out + ".vec", "--quiet"};
+    r.argv = {binary,
+              "word2vec",
+              "train",
+              "--corpus",
+              input,
+              "--cluster",
+              seed,
+              "--shards",
+              "1",
+              "--dim",
+              "16",
+              "--epochs",
+              "8",
+              "--threads",
+              "1",
+              "--batch-words",
+              "2000",
+              "--checkpoint-every",
+              "10",
+              "--periodic-checkpoint",
+              r.out + ".checkpoints",
+              "--shard-retry-ms",
+              "500",
+              "--seed",
+              std::to_string(o.seed),
+              "--output",
+              r.out + ".vec",
+              "--quiet"};
     r.outputs = {r.out + ".vec"};
   } else {
     // MoE: experts on the nodes, the router here; its final loss is its output.
-    r.argv = {binary, "moe", "train", "--cluster", seed, "--checkpoint", r.out + ".checkpoints",
-              "--steps", "200", "--checkpoint-every", "20", "--seed", std::to_string(o.seed),
-              "--timeout-ms", "5000", "--expert-retry-ms", "200", "--quiet"};
+    r.argv = {binary,
+              "moe",
+              "train",
+              "--cluster",
+              seed,
+              "--checkpoint",
+              r.out + ".checkpoints",
+              "--steps",
+              "200",
+              "--checkpoint-every",
+              "20",
+              "--seed",
+              std::to_string(o.seed),
+              "--timeout-ms",
+              "5000",
+              "--expert-retry-ms",
+              "200",
+              "--quiet"};
   }
   return r;
 }
@@ -196,7 +256,8 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
                       "chaos soak: job '" + o.job +
                         "' is not one it can run (wals, word2vec, moe, estimator, serving)");
   if (o.nodes < 2)
-    return make_error(errc::invalid_config, "chaos soak: at least 2 nodes (the seed is never killed)");
+    return make_error(errc::invalid_config,
+                      "chaos soak: at least 2 nodes (the seed is never killed)");
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   if (auto err = runtime::validate(plan))
     return err;
@@ -229,7 +290,8 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     driver->wait_for_line("\x01", std::chrono::minutes(30));
     auto code = driver->wait(std::chrono::seconds(30));
     if (!code || *code != 0)
-      return make_error(errc::io_error, "chaos soak: the clean run failed: " + driver->read_stderr());
+      return make_error(errc::io_error,
+                        "chaos soak: the clean run failed: " + driver->read_stderr());
     result.clean_seconds = seconds_since(start);
     clean_out = driver->stdout_seen();
   }
@@ -241,15 +303,17 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     return std::move(c.error());
   auto run = make_run(o, binary, input, "soaked", to_string((*c)->seed()));
   std::optional<runtime::child_process> driver;
-  auto code = run_chaos(o, **c, result.clean_seconds, [&]() -> caf::expected<soak_job> {
-    auto started = runtime::child_process::start(run.argv);
-    if (!started)
-      return std::move(started.error());
-    driver.emplace(std::move(*started));
-    return soak_job{[&](std::chrono::milliseconds wait) { return driver->wait(wait); },
-                    [&] { return driver->read_stderr(); },
-                    [&] { driver->signal(SIGKILL); }};
-  }, result);
+  auto code = run_chaos(
+    o, **c, result.clean_seconds,
+    [&]() -> caf::expected<soak_job> {
+      auto started = runtime::child_process::start(run.argv);
+      if (!started)
+        return std::move(started.error());
+      driver.emplace(std::move(*started));
+      return soak_job{[&](std::chrono::milliseconds wait) { return driver->wait(wait); },
+                      [&] { return driver->read_stderr(); }, [&] { driver->signal(SIGKILL); }};
+    },
+    result);
   if (!code)
     return std::move(code.error());
   driver->wait_for_line("\x01", std::chrono::seconds(5));
@@ -280,22 +344,22 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     // MoE writes no file: its final loss, as printed, stands for its output.
     result.bit_equal = !run.outputs.empty() || result.quality == result.clean_quality;
     for (size_t i = 0; i < run.outputs.size(); ++i)
-      result.bit_equal = result.bit_equal && read_text(run.outputs[i]) == read_text(clean.outputs[i]) &&
+      result.bit_equal = result.bit_equal &&
+                         read_text(run.outputs[i]) == read_text(clean.outputs[i]) &&
                          !read_text(run.outputs[i]).empty();
   }
   return result;
 }
 
-caf::expected<std::unique_ptr<testing::local_cluster>>
-start_soak_cluster(const soak_options& o, const std::string& binary) {
+caf::expected<std::unique_ptr<testing::local_cluster>> start_soak_cluster(
+  const soak_options& o, const std::string& binary) {
   return testing::local_cluster::start(
     {.nodes = o.nodes, .binary = binary, .name_prefix = "soak", .chaos = true});
 }
 
-caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::local_cluster& nodes,
-                                            double clean_seconds,
-                                            const std::function<caf::expected<soak_job>()>& start_job,
-                                            soak_result& result) {
+caf::expected<std::optional<int>> run_chaos(
+  const soak_options& o, testing::local_cluster& nodes, double clean_seconds,
+  const std::function<caf::expected<soak_job>()>& start_job, soak_result& result) {
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   ops::session_options so;
   so.seed = nodes.seed();
@@ -311,8 +375,9 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
   std::set<std::string> disrupted_nodes;
   std::mt19937_64 rng{o.seed};
   auto kill_at = kill_times(o, clean_seconds, rng);
-  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) + " dropped, " +
-      std::to_string(o.delay) + " delayed, seed " + std::to_string(o.seed));
+  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) +
+                " dropped, " + std::to_string(o.delay) + " delayed, seed " +
+                std::to_string(o.seed));
   // Disrupted before the job starts: every actor spawned for it starts with the plan.
   for (size_t i = 0; i < nodes.size(); ++i)
     if (runtime::command_node((*client)->system(), (*client)->registry(), nodes.name(i),
@@ -337,8 +402,9 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
     }
     if (clock::now() - start > deadline) {
       auto err = job->last_messages();
-      result.failure = "the job did not finish within " + std::to_string(int(deadline.count())) +
-                       " s; its last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
+      result.failure =
+        "the job did not finish within " + std::to_string(int(deadline.count())) +
+        " s; its last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
       job->kill();
       break;
     }
@@ -375,7 +441,7 @@ caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::loca
       continue;
     ++result.kills;
     soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
-        std::to_string(p.services.size()) + " services)");
+                  std::to_string(p.services.size()) + " services)");
     if (auto added = nodes.add_node())
       p.replacement = nodes.name(*added);
     pending.push_back(std::move(p));
@@ -409,8 +475,7 @@ void summarize(soak_result& r, std::vector<double> recover_s,
   r.recover_max_s = recover_s.back();
 }
 
-std::vector<double> kill_times(const soak_options& o, double clean_seconds,
-                               std::mt19937_64& rng) {
+std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> when{0.2, 0.8};
   std::vector<double> at;
   for (uint32_t k = 0; k < o.kills; ++k)
@@ -440,9 +505,9 @@ void disrupt_members(ops::session& client, const cluster_status& st, const disru
 }
 
 nlohmann::json soak_metrics(const soak_options& o, const soak_result& r) {
-  nlohmann::json m{{"completed", r.completed ? 1 : 0},   {"kills", r.kills},
-                   {"restarts", r.restarts},             {"recover_p50_s", r.recover_p50_s},
-                   {"recover_max_s", r.recover_max_s},   {"lost_work", r.lost_work},
+  nlohmann::json m{{"completed", r.completed ? 1 : 0}, {"kills", r.kills},
+                   {"restarts", r.restarts},           {"recover_p50_s", r.recover_p50_s},
+                   {"recover_max_s", r.recover_max_s}, {"lost_work", r.lost_work},
                    {"quality_delta", r.quality_delta}};
   // The issue asks it of WALS; a one-thread word2vec run is deterministic too, so it says
   // whether the soaked vectors equal the clean run's. Asynchronous Estimator training is not.

@@ -1,8 +1,8 @@
 // `darcy chaos soak`: a seeded random-kill soak. A job runs on a local cluster of `darcy node`
 // processes started with --chaos, while a seeded killer SIGKILLs non-seed nodes at random times
 // (a replacement joins after each kill) and every actor the nodes spawn for the job drops and
-// delays a seeded fraction of the messages sent to it (the nodes' chaos gates). The run is compared with a clean run of the same seed on a
-// cluster left alone.
+// delays a seeded fraction of the messages sent to it (the nodes' chaos gates). The run is compared
+// with a clean run of the same seed on a cluster left alone.
 //
 //   auto r = run_soak({.job = "wals", .kills = 3, .drop = 0.01, .delay = 0.01, .seed = 7});
 #pragma once
@@ -118,8 +118,8 @@ struct soak_job {
 };
 
 /// A local cluster of o.nodes `darcy node` processes started with --chaos.
-caf::expected<std::unique_ptr<testing::local_cluster>> start_soak_cluster(const soak_options& o,
-                                                                          const std::string& binary);
+caf::expected<std::unique_ptr<testing::local_cluster>> start_soak_cluster(
+  const soak_options& o, const std::string& binary);
 
 /// The soak on `nodes`: disrupts every node, starts the job with start_job(), SIGKILLs a
 /// random non-seed node at each of kill_times (a replacement joins after each), and disrupts
@@ -127,10 +127,9 @@ caf::expected<std::unique_ptr<testing::local_cluster>> start_soak_cluster(const 
 /// killed and result.failure says why). Fills result's kills, restarts, recovery times,
 /// counts and seconds. Answers the job's exit code, none past the deadline; an error when the
 /// soak's client or the job cannot start.
-caf::expected<std::optional<int>> run_chaos(const soak_options& o, testing::local_cluster& nodes,
-                                            double clean_seconds,
-                                            const std::function<caf::expected<soak_job>()>& start_job,
-                                            soak_result& result);
+caf::expected<std::optional<int>> run_chaos(
+  const soak_options& o, testing::local_cluster& nodes, double clean_seconds,
+  const std::function<caf::expected<soak_job>()>& start_job, soak_result& result);
 
 /// Runs the clean run and the soak. errc::invalid_config for an unknown job, fewer than 2
 /// nodes, or fractions outside [0, 1]; errc::io_error when the clean run itself fails. A soak

@@ -1,11 +1,11 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
 #include "apps/bench/embedding_bench.hpp"
-#include "apps/bench/redis_bench.hpp"
 #include "apps/bench/estimator_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
 #include "apps/bench/mips_bench.hpp"
 #include "apps/bench/moe_bench.hpp"
 #include "apps/bench/moe_gpu_bench.hpp"
+#include "apps/bench/redis_bench.hpp"
 #include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
 #include "apps/cli/commands.hpp"
@@ -25,7 +25,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   messaging->callback([opts, &exit_code] { exit_code = run_messaging_bench(*opts); });
 
   auto mips = std::make_shared<mips_bench_options>();
-  auto mips_cmd = bench->add_subcommand("mips", "Exact and quantized inner-product search versus FAISS");
+  auto mips_cmd =
+    bench->add_subcommand("mips", "Exact and quantized inner-product search versus FAISS");
   mips_cmd->add_option("--items", mips->items, "Synthetic items (without --factors)");
   mips_cmd->add_option("--dim", mips->dim, "Synthetic dimension");
   mips_cmd->add_option("--factors", mips->factors, "Item factors: a WALS model's V.f32");
@@ -35,41 +36,48 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   mips_cmd->add_option("--threads", mips->threads, "Threads, for both")->check(CLI::Range(1, 64));
   mips_cmd->add_option("--fashion-mnist", mips->fashion_mnist, "dataset-fashion-mnist's folder");
   mips_cmd->add_flag("!--exact-only", mips->ann, "Skip the quantized-search sweep");
-  mips_cmd->add_option("--faiss-families", mips->faiss_families,
-                       "FAISS indexes to sweep: all, none, or some of ivf-flat,ivf-pq,ivf-pq4fs,hnsw,"
-                       "l2-ivf-flat,l2-hnsw");
+  mips_cmd->add_option(
+    "--faiss-families", mips->faiss_families,
+    "FAISS indexes to sweep: all, none, or some of ivf-flat,ivf-pq,ivf-pq4fs,hnsw,"
+    "l2-ivf-flat,l2-hnsw");
   mips_cmd->add_option("--radius-weight", mips->radius_weight,
                        "Darcy's probe order: weight of a list's longest residual");
   mips_cmd->add_option("--distance-weight", mips->distance_weight,
                        "Darcy's probe order: weight of the augmented centroid distance");
   mips_cmd->add_flag("--augmented-lists", mips->augmented_lists,
                      "Darcy's lists from the norm-augmented items (use --distance-weight 1)");
-  mips_cmd->add_option("--ann-thresholds", mips->ann_thresholds,
-                       "Darcy's sweep: anisotropic thresholds T, an index each")
+  mips_cmd
+    ->add_option("--ann-thresholds", mips->ann_thresholds,
+                 "Darcy's sweep: anisotropic thresholds T, an index each")
     ->delimiter(',');
-  mips_cmd->add_option("--ann-list-factors", mips->ann_list_factors,
-                       "Darcy's sweep: lists per index, as factors of sqrt(items)")
+  mips_cmd
+    ->add_option("--ann-list-factors", mips->ann_list_factors,
+                 "Darcy's sweep: lists per index, as factors of sqrt(items)")
     ->delimiter(',')
     ->check(CLI::PositiveNumber);
   mips_cmd->add_option("--ann-probes", mips->ann_probes, "Darcy's sweep: lists probed")
     ->delimiter(',');
-  mips_cmd->add_option("--faiss-list-factors", mips->faiss_list_factors,
-                       "FAISS's IVF-Flat sweep: lists per index, as factors of sqrt(items)")
+  mips_cmd
+    ->add_option("--faiss-list-factors", mips->faiss_list_factors,
+                 "FAISS's IVF-Flat sweep: lists per index, as factors of sqrt(items)")
     ->delimiter(',')
     ->check(CLI::PositiveNumber);
-  mips_cmd->add_option("--ann-rerank", mips->ann_rerank,
-                       "Darcy's sweep: candidates re-ranked (below k: k)")
+  mips_cmd
+    ->add_option("--ann-rerank", mips->ann_rerank,
+                 "Darcy's sweep: candidates re-ranked (below k: k)")
     ->delimiter(',');
   mips_cmd->add_option("--faiss-build-budget", mips->faiss_build_budget_s,
                        "Seconds a FAISS build may take before it is stopped and reported");
-  mips_cmd->add_option("--point-seconds", mips->point_seconds,
-                       "Seconds each sweep point repeats the queries, both sides")
+  mips_cmd
+    ->add_option("--point-seconds", mips->point_seconds,
+                 "Seconds each sweep point repeats the queries, both sides")
     ->check(CLI::Range(0.0, 60.0));
   mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });
 
   auto direct = std::make_shared<serve_direct_options>();
   auto direct_cmd = bench->add_subcommand(
-    "serve-direct", "The in-process peer of apps/bench/serve.sh: an export's indexes called directly");
+    "serve-direct",
+    "The in-process peer of apps/bench/serve.sh: an export's indexes called directly");
   direct_cmd->add_option("--model", direct->model_dir, "Export folder EXPORTS/<name>")->required();
   direct_cmd->add_option("--threads", direct->threads, "Query threads")->check(CLI::Range(1, 64));
   direct_cmd->add_option("-k", direct->k, "Neighbours per query")->check(CLI::Range(1, 1000));
@@ -80,7 +88,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
 
   auto moe = std::make_shared<moe_bench_options>();
   auto moe_cmd = bench->add_subcommand(
-    "moe", "One MoE layer (forward + backward) versus a dense layer of its multiply-adds and PyTorch");
+    "moe",
+    "One MoE layer (forward + backward) versus a dense layer of its multiply-adds and PyTorch");
   moe_cmd->add_option("--tokens", moe->tokens, "Tokens per step")->check(CLI::Range(1, 1 << 20));
   moe_cmd->add_option("--dim", moe->dim, "Model width d")->check(CLI::Range(1, 1 << 14));
   moe_cmd->add_option("--experts", moe->experts, "Experts n")->check(CLI::Range(1, 4096));
@@ -94,7 +103,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
 
   auto mg = std::make_shared<moe_gpu_bench_options>();
   auto mg_cmd = bench->add_subcommand(
-    "moe-gpu", "The MoE layer on the GPU versus its CPU path, a dense layer of its multiply-adds "
+    "moe-gpu",
+    "The MoE layer on the GPU versus its CPU path, a dense layer of its multiply-adds "
     "on the GPU, and PyTorch on the GPU");
   mg_cmd->add_option("--tokens", mg->tokens, "Tokens per step")->check(CLI::Range(1, 1 << 22));
   mg_cmd->add_option("--dim", mg->dim, "Model width d")->check(CLI::Range(1, 1 << 14));
@@ -111,7 +121,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
 
   auto est = std::make_shared<estimator_bench_options>();
   auto est_cmd = bench->add_subcommand(
-    "estimator", "The Fashion-MNIST DNN through the Estimator versus PyTorch; test accuracy; "
+    "estimator",
+    "The Fashion-MNIST DNN through the Estimator versus PyTorch; test accuracy; "
     "Wide & Deep scaling from 1 worker up");
   est_cmd->add_option("--data", est->data_dir, "Fashion-MNIST IDX files (dataset-fashion-mnist)");
   est_cmd->add_option("--repeats", est->repeats, "Timed epochs per side (median)")
@@ -120,12 +131,17 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   est_cmd->add_option("--threads", est->threads, "Threads, both sides")->check(CLI::Range(1, 256));
   est_cmd->add_flag("!--no-peer", est->peer, "Skip the PyTorch peer");
   est_cmd->add_option("--python", est->python, "Python with torch (Debian's python3-torch)");
-  est_cmd->add_option("--corpus", est->corpus, "Brown corpus of the scaling runs (make demo fetches it)");
-  est_cmd->add_option("--scaling-steps", est->scaling_steps, "Global steps of each scaling run (0: skip them)");
-  est_cmd->add_option("--scaling-repeats", est->scaling_repeats,
-                      "Runs of each worker count, alternated (median)")->check(CLI::Range(1, 100));
-  est_cmd->add_option("--scaling-workers", est->scaling_workers,
-                      "Worker counts of the scaling runs, ascending from 1 (default 1,2)")
+  est_cmd->add_option("--corpus", est->corpus,
+                      "Brown corpus of the scaling runs (make demo fetches it)");
+  est_cmd->add_option("--scaling-steps", est->scaling_steps,
+                      "Global steps of each scaling run (0: skip them)");
+  est_cmd
+    ->add_option("--scaling-repeats", est->scaling_repeats,
+                 "Runs of each worker count, alternated (median)")
+    ->check(CLI::Range(1, 100));
+  est_cmd
+    ->add_option("--scaling-workers", est->scaling_workers,
+                 "Worker counts of the scaling runs, ascending from 1 (default 1,2)")
     ->delimiter(',')
     ->check(CLI::Range(1, 256));
   est_cmd->add_option("--scaling-ps", est->scaling_ps, "ps tasks of every scaling run")
@@ -149,7 +165,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
 
   auto red = std::make_shared<redis_bench_options>();
   auto redis_cmd = bench->add_subcommand(
-    "redis", "Lookups from the Redis store versus redis-benchmark GETs, and its cache on a Zipf stream");
+    "redis",
+    "Lookups from the Redis store versus redis-benchmark GETs, and its cache on a Zipf stream");
   redis_cmd->add_option("--rows", red->rows, "Rows stored in Redis");
   redis_cmd->add_option("--dim", red->dim, "Embedding dimension");
   redis_cmd->add_option("--batch", red->batch, "Keys per lookup");

@@ -6,9 +6,9 @@
 #include "apps/chaos/soak.hpp"
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster/cluster_file.hpp"
 #include "ops/session.hpp"
 #include "runtime/cluster/chaos.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 
 namespace darcy::apps {
 
@@ -47,7 +47,8 @@ CLI::App* add_target_command(CLI::App* chaos, const char* name, const char* what
                              const char* target_help, std::shared_ptr<chaos_flags> f) {
   auto cmd = chaos->add_subcommand(name, what);
   cmd->add_option("target", f->target, target_help)->required();
-  cmd->add_option("--seed", f->seed, "HOST:PORT of the seed node, or a cluster file or directory")->required();
+  cmd->add_option("--seed", f->seed, "HOST:PORT of the seed node, or a cluster file or directory")
+    ->required();
   cmd->add_option("--timeout-ms", f->timeout_ms, "Request timeout");
   return cmd;
 }
@@ -69,8 +70,8 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
       });
     });
 
-  add_target_command(chaos, "kill-actor", "Kill the actor registered as a service",
-                     "service name", f)
+  add_target_command(chaos, "kill-actor", "Kill the actor registered as a service", "service name",
+                     f)
     ->callback([f, &exit_code] {
       with_session(*f, exit_code, [&](ops::session& s) {
         auto err = runtime::kill_service(s.system(), s.registry(), f->target, s.timeout());
@@ -103,25 +104,29 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
 
   auto so = std::make_shared<soak_options>();
   auto soak = chaos->add_subcommand(
-    "soak", "Run a job on a local cluster while a seeded killer SIGKILLs nodes and every service "
-            "drops and delays a share of its messages; compare with a clean run");
-  soak->add_option("--job", so->job,
-                   "wals, word2vec, moe, estimator (Fashion-MNIST's DNN) or serving (darcy serve "
-                   "with shard servers on the nodes)")
+    "soak",
+    "Run a job on a local cluster while a seeded killer SIGKILLs nodes and every service "
+    "drops and delays a share of its messages; compare with a clean run");
+  soak
+    ->add_option("--job", so->job,
+                 "wals, word2vec, moe, estimator (Fashion-MNIST's DNN) or serving (darcy serve "
+                 "with shard servers on the nodes)")
     ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "serving"}));
   soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
     ->check(CLI::Range(0, 100));
   soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
     ->check(CLI::Range(0.0, 1.0));
-  soak->add_option("--delay", so->delay, "Fraction delayed by --delay-ms")->check(CLI::Range(0.0, 1.0));
+  soak->add_option("--delay", so->delay, "Fraction delayed by --delay-ms")
+    ->check(CLI::Range(0.0, 1.0));
   soak->add_option("--delay-ms", so->delay_ms, "Delay of the delayed messages")
     ->check(CLI::Range(0, 60000));
   soak->add_option("--seed", so->seed, "Seed of the kills, the disruptions and the job");
   soak->add_option("--nodes", so->nodes, "Nodes, the seed (never killed) included")
     ->check(CLI::Range(2, 64));
   soak->add_option("--dir", so->dir, "Work directory (emptied first)");
-  soak->add_option("--timeout-s", so->timeout_s,
-                   "Fail a soaked run still going after this long (0: 10 clean runs, at least 300 s)")
+  soak
+    ->add_option("--timeout-s", so->timeout_s,
+                 "Fail a soaked run still going after this long (0: 10 clean runs, at least 300 s)")
     ->check(CLI::Range(0.0, 86400.0));
   soak->add_flag("--quiet", so->quiet, "No progress lines");
   soak->callback([so, &exit_code] {
@@ -133,14 +138,16 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
     std::cout << "soak of " << so->job << ", seed " << so->seed << "\n"
               << "  completed        " << (r->completed ? "yes" : "no: " + r->failure) << "\n"
               << "  kills, restarts  " << r->kills << ", " << r->restarts << "\n"
-              << "  recovery         p50 " << r->recover_p50_s << " s, max " << r->recover_max_s << " s\n"
+              << "  recovery         p50 " << r->recover_p50_s << " s, max " << r->recover_max_s
+              << " s\n"
               << "  lost work        " << r->lost_work
               << (so->job == "wals"        ? " blocks issued again"
                   : so->job == "moe"       ? " steps replayed"
                   : so->job == "estimator" ? " worker steps in flight at a kill (at most), and "
                                              "global steps replayed after a ps kill"
                   : so->job == "serving"   ? " requests refused (503 or 504) and asked again"
-                                           : " batches replayed") << "\n"
+                                           : " batches replayed")
+              << "\n"
               << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"
               << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
               << r->quality_delta << ")\n"
@@ -148,8 +155,8 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
               << (so->job == "estimator" ? "asynchronous training: not comparable byte for byte"
                   : so->job == "serving" && r->bit_equal
                     ? "every answer equal to the clean run's (ids and scores)"
-                  : r->bit_equal         ? "equal to the clean run's, byte for byte"
-                                         : "differs from the clean run's, byte for byte")
+                  : r->bit_equal ? "equal to the clean run's, byte for byte"
+                                 : "differs from the clean run's, byte for byte")
               << "\n"
               << "  time             " << r->seconds << " s (clean " << r->clean_seconds << " s)\n";
     std::cout << nlohmann::json{{"bench", "soak"}, {"metrics", soak_metrics(*so, *r)}}.dump()
@@ -168,8 +175,8 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
         std::cout << "service " << f->target << " healed; while disrupted it forwarded "
                   << stats->forwarded << ", dropped " << stats->dropped << " and delayed "
                   << stats->delayed << " messages" << std::endl;
-        std::cout << "{\"forwarded\": " << stats->forwarded << ", \"dropped\": "
-                  << stats->dropped << ", \"delayed\": " << stats->delayed << "}" << std::endl;
+        std::cout << "{\"forwarded\": " << stats->forwarded << ", \"dropped\": " << stats->dropped
+                  << ", \"delayed\": " << stats->delayed << "}" << std::endl;
         return {};
       });
     });

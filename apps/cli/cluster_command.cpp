@@ -13,13 +13,13 @@
 
 #include "apps/cli/commands.hpp"
 #include "apps/cli/status_table.hpp"
+#include "base/atomic_file.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/cluster/cluster_file.hpp"
 #include "runtime/process/netns.hpp"
 #include "runtime/process/process.hpp"
 #include "runtime/tls.hpp"
-#include "base/atomic_file.hpp"
 
 namespace darcy::apps {
 
@@ -31,7 +31,8 @@ using clock = std::chrono::steady_clock;
 /// The cluster file named by `where`: the file itself, or DIR/cluster.json.
 std::string cluster_path(const std::string& where) {
   std::error_code ec;
-  return fs::is_directory(where, ec) ? (fs::path{where} / runtime::cluster_file_name).string() : where;
+  return fs::is_directory(where, ec) ? (fs::path{where} / runtime::cluster_file_name).string()
+                                     : where;
 }
 
 bool alive(int64_t pid) {
@@ -60,13 +61,16 @@ caf::expected<runtime::host_port> wait_for_address(pid_t pid, const std::string&
       if (at != std::string::npos) {
         auto end = text->find('\n', at);
         if (end != std::string::npos)
-          return runtime::parse_host_port(text->substr(at + marker.size(), end - at - marker.size()));
+          return runtime::parse_host_port(
+            text->substr(at + marker.size(), end - at - marker.size()));
       }
     }
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid)
-      return make_error(errc::io_error, "the node exited before it listened; " + log + ":\n" +
-                                          (text ? text->substr(text->size() > 2000 ? text->size() - 2000 : 0) : ""));
+      return make_error(
+        errc::io_error,
+        "the node exited before it listened; " + log + ":\n" +
+          (text ? text->substr(text->size() > 2000 ? text->size() - 2000 : 0) : ""));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return make_error(errc::timeout, "the node printed no address in " +
@@ -108,9 +112,8 @@ caf::error cluster_up(const up_flags& f, const std::string& secret_file) {
   if (auto old = runtime::read_cluster_file(path)) {
     for (auto& n : old->nodes)
       if (alive(n.pid) && is_node(n.pid, n.name))
-        return make_error(errc::invalid_config, "a cluster is already up in " + f.dir +
-                                                  " (node " + n.name + ", pid " +
-                                                  std::to_string(n.pid) +
+        return make_error(errc::invalid_config, "a cluster is already up in " + f.dir + " (node " +
+                                                  n.name + ", pid " + std::to_string(n.pid) +
                                                   "): darcy cluster down --dir " + f.dir);
   }
   std::error_code ec;
@@ -216,8 +219,9 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
 
   auto up_f = std::make_shared<up_flags>();
   auto up = cluster->add_subcommand(
-    "up", "Start a local cluster: a seed and N-1 members on 127.0.0.1 (or each in a network "
-          "namespace), left running");
+    "up",
+    "Start a local cluster: a seed and N-1 members on 127.0.0.1 (or each in a network "
+    "namespace), left running");
   up->add_option("--nodes", up_f->nodes, "Nodes, the seed included")->check(CLI::Range(1, 64));
   up->add_option("--dir", up_f->dir, "Where the cluster file and the nodes' logs go");
   up->add_option("--name-prefix", up_f->prefix, "Nodes are PREFIX-0 (the seed), PREFIX-1, ...");
@@ -237,7 +241,8 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
   auto patience = std::make_shared<int64_t>(30);
   auto down = cluster->add_subcommand("down", "Stop the nodes of a cluster that `up` started");
   down->add_option("--dir", *down_dir, "The cluster's directory, or its cluster file");
-  down->add_option("--timeout-s", *patience, "Wait this long for each node to leave, then SIGKILL it")
+  down
+    ->add_option("--timeout-s", *patience, "Wait this long for each node to leave, then SIGKILL it")
     ->check(CLI::Range(1, 3600));
   down->callback([down_dir, patience, &exit_code] {
     auto path = cluster_path(*down_dir);
@@ -252,8 +257,8 @@ void add_cluster_command(CLI::App& app, int& exit_code) {
         std::cerr << "darcy: warning: " << render(err) << std::endl;
     std::error_code ec;
     fs::remove(path, ec);
-    std::cout << "darcy cluster down: stopped " << stopped << " of " << c->nodes.size()
-              << " nodes" << std::endl;
+    std::cout << "darcy cluster down: stopped " << stopped << " of " << c->nodes.size() << " nodes"
+              << std::endl;
     exit_code = 0;
   });
 }

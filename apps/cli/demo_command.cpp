@@ -6,8 +6,8 @@
 
 #include <caf/scoped_actor.hpp>
 
-#include "apps/cli/commands.hpp"
 #include "actors/cluster/echo_service.hpp"
+#include "apps/cli/commands.hpp"
 #include "apps/cli/status_table.hpp"
 #include "apps/word2vec/word2vec_jobs.hpp"
 #include "messages/error.hpp"
@@ -49,7 +49,8 @@ int run_supervision_demo() {
 
   supervisor_spec spec;
   spec.name = "demo";
-  spec.children.push_back({"echo", actors::echo_service_name, {}, {}, restart_type::permanent, "echo"});
+  spec.children.push_back(
+    {"echo", actors::echo_service_name, {}, {}, restart_type::permanent, "echo"});
   auto sup = s.supervise(spec);
   self->send(sup, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   if (auto err = await_event(self, supervisor_event_kind::child_started, "echo"))
@@ -108,9 +109,10 @@ int run_word2vec_demo(const demo_options& o) {
     return fail("cannot empty the demo's store " + o.store + ": " + ec.message());
   job.show_neighbours = {"man", "money", "city", "war", "good"};
   word2vec::default_eval_files(o.eval_dir, job.analogies, job.similarity);
-  std::cout << "DE-Word2Vec on the Brown corpus: skip-gram, dim 100, window 5, 5 negatives, "
-               "5 epochs, 2 threads, rows in an in-process embedding service (2 shards) on LevelDB in "
-            << o.store << std::endl;
+  std::cout
+    << "DE-Word2Vec on the Brown corpus: skip-gram, dim 100, window 5, 5 negatives, "
+       "5 epochs, 2 threads, rows in an in-process embedding service (2 shards) on LevelDB in "
+    << o.store << std::endl;
   if (job.analogies.empty() && job.similarity.empty())
     std::cout << "(no evaluation files under " << o.eval_dir << ": scores skipped)" << std::endl;
   if (auto err = word2vec::run_train(job))
@@ -122,7 +124,8 @@ int run_word2vec_demo(const demo_options& o) {
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<demo_options>();
-  auto demo = app.add_subcommand("demo", "Run the main job on embedded defaults (in-process cluster)");
+  auto demo =
+    app.add_subcommand("demo", "Run the main job on embedded defaults (in-process cluster)");
   demo->add_option("--corpus", opts->corpus, "Brown corpus directory (scripts/fetch_brown.sh)");
   demo->add_option("--eval-dir", opts->eval_dir, "Evaluation files, when present");
   demo->add_option("--checkpoint", opts->checkpoint, "Where the trained model is saved");

@@ -47,22 +47,30 @@ void add_role_flags(CLI::App* cmd, role_flags& r) {
   auto role_only = [&](CLI::Option* o) { r.role_only.push_back(o->group(group)); };
   cmd->add_option("--task-type", r.task_type, "chief, worker, ps or evaluator")->group(group);
   r.with_task_type = {
-    cmd->add_option("--task-index", r.task_index, "Index among the tasks of its type")->group(group),
-    cmd->add_option("--cluster-spec", r.cluster_spec,
-                    R"(JSON {"chief": ["H:P"], "ps": [...], "worker": [...], "evaluator": [...]})")
+    cmd->add_option("--task-index", r.task_index, "Index among the tasks of its type")
+      ->group(group),
+    cmd
+      ->add_option("--cluster-spec", r.cluster_spec,
+                   R"(JSON {"chief": ["H:P"], "ps": [...], "worker": [...], "evaluator": [...]})")
       ->group(group)};
   role_only(cmd->add_option("--max-steps", r.max_steps, "Global step to train to"));
-  role_only(cmd->add_option("--save-checkpoints-steps", r.save_checkpoints_steps,
-                            "Chief: a checkpoint every N global steps")
+  role_only(cmd
+              ->add_option("--save-checkpoints-steps", r.save_checkpoints_steps,
+                           "Chief: a checkpoint every N global steps")
               ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40)));
-  role_only(cmd->add_option("--export-dir", r.export_dir, "Evaluator: export each improvement here"));
-  role_only(cmd->add_option("--ps-rejoin-s", r.ps_rejoin_s,
-                            "Chief: how long a ps task whose node died may take to join again (it "
-                            "is then loaded from the last checkpoint)")
+  role_only(
+    cmd->add_option("--export-dir", r.export_dir, "Evaluator: export each improvement here"));
+  role_only(cmd
+              ->add_option("--ps-rejoin-s", r.ps_rejoin_s,
+                           "Chief: how long a ps task whose node died may take to join again (it "
+                           "is then loaded from the last checkpoint)")
               ->check(CLI::Range(0.0, 86400.0)));
-  role_only(cmd->add_option("--node-config", r.node_config, "TOML of the role's node (heartbeats, secret)"));
-  role_only(cmd->add_option("--train-examples", r.train_examples, "Train on the first N examples (0: all)"));
-  role_only(cmd->add_option("--eval-examples", r.eval_examples, "Evaluate on the first N examples (0: all)"));
+  role_only(cmd->add_option("--node-config", r.node_config,
+                            "TOML of the role's node (heartbeats, secret)"));
+  role_only(cmd->add_option("--train-examples", r.train_examples,
+                            "Train on the first N examples (0: all)"));
+  role_only(cmd->add_option("--eval-examples", r.eval_examples,
+                            "Evaluate on the first N examples (0: all)"));
 }
 
 /// An error naming the first flag given that this kind of run would ignore: a role-only flag in
@@ -82,12 +90,15 @@ caf::error check_flags_fit_the_run(const role_flags& r, bool distributed) {
     if (!o)
       return {};
     auto hint = o->get_name() == "--max-steps" ? "; a local run trains for --epochs" : "";
-    return make_error(errc::invalid_config, o->get_name() + " applies to a distributed role only "
-                                                            "(give --task-type or DARCY_CONFIG)" + hint);
+    return make_error(errc::invalid_config, o->get_name() +
+                                              " applies to a distributed role only "
+                                              "(give --task-type or DARCY_CONFIG)" +
+                                              hint);
   }
   if (auto* o = given(r.local_only))
-    return make_error(errc::invalid_config, o->get_name() + " applies to a local run only; a "
-                                                            "distributed role trains to --max-steps");
+    return make_error(errc::invalid_config, o->get_name() +
+                                              " applies to a local run only; a "
+                                              "distributed role trains to --max-steps");
   if (auto* o = given(r.with_task_type); o && r.task_type.empty())
     return make_error(errc::invalid_config,
                       o->get_name() + " goes with --task-type; here DARCY_CONFIG names the role");
@@ -125,17 +136,17 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
     return false;
   job_options["train_examples"] = flags.train_examples;
   job_options["eval_examples"] = flags.eval_examples;
-  ops::estimator::role_options r{.role = **role,
-                 .jobs = estimator_jobs(),
-                 .job = job,
-                 .job_options = std::move(job_options),
-                 .max_steps = flags.max_steps,
-                 .model_dir = model_dir,
-                 .save_checkpoints_steps = flags.save_checkpoints_steps,
-                 .export_dir = flags.export_dir,
-                 .summary = summary,
-                 .ps_rejoin_timeout = std::chrono::milliseconds(
-                   static_cast<int64_t>(flags.ps_rejoin_s * 1000))};
+  ops::estimator::role_options r{
+    .role = **role,
+    .jobs = estimator_jobs(),
+    .job = job,
+    .job_options = std::move(job_options),
+    .max_steps = flags.max_steps,
+    .model_dir = model_dir,
+    .save_checkpoints_steps = flags.save_checkpoints_steps,
+    .export_dir = flags.export_dir,
+    .summary = summary,
+    .ps_rejoin_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.ps_rejoin_s * 1000))};
   r.node.threads = threads;
   if (!flags.node_config.empty())
     if (auto err = runtime::load_node_config(flags.node_config, r.node)) {
@@ -156,18 +167,22 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   auto fm = cmd->add_subcommand("fashion-mnist", "A DNN classifier on Fashion-MNIST");
   fm->add_option("--data", o->data_dir, "Directory of the four IDX files (dataset-fashion-mnist)");
   auto roles = std::make_shared<role_flags>();
-  roles->local_only.push_back(fm->add_option("--epochs", o->epochs, "Passes over the 60,000 training images")
-                                ->check(CLI::Range(1, 1000)));
+  roles->local_only.push_back(
+    fm->add_option("--epochs", o->epochs, "Passes over the 60,000 training images")
+      ->check(CLI::Range(1, 1000)));
   fm->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 60000));
   auto hidden = fm->add_option("--hidden", o->hidden_units, "Hidden layer widths")->delimiter(',');
-  fm->add_flag_callback("--linear", [o] { o->hidden_units.clear(); },
-                        "The linear baseline: softmax regression on the pixels, no hidden layer")
+  fm->add_flag_callback(
+      "--linear", [o] { o->hidden_units.clear(); },
+      "The linear baseline: softmax regression on the pixels, no hidden layer")
     ->excludes(hidden);
   fm->add_option("--learning-rate", o->learning_rate, "Adam learning rate");
   fm->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
   fm->add_option("--seed", o->seed, "Seed of the weights and the shuffling");
   fm->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
-  fm->add_option("--summary", o->summary, "Append {step, loss, seconds} every 100 steps to this JSONL (a chief: at each checkpoint, the workers' mean loss)");
+  fm->add_option("--summary", o->summary,
+                 "Append {step, loss, seconds} every 100 steps to this JSONL (a chief: at each "
+                 "checkpoint, the workers' mean loss)");
   fm->add_flag("--quiet", o->quiet, "No progress bar");
   add_role_flags(fm, *roles);
   fm->callback([o, roles, &exit_code] {
@@ -203,25 +218,31 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
 
   auto bg = std::make_shared<brown_genre_options>();
   bg->corpus = "build/data/brown";
-  auto genre = cmd->add_subcommand("brown-genre", "Wide & Deep on Brown passages to their category");
+  auto genre =
+    cmd->add_subcommand("brown-genre", "Wide & Deep on Brown passages to their category");
   genre->add_option("--corpus", bg->corpus, "Brown corpus directory (make demo fetches it)");
   genre->add_option("--passage-words", bg->passage_words, "Words per passage (at least)")
     ->check(CLI::Range(1, 100000));
   auto genre_roles = std::make_shared<role_flags>();
   genre_roles->local_only.push_back(
-    genre->add_option("--epochs", bg->epochs, "Passes over the training passages")->check(CLI::Range(1, 1000)));
+    genre->add_option("--epochs", bg->epochs, "Passes over the training passages")
+      ->check(CLI::Range(1, 1000)));
   genre->add_option("--batch", bg->batch, "Passages per step")->check(CLI::Range(1, 100000));
   genre->add_option("--hash-buckets", bg->hash_buckets, "Buckets of the hashed words")
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
-  genre->add_option("--bigram-buckets", bg->bigram_buckets,
-                    "Buckets of the crossed bigrams (0: no bigram cross)")
+  genre
+    ->add_option("--bigram-buckets", bg->bigram_buckets,
+                 "Buckets of the crossed bigrams (0: no bigram cross)")
     ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 24));
-  genre->add_option("--embedding-dim", bg->embedding_dim, "Width of the raw words' dynamic embedding")
+  genre
+    ->add_option("--embedding-dim", bg->embedding_dim, "Width of the raw words' dynamic embedding")
     ->check(CLI::Range(1, 4096));
-  genre->add_option("--hidden", bg->hidden_units, "Hidden layer widths of the deep part")->delimiter(',');
+  genre->add_option("--hidden", bg->hidden_units, "Hidden layer widths of the deep part")
+    ->delimiter(',');
   genre->add_option("--dropout", bg->dropout, "Dropout after each hidden layer of the deep part")
     ->check(CLI::Range(0.0, 0.99));
-  genre->add_option("--learning-rate", bg->learning_rate, "Adam learning rate of the dense variables");
+  genre->add_option("--learning-rate", bg->learning_rate,
+                    "Adam learning rate of the dense variables");
   genre->add_option("--embedding-learning-rate", bg->embedding_learning_rate,
                     "Adam learning rate of the deep part's word table (in the embedding service)");
   genre->add_option("--wide-learning-rate", bg->wide_learning_rate,
@@ -282,28 +303,34 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   sl->corpus = "build/data/brown";
   sl->model_dir = "build/sparse2label";
   auto labels = cmd->add_subcommand(
-    "sparse2label", "Brown passages to their keywords (sampled softmax), one category added per round");
+    "sparse2label",
+    "Brown passages to their keywords (sampled softmax), one category added per round");
   labels->add_option("--corpus", sl->corpus, "Brown corpus directory (make demo fetches it)");
   labels->add_option("--passage-words", sl->passage_words, "Words per passage (at least)")
     ->check(CLI::Range(1, 100000));
-  labels->add_option("--keywords", sl->keywords, "Labels per passage, at most")->check(CLI::Range(1, 100));
+  labels->add_option("--keywords", sl->keywords, "Labels per passage, at most")
+    ->check(CLI::Range(1, 100));
   labels->add_option("--rounds", sl->rounds, "Rounds, one category each (0: every category)");
   labels->add_option("--epochs", sl->epochs, "Passes over the data so far, per round")
     ->check(CLI::Range(1, 1000));
   labels->add_option("--batch", sl->batch, "Passages per step")->check(CLI::Range(1, 100000));
   labels->add_option("--embedding-dim", sl->embedding_dim, "Width of the words' and labels' rows")
     ->check(CLI::Range(1, 4096));
-  labels->add_option("--hidden", sl->hidden_units, "Width of the hidden layer")->check(CLI::Range(1, 65536));
+  labels->add_option("--hidden", sl->hidden_units, "Width of the hidden layer")
+    ->check(CLI::Range(1, 65536));
   labels->add_option("--num-sampled", sl->num_sampled, "Sampled negatives per step")
     ->check(CLI::Range(1, 100000));
-  labels->add_option("--learning-rate", sl->learning_rate, "Adam learning rate of the dense layers");
+  labels->add_option("--learning-rate", sl->learning_rate,
+                     "Adam learning rate of the dense layers");
   labels->add_option("--embedding-learning-rate", sl->embedding_learning_rate,
                      "Adam learning rate of the words' and labels' tables");
-  labels->add_option("--threads", sl->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  labels->add_option("--threads", sl->threads, "Threads of the products")
+    ->check(CLI::Range(1, 256));
   labels->add_option("--seed", sl->seed, "Seed of the weights and the shuffling");
   labels->add_option("--model-dir", sl->model_dir, "Checkpoints, a directory per round");
   labels->add_option("--out", sl->out, "Report path without extension (OUT.tsv, OUT.png)");
-  labels->add_option("--export-dir", sl->export_dir, "Export the last round's model here, for darcy serve");
+  labels->add_option("--export-dir", sl->export_dir,
+                     "Export the last round's model here, for darcy serve");
   labels->add_flag("--quiet", sl->quiet, "No progress bar");
   labels->callback([sl, &exit_code] {
     auto data = load_sparse2label(sl->corpus, sl->passage_words, sl->keywords);

@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
     ->check(CLI::IsMember(darcy::runtime::log_level_names()))
     ->each([](const std::string& level) { darcy::runtime::set_log_level(level); });
   std::string secret_file;
-  app.add_option("--secret-file", secret_file,
-                 "The cluster secret (a file only its owner can read), for nodes and clients")
+  app
+    .add_option("--secret-file", secret_file,
+                "The cluster secret (a file only its owner can read), for nodes and clients")
     ->envname("DARCY_SECRET_FILE")
     ->each([](const std::string& path) {
       auto secret = darcy::runtime::read_secret_file(path);
@@ -39,9 +40,10 @@ int main(int argc, char** argv) {
       darcy::runtime::set_client_credential(darcy::runtime::credential_of(*secret));
     });
   std::string tls_dir;
-  app.add_option("--tls-dir", tls_dir,
-                 "TLS between nodes and clients: a directory with ca.pem, node.pem and node.key "
-                 "(scripts/make_tls.sh); every node and client of the cluster needs one")
+  app
+    .add_option("--tls-dir", tls_dir,
+                "TLS between nodes and clients: a directory with ca.pem, node.pem and node.key "
+                "(scripts/make_tls.sh); every node and client of the cluster needs one")
     ->envname("DARCY_TLS_DIR")
     ->each([](const std::string& dir) {
       auto files = darcy::runtime::read_tls_dir(dir);
@@ -90,8 +92,8 @@ int fail(const std::string& what, const caf::error& err) {
   auto prefix = what + ": ";
   auto context = context_of(err);
   if (err.category() == errc_category && context.rfind(prefix, 0) == 0)
-    return fail(prefix + render(make_error(static_cast<errc>(err.code()),
-                                           context.substr(prefix.size()))));
+    return fail(prefix +
+                render(make_error(static_cast<errc>(err.code()), context.substr(prefix.size()))));
   return fail(prefix + render(err));
 }
 

@@ -14,7 +14,8 @@ namespace {
 void add_lm_options(CLI::App* cmd, moe::lm_job& job) {
   auto& o = job.model;
   cmd->add_option("--corpus", job.corpus, "Brown corpus directory (make demo fetches it)");
-  cmd->add_option("--min-count", job.min_count, "Output vocabulary: training words seen this often");
+  cmd->add_option("--min-count", job.min_count,
+                  "Output vocabulary: training words seen this often");
   cmd->add_option("--dim", o.dim, "Width d of embeddings, LSTMs and experts")
     ->check(CLI::Range(1, 4096));
   add_choice<expert_kind>(cmd, "--expert", o.layer.expert,
@@ -73,9 +74,10 @@ void add_moe_command(CLI::App& app, int& exit_code) {
                         {{"top-k", mask_kind::top_k}, {"batchwise", mask_kind::batchwise}},
                         "Sparse gating mask");
   train->add_option("--balance-weight", o.layer.gating.balance_weight, "L_balance weight");
-  add_choice<balance_input>(train, "--balance-on", o.layer.gating.balance_on,
-                            {{"gates", balance_input::gates}, {"softmax", balance_input::softmax}},
-                            "L_balance over the sparse gates G (the paper's) or the softmax G_sigma");
+  add_choice<balance_input>(
+    train, "--balance-on", o.layer.gating.balance_on,
+    {{"gates", balance_input::gates}, {"softmax", balance_input::softmax}},
+    "L_balance over the sparse gates G (the paper's) or the softmax G_sigma");
   train->add_option("--replicas", o.replicas, "Data-parallel replicas combined per step");
   train->add_option("--batch", o.batch, "Rows per replica and step");
   train->add_option("--steps", o.steps, "Steps");
@@ -86,11 +88,13 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   train->add_option("--expert-nodes", o.expert_nodes, "Nodes that run experts (default: all)")
     ->delimiter(',');
   train->add_option("--prefix", o.prefix, "Service-name prefix of the experts");
-  train->add_option("--expert-retry-ms", job->expert_retry_ms,
-                    "On a cluster, ask an expert again when it has not answered within this "
-                    "(then 2x, 3x); keep it above an expert's slowest step")
+  train
+    ->add_option("--expert-retry-ms", job->expert_retry_ms,
+                 "On a cluster, ask an expert again when it has not answered within this "
+                 "(then 2x, 3x); keep it above an expert's slowest step")
     ->check(CLI::Range(1, 3600000));
-  train->add_option("--cluster", job->cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
+  train->add_option("--cluster", job->cluster,
+                    "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   train->add_option("--timeout-ms", job->timeout_ms, "Cluster request timeout");
   train->add_flag("--quiet", job->quiet, "No progress bar");
   train->callback([job, &exit_code] {
@@ -109,10 +113,12 @@ void add_moe_command(CLI::App& app, int& exit_code) {
     "lm", "Train the MoE language model (LSTM, MoE, LSTM) on Brown; full-softmax perplexity");
   add_lm_options(lm_cmd, *lm);
   auto middle = std::make_shared<std::string>("moe");
-  lm_cmd->add_option("--middle", *middle,
-                     "lstm (the dense baseline; the MoE flags do not apply), moe or hierarchical")
+  lm_cmd
+    ->add_option("--middle", *middle,
+                 "lstm (the dense baseline; the MoE flags do not apply), moe or hierarchical")
     ->check(CLI::IsMember({"lstm", "moe", "hierarchical"}));
-  lm_cmd->add_option("--experts", lm->model.layer.gating.experts, "Experts (hierarchical: per group)");
+  lm_cmd->add_option("--experts", lm->model.layer.gating.experts,
+                     "Experts (hierarchical: per group)");
   lm_cmd->add_option("--groups", lm->model.primary.experts, "Hierarchical: groups (k = 1 of them)");
   lm_cmd->add_flag("--gpu", lm->model.gpu,
                    "Train the MoE layer on CUDA device 0 (fails without one)");
@@ -144,7 +150,8 @@ void add_moe_command(CLI::App& app, int& exit_code) {
   experts_cmd->add_option("--expert-counts", exp->experts, "Expert counts of the flat rows")
     ->delimiter(',');
   experts_cmd->add_option("--groups", exp->groups, "Hierarchical row: groups (0: no such row)");
-  experts_cmd->add_option("--group-experts", exp->group_experts, "Hierarchical row: experts per group");
+  experts_cmd->add_option("--group-experts", exp->group_experts,
+                          "Hierarchical row: experts per group");
   experts_cmd->add_option("--out", exp->out_dir, "Directory of the TSV and the PNG");
   experts_cmd->callback([exp, experts_cmd, &exit_code] {
     match_compute(experts_cmd, exp->base.model);

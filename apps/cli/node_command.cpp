@@ -21,35 +21,41 @@ void add_node_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--name", f->name, "Node name, unique in the cluster")->envname("DARCY_NAME");
   cmd->add_option("--listen", f->listen, "HOST:PORT to listen on (port 0: any free port)")
     ->envname("DARCY_LISTEN");
-  cmd->add_option("--advertise", f->advertise,
-                  "Host other nodes reach this one at (default: the listen host; required "
-                  "when listening on 0.0.0.0)")
+  cmd
+    ->add_option("--advertise", f->advertise,
+                 "Host other nodes reach this one at (default: the listen host; required "
+                 "when listening on 0.0.0.0)")
     ->envname("DARCY_ADVERTISE");
   cmd->add_option("--join", f->join, "HOST:PORT of the seed to join (a DNS name works)")
     ->envname("DARCY_JOIN");
-  cmd->add_option("--http", f->http,
-                  "HOST:PORT of the status page and GET /metrics (default: the listen host, any "
-                  "free port), or off")
+  cmd
+    ->add_option("--http", f->http,
+                 "HOST:PORT of the status page and GET /metrics (default: the listen host, any "
+                 "free port), or off")
     ->envname("DARCY_HTTP");
   cmd->add_option("--config", f->config, "TOML config file; flags override it")
     ->envname("DARCY_NODE_CONFIG");
-  cmd->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms,
-                  "Heartbeat period (0: the config's, or the default)")
+  cmd
+    ->add_option("--heartbeat-interval-ms", f->heartbeat_interval_ms,
+                 "Heartbeat period (0: the config's, or the default)")
     ->check(CLI::Range(int64_t{0}, int64_t{86400000}))
     ->envname("DARCY_HEARTBEAT_INTERVAL_MS");
-  cmd->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
-                  "Silence after which the seed declares a member down")
+  cmd
+    ->add_option("--heartbeat-timeout-ms", f->heartbeat_timeout_ms,
+                 "Silence after which the seed declares a member down")
     ->check(CLI::Range(int64_t{0}, int64_t{86400000}))
     ->envname("DARCY_HEARTBEAT_TIMEOUT_MS");
-  cmd->add_option("--prune-after-ms", f->prune_after_ms,
-                  "How long the seed remembers a member that went down or left")
+  cmd
+    ->add_option("--prune-after-ms", f->prune_after_ms,
+                 "How long the seed remembers a member that went down or left")
     ->check(CLI::Range(int64_t{0}, int64_t{86400000}))
     ->envname("DARCY_PRUNE_AFTER_MS");
   cmd->add_option("--threads", f->threads, "Scheduler threads (default: one per core)")
     ->envname("DARCY_THREADS");
-  cmd->add_flag("--chaos", f->chaos,
-                "Put spawned actors behind chaos gates, so that `darcy chaos disrupt` reaches "
-                "them (one more hop per message)")
+  cmd
+    ->add_flag("--chaos", f->chaos,
+               "Put spawned actors behind chaos gates, so that `darcy chaos disrupt` reaches "
+               "them (one more hop per message)")
     ->envname("DARCY_CHAOS");
   cmd->callback([f, &exit_code] {
     runtime::node_options opts;

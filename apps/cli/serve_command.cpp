@@ -11,12 +11,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   auto listen = std::make_shared<std::string>("127.0.0.1:8080");
   auto cluster = std::make_shared<std::string>();
   auto cmd = app.add_subcommand(
-    "serve", "Serve exported models over HTTP: retrieval top-k, Estimator predict, versions, metrics");
-  cmd->add_option("--exports", job->exports, "Folder of exports, one folder per model")
-    ->required();
+    "serve",
+    "Serve exported models over HTTP: retrieval top-k, Estimator predict, versions, metrics");
+  cmd->add_option("--exports", job->exports, "Folder of exports, one folder per model")->required();
   cmd->add_option("--listen", *listen, "HOST:PORT of the HTTP API (port 0: a free port)");
-  cmd->add_option("--cluster", *cluster, "Seed HOST:PORT or cluster file: shard servers on its members "
-                                         "(default: an in-process cluster)");
+  cmd->add_option("--cluster", *cluster,
+                  "Seed HOST:PORT or cluster file: shard servers on its members "
+                  "(default: an in-process cluster)");
   cmd->add_option("--config", job->config, "TOML file of tokens, ACLs, quotas and limits");
   cmd->add_option("--http-threads", job->http_threads, "Threads of the HTTP server")
     ->check(CLI::Range(1, 64));
@@ -25,16 +26,18 @@ void add_serve_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 100000));
   cmd->add_option("--rerank", job->rerank, "Candidates each shard re-ranks exactly")
     ->check(CLI::Range(1, 100000));
-  cmd->add_option("--shard-batches", job->shard_batches,
-                  "Batches each shard server may have unanswered; queries arriving meanwhile "
-                  "leave together (0: one message per query)")
+  cmd
+    ->add_option("--shard-batches", job->shard_batches,
+                 "Batches each shard server may have unanswered; queries arriving meanwhile "
+                 "leave together (0: one message per query)")
     ->check(CLI::Range(0, 1024));
   cmd->add_option("--batch-limit", job->batch_limit, "Most queries in one shard batch")
     ->check(CLI::Range(1, 4096));
-  cmd->add_option("--shard-retry-ms", job->shard_attempt_ms,
-                  "A shard batch unanswered within twice the shard's p99 round trip, and at "
-                  "least this long, is sent again (then after 2x, 3x... until the deadline); "
-                  "0: sent once")
+  cmd
+    ->add_option("--shard-retry-ms", job->shard_attempt_ms,
+                 "A shard batch unanswered within twice the shard's p99 round trip, and at "
+                 "least this long, is sent again (then after 2x, 3x... until the deadline); "
+                 "0: sent once")
     ->check(CLI::Range(0, 600000));
   cmd->callback([job, listen, cluster, &exit_code] {
     auto address = runtime::parse_host_port(*listen);

@@ -17,8 +17,8 @@ void print_status(std::ostream& out, const cluster_status& status) {
   out << "cluster seed " << status.seed << ": " << up << " of " << status.members.size()
       << " members up, " << status.services.size() << " services\n";
   out << std::left << std::setw(14) << "NAME" << std::setw(22) << "ADDRESS" << std::setw(7)
-      << "STATE" << std::setw(9) << "PID" << std::setw(11) << "UPTIME" << std::setw(6)
-      << "GPUS" << "SERVICES\n";
+      << "STATE" << std::setw(9) << "PID" << std::setw(11) << "UPTIME" << std::setw(6) << "GPUS"
+      << "SERVICES\n";
   for (auto& m : status.members) {
     auto uptime = static_cast<double>(status.now_ms - m.joined_ms) / 1000.0;
     std::ostringstream up_text;

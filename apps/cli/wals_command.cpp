@@ -32,10 +32,10 @@ void add_train_flags(CLI::App* cmd, wals::train_job& job) {
   cmd->add_option("--dim", p.dim, "Factor dimension");
   cmd->add_option("--iters", o.sweeps, "Sweeps (rows then columns)");
   cmd->add_option("--alpha", p.alpha, "Observed weight 1 + alpha * f(value)");
-  add_choice<wals_weight_fn>(cmd, "--weight", p.weight_fn,
-                             {{"identity", wals_weight_fn::identity},
-                              {"log1p", wals_weight_fn::log1p}},
-                             "f in the observed weight 1 + alpha * f(value)");
+  add_choice<wals_weight_fn>(
+    cmd, "--weight", p.weight_fn,
+    {{"identity", wals_weight_fn::identity}, {"log1p", wals_weight_fn::log1p}},
+    "f in the observed weight 1 + alpha * f(value)");
   cmd->add_option("--lambda", p.lambda, "L2 regularisation");
   cmd->add_option("--sigma", p.sigma, "Weight of unobserved entries");
   add_choice<wals_solver>(cmd, "--solver", p.solver,
@@ -46,28 +46,33 @@ void add_train_flags(CLI::App* cmd, wals::train_job& job) {
   cmd->add_option("--workers", o.workers, "WALS workers (threads in process, or on the nodes)");
   cmd->add_option("--shards", o.shards, "Factor shards (0: one per worker, at most 8)");
   cmd->add_option("--blocks-per-worker", o.blocks_per_worker, "Blocks per side and worker");
-  cmd->add_option("--checkpoint", o.checkpoint_dir, "Checkpoint directory (default OUT/checkpoints)");
+  cmd->add_option("--checkpoint", o.checkpoint_dir,
+                  "Checkpoint directory (default OUT/checkpoints)");
   cmd->add_option("--token-timeout-ms", o.token_timeout_ms, "Re-issue a token after this long");
   cmd->add_option("--token-attempts", o.max_token_attempts,
                   "Fail the run when one block was issued this often without a commit");
-  cmd->add_option("--cluster", job.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
+  cmd->add_option("--cluster", job.cluster,
+                  "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   cmd->add_option("--chief-node", o.chief_node, "Preferred node of the chief");
   cmd->add_option("--worker-nodes", o.worker_nodes, "Nodes that run workers (default: all)")
     ->delimiter(',');
   cmd->add_option("--timeout-ms", job.timeout_ms, "Cluster request timeout");
   cmd->add_flag("--quiet", job.quiet, "No progress bar");
   auto faults = "Fault injection (tests)";
-  cmd->add_option("--fault-drop-block", o.faults.drop_block,
-                  "The first worker given this rows block goes silent after half its rows")
+  cmd
+    ->add_option("--fault-drop-block", o.faults.drop_block,
+                 "The first worker given this rows block goes silent after half its rows")
     ->group(faults);
   cmd->add_option("--fault-drop-sweep", o.faults.drop_sweep, "... in this sweep")->group(faults);
-  cmd->add_option("--fault-stall-sweep", o.faults.stall_sweep,
-                  "The first chief stops issuing tokens when this sweep's cols phase starts")
+  cmd
+    ->add_option("--fault-stall-sweep", o.faults.stall_sweep,
+                 "The first chief stops issuing tokens when this sweep's cols phase starts")
     ->group(faults);
   cmd->add_option("--fault-pid-file", o.faults.pid_file, "A fired fault writes its pid here")
     ->group(faults);
-  cmd->add_option("--fault-fail-block", o.faults.fail_block,
-                  "Every worker abandons every issue of this rows block")
+  cmd
+    ->add_option("--fault-fail-block", o.faults.fail_block,
+                 "Every worker abandons every issue of this rows block")
     ->group(faults);
 }
 
@@ -132,7 +137,8 @@ void add_wals_command(CLI::App& app, int& exit_code) {
   rec_cmd->callback([rec, report] { report(run_recommend(*rec)); });
 
   auto exp = std::make_shared<wals::export_job>();
-  auto exp_cmd = wals->add_subcommand("export", "Write a model as a new version of a serving export");
+  auto exp_cmd =
+    wals->add_subcommand("export", "Write a model as a new version of a serving export");
   exp_cmd->add_option("--model", exp->model, "Model directory from wals train")->required();
   exp_cmd->add_option("--out", exp->out, "Export directory EXPORTS/<name>")->required();
   exp_cmd->add_option("--shards", exp->shards, "Shard sub-models")->check(CLI::Range(1, 1024));
@@ -143,8 +149,9 @@ void add_wals_command(CLI::App& app, int& exit_code) {
                       "ScaNN's T for the anisotropic loss (0: plain squared error)");
   exp_cmd->add_option("--threads", exp->index.threads, "Threads building the indexes")
     ->check(CLI::Range(1, 256));
-  exp_cmd->add_option("--fault-stall-before-commit", exp->stall_before_commit,
-                      "Write the pid to this file before the manifest and wait to be killed")
+  exp_cmd
+    ->add_option("--fault-stall-before-commit", exp->stall_before_commit,
+                 "Write the pid to this file before the manifest and wait to be killed")
     ->group("Fault injection (tests)");
   exp_cmd->callback([exp, report] { report(run_export(*exp)); });
 }

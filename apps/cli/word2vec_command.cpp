@@ -17,16 +17,18 @@ using namespace darcy::word2vec;
 void add_train_flags(CLI::App* cmd, word2vec::train_job& job) {
   auto& o = job.options;
   cmd->add_option("--corpus", job.corpus, "Corpus file or directory")->required();
-  cmd->add_option("--format", job.format, "Corpus format (brown: tagged; tags stripped, lower-cased)")
+  cmd
+    ->add_option("--format", job.format,
+                 "Corpus format (brown: tagged; tags stripped, lower-cased)")
     ->check(CLI::IsMember({"text", "brown"}));
   cmd->add_option("--dim", o.dim, "Vector size");
   cmd->add_option("--window", o.window, "Largest context window");
   cmd->add_option("--negative", o.negative, "Negative samples per pair");
-  add_choice<negative_source>(cmd, "--sampler", o.sampler,
-                              {{"local", negative_source::local},
-                               {"service", negative_source::service}},
-                              "Negatives from the corpus's counts here (local) or from the "
-                              "embedding service's candidate sampler (service)");
+  add_choice<negative_source>(
+    cmd, "--sampler", o.sampler,
+    {{"local", negative_source::local}, {"service", negative_source::service}},
+    "Negatives from the corpus's counts here (local) or from the "
+    "embedding service's candidate sampler (service)");
   cmd->add_option("--service-pool", o.service_pool,
                   "--sampler service: keys the service draws per batch");
   cmd->add_option("--sample", o.sample, "Subsampling threshold for frequent words (0: off)");
@@ -41,17 +43,20 @@ void add_train_flags(CLI::App* cmd, word2vec::train_job& job) {
   cmd->add_flag("--in-order", o.in_order,
                 "Train sentences in corpus order (default: an order shuffled by --seed)");
   cmd->add_option("--name", o.name, "Embedding name prefix in the service");
-  cmd->add_option("--store", o.store,
-                  "Where the rows live: each shard's memory (default), leveldb:DIR (LevelDB databases "
-                  "under DIR, which keep an earlier run's rows), or redis://HOST:PORT/PREFIX, one "
-                  "Redis that every shard shares");
+  cmd->add_option(
+    "--store", o.store,
+    "Where the rows live: each shard's memory (default), leveldb:DIR (LevelDB databases "
+    "under DIR, which keep an earlier run's rows), or redis://HOST:PORT/PREFIX, one "
+    "Redis that every shard shares");
   cmd->add_option("--store-staleness-ms", o.store_staleness_ms,
                   "With --store redis://...: how far a shard's cached row may lag Redis");
-  cmd->add_option("--cluster", job.where.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
+  cmd->add_option("--cluster", job.where.cluster,
+                  "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   cmd->add_option("--shards", job.where.shards, "Shards in process, or per cluster node");
   cmd->add_option("--timeout-ms", job.where.timeout_ms, "Service request timeout");
-  cmd->add_option("--shard-retry-ms", job.where.shard_retry_ms,
-                  "Send a shard request again when unanswered this long (doubling each time)")
+  cmd
+    ->add_option("--shard-retry-ms", job.where.shard_retry_ms,
+                 "Send a shard request again when unanswered this long (doubling each time)")
     ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   cmd->add_flag("--quiet", job.quiet, "No progress bar");
 }
@@ -131,7 +136,8 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
   prep_cmd->add_option("--corpus", (*prep)[0], "Corpus file or directory")->required();
   prep_cmd->add_option("--format", (*prep)[1], "text or brown");
   prep_cmd->add_option("--out", (*prep)[2], "Output file")->required();
-  prep_cmd->callback([prep, report] { report(write_plain_corpus((*prep)[0], (*prep)[1], (*prep)[2])); });
+  prep_cmd->callback(
+    [prep, report] { report(write_plain_corpus((*prep)[0], (*prep)[1], (*prep)[2])); });
 
   auto experiment = w2v->add_subcommand("experiment", "Experiments");
   experiment->require_subcommand(1);

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "apps/progress/progress_hook.hpp"
+#include "base/atomic_file.hpp"
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
-#include "base/atomic_file.hpp"
 #include "stores/data/brown_corpus.hpp"
 
 namespace darcy::apps {
@@ -79,7 +79,9 @@ caf::expected<std::unique_ptr<ops::session>> local_service(const std::string& na
   return ops::session::open({.name = name, .threads = 1});
 }
 
-double accuracy_of(const std::map<std::string, double>& metrics) { return metrics.at("accuracy"); }
+double accuracy_of(const std::map<std::string, double>& metrics) {
+  return metrics.at("accuracy");
+}
 
 /// The epoch (0-based) a model's test accuracy is read at: its best on validation (the first
 /// of equals), or the last without a validation split.
@@ -96,14 +98,19 @@ size_t chosen(const std::vector<epoch_accuracy>& epochs, bool validation) {
 } // namespace
 
 nlohmann::json brown_genre_job_options(const brown_genre_options& o) {
-  return {{"corpus", o.corpus},           {"passage_words", o.passage_words},
-          {"batch", o.batch},             {"hash_buckets", o.hash_buckets},
-          {"bigram_buckets", o.bigram_buckets}, {"embedding_dim", o.embedding_dim},
-          {"hidden", o.hidden_units},     {"dropout", o.dropout},
+  return {{"corpus", o.corpus},
+          {"passage_words", o.passage_words},
+          {"batch", o.batch},
+          {"hash_buckets", o.hash_buckets},
+          {"bigram_buckets", o.bigram_buckets},
+          {"embedding_dim", o.embedding_dim},
+          {"hidden", o.hidden_units},
+          {"dropout", o.dropout},
           {"learning_rate", o.learning_rate},
           {"embedding_learning_rate", o.embedding_learning_rate},
           {"wide_learning_rate", o.wide_learning_rate},
-          {"threads", o.threads},         {"seed", o.seed}};
+          {"threads", o.threads},
+          {"seed", o.seed}};
 }
 
 caf::expected<brown_genre_options> parse_brown_genre_options(const nlohmann::json& j,
@@ -157,9 +164,8 @@ caf::expected<brown_genre_data> load_brown_genres(const std::string& corpus, uin
       return err;
   }
   if (train.labels.empty() || test.labels.empty() || (validation && held_out.labels.empty()))
-    return make_error(errc::invalid_argument,
-                      corpus + ": too few passages for a train/" +
-                        (validation ? "validation/" : "") + "test split");
+    return make_error(errc::invalid_argument, corpus + ": too few passages for a train/" +
+                                                (validation ? "validation/" : "") + "test split");
   data.train = train.table();
   data.test = test.table();
   if (validation)
@@ -192,7 +198,8 @@ caf::expected<est::model_fn> brown_genre_model(const brown_genre_options& o, siz
   if (!deep)
     return std::move(deep.error());
   est::column_list wide;
-  auto wide_words = est::dynamic_embedding_column(s, *words, wide_table("brown_genre_hashed", classes32));
+  auto wide_words =
+    est::dynamic_embedding_column(s, *words, wide_table("brown_genre_hashed", classes32));
   if (!wide_words)
     return std::move(wide_words.error());
   wide.push_back(*wide_words);
@@ -244,8 +251,8 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
     std::vector<epoch_accuracy> epochs;
     for (uint32_t epoch = 0; epoch < o.epochs; ++epoch) {
       auto train = [&, epoch]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
-        auto d = est::make_dataset(data.train, {.batch_size = o.batch, .epochs = 1,
-                                                .seed = o.seed + epoch});
+        auto d = est::make_dataset(data.train,
+                                   {.batch_size = o.batch, .epochs = 1, .seed = o.seed + epoch});
         if (!d)
           return d;
         return est::prefetch(std::move(*d), 4);
@@ -257,10 +264,11 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
       auto start = std::chrono::steady_clock::now();
       if (auto r = e.train(train, 0, hooks); !r)
         return std::move(r.error());
-      train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      train_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       epoch_accuracy a;
-      for (auto [table, out] : {std::pair{data.validation, &a.validation},
-                                std::pair{data.test, &a.test}}) {
+      for (auto [table, out] :
+           {std::pair{data.validation, &a.validation}, std::pair{data.test, &a.test}}) {
         if (!table)
           continue;
         auto m = e.evaluate(evaluation(table));
@@ -275,7 +283,9 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
     }
     return epochs;
   };
-  est::run_config cfg{.model_dir = o.model_dir, .seed = o.seed, .threads = o.threads,
+  est::run_config cfg{.model_dir = o.model_dir,
+                      .seed = o.seed,
+                      .threads = o.threads,
                       .optimizer = {.learning_rate = o.learning_rate}};
 
   // The baseline: a linear model on the hashed bag of words only.
@@ -291,8 +301,8 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
       **service, *words, service_table("bow", classes, o.wide_learning_rate, o.seed));
     if (!bag)
       return std::move(bag.error());
-    auto fn = est::linear_model({.linear_columns = {*bag},
-                                 .head = {.kind = ce::head_kind::multi_class, .classes = classes}});
+    auto fn = est::linear_model(
+      {.linear_columns = {*bag}, .head = {.kind = ce::head_kind::multi_class, .classes = classes}});
     if (!fn)
       return std::move(fn.error());
     auto bow_cfg = cfg;

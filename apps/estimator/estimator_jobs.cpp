@@ -31,11 +31,12 @@ std::shared_ptr<est::example_table> first_examples(std::shared_ptr<est::example_
 /// What both jobs share: training and evaluation on the first train_examples / eval_examples
 /// of `train` and `test` (options; 0: all), each worker shuffling in its own order, accuracy
 /// as the metric, and Adam at `learning_rate`.
-caf::expected<est::estimator_job> classifier_job(const std::string& name, const nlohmann::json& options,
-                                            std::shared_ptr<est::example_table> train,
-                                            std::shared_ptr<est::example_table> test, size_t batch,
-                                            size_t eval_batch, uint64_t seed, size_t threads,
-                                            double learning_rate) {
+caf::expected<est::estimator_job> classifier_job(const std::string& name,
+                                                 const nlohmann::json& options,
+                                                 std::shared_ptr<est::example_table> train,
+                                                 std::shared_ptr<est::example_table> test,
+                                                 size_t batch, size_t eval_batch, uint64_t seed,
+                                                 size_t threads, double learning_rate) {
   try {
     train = first_examples(train, options.value("train_examples", size_t{0}));
     test = first_examples(test, options.value("eval_examples", size_t{0}));
@@ -48,9 +49,10 @@ caf::expected<est::estimator_job> classifier_job(const std::string& name, const 
       return est::make_dataset(train, {.batch_size = batch, .epochs = 0, .seed = seed + worker});
     };
   };
-  job.eval = {.input = [test, eval_batch] {
-                return est::make_dataset(test, {.batch_size = eval_batch, .shuffle = false});
-              },
+  job.eval = {.input =
+                [test, eval_batch] {
+                  return est::make_dataset(test, {.batch_size = eval_batch, .shuffle = false});
+                },
               .metric = "accuracy",
               .higher_is_better = true};
   job.config = {.seed = seed, .threads = threads, .optimizer = {.learning_rate = learning_rate}};
@@ -76,7 +78,8 @@ caf::expected<fashion_mnist_options> fashion_mnist_options_of(const nlohmann::js
     return make_error(errc::invalid_config, std::string{"fashion-mnist job options: "} + e.what());
   }
   if (o.batch == 0 || o.threads == 0)
-    return make_error(errc::invalid_config, "fashion-mnist job options: batch and threads must be > 0");
+    return make_error(errc::invalid_config,
+                      "fashion-mnist job options: batch and threads must be > 0");
   if (auto err = check_learning_rate("fashion-mnist", o.learning_rate))
     return err;
   return o;
@@ -112,12 +115,13 @@ caf::expected<est::estimator_job> brown_genre_job(const nlohmann::json& options)
   auto data = load_brown_genres(o->corpus, o->passage_words);
   if (!data)
     return std::move(data.error());
-  auto job = classifier_job("brown-genre", options, data->train, data->test, o->batch, 100,
-                            o->seed, o->threads, o->learning_rate);
+  auto job = classifier_job("brown-genre", options, data->train, data->test, o->batch, 100, o->seed,
+                            o->threads, o->learning_rate);
   if (!job)
     return job;
   job->uses_embeddings = true;
-  job->model = [o = *o, classes = data->categories.size()](ops::session* s) -> caf::expected<est::model_fn> {
+  job->model =
+    [o = *o, classes = data->categories.size()](ops::session* s) -> caf::expected<est::model_fn> {
     if (!s)
       return make_error(errc::invalid_config, "brown-genre: the model needs an embedding session");
     return brown_genre_model(o, classes, *s);
@@ -132,10 +136,11 @@ std::shared_ptr<const est::job_catalog> estimator_jobs() {
     return parsed ? caf::error{} : std::move(parsed.error());
   };
   auto jobs = std::make_shared<est::job_catalog>();
-  (*jobs)["fashion-mnist"] = {[=](const nlohmann::json& o) { return refusal(fashion_mnist_options_of(o)); },
-                              fashion_mnist_job};
-  (*jobs)["brown-genre"] = {[=](const nlohmann::json& o) { return refusal(brown_genre_options_of(o)); },
-                            brown_genre_job};
+  (*jobs)["fashion-mnist"] = {
+    [=](const nlohmann::json& o) { return refusal(fashion_mnist_options_of(o)); },
+    fashion_mnist_job};
+  (*jobs)["brown-genre"] = {
+    [=](const nlohmann::json& o) { return refusal(brown_genre_options_of(o)); }, brown_genre_job};
   return jobs;
 }
 

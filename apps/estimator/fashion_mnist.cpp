@@ -2,9 +2,9 @@
 
 #include <chrono>
 
+#include "apps/progress/progress_hook.hpp"
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
-#include "apps/progress/progress_hook.hpp"
 #include "ops/estimator/readers.hpp"
 
 namespace darcy::apps {
@@ -20,8 +20,9 @@ caf::expected<fashion_mnist_data> load_fashion_mnist(const std::string& dir) {
     auto t = est::read_idx(images, labels, "pixels");
     if (!t) {
       if (is(t.error(), errc::not_found))
-        return make_error(errc::not_found, context_of(t.error()) +
-                                             " (install the Debian package dataset-fashion-mnist: make deps)");
+        return make_error(
+          errc::not_found,
+          context_of(t.error()) + " (install the Debian package dataset-fashion-mnist: make deps)");
       return std::move(t.error());
     }
     *table = std::make_shared<est::example_table>(std::move(*t));
@@ -34,8 +35,8 @@ caf::expected<est::model_fn> fashion_mnist_model(const fashion_mnist_options& o)
   if (!pixels)
     return make_error(pixels.error());
   if (o.hidden_units.empty())
-    return est::linear_model({.linear_columns = {*pixels},
-                              .head = {.kind = ce::head_kind::multi_class, .classes = 10}});
+    return est::linear_model(
+      {.linear_columns = {*pixels}, .head = {.kind = ce::head_kind::multi_class, .classes = 10}});
   return est::dnn_model({.columns = {*pixels},
                          .hidden_units = o.hidden_units,
                          .head = {.kind = ce::head_kind::multi_class, .classes = 10}});
@@ -46,12 +47,14 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
   auto fn = fashion_mnist_model(o);
   if (!fn)
     return std::move(fn.error());
-  est::estimator e{*fn, {.model_dir = o.model_dir,
-                         .seed = o.seed,
-                         .threads = o.threads,
-                         .optimizer = {.learning_rate = o.learning_rate}}};
+  est::estimator e{*fn,
+                   {.model_dir = o.model_dir,
+                    .seed = o.seed,
+                    .threads = o.threads,
+                    .optimizer = {.learning_rate = o.learning_rate}}};
   auto train = [&]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
-    auto d = est::make_dataset(data.train, {.batch_size = o.batch, .epochs = o.epochs, .seed = o.seed});
+    auto d =
+      est::make_dataset(data.train, {.batch_size = o.batch, .epochs = o.epochs, .seed = o.seed});
     if (!d)
       return d;
     return est::prefetch(std::move(*d), 4);
@@ -71,7 +74,8 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.steps = r->steps;
   result.steps_per_second = double(r->steps) / result.seconds;
-  auto test = e.evaluate([&] { return est::make_dataset(data.test, {.batch_size = 1000, .shuffle = false}); });
+  auto test = e.evaluate(
+    [&] { return est::make_dataset(data.test, {.batch_size = 1000, .shuffle = false}); });
   if (!test)
     return std::move(test.error());
   result.test_accuracy = test->at("accuracy");

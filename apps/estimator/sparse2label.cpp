@@ -11,6 +11,7 @@
 
 #include "apps/progress/plot.hpp"
 #include "apps/progress/progress_hook.hpp"
+#include "base/atomic_file.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
@@ -18,7 +19,6 @@
 #include "ops/estimator/export.hpp"
 #include "ops/estimator/layers.hpp"
 #include "ops/estimator/sampled_softmax_head.hpp"
-#include "base/atomic_file.hpp"
 #include "stores/data/brown_corpus.hpp"
 
 namespace darcy::apps {
@@ -54,7 +54,8 @@ bool has_letter(const std::string& word) {
 
 /// The passages of one document: whole sentences, each passage closed once it holds
 /// `passage_words` tokens; a last one of fewer than half that is dropped.
-caf::expected<std::vector<token_list>> read_passages(const std::string& path, uint32_t passage_words) {
+caf::expected<std::vector<token_list>> read_passages(const std::string& path,
+                                                     uint32_t passage_words) {
   auto text = base::read_file(path);
   if (!text)
     return std::move(text.error());
@@ -84,7 +85,8 @@ struct rows_under_construction {
 };
 
 /// The rows of `tables`, one after the other.
-std::shared_ptr<est::example_table> concatenate(const std::vector<const est::example_table*>& tables) {
+std::shared_ptr<est::example_table> concatenate(
+  const std::vector<const est::example_table*>& tables) {
   rows_under_construction rows;
   for (auto* t : tables) {
     auto& w = t->features.at("words").strings;
@@ -109,11 +111,11 @@ caf::expected<est::model_fn> sparse2label_model(const sparse2label_options& o, o
   auto words = est::dynamic_embedding_column(s, "words", service_table(words_table, o, o.seed));
   if (!words)
     return std::move(words.error());
-  auto head = est::sampled_softmax_head::make(
-    s, {.label_key = "keywords",
-        .labels = service_table(labels_table, o, o.seed + 1),
-        .num_sampled = o.num_sampled,
-        .k = 10});
+  auto head =
+    est::sampled_softmax_head::make(s, {.label_key = "keywords",
+                                        .labels = service_table(labels_table, o, o.seed + 1),
+                                        .num_sampled = o.num_sampled,
+                                        .k = 10});
   if (!head)
     return std::move(head.error());
   auto input = std::make_shared<ce::input_layer<float>>(std::vector<ce::dense_ptr<float>>{*words});
@@ -177,7 +179,8 @@ caf::error write_report(const std::string& out, const std::vector<sparse2label_r
      << "set key top left\nset grid\nset datafile separator '\\t'\n"
      << "plot '" << tsv << "' every ::1 using 1:10 with linespoints lw 2 title 'recall@10', "
      << "'' every ::1 using 1:12 with linespoints dt 2 title 'most popular keywords', "
-     << "'' every ::1 using 1:($6+$7) axes x1y2 with linespoints title 'model rows (words + labels)'\n";
+     << "'' every ::1 using 1:($6+$7) axes x1y2 with linespoints title 'model rows (words + "
+        "labels)'\n";
   return draw_with_gnuplot(out + ".gp", gp.str(), png);
 }
 
@@ -206,10 +209,12 @@ std::vector<std::string> passage_keywords(const token_list& tokens,
   return out;
 }
 
-caf::expected<std::vector<sparse2label_category>>
-load_sparse2label(const std::string& corpus, uint32_t passage_words, uint32_t keywords) {
+caf::expected<std::vector<sparse2label_category>> load_sparse2label(const std::string& corpus,
+                                                                    uint32_t passage_words,
+                                                                    uint32_t keywords) {
   if (passage_words == 0 || keywords == 0)
-    return make_error(errc::invalid_config, "sparse2label: passage_words and keywords must be >= 1");
+    return make_error(errc::invalid_config,
+                      "sparse2label: passage_words and keywords must be >= 1");
   auto catalog = stores::read_brown_catalog(corpus);
   if (!catalog)
     return std::move(catalog.error());
@@ -257,8 +262,8 @@ load_sparse2label(const std::string& corpus, uint32_t passage_words, uint32_t ke
   return out;
 }
 
-caf::expected<std::vector<sparse2label_round>>
-run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_category>& data) {
+caf::expected<std::vector<sparse2label_round>> run_sparse2label(
+  const sparse2label_options& o, const std::vector<sparse2label_category>& data) {
   namespace fs = std::filesystem;
   if (o.model_dir.empty())
     return make_error(errc::invalid_config, "sparse2label: the rounds need a model directory");
@@ -286,7 +291,9 @@ run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_c
     auto fn = sparse2label_model(o, **session);
     if (!fn)
       return std::move(fn.error());
-    auto round_dir = [&](size_t i) { return (fs::path{o.model_dir} / ("round-" + std::to_string(i + 1))).string(); };
+    auto round_dir = [&](size_t i) {
+      return (fs::path{o.model_dir} / ("round-" + std::to_string(i + 1))).string();
+    };
     est::run_config cfg{.model_dir = round_dir(r),
                         .warm_start_from = r > 0 ? round_dir(r - 1) : std::string{},
                         .seed = o.seed,
@@ -295,7 +302,8 @@ run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_c
                         .embeddings = session->get()};
     est::estimator e{*fn, cfg};
     auto train_input = [&]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
-      auto d = est::make_dataset(train, {.batch_size = o.batch, .epochs = o.epochs, .seed = o.seed + r});
+      auto d =
+        est::make_dataset(train, {.batch_size = o.batch, .epochs = o.epochs, .seed = o.seed + r});
       if (!d)
         return d;
       return est::prefetch(std::move(*d), 4);
@@ -304,8 +312,8 @@ run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_c
     hooks.reserve(2);
     hooks.push_back(std::make_shared<est::nan_guard>());
     if (!o.quiet) {
-      std::cerr << "sparse2label: round " << r + 1 << "/" << rounds << ", adding "
-                << data[r].name << " (" << train->rows() << " passages so far)\n";
+      std::cerr << "sparse2label: round " << r + 1 << "/" << rounds << ", adding " << data[r].name
+                << " (" << train->rows() << " passages so far)\n";
       auto steps = (train->rows() + o.batch - 1) / o.batch * o.epochs;
       hooks.push_back(std::make_shared<progress_hook>(global_step + steps));
     }
@@ -313,7 +321,8 @@ run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_c
     if (!trained)
       return std::move(trained.error());
     global_step = trained->global_step;
-    auto metrics = e.evaluate([&] { return est::make_dataset(test, {.batch_size = 256, .shuffle = false}); });
+    auto metrics =
+      e.evaluate([&] { return est::make_dataset(test, {.batch_size = 256, .shuffle = false}); });
     if (!metrics)
       return std::move(metrics.error());
     sparse2label_round row{.round = static_cast<uint32_t>(r + 1),
@@ -321,7 +330,8 @@ run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_c
                            .train_passages = train->rows(),
                            .test_passages = test->rows(),
                            .global_step = global_step};
-    for (auto [table, rows] : {std::pair{words_table, &row.word_rows}, std::pair{labels_table, &row.label_rows}}) {
+    for (auto [table, rows] :
+         {std::pair{words_table, &row.word_rows}, std::pair{labels_table, &row.label_rows}}) {
       auto stats = ops::stats(**session, table);
       if (!stats)
         return std::move(stats.error());
@@ -338,7 +348,8 @@ run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_c
     if (auto err = write_report(o.out, report))
       return err;
     if (r + 1 == rounds && !o.export_dir.empty()) {
-      auto version = est::export_model(e, o.export_dir, [&] { return est::make_dataset(test, {.batch_size = 1}); });
+      auto version = est::export_model(e, o.export_dir,
+                                       [&] { return est::make_dataset(test, {.batch_size = 1}); });
       if (!version)
         return std::move(version.error());
     }

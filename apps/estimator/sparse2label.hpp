@@ -59,15 +59,16 @@ struct sparse2label_category {
 /// Categories in cats.txt's sorted order, each with passages that have at least one keyword.
 /// errc::not_found when the corpus is missing; errc::invalid_config for passage_words or
 /// keywords 0; the reader's errors for damaged files.
-caf::expected<std::vector<sparse2label_category>>
-load_sparse2label(const std::string& corpus, uint32_t passage_words, uint32_t keywords);
+caf::expected<std::vector<sparse2label_category>> load_sparse2label(const std::string& corpus,
+                                                                    uint32_t passage_words,
+                                                                    uint32_t keywords);
 
 /// The keywords of one passage of (word, tag) tokens: common nouns (tags nn and nns, with any
 /// -tl/-hl/$ mark) of 3 or more letters that occur at least twice, ranked by count·idf
 /// (`document_frequency` of the word among `passages`, ties by the word), the first `limit`.
-std::vector<std::string> passage_keywords(const std::vector<std::pair<std::string, std::string>>& tokens,
-                                          const std::map<std::string, uint32_t>& document_frequency,
-                                          size_t passages, size_t limit);
+std::vector<std::string> passage_keywords(
+  const std::vector<std::pair<std::string, std::string>>& tokens,
+  const std::map<std::string, uint32_t>& document_frequency, size_t passages, size_t limit);
 
 struct sparse2label_round {
   uint32_t round = 0;
@@ -90,7 +91,7 @@ struct sparse2label_round {
 
 /// Trains the rounds and writes o.out + ".tsv" and ".png". errc::invalid_config for empty
 /// model_dir, an embedding_dim below 2, or rounds beyond the categories.
-caf::expected<std::vector<sparse2label_round>>
-run_sparse2label(const sparse2label_options& o, const std::vector<sparse2label_category>& data);
+caf::expected<std::vector<sparse2label_round>> run_sparse2label(
+  const sparse2label_options& o, const std::vector<sparse2label_category>& data);
 
 } // namespace darcy::apps

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "messages/error.hpp"
 #include "base/atomic_file.hpp"
+#include "messages/error.hpp"
 #include "stores/data/brown_corpus.hpp"
 
 namespace darcy::moe {
@@ -59,8 +59,9 @@ caf::expected<lm_corpus> load_brown_lm(const std::string& dir, uint32_t min_coun
                       "no training word occurs " + std::to_string(min_count) +
                         " times, so the output vocabulary would hold only the unknown word and "
                         "the end of sentence: lower the minimum count");
-  std::sort(kept.begin(), kept.end(),
-            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(kept.begin(), kept.end(), [](auto& a, auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   c.vocabulary = {end_of_sentence, unknown_word};
   c.counts = {counts[end_of_sentence], std::max<uint64_t>(unknown, 1)};
   std::unordered_map<std::string, uint64_t> id;

@@ -292,9 +292,11 @@ caf::error run_experiment(const experiment_job& job) {
   std::ostringstream gp;
   gp << "set terminal pngcairo size 1000,560\n"
      << "set output '" << png << "'\n"
-     << "set title 'MoE language model on Brown: test perplexity at matched multiply-adds per word'\n"
+     << "set title 'MoE language model on Brown: test perplexity at matched multiply-adds per "
+        "word'\n"
      << "set datafile separator '\\t'\nset style data histograms\nset style fill solid 0.6\n"
-     << "set boxwidth 0.7\nset yrange [0:*]\nset ylabel 'perplexity'\nset y2label 'parameters (millions, excl. "
+     << "set boxwidth 0.7\nset yrange [0:*]\nset ylabel 'perplexity'\nset y2label 'parameters "
+        "(millions, excl. "
         "embeddings and softmax)'\nset y2tics\nset ytics nomirror\nset grid ytics\n"
      << "set key top left\nset xtics rotate by -20\n"
      << "plot '" << table_path << "' every ::1 using 2:xtic(1) title 'test perplexity',"

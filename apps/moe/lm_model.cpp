@@ -44,10 +44,13 @@ double expert_cost(const moe_config& c) {
 } // namespace
 
 lm_model::lm_model(ops::session& s, const lm_options& o, const lm_corpus& corpus)
-  : session_(s), o_(o), corpus_(corpus), rng_(o.seed) {}
+  : session_(s), o_(o), corpus_(corpus), rng_(o.seed) {
+}
 
 caf::error validate(const lm_options& o) {
-  auto bad = [](const std::string& what) { return make_error(errc::invalid_config, "moe lm: " + what); };
+  auto bad = [](const std::string& what) {
+    return make_error(errc::invalid_config, "moe lm: " + what);
+  };
   if (o.dim == 0 || o.batch == 0 || o.unroll == 0 || o.sampled == 0 || o.epochs == 0)
     return bad("dim, batch, unroll, sampled and epochs must be at least 1");
   // The dense layers' Adam, and the service's Adam on the embedding rows.
@@ -124,7 +127,9 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
 
 compute::nn::parameter_list<float> lm_model::dense_parameters() {
   auto ps = first_->parameters();
-  auto add = [&](compute::nn::parameter_list<float> more) { ps.insert(ps.end(), more.begin(), more.end()); };
+  auto add = [&](compute::nn::parameter_list<float> more) {
+    ps.insert(ps.end(), more.begin(), more.end());
+  };
   add(second_->parameters());
   if (middle_lstm_)
     add(middle_lstm_->parameters());

@@ -62,8 +62,8 @@ caf::error run_train(const train_job& job) {
   options.on_restore = [&](int64_t step, const std::string& cause) {
     if (stepped > 0 && last_step + 1 > static_cast<uint64_t>(step))
       replayed += last_step + 1 - static_cast<uint64_t>(step);
-    std::cerr << "\nmoe train: restored every expert from the checkpoint of step " << step
-              << " (" << cause << ")" << std::endl;
+    std::cerr << "\nmoe train: restored every expert from the checkpoint of step " << step << " ("
+              << cause << ")" << std::endl;
   };
   auto result = ops::train_moe(**s, options);
   if (!job.quiet)

@@ -25,8 +25,8 @@ void progress_bar::update(double fraction, const std::string& figures, double et
   std::snprintf(percent, sizeof(percent), "%5.1f%%", fraction * 100);
   std::string line = "[" + std::string(static_cast<size_t>(filled), '=') +
                      (filled < width ? ">" : "") +
-                     std::string(static_cast<size_t>(std::max(0, width - filled - 1)), ' ') +
-                     "] " + percent + "  " + figures + "  ETA " + format_duration(eta_seconds);
+                     std::string(static_cast<size_t>(std::max(0, width - filled - 1)), ' ') + "] " +
+                     percent + "  " + figures + "  ETA " + format_duration(eta_seconds);
   if (interactive_) {
     *out_ << '\r' << line << "\033[K" << std::flush;
     drawn_ = true;

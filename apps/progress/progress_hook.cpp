@@ -11,8 +11,8 @@ caf::error progress_hook::begin(ops::estimator::estimator&, uint64_t global_step
   return {};
 }
 
-caf::expected<ops::estimator::hook_action>
-progress_hook::after_step(ops::estimator::estimator&, const ops::estimator::step_result& r) {
+caf::expected<ops::estimator::hook_action> progress_hook::after_step(
+  ops::estimator::estimator&, const ops::estimator::step_result& r) {
   auto done = r.global_step - first_step_;
   smoothed_ = done == 1 ? r.loss : 0.98 * smoothed_ + 0.02 * r.loss;
   auto total = last_step_ > first_step_ ? last_step_ - first_step_ : 1;

@@ -42,8 +42,8 @@ caf::error append_value(size_t i, const std::string& key, const nlohmann::json& 
   }
   auto width = v.is_array() ? v.size() : 1;
   if (width != out.width)
-    return bad_instance(i, key, std::to_string(width) + " numbers, instance 0 has " +
-                                  std::to_string(out.width));
+    return bad_instance(
+      i, key, std::to_string(width) + " numbers, instance 0 has " + std::to_string(out.width));
   for (auto& x : v.is_array() ? v : nlohmann::json::array({v})) {
     if (!x.is_number() || !std::isfinite(x.get<double>()))
       return bad_instance(i, key, "a list mixing numbers with other values, or not finite");
@@ -71,10 +71,11 @@ caf::expected<ops::estimator::batch> parse_instances(const std::string& body) {
   for (size_t i = 0; i < instances.size(); ++i) {
     auto& instance = instances[i];
     if (!instance.is_object())
-      return make_error(errc::invalid_argument, "instance " + std::to_string(i) + " is not an object");
+      return make_error(errc::invalid_argument,
+                        "instance " + std::to_string(i) + " is not an object");
     if (i > 0 && instance.size() != b.features.size())
-      return make_error(errc::invalid_argument, "instance " + std::to_string(i) +
-                                                  " has other features than instance 0");
+      return make_error(errc::invalid_argument,
+                        "instance " + std::to_string(i) + " has other features than instance 0");
     for (auto& [key, value] : instance.items()) {
       if (i > 0 && !b.features.count(key))
         return bad_instance(i, key, "not a feature of instance 0");
@@ -124,7 +125,8 @@ caf::expected<std::string> estimator_model::predict(const std::string& name,
 
 std::string estimator_model::describe(const std::string& name) const {
   std::lock_guard<std::mutex> guard{mutex_};
-  return nlohmann::json{{"name", name}, {"kind", "estimator"}, {"version", model_->version()}}.dump();
+  return nlohmann::json{{"name", name}, {"kind", "estimator"}, {"version", model_->version()}}
+    .dump();
 }
 
 } // namespace darcy::serving

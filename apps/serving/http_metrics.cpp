@@ -76,8 +76,8 @@ std::string http_metrics::render(const std::vector<model_status>& models) const 
          "# TYPE darcy_shard_restarts_total counter\n";
   for (auto& m : models)
     for (auto& s : m.shards)
-      out << "darcy_shard_restarts_total{model=\"" << escape(m.model) << "\",shard=\""
-          << s.shard << "\"} " << s.restarts << "\n";
+      out << "darcy_shard_restarts_total{model=\"" << escape(m.model) << "\",shard=\"" << s.shard
+          << "\"} " << s.restarts << "\n";
   out << "# HELP darcy_shard_requests_total Shard requests of the root by result.\n"
          "# TYPE darcy_shard_requests_total counter\n";
   for (auto& m : models)
@@ -85,8 +85,7 @@ std::string http_metrics::render(const std::vector<model_status>& models) const 
       auto labels = "model=\"" + escape(m.model) + "\",shard=\"" + std::to_string(s.shard) + "\"";
       out << "darcy_shard_requests_total{" << labels << ",result=\"answered\"} " << s.answered
           << "\n"
-          << "darcy_shard_requests_total{" << labels << ",result=\"failed\"} " << s.failed
-          << "\n";
+          << "darcy_shard_requests_total{" << labels << ",result=\"failed\"} " << s.failed << "\n";
     }
   out << "# HELP darcy_shard_batches_total Batches of queries the root sent to the shard.\n"
          "# TYPE darcy_shard_batches_total counter\n";
@@ -106,8 +105,7 @@ std::string http_metrics::render(const std::vector<model_status>& models) const 
   for (auto& m : models)
     for (auto& s : m.shards)
       write_histogram(out, "darcy_shard_duration_seconds",
-                      "model=\"" + escape(m.model) + "\",shard=\"" + std::to_string(s.shard) +
-                        "\"",
+                      "model=\"" + escape(m.model) + "\",shard=\"" + std::to_string(s.shard) + "\"",
                       s.latency);
   out << "# HELP darcy_principal_requests_total Admitted requests by principal.\n"
          "# TYPE darcy_principal_requests_total counter\n";
@@ -126,8 +124,8 @@ std::string http_metrics::render(const std::vector<model_status>& models) const 
   for (auto& m : models)
     for (auto& p : m.principals) {
       auto labels = "model=\"" + escape(m.model) + "\",principal=\"" + escape(p.principal) + "\"";
-      out << "darcy_principal_denied_total{" << labels << ",cause=\"access\"} "
-          << p.denied_access << "\n"
+      out << "darcy_principal_denied_total{" << labels << ",cause=\"access\"} " << p.denied_access
+          << "\n"
           << "darcy_principal_denied_total{" << labels << ",cause=\"quota\"} " << p.denied_quota
           << "\n";
     }

@@ -234,14 +234,9 @@ std::string status_json(const model_status& s) {
                           {"rows", p.rows},
                           {"denied_access", p.denied_access},
                           {"denied_quota", p.denied_quota}});
-  json j = {{"name", s.model},
-            {"state", to_string(s.state)},
-            {"version", s.version},
-            {"loading", s.loading},
-            {"last_error", s.last_error},
-            {"shards", shards},
-            {"principals", principals},
-            {"events", s.events}};
+  json j = {{"name", s.model},          {"state", to_string(s.state)}, {"version", s.version},
+            {"loading", s.loading},     {"last_error", s.last_error},  {"shards", shards},
+            {"principals", principals}, {"events", s.events}};
   return dump(j);
 }
 

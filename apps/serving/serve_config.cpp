@@ -71,8 +71,7 @@ const access_rules& serve_config::rules_of(const std::string& model) const {
   return it == models.end() ? defaults : it->second;
 }
 
-caf::expected<serve_config> parse_serve_config(const std::string& text,
-                                               const std::string& origin) {
+caf::expected<serve_config> parse_serve_config(const std::string& text, const std::string& origin) {
   toml::table t;
   try {
     t = toml::parse(text, origin);
@@ -97,8 +96,9 @@ caf::expected<serve_config> parse_serve_config(const std::string& text,
     c.max_k = (*http)["max_k"].value_or(c.max_k);
     if (c.default_deadline_ms == 0 || c.max_deadline_ms < c.default_deadline_ms ||
         c.max_body_bytes == 0 || c.max_k == 0)
-      return bad(origin, "http: deadlines, max_body_bytes and max_k must be positive, and "
-                         "default_deadline_ms at most max_deadline_ms");
+      return bad(origin,
+                 "http: deadlines, max_body_bytes and max_k must be positive, and "
+                 "default_deadline_ms at most max_deadline_ms");
   }
   if (auto defaults = t["defaults"].as_table())
     if (auto err = read_rules(*defaults, c.defaults, origin, "defaults"))

@@ -56,7 +56,6 @@ std::string manage_policy_line(const serve_config& config);
 caf::expected<serve_config> load_serve_config(const std::string& path);
 
 /// The same, from text (`origin` names it in errors).
-caf::expected<serve_config> parse_serve_config(const std::string& text,
-                                               const std::string& origin);
+caf::expected<serve_config> parse_serve_config(const std::string& text, const std::string& origin);
 
 } // namespace darcy::serving

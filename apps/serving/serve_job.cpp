@@ -5,10 +5,10 @@
 #include <map>
 
 #include "apps/serving/estimator_model.hpp"
-#include "runtime/http/http_server.hpp"
 #include "apps/serving/serving_front.hpp"
 #include "messages/error.hpp"
 #include "ops/serving.hpp"
+#include "runtime/http/http_server.hpp"
 #include "runtime/log.hpp"
 #include "runtime/node.hpp"
 #include "stores/serving/serving_export.hpp"
@@ -60,8 +60,9 @@ caf::error run_serve(const serve_job& job) {
   }
   auto found = models_in(job.exports);
   if (found.empty())
-    return make_error(errc::not_found, "no export under " + job.exports +
-                                         " (write one with `darcy wals export`, or an Estimator's)");
+    return make_error(errc::not_found,
+                      "no export under " + job.exports +
+                        " (write one with `darcy wals export`, or an Estimator's)");
   // Estimator exports answer in this process; the others get a root and shard servers. A
   // model that fails its checks is reported and left out; the others are served.
   std::vector<std::string> models;
@@ -81,8 +82,8 @@ caf::error run_serve(const serve_job& job) {
       estimators[name] = std::move(*checked);
   }
   if (models.empty())
-    return make_error(errc::corrupt_file, "every export under " + job.exports +
-                                            " failed its checks (see above)");
+    return make_error(errc::corrupt_file,
+                      "every export under " + job.exports + " failed its checks (see above)");
   ops::session_options so;
   so.seed = job.cluster;
   so.name = "serve";

@@ -9,8 +9,8 @@
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/stateful_actor.hpp>
 #include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
 #include <nlohmann/json.hpp>
 
 #include "apps/serving/json_codec.hpp"
@@ -96,26 +96,27 @@ void sweep(bridge_pointer self) {
 /// once, on a CAF thread: with the reply, or with caf::sec::request_timeout at most
 /// sweep_period after `timeout`.
 template <class R, class Handle, class OnDone, class... Ts>
-void ask_async(const caf::actor& bridge, const Handle& receiver,
-               std::chrono::milliseconds timeout, OnDone on_done, Ts... xs) {
+void ask_async(const caf::actor& bridge, const Handle& receiver, std::chrono::milliseconds timeout,
+               OnDone on_done, Ts... xs) {
   caf::anon_send(bridge, front_task{[=](bridge_pointer self) mutable {
-    auto id = self->state.next_id++;
-    self->state.open.emplace(id, bridge_state::open_call{clock::now() + timeout, [=]() mutable {
-                                   on_done(caf::expected<R>{
-                                     caf::make_error(caf::sec::request_timeout)});
-                                 }});
-    arm_sweep(self);
-    self->request(receiver, caf::infinite, xs...)
-      .then(
-        [=](R& r) mutable {
-          if (self->state.open.erase(id) > 0)
-            on_done(caf::expected<R>{std::move(r)});
-        },
-        [=](caf::error& err) mutable {
-          if (self->state.open.erase(id) > 0)
-            on_done(caf::expected<R>{std::move(err)});
-        });
-  }});
+                   auto id = self->state.next_id++;
+                   self->state.open.emplace(
+                     id, bridge_state::open_call{
+                           clock::now() + timeout, [=]() mutable {
+                             on_done(caf::expected<R>{caf::make_error(caf::sec::request_timeout)});
+                           }});
+                   arm_sweep(self);
+                   self->request(receiver, caf::infinite, xs...)
+                     .then(
+                       [=](R& r) mutable {
+                         if (self->state.open.erase(id) > 0)
+                           on_done(caf::expected<R>{std::move(r)});
+                       },
+                       [=](caf::error& err) mutable {
+                         if (self->state.open.erase(id) > 0)
+                           on_done(caf::expected<R>{std::move(err)});
+                       });
+                 }});
 }
 
 http_response error_response(const caf::error& err) {
@@ -164,7 +165,9 @@ unsigned http_status_of(const caf::error& err) {
 serving_front::serving_front(caf::actor_system& sys, serve_config config,
                              std::map<std::string, serving_root_actor> roots,
                              std::map<std::string, std::shared_ptr<estimator_model>> estimators)
-  : sys_(sys), config_(std::move(config)), roots_(std::move(roots)),
+  : sys_(sys),
+    config_(std::move(config)),
+    roots_(std::move(roots)),
     estimators_(std::move(estimators)) {
   bridge_ = sys_.spawn([](bridge_pointer self) -> caf::behavior {
     return {
@@ -199,8 +202,8 @@ request_context serving_front::context_of(const http_request& req, const std::st
   ctx.deadline_us = deadline_in(std::chrono::milliseconds{deadline_ms});
   ctx.principal = principal;
   ctx.app = req.app.empty() ? "default" : req.app.substr(0, 128);
-  ctx.trace_id = req.trace_id.empty() ? "darcy-" + std::to_string(next_trace_++)
-                                      : req.trace_id.substr(0, 128);
+  ctx.trace_id =
+    req.trace_id.empty() ? "darcy-" + std::to_string(next_trace_++) : req.trace_id.substr(0, 128);
   return ctx;
 }
 
@@ -257,8 +260,8 @@ void serving_front::handle(http_request req, http_responder respond) {
   if (route == "model")
     return req.method == "GET" ? describe(model, *root, timed) : method_not_allowed("GET");
   if (route != "topk" && route != "load" && route != "unload")
-    return timed({404, json_error("not_found", "unknown method ':" + verb + "' of model " +
-                                                 model + " (topk, load, unload)")});
+    return timed({404, json_error("not_found", "unknown method ':" + verb + "' of model " + model +
+                                                 " (topk, load, unload)")});
   if (req.method != "POST")
     return method_not_allowed("POST");
   if (route != "topk")
@@ -275,15 +278,19 @@ void serving_front::estimator_route(const std::string& model, estimator_model& m
                                     http_responder respond) {
   if (verb.empty()) {
     if (req.method != "GET")
-      return respond({405, json_error("method_not_allowed", req.method + " " + req.target + ": use GET")});
+      return respond(
+        {405, json_error("method_not_allowed", req.method + " " + req.target + ": use GET")});
     return respond({200, m.describe(model)});
   }
   if (verb != "predict")
-    return respond({404, json_error("not_found", "unknown method ':" + verb + "' of estimator model " +
-                                                   model + " (predict)")});
+    return respond(
+      {404, json_error("not_found", "unknown method ':" + verb + "' of estimator model " + model +
+                                      " (predict)")});
   if (req.method != "POST")
-    return respond({405, json_error("method_not_allowed", req.method + " " + req.target + ": use POST")});
-  auto answer = m.predict(model, req.body, context_of(req, req.authorization, config_.default_deadline_ms));
+    return respond(
+      {405, json_error("method_not_allowed", req.method + " " + req.target + ": use POST")});
+  auto answer =
+    m.predict(model, req.body, context_of(req, req.authorization, config_.default_deadline_ms));
   respond(answer ? http_response{200, std::move(*answer)} : error_response(answer.error()));
 }
 
@@ -389,12 +396,13 @@ void serving_front::list(http_responder respond) {
   std::vector<std::string> estimators;
   for (auto& [name, m] : estimators_)
     estimators.push_back(m->describe(name));
-  gather_statuses(bridge_, values_of(roots_), [respond, estimators](std::vector<model_status> statuses) {
-    auto out = nlohmann::json::parse(models_json(statuses));
-    for (auto& e : estimators)
-      out["models"].push_back(nlohmann::json::parse(e));
-    respond({200, out.dump()});
-  });
+  gather_statuses(bridge_, values_of(roots_),
+                  [respond, estimators](std::vector<model_status> statuses) {
+                    auto out = nlohmann::json::parse(models_json(statuses));
+                    for (auto& e : estimators)
+                      out["models"].push_back(nlohmann::json::parse(e));
+                    respond({200, out.dump()});
+                  });
 }
 
 void serving_front::metrics(http_responder respond) {

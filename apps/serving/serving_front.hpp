@@ -57,8 +57,7 @@ private:
             http_responder respond);
   void manage(const std::string& model, const serving_root_actor& root, bool load,
               const http_request& req, http_responder respond);
-  void describe(const std::string& model, const serving_root_actor& root,
-                http_responder respond);
+  void describe(const std::string& model, const serving_root_actor& root, http_responder respond);
   void list(http_responder respond);
   /// The routes of an Estimator model: GET its description, POST :predict.
   void estimator_route(const std::string& model, estimator_model& m, const std::string& verb,

@@ -54,8 +54,7 @@ caf::error run_export(const export_job& job) {
   auto version = stores::write_export(job.out, std::move(in), job.keep);
   if (!version)
     return std::move(version.error());
-  auto seconds =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("exported %s as version %s of %s (%u shards, %llu items) in %.1f s\n",
               job.model.c_str(), version->c_str(), job.out.c_str(), job.shards,
               static_cast<unsigned long long>(m->items), seconds);

@@ -1,6 +1,6 @@
 // `darcy wals export`: a trained WALS model (wals train --out) as a new version of a serving
-// export (stores/serving/serving_export.hpp): the root with the projection parameters, and n shards,
-// each an item partition with its quantized index.
+// export (stores/serving/serving_export.hpp): the root with the projection parameters, and n
+// shards, each an item partition with its quantized index.
 #pragma once
 
 #include <string>

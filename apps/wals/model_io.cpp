@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "messages/error.hpp"
 #include "base/atomic_file.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::wals {
 
@@ -47,10 +47,9 @@ caf::error save_model(const std::string& dir, const model& m) {
   for (uint64_t r = 0; r < m.seen.rows; ++r)
     for (auto c : m.seen.row_indices(r))
       seen << r << '\t' << c << '\n';
-  for (auto [name, text] : {std::pair{"meta.txt", meta.str()},
-                            std::pair{"rows.txt", join_lines(m.row_ids)},
-                            std::pair{"cols.txt", join_lines(m.col_ids)},
-                            std::pair{"seen.tsv", seen.str()}})
+  for (auto [name, text] :
+       {std::pair{"meta.txt", meta.str()}, std::pair{"rows.txt", join_lines(m.row_ids)},
+        std::pair{"cols.txt", join_lines(m.col_ids)}, std::pair{"seen.tsv", seen.str()}})
     if (auto err = base::write_file_atomically(dir + "/" + name, text))
       return err;
   if (auto err = stores::write_matrix_file(dir + "/U.f32", m.u))
@@ -61,8 +60,8 @@ caf::error save_model(const std::string& dir, const model& m) {
 caf::expected<model> load_model(const std::string& dir) {
   auto meta = base::read_file(dir + "/meta.txt");
   if (!meta)
-    return make_error(errc::not_found, "no WALS model in " + dir + " (meta.txt: " +
-                                         render(meta.error()) + ")");
+    return make_error(errc::not_found,
+                      "no WALS model in " + dir + " (meta.txt: " + render(meta.error()) + ")");
   model m;
   std::istringstream in{*meta};
   std::string key;

@@ -47,7 +47,8 @@ std::map<std::string, std::string> read_names(const std::string& path) {
     if (tab == std::string::npos)
       continue;
     auto end = line.find('\t', tab + 1);
-    names[line.substr(0, tab)] = line.substr(tab + 1, end == std::string::npos ? end : end - tab - 1);
+    names[line.substr(0, tab)] =
+      line.substr(tab + 1, end == std::string::npos ? end : end - tab - 1);
   }
   return names;
 }
@@ -151,9 +152,9 @@ caf::expected<eval_figures> evaluate(train_job job, uint32_t k) {
   compute::holdout_split split{d.observed, d.held_out};
   eval_figures f;
   auto dim = job.options.params.dim;
-  f.wals = compute::evaluate_factors(split, {t->result.u.values.data(), t->result.u.rows, dim},
-                                     {t->result.v.values.data(), t->result.v.rows, dim}, d.items,
-                                     k);
+  f.wals =
+    compute::evaluate_factors(split, {t->result.u.values.data(), t->result.u.rows, dim},
+                              {t->result.v.values.data(), t->result.v.rows, dim}, d.items, k);
   f.popularity = compute::evaluate_popularity(split, d.items, k);
   f.train_seconds = t->train_seconds;
   return f;
@@ -170,12 +171,12 @@ caf::error run_eval(const eval_job& job) {
   for (auto [name, m] : {std::pair{"wals", f->wals}, std::pair{"popularity", f->popularity}})
     std::printf("%-12s %10.4f %10.4f %10.4f %10.4f\n", name, m.precision, m.recall, m.map, m.ndcg);
   if (job.json)
-    std::printf("{\"eval\":\"wals\",\"k\":%u,\"p\":%.6f,\"r\":%.6f,\"map\":%.6f,\"ndcg\":%.6f,"
-                "\"pop_p\":%.6f,\"pop_r\":%.6f,\"pop_map\":%.6f,\"pop_ndcg\":%.6f,"
-                "\"train_s\":%.3f}\n",
-                job.k, f->wals.precision, f->wals.recall, f->wals.map, f->wals.ndcg,
-                f->popularity.precision, f->popularity.recall, f->popularity.map,
-                f->popularity.ndcg, f->train_seconds);
+    std::printf(
+      "{\"eval\":\"wals\",\"k\":%u,\"p\":%.6f,\"r\":%.6f,\"map\":%.6f,\"ndcg\":%.6f,"
+      "\"pop_p\":%.6f,\"pop_r\":%.6f,\"pop_map\":%.6f,\"pop_ndcg\":%.6f,"
+      "\"train_s\":%.3f}\n",
+      job.k, f->wals.precision, f->wals.recall, f->wals.map, f->wals.ndcg, f->popularity.precision,
+      f->popularity.recall, f->popularity.map, f->popularity.ndcg, f->train_seconds);
   return {};
 }
 

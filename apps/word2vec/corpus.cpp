@@ -21,7 +21,8 @@ bool is_space(char c) {
 
 // The 1-based line of byte `at`.
 size_t line_of(const std::string& text, size_t at) {
-  return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+  return 1 +
+         static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
 }
 
 // Length of the UTF-8 sequence starting at text[i], or 0 when it is invalid (overlong forms,
@@ -63,10 +64,9 @@ caf::error check_text(const std::string& text, const std::string& origin) {
   for (size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 && c != '\n' && !is_space(static_cast<char>(c)))
-      return make_error(errc::invalid_argument,
-                        origin + ":" + std::to_string(line_of(text, i)) +
-                          ": binary data (control byte " + std::to_string(c) +
-                          "), expected text");
+      return make_error(errc::invalid_argument, origin + ":" + std::to_string(line_of(text, i)) +
+                                                  ": binary data (control byte " +
+                                                  std::to_string(c) + "), expected text");
     auto n = utf8_length(text, i);
     if (n == 0)
       return make_error(errc::invalid_argument, origin + ":" + std::to_string(line_of(text, i)) +

@@ -125,8 +125,7 @@ caf::expected<analogy_result> evaluate_analogies(const word_vectors& v, const st
   return result;
 }
 
-caf::expected<similarity_result> evaluate_similarity(const word_vectors& v,
-                                                     const std::string& file,
+caf::expected<similarity_result> evaluate_similarity(const word_vectors& v, const std::string& file,
                                                      const eval_options& opts) {
   auto in = open(file);
   if (!in)
@@ -160,15 +159,17 @@ caf::expected<similarity_result> evaluate_similarity(const word_vectors& v,
   return result;
 }
 
-caf::expected<std::vector<std::pair<std::string, float>>>
-nearest_words(const word_vectors& v, const std::string& word, uint32_t k) {
+caf::expected<std::vector<std::pair<std::string, float>>> nearest_words(const word_vectors& v,
+                                                                        const std::string& word,
+                                                                        uint32_t k) {
   auto at = find_word(v, word);
   if (!at)
     return std::move(at.error());
   compute::row_matrix unit = v.vectors;
   compute::normalise_rows(unit);
   compute::row_matrix query = unit.row(*at);
-  auto hits = compute::top_k_inner_product(query, unit, {}, std::min<size_t>(k + 1, v.words.size()));
+  auto hits =
+    compute::top_k_inner_product(query, unit, {}, std::min<size_t>(k + 1, v.words.size()));
   if (!hits)
     return make_error(hits.error());
   std::vector<std::pair<std::string, float>> result;

@@ -47,13 +47,13 @@ caf::expected<analogy_result> evaluate_analogies(const word_vectors& v, const st
                                                  const eval_options& opts = {});
 
 /// `file` holds '#' comments and "w1<TAB>w2<TAB>score" lines (WordSim-353, SimLex-999).
-caf::expected<similarity_result> evaluate_similarity(const word_vectors& v,
-                                                     const std::string& file,
+caf::expected<similarity_result> evaluate_similarity(const word_vectors& v, const std::string& file,
                                                      const eval_options& opts = {});
 
 /// The k words nearest to `word` by cosine among `v`, searched in process, `word` left out;
 /// errc::not_found when `v` lacks `word` (compared exactly).
-caf::expected<std::vector<std::pair<std::string, float>>>
-nearest_words(const word_vectors& v, const std::string& word, uint32_t k);
+caf::expected<std::vector<std::pair<std::string, float>>> nearest_words(const word_vectors& v,
+                                                                        const std::string& word,
+                                                                        uint32_t k);
 
 } // namespace darcy::word2vec

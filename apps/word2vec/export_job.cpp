@@ -23,17 +23,16 @@ caf::expected<word_vectors> read_checkpoint_vectors(const std::string& checkpoin
     std::vector<float> values;
     auto dim = embedding.config.dim;
     for (auto& file : embedding.files) {
-      auto err = stores::read_shard_file(checkpoint, file, embedding.config,
-                                         [&](const stores::row_record& row) -> caf::error {
-        if (row.values.size() != dim)
-          return make_error(errc::corrupt_file, file.path + ": a row of " +
-                                                  std::to_string(row.values.size()) +
-                                                  " values in a table of dim " +
-                                                  std::to_string(dim));
-        result.words.emplace_back(row.key);
-        values.insert(values.end(), row.values.begin(), row.values.end());
-        return {};
-      });
+      auto err = stores::read_shard_file(
+        checkpoint, file, embedding.config, [&](const stores::row_record& row) -> caf::error {
+          if (row.values.size() != dim)
+            return make_error(errc::corrupt_file,
+                              file.path + ": a row of " + std::to_string(row.values.size()) +
+                                " values in a table of dim " + std::to_string(dim));
+          result.words.emplace_back(row.key);
+          values.insert(values.end(), row.values.begin(), row.values.end());
+          return {};
+        });
       if (err)
         return err;
     }

@@ -79,8 +79,8 @@ caf::expected<uint64_t> decode_position(const std::string& text, const corpus& c
       auto it = stored.find(key);
       auto was = it == stored.end() ? std::string{"(none)"} : it->second;
       if (was != value)
-        differences += (differences.empty() ? "" : "; ") + key + ": checkpoint " + was +
-                       ", this run " + value;
+        differences +=
+          (differences.empty() ? "" : "; ") + key + ": checkpoint " + was + ", this run " + value;
     }
   }
   if (!differences.empty())

@@ -15,10 +15,10 @@
 #include "compute/sampler.hpp"
 #include "compute/word2vec.hpp"
 #include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/log.hpp"
 #include "runtime/process/machine.hpp"
-#include "ops/embedding_ops.hpp"
 
 namespace darcy::word2vec {
 
@@ -121,8 +121,7 @@ struct worker {
   /// With the service's sampler: (plan entry, center) of each negative still to draw.
   std::vector<std::pair<size_t, uint32_t>> pending;
 
-  explicit worker(size_t keys) : in_slot(keys, no_slot), out_slot(keys, no_slot) {
-  }
+  explicit worker(size_t keys) : in_slot(keys, no_slot), out_slot(keys, no_slot) {}
 
   uint32_t slot(std::vector<uint32_t>& slots, std::vector<uint32_t>& ids, uint32_t id) {
     auto& s = slots[id];
@@ -171,10 +170,9 @@ caf::expected<std::vector<uint32_t>> service_negatives(ops::session& s, const ru
   auto sampler = s.sampler();
   if (!sampler)
     return std::move(sampler.error());
-  auto drawn = runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value,
-                                           rs.in_cfg.name, std::vector<std::string>{},
-                                           static_cast<uint32_t>(count), sampler_kind::unigram,
-                                           seed);
+  auto drawn = runtime::ask<sample_result>(
+    s.system(), *sampler, s.timeout(), sample_atom::value, rs.in_cfg.name,
+    std::vector<std::string>{}, static_cast<uint32_t>(count), sampler_kind::unigram, seed);
   if (!drawn && is(drawn.error(), errc::invalid_argument))
     return std::vector<uint32_t>{};
   if (!drawn)
@@ -244,8 +242,8 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
     for (auto [at, center] : w.pending) {
       auto neg = pool->empty() ? static_cast<uint32_t>(rs.negatives.draw(rng))
                                : (*pool)[rng() % pool->size()];
-      w.plan.entries[at] = neg == center ? compute::skipped_slot
-                                         : w.slot(w.out_slot, w.out_ids, neg);
+      w.plan.entries[at] =
+        neg == center ? compute::skipped_slot : w.slot(w.out_slot, w.out_ids, neg);
     }
   }
   auto keys_of = [&](const std::vector<uint32_t>& ids) {
@@ -268,8 +266,8 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
   auto span_of = [](ops::matrix& m) {
     return std::span<float>{m.data(), static_cast<size_t>(m.size())};
   };
-  auto pairs = compute::train_sgns(w.plan, alpha, span_of(work_in), span_of(work_out), o.dim,
-                                   rs.sigmoid);
+  auto pairs =
+    compute::train_sgns(w.plan, alpha, span_of(work_in), span_of(work_out), o.dim, rs.sigmoid);
   // Gradient descent at rate 1 on (old - new) turns each row into old + (new - old).
   in_rows -= work_in;
   out_rows -= work_out;
@@ -311,10 +309,9 @@ caf::error check_options(const train_options& o) {
     return bad("--epochs must be at least 1");
   if (o.threads == 0)
     return bad("--threads must be at least 1");
-  if (auto err = runtime::check_at_most("--threads", o.threads, runtime::max_threads(),
-                                        "8 per core of this " +
-                                          std::to_string(runtime::machine_cores()) +
-                                          "-core machine"))
+  if (auto err = runtime::check_at_most(
+        "--threads", o.threads, runtime::max_threads(),
+        "8 per core of this " + std::to_string(runtime::machine_cores()) + "-core machine"))
     return err;
   // An embedding row holds dim values and the optimizer's slots; more than 65536 is no word
   // vector, and the service refuses it.
@@ -332,8 +329,8 @@ caf::error check_options(const train_options& o) {
 }
 
 // The input position of the checkpoint at `dir`, after restoring the model from it.
-caf::expected<uint64_t> restore_position(ops::session& s, const std::string& dir,
-                                         const corpus& c, const train_options& o) {
+caf::expected<uint64_t> restore_position(ops::session& s, const std::string& dir, const corpus& c,
+                                         const train_options& o) {
   auto state = ops::restore(s, dir);
   if (!state)
     return std::move(state.error());
@@ -362,9 +359,9 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
     return err;
   key_space keys{c, o.vocab_cap, o.min_count};
   if (keys.size() == 0)
-    return make_error(errc::invalid_argument,
-                      "no word of the corpus occurs --min-count " + std::to_string(o.min_count) +
-                        " times: nothing to train");
+    return make_error(errc::invalid_argument, "no word of the corpus occurs --min-count " +
+                                                std::to_string(o.min_count) +
+                                                " times: nothing to train");
   auto negatives = compute::candidate_distribution::make(sampler_kind::unigram, keys.counts);
   if (!negatives)
     return make_error(negatives.error());
@@ -395,8 +392,8 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
       return err;
   uint64_t total = rs.batches.size() * uint64_t{o.epochs};
   uint64_t end = total;
-  bool stop_early = !o.checkpoint_to.empty() && o.stop_after_batches > 0 &&
-                    o.stop_after_batches < total;
+  bool stop_early =
+    !o.checkpoint_to.empty() && o.stop_after_batches > 0 && o.stop_after_batches < total;
   if (stop_early)
     end = std::max(first, o.stop_after_batches);
   bool periodic = o.checkpoint_every > 0 && !o.periodic_dir.empty();
@@ -491,13 +488,14 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
     // see the model they saw the first time.
     ++report.recoveries;
     report.replayed_batches += batches_done - checkpointed;
-    runtime::log_warn("word2vec: {} (recovery {} of at most {}); restoring batch {} and "
-                      "replaying {} batches",
-                      render(err), report.recoveries, o.max_recoveries, checkpointed,
-                      batches_done - checkpointed);
+    runtime::log_warn(
+      "word2vec: {} (recovery {} of at most {}); restoring batch {} and "
+      "replaying {} batches",
+      render(err), report.recoveries, o.max_recoveries, checkpointed, batches_done - checkpointed);
     auto restored = restore_position(s, o.periodic_dir, c, o);
     // The lost shard comes back once its supervisor has placed it on another node.
-    for (int attempt = 1; !restored && shard_unreachable(restored.error()) && attempt < 40; ++attempt) {
+    for (int attempt = 1; !restored && shard_unreachable(restored.error()) && attempt < 40;
+         ++attempt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       restored = restore_position(s, o.periodic_dir, c, o);
     }
@@ -511,8 +509,12 @@ caf::expected<train_report> train(ops::session& s, const corpus& c, const train_
   }
 
   std::chrono::duration<double> elapsed = clock::now() - begin;
-  report.last = {batches_done, total, words_done, rs.words_total,
-                 compute::decayed_alpha(o.alpha, words_done, rs.words_total), elapsed.count()};
+  report.last = {batches_done,
+                 total,
+                 words_done,
+                 rs.words_total,
+                 compute::decayed_alpha(o.alpha, words_done, rs.words_total),
+                 elapsed.count()};
   report.pairs = pairs;
   report.service_sampled_batches = rs.service_batches;
   report.local_sampled_batches = rs.local_batches;
@@ -553,13 +555,16 @@ de_config input_table_config(const train_options& opts) {
   return table_config(opts, true);
 }
 
-caf::expected<std::vector<std::pair<std::string, float>>>
-neighbours(ops::session& s, const de_config& table, std::span<const float> query,
-           const std::string& word, uint32_t k) {
+caf::expected<std::vector<std::pair<std::string, float>>> neighbours(ops::session& s,
+                                                                     const de_config& table,
+                                                                     std::span<const float> query,
+                                                                     const std::string& word,
+                                                                     uint32_t k) {
   if (query.size() != table.dim)
     return make_error(errc::dimension_mismatch, "a query of " + std::to_string(query.size()) +
                                                   " values for dim " + std::to_string(table.dim));
-  ops::matrix q = Eigen::Map<const ops::matrix>(query.data(), 1, static_cast<Eigen::Index>(query.size()));
+  ops::matrix q =
+    Eigen::Map<const ops::matrix>(query.data(), 1, static_cast<Eigen::Index>(query.size()));
   auto hits = ops::top_k(s, q, k + 1, table, table.name, top_k_score::cosine);
   if (!hits)
     return std::move(hits.error());

@@ -141,8 +141,10 @@ de_config input_table_config(const train_options& opts);
 
 /// The k words nearest to `query` by cosine among the rows of `table` (each shard normalises
 /// its rows on the fly), leaving `word` itself out.
-caf::expected<std::vector<std::pair<std::string, float>>>
-neighbours(ops::session& s, const de_config& table, std::span<const float> query,
-           const std::string& word, uint32_t k);
+caf::expected<std::vector<std::pair<std::string, float>>> neighbours(ops::session& s,
+                                                                     const de_config& table,
+                                                                     std::span<const float> query,
+                                                                     const std::string& word,
+                                                                     uint32_t k);
 
 } // namespace darcy::word2vec

@@ -64,8 +64,8 @@ caf::expected<word_vectors> read_vectors(const std::string& path) {
   in.seekg(body_start);
   if (count > 0 && count > body_bytes / (2 * dim + 2))
     return corrupt("the header promises " + std::to_string(count) + " vectors of dim " +
-                   std::to_string(dim) + ", but the file holds only " +
-                   std::to_string(body_bytes) + " bytes after it");
+                   std::to_string(dim) + ", but the file holds only " + std::to_string(body_bytes) +
+                   " bytes after it");
   word_vectors result;
   result.vectors.resize(static_cast<Eigen::Index>(count), static_cast<Eigen::Index>(dim));
   // The binary format follows each word with raw floats; the text format with digits. Tell

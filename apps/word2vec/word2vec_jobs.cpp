@@ -19,8 +19,8 @@
 #include "apps/word2vec/evaluation.hpp"
 #include "apps/word2vec/run_fingerprint.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster/cluster_file.hpp"
 #include "ops/embedding_ops.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "runtime/host_port.hpp"
 #include "runtime/process/machine.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
@@ -32,8 +32,8 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 caf::expected<std::unique_ptr<ops::session>> open_session(const session_choice& where) {
-  if (auto err = runtime::check_at_most("--shards", where.shards, 1024,
-                                        "shards per process or node"))
+  if (auto err =
+        runtime::check_at_most("--shards", where.shards, 1024, "shards per process or node"))
     return err;
   ops::session_options opts;
   opts.name = "word2vec";
@@ -89,9 +89,9 @@ void print_scores(const scores& s, const std::string& analogies,
                   const std::vector<std::string>& similarity) {
   if (!analogies.empty())
     std::cout << "analogies " << std::filesystem::path{analogies}.filename().string()
-              << ": accuracy " << fixed(100 * s.analogy.accuracy(), 2) << "% ("
-              << s.analogy.correct << " of " << s.analogy.seen << " seen; "
-              << s.analogy.questions << " questions)" << std::endl;
+              << ": accuracy " << fixed(100 * s.analogy.accuracy(), 2) << "% (" << s.analogy.correct
+              << " of " << s.analogy.seen << " seen; " << s.analogy.questions << " questions)"
+              << std::endl;
   for (size_t i = 0; i < similarity.size(); ++i) {
     auto& r = s.similarity[i];
     std::cout << "similarity " << std::filesystem::path{similarity[i]}.filename().string()
@@ -117,9 +117,9 @@ void default_eval_files(const std::string& dir, std::string& analogies,
 namespace {
 
 // Neighbours of a trained word through the service's cosine top_k; `vectors` gives the query.
-caf::expected<std::vector<std::pair<std::string, float>>>
-neighbours_in_service(ops::session& s, const de_config& table, const word_vectors& vectors,
-                      const std::string& word, uint32_t k) {
+caf::expected<std::vector<std::pair<std::string, float>>> neighbours_in_service(
+  ops::session& s, const de_config& table, const word_vectors& vectors, const std::string& word,
+  uint32_t k) {
   auto at = find_word(vectors, word);
   if (!at)
     return std::move(at.error());
@@ -202,9 +202,9 @@ caf::error run_train(const train_job& given) {
   bool temporary_dir = false;
   if (every > 0) {
     if (job.periodic_checkpoint.empty()) {
-      job.periodic_checkpoint = (std::filesystem::temp_directory_path() /
-                                 ("darcy-word2vec-" + std::to_string(::getpid())))
-                                  .string();
+      job.periodic_checkpoint =
+        (std::filesystem::temp_directory_path() / ("darcy-word2vec-" + std::to_string(::getpid())))
+          .string();
       temporary_dir = true;
     }
     job.options.checkpoint_every = every;
@@ -219,8 +219,9 @@ caf::error run_train(const train_job& given) {
   for (auto [flag, dir] : {std::pair{"--checkpoint", job.checkpoint},
                            {"--stop-checkpoint", job.options.checkpoint_to},
                            {"--periodic-checkpoint", job.options.periodic_dir},
-                           {"--output", job.output.empty() ? std::string{} :
-                                        output_dir.empty() ? std::string{"."} : output_dir}})
+                           {"--output", job.output.empty()   ? std::string{}
+                                        : output_dir.empty() ? std::string{"."}
+                                                             : output_dir}})
     if (!dir.empty())
       if (auto err = stores::checkpoint_dir{dir}.prepare())
         return make_error(errc::io_error, std::string{flag} + ": " + context_of(err));
@@ -234,15 +235,15 @@ caf::error run_train(const train_job& given) {
   auto& r = *result;
   auto words = static_cast<double>(r.report.last.words_done);
   std::cout << "trained " << r.report.last.words_done << " words in "
-            << fixed(r.report.last.seconds, 2) << " s (" << apps::format_rate(words / std::max(r.report.last.seconds, 1e-9))
+            << fixed(r.report.last.seconds, 2) << " s ("
+            << apps::format_rate(words / std::max(r.report.last.seconds, 1e-9))
             << " words/s training, " << fixed(r.wall_seconds, 2) << " s wall with reading), "
             << r.vectors.words.size() << " word vectors" << std::endl;
   if (r.report.checkpoints > 0)
     std::cout << "periodic checkpoints: " << r.report.checkpoints << " (every " << every
-              << " batches); recovered from " << r.report.lost_shards
-              << " lost shard(s) with " << r.report.recoveries << " restore(s), replaying "
-              << r.report.replayed_batches << " batches"
-              << std::endl;
+              << " batches); recovered from " << r.report.lost_shards << " lost shard(s) with "
+              << r.report.recoveries << " restore(s), replaying " << r.report.replayed_batches
+              << " batches" << std::endl;
   if (r.report.retried_requests > 0)
     std::cout << "shard requests sent again after a timeout: " << r.report.retried_requests
               << std::endl;
@@ -283,8 +284,8 @@ caf::error run_train(const train_job& given) {
   }
   if (!job.checkpoint.empty()) {
     auto total = r.report.last.batches_total;
-    ops::training_state state{static_cast<int64_t>(total),
-                              encode_position(total, r.text, job.options), {}};
+    ops::training_state state{
+      static_cast<int64_t>(total), encode_position(total, r.text, job.options), {}};
     if (auto err = ops::save(s, job.checkpoint, state))
       return make_error(errc::io_error,
                         "the trained model could not be saved to " + job.checkpoint + " (" +
@@ -379,8 +380,9 @@ caf::error run_neighbours(const neighbours_job& job) {
 caf::error run_vocab_cap(const vocab_cap_job& job) {
   namespace fs = std::filesystem;
   if (job.train.analogies.empty() && job.train.similarity.empty())
-    return make_error(errc::invalid_argument,
-                      "the experiment needs evaluation files (--eval-dir or --analogies/--similarity)");
+    return make_error(
+      errc::invalid_argument,
+      "the experiment needs evaluation files (--eval-dir or --analogies/--similarity)");
   std::error_code ec;
   fs::create_directories(job.out_dir, ec);
   if (ec)
@@ -407,7 +409,8 @@ caf::error run_vocab_cap(const vocab_cap_job& job) {
       return std::move(r.error());
     if (cap == 0) {
       auto limit = std::min<size_t>(30000, r->vectors.words.size());
-      universe.insert(r->vectors.words.begin(), r->vectors.words.begin() + static_cast<long>(limit));
+      universe.insert(r->vectors.words.begin(),
+                      r->vectors.words.begin() + static_cast<long>(limit));
     }
     eval_options opts;
     opts.fallback = oov_key;
@@ -417,14 +420,13 @@ caf::error run_vocab_cap(const vocab_cap_job& job) {
       return std::move(s.error());
     auto rho = [&](size_t i) { return i < s->similarity.size() ? s->similarity[i].spearman : NAN; };
     auto label = cap == 0 ? std::string{"unlimited"} : std::to_string(cap);
-    std::cout << std::setw(10) << label << std::setw(10) << r->vectors.words.size()
-              << std::setw(12) << fixed(100 * s->analogy.accuracy(), 2) << std::setw(12)
-              << fixed(rho(0), 4) << std::setw(12) << fixed(rho(1), 4)
-              << fixed(r->wall_seconds, 1) << std::endl;
+    std::cout << std::setw(10) << label << std::setw(10) << r->vectors.words.size() << std::setw(12)
+              << fixed(100 * s->analogy.accuracy(), 2) << std::setw(12) << fixed(rho(0), 4)
+              << std::setw(12) << fixed(rho(1), 4) << fixed(r->wall_seconds, 1) << std::endl;
     auto x = cap == 0 ? r->text.words.size() : cap;
     std::ostringstream row;
-    row << x << '\t' << r->vectors.words.size() << '\t' << s->analogy.accuracy() << '\t'
-        << rho(0) << '\t' << rho(1) << '\t' << r->wall_seconds << '\n';
+    row << x << '\t' << r->vectors.words.size() << '\t' << s->analogy.accuracy() << '\t' << rho(0)
+        << '\t' << rho(1) << '\t' << r->wall_seconds << '\n';
     rows[x] = row.str();
   }
   std::ofstream table{table_path};

@@ -158,7 +158,9 @@ public:
     auto columns = nlohmann::json::array();
     for (auto& c : columns_)
       columns.push_back(c->spec());
-    return {{"kind", "crossed"}, {"columns", columns}, {"buckets", buckets_},
+    return {{"kind", "crossed"},
+            {"columns", columns},
+            {"buckets", buckets_},
             {"aligned", kind_ == cross_kind::aligned}};
   }
 
@@ -167,7 +169,8 @@ private:
   uint64_t tagged(uint64_t h, size_t c, uint64_t id) const { return mix64(h, mix64(tags_[c], id)); }
 
   /// The cartesian product of row r's ids.
-  plain_expected<std::vector<uint64_t>> product(const std::vector<sparse_ids>& parts, size_t r) const {
+  plain_expected<std::vector<uint64_t>> product(const std::vector<sparse_ids>& parts,
+                                                size_t r) const {
     std::vector<uint64_t> hashes{cross_seed};
     for (size_t c = 0; c < parts.size(); ++c) {
       std::vector<uint64_t> next;
@@ -180,7 +183,8 @@ private:
   }
 
   /// Row r's i-th ids of every column together, for each i.
-  plain_expected<std::vector<uint64_t>> aligned(const std::vector<sparse_ids>& parts, size_t r) const {
+  plain_expected<std::vector<uint64_t>> aligned(const std::vector<sparse_ids>& parts,
+                                                size_t r) const {
     std::vector<uint64_t> hashes(parts.front().rows[r].size(), cross_seed);
     for (size_t c = 0; c < parts.size(); ++c) {
       auto& ids = parts[c].rows[r];
@@ -224,7 +228,8 @@ public:
     return out;
   }
   nlohmann::json spec() const override {
-    return {{"kind", "numeric"}, {"key", key_}, {"width", width_}, {"shift", shift_}, {"scale", scale_}};
+    return {
+      {"kind", "numeric"}, {"key", key_}, {"width", width_}, {"shift", shift_}, {"scale", scale_}};
   }
 
 private:
@@ -288,8 +293,11 @@ public:
   }
   nn::parameter_list<T> parameters() override { return {table_.get()}; }
   nlohmann::json spec() const override {
-    return {{"kind", "embedding"}, {"column", column_->spec()}, {"table", table_->name},
-            {"dimension", width()}, {"combiner", to_string(how_)}};
+    return {{"kind", "embedding"},
+            {"column", column_->spec()},
+            {"table", table_->name},
+            {"dimension", width()},
+            {"combiner", to_string(how_)}};
   }
 
 private:
@@ -338,10 +346,10 @@ plain_expected<const feature_value*> find_feature(const feature_map& features,
   if (width == 0 && f.width != 0)
     return bad_feature("'" + key + "' is numeric, the column needs strings");
   if (width != 0 && f.width != width)
-    return bad_feature("'" + key + "' has " +
-                       (f.width == 0 ? std::string{"strings"}
-                                     : std::to_string(f.width) + " numbers per row") +
-                       ", the column needs " + std::to_string(width) + " numbers per row");
+    return bad_feature(
+      "'" + key + "' has " +
+      (f.width == 0 ? std::string{"strings"} : std::to_string(f.width) + " numbers per row") +
+      ", the column needs " + std::to_string(width) + " numbers per row");
   if (width != 0 && f.numbers.size() % width != 0)
     return bad_feature("'" + key + "' has a partial last row");
   return &f;
@@ -372,7 +380,8 @@ plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec
     if (kind == "hash")
       return categorical_column_with_hash_bucket(spec.at("key"), spec.at("buckets"));
     if (kind == "vocabulary")
-      return categorical_column_with_vocabulary_list(spec.at("key"), spec.at("words"), spec.at("oov"));
+      return categorical_column_with_vocabulary_list(spec.at("key"), spec.at("words"),
+                                                     spec.at("oov"));
     if (kind == "bucketized")
       return bucketized_column(spec.at("key"), spec.at("boundaries"), spec.at("width"));
     if (kind == "crossed") {
@@ -383,8 +392,9 @@ plain_expected<categorical_ptr> categorical_from_spec(const nlohmann::json& spec
           return column.error();
         columns.push_back(*column);
       }
-      return crossed_column(std::move(columns), spec.at("buckets"),
-                            spec.value("aligned", false) ? cross_kind::aligned : cross_kind::product);
+      return crossed_column(
+        std::move(columns), spec.at("buckets"),
+        spec.value("aligned", false) ? cross_kind::aligned : cross_kind::product);
     }
     return bad_spec("unknown categorical column kind '" + kind + "'");
   } catch (const nlohmann::json::exception& e) {
@@ -408,7 +418,8 @@ plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
     for (auto& spec : specs) {
       auto kind = spec.at("kind").get<std::string>();
       if (kind == "numeric") {
-        auto c = numeric_column<T>(spec.at("key"), spec.at("width"), spec.at("shift"), spec.at("scale"));
+        auto c =
+          numeric_column<T>(spec.at("key"), spec.at("width"), spec.at("shift"), spec.at("scale"));
         if (!c)
           return c.error();
         out.push_back(*c);
@@ -459,7 +470,7 @@ feature_value feature_value::categorical(std::vector<std::vector<std::string>> s
 }
 
 plain_expected<categorical_ptr> categorical_column_with_hash_bucket(std::string key,
-                                                                     uint64_t buckets) {
+                                                                    uint64_t buckets) {
   if (buckets == 0)
     return bad_config("'" + key + "' needs at least one hash bucket");
   return categorical_ptr{std::make_shared<hash_bucket>(std::move(key), buckets)};
@@ -470,8 +481,9 @@ plain_expected<categorical_ptr> categorical_column_with_vocabulary_list(
   return make_vocabulary(std::move(key), std::move(words), oov_buckets);
 }
 
-plain_expected<categorical_ptr> categorical_column_with_vocabulary_file(
-  std::string key, const std::string& path, uint64_t oov_buckets) {
+plain_expected<categorical_ptr> categorical_column_with_vocabulary_file(std::string key,
+                                                                        const std::string& path,
+                                                                        uint64_t oov_buckets) {
   std::ifstream in{path};
   if (!in)
     return plain_error{errc::not_found, "feature column: no vocabulary file " + path};
@@ -492,7 +504,8 @@ plain_expected<categorical_ptr> bucketized_column(std::string key, std::vector<d
   for (size_t i = 0; i < boundaries.size(); ++i)
     if (!std::isfinite(boundaries[i]) || (i > 0 && boundaries[i] <= boundaries[i - 1]))
       return bad_config("the boundaries of '" + key + "' must be finite and strictly increasing");
-  return categorical_ptr{std::make_shared<bucketized>(std::move(key), std::move(boundaries), width)};
+  return categorical_ptr{
+    std::make_shared<bucketized>(std::move(key), std::move(boundaries), width)};
 }
 
 plain_expected<categorical_ptr> crossed_column(std::vector<categorical_ptr> columns,
@@ -552,7 +565,8 @@ plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns(
 }
 
 template <class T>
-input_layer<T>::input_layer(std::vector<dense_ptr<T>> columns) : columns_(std::move(columns)) {}
+input_layer<T>::input_layer(std::vector<dense_ptr<T>> columns) : columns_(std::move(columns)) {
+}
 
 template <class T>
 uint32_t input_layer<T>::width() const {
@@ -570,8 +584,8 @@ auto input_layer<T>::forward(const feature_map& features) -> plain_expected<matr
     if (!part)
       return part.error();
     if (!parts.empty() && part->rows() != parts.front().rows())
-      return bad_feature("'" + c->name() + "' has " + std::to_string(part->rows()) +
-                         " rows, '" + columns_.front()->name() + "' has " +
+      return bad_feature("'" + c->name() + "' has " + std::to_string(part->rows()) + " rows, '" +
+                         columns_.front()->name() + "' has " +
                          std::to_string(parts.front().rows()));
     parts.push_back(std::move(*part));
   }
@@ -625,16 +639,16 @@ nn::parameter_list<T> input_layer<T>::parameters() {
   return all;
 }
 
-#define DARCY_FEATURE_COLUMNS(T)                                                               \
+#define DARCY_FEATURE_COLUMNS(T)                                                                  \
   template plain_expected<dense_ptr<T>> numeric_column<T>(std::string, uint32_t, double, double); \
-  template dense_ptr<T> indicator_column<T>(categorical_ptr);                                  \
-  template plain_expected<dense_ptr<T>> embedding_column<T>(categorical_ptr, uint32_t, combiner, \
-                                                            uint64_t);                         \
-  template plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns<T>(              \
-    std::vector<categorical_ptr>, uint32_t, combiner, uint64_t);                               \
-  template plain_expected<std::vector<dense_ptr<T>>> dense_from_spec<T>(                        \
-    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&,           \
-    const column_resolver<T>&);                                                                 \
+  template dense_ptr<T> indicator_column<T>(categorical_ptr);                                     \
+  template plain_expected<dense_ptr<T>> embedding_column<T>(categorical_ptr, uint32_t, combiner,  \
+                                                            uint64_t);                            \
+  template plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns<T>(                 \
+    std::vector<categorical_ptr>, uint32_t, combiner, uint64_t);                                  \
+  template plain_expected<std::vector<dense_ptr<T>>> dense_from_spec<T>(                          \
+    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&,             \
+    const column_resolver<T>&);                                                                   \
   template class input_layer<T>;
 DARCY_FEATURE_COLUMNS(float)
 DARCY_FEATURE_COLUMNS(double)

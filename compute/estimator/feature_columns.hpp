@@ -65,7 +65,8 @@ public:
 using categorical_ptr = std::shared_ptr<const categorical_column>;
 
 /// hash(value) mod buckets. errc::invalid_config for buckets = 0.
-plain_expected<categorical_ptr> categorical_column_with_hash_bucket(std::string key, uint64_t buckets);
+plain_expected<categorical_ptr> categorical_column_with_hash_bucket(std::string key,
+                                                                    uint64_t buckets);
 
 /// The index of the value in `vocabulary`; a value not in it goes to one of `oov_buckets`
 /// extra buckets by hash, or is dropped when there are none. errc::invalid_config for an empty
@@ -75,8 +76,9 @@ plain_expected<categorical_ptr> categorical_column_with_vocabulary_list(
 
 /// As the list, read from a file of one value per line. errc::not_found for a missing file,
 /// errc::invalid_config for an empty one.
-plain_expected<categorical_ptr> categorical_column_with_vocabulary_file(
-  std::string key, const std::string& path, uint64_t oov_buckets = 0);
+plain_expected<categorical_ptr> categorical_column_with_vocabulary_file(std::string key,
+                                                                        const std::string& path,
+                                                                        uint64_t oov_buckets = 0);
 
 /// Element j of a numeric feature of width w falls in bucket b of `boundaries` (b = number of
 /// boundaries ≤ value); its id is j · (boundaries + 1) + b. errc::invalid_config for

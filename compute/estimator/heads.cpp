@@ -46,7 +46,8 @@ plain_expected<head<T>> head<T>::make(std::vector<head_config> parts) {
     if (p.kind == head_kind::multi_class && p.classes < 2)
       return plain_error{errc::invalid_config, "head: a multi-class head needs classes >= 2"};
     if (p.kind == head_kind::regression && p.label_dimension == 0)
-      return plain_error{errc::invalid_config, "head: a regression head needs label_dimension >= 1"};
+      return plain_error{errc::invalid_config,
+                         "head: a regression head needs label_dimension >= 1"};
     if (!std::isfinite(p.weight) || p.weight < 0)
       return plain_error{errc::invalid_config, "head: weights must be finite and >= 0"};
     if (!names.insert(p.name).second)
@@ -69,8 +70,8 @@ template <class T>
 plain_error head<T>::check(const matrix& logits, const matrix& labels,
                            std::span<const T> weights) const {
   if (logits.cols() != logits_dimension_)
-    return bad_input("the logits have " + std::to_string(logits.cols()) + " columns, the head needs " +
-                     std::to_string(logits_dimension_));
+    return bad_input("the logits have " + std::to_string(logits.cols()) +
+                     " columns, the head needs " + std::to_string(logits_dimension_));
   if (labels.cols() != label_columns_ || labels.rows() != logits.rows())
     return bad_input("labels of " + std::to_string(labels.rows()) + " x " +
                      std::to_string(labels.cols()) + " for " + std::to_string(logits.rows()) +
@@ -90,14 +91,13 @@ plain_error head<T>::check(const matrix& logits, const matrix& labels,
       continue;
     for (Eigen::Index r = 0; r < labels.rows(); ++r) {
       auto y = labels(r, label_at_[h]);
-      bool ok = p.kind == head_kind::binary
-                  ? (y == 0 || y == 1)
-                  : (y >= 0 && y < p.classes && y == std::floor(y));
+      bool ok = p.kind == head_kind::binary ? (y == 0 || y == 1)
+                                            : (y >= 0 && y < p.classes && y == std::floor(y));
       if (!ok)
         return bad_input("row " + std::to_string(r) + " has label " + std::to_string(y) +
-                         (p.kind == head_kind::binary ? ", a binary head needs 0 or 1"
-                                                      : ", outside [0, " +
-                                                          std::to_string(p.classes) + ")"));
+                         (p.kind == head_kind::binary
+                            ? ", a binary head needs 0 or 1"
+                            : ", outside [0, " + std::to_string(p.classes) + ")"));
     }
   }
   return {};
@@ -196,8 +196,8 @@ std::vector<named_metric> head<T>::make_metrics() const {
     auto prefix = p.name.empty() ? std::string{} : p.name + "/";
     std::vector<metric_kind> kinds;
     if (p.kind == head_kind::binary)
-      kinds = {metric_kind::accuracy, metric_kind::auc_roc, metric_kind::auc_pr,
-               metric_kind::precision, metric_kind::recall, metric_kind::log_loss};
+      kinds = {metric_kind::accuracy,  metric_kind::auc_roc, metric_kind::auc_pr,
+               metric_kind::precision, metric_kind::recall,  metric_kind::log_loss};
     else if (p.kind == head_kind::multi_class)
       kinds = {metric_kind::accuracy};
     else

@@ -61,7 +61,8 @@ public:
   /// The weighted mean loss of the batch (0 when every weight is 0), keeping dL/dlogits for
   /// gradient(). errc::invalid_argument, and no change, for a shape mismatch, non-finite
   /// logits or labels, a label outside the head's range, or weights of the wrong length or sign.
-  plain_expected<T> loss(const matrix& logits, const matrix& labels, std::span<const T> weights = {});
+  plain_expected<T> loss(const matrix& logits, const matrix& labels,
+                         std::span<const T> weights = {});
 
   /// dL/dlogits of the last successful loss().
   const matrix& gradient() const { return gradient_; }

@@ -79,8 +79,8 @@ plain_error streaming_metric::update(const metric_batch& batch) {
     if (!(w >= 0) || !std::isfinite(w))
       return bad("example " + std::to_string(i) + " has a negative or non-finite weight");
     if (binary(kind_) && y != 0 && y != 1)
-      return bad(to_string(kind_) + " needs labels 0 or 1, example " + std::to_string(i) +
-                 " has " + std::to_string(y));
+      return bad(to_string(kind_) + " needs labels 0 or 1, example " + std::to_string(i) + " has " +
+                 std::to_string(y));
   }
   for (size_t i = 0; i < n; ++i) {
     auto p = batch.predictions[i], y = label_of(i), w = weight_of(i);

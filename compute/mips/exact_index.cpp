@@ -66,12 +66,13 @@ std::vector<std::vector<hit>> exact_index::search_range(const row_matrix& querie
   auto n = end - begin;
   // Cannot fail: make() and check_queries() checked the dimension and the ids.
   return std::move(*top_k_inner_product(
-    queries, items_.middleRows(static_cast<Eigen::Index>(begin), static_cast<Eigen::Index>(n)),
-    {}, k, std::span<const uint64_t>{ids_}.subspan(begin, n)));
+    queries, items_.middleRows(static_cast<Eigen::Index>(begin), static_cast<Eigen::Index>(n)), {},
+    k, std::span<const uint64_t>{ids_}.subspan(begin, n)));
 }
 
-plain_expected<std::vector<std::vector<hit>>>
-exact_index::search(const row_matrix& queries, size_t k, uint32_t threads) const {
+plain_expected<std::vector<std::vector<hit>>> exact_index::search(const row_matrix& queries,
+                                                                  size_t k,
+                                                                  uint32_t threads) const {
   if (auto err = check_queries(queries, dim(), size(), k))
     return err;
   auto parts = std::clamp<size_t>(size() / min_items_per_thread, 1, std::max(threads, 1u));

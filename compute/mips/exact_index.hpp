@@ -42,8 +42,7 @@ public:
 
 private:
   exact_index(row_matrix items, std::vector<uint64_t> ids)
-    : items_(std::move(items)), ids_(std::move(ids)) {
-  }
+    : items_(std::move(items)), ids_(std::move(ids)) {}
 
   // The k best of items [begin, end) for every query.
   std::vector<std::vector<hit>> search_range(const row_matrix& queries, size_t k, size_t begin,

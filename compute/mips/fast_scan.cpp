@@ -17,7 +17,8 @@ std::vector<uint8_t> pack_codes(std::span<const uint8_t> codes, size_t n, size_t
     auto slot = item % block_items;
     auto shift = slot < 16 ? 0 : 4;
     for (size_t m = 0; m < subspaces; ++m)
-      block[m * 16 + slot % 16] |= static_cast<uint8_t>((codes[item * subspaces + m] & 15) << shift);
+      block[m * 16 + slot % 16] |=
+        static_cast<uint8_t>((codes[item * subspaces + m] & 15) << shift);
   }
   return packed;
 }
@@ -78,8 +79,7 @@ void scan_blocks(const uint8_t* packed, size_t blocks, size_t subspaces, const u
     for (size_t m = 0; m < subspaces; ++m) {
       auto codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + m * 16));
       // Lane 0 indexes with the low nibbles (items 0-15), lane 1 with the high (items 16-31).
-      auto index = _mm256_and_si256(
-        _mm256_set_m128i(_mm_srli_epi16(codes, 4), codes), low_nibble);
+      auto index = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(codes, 4), codes), low_nibble);
       auto lut = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(table + m * 16)));
       auto values = _mm256_shuffle_epi8(lut, index);

@@ -102,8 +102,7 @@ ivf_pq_index::ivf_pq_index(ivf_pq_parts parts)
   }
 }
 
-plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
-                                                 std::vector<uint64_t> ids,
+plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items, std::vector<uint64_t> ids,
                                                  const ivf_pq_options& o) {
   if (auto err = check_items(items, ids))
     return err;
@@ -112,14 +111,13 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
   if (n == 0 || dim == 0)
     return plain_error{errc::invalid_argument, "an ivf-pq index needs at least one item"};
   ids = ids_or_rows(std::move(ids), n);
-  auto lists = o.lists > 0 ? o.lists
-                           : static_cast<size_t>(2 * std::sqrt(static_cast<double>(n)));
+  auto lists = o.lists > 0 ? o.lists : static_cast<size_t>(2 * std::sqrt(static_cast<double>(n)));
   lists = std::clamp<size_t>(lists, 1, n);
   auto threads = std::max<uint32_t>(o.threads, 1);
   auto sample = sample_rows(items, std::max(o.train_sample, 64 * lists), o.seed);
   ivf_pq_parts p;
-  kmeans_options km{.clusters = lists, .iterations = o.iterations, .seed = o.seed,
-                    .threads = threads};
+  kmeans_options km{
+    .clusters = lists, .iterations = o.iterations, .seed = o.seed, .threads = threads};
   std::vector<uint32_t> list_of;
   if (o.exact_last_dim && items.cols() > 1) {
     // Lists from the other dimensions; the last, scored exactly, must not decide them (for
@@ -178,16 +176,16 @@ plain_expected<ivf_pq_index> ivf_pq_index::build(const row_matrix& items,
   const auto& directions = p.exact_last_dim ? coded_sorted : sorted;
   auto width = std::max(o.dims_per_subspace, (coded + max_subspaces - 1) / max_subspaces);
   auto quantizer = product_quantizer::train(
-    sample_rows(residuals, std::max<size_t>(o.train_sample, 16), o.seed + 1), width,
-    o.seed, threads);
+    sample_rows(residuals, std::max<size_t>(o.train_sample, 16), o.seed + 1), width, o.seed,
+    threads);
   auto codes = quantizer.encode(residuals, directions,
                                 anisotropic_eta(o.anisotropic_threshold, coded), threads);
   auto sub = quantizer.subspaces();
   std::vector<uint8_t> packed_lists;
   for (size_t l = 0; l < lists; ++l) {
     auto first = p.list_offsets[l], count = p.list_offsets[l + 1] - first;
-    auto packed = pack_codes(std::span<const uint8_t>{codes}.subspan(first * sub, count * sub),
-                             count, sub);
+    auto packed =
+      pack_codes(std::span<const uint8_t>{codes}.subspan(first * sub, count * sub), count, sub);
     packed_lists.insert(packed_lists.end(), packed.begin(), packed.end());
   }
   p.codes = shared_array<uint8_t>{std::move(packed_lists)};
@@ -210,8 +208,7 @@ plain_expected<ivf_pq_index> ivf_pq_index::from_parts(ivf_pq_parts p) {
   auto width = static_cast<size_t>(p.codebooks.cols());
   auto sub = static_cast<size_t>(p.codebooks.rows()) / codes_per_subspace;
   auto coded = p.exact_last_dim ? dim - 1 : dim;
-  if (width == 0 || p.codebooks.rows() % 16 != 0 || sub * width < coded ||
-      sub > max_subspaces)
+  if (width == 0 || p.codebooks.rows() % 16 != 0 || sub * width < coded || sub > max_subspaces)
     return corrupt("codebooks do not match the dimension");
   size_t blocks = 0;
   for (size_t l = 0; l < lists; ++l)
@@ -303,8 +300,7 @@ std::vector<hit> ivf_pq_index::search_one(const float* query, const float* list_
                                           const ivf_pq_search_options& o,
                                           search_scratch& scratch) const {
   auto sub = quantizer_.subspaces();
-  auto table = quantize_table(
-    quantizer_.inner_product_table({query, quantizer_.dim()}), sub);
+  auto table = quantize_table(quantizer_.inner_product_table({query, quantizer_.dim()}), sub);
   // Lists are probed by q.c + w |q| radius: with item norms that vary, a list whose centroid
   // scores low may still hold the best item (w = 1: a bound on its best score).
   auto weight = o.radius_weight *
@@ -391,27 +387,27 @@ std::vector<hit> ivf_pq_index::search_one(const float* query, const float* list_
   return std::move(best).sorted();
 }
 
-plain_expected<std::vector<std::vector<hit>>>
-ivf_pq_index::search(const row_matrix& queries, size_t k, const ivf_pq_search_options& o) const {
+plain_expected<std::vector<std::vector<hit>>> ivf_pq_index::search(
+  const row_matrix& queries, size_t k, const ivf_pq_search_options& o) const {
   if (auto err = check_queries(queries, dim(), size(), k))
     return err;
   std::vector<std::vector<hit>> result(static_cast<size_t>(queries.rows()));
-  parallel_ranges(result.size(), std::max<uint32_t>(o.threads, 1),
-                  [&](size_t, size_t begin, size_t end) {
-    // Centroid scores of 64 queries at a time.
-    constexpr size_t step = 64;
-    row_matrix scores;
-    search_scratch scratch;
-    for (auto first = begin; first < end; first += step) {
-      auto n = static_cast<Eigen::Index>(std::min(step, end - first));
-      scores.noalias() =
-        queries.middleRows(static_cast<Eigen::Index>(first), n) * parts_.centroids.transpose();
-      for (Eigen::Index q = 0; q < n; ++q)
-        result[first + static_cast<size_t>(q)] =
-          search_one(queries.row(static_cast<Eigen::Index>(first) + q).data(),
-                     scores.row(q).data(), k, o, scratch);
-    }
-  });
+  parallel_ranges(
+    result.size(), std::max<uint32_t>(o.threads, 1), [&](size_t, size_t begin, size_t end) {
+      // Centroid scores of 64 queries at a time.
+      constexpr size_t step = 64;
+      row_matrix scores;
+      search_scratch scratch;
+      for (auto first = begin; first < end; first += step) {
+        auto n = static_cast<Eigen::Index>(std::min(step, end - first));
+        scores.noalias() =
+          queries.middleRows(static_cast<Eigen::Index>(first), n) * parts_.centroids.transpose();
+        for (Eigen::Index q = 0; q < n; ++q)
+          result[first + static_cast<size_t>(q)] =
+            search_one(queries.row(static_cast<Eigen::Index>(first) + q).data(),
+                       scores.row(q).data(), k, o, scratch);
+      }
+    });
   return result;
 }
 

@@ -68,12 +68,12 @@ struct ivf_pq_search_options {
 /// be views of mapped files). Items are in list order: list l holds rows [list_offsets[l],
 /// list_offsets[l + 1]).
 struct ivf_pq_parts {
-  row_matrix centroids;                // lists x dim
-  row_matrix codebooks;                // product_quantizer::codebooks()
-  std::vector<uint64_t> list_offsets;  // lists + 1
-  shared_array<uint8_t> codes;         // fast_scan blocks, list by list, each from a new block
-  shared_array<float> items;           // items x dim, row-major: exact vectors for re-ranking
-  shared_array<uint64_t> ids;          // ids[row] names item row `row` in hits
+  row_matrix centroids;               // lists x dim
+  row_matrix codebooks;               // product_quantizer::codebooks()
+  std::vector<uint64_t> list_offsets; // lists + 1
+  shared_array<uint8_t> codes;        // fast_scan blocks, list by list, each from a new block
+  shared_array<float> items;          // items x dim, row-major: exact vectors for re-ranking
+  shared_array<uint64_t> ids;         // ids[row] names item row `row` in hits
   /// The codes cover the first dim - 1 dimensions; the last is scored exactly
   /// (ivf_pq_options::exact_last_dim).
   bool exact_last_dim = false;
@@ -100,8 +100,8 @@ public:
 
   /// For each query, k hits, best first by exact inner product among the re-ranked candidates
   /// (ties by id). Refuses bad queries as check_queries does.
-  plain_expected<std::vector<std::vector<hit>>>
-  search(const row_matrix& queries, size_t k, const ivf_pq_search_options& o) const;
+  plain_expected<std::vector<std::vector<hit>>> search(const row_matrix& queries, size_t k,
+                                                       const ivf_pq_search_options& o) const;
 
 private:
   explicit ivf_pq_index(ivf_pq_parts parts);

@@ -30,8 +30,7 @@ void assign_range(const row_matrix& points, const row_matrix& centroids,
       auto top = scores.row(r).maxCoeff(&best);
       nearest[static_cast<size_t>(first + r)] = static_cast<uint32_t>(best);
       if (distance != nullptr)
-        (*distance)[static_cast<size_t>(first + r)] =
-          points.row(first + r).squaredNorm() - 2 * top;
+        (*distance)[static_cast<size_t>(first + r)] = points.row(first + r).squaredNorm() - 2 * top;
     }
   }
 }
@@ -78,8 +77,8 @@ row_matrix kmeans(const row_matrix& points, const kmeans_options& o) {
         centroids.row(row) = (sums.row(row) / static_cast<double>(counts[c])).cast<float>();
         continue;
       }
-      auto far = static_cast<size_t>(std::max_element(distance.begin(), distance.end()) -
-                                     distance.begin());
+      auto far =
+        static_cast<size_t>(std::max_element(distance.begin(), distance.end()) - distance.begin());
       centroids.row(row) = points.row(static_cast<Eigen::Index>(far));
       distance[far] = -1; // not chosen again this iteration
     }

@@ -41,11 +41,11 @@ product_quantizer product_quantizer::train(const row_matrix& sample, size_t dims
   parallel_ranges(subspaces, threads, [&](size_t, size_t begin, size_t end) {
     for (auto m = begin; m < end; ++m) {
       auto first = static_cast<Eigen::Index>(m * dims_per_subspace);
-      auto width = std::min<Eigen::Index>(static_cast<Eigen::Index>(dims_per_subspace),
-                                          sample.cols() - first);
+      auto width =
+        std::min<Eigen::Index>(static_cast<Eigen::Index>(dims_per_subspace), sample.cols() - first);
       row_matrix piece = sample.middleCols(first, width);
-      auto words = kmeans(piece, {.clusters = 16, .iterations = codebook_iterations,
-                                  .seed = seed + m});
+      auto words =
+        kmeans(piece, {.clusters = 16, .iterations = codebook_iterations, .seed = seed + m});
       codebooks.block(static_cast<Eigen::Index>(m * 16), 0, words.rows(), width) = words;
     }
   });
@@ -77,7 +77,8 @@ std::vector<uint8_t> product_quantizer::encode(const row_matrix& vectors,
     for (auto i = begin; i < end; ++i) {
       std::fill(r.begin(), r.end(), 0.0f);
       std::fill(u.begin(), u.end(), 0.0f);
-      Eigen::Map<Eigen::RowVectorXf>{r.data(), vectors.cols()} = vectors.row(static_cast<Eigen::Index>(i));
+      Eigen::Map<Eigen::RowVectorXf>{r.data(), vectors.cols()} =
+        vectors.row(static_cast<Eigen::Index>(i));
       if (anisotropic) {
         Eigen::Map<Eigen::RowVectorXf> dir{u.data(), directions.cols()};
         dir = directions.row(static_cast<Eigen::Index>(i));

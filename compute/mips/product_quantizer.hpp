@@ -24,8 +24,8 @@ public:
   /// Codebooks for vectors of dimension `dim` cut into pieces of `dims_per_subspace` (the last
   /// piece may be shorter), each trained by k-means over the pieces of `sample`.
   /// Preconditions: sample.cols() == dim, sample.rows() >= 16, dims_per_subspace >= 1.
-  static product_quantizer train(const row_matrix& sample, size_t dims_per_subspace,
-                                 uint64_t seed, uint32_t threads = 1);
+  static product_quantizer train(const row_matrix& sample, size_t dims_per_subspace, uint64_t seed,
+                                 uint32_t threads = 1);
 
   /// Rebuilds a trained quantizer from its codebooks (subspaces * 16 rows of
   /// dims_per_subspace, zero past `dim`).

@@ -112,13 +112,13 @@ std::vector<uint32_t> balanced_expert_ranges(const dispatch_plan& plan, size_t p
   return bounds;
 }
 
-#define DARCY_MOE_DISPATCH(T)                                                                \
-  template dispatch_plan make_plan<T>(const matrix_t<T>&);                                  \
-  template matrix_t<T> dispatch<T>(const matrix_t<T>&, const dispatch_plan&, size_t);       \
-  template matrix_t<T> dispatch_backward<T>(const matrix_t<T>&, const dispatch_plan&, size_t); \
-  template matrix_t<T> combine<T>(const matrix_t<T>&, const dispatch_plan&, size_t);        \
-  template void combine_backward<T>(const matrix_t<T>&, const matrix_t<T>&,                 \
-                                    const dispatch_plan&, matrix_t<T>&, matrix_t<T>&, size_t);
+#define DARCY_MOE_DISPATCH(T)                                                                     \
+  template dispatch_plan make_plan<T>(const matrix_t<T>&);                                        \
+  template matrix_t<T> dispatch<T>(const matrix_t<T>&, const dispatch_plan&, size_t);             \
+  template matrix_t<T> dispatch_backward<T>(const matrix_t<T>&, const dispatch_plan&, size_t);    \
+  template matrix_t<T> combine<T>(const matrix_t<T>&, const dispatch_plan&, size_t);              \
+  template void combine_backward<T>(const matrix_t<T>&, const matrix_t<T>&, const dispatch_plan&, \
+                                    matrix_t<T>&, matrix_t<T>&, size_t);
 DARCY_MOE_DISPATCH(float)
 DARCY_MOE_DISPATCH(double)
 #undef DARCY_MOE_DISPATCH

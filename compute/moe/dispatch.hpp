@@ -25,7 +25,9 @@ struct dispatch_plan {
   std::vector<uint32_t> row_slots;
   uint32_t batch = 0;
 
-  uint32_t experts() const { return offsets.empty() ? 0 : static_cast<uint32_t>(offsets.size() - 1); }
+  uint32_t experts() const {
+    return offsets.empty() ? 0 : static_cast<uint32_t>(offsets.size() - 1);
+  }
   uint32_t slots() const { return static_cast<uint32_t>(rows.size()); }
   uint32_t expert_batch(uint32_t e) const { return offsets[e + 1] - offsets[e]; }
 };
@@ -40,8 +42,7 @@ matrix_t<T> dispatch(const matrix_t<T>& x, const dispatch_plan& plan, size_t thr
 
 /// batch × d: dx of dispatch for dL/d(dispatched) = `d`, rows added back where they came from.
 template <class T>
-matrix_t<T> dispatch_backward(const matrix_t<T>& d, const dispatch_plan& plan,
-                              size_t threads = 1);
+matrix_t<T> dispatch_backward(const matrix_t<T>& d, const dispatch_plan& plan, size_t threads = 1);
 
 /// batch × d: y.row(rows[s]) += gates[s] · out.row(s).
 template <class T>

@@ -38,8 +38,7 @@ void expert<T>::forward(const in_ref& in, out_ref hidden, out_ref out) const {
 }
 
 template <class T>
-void expert<T>::backward(const in_ref& in, const in_ref& hidden, const in_ref& dout,
-                         out_ref din) {
+void expert<T>::backward(const in_ref& in, const in_ref& hidden, const in_ref& dout, out_ref din) {
   if (!ffn_) {
     nn::gemm<T>(in, true, dout, false, w1_.grad, T{1});
     nn::gemm<T>(dout, false, w1_.value, true, din, T{0});

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "compute/moe/masks.hpp"
 #include "compute/nn/parallel_product.hpp"
@@ -80,9 +80,11 @@ matrix_t<T> gate_noise(const gating_config& cfg, uint64_t step, Eigen::Index row
 
 template <class T>
 gate<T>::gate(uint32_t input_dim, const gating_config& cfg)
-  : cfg_(cfg), w_gate_("w_gate", matrix::Zero(input_dim, cfg.experts)),
+  : cfg_(cfg),
+    w_gate_("w_gate", matrix::Zero(input_dim, cfg.experts)),
     w_noise_("w_noise", matrix::Zero(input_dim, cfg.experts)),
-    thresholds_("thresholds", matrix::Zero(1, cfg.experts)) {}
+    thresholds_("thresholds", matrix::Zero(1, cfg.experts)) {
+}
 
 template <class T>
 parameter_list<T> gate<T>::parameters() {
@@ -119,8 +121,7 @@ auto gate<T>::forward(const matrix& x) -> matrix {
       mask_ = batchwise_;
       auto thresholded = threshold_mask<T>(softmax_, thresholds_.value);
       agreement_ = mask_agreement<T>(thresholded, batchwise_);
-      threshold_loss_ =
-        batchwise_threshold_loss<T>(softmax_, thresholds_.value, batchwise_).value;
+      threshold_loss_ = batchwise_threshold_loss<T>(softmax_, thresholds_.value, batchwise_).value;
     } else {
       mask_ = threshold_mask<T>(softmax_, thresholds_.value);
     }

@@ -11,8 +11,8 @@ plain_error validate(const gating_config& primary, const moe_config& group) {
 }
 
 template <class T>
-plain_expected<std::unique_ptr<hierarchical_moe<T>>>
-hierarchical_moe<T>::make(const gating_config& primary, const moe_config& group) {
+plain_expected<std::unique_ptr<hierarchical_moe<T>>> hierarchical_moe<T>::make(
+  const gating_config& primary, const moe_config& group) {
   if (auto err = validate(primary, group))
     return err;
   std::vector<std::unique_ptr<moe_layer<T>>> groups;
@@ -30,7 +30,8 @@ hierarchical_moe<T>::make(const gating_config& primary, const moe_config& group)
 template <class T>
 hierarchical_moe<T>::hierarchical_moe(uint32_t dim, const gating_config& primary,
                                       std::vector<std::unique_ptr<moe_layer<T>>> groups)
-  : dim_(dim), primary_(dim, primary), groups_(std::move(groups)) {}
+  : dim_(dim), primary_(dim, primary), groups_(std::move(groups)) {
+}
 
 template <class T>
 auto hierarchical_moe<T>::forward(const matrix& x) -> matrix {

@@ -15,10 +15,9 @@ std::vector<Eigen::Index> largest(Eigen::Index n, uint32_t count, At at) {
   std::vector<Eigen::Index> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), Eigen::Index{0});
   if (count < order.size())
-    std::nth_element(order.begin(), order.begin() + count, order.end(),
-                     [&](Eigen::Index a, Eigen::Index b) {
-                       return at(a) > at(b) || (at(a) == at(b) && a < b);
-                     });
+    std::nth_element(
+      order.begin(), order.begin() + count, order.end(),
+      [&](Eigen::Index a, Eigen::Index b) { return at(a) > at(b) || (at(a) == at(b) && a < b); });
   order.resize(count);
   return order;
 }
@@ -90,14 +89,13 @@ loss_and_grad<T> cv_squared(const matrix_t<T>& values) {
   auto variance = centered.squaredNorm() / n;
   out.value = variance / (mean * mean);
   // d var / d v_i = 2 (v_i − mean) / n; d mean / d v_i = 1 / n.
-  out.grad = (centered * (T{2} / (n * mean * mean))).array() -
-             T{2} * variance / (n * mean * mean * mean);
+  out.grad =
+    (centered * (T{2} / (n * mean * mean))).array() - T{2} * variance / (n * mean * mean * mean);
   return out;
 }
 
 template <class T>
-loss_and_grad<T> batchwise_threshold_loss(const matrix_t<T>& values,
-                                          const matrix_t<T>& thresholds,
+loss_and_grad<T> batchwise_threshold_loss(const matrix_t<T>& values, const matrix_t<T>& thresholds,
                                           const matrix_t<T>& batchwise) {
   auto b = static_cast<T>(std::max<Eigen::Index>(values.rows(), 1));
   matrix_t<T> disagreement = threshold_mask<T>(values, thresholds) - batchwise;
@@ -108,15 +106,15 @@ loss_and_grad<T> batchwise_threshold_loss(const matrix_t<T>& values,
   return out;
 }
 
-#define DARCY_MOE_MASKS(T)                                                                   \
-  template matrix_t<T> top_k_mask<T>(const matrix_t<T>&, uint32_t);                         \
-  template matrix_t<T> batchwise_mask<T>(const matrix_t<T>&, uint32_t);                     \
-  template matrix_t<T> threshold_mask<T>(const matrix_t<T>&, const matrix_t<T>&);           \
-  template double mask_agreement<T>(const matrix_t<T>&, const matrix_t<T>&);                \
-  template loss_and_grad<T> balance_loss<T>(const matrix_t<T>&);                            \
-  template loss_and_grad<T> cv_squared<T>(const matrix_t<T>&);                              \
-  template loss_and_grad<T> batchwise_threshold_loss<T>(const matrix_t<T>&,                 \
-                                                        const matrix_t<T>&, const matrix_t<T>&);
+#define DARCY_MOE_MASKS(T)                                                                      \
+  template matrix_t<T> top_k_mask<T>(const matrix_t<T>&, uint32_t);                             \
+  template matrix_t<T> batchwise_mask<T>(const matrix_t<T>&, uint32_t);                         \
+  template matrix_t<T> threshold_mask<T>(const matrix_t<T>&, const matrix_t<T>&);               \
+  template double mask_agreement<T>(const matrix_t<T>&, const matrix_t<T>&);                    \
+  template loss_and_grad<T> balance_loss<T>(const matrix_t<T>&);                                \
+  template loss_and_grad<T> cv_squared<T>(const matrix_t<T>&);                                  \
+  template loss_and_grad<T> batchwise_threshold_loss<T>(const matrix_t<T>&, const matrix_t<T>&, \
+                                                        const matrix_t<T>&);
 DARCY_MOE_MASKS(float)
 DARCY_MOE_MASKS(double)
 #undef DARCY_MOE_MASKS

@@ -52,8 +52,7 @@ loss_and_grad<T> cv_squared(const matrix_t<T>& values);
 /// (x_i − T_i) / |X|, with its gradient with respect to T (1 × n). The values are taken as
 /// constants: this loss trains the thresholds only.
 template <class T>
-loss_and_grad<T> batchwise_threshold_loss(const matrix_t<T>& values,
-                                          const matrix_t<T>& thresholds,
+loss_and_grad<T> batchwise_threshold_loss(const matrix_t<T>& values, const matrix_t<T>& thresholds,
                                           const matrix_t<T>& batchwise);
 
 } // namespace darcy::compute::moe

@@ -8,7 +8,9 @@ namespace darcy::compute::nn {
 template <class T>
 dense<T>::dense(Eigen::Index in, Eigen::Index out, std::mt19937_64& rng, bool bias)
   : weights_("weights", glorot_uniform<T>(in, out, rng)),
-    bias_("bias", matrix::Zero(1, bias ? out : 0)), has_bias_(bias) {}
+    bias_("bias", matrix::Zero(1, bias ? out : 0)),
+    has_bias_(bias) {
+}
 
 template <class T>
 auto dense<T>::forward(const matrix& x) -> matrix {

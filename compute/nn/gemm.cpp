@@ -7,8 +7,7 @@
 #ifdef DARCY_HAVE_BLAS
 extern "C" void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
                        const int* k, const float* alpha, const float* a, const int* lda,
-                       const float* b, const int* ldb, const float* beta, float* c,
-                       const int* ldc);
+                       const float* b, const int* ldb, const float* beta, float* c, const int* ldc);
 #endif
 
 namespace darcy::compute::nn {
@@ -64,8 +63,8 @@ void gemm<double>(const const_ref<double>& a, bool trans_a, const const_ref<doub
 // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, and a row-major matrix is its
 // own transpose in column-major storage: so BLAS gets B first, then A, each with its own flag.
 template <>
-void gemm<float>(const const_ref<float>& a, bool trans_a, const const_ref<float>& b,
-                 bool trans_b, mutable_ref<float> c, float beta) {
+void gemm<float>(const const_ref<float>& a, bool trans_a, const const_ref<float>& b, bool trans_b,
+                 mutable_ref<float> c, float beta) {
 #ifdef DARCY_HAVE_BLAS
   int m = static_cast<int>(c.rows());
   int n = static_cast<int>(c.cols());

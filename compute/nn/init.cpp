@@ -28,9 +28,9 @@ matrix_t<T> normal(Eigen::Index rows, Eigen::Index cols, T stddev, std::mt19937_
   return m;
 }
 
-#define DARCY_NN_INIT(T)                                                                     \
-  template matrix_t<T> glorot_uniform<T>(Eigen::Index, Eigen::Index, std::mt19937_64&);      \
-  template matrix_t<T> uniform<T>(Eigen::Index, Eigen::Index, T, std::mt19937_64&);         \
+#define DARCY_NN_INIT(T)                                                                \
+  template matrix_t<T> glorot_uniform<T>(Eigen::Index, Eigen::Index, std::mt19937_64&); \
+  template matrix_t<T> uniform<T>(Eigen::Index, Eigen::Index, T, std::mt19937_64&);     \
   template matrix_t<T> normal<T>(Eigen::Index, Eigen::Index, T, std::mt19937_64&);
 DARCY_NN_INIT(float)
 DARCY_NN_INIT(double)

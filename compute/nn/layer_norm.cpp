@@ -6,7 +6,8 @@ namespace darcy::compute::nn {
 
 template <class T>
 layer_norm<T>::layer_norm(Eigen::Index dim, T eps)
-  : gain_("gain", matrix::Ones(1, dim)), bias_("bias", matrix::Zero(1, dim)), eps_(eps) {}
+  : gain_("gain", matrix::Ones(1, dim)), bias_("bias", matrix::Zero(1, dim)), eps_(eps) {
+}
 
 template <class T>
 auto layer_norm<T>::forward(const matrix& x) -> matrix {
@@ -36,8 +37,7 @@ auto layer_norm<T>::backward(const matrix& dy) -> matrix {
   for (Eigen::Index r = 0; r < dy.rows(); ++r) {
     auto mean_g = g.row(r).sum() / n;
     auto mean_gx = g.row(r).dot(normalized_.row(r)) / n;
-    dx.row(r) = ((g.row(r).array() - mean_g) - normalized_.row(r).array() * mean_gx) *
-                inv_std_(r);
+    dx.row(r) = ((g.row(r).array() - mean_g) - normalized_.row(r).array() * mean_gx) * inv_std_(r);
   }
   return dx;
 }

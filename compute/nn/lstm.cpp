@@ -16,7 +16,8 @@ T sigmoid(T x) {
 template <class T>
 lstm<T>::lstm(Eigen::Index in, Eigen::Index hidden, std::mt19937_64& rng)
   : w_("w", glorot_uniform<T>(in, 4 * hidden, rng)),
-    u_("u", glorot_uniform<T>(hidden, 4 * hidden, rng)), b_("b", matrix::Zero(1, 4 * hidden)) {
+    u_("u", glorot_uniform<T>(hidden, 4 * hidden, rng)),
+    b_("b", matrix::Zero(1, 4 * hidden)) {
   b_.value.block(0, hidden, 1, hidden).setOnes();
 }
 

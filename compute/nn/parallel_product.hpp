@@ -28,28 +28,24 @@ void parallel_product(const matrix_t<T>& a, bool trans_a, const matrix_t<T>& b, 
     return;
   }
   auto by_rows = rows >= cols;
-  parallel_ranges(static_cast<size_t>(by_rows ? rows : cols), threads,
-                  [&](size_t, size_t begin, size_t end) {
-                    auto n = static_cast<Eigen::Index>(end - begin);
-                    auto first = static_cast<Eigen::Index>(begin);
-                    if (by_rows) {
-                      // Rows of op(a): rows of a, or columns of a transposed.
-                      if (trans_a)
-                        gemm<T>(a.middleCols(first, n), true, b, trans_b,
-                                c.middleRows(first, n), beta);
-                      else
-                        gemm<T>(a.middleRows(first, n), false, b, trans_b,
-                                c.middleRows(first, n), beta);
-                    } else {
-                      // Columns of op(b): columns of b, or rows of b transposed.
-                      if (trans_b)
-                        gemm<T>(a, trans_a, b.middleRows(first, n), true,
-                                c.middleCols(first, n), beta);
-                      else
-                        gemm<T>(a, trans_a, b.middleCols(first, n), false,
-                                c.middleCols(first, n), beta);
-                    }
-                  });
+  parallel_ranges(
+    static_cast<size_t>(by_rows ? rows : cols), threads, [&](size_t, size_t begin, size_t end) {
+      auto n = static_cast<Eigen::Index>(end - begin);
+      auto first = static_cast<Eigen::Index>(begin);
+      if (by_rows) {
+        // Rows of op(a): rows of a, or columns of a transposed.
+        if (trans_a)
+          gemm<T>(a.middleCols(first, n), true, b, trans_b, c.middleRows(first, n), beta);
+        else
+          gemm<T>(a.middleRows(first, n), false, b, trans_b, c.middleRows(first, n), beta);
+      } else {
+        // Columns of op(b): columns of b, or rows of b transposed.
+        if (trans_b)
+          gemm<T>(a, trans_a, b.middleRows(first, n), true, c.middleCols(first, n), beta);
+        else
+          gemm<T>(a, trans_a, b.middleCols(first, n), false, c.middleCols(first, n), beta);
+      }
+    });
 }
 
 } // namespace darcy::compute::nn

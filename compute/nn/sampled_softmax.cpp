@@ -19,9 +19,9 @@ plain_expected<sampled_candidates> draw_candidates(const candidate_distribution&
   positives.erase(std::unique(positives.begin(), positives.end()), positives.end());
   if (draw == negative_draw::remove_accidental_hits) {
     if (!positives.empty() && positives.back() >= dist.size())
-      return plain_error{errc::invalid_argument,
-                         "label " + std::to_string(positives.back()) + " is outside the " +
-                           std::to_string(dist.size()) + " candidates"};
+      return plain_error{errc::invalid_argument, "label " + std::to_string(positives.back()) +
+                                                   " is outside the " +
+                                                   std::to_string(dist.size()) + " candidates"};
     positives.clear();
   }
   auto drawn = sample(dist, positives, num_sampled, rng);
@@ -66,8 +66,8 @@ T sampled_softmax<T>::forward(const matrix& h, const matrix& weights, const matr
   std::unordered_map<uint32_t, std::vector<Eigen::Index>> examples_of;
   for (Eigen::Index i = 0; i < b; ++i) {
     auto row = candidates.label_index[i];
-    logits(i, 0) = h.row(i).dot(weights.row(row)) + bias(0, row) -
-                   static_cast<T>(candidates.log_q[row]);
+    logits(i, 0) =
+      h.row(i).dot(weights.row(row)) + bias(0, row) - static_cast<T>(candidates.log_q[row]);
     examples_of[row].push_back(i);
   }
   // Accidental hits: a draw of the example's own label is no negative of it.

@@ -25,7 +25,8 @@ struct parameter {
 
   parameter() = default;
   parameter(std::string name, matrix_t<T> initial)
-    : name(std::move(name)), value(std::move(initial)),
+    : name(std::move(name)),
+      value(std::move(initial)),
       grad(matrix_t<T>::Zero(value.rows(), value.cols())) {}
 
   void zero_grad() { grad.setZero(); }

@@ -40,8 +40,8 @@ struct member_info {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, member_info& x) {
-  return f(caf::meta::type_name("member_info"), x.name, x.host, x.port, x.pid, x.gpus,
-           x.agent, x.joined_ms, x.state, x.reason, x.incarnation, x.http_port);
+  return f(caf::meta::type_name("member_info"), x.name, x.host, x.port, x.pid, x.gpus, x.agent,
+           x.joined_ms, x.state, x.reason, x.incarnation, x.http_port);
 }
 
 /// A named service: `name` resolves to `actor`, which lives on node `node`.
@@ -79,8 +79,8 @@ struct cluster_event {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_event& x) {
-  return f(caf::meta::type_name("cluster_event"), x.kind, x.node, x.service, x.actor,
-           x.reason, x.incarnation);
+  return f(caf::meta::type_name("cluster_event"), x.kind, x.node, x.service, x.actor, x.reason,
+           x.incarnation);
 }
 
 /// A snapshot of the whole cluster, answered to `status`.

@@ -22,8 +22,7 @@ struct probe_spec {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, probe_spec& x) {
-  return f(caf::meta::type_name("probe_spec"), x.host, x.port, x.count, x.payload_bytes,
-           x.window);
+  return f(caf::meta::type_name("probe_spec"), x.host, x.port, x.count, x.payload_bytes, x.window);
 }
 
 struct probe_result {
@@ -37,8 +36,8 @@ struct probe_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, probe_result& x) {
-  return f(caf::meta::type_name("probe_result"), x.count, x.payload_bytes, x.window,
-           x.seconds, x.latencies_ns);
+  return f(caf::meta::type_name("probe_result"), x.count, x.payload_bytes, x.window, x.seconds,
+           x.latencies_ns);
 }
 
 } // namespace darcy

@@ -23,8 +23,7 @@ struct request_context {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, request_context& x) {
-  return f(caf::meta::type_name("request_context"), x.deadline_us, x.principal, x.app,
-           x.trace_id);
+  return f(caf::meta::type_name("request_context"), x.deadline_us, x.principal, x.app, x.trace_id);
 }
 
 /// Now, in the unit of request_context::deadline_us.

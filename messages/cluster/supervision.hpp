@@ -61,8 +61,8 @@ struct supervisor_spec {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, supervisor_spec& x) {
-  return f(caf::meta::type_name("supervisor_spec"), x.name, x.strategy, x.intensity,
-           x.period_ms, x.children);
+  return f(caf::meta::type_name("supervisor_spec"), x.name, x.strategy, x.intensity, x.period_ms,
+           x.children);
 }
 
 /// A child as its supervisor sees it; `actor` is invalid while it is not running.
@@ -98,8 +98,8 @@ struct supervisor_event {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, supervisor_event& x) {
-  return f(caf::meta::type_name("supervisor_event"), x.kind, x.supervisor, x.child, x.node,
-           x.actor, x.reason);
+  return f(caf::meta::type_name("supervisor_event"), x.kind, x.supervisor, x.child, x.node, x.actor,
+           x.reason);
 }
 
 } // namespace darcy

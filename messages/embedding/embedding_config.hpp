@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-
 namespace darcy {
 
 enum class init_kind : uint8_t { zeros = 0, uniform = 1, normal = 2, truncated_normal = 3 };
@@ -24,8 +23,7 @@ struct initializer_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, initializer_config& x) {
-  return f(x.kind, x.low, x.high, x.mean, x.stddev,
-           x.seed);
+  return f(x.kind, x.low, x.high, x.mean, x.stddev, x.seed);
 }
 
 enum class optimizer_kind : uint8_t { sgd = 0, adagrad = 1, momentum = 2, adam = 3, ftrl = 4 };
@@ -49,8 +47,8 @@ struct optimizer_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, optimizer_config& x) {
-  return f(x.kind, x.learning_rate,
-           x.initial_accumulator, x.momentum, x.nesterov, x.beta1, x.beta2, x.epsilon, x.l1, x.l2);
+  return f(x.kind, x.learning_rate, x.initial_accumulator, x.momentum, x.nesterov, x.beta1, x.beta2,
+           x.epsilon, x.l1, x.l2);
 }
 
 /// none: every key gets a row. frequency: a key gets a row at its min_count-th sighting (exact
@@ -121,9 +119,8 @@ struct de_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, de_config& x) {
-  return f(x.name, x.dim, x.init, x.optimizer, x.admission,
-           x.eviction, x.backend, x.path, x.cache_bytes, x.staleness_ms, x.read_only,
-           x.default_value, x.max_batch);
+  return f(x.name, x.dim, x.init, x.optimizer, x.admission, x.eviction, x.backend, x.path,
+           x.cache_bytes, x.staleness_ms, x.read_only, x.default_value, x.max_batch);
 }
 
 std::string to_string(init_kind x);

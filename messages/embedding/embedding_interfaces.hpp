@@ -86,8 +86,7 @@ struct sample_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_stats& x) {
-  return f(caf::meta::type_name("sample_stats"), x.freqs, x.counts, x.positives,
-           x.positive_freqs);
+  return f(caf::meta::type_name("sample_stats"), x.freqs, x.counts, x.positives, x.positive_freqs);
 }
 
 /// What one shard draws: `count` negatives, weighing a row of frequency freqs[i] by
@@ -103,8 +102,8 @@ struct sample_plan {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_plan& x) {
-  return f(caf::meta::type_name("sample_plan"), x.freqs, x.weights, x.total_weight, x.count,
-           x.seed, x.positives);
+  return f(caf::meta::type_name("sample_plan"), x.freqs, x.weights, x.total_weight, x.count, x.seed,
+           x.positives);
 }
 
 /// Lookup handles a master, and each shard, keeps for backward before dropping the oldest.
@@ -167,25 +166,24 @@ using embedding_ops_actor = caf::typed_actor<
 /// answered ok, and a handle the shard does not hold (expired, or the shard restarted since
 /// the lookup) fails with errc::not_found and changes nothing. A shard keeps at most
 /// max_pending_lookups handles and 64 MiB of their keys, dropping the oldest.
-/// update(tables, grads, step, request_id) is the same without a lookup first. save_part(dir, id, index)
-/// writes one file per embedding under dir/id, and answers a repeated save of the same dir/id
-/// from memory without writing again; load_part(dir, manifest, index, count, request_id)
+/// update(tables, grads, step, request_id) is the same without a lookup first. save_part(dir, id,
+/// index) writes one file per embedding under dir/id, and answers a repeated save of the same
+/// dir/id from memory without writing again; load_part(dir, manifest, index, count, request_id)
 /// replaces the shard's tables with the manifest's rows that hash to `index` of `count`
 /// shards. update(..., request_id) and load_part apply a request id once: a repeat (a retry,
 /// or a late duplicate) among the last 65,536 ids is answered ok and changes nothing. Id 0 is
 /// never deduplicated.
 using embedding_shard_actor = embedding_ops_actor::extend<
-  caf::replies_to<lookup_atom, std::vector<table_keys>, uint64_t>::with<
-    std::vector<shared_floats>>,
+  caf::replies_to<lookup_atom, std::vector<table_keys>, uint64_t>::with<std::vector<shared_floats>>,
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
   caf::replies_to<update_atom, std::vector<table_keys>, std::vector<shared_floats>, int64_t,
                   uint64_t>::with<ok_atom>,
-  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>,
-                  int64_t, uint64_t>::with<ok_atom>,
+  caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>, int64_t,
+                  uint64_t>::with<ok_atom>,
   caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
   caf::replies_to<sample_part_atom, std::string, sample_plan>::with<sample_result>,
-  caf::replies_to<save_part_atom, std::string, std::string, uint32_t>::with<
-    std::vector<checkpoint_embedding>>,
+  caf::replies_to<save_part_atom, std::string, std::string,
+                  uint32_t>::with<std::vector<checkpoint_embedding>>,
   caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
                   uint64_t>::with<ok_atom>>;
 
@@ -219,14 +217,13 @@ using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
-  caf::replies_to<route_atom>::with<shard_route>,
-  caf::reacts_to<cluster_event>>;
+  caf::replies_to<route_atom>::with<shard_route>, caf::reacts_to<cluster_event>>;
 
 /// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out
 /// among the shards by their metadata. Errors: errc::unknown_embedding, errc::invalid_argument
 /// (no candidate other than the positives).
-using candidate_sampler_actor = caf::typed_actor<
-  caf::replies_to<sample_atom, std::string, std::vector<std::string>, uint32_t, sampler_kind,
-                  uint64_t>::with<sample_result>>;
+using candidate_sampler_actor =
+  caf::typed_actor<caf::replies_to<sample_atom, std::string, std::vector<std::string>, uint32_t,
+                                   sampler_kind, uint64_t>::with<sample_result>>;
 
 } // namespace darcy

@@ -66,8 +66,8 @@ public:
   friend bool operator==(const key_batch& a, const key_batch& b) {
     if (a.empty() || b.empty())
       return a.empty() == b.empty();
-    return a.rep_->bytes == b.rep_->bytes && a.rep_->offsets == b.rep_->offsets
-           && a.rep_->hashes == b.rep_->hashes;
+    return a.rep_->bytes == b.rep_->bytes && a.rep_->offsets == b.rep_->offsets &&
+           a.rep_->hashes == b.rep_->hashes;
   }
 
   template <class Inspector>
@@ -83,10 +83,10 @@ public:
     } else if constexpr (wire::is_deserializer<Inspector>) {
       uint8_t order = 0;
       auto r = std::make_shared<rep>();
-      auto err = caf::error::eval([&] { return f(order); },
-                                  [&] { return wire::load(f, r->bytes, order); },
-                                  [&] { return wire::load(f, r->offsets, order); },
-                                  [&] { return wire::load(f, r->hashes, order); });
+      auto err =
+        caf::error::eval([&] { return f(order); }, [&] { return wire::load(f, r->bytes, order); },
+                         [&] { return wire::load(f, r->offsets, order); },
+                         [&] { return wire::load(f, r->hashes, order); });
       if (err)
         return err;
       if (auto bad = validate(*r))
@@ -121,8 +121,8 @@ private:
   static caf::error validate(const rep& r) {
     if (r.offsets.empty() && r.hashes.empty() && r.bytes.empty())
       return {};
-    bool ok = r.offsets.size() == r.hashes.size() + 1 && r.offsets.front() == 0
-              && r.offsets.back() == r.bytes.size();
+    bool ok = r.offsets.size() == r.hashes.size() + 1 && r.offsets.front() == 0 &&
+              r.offsets.back() == r.bytes.size();
     for (size_t i = 1; ok && i < r.offsets.size(); ++i)
       ok = r.offsets[i - 1] <= r.offsets[i];
     return ok ? caf::error{} : caf::make_error(caf::sec::invalid_argument, "malformed key_batch");

@@ -85,8 +85,7 @@ using parameter_server_actor = caf::typed_actor<
   caf::replies_to<load_atom, ps_state>::with<ok_atom>,
   caf::replies_to<fetch_atom>::with<named_tensors, uint64_t>,
   caf::replies_to<backward_atom, uint64_t, uint64_t, named_tensors, double>::with<uint64_t>,
-  caf::replies_to<stats_atom>::with<double, uint64_t>,
-  caf::replies_to<save_atom>::with<ps_state>>;
+  caf::replies_to<stats_atom>::with<double, uint64_t>, caf::replies_to<save_atom>::with<ps_state>>;
 
 /// A training worker's spawn argument: the job it trains (a name its node knows, with the
 /// job's options as JSON text), its index among the workers, the parameter servers (variable i

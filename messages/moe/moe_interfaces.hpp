@@ -106,11 +106,11 @@ inline constexpr const char* moe_service_name = "moe";
 /// its file_info; asked again for the same name, it answers the same part without writing
 /// again. load (root, part) restores them from a part of any expert actor of the same shape,
 /// wherever it ran, and drops a pending forward.
-using expert_actor = caf::typed_actor<
-  caf::replies_to<forward_atom, row_block>::with<row_block>,
-  caf::replies_to<backward_atom, row_block>::with<row_block>,
-  caf::replies_to<save_atom, std::string, std::string>::with<file_info>,
-  caf::replies_to<load_atom, std::string, file_info>::with<ok_atom>>;
+using expert_actor =
+  caf::typed_actor<caf::replies_to<forward_atom, row_block>::with<row_block>,
+                   caf::replies_to<backward_atom, row_block>::with<row_block>,
+                   caf::replies_to<save_atom, std::string, std::string>::with<file_info>,
+                   caf::replies_to<load_atom, std::string, file_info>::with<ok_atom>>;
 
 /// The router of a synchronous MoE step. Replica r sends forward (its batch x) and later
 /// backward (its dL/dy) for the same step; the router answers every replica once all
@@ -136,15 +136,15 @@ using expert_actor = caf::typed_actor<
 /// replica index; save and load of its whole layer, as an index part listing its own parts),
 /// so that it can stand as one expert of another router: the secondary MoE of
 /// a hierarchical MoE, its own actor group under a data-parallel primary gate.
-using moe_router_actor = caf::typed_actor<
-  caf::replies_to<forward_atom, uint32_t, row_block>::with<row_block>,
-  caf::replies_to<backward_atom, uint32_t, row_block>::with<row_block>,
-  caf::replies_to<forward_atom, row_block>::with<row_block>,
-  caf::replies_to<backward_atom, row_block>::with<row_block>,
-  caf::replies_to<save_atom, std::string, std::string>::with<file_info>,
-  caf::replies_to<load_atom, std::string, file_info>::with<ok_atom>,
-  caf::replies_to<status_atom>::with<moe_router_status>,
-  caf::replies_to<save_atom, moe_save_request>::with<checkpoint_manifest>,
-  caf::replies_to<load_atom, std::string>::with<checkpoint_manifest>>;
+using moe_router_actor =
+  caf::typed_actor<caf::replies_to<forward_atom, uint32_t, row_block>::with<row_block>,
+                   caf::replies_to<backward_atom, uint32_t, row_block>::with<row_block>,
+                   caf::replies_to<forward_atom, row_block>::with<row_block>,
+                   caf::replies_to<backward_atom, row_block>::with<row_block>,
+                   caf::replies_to<save_atom, std::string, std::string>::with<file_info>,
+                   caf::replies_to<load_atom, std::string, file_info>::with<ok_atom>,
+                   caf::replies_to<status_atom>::with<moe_router_status>,
+                   caf::replies_to<save_atom, moe_save_request>::with<checkpoint_manifest>,
+                   caf::replies_to<load_atom, std::string>::with<checkpoint_manifest>>;
 
 } // namespace darcy

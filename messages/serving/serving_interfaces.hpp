@@ -23,10 +23,10 @@ namespace darcy {
 /// dimension, a NaN value, and k of 0 (errc::invalid_argument); k above the shard's items
 /// answers all of them. A batch answers each of its queries as topk(shard_query) would, in
 /// order; one bad query fails only itself.
-using serving_shard_actor = caf::typed_actor<
-  caf::replies_to<topk_atom, shard_query>::with<shard_hits>,
-  caf::replies_to<topk_atom, shard_batch>::with<shard_batch_hits>,
-  caf::replies_to<status_atom>::with<shard_status>>;
+using serving_shard_actor =
+  caf::typed_actor<caf::replies_to<topk_atom, shard_query>::with<shard_hits>,
+                   caf::replies_to<topk_atom, shard_batch>::with<shard_batch_hits>,
+                   caf::replies_to<status_atom>::with<shard_status>>;
 
 /// The root of one model. A load starts the version's shard servers under a supervisor, waits
 /// until every one of them answers, then loads the root sub-model, and only then switches
@@ -42,12 +42,11 @@ using serving_shard_actor = caf::typed_actor<
 /// load(context, version) answers the version loaded (empty: the newest); errc::access_denied
 /// unless the principal may manage, errc::not_found for an unknown version, and the load's
 /// error when a shard or the root cannot load (the serving version is kept).
-using serving_root_actor = caf::typed_actor<
-  caf::replies_to<topk_atom, topk_request>::with<topk_response>,
-  caf::replies_to<load_atom, request_context, std::string>::with<std::string>,
-  caf::replies_to<unload_atom, request_context>::with<ok_atom>,
-  caf::replies_to<status_atom>::with<model_status>,
-  caf::reacts_to<supervisor_event>,
-  caf::reacts_to<tick_atom, uint64_t>>;
+using serving_root_actor =
+  caf::typed_actor<caf::replies_to<topk_atom, topk_request>::with<topk_response>,
+                   caf::replies_to<load_atom, request_context, std::string>::with<std::string>,
+                   caf::replies_to<unload_atom, request_context>::with<ok_atom>,
+                   caf::replies_to<status_atom>::with<model_status>,
+                   caf::reacts_to<supervisor_event>, caf::reacts_to<tick_atom, uint64_t>>;
 
 } // namespace darcy

@@ -28,8 +28,8 @@ struct serving_shard_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, serving_shard_config& x) {
-  return f(caf::meta::type_name("serving_shard_config"), x.model_dir, x.model, x.version,
-           x.shard, x.probes, x.rerank);
+  return f(caf::meta::type_name("serving_shard_config"), x.model_dir, x.model, x.version, x.shard,
+           x.probes, x.rerank);
 }
 
 /// One query vector for one shard: its k best items.
@@ -91,8 +91,8 @@ struct shard_status {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_status& x) {
-  return f(caf::meta::type_name("shard_status"), x.model, x.version, x.shard, x.items,
-           x.answered, x.expired);
+  return f(caf::meta::type_name("shard_status"), x.model, x.version, x.shard, x.items, x.answered,
+           x.expired);
 }
 
 enum class query_kind : uint8_t {
@@ -138,8 +138,8 @@ struct topk_response {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topk_response& x) {
-  return f(caf::meta::type_name("topk_response"), x.version, x.ids, x.names, x.scores,
-           x.partial, x.missing_shards);
+  return f(caf::meta::type_name("topk_response"), x.version, x.ids, x.names, x.scores, x.partial,
+           x.missing_shards);
 }
 
 /// Latencies in fixed buckets (Prometheus' cumulative form is derived when rendering).

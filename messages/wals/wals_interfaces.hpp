@@ -50,7 +50,8 @@ typename Inspector::result_type inspect(Inspector& f, factor_snapshot& x) {
 ///   parts for this shard, or changes nothing and fails with errc::corrupt_file.
 using factor_shard_actor = caf::typed_actor<
   caf::replies_to<view_atom, wals_side, uint64_t>::with<factor_snapshot>,
-  caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, uint64_t, shared_floats>::with<ok_atom>,
+  caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, uint64_t,
+                  shared_floats>::with<ok_atom>,
   caf::replies_to<begin_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<commit_atom, uint64_t, wals_side>::with<ok_atom>,
   caf::replies_to<gram_atom, wals_side>::with<std::vector<float>>,
@@ -59,9 +60,8 @@ using factor_shard_actor = caf::typed_actor<
 
 /// A worker idles until a chief announces itself, then reports ready and solves each token it
 /// is handed, committing it to the chief that issued it.
-using wals_worker_actor = caf::typed_actor<
-  caf::reacts_to<chief_atom, caf::actor>,
-  caf::reacts_to<token_atom, wals_token, caf::actor>>;
+using wals_worker_actor = caf::typed_actor<caf::reacts_to<chief_atom, caf::actor>,
+                                           caf::reacts_to<token_atom, wals_token, caf::actor>>;
 
 /// The chief. ready(last, worker): the worker is idle, and `last` is the token it received
 /// last; a ready from a worker the chief gave a later token is stale and ignored.
@@ -71,11 +71,9 @@ using wals_worker_actor = caf::typed_actor<
 /// cluster_event (from the registry): the workers of a member declared down are fenced at
 /// once: their tokens are re-issued and nothing more is taken from them.
 using wals_chief_actor = caf::typed_actor<
-  caf::reacts_to<cluster_event>,
-  caf::reacts_to<ready_atom, wals_token_id, caf::actor>,
+  caf::reacts_to<cluster_event>, caf::reacts_to<ready_atom, wals_token_id, caf::actor>,
   caf::reacts_to<commit_atom, wals_commit, caf::actor>,
-  caf::replies_to<events_atom>::with<std::vector<wals_event>>,
-  caf::reacts_to<tick_atom>>;
+  caf::replies_to<events_atom>::with<std::vector<wals_event>>, caf::reacts_to<tick_atom>>;
 
 struct wals_chief_config {
   wals_params params;
@@ -103,8 +101,8 @@ struct wals_chief_config {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_chief_config& x) {
   return f(caf::meta::type_name("wals_chief_config"), x.params, x.rows, x.cols, x.row_blocks,
-           x.col_blocks, x.sweeps, x.checkpoint_dir, x.run_id, x.token_timeout_ms,
-           x.max_attempts, x.faults, x.workers, x.shards, x.listener);
+           x.col_blocks, x.sweeps, x.checkpoint_dir, x.run_id, x.token_timeout_ms, x.max_attempts,
+           x.faults, x.workers, x.shards, x.listener);
 }
 
 } // namespace darcy

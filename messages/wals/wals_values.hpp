@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-
 namespace darcy {
 
 /// f in the observed weight w = 1 + alpha * f(value).
@@ -44,8 +43,8 @@ struct wals_params {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_params& x) {
-  return f(x.dim, x.alpha, x.weight_fn, x.sigma, x.lambda,
-           x.solver, x.cg_steps, x.init_scale, x.seed);
+  return f(x.dim, x.alpha, x.weight_fn, x.sigma, x.lambda, x.solver, x.cg_steps, x.init_scale,
+           x.seed);
 }
 
 /// Where a worker finds the matrix. Every process that loads the same spec builds the same
@@ -73,9 +72,8 @@ struct wals_data_spec {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_data_spec& x) {
-  return f(x.format, x.path, x.row_features,
-           x.col_features, x.feature_value, x.skip_malformed, x.rows, x.cols, x.nnz, x.seed,
-           x.holdout, x.holdout_seed);
+  return f(x.format, x.path, x.row_features, x.col_features, x.feature_value, x.skip_malformed,
+           x.rows, x.cols, x.nnz, x.seed, x.holdout, x.holdout_seed);
 }
 
 /// The right to solve one block of one side in one phase. `epoch` names the phase of one chief
@@ -95,8 +93,7 @@ struct wals_token {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_token& x) {
-  return f(x.epoch, x.sweep, x.side, x.block, x.blocks,
-           x.attempt, x.gramian);
+  return f(x.epoch, x.sweep, x.side, x.block, x.blocks, x.attempt, x.gramian);
 }
 
 /// Which token a worker received last (epoch 0: none yet). A worker's ready names it, so that
@@ -128,8 +125,7 @@ struct wals_commit {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_commit& x) {
-  return f(x.epoch, x.block, x.attempt, x.rows, x.entries,
-           x.observed_loss);
+  return f(x.epoch, x.block, x.attempt, x.rows, x.entries, x.observed_loss);
 }
 
 /// Test-only fault injection. drop_block: the worker that receives the first issue of this block
@@ -149,8 +145,7 @@ struct wals_faults {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_faults& x) {
-  return f(x.drop_block, x.drop_sweep, x.stall_sweep,
-           x.pid_file, x.fail_block);
+  return f(x.drop_block, x.drop_sweep, x.stall_sweep, x.pid_file, x.fail_block);
 }
 
 struct wals_shard_config {
@@ -163,8 +158,7 @@ struct wals_shard_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_shard_config& x) {
-  return f(x.index, x.count, x.rows, x.cols,
-           x.params);
+  return f(x.index, x.count, x.rows, x.cols, x.params);
 }
 
 struct wals_worker_config {
@@ -195,8 +189,7 @@ struct wals_progress {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_progress& x) {
-  return f(x.sweep, x.side, x.sweeps, x.rows, x.entries,
-           x.loss, x.restored, x.done, x.failure);
+  return f(x.sweep, x.side, x.sweeps, x.rows, x.entries, x.loss, x.restored, x.done, x.failure);
 }
 
 /// One line of the chief's event log: what happened to which block in which phase.

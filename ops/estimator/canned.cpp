@@ -53,7 +53,8 @@ caf::expected<model_fn> build(canned_options o, bool deep, bool wide) {
       auto h = *x;
       for (size_t i = 0; i < p->hidden.size(); ++i) {
         auto name = "dnn/hidden" + std::to_string(i);
-        h = dropout(ctx, relu(ctx, dense(ctx, h, p->hidden[i], name)), p->dropout, name + "/dropout");
+        h =
+          dropout(ctx, relu(ctx, dense(ctx, h, p->hidden[i], name)), p->dropout, name + "/dropout");
       }
       logits = dense(ctx, h, units, "dnn/logits");
     }

@@ -14,8 +14,8 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
                            const worker_config& cfg, const std::atomic<bool>& stop) {
   auto options = nlohmann::json::parse(cfg.options, nullptr, false);
   if (options.is_discarded())
-    return make_error(errc::invalid_config, "worker " + std::to_string(cfg.index) +
-                                              ": the job's options are not JSON");
+    return make_error(errc::invalid_config,
+                      "worker " + std::to_string(cfg.index) + ": the job's options are not JSON");
   auto job = make_job(jobs, cfg.job, options);
   if (!job)
     return std::move(job.error());
@@ -24,8 +24,8 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
     // Lookups and backward passes go straight to the shards on the ps nodes: the chief's
     // master would add a hop each way, and its checkpoints are asynchronous ones anyway (the
     // dense variables are read from the servers while the workers train).
-    auto s = session::attach(sys, {.embedding_service = job_embedding_service,
-                                   .direct_shards = true});
+    auto s =
+      session::attach(sys, {.embedding_service = job_embedding_service, .direct_shards = true});
     if (!s)
       return std::move(s.error());
     embeddings = std::move(*s);
@@ -34,8 +34,8 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
   if (!fn)
     return std::move(fn.error());
   if (cfg.servers.empty())
-    return make_error(errc::invalid_config, "worker " + std::to_string(cfg.index) +
-                                              ": no parameter servers");
+    return make_error(errc::invalid_config,
+                      "worker " + std::to_string(cfg.index) + ": no parameter servers");
   parameter_servers servers{sys, cfg.servers, std::chrono::seconds(10), ps_attempt_timeout};
   auto run = job->config;
   run.servers = &servers;
@@ -49,8 +49,10 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
   nlohmann::json step_ms;
   for (auto& [phase, seconds] : r->phase_seconds)
     step_ms[phase] = r->steps > 0 ? 1000 * seconds / double(r->steps) : 0.0;
-  std::cout << nlohmann::json{{"role", "worker"}, {"task_index", cfg.index},
-                              {"steps", r->steps}, {"step_ms", step_ms}}
+  std::cout << nlohmann::json{{"role", "worker"},
+                              {"task_index", cfg.index},
+                              {"steps", r->steps},
+                              {"step_ms", step_ms}}
                  .dump()
             << std::endl;
   return {};
@@ -67,8 +69,7 @@ caf::error check_job_options(const job_catalog& jobs, const std::string& name,
     std::string names;
     for (auto& [known, _] : jobs)
       names += (names.empty() ? "" : ", ") + known;
-    return make_error(errc::invalid_config,
-                      "unknown estimator job '" + name + "' (" + names + ")");
+    return make_error(errc::invalid_config, "unknown estimator job '" + name + "' (" + names + ")");
   }
   return entry->second.check(options);
 }
@@ -80,7 +81,8 @@ caf::expected<estimator_job> make_job(const job_catalog& jobs, const std::string
   return jobs.at(name).make(options);
 }
 
-std::shared_ptr<const actors::training_jobs> training_jobs_of(std::shared_ptr<const job_catalog> jobs) {
+std::shared_ptr<const actors::training_jobs> training_jobs_of(
+  std::shared_ptr<const job_catalog> jobs) {
   auto out = std::make_shared<actors::training_jobs>();
   for (auto& [name, _] : *jobs)
     (*out)[name] = [jobs](caf::actor_system& sys, const worker_config& cfg,

@@ -67,6 +67,7 @@ caf::expected<estimator_job> make_job(const job_catalog& jobs, const std::string
 /// The training jobs a node registers (actors::add_training_worker_type): for every job of
 /// `jobs`, build the job from the worker_config and train as a non-chief worker against its
 /// parameter servers, printing one JSON line of where its steps went.
-std::shared_ptr<const actors::training_jobs> training_jobs_of(std::shared_ptr<const job_catalog> jobs);
+std::shared_ptr<const actors::training_jobs> training_jobs_of(
+  std::shared_ptr<const job_catalog> jobs);
 
 } // namespace darcy::ops::estimator

@@ -18,7 +18,10 @@ class dynamic_embedding final : public ce::dense_column<float> {
 public:
   dynamic_embedding(session& s, std::string key, ce::categorical_ptr column, de_config config,
                     ce::combiner how)
-    : session_(s), key_(std::move(key)), column_(std::move(column)), config_(std::move(config)),
+    : session_(s),
+      key_(std::move(key)),
+      column_(std::move(column)),
+      config_(std::move(config)),
       how_(how) {}
 
   std::string name() const override { return config_.name + "_dynamic_embedding"; }
@@ -55,7 +58,8 @@ public:
       return to_plain(found.error());
     auto& looked_up = found->rows.front();
     for (auto [r, k] : uses_)
-      out.row(static_cast<Eigen::Index>(r)) += scales_[r] * looked_up.row(static_cast<Eigen::Index>(k));
+      out.row(static_cast<Eigen::Index>(r)) +=
+        scales_[r] * looked_up.row(static_cast<Eigen::Index>(k));
     if (training_)
       handle_ = std::move(found->handle);
     return out;
@@ -66,15 +70,19 @@ public:
       return {};
     matrix grads = matrix::Zero(static_cast<Eigen::Index>(key_count_), config_.dim);
     for (auto [r, k] : uses_)
-      grads.row(static_cast<Eigen::Index>(k)) += scales_[r] * doutput.row(static_cast<Eigen::Index>(r));
+      grads.row(static_cast<Eigen::Index>(k)) +=
+        scales_[r] * doutput.row(static_cast<Eigen::Index>(r));
     auto err = handle_->backward(grads, ++step_);
     handle_.reset();
     return err ? to_plain(err) : plain_error{};
   }
 
   nlohmann::json spec() const override {
-    nlohmann::json out{{"kind", "dynamic_embedding"}, {"key", key_}, {"name", config_.name},
-                       {"dimension", config_.dim}, {"combiner", ce::to_string(how_)}};
+    nlohmann::json out{{"kind", "dynamic_embedding"},
+                       {"key", key_},
+                       {"name", config_.name},
+                       {"dimension", config_.dim},
+                       {"combiner", ce::to_string(how_)}};
     if (column_)
       out["column"] = column_->spec();
     return out;
@@ -122,7 +130,8 @@ private:
 caf::expected<ce::dense_ptr<float>> dynamic_embedding_column(session& s, std::string key,
                                                              de_config config, ce::combiner how) {
   if (config.dim == 0)
-    return make_error(errc::invalid_config, "dynamic_embedding_column '" + key + "': dim must be >= 1");
+    return make_error(errc::invalid_config,
+                      "dynamic_embedding_column '" + key + "': dim must be >= 1");
   if (config.name.empty())
     config.name = key;
   return ce::dense_ptr<float>{
@@ -135,11 +144,12 @@ caf::expected<ce::dense_ptr<float>> dynamic_embedding_column(session& s, ce::cat
     return make_error(errc::invalid_config, "dynamic_embedding_column: no categorical column");
   auto name = column->name();
   if (config.dim == 0)
-    return make_error(errc::invalid_config, "dynamic_embedding_column '" + name + "': dim must be >= 1");
+    return make_error(errc::invalid_config,
+                      "dynamic_embedding_column '" + name + "': dim must be >= 1");
   if (config.name.empty())
     config.name = name;
-  return ce::dense_ptr<float>{
-    std::make_shared<dynamic_embedding>(s, std::move(name), std::move(column), std::move(config), how)};
+  return ce::dense_ptr<float>{std::make_shared<dynamic_embedding>(
+    s, std::move(name), std::move(column), std::move(config), how)};
 }
 
 } // namespace darcy::ops::estimator

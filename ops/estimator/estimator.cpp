@@ -74,7 +74,8 @@ std::string text_field(const nlohmann::json& extra, const char* key) {
 } // namespace
 
 estimator::estimator(model_fn fn, run_config cfg, params p)
-  : fn_(std::move(fn)), cfg_(std::move(cfg)), params_(std::move(p)), optimizer_(cfg_.optimizer) {}
+  : fn_(std::move(fn)), cfg_(std::move(cfg)), params_(std::move(p)), optimizer_(cfg_.optimizer) {
+}
 
 caf::expected<std::string> estimator::checkpoint_position() {
   if (cfg_.model_dir.empty())
@@ -86,7 +87,8 @@ caf::expected<std::string> estimator::checkpoint_position() {
                                                  : caf::expected<std::string>{manifest.error()};
   auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
   if (!extra.is_object() || !extra.contains("input_position"))
-    return make_error(errc::corrupt_file, "estimator: the checkpoint's manifest has no input position");
+    return make_error(errc::corrupt_file,
+                      "estimator: the checkpoint's manifest has no input position");
   return text_field(extra, "input_position");
 }
 
@@ -107,18 +109,20 @@ caf::error estimator::restore_variables() {
   if (!manifest)
     return is(manifest.error(), errc::not_found) ? caf::error{} : manifest.error();
   if (manifest->service != service_name || manifest->parts.size() != 1)
-    return make_error(errc::invalid_config, "estimator: " + dir +
-                                              " holds a checkpoint of service '" +
-                                              manifest->service + "'");
+    return make_error(
+      errc::invalid_config,
+      "estimator: " + dir + " holds a checkpoint of service '" + manifest->service + "'");
   auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
   if (!extra.is_object())
     return make_error(errc::corrupt_file, "estimator: the checkpoint's manifest is damaged");
   auto embeddings = text_field(extra, "embeddings");
   if (!embeddings.empty() && !cfg_.embeddings)
-    return make_error(errc::invalid_config, "estimator: the checkpoint holds dynamic embeddings; "
-                                            "run_config.embeddings must name their session");
+    return make_error(errc::invalid_config,
+                      "estimator: the checkpoint holds dynamic embeddings; "
+                      "run_config.embeddings must name their session");
   stores::checkpoint_dir root{dir};
-  if (auto err = stores::read_parameter_part(root, manifest->parts.front(), vars_.all(), optimizer_))
+  if (auto err =
+        stores::read_parameter_part(root, manifest->parts.front(), vars_.all(), optimizer_))
     return err;
   if (!embeddings.empty()) {
     auto restored = ops::restore(*cfg_.embeddings, dir + "/" + embeddings);
@@ -213,7 +217,8 @@ caf::error estimator::save_checkpoint() {
   if (auto err = root.prepare())
     return err;
   auto id = stores::checkpoint_dir::new_id("step-" + std::to_string(global_step_));
-  auto part = stores::write_parameter_part(root, id + "/" + variables_part, vars_.all(), optimizer_);
+  auto part =
+    stores::write_parameter_part(root, id + "/" + variables_part, vars_.all(), optimizer_);
   if (!part) {
     root.discard(id);
     return std::move(part.error());
@@ -241,7 +246,6 @@ caf::error estimator::save_checkpoint() {
   saved_step_ = global_step_;
   return {};
 }
-
 
 caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max_steps,
                                              std::vector<hook_ptr> hooks) {

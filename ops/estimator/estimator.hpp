@@ -8,9 +8,9 @@
 //   auto metrics = e.evaluate(test_input);     // {"accuracy": 0.89, "loss": 0.31, ...}
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
-#include <array>
 #include <map>
 #include <memory>
 #include <string>

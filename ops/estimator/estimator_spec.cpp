@@ -9,23 +9,26 @@ caf::expected<estimator_spec> head_spec(model_context& ctx, compute::estimator::
   estimator_spec spec;
   auto& z = ctx.value(logits);
   if (z.cols() != h.logits_dimension())
-    return make_error(errc::dimension_mismatch,
-                      "head: the model gives " + std::to_string(z.cols()) +
-                        " logits per example, the head needs " +
-                        std::to_string(h.logits_dimension()));
+    return make_error(errc::dimension_mismatch, "head: the model gives " +
+                                                  std::to_string(z.cols()) +
+                                                  " logits per example, the head needs " +
+                                                  std::to_string(h.logits_dimension()));
   auto heads = nlohmann::json::array();
   for (auto& part : h.parts())
-    heads.push_back({{"kind", static_cast<int>(part.kind)}, {"name", part.name},
-                     {"classes", part.classes}, {"label_dimension", part.label_dimension},
+    heads.push_back({{"kind", static_cast<int>(part.kind)},
+                     {"name", part.name},
+                     {"classes", part.classes},
+                     {"label_dimension", part.label_dimension},
                      {"weight", part.weight}});
   ctx.add_op({{"op", "head"}, {"logits", logits.id}, {"heads", heads}});
   spec.predictions = h.predictions(z);
   spec.export_outputs["predictions"] = spec.predictions;
-  if (h.parts().size() == 1 && h.parts().front().kind != compute::estimator::head_kind::regression) {
+  if (h.parts().size() == 1 &&
+      h.parts().front().kind != compute::estimator::head_kind::regression) {
     auto classes = h.predicted_classes(z, 0);
-    spec.export_outputs["classes"] = Eigen::Map<const Eigen::VectorXd>(classes.data(),
-                                                                       static_cast<Eigen::Index>(classes.size()))
-                                       .cast<float>();
+    spec.export_outputs["classes"] =
+      Eigen::Map<const Eigen::VectorXd>(classes.data(), static_cast<Eigen::Index>(classes.size()))
+        .cast<float>();
   }
   if (ctx.current_mode() == mode::predict)
     return spec;

@@ -9,7 +9,8 @@
 namespace darcy::ops::estimator {
 
 evaluator::evaluator(model_fn fn, run_config cfg, params p, eval_spec spec)
-  : estimator_(std::move(fn), std::move(cfg), std::move(p)), spec_(std::move(spec)) {}
+  : estimator_(std::move(fn), std::move(cfg), std::move(p)), spec_(std::move(spec)) {
+}
 
 caf::expected<std::optional<evaluation>> evaluator::evaluate_newest() {
   auto manifest = stores::checkpoint_dir{estimator_.config().model_dir}.read_manifest();
@@ -49,9 +50,9 @@ caf::expected<std::optional<evaluation>> evaluator::evaluate_newest() {
   return out;
 }
 
-caf::expected<std::vector<evaluation>>
-evaluator::follow(uint64_t last_step, std::chrono::milliseconds poll,
-                  const std::function<void(const evaluation&)>& on_each) {
+caf::expected<std::vector<evaluation>> evaluator::follow(
+  uint64_t last_step, std::chrono::milliseconds poll,
+  const std::function<void(const evaluation&)>& on_each) {
   std::vector<evaluation> out;
   while (!last_ || *last_ < last_step) {
     auto next = evaluate_newest();

@@ -52,9 +52,9 @@ public:
 
   /// Evaluates each new checkpoint until one at global step ≥ `last_step` has been evaluated,
   /// looking for a new one every `poll`; `on_each` sees each evaluation as it ends.
-  caf::expected<std::vector<evaluation>>
-  follow(uint64_t last_step, std::chrono::milliseconds poll,
-         const std::function<void(const evaluation&)>& on_each = {});
+  caf::expected<std::vector<evaluation>> follow(
+    uint64_t last_step, std::chrono::milliseconds poll,
+    const std::function<void(const evaluation&)>& on_each = {});
 
   const std::optional<double>& best() const { return best_; }
 

@@ -24,8 +24,8 @@ bool is_head(const nlohmann::json& op) {
 
 } // namespace
 
-caf::expected<std::string> export_model(estimator& e, const std::string& dir, const input_fn& sample,
-                                        size_t keep) {
+caf::expected<std::string> export_model(estimator& e, const std::string& dir,
+                                        const input_fn& sample, size_t keep) {
   auto first = first_batch(sample, "export");
   if (!first)
     return std::move(first.error());
@@ -44,8 +44,8 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir, co
   if (!graph_part)
     return std::move(graph_part.error());
   compute::nn::adam<float> no_state{{}};
-  auto weights = stores::write_parameter_part(root, version + "/weights.params", e.variables().all(),
-                                              no_state);
+  auto weights =
+    stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
   if (!weights) {
     root.discard(version);
     return std::move(weights.error());
@@ -103,15 +103,18 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
   compute::estimator::column_resolver<float> service_columns =
     [&m](const nlohmann::json& spec) -> plain_expected<compute::estimator::dense_ptr<float>> {
     if (spec.at("kind").get<std::string>() != "dynamic_embedding")
-      return plain_error{errc::invalid_config, "exported model: unknown column kind " + spec.at("kind").dump()};
+      return plain_error{errc::invalid_config,
+                         "exported model: unknown column kind " + spec.at("kind").dump()};
     auto config = m->embedding_config(spec.at("name").get<std::string>());
     if (!config)
       return to_plain(config.error());
     auto how = compute::estimator::combiner_named(spec.at("combiner").get<std::string>());
     if (!how)
-      return plain_error{errc::invalid_config, "exported model: unknown combiner " + spec.at("combiner").dump()};
+      return plain_error{errc::invalid_config,
+                         "exported model: unknown combiner " + spec.at("combiner").dump()};
     if (!spec.contains("column")) {
-      auto column = dynamic_embedding_column(*m->session_, spec.at("key").get<std::string>(), *config, *how);
+      auto column =
+        dynamic_embedding_column(*m->session_, spec.at("key").get<std::string>(), *config, *how);
       if (!column)
         return to_plain(column.error());
       return *column;
@@ -127,15 +130,16 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
   m->graph_ = nlohmann::json::parse(*graph_bytes, nullptr, false);
   if (m->graph_.is_discarded() || !m->graph_.is_array())
     return make_error(errc::corrupt_file, dir + ": the graph is not JSON");
-  auto take = [&](const std::string& name, Eigen::Index rows, Eigen::Index cols) -> caf::expected<matrix> {
+  auto take = [&](const std::string& name, Eigen::Index rows,
+                  Eigen::Index cols) -> caf::expected<matrix> {
     auto it = weights->find(name);
     if (it == weights->end())
       return make_error(errc::dimension_mismatch, "exported model: no weights for " + name);
     if (it->second.rows() != rows || it->second.cols() != cols)
-      return make_error(errc::dimension_mismatch, "exported model: " + name + " is " +
-                                                    std::to_string(it->second.rows()) + "x" +
-                                                    std::to_string(it->second.cols()) + ", the graph needs " +
-                                                    std::to_string(rows) + "x" + std::to_string(cols));
+      return make_error(errc::dimension_mismatch,
+                        "exported model: " + name + " is " + std::to_string(it->second.rows()) +
+                          "x" + std::to_string(it->second.cols()) + ", the graph needs " +
+                          std::to_string(rows) + "x" + std::to_string(cols));
     return it->second;
   };
   // Build every variable now, from the weights, with the shapes the graph implies.
@@ -144,11 +148,12 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
     for (auto& op : m->graph_) {
       auto kind = op.at("op").get<std::string>();
       if (kind == "input") {
-        auto columns = compute::estimator::dense_from_spec<float>(op.at("columns"), m->tables_,
-                                                                  service_columns);
+        auto columns =
+          compute::estimator::dense_from_spec<float>(op.at("columns"), m->tables_, service_columns);
         if (!columns)
           return make_error(columns.error());
-        m->inputs_.push_back(std::make_unique<compute::estimator::input_layer<float>>(std::move(*columns)));
+        m->inputs_.push_back(
+          std::make_unique<compute::estimator::input_layer<float>>(std::move(*columns)));
         width[op.at("out").get<uint64_t>()] = m->inputs_.back()->width();
       } else if (kind == "dense") {
         auto name = op.at("name").get<std::string>();
@@ -172,7 +177,8 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
         auto labels = m->embedding_config(op.at("labels").get<std::string>());
         if (!labels)
           return std::move(labels.error());
-        auto head = sampled_softmax_head::make(*m->session_, {.labels = *labels, .k = op.at("k").get<uint32_t>()});
+        auto head = sampled_softmax_head::make(
+          *m->session_, {.labels = *labels, .k = op.at("k").get<uint32_t>()});
         if (!head)
           return std::move(head.error());
         m->label_head_ = *head;
@@ -237,12 +243,14 @@ caf::expected<estimator_spec> exported_model::predict_spec(const batch& b) {
         return std::move(x.error());
       t[op["out"].get<uint64_t>()] = *x;
     } else if (kind == "dense") {
-      t[op["out"].get<uint64_t>()] = dense(ctx, t.at(op["in"].get<uint64_t>()), op["units"].get<uint32_t>(),
-                                 op["name"].get<std::string>());
+      t[op["out"].get<uint64_t>()] =
+        dense(ctx, t.at(op["in"].get<uint64_t>()), op["units"].get<uint32_t>(),
+              op["name"].get<std::string>());
     } else if (kind == "relu") {
       t[op["out"].get<uint64_t>()] = relu(ctx, t.at(op["in"].get<uint64_t>()));
     } else if (kind == "add") {
-      t[op["out"].get<uint64_t>()] = add(ctx, t.at(op["a"].get<uint64_t>()), t.at(op["b"].get<uint64_t>()));
+      t[op["out"].get<uint64_t>()] =
+        add(ctx, t.at(op["a"].get<uint64_t>()), t.at(op["b"].get<uint64_t>()));
     } else if (kind == "append_ones") {
       t[op["out"].get<uint64_t>()] = append_ones(ctx, t.at(op["x"].get<uint64_t>()));
     } else if (kind == "sampled_softmax_head") {
@@ -261,7 +269,8 @@ caf::expected<matrix> exported_model::predict(const batch& b) {
   return std::move(spec->predictions);
 }
 
-caf::expected<std::vector<std::vector<std::string>>> exported_model::predict_labels(const batch& b) {
+caf::expected<std::vector<std::vector<std::string>>> exported_model::predict_labels(
+  const batch& b) {
   if (!label_head_)
     return bad_graph("its head predicts no labels");
   auto spec = predict_spec(b);

@@ -28,8 +28,8 @@ namespace darcy::ops::estimator {
 /// under `dir`, keeping the `keep` newest; returns its number. With run_config::embeddings,
 /// the version holds a consistent snapshot of that service's tables. errc::invalid_argument
 /// when the sample is empty or the model does not end in head_spec or a sampled_softmax_head.
-caf::expected<std::string> export_model(estimator& e, const std::string& dir, const input_fn& sample,
-                                        size_t keep = 5);
+caf::expected<std::string> export_model(estimator& e, const std::string& dir,
+                                        const input_fn& sample, size_t keep = 5);
 
 /// Whether the newest version under `dir` is an export of an Estimator (not of another kind of
 /// model, such as a retrieval export).

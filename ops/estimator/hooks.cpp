@@ -33,7 +33,7 @@ caf::error stop_after_time::begin(estimator&, uint64_t) {
 
 caf::expected<hook_action> stop_after_time::after_step(estimator&, const step_result&) {
   return std::chrono::steady_clock::now() - start_ >= limit_ ? hook_action::stop
-                                                            : hook_action::go_on;
+                                                             : hook_action::go_on;
 }
 
 caf::expected<hook_action> nan_guard::after_step(estimator&, const step_result& r) {
@@ -120,7 +120,8 @@ caf::error early_stopping::begin(estimator&, uint64_t) {
   bad_ = 0;
   best_values_.clear();
   if (o_.patience == 0 || o_.every_steps == 0)
-    return make_error(errc::invalid_config, "early_stopping: patience and every_steps must be >= 1");
+    return make_error(errc::invalid_config,
+                      "early_stopping: patience and every_steps must be >= 1");
   return {};
 }
 
@@ -132,8 +133,8 @@ caf::expected<hook_action> early_stopping::after_step(estimator& e, const step_r
     return std::move(metrics.error());
   auto it = metrics->find(o_.metric);
   if (it == metrics->end())
-    return make_error(errc::invalid_config, "early_stopping: the evaluation has no metric '" +
-                                              o_.metric + "'");
+    return make_error(errc::invalid_config,
+                      "early_stopping: the evaluation has no metric '" + o_.metric + "'");
   auto value = it->second;
   auto gain = o_.higher_is_better ? value - best_ : best_ - value;
   if (best_step_ == 0 || gain > o_.min_delta) {

@@ -162,8 +162,7 @@ public:
     bool restore_best = true;
   };
   /// `input` makes a fresh evaluation pipeline each time.
-  early_stopping(input_fn input, options o)
-    : input_(std::move(input)), o_(std::move(o)) {}
+  early_stopping(input_fn input, options o) : input_(std::move(input)), o_(std::move(o)) {}
   caf::error begin(estimator& e, uint64_t global_step) override;
   caf::expected<hook_action> after_step(estimator& e, const step_result& r) override;
   caf::error end(estimator& e, uint64_t global_step) override;

@@ -5,9 +5,9 @@
 #include <deque>
 #include <mutex>
 #include <numeric>
-#include <thread>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "compute/hash.hpp"
 #include "messages/error.hpp"
@@ -211,13 +211,14 @@ batch gather(const example_table& table, const std::vector<size_t>& which) {
   if (table.labels.rows() > 0) {
     b.labels.resize(static_cast<Eigen::Index>(which.size()), table.labels.cols());
     for (size_t i = 0; i < which.size(); ++i)
-      b.labels.row(static_cast<Eigen::Index>(i)) = table.labels.row(static_cast<Eigen::Index>(which[i]));
+      b.labels.row(static_cast<Eigen::Index>(i)) =
+        table.labels.row(static_cast<Eigen::Index>(which[i]));
   }
   return b;
 }
 
-caf::expected<std::unique_ptr<input_pipeline>> make_dataset(std::shared_ptr<const example_table> table,
-                                                            dataset_options options) {
+caf::expected<std::unique_ptr<input_pipeline>> make_dataset(
+  std::shared_ptr<const example_table> table, dataset_options options) {
   if (options.batch_size == 0)
     return make_error(errc::invalid_config, "dataset: batch_size must be at least 1");
   auto rows = table->rows();

@@ -3,7 +3,8 @@
 // batches. make_dataset batches an in-memory table, shuffled per epoch by a seed, repeated.
 //
 //   auto table = std::make_shared<example_table>(...);          // from a reader
-//   input_fn train_input = [table] { return make_dataset(table, {.batch_size = 128, .epochs = 0}); };
+//   input_fn train_input = [table] { return make_dataset(table, {.batch_size = 128, .epochs = 0});
+//   };
 #pragma once
 
 #include <cstdint>
@@ -61,8 +62,8 @@ struct dataset_options {
 
 /// Batches of `table` in order, or in a permutation drawn per epoch from (seed, epoch).
 /// errc::invalid_config for batch_size 0 or features of different row counts.
-caf::expected<std::unique_ptr<input_pipeline>> make_dataset(std::shared_ptr<const example_table> table,
-                                                            dataset_options options);
+caf::expected<std::unique_ptr<input_pipeline>> make_dataset(
+  std::shared_ptr<const example_table> table, dataset_options options);
 
 /// `inner` read ahead by a thread of its own, up to `depth` batches (at least 1). Its position
 /// is that of the last batch handed out, so a checkpoint never skips read-ahead batches.

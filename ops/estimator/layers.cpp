@@ -46,7 +46,8 @@ tensor relu(model_context& ctx, tensor x) {
 tensor dropout(model_context& ctx, tensor x, float rate, const std::string& name) {
   if (!ctx.training() || rate <= 0)
     return x;
-  std::mt19937_64 rng{compute::mix64(compute::mix64(ctx.seed(), ctx.step()), compute::hash_key(name))};
+  std::mt19937_64 rng{
+    compute::mix64(compute::mix64(ctx.seed(), ctx.step()), compute::hash_key(name))};
   std::bernoulli_distribution keep{1.0 - rate};
   auto scale = 1.0f / (1.0f - rate);
   auto& v = ctx.value(x);

@@ -36,7 +36,8 @@ tensor append_ones(model_context& ctx, tensor x);
 
 /// The dense input of `features` through `layer`, whose trainable tables join the context's
 /// variables. errc::invalid_argument from the feature columns for a bad batch.
-caf::expected<tensor> input_layer(model_context& ctx, const compute::estimator::feature_map& features,
+caf::expected<tensor> input_layer(model_context& ctx,
+                                  const compute::estimator::feature_map& features,
                                   compute::estimator::input_layer<float>& layer);
 
 } // namespace darcy::ops::estimator

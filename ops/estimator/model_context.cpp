@@ -40,8 +40,7 @@ tensor model_context::constant(matrix value) {
   return {nodes_.size() - 1};
 }
 
-tensor model_context::record(matrix value,
-                             std::function<void(model_context&, tensor)> backward) {
+tensor model_context::record(matrix value, std::function<void(model_context&, tensor)> backward) {
   nodes_.push_back({std::move(value), {}, std::move(backward)});
   return {nodes_.size() - 1};
 }

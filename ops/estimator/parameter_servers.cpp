@@ -19,7 +19,6 @@ bool timed_out(const caf::error& err) {
   return err == caf::sec::request_timeout;
 }
 
-
 } // namespace
 
 parameter_servers::parameter_servers(caf::actor_system& sys,
@@ -29,7 +28,8 @@ parameter_servers::parameter_servers(caf::actor_system& sys,
     servers_(std::move(servers)),
     timeout_(timeout),
     attempt_timeout_(attempt_timeout.count() > 0 ? std::min(attempt_timeout, timeout) : timeout),
-    client_(runtime::random_request_id()) {}
+    client_(runtime::random_request_id()) {
+}
 
 template <class... Rs, class F, class... Ts>
 caf::error parameter_servers::call(size_t s, milliseconds attempt, F f, const Ts&... xs) {
@@ -98,24 +98,26 @@ caf::expected<uint64_t> parameter_servers::pull(const variable_list& vars) {
 
 caf::expected<uint64_t> parameter_servers::global_step() {
   uint64_t global_step = 0;
-  if (auto err = call<named_tensors, uint64_t>(0, attempt_timeout_,
-                                               [&](named_tensors&, uint64_t step) {
-                                                 global_step = step;
-                                                 return caf::error{};
-                                               },
-                                               fetch_atom::value))
+  if (auto err = call<named_tensors, uint64_t>(
+        0, attempt_timeout_,
+        [&](named_tensors&, uint64_t step) {
+          global_step = step;
+          return caf::error{};
+        },
+        fetch_atom::value))
     return err;
   return global_step;
 }
 
 caf::expected<loss_totals> parameter_servers::losses() {
   loss_totals out;
-  if (auto err = call<double, uint64_t>(0, attempt_timeout_,
-                                        [&](double sum, uint64_t count) {
-                                          out = {sum, count};
-                                          return caf::error{};
-                                        },
-                                        stats_atom::value))
+  if (auto err = call<double, uint64_t>(
+        0, attempt_timeout_,
+        [&](double sum, uint64_t count) {
+          out = {sum, count};
+          return caf::error{};
+        },
+        stats_atom::value))
     return err;
   return out;
 }
@@ -141,8 +143,8 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars, doubl
   // blocking actor's receive of one response leaves the others in its mailbox. Servers that
   // did not answer within the attempt timeout are asked again with the same seq.
   caf::scoped_actor self{*system_};
-  using handle = decltype(self->request(servers_.front(), timeout_, backward_atom::value,
-                                         client_, seq, named_tensors{}, loss));
+  using handle = decltype(self->request(servers_.front(), timeout_, backward_atom::value, client_,
+                                        seq, named_tensors{}, loss));
   std::vector<bool> answered(servers_.size(), false);
   uint64_t first = 0;
   auto deadline = steady_clock::now() + timeout_;
@@ -151,8 +153,8 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars, doubl
     std::vector<std::pair<size_t, handle>> pending;
     for (size_t s = 0; s < servers_.size(); ++s)
       if (!answered[s])
-        pending.emplace_back(s, self->request(servers_[s], wait, backward_atom::value, client_,
-                                              seq, grads[s], loss));
+        pending.emplace_back(
+          s, self->request(servers_[s], wait, backward_atom::value, client_, seq, grads[s], loss));
     caf::error failure, timeout;
     for (auto& p : pending) {
       auto s = p.first;

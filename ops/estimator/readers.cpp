@@ -113,15 +113,16 @@ caf::expected<example_table> read_delimited(const std::string& path, const delim
     auto cells = split(line, o.delimiter);
     if (cells.size() != header.size())
       return make_error(errc::corrupt_file, path + " line " + std::to_string(line_no) + ": " +
-                                              std::to_string(cells.size()) + " columns, the header has " +
+                                              std::to_string(cells.size()) +
+                                              " columns, the header has " +
                                               std::to_string(header.size()));
     for (size_t c = 0; c < cells.size(); ++c) {
       bool is_label = header[c] == o.label_column;
       if (is_label || o.numeric.count(header[c])) {
         double v = 0;
         if (!parse_number(cells[c], v))
-          return make_error(errc::corrupt_file, path + " line " + std::to_string(line_no) +
-                                                  ": '" + cells[c] + "' in column '" + header[c] +
+          return make_error(errc::corrupt_file, path + " line " + std::to_string(line_no) + ": '" +
+                                                  cells[c] + "' in column '" + header[c] +
                                                   "' is not a number");
         (is_label ? (labels.push_back(static_cast<float>(v)), void()) : numbers[c].push_back(v));
       } else {

@@ -30,8 +30,9 @@ caf::error check(const std::string& source, const role_config& r) {
   if (r.count(task_type::ps) == 0 || r.count(task_type::worker) == 0)
     return bad("the cluster needs at least one ps and one worker");
   if (r.index >= r.count(r.type))
-    return bad("task " + to_string(r.type) + " " + std::to_string(r.index) + " is not in the cluster (" +
-               std::to_string(r.count(r.type)) + " " + to_string(r.type) + " task(s))");
+    return bad("task " + to_string(r.type) + " " + std::to_string(r.index) +
+               " is not in the cluster (" + std::to_string(r.count(r.type)) + " " +
+               to_string(r.type) + " task(s))");
   if (r.chief().port == 0 && r.type != task_type::chief)
     return bad("the chief needs a port: the other tasks join it");
   return {};

@@ -13,12 +13,12 @@
 
 #include "actors/actor_types.hpp"
 #include "actors/estimator/parameter_server.hpp"
-#include "ops/estimator/hooks.hpp"
 #include "messages/error.hpp"
+#include "ops/estimator/hooks.hpp"
 #include "runtime/ask.hpp"
-#include "runtime/node.hpp"
 #include "runtime/cluster/spawn_on.hpp"
 #include "runtime/cluster/supervisor.hpp"
+#include "runtime/node.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -36,14 +36,13 @@ std::string task_name(task_type t, size_t i) {
 
 /// Waits until every ps and worker task has joined; their agents in task order. A member
 /// whose agent is in `gone` (an incarnation that died) does not count.
-caf::expected<std::map<std::string, runtime::spawn_target>>
-await_tasks(caf::actor_system& sys, const runtime::node_services& services,
-            const role_config& role, std::chrono::milliseconds patience = 120s,
-            const std::vector<caf::actor_addr>& gone = {}) {
+caf::expected<std::map<std::string, runtime::spawn_target>> await_tasks(
+  caf::actor_system& sys, const runtime::node_services& services, const role_config& role,
+  std::chrono::milliseconds patience = 120s, const std::vector<caf::actor_addr>& gone = {}) {
   auto deadline = std::chrono::steady_clock::now() + patience;
   for (;;) {
-    auto status = runtime::ask<cluster_status>(sys, services.registry, request_timeout,
-                                               status_atom::value);
+    auto status =
+      runtime::ask<cluster_status>(sys, services.registry, request_timeout, status_atom::value);
     if (!status)
       return std::move(status.error());
     std::map<std::string, runtime::spawn_target> up;
@@ -118,11 +117,11 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
     return r;
   };
   for (size_t i = 0; i < o.role.count(task_type::ps); ++i) {
-    auto ps = runtime::spawn_on(sys, tasks.at(task_name(task_type::ps, i)), request_timeout,
-                                actors::parameter_server_state::name,
-                                caf::make_message(ps_config{static_cast<uint32_t>(i),
-                                                            opt.learning_rate, opt.beta1,
-                                                            opt.beta2, opt.epsilon}));
+    auto ps =
+      runtime::spawn_on(sys, tasks.at(task_name(task_type::ps, i)), request_timeout,
+                        actors::parameter_server_state::name,
+                        caf::make_message(ps_config{static_cast<uint32_t>(i), opt.learning_rate,
+                                                    opt.beta1, opt.beta2, opt.epsilon}));
     if (!ps) {
       // Its node died again, or is dying: the chief waits for the task to join again.
       lost_server->store(static_cast<int>(i));
@@ -151,13 +150,13 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   auto workers = o.role.count(task_type::worker);
   supervisor_spec spec{.name = "estimator.workers", .intensity = 20, .period_ms = 60000};
   for (size_t i = 0; i < workers; ++i) {
-    child_spec child{.id = "worker." + std::to_string(i),
-                     .factory = actors::training_worker_name,
-                     .args = caf::make_message(worker_config{o.job, o.job_options.dump(),
-                                                             static_cast<uint32_t>(i), servers,
-                                                             o.max_steps}),
-                     .restart = restart_type::transient,
-                     .service = "estimator.worker." + std::to_string(i)};
+    child_spec child{
+      .id = "worker." + std::to_string(i),
+      .factory = actors::training_worker_name,
+      .args = caf::make_message(
+        worker_config{o.job, o.job_options.dump(), static_cast<uint32_t>(i), servers, o.max_steps}),
+      .restart = restart_type::transient,
+      .service = "estimator.worker." + std::to_string(i)};
     for (size_t k = 0; k < workers; ++k)
       child.nodes.push_back(task_name(task_type::worker, (i + k) % workers));
     spec.children.push_back(std::move(child));
@@ -212,7 +211,8 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
       }
       r.saved = chief.global_step();
       r.step = std::max(r.step, r.saved);
-      auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      auto seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (summary) {
         auto totals = client.losses();
         if (!totals) {
@@ -224,8 +224,10 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
         if (totals->count > summarised.count)
           loss = (totals->sum - summarised.sum) / double(totals->count - summarised.count);
         summarised = *totals;
-        summary << nlohmann::json{{"step", r.saved},       {"global_step", r.saved},
-                                  {"loss", loss},          {"seconds", seconds},
+        summary << nlohmann::json{{"step", r.saved},
+                                  {"global_step", r.saved},
+                                  {"loss", loss},
+                                  {"seconds", seconds},
                                   {"steps_per_second", double(r.saved - resumed) / seconds}}
                      .dump()
                 << std::endl;
@@ -290,7 +292,8 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
                         "chief: the parameter server on " + lost +
                           " is gone, and with it shards of the embedding service: start every "
                           "role again, and the chief resumes from its last checkpoint (global "
-                          "step " + std::to_string(r.saved) + ")");
+                          "step " +
+                          std::to_string(r.saved) + ")");
     // Like a TF session recreated after a ps failure: once the ps task has joined again, every
     // server is loaded from the last checkpoint and the workers continue from its step.
     replayed += r.step > r.saved ? r.step - r.saved : 0;
@@ -303,8 +306,11 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     tasks = await_tasks(sys, services, o.role, o.ps_rejoin_timeout, {old});
     if (!tasks)
       return make_error(errc::unavailable,
-                        "chief: the parameter server on " + lost + " is gone, and it did not "
-                          "join again within " + patience_s + " s: start every role again, and "
+                        "chief: the parameter server on " + lost +
+                          " is gone, and it did not "
+                          "join again within " +
+                          patience_s +
+                          " s: start every role again, and "
                           "the chief resumes from its last checkpoint (global step " +
                           std::to_string(r.saved) + ")");
     ++ps_recoveries;
@@ -314,10 +320,14 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   if (r.moved && r.reached && r.reached->first > r.moved->first)
     rate = double(r.reached->second - r.moved->second) /
            std::chrono::duration<double>(r.reached->first - r.moved->first).count();
-  out << nlohmann::json{{"role", "chief"},          {"global_step", r.saved},
-                        {"resumed_from", first_resumed},  {"workers", o.role.count(task_type::worker)},
-                        {"worker_restarts", worker_restarts}, {"ps_recoveries", ps_recoveries},
-                        {"replayed_steps", replayed}, {"seconds", seconds},
+  out << nlohmann::json{{"role", "chief"},
+                        {"global_step", r.saved},
+                        {"resumed_from", first_resumed},
+                        {"workers", o.role.count(task_type::worker)},
+                        {"worker_restarts", worker_restarts},
+                        {"ps_recoveries", ps_recoveries},
+                        {"replayed_steps", replayed},
+                        {"seconds", seconds},
                         {"steps_per_second", rate}}
            .dump()
       << std::endl;
@@ -364,7 +374,8 @@ caf::error run_evaluator(const role_options& o, std::ostream& out) {
     nlohmann::json line{{"role", "evaluator"}};
     for (auto& [name, value] : e.metrics)
       line[name] = value;
-    line.update({{"global_step", e.global_step}, {"improved", e.improved}, {"exported", e.exported}});
+    line.update(
+      {{"global_step", e.global_step}, {"improved", e.improved}, {"exported", e.exported}});
     out << line.dump() << std::endl;
   });
   return rounds ? caf::error{} : std::move(rounds.error());

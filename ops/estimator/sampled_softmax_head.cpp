@@ -40,11 +40,12 @@ uint64_t draw_seed(uint64_t seed, const std::vector<std::vector<std::string>>& l
 
 } // namespace
 
-caf::expected<std::shared_ptr<sampled_softmax_head>>
-sampled_softmax_head::make(session& s, sampled_softmax_head_config c) {
+caf::expected<std::shared_ptr<sampled_softmax_head>> sampled_softmax_head::make(
+  session& s, sampled_softmax_head_config c) {
   if (c.label_key.empty() || c.labels.dim == 0 || c.num_sampled == 0 || c.k == 0)
-    return make_error(errc::invalid_config, "sampled_softmax_head: label_key, labels.dim, "
-                                            "num_sampled and k must be set and > 0");
+    return make_error(errc::invalid_config,
+                      "sampled_softmax_head: label_key, labels.dim, "
+                      "num_sampled and k must be set and > 0");
   if (c.labels.name.empty())
     c.labels.name = c.label_key;
   return std::shared_ptr<sampled_softmax_head>{new sampled_softmax_head(s, std::move(c))};
@@ -58,8 +59,10 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
                       "sampled_softmax_head: the model gives " + std::to_string(z.cols()) +
                         " outputs per example, the label table '" + config_.labels.name +
                         "' has dimension " + std::to_string(config_.labels.dim));
-  ctx.add_op({{"op", "sampled_softmax_head"}, {"output", output.id},
-              {"labels", config_.labels.name}, {"k", config_.k}});
+  ctx.add_op({{"op", "sampled_softmax_head"},
+              {"output", output.id},
+              {"labels", config_.labels.name},
+              {"k", config_.k}});
   const std::vector<std::vector<std::string>>* labels = nullptr;
   if (ctx.current_mode() != mode::predict) {
     auto feature = ce::find_feature(b.features, config_.label_key, 0);
@@ -79,7 +82,8 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
     if (!logits)
       return std::move(logits.error());
     matrix dlogits;
-    spec.loss = compute::nn::soft_target_cross_entropy<float>(logits->logits, logits->labels, dlogits);
+    spec.loss =
+      compute::nn::soft_target_cross_entropy<float>(logits->logits, logits->labels, dlogits);
     auto step = ++step_;
     spec.train_op = [&ctx, output, dlogits = std::move(dlogits),
                      sampled = std::make_shared<sampled_logits_result>(std::move(*logits)), step] {

@@ -53,7 +53,8 @@ public:
   const sampled_softmax_head_config& config() const { return config_; }
 
 private:
-  sampled_softmax_head(session& s, sampled_softmax_head_config c) : session_(s), config_(std::move(c)) {}
+  sampled_softmax_head(session& s, sampled_softmax_head_config c)
+    : session_(s), config_(std::move(c)) {}
 
   session& session_;
   sampled_softmax_head_config config_;

@@ -15,18 +15,18 @@ std::vector<parameter_server_actor> spawn_servers(caf::actor_system& sys, const 
                                                   size_t count) {
   std::vector<parameter_server_actor> out;
   for (size_t i = 0; i < count; ++i)
-    out.push_back(sys.spawn(actors::parameter_server,
-                            ps_config{static_cast<uint32_t>(i), cfg.optimizer.learning_rate,
-                                      cfg.optimizer.beta1, cfg.optimizer.beta2,
-                                      cfg.optimizer.epsilon}));
+    out.push_back(
+      sys.spawn(actors::parameter_server,
+                ps_config{static_cast<uint32_t>(i), cfg.optimizer.learning_rate,
+                          cfg.optimizer.beta1, cfg.optimizer.beta2, cfg.optimizer.epsilon}));
   return out;
 }
 
 } // namespace
 
 caf::expected<experiment_result> train_and_evaluate(caf::actor_system& sys,
-                                                    const model_factory& make_model,
-                                                    run_config cfg, params p, train_spec train,
+                                                    const model_factory& make_model, run_config cfg,
+                                                    params p, train_spec train,
                                                     std::optional<eval_spec> eval,
                                                     cluster_shape shape) {
   if (train.max_steps == 0 || !train.input)
@@ -65,8 +65,8 @@ caf::expected<experiment_result> train_and_evaluate(caf::actor_system& sys,
   std::vector<caf::expected<train_result>> results(shape.workers, caf::error{});
   std::atomic<bool> training{true};
   std::vector<std::thread> threads;
-  threads.emplace_back([&] { results[0] = chief.train(train.input(0), train.max_steps,
-                                                      train.chief_hooks); });
+  threads.emplace_back(
+    [&] { results[0] = chief.train(train.input(0), train.max_steps, train.chief_hooks); });
   for (size_t w = 1; w < shape.workers; ++w)
     threads.emplace_back([&, w] {
       auto worker_cfg = cfg;

@@ -56,8 +56,8 @@ struct experiment_result {
 /// and the final one after it. errc::invalid_config for max_steps 0, no workers or servers,
 /// or no model_dir; otherwise the first error of any role.
 caf::expected<experiment_result> train_and_evaluate(caf::actor_system& sys,
-                                                    const model_factory& make_model,
-                                                    run_config cfg, params p, train_spec train,
+                                                    const model_factory& make_model, run_config cfg,
+                                                    params p, train_spec train,
                                                     std::optional<eval_spec> eval,
                                                     cluster_shape shape = {});
 

@@ -23,8 +23,9 @@ caf::expected<std::unique_ptr<local_cluster>> local_cluster::start(local_cluster
     if (auto* env = std::getenv("DARCY_BINARY"))
       o.binary = env;
   if (o.binary.empty())
-    return make_error(errc::invalid_config,
-                      "local_cluster: no darcy binary (set local_cluster_options::binary or DARCY_BINARY)");
+    return make_error(
+      errc::invalid_config,
+      "local_cluster: no darcy binary (set local_cluster_options::binary or DARCY_BINARY)");
   if (o.nodes == 0)
     return make_error(errc::invalid_config, "local_cluster: a cluster needs at least one node");
   if (!o.secret_file.empty()) {
@@ -66,10 +67,11 @@ caf::expected<runtime::launched_node> local_cluster::launch(size_t index, const 
     argv.insert(argv.end(), {"--secret-file", opts_.secret_file});
   if (!opts_.tls_dir.empty())
     argv.insert(argv.end(), {"--tls-dir", opts_.tls_dir});
-  argv.insert(argv.end(),
-              {"node", "--name", name, "--listen", listen, "--threads", std::to_string(opts_.threads),
-               "--heartbeat-interval-ms", std::to_string(opts_.heartbeat_interval.count()),
-               "--heartbeat-timeout-ms", std::to_string(opts_.heartbeat_timeout.count())});
+  argv.insert(
+    argv.end(),
+    {"node", "--name", name, "--listen", listen, "--threads", std::to_string(opts_.threads),
+     "--heartbeat-interval-ms", std::to_string(opts_.heartbeat_interval.count()),
+     "--heartbeat-timeout-ms", std::to_string(opts_.heartbeat_timeout.count())});
   if (index > 0)
     argv.insert(argv.end(), {"--join", to_string(nodes_.front().address)});
   if (opts_.chaos)
@@ -104,8 +106,8 @@ caf::expected<size_t> local_cluster::add_node(std::string name) {
   }
   auto launched = launch(index, name, host + ":0", {});
   if (!launched)
-    return make_error(errc::io_error, "local_cluster: node " + name + " did not start: " +
-                                        render(launched.error()));
+    return make_error(errc::io_error, "local_cluster: node " + name +
+                                        " did not start: " + render(launched.error()));
   nodes_.push_back({name, launched->address, std::move(launched->process)});
   return nodes_.size() - 1;
 }
@@ -205,7 +207,8 @@ caf::error local_cluster::wait_for(const std::function<bool(const cluster_status
     }
     if (std::chrono::steady_clock::now() >= until)
       return make_error(errc::timeout, "local_cluster: the condition did not hold within " +
-                                         std::to_string(timeout.count()) + " ms (last: " + last + ")");
+                                         std::to_string(timeout.count()) + " ms (last: " + last +
+                                         ")");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

@@ -54,8 +54,9 @@ caf::expected<std::unique_ptr<redis_server>> redis_server::start(redis_server_op
   std::unique_ptr<redis_server> server{new redis_server};
   server->binary_ = find_on_path(opts.binary);
   if (server->binary_.empty())
-    return make_error(errc::not_found, opts.binary + " is not installed (scripts/deps.sh "
-                                                     "installs redis-server)");
+    return make_error(errc::not_found, opts.binary +
+                                         " is not installed (scripts/deps.sh "
+                                         "installs redis-server)");
   if (opts.dir.empty()) {
     char pattern[] = "/tmp/darcy_redis_XXXXXX";
     if (::mkdtemp(pattern) == nullptr)
@@ -85,16 +86,29 @@ caf::error redis_server::launch() {
   caf::error last;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto port = port_ != 0 ? port_ : free_port();
-    std::vector<std::string> argv{binary_, "--port", std::to_string(port), "--bind",
-                                  "127.0.0.1", "--dir", opts_.dir, "--save", "",
-                                  "--appendonly", opts_.append_only ? "yes" : "no",
-                                  "--appendfsync", "always", "--protected-mode", "no",
-                                  "--daemonize", "no", "--logfile", ""};
+    std::vector<std::string> argv{binary_,
+                                  "--port",
+                                  std::to_string(port),
+                                  "--bind",
+                                  "127.0.0.1",
+                                  "--dir",
+                                  opts_.dir,
+                                  "--save",
+                                  "",
+                                  "--appendonly",
+                                  opts_.append_only ? "yes" : "no",
+                                  "--appendfsync",
+                                  "always",
+                                  "--protected-mode",
+                                  "no",
+                                  "--daemonize",
+                                  "no",
+                                  "--logfile",
+                                  ""};
     auto child = runtime::child_process::start(argv);
     if (!child)
       return std::move(child.error());
-    auto ready = child->wait_for_line("Ready to accept connections",
-                                      std::chrono::seconds(20));
+    auto ready = child->wait_for_line("Ready to accept connections", std::chrono::seconds(20));
     if (ready) {
       port_ = port;
       process_.emplace(std::move(*child));

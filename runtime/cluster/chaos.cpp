@@ -9,10 +9,10 @@
 
 #include <unistd.h>
 
+#include "base/atomic_file.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/client.hpp"
-#include "base/atomic_file.hpp"
 
 namespace darcy::runtime {
 
@@ -24,8 +24,7 @@ double draw(std::mt19937_64& rng) {
 }
 
 caf::expected<member_info> find_member(caf::actor_system& sys, const registry_actor& registry,
-                                       const std::string& node,
-                                       std::chrono::milliseconds timeout) {
+                                       const std::string& node, std::chrono::milliseconds timeout) {
   auto status = ask<cluster_status>(sys, registry, timeout, status_atom::value);
   if (!status)
     return std::move(status.error());
@@ -62,7 +61,7 @@ void remember_gate(const caf::actor& target, const caf::actor& gate) {
 
 void write_fault_pid(const std::string& path) {
   if (!path.empty())
-    (void) base::write_file_atomically(path, std::to_string(::getpid()) + "\n");
+    (void)base::write_file_atomically(path, std::to_string(::getpid()) + "\n");
 }
 
 caf::behavior chaos_gate(caf::stateful_actor<chaos_gate_state>* self, caf::actor target,
@@ -162,8 +161,8 @@ caf::expected<chaos_stats> ask_agent(caf::actor_system& sys, const registry_acto
   auto member = find_member(sys, registry, node, timeout);
   if (!member)
     return std::move(member.error());
-  auto stats = ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout,
-                                command, gate);
+  auto stats =
+    ask<chaos_stats>(sys, caf::actor_cast<node_agent_actor>(member->agent), timeout, command, gate);
   if (!stats && stats.error().category() != errc_category)
     return make_error(errc::node_unreachable, what + ": " + render(stats.error()));
   return stats;

@@ -25,9 +25,8 @@ caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host
                         " ended the handshake: with TLS (--tls-dir) on either side, both need a "
                         "certificate of the same CA");
   if (!agent)
-    return make_error(errc::node_unreachable,
-                      "no Darcy node answers at " + to_string(where) + " (" +
-                        render(agent.error()) + ")");
+    return make_error(errc::node_unreachable, "no Darcy node answers at " + to_string(where) +
+                                                " (" + render(agent.error()) + ")");
   return std::move(*agent);
 }
 
@@ -53,8 +52,7 @@ caf::expected<cluster_handles> connect_cluster(caf::actor_system& sys, const hos
 }
 
 caf::expected<service_info> resolve(caf::actor_system& sys, const registry_actor& registry,
-                                    const std::string& service,
-                                    std::chrono::milliseconds timeout) {
+                                    const std::string& service, std::chrono::milliseconds timeout) {
   return ask<service_info>(sys, registry, timeout, lookup_atom::value, service);
 }
 

@@ -32,7 +32,6 @@ caf::expected<node_agent_actor> connect_agent(caf::actor_system& sys, const host
 
 /// Resolves `service` through the registry; errc::unknown_service when it is not registered.
 caf::expected<service_info> resolve(caf::actor_system& sys, const registry_actor& registry,
-                                    const std::string& service,
-                                    std::chrono::milliseconds timeout);
+                                    const std::string& service, std::chrono::milliseconds timeout);
 
 } // namespace darcy::runtime

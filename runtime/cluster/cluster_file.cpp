@@ -4,16 +4,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "messages/error.hpp"
 #include "base/atomic_file.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::runtime {
 
 caf::error write_cluster_file(const std::string& path, const cluster_file& c) {
   nlohmann::json nodes = nlohmann::json::array();
   for (auto& n : c.nodes)
-    nodes.push_back({{"name", n.name}, {"address", to_string(n.address)}, {"pid", n.pid},
-                     {"log", n.log}});
+    nodes.push_back(
+      {{"name", n.name}, {"address", to_string(n.address)}, {"pid", n.pid}, {"log", n.log}});
   nlohmann::json j{{"nodes", nodes}, {"secret_file", c.secret_file}, {"netns", c.netns}};
   return base::write_file_atomically(path, j.dump(2) + "\n");
 }

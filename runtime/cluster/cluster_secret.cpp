@@ -25,8 +25,8 @@ caf::expected<std::string> read_secret_file(const std::string& path) {
   if (::stat(path.c_str(), &info) != 0)
     return make_error(errc::invalid_config, "secret file " + path + " does not exist");
   if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-    return make_error(errc::invalid_config, "secret file " + path +
-                                              " is readable by others: chmod 600 it");
+    return make_error(errc::invalid_config,
+                      "secret file " + path + " is readable by others: chmod 600 it");
   std::ifstream in{path};
   std::stringstream text;
   if (!(text << in.rdbuf()))

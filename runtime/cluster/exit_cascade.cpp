@@ -13,16 +13,15 @@ namespace {
 class exit_cascade : public caf::attachable {
 public:
   explicit exit_cascade(std::function<std::vector<caf::actor>()> targets)
-    : targets_(std::move(targets)) {
-  }
+    : targets_(std::move(targets)) {}
 
   void actor_exited(const caf::error&, caf::execution_unit* host) override {
     for (auto& target : targets_())
       if (target)
-        target->enqueue(nullptr, caf::make_message_id(),
-                        caf::make_message(caf::exit_msg{target.address(),
-                                                        caf::exit_reason::user_shutdown}),
-                        host);
+        target->enqueue(
+          nullptr, caf::make_message_id(),
+          caf::make_message(caf::exit_msg{target.address(), caf::exit_reason::user_shutdown}),
+          host);
   }
 
 private:

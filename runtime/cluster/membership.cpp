@@ -28,11 +28,12 @@ uint64_t incarnation_in(const cluster_status& status, const std::string& name) {
 // The cluster gave this node up and replaced what ran on it: its actors must not act again.
 void fence(node_agent_pointer self, uint64_t incarnation) {
   auto& st = self->state;
-  log_warn("darcy node {}: declared down and re-admitted as incarnation {} (was {}); stopping "
-           "the {} actors of the old incarnation",
-           st.options.name, incarnation, st.incarnation, st.spawned->size());
-  auto reason = make_error(errc::node_unreachable,
-                           "fenced: node " + st.options.name + " was declared down");
+  log_warn(
+    "darcy node {}: declared down and re-admitted as incarnation {} (was {}); stopping "
+    "the {} actors of the old incarnation",
+    st.options.name, incarnation, st.incarnation, st.spawned->size());
+  auto reason =
+    make_error(errc::node_unreachable, "fenced: node " + st.options.name + " was declared down");
   for (auto& child : *st.spawned)
     self->send_exit(child, reason);
   st.spawned->clear();
@@ -79,8 +80,8 @@ void join_through(node_agent_pointer self, registry_actor registry, bool given_u
         if (given_up && st.incarnation != 0 && now != st.incarnation)
           fence(self, now);
         adopt(self, registry, status);
-        log_info("darcy node {}: joined the seed again as incarnation {}",
-                 self->state.options.name, self->state.incarnation);
+        log_info("darcy node {}: joined the seed again as incarnation {}", self->state.options.name,
+                 self->state.incarnation);
       },
       [self](caf::error& err) {
         if (is(err, errc::duplicate_node))
@@ -92,8 +93,7 @@ void join_through(node_agent_pointer self, registry_actor registry, bool given_u
 
 // Presents the cluster's credential to a (restarted) seed's registry, then joins it.
 void greet(node_agent_pointer self, registry_actor registry) {
-  self->request(registry, request_timeout(self), hello_atom::value,
-                self->state.options.credential)
+  self->request(registry, request_timeout(self), hello_atom::value, self->state.options.credential)
     .then([self, registry](ok_atom) { join_through(self, registry, false); },
           [self](caf::error& err) { rejoin_failed(self, err); });
 }
@@ -105,8 +105,9 @@ void seek_seed(node_agent_pointer self) {
     return;
   st.rejoining = true;
   auto mm = connection_manager(self->system());
-  self->request(mm, request_timeout(self), caf::connect_atom::value, st.options.seed->host,
-                st.options.seed->port)
+  self
+    ->request(mm, request_timeout(self), caf::connect_atom::value, st.options.seed->host,
+              st.options.seed->port)
     .then(
       [self](const caf::node_id&, caf::strong_actor_ptr& target, const std::set<std::string>&) {
         if (!target)
@@ -121,8 +122,9 @@ void seek_seed(node_agent_pointer self) {
 
 void heartbeat(node_agent_pointer self) {
   auto& st = self->state;
-  self->request(st.options.registry, request_timeout(self), heartbeat_atom::value,
-                st.options.name, st.incarnation)
+  self
+    ->request(st.options.registry, request_timeout(self), heartbeat_atom::value, st.options.name,
+              st.incarnation)
     .then(
       [self](uint64_t incarnation) {
         auto& st = self->state;

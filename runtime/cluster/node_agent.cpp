@@ -1,8 +1,8 @@
 #include "runtime/cluster/node_agent.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <csignal>
-#include <unistd.h>
 
 #include <caf/event_based_actor.hpp>
 #include <caf/io/middleman.hpp>
@@ -10,9 +10,9 @@
 #include "messages/error.hpp"
 #include "runtime/cluster/chaos.hpp"
 #include "runtime/cluster/exit_cascade.hpp"
-#include "runtime/log.hpp"
 #include "runtime/cluster/membership.hpp"
 #include "runtime/cluster/probe.hpp"
+#include "runtime/log.hpp"
 #include "runtime/tls.hpp"
 
 namespace darcy::runtime {
@@ -98,8 +98,7 @@ caf::expected<caf::actor> spawn_child(node_agent_pointer self, const std::string
 /// How many spawn request ids an agent remembers.
 constexpr size_t remembered_spawns = 1024;
 
-void deliver(caf::typed_response_promise<caf::actor>& promise,
-             const caf::expected<caf::actor>& r) {
+void deliver(caf::typed_response_promise<caf::actor>& promise, const caf::expected<caf::actor>& r) {
   if (r)
     promise.deliver(*r);
   else
@@ -111,8 +110,7 @@ template <class Done>
 void spawn_when_trusted(node_agent_pointer self, const std::string& type, caf::message args,
                         Done done) {
   when_trusted(
-    self, "spawn",
-    [self, type, args, done]() mutable { done(spawn_child(self, type, args)); },
+    self, "spawn", [self, type, args, done]() mutable { done(spawn_child(self, type, args)); },
     [done](caf::error err) mutable { done(caf::expected<caf::actor>{std::move(err)}); });
 }
 
@@ -190,10 +188,9 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
     },
     [self](spawn_atom, const std::string& type, caf::message& args) {
       auto promise = self->make_response_promise<caf::actor>();
-      spawn_when_trusted(self, type, std::move(args),
-                         [promise](const caf::expected<caf::actor>& r) mutable {
-                           deliver(promise, r);
-                         });
+      spawn_when_trusted(
+        self, type, std::move(args),
+        [promise](const caf::expected<caf::actor>& r) mutable { deliver(promise, r); });
       return promise;
     },
     [self](spawn_atom, const std::string& type, caf::message& args, uint64_t request) {
@@ -231,8 +228,7 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
     [self](probe_atom, probe_spec& spec) {
       auto promise = self->make_response_promise<probe_result>();
       when_trusted(
-        self, "probe",
-        [self, spec, promise]() mutable { start_probe(self, spec, promise); },
+        self, "probe", [self, spec, promise]() mutable { start_probe(self, spec, promise); },
         [promise](caf::error err) mutable { promise.deliver(std::move(err)); });
       return promise;
     },
@@ -250,9 +246,9 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
           else if (!gate)
             command_every_gate(self, cmd, promise);
           else if (std::find(spawned.begin(), spawned.end(), gate) == spawned.end())
-            promise.deliver(make_error(errc::not_found,
-                                       "node " + self->state.options.name +
-                                         " did not spawn that actor, so it has no chaos gate"));
+            promise.deliver(
+              make_error(errc::not_found, "node " + self->state.options.name +
+                                            " did not spawn that actor, so it has no chaos gate"));
           else // asked, not delegated: the gate takes commands from this node only
             self->request(gate, std::chrono::seconds(10), cmd)
               .then([promise](chaos_stats& stats) mutable { promise.deliver(stats); },
@@ -262,7 +258,8 @@ node_agent_actor::behavior_type node_agent(node_agent_pointer self, node_agent_o
       return promise;
     },
     [self](kill_node_atom) {
-      when_trusted(self, "kill-node", [] { ::kill(::getpid(), SIGKILL); }, [](caf::error) {});
+      when_trusted(
+        self, "kill-node", [] { ::kill(::getpid(), SIGKILL); }, [](caf::error) {});
     },
     [self](tick_atom) { membership_tick(self); },
   };

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "messages/cluster/cluster_interfaces.hpp"
-#include "runtime/host_port.hpp"
 #include "runtime/cluster/probe.hpp"
+#include "runtime/host_port.hpp"
 
 namespace darcy::runtime {
 

@@ -13,8 +13,8 @@
 
 namespace darcy::runtime {
 
-using probe_actor = caf::typed_actor<
-  caf::replies_to<probe_atom, caf::actor, probe_spec>::with<probe_result>>;
+using probe_actor =
+  caf::typed_actor<caf::replies_to<probe_atom, caf::actor, probe_spec>::with<probe_result>>;
 
 /// Answers one probe per request; `spec.host`/`port` are ignored (the target is given).
 probe_actor::behavior_type probe_driver(probe_actor::pointer self);

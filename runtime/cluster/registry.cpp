@@ -18,8 +18,8 @@ void publish(registry_pointer self, cluster_event event) {
 
 void drop_service(registry_pointer self, std::map<std::string, service_info>::iterator i,
                   const std::string& reason) {
-  publish(self, {cluster_event_kind::service_down, i->second.node, i->first, i->second.actor,
-                 reason});
+  publish(self,
+          {cluster_event_kind::service_down, i->second.node, i->first, i->second.actor, reason});
   self->state.services.erase(i);
 }
 
@@ -41,8 +41,8 @@ void retire_member(registry_pointer self, const std::string& name, member_state 
       drop_service(self, s, "node " + name + " " + to_string(state));
     s = next;
   }
-  auto kind = state == member_state::left ? cluster_event_kind::member_left
-                                          : cluster_event_kind::member_down;
+  auto kind =
+    state == member_state::left ? cluster_event_kind::member_left : cluster_event_kind::member_down;
   publish(self, {kind, name, {}, info.agent, reason, info.incarnation});
 }
 
@@ -62,7 +62,11 @@ void admit(registry_pointer self, registry_state::member_record& record, std::st
   info.incarnation = next_incarnation(self);
   record.last_seen = std::chrono::steady_clock::now();
   self->monitor(info.agent);
-  publish(self, {cluster_event_kind::member_up, info.name, {}, info.agent, std::move(reason),
+  publish(self, {cluster_event_kind::member_up,
+                 info.name,
+                 {},
+                 info.agent,
+                 std::move(reason),
                  info.incarnation});
 }
 
@@ -209,8 +213,8 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
         return ok_atom::value;
       self->monitor(service.actor);
       services[service.name] = service;
-      publish(self, {cluster_event_kind::service_up, service.node, service.name, service.actor,
-                     {}});
+      publish(self,
+              {cluster_event_kind::service_up, service.node, service.name, service.actor, {}});
       return ok_atom::value;
     },
     [self](unregister_atom, const std::string& name) -> caf::result<ok_atom> {
@@ -251,8 +255,8 @@ registry_actor::behavior_type registry(registry_pointer self, registry_options o
       auto timeout = self->state.options.heartbeat_timeout;
       std::vector<std::string> expired;
       for (auto& [name, record] : self->state.members)
-        if (name != self->state.options.seed && record.info.state == member_state::up
-            && now - record.last_seen > timeout)
+        if (name != self->state.options.seed && record.info.state == member_state::up &&
+            now - record.last_seen > timeout)
           expired.push_back(name);
       for (auto& name : expired)
         retire_member(self, name, member_state::down,

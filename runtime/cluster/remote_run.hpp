@@ -41,12 +41,13 @@ template <class Reply, class Self, class Handle, class OnReply, class OnError, c
           class OnResend>
 void remote_attempt(Self* self, Handle target, std::string what,
                     std::chrono::steady_clock::time_point until, std::chrono::milliseconds attempt,
-                    uint32_t n, OnReply on_reply, OnError on_error, std::shared_ptr<const Args> args,
-                    OnResend on_resend) {
+                    uint32_t n, OnReply on_reply, OnError on_error,
+                    std::shared_ptr<const Args> args, OnResend on_resend) {
   using namespace std::chrono;
-  auto wait = attempt.count() > 0 ? attempt_wait(attempt * (n + 1), until)
-                                  : std::max(duration_cast<milliseconds>(until - steady_clock::now()),
-                                             milliseconds{1});
+  auto wait =
+    attempt.count() > 0
+      ? attempt_wait(attempt * (n + 1), until)
+      : std::max(duration_cast<milliseconds>(until - steady_clock::now()), milliseconds{1});
   std::apply(
     [&](const auto&... xs) {
       self->request(target, wait, xs...)
@@ -96,15 +97,15 @@ void remote_run_again(Self* self, const Handle& target, const request_context& c
 template <class Reply, class Self, class Handle, class OnReply, class OnError, class... Ts>
 void remote_run(Self* self, const Handle& target, const request_context& ctx,
                 const std::string& what, OnReply on_reply, OnError on_error, Ts&&... xs) {
-  remote_run_again<Reply>(self, target, ctx, what, std::chrono::milliseconds{0}, [] {},
-                          std::move(on_reply), std::move(on_error), std::forward<Ts>(xs)...);
+  remote_run_again<Reply>(
+    self, target, ctx, what, std::chrono::milliseconds{0}, [] {}, std::move(on_reply),
+    std::move(on_error), std::forward<Ts>(xs)...);
 }
 
 /// The blocking form, for program edges and tests: waits for the reply of `target`.
 template <class Reply, class Handle, class... Ts>
 caf::expected<Reply> remote_run(caf::actor_system& sys, const Handle& target,
-                                const request_context& ctx, const std::string& what,
-                                Ts&&... xs) {
+                                const request_context& ctx, const std::string& what, Ts&&... xs) {
   auto left = time_left(ctx, remote_run_default_timeout);
   if (left.count() == 0)
     return remote_failure(caf::sec::request_timeout, what);

@@ -43,9 +43,9 @@ caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& t
       return make_error(errc::spawn_failed, where + render(actor.error()));
     if (steady_clock::now() >= deadline) {
       auto waited = std::chrono::duration_cast<std::chrono::seconds>(steady_clock::now() - start);
-      return make_error(errc::spawn_failed,
-                        where + "no answer to " + std::to_string(attempts) + " attempts over " +
-                          std::to_string(waited.count()) + " s; " + unanswered_spawn(sys, target));
+      return make_error(errc::spawn_failed, where + "no answer to " + std::to_string(attempts) +
+                                              " attempts over " + std::to_string(waited.count()) +
+                                              " s; " + unanswered_spawn(sys, target));
     }
   }
 }
@@ -58,10 +58,12 @@ std::string unanswered_spawn(caf::actor_system& sys, const spawn_target& target,
          " ms either: the node is stalled, or cut off from this process";
 }
 
-caf::expected<std::vector<caf::actor>>
-spawn_group(caf::actor_system& sys, const std::vector<spawn_target>& targets,
-            std::chrono::milliseconds timeout, const std::string& factory,
-            const std::function<caf::message(size_t)>& args, size_t count) {
+caf::expected<std::vector<caf::actor>> spawn_group(caf::actor_system& sys,
+                                                   const std::vector<spawn_target>& targets,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& factory,
+                                                   const std::function<caf::message(size_t)>& args,
+                                                   size_t count) {
   std::vector<caf::actor> started;
   for (size_t i = 0; i < count; ++i) {
     auto actor = spawn_on(sys, targets[i % targets.size()], timeout, factory, args(i));

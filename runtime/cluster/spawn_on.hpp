@@ -66,17 +66,21 @@ std::string unanswered_spawn(caf::actor_system& sys, const spawn_target& target,
 /// Spawns `count` actors of type `factory`, the i-th with args(i) on targets[i % size]. On the
 /// first failure, stops the ones already started and returns that failure.
 /// Precondition: targets is not empty.
-caf::expected<std::vector<caf::actor>>
-spawn_group(caf::actor_system& sys, const std::vector<spawn_target>& targets,
-            std::chrono::milliseconds timeout, const std::string& factory,
-            const std::function<caf::message(size_t)>& args, size_t count);
+caf::expected<std::vector<caf::actor>> spawn_group(caf::actor_system& sys,
+                                                   const std::vector<spawn_target>& targets,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& factory,
+                                                   const std::function<caf::message(size_t)>& args,
+                                                   size_t count);
 
 /// spawn_group with typed handles.
 template <class Handle>
-caf::expected<std::vector<Handle>>
-spawn_group(caf::actor_system& sys, const std::vector<spawn_target>& targets,
-            std::chrono::milliseconds timeout, const std::string& factory,
-            const std::function<caf::message(size_t)>& args, size_t count) {
+caf::expected<std::vector<Handle>> spawn_group(caf::actor_system& sys,
+                                               const std::vector<spawn_target>& targets,
+                                               std::chrono::milliseconds timeout,
+                                               const std::string& factory,
+                                               const std::function<caf::message(size_t)>& args,
+                                               size_t count) {
   auto actors = spawn_group(sys, targets, timeout, factory, args, count);
   if (!actors)
     return std::move(actors.error());

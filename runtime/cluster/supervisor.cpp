@@ -26,8 +26,8 @@ record* find(supervisor_pointer self, const std::string& id) {
 
 void publish(supervisor_pointer self, supervisor_event_kind kind, const record& child,
              std::string reason = {}) {
-  supervisor_event event{kind, self->state.spec.name, child.spec.id, child.node, child.actor,
-                         std::move(reason)};
+  supervisor_event event{kind,       self->state.spec.name, child.spec.id,
+                         child.node, child.actor,           std::move(reason)};
   for (auto& subscriber : self->state.subscribers)
     caf::anon_send(subscriber, event);
 }
@@ -68,15 +68,15 @@ void schedule_retry(supervisor_pointer self, const std::string& id, const caf::e
 
 // The child is up: watch it, register its service, then tell subscribers. A child already gone
 // again by then is not announced: subscribers never see a started child without its actor.
-void on_started(supervisor_pointer self, const std::string& id, caf::actor actor,
-                std::string node, bool restarted, continuation next) {
+void on_started(supervisor_pointer self, const std::string& id, caf::actor actor, std::string node,
+                bool restarted, continuation next) {
   auto child = find(self, id);
   child->actor = actor;
   child->node = std::move(node);
   self->monitor(actor);
   (*self->state.running)[id] = actor;
-  auto kind = restarted ? supervisor_event_kind::child_restarted
-                        : supervisor_event_kind::child_started;
+  auto kind =
+    restarted ? supervisor_event_kind::child_restarted : supervisor_event_kind::child_started;
   auto registry = self->system().registry().get<registry_actor>(registry_key);
   if (child->spec.service.empty() || !registry) {
     publish(self, kind, *child);
@@ -100,8 +100,7 @@ void on_started(supervisor_pointer self, const std::string& id, caf::actor actor
 
 // The first of `wanted` that `status` lists as up with an agent, skipping `avoid`; nullptr
 // when there is none. "*" stands for any such member, the seed last.
-const member_info* first_live(const cluster_status& status,
-                              const std::vector<std::string>& wanted,
+const member_info* first_live(const cluster_status& status, const std::vector<std::string>& wanted,
                               const std::set<std::string>& avoid) {
   auto usable = [&](const member_info& m) {
     return m.state == member_state::up && m.agent && !avoid.contains(m.name);
@@ -173,8 +172,9 @@ void start_child(supervisor_pointer self, const std::string& id, bool restarted,
           return start_here(spec);
         auto agent = caf::actor_cast<node_agent_actor>(target->agent);
         self->request(agent, std::chrono::seconds(10), spawn_atom::value, spec.factory, spec.args)
-          .then([accept, node = target->name](caf::actor& actor) { accept(std::move(actor), node); },
-                [fail](caf::error& err) { fail(err); });
+          .then(
+            [accept, node = target->name](caf::actor& actor) { accept(std::move(actor), node); },
+            [fail](caf::error& err) { fail(err); });
       },
       [fail](caf::error& err) { fail(err); });
 }
@@ -207,8 +207,8 @@ std::vector<std::string> restart_group(supervisor_pointer self, const std::strin
   for (auto& child : self->state.children) {
     bool is_failed = child.spec.id == failed;
     after = after || is_failed;
-    if (is_failed || strategy == restart_strategy::one_for_all
-        || (strategy == restart_strategy::rest_for_one && after))
+    if (is_failed || strategy == restart_strategy::one_for_all ||
+        (strategy == restart_strategy::rest_for_one && after))
       group.push_back(child.spec.id);
   }
   return group;
@@ -276,10 +276,10 @@ void on_member_gone(supervisor_pointer self, const cluster_event& event) {
     auto lost = child.actor;
     self->demonitor(lost);
     self->send_exit(lost, caf::exit_reason::kill);
-    on_child_down(self, child,
-                  make_error(errc::node_unreachable,
-                             "node " + event.node + " " + to_string(event.kind) + ": " +
-                               event.reason));
+    on_child_down(
+      self, child,
+      make_error(errc::node_unreachable,
+                 "node " + event.node + " " + to_string(event.kind) + ": " + event.reason));
     // on_child_down may have restarted the whole group: look the next child up afresh.
     return on_member_gone(self, event);
   }
@@ -340,8 +340,11 @@ supervisor_actor::behavior_type supervisor(supervisor_pointer self, supervisor_s
       for (auto& child : self->state.children)
         if (child.actor)
           caf::anon_send(subscriber, supervisor_event{supervisor_event_kind::child_started,
-                                                  self->state.spec.name, child.spec.id,
-                                                  child.node, child.actor, {}});
+                                                      self->state.spec.name,
+                                                      child.spec.id,
+                                                      child.node,
+                                                      child.actor,
+                                                      {}});
       self->state.subscribers.push_back(std::move(subscriber));
     },
     [self](retry_atom, const std::string& id) {

@@ -54,8 +54,8 @@ std::string http_request_text(const std::string& method, const std::string& targ
   if (!token.empty())
     r += "Authorization: Bearer " + token + "\r\n";
   if (!body.empty() || method == "POST")
-    r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\n";
+    r +=
+      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   return r + "\r\n" + body;
 }
 

@@ -4,9 +4,9 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -50,9 +50,10 @@ public:
   /// on_read), so that a late answer never touches a destroyed io_context.
   connection(tcp::socket&& socket, const http_handler& handler, size_t max_body,
              std::weak_ptr<void> server)
-    : stream_(std::move(socket)), handler_(handler), max_body_(max_body),
-      server_(std::move(server)) {
-  }
+    : stream_(std::move(socket)),
+      handler_(handler),
+      max_body_(max_body),
+      server_(std::move(server)) {}
 
   void run() {
     beast::error_code ignored;
@@ -72,8 +73,8 @@ private:
   }
 
   void on_read(beast::error_code ec, size_t) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof ||
-        ec == beast::error::timeout || ec == net::error::operation_aborted)
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted)
       return close();
     if (ec == http::error::body_limit)
       return refuse(413, "body_too_large",
@@ -154,9 +155,11 @@ private:
 
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   impl(size_t threads, http_handler h, size_t max_body)
-    : ioc(static_cast<int>(threads)), accept_strand(net::make_strand(ioc)), acceptor(ioc),
-      handler(std::move(h)), max_body(max_body) {
-  }
+    : ioc(static_cast<int>(threads)),
+      accept_strand(net::make_strand(ioc)),
+      acceptor(ioc),
+      handler(std::move(h)),
+      max_body(max_body) {}
 
   /// Runs on accept_strand once the threads run: the acceptor is not thread-safe, and its
   /// accept handler and stop()'s close would otherwise race on two io threads.
@@ -189,14 +192,14 @@ http_server::~http_server() {
 
 caf::expected<std::unique_ptr<http_server>> http_server::start(const http_server_options& o,
                                                                http_handler handler) {
-  auto p = std::make_shared<impl>(std::max<size_t>(1, o.threads), std::move(handler),
-                                  o.max_body_bytes);
+  auto p =
+    std::make_shared<impl>(std::max<size_t>(1, o.threads), std::move(handler), o.max_body_bytes);
   beast::error_code ec;
-  auto address = net::ip::make_address(o.listen.host == "localhost" ? "127.0.0.1" : o.listen.host,
-                                       ec);
+  auto address =
+    net::ip::make_address(o.listen.host == "localhost" ? "127.0.0.1" : o.listen.host, ec);
   if (ec)
-    return make_error(errc::invalid_argument, "listen address '" + o.listen.host + "': " +
-                                                ec.message());
+    return make_error(errc::invalid_argument,
+                      "listen address '" + o.listen.host + "': " + ec.message());
   tcp::endpoint endpoint{address, o.listen.port};
   auto& a = p->acceptor;
   if (a.open(endpoint.protocol(), ec); !ec)
@@ -204,8 +207,8 @@ caf::expected<std::unique_ptr<http_server>> http_server::start(const http_server
       if (a.bind(endpoint, ec); !ec)
         a.listen(net::socket_base::max_listen_connections, ec);
   if (ec)
-    return make_error(errc::io_error, "cannot listen on " + runtime::to_string(o.listen) + ": " +
-                                        ec.message());
+    return make_error(errc::io_error,
+                      "cannot listen on " + runtime::to_string(o.listen) + ": " + ec.message());
   p->accept();
   for (size_t i = 0; i < std::max<size_t>(1, o.threads); ++i)
     p->threads.emplace_back([raw = p.get()] { raw->ioc.run(); });

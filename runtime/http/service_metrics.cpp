@@ -21,8 +21,7 @@ service_metrics::service_metrics(std::string service, std::string instance)
   auto& registry = process_metrics();
   messages_ = registry.counter(messages_name, "Requests handled by the service's actor", labels_);
   mailbox_ = registry.gauge(mailbox_name,
-                            "Messages waiting in the actor's mailbox at its last request",
-                            labels_);
+                            "Messages waiting in the actor's mailbox at its last request", labels_);
 }
 
 service_metrics::~service_metrics() {
@@ -40,10 +39,10 @@ void service_metrics::record(const std::string& op, double seconds, size_t mailb
   if (it == ops_.end()) {
     auto& registry = process_metrics();
     auto labels = with_op(labels_, op);
-    it = ops_.emplace(op, op_series{registry.counter(requests_name, "Requests by operation", labels),
-                                    registry.histogram(latency_name,
-                                                       "Time to handle a request, in seconds",
-                                                       labels)})
+    it = ops_
+           .emplace(op, op_series{registry.counter(requests_name, "Requests by operation", labels),
+                                  registry.histogram(
+                                    latency_name, "Time to handle a request, in seconds", labels)})
            .first;
   }
   it->second.requests->add();

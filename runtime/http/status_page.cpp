@@ -16,11 +16,20 @@ std::string html_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -69,14 +78,15 @@ std::string table(const std::string& id, const std::string& heading,
 std::string curve_figure(const std::string& name, const std::vector<curve_point>& points) {
   std::string out = "<figure class=\"curve\" data-name=\"" + html_escape(name) + "\">";
   {
-    auto [lo_step, hi_step] = std::minmax_element(
-      points.begin(), points.end(), [](auto& a, auto& b) { return a.step < b.step; });
+    auto [lo_step, hi_step] = std::minmax_element(points.begin(), points.end(),
+                                                  [](auto& a, auto& b) { return a.step < b.step; });
     auto [lo_value, hi_value] = std::minmax_element(
       points.begin(), points.end(), [](auto& a, auto& b) { return a.value < b.value; });
     double dx = std::max(hi_step->step - lo_step->step, 1e-12);
     double dy = std::max(hi_value->value - lo_value->value, 1e-12);
-    out += "<svg width=\"360\" height=\"120\" viewBox=\"0 0 360 120\"><polyline fill=\"none\" "
-           "stroke=\"#1f6feb\" stroke-width=\"2\" points=\"";
+    out +=
+      "<svg width=\"360\" height=\"120\" viewBox=\"0 0 360 120\"><polyline fill=\"none\" "
+      "stroke=\"#1f6feb\" stroke-width=\"2\" points=\"";
     for (auto& p : points)
       out += fixed(5 + 350 * (p.step - lo_step->step) / dx, 6) + "," +
              fixed(115 - 110 * (p.value - lo_value->value) / dy, 6) + " ";
@@ -104,8 +114,8 @@ node_view current_view(caf::actor_system& sys, const registry_actor& registry,
     view.cluster_error = "this node has no registry";
   }
   auto& metrics = process_metrics();
-  auto values = metrics.values(
-    {"darcy_store_rows", "darcy_restarts_total", "darcy_service_requests_total"});
+  auto values =
+    metrics.values({"darcy_store_rows", "darcy_restarts_total", "darcy_service_requests_total"});
   view.store_rows = std::move(values["darcy_store_rows"]);
   view.restarts = std::move(values["darcy_restarts_total"]);
   view.requests = std::move(values["darcy_service_requests_total"]);
@@ -123,8 +133,8 @@ std::string render_status_page(const node_view& view) {
     "figure{display:inline-block;margin:0 1em 1em 0}</style></head><body><h1>darcy node " +
     html_escape(view.node) + "</h1>";
   if (!view.cluster) {
-    out += "<p class=\"error\">cluster status unavailable: " + html_escape(view.cluster_error) +
-           "</p>";
+    out +=
+      "<p class=\"error\">cluster status unavailable: " + html_escape(view.cluster_error) + "</p>";
   } else {
     std::vector<std::vector<std::string>> members, services;
     for (auto& m : view.cluster->members) {
@@ -139,8 +149,9 @@ std::string render_status_page(const node_view& view) {
     for (auto& s : view.cluster->services)
       services.push_back({s.name, s.node});
     out += "<p>seed: " + html_escape(view.cluster->seed) + "</p>";
-    out += table("members", "Members", {"name", "address", "state", "incarnation", "uptime", "status page"},
-                 members, "member", "no members");
+    out += table("members", "Members",
+                 {"name", "address", "state", "incarnation", "uptime", "status page"}, members,
+                 "member", "no members");
     out += table("services", "Services", {"name", "node"}, services, "service", "no services");
   }
   std::vector<std::vector<std::string>> shards, restarts, requests;
@@ -155,16 +166,17 @@ std::string render_status_page(const node_view& view) {
                "no embedding shard runs here");
   out += table("restarts", "Restarts by supervisors here", {"child", "supervisor", "restarts"},
                restarts, "restart", "no restarts");
-  out += table("requests", "Requests handled here", {"service", "operation", "requests"},
-               requests, "requests", "no requests yet");
+  out += table("requests", "Requests handled here", {"service", "operation", "requests"}, requests,
+               "requests", "no requests yet");
   out += "<section id=\"curves\"><h2>Loss curves of jobs run here</h2>";
   if (view.curves.empty())
     out += "<p class=\"none\">no job has reported a loss here</p>";
   for (auto& [name, points] : view.curves)
     if (!points.empty())
       out += curve_figure(name, points);
-  out += "</section><p><a href=\"/metrics\">/metrics</a> · <a href=\"/status.json\">"
-         "/status.json</a></p></body></html>\n";
+  out +=
+    "</section><p><a href=\"/metrics\">/metrics</a> · <a href=\"/status.json\">"
+    "/status.json</a></p></body></html>\n";
   return out;
 }
 
@@ -174,8 +186,11 @@ std::string render_status_json(const node_view& view) {
   if (view.cluster) {
     j["seed"] = view.cluster->seed;
     for (auto& m : view.cluster->members)
-      j["members"].push_back({{"name", m.name}, {"host", m.host}, {"port", m.port},
-                              {"state", to_string(m.state)}, {"incarnation", m.incarnation},
+      j["members"].push_back({{"name", m.name},
+                              {"host", m.host},
+                              {"port", m.port},
+                              {"state", to_string(m.state)},
+                              {"incarnation", m.incarnation},
                               {"http_port", m.http_port}});
     for (auto& s : view.cluster->services)
       j["services"].push_back({{"name", s.name}, {"node", s.node}});
@@ -207,8 +222,9 @@ http_handler node_http_handler(caf::actor_system& sys, registry_actor registry, 
   return [&sys, registry, node, timeout](http_request req, http_responder respond) {
     auto path = req.target.substr(0, req.target.find('?'));
     if (path != "/" && path != "/metrics" && path != "/status.json")
-      return respond({404, json_error("not_found", "no route " + path + " (try /, /metrics or "
-                                                    "/status.json)")});
+      return respond({404, json_error("not_found", "no route " + path +
+                                                     " (try /, /metrics or "
+                                                     "/status.json)")});
     if (req.method != "GET")
       return respond({405, json_error("method_not_allowed", path + " answers GET only")});
     if (path == "/metrics")

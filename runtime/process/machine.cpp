@@ -1,8 +1,8 @@
 #include "runtime/process/machine.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <thread>
-#include <unistd.h>
 
 #include "messages/error.hpp"
 

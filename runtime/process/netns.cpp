@@ -169,8 +169,8 @@ caf::expected<size_t> netns_network::add_node() {
   if (auto err = run({"netns", "add", name(i)}))
     return err;
   ++nodes_; // the destructor removes it from here on
-  if (auto err = add_link(prefix_ + "b" + std::to_string(i), name(i), prefix_ + "n" + std::to_string(i),
-                          address(i)))
+  if (auto err = add_link(prefix_ + "b" + std::to_string(i), name(i),
+                          prefix_ + "n" + std::to_string(i), address(i)))
     return err;
   return i;
 }
@@ -183,7 +183,8 @@ caf::error netns_network::heal(size_t i) {
   return run({"-n", bridge_ns(), "link", "set", prefix_ + "b" + std::to_string(i), "up"});
 }
 
-std::vector<std::string> netns_network::in_namespace(size_t i, const std::vector<std::string>& argv) const {
+std::vector<std::string> netns_network::in_namespace(size_t i,
+                                                     const std::vector<std::string>& argv) const {
   std::vector<std::string> out{ip_program(), "netns", "exec", name(i)};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;

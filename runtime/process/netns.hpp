@@ -5,8 +5,8 @@
 // Traffic stays on the bridge: the subnet is 10.213.S.0/24, S chosen free of this host's routes.
 //
 //   auto net = runtime::netns_network::create(3);
-//   child_process::start(net->in_namespace(1, {"darcy", "node", "--listen", net->address(1) + ":0"}));
-//   net->cut(1);  ...  net->heal(1);
+//   child_process::start(net->in_namespace(1, {"darcy", "node", "--listen", net->address(1) +
+//   ":0"})); net->cut(1);  ...  net->heal(1);
 #pragma once
 
 #include <memory>

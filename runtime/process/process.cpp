@@ -1,12 +1,12 @@
 #include "runtime/process/process.hpp"
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 
 #include "messages/error.hpp"
 
@@ -154,8 +154,8 @@ caf::expected<std::string> child_process::wait_for_line(const std::string& needl
     char buffer[4096];
     auto n = ::read(out_, buffer, sizeof(buffer));
     if (n <= 0)
-      return make_error(errc::io_error, "pid " + std::to_string(pid_) +
-                                          " closed stdout; stderr: " + read_stderr());
+      return make_error(errc::io_error,
+                        "pid " + std::to_string(pid_) + " closed stdout; stderr: " + read_stderr());
     out_buffer_.append(buffer, static_cast<size_t>(n));
     out_transcript_.append(buffer, static_cast<size_t>(n));
   }

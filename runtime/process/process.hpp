@@ -3,10 +3,10 @@
 // included), and reap it. The destructor SIGKILLs a child that is still running.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 #include <caf/expected.hpp>

@@ -1,14 +1,14 @@
 #include "stores/checkpoint/checkpoint_dir.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <unistd.h>
 
+#include "base/atomic_file.hpp"
 #include "compute/hash.hpp"
 #include "messages/error.hpp"
-#include "base/atomic_file.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
 
 namespace darcy::stores {
@@ -58,18 +58,15 @@ caf::error checkpoint_dir::prepare() const {
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec)
-    return make_error(errc::io_error, "cannot create directory " + root_ + ": " +
-                                        ec.message());
+    return make_error(errc::io_error, "cannot create directory " + root_ + ": " + ec.message());
   auto probe = path(".write-test.tmp." + std::to_string(::getpid()));
   if (auto err = base::write_file_atomically(probe, "ok"))
-    return make_error(errc::io_error, "directory " + root_ + " is not writable: " +
-                                        render(err));
+    return make_error(errc::io_error, "directory " + root_ + " is not writable: " + render(err));
   fs::remove(probe, ec);
   return {};
 }
 
-caf::expected<file_info> checkpoint_dir::write_part(const std::string& rel,
-                                                    std::string_view bytes,
+caf::expected<file_info> checkpoint_dir::write_part(const std::string& rel, std::string_view bytes,
                                                     uint64_t rows) const {
   auto full = path(rel);
   std::error_code ec;
@@ -90,13 +87,12 @@ caf::expected<std::string> checkpoint_dir::read_part(const file_info& part) cons
                                               : std::move(bytes.error());
   bool unchecked = part.checksum == 0 && part.bytes == 0;
   if (!unchecked && (bytes->size() != part.bytes || compute::hash_key(*bytes) != part.checksum))
-    return make_error(errc::corrupt_file,
-                      full + ": size or checksum does not match the manifest");
+    return make_error(errc::corrupt_file, full + ": size or checksum does not match the manifest");
   return bytes;
 }
 
-caf::expected<std::shared_ptr<const mapped_file>>
-checkpoint_dir::map_part(const file_info& part) const {
+caf::expected<std::shared_ptr<const mapped_file>> checkpoint_dir::map_part(
+  const file_info& part) const {
   auto full = path(part.path);
   auto file = mapped_file::open(full);
   if (!file)
@@ -104,8 +100,7 @@ checkpoint_dir::map_part(const file_info& part) const {
                                              : std::move(file.error());
   auto bytes = (*file)->bytes();
   if (bytes.size() != part.bytes || compute::hash_key(bytes) != part.checksum)
-    return make_error(errc::corrupt_file,
-                      full + ": size or checksum does not match the manifest");
+    return make_error(errc::corrupt_file, full + ": size or checksum does not match the manifest");
   return file;
 }
 

@@ -7,10 +7,10 @@
 #include <capnp/serialize.h>
 #include <kj/exception.h>
 
+#include "base/atomic_file.hpp"
 #include "compute/hash.hpp"
 #include "messages/checkpoint.capnp.h"
 #include "messages/error.hpp"
-#include "base/atomic_file.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/checkpoint/shard_file.hpp"
 
@@ -99,12 +99,23 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   cfg.name = in.getName();
   cfg.dim = in.getDim();
   auto init = in.getInit();
-  cfg.init = {static_cast<init_kind>(init.getKind()), init.getLow(), init.getHigh(),
-              init.getMean(), init.getStddev(), init.getSeed()};
+  cfg.init = {static_cast<init_kind>(init.getKind()),
+              init.getLow(),
+              init.getHigh(),
+              init.getMean(),
+              init.getStddev(),
+              init.getSeed()};
   auto o = in.getOptimizer();
-  cfg.optimizer = {static_cast<optimizer_kind>(o.getKind()), o.getLearningRate(),
-                   o.getInitialAccumulator(), o.getMomentum(), o.getNesterov(), o.getBeta1(),
-                   o.getBeta2(), o.getEpsilon(), o.getL1(), o.getL2()};
+  cfg.optimizer = {static_cast<optimizer_kind>(o.getKind()),
+                   o.getLearningRate(),
+                   o.getInitialAccumulator(),
+                   o.getMomentum(),
+                   o.getNesterov(),
+                   o.getBeta1(),
+                   o.getBeta2(),
+                   o.getEpsilon(),
+                   o.getL1(),
+                   o.getL2()};
   cfg.admission = {static_cast<admission_kind>(in.getAdmissionKind()), in.getAdmissionMinCount(),
                    in.getAdmissionCapacity(), in.getAdmissionFpRate()};
   cfg.eviction = {static_cast<eviction_kind>(in.getEvictionKind()), in.getEvictionTtlSteps(),
@@ -126,8 +137,7 @@ std::string flat_bytes(capnp::MessageBuilder& message) {
 }
 
 // Copies a whole file's bytes into word-aligned memory.
-caf::expected<kj::Array<capnp::word>> to_words(const std::string& bytes,
-                                               const std::string& path) {
+caf::expected<kj::Array<capnp::word>> to_words(const std::string& bytes, const std::string& path) {
   if (bytes.size() % sizeof(capnp::word) != 0)
     return make_error(errc::corrupt_file,
                       path + ": truncated (" + std::to_string(bytes.size()) + " bytes)");

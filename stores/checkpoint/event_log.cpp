@@ -1,9 +1,9 @@
 #include "stores/checkpoint/event_log.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 #include "messages/error.hpp"
 

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/atomic_file.hpp"
 #include "compute/hash.hpp"
 #include "messages/error.hpp"
-#include "base/atomic_file.hpp"
 
 namespace darcy::stores {
 
@@ -15,7 +15,8 @@ constexpr char magic[8] = {'D', 'R', 'C', 'Y', 'M', 'A', 'T', '1'};
 constexpr size_t header_size = 32;
 
 uint64_t checksum(const float* data, size_t n) {
-  return compute::hash_key(std::string_view{reinterpret_cast<const char*>(data), n * sizeof(float)});
+  return compute::hash_key(
+    std::string_view{reinterpret_cast<const char*>(data), n * sizeof(float)});
 }
 
 } // namespace

@@ -97,9 +97,9 @@ caf::error decode_parameters(std::string_view bytes,
   if (!in.get(slots.steps) || !in.get(count))
     return corrupt("truncated header");
   if (count != params.size())
-    return make_error(errc::dimension_mismatch,
-                      "parameter part holds " + std::to_string(count) + " parameters, not " +
-                        std::to_string(params.size()));
+    return make_error(errc::dimension_mismatch, "parameter part holds " + std::to_string(count) +
+                                                  " parameters, not " +
+                                                  std::to_string(params.size()));
   std::vector<matrix> values;
   for (auto* p : params) {
     uint32_t name_size = 0;
@@ -112,8 +112,7 @@ caf::error decode_parameters(std::string_view bytes,
       return make_error(errc::dimension_mismatch,
                         "parameter part holds " + name + " " + std::to_string(rows) + "x" +
                           std::to_string(cols) + " where " + p->name + " is " +
-                          std::to_string(p->value.rows()) + "x" +
-                          std::to_string(p->value.cols()));
+                          std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()));
     matrix value(rows, cols), m(rows, cols), v(rows, cols);
     if (!in.get(value) || !in.get(m) || !in.get(v))
       return corrupt("truncated values of " + name);

@@ -29,7 +29,8 @@ caf::error decode_parameters(std::string_view bytes,
 
 /// The values of a part by parameter name (its Adam state is skipped): what an export's
 /// reader assigns by name. errc::corrupt_file when the bytes are not such a part.
-caf::expected<std::map<std::string, compute::nn::matrix>> decode_named_values(std::string_view bytes);
+caf::expected<std::map<std::string, compute::nn::matrix>> decode_named_values(
+  std::string_view bytes);
 
 /// Writes the part `rel` (relative to the root, inside a checkpoint's directory).
 caf::expected<file_info> write_parameter_part(const checkpoint_dir& root, const std::string& rel,

@@ -7,7 +7,7 @@
 namespace darcy::stores {
 
 caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
-                         embedding_store& store) {
+                                        embedding_store& store) {
   auto file = message.initRoot<ShardFile>();
   file.setEmbedding(name);
   file.setDim(static_cast<uint32_t>(store.dim()));
@@ -22,8 +22,7 @@ caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const st
     if (i >= count)
       return;
     auto row = rows[i++];
-    row.setKey(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(r.key.data()),
-                                   r.key.size()});
+    row.setKey(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(r.key.data()), r.key.size()});
     write_floats(row.initValues(static_cast<unsigned>(r.values.size())), r.values);
     write_floats(row.initSlots(static_cast<unsigned>(r.slots.size())), r.slots);
     row.setFrequency(r.frequency);
@@ -38,16 +37,19 @@ caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const st
 caf::error for_each_shard_row(ShardFile::Reader file, uint32_t dim, const std::string& context,
                               const std::function<caf::error(const row_record&)>& f) {
   if (file.getDim() != dim)
-    return make_error(errc::dimension_mismatch, context + ": dim " +
-                                                  std::to_string(file.getDim()) + ", expected " +
-                                                  std::to_string(dim));
+    return make_error(errc::dimension_mismatch, context + ": dim " + std::to_string(file.getDim()) +
+                                                  ", expected " + std::to_string(dim));
   std::vector<float> values, slots;
   for (auto row : file.getRows()) {
     auto key = row.getKey();
     read_floats(row.getValues(), values);
     read_floats(row.getSlots(), slots);
-    row_record r{{reinterpret_cast<const char*>(key.begin()), key.size()}, values, slots,
-                 row.getFrequency(), row.getUpdates(), row.getLastUpdate()};
+    row_record r{{reinterpret_cast<const char*>(key.begin()), key.size()},
+                 values,
+                 slots,
+                 row.getFrequency(),
+                 row.getUpdates(),
+                 row.getLastUpdate()};
     if (auto err = f(r))
       return err;
   }

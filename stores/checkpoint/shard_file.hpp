@@ -34,7 +34,7 @@ void read_floats(Reader list, std::vector<float>& out) {
 /// Fills `message` with every row of `store` (embedding `name`); returns the row count, or the
 /// store's error when it cannot read its rows.
 caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
-                         embedding_store& store);
+                                        embedding_store& store);
 
 /// Calls f for every row of `file` after checking its dim against `dim`; `context` names the
 /// source in errors (errc::dimension_mismatch).

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "messages/error.hpp"
 #include "base/atomic_file.hpp"
+#include "messages/error.hpp"
 
 namespace darcy::stores {
 
@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Format 1: root/chief.state ("run_id N", "sweep S", "losses L0 L1 ...") names sweep S, whose
@@ -64,8 +65,7 @@ std::string factor_part_name(wals_side side, uint32_t index, uint32_t count) {
 caf::expected<file_info> write_factor_part(const checkpoint_dir& root, const std::string& id,
                                            wals_side side, uint32_t index, uint32_t count,
                                            const float_matrix& m) {
-  return root.write_part(id + "/" + factor_part_name(side, index, count), encode_matrix(m),
-                         m.rows);
+  return root.write_part(id + "/" + factor_part_name(side, index, count), encode_matrix(m), m.rows);
 }
 
 caf::expected<float_matrix> read_factor_part(const checkpoint_dir& root,
@@ -95,8 +95,7 @@ caf::expected<checkpoint_manifest> read_wals_checkpoint(const checkpoint_dir& ro
   return m;
 }
 
-caf::expected<checkpoint_manifest> find_wals_checkpoint(const checkpoint_dir& root,
-                                                        uint64_t run_id,
+caf::expected<checkpoint_manifest> find_wals_checkpoint(const checkpoint_dir& root, uint64_t run_id,
                                                         std::vector<std::string>& skipped) {
   // A candidate is usable when it is WALS's, of this run, and every part reads intact.
   auto usable = [&](const std::string& where, caf::expected<checkpoint_manifest> m) -> bool {

@@ -43,8 +43,7 @@ caf::expected<checkpoint_manifest> read_wals_checkpoint(const checkpoint_dir& ro
 /// MANIFEST names, else the newest older one that still holds its own manifest copy, else a
 /// format-1 checkpoint. Each checkpoint passed over (damaged, or of another run) is described
 /// in `skipped`, newest first. errc::not_found when none is usable.
-caf::expected<checkpoint_manifest> find_wals_checkpoint(const checkpoint_dir& root,
-                                                        uint64_t run_id,
+caf::expected<checkpoint_manifest> find_wals_checkpoint(const checkpoint_dir& root, uint64_t run_id,
                                                         std::vector<std::string>& skipped);
 
 /// How many WALS checkpoints a run keeps, so that a damaged newest one has one to fall back on.

@@ -104,13 +104,14 @@ caf::expected<wals_dataset> load_triples(const wals_data_spec& spec, char delimi
         return {};
       }
       return malformed(spec.path, line,
-                       fields.size() < 3 ? "expected row, column and value"
-                                         : "value '" + std::string{fields[2]} + "' is not a number");
+                       fields.size() < 3
+                         ? "expected row, column and value"
+                         : "value '" + std::string{fields[2]} + "' is not a number");
     }
     if (!std::isfinite(value) || value < 0)
-      return make_error(errc::invalid_argument,
-                        spec.path + ":" + std::to_string(line) + ": weight " +
-                          std::string{fields[2]} + " must be finite and >= 0");
+      return make_error(errc::invalid_argument, spec.path + ":" + std::to_string(line) +
+                                                  ": weight " + std::string{fields[2]} +
+                                                  " must be finite and >= 0");
     triples.push_back({rows.get(fields[0]), cols.get(fields[1]), value});
     return {};
   });
@@ -235,16 +236,14 @@ std::string dataset_key(const wals_data_spec& spec) {
       continue;
     auto size = std::filesystem::file_size(*path, ec);
     auto time = std::filesystem::last_write_time(*path, ec);
-    key += ":" + std::to_string(size) + ":" +
-           std::to_string(time.time_since_epoch().count());
+    key += ":" + std::to_string(size) + ":" + std::to_string(time.time_since_epoch().count());
   }
   return key;
 }
 
 } // namespace
 
-caf::expected<std::shared_ptr<const wals_dataset>>
-load_shared_dataset(const wals_data_spec& spec) {
+caf::expected<std::shared_ptr<const wals_dataset>> load_shared_dataset(const wals_data_spec& spec) {
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<const wals_dataset>> loaded;
   auto key = dataset_key(spec);
@@ -262,8 +261,8 @@ load_shared_dataset(const wals_data_spec& spec) {
   return shared;
 }
 
-std::shared_ptr<const compute::csr_matrix>
-shared_transpose(const std::shared_ptr<const wals_dataset>& data) {
+std::shared_ptr<const compute::csr_matrix> shared_transpose(
+  const std::shared_ptr<const wals_dataset>& data) {
   static std::mutex mutex;
   static std::map<std::weak_ptr<const wals_dataset>, std::weak_ptr<const compute::csr_matrix>,
                   std::owner_less<>>

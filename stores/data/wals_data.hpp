@@ -47,8 +47,8 @@ caf::expected<std::shared_ptr<const wals_dataset>> load_shared_dataset(const wal
 
 /// The transpose of data->matrix, computed once in this process while anyone holds it, so that
 /// the workers of one node share one.
-std::shared_ptr<const compute::csr_matrix>
-shared_transpose(const std::shared_ptr<const wals_dataset>& data);
+std::shared_ptr<const compute::csr_matrix> shared_transpose(
+  const std::shared_ptr<const wals_dataset>& data);
 
 /// The display id of row or column `index` of `ids` (its decimal index when `ids` is empty).
 std::string display_id(const std::vector<std::string>& ids, uint64_t index);

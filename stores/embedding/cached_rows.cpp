@@ -31,10 +31,9 @@ caf::error check_update(const de_config& cfg, size_t keys, std::span<const float
   if (cfg.read_only)
     return make_error(errc::read_only, "update");
   if (grads.size() != keys * cfg.dim)
-    return make_error(errc::dimension_mismatch, std::to_string(keys) + " keys of dim " +
-                                                  std::to_string(cfg.dim) + " need " +
-                                                  std::to_string(keys * cfg.dim) +
-                                                  " gradient values");
+    return make_error(errc::dimension_mismatch,
+                      std::to_string(keys) + " keys of dim " + std::to_string(cfg.dim) + " need " +
+                        std::to_string(keys * cfg.dim) + " gradient values");
   if (!compute::all_finite(grads))
     return make_error(errc::non_finite, "gradients");
   return {};

@@ -60,9 +60,9 @@ caf::error validate(const de_config& cfg) {
   }
   if (cfg.backend > backend_kind::redis)
     return bad("unknown backend " + std::to_string(static_cast<int>(cfg.backend)));
-  for (auto check : {make_error(compute::validate(cfg.init)),
-                     make_error(compute::validate(cfg.optimizer)), validate(cfg.admission),
-                     validate(cfg.eviction)})
+  for (auto check :
+       {make_error(compute::validate(cfg.init)), make_error(compute::validate(cfg.optimizer)),
+        validate(cfg.admission), validate(cfg.eviction)})
     if (check)
       return bad(render(check));
   return {};

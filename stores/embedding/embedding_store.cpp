@@ -18,8 +18,8 @@
 
 namespace darcy::stores {
 
-caf::expected<sample_stats>
-embedding_store::sample_metadata(const std::vector<std::string>& positives) {
+caf::expected<sample_stats> embedding_store::sample_metadata(
+  const std::vector<std::string>& positives) {
   std::map<uint64_t, uint64_t> histogram;
   std::unordered_set<std::string_view> wanted(positives.begin(), positives.end());
   sample_stats result;

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
-#include <string>
-#include <vector>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -30,7 +30,6 @@ struct row_record {
   int64_t last_update = 0;
 };
 
-
 class embedding_store {
 public:
   virtual ~embedding_store() = default;
@@ -47,7 +46,7 @@ public:
   /// `hashes`; it must not trust hashes of another function.
   virtual caf::error lookup(std::span<const std::string_view> keys,
                             std::span<const uint64_t> hashes, std::span<float> out) {
-    (void) hashes;
+    (void)hashes;
     return lookup(keys, out);
   }
 
@@ -55,14 +54,14 @@ public:
   /// training step (for TTL eviction). `keys` must be deduplicated by the caller. Fails, with
   /// no row changed, on a size mismatch (errc::dimension_mismatch), a NaN or Inf gradient
   /// (errc::non_finite), or in read-only mode (errc::read_only).
-  virtual caf::error update(std::span<const std::string_view> keys,
-                            std::span<const float> grads, int64_t step) = 0;
+  virtual caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
+                            int64_t step) = 0;
 
   /// The same, with hashes[k] = compute::hash_key(keys[k]) from the caller (see lookup).
   virtual caf::error update(std::span<const std::string_view> keys,
                             std::span<const uint64_t> hashes, std::span<const float> grads,
                             int64_t step) {
-    (void) hashes;
+    (void)hashes;
     return update(keys, grads, step);
   }
 
@@ -71,7 +70,8 @@ public:
   /// Calls f(key, values) for every row, in no particular order; f must not change the store.
   /// Fails (errc::io_error) only for a backend whose rows live elsewhere and cannot be read:
   /// the rows seen by then are then not all rows.
-  virtual caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
+  virtual caf::error scan(
+    const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
 
   /// Optimizer state vectors per row (see compute::slot_count).
   virtual size_t slot_count() const = 0;

@@ -34,7 +34,9 @@ struct huge_page_allocator {
   void deallocate(T* p, size_t) { free_huge_pages(p); }
 
   template <class U>
-  bool operator==(const huge_page_allocator<U>&) const { return true; }
+  bool operator==(const huge_page_allocator<U>&) const {
+    return true;
+  }
 };
 
 } // namespace darcy::stores

@@ -39,8 +39,8 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   if (cfg.path.empty())
     return make_error(errc::invalid_config, "embedding '" + cfg.name + "': leveldb needs a path");
   if (cfg.eviction.kind != eviction_kind::none)
-    return make_error(errc::invalid_config, "embedding '" + cfg.name +
-                                              "': eviction is a memory-backend feature");
+    return make_error(errc::invalid_config,
+                      "embedding '" + cfg.name + "': eviction is a memory-backend feature");
   auto cache = memory_store::make(cache_options(cfg));
   if (!cache)
     return std::move(cache.error());
@@ -122,8 +122,8 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     if (status.ok()) {
       row_record row;
       if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
-        return make_error(errc::corrupt_file, cfg_.path + ": bad record for key '" +
-                                                std::string{key} + "'");
+        return make_error(errc::corrupt_file,
+                          cfg_.path + ": bad record for key '" + std::string{key} + "'");
       if (auto err = cache_->import_row(row))
         return err;
       touch(key, false);
@@ -203,9 +203,9 @@ caf::error leveldb_store::update(std::span<const std::string_view> keys,
     return err;
   std::vector<std::string_view> present;
   std::vector<float> present_grads;
-  dropped_updates_ += gather_present(keys, grads, cfg_.dim, [&](size_t k) {
-    return entries_.count(std::string{keys[k]}) > 0;
-  }, present, present_grads);
+  dropped_updates_ += gather_present(
+    keys, grads, cfg_.dim, [&](size_t k) { return entries_.count(std::string{keys[k]}) > 0; },
+    present, present_grads);
   for (auto key : present)
     touch(key, true);
   if (!present.empty())
@@ -239,8 +239,8 @@ caf::error leveldb_store::export_rows(const std::function<void(const row_record&
   return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
 }
 
-caf::error
-leveldb_store::scan(const std::function<void(std::string_view, std::span<const float>)>& f) {
+caf::error leveldb_store::scan(
+  const std::function<void(std::string_view, std::span<const float>)>& f) {
   return export_rows([&](const row_record& r) { f(r.key, r.values); });
 }
 

@@ -23,7 +23,6 @@ size_t row_block_bytes(size_t floats) {
 
 } // namespace
 
-
 caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_options opts) {
   if (opts.dim == 0)
     return make_error(errc::invalid_config, "embedding dim must be > 0");
@@ -52,8 +51,8 @@ memory_store::memory_store(memory_store_options opts)
 
 row_ref memory_store::ref(uint32_t row) {
   auto values = values_of(row);
-  return {key_of(row), {values, opts_.dim}, {values + opts_.dim, opts_.dim * slots_},
-          &meta_of(row)};
+  return {
+    key_of(row), {values, opts_.dim}, {values + opts_.dim, opts_.dim * slots_}, &meta_of(row)};
 }
 
 size_t memory_store::probe(std::string_view key, uint64_t hash, bool& found) {
@@ -234,8 +233,7 @@ caf::error memory_store::lookup(std::span<const std::string_view> keys,
 
 template <class Visit>
 void memory_store::for_each_located(std::span<const std::string_view> keys,
-                                    std::span<const uint64_t> hashes, size_t bytes,
-                                    Visit&& visit) {
+                                    std::span<const uint64_t> hashes, size_t bytes, Visit&& visit) {
   // A software pipeline, so that cache misses overlap instead of queueing while no more are in
   // flight than the core can track: key k + 2 * ahead has its home slot prefetched, key
   // k + ahead is located (by tag and inline key) and its first `bytes` of row block prefetched,
@@ -300,27 +298,27 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
   }
   for_each_located(keys, hashes, sizeof(row_meta) + dim * sizeof(float),
                    [&](size_t k, uint32_t row) {
-    auto dest = out.subspan(k * dim, dim);
-    if (row == empty) {
-      bool found = false;
-      auto i = probe(keys[k], hashes[k], found);
-      if (found) {
-        row = index_[i].row;
-      } else if (admission_ && !admission_->admit(keys[k], hashes[k])) {
-        compute::initialize_row(opts_.init, hashes[k], dest);
-        return;
-      } else {
-        if (admission_)
-          admission_->admitted(keys[k]);
-        insert_at(i, keys[k], hashes[k]);
-        row = index_[probe(keys[k], hashes[k], found)].row;
-      }
-    }
-    auto& meta = meta_of(row);
-    ++meta.frequency;
-    meta.last_access = tick_;
-    std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
-  });
+                     auto dest = out.subspan(k * dim, dim);
+                     if (row == empty) {
+                       bool found = false;
+                       auto i = probe(keys[k], hashes[k], found);
+                       if (found) {
+                         row = index_[i].row;
+                       } else if (admission_ && !admission_->admit(keys[k], hashes[k])) {
+                         compute::initialize_row(opts_.init, hashes[k], dest);
+                         return;
+                       } else {
+                         if (admission_)
+                           admission_->admitted(keys[k]);
+                         insert_at(i, keys[k], hashes[k]);
+                         row = index_[probe(keys[k], hashes[k], found)].row;
+                       }
+                     }
+                     auto& meta = meta_of(row);
+                     ++meta.frequency;
+                     meta.last_access = tick_;
+                     std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
+                   });
   evict();
   return {};
 }
@@ -345,11 +343,10 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
   if (opts_.read_only)
     return make_error(errc::read_only, "update");
   if (grads.size() != keys.size() * dim)
-    return make_error(errc::dimension_mismatch, std::to_string(keys.size()) + " keys of dim " +
-                                                  std::to_string(dim) + " need " +
-                                                  std::to_string(keys.size() * dim) +
-                                                  " gradient values, got " +
-                                                  std::to_string(grads.size()));
+    return make_error(errc::dimension_mismatch,
+                      std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
+                        " need " + std::to_string(keys.size() * dim) + " gradient values, got " +
+                        std::to_string(grads.size()));
   for (size_t k = 0; k < keys.size(); ++k)
     if (!compute::all_finite(grads.subspan(k * dim, dim)))
       return make_error(errc::non_finite, "gradient of key '" + std::string{keys[k]} + "'");
@@ -363,26 +360,26 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
   current_step_ = std::max(current_step_, step);
   for_each_located(keys, hashes, sizeof(row_meta) + stride() * sizeof(float),
                    [&](size_t k, uint32_t row) {
-    std::optional<row_ref> r;
-    if (row != empty) {
-      r = ref(row);
-    } else {
-      bool found = false;
-      auto i = probe(keys[k], hashes[k], found);
-      if (found) {
-        r = ref(index_[i].row);
-      } else if (admission_) {
-        ++dropped_updates_;
-        return;
-      } else {
-        r = insert_at(i, keys[k], hashes[k]);
-      }
-    }
-    compute::apply_gradient(opts_.optimizer, r->values, r->slots, grads.subspan(k * dim, dim),
-                            r->meta->updates);
-    r->meta->last_update = step;
-    r->meta->last_access = tick_;
-  });
+                     std::optional<row_ref> r;
+                     if (row != empty) {
+                       r = ref(row);
+                     } else {
+                       bool found = false;
+                       auto i = probe(keys[k], hashes[k], found);
+                       if (found) {
+                         r = ref(index_[i].row);
+                       } else if (admission_) {
+                         ++dropped_updates_;
+                         return;
+                       } else {
+                         r = insert_at(i, keys[k], hashes[k]);
+                       }
+                     }
+                     compute::apply_gradient(opts_.optimizer, r->values, r->slots,
+                                             grads.subspan(k * dim, dim), r->meta->updates);
+                     r->meta->last_update = step;
+                     r->meta->last_access = tick_;
+                   });
   evict();
   return {};
 }
@@ -414,8 +411,8 @@ caf::error memory_store::import_row(const row_record& row) {
 store_stats memory_store::stats() const {
   store_stats s;
   s.rows = size_;
-  s.bytes = rows_.bytes() + index_.capacity() * sizeof(slot) + keys_.capacity()
-            + free_rows_.capacity() * sizeof(uint32_t);
+  s.bytes = rows_.bytes() + index_.capacity() * sizeof(slot) + keys_.capacity() +
+            free_rows_.capacity() * sizeof(uint32_t);
   if (admission_)
     s.bytes += admission_->bytes();
   s.raw_bytes = (keys_.size() - key_garbage_) + size_ * stride() * sizeof(float);

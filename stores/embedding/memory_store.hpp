@@ -130,15 +130,14 @@ private:
   /// (a few keys ahead, with its first `bytes` prefetched) or `empty`; `hashes` holds
   /// opts_.hash of every key. Only visit may create rows.
   template <class Visit>
-  void for_each_located(std::span<const std::string_view> keys,
-                        std::span<const uint64_t> hashes, size_t bytes, Visit&& visit);
+  void for_each_located(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                        size_t bytes, Visit&& visit);
   /// The shared body of both lookups; `hashes` holds opts_.hash of every key.
-  caf::error lookup_hashed(std::span<const std::string_view> keys,
-                           std::span<const uint64_t> hashes, std::span<float> out);
+  caf::error lookup_hashed(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                           std::span<float> out);
   /// The shared body of both updates; `hashes` is empty or holds opts_.hash of every key.
-  caf::error update_hashed(std::span<const std::string_view> keys,
-                           std::span<const uint64_t> hashes, std::span<const float> grads,
-                           int64_t step);
+  caf::error update_hashed(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                           std::span<const float> grads, int64_t step);
   uint32_t allocate_row();
   void grow_index();
   row_ref insert_at(size_t slot, std::string_view key, uint64_t hash);
@@ -167,11 +166,11 @@ private:
       return word;
     };
     if (n >= 8)
-      return load(a, uint64_t{}) == load(b, uint64_t{})
-             && load(a + n - 8, uint64_t{}) == load(b + n - 8, uint64_t{});
+      return load(a, uint64_t{}) == load(b, uint64_t{}) &&
+             load(a + n - 8, uint64_t{}) == load(b + n - 8, uint64_t{});
     if (n >= 4)
-      return load(a, uint32_t{}) == load(b, uint32_t{})
-             && load(a + n - 4, uint32_t{}) == load(b + n - 4, uint32_t{});
+      return load(a, uint32_t{}) == load(b, uint32_t{}) &&
+             load(a + n - 4, uint32_t{}) == load(b + n - 4, uint32_t{});
     return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
   }
   bool holds(const slot& s, uint32_t tag, std::string_view key) {

@@ -111,8 +111,8 @@ redis_client::~redis_client() {
     redisFree(context_);
 }
 
-caf::expected<std::unique_ptr<redis_client>>
-redis_client::connect(const redis_location& where, std::chrono::milliseconds timeout) {
+caf::expected<std::unique_ptr<redis_client>> redis_client::connect(
+  const redis_location& where, std::chrono::milliseconds timeout) {
   std::unique_ptr<redis_client> client{new redis_client(where, timeout)};
   if (auto err = client->open())
     return err;
@@ -144,8 +144,8 @@ caf::error redis_client::open() {
   return {};
 }
 
-caf::expected<std::vector<redis_reply>>
-redis_client::send(const std::vector<redis_command>& commands) {
+caf::expected<std::vector<redis_reply>> redis_client::send(
+  const std::vector<redis_command>& commands) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (auto& command : commands) {
@@ -155,8 +155,8 @@ redis_client::send(const std::vector<redis_command>& commands) {
       argv.push_back(arg.data());
       lens.push_back(arg.size());
     }
-    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(),
-                               lens.data()) != REDIS_OK) {
+    if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+        REDIS_OK) {
       // Commands appended before it would go out with the next pipeline: start afresh.
       std::string why = context_->errstr;
       redisFree(context_);
@@ -182,8 +182,8 @@ redis_client::send(const std::vector<redis_command>& commands) {
   return replies;
 }
 
-caf::expected<std::vector<redis_reply>>
-redis_client::run(const std::vector<redis_command>& commands) {
+caf::expected<std::vector<redis_reply>> redis_client::run(
+  const std::vector<redis_command>& commands) {
   if (context_) {
     auto replies = send(commands);
     if (replies || context_)
@@ -200,8 +200,8 @@ caf::expected<redis_reply> redis_client::call(const redis_command& command) {
     return std::move(replies.error());
   auto& reply = (*replies)[0];
   if (reply.type == redis_reply::kind::error)
-    return make_error(errc::io_error, "redis at " + address_ + ": " + command[0] + ": " +
-                                        reply.str);
+    return make_error(errc::io_error,
+                      "redis at " + address_ + ": " + command[0] + ": " + reply.str);
   return std::move(reply);
 }
 

@@ -9,9 +9,9 @@
 #include "compute/optimizer.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
+#include "stores/checkpoint/checkpoint_io.hpp"
 #include "stores/embedding/admission.hpp"
 #include "stores/embedding/cached_rows.hpp"
-#include "stores/checkpoint/checkpoint_io.hpp"
 #include "stores/embedding/row_codec.hpp"
 
 namespace darcy::stores {
@@ -36,8 +36,7 @@ std::string encode_record(const row_record& row) {
 }
 
 bool decode_record(std::string_view key, std::string_view bytes, size_t dim, size_t slots,
-                   std::vector<float>& values, std::vector<float>& slot_values,
-                   row_record& out) {
+                   std::vector<float>& values, std::vector<float>& slot_values, row_record& out) {
   uint64_t hash = 0;
   if (bytes.size() < sizeof hash)
     return false;
@@ -95,7 +94,8 @@ caf::expected<std::vector<std::string>> index_keys(redis_client& client, const s
     [&](const std::string& cursor) {
       return client.call({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
     },
-    client.address(), "SCAN", [&](const std::vector<redis_reply>& keys) {
+    client.address(), "SCAN",
+    [&](const std::vector<redis_reply>& keys) {
       for (auto& k : keys)
         result.push_back(k.str);
       return caf::error{};
@@ -130,8 +130,8 @@ redis_store::~redis_store() {
 caf::expected<std::unique_ptr<redis_store>> redis_store::open(const de_config& cfg,
                                                               redis_clock clock) {
   if (cfg.eviction.kind != eviction_kind::none)
-    return make_error(errc::invalid_config, "embedding '" + cfg.name +
-                                              "': eviction is a memory-backend feature");
+    return make_error(errc::invalid_config,
+                      "embedding '" + cfg.name + "': eviction is a memory-backend feature");
   auto where = parse_redis_location(cfg.path);
   if (!where)
     return std::move(where.error());
@@ -152,9 +152,11 @@ caf::expected<std::unique_ptr<redis_store>> redis_store::open(const de_config& c
   return store;
 }
 
-caf::expected<std::unique_ptr<redis_store>>
-redis_store::open_reader(const std::string& url, const std::string& name, uint64_t cache_bytes,
-                         uint32_t staleness_ms, redis_clock clock) {
+caf::expected<std::unique_ptr<redis_store>> redis_store::open_reader(const std::string& url,
+                                                                     const std::string& name,
+                                                                     uint64_t cache_bytes,
+                                                                     uint32_t staleness_ms,
+                                                                     redis_clock clock) {
   auto where = parse_redis_location(url);
   if (!where)
     return std::move(where.error());
@@ -166,8 +168,8 @@ redis_store::open_reader(const std::string& url, const std::string& name, uint64
   if (!reply)
     return std::move(reply.error());
   if (reply->type != redis_reply::kind::string)
-    return make_error(errc::not_found, "redis at " + where->address() +
-                                         " holds no embedding '" + name + "' (no " + key + ")");
+    return make_error(errc::not_found, "redis at " + where->address() + " holds no embedding '" +
+                                         name + "' (no " + key + ")");
   auto cfg = decode_config(reply->str, "redis key " + key);
   if (!cfg)
     return std::move(cfg.error());
@@ -194,8 +196,8 @@ caf::error redis_store::prepare(bool writer) {
   if (auto err = reply_error(client_->address(), stored, "GET " + format_key))
     return err;
   if (stored.type != redis_reply::kind::string)
-    return make_error(errc::not_found, "redis at " + client_->address() +
-                                         " holds no embedding '" + cfg_.name + "'");
+    return make_error(errc::not_found,
+                      "redis at " + client_->address() + " holds no embedding '" + cfg_.name + "'");
   if (stored.str != format)
     return make_error(errc::corrupt_file, "redis at " + client_->address() + " holds '" +
                                             cfg_.name + "' with " + stored.str +
@@ -225,8 +227,8 @@ caf::error redis_store::remove(const de_config& cfg, uint32_t shard_count) {
     return std::move(where.error());
   auto shard = where->shard.value_or(0);
   if (shard >= shard_count)
-    return make_error(errc::invalid_argument, "shard " + std::to_string(shard) + " of " +
-                                                std::to_string(shard_count));
+    return make_error(errc::invalid_argument,
+                      "shard " + std::to_string(shard) + " of " + std::to_string(shard_count));
   auto client = redis_client::connect(*where, redis_timeout);
   if (!client)
     return std::move(client.error());
@@ -241,7 +243,8 @@ caf::error redis_store::remove(const de_config& cfg, uint32_t shard_count) {
       [&](const std::string& cursor) {
         return (*client)->call({"SSCAN", index, cursor, "COUNT", std::to_string(chunk)});
       },
-      (*client)->address(), "SSCAN", [&](const std::vector<redis_reply>& members) -> caf::error {
+      (*client)->address(), "SSCAN",
+      [&](const std::vector<redis_reply>& members) -> caf::error {
         redis_command del{"DEL"};
         redis_command srem{"SREM", index};
         for (auto& m : members)
@@ -278,8 +281,8 @@ std::string redis_store::row_key(std::string_view key) const {
   return result;
 }
 
-caf::expected<std::vector<redis_reply>>
-redis_store::run(const std::vector<redis_command>& commands) {
+caf::expected<std::vector<redis_reply>> redis_store::run(
+  const std::vector<redis_command>& commands) {
   if (lost_)
     return lost_;
   auto replies = client_->run(commands);
@@ -329,9 +332,9 @@ caf::error redis_store::load(std::span<const std::string_view> keys, bool create
   std::vector<std::string_view> fetch;
   for (auto key : keys) {
     auto it = entries_.find(std::string{key});
-    bool usable = it != entries_.end() &&
-                  (it->second.dirty ||
-                   (staleness_.count() > 0 && now - it->second.fetched <= staleness_));
+    bool usable =
+      it != entries_.end() &&
+      (it->second.dirty || (staleness_.count() > 0 && now - it->second.fetched <= staleness_));
     if (usable) {
       touch(key, false, now);
       ++hits_;
@@ -360,8 +363,7 @@ caf::error redis_store::load(std::span<const std::string_view> keys, bool create
     if (auto err = reply_error(client_->address(), reply, "MGET"))
       return err;
     auto first = c * chunk;
-    if (reply.type != redis_reply::kind::array ||
-        reply.elements.size() != commands[c].size() - 1)
+    if (reply.type != redis_reply::kind::array || reply.elements.size() != commands[c].size() - 1)
       return unexpected(client_->address(), "MGET");
     for (size_t j = 0; j < reply.elements.size(); ++j) {
       auto key = fetch[first + j];
@@ -489,8 +491,7 @@ caf::error redis_store::flush() {
   return write_back(std::move(keys), clock_());
 }
 
-caf::error redis_store::read_through(std::span<const std::string_view> keys,
-                                     std::span<float> out) {
+caf::error redis_store::read_through(std::span<const std::string_view> keys, std::span<float> out) {
   auto dim = cfg_.dim;
   std::vector<redis_command> commands;
   for (size_t begin = 0; begin < keys.size(); begin += chunk) {
@@ -508,8 +509,7 @@ caf::error redis_store::read_through(std::span<const std::string_view> keys,
     auto& reply = (*replies)[c];
     if (auto err = reply_error(client_->address(), reply, "MGET"))
       return err;
-    if (reply.type != redis_reply::kind::array ||
-        reply.elements.size() != commands[c].size() - 1)
+    if (reply.type != redis_reply::kind::array || reply.elements.size() != commands[c].size() - 1)
       return unexpected(client_->address(), "MGET");
     for (size_t j = 0; j < reply.elements.size(); ++j) {
       auto k = c * chunk + j;
@@ -525,9 +525,8 @@ caf::error redis_store::read_through(std::span<const std::string_view> keys,
         std::copy(row.values.begin(), row.values.end(), dest.begin());
       } else {
         return make_error(errc::corrupt_file, "redis at " + client_->address() +
-                                                ": bad record for key '" +
-                                                std::string{keys[k]} + "' of embedding '" +
-                                                cfg_.name + "'");
+                                                ": bad record for key '" + std::string{keys[k]} +
+                                                "' of embedding '" + cfg_.name + "'");
       }
     }
   }
@@ -552,8 +551,8 @@ caf::error redis_store::lookup(std::span<const std::string_view> keys, std::span
   return settle();
 }
 
-caf::error redis_store::update(std::span<const std::string_view> keys,
-                               std::span<const float> grads, int64_t step) {
+caf::error redis_store::update(std::span<const std::string_view> keys, std::span<const float> grads,
+                               int64_t step) {
   if (auto err = check_update(cfg_, keys.size(), grads))
     return err;
   if (auto err = load(keys, !admission_))
@@ -561,9 +560,9 @@ caf::error redis_store::update(std::span<const std::string_view> keys,
   auto now = clock_();
   std::vector<std::string_view> present;
   std::vector<float> present_grads;
-  dropped_updates_ += gather_present(keys, grads, cfg_.dim, [&](size_t k) {
-    return entries_.count(std::string{keys[k]}) > 0;
-  }, present, present_grads);
+  dropped_updates_ += gather_present(
+    keys, grads, cfg_.dim, [&](size_t k) { return entries_.count(std::string{keys[k]}) > 0; },
+    present, present_grads);
   for (auto key : present)
     touch(key, true, now);
   if (!present.empty())
@@ -597,7 +596,8 @@ caf::error redis_store::export_rows(const std::function<void(const row_record&)>
           return std::move(replies.error());
         return std::move(replies->front());
       },
-      client_->address(), "SSCAN", [&](const std::vector<redis_reply>& members) -> caf::error {
+      client_->address(), "SSCAN",
+      [&](const std::vector<redis_reply>& members) -> caf::error {
         redis_command mget{"MGET"};
         std::vector<std::string> keys;
         for (auto& m : members)
@@ -617,8 +617,8 @@ caf::error redis_store::export_rows(const std::function<void(const row_record&)>
           if (reply.elements[j].type != redis_reply::kind::string)
             continue; // listed, then deleted
           row_record row;
-          if (!decode_record(keys[j], reply.elements[j].str, cfg_.dim, slot_count(), values,
-                             slots, row))
+          if (!decode_record(keys[j], reply.elements[j].str, cfg_.dim, slot_count(), values, slots,
+                             row))
             return make_error(errc::corrupt_file, "redis at " + client_->address() +
                                                     ": bad record for key '" + keys[j] + "'");
           f(row);
@@ -631,8 +631,8 @@ caf::error redis_store::export_rows(const std::function<void(const row_record&)>
   return {};
 }
 
-caf::error
-redis_store::scan(const std::function<void(std::string_view, std::span<const float>)>& f) {
+caf::error redis_store::scan(
+  const std::function<void(std::string_view, std::span<const float>)>& f) {
   return export_rows([&](const row_record& r) { f(r.key, r.values); });
 }
 

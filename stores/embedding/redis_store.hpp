@@ -47,9 +47,11 @@ public:
   /// A lookup-only store of the embedding a writer recorded at `url` under `name`: read-only,
   /// with the writer's config, this cache budget and staleness bound. Serving straight from
   /// Redis needs nothing else, no shard server and no shard count.
-  static caf::expected<std::unique_ptr<redis_store>>
-  open_reader(const std::string& url, const std::string& name, uint64_t cache_bytes,
-              uint32_t staleness_ms, redis_clock clock = {});
+  static caf::expected<std::unique_ptr<redis_store>> open_reader(const std::string& url,
+                                                                 const std::string& name,
+                                                                 uint64_t cache_bytes,
+                                                                 uint32_t staleness_ms,
+                                                                 redis_clock clock = {});
 
   /// Deletes the rows that belong to cfg's shard (cfg.path names one) among `shard_count`
   /// shards (compute::shard_of_key), from whichever shard's index lists them, so that open

@@ -117,8 +117,8 @@ caf::expected<compute::shared_array<T>> map_array(const checkpoint_dir& dir,
   return compute::shared_array<T>{{reinterpret_cast<const T*>(bytes.data()), count}, *file};
 }
 
-caf::expected<row_matrix> read_matrix_part(const checkpoint_dir& dir,
-                                           const checkpoint_manifest& m, const std::string& rel) {
+caf::expected<row_matrix> read_matrix_part(const checkpoint_dir& dir, const checkpoint_manifest& m,
+                                           const std::string& rel) {
   auto part = find_part(m, rel);
   if (part == nullptr)
     return corrupt(dir.root() + "/" + m.checkpoint + ": the manifest names no " + rel);
@@ -128,13 +128,13 @@ caf::expected<row_matrix> read_matrix_part(const checkpoint_dir& dir,
   auto fm = decode_matrix(*bytes, dir.root() + "/" + part->path);
   if (!fm)
     return std::move(fm.error());
-  return row_matrix{Eigen::Map<const row_matrix>(fm->values.data(),
-                                                 static_cast<Eigen::Index>(fm->rows),
-                                                 static_cast<Eigen::Index>(fm->cols))};
+  return row_matrix{Eigen::Map<const row_matrix>(
+    fm->values.data(), static_cast<Eigen::Index>(fm->rows), static_cast<Eigen::Index>(fm->cols))};
 }
 
 float_matrix to_float_matrix(const row_matrix& m) {
-  return {static_cast<uint64_t>(m.rows()), static_cast<uint64_t>(m.cols()),
+  return {static_cast<uint64_t>(m.rows()),
+          static_cast<uint64_t>(m.cols()),
           {m.data(), m.data() + m.size()}};
 }
 
@@ -166,8 +166,8 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
   if (c.shards == 0 || c.shards > n)
     return invalid(std::to_string(c.shards) + " shards for " + std::to_string(n) + " items");
   if (!in.item_names.empty() && in.item_names.size() != n)
-    return invalid(std::to_string(in.item_names.size()) + " item names for " +
-                   std::to_string(n) + " items");
+    return invalid(std::to_string(in.item_names.size()) + " item names for " + std::to_string(n) +
+                   " items");
   if (!in.user_names.empty() && in.user_names.size() != static_cast<size_t>(in.users.rows()))
     return invalid(std::to_string(in.user_names.size()) + " user names for " +
                    std::to_string(in.users.rows()) + " users");
@@ -201,15 +201,15 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
     return err;
   };
   row_matrix gramian = in.items.transpose() * in.items;
-  for (auto err : {add("root/config.toml", encode_config(c), 0),
-                   add("root/gramian.f32", encode_matrix(to_float_matrix(gramian)), c.dim),
-                   add("root/items.f32",
-                       bytes_of(std::span<const float>{in.items.data(), size_t(in.items.size())}), n),
-                   add("root/users.f32",
-                       bytes_of(std::span<const float>{in.users.data(), size_t(in.users.size())}),
-                       c.users),
-                   add("root/item_names.txt", names_text(in.item_names), in.item_names.size()),
-                   add("root/user_names.txt", names_text(in.user_names), in.user_names.size())})
+  for (auto err :
+       {add("root/config.toml", encode_config(c), 0),
+        add("root/gramian.f32", encode_matrix(to_float_matrix(gramian)), c.dim),
+        add("root/items.f32",
+            bytes_of(std::span<const float>{in.items.data(), size_t(in.items.size())}), n),
+        add("root/users.f32",
+            bytes_of(std::span<const float>{in.users.data(), size_t(in.users.size())}), c.users),
+        add("root/item_names.txt", names_text(in.item_names), in.item_names.size()),
+        add("root/user_names.txt", names_text(in.user_names), in.user_names.size())})
     if (err)
       return fail(err);
   for (uint32_t s = 0; s < c.shards; ++s) {
@@ -296,8 +296,9 @@ caf::expected<export_root> load_export_root(const std::string& model_dir,
   return root;
 }
 
-caf::expected<compute::mips::ivf_pq_index>
-load_export_shard(const std::string& model_dir, const checkpoint_manifest& m, uint32_t shard) {
+caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& model_dir,
+                                                             const checkpoint_manifest& m,
+                                                             uint32_t shard) {
   checkpoint_dir dir{model_dir};
   auto config = read_config(dir, m);
   if (!config)
@@ -316,14 +317,13 @@ load_export_shard(const std::string& model_dir, const checkpoint_manifest& m, ui
     return std::move(codebooks.error());
   p.centroids = std::move(*centroids);
   p.codebooks = std::move(*codebooks);
-  auto lists = map_array<uint64_t>(dir, m, prefix + "lists.u64",
-                                   static_cast<size_t>(p.centroids.rows()) + 1);
+  auto lists =
+    map_array<uint64_t>(dir, m, prefix + "lists.u64", static_cast<size_t>(p.centroids.rows()) + 1);
   if (!lists)
     return std::move(lists.error());
   p.list_offsets = lists->to_vector();
   auto codes_part = find_part(m, prefix + "codes.u8");
-  auto codes = map_array<uint8_t>(dir, m, prefix + "codes.u8",
-                                  codes_part ? codes_part->bytes : 0);
+  auto codes = map_array<uint8_t>(dir, m, prefix + "codes.u8", codes_part ? codes_part->bytes : 0);
   auto items = map_array<float>(dir, m, prefix + "items.f32", rows * config->dim);
   auto ids = map_array<uint64_t>(dir, m, prefix + "ids.u64", rows);
   if (!codes)
@@ -337,8 +337,7 @@ load_export_shard(const std::string& model_dir, const checkpoint_manifest& m, ui
   p.ids = std::move(*ids);
   auto index = compute::mips::ivf_pq_index::from_parts(std::move(p));
   if (!index)
-    return corrupt(model_dir + "/" + m.checkpoint + "/" + prefix + ": " +
-                   render(index.error()));
+    return corrupt(model_dir + "/" + m.checkpoint + "/" + prefix + ": " + render(index.error()));
   return std::move(*index);
 }
 

@@ -45,7 +45,7 @@ struct export_config {
 struct export_input {
   export_config config; // items, users and dim are taken from the matrices
   compute::row_matrix items;
-  compute::row_matrix users; // may be empty
+  compute::row_matrix users;           // may be empty
   std::vector<std::string> item_names; // empty, or one per item
   std::vector<std::string> user_names; // empty, or one per user
   compute::mips::ivf_pq_options index;
@@ -76,7 +76,7 @@ caf::expected<export_config> read_export_config(const std::string& model_dir,
 
 struct export_root {
   export_config config;
-  compute::row_matrix gramian; // items' V^T V
+  compute::row_matrix gramian;        // items' V^T V
   compute::shared_array<float> items; // config.items x dim
   compute::shared_array<float> users; // config.users x dim
   std::vector<std::string> item_names;
@@ -90,8 +90,8 @@ caf::expected<export_root> load_export_root(const std::string& model_dir,
 
 /// Shard `shard`'s index, its items and ids mapped in place. errc::corrupt_file as above;
 /// errc::invalid_argument for a shard the export does not have.
-caf::expected<compute::mips::ivf_pq_index>
-load_export_shard(const std::string& model_dir, const checkpoint_manifest& manifest,
-                  uint32_t shard);
+caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& model_dir,
+                                                             const checkpoint_manifest& manifest,
+                                                             uint32_t shard);
 
 } // namespace darcy::stores

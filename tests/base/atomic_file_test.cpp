@@ -30,7 +30,7 @@ TEST_F(atomic_file_test, ReplacesContentAndLeavesNoTemporaryFiles) {
   EXPECT_EQ(*read, std::string(100000, 'z'));
   size_t files = 0;
   for (auto& entry : fs::directory_iterator(dir_)) {
-    (void) entry;
+    (void)entry;
     ++files;
   }
   EXPECT_EQ(files, 1u);

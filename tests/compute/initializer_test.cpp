@@ -76,8 +76,8 @@ TEST(initializer, DistributionsHaveTheirConfiguredShape) {
 TEST(initializer, ValidateRejectsEmptyRangesAndNonPositiveStddev) {
   EXPECT_FALSE(validate(initializer_config{}));
   EXPECT_TRUE(is(validate(initializer_config{init_kind::uniform, 1, 1}), errc::invalid_config));
-  EXPECT_TRUE(is(validate(initializer_config{init_kind::normal, 0, 0, 0, 0}),
-                 errc::invalid_config));
+  EXPECT_TRUE(
+    is(validate(initializer_config{init_kind::normal, 0, 0, 0, 0}), errc::invalid_config));
   EXPECT_TRUE(is(validate(initializer_config{init_kind::uniform, NAN, 1}), errc::invalid_config));
 }
 

@@ -91,8 +91,8 @@ TEST(optimizer, AdamRateIsTheSameForAnyConfigOrderAndAnyStep) {
         std::vector<float> w{1.0f}, slots{0.0f, 0.0f};
         apply_gradient(cfg, w, slots, std::vector<float>{0.5f}, step);
         auto t = static_cast<double>(step);
-        auto rate = static_cast<float>(cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t))
-                                       / (1.0 - std::pow(cfg.beta1, t)));
+        auto rate = static_cast<float>(cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t)) /
+                                       (1.0 - std::pow(cfg.beta1, t)));
         float m = (1 - cfg.beta1) * 0.5f, v = (1 - cfg.beta2) * 0.25f;
         ASSERT_EQ(w[0], 1.0f - rate * m / (std::sqrt(v) + cfg.epsilon)) << "step " << step;
       }

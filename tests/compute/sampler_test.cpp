@@ -53,12 +53,12 @@ TEST_P(sampler_distribution, EmpiricalFrequenciesMatchTheRequestedDistribution) 
   EXPECT_LT(chi2, chi2_critical_49) << GetParam().name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-  kinds, sampler_distribution,
-  ::testing::Values(distribution_case{"uniform", sampler_kind::uniform},
-                    distribution_case{"log_uniform", sampler_kind::log_uniform},
-                    distribution_case{"unigram", sampler_kind::unigram}),
-  [](const auto& info) { return std::string{info.param.name}; });
+INSTANTIATE_TEST_SUITE_P(kinds, sampler_distribution,
+                         ::testing::Values(distribution_case{"uniform", sampler_kind::uniform},
+                                           distribution_case{"log_uniform",
+                                                             sampler_kind::log_uniform},
+                                           distribution_case{"unigram", sampler_kind::unigram}),
+                         [](const auto& info) { return std::string{info.param.name}; });
 
 TEST(sampler, LogUniformFollowsFrequencyRank) {
   std::vector<uint64_t> freq{5, 100, 50};

@@ -98,8 +98,8 @@ TEST(top_k, EdgeCasesAndBadShapes) {
   auto wrong_dim = top_k_inner_product(random_matrix(1, 3, 8), cands, {}, 2);
   EXPECT_TRUE(is(error_of(wrong_dim), errc::dimension_mismatch));
   std::vector<float> short_bias(4);
-  EXPECT_TRUE(is(error_of(top_k_inner_product(queries, cands, short_bias, 2)),
-                 errc::dimension_mismatch));
+  EXPECT_TRUE(
+    is(error_of(top_k_inner_product(queries, cands, short_bias, 2)), errc::dimension_mismatch));
 }
 
 } // namespace

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include <Eigen/Dense>
 #include <gtest/gtest.h>
+#include <Eigen/Dense>
 
 #include "compute/synthetic_matrix.hpp"
 #include "messages/errc.hpp"
@@ -136,8 +136,8 @@ TEST(solve_rows, SplitsAndPrecomputedWeightsGiveTheSameBits) {
 }
 
 TEST(interleaved_factors, LocatesEveryIdLikeDivisionAndRemainder) {
-  std::vector<uint64_t> ids = {0, 1, 2, 3, 63, 64, 65, 999'999, 1u << 31, (1ull << 32) - 2,
-                               (1ull << 32) - 1};
+  std::vector<uint64_t> ids = {
+    0, 1, 2, 3, 63, 64, 65, 999'999, 1u << 31, (1ull << 32) - 2, (1ull << 32) - 1};
   for (uint32_t count : {1u, 2u, 3u, 7u, 64u, 1000u, 65537u}) {
     interleaved_factors x(std::vector<const float*>(count, nullptr), 1);
     for (auto id : ids) {
@@ -164,8 +164,8 @@ TEST(solve_rows, InterleavedFactorsGiveTheSameBitsAsOneBuffer) {
       for (auto& part : parts)
         pointers.push_back(part.data());
       std::vector<float> got(want.size(), 0.0f);
-      double got_loss = solve_rows(a, 0, a.rows, interleaved_factors{pointers, p.dim}, g, p,
-                                   got.data());
+      double got_loss =
+        solve_rows(a, 0, a.rows, interleaved_factors{pointers, p.dim}, g, p, got.data());
       EXPECT_EQ(got, want) << to_string(solver) << ", " << count << " parts";
       EXPECT_EQ(got_loss, want_loss) << to_string(solver) << ", " << count << " parts";
     }
@@ -312,8 +312,8 @@ TEST(project, RejectsBadInput) {
   std::vector<uint32_t> out_of_range = {5};
   std::vector<float> one = {1}, negative = {-1}, nan = {std::nanf("")};
   std::vector<uint32_t> ok = {1};
-  EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, out_of_range, one, p)),
-                 errc::invalid_argument));
+  EXPECT_TRUE(
+    is(error_of(project({v.data(), 2, 2}, g, out_of_range, one, p)), errc::invalid_argument));
   EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, ok, negative, p)), errc::invalid_argument));
   EXPECT_TRUE(is(error_of(project({v.data(), 2, 2}, g, ok, nan, p)), errc::invalid_argument));
   p.dim = 3;
@@ -329,7 +329,11 @@ TEST(validate, NamesEachBadParameter) {
     {"alpha", [](wals_params& p) { p.alpha = -1; }},
     {"sigma", [](wals_params& p) { p.sigma = -0.5f; }},
     {"lambda", [](wals_params& p) { p.lambda = std::nanf(""); }},
-    {"both 0", [](wals_params& p) { p.sigma = 0; p.lambda = 0; }},
+    {"both 0",
+     [](wals_params& p) {
+       p.sigma = 0;
+       p.lambda = 0;
+     }},
     {"cg", [](wals_params& p) { p.cg_steps = 0; }},
   };
   EXPECT_FALSE(validate(wals_params{}));

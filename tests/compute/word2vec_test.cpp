@@ -52,8 +52,8 @@ TEST(word2vec_kernel, train_sgns_matches_the_scalar_word2vec_rule) {
   auto ref_in = in, ref_out = out;
   sigmoid_table sigmoid;
   for (size_t p = 0; p < plan.pairs(); ++p)
-    reference_step(ref_in, ref_out, dim, plan.entries.data() + p * (negative + 2), negative,
-                   0.025f, sigmoid);
+    reference_step(ref_in, ref_out, dim, plan.entries.data() + p * (negative + 2), negative, 0.025f,
+                   sigmoid);
   EXPECT_EQ(train_sgns(plan, 0.025f, in, out, dim, sigmoid), 200u);
   for (size_t i = 0; i < in.size(); ++i) {
     EXPECT_NEAR(in[i], ref_in[i], 1e-4f) << i;

@@ -16,8 +16,7 @@ namespace darcy::fuzz {
 /// A directory of this process's own, created on first use.
 inline const std::string& scratch_dir() {
   static const std::string dir = [] {
-    auto d = std::filesystem::temp_directory_path() /
-             ("darcy_fuzz_" + std::to_string(::getpid()));
+    auto d = std::filesystem::temp_directory_path() / ("darcy_fuzz_" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     return d.string();
   }();
@@ -27,8 +26,8 @@ inline const std::string& scratch_dir() {
 /// Writes `bytes` to scratch_dir()/name and returns the path.
 inline std::string write_input(const std::string& name, const std::string& bytes) {
   auto path = scratch_dir() + "/" + name;
-  std::ofstream{path, std::ios::binary | std::ios::trunc}.write(bytes.data(),
-                                                                static_cast<std::streamsize>(bytes.size()));
+  std::ofstream{path, std::ios::binary | std::ios::trunc}.write(
+    bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 

@@ -8,7 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   darcy::serving::serve_config config;
   auto topk = darcy::serving::parse_topk_body(body, config);
   auto load = darcy::serving::parse_load_body(body);
-  (void) topk;
-  (void) load;
+  (void)topk;
+  (void)load;
   return 0;
 }

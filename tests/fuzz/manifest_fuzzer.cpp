@@ -17,6 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   darcy::fuzz::write_input(darcy::stores::manifest_name, bytes);
   auto manifest = darcy::stores::read_manifest(darcy::fuzz::scratch_dir());
-  (void) manifest;
+  (void)manifest;
   return 0;
 }

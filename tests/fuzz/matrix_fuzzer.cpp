@@ -4,6 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto m = darcy::stores::decode_matrix(darcy::fuzz::as_string(data, size), "fuzz.f32");
-  (void) m;
+  (void)m;
   return 0;
 }

@@ -6,6 +6,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto path = darcy::fuzz::write_input("node.toml", darcy::fuzz::as_string(data, size));
   darcy::runtime::node_options opts;
   if (!darcy::runtime::load_node_config(path, opts))
-    (void) darcy::runtime::validate(opts);
+    (void)darcy::runtime::validate(opts);
   return 0;
 }

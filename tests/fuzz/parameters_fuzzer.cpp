@@ -4,6 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto values = darcy::stores::decode_named_values(darcy::fuzz::as_string(data, size));
-  (void) values;
+  (void)values;
   return 0;
 }

@@ -17,6 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                               ++rows;
                                               return caf::error{};
                                             });
-  (void) err;
+  (void)err;
   return 0;
 }

@@ -13,6 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   spec.holdout = (data[0] & 0x80) ? 0.2f : 0.0f;
   spec.path = darcy::fuzz::write_input("triples", darcy::fuzz::as_string(data + 1, size - 1));
   auto d = darcy::stores::load_dataset(spec);
-  (void) d;
+  (void)d;
   return 0;
 }

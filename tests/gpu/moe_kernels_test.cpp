@@ -63,13 +63,15 @@ TEST(gpu_moe_kernels, a_step_on_the_gpu_equals_the_cpu_reference) {
   EXPECT_TRUE(in.isApprox(compute::moe::dispatch<float>(x, plan), 1e-6f));
   matrix weights = compute::nn::normal<float>(n * d, d, 0.2f, rng);
   matrix out(slots, d), expected(slots, d);
-  ASSERT_EQ(grouped_gemm(in.data(), slots, d, d, weights.data(), offsets.data(), n, out.data()), "");
+  ASSERT_EQ(grouped_gemm(in.data(), slots, d, d, weights.data(), offsets.data(), n, out.data()),
+            "");
   for (int e = 0; e < n; ++e)
     expected.middleRows(offsets[e], offsets[e + 1] - offsets[e]) =
       in.middleRows(offsets[e], offsets[e + 1] - offsets[e]) * weights.middleRows(e * d, d);
   EXPECT_TRUE(out.isApprox(expected, 1e-4f));
   matrix y(rows, d);
-  ASSERT_EQ(combine_rows(out.data(), slots, d, source.data(), slot_gates.data(), rows, y.data()), "");
+  ASSERT_EQ(combine_rows(out.data(), slots, d, source.data(), slot_gates.data(), rows, y.data()),
+            "");
   EXPECT_TRUE(y.isApprox(compute::moe::combine<float>(expected, plan), 1e-4f));
 }
 

@@ -54,8 +54,7 @@ void expect_same_adam_step(const compute::nn::parameter_list<float>& want,
   want_adam.step(want);
   got_adam.step(got);
   for (size_t i = 0; i < want.size(); ++i)
-    expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(),
-                 want[i]->name);
+    expect_close(got[i]->value.data(), want[i]->value.data(), want[i]->value.size(), want[i]->name);
 }
 
 struct layer_case {
@@ -71,9 +70,14 @@ struct layer_case {
     return {.dim = dim,
             .expert = expert,
             .hidden = hidden,
-            .gating = {.experts = experts, .k = k, .mask = mask, .balance_weight = balance,
-                       .balance_on = balance_on, .importance_weight = importance,
-                       .load_weight = load, .seed = seed}};
+            .gating = {.experts = experts,
+                       .k = k,
+                       .mask = mask,
+                       .balance_weight = balance,
+                       .balance_on = balance_on,
+                       .importance_weight = importance,
+                       .load_weight = load,
+                       .seed = seed}};
   }
 };
 
@@ -97,14 +101,14 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
     {"linear experts, noisy top-2", expert_kind::linear, mask_kind::noisy_top_k, 2},
     {"linear experts, noisy top-2, importance and load losses", expert_kind::linear,
      mask_kind::noisy_top_k, 2, 0, 0.5, 0.7},
-    {"ffn experts, noisy top-3, all three losses", expert_kind::ffn, mask_kind::noisy_top_k, 3,
-     0.3, 0.5, 0.7},
+    {"ffn experts, noisy top-3, all three losses", expert_kind::ffn, mask_kind::noisy_top_k, 3, 0.3,
+     0.5, 0.7},
     {"ffn experts, top-2, balance and importance losses", expert_kind::ffn, mask_kind::top_k, 2,
      0.4, 0.6},
     {"linear experts, batchwise k = 2, balance and importance losses", expert_kind::linear,
      mask_kind::batchwise, 2, 0.4, 0.6},
-    {"ffn experts, top-2, balance of the softmax gates", expert_kind::ffn, mask_kind::top_k, 2,
-     0.4, 0, 0, balance_input::softmax},
+    {"ffn experts, top-2, balance of the softmax gates", expert_kind::ffn, mask_kind::top_k, 2, 0.4,
+     0, 0, balance_input::softmax},
     {"linear experts, batchwise k = 2, balance of the softmax gates", expert_kind::linear,
      mask_kind::batchwise, 2, 0.4, 0, 0, balance_input::softmax},
   };
@@ -159,8 +163,7 @@ TEST(gpu_moe_layer, forward_and_backward_equal_the_cpu_layer) {
       expect_close(grads.w2.data(), want.w2.data(), want.w2.size(), "w2 grad");
       expect_close(grads.b2.data(), want.b2.data(), want.b2.size(), "b2 grad");
       ASSERT_EQ(grads.w_noise.size(), want.w_noise.size());
-      expect_close(grads.w_noise.data(), want.w_noise.data(), want.w_noise.size(),
-                   "w_noise grad");
+      expect_close(grads.w_noise.data(), want.w_noise.data(), want.w_noise.size(), "w_noise grad");
     }
   }
 }
@@ -186,8 +189,8 @@ TEST(gpu_moe_layer, an_ungated_layer_is_one_dense_ffn) {
   cpu.backward(x, hidden, dy, dx);
 
   std::string error;
-  auto gpu = moe_layer::make({.dim = 24, .experts = 1, .k = 1, .hidden = 40, .gated = false},
-                             error);
+  auto gpu =
+    moe_layer::make({.dim = 24, .experts = 1, .k = 1, .hidden = 40, .gated = false}, error);
   ASSERT_TRUE(gpu) << error;
   moe_parameters p;
   append(p.w1, ps[0]->value);
@@ -284,8 +287,7 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
     {"linear experts, top-1", expert_kind::linear, mask_kind::top_k, 1},
     {"linear experts, noisy top-2, importance and load losses", expert_kind::linear,
      mask_kind::noisy_top_k, 2, 0, 0.5, 0.7},
-    {"ffn experts, batchwise k = 2, balance loss", expert_kind::ffn, mask_kind::batchwise, 2,
-     0.4},
+    {"ffn experts, batchwise k = 2, balance loss", expert_kind::ffn, mask_kind::batchwise, 2, 0.4},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -295,9 +297,8 @@ TEST(gpu_moe_layer, a_layer_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
     ASSERT_TRUE(cpu && moved);
     ASSERT_FALSE((*moved)->use_gpu());
     ASSERT_TRUE((*moved)->on_gpu());
-    train_side_by_side(**cpu, **moved, 11, 4, [&](uint64_t) {
-      EXPECT_TRUE((*moved)->on_gpu()) << (*moved)->gpu_error();
-    });
+    train_side_by_side(**cpu, **moved, 11, 4,
+                       [&](uint64_t) { EXPECT_TRUE((*moved)->on_gpu()) << (*moved)->gpu_error(); });
   }
 }
 
@@ -313,8 +314,13 @@ TEST(gpu_moe_layer, a_device_lost_mid_step_leaves_that_step_and_the_rest_to_the_
     {"backward of step 1", 6},
     {"gradients of step 1", 7},
   };
-  const layer_case c{"ffn experts, noisy top-2, importance and load losses", expert_kind::ffn,
-                     mask_kind::noisy_top_k, 2, 0, 0.5, 0.7};
+  const layer_case c{"ffn experts, noisy top-2, importance and load losses",
+                     expert_kind::ffn,
+                     mask_kind::noisy_top_k,
+                     2,
+                     0,
+                     0.5,
+                     0.7};
   for (auto& [where, calls] : failures) {
     SCOPED_TRACE(where);
     auto cfg = c.config(16, 24, 6, 4);
@@ -338,9 +344,15 @@ TEST(gpu_moe_layer, a_device_lost_mid_step_leaves_that_step_and_the_rest_to_the_
 TEST(gpu_moe_layer, a_hierarchical_moe_moved_to_the_gpu_trains_as_it_does_on_the_cpu) {
   if (device_count() == 0)
     GTEST_SKIP() << "no CUDA device";
-  moe_config group{.dim = 16, .expert = expert_kind::ffn, .hidden = 24,
-                   .gating = {.experts = 4, .k = 2, .mask = mask_kind::noisy_top_k,
-                              .importance_weight = 0.3, .load_weight = 0.3, .seed = 2}};
+  moe_config group{.dim = 16,
+                   .expert = expert_kind::ffn,
+                   .hidden = 24,
+                   .gating = {.experts = 4,
+                              .k = 2,
+                              .mask = mask_kind::noisy_top_k,
+                              .importance_weight = 0.3,
+                              .load_weight = 0.3,
+                              .seed = 2}};
   gating_config primary{.experts = 3, .k = 1, .importance_weight = 0.2, .seed = 8};
   auto cpu = compute::moe::hierarchical_moe<float>::make(primary, group);
   auto moved = compute::moe::hierarchical_moe<float>::make(primary, group);

@@ -22,9 +22,11 @@ TEST(bench_cli, options_that_cannot_make_a_benchmark_are_one_clear_error_line) {
     {"no one-worker base", {"--scaling-workers", "2,4"}, ascending.c_str()},
     {"zero workers", {"--scaling-workers", "0,1"}, "--scaling-workers: Value 0 not in range", 2},
     {"zero ps tasks", {"--scaling-ps", "0"}, "--scaling-ps: Value 0 not in range", 2},
-    {"no Brown corpus for the scaling runs", {"--corpus", "/nonexistent"},
+    {"no Brown corpus for the scaling runs",
+     {"--corpus", "/nonexistent"},
      "--corpus: not found: /nonexistent/cats.txt (the Brown corpus: make demo fetches it)"},
-    {"no Fashion-MNIST", {"--data", "/nonexistent", "--scaling-steps", "0"},
+    {"no Fashion-MNIST",
+     {"--data", "/nonexistent", "--scaling-steps", "0"},
      "not found: no file /nonexistent/train-images-idx3-ubyte.gz (install the Debian package"},
   };
   for (auto& c : cases) {

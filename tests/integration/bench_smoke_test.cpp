@@ -47,8 +47,9 @@ nlohmann::json metrics_of(const cli_result& run, const std::string& bench) {
   auto last = run.out.substr(run.out.find_last_of('\n', run.out.size() - 2) + 1);
   auto line = nlohmann::json::parse(last, nullptr, false);
   if (!line.is_object() || line.value("bench", "") != bench || !line["metrics"].is_object()) {
-    ADD_FAILURE() << "no {\"bench\":\"" << bench << "\"} line at the end of:\n" << run.out
-                  << "\nstderr:\n" << run.err;
+    ADD_FAILURE() << "no {\"bench\":\"" << bench << "\"} line at the end of:\n"
+                  << run.out << "\nstderr:\n"
+                  << run.err;
     return nlohmann::json::object();
   }
   return line["metrics"];
@@ -104,29 +105,29 @@ TEST(bench_smoke, messaging_against_plain_tcp) {
 }
 
 TEST(bench_smoke, embedding_against_a_dense_gather) {
-  auto m = metrics_of(run_darcy({"bench", "embedding", "--keys", "20000", "--dim", "8", "--batch",
-                                 "256", "--batches", "8", "--shards", "2", "--leveldb-keys", "2000",
-                                 "--repetitions", "1"}),
-                      "embedding");
+  auto m = metrics_of(
+    run_darcy({"bench", "embedding", "--keys", "20000", "--dim", "8", "--batch", "256", "--batches",
+               "8", "--shards", "2", "--leveldb-keys", "2000", "--repetitions", "1"}),
+    "embedding");
   expect_positive(m, {"store_vs_dense", "service_vs_dense", "direct_vs_dense", "remote_vs_dense",
                       "leveldb_cold_rows_s"});
 }
 
 TEST(bench_smoke, redis_against_redis_benchmark) {
-  for (auto [program, package] : {std::pair{"redis-server", "redis-server"},
-                                  std::pair{"redis-benchmark", "redis-tools"}})
+  for (auto [program, package] :
+       {std::pair{"redis-server", "redis-server"}, std::pair{"redis-benchmark", "redis-tools"}})
     if (auto why = missing_program(program, package); !why.empty())
       GTEST_SKIP() << why;
-  auto m = metrics_of(run_darcy({"bench", "redis", "--rows", "2000", "--dim", "8", "--batch", "32",
-                                 "--batches", "20", "--repetitions", "1", "--peer-requests",
-                                 "2000"}),
-                      "redis");
+  auto m =
+    metrics_of(run_darcy({"bench", "redis", "--rows", "2000", "--dim", "8", "--batch", "32",
+                          "--batches", "20", "--repetitions", "1", "--peer-requests", "2000"}),
+               "redis");
   expect_positive(m, {"redis_vs_redis_benchmark", "darcy_rows_s", "cached_rows_s"});
 }
 
 TEST(bench_smoke, wals_against_the_plain_eigen_loop_and_on_two_node_processes) {
-  std::vector<std::string> tiny{"bench", "wals", "--rows", "3000", "--cols", "2000", "--nnz",
-                                "30000", "--dim", "8", "--iters", "2"};
+  std::vector<std::string> tiny{"bench", "wals",  "--rows", "3000", "--cols",  "2000",
+                                "--nnz", "30000", "--dim",  "8",    "--iters", "2"};
   auto local = tiny;
   local.insert(local.end(), {"--chol-iters", "1", "--lastfm", "/nonexistent"});
   expect_positive(metrics_of(run_darcy(local), "wals"), {"actors_vs_local", "cg_gflops"});
@@ -142,11 +143,31 @@ TEST(bench_smoke, mips_against_faiss_reaches_recall_0_9_on_every_set) {
     GTEST_SKIP() << why;
   temp_dir tmp{"bench_smoke_mips"};
   write_tiny_fashion_mnist(tmp.path() + "/fashion", 600, 120);
-  auto run = run_program({DARCY_BINARY, "bench", "mips", "--items", "2000", "--dim", "16",
-                          "--queries-b1", "20", "--batches-b256", "1", "--fashion-mnist",
-                          tmp.path() + "/fashion", "--ann-thresholds", "0", "--ann-list-factors",
-                          "1", "--ann-probes", "1,8,40", "--ann-rerank", "0,200",
-                          "--faiss-list-factors", "1", "--point-seconds", "0.01"},
+  auto run = run_program({DARCY_BINARY,
+                          "bench",
+                          "mips",
+                          "--items",
+                          "2000",
+                          "--dim",
+                          "16",
+                          "--queries-b1",
+                          "20",
+                          "--batches-b256",
+                          "1",
+                          "--fashion-mnist",
+                          tmp.path() + "/fashion",
+                          "--ann-thresholds",
+                          "0",
+                          "--ann-list-factors",
+                          "1",
+                          "--ann-probes",
+                          "1,8,40",
+                          "--ann-rerank",
+                          "0,200",
+                          "--faiss-list-factors",
+                          "1",
+                          "--point-seconds",
+                          "0.01"},
                          150s);
   auto m = metrics_of(run, "mips");
   ASSERT_TRUE(m["sets"].is_object()) << m.dump();
@@ -186,12 +207,12 @@ TEST(bench_smoke, estimator_against_pytorch_with_its_scaling_runs) {
   temp_dir tmp{"bench_smoke_estimator"};
   write_tiny_fashion_mnist(tmp.path() + "/fashion", 512, 128);
   write_genre_corpus(tmp.path() + "/brown", 40);
-  auto m = metrics_of(run_program({DARCY_BINARY, "bench", "estimator", "--data",
-                                   tmp.path() + "/fashion", "--repeats", "1", "--epochs", "1",
-                                   "--corpus", tmp.path() + "/brown", "--scaling-steps", "40",
-                                   "--scaling-repeats", "1"},
-                                  170s),
-                      "estimator");
+  auto m =
+    metrics_of(run_program({DARCY_BINARY, "bench", "estimator", "--data", tmp.path() + "/fashion",
+                            "--repeats", "1", "--epochs", "1", "--corpus", tmp.path() + "/brown",
+                            "--scaling-steps", "40", "--scaling-repeats", "1"},
+                           170s),
+               "estimator");
   expect_positive(m, {"dnn_vs_torch", "test_accuracy", "scaling_2_workers"});
 }
 
@@ -206,8 +227,8 @@ cli_result run_script(const std::string& script, std::vector<std::string> env,
 }
 
 TEST(bench_smoke, serve_script_against_the_indexes_called_directly) {
-  for (auto [program, package] : {std::pair{"wrk", "wrk"}, std::pair{"curl", "curl"},
-                                  std::pair{"bc", "bc"}})
+  for (auto [program, package] :
+       {std::pair{"wrk", "wrk"}, std::pair{"curl", "curl"}, std::pair{"bc", "bc"}})
     if (auto why = missing_program(program, package); !why.empty())
       GTEST_SKIP() << why;
   temp_dir tmp{"bench_smoke_serve"};
@@ -233,9 +254,9 @@ TEST(bench_smoke, word2vec_script_against_word2vec_c_and_gensim) {
   temp_dir tmp{"bench_smoke_word2vec"};
   write_genre_corpus(tmp.path() + "/brown", 40);
   fs::create_directories(tmp.path() + "/data");
-  auto run = run_script("word2vec.sh", {"WORK=" + tmp.path() + "/work", "DATA=" + tmp.path() + "/data",
-                                        "BROWN=" + tmp.path() + "/brown", "EPOCHS=1",
-                                        "NO_INSTALL=1"});
+  auto run =
+    run_script("word2vec.sh", {"WORK=" + tmp.path() + "/work", "DATA=" + tmp.path() + "/data",
+                               "BROWN=" + tmp.path() + "/brown", "EPOCHS=1", "NO_INSTALL=1"});
   if (run.exit_code == 77)
     GTEST_SKIP() << run.err;
   auto m = metrics_of(run, "word2vec");
@@ -258,10 +279,10 @@ TEST(bench_smoke, word2vec_chaos_script_against_a_clean_run) {
     sim << "# Word 1\tWord 2\tHuman (mean)\nking\tqueen\t8.5\nman\twoman\t8.3\ncar\troad\t7.0\n"
            "tree\tleaf\t7.5\nking\tcar\t1.2\nqueen\ttree\t0.9\n";
   }
-  auto m = metrics_of(run_script("word2vec_chaos.sh", {"DATA=" + tmp.path(),
-                                                       "CORPUS=" + tmp.path() + "/corpus.txt",
-                                                       "EPOCHS=1", "DROP=0.05", "RETRY_MS=200"}),
-                      "word2vec_chaos");
+  auto m = metrics_of(
+    run_script("word2vec_chaos.sh", {"DATA=" + tmp.path(), "CORPUS=" + tmp.path() + "/corpus.txt",
+                                     "EPOCHS=1", "DROP=0.05", "RETRY_MS=200"}),
+    "word2vec_chaos");
   expect_positive(m, {"slowdown", "clean_s", "disrupted_s"});
 }
 

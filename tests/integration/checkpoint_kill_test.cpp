@@ -38,8 +38,7 @@ TEST_F(checkpoint_kill_test, SigkillDuringSaveLeavesACheckpointThatRestoresExact
   fs::create_directories(dir);
   auto writer = runtime::child_process::start({DARCY_CHECKPOINT_WRITER, dir, "100000"});
   ASSERT_TRUE(writer) << render(error_of(writer));
-  ASSERT_TRUE(writer->wait_for_line("saved 2", std::chrono::minutes(2)))
-    << writer->read_stderr();
+  ASSERT_TRUE(writer->wait_for_line("saved 2", std::chrono::minutes(2))) << writer->read_stderr();
   ASSERT_TRUE(writer->wait_for_line("saving 3", std::chrono::minutes(2)));
   // Kill while save 3 writes its shard files: wait for the first of them to appear on disk.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
@@ -51,8 +50,8 @@ TEST_F(checkpoint_kill_test, SigkillDuringSaveLeavesACheckpointThatRestoresExact
   EXPECT_EQ(*code, 128 + SIGKILL);
 
   auto restored_service = start_drill_service(sys, 3);
-  auto manifest = runtime::ask<checkpoint_manifest>(sys, restored_service, patience,
-                                                    restore_atom::value, dir);
+  auto manifest =
+    runtime::ask<checkpoint_manifest>(sys, restored_service, patience, restore_atom::value, dir);
   ASSERT_TRUE(manifest) << render(error_of(manifest));
   ASSERT_TRUE(manifest->step == 2 || manifest->step == 3) << manifest->step;
 

@@ -27,7 +27,8 @@ TEST(cli_errors, a_failed_command_is_named_once_before_its_error) {
   expect_error_lines({
     // ops::moe_train's own message begins with "moe train: ".
     {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--replicas", "0"},
-     "darcy: error: moe train: invalid configuration: replicas, batch and steps must be at least 1\n"},
+     "darcy: error: moe train: invalid configuration: replicas, batch and steps must be at least "
+     "1\n"},
     // The reader's "not found: no file" wrapped with the package to install, once.
     {{"estimator", "fashion-mnist", "--data", "/nonexistent"},
      "darcy: error: estimator fashion-mnist: not found: no file "
@@ -54,16 +55,18 @@ TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts
     // A host role runs what the chief sends it, but refuses a bad option of its own at once
     // instead of waiting for a chief.
     {{"estimator", "brown-genre", "--learning-rate", "nan", "--task-type", "ps", "--task-index",
-      "0", "--cluster-spec", R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
+      "0", "--cluster-spec",
+      R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
      "darcy: error: estimator brown-genre (ps-0): invalid configuration: brown-genre job options: "
      "adam: learning_rate must be finite and positive\n"},
     {{"estimator", "fashion-mnist", "--learning-rate", "-1", "--task-type", "worker",
-      "--task-index", "0", "--cluster-spec", R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
+      "--task-index", "0", "--cluster-spec",
+      R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
      "darcy: error: estimator fashion-mnist (worker-0): invalid configuration: fashion-mnist job "
      "options: adam: learning_rate must be finite and positive\n"},
     // The sweep checks every row before it loads the corpus or trains the dense row.
-    {{"moe", "experiment", "experts", "--corpus", "/nonexistent", "--expert-counts", "4,0",
-      "--out", "/tmp/darcy-cli-errors-sweep"},
+    {{"moe", "experiment", "experts", "--corpus", "/nonexistent", "--expert-counts", "4,0", "--out",
+      "/tmp/darcy-cli-errors-sweep"},
      "darcy: error: moe experiment experts: invalid configuration: moe: experts must be at least "
      "1\n"},
   });
@@ -95,11 +98,13 @@ TEST(cli_errors, a_flag_the_run_would_ignore_is_one_error_line) {
      "only\n"},
   });
   // With DARCY_CONFIG naming the role, --cluster-spec and --task-index were ignored.
-  ASSERT_EQ(::setenv("DARCY_CONFIG",
-                     R"({"cluster":{"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]},)"
-                     R"("task":{"type":"worker","index":0}})",
-                     1),
-            0);
+  ASSERT_EQ(
+    ::setenv(
+      "DARCY_CONFIG",
+      R"({"cluster":{"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]},)"
+      R"("task":{"type":"worker","index":0}})",
+      1),
+    0);
   expect_error_lines({
     {{"estimator", "fashion-mnist", "--task-index", "1"},
      "darcy: error: estimator fashion-mnist: invalid configuration: --task-index goes with "

@@ -6,11 +6,11 @@
 #include <map>
 #include <tuple>
 
-#include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
+#include <caf/scoped_actor.hpp>
 
-#include "messages/error.hpp"
 #include "actors/embedding/embedding_master.hpp"
+#include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/client.hpp"
@@ -30,9 +30,11 @@ TEST_F(cluster_test, ServiceOnKilledNodeIsRecreatedOnAnotherNodeAndResolvesAgain
   EXPECT_EQ(echo_node(*s, "before"), "b");
 
   b.process.signal(SIGKILL);
-  EXPECT_TRUE(await_event(self, heartbeat_timeout, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::member_down && e.node == "b";
-  })) << "the registry did not report b down within the heartbeat timeout";
+  EXPECT_TRUE(await_event(self, heartbeat_timeout,
+                          [](const cluster_event& e) {
+                            return e.kind == cluster_event_kind::member_down && e.node == "b";
+                          }))
+    << "the registry did not report b down within the heartbeat timeout";
   ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
     return e.kind == cluster_event_kind::service_up && e.service == "echo";
   }));
@@ -56,10 +58,13 @@ TEST_F(cluster_test, KilledShardComesBackOnAnotherNodeWithItsCheckpointedRows) {
   subscribe(self, *s);
   auto shard_child = [](uint32_t index, std::vector<std::string> nodes) {
     return child_spec{"shard-" + std::to_string(index), "darcy.embedding_shard",
-                      caf::make_message(index), std::move(nodes), restart_type::permanent,
-                      "emb.shard-" + std::to_string(index)};
+                      caf::make_message(index),         std::move(nodes),
+                      restart_type::permanent,          "emb.shard-" + std::to_string(index)};
   };
-  supervisor_spec spec{"emb-sup", restart_strategy::one_for_one, 5, 60000,
+  supervisor_spec spec{"emb-sup",
+                       restart_strategy::one_for_one,
+                       5,
+                       60000,
                        {shard_child(0, {"b", "c"}), shard_child(1, {"c", "b"})}};
   supervise_on(*s, a.address, spec);
   std::map<std::string, caf::actor> shards;
@@ -92,14 +97,13 @@ TEST_F(cluster_test, KilledShardComesBackOnAnotherNodeWithItsCheckpointedRows) {
                                     std::vector<float>(keys.size() * 4, 0.5f), int64_t{1}));
   ASSERT_TRUE(runtime::ask<checkpoint_manifest>(sys, master, patience, save_atom::value, dir,
                                                 int64_t{1}, std::string{}));
-  auto expected = runtime::ask<std::vector<float>>(sys, master, patience, lookup_atom::value,
-                                                   cfg.name, keys);
+  auto expected =
+    runtime::ask<std::vector<float>>(sys, master, patience, lookup_atom::value, cfg.name, keys);
   ASSERT_TRUE(expected);
 
   b.process.signal(SIGKILL);
   ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::service_up && e.service == "emb.shard-0"
-           && e.node == "c";
+    return e.kind == cluster_event_kind::service_up && e.service == "emb.shard-0" && e.node == "c";
   }));
   // Requests that reach the dead shard fail at once until the master has heard of the new one
   // and recovered it, which under load can take longer than any fixed number of attempts.
@@ -120,9 +124,11 @@ TEST_F(cluster_test, SigtermMakesANodeLeaveCleanly) {
   caf::scoped_actor self{s->system()};
   subscribe(self, *s);
   b.process.signal(SIGTERM);
-  EXPECT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::member_left && e.node == "b";
-  })) << b.process.read_stderr();
+  EXPECT_TRUE(await_event(self, patience,
+                          [](const cluster_event& e) {
+                            return e.kind == cluster_event_kind::member_left && e.node == "b";
+                          }))
+    << b.process.read_stderr();
   auto code = b.process.wait(patience);
   ASSERT_TRUE(code) << b.process.read_stderr();
   EXPECT_EQ(*code, 0);

@@ -7,8 +7,8 @@
 #include <string>
 #include <tuple>
 
-#include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
+#include <caf/scoped_actor.hpp>
 
 #include "messages/error.hpp"
 #include "ops/session.hpp"
@@ -24,9 +24,10 @@ constexpr auto heartbeat_timeout = std::chrono::milliseconds(2000);
 class cluster_test : public ::testing::Test {
 protected:
   void SetUp() override {
-    config_ = write_temp_file("cluster.toml", "[node]\nchaos = true\n"
-                                              "[cluster]\nheartbeat_interval_ms = 200\n"
-                                              "heartbeat_timeout_ms = 2000\n");
+    config_ = write_temp_file("cluster.toml",
+                              "[node]\nchaos = true\n"
+                              "[cluster]\nheartbeat_interval_ms = 200\n"
+                              "heartbeat_timeout_ms = 2000\n");
   }
 
   node_process node(const std::string& name, const std::string& join = {}) {
@@ -102,9 +103,12 @@ protected:
   // `second`; returns once the echo service is up on `first`.
   void supervise_echo_on(caf::scoped_actor& self, ops::session& s, const runtime::host_port& where,
                          const std::string& first, const std::string& second) {
-    supervisor_spec spec{"echo-sup", restart_strategy::one_for_one, 5, 60000,
-                         {{"echo", "darcy.echo", {}, {first, second}, restart_type::permanent,
-                           "echo"}}};
+    supervisor_spec spec{
+      "echo-sup",
+      restart_strategy::one_for_one,
+      5,
+      60000,
+      {{"echo", "darcy.echo", {}, {first, second}, restart_type::permanent, "echo"}}};
     supervise_on(s, where, spec);
     ASSERT_TRUE(await_event(self, patience, [&](const cluster_event& e) {
       return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == first;

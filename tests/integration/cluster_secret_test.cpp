@@ -27,16 +27,17 @@ TEST_F(cluster_test, NodesAndClientsWithoutTheSecretAreRefused) {
   auto member = start_node("b", where, {"--config", config_, "--secret-file", right});
   ASSERT_TRUE(member) << render(member.error());
 
-  for (auto extra : {std::vector<std::string>{}, std::vector<std::string>{"--secret-file", wrong}}) {
+  for (auto extra :
+       {std::vector<std::string>{}, std::vector<std::string>{"--secret-file", wrong}}) {
     extra.insert(extra.begin(), {"--config", config_});
     auto intruder = start_node("intruder", where, extra);
     ASSERT_FALSE(intruder) << "a node without the secret joined";
     EXPECT_NE(render(intruder.error()).find("cluster secret"), std::string::npos)
       << render(intruder.error());
-    auto status = run_darcy(
-      extra.size() > 2 ? std::vector<std::string>{"cluster", "status", "--seed", where,
-                                                  "--secret-file", wrong}
-                       : std::vector<std::string>{"cluster", "status", "--seed", where});
+    auto status =
+      run_darcy(extra.size() > 2 ? std::vector<std::string>{"cluster", "status", "--seed", where,
+                                                            "--secret-file", wrong}
+                                 : std::vector<std::string>{"cluster", "status", "--seed", where});
     EXPECT_EQ(status.exit_code, 1);
     EXPECT_NE(status.err.find("cluster secret"), std::string::npos) << status.err;
     // Every chaos command needs the secret: the seed refuses the client before any node sees it.
@@ -51,8 +52,7 @@ TEST_F(cluster_test, NodesAndClientsWithoutTheSecretAreRefused) {
       EXPECT_NE(r.err.find("cluster secret"), std::string::npos) << chaos[1] << ": " << r.err;
     }
   }
-  EXPECT_NE(seed->process.read_stderr().find("wrong or missing cluster secret"),
-            std::string::npos);
+  EXPECT_NE(seed->process.read_stderr().find("wrong or missing cluster secret"), std::string::npos);
 
   // Talking to the member's agent directly, past the seed, is refused too.
   runtime::system_config cfg{"outsider", 1};
@@ -66,15 +66,14 @@ TEST_F(cluster_test, NodesAndClientsWithoutTheSecretAreRefused) {
                                           std::string{"darcy.echo"}, caf::make_message());
   ASSERT_FALSE(spawned);
   EXPECT_TRUE(is(error_of(spawned), errc::permission_denied)) << render(error_of(spawned));
-  auto chaos = runtime::ask<chaos_stats>(sys, *agent, patience,
-                                         chaos_command{chaos_op::disrupt, disruption{1.0}},
-                                         caf::actor{});
+  auto chaos = runtime::ask<chaos_stats>(
+    sys, *agent, patience, chaos_command{chaos_op::disrupt, disruption{1.0}}, caf::actor{});
   ASSERT_FALSE(chaos);
   EXPECT_TRUE(is(error_of(chaos), errc::permission_denied)) << render(error_of(chaos));
   caf::anon_send(*agent, kill_node_atom::value);
   // Asked after the kill-node, answered after it: b is alive past the refusal.
-  auto echoed = runtime::ask<std::string>(sys, *agent, patience, echo_atom::value,
-                                          std::string{"still there"});
+  auto echoed =
+    runtime::ask<std::string>(sys, *agent, patience, echo_atom::value, std::string{"still there"});
   EXPECT_TRUE(echoed) << render(error_of(echoed));
   EXPECT_FALSE(member->process.wait(std::chrono::milliseconds(0))) << "b died";
 

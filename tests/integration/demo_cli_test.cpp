@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 void write_brown(const std::string& dir) {
   fs::create_directories(dir);
   std::ofstream cats{dir + "/cats.txt"};
-  const char* sentences[] = {"the/at man/nn had/hvd money/nn ./.", "the/at city/nn was/bedz at/in war/nn ./.",
+  const char* sentences[] = {"the/at man/nn had/hvd money/nn ./.",
+                             "the/at city/nn was/bedz at/in war/nn ./.",
                              "a/at good/jj man/nn in/in the/at city/nn ./."};
   for (int d = 0; d < 30; ++d) {
     auto name = "cd" + std::to_string(d);
@@ -35,9 +36,9 @@ TEST(demo_cli, trains_on_brown_with_its_rows_in_leveldb_and_saves_a_checkpoint) 
   auto store = tmp.path() + "/store";
   // A store left by an earlier demo is emptied first: the demo always starts fresh.
   fs::create_directories(store + "/stale");
-  auto r = run_darcy({"demo", "--corpus", tmp.path() + "/brown", "--eval-dir",
-                      tmp.path() + "/no-eval", "--checkpoint", tmp.path() + "/checkpoint",
-                      "--store", store});
+  auto r =
+    run_darcy({"demo", "--corpus", tmp.path() + "/brown", "--eval-dir", tmp.path() + "/no-eval",
+               "--checkpoint", tmp.path() + "/checkpoint", "--store", store});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("on LevelDB in " + store), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("neighbours of 'man':"), std::string::npos) << r.out;

@@ -33,20 +33,24 @@ TEST_F(embedding_wire, KeysOfAnyBytesAndRowsCrossTwoNodeProcessesUnchanged) {
   auto remote = s->embeddings();
   ASSERT_TRUE(remote) << render(remote.error());
   // The reference: the same service with its shards in this process.
-  auto local = s->system().spawn(
-    actors::embedding_master,
-    actors::embedding_master_options{actors::spawn_shards(s->system(), 2)});
-  strings keys = {"", std::string(1, '\0'), std::string("nul\0inside", 10),
-                  std::string(65536, 'k'), std::string(65535, 'k') + std::string(1, '\0'),
-                  "plain", ""};
+  auto local =
+    s->system().spawn(actors::embedding_master,
+                      actors::embedding_master_options{actors::spawn_shards(s->system(), 2)});
+  strings keys = {"",
+                  std::string(1, '\0'),
+                  std::string("nul\0inside", 10),
+                  std::string(65536, 'k'),
+                  std::string(65535, 'k') + std::string(1, '\0'),
+                  "plain",
+                  ""};
   for (int i = 0; i < 300; ++i)
     keys.push_back("w" + std::to_string(i));
   strings ctx = {"", "c1", std::string(70000, 'c')};
   for (auto& m : {*remote, local}) {
-    ASSERT_TRUE(runtime::ask<ok_atom>(s->system(), m, patience, create_atom::value,
-                                      wire_config("words", 8)));
-    ASSERT_TRUE(runtime::ask<ok_atom>(s->system(), m, patience, create_atom::value,
-                                      wire_config("ctx", 3)));
+    ASSERT_TRUE(
+      runtime::ask<ok_atom>(s->system(), m, patience, create_atom::value, wire_config("words", 8)));
+    ASSERT_TRUE(
+      runtime::ask<ok_atom>(s->system(), m, patience, create_atom::value, wire_config("ctx", 3)));
   }
   std::mt19937 rng{5};
   std::normal_distribution<float> noise{0, 1};
@@ -59,15 +63,14 @@ TEST_F(embedding_wire, KeysOfAnyBytesAndRowsCrossTwoNodeProcessesUnchanged) {
   for (auto& m : {*remote, local}) {
     std::vector<table_keys> tables = {{"words", actors::hash_keys(keys)},
                                       {"ctx", actors::hash_keys(ctx)}};
-    auto reply = runtime::ask<lookup_reply>(s->system(), m, patience, lookup_atom::value,
-                                            tables, true);
+    auto reply =
+      runtime::ask<lookup_reply>(s->system(), m, patience, lookup_atom::value, tables, true);
     ASSERT_TRUE(reply) << render(error_of(reply));
     ASSERT_TRUE(runtime::ask<ok_atom>(
       s->system(), m, patience, backward_atom::value, reply->handle,
-      std::vector<shared_floats>{shared_floats{word_grads}, shared_floats{ctx_grads}},
-      int64_t{1}));
-    auto after = runtime::ask<lookup_reply>(s->system(), m, patience, lookup_atom::value,
-                                            tables, false);
+      std::vector<shared_floats>{shared_floats{word_grads}, shared_floats{ctx_grads}}, int64_t{1}));
+    auto after =
+      runtime::ask<lookup_reply>(s->system(), m, patience, lookup_atom::value, tables, false);
     ASSERT_TRUE(after) << render(error_of(after));
     std::vector<floats> rows;
     for (auto* r : {&*reply, &*after})
@@ -103,16 +106,14 @@ TEST_F(embedding_wire, NodesShareOneRedisAndAReaderServesTheRowsWithNoShardServe
   for (int i = 0; i < 200; ++i)
     keys.push_back("item" + std::to_string(i));
   std::vector<table_keys> tables = {{"shared", actors::hash_keys(keys)}};
-  auto reply = runtime::ask<lookup_reply>(s->system(), *remote, patience, lookup_atom::value,
-                                          tables, true);
+  auto reply =
+    runtime::ask<lookup_reply>(s->system(), *remote, patience, lookup_atom::value, tables, true);
   ASSERT_TRUE(reply) << render(error_of(reply));
-  ASSERT_TRUE(runtime::ask<ok_atom>(s->system(), *remote, patience, backward_atom::value,
-                                    reply->handle,
-                                    std::vector<shared_floats>{shared_floats{
-                                      floats(keys.size() * 8, 0.5f)}},
-                                    int64_t{1}));
-  auto after = runtime::ask<lookup_reply>(s->system(), *remote, patience, lookup_atom::value,
-                                          tables, false);
+  ASSERT_TRUE(runtime::ask<ok_atom>(
+    s->system(), *remote, patience, backward_atom::value, reply->handle,
+    std::vector<shared_floats>{shared_floats{floats(keys.size() * 8, 0.5f)}}, int64_t{1}));
+  auto after =
+    runtime::ask<lookup_reply>(s->system(), *remote, patience, lookup_atom::value, tables, false);
   ASSERT_TRUE(after) << render(error_of(after));
   floats served(after->rows[0].values().begin(), after->rows[0].values().end());
   // Every shard, on both node processes, wrote to the one Redis; the reader needs none of them.

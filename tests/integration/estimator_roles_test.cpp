@@ -40,15 +40,16 @@ std::vector<std::string> fashion_mnist_app() {
 /// brown-genre on a corpus of 40 documents of 4 sentences in two categories (genre_corpus.hpp).
 std::vector<std::string> brown_genre_app(const std::string& dir) {
   write_genre_corpus(dir, 4);
-  return {"brown-genre", "--corpus", dir, "--passage-words", "20", "--batch", "8",
-          "--hash-buckets", "1024", "--bigram-buckets", "4096", "--embedding-dim", "8",
-          "--hidden", "8"};
+  return {"brown-genre", "--corpus",       dir,    "--passage-words",  "20",   "--batch",
+          "8",           "--hash-buckets", "1024", "--bigram-buckets", "4096", "--embedding-dim",
+          "8",           "--hidden",       "8"};
 }
 
 /// One job's processes: the chief first (on a free port), then the ps, two workers and the
 /// evaluator, each given its role only through DARCY_CONFIG.
 struct job {
-  job(const std::string& dir, uint64_t max_steps, std::vector<std::string> app = fashion_mnist_app())
+  job(const std::string& dir, uint64_t max_steps,
+      std::vector<std::string> app = fashion_mnist_app())
     : dir(dir), max_steps(max_steps), app(std::move(app)) {}
 
   static std::string spec(const std::string& chief) {
@@ -187,7 +188,8 @@ TEST_F(estimator_roles, roles_from_darcy_config_train_to_the_global_step_and_exp
   EXPECT_EQ(result.value("resumed_from", -1), 0);
   auto evals = j.evaluations();
   ASSERT_FALSE(evals.empty());
-  EXPECT_EQ(evals.back()["global_step"], result["global_step"]) << "the final checkpoint is evaluated";
+  EXPECT_EQ(evals.back()["global_step"], result["global_step"])
+    << "the final checkpoint is evaluated";
   EXPECT_GT(evals.back()["accuracy"].get<double>(), 0.5);
   EXPECT_EQ(evals.front()["exported"], "1") << "the first evaluation is an improvement";
   EXPECT_TRUE(fs::exists(dir.path() + "/exports/1"));
@@ -261,12 +263,13 @@ std::pair<int64_t, embedding_rows> newest_checkpoint(const std::string& model_di
   EXPECT_TRUE(service) << render(service.error());
   for (auto& entry : service ? service->embeddings : std::vector<checkpoint_embedding>{})
     for (auto& file : entry.files)
-      EXPECT_FALSE(stores::read_shard_file(root, file, entry.config, [&](const stores::row_record& r) {
-        auto& out = rows[{entry.config.name, std::string{r.key}}];
-        out.assign(r.values.begin(), r.values.end());
-        out.insert(out.end(), r.slots.begin(), r.slots.end());
-        return caf::error{};
-      }));
+      EXPECT_FALSE(
+        stores::read_shard_file(root, file, entry.config, [&](const stores::row_record& r) {
+          auto& out = rows[{entry.config.name, std::string{r.key}}];
+          out.assign(r.values.begin(), r.values.end());
+          out.insert(out.end(), r.slots.begin(), r.slots.end());
+          return caf::error{};
+        }));
   return {manifest->step, rows};
 }
 
@@ -353,7 +356,8 @@ TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_wha
   EXPECT_NE(*code, 0);
   auto err = j.chief->read_stderr();
   EXPECT_NE(err.find("the parameter server on ps-0 is gone, and it did not join again within 1 s"),
-            std::string::npos) << err;
+            std::string::npos)
+    << err;
   EXPECT_NE(err.find("resumes from its last checkpoint"), std::string::npos) << err;
   for (auto& w : j.workers)
     EXPECT_TRUE(w.wait(roles_patience)) << "a worker process outlived its chief";

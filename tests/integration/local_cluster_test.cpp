@@ -20,7 +20,8 @@ TEST(local_cluster, bad_options_are_refused_with_clear_errors) {
   } bad[] = {
     {"no node", {.nodes = 0, .binary = DARCY_BINARY}, errc::invalid_config},
     {"a binary that is not there", {.nodes = 1, .binary = "/nonexistent/darcy"}, errc::io_error},
-    {"a flag darcy node does not know", {.nodes = 1, .binary = DARCY_BINARY, .node_args = {"--bogus"}},
+    {"a flag darcy node does not know",
+     {.nodes = 1, .binary = DARCY_BINARY, .node_args = {"--bogus"}},
      errc::io_error},
   };
   for (auto& b : bad) {
@@ -34,22 +35,27 @@ TEST(local_cluster, a_killed_member_goes_down_a_replacement_joins_and_a_stopped_
   auto c = local_cluster::start({.nodes = 2, .binary = DARCY_BINARY});
   ASSERT_TRUE(c) << render(c.error());
   auto& cluster = **c;
-  ASSERT_FALSE(cluster.wait_for([](const cluster_status& st) { return st.members.size() == 2; }, cluster_patience));
+  ASSERT_FALSE(cluster.wait_for([](const cluster_status& st) { return st.members.size() == 2; },
+                                cluster_patience));
   ASSERT_FALSE(cluster.kill(1));
   EXPECT_EQ(cluster.pid(1), -1);
   EXPECT_TRUE(is(cluster.kill(1), errc::invalid_argument)) << "killing a dead node";
   EXPECT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-1") != member_state::up; }, cluster_patience));
+    [](const cluster_status& st) { return state_of(st, "node-1") != member_state::up; },
+    cluster_patience));
   auto added = cluster.add_node();
   ASSERT_TRUE(added) << render(added.error());
   EXPECT_EQ(cluster.name(*added), "node-2");
   ASSERT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::up; }, cluster_patience));
+    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::up; },
+    cluster_patience));
   ASSERT_FALSE(cluster.stop(2));
   EXPECT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-2") != member_state::up; }, cluster_patience))
+    [](const cluster_status& st) { return state_of(st, "node-2") != member_state::up; },
+    cluster_patience))
     << "a SIGTERMed member leaves";
-  auto never = cluster.wait_for([](const cluster_status&) { return false; }, std::chrono::milliseconds(200));
+  auto never =
+    cluster.wait_for([](const cluster_status&) { return false; }, std::chrono::milliseconds(200));
   EXPECT_TRUE(is(never, errc::timeout)) << render(never);
 }
 
@@ -72,7 +78,8 @@ TEST(local_cluster, a_partitioned_member_goes_down_and_is_readmitted_under_a_new
   ASSERT_FALSE(cluster.partition(2));
   // Its connections stay open: only the missed heartbeats tell.
   ASSERT_FALSE(cluster.wait_for(
-    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::down; }, cluster_patience));
+    [](const cluster_status& st) { return state_of(st, "node-2") == member_state::down; },
+    cluster_patience));
   EXPECT_TRUE(cluster.pid(2) > 0) << "the process runs on, cut off";
   ASSERT_FALSE(cluster.heal(2));
   uint64_t after = 0;

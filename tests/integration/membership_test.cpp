@@ -45,19 +45,24 @@ TEST_F(cluster_test, StoppedMemberIsReplacedAtOnceAndFencedWhenItResumes) {
   ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
     return e.kind == cluster_event_kind::member_down && e.node == "node-1";
   }));
-  ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-    return e.kind == cluster_event_kind::service_up && e.service == "echo" && e.node == "node-2";
-  })) << "the supervisor did not replace the child of the stopped member";
+  ASSERT_TRUE(await_event(self, patience,
+                          [](const cluster_event& e) {
+                            return e.kind == cluster_event_kind::service_up &&
+                                   e.service == "echo" && e.node == "node-2";
+                          }))
+    << "the supervisor did not replace the child of the stopped member";
   EXPECT_EQ(echo_node(*s, "while stopped"), "node-2");
 
   ASSERT_FALSE(c->resume(1));
   uint64_t new_incarnation = 0;
-  ASSERT_TRUE(await_event(self, patience, [&](const cluster_event& e) {
-    if (e.kind != cluster_event_kind::member_up || e.node != "node-1")
-      return false;
-    new_incarnation = e.incarnation;
-    return true;
-  })) << "the resumed member was not re-admitted";
+  ASSERT_TRUE(await_event(self, patience,
+                          [&](const cluster_event& e) {
+                            if (e.kind != cluster_event_kind::member_up || e.node != "node-1")
+                              return false;
+                            new_incarnation = e.incarnation;
+                            return true;
+                          }))
+    << "the resumed member was not re-admitted";
   EXPECT_GT(new_incarnation, old_incarnation);
   // The old incarnation's echo is stopped, not left running beside its replacement.
   bool fenced = false;
@@ -76,7 +81,8 @@ TEST_F(cluster_test, MembersRejoinARestartedSeedAndALiveNameCannotBeTakenTwice) 
   ASSERT_FALSE(c->restart(0, {"--prune-after-ms", "500"}));
   EXPECT_FALSE(c->wait_for(
     [](const cluster_status& st) {
-      return state_of(st, "node-1") == member_state::up && state_of(st, "node-2") == member_state::up;
+      return state_of(st, "node-1") == member_state::up &&
+             state_of(st, "node-2") == member_state::up;
     },
     patience))
     << "node-1 and node-2 did not rejoin the restarted seed";
@@ -87,7 +93,8 @@ TEST_F(cluster_test, MembersRejoinARestartedSeedAndALiveNameCannotBeTakenTwice) 
     << render(impostor.error());
 
   ASSERT_FALSE(c->kill(2));
-  EXPECT_FALSE(c->wait_for([](const cluster_status& st) { return !state_of(st, "node-2"); }, patience))
+  EXPECT_FALSE(
+    c->wait_for([](const cluster_status& st) { return !state_of(st, "node-2"); }, patience))
     << "the dead member node-2 was not forgotten after --prune-after-ms";
   auto status = c->status();
   ASSERT_TRUE(status);

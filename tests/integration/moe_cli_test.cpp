@@ -13,8 +13,8 @@ namespace {
 
 /// The small model of these tests: one step on a tiny corpus.
 std::vector<std::string> tiny_model(const std::string& corpus) {
-  return {"--corpus", corpus,   "--dim",     "16", "--batch",     "4", "--unroll", "5",
-          "--sampled", "4",     "--threads", "1",  "--max-steps", "1", "--quiet"};
+  return {"--corpus",  corpus, "--dim",     "16", "--batch",     "4", "--unroll", "5",
+          "--sampled", "4",    "--threads", "1",  "--max-steps", "1", "--quiet"};
 }
 
 /// The JSON lines of a command's standard output.
@@ -71,8 +71,8 @@ TEST(moe_cli, a_sweep_trains_with_the_importance_loss_unless_a_weight_is_given) 
     double weight;
   } cases[] = {{{}, 0.1}, {{"--importance-weight", "0"}, 0}, {{"--importance-weight", "0.3"}, 0.3}};
   for (auto& c : cases) {
-    std::vector<std::string> all{"moe", "experiment", "experts", "--expert-counts", "4",
-                                 "--groups", "0", "--out", dir.path() + "/out"};
+    std::vector<std::string> all{"moe",      "experiment", "experts", "--expert-counts",  "4",
+                                 "--groups", "0",          "--out",   dir.path() + "/out"};
     for (auto& a : tiny_model(dir.path()))
       all.push_back(a);
     all.insert(all.end(), c.args.begin(), c.args.end());

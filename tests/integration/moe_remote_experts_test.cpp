@@ -23,8 +23,8 @@ TEST_F(moe_remote_experts, experts_on_a_node_process_train_like_the_layer_in_pro
   moe_config cfg;
   cfg.dim = 8;
   cfg.expert = expert_kind::linear;
-  cfg.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .balance_weight = 0.1,
-                .seed = 9};
+  cfg.gating = {
+    .experts = 4, .k = 2, .mask = mask_kind::batchwise, .balance_weight = 0.1, .seed = 9};
   constexpr double learning_rate = 0.01;
   auto a = node("a");
   auto s = connect(a.address, patience);
@@ -39,8 +39,8 @@ TEST_F(moe_remote_experts, experts_on_a_node_process_train_like_the_layer_in_pro
     },
     cfg.gating.experts);
   ASSERT_TRUE(experts) << render(experts.error());
-  auto router = s->system().spawn(actors::moe_router, moe_router_config{cfg, 2, learning_rate},
-                                  *experts);
+  auto router =
+    s->system().spawn(actors::moe_router, moe_router_config{cfg, 2, learning_rate}, *experts);
   stop_on_exit guard{s->system(), caf::actor_cast<caf::actor>(router)};
   caf::scoped_actor self{s->system()};
   moe_twin twin{cfg, learning_rate};
@@ -69,15 +69,17 @@ TEST_F(moe_remote_experts, an_expert_node_killed_mid_training_is_restored_and_th
   auto status = s->status();
   ASSERT_TRUE(status) << render(status.error());
   if (!runtime::live_targets(*status, {"b"})) {
-    ASSERT_TRUE(await_event(self, patience, [](const cluster_event& e) {
-      return e.kind == cluster_event_kind::member_up && e.node == "b";
-    })) << "b never joined";
+    ASSERT_TRUE(await_event(self, patience,
+                            [](const cluster_event& e) {
+                              return e.kind == cluster_event_kind::member_up && e.node == "b";
+                            }))
+      << "b never joined";
   }
   test::temp_dir dir{"moe_node_kill"};
   ops::moe_train_options o;
   o.layer.dim = 8;
-  o.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .balance_weight = 0.01,
-                    .seed = 3};
+  o.layer.gating = {
+    .experts = 4, .k = 2, .mask = mask_kind::batchwise, .balance_weight = 0.01, .seed = 3};
   o.batch = 32;
   o.steps = 20;
   o.learning_rate = 0.03;

@@ -1,10 +1,10 @@
 #include "tests/integration/node_process.hpp"
 
+#include <unistd.h>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "messages/error.hpp"
 
@@ -38,8 +38,9 @@ cli_result run_program(const std::vector<std::string>& argv, std::chrono::second
   // Drain stdout until EOF (a line that never comes), then reap.
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto rest = child->wait_for_line("\x01", timeout);
-  (void) rest;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  (void)rest;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+    deadline - std::chrono::steady_clock::now());
   auto code = child->wait(std::max(left, std::chrono::milliseconds{1000}));
   if (!code) {
     // SIGTERM first, so that a script's exit trap stops what it started.

@@ -42,10 +42,10 @@ TEST(node_startup, BadConditionsExitNonZeroWithOneLineNamingTheProblem) {
     std::vector<std::string> args;
     std::string expected;
   } rows[] = {
-    {"wrong_join", {"--name", "x", "--listen", "127.0.0.1:0", "--join", "127.0.0.1:1"},
+    {"wrong_join",
+     {"--name", "x", "--listen", "127.0.0.1:0", "--join", "127.0.0.1:1"},
      "cannot join 127.0.0.1:1"},
-    {"port_in_use", {"--name", "x", "--listen", busy_address},
-     "cannot listen on " + busy_address},
+    {"port_in_use", {"--name", "x", "--listen", busy_address}, "cannot listen on " + busy_address},
     {"malformed_config", {"--config", bad_config}, "invalid configuration: " + bad_config + ":1:"},
     {"missing_config", {"--config", "/nonexistent/x.toml"}, "/nonexistent/x.toml"},
     {"bad_listen", {"--name", "x", "--listen", "localhost"}, "--listen"},
@@ -56,8 +56,8 @@ TEST(node_startup, BadConditionsExitNonZeroWithOneLineNamingTheProblem) {
     args.insert(args.end(), r.args.begin(), r.args.end());
     auto result = run_darcy(args);
     EXPECT_EQ(result.exit_code, 1) << r.name << ": " << result.err;
-    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << r.name << ": "
-                                                                          << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+      << r.name << ": " << result.err;
     EXPECT_NE(result.err.find(r.expected), std::string::npos) << r.name << ": " << result.err;
   }
 }
@@ -70,8 +70,8 @@ namespace {
 
 /// `env VARS... darcy node FLAGS...`, waited for until it prints its address; returns the
 /// process and that line.
-std::pair<runtime::child_process, std::string> node_with_env(std::vector<std::string> vars,
-                                                             const std::vector<std::string>& flags = {}) {
+std::pair<runtime::child_process, std::string> node_with_env(
+  std::vector<std::string> vars, const std::vector<std::string>& flags = {}) {
   std::vector<std::string> argv{"/usr/bin/env"};
   argv.insert(argv.end(), vars.begin(), vars.end());
   argv.push_back(DARCY_BINARY);
@@ -86,18 +86,19 @@ std::pair<runtime::child_process, std::string> node_with_env(std::vector<std::st
 
 TEST(node_startup, SettingsComeFromTheEnvironmentAsContainerPlatformsPassThemAndFlagsWin) {
   // A seed on every interface, advertising the address members reach it at.
-  auto [seed, seed_line] = node_with_env({"DARCY_NAME=env-seed", "DARCY_LISTEN=0.0.0.0:0",
-                                          "DARCY_ADVERTISE=127.0.0.1"});
+  auto [seed, seed_line] =
+    node_with_env({"DARCY_NAME=env-seed", "DARCY_LISTEN=0.0.0.0:0", "DARCY_ADVERTISE=127.0.0.1"});
   ASSERT_NE(seed_line.find("darcy node env-seed listening on 127.0.0.1:"), std::string::npos)
     << seed_line;
   auto port = seed_line.substr(seed_line.rfind(':') + 1);
   // A member joining through a DNS name.
-  auto [member, member_line] = node_with_env({"DARCY_NAME=env-member", "DARCY_LISTEN=127.0.0.1:0",
-                                              "DARCY_JOIN=localhost:" + port});
+  auto [member, member_line] = node_with_env(
+    {"DARCY_NAME=env-member", "DARCY_LISTEN=127.0.0.1:0", "DARCY_JOIN=localhost:" + port});
   EXPECT_NE(member_line.find("env-member"), std::string::npos) << member_line;
   // A flag beats its variable.
-  auto [flagged, flagged_line] = node_with_env({"DARCY_NAME=from-env", "DARCY_JOIN=localhost:" + port},
-                                               {"--name", "from-flag", "--listen", "127.0.0.1:0"});
+  auto [flagged, flagged_line] =
+    node_with_env({"DARCY_NAME=from-env", "DARCY_JOIN=localhost:" + port},
+                  {"--name", "from-flag", "--listen", "127.0.0.1:0"});
   EXPECT_NE(flagged_line.find("from-flag"), std::string::npos) << flagged_line;
   auto status = run_darcy({"cluster", "status", "--seed", "127.0.0.1:" + port});
   EXPECT_EQ(status.exit_code, 0) << status.err;

@@ -69,12 +69,12 @@ TEST(serving_cli, an_export_killed_before_its_manifest_leaves_the_previous_versi
   temp_dir tmp{"serving_cli_export"};
   auto model = tmp.path() + "/model";
   auto exports = tmp.path() + "/exports";
-  auto trained = run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
-                            "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet",
-                            "--out", model});
+  auto trained =
+    run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
+               "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet", "--out", model});
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
-  std::vector<std::string> export_args{"wals", "export", "--model", model, "--out",
-                                       exports + "/songs", "--shards", "2"};
+  std::vector<std::string> export_args{"wals",  "export",           "--model",  model,
+                                       "--out", exports + "/songs", "--shards", "2"};
   auto first = run_darcy(export_args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("as version 1"), std::string::npos) << first.out;
@@ -100,8 +100,8 @@ TEST(serving_cli, an_export_killed_before_its_manifest_leaves_the_previous_versi
   auto serve = start_serve({"--exports", exports});
   auto status = wait_available(serve.port, "songs");
   EXPECT_EQ(status.value("version", ""), "1");
-  auto answer = http_exchange(serve.port, http_request_text("POST", "/v1/models/songs:topk", "",
-                                                            vector_body(2000)));
+  auto answer = http_exchange(
+    serve.port, http_request_text("POST", "/v1/models/songs:topk", "", vector_body(2000)));
   EXPECT_EQ(http_status(answer), 200u) << answer;
   EXPECT_NE(answer.find("\"version\":\"1\""), std::string::npos) << answer;
 }
@@ -130,16 +130,16 @@ TEST(serving_cli, a_damaged_model_beside_a_good_one_leaves_the_good_one_served) 
   EXPECT_NE(out.find("1 model(s) left out"), std::string::npos) << out;
   auto models = http_exchange(serve.port, http_request_text("GET", "/v1/models", ""));
   EXPECT_EQ(models.find("broken"), std::string::npos) << models;
-  auto broken = http_exchange(serve.port, http_request_text("POST", "/v1/models/broken:topk", "",
-                                                            vector_body(2000)));
+  auto broken = http_exchange(
+    serve.port, http_request_text("POST", "/v1/models/broken:topk", "", vector_body(2000)));
   EXPECT_EQ(http_status(broken), 404u) << broken;
-  auto answer = http_exchange(serve.port, http_request_text("POST", "/v1/models/good:topk", "",
-                                                            vector_body(2000)));
+  auto answer = http_exchange(
+    serve.port, http_request_text("POST", "/v1/models/good:topk", "", vector_body(2000)));
   EXPECT_EQ(http_status(answer), 200u) << answer;
   for (auto version : {"/etc", "../../../etc"}) {
-    auto load = http_exchange(serve.port,
-                              http_request_text("POST", "/v1/models/good:load", "",
-                                                nlohmann::json{{"version", version}}.dump()));
+    auto load =
+      http_exchange(serve.port, http_request_text("POST", "/v1/models/good:load", "",
+                                                  nlohmann::json{{"version", version}}.dump()));
     EXPECT_EQ(http_status(load), 400u) << load;
     EXPECT_EQ(load.find("/etc"), std::string::npos) << load;
   }
@@ -212,8 +212,8 @@ TEST_F(serving_cluster_test, a_shard_server_sigkilled_under_load_is_restarted_an
   stop = true;
   client.join();
   EXPECT_EQ(other, 0u);
-  auto answer = http_exchange(serve.port, http_request_text("POST", "/v1/models/m:topk", "",
-                                                            vector_body(2000)));
+  auto answer = http_exchange(
+    serve.port, http_request_text("POST", "/v1/models/m:topk", "", vector_body(2000)));
   EXPECT_EQ(http_status(answer), 200u) << answer;
   EXPECT_NE(answer.find("\"partial\":false"), std::string::npos) << answer;
 }

@@ -87,10 +87,27 @@ TEST_F(status_page, metrics_count_the_shards_requests_and_rows_a_client_caused) 
 
 TEST_F(status_page, the_chief_node_draws_the_wals_loss_curve) {
   temp_dir dir{"status_wals"};
-  auto r = run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
-                      "--synthetic-nnz", "3000", "--dim", "4", "--iters", "3", "--workers", "2",
-                      "--cluster", runtime::to_string(nodes->seed()), "--chief-node", "node-1",
-                      "--out", dir.path() + "/model", "--quiet"});
+  auto r = run_darcy({"wals",
+                      "train",
+                      "--synthetic-rows",
+                      "300",
+                      "--synthetic-cols",
+                      "200",
+                      "--synthetic-nnz",
+                      "3000",
+                      "--dim",
+                      "4",
+                      "--iters",
+                      "3",
+                      "--workers",
+                      "2",
+                      "--cluster",
+                      runtime::to_string(nodes->seed()),
+                      "--chief-node",
+                      "node-1",
+                      "--out",
+                      dir.path() + "/model",
+                      "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto status = nlohmann::json::parse(get(ports["node-1"], "/status.json"));
   ASSERT_TRUE(status.contains("curves")) << status.dump();

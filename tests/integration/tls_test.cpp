@@ -15,7 +15,8 @@ namespace {
 
 /// Runs scripts/make_tls.sh with `args`; its exit code.
 int make_tls(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"/bin/bash", std::string{DARCY_SOURCE_DIR} + "/scripts/make_tls.sh"};
+  std::vector<std::string> argv{"/bin/bash",
+                                std::string{DARCY_SOURCE_DIR} + "/scripts/make_tls.sh"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto child = runtime::child_process::start(argv);
   if (!child)
@@ -37,8 +38,8 @@ TEST(tls, only_nodes_and_clients_with_a_certificate_of_the_cluster_ca_get_in) {
   auto good = dir.path() + "/good", rogue = dir.path() + "/rogue";
   ASSERT_EQ(make_tls({good, "node", "client"}), 0);
   ASSERT_EQ(make_tls({rogue, "rogue"}), 0);
-  auto c = testing::local_cluster::start(
-    {.nodes = 2, .binary = DARCY_BINARY, .tls_dir = good + "/node"});
+  auto c =
+    testing::local_cluster::start({.nodes = 2, .binary = DARCY_BINARY, .tls_dir = good + "/node"});
   ASSERT_TRUE(c) << render(c.error());
   auto& nodes = **c;
   auto before = nodes.status();
@@ -54,16 +55,19 @@ TEST(tls, only_nodes_and_clients_with_a_certificate_of_the_cluster_ca_get_in) {
     std::vector<std::string> args;
     const char* reason;
   } refusals[] = {
-    {"a node without TLS", {"node", "--name", "plain", "--listen", "127.0.0.1:0", "--join", seed},
+    {"a node without TLS",
+     {"node", "--name", "plain", "--listen", "127.0.0.1:0", "--join", seed},
      "handshake"},
-    {"a node of another CA", {"--tls-dir", rogue + "/rogue", "node", "--name", "rogue",
-                              "--listen", "127.0.0.1:0", "--join", seed},
+    {"a node of another CA",
+     {"--tls-dir", rogue + "/rogue", "node", "--name", "rogue", "--listen", "127.0.0.1:0", "--join",
+      seed},
      "certificate verify failed"},
     {"a client without TLS", {"cluster", "status", "--seed", seed}, "handshake"},
-    {"a client of another CA", {"--tls-dir", rogue + "/rogue", "cluster", "status", "--seed", seed},
+    {"a client of another CA",
+     {"--tls-dir", rogue + "/rogue", "cluster", "status", "--seed", seed},
      "certificate verify failed"},
-    {"a kill-node from another CA", {"--tls-dir", rogue + "/rogue", "chaos", "kill-node", "node-1",
-                                     "--seed", seed},
+    {"a kill-node from another CA",
+     {"--tls-dir", rogue + "/rogue", "chaos", "kill-node", "node-1", "--seed", seed},
      "certificate verify failed"},
   };
   for (auto& r : refusals) {
@@ -77,10 +81,29 @@ TEST(tls, only_nodes_and_clients_with_a_certificate_of_the_cluster_ca_get_in) {
   EXPECT_EQ(status.exit_code, 0) << status.err;
   EXPECT_NE(status.out.find("2 of 2 members up"), std::string::npos) << status.out;
   temp_dir out{"tls_wals"};
-  auto wals = run_darcy({"--tls-dir", good + "/client", "wals", "train", "--synthetic-rows", "300",
-                         "--synthetic-cols", "200", "--synthetic-nnz", "3000", "--dim", "4",
-                         "--iters", "2", "--workers", "2", "--cluster", seed, "--chief-node",
-                         "node-1", "--out", out.path() + "/model", "--quiet"});
+  auto wals = run_darcy({"--tls-dir",
+                         good + "/client",
+                         "wals",
+                         "train",
+                         "--synthetic-rows",
+                         "300",
+                         "--synthetic-cols",
+                         "200",
+                         "--synthetic-nnz",
+                         "3000",
+                         "--dim",
+                         "4",
+                         "--iters",
+                         "2",
+                         "--workers",
+                         "2",
+                         "--cluster",
+                         seed,
+                         "--chief-node",
+                         "node-1",
+                         "--out",
+                         out.path() + "/model",
+                         "--quiet"});
   EXPECT_EQ(wals.exit_code, 0) << wals.err;
   // The refused handshakes cost the members nothing: node-1 never left.
   auto after = nodes.status();

@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "stores/checkpoint/matrix_file.hpp"
 #include "ops/testing/local_cluster.hpp"
+#include "stores/checkpoint/matrix_file.hpp"
 #include "tests/integration/node_process.hpp"
 
 namespace darcy::test {
@@ -31,8 +31,9 @@ std::string small_matrix_file(const std::string& name) {
     int n = 6 + u % 15;
     for (int i = 0; i < n; ++i) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
-      text += "user" + std::to_string(u) + "\tartist" + std::to_string((u * 7 + (x >> 33) % 40) % 120) +
-              "\t" + std::to_string(1 + (x >> 50) % 300) + "\n";
+      text += "user" + std::to_string(u) + "\tartist" +
+              std::to_string((u * 7 + (x >> 33) % 40) % 120) + "\t" +
+              std::to_string(1 + (x >> 50) % 300) + "\n";
     }
   }
   return write_temp_file(name, text);
@@ -57,8 +58,8 @@ double max_difference(const std::string& a, const std::string& b) {
 }
 
 std::vector<std::string> train_args(const std::string& data, const std::string& out) {
-  return {"wals", "train", "--data", data, "--dim", "8", "--iters", "4", "--workers", "2",
-          "--out", out, "--quiet"};
+  return {"wals", "train",     "--data", data,    "--dim", "8",      "--iters",
+          "4",    "--workers", "2",      "--out", out,     "--quiet"};
 }
 
 /// Waits until `path` exists (the fault fired) and returns the pid it holds.
@@ -89,43 +90,50 @@ TEST(wals_cli, bad_input_is_one_clear_error_line) {
     const char* mentions;
   };
   std::vector<bad_case> cases{
-    {"malformed line", {"wals", "train", "--data", malformed, "--out", out, "--quiet"},
+    {"malformed line",
+     {"wals", "train", "--data", malformed, "--out", out, "--quiet"},
      "wals-malformed.tsv:2: expected row, column and value"},
-    {"negative weight", {"wals", "train", "--data", negative, "--out", out, "--quiet"},
+    {"negative weight",
+     {"wals", "train", "--data", negative, "--out", out, "--quiet"},
      ":2: weight -4 must be finite and >= 0"},
     {"empty matrix", {"wals", "train", "--data", empty, "--out", out, "--quiet"}, "no entries"},
-    {"dim 0", {"wals", "train", "--data", good, "--dim", "0", "--out", out, "--quiet"},
+    {"dim 0",
+     {"wals", "train", "--data", good, "--dim", "0", "--out", out, "--quiet"},
      "dim must be at least 1"},
-    {"missing file", {"wals", "train", "--data", "/nonexistent/x.tsv", "--out", out, "--quiet"},
+    {"missing file",
+     {"wals", "train", "--data", "/nonexistent/x.tsv", "--out", out, "--quiet"},
      "cannot open /nonexistent/x.tsv"},
     {"no source", {"wals", "train", "--out", out, "--quiet"}, "give --data FILE"},
     {"chief address that does not answer",
      {"wals", "train", "--data", good, "--out", out, "--quiet", "--cluster", "127.0.0.1:1",
       "--timeout-ms", "2000"},
      "no Darcy node answers at 127.0.0.1:1"},
-    {"missing model", {"wals", "recommend", "--model", "/nonexistent/model", "--user", "x"},
+    {"missing model",
+     {"wals", "recommend", "--model", "/nonexistent/model", "--user", "x"},
      "no WALS model in /nonexistent/model"},
     // Issue 12, items 2 and 4: limits are named up front instead of a run that never ends.
     {"too many workers in process",
      {"wals", "train", "--data", good, "--out", out, "--quiet", "--workers", "100000"},
      "--workers 100000 is over the limit of"},
-    {"too many shards", {"wals", "train", "--data", good, "--out", out, "--quiet", "--shards",
-                         "100000"},
+    {"too many shards",
+     {"wals", "train", "--data", good, "--out", out, "--quiet", "--shards", "100000"},
      "--shards 100000 is over the limit of 1024"},
-    {"too large a dim", {"wals", "train", "--data", good, "--out", out, "--quiet", "--dim",
-                         "100000"},
+    {"too large a dim",
+     {"wals", "train", "--data", good, "--out", out, "--quiet", "--dim", "100000"},
      "--dim 100000 is over the limit of 4096"},
     // Issue 12, item 3: a weight whose solve would overflow is refused before any token.
     {"huge value with identity weights",
      {"wals", "train", "--data", huge, "--out", out, "--quiet", "--weight", "identity"},
      "over the limit of 1e9"},
-    {"huge alpha", {"wals", "train", "--data", good, "--out", out, "--quiet", "--alpha", "1e38"},
+    {"huge alpha",
+     {"wals", "train", "--data", good, "--out", out, "--quiet", "--alpha", "1e38"},
      "over the limit of 1e9"},
     // Issue 12, item 5: refused before training, not after.
-    {"unwritable out", {"wals", "train", "--data", good, "--out", good + "/model", "--quiet"},
+    {"unwritable out",
+     {"wals", "train", "--data", good, "--out", good + "/model", "--quiet"},
      "--out: cannot create directory"},
-    {"unwritable checkpoint", {"wals", "train", "--data", good, "--out", out, "--quiet",
-                               "--checkpoint", good + "/ckpt"},
+    {"unwritable checkpoint",
+     {"wals", "train", "--data", good, "--out", out, "--quiet", "--checkpoint", good + "/ckpt"},
      "--checkpoint: cannot create directory"},
   };
   for (auto& c : cases) {
@@ -150,7 +158,8 @@ TEST(wals_cli, trains_then_recommends_for_known_and_new_users) {
   auto known = run_darcy({"wals", "recommend", "--model", out, "--user", "user3", "-k", "5"});
   ASSERT_EQ(known.exit_code, 0) << known.err;
   EXPECT_NE(known.out.find(" 5  artist"), std::string::npos) << known.out;
-  auto cold = run_darcy({"wals", "recommend", "--model", out, "--items", "artist1,artist8", "-k", "3"});
+  auto cold =
+    run_darcy({"wals", "recommend", "--model", out, "--items", "artist1,artist8", "-k", "3"});
   ASSERT_EQ(cold.exit_code, 0) << cold.err;
   EXPECT_NE(cold.out.find(" 3  artist"), std::string::npos) << cold.out;
   EXPECT_EQ(cold.out.find("artist1 "), std::string::npos) << "a given item was recommended";
@@ -167,7 +176,8 @@ TEST(wals_cli, trains_then_recommends_for_known_and_new_users) {
 /// node-0 (the seed), node-1 and node-2, on 127.0.0.1 or each in a network namespace.
 std::unique_ptr<testing::local_cluster> start_cluster(bool netns = false) {
   // The nodes' default heartbeat timing, as the drills' token timeouts assume.
-  auto c = testing::local_cluster::start({.nodes = 3, .binary = DARCY_BINARY,
+  auto c = testing::local_cluster::start({.nodes = 3,
+                                          .binary = DARCY_BINARY,
                                           .heartbeat_interval = std::chrono::milliseconds(500),
                                           .heartbeat_timeout = std::chrono::milliseconds(3000),
                                           .netns = netns});
@@ -190,8 +200,8 @@ int node_of(testing::local_cluster& c, pid_t pid) {
 // with `workers` workers and `cluster_args`; the cluster run must end with the in-process
 // factors, bit for bit. Returns the cluster run's stdout.
 std::string expect_cluster_gives_local_factors(const std::string& data, const std::string& name,
-                                              const std::string& workers,
-                                              std::vector<std::string> cluster_args) {
+                                               const std::string& workers,
+                                               std::vector<std::string> cluster_args) {
   auto reference = fresh_dir(name + "_local");
   auto out = fresh_dir(name + "_cluster");
   auto local = train_args(data, reference);

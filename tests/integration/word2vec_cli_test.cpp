@@ -16,7 +16,9 @@ namespace {
 
 TEST(word2vec_cli, bad_input_is_one_clear_error_line) {
   auto empty = write_temp_file("w2v-empty.txt", "");
-  auto garbage = write_temp_file("w2v-garbage.bin", std::string("\x7f" "ELF\x02\x01\x01\x00\x00\x00", 10));
+  auto garbage = write_temp_file("w2v-garbage.bin", std::string("\x7f"
+                                                                "ELF\x02\x01\x01\x00\x00\x00",
+                                                                10));
   auto bad_utf8 = write_temp_file("w2v-bad-utf8.txt", "good words\nbad \xFF\xFE here\n");
   auto corpus = write_temp_file("w2v-ok.txt", "a b c d e f\nb c d e f a\n");
   auto lying = write_temp_file("w2v-lying.txt", "100000000 100\nthe 1\n");
@@ -29,7 +31,8 @@ TEST(word2vec_cli, bad_input_is_one_clear_error_line) {
     {"empty corpus", {"word2vec", "train", "--corpus", empty, "--quiet"}, "no words"},
     {"binary garbage", {"word2vec", "train", "--corpus", garbage, "--quiet"}, "binary data"},
     {"invalid UTF-8", {"word2vec", "train", "--corpus", bad_utf8, "--quiet"}, ":2: invalid UTF-8"},
-    {"missing corpus", {"word2vec", "train", "--corpus", "/nonexistent/corpus", "--quiet"},
+    {"missing corpus",
+     {"word2vec", "train", "--corpus", "/nonexistent/corpus", "--quiet"},
      "does not exist"},
     {"missing eval file",
      {"word2vec", "train", "--corpus", corpus, "--quiet", "--epochs", "1", "--similarity",
@@ -39,22 +42,26 @@ TEST(word2vec_cli, bad_input_is_one_clear_error_line) {
      {"word2vec", "train", "--corpus", corpus, "--quiet", "--cluster", "127.0.0.1:1",
       "--timeout-ms", "2000"},
      "does not answer"},
-    {"missing vectors file", {"word2vec", "eval", "--vectors", "/nonexistent/v.bin",
-                              "--similarity", corpus},
+    {"missing vectors file",
+     {"word2vec", "eval", "--vectors", "/nonexistent/v.bin", "--similarity", corpus},
      "does not exist"},
     // Issue 12, item 1: a header that promises more than the file holds is refused before
     // anything is allocated.
     {"vectors header that lies, eval",
      {"word2vec", "eval", "--vectors", lying, "--similarity", corpus},
      "the header promises 100000000 vectors of dim 100"},
-    {"vectors header that lies, neighbors", {"word2vec", "neighbors", "the", "--vectors", lying},
+    {"vectors header that lies, neighbors",
+     {"word2vec", "neighbors", "the", "--vectors", lying},
      "the header promises 100000000 vectors of dim 100"},
     // Issue 12, item 2: limits are named instead of aborting.
-    {"too many threads", {"word2vec", "train", "--corpus", corpus, "--quiet", "--threads", "100000"},
+    {"too many threads",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--threads", "100000"},
      "--threads 100000 is over the limit of"},
-    {"too large a dim", {"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "10000000"},
+    {"too large a dim",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "10000000"},
      "--dim 10000000 is over the limit of 65536"},
-    {"too many shards", {"word2vec", "train", "--corpus", corpus, "--quiet", "--shards", "100000"},
+    {"too many shards",
+     {"word2vec", "train", "--corpus", corpus, "--quiet", "--shards", "100000"},
      "--shards 100000 is over the limit of 1024"},
     // Issue 12, item 5: a checkpoint or output place that cannot be written is refused before
     // training (a regular file stands where a directory must go, which stops root too).
@@ -80,8 +87,8 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
   auto corpus = write_temp_file("w2v-colors.txt", text);
   auto vectors = corpus + ".vec";
   auto checkpoint = corpus + ".ckpt";
-  auto r = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "8",
-                      "--epochs", "5", "--sample", "0", "--output", vectors, "--checkpoint", checkpoint});
+  auto r = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "8", "--epochs",
+                      "5", "--sample", "0", "--output", vectors, "--checkpoint", checkpoint});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("6 word vectors"), std::string::npos) << r.out;
   auto near = run_darcy({"word2vec", "neighbors", "red", "-k", "2", "--checkpoint", checkpoint});
@@ -94,11 +101,10 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
   // Both sources export the same words for serving; a table the checkpoint lacks is refused.
   for (auto source : {"--vectors", "--checkpoint"}) {
     auto exported = run_darcy({"word2vec", "export", source,
-                               std::string{source} == "--vectors" ? vectors : checkpoint,
-                               "--out", corpus + ".exports/colors", "--shards", "2"});
+                               std::string{source} == "--vectors" ? vectors : checkpoint, "--out",
+                               corpus + ".exports/colors", "--shards", "2"});
     ASSERT_EQ(exported.exit_code, 0) << source << ": " << exported.err;
-    EXPECT_NE(exported.out.find("(2 shards, 6 words, cosine)"), std::string::npos)
-      << exported.out;
+    EXPECT_NE(exported.out.find("(2 shards, 6 words, cosine)"), std::string::npos) << exported.out;
   }
   auto no_table = run_darcy({"word2vec", "export", "--checkpoint", checkpoint, "--name", "nope",
                              "--out", corpus + ".exports/colors"});
@@ -122,14 +128,14 @@ TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
   for (int i = 0; i < 200; ++i)
     text += i % 2 ? "red green blue red green blue\n" : "one two three one two three\n";
   auto corpus = write_temp_file("w2v-redis.txt", text);
-  std::vector<std::string> common{"word2vec", "train", "--corpus", corpus, "--quiet",
-                                  "--dim", "8", "--epochs", "3", "--sample", "0",
-                                  "--threads", "1", "--in-order", "--seed", "4"};
+  std::vector<std::string> common{
+    "word2vec", "train",    "--corpus", corpus,      "--quiet", "--dim",      "8",      "--epochs",
+    "3",        "--sample", "0",        "--threads", "1",       "--in-order", "--seed", "4"};
   auto in_memory = common;
   in_memory.insert(in_memory.end(), {"--output", corpus + ".memory.vec"});
   auto in_redis = common;
-  in_redis.insert(in_redis.end(), {"--output", corpus + ".redis.vec", "--store",
-                                   (*redis)->url("w2v-cli")});
+  in_redis.insert(in_redis.end(),
+                  {"--output", corpus + ".redis.vec", "--store", (*redis)->url("w2v-cli")});
   for (auto* args : {&in_memory, &in_redis}) {
     auto r = run_darcy(*args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -158,8 +164,8 @@ TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
     for (size_t i = 0; i < 8; ++i)
       EXPECT_NEAR(stored[i], written[i], 1e-5) << word << "[" << i << "]";
   }
-  auto bad = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--store",
-                        "redis://127.0.0.1:0/x"});
+  auto bad = run_darcy(
+    {"word2vec", "train", "--corpus", corpus, "--quiet", "--store", "redis://127.0.0.1:0/x"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("bad port"), std::string::npos) << bad.err;
 }
@@ -171,14 +177,14 @@ TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_leveldb_and_keeps_th
   auto corpus = write_temp_file("w2v-leveldb.txt", text);
   auto store = corpus + ".store";
   std::filesystem::remove_all(store);
-  std::vector<std::string> common{"word2vec", "train", "--corpus", corpus, "--quiet",
-                                  "--dim", "8", "--epochs", "3", "--sample", "0",
-                                  "--threads", "1", "--in-order", "--seed", "4", "--shards", "2"};
+  std::vector<std::string> common{
+    "word2vec", "train", "--corpus",  corpus, "--quiet",    "--dim",  "8", "--epochs", "3",
+    "--sample", "0",     "--threads", "1",    "--in-order", "--seed", "4", "--shards", "2"};
   auto in_memory = common;
   in_memory.insert(in_memory.end(), {"--output", corpus + ".memory.vec"});
   auto in_leveldb = common;
-  in_leveldb.insert(in_leveldb.end(), {"--output", corpus + ".leveldb.vec", "--store",
-                                       "leveldb:" + store});
+  in_leveldb.insert(in_leveldb.end(),
+                    {"--output", corpus + ".leveldb.vec", "--store", "leveldb:" + store});
   for (auto* args : {&in_memory, &in_leveldb}) {
     auto r = run_darcy(*args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -217,9 +223,9 @@ TEST(word2vec_cli, min_count_keeps_rare_words_out_of_vectors_and_neighbours) {
   auto corpus = write_temp_file("w2v-mincount.txt", text);
   auto vectors = corpus + ".vec";
   auto checkpoint = corpus + ".ckpt";
-  auto r = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "8",
-                      "--epochs", "10", "--batch-words", "50", "--min-count", "3",
-                      "--output", vectors, "--checkpoint", checkpoint});
+  auto r = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--dim", "8", "--epochs",
+                      "10", "--batch-words", "50", "--min-count", "3", "--output", vectors,
+                      "--checkpoint", checkpoint});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("6 word vectors"), std::string::npos) << r.out;
   std::ifstream in{vectors};

@@ -61,11 +61,30 @@ protected:
     auto dir = periodic_dir();
     std::filesystem::remove_all(dir);
     auto vectors = dir + ".vec";
-    auto driver = runtime::child_process::start(
-      {DARCY_BINARY, "word2vec", "train", "--corpus", topic_corpus(), "--cluster",
-       runtime::to_string(seed.address), "--shards", "1", "--dim", "16", "--epochs", "12",
-       "--threads", "2", "--batch-words", "2000", "--checkpoint-every", "10",
-       "--periodic-checkpoint", dir, "--output", vectors, "--quiet"});
+    auto driver = runtime::child_process::start({DARCY_BINARY,
+                                                 "word2vec",
+                                                 "train",
+                                                 "--corpus",
+                                                 topic_corpus(),
+                                                 "--cluster",
+                                                 runtime::to_string(seed.address),
+                                                 "--shards",
+                                                 "1",
+                                                 "--dim",
+                                                 "16",
+                                                 "--epochs",
+                                                 "12",
+                                                 "--threads",
+                                                 "2",
+                                                 "--batch-words",
+                                                 "2000",
+                                                 "--checkpoint-every",
+                                                 "10",
+                                                 "--periodic-checkpoint",
+                                                 dir,
+                                                 "--output",
+                                                 vectors,
+                                                 "--quiet"});
     EXPECT_TRUE(driver) << render(driver.error());
     if (!driver)
       return {};
@@ -110,11 +129,30 @@ TEST_F(word2vec_cluster, DroppingFivePercentOfAShardsMessagesCostsRetriesNotTheR
   auto [seed, a, b] = start_three();
   auto dir = periodic_dir();
   std::filesystem::remove_all(dir);
-  auto driver = runtime::child_process::start(
-    {DARCY_BINARY, "word2vec", "train", "--corpus", topic_corpus(), "--cluster",
-     runtime::to_string(seed.address), "--shards", "1", "--dim", "16", "--epochs", "6",
-     "--threads", "2", "--batch-words", "2000", "--checkpoint-every", "10",
-     "--periodic-checkpoint", dir, "--shard-retry-ms", "200", "--quiet"});
+  auto driver = runtime::child_process::start({DARCY_BINARY,
+                                               "word2vec",
+                                               "train",
+                                               "--corpus",
+                                               topic_corpus(),
+                                               "--cluster",
+                                               runtime::to_string(seed.address),
+                                               "--shards",
+                                               "1",
+                                               "--dim",
+                                               "16",
+                                               "--epochs",
+                                               "6",
+                                               "--threads",
+                                               "2",
+                                               "--batch-words",
+                                               "2000",
+                                               "--checkpoint-every",
+                                               "10",
+                                               "--periodic-checkpoint",
+                                               dir,
+                                               "--shard-retry-ms",
+                                               "200",
+                                               "--quiet"});
   ASSERT_TRUE(driver) << render(driver.error());
   while (checkpointed_batch(dir) < 10 && !driver->wait(std::chrono::milliseconds(20)))
     continue;
@@ -162,11 +200,32 @@ TEST_F(word2vec_cluster, ShardNodeCutOffTheNetworkIsRecoveredAndReadmittedWhenHe
   // One thread: a run on a cluster is then deterministic, so the partitioned run must end with
   // the clean run's vectors, bit for bit: no batch lost, none applied twice.
   auto args = [&](const std::string& out) {
-    return std::vector<std::string>{
-      DARCY_BINARY, "word2vec", "train", "--corpus", topic_corpus(), "--cluster",
-      runtime::to_string(nodes.seed()), "--shards", "1", "--dim", "16", "--epochs", "12",
-      "--threads", "1", "--batch-words", "2000", "--checkpoint-every", "10",
-      "--periodic-checkpoint", dir, "--shard-retry-ms", "500", "--output", out, "--quiet"};
+    return std::vector<std::string>{DARCY_BINARY,
+                                    "word2vec",
+                                    "train",
+                                    "--corpus",
+                                    topic_corpus(),
+                                    "--cluster",
+                                    runtime::to_string(nodes.seed()),
+                                    "--shards",
+                                    "1",
+                                    "--dim",
+                                    "16",
+                                    "--epochs",
+                                    "12",
+                                    "--threads",
+                                    "1",
+                                    "--batch-words",
+                                    "2000",
+                                    "--checkpoint-every",
+                                    "10",
+                                    "--periodic-checkpoint",
+                                    dir,
+                                    "--shard-retry-ms",
+                                    "500",
+                                    "--output",
+                                    out,
+                                    "--quiet"};
   };
   auto clean = runtime::child_process::start(args(dir + ".clean.vec"));
   ASSERT_TRUE(clean);
@@ -200,7 +259,8 @@ TEST_F(word2vec_cluster, ShardNodeCutOffTheNetworkIsRecoveredAndReadmittedWhenHe
     std::ifstream in{path};
     return std::string{std::istreambuf_iterator<char>{in}, {}};
   };
-  EXPECT_EQ(read(dir + ".vec"), read(dir + ".clean.vec")) << "the vectors differ from the clean run's";
+  EXPECT_EQ(read(dir + ".vec"), read(dir + ".clean.vec"))
+    << "the vectors differ from the clean run's";
   ASSERT_FALSE(nodes.heal(2));
   auto readmitted = nodes.wait_for(
     [&](const cluster_status& s) {

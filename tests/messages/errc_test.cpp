@@ -72,9 +72,16 @@ TEST_F(serialization_test, DarcyErrorSurvivesTheWireUnchanged) {
 }
 
 TEST_F(serialization_test, ProtocolStructsSurviveTheWire) {
-  supervisor_spec spec{"s", restart_strategy::rest_for_one, 4, 1234,
-                       {{"c", "darcy.echo", caf::make_message(std::string{"arg"}), {"b", "c"},
-                         restart_type::transient, "echo"}}};
+  supervisor_spec spec{"s",
+                       restart_strategy::rest_for_one,
+                       4,
+                       1234,
+                       {{"c",
+                         "darcy.echo",
+                         caf::make_message(std::string{"arg"}),
+                         {"b", "c"},
+                         restart_type::transient,
+                         "echo"}}};
   auto copy = round_trip(spec);
   EXPECT_EQ(copy.name, "s");
   EXPECT_EQ(copy.strategy, restart_strategy::rest_for_one);

@@ -73,8 +73,7 @@ TEST_F(key_batch_wire, TruncatedOrInconsistentBatchesAreRefused) {
   auto buffer = save(sent);
   for (size_t cut = 0; cut < buffer.size(); ++cut) {
     key_batch received;
-    EXPECT_TRUE(load({buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(cut)},
-                     received))
+    EXPECT_TRUE(load({buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(cut)}, received))
       << "cut at " << cut;
     EXPECT_TRUE(received.empty());
   }

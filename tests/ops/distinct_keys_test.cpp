@@ -23,8 +23,10 @@ TEST(distinct_keys, numbers_each_key_by_its_first_appearance_and_keeps_its_hash)
     {"all_distinct", {"a", "b", "c"}, {0, 1, 2}, {"a", "b", "c"}},
     {"repeats", {"b", "a", "b", "b", "a"}, {0, 1, 0, 0, 1}, {"b", "a"}},
     {"empty_string_and_prefixes", {"", "ab", "a", "", "ab"}, {0, 1, 2, 0, 1}, {"", "ab", "a"}},
-    {"long_keys", {std::string(40, 'x'), std::string(41, 'x'), std::string(40, 'x')},
-     {0, 1, 0}, {std::string(40, 'x'), std::string(41, 'x')}},
+    {"long_keys",
+     {std::string(40, 'x'), std::string(41, 'x'), std::string(40, 'x')},
+     {0, 1, 0},
+     {std::string(40, 'x'), std::string(41, 'x')}},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);

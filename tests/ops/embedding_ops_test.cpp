@@ -1,11 +1,11 @@
 #include "ops/embedding_ops.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <thread>
-#include <atomic>
 
 #include <gtest/gtest.h>
 
@@ -124,8 +124,8 @@ TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
         EXPECT_EQ(r->labels(bi, c), 0.0f);
         continue;
       }
-      double expected = act.row(bi).cast<double>().dot(row_of(key).cast<double>()) -
-                        std::log(num_sampled * q[key]);
+      double expected =
+        act.row(bi).cast<double>().dot(row_of(key).cast<double>()) - std::log(num_sampled * q[key]);
       EXPECT_NEAR(r->logits(bi, c), expected, 1e-4) << b << "," << c << " " << key;
       label_sum += r->labels(bi, c);
       EXPECT_EQ(r->labels(bi, c), positive_col ? 1.0f / positives[b].size() : 0.0f);
@@ -152,14 +152,15 @@ TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
   EXPECT_TRUE(dact->isApprox(expected_dact, 1e-5f));
   auto after = rows_of(vocab, cfg, "out");
   for (size_t i = 0; i < vocab.size(); ++i) {
-    Eigen::RowVector3f g = expected_grad.count(vocab[i]) ? expected_grad[vocab[i]]
-                                                          : Eigen::RowVector3f::Zero();
+    Eigen::RowVector3f g =
+      expected_grad.count(vocab[i]) ? expected_grad[vocab[i]] : Eigen::RowVector3f::Zero();
     auto i_row = static_cast<Eigen::Index>(i);
     EXPECT_TRUE((after.row(i_row) - (table.row(i_row) - 0.5f * g)).norm() < 1e-5f) << vocab[i];
   }
 }
 
-TEST_F(embedding_ops_test, sampled_logits_of_a_table_that_holds_only_the_positives_have_no_negatives) {
+TEST_F(embedding_ops_test,
+       sampled_logits_of_a_table_that_holds_only_the_positives_have_no_negatives) {
   auto cfg = sgd_config(3);
   matrix act = matrix::Ones(2, 3);
   auto first = sampled_logits(*s, {{"a"}, {"b"}}, act, 4, cfg, "fresh", 1);
@@ -181,8 +182,7 @@ TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {
   EXPECT_TRUE(is(sampled_logits(*s, {{}}, act, 2, cfg, "out").error(), errc::invalid_argument));
   EXPECT_TRUE(is(sampled_logits(*s, {{"x"}}, matrix::Zero(1, 3), 2, cfg, "out").error(),
                  errc::dimension_mismatch));
-  EXPECT_TRUE(is(sampled_logits(*s, {{"x"}}, act, 0, cfg, "out").error(),
-                 errc::invalid_argument));
+  EXPECT_TRUE(is(sampled_logits(*s, {{"x"}}, act, 0, cfg, "out").error(), errc::invalid_argument));
 }
 
 TEST_F(embedding_ops_test, top_k_matches_brute_force_reference) {
@@ -236,7 +236,8 @@ TEST_F(embedding_ops_test, save_and_restore_round_trip_rows_and_training_state) 
 
 // A restore replaces the service's embeddings: one created after the checkpoint is gone, and
 // the next lookup creates it again instead of failing with errc::unknown_embedding.
-TEST_F(embedding_ops_test, an_embedding_created_after_a_checkpoint_is_created_again_after_its_restore) {
+TEST_F(embedding_ops_test,
+       an_embedding_created_after_a_checkpoint_is_created_again_after_its_restore) {
   auto dir = std::filesystem::temp_directory_path() / "darcy-ops-restore-later-table";
   std::filesystem::remove_all(dir);
   auto cfg = sgd_config(2);
@@ -281,7 +282,11 @@ TEST_F(embedding_ops_test, saves_taken_while_another_thread_trains_hold_whole_st
   std::vector<std::string> keys;
   for (int k = 0; k < 32; ++k)
     keys.push_back("key-" + std::to_string(k));
-  ASSERT_FALSE(s->ensure_embedding([&] { auto c = cfg; c.name = "counts"; return c; }()));
+  ASSERT_FALSE(s->ensure_embedding([&] {
+    auto c = cfg;
+    c.name = "counts";
+    return c;
+  }()));
   std::atomic<bool> failed{false}, saved{false};
   std::thread trainer{[&] {
     // Steps run until the saves are done (at least 50, so that some overlap them).

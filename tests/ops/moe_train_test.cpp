@@ -16,8 +16,8 @@ namespace {
 moe_train_options small_options(const std::string& dir) {
   moe_train_options o;
   o.layer.dim = 8;
-  o.layer.gating = {.experts = 4, .k = 2, .mask = mask_kind::batchwise, .balance_weight = 0.01,
-                    .seed = 3};
+  o.layer.gating = {
+    .experts = 4, .k = 2, .mask = mask_kind::batchwise, .balance_weight = 0.01, .seed = 3};
   o.replicas = 2;
   o.batch = 32;
   o.steps = 24;

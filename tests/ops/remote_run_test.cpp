@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
-#include <gtest/gtest.h>
 
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "compute/hash.hpp"
 #include "actors/embedding/shard_client.hpp"
+#include "compute/hash.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "tests/support/member_sessions.hpp"
@@ -38,7 +38,8 @@ TEST(session, an_attached_session_uses_the_service_another_published_and_leaves_
       EXPECT_FALSE((*user)->ensure_embedding(table("words")));
       EXPECT_TRUE((*user)->sampler()) << "the sampler is published beside the master";
     }
-    EXPECT_FALSE((*owner)->ensure_embedding(table("more"))) << "the user's end did not stop the service";
+    EXPECT_FALSE((*owner)->ensure_embedding(table("more")))
+      << "the user's end did not stop the service";
 
     auto missing = session::attach(sys, {.embedding_service = "nobody.published.this"});
     ASSERT_TRUE(missing);
@@ -60,7 +61,6 @@ TEST(session, attach_and_publish_refuse_what_cannot_work) {
   auto err = (*local)->publish_embeddings("x", "local");
   EXPECT_TRUE(is(err, errc::invalid_config)) << render(err);
 }
-
 
 TEST(session, direct_shards_train_the_rows_the_master_serves_and_keep_its_errors) {
   on_a_member("direct", [](caf::actor_system& sys) {

@@ -53,10 +53,11 @@ TEST(supervised_group, children_that_quit_as_they_start_are_never_null_handles_a
           gave_up = true;
           reason = render(down.reason);
         },
-        caf::after(std::chrono::seconds(20)) >> [&] {
-          ADD_FAILURE() << "the supervisor kept restarting children that cannot start";
-          gave_up = true;
-        });
+        caf::after(std::chrono::seconds(20)) >>
+          [&] {
+            ADD_FAILURE() << "the supervisor kept restarting children that cannot start";
+            gave_up = true;
+          });
   } else {
     // The supervisor gave up, or (on a loaded machine) the group's wait ended first.
     EXPECT_TRUE(is(group.error(), errc::spawn_failed) || is(group.error(), errc::timeout))

@@ -168,8 +168,8 @@ TEST_F(wals_test, KilledChiefRestartsFromTheLastCheckpointWithTheSameResult) {
     // Mid-sweep 2: its rows are committed, its cols are not; checkpoint 1 is the last.
     if (!killed && p.sweep == 2 && p.side == wals_side::rows) {
       killed = true;
-      EXPECT_FALSE(runtime::kill_service(s->system(), s->registry(), service,
-                                         std::chrono::seconds(5)));
+      EXPECT_FALSE(
+        runtime::kill_service(s->system(), s->registry(), service, std::chrono::seconds(5)));
     }
   };
   auto restarted = train(o, d);

@@ -55,8 +55,9 @@ protected:
     dir_ = new test::temp_dir{"tls_systems"};
     auto script = std::string{DARCY_SOURCE_DIR} + "/scripts/make_tls.sh";
     for (auto args : {" good node client", " rogue rogue"})
-      ASSERT_EQ(std::system(("bash " + script + " " + dir_->path() + "/" +
-                             std::string{args + 1} + " >/dev/null").c_str()),
+      ASSERT_EQ(std::system(("bash " + script + " " + dir_->path() + "/" + std::string{args + 1} +
+                             " >/dev/null")
+                              .c_str()),
                 0);
   }
   static void TearDownTestSuite() { delete dir_; }

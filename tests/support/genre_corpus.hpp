@@ -22,8 +22,9 @@ inline void write_genre_corpus(const std::string& dir, int sentences) {
     std::ofstream f{dir + "/" + name};
     for (int s = 0; s < sentences; ++s) {
       for (int i = 0; i < 10; ++i)
-        f << (i % 3 == 0 ? "the/at " : news ? (i % 2 ? "Vote/nn " : "senate/nn ")
-                                            : (i % 2 ? "ghost/nn " : "night/nn "));
+        f << (i % 3 == 0 ? "the/at "
+              : news     ? (i % 2 ? "Vote/nn " : "senate/nn ")
+                         : (i % 2 ? "ghost/nn " : "night/nn "));
       f << "\n\n";
     }
   }

@@ -45,8 +45,8 @@ owner_and_direct_user(caf::actor_system& sys) {
     ADD_FAILURE() << render(err);
     return {};
   }
-  auto user = ops::session::attach(sys, {.embedding_service = "test.embeddings",
-                                         .direct_shards = true});
+  auto user =
+    ops::session::attach(sys, {.embedding_service = "test.embeddings", .direct_shards = true});
   if (!user) {
     ADD_FAILURE() << render(user.error());
     return {};

@@ -50,7 +50,8 @@ public:
   moe_twin(const moe_config& cfg, double learning_rate)
     : layer_(std::move(*compute::moe::moe_layer<float>::make(cfg))),
       gate_opt_({.learning_rate = learning_rate}),
-      expert_opts_(cfg.gating.experts, compute::nn::adam<float>{{.learning_rate = learning_rate}}) {}
+      expert_opts_(cfg.gating.experts, compute::nn::adam<float>{{.learning_rate = learning_rate}}) {
+  }
 
   /// One training step: y for x, then dx for dy, then the optimizers.
   std::pair<moe_matrix, moe_matrix> step(const moe_matrix& x, const moe_matrix& dy) {

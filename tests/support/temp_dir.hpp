@@ -2,9 +2,9 @@
 // it when the test ends: tests that write files share this instead of each a fixture of its own.
 #pragma once
 
+#include <unistd.h>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 namespace darcy::test {
 

@@ -7,13 +7,13 @@
 #include <optional>
 #include <string>
 
+#include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
-#include <gtest/gtest.h>
 
-#include "messages/error.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
+#include "messages/error.hpp"
 #include "runtime/system_config.hpp"
 
 namespace darcy::test {

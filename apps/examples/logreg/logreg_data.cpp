@@ -4,9 +4,9 @@
 #include <random>
 #include <sstream>
 
+#include "base/atomic_file.hpp"
 #include "compute/hash.hpp"
 #include "messages/error.hpp"
-#include "base/atomic_file.hpp"
 
 namespace darcy::examples {
 
@@ -52,9 +52,7 @@ caf::expected<std::vector<labelled_example>> read_examples(const std::string& pa
 
 caf::error generate_examples(const std::string& path, uint32_t lines, uint64_t seed) {
   std::mt19937_64 rng{seed};
-  auto pick = [&](const char* prefix, uint64_t n) {
-    return prefix + std::to_string(rng() % n);
-  };
+  auto pick = [&](const char* prefix, uint64_t n) { return prefix + std::to_string(rng() % n); };
   std::string out;
   for (uint32_t i = 0; i < lines; ++i) {
     bool positive = rng() % 2 == 0;

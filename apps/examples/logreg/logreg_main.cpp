@@ -15,9 +15,9 @@
 #include "apps/examples/logreg/logreg_data.hpp"
 #include "apps/examples/logreg/logreg_messages.hpp"
 #include "messages/error.hpp"
-#include "runtime/cluster/cluster_file.hpp"
 #include "ops/session.hpp"
 #include "runtime/cluster/chaos.hpp"
+#include "runtime/cluster/cluster_file.hpp"
 #include "runtime/node.hpp"
 
 namespace darcy::examples {
@@ -80,8 +80,8 @@ caf::error train(const train_flags& f) {
   config.master = *master;
   config.listener = caf::actor_cast<caf::actor>(self);
   // The trainer is the supervisor's child: restarted (transient) only when it fails.
-  child_spec trainer{"trainer", logreg_trainer_name, caf::make_message(config), {},
-                     restart_type::transient, logreg_trainer_service};
+  child_spec trainer{"trainer", logreg_trainer_name,     caf::make_message(config),
+                     {},        restart_type::transient, logreg_trainer_service};
   if (!f.trainer_node.empty())
     trainer.nodes.push_back(f.trainer_node);
   auto supervisor = s.supervise({"logreg", restart_strategy::one_for_one, 3, 60000, {trainer}});
@@ -100,23 +100,23 @@ caf::error train(const train_flags& f) {
         if (!killed && f.kill_at_epoch > 0 && p.epoch == f.kill_at_epoch && !p.done) {
           killed = true;
           std::cout << "killing the trainer" << std::endl;
-          failure = runtime::kill_service(s.system(), s.registry(), logreg_trainer_service,
-                                          s.timeout());
+          failure =
+            runtime::kill_service(s.system(), s.registry(), logreg_trainer_service, s.timeout());
         }
       },
       [&](supervisor_event& e) {
         if (e.kind == supervisor_event_kind::child_restarted) {
           ++restarts;
-          std::cout << "trainer restarted on node " << e.node << " by its supervisor"
-                    << std::endl;
+          std::cout << "trainer restarted on node " << e.node << " by its supervisor" << std::endl;
         } else if (e.kind == supervisor_event_kind::gave_up) {
           failure = make_error(errc::restart_intensity_exceeded, "trainer: " + e.reason);
         }
       },
-      caf::after(std::chrono::milliseconds(f.timeout_ms)) >> [&] {
-        failure = make_error(errc::timeout, "no word from the trainer for " +
-                                              std::to_string(f.timeout_ms) + " ms");
-      });
+      caf::after(std::chrono::milliseconds(f.timeout_ms)) >>
+        [&] {
+          failure = make_error(
+            errc::timeout, "no word from the trainer for " + std::to_string(f.timeout_ms) + " ms");
+        });
   }
   caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
   if (failure)
@@ -175,7 +175,8 @@ int main(int argc, char** argv) {
   examples::train_flags f;
   auto train = app.add_subcommand("train", "Train, in process or on a cluster");
   train->add_option("--data", f.data, "label<TAB>text lines")->required();
-  train->add_option("--cluster", f.cluster, "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
+  train->add_option("--cluster", f.cluster,
+                    "Seed HOST:PORT, or a cluster file or directory (default: in-process)");
   train->add_option("--trainer-node", f.trainer_node, "Node of the trainer (default: any)");
   train->add_option("--epochs", f.epochs, "Passes over the data");
   train->add_option("--batch", f.batch, "Examples per update");

@@ -41,8 +41,8 @@ struct logreg_config {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, logreg_config& x) {
-  return f(caf::meta::type_name("logreg_config"), x.data, x.embedding, x.buckets, x.batch,
-           x.epochs, x.master, x.listener);
+  return f(caf::meta::type_name("logreg_config"), x.data, x.embedding, x.buckets, x.batch, x.epochs,
+           x.master, x.listener);
 }
 
 struct logreg_progress {

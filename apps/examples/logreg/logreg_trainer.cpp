@@ -55,8 +55,8 @@ std::vector<float> gradients(trainer_pointer self, const batch_keys& b, size_t f
     for (auto& key : example.keys)
       z += weights[b.index.at(key)];
     double p = 1 / (1 + std::exp(-z));
-    st.loss_sum -= example.label > 0 ? std::log(std::max(p, 1e-12))
-                                     : std::log(std::max(1 - p, 1e-12));
+    st.loss_sum -=
+      example.label > 0 ? std::log(std::max(p, 1e-12)) : std::log(std::max(1 - p, 1e-12));
     st.correct += (p >= 0.5) == (example.label > 0) ? 1 : 0;
     auto g = static_cast<float>(p - example.label) * scale;
     for (auto& key : example.keys)
@@ -95,8 +95,9 @@ void step(trainer_pointer self) {
       [=](const std::vector<float>& weights) {
         auto grads = gradients(self, *b, first, last, weights);
         auto& st = self->state;
-        self->request(st.config.master, service_timeout, update_atom::value, st.config.embedding,
-                      b->keys, std::move(grads), ++st.step)
+        self
+          ->request(st.config.master, service_timeout, update_atom::value, st.config.embedding,
+                    b->keys, std::move(grads), ++st.step)
           .then([=](ok_atom) { advance(self, last); }, fail);
       },
       fail);

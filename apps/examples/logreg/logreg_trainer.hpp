@@ -32,8 +32,7 @@ struct logreg_trainer_state {
 
 /// Trains config.epochs epochs, reporting to config.listener, then exits normally. Exits with
 /// the error when the data cannot be read or the service fails a request.
-logreg_trainer_actor::behavior_type
-logreg_trainer(logreg_trainer_actor::stateful_pointer<logreg_trainer_state> self,
-               logreg_config config);
+logreg_trainer_actor::behavior_type logreg_trainer(
+  logreg_trainer_actor::stateful_pointer<logreg_trainer_state> self, logreg_config config);
 
 } // namespace darcy::examples

@@ -69,21 +69,21 @@ struct dense_model {
       Eigen::ArrayXf b = s2.row(id).transpose().array();
       float lr = cfg.learning_rate;
       switch (cfg.kind) {
-        case optimizer_kind::sgd:  // SparseApplyGradientDescent
+        case optimizer_kind::sgd: // SparseApplyGradientDescent
           wr -= lr * g;
           break;
-        case optimizer_kind::adagrad:  // SparseApplyAdagrad
+        case optimizer_kind::adagrad: // SparseApplyAdagrad
           a += g.square();
           wr -= lr * g / exact_sqrt(a);
           break;
-        case optimizer_kind::momentum:  // SparseApplyMomentum
+        case optimizer_kind::momentum: // SparseApplyMomentum
           a = cfg.momentum * a + g;
           wr -= cfg.nesterov ? (lr * (g + cfg.momentum * a)).eval() : (lr * a).eval();
           break;
-        case optimizer_kind::adam: {  // lazy Adam with a per-row step
+        case optimizer_kind::adam: { // lazy Adam with a per-row step
           double t = ++row_step(id);
-          auto lr_t = static_cast<float>(lr * std::sqrt(1 - std::pow(cfg.beta2, t))
-                                         / (1 - std::pow(cfg.beta1, t)));
+          auto lr_t = static_cast<float>(lr * std::sqrt(1 - std::pow(cfg.beta2, t)) /
+                                         (1 - std::pow(cfg.beta1, t)));
           a = cfg.beta1 * a + (1 - cfg.beta1) * g;
           b = cfg.beta2 * b + (1 - cfg.beta2) * g.square();
           wr -= lr_t * a / (exact_sqrt(b) + cfg.epsilon);
@@ -142,8 +142,8 @@ TEST_P(backward_compat, ServiceMatchesTheDenseDictionaryReferenceFor1000Steps) {
   std::vector<std::string> all;
   for (int id = 0; id < vocab; ++id)
     all.push_back("w" + std::to_string(id));
-  auto rows = ask<std::vector<float>>(sys, master, test::patience, lookup_atom::value, cfg.name,
-                                      all);
+  auto rows =
+    ask<std::vector<float>>(sys, master, test::patience, lookup_atom::value, cfg.name, all);
   ASSERT_TRUE(rows);
   double worst = 0;
   for (int id = 0; id < vocab; ++id)

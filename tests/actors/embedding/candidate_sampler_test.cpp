@@ -41,8 +41,8 @@ protected:
 
   caf::expected<sample_result> sample(const strings& positives, uint32_t n, sampler_kind kind,
                                       uint64_t seed = 1, std::string name = "vocab") {
-    return ask<sample_result>(sys, sampler, test::patience, sample_atom::value, name, positives,
-                              n, kind, seed);
+    return ask<sample_result>(sys, sampler, test::patience, sample_atom::value, name, positives, n,
+                              kind, seed);
   }
 
   embedding_master_actor master;
@@ -108,8 +108,8 @@ TEST_F(candidate_sampler_test, SeededAndSafeOnOddRequests) {
   auto absent = sample({"never-seen"}, 5, sampler_kind::uniform);
   ASSERT_TRUE(absent);
   EXPECT_EQ(absent->probs[0], absent_positive_prob);
-  EXPECT_TRUE(is(error_of(sample({"k1"}, 5, sampler_kind::uniform, 1, "nope")),
-                 errc::unknown_embedding));
+  EXPECT_TRUE(
+    is(error_of(sample({"k1"}, 5, sampler_kind::uniform, 1, "nope")), errc::unknown_embedding));
   strings everything;
   for (int i = 0; i < keys; ++i)
     everything.push_back("k" + std::to_string(i));

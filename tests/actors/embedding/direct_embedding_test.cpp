@@ -41,8 +41,8 @@ TEST_F(direct_embedding_test, LookupsAndUpdatesEqualTheMastersBitForBit) {
   std::mt19937 rng{5};
   for (int step = 1; step <= 30; ++step) {
     auto tables = test::two_table_request(rng);
-    auto reply = ask<lookup_reply>(sys, by_master.master, test::patience, lookup_atom::value,
-                                   tables, true);
+    auto reply =
+      ask<lookup_reply>(sys, by_master.master, test::patience, lookup_atom::value, tables, true);
     ASSERT_TRUE(reply) << render(error_of(reply));
     std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
     auto route = path.lookup(tables, {rows[0], rows[1]});
@@ -78,8 +78,7 @@ TEST_F(direct_embedding_test, RefusedRequestsChangeNothing) {
   };
   for (auto& c : std::vector<case_t>{
          {"NaN in the first table", {nan_grads, good_out}, errc::non_finite},
-         {"too few values", {good_in, short_grads},
-          errc::dimension_mismatch},
+         {"too few values", {good_in, short_grads}, errc::dimension_mismatch},
          {"one buffer for two tables", {nan_grads}, errc::dimension_mismatch},
        }) {
     auto err = path.update(**route, c.grads, 1);

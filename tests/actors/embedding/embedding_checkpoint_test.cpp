@@ -7,8 +7,8 @@
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "ops/testing/redis_server.hpp"
-#include "stores/embedding/redis_store.hpp"
 #include "runtime/ask.hpp"
+#include "stores/embedding/redis_store.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::actors {
@@ -30,8 +30,7 @@ de_config table(const std::string& name, optimizer_kind kind, uint32_t dim) {
 class checkpoint_test : public test::system_fixture {
 protected:
   void SetUp() override {
-    dir = (fs::temp_directory_path() / ("darcy_ckpt_actor_" + std::to_string(::getpid())))
-            .string();
+    dir = (fs::temp_directory_path() / ("darcy_ckpt_actor_" + std::to_string(::getpid()))).string();
     fs::remove_all(dir);
     fs::create_directories(dir);
   }
@@ -63,8 +62,8 @@ protected:
         floats grads(keys.size() * dim);
         for (auto& g : grads)
           g = noise(rng);
-        auto ok = ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{name},
-                               keys, grads, int64_t{step});
+        auto ok = ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{name}, keys,
+                               grads, int64_t{step});
         ASSERT_TRUE(ok) << render(error_of(ok));
       }
   }
@@ -123,9 +122,8 @@ TEST_F(checkpoint_test, InterruptedSaveLeavesThePreviousCheckpointRestorable) {
   train(master, 5, 4);
   // A save that died after its shards wrote their files but before the manifest.
   for (uint32_t s = 0; s < shards.size(); ++s)
-    ASSERT_TRUE(ask<std::vector<checkpoint_embedding>>(sys, shards[s], test::patience,
-                                                       save_part_atom::value, dir,
-                                                       std::string{"ckpt-10-dead"}, s));
+    ASSERT_TRUE(ask<std::vector<checkpoint_embedding>>(
+      sys, shards[s], test::patience, save_part_atom::value, dir, std::string{"ckpt-10-dead"}, s));
   auto [fresh, fresh_shards] = start(2);
   auto restored = restore(fresh);
   ASSERT_TRUE(restored) << render(error_of(restored));
@@ -151,8 +149,8 @@ TEST_F(checkpoint_test, CorruptFileFailsTheRestoreAndLeavesTheServiceUnchanged) 
   auto restored = restore(other);
   EXPECT_TRUE(is(error_of(restored), errc::corrupt_file)) << render(error_of(restored));
   EXPECT_EQ(rows(other, "users"), before);
-  auto nothing = ask<checkpoint_manifest>(sys, other, test::patience, restore_atom::value,
-                                          dir + "/empty");
+  auto nothing =
+    ask<checkpoint_manifest>(sys, other, test::patience, restore_atom::value, dir + "/empty");
   EXPECT_TRUE(is(error_of(nothing), errc::not_found));
 }
 
@@ -199,8 +197,8 @@ TEST_F(checkpoint_test, RedisTablesMoveBetweenShardCountsToo) {
                            table("items", optimizer_kind::adam, 3)));
   train(two, 3, 8);
   ASSERT_TRUE(save(two, 3));
-  auto at_save = ask<embedding_stats>(sys, two, test::patience, stats_atom::value,
-                                      std::string{"users"});
+  auto at_save =
+    ask<embedding_stats>(sys, two, test::patience, stats_atom::value, std::string{"users"});
   ASSERT_TRUE(at_save);
   ASSERT_LT(at_save->rows, 100u);
   auto expected = rows(two, "users"); // creates the missing rows: a change the restore undoes

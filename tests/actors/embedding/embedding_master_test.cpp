@@ -40,15 +40,14 @@ protected:
   }
 
   floats lookup(const embedding_master_actor& m, const strings& keys) {
-    auto rows = ask<floats>(sys, m, test::patience, lookup_atom::value, std::string{"words"},
-                            keys);
+    auto rows = ask<floats>(sys, m, test::patience, lookup_atom::value, std::string{"words"}, keys);
     EXPECT_TRUE(rows) << render(error_of(rows));
     return rows ? *rows : floats{};
   }
 
   caf::error update(const embedding_master_actor& m, const strings& keys, const floats& grads) {
-    return error_of(ask<ok_atom>(sys, m, test::patience, update_atom::value,
-                                 std::string{"words"}, keys, grads, int64_t{1}));
+    return error_of(ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{"words"},
+                                 keys, grads, int64_t{1}));
   }
 
   // Two supervised shards ("shard-0", "shard-1"), the second behind `gate`, a chaos gate that
@@ -56,8 +55,8 @@ protected:
   embedding_master_options gated_shards(caf::actor& gate) {
     embedding_master_options opts;
     opts.shards = spawn_shards(sys, 2);
-    gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]),
-                     disruption{});
+    gate =
+      sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]), disruption{});
     opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
     opts.shard_services = {"shard-0", "shard-1"};
     return opts;
@@ -80,8 +79,8 @@ protected:
   floats save_between_updates(const embedding_master_actor& m, const strings& words,
                               const std::string& dir, bool update_after_save) {
     EXPECT_FALSE(update(m, words, floats(words.size() * 3, 0.5f)));
-    EXPECT_TRUE(ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value, dir,
-                                         int64_t{1}, std::string{}));
+    EXPECT_TRUE(ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value, dir, int64_t{1},
+                                         std::string{}));
     auto saved = lookup(m, words);
     if (update_after_save) {
       EXPECT_FALSE(update(m, words, floats(words.size() * 3, 1.0f)));
@@ -129,8 +128,8 @@ TEST_F(embedding_master_test, FourShardsAgreeWithOneStoreIncludingDuplicateKeys)
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], expected[i], 1e-6) << "value " << i << " (input order kept)";
-  auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
-                                    std::string{"words"});
+  auto stats =
+    ask<embedding_stats>(sys, master, test::patience, stats_atom::value, std::string{"words"});
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->rows, (*reference)->stats().rows);
 }
@@ -146,8 +145,8 @@ TEST_F(embedding_master_test, ANonFiniteGradientAnywhereChangesNoShard) {
   EXPECT_TRUE(is(update(master, keys, grads), errc::non_finite));
   EXPECT_TRUE(is(update(master, keys, floats(5)), errc::dimension_mismatch));
   EXPECT_TRUE(is(update(master, {}, {}), errc::empty_batch));
-  auto unknown = ask<floats>(sys, master, test::patience, lookup_atom::value,
-                             std::string{"nope"}, keys);
+  auto unknown =
+    ask<floats>(sys, master, test::patience, lookup_atom::value, std::string{"nope"}, keys);
   EXPECT_TRUE(is(error_of(unknown), errc::unknown_embedding));
   EXPECT_EQ(lookup(master, keys), before);
 }
@@ -205,9 +204,9 @@ TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceForEveryScore) {
     top_k_score score;
     size_t qdim;
   };
-  for (auto [score, qdim] : {case_t{top_k_score::inner_product, 3},
-                             case_t{top_k_score::inner_product_bias, 2},
-                             case_t{top_k_score::cosine, 3}}) {
+  for (auto [score, qdim] :
+       {case_t{top_k_score::inner_product, 3}, case_t{top_k_score::inner_product_bias, 2},
+        case_t{top_k_score::cosine, 3}}) {
     SCOPED_TRACE(static_cast<int>(score));
     floats queries{0.3f, -1.0f, 0.7f, 1.0f, 0.2f, -0.4f};
     queries.resize(2 * qdim);
@@ -233,13 +232,12 @@ TEST_F(embedding_master_test, DistributedTopKEqualsBruteForceForEveryScore) {
       }
     }
   }
-  auto bad = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
-                               std::string{"words"}, floats{1, 2}, uint32_t{3},
-                               top_k_score::inner_product);
+  auto bad = ask<top_k_result>(sys, master, test::patience, top_k_atom::value, std::string{"words"},
+                               floats{1, 2}, uint32_t{3}, top_k_score::inner_product);
   EXPECT_TRUE(is(error_of(bad), errc::dimension_mismatch));
-  auto zero = ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
-                                std::string{"words"}, floats{1, 2, 3}, uint32_t{0},
-                                top_k_score::cosine);
+  auto zero =
+    ask<top_k_result>(sys, master, test::patience, top_k_atom::value, std::string{"words"},
+                      floats{1, 2, 3}, uint32_t{0}, top_k_score::cosine);
   EXPECT_TRUE(is(error_of(zero), errc::invalid_argument));
 }
 
@@ -259,8 +257,8 @@ TEST_F(embedding_master_test, SandboxServesDefaultsWithoutGrowingAndRefusesUpdat
   ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, cfg));
   EXPECT_EQ(lookup(master, {"a", "b"}), (floats{9, 8, 7, 9, 8, 7}));
   EXPECT_TRUE(is(update(master, {"a"}, {1, 1, 1}), errc::read_only));
-  auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
-                                    std::string{"words"});
+  auto stats =
+    ask<embedding_stats>(sys, master, test::patience, stats_atom::value, std::string{"words"});
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->rows, 0u);
 }
@@ -306,8 +304,8 @@ TEST_F(embedding_master_test, LostOrLateShardMessagesAreRetriedAndApplyOnce) {
     ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()))
       << r.name;
     EXPECT_EQ(train(master), clean) << r.name;
-    auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
-                                      std::string{"words"});
+    auto stats =
+      ask<embedding_stats>(sys, master, test::patience, stats_atom::value, std::string{"words"});
     ASSERT_TRUE(stats) << r.name;
     EXPECT_GT(stats->retried_requests, 0u) << r.name;
     EXPECT_EQ(stats->rows, 20u) << r.name;
@@ -351,13 +349,11 @@ TEST_F(embedding_master_test, HandleBackwardOfTwoTablesEqualsKeyedUpdates) {
   ASSERT_NE(reply->handle, 0u);
   ASSERT_EQ(reply->rows.size(), 2u);
   EXPECT_EQ(copy_of(reply->rows[0]), lookup(keyed, words));
-  EXPECT_EQ(copy_of(reply->rows[1]),
-            *ask<floats>(sys, keyed, test::patience, lookup_atom::value, std::string{"ctx"},
-                         contexts));
-  ASSERT_TRUE(ask<ok_atom>(sys, handled, test::patience, backward_atom::value, reply->handle,
-                           std::vector<shared_floats>{shared_floats{word_grads},
-                                                      shared_floats{ctx_grads}},
-                           int64_t{1}));
+  EXPECT_EQ(copy_of(reply->rows[1]), *ask<floats>(sys, keyed, test::patience, lookup_atom::value,
+                                                  std::string{"ctx"}, contexts));
+  ASSERT_TRUE(ask<ok_atom>(
+    sys, handled, test::patience, backward_atom::value, reply->handle,
+    std::vector<shared_floats>{shared_floats{word_grads}, shared_floats{ctx_grads}}, int64_t{1}));
   ASSERT_FALSE(update(keyed, words, word_grads));
   ASSERT_TRUE(ask<ok_atom>(sys, keyed, test::patience, update_atom::value, std::string{"ctx"},
                            contexts, ctx_grads, int64_t{1}));
@@ -366,9 +362,8 @@ TEST_F(embedding_master_test, HandleBackwardOfTwoTablesEqualsKeyedUpdates) {
   ASSERT_TRUE(after);
   EXPECT_EQ(after->handle, 0u);
   EXPECT_EQ(copy_of(after->rows[0]), lookup(keyed, words));
-  EXPECT_EQ(copy_of(after->rows[1]),
-            *ask<floats>(sys, keyed, test::patience, lookup_atom::value, std::string{"ctx"},
-                         contexts));
+  EXPECT_EQ(copy_of(after->rows[1]), *ask<floats>(sys, keyed, test::patience, lookup_atom::value,
+                                                  std::string{"ctx"}, contexts));
 }
 
 // A handle is used once: a second backward, one with a bad shape, and an unknown handle are
@@ -415,8 +410,7 @@ TEST_F(embedding_master_test, ShardRestartedBetweenLookupAndBackwardIsAClearErro
                                        caf::actor_cast<caf::actor>(fresh), "", 0});
   floats grads(words.size() * 3, 1.0f);
   auto backward = [&] {
-    return error_of(ask<ok_atom>(sys, master, test::patience, backward_atom::value,
-                                 reply->handle,
+    return error_of(ask<ok_atom>(sys, master, test::patience, backward_atom::value, reply->handle,
                                  std::vector<shared_floats>{shared_floats{grads}}, int64_t{1}));
   };
   auto err = backward();
@@ -465,8 +459,8 @@ TEST_F(embedding_master_test, ShardRefilledBehindTheOthersRefusesWorkUntilAResto
     auto fresh = sys.spawn(embedding_shard, uint32_t{1});
     caf::anon_send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
                                          caf::actor_cast<caf::actor>(fresh), "", 0});
-    auto looked = ask<floats>(sys, master, test::patience, lookup_atom::value,
-                              std::string{"words"}, words);
+    auto looked =
+      ask<floats>(sys, master, test::patience, lookup_atom::value, std::string{"words"}, words);
     if (!c.update_after_save) {
       ASSERT_TRUE(looked) << c.name << ": " << render(error_of(looked));
       EXPECT_EQ(*looked, saved) << c.name;
@@ -477,20 +471,19 @@ TEST_F(embedding_master_test, ShardRefilledBehindTheOthersRefusesWorkUntilAResto
     EXPECT_NE(render(err).find("shard 1"), std::string::npos) << render(err);
     EXPECT_NE(render(err).find("restore"), std::string::npos) << render(err);
     EXPECT_TRUE(is(update(master, words, floats(words.size() * 3, 1.0f)), errc::node_unreachable));
-    EXPECT_TRUE(is(error_of(ask<checkpoint_manifest>(sys, master, test::patience,
-                                                     save_atom::value, dir.path(), int64_t{2},
-                                                     std::string{})),
+    EXPECT_TRUE(is(error_of(ask<checkpoint_manifest>(sys, master, test::patience, save_atom::value,
+                                                     dir.path(), int64_t{2}, std::string{})),
                    errc::node_unreachable));
     EXPECT_TRUE(is(error_of(ask<top_k_result>(sys, master, test::patience, top_k_atom::value,
                                               std::string{"words"}, floats{1, 0, 0}, 1u,
                                               top_k_score::inner_product)),
                    errc::node_unreachable));
-    auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
-                                      std::string{"words"});
+    auto stats =
+      ask<embedding_stats>(sys, master, test::patience, stats_atom::value, std::string{"words"});
     ASSERT_TRUE(stats);
     EXPECT_EQ(stats->recovered_shards, 1u);
-    ASSERT_TRUE(ask<checkpoint_manifest>(sys, master, test::patience, restore_atom::value,
-                                         dir.path()));
+    ASSERT_TRUE(
+      ask<checkpoint_manifest>(sys, master, test::patience, restore_atom::value, dir.path()));
     EXPECT_EQ(lookup(master, words), saved) << "every shard back at the checkpoint";
     EXPECT_FALSE(update(master, words, floats(words.size() * 3, 1.0f)));
   }
@@ -522,8 +515,8 @@ TEST_F(embedding_master_test, SavesAndRestoresAskedWhileAShardIsDownRunAfterItsR
     caf::scoped_actor self{sys};
     self->send(master, cluster_event{cluster_event_kind::service_down, "n", "shard-1",
                                      caf::actor_cast<caf::actor>(gate), "node n down", 0});
-    auto saving = self->request(master, test::patience, save_atom::value, dir.path(),
-                                int64_t{2}, std::string{});
+    auto saving = self->request(master, test::patience, save_atom::value, dir.path(), int64_t{2},
+                                std::string{});
     auto restoring = self->request(master, test::patience, restore_atom::value, dir.path());
     auto fresh = sys.spawn(embedding_shard, uint32_t{1});
     self->send(master, cluster_event{cluster_event_kind::service_up, "n", "shard-1",
@@ -560,8 +553,8 @@ TEST_F(embedding_master_test, RequestsWaitingOnAReplacedShardFailAsUnreachableNo
   auto before = lookup(master, words);
   lose_node(gate);
   caf::scoped_actor self{sys};
-  auto looking = self->request(master, test::patience, lookup_atom::value,
-                               std::string{"words"}, words);
+  auto looking =
+    self->request(master, test::patience, lookup_atom::value, std::string{"words"}, words);
   auto ranking = self->request(master, test::patience, top_k_atom::value, std::string{"words"},
                                floats{1, 0, 0}, 1u, top_k_score::inner_product);
   auto fresh = sys.spawn(embedding_shard, uint32_t{1});
@@ -579,8 +572,8 @@ TEST_F(embedding_master_test, RequestsWaitingOnAReplacedShardFailAsUnreachableNo
   // Refilled without a checkpoint: shard 1's rows start again from their initial values,
   // which are a function of the key.
   EXPECT_EQ(lookup(master, words), before);
-  auto stats = ask<embedding_stats>(sys, master, test::patience, stats_atom::value,
-                                    std::string{"words"});
+  auto stats =
+    ask<embedding_stats>(sys, master, test::patience, stats_atom::value, std::string{"words"});
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->recovered_shards, 1u);
 }
@@ -601,8 +594,8 @@ TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
     self->send_exit(opts.shards[1], caf::exit_reason::kill);
     self->receive([](const caf::down_msg&) {});
   }
-  auto rows = ask<floats>(sys, master, test::patience, lookup_atom::value, std::string{"words"},
-                          words);
+  auto rows =
+    ask<floats>(sys, master, test::patience, lookup_atom::value, std::string{"words"}, words);
   ASSERT_FALSE(rows);
   EXPECT_EQ(rows.error(), caf::sec::request_receiver_down) << render(rows.error());
 }

@@ -26,8 +26,7 @@ protected:
   }
 
   caf::expected<ok_atom> update(const std::string& name, const strings& keys, const floats& g) {
-    return ask<ok_atom>(sys, shard, test::patience, update_atom::value, name, keys, g,
-                        int64_t{1});
+    return ask<ok_atom>(sys, shard, test::patience, update_atom::value, name, keys, g, int64_t{1});
   }
 
   embedding_shard_actor shard;
@@ -43,8 +42,8 @@ TEST_F(embedding_shard_test, UpdateRunsTheOptimizerInsideTheShard) {
   EXPECT_FLOAT_EQ((*after)[0], (*before)[0] - 0.5f);
   EXPECT_FLOAT_EQ((*after)[1], (*before)[1] + 1.0f);
   EXPECT_EQ((*after)[2], (*before)[2]) << "dog was not updated";
-  auto stats = ask<embedding_stats>(sys, shard, test::patience, stats_atom::value,
-                                    std::string{"words"});
+  auto stats =
+    ask<embedding_stats>(sys, shard, test::patience, stats_atom::value, std::string{"words"});
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->rows, 2u);
 }

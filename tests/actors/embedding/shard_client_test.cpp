@@ -72,8 +72,8 @@ TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_
   std::mt19937 rng{5};
   for (int step = 1; step <= 30; ++step) {
     auto tables = test::two_table_request(rng);
-    auto reply = ask<lookup_reply>(sys, by_master, test::patience, lookup_atom::value, tables,
-                                   true);
+    auto reply =
+      ask<lookup_reply>(sys, by_master, test::patience, lookup_atom::value, tables, true);
     ASSERT_TRUE(reply) << render(error_of(reply));
     std::vector<floats> rows{floats(20 * 4), floats(20 * 2)};
     auto kept = client->lookup(tables, {rows[0], rows[1]}, true);
@@ -85,8 +85,8 @@ TEST_F(shard_client_test, lookups_and_backward_passes_equal_the_masters_bit_for_
     }
     auto grads = test::two_table_gradients(rng);
     std::vector<shared_floats> sent{shared_floats{grads[0]}, shared_floats{grads[1]}};
-    ASSERT_TRUE(ask<ok_atom>(sys, by_master, test::patience, backward_atom::value,
-                             reply->handle, sent, int64_t{step}));
+    ASSERT_TRUE(ask<ok_atom>(sys, by_master, test::patience, backward_atom::value, reply->handle,
+                             sent, int64_t{step}));
     ASSERT_FALSE(client->backward(*kept->route, kept->handle, {grads[0], grads[1]}, step));
   }
   ASSERT_FALSE(client->flush());

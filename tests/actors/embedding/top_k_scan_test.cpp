@@ -12,7 +12,8 @@ namespace darcy::actors {
 namespace {
 
 // Rows written exactly: zero init, SGD at rate 1, gradient -row.
-std::unique_ptr<stores::memory_store> store_of(const std::map<std::string, std::vector<float>>& rows) {
+std::unique_ptr<stores::memory_store> store_of(
+  const std::map<std::string, std::vector<float>>& rows) {
   stores::memory_store_options opts;
   opts.dim = 2;
   opts.init.kind = init_kind::zeros;
@@ -31,8 +32,12 @@ std::unique_ptr<stores::memory_store> store_of(const std::map<std::string, std::
 }
 
 TEST(top_k_scan, CosineIgnoresLengthAndScoresZeroRowsZero) {
-  auto store = store_of({{"zero", {0, 0}}, {"a", {1, 0}}, {"a10", {10, 0}},
-                         {"b", {0, 1}}, {"c", {1, 1}}, {"minus", {-3, 0}}});
+  auto store = store_of({{"zero", {0, 0}},
+                         {"a", {1, 0}},
+                         {"a10", {10, 0}},
+                         {"b", {0, 1}},
+                         {"c", {1, 1}},
+                         {"minus", {-3, 0}}});
   struct case_t {
     top_k_score score;
     std::vector<float> query;

@@ -79,8 +79,11 @@ protected:
   std::pair<double, uint64_t> stats() {
     std::pair<double, uint64_t> out{-1, 0};
     self->request(server, test::patience, stats_atom::value)
-      .receive([&](double sum, uint64_t count) { out = {sum, count}; },
-               [](caf::error& err) { ADD_FAILURE() << render(err); });
+      .receive(
+        [&](double sum, uint64_t count) {
+          out = {sum, count};
+        },
+        [](caf::error& err) { ADD_FAILURE() << render(err); });
     return out;
   }
 
@@ -89,8 +92,11 @@ protected:
   std::pair<named_tensors, uint64_t> fetch() {
     std::pair<named_tensors, uint64_t> out;
     self->request(server, test::patience, fetch_atom::value)
-      .receive([&](named_tensors& t, uint64_t step) { out = {std::move(t), step}; },
-               [](caf::error& err) { ADD_FAILURE() << render(err); });
+      .receive(
+        [&](named_tensors& t, uint64_t step) {
+          out = {std::move(t), step};
+        },
+        [](caf::error& err) { ADD_FAILURE() << render(err); });
     return out;
   }
 
@@ -213,7 +219,8 @@ TEST_F(parameter_server_test, save_answers_the_state_a_load_gave_it) {
   ASSERT_FALSE(call<ok_atom>(load_atom::value, state));
   ps_state saved;
   self->request(server, test::patience, save_atom::value)
-    .receive([&](ps_state& s) { saved = std::move(s); }, [](caf::error& err) { FAIL() << render(err); });
+    .receive([&](ps_state& s) { saved = std::move(s); },
+             [](caf::error& err) { FAIL() << render(err); });
   EXPECT_EQ(saved.global_step, 7u);
   EXPECT_EQ(saved.adam_steps, 4u);
   for (size_t i = 0; i < 2; ++i) {
@@ -246,7 +253,8 @@ TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
     caf::error err;
     errc expected;
   } cases[] = {
-    {"values not rows x cols", call<ok_atom>(load_atom::value, short_values), errc::dimension_mismatch},
+    {"values not rows x cols", call<ok_atom>(load_atom::value, short_values),
+     errc::dimension_mismatch},
     {"moments of other variables", call<ok_atom>(load_atom::value, moments_of_another_model),
      errc::dimension_mismatch},
     {"a gradient of an unknown variable", push_error(renamed), errc::dimension_mismatch},

@@ -38,10 +38,12 @@ protected:
     std::vector<expert_actor> experts;
     for (uint32_t e = 0; e < cfg.gating.experts; ++e) {
       experts.push_back(sys.spawn(moe_expert, expert_config{cfg, e, learning_rate}));
-      guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(experts.back())));
+      guards.push_back(
+        std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(experts.back())));
     }
     auto router = sys.spawn(moe_router, moe_router_config{cfg, replicas, learning_rate}, experts);
-    guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(router)));
+    guards.push_back(
+      std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(router)));
     return router;
   }
 
@@ -80,7 +82,8 @@ TEST_F(moe_router_test, two_replicas_combined_train_like_one_replica_and_like_th
       EXPECT_TRUE(got_y->isApprox(y, 1e-5f)) << "step " << step << ", " << replicas << " replicas";
       auto got_dx = test::router_phase(self, router, false, step, dy, replicas);
       ASSERT_TRUE(got_dx) << render(got_dx.error());
-      EXPECT_TRUE(got_dx->isApprox(dx, 1e-5f)) << "step " << step << ", " << replicas << " replicas";
+      EXPECT_TRUE(got_dx->isApprox(dx, 1e-5f))
+        << "step " << step << ", " << replicas << " replicas";
     }
   }
   self->request(two, test::patience, status_atom::value)
@@ -174,7 +177,8 @@ TEST_F(moe_router_test, lost_expert_messages_are_asked_again_and_applied_once) {
   uint64_t gate_seed = 11;
   for (uint32_t e = 0; e < cfg.gating.experts; ++e) {
     auto expert = sys.spawn(moe_expert, expert_config{cfg, e, learning_rate});
-    guards.push_back(std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(expert)));
+    guards.push_back(
+      std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(expert)));
     disruption plan{.drop = 0.3, .seed = gate_seed++};
     gates.push_back(caf::actor_cast<expert_actor>(
       sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(expert), plan)));
@@ -195,8 +199,10 @@ TEST_F(moe_router_test, lost_expert_messages_are_asked_again_and_applied_once) {
   }
   uint64_t dropped = 0;
   for (auto& g : gates)
-    self->request(caf::actor_cast<caf::actor>(g), test::patience, chaos_command{chaos_op::stats, {}})
-      .receive([&](chaos_stats& st) { dropped += st.dropped; }, [](caf::error& e) { FAIL() << render(e); });
+    self
+      ->request(caf::actor_cast<caf::actor>(g), test::patience, chaos_command{chaos_op::stats, {}})
+      .receive([&](chaos_stats& st) { dropped += st.dropped; },
+               [](caf::error& e) { FAIL() << render(e); });
   EXPECT_GT(dropped, 0u) << "no message was lost: the test proves nothing";
 }
 
@@ -298,9 +304,11 @@ TEST_F(moe_router_test, a_hierarchy_of_routers_trains_like_the_hierarchical_laye
   // steps where they took examples.
   auto& tree = **reference;
   compute::nn::adam<float> primary_opt{{.learning_rate = learning_rate}};
-  std::vector<compute::nn::adam<float>> group_opts(2, compute::nn::adam<float>{{.learning_rate = learning_rate}});
+  std::vector<compute::nn::adam<float>> group_opts(
+    2, compute::nn::adam<float>{{.learning_rate = learning_rate}});
   std::vector<std::vector<compute::nn::adam<float>>> expert_opts(
-    2, std::vector<compute::nn::adam<float>>(3, compute::nn::adam<float>{{.learning_rate = learning_rate}}));
+    2, std::vector<compute::nn::adam<float>>(
+         3, compute::nn::adam<float>{{.learning_rate = learning_rate}}));
   std::mt19937_64 rng{6};
   for (uint64_t step = 0; step < 3; ++step) {
     matrix x = compute::nn::normal<float>(12, group.dim, 1.0f, rng);

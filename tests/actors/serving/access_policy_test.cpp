@@ -60,8 +60,8 @@ TEST(access_policy, token_bucket_holds_burst_then_refills_at_rate) {
   struct {
     double now;
     bool admitted;
-  } steps[] = {{0.0, true}, {0.0, true}, {0.0, false}, {0.5, false},
-               {1.0, true}, {1.0, false}, {10.0, true}, {10.0, true}, {10.0, false}};
+  } steps[] = {{0.0, true},  {0.0, true},  {0.0, false}, {0.5, false}, {1.0, true},
+               {1.0, false}, {10.0, true}, {10.0, true}, {10.0, false}};
   for (auto& s : steps) {
     auto err = policy.admit(bob, access_action::query, s.now);
     EXPECT_EQ(!err, s.admitted) << "at " << s.now << ": " << render(err);

@@ -58,8 +58,7 @@ struct held_shard_state {
 
 std::vector<caf::actor> held_shards;
 
-caf::behavior held_shard(caf::stateful_actor<held_shard_state>* self,
-                         serving_shard_config config) {
+caf::behavior held_shard(caf::stateful_actor<held_shard_state>* self, serving_shard_config config) {
   self->state.target = caf::actor_cast<caf::actor>(self->system().spawn(serving_shard, config));
   self->link_to(self->state.target);
   {
@@ -211,8 +210,8 @@ protected:
 
   caf::expected<std::string> load(const serving_root_actor& root, const std::string& version,
                                   const std::string& principal = "alice") {
-    return runtime::remote_run<std::string>(sys, root, request_context{}, "root",
-                                            load_atom::value, as_principal(principal), version);
+    return runtime::remote_run<std::string>(sys, root, request_context{}, "root", load_atom::value,
+                                            as_principal(principal), version);
   }
 
   caf::expected<topk_response> topk(const serving_root_actor& root, const topk_request& r) {
@@ -221,8 +220,8 @@ protected:
   }
 
   model_status status(const serving_root_actor& root) {
-    auto s = runtime::remote_run<model_status>(sys, root, request_context{}, "root",
-                                               status_atom::value);
+    auto s =
+      runtime::remote_run<model_status>(sys, root, request_context{}, "root", status_atom::value);
     EXPECT_TRUE(s) << render(error_of(s));
     return s ? *s : model_status{};
   }
@@ -286,8 +285,7 @@ TEST_F(serving_root_test, queries_that_wait_for_a_shard_leave_in_batches_and_ans
     uint64_t batches; // per shard: the first query(s) alone, then the queued ones by the limit
   } cases[] = {{0, 64, 0}, {1, 64, 2}, {1, 5, 7}, {2, 64, 3}, {2, 4, 9}};
   for (auto& c : cases) {
-    SCOPED_TRACE("in flight " + std::to_string(c.in_flight) + ", limit " +
-                 std::to_string(c.limit));
+    SCOPED_TRACE("in flight " + std::to_string(c.in_flight) + ", limit " + std::to_string(c.limit));
     {
       std::lock_guard<std::mutex> guard{started_mutex};
       held_shards.clear();
@@ -299,9 +297,8 @@ TEST_F(serving_root_test, queries_that_wait_for_a_shard_leave_in_batches_and_ans
     for (size_t r = 0; r < requests; ++r) {
       std::vector<float> q(queries.row(static_cast<Eigen::Index>(r)).data(),
                            queries.row(static_cast<Eigen::Index>(r)).data() + dim);
-      answers.push_back(
-        self->request(caf::actor_cast<caf::actor>(root), caf::infinite, topk_atom::value,
-                      vector_query(q)));
+      answers.push_back(self->request(caf::actor_cast<caf::actor>(root), caf::infinite,
+                                      topk_atom::value, vector_query(q)));
     }
     // The root handles its mailbox in order: once status answers, every query has reached the
     // shards or waits for them.

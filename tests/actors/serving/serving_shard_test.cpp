@@ -94,8 +94,8 @@ TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_
     EXPECT_EQ(got->answers[i].scores, alone->scores);
     EXPECT_EQ(got->answers[i].ids.size(), c.query.k);
   }
-  auto status = runtime::remote_run<shard_status>(sys, shard, request_context{}, "shard",
-                                                  status_atom::value);
+  auto status =
+    runtime::remote_run<shard_status>(sys, shard, request_context{}, "shard", status_atom::value);
   ASSERT_TRUE(status);
   EXPECT_EQ(status->expired, 2u); // once in the batch, once alone
   EXPECT_EQ(status->answered, 6u);

@@ -13,7 +13,9 @@ namespace {
 using runtime::ask;
 using floats = std::vector<float>;
 
-floats copy_of(const shared_floats& x) { return {x.values().begin(), x.values().end()}; }
+floats copy_of(const shared_floats& x) {
+  return {x.values().begin(), x.values().end()};
+}
 
 /// Shard 1 of 2 over 5 rows and 4 columns of dim 3: it owns ids 1 and 3 of each side.
 class factor_shard_test : public test::system_fixture {
@@ -50,11 +52,11 @@ protected:
   /// One whole phase on the rows side: open `epoch`, write the owned rows (ids 1 and 3) of
   /// all five, commit.
   void phase(uint64_t epoch, const floats& values) {
-    ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, begin_atom::value, epoch,
-                             wals_side::rows));
+    ASSERT_TRUE(
+      ask<ok_atom>(sys, shard, test::patience, begin_atom::value, epoch, wals_side::rows));
     ASSERT_TRUE(write(epoch, 0, 5, values));
-    ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, commit_atom::value, epoch,
-                             wals_side::rows));
+    ASSERT_TRUE(
+      ask<ok_atom>(sys, shard, test::patience, commit_atom::value, epoch, wals_side::rows));
   }
 
   wals_params params;
@@ -114,8 +116,8 @@ TEST_F(factor_shard_test, WritesTakeTheOwnedRowsWhereverTheBlocksStartWholeOrOwn
   uint64_t epoch = 10;
   for (auto& cut : cuts) {
     ++epoch;
-    ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, begin_atom::value, epoch,
-                             wals_side::rows));
+    ASSERT_TRUE(
+      ask<ok_atom>(sys, shard, test::patience, begin_atom::value, epoch, wals_side::rows));
     for (size_t b = 0; b + 1 < cut.size(); ++b) {
       floats block, owned;
       for (auto id = cut[b]; id < cut[b + 1]; ++id) {
@@ -127,8 +129,8 @@ TEST_F(factor_shard_test, WritesTakeTheOwnedRowsWhereverTheBlocksStartWholeOrOwn
       ASSERT_TRUE(write(epoch, cut[b], cut[b + 1] - cut[b], values))
         << "block from " << cut[b] << (b % 2 == 0 ? ", whole" : ", owned only");
     }
-    ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, commit_atom::value, epoch,
-                             wals_side::rows));
+    ASSERT_TRUE(
+      ask<ok_atom>(sys, shard, test::patience, commit_atom::value, epoch, wals_side::rows));
     auto now = view(wals_side::rows);
     ASSERT_TRUE(now);
     float one = 1 + epoch, three = 3 + epoch;
@@ -138,8 +140,8 @@ TEST_F(factor_shard_test, WritesTakeTheOwnedRowsWhereverTheBlocksStartWholeOrOwn
 }
 
 TEST_F(factor_shard_test, BadRequestsFailWithAClearErrorAndChangeNothing) {
-  ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, begin_atom::value, uint64_t{5},
-                           wals_side::rows));
+  ASSERT_TRUE(
+    ask<ok_atom>(sys, shard, test::patience, begin_atom::value, uint64_t{5}, wals_side::rows));
   ASSERT_TRUE(write(5, 1, 3, {1, 1, 1, 3, 3, 3}));
   float nan = std::nanf("");
   struct row {
@@ -160,14 +162,14 @@ TEST_F(factor_shard_test, BadRequestsFailWithAClearErrorAndChangeNothing) {
     {"block write with a non-finite owned row", error_of(write_block(5, 0, {0, 0, 0, nan, 0, 0})),
      errc::non_finite},
     {"commit of an epoch that is not open",
-     error_of(ask<ok_atom>(sys, shard, test::patience, commit_atom::value, uint64_t{6},
-                           wals_side::rows)),
+     error_of(
+       ask<ok_atom>(sys, shard, test::patience, commit_atom::value, uint64_t{6}, wals_side::rows)),
      errc::invalid_argument},
   };
   for (auto& r : rows)
     EXPECT_TRUE(is(r.error, r.expected)) << r.what << ": " << render(r.error);
-  ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, commit_atom::value, uint64_t{5},
-                           wals_side::rows));
+  ASSERT_TRUE(
+    ask<ok_atom>(sys, shard, test::patience, commit_atom::value, uint64_t{5}, wals_side::rows));
   auto after = view(wals_side::rows);
   ASSERT_TRUE(after);
   EXPECT_EQ(copy_of(*after), (floats{1, 1, 1, 3, 3, 3})) << "no refused write left a trace";

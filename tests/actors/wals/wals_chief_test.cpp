@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <caf/event_based_actor.hpp>
 #include <gtest/gtest.h>
+#include <caf/event_based_actor.hpp>
 
 #include "actors/wals/factor_shard.hpp"
 #include "runtime/ask.hpp"
@@ -66,12 +66,12 @@ protected:
     bool seen = false;
     while (!seen)
       self->receive([&](chief_atom, uint32_t who) { seen = who == i; },
-                    [](token_atom, uint32_t, const wals_token&) {},
-                    [](const wals_progress&) {},
-                    caf::after(test::patience) >> [&] {
-                      ADD_FAILURE() << "no announcement to worker " << i;
-                      seen = true;
-                    });
+                    [](token_atom, uint32_t, const wals_token&) {}, [](const wals_progress&) {},
+                    caf::after(test::patience) >>
+                      [&] {
+                        ADD_FAILURE() << "no announcement to worker " << i;
+                        seen = true;
+                      });
   }
 
   /// The next token the chief hands out, and to whom (announcements are skipped).
@@ -79,16 +79,17 @@ protected:
     std::pair<uint32_t, wals_token> got{~0u, {}};
     bool done = false;
     while (!done)
-      self->receive([&](token_atom, uint32_t who, const wals_token& t) {
-                      got = {who, t};
-                      done = true;
-                    },
-                    [](chief_atom, uint32_t) {},
-                    [](const wals_progress&) {},
-                    caf::after(test::patience) >> [&] {
-                      ADD_FAILURE() << "no token";
-                      done = true;
-                    });
+      self->receive(
+        [&](token_atom, uint32_t who, const wals_token& t) {
+          got = {who, t};
+          done = true;
+        },
+        [](chief_atom, uint32_t) {}, [](const wals_progress&) {},
+        caf::after(test::patience) >>
+          [&] {
+            ADD_FAILURE() << "no token";
+            done = true;
+          });
     return got;
   }
 
@@ -97,15 +98,17 @@ protected:
     wals_progress p;
     bool done = false;
     while (!done)
-      self->receive([&](const wals_progress& x) {
-                      p = x;
-                      done = true;
-                    },
-                    [](chief_atom, uint32_t) {}, [](token_atom, uint32_t, const wals_token&) {},
-                    caf::after(test::patience) >> [&] {
-                      ADD_FAILURE() << "no progress";
-                      done = true;
-                    });
+      self->receive(
+        [&](const wals_progress& x) {
+          p = x;
+          done = true;
+        },
+        [](chief_atom, uint32_t) {}, [](token_atom, uint32_t, const wals_token&) {},
+        caf::after(test::patience) >>
+          [&] {
+            ADD_FAILURE() << "no progress";
+            done = true;
+          });
     return p;
   }
 

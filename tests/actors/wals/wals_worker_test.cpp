@@ -31,8 +31,8 @@ protected:
     EXPECT_TRUE(loaded) << render(loaded.error());
     data = std::make_shared<const stores::wals_dataset>(std::move(*loaded));
     for (uint32_t s = 0; s < 2; ++s)
-      shards.push_back(sys.spawn(factor_shard, wals_shard_config{s, 2, data->matrix.rows,
-                                                                  data->matrix.cols, params}));
+      shards.push_back(sys.spawn(
+        factor_shard, wals_shard_config{s, 2, data->matrix.rows, data->matrix.cols, params}));
   }
 
   ~wals_worker_test() override {
@@ -70,7 +70,8 @@ protected:
   wals_token rows_token(uint64_t epoch, uint32_t attempt = 0) {
     std::vector<float> gramian(size_t{params.dim} * params.dim, 0.0f);
     for (auto& s : shards) {
-      auto part = ask<std::vector<float>>(sys, s, test::patience, gram_atom::value, wals_side::cols);
+      auto part =
+        ask<std::vector<float>>(sys, s, test::patience, gram_atom::value, wals_side::cols);
       EXPECT_TRUE(part);
       for (size_t i = 0; part && i < gramian.size(); ++i)
         gramian[i] += (*part)[i];
@@ -114,7 +115,8 @@ TEST_F(wals_worker_test, a_token_commits_the_rows_the_plain_solve_gives) {
   EXPECT_EQ(c.rows, data->matrix.rows);
   EXPECT_EQ(c.entries, data->matrix.nnz());
   for (auto& s : shards)
-    ASSERT_TRUE(ask<ok_atom>(sys, s, test::patience, commit_atom::value, uint64_t{7}, wals_side::rows));
+    ASSERT_TRUE(
+      ask<ok_atom>(sys, s, test::patience, commit_atom::value, uint64_t{7}, wals_side::rows));
 
   // The reference: CG from the initial U against the initial V, with the token's Gramian.
   auto d = params.dim;

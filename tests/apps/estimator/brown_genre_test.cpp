@@ -52,7 +52,8 @@ TEST(brown_genre, passages_are_whole_sentences_split_by_document_with_aligned_su
 
   auto whole = load_brown_genres(dir.path(), 50);
   ASSERT_TRUE(whole);
-  EXPECT_EQ(whole->train->rows(), 0u + 18) << "a document shorter than a passage is one when ≥ half";
+  EXPECT_EQ(whole->train->rows(), 0u + 18)
+    << "a document shorter than a passage is one when ≥ half";
   EXPECT_EQ(whole->validation, nullptr);
 
   // With a validation split, documents 4 and 14 (news and fiction) leave the training data.

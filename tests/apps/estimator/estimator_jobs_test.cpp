@@ -19,7 +19,7 @@ TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
     const char* what;
     std::string job;
     json options;
-    std::string message;  // empty: accepted
+    std::string message; // empty: accepted
   } cases[] = {
     // The data paths do not exist: only the options are read.
     {"good fashion-mnist options", "fashion-mnist", {{"data", "/nonexistent"}}, ""},
@@ -27,11 +27,17 @@ TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
     {"an unknown job", "mnist", json::object(),
      "unknown estimator job 'mnist' (brown-genre, fashion-mnist)"},
     {"options that are not an object", "brown-genre", json::array(), "must be a JSON object"},
-    {"a NaN learning rate", "brown-genre", {{"learning_rate", nan}},
+    {"a NaN learning rate",
+     "brown-genre",
+     {{"learning_rate", nan}},
      "brown-genre job options: adam: learning_rate must be finite and positive"},
-    {"a negative learning rate", "fashion-mnist", {{"learning_rate", -1.0}},
+    {"a negative learning rate",
+     "fashion-mnist",
+     {{"learning_rate", -1.0}},
      "fashion-mnist job options: adam: learning_rate must be finite and positive"},
-    {"a zero learning rate", "brown-genre", {{"learning_rate", 0.0}},
+    {"a zero learning rate",
+     "brown-genre",
+     {{"learning_rate", 0.0}},
      "learning_rate must be finite and positive"},
     {"a batch of 0", "fashion-mnist", {{"batch", 0}}, "batch and threads must be > 0"},
     {"a bucket count of 0", "brown-genre", {{"hash_buckets", 0}}, "sizes must be > 0"},

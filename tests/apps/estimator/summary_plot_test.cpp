@@ -36,8 +36,7 @@ TEST(summary_plot, torn_lines_and_non_finite_losses_are_skipped_and_counted) {
     size_t points, torn, non_finite;
     std::string tsv;
   } cases[] = {
-    {"a torn last line", "{\"step\":1,\"loss\":2}\n{\"step\":2,\"lo", 1, 1, 0,
-     "1\t2\t0\n"},
+    {"a torn last line", "{\"step\":1,\"loss\":2}\n{\"step\":2,\"lo", 1, 1, 0, "1\t2\t0\n"},
     {"a torn line a resumed writer left behind",
      "{\"step\":1,\"loss\":2}\n{\"step\":2,\"loss\":1.\n{\"step\":2,\"loss\":1.5}\n", 2, 1, 0,
      "1\t2\t0\n2\t1.5\t0\n"},

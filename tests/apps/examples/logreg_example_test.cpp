@@ -37,9 +37,9 @@ TEST(logreg_example, TrainsOnTwoNodesAndSurvivesAKilledTrainer) {
                                 std::chrono::seconds(30));
   ASSERT_TRUE(a) << render(a.error());
   auto seed = runtime::to_string(a->address);
-  auto b = runtime::launch_node({DARCY_LOGREG, "node", "--name", "b", "--listen", "127.0.0.1:0",
-                                 "--join", seed},
-                                std::chrono::seconds(30));
+  auto b = runtime::launch_node(
+    {DARCY_LOGREG, "node", "--name", "b", "--listen", "127.0.0.1:0", "--join", seed},
+    std::chrono::seconds(30));
   ASSERT_TRUE(b) << render(b.error());
 
   auto train = runtime::child_process::start({DARCY_LOGREG, "train", "--data", data, "--cluster",
@@ -66,7 +66,7 @@ TEST(logreg_example, TrainsOnTwoNodesAndSurvivesAKilledTrainer) {
 
   for (auto* n : {&*b, &*a}) {
     n->process.signal(SIGTERM);
-    (void) n->process.wait(std::chrono::seconds(30));
+    (void)n->process.wait(std::chrono::seconds(30));
   }
   fs::remove_all(dir);
 }

@@ -25,7 +25,8 @@ TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refus
   ASSERT_TRUE(good) << render(good.error());
   EXPECT_EQ(good->features.at("xy").width, 2u);
   EXPECT_EQ(good->features.at("xy").numbers, (std::vector<double>{1, 2, 3.5, -1}));
-  EXPECT_EQ(good->features.at("tag").strings, (std::vector<std::vector<std::string>>{{"tag0"}, {"tag2"}}));
+  EXPECT_EQ(good->features.at("tag").strings,
+            (std::vector<std::vector<std::string>>{{"tag0"}, {"tag2"}}));
   EXPECT_EQ(good->features.at("words").strings[1].size(), 0u);
   EXPECT_EQ(good->labels.size(), 0);
 
@@ -47,7 +48,8 @@ TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refus
     {"widths that differ", R"({"instances": [{"x": [1, 2]}, {"x": [1]}]})", errc::invalid_argument},
     {"numbers, then strings", R"({"instances": [{"x": 1}, {"x": "a"}]})", errc::invalid_argument},
     {"a mixed list", R"({"instances": [{"x": ["a", 1]}]})", errc::invalid_argument},
-    {"a feature missing later", R"({"instances": [{"x": 1, "y": 2}, {"x": 1}]})", errc::invalid_argument},
+    {"a feature missing later", R"({"instances": [{"x": 1, "y": 2}, {"x": 1}]})",
+     errc::invalid_argument},
     {"another feature later", R"({"instances": [{"x": 1}, {"y": 1}]})", errc::invalid_argument},
     {"a boolean", R"({"instances": [{"x": true}]})", errc::invalid_argument},
     {"too many instances", too_many, errc::batch_too_large},
@@ -69,7 +71,8 @@ TEST(estimator_model, an_export_answers_predict_over_http_as_the_estimator_does)
   ASSERT_TRUE(export_model(e, dir.path() + "/blobs", input(data, 1)));
   EXPECT_TRUE(is_estimator_export(dir.path() + "/blobs"));
   EXPECT_FALSE(is_estimator_export(dir.path()));
-  auto expected = e.predict([data] { return make_dataset(data, {.batch_size = 3, .epochs = 1, .shuffle = false}); });
+  auto expected = e.predict(
+    [data] { return make_dataset(data, {.batch_size = 3, .epochs = 1, .shuffle = false}); });
   ASSERT_TRUE(expected);
 
   auto config = parse_serve_config(R"(
@@ -78,7 +81,8 @@ TEST(estimator_model, an_export_answers_predict_over_http_as_the_estimator_does)
 "tok-mallory" = "mallory"
 [models.blobs]
 query = ["alice"]
-)", "test.toml");
+)",
+                                   "test.toml");
   ASSERT_TRUE(config) << render(config.error());
   auto model = estimator_model::load(dir.path() + "/blobs", config->rules_of("blobs"));
   ASSERT_TRUE(model) << render(model.error());
@@ -98,7 +102,8 @@ query = ["alice"]
     body["instances"].push_back({{"xy", {xy[2 * i], xy[2 * i + 1]}}, {"tag", tags[i]}});
   auto call = [&](const std::string& method, const std::string& target, const std::string& token,
                   const std::string& text) {
-    return test::http_exchange((*server)->port(), test::http_request_text(method, target, token, text));
+    return test::http_exchange((*server)->port(),
+                               test::http_request_text(method, target, token, text));
   };
   auto answer = call("POST", "/v1/models/blobs:predict", "tok-alice", body.dump());
   ASSERT_EQ(test::http_status(answer), 200u) << answer;
@@ -118,7 +123,8 @@ query = ["alice"]
     {"its description", "GET", "/v1/models/blobs", "tok-alice", "", 200},
     {"listed among the models", "GET", "/v1/models", "tok-alice", "", 200},
     {"no token", "POST", "/v1/models/blobs:predict", "", body.dump(), 401},
-    {"a principal outside the ACL", "POST", "/v1/models/blobs:predict", "tok-mallory", body.dump(), 403},
+    {"a principal outside the ACL", "POST", "/v1/models/blobs:predict", "tok-mallory", body.dump(),
+     403},
     {"an unknown verb", "POST", "/v1/models/blobs:topk", "tok-alice", body.dump(), 404},
     {"GET on predict", "GET", "/v1/models/blobs:predict", "tok-alice", "", 405},
     {"a malformed body", "POST", "/v1/models/blobs:predict", "tok-alice", "{", 400},

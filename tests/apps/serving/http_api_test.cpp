@@ -59,16 +59,14 @@ struct front_config : test::test_config {
 
 using test::http_exchange;
 using test::http_status;
-std::string request(const std::string& method, const std::string& target,
-                    const std::string& token, const std::string& body = {}) {
+std::string request(const std::string& method, const std::string& target, const std::string& token,
+                    const std::string& body = {}) {
   return test::http_request_text(method, target, token, body);
 }
 
 class http_api_test : public ::testing::Test {
 protected:
-  http_api_test() : sys{cfg}, tmp{"http_api"} {
-    sys.await_actors_before_shutdown(false);
-  }
+  http_api_test() : sys{cfg}, tmp{"http_api"} { sys.await_actors_before_shutdown(false); }
 
   void SetUp() override {
     ASSERT_TRUE(stores::write_export(tmp.path() + "/m", small_export(1), 2));
@@ -88,11 +86,11 @@ protected:
     ASSERT_TRUE(loaded) << render(loaded.error());
     front = std::make_unique<serving_front>(sys, *config,
                                             std::map<std::string, serving_root_actor>{{"m", root}});
-    auto s = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2,
-                                 .max_body_bytes = config->max_body_bytes},
-                                [this](http_request req, http_responder respond) {
-                                  front->handle(std::move(req), std::move(respond));
-                                });
+    auto s = http_server::start(
+      {.listen = {"127.0.0.1", 0}, .threads = 2, .max_body_bytes = config->max_body_bytes},
+      [this](http_request req, http_responder respond) {
+        front->handle(std::move(req), std::move(respond));
+      });
     ASSERT_TRUE(s) << render(s.error());
     server = std::move(*s);
   }
@@ -123,7 +121,8 @@ TEST_F(http_api_test, every_request_gets_its_status) {
   } cases[] = {
     {"vector query", request("POST", topk, "tok-alice", good), 200},
     {"known user by row", request("POST", topk, "tok-alice", R"({"user": 3})"), 200},
-    {"new user by items", request("POST", topk, "tok-alice", R"({"items": [1, "7"], "values": [1, 2]})"), 200},
+    {"new user by items",
+     request("POST", topk, "tok-alice", R"({"items": [1, "7"], "values": [1, 2]})"), 200},
     {"no token", request("POST", topk, "", good), 401},
     {"unknown token", request("POST", topk, "tok-eve", good), 401},
     {"not a bearer token",
@@ -149,10 +148,14 @@ TEST_F(http_api_test, every_request_gets_its_status) {
     {"body over the limit", request("POST", topk, "tok-alice", std::string(5000, ' ')), 413},
     {"model status", request("GET", "/v1/models/m", "tok-alice"), 200},
     {"model list", request("GET", "/v1/models", "tok-alice"), 200},
-    {"load the loaded version", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "1"})"), 200},
-    {"load an unknown version", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "9"})"), 404},
-    {"load a path", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "/etc"})"), 400},
-    {"load a path up", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "../../../etc"})"), 400},
+    {"load the loaded version",
+     request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "1"})"), 200},
+    {"load an unknown version",
+     request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "9"})"), 404},
+    {"load a path", request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "/etc"})"),
+     400},
+    {"load a path up",
+     request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "../../../etc"})"), 400},
     {"metrics", request("GET", "/metrics", ""), 200},
   };
   for (auto& c : cases)
@@ -162,7 +165,8 @@ TEST_F(http_api_test, every_request_gets_its_status) {
 TEST_F(http_api_test, refusals_of_a_version_name_no_path_of_the_server) {
   for (auto body : {R"({"version": "/etc"})", R"({"version": "../../../etc"})",
                     R"({"version": "1/../../m"})", R"({"version": "9"})"}) {
-    auto answer = http_exchange(server->port(), request("POST", "/v1/models/m:load", "tok-alice", body));
+    auto answer =
+      http_exchange(server->port(), request("POST", "/v1/models/m:load", "tok-alice", body));
     EXPECT_NE(http_status(answer), 200u) << answer;
     EXPECT_EQ(answer.find("/etc"), std::string::npos) << answer;
     EXPECT_EQ(answer.find(tmp.path()), std::string::npos) << answer;
@@ -174,18 +178,20 @@ TEST_F(http_api_test, quota_denials_are_429_and_metrics_count_every_code) {
   std::string body = R"({"vector": [1, 0.5, -1, 2]})";
   EXPECT_EQ(call(request("POST", "/v1/models/m:topk", "tok-bob", body)), 200u);
   EXPECT_EQ(call(request("POST", "/v1/models/m:topk", "tok-bob", body)), 429u);
-  auto answer = http_exchange(server->port(), request("POST", "/v1/models/m:topk", "tok-alice", body));
+  auto answer =
+    http_exchange(server->port(), request("POST", "/v1/models/m:topk", "tok-alice", body));
   ASSERT_EQ(http_status(answer), 200u);
   EXPECT_NE(answer.find("\"partial\":false"), std::string::npos) << answer;
   EXPECT_NE(answer.find("\"version\":\"1\""), std::string::npos) << answer;
   auto metrics = http_exchange(server->port(), request("GET", "/metrics", ""));
-  for (auto line : {"darcy_http_requests_total{model=\"m\",route=\"topk\",code=\"200\"} 2",
-                    "darcy_http_requests_total{model=\"m\",route=\"topk\",code=\"429\"} 1",
-                    "darcy_principal_denied_total{model=\"m\",principal=\"bob\",cause=\"quota\"} 1",
-                    "darcy_principal_rows_total{model=\"m\",principal=\"alice\"} 10",
-                    "darcy_shard_duration_seconds_count{model=\"m\",shard=\"1\"} 2",
-                    "darcy_http_request_duration_seconds_bucket{model=\"m\",route=\"topk\",le=\"+Inf\"} 3",
-                    "darcy_shard_up{model=\"m\",shard=\"0\"} 1"})
+  for (auto line :
+       {"darcy_http_requests_total{model=\"m\",route=\"topk\",code=\"200\"} 2",
+        "darcy_http_requests_total{model=\"m\",route=\"topk\",code=\"429\"} 1",
+        "darcy_principal_denied_total{model=\"m\",principal=\"bob\",cause=\"quota\"} 1",
+        "darcy_principal_rows_total{model=\"m\",principal=\"alice\"} 10",
+        "darcy_shard_duration_seconds_count{model=\"m\",shard=\"1\"} 2",
+        "darcy_http_request_duration_seconds_bucket{model=\"m\",route=\"topk\",le=\"+Inf\"} 3",
+        "darcy_shard_up{model=\"m\",shard=\"0\"} 1"})
     EXPECT_NE(metrics.find(line), std::string::npos) << line << "\n" << metrics;
 }
 
@@ -206,22 +212,27 @@ std::string malformed(std::mt19937_64& rng) {
     case 1: // a garbage request line
       return random_bytes(1 + pick(60), true) + "\r\n\r\n";
     case 2: // a header line without a colon
-      return "POST /v1/models/m:topk HTTP/1.1\r\n" + random_bytes(1 + pick(30), true) +
-             "\r\n\r\n";
+      return "POST /v1/models/m:topk HTTP/1.1\r\n" + random_bytes(1 + pick(30), true) + "\r\n\r\n";
     case 3: { // a bad Content-Length
       const char* lengths[] = {"abc", "-1", "99999999999999999999", "1 2", ""};
-      return "POST /v1/models/m:topk HTTP/1.1\r\nContent-Length: " +
-             std::string{lengths[pick(5)]} + "\r\n\r\n" + body;
+      return "POST /v1/models/m:topk HTTP/1.1\r\nContent-Length: " + std::string{lengths[pick(5)]} +
+             "\r\n\r\n" + body;
     }
     case 4: // a body of random bytes
       return request("POST", "/v1/models/m:topk", "tok-alice", random_bytes(1 + pick(200), false));
     case 5: { // JSON with a field of the wrong type or range
-      const char* bodies[] = {R"({"vector": "x"})", R"({"vector": [1, "a", 2, 3]})",
-                              R"({"user": -4})", R"({"user": 1.5})", R"({"items": []})",
-                              R"({"items": [{}]})", R"({"vector": [1,2,3,4], "k": -1})",
+      const char* bodies[] = {R"({"vector": "x"})",
+                              R"({"vector": [1, "a", 2, 3]})",
+                              R"({"user": -4})",
+                              R"({"user": 1.5})",
+                              R"({"items": []})",
+                              R"({"items": [{}]})",
+                              R"({"vector": [1,2,3,4], "k": -1})",
                               R"({"vector": [1,2,3,4], "deadline_ms": 0})",
                               R"({"vector": [1,2,3,4], "allow_partial": "yes"})",
-                              R"({"vector": [1,2,3,4], "values": [1]})", R"(null)", R"("")",
+                              R"({"vector": [1,2,3,4], "values": [1]})",
+                              R"(null)",
+                              R"("")",
                               R"({"vector": [1,2,3,4], "k": 100000})"};
       return request("POST", "/v1/models/m:topk", "tok-alice", bodies[pick(13)]);
     }
@@ -232,8 +243,8 @@ std::string malformed(std::mt19937_64& rng) {
       return request(methods[pick(5)], "/v1/models/m:topk", "tok-alice", body);
     }
     default: // a path that does not exist
-      return request("POST", "/v1/models/" + random_bytes(1 + pick(20), true) + "/x",
-                     "tok-alice", body);
+      return request("POST", "/v1/models/" + random_bytes(1 + pick(20), true) + "/x", "tok-alice",
+                     body);
   }
 }
 
@@ -241,7 +252,8 @@ TEST_F(http_api_test, a_hot_swap_under_an_http_client_loop_fails_no_request) {
   auto version = stores::write_export(tmp.path() + "/m", small_export(7), 2);
   ASSERT_TRUE(version) << render(version.error());
   ASSERT_EQ(*version, "2");
-  std::string topk = request("POST", "/v1/models/m:topk", "tok-alice", R"({"vector": [1, 0.5, -1, 2]})");
+  std::string topk =
+    request("POST", "/v1/models/m:topk", "tok-alice", R"({"vector": [1, 0.5, -1, 2]})");
   std::atomic<bool> stop{false};
   std::map<unsigned, size_t> codes;
   std::atomic<size_t> before_swap{0};
@@ -254,8 +266,8 @@ TEST_F(http_api_test, a_hot_swap_under_an_http_client_loop_fails_no_request) {
   // The swap starts while the client is already asking.
   while (before_swap < 20)
     std::this_thread::yield();
-  auto loaded = http_exchange(server->port(),
-                              request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "2"})"));
+  auto loaded = http_exchange(
+    server->port(), request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "2"})"));
   auto after = http_exchange(server->port(), topk);
   stop = true;
   client.join();
@@ -318,9 +330,9 @@ TEST(http_api, a_root_that_never_answers_gives_504_after_the_deadline_and_the_fr
                                    });
   ASSERT_TRUE(server) << render(server.error());
   for (int i = 0; i < 2; ++i) {
-    auto answer = http_exchange((*server)->port(),
-                                request("POST", "/v1/models/m:topk", "",
-                                        R"({"vector": [1, 2, 3, 4], "deadline_ms": 1})"));
+    auto answer = http_exchange(
+      (*server)->port(),
+      request("POST", "/v1/models/m:topk", "", R"({"vector": [1, 2, 3, 4], "deadline_ms": 1})"));
     EXPECT_EQ(http_status(answer), 504u) << answer;
     EXPECT_NE(answer.find("\"error\""), std::string::npos) << answer;
   }
@@ -339,7 +351,8 @@ namespace {
 http_response answer_of(serving_front& front, http_request request) {
   auto answered = std::make_shared<std::promise<http_response>>();
   auto future = answered->get_future();
-  front.handle(std::move(request), [answered](http_response r) { answered->set_value(std::move(r)); });
+  front.handle(std::move(request),
+               [answered](http_response r) { answered->set_value(std::move(r)); });
   return future.get();
 }
 
@@ -373,9 +386,9 @@ TEST(http_api, without_tokens_only_a_loopback_client_may_load_or_unload) {
     const char* peer;
     unsigned expected;
   } cases[] = {
-    {"load", "10.0.0.2", 403},   {"unload", "10.0.0.2", 403},   {"unload", "", 403},
-    {"load", "::ffff:192.168.1.9", 403},
-    {"load", "127.0.0.1", 200},  {"unload", "::1", 200},        {"load", "::ffff:127.0.0.1", 200},
+    {"load", "10.0.0.2", 403},           {"unload", "10.0.0.2", 403}, {"unload", "", 403},
+    {"load", "::ffff:192.168.1.9", 403}, {"load", "127.0.0.1", 200},  {"unload", "::1", 200},
+    {"load", "::ffff:127.0.0.1", 200},
   };
   for (auto& c : cases) {
     auto r = call(c.verb, c.peer);

@@ -12,8 +12,8 @@ namespace {
 
 TEST(json_codec, topk_bodies_parse_into_requests) {
   serve_config config;
-  auto user = parse_topk_body(R"({"user": 42, "k": 3, "deadline_ms": 250, "allow_partial": true})",
-                              config);
+  auto user =
+    parse_topk_body(R"({"user": 42, "k": 3, "deadline_ms": 250, "allow_partial": true})", config);
   ASSERT_TRUE(user) << render(user.error());
   EXPECT_EQ(user->request.kind, query_kind::user);
   EXPECT_EQ(user->request.user, "42");
@@ -97,8 +97,9 @@ TEST(json_codec, answers_render_as_json) {
   r.scores = {2.5f, 1.0f};
   r.partial = true;
   r.missing_shards = {1};
-  EXPECT_EQ(topk_json("songs", r, "t-1"),
-            R"({"items":[{"id":5,"name":"five","score":2.5},{"id":9,"name":"nine \"quoted\"","score":1.0}],"missing_shards":[1],"model":"songs","partial":true,"trace_id":"t-1","version":"2"})");
+  EXPECT_EQ(
+    topk_json("songs", r, "t-1"),
+    R"({"items":[{"id":5,"name":"five","score":2.5},{"id":9,"name":"nine \"quoted\"","score":1.0}],"missing_shards":[1],"model":"songs","partial":true,"trace_id":"t-1","version":"2"})");
   EXPECT_EQ(manage_json("songs", "3"), R"({"model":"songs","version":"3"})");
   EXPECT_EQ(manage_json("songs", ""), R"({"model":"songs","unloaded":true})");
 }

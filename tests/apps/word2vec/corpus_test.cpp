@@ -55,8 +55,11 @@ TEST(corpus, bad_input_is_a_clear_error) {
   std::vector<bad_case> cases{
     {"empty", "", errc::empty_batch, "no words"},
     {"only blanks", " \n\t\n", errc::empty_batch, "no words"},
-    {"binary garbage", std::string("ok\n\x7f" "ELF\x02\x01\x00\x00", 10), errc::invalid_argument,
-     "mem:2: binary data"},
+    {"binary garbage",
+     std::string("ok\n\x7f"
+                 "ELF\x02\x01\x00\x00",
+                 10),
+     errc::invalid_argument, "mem:2: binary data"},
     {"invalid UTF-8", "fine\nbad \xC3\x28 byte\n", errc::invalid_argument, "mem:2: invalid UTF-8"},
     {"overlong UTF-8", "\xC0\xAF", errc::invalid_argument, "invalid UTF-8"},
     {"truncated UTF-8", "caf\xC3", errc::invalid_argument, "invalid UTF-8"},

@@ -22,10 +22,10 @@ word_vectors toy_vectors() {
   word_vectors v;
   v.words = {"king", "queen", "man", "woman", "apple"};
   v.vectors.resize(5, 3);
-  v.vectors << 1, 1, 0,  //
-    1, 0, 1,             //
-    0, 1, 0,             //
-    0, 0, 1,             //
+  v.vectors << 1, 1, 0, //
+    1, 0, 1,            //
+    0, 1, 0,            //
+    0, 0, 1,            //
     -1, -1, -1;
   return v;
 }
@@ -55,10 +55,9 @@ TEST(word2vec_evaluation, similarity_is_spearman_over_covered_pairs) {
 }
 
 TEST(word2vec_evaluation, missing_or_malformed_files_are_clear_errors) {
-  EXPECT_TRUE(is(evaluate_analogies(toy_vectors(), "/nonexistent/q.txt").error(),
-                 errc::not_found));
-  EXPECT_TRUE(is(evaluate_similarity(toy_vectors(), "/nonexistent/s.tsv").error(),
-                 errc::not_found));
+  EXPECT_TRUE(is(evaluate_analogies(toy_vectors(), "/nonexistent/q.txt").error(), errc::not_found));
+  EXPECT_TRUE(
+    is(evaluate_similarity(toy_vectors(), "/nonexistent/s.tsv").error(), errc::not_found));
   auto file = temp("bad.txt");
   std::ofstream{file} << "a b c\n";
   auto r = evaluate_analogies(toy_vectors(), file.string());

@@ -41,9 +41,8 @@ std::vector<std::string> by_cosine(const word_vectors& v, size_t word, size_t k)
   compute::normalise_rows(unit);
   std::vector<std::pair<float, size_t>> scored;
   for (size_t w = 0; w < words; ++w)
-    scored.push_back({-unit.row(static_cast<Eigen::Index>(w))
-                        .dot(unit.row(static_cast<Eigen::Index>(word))),
-                      w});
+    scored.push_back(
+      {-unit.row(static_cast<Eigen::Index>(w)).dot(unit.row(static_cast<Eigen::Index>(word))), w});
   std::sort(scored.begin(), scored.end());
   std::vector<std::string> names;
   for (size_t j = 0; j < k; ++j)
@@ -82,15 +81,14 @@ TEST(word2vec_export, a_vectors_file_serves_cosine_neighbours_through_a_root) {
   auto root = sys.spawn(actors::serving_root, rc);
   test::stop_on_exit guard{sys, caf::actor_cast<caf::actor>(root)};
   ASSERT_TRUE(runtime::remote_run<std::string>(sys, root, request_context{}, "root",
-                                               load_atom::value, request_context{},
-                                               std::string{}));
+                                               load_atom::value, request_context{}, std::string{}));
   for (size_t word : {0, 17, 99}) {
     topk_request q;
     q.kind = query_kind::items;
     q.items = {v.words[word]};
     q.k = 5;
-    auto r = runtime::remote_run<topk_response>(sys, root, request_context{}, "root",
-                                                topk_atom::value, q);
+    auto r =
+      runtime::remote_run<topk_response>(sys, root, request_context{}, "root", topk_atom::value, q);
     ASSERT_TRUE(r) << render(r.error());
     EXPECT_EQ(r->names, by_cosine(v, word, 5)) << v.words[word];
     EXPECT_NEAR(r->scores.front(), 1.0f, 1e-5f);

@@ -54,8 +54,7 @@ TEST(run_fingerprint, every_difference_is_refused_and_named) {
     auto decoded = decode_position(stored, c, other);
     ASSERT_FALSE(decoded) << x.named;
     EXPECT_TRUE(is(decoded.error(), errc::invalid_argument));
-    EXPECT_NE(render(decoded.error()).find(x.named), std::string::npos)
-      << render(decoded.error());
+    EXPECT_NE(render(decoded.error()).find(x.named), std::string::npos) << render(decoded.error());
   }
 }
 
@@ -78,8 +77,8 @@ TEST(run_fingerprint, another_corpus_is_refused_even_of_the_same_size) {
 TEST(run_fingerprint, positions_that_do_not_parse_are_corrupt_and_the_old_form_still_reads) {
   auto c = make_corpus("a b\n");
   train_options o;
-  for (std::string bad : {"", "batch=", "batch=x1", "batch=1 =3", "step=4",
-                          "batch=99999999999999999999999"}) {
+  for (std::string bad :
+       {"", "batch=", "batch=x1", "batch=1 =3", "step=4", "batch=99999999999999999999999"}) {
     auto decoded = decode_position(bad, c, o);
     ASSERT_FALSE(decoded) << bad;
     EXPECT_TRUE(is(decoded.error(), errc::corrupt_file)) << bad;

@@ -84,8 +84,8 @@ TEST(word2vec_trainer, sentences_are_trained_in_an_order_shuffled_by_the_seed) {
     bool in_order;
     bool shuffled;
   };
-  for (auto x : {order_case{1, false, true}, order_case{2, false, true},
-                 order_case{1, true, false}, order_case{2, true, false}}) {
+  for (auto x : {order_case{1, false, true}, order_case{2, false, true}, order_case{1, true, false},
+                 order_case{2, true, false}}) {
     auto order = order_of(x.seed, x.in_order);
     EXPECT_EQ(order == corpus_order, !x.shuffled) << x.seed << " " << x.in_order;
     EXPECT_EQ(order, order_of(x.seed, x.in_order)) << "the same seed, the same order";
@@ -101,10 +101,10 @@ TEST(word2vec_trainer, batches_are_sized_to_the_corpus_unless_given) {
     uint32_t given;
     uint32_t expected;
   };
-  for (auto x : {size_case{10, 0, 1000}, size_case{64 * 1000, 0, 1000},
-                 size_case{64 * 7100, 0, 7100}, size_case{64 * 20000, 0, 20000},
-                 size_case{64 * 50000, 0, 20000}, size_case{10, 7, 7},
-                 size_case{64 * 50000, 50000, 50000}}) {
+  for (auto x :
+       {size_case{10, 0, 1000}, size_case{64 * 1000, 0, 1000}, size_case{64 * 7100, 0, 7100},
+        size_case{64 * 20000, 0, 20000}, size_case{64 * 50000, 0, 20000}, size_case{10, 7, 7},
+        size_case{64 * 50000, 50000, 50000}}) {
     corpus c;
     c.tokens.resize(x.tokens);
     train_options o;
@@ -209,17 +209,18 @@ TEST(word2vec_trainer, invalid_options_are_refused) {
     const char* what;
     void (*change)(train_options&);
   };
-  std::vector<bad_case> cases{{"dim 0", [](train_options& o) { o.dim = 0; }},
-                              {"window 0", [](train_options& o) { o.window = 0; }},
-                              {"epochs 0", [](train_options& o) { o.epochs = 0; }},
-                              {"threads 0", [](train_options& o) { o.threads = 0; }},
-                              {"alpha 0", [](train_options& o) { o.alpha = 0; }},
-                              {"a service pool of 0", [](train_options& o) {
-                                 o.sampler = negative_source::service;
-                                 o.service_pool = 0;
-                               }},
-                              {"a min_count no word reaches",
-                               [](train_options& o) { o.min_count = 1u << 30; }}};
+  std::vector<bad_case> cases{
+    {"dim 0", [](train_options& o) { o.dim = 0; }},
+    {"window 0", [](train_options& o) { o.window = 0; }},
+    {"epochs 0", [](train_options& o) { o.epochs = 0; }},
+    {"threads 0", [](train_options& o) { o.threads = 0; }},
+    {"alpha 0", [](train_options& o) { o.alpha = 0; }},
+    {"a service pool of 0",
+     [](train_options& o) {
+       o.sampler = negative_source::service;
+       o.service_pool = 0;
+     }},
+    {"a min_count no word reaches", [](train_options& o) { o.min_count = 1u << 30; }}};
   for (auto& bad : cases) {
     auto o = small_options();
     bad.change(o);

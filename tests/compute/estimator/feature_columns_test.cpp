@@ -36,10 +36,14 @@ TEST(feature_columns, categorical_columns_give_the_expected_bucket_ids) {
     rows_of_ids expected;
   } cases[] = {
     {"vocabulary list, unknown words dropped", color_list, 3, {{0}, {1, 0}, {}, {}}},
-    {"vocabulary file (CRLF, blank lines)", *categorical_column_with_vocabulary_file("color", path),
-     3, {{1}, {0, 1}, {}, {}}},
+    {"vocabulary file (CRLF, blank lines)",
+     *categorical_column_with_vocabulary_file("color", path),
+     3,
+     {{1}, {0, 1}, {}, {}}},
     {"bucketized", *bucketized_column("age", {0, 10}), 3, {{0}, {1}, {1}, {2}}},
-    {"bucketized, width 2", *bucketized_column("xy", {0, 10}, 2), 6,
+    {"bucketized, width 2",
+     *bucketized_column("xy", {0, 10}, 2),
+     6,
      {{1, 5}, {1, 3}, {1, 4}, {1, 4}}},
   };
   auto f = batch();
@@ -168,8 +172,8 @@ TEST(feature_columns, bad_specs_and_features_are_refused_with_clear_errors) {
     {"numeric width 0", numeric_column<double>("age", 0).error(), errc::invalid_config},
     {"scale 0", numeric_column<double>("age", 1, 0, 0).error(), errc::invalid_config},
     {"dimension 0", embedding_column<double>(color, 0).error(), errc::invalid_config},
-    {"shared tables of different sizes",
-     shared_embedding_columns<double>({color, big}, 2).error(), errc::invalid_config},
+    {"shared tables of different sizes", shared_embedding_columns<double>({color, big}, 2).error(),
+     errc::invalid_config},
   };
   for (auto& s : specs)
     EXPECT_TRUE(is(s.error, s.expected)) << s.what << ": " << render(s.error);

@@ -54,7 +54,8 @@ TEST(head, the_loss_gradient_matches_finite_differences_for_every_head_and_a_mul
     std::vector<double> weights{1, 0.5, 2, 0, 1};
     ASSERT_TRUE(h->loss(logits, labels, weights)) << c.what;
     mat analytic = h->gradient();
-    test::expect_gradient(c.what, logits, analytic, [&] { return *h->loss(logits, labels, weights); });
+    test::expect_gradient(c.what, logits, analytic,
+                          [&] { return *h->loss(logits, labels, weights); });
   }
 }
 
@@ -65,10 +66,20 @@ TEST(head, hand_computed_losses_and_predictions) {
     double loss;
     mat predictions;
   } cases[] = {
-    {{.kind = head_kind::binary}, mat{{0.0}, {0.0}}, mat{{1}, {0}}, std::log(2.0), mat{{0.5}, {0.5}}},
-    {{.kind = head_kind::multi_class, .classes = 3}, mat{{1, 1, 1}}, mat{{2}}, std::log(3.0),
+    {{.kind = head_kind::binary},
+     mat{{0.0}, {0.0}},
+     mat{{1}, {0}},
+     std::log(2.0),
+     mat{{0.5}, {0.5}}},
+    {{.kind = head_kind::multi_class, .classes = 3},
+     mat{{1, 1, 1}},
+     mat{{2}},
+     std::log(3.0),
      mat{{1.0 / 3, 1.0 / 3, 1.0 / 3}}},
-    {{.kind = head_kind::regression, .label_dimension = 2}, mat{{1, 3}}, mat{{0, 0}}, 5.0,
+    {{.kind = head_kind::regression, .label_dimension = 2},
+     mat{{1, 3}},
+     mat{{0, 0}},
+     5.0,
      mat{{1, 3}}},
   };
   for (auto& c : cases) {

@@ -92,10 +92,9 @@ examples random_examples(metric_kind kind, size_t n, std::mt19937_64& rng) {
   return e;
 }
 
-constexpr metric_kind all_kinds[] = {metric_kind::mean,     metric_kind::accuracy,
-                                     metric_kind::precision, metric_kind::recall,
-                                     metric_kind::auc_roc,  metric_kind::auc_pr,
-                                     metric_kind::log_loss, metric_kind::mse};
+constexpr metric_kind all_kinds[] = {
+  metric_kind::mean,    metric_kind::accuracy, metric_kind::precision, metric_kind::recall,
+  metric_kind::auc_roc, metric_kind::auc_pr,   metric_kind::log_loss,  metric_kind::mse};
 
 TEST(streaming_metric, batches_folded_one_by_one_equal_the_one_shot_metric) {
   std::mt19937_64 rng{5};
@@ -105,8 +104,8 @@ TEST(streaming_metric, batches_folded_one_by_one_equal_the_one_shot_metric) {
     ASSERT_TRUE(m);
     for (size_t begin = 0, size = 1; begin < e.p.size(); begin += size, size = size * 2 + 1) {
       auto n = std::min(size, e.p.size() - begin);
-      ASSERT_FALSE(m->update({{e.p.data() + begin, n}, {e.y.data() + begin, n},
-                              {e.w.data() + begin, n}}));
+      ASSERT_FALSE(
+        m->update({{e.p.data() + begin, n}, {e.y.data() + begin, n}, {e.w.data() + begin, n}}));
     }
     EXPECT_NEAR(m->value(), one_shot(kind, e, 0.4), 1e-12) << to_string(kind);
   }
@@ -120,8 +119,8 @@ TEST(streaming_metric, merged_replicas_equal_one_metric_over_both) {
     auto first = *streaming_metric::make(kind), second = *streaming_metric::make(kind);
     ASSERT_FALSE(whole.update({e.p, e.y, e.w}));
     ASSERT_FALSE(first.update({{e.p.data(), 50}, {e.y.data(), 50}, {e.w.data(), 50}}));
-    ASSERT_FALSE(second.update({{e.p.data() + 50, 70}, {e.y.data() + 50, 70},
-                                {e.w.data() + 50, 70}}));
+    ASSERT_FALSE(
+      second.update({{e.p.data() + 50, 70}, {e.y.data() + 50, 70}, {e.w.data() + 50, 70}}));
     ASSERT_FALSE(first.merge(second));
     EXPECT_NEAR(first.value(), whole.value(), 1e-12) << to_string(kind);
   }
@@ -192,8 +191,8 @@ TEST(streaming_metric, bad_batches_are_refused_and_change_nothing) {
   }
   auto auc = *streaming_metric::make(metric_kind::auc_roc);
   EXPECT_TRUE(is(auc.merge(*streaming_metric::make(metric_kind::auc_pr)), errc::invalid_argument));
-  EXPECT_TRUE(is(streaming_metric::make(metric_kind::recall, INFINITY).error(),
-                 errc::invalid_config));
+  EXPECT_TRUE(
+    is(streaming_metric::make(metric_kind::recall, INFINITY).error(), errc::invalid_config));
 }
 
 } // namespace

@@ -24,8 +24,8 @@ std::vector<hit> brute_force(const row_matrix& items, const std::vector<uint64_t
                              const Eigen::RowVectorXf& query, size_t k) {
   std::vector<hit> all;
   for (Eigen::Index r = 0; r < items.rows(); ++r)
-    all.push_back({items.row(r).dot(query), ids.empty() ? static_cast<uint64_t>(r)
-                                                        : ids[static_cast<size_t>(r)]});
+    all.push_back({items.row(r).dot(query),
+                   ids.empty() ? static_cast<uint64_t>(r) : ids[static_cast<size_t>(r)]});
   std::sort(all.begin(), all.end(), ranks_before);
   all.resize(k);
   return all;
@@ -49,9 +49,10 @@ TEST(exact_index, equals_brute_force_for_every_batch_size_thread_count_and_k) {
     ASSERT_TRUE(hits) << render(hits.error());
     ASSERT_EQ(hits->size(), static_cast<size_t>(x.queries));
     for (Eigen::Index q = 0; q < x.queries; ++q)
-      EXPECT_EQ((*hits)[static_cast<size_t>(q)], brute_force(index->items(), {}, queries.row(q), x.k))
-        << x.items << " items, dim " << x.dim << ", " << x.queries << " queries, k " << x.k
-        << ", " << x.threads << " threads, query " << q;
+      EXPECT_EQ((*hits)[static_cast<size_t>(q)],
+                brute_force(index->items(), {}, queries.row(q), x.k))
+        << x.items << " items, dim " << x.dim << ", " << x.queries << " queries, k " << x.k << ", "
+        << x.threads << " threads, query " << q;
   }
 }
 

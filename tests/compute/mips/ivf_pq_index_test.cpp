@@ -82,7 +82,8 @@ TEST(ivf_pq_index, an_exact_last_dimension_keeps_l2_search_through_augmentation_
     auto index = ivf_pq_index::build(
       items, {}, {.lists = 100, .seed = 3, .threads = 2, .exact_last_dim = exact_last});
     EXPECT_TRUE(index) << render(index.error());
-    return recall_at(*truth, *index->search(queries, 10, {.probes = 10, .radius_weight = 0, .rerank = 300}));
+    return recall_at(
+      *truth, *index->search(queries, 10, {.probes = 10, .radius_weight = 0, .rerank = 300}));
   };
   EXPECT_GE(recall_of(true), 0.9);
   EXPECT_LT(recall_of(false), 0.9);
@@ -153,8 +154,8 @@ TEST(ivf_pq_index, scans_exactly_the_lists_whose_centroids_score_highest) {
       for (size_t i = 0; i < probes || seen < 10; ++i)
         for (auto r = parts.list_offsets[lists[i]]; r < parts.list_offsets[lists[i] + 1];
              ++r, ++seen)
-          best.offer({index->items().row(static_cast<Eigen::Index>(r)).dot(queries.row(q)),
-                      parts.ids[r]});
+          best.offer(
+            {index->items().row(static_cast<Eigen::Index>(r)).dot(queries.row(q)), parts.ids[r]});
       auto expected = std::move(best).sorted();
       auto& got = (*found)[static_cast<size_t>(q)];
       ASSERT_EQ(got.size(), expected.size()) << "query " << q;

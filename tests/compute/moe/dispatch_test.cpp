@@ -30,9 +30,9 @@ TEST(moe_dispatch, dispatch_then_combine_weights_each_row_by_its_gates_on_any_th
     auto in = dispatch<double>(x, plan, threads);
     // Identity experts: combine gives back Σ_e gate_e · x = x, since each row's gates sum to 1.
     EXPECT_TRUE(combine<double>(in, plan, threads).isApprox(x)) << threads;
-    EXPECT_TRUE(dispatch_backward<double>(in, plan, threads)
-                  .isApprox((x.array().colwise() * mat{{1}, {2}, {1}, {2}}.col(0).array())
-                              .matrix()))
+    EXPECT_TRUE(
+      dispatch_backward<double>(in, plan, threads)
+        .isApprox((x.array().colwise() * mat{{1}, {2}, {1}, {2}}.col(0).array()).matrix()))
       << "each row comes back once per expert it went to";
   }
 }

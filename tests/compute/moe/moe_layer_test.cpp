@@ -35,8 +35,14 @@ TEST(moe_layer, the_whole_layer_backward_matches_finite_differences_gate_include
     c.dim = 3;
     c.expert = expert;
     c.hidden = 5;
-    c.gating = {.experts = 4, .k = k, .mask = mask, .balance_weight = balance, .balance_on = on,
-                .importance_weight = importance, .load_weight = load, .seed = 11};
+    c.gating = {.experts = 4,
+                .k = k,
+                .mask = mask,
+                .balance_weight = balance,
+                .balance_on = on,
+                .importance_weight = importance,
+                .load_weight = load,
+                .seed = 11};
     return c;
   };
   gradient_case cases[] = {
@@ -102,9 +108,11 @@ TEST(moe_layer, bad_configs_are_refused_with_a_clear_error) {
     {"ffn without hidden units",
      {.dim = 4, .expert = expert_kind::ffn, .hidden = 0, .gating = {.experts = 4, .k = 1}},
      "hidden"},
-    {"load loss without noise", {.dim = 4, .gating = {.experts = 4, .k = 1, .load_weight = 1}},
+    {"load loss without noise",
+     {.dim = 4, .gating = {.experts = 4, .k = 1, .load_weight = 1}},
      "noisy_top_k"},
-    {"negative weight", {.dim = 4, .gating = {.experts = 4, .k = 1, .balance_weight = -1}},
+    {"negative weight",
+     {.dim = 4, .gating = {.experts = 4, .k = 1, .balance_weight = -1}},
      "balance_weight"},
   };
   for (auto& c : cases) {
@@ -166,7 +174,9 @@ namespace {
 
 TEST(moe_layer, threads_change_no_result) {
   for (auto expert : {expert_kind::linear, expert_kind::ffn}) {
-    moe_config cfg{.dim = 16, .expert = expert, .hidden = 24,
+    moe_config cfg{.dim = 16,
+                   .expert = expert,
+                   .hidden = 24,
                    .gating = {.experts = 8, .k = 2, .importance_weight = 0.1, .seed = 3}};
     auto one = moe_layer<double>::make(cfg);
     auto many = moe_layer<double>::make(cfg);

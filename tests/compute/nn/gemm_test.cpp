@@ -15,8 +15,8 @@ TEST(nn_gemm, float_products_match_double_ones_for_every_transpose_beta_and_bloc
   struct {
     bool trans_a, trans_b;
     float beta;
-  } cases[] = {{false, false, 0}, {true, false, 1}, {false, true, 0}, {true, true, 1},
-               {false, false, 1}, {true, true, 0}};
+  } cases[] = {{false, false, 0}, {true, false, 1},  {false, true, 0},
+               {true, true, 1},   {false, false, 1}, {true, true, 0}};
   for (auto& c : cases) {
     // Operands are column blocks of wider matrices: outer strides differ from their widths.
     matrix_t<double> a_wide = normal<double>(9, 12, 1.0, rng);
@@ -41,8 +41,10 @@ TEST(nn_gemm, parallel_products_equal_one_thread_for_tall_and_wide_results) {
   struct {
     Eigen::Index rows, inner, cols;
     bool trans_a, trans_b;
-  } cases[] = {{300, 64, 40, false, false}, {40, 300, 256, true, false},
-               {256, 128, 300, false, true}, {64, 200, 300, true, true}};
+  } cases[] = {{300, 64, 40, false, false},
+               {40, 300, 256, true, false},
+               {256, 128, 300, false, true},
+               {64, 200, 300, true, true}};
   for (auto& c : cases) {
     matrix_t<float> a = c.trans_a ? normal<float>(c.inner, c.rows, 1.0f, rng)
                                   : normal<float>(c.rows, c.inner, 1.0f, rng);

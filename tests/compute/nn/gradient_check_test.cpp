@@ -45,7 +45,8 @@ TEST(nn_gradients, every_layer_backward_matches_finite_differences) {
      [](auto& rng) { return std::make_unique<dense<double>>(4, 6, rng, false); }},
     {"relu", 5, 5, [](auto&) { return std::make_unique<relu<double>>(); }},
     {"dropout in training", 6, 6, [](auto&) { return std::make_unique<dropout<double>>(0.3, 9); }},
-    {"layer norm", 6, 6, [](auto&) {
+    {"layer norm", 6, 6,
+     [](auto&) {
        auto norm = std::make_unique<layer_norm<double>>(6);
        // Gains and biases away from their start, so their gradients are general.
        std::mt19937_64 r{4};
@@ -53,10 +54,12 @@ TEST(nn_gradients, every_layer_backward_matches_finite_differences) {
          p->value += normal<double>(1, 6, 0.5, r);
        return norm;
      }},
-    {"residual dense", 4, 4, [](auto& rng) {
+    {"residual dense", 4, 4,
+     [](auto& rng) {
        return std::make_unique<residual<double>>(std::make_unique<dense<double>>(4, 4, rng));
      }},
-    {"feed-forward network", 4, 4, [](auto& rng) {
+    {"feed-forward network", 4, 4,
+     [](auto& rng) {
        auto ffn = std::make_unique<sequential<double>>();
        ffn->add(std::make_unique<dense<double>>(4, 8, rng));
        ffn->add(std::make_unique<relu<double>>());
@@ -120,10 +123,10 @@ TEST(nn_gradients, soft_target_cross_entropy_matches_finite_differences_beside_m
   std::mt19937_64 rng{8};
   mat logits = normal<double>(3, 5, 2.0, rng);
   mat targets = mat::Zero(3, 5);
-  targets(0, 1) = 1;                      // one label
-  targets(1, 0) = targets(1, 3) = 0.5;    // two labels, half each
+  targets(0, 1) = 1;                   // one label
+  targets(1, 0) = targets(1, 3) = 0.5; // two labels, half each
   targets(2, 2) = 1;
-  logits(2, 4) = -1e30;                   // padding: masked, target 0
+  logits(2, 4) = -1e30; // padding: masked, target 0
   mat d;
   auto loss = [&] { return soft_target_cross_entropy<double>(logits, targets, d); };
   auto at_start = loss();

@@ -39,7 +39,8 @@ TEST(nn_layer_norm, rows_come_out_with_mean_zero_and_unit_variance) {
   }
 }
 
-TEST(nn_softmax_cross_entropy, uniform_logits_cost_log_of_the_classes_and_extreme_ones_stay_finite) {
+TEST(nn_softmax_cross_entropy,
+     uniform_logits_cost_log_of_the_classes_and_extreme_ones_stay_finite) {
   softmax_cross_entropy<float> ce;
   std::vector<uint32_t> labels = {3, 0};
   EXPECT_NEAR(ce.forward(matrix::Zero(2, 50), labels), std::log(50.0f), 1e-5);
@@ -117,9 +118,9 @@ TEST(nn_sampled_softmax, bad_draws_are_refused) {
   EXPECT_TRUE(is(draw_candidates(*dist, in_range, 0, rng).error(), errc::invalid_argument));
   EXPECT_TRUE(is(draw_candidates(*dist, out_of_range, 4, rng).error(), errc::invalid_argument));
   EXPECT_TRUE(is(draw_candidates(*dist, everything, 4, rng).error(), errc::invalid_argument));
-  EXPECT_TRUE(is(draw_candidates(*dist, out_of_range, 4, rng,
-                                 negative_draw::remove_accidental_hits).error(),
-                 errc::invalid_argument));
+  EXPECT_TRUE(
+    is(draw_candidates(*dist, out_of_range, 4, rng, negative_draw::remove_accidental_hits).error(),
+       errc::invalid_argument));
 }
 
 } // namespace

@@ -19,11 +19,11 @@ TEST(latency_histogram, a_quantile_bound_is_the_bound_of_the_bucket_that_holds_i
   for (auto& r : std::vector<row>{
          {{}, 0.99, 0},
          {{0.1}, 0.99, 0.25},
-         {{1.0}, 0.5, 1},         // a bound is inclusive
-         {mostly_fast, 0.99, 1},  // 99 of 100 at or under 1 ms
-         {mostly_fast, 1.0, 50},  // the slowest lies in (25, 50]
+         {{1.0}, 0.5, 1},        // a bound is inclusive
+         {mostly_fast, 0.99, 1}, // 99 of 100 at or under 1 ms
+         {mostly_fast, 1.0, 50}, // the slowest lies in (25, 50]
          {{3, 4, 6, 7}, 0.5, 5},
-         {{9000}, 0.99, 5000},    // past the last bound (2500): twice it
+         {{9000}, 0.99, 5000}, // past the last bound (2500): twice it
        }) {
     latency_histogram h;
     for (auto ms : r.ms)

@@ -17,7 +17,8 @@ std::shared_ptr<job_catalog> two_jobs(int& built) {
     return estimator_job{};
   };
   (*jobs)["a"] = {[](const nlohmann::json& o) -> caf::error {
-                    return o.contains("bad") ? make_error(errc::invalid_config, "a: bad") : caf::error{};
+                    return o.contains("bad") ? make_error(errc::invalid_config, "a: bad")
+                                             : caf::error{};
                   },
                   make};
   (*jobs)["b"] = {[](const nlohmann::json&) { return caf::error{}; }, make};
@@ -31,7 +32,7 @@ TEST(distributed_job, options_are_checked_before_a_job_is_built) {
     const char* what;
     std::string job;
     nlohmann::json options;
-    std::string refusal;  // empty: built
+    std::string refusal; // empty: built
   } cases[] = {
     {"a good job", "a", nlohmann::json::object(), ""},
     {"the other job", "b", {{"bad", 1}}, ""},

@@ -8,11 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/embedding/shard_client.hpp"
+#include "compute/hash.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/canned.hpp"
-#include "actors/embedding/shard_client.hpp"
-#include "compute/hash.hpp"
 #include "ops/estimator/export.hpp"
 #include "tests/support/member_sessions.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -68,7 +68,10 @@ matrix rows_of(session& s, std::vector<std::string> keys) {
 }
 
 run_config session_config(session& s, const std::string& dir = "") {
-  return {.model_dir = dir, .seed = 3, .threads = 1, .optimizer = {.learning_rate = 0.01},
+  return {.model_dir = dir,
+          .seed = 3,
+          .threads = 1,
+          .optimizer = {.learning_rate = 0.01},
           .embeddings = &s};
 }
 
@@ -118,7 +121,8 @@ TEST(dynamic_embedding_column, a_backward_the_shards_refuse_after_the_last_step_
     estimator e{model(*user), session_config(*user)};
     auto clean = e.train(column_input(words(64), 0), 4);
     ASSERT_TRUE(clean) << render(clean.error());
-    auto r = e.train(column_input(words(64), 0), 8, {std::make_shared<refused_backward_at_end>(*user)});
+    auto r =
+      e.train(column_input(words(64), 0), 8, {std::make_shared<refused_backward_at_end>(*user)});
     ASSERT_FALSE(r) << "the refused backward went unreported";
     EXPECT_TRUE(is(r.error(), errc::not_found)) << render(r.error());
     EXPECT_FALSE(ops::flush(*user)) << "reported once";

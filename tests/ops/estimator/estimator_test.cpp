@@ -203,7 +203,8 @@ TEST(estimator, hooks_stop_save_log_and_summarise) {
     lines += line.find("\"loss\"") != std::string::npos;
   EXPECT_EQ(lines, 2u);
 
-  auto timed = e.train(input(data, 0), 0, {std::make_shared<stop_after_time>(std::chrono::seconds(0))});
+  auto timed =
+    e.train(input(data, 0), 0, {std::make_shared<stop_after_time>(std::chrono::seconds(0))});
   ASSERT_TRUE(timed);
   EXPECT_EQ(timed->steps, 1u) << "a limit of 0 s stops after the first step";
 }
@@ -216,8 +217,9 @@ TEST(estimator, a_summary_writer_starts_a_fresh_line_after_one_a_killed_writer_t
   auto summary_path = dir.path() + "/summary.jsonl";
   std::ofstream{summary_path} << "{\"step\":3,\"loss\":0.5}\n{\"step\":6,\"lo";
   estimator e{*fn, config(dir.path() + "/model")};
-  auto r = e.train(input(data, 0), 0,
-                   {std::make_shared<stop_at_step>(6), std::make_shared<summary_writer>(summary_path, 3)});
+  auto r =
+    e.train(input(data, 0), 0,
+            {std::make_shared<stop_at_step>(6), std::make_shared<summary_writer>(summary_path, 3)});
   ASSERT_TRUE(r) << render(r.error());
   std::ifstream summary{summary_path};
   std::vector<std::string> lines;
@@ -264,9 +266,8 @@ TEST(estimator, early_stopping_stops_after_patience_and_restores_the_best_variab
   ASSERT_TRUE(m);
   EXPECT_NEAR(m->at("loss"), stop->best(), 1e-6);
 
-  auto wrong = std::make_shared<early_stopping>(input(valid, 1),
-                                                early_stopping::options{.metric = "nope",
-                                                                        .every_steps = 1});
+  auto wrong = std::make_shared<early_stopping>(
+    input(valid, 1), early_stopping::options{.metric = "nope", .every_steps = 1});
   estimator f{*fn, config()};
   EXPECT_TRUE(is(f.train(input(train, 0), 5, {wrong}).error(), errc::invalid_config));
 }
@@ -299,7 +300,8 @@ TEST(estimator, an_exported_model_reloads_and_predicts_exactly_as_the_estimator)
   struct {
     const char* what;
     caf::expected<model_fn> (*make)(canned_options);
-  } cases[] = {{"dnn", dnn_model}, {"wide & deep", dnn_linear_combined_model}, {"linear", linear_model}};
+  } cases[] = {
+    {"dnn", dnn_model}, {"wide & deep", dnn_linear_combined_model}, {"linear", linear_model}};
   for (auto& c : cases) {
     auto fn = c.make(blob_options());
     ASSERT_TRUE(fn);
@@ -313,7 +315,8 @@ TEST(estimator, an_exported_model_reloads_and_predicts_exactly_as_the_estimator)
     auto v2 = export_model(e, root, input(test, 1));
     ASSERT_TRUE(v2);
     EXPECT_EQ(*v2, "2");
-    auto expected = e.predict([test] { return make_dataset(test, {.batch_size = 60, .shuffle = false}); });
+    auto expected =
+      e.predict([test] { return make_dataset(test, {.batch_size = 60, .shuffle = false}); });
     ASSERT_TRUE(expected);
     auto newest = exported_model::load(root);
     ASSERT_TRUE(newest) << c.what << ": " << render(newest.error());
@@ -361,7 +364,8 @@ TEST(estimator, bad_models_checkpoints_and_inputs_are_refused_with_clear_errors)
   } configs[] = {
     {"no hidden layer", blob_options({})},
     {"a layer of 0 units", blob_options({0})},
-    {"one class", [] {
+    {"one class",
+     [] {
        auto o = blob_options();
        o.head.classes = 1;
        return o;

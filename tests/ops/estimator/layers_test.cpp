@@ -32,7 +32,8 @@ TEST(estimator_layers, every_layer_backward_matches_finite_differences) {
     {"relu", 3, [](model_context& c, tensor x) { return relu(c, x); }},
     {"add to itself", 3, [](model_context& c, tensor x) { return add(c, x, x); }},
     {"append_ones", 4, [](model_context& c, tensor x) { return append_ones(c, x); }},
-    {"append_ones after dense", 3, [](model_context& c, tensor x) { return append_ones(c, dense(c, x, 2, "d")); }},
+    {"append_ones after dense", 3,
+     [](model_context& c, tensor x) { return append_ones(c, dense(c, x, 2, "d")); }},
     {"dropout", 3, [](model_context& c, tensor x) { return dropout(c, x, 0.5f, "drop"); }},
   };
   for (auto& c : cases) {

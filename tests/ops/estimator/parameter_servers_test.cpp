@@ -69,7 +69,9 @@ TEST_F(parameter_servers_test, pushes_over_a_lossy_link_are_sent_again_and_appli
   auto server = spawn_server();
   auto gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(server),
                         disruption{.drop = 0.2, .delay = 0.3, .delay_ms = 30, .seed = 3});
-  parameter_servers lossy{sys, {caf::actor_cast<parameter_server_actor>(gate)}, test::patience,
+  parameter_servers lossy{sys,
+                          {caf::actor_cast<parameter_server_actor>(gate)},
+                          test::patience,
                           std::chrono::milliseconds(10)};
   ASSERT_NO_FATAL_FAILURE(train(lossy, got));
   ASSERT_EQ(got.size(), expected.size());
@@ -90,8 +92,8 @@ TEST_F(parameter_servers_test, without_an_attempt_timeout_a_dropped_request_is_a
   auto server = spawn_server();
   auto gate = sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(server),
                         disruption{.drop = 1.0, .seed = 1});
-  parameter_servers client{sys, {caf::actor_cast<parameter_server_actor>(gate)},
-                           std::chrono::milliseconds(50)};
+  parameter_servers client{
+    sys, {caf::actor_cast<parameter_server_actor>(gate)}, std::chrono::milliseconds(50)};
   parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
   auto step = client.pull({&a});
   ASSERT_FALSE(step);

@@ -49,8 +49,9 @@ TEST(readers, delimited_files_give_numeric_string_and_label_columns) {
   for (auto& c : cases) {
     auto path = dir.path() + "/" + c.what;
     write(path, c.text);
-    auto t = read_delimited(path, {.delimiter = c.delimiter, .label_column = "label",
-                                   .numeric = {"age"}, .multi_value = ' '});
+    auto t = read_delimited(
+      path,
+      {.delimiter = c.delimiter, .label_column = "label", .numeric = {"age"}, .multi_value = ' '});
     ASSERT_TRUE(t) << c.what << ": " << render(t.error());
     ASSERT_EQ(t->rows(), 2u) << c.what;
     EXPECT_EQ(t->features.at("age").numbers, (std::vector<double>{31, 45})) << c.what;
@@ -111,7 +112,8 @@ TEST(readers, damaged_or_missing_files_are_refused_with_the_place_named) {
   };
   for (auto& c : cases) {
     EXPECT_TRUE(is(c.error, c.expected)) << c.what << ": " << render(c.error);
-    EXPECT_NE(render(c.error).find(c.mentions), std::string::npos) << c.what << ": " << render(c.error);
+    EXPECT_NE(render(c.error).find(c.mentions), std::string::npos)
+      << c.what << ": " << render(c.error);
   }
 }
 

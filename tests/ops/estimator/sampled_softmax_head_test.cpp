@@ -48,7 +48,8 @@ protected:
     auto opened = session::open({});
     ASSERT_TRUE(opened) << render(opened.error());
     s = std::move(*opened);
-    auto made = sampled_softmax_head::make(*s, {.labels = table("labels"), .num_sampled = 8, .k = 3});
+    auto made =
+      sampled_softmax_head::make(*s, {.labels = table("labels"), .num_sampled = 8, .k = 3});
     ASSERT_TRUE(made) << render(made.error());
     head = *made;
     auto column = dynamic_embedding_column(*s, "words", table("words"));
@@ -80,7 +81,8 @@ protected:
   std::shared_ptr<ce::input_layer<float>> input;
 };
 
-TEST_F(sampled_softmax_head_test, training_learns_the_labels_and_recall_is_measured_on_the_whole_table) {
+TEST_F(sampled_softmax_head_test,
+       training_learns_the_labels_and_recall_is_measured_on_the_whole_table) {
   estimator e{model(), {.seed = 5, .optimizer = {.learning_rate = 0.05}, .embeddings = s.get()}};
   auto before = e.evaluate(data(1));
   ASSERT_TRUE(before) << render(before.error());
@@ -149,7 +151,8 @@ TEST_F(sampled_softmax_head_test, an_export_predicts_the_same_labels_without_the
   std::iota(all.begin(), all.end(), size_t{0});
   auto b = gather(*t, all);
   b.features.erase("labels");
-  auto expected_scores = e.predict([t] { return make_dataset(t, {.batch_size = 24, .shuffle = false}); });
+  auto expected_scores =
+    e.predict([t] { return make_dataset(t, {.batch_size = 24, .shuffle = false}); });
   ASSERT_TRUE(expected_scores) << render(expected_scores.error());
   variable_store& vars = e.variables();
   model_context ctx{vars, mode::predict, 5, 1};

@@ -32,7 +32,9 @@ protected:
             .max_steps = max_steps};
   }
   eval_spec accuracy(std::shared_ptr<example_table> data, const std::string& exports) {
-    return {.input = input(data, 1), .metric = "accuracy", .higher_is_better = true,
+    return {.input = input(data, 1),
+            .metric = "accuracy",
+            .higher_is_better = true,
             .export_dir = exports};
   }
 };
@@ -98,8 +100,7 @@ TEST_F(train_and_evaluate_test, two_workers_reach_the_global_step_and_improvemen
   auto exported = exported_model::load(dir.path() + "/exports");
   ASSERT_TRUE(exported) << render(exported.error());
   size_t versions = 0;
-  for ([[maybe_unused]] auto& entry :
-       std::filesystem::directory_iterator(dir.path() + "/exports"))
+  for ([[maybe_unused]] auto& entry : std::filesystem::directory_iterator(dir.path() + "/exports"))
     ++versions;
   EXPECT_GE(versions, std::min<size_t>(improved, 5)) << "one export per improvement";
 }

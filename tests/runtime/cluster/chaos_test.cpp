@@ -1,8 +1,8 @@
 #include "runtime/cluster/chaos.hpp"
 
 #include "runtime/ask.hpp"
-#include "runtime/node_services.hpp"
 #include "runtime/cluster/spawn_on.hpp"
+#include "runtime/node_services.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::runtime {
@@ -48,8 +48,7 @@ protected:
   caf::error echo_through(const caf::actor& gate, std::chrono::milliseconds timeout) {
     caf::error failure;
     self->request(gate, timeout, echo_atom::value, std::string{"hi"})
-      .receive([](std::string& s) { EXPECT_EQ(s, "hi"); },
-               [&](caf::error& err) { failure = err; });
+      .receive([](std::string& s) { EXPECT_EQ(s, "hi"); }, [&](caf::error& err) { failure = err; });
     return failure;
   }
 };
@@ -110,8 +109,8 @@ TEST_F(chaos_test, DisruptThenHealChangesARunningGateAndReportsWhatTheDisruption
 TEST_F(chaos_test, BadPlanIsRefusedAndTheGateKeepsForwarding) {
   auto target = sys.spawn(recorder);
   auto gate = sys.spawn(chaos_gate, target, disruption{});
-  auto refused = ask<chaos_stats>(sys, gate, test::patience,
-                                  chaos_command{chaos_op::disrupt, {1.5, 0, 0, 1}});
+  auto refused =
+    ask<chaos_stats>(sys, gate, test::patience, chaos_command{chaos_op::disrupt, {1.5, 0, 0, 1}});
   ASSERT_FALSE(refused);
   EXPECT_TRUE(is(refused.error(), errc::invalid_argument)) << render(refused.error());
   EXPECT_FALSE(echo_through(gate, test::patience));
@@ -198,8 +197,7 @@ TEST_F(chaos_test, NodeWithoutChaosGatesRefusesCommandsNamingTheFlag) {
                                   chaos_command{chaos_op::disrupt, {1.0, 0, 0, 1}}, *worker);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(is(refused.error(), errc::not_found)) << render(refused.error());
-  EXPECT_NE(render(refused.error()).find("--chaos"), std::string::npos)
-    << render(refused.error());
+  EXPECT_NE(render(refused.error()).find("--chaos"), std::string::npos) << render(refused.error());
   EXPECT_EQ(public_handle(*worker), *worker);
   caf::anon_send_exit(*worker, caf::exit_reason::user_shutdown);
   services.stop();
@@ -210,8 +208,8 @@ TEST(chaos_validate, RejectsFractionsOutsideTheUnitInterval) {
     disruption plan;
     bool ok;
   } rows[] = {
-    {{0, 0, 0, 1}, true},    {{1, 1, 10, 1}, true},  {{-0.1, 0, 0, 1}, false},
-    {{1.5, 0, 0, 1}, false}, {{0, 2, 0, 1}, false},  {{0, 0.5, -1, 1}, false},
+    {{0, 0, 0, 1}, true},    {{1, 1, 10, 1}, true}, {{-0.1, 0, 0, 1}, false},
+    {{1.5, 0, 0, 1}, false}, {{0, 2, 0, 1}, false}, {{0, 0.5, -1, 1}, false},
   };
   for (auto& r : rows)
     EXPECT_EQ(!validate(r.plan), r.ok) << r.plan.drop << " " << r.plan.delay;

@@ -43,8 +43,7 @@ TEST(cluster_secret, unusable_files_are_refused_with_the_reason) {
     auto secret = read_secret_file(c.path);
     ASSERT_FALSE(secret) << c.path;
     EXPECT_TRUE(is(secret.error(), errc::invalid_config));
-    EXPECT_NE(render(secret.error()).find(c.reason), std::string::npos)
-      << render(secret.error());
+    EXPECT_NE(render(secret.error()).find(c.reason), std::string::npos) << render(secret.error());
   }
 }
 

@@ -28,8 +28,8 @@ protected:
   /// spawned one test worker (monitored by the test).
   void start(bool forget) {
     reg = sys.spawn(registry, registry_options{"seed", 1h, 0ms, forget ? 0ms : 1h});
-    agent = sys.spawn(node_agent, node_agent_options{.name = "a", .registry = reg,
-                                                     .heartbeat_interval = 1h});
+    agent = sys.spawn(node_agent,
+                      node_agent_options{.name = "a", .registry = reg, .heartbeat_interval = 1h});
     member_info info;
     info.name = "a";
     info.host = "127.0.0.1";

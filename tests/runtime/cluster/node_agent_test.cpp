@@ -91,9 +91,9 @@ TEST_F(node_agent_test, a_spawn_asked_again_with_its_request_id_spawns_once) {
   // A failed spawn is remembered as failed.
   auto bad = ask<caf::actor>(sys, agent, test::patience, spawn_atom::value,
                              std::string{"no.such.type"}, caf::make_message(), uint64_t{9});
-  auto bad_again = ask<caf::actor>(sys, agent, test::patience, spawn_atom::value,
-                                   std::string{"test.worker"}, caf::make_message(std::string{"y"}),
-                                   uint64_t{9});
+  auto bad_again =
+    ask<caf::actor>(sys, agent, test::patience, spawn_atom::value, std::string{"test.worker"},
+                    caf::make_message(std::string{"y"}), uint64_t{9});
   EXPECT_FALSE(bad);
   EXPECT_FALSE(bad_again);
 }

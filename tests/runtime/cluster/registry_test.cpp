@@ -10,15 +10,13 @@ class registry_test : public test::system_fixture {
 protected:
   registry_actor spawn_registry(std::chrono::milliseconds timeout = std::chrono::hours(1),
                                 std::chrono::milliseconds prune_after = std::chrono::hours(1)) {
-    auto reg = sys.spawn(registry, registry_options{"seed", std::chrono::milliseconds(10),
-                                                    timeout, prune_after});
+    auto reg = sys.spawn(
+      registry, registry_options{"seed", std::chrono::milliseconds(10), timeout, prune_after});
     self->send(reg, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
     return reg;
   }
 
-  caf::actor spawn_agent(const std::string& id) {
-    return sys.spawn(test::test_worker, id);
-  }
+  caf::actor spawn_agent(const std::string& id) { return sys.spawn(test::test_worker, id); }
 
   caf::expected<cluster_status> join(const registry_actor& reg, const std::string& name,
                                      const caf::actor& agent) {
@@ -50,11 +48,10 @@ TEST_F(registry_test, JoinLookupAndLeave) {
   EXPECT_EQ(expect_event(cluster_event_kind::member_up).node, "b");
 
   auto svc = spawn_agent("svc");
-  ASSERT_TRUE(ask<ok_atom>(sys, reg, test::patience, register_atom::value,
-                           service_info{"svc", "b", svc}));
+  ASSERT_TRUE(
+    ask<ok_atom>(sys, reg, test::patience, register_atom::value, service_info{"svc", "b", svc}));
   expect_event(cluster_event_kind::service_up);
-  auto found = ask<service_info>(sys, reg, test::patience, lookup_atom::value,
-                                 std::string{"svc"});
+  auto found = ask<service_info>(sys, reg, test::patience, lookup_atom::value, std::string{"svc"});
   ASSERT_TRUE(found) << render(found.error());
   EXPECT_EQ(found->node, "b");
   EXPECT_EQ(found->actor, svc);
@@ -62,8 +59,7 @@ TEST_F(registry_test, JoinLookupAndLeave) {
   ASSERT_TRUE(ask<ok_atom>(sys, reg, test::patience, leave_atom::value, std::string{"b"}));
   EXPECT_EQ(expect_event(cluster_event_kind::service_down).service, "svc");
   EXPECT_EQ(expect_event(cluster_event_kind::member_left).node, "b");
-  auto gone = ask<service_info>(sys, reg, test::patience, lookup_atom::value,
-                                std::string{"svc"});
+  auto gone = ask<service_info>(sys, reg, test::patience, lookup_atom::value, std::string{"svc"});
   ASSERT_FALSE(gone);
   EXPECT_EQ(error_of(gone), make_error(errc::unknown_service, "svc"));
   auto status = ask<cluster_status>(sys, reg, test::patience, status_atom::value);
@@ -74,8 +70,8 @@ TEST_F(registry_test, JoinLookupAndLeave) {
 
 TEST_F(registry_test, LookupOfUnknownServiceFailsWithUnknownService) {
   auto reg = spawn_registry();
-  auto result = ask<service_info>(sys, reg, test::patience, lookup_atom::value,
-                                  std::string{"nope"});
+  auto result =
+    ask<service_info>(sys, reg, test::patience, lookup_atom::value, std::string{"nope"});
   ASSERT_FALSE(result);
   EXPECT_TRUE(is(error_of(result), errc::unknown_service));
   EXPECT_EQ(render(result.error()), "unknown service: nope");
@@ -127,8 +123,8 @@ TEST_F(registry_test, SilentMemberHeardFromAgainIsReadmittedUnderANewIncarnation
                              service_info{"svc", "quiet", spawn_agent("svc")});
   ASSERT_FALSE(fenced);
   EXPECT_TRUE(is(error_of(fenced), errc::node_unreachable)) << render(fenced.error());
-  auto answer = ask<uint64_t>(sys, reg, test::patience, heartbeat_atom::value,
-                              std::string{"quiet"}, up.incarnation);
+  auto answer = ask<uint64_t>(sys, reg, test::patience, heartbeat_atom::value, std::string{"quiet"},
+                              up.incarnation);
   ASSERT_TRUE(answer) << render(answer.error());
   EXPECT_GT(*answer, up.incarnation);
   auto again = expect_event(cluster_event_kind::member_up);
@@ -145,8 +141,7 @@ TEST_F(registry_test, HeartbeatOfAnUnknownOrDepartedNameAsksItToJoinAgain) {
   ASSERT_TRUE(join(reg, "gone", spawn_agent("gone")));
   ASSERT_TRUE(ask<ok_atom>(sys, reg, test::patience, leave_atom::value, std::string{"gone"}));
   for (std::string name : {"never-joined", "gone"}) {
-    auto answer = ask<uint64_t>(sys, reg, test::patience, heartbeat_atom::value, name,
-                                uint64_t{1});
+    auto answer = ask<uint64_t>(sys, reg, test::patience, heartbeat_atom::value, name, uint64_t{1});
     ASSERT_FALSE(answer) << name;
     EXPECT_TRUE(is(error_of(answer), errc::unknown_node)) << render(answer.error());
   }
@@ -172,16 +167,15 @@ TEST_F(registry_test, DownMemberIsForgottenAfterTheGracePeriod) {
 TEST_F(registry_test, ServiceIsRemovedWhenItsActorExitsAndReplacedOnReregister) {
   auto reg = spawn_registry();
   auto first = spawn_agent("first");
-  ASSERT_TRUE(ask<ok_atom>(sys, reg, test::patience, register_atom::value,
-                           service_info{"svc", "n", first}));
+  ASSERT_TRUE(
+    ask<ok_atom>(sys, reg, test::patience, register_atom::value, service_info{"svc", "n", first}));
   expect_event(cluster_event_kind::service_up);
   self->send_exit(first, caf::exit_reason::kill);
   expect_event(cluster_event_kind::service_down);
   auto second = spawn_agent("second");
-  ASSERT_TRUE(ask<ok_atom>(sys, reg, test::patience, register_atom::value,
-                           service_info{"svc", "n", second}));
-  auto found = ask<service_info>(sys, reg, test::patience, lookup_atom::value,
-                                 std::string{"svc"});
+  ASSERT_TRUE(
+    ask<ok_atom>(sys, reg, test::patience, register_atom::value, service_info{"svc", "n", second}));
+  auto found = ask<service_info>(sys, reg, test::patience, lookup_atom::value, std::string{"svc"});
   ASSERT_TRUE(found);
   EXPECT_EQ(found->actor, second);
 }

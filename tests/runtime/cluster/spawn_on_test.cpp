@@ -39,9 +39,8 @@ cluster_status status_of(std::vector<std::pair<std::string, member_state>> membe
 
 TEST_F(spawn_on_test, LiveTargetsAreTheUpMembersInOrderLimitedToTheNamedOnes) {
   auto agent = caf::actor_cast<caf::actor>(services.agent);
-  auto status = status_of({{"a", member_state::up}, {"b", member_state::down},
-                           {"c", member_state::up}},
-                          agent);
+  auto status =
+    status_of({{"a", member_state::up}, {"b", member_state::down}, {"c", member_state::up}}, agent);
   struct row {
     std::vector<std::string> only;
     std::vector<std::string> expected;
@@ -88,7 +87,8 @@ TEST_F(spawn_on_test, FailedMemberStopsTheOnesAlreadyStartedAndNamesTheNode) {
   EXPECT_TRUE(is(result.error(), errc::spawn_failed));
   EXPECT_NE(render(result.error()).find("on node here"), std::string::npos)
     << render(result.error());
-  // The two workers that started (and their gates) are stopped: the running count falls back to where it was.
+  // The two workers that started (and their gates) are stopped: the running count falls back to
+  // where it was.
   auto deadline = std::chrono::steady_clock::now() + test::patience;
   while (sys.registry().running() > before && std::chrono::steady_clock::now() < deadline)
     std::this_thread::yield();
@@ -138,8 +138,9 @@ caf::behavior lossy_agent(caf::stateful_actor<lossy_agent_state>* self, caf::act
       }
       auto promise = self->make_response_promise();
       promise.delegate(agent, std::move(content));
-      self->request(agent, caf::infinite, *self->state.held)
-        .then([=](caf::actor& a) { late_answer->store(new caf::actor(a)); });
+      self->request(agent, caf::infinite, *self->state.held).then([=](caf::actor& a) {
+        late_answer->store(new caf::actor(a));
+      });
       return caf::delegated<caf::message>{};
     });
   return {[](ping_atom) {}};
@@ -166,9 +167,10 @@ TEST_F(spawn_on_test, ALostSpawnRequestIsSentAgainAndTheNodeSpawnsOnce) {
 
 /// An agent that answers pings (when `pings`) and leaves every other request unanswered.
 caf::behavior unanswering_agent(caf::event_based_actor* self, bool pings) {
-  self->set_default_handler([](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
-    return caf::delegated<caf::message>{}; // no one answers
-  });
+  self->set_default_handler(
+    [](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> {
+      return caf::delegated<caf::message>{}; // no one answers
+    });
   if (!pings)
     return {[](ping_atom) { return caf::delegated<std::string>{}; }};
   return {[](ping_atom) { return std::string{"deaf"}; }};
@@ -184,9 +186,9 @@ TEST_F(spawn_on_test, AnUnansweredSpawnSaysWhetherTheNodesAgentStillAnswersAPing
     auto agent = sys.spawn(unanswering_agent, c.pings);
     test::stop_on_exit guard{sys, agent};
     spawn_target quiet{"quiet", caf::actor_cast<node_agent_actor>(agent)};
-    auto spawned = ask<caf::actor>(sys, quiet.agent, std::chrono::milliseconds(50),
-                                   spawn_atom::value, std::string{"test.worker"},
-                                   caf::make_message(std::string{"w"}), uint64_t{1});
+    auto spawned =
+      ask<caf::actor>(sys, quiet.agent, std::chrono::milliseconds(50), spawn_atom::value,
+                      std::string{"test.worker"}, caf::make_message(std::string{"w"}), uint64_t{1});
     ASSERT_EQ(spawned.error(), caf::sec::request_timeout) << c.says;
     EXPECT_NE(unanswered_spawn(sys, quiet, std::chrono::milliseconds(50)).find(c.says),
               std::string::npos)

@@ -162,8 +162,8 @@ TEST_F(supervisor_test, GivesUpAndEscalatesWhenRestartIntensityIsExceeded) {
 TEST_F(supervisor_test, NestedSupervisorThatGivesUpIsRestartedByItsParent) {
   auto inner = make_spec(restart_strategy::one_for_one, {worker("w")}, 0);
   inner.name = "inner";
-  child_spec inner_child{"inner", "darcy.supervisor", caf::make_message(inner), {},
-                         restart_type::permanent, {}};
+  child_spec inner_child{"inner", "darcy.supervisor",      caf::make_message(inner),
+                         {},      restart_type::permanent, {}};
   auto parent = start(make_spec(restart_strategy::one_for_one, {inner_child}), 1);
   auto inner_before = caf::actor_cast<supervisor_actor>(children(parent)["inner"].actor);
   ASSERT_TRUE(inner_before);
@@ -184,8 +184,8 @@ TEST_F(supervisor_test, NestedSupervisorThatGivesUpIsRestartedByItsParent) {
 }
 
 TEST_F(supervisor_test, DuplicateChildIdsStopTheSupervisorWithInvalidArgument) {
-  auto sup = sys.spawn(supervisor, make_spec(restart_strategy::one_for_one,
-                                             {worker("a"), worker("a")}));
+  auto sup =
+    sys.spawn(supervisor, make_spec(restart_strategy::one_for_one, {worker("a"), worker("a")}));
   self->monitor(sup);
   auto down = next<caf::down_msg>();
   ASSERT_TRUE(down);
@@ -203,13 +203,13 @@ TEST_F(supervisor_test, UnknownFactoryIsRetriedThenEscalated) {
 
 // A stand-in node agent: spawns what it is asked to in this process.
 caf::behavior fake_agent(caf::event_based_actor* self) {
-  return {[self](spawn_atom, const std::string& factory,
-                 caf::message& args) -> caf::result<caf::actor> {
-    auto actor = self->system().spawn<caf::actor>(factory, std::move(args), nullptr, false);
-    if (!actor)
-      return std::move(actor.error());
-    return *actor;
-  }};
+  return {
+    [self](spawn_atom, const std::string& factory, caf::message& args) -> caf::result<caf::actor> {
+      auto actor = self->system().spawn<caf::actor>(factory, std::move(args), nullptr, false);
+      if (!actor)
+        return std::move(actor.error());
+      return *actor;
+    }};
 }
 
 // A stand-in registry that lists nodes c and b as up, whatever happens to them.
@@ -293,9 +293,12 @@ TEST_F(supervisor_test, AnyNodeFallsBackToALiveMemberAndToTheSeedLast) {
     const char* placed_on;
   } cases[] = {
     {"a later member before the seed",
-     {{"seed", agent, true}, {"gone", agent, false}, {"late", agent, true}}, "late"},
+     {{"seed", agent, true}, {"gone", agent, false}, {"late", agent, true}},
+     "late"},
     {"the seed when nothing else is up", {{"seed", agent, true}, {"gone", agent, false}}, "seed"},
-    {"a wanted node first", {{"seed", agent, true}, {"gone", agent, true}, {"late", agent, true}}, "gone"},
+    {"a wanted node first",
+     {{"seed", agent, true}, {"gone", agent, true}, {"late", agent, true}},
+     "gone"},
   };
   for (auto& c : cases) {
     auto registry = sys.spawn(listing_registry, std::string{"seed"}, c.members);

@@ -17,8 +17,8 @@ TEST(http_client, an_exchange_returns_the_status_and_the_body_the_server_answere
     respond({201, R"({"ok":true})"});
   });
   ASSERT_TRUE(server) << render(server.error());
-  auto answer = http_exchange((*server)->port(),
-                              http_request_text("POST", "/v1/x", "tok", R"({"a":1})"));
+  auto answer =
+    http_exchange((*server)->port(), http_request_text("POST", "/v1/x", "tok", R"({"a":1})"));
   EXPECT_EQ(http_status(answer), 201u) << answer;
   EXPECT_EQ(http_body(answer), R"({"ok":true})");
   EXPECT_EQ(seen.method, "POST");

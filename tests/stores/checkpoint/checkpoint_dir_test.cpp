@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/atomic_file.hpp"
 #include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "base/atomic_file.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -134,16 +134,9 @@ TEST_F(checkpoint_dir_test, OnlyANameInsideTheRootIsReadAsACheckpoint) {
     std::string id;
     bool accepted;
   } cases[] = {
-    {m.checkpoint, true},
-    {"3", true},                 // a name; not found, but not refused
-    {"", false},
-    {".", false},
-    {"..", false},
-    {"../outside", false},
-    {"/etc", false},
-    {"a/b", false},
-    {"a\\b", false},
-    {std::string{"a\0b", 3}, false},
+    {m.checkpoint, true}, {"3", true}, // a name; not found, but not refused
+    {"", false},          {".", false},   {"..", false},   {"../outside", false},
+    {"/etc", false},      {"a/b", false}, {"a\\b", false}, {std::string{"a\0b", 3}, false},
   };
   for (auto& c : cases) {
     auto named = check_checkpoint_name(c.id);

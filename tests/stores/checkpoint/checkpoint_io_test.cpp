@@ -10,8 +10,8 @@
 
 #include "messages/checkpoint.capnp.h"
 
-#include "messages/error.hpp"
 #include "base/atomic_file.hpp"
+#include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
 
 namespace darcy::stores {
@@ -63,16 +63,21 @@ TEST_F(checkpoint_io_test, ShardFileRoundTripKeepsEveryRowStateBitForBit) {
   auto info = write_shard_file(dir, "items/shard-0", adam_config(), *store);
   ASSERT_TRUE(info) << render(error_of(info));
   EXPECT_EQ(info->rows, 4u);
-  std::map<std::string, std::tuple<std::vector<float>, std::vector<float>, uint64_t, uint64_t,
-                                   int64_t>> saved, loaded;
+  std::map<std::string,
+           std::tuple<std::vector<float>, std::vector<float>, uint64_t, uint64_t, int64_t>>
+    saved, loaded;
   store->export_rows([&](const row_record& r) {
     saved[std::string{r.key}] = {{r.values.begin(), r.values.end()},
-                                 {r.slots.begin(), r.slots.end()}, r.frequency, r.updates,
+                                 {r.slots.begin(), r.slots.end()},
+                                 r.frequency,
+                                 r.updates,
                                  r.last_update};
   });
   ASSERT_FALSE(read_shard_file(dir, *info, adam_config(), [&](const row_record& r) {
     loaded[std::string{r.key}] = {{r.values.begin(), r.values.end()},
-                                  {r.slots.begin(), r.slots.end()}, r.frequency, r.updates,
+                                  {r.slots.begin(), r.slots.end()},
+                                  r.frequency,
+                                  r.updates,
                                   r.last_update};
     return caf::error{};
   }));
@@ -113,7 +118,7 @@ TEST_F(checkpoint_io_test, Format1ManifestReadsAsAnEmbeddingCheckpoint) {
   root.setShardCount(2);
   auto words = capnp::messageToFlatArray(message);
   ASSERT_FALSE(base::write_file_atomically(dir + "/MANIFEST",
-                                     {words.asChars().begin(), words.asChars().size()}));
+                                           {words.asChars().begin(), words.asChars().size()}));
   auto m = read_manifest(dir);
   ASSERT_TRUE(m) << render(m.error());
   EXPECT_EQ(m->service, embedding_service_name);
@@ -124,7 +129,7 @@ TEST_F(checkpoint_io_test, Format1ManifestReadsAsAnEmbeddingCheckpoint) {
     root.setFormatVersion(version);
     words = capnp::messageToFlatArray(message);
     ASSERT_FALSE(base::write_file_atomically(dir + "/MANIFEST",
-                                       {words.asChars().begin(), words.asChars().size()}));
+                                             {words.asChars().begin(), words.asChars().size()}));
     EXPECT_TRUE(is(error_of(read_manifest(dir)), errc::corrupt_file)) << version;
   }
 }
@@ -223,8 +228,12 @@ TEST_F(checkpoint_io_test, StoresExportToAndImportFromStreams) {
   ASSERT_TRUE(target) << render(error_of(target));
   ASSERT_FALSE((*target)->import_from(stream));
   std::map<std::string, std::vector<float>> a, b;
-  store->export_rows([&](const row_record& r) { a[std::string{r.key}] = {r.slots.begin(), r.slots.end()}; });
-  (*target)->export_rows([&](const row_record& r) { b[std::string{r.key}] = {r.slots.begin(), r.slots.end()}; });
+  store->export_rows([&](const row_record& r) {
+    a[std::string{r.key}] = {r.slots.begin(), r.slots.end()};
+  });
+  (*target)->export_rows([&](const row_record& r) {
+    b[std::string{r.key}] = {r.slots.begin(), r.slots.end()};
+  });
   EXPECT_EQ(a, b);
   // A truncated stream is refused.
   std::stringstream whole;

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "messages/error.hpp"
 #include "base/atomic_file.hpp"
+#include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {

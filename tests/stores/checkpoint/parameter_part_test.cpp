@@ -57,7 +57,7 @@ TEST(parameter_part, damaged_or_mismatched_bytes_are_refused_and_change_nothing)
   source.step(rng);
   auto bytes = encode_parameters(source.params(), source.opt);
   auto renamed = bytes;
-  renamed[8 + 8 + 4 + 4] = 'v';  // the first parameter's name
+  renamed[8 + 8 + 4 + 4] = 'v'; // the first parameter's name
   struct {
     const char* name;
     std::string bytes;

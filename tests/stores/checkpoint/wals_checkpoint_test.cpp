@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "tests/support/temp_dir.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -43,8 +43,8 @@ TEST_F(wals_checkpoint_test, FactorPartsRoundTripByShardAndSide) {
   ASSERT_TRUE(back) << render(back.error());
   EXPECT_EQ(back->values, rows.values);
   // Another layout's shard has no part here.
-  EXPECT_TRUE(is(error_of(read_factor_part(root, *read, wals_side::cols, 0, 3)),
-                 errc::corrupt_file));
+  EXPECT_TRUE(
+    is(error_of(read_factor_part(root, *read, wals_side::cols, 0, 3)), errc::corrupt_file));
 }
 
 TEST_F(wals_checkpoint_test, Format1CheckpointReadsWithItsRunSweepLossesAndFiles) {

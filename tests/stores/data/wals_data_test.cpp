@@ -73,8 +73,8 @@ TEST_F(wals_data_test, BadInputIsAClearError) {
       << c.what << ": " << render(d.error());
   }
   EXPECT_TRUE(is(error_of(load_dataset(spec((dir_ / "missing").string()))), errc::not_found));
-  EXPECT_TRUE(is(error_of(load_dataset(spec(file("a.dat", "1\t2\t3\n"), "xml"))),
-                 errc::invalid_argument));
+  EXPECT_TRUE(
+    is(error_of(load_dataset(spec(file("a.dat", "1\t2\t3\n"), "xml"))), errc::invalid_argument));
 }
 
 TEST_F(wals_data_test, SkipsAndCountsMalformedLinesOnRequest) {

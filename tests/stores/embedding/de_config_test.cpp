@@ -26,12 +26,26 @@ TEST(de_config, RejectsEachBadFieldNamingTheEmbeddingAndTheField) {
     {"zero_dim", [](de_config& c) { c.dim = 0; }, "dim must be in 1..65536"},
     {"huge_dim", [](de_config& c) { c.dim = 70000; }, "dim must be in 1..65536"},
     {"zero_batch", [](de_config& c) { c.max_batch = 0; }, "max_batch"},
-    {"default_size", [](de_config& c) { c.default_value = {1, 2}; }, "default_value has 2"},
-    {"bad_init", [](de_config& c) { c.init = {init_kind::uniform, 1, 0}; }, "low < high"},
+    {"default_size",
+     [](de_config& c) {
+       c.default_value = {1, 2};
+     },
+     "default_value has 2"},
+    {"bad_init",
+     [](de_config& c) {
+       c.init = {init_kind::uniform, 1, 0};
+     },
+     "low < high"},
     {"bad_lr", [](de_config& c) { c.optimizer.learning_rate = 0; }, "learning_rate"},
-    {"bad_admission", [](de_config& c) { c.admission = {admission_kind::frequency, 0}; },
+    {"bad_admission",
+     [](de_config& c) {
+       c.admission = {admission_kind::frequency, 0};
+     },
      "min_count"},
-    {"bad_eviction", [](de_config& c) { c.eviction = {eviction_kind::lru, 0, 0}; },
+    {"bad_eviction",
+     [](de_config& c) {
+       c.eviction = {eviction_kind::lru, 0, 0};
+     },
      "max_rows"},
   };
   EXPECT_FALSE(validate(valid()));

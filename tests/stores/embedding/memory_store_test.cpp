@@ -108,10 +108,15 @@ TEST(memory_store, SameHashKeysDifferingInAnyOneByteAreTheirOwnRows) {
 TEST(memory_store, KeysInlineOrInTheArenaAreTheirOwnRows) {
   // Keys at and around the inline limit (14 bytes), sharing prefixes, with NUL bytes, empty,
   // and 64 KiB long: each is one row, found again by lookup and by the hashed lookup.
-  std::vector<std::string> keys = {"", std::string(1, '\0'), std::string("a\0b", 3),
-                                   std::string(14, 'x'), std::string(15, 'x'),
-                                   std::string(13, 'x') + "y", std::string(14, 'x') + "y",
-                                   std::string(65536, 'k'), std::string(65535, 'k') + "l"};
+  std::vector<std::string> keys = {"",
+                                   std::string(1, '\0'),
+                                   std::string("a\0b", 3),
+                                   std::string(14, 'x'),
+                                   std::string(15, 'x'),
+                                   std::string(13, 'x') + "y",
+                                   std::string(14, 'x') + "y",
+                                   std::string(65536, 'k'),
+                                   std::string(65535, 'k') + "l"};
   auto opts = options(2);
   auto store = make_store(opts);
   std::vector<std::string_view> views(keys.begin(), keys.end());

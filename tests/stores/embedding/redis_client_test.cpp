@@ -39,9 +39,12 @@ TEST(redis_client, locations_parse_or_name_what_is_wrong) {
     const char* url;
     const char* mentions;
   } bad[] = {
-    {"http://h:1", "must start with redis://"}, {"redis://:1", "no host"},
-    {"redis://h:0", "bad port"},                {"redis://h:65536", "bad port"},
-    {"redis://h:x", "bad port"},                {"redis://h:1/shard-", "bad shard number"},
+    {"http://h:1", "must start with redis://"},
+    {"redis://:1", "no host"},
+    {"redis://h:0", "bad port"},
+    {"redis://h:65536", "bad port"},
+    {"redis://h:x", "bad port"},
+    {"redis://h:1/shard-", "bad shard number"},
     {"redis://h:1/shard-2x", "bad shard number"},
   };
   for (auto& c : bad) {

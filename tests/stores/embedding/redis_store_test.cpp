@@ -99,8 +99,7 @@ protected:
     return reply ? caf::error{} : std::move(reply.error());
   }
 
-  static caf::expected<redis_reply> raw_get(testing::redis_server& server,
-                                            const std::string& key) {
+  static caf::expected<redis_reply> raw_get(testing::redis_server& server, const std::string& key) {
     auto client = redis_client::connect({"127.0.0.1", server.port()}, milliseconds(5000));
     if (!client)
       return std::move(client.error());
@@ -229,9 +228,9 @@ TEST_F(redis_store_test, a_read_only_store_never_creates_rows) {
   auto reader = open(cfg);
   EXPECT_EQ(lookup(*reader, {"unknown"}), (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(reader->stats().rows, 1u);
-  EXPECT_TRUE(is(reader->update(std::vector<std::string_view>{"known"},
-                                std::vector<float>(4, 0.1f), 1),
-                 errc::read_only));
+  EXPECT_TRUE(
+    is(reader->update(std::vector<std::string_view>{"known"}, std::vector<float>(4, 0.1f), 1),
+       errc::read_only));
   auto stored = raw_get(*shared_, prefix() + ":items:r:unknown");
   ASSERT_TRUE(stored);
   EXPECT_EQ(stored->type, redis_reply::kind::nil);

@@ -53,7 +53,8 @@ TEST(serving_export, shards_merged_answer_as_exact_search_over_all_items) {
   EXPECT_EQ(root->user_names, in.user_names);
   EXPECT_TRUE(root->item_names.empty());
   EXPECT_TRUE(root->gramian.isApprox(in.items.transpose() * in.items, 1e-5f));
-  EXPECT_EQ(root->items.to_vector(), std::vector<float>(in.items.data(), in.items.data() + in.items.size()));
+  EXPECT_EQ(root->items.to_vector(),
+            std::vector<float>(in.items.data(), in.items.data() + in.items.size()));
   auto queries = gaussian_matrix(5, 8, 4);
   std::vector<std::vector<std::vector<compute::hit>>> per_shard;
   for (uint32_t s = 0; s < 3; ++s) {
@@ -139,7 +140,9 @@ TEST(serving_export, refuses_bad_input_before_writing_anything) {
          [](export_input& in) { in.config.shards = 2001; },
          [](export_input& in) { in.items(5, 3) = NAN; },
          [](export_input& in) { in.user_names.pop_back(); },
-         [](export_input& in) { in.item_names = {"a", "b"}; },
+         [](export_input& in) {
+           in.item_names = {"a", "b"};
+         },
          [](export_input& in) { in.config.metric = "l1"; },
          [](export_input& in) { in.index.exact_last_dim = true; },
          [](export_input& in) { in.users = gaussian_matrix(3, 4, 1); }}) {
