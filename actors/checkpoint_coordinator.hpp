@@ -1,9 +1,10 @@
 // The one coordinator of checkpoints, shared by every service that saves state spread over
 // several actors (the embedding master over its shards, the WALS chief over the factor
 // shards). It asks every part for its files under a fresh checkpoint id, builds the manifest
-// from their answers and commits it through stores/checkpoint_dir: manifest last and atomic,
-// then retention. A part that fails discards the new checkpoint's directory, so the previous
-// checkpoint stays current. Sequencing only: every file is written by stores/.
+// from their answers and commits it through stores/checkpoint/checkpoint_transaction:
+// manifest last and atomic, then retention. A part that fails discards the new checkpoint's
+// directory, so the previous checkpoint stays current. Sequencing only: every file is written by
+// stores/.
 #pragma once
 
 #include <functional>
@@ -16,6 +17,7 @@
 #include "actors/fan_out.hpp"
 #include "messages/checkpoint.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_transaction.hpp"
 
 namespace darcy::actors {
 
@@ -32,6 +34,7 @@ std::shared_ptr<fan_out_state> take_checkpoint_as(
   Request request, Assemble assemble, std::function<void(caf::expected<checkpoint_manifest>)> done,
   retry_policy retry = {}) {
   auto replies = std::make_shared<std::vector<Reply>>(parts);
+  auto t = std::make_shared<stores::checkpoint_transaction>(root, id);
   return fan_out<Reply>(
     all_targets(parts),
     [=](size_t part, uint32_t attempt) mutable {
@@ -40,12 +43,12 @@ std::shared_ptr<fan_out_state> take_checkpoint_as(
     [replies](size_t part, Reply& reply) { (*replies)[part] = std::move(reply); },
     [=](caf::error err) {
       if (err) {
-        root.discard(id);
+        t->discard();
         return done(std::move(err));
       }
       checkpoint_manifest manifest = assemble(*replies);
       manifest.checkpoint = id;
-      if (auto commit_err = root.commit(manifest, keep))
+      if (auto commit_err = t->commit(manifest, keep))
         return done(std::move(commit_err));
       done(std::move(manifest));
     },

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "compute/finite.hpp"
 #include "messages/embedding/embedding_config.hpp"
 #include "messages/errc.hpp"
 
@@ -20,9 +21,6 @@ size_t slot_count(const optimizer_config& cfg);
 
 /// Sets a new row's slots (`slot_count(cfg) * dim` floats) to their starting values.
 void init_slots(const optimizer_config& cfg, std::span<float> slots);
-
-/// True when every value is finite.
-bool all_finite(std::span<const float> values);
 
 /// Applies one gradient to `weights` and its `slots`. `step` is the row's update count: it is
 /// incremented here, and Adam's bias correction uses it (lazy Adam: rows not updated do not

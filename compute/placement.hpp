@@ -5,6 +5,7 @@
 //   auto shard = compute::shard_of(id, count);    // the factor shard that owns row `id`
 //   auto row = compute::local_row(id, count);     // its row inside that shard
 //   auto s = compute::shard_of_key("money", 4);   // the embedding shard of a raw key
+//   compute::for_each_owned(vars, ps, servers, [&](uint64_t i, uint64_t) { ... });
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,14 @@ inline uint64_t rows_owned(uint64_t total, uint32_t index, uint32_t count) {
 /// every count-th.
 inline uint64_t first_owned_offset(uint64_t first, uint32_t index, uint32_t count) {
   return (index + count - first % count) % count;
+}
+
+/// Calls f(id, local) for each id of 0 .. total - 1 that shard `index` of `count` owns, in
+/// order, with local its row in that shard (the same rule as shard_of and local_row).
+template <class F>
+void for_each_owned(uint64_t total, uint32_t index, uint32_t count, F f) {
+  for (uint64_t id = index, local = 0; id < total; id += count, ++local)
+    f(id, local);
 }
 
 /// The embedding shard of a key whose hash_key is `hash`, among `count` (count > 0). It reads

@@ -46,6 +46,8 @@ using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using chief_atom = caf::atom_constant<caf::atom("chief")>;
 using events_atom = caf::atom_constant<caf::atom("events")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
+// Estimator parameter servers (estimator_interfaces.hpp).
+using step_atom = caf::atom_constant<caf::atom("step")>;
 // Retrieval serving (serving_interfaces.hpp).
 using topk_atom = caf::atom_constant<caf::atom("topk")>;
 using unload_atom = caf::atom_constant<caf::atom("unload")>;

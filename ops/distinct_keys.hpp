@@ -26,6 +26,12 @@ public:
   /// appended.
   uint32_t add(std::string_view key);
 
+  /// As add(std::to_string(id)), but a repeated id is found by the integer alone, and only a
+  /// new id is written out in decimal and hashed (once): the key stays the decimal string, so
+  /// that rows saved or exported under it are found again. One batch takes either strings
+  /// (add) or ids (add_id), never both.
+  uint32_t add_id(uint64_t id);
+
   /// Distinct keys added since clear().
   size_t size() const { return batch_.size(); }
 
@@ -39,6 +45,9 @@ private:
   key_batch batch_;
   /// Open addressing over positions in batch_; a power of two, at most half full.
   std::vector<uint32_t> slots_;
+  /// add_id's ids by position in batch_, and its table over them (sized as slots_).
+  std::vector<uint64_t> ids_;
+  std::vector<uint32_t> id_slots_;
 };
 
 } // namespace darcy::ops

@@ -25,16 +25,15 @@ caf::expected<supervised_group> start_supervised_group(
   // Every child may be lost a few times over a long run.
   sup.intensity = static_cast<uint32_t>(4 * spec.count + 4);
   sup.period_ms = 60000;
+  std::vector<std::string> names;
+  for (auto& t : targets)
+    names.push_back(t.node);
   for (size_t i = 0; i < spec.count; ++i) {
     child_spec child;
     child.id = group_child_id(spec.kind, i);
     child.factory = spec.factory;
     child.args = spec.args(i);
-    for (size_t k = 0; k < targets.size(); ++k) {
-      auto& node = targets[(i + k) % targets.size()].node;
-      if (std::find(child.nodes.begin(), child.nodes.end(), node) == child.nodes.end())
-        child.nodes.push_back(node);
-    }
+    child.nodes = runtime::preferred_nodes(names, i);
     // Once every node of the group is lost, any live member: a replacement that joined since.
     child.nodes.push_back(any_node);
     child.service = spec.prefix + "." + child.id;

@@ -4,7 +4,7 @@
 # of demo data, gnuplot-nox draws the experiments' plots, dataset-fashion-mnist feeds `darcy
 # estimator fashion-mnist`, libopenblas0-pthread gives the
 # benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API;
-# yamllint checks deploy/'s manifests; redis-server backs the Redis store's tests and `darcy bench
+# yamllint checks deploy/'s manifests; clang-format checks the tree's format; redis-server backs the Redis store's tests and `darcy bench
 # redis`, whose peer is redis-tools' redis-benchmark; headless chromium loads the status page in its test).
 set -euo pipefail
 
@@ -20,6 +20,7 @@ packages=(
   libopenblas0-pthread
   wrk
   yamllint
+  clang-format
   chromium
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only

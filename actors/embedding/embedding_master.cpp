@@ -655,7 +655,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
                                                        embedding_master_options options) {
   self->state.options = std::move(options);
   self->state.next_request_id = compute::mix64(
-    std::hash<std::string>{}(to_string(self->node())),
+    compute::hash_key(to_string(self->node())),
     compute::mix64(self->id(), static_cast<uint64_t>(
                                  std::chrono::steady_clock::now().time_since_epoch().count())));
   if (!self->state.options.shard_services.empty())

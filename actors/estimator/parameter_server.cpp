@@ -113,6 +113,12 @@ parameter_server_actor::behavior_type parameter_server(parameter_server_pointer 
         return not_loaded(st);
       return {encode(st.list), st.global_step};
     },
+    [self](step_atom) -> caf::result<uint64_t> {
+      auto& st = self->state;
+      if (!st.loaded)
+        return not_loaded(st);
+      return st.global_step;
+    },
     [self](backward_atom, uint64_t client, uint64_t seq, const named_tensors& grads,
            double loss) -> caf::result<uint64_t> {
       auto& st = self->state;

@@ -5,8 +5,10 @@
 #include <functional>
 
 #include "actors/fan_out.hpp"
+#include "compute/finite.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "messages/error.hpp"
+#include "stores/checkpoint/checkpoint_transaction.hpp"
 #include "stores/checkpoint/parameter_part.hpp"
 
 namespace darcy::actors {
@@ -170,10 +172,9 @@ caf::result<row_block> arrive(moe_router_pointer self, phase_kind kind, uint32_t
                                                   " values are not " + std::to_string(block.rows) +
                                                   " rows of " +
                                                   std::to_string(st.config.layer.dim));
-  for (auto v : block.values.values())
-    if (!std::isfinite(v))
-      return make_error(errc::non_finite,
-                        what + ": a value is NaN or infinite; send the block again without it");
+  if (!compute::all_finite(block.values.values()))
+    return make_error(errc::non_finite,
+                      what + ": a value is NaN or infinite; send the block again without it");
   if (kind == phase_kind::forward && st.forwarded)
     return make_error(errc::invalid_argument,
                       what + ": step " + std::to_string(*st.forwarded) + " awaits its backward");
@@ -284,31 +285,31 @@ void load_layer(moe_router_pointer self, const std::string& path,
 caf::result<checkpoint_manifest> save(moe_router_pointer self, const moe_save_request& req) {
   if (auto err = between_steps(self->state, "save"))
     return err;
-  stores::checkpoint_dir root{req.root};
-  if (auto err = root.prepare())
-    return err;
-  auto id = stores::checkpoint_dir::new_id("moe");
+  auto begun = stores::checkpoint_transaction::begin(req.root, "moe");
+  if (!begun)
+    return std::move(begun.error());
+  auto t = std::make_shared<stores::checkpoint_transaction>(std::move(*begun));
   auto promise = self->make_response_promise<checkpoint_manifest>();
   auto experts = static_cast<uint32_t>(self->state.experts.size());
-  save_layer(self, req.root, id, [=](caf::expected<std::vector<file_info>> parts) mutable {
+  save_layer(self, req.root, t->id(), [=](caf::expected<std::vector<file_info>> parts) mutable {
     caf::error err;
     if (parts) {
       checkpoint_manifest m;
       m.service = moe_service_name;
-      m.checkpoint = id;
       m.step = req.step;
       m.shard_count = experts;
       m.parts = std::move(*parts);
       m.extra = req.extra;
-      err = root.commit(m, req.keep);
+      m.checkpoint = t->id();
+      err = t->commit(m, req.keep);
       if (!err) {
         promise.deliver(std::move(m));
         return;
       }
     } else {
       err = std::move(parts.error());
+      t->discard();
     }
-    root.discard(id);
     promise.deliver(make_error(errc::io_error,
                                "moe checkpoint not taken, the previous one "
                                "stays current: " +

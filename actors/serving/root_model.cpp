@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "compute/finite.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
 
@@ -10,10 +11,9 @@ namespace darcy::actors {
 namespace {
 
 caf::error check_finite(std::span<const float> xs, const std::string& what) {
-  for (size_t i = 0; i < xs.size(); ++i)
-    if (!std::isfinite(xs[i]))
-      return make_error(errc::invalid_argument,
-                        what + " holds a NaN or infinite value at " + std::to_string(i));
+  if (auto i = compute::first_non_finite(xs); i < xs.size())
+    return make_error(errc::invalid_argument,
+                      what + " holds a NaN or infinite value at " + std::to_string(i));
   return {};
 }
 

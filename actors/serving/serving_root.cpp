@@ -8,6 +8,7 @@
 #include "messages/error.hpp"
 #include "runtime/cluster/exit_cascade.hpp"
 #include "runtime/cluster/remote_run.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 #include "runtime/cluster/supervisor.hpp"
 #include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
@@ -190,8 +191,7 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
     child.id = "shard." + std::to_string(i);
     child.factory = st.config.shard_factory;
     child.args = caf::make_message(shard);
-    for (size_t k = 0; k < nodes.size(); ++k)
-      child.nodes.push_back(nodes[(i + k) % nodes.size()]);
+    child.nodes = runtime::preferred_nodes(nodes, i);
     child.service = v->supervisor_name + ".shard." + std::to_string(i);
     spec.children.push_back(std::move(child));
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "compute/finite.hpp"
 #include "messages/error.hpp"
 #include "runtime/log.hpp"
 #include "stores/serving/serving_export.hpp"
@@ -24,7 +25,7 @@ caf::error refusal(serving_shard_state& st, const shard_query& q) {
     return make_error(errc::dimension_mismatch, "query of " + std::to_string(q.vector.size()) +
                                                   " values for a model of dimension " +
                                                   std::to_string(st.index->dim()));
-  if (!std::all_of(q.vector.begin(), q.vector.end(), [](float x) { return std::isfinite(x); }))
+  if (!compute::all_finite(q.vector))
     return make_error(errc::invalid_argument, "query holds a NaN or infinite value");
   return {};
 }

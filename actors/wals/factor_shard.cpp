@@ -3,6 +3,7 @@
 #include <cmath>
 #include <span>
 
+#include "compute/finite.hpp"
 #include "compute/placement.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
@@ -28,9 +29,8 @@ caf::error check_open(const factor_shard_state& st, uint64_t epoch, wals_side si
 }
 
 caf::error check_finite(std::span<const float> row) {
-  for (auto v : row)
-    if (!std::isfinite(v))
-      return make_error(errc::non_finite, "factor shard: a written row is not finite");
+  if (!compute::all_finite(row))
+    return make_error(errc::non_finite, "factor shard: a written row is not finite");
   return {};
 }
 

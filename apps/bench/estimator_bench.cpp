@@ -85,7 +85,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
       std::fprintf(stderr, "bench estimator: --corpus: %s\n", render(catalog.error()).c_str());
       return 1;
     }
-  auto data = load_fashion_mnist(o.data_dir);
+  auto data = estimator_apps::load_fashion_mnist(o.data_dir);
   if (!data) {
     std::fprintf(stderr, "bench estimator: %s\n", render(data.error()).c_str());
     return 1;
@@ -97,13 +97,13 @@ int run_estimator_bench(const estimator_bench_options& o) {
   // Darcy: whole epochs through the Estimator (input pipeline, model function, optimizer).
   std::vector<double> rates;
   for (uint32_t r = 0; r < o.repeats; ++r) {
-    fashion_mnist_options fo;
+    estimator_apps::fashion_mnist_options fo;
     fo.data_dir = o.data_dir;
     fo.epochs = 1;
     fo.threads = o.threads;
     fo.seed = r + 1;
     fo.quiet = true;
-    auto run = run_fashion_mnist(fo, *data);
+    auto run = estimator_apps::run_fashion_mnist(fo, *data);
     if (!run) {
       std::fprintf(stderr, "bench estimator: %s\n", render(run.error()).c_str());
       return 1;
@@ -140,12 +140,12 @@ int run_estimator_bench(const estimator_bench_options& o) {
          << ",\"dnn_vs_torch\":" << darcy_rate / torch_rate;
   }
   if (o.epochs > 0) {
-    fashion_mnist_options fo;
+    estimator_apps::fashion_mnist_options fo;
     fo.data_dir = o.data_dir;
     fo.epochs = o.epochs;
     fo.threads = o.threads;
     fo.quiet = true;
-    auto run = run_fashion_mnist(fo, *data);
+    auto run = estimator_apps::run_fashion_mnist(fo, *data);
     if (!run) {
       std::fprintf(stderr, "bench estimator: %s\n", render(run.error()).c_str());
       return 1;

@@ -138,7 +138,7 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
   job_options["eval_examples"] = flags.eval_examples;
   ops::estimator::role_options r{
     .role = **role,
-    .jobs = estimator_jobs(),
+    .jobs = estimator_apps::estimator_jobs(),
     .job = job,
     .job_options = std::move(job_options),
     .max_steps = flags.max_steps,
@@ -163,7 +163,7 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
 void add_estimator_command(CLI::App& app, int& exit_code) {
   auto cmd = app.add_subcommand("estimator", "Estimator apps (train, evaluate, predict)");
   cmd->require_subcommand(1);
-  auto o = std::make_shared<fashion_mnist_options>();
+  auto o = std::make_shared<estimator_apps::fashion_mnist_options>();
   auto fm = cmd->add_subcommand("fashion-mnist", "A DNN classifier on Fashion-MNIST");
   fm->add_option("--data", o->data_dir, "Directory of the four IDX files (dataset-fashion-mnist)");
   auto roles = std::make_shared<role_flags>();
@@ -195,12 +195,12 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
                      {"seed", o->seed}},
                     o->model_dir, o->summary, o->threads, exit_code))
       return;
-    auto data = load_fashion_mnist(o->data_dir);
+    auto data = estimator_apps::load_fashion_mnist(o->data_dir);
     if (!data) {
       exit_code = fail("estimator fashion-mnist", data.error());
       return;
     }
-    auto r = run_fashion_mnist(*o, *data);
+    auto r = estimator_apps::run_fashion_mnist(*o, *data);
     if (!r) {
       exit_code = fail("estimator fashion-mnist", r.error());
       return;
@@ -216,7 +216,7 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
               << std::endl;
   });
 
-  auto bg = std::make_shared<brown_genre_options>();
+  auto bg = std::make_shared<estimator_apps::brown_genre_options>();
   bg->corpus = "build/data/brown";
   auto genre =
     cmd->add_subcommand("brown-genre", "Wide & Deep on Brown passages to their category");
@@ -264,17 +264,17 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
     if (run_as_role(*genre_roles, "brown-genre", brown_genre_job_options(*bg), bg->model_dir,
                     bg->summary, bg->threads, exit_code))
       return;
-    auto data = load_brown_genres(bg->corpus, bg->passage_words, bg->validation);
+    auto data = estimator_apps::load_brown_genres(bg->corpus, bg->passage_words, bg->validation);
     if (!data) {
       exit_code = fail("estimator brown-genre", data.error());
       return;
     }
-    auto r = run_brown_genre(*bg, *data);
+    auto r = estimator_apps::run_brown_genre(*bg, *data);
     if (!r) {
       exit_code = fail("estimator brown-genre", r.error());
       return;
     }
-    auto per_epoch = [](const std::vector<epoch_accuracy>& epochs) {
+    auto per_epoch = [](const std::vector<estimator_apps::epoch_accuracy>& epochs) {
       auto out = nlohmann::json::array();
       for (auto& e : epochs)
         out.push_back({{"validation", e.validation}, {"test", e.test}});
@@ -299,7 +299,7 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
               << std::endl;
   });
 
-  auto sl = std::make_shared<sparse2label_options>();
+  auto sl = std::make_shared<estimator_apps::sparse2label_options>();
   sl->corpus = "build/data/brown";
   sl->model_dir = "build/sparse2label";
   auto labels = cmd->add_subcommand(
@@ -333,12 +333,12 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
                      "Export the last round's model here, for darcy serve");
   labels->add_flag("--quiet", sl->quiet, "No progress bar");
   labels->callback([sl, &exit_code] {
-    auto data = load_sparse2label(sl->corpus, sl->passage_words, sl->keywords);
+    auto data = estimator_apps::load_sparse2label(sl->corpus, sl->passage_words, sl->keywords);
     if (!data) {
       exit_code = fail("estimator sparse2label", data.error());
       return;
     }
-    auto rounds = run_sparse2label(*sl, *data);
+    auto rounds = estimator_apps::run_sparse2label(*sl, *data);
     if (!rounds) {
       exit_code = fail("estimator sparse2label", rounds.error());
       return;
@@ -364,7 +364,7 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   plot->add_option("summary", *summary, "The JSONL file")->required();
   plot->add_option("--out", *out, "Output path without extension");
   plot->callback([summary, out, &exit_code] {
-    auto plot = plot_summary(*summary, *out);
+    auto plot = estimator_apps::plot_summary(*summary, *out);
     if (!plot) {
       exit_code = fail("estimator plot", plot.error());
       return;

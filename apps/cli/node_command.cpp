@@ -102,7 +102,8 @@ void add_node_command(CLI::App& app, int& exit_code) {
     // Any node can host the Estimator's parameter servers and training workers.
     auto err = runtime::run_node(opts, [](runtime::system_config& cfg) {
       actors::register_actor_types(cfg);
-      actors::add_training_worker_type(cfg, ops::estimator::training_jobs_of(estimator_jobs()));
+      actors::add_training_worker_type(
+        cfg, ops::estimator::training_jobs_of(estimator_apps::estimator_jobs()));
     });
     exit_code = err ? fail(render(err)) : 0;
   });

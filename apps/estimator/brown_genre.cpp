@@ -15,7 +15,7 @@
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "stores/data/brown_corpus.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 namespace est = ops::estimator;
 namespace ce = compute::estimator;
@@ -259,7 +259,7 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
       };
       std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>()};
       if (!o.quiet)
-        hooks.push_back(std::make_shared<progress_hook>(per_epoch * (epoch + 1)));
+        hooks.push_back(std::make_shared<apps::progress_hook>(per_epoch * (epoch + 1)));
       hooks.insert(hooks.end(), extra.begin(), extra.end());
       auto start = std::chrono::steady_clock::now();
       if (auto r = e.train(train, 0, hooks); !r)
@@ -341,4 +341,4 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
   return result;
 }
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

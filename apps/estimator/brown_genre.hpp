@@ -16,7 +16,7 @@
 #include "ops/estimator/estimator.hpp"
 #include "ops/session.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 struct brown_genre_options {
   /// The Brown corpus directory (cats.txt and the tagged files; make demo fetches it).
@@ -110,4 +110,4 @@ struct brown_genre_result {
 caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
                                                   const brown_genre_data& data);
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

@@ -7,7 +7,7 @@
 #include "compute/nn/optimizers.hpp"
 #include "messages/error.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 namespace est = ops::estimator;
 
@@ -144,4 +144,4 @@ std::shared_ptr<const est::job_catalog> estimator_jobs() {
   return jobs;
 }
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

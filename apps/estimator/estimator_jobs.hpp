@@ -10,7 +10,7 @@
 
 #include "ops/estimator/distributed_job.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 /// "fashion-mnist" takes data (the IDX directory), batch, hidden (a list), learning_rate,
 /// threads, seed; "brown-genre" the fields of brown_genre_job_options. Both take
@@ -19,4 +19,4 @@ namespace darcy::apps {
 /// data's own errors when the data cannot be read.
 std::shared_ptr<const ops::estimator::job_catalog> estimator_jobs();
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

@@ -7,7 +7,7 @@
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/readers.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 namespace est = ops::estimator;
 namespace ce = compute::estimator;
@@ -64,7 +64,7 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
     hooks.push_back(std::make_shared<est::summary_writer>(o.summary, 100));
   if (!o.quiet) {
     auto per_epoch = (data.train->rows() + o.batch - 1) / o.batch;
-    hooks.push_back(std::make_shared<progress_hook>(per_epoch * o.epochs));
+    hooks.push_back(std::make_shared<apps::progress_hook>(per_epoch * o.epochs));
   }
   auto start = std::chrono::steady_clock::now();
   auto r = e.train(train, 0, hooks);
@@ -83,4 +83,4 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
   return result;
 }
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

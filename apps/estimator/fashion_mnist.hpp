@@ -14,7 +14,7 @@
 
 #include "ops/estimator/estimator.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 struct fashion_mnist_options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
@@ -55,4 +55,4 @@ caf::expected<ops::estimator::model_fn> fashion_mnist_model(const fashion_mnist_
 caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_options& o,
                                                       const fashion_mnist_data& data);
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

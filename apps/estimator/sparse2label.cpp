@@ -21,7 +21,7 @@
 #include "ops/estimator/sampled_softmax_head.hpp"
 #include "stores/data/brown_corpus.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 namespace est = ops::estimator;
 namespace ce = compute::estimator;
@@ -181,7 +181,7 @@ caf::error write_report(const std::string& out, const std::vector<sparse2label_r
      << "'' every ::1 using 1:12 with linespoints dt 2 title 'most popular keywords', "
      << "'' every ::1 using 1:($6+$7) axes x1y2 with linespoints title 'model rows (words + "
         "labels)'\n";
-  return draw_with_gnuplot(out + ".gp", gp.str(), png);
+  return apps::draw_with_gnuplot(out + ".gp", gp.str(), png);
 }
 
 } // namespace
@@ -315,7 +315,7 @@ caf::expected<std::vector<sparse2label_round>> run_sparse2label(
       std::cerr << "sparse2label: round " << r + 1 << "/" << rounds << ", adding " << data[r].name
                 << " (" << train->rows() << " passages so far)\n";
       auto steps = (train->rows() + o.batch - 1) / o.batch * o.epochs;
-      hooks.push_back(std::make_shared<progress_hook>(global_step + steps));
+      hooks.push_back(std::make_shared<apps::progress_hook>(global_step + steps));
     }
     auto trained = e.train(train_input, 0, hooks);
     if (!trained)
@@ -357,4 +357,4 @@ caf::expected<std::vector<sparse2label_round>> run_sparse2label(
   return report;
 }
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

@@ -18,7 +18,7 @@
 
 #include "ops/estimator/input.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 struct sparse2label_options {
   /// The Brown corpus directory (make demo fetches it).
@@ -94,4 +94,4 @@ struct sparse2label_round {
 caf::expected<std::vector<sparse2label_round>> run_sparse2label(
   const sparse2label_options& o, const std::vector<sparse2label_category>& data);
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

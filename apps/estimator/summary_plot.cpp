@@ -9,7 +9,7 @@
 #include "apps/progress/plot.hpp"
 #include "messages/error.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 namespace {
 
@@ -60,9 +60,9 @@ caf::expected<summary_plot> plot_summary(const std::string& jsonl, const std::st
      << "set title 'training loss'\nset xlabel 'step'\nset ylabel 'loss'\nset grid\n"
      << "set datafile separator '\\t'\n"
      << "plot '" << tsv << "' every ::1 using 1:2 with lines lw 2 title 'loss'\n";
-  if (auto err = draw_with_gnuplot(out + ".gp", gp.str(), png))
+  if (auto err = apps::draw_with_gnuplot(out + ".gp", gp.str(), png))
     return err;
   return r;
 }
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

@@ -7,7 +7,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 
 struct summary_plot {
   /// Points plotted.
@@ -24,4 +24,4 @@ struct summary_plot {
 /// object; errc::invalid_argument for a file without points.
 caf::expected<summary_plot> plot_summary(const std::string& jsonl, const std::string& out);
 
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

@@ -70,6 +70,7 @@ typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
 ///  - load: replaces the whole state (the chief initialises, or restores a checkpoint); a load
 ///    carrying the load_id of the last one applied is answered ok and not applied again.
 ///  - fetch: the current values and the global step.
+///  - step: the global step alone (no tensor is encoded).
 ///  - backward (client, seq, gradients, loss): applies one step of gradients (names and shapes
 ///    must match the state's; an empty set only counts the step) and answers the new global
 ///    step. `loss` is the worker's training loss of that step (NaN: none). Non-finite
@@ -84,6 +85,7 @@ typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
 using parameter_server_actor = caf::typed_actor<
   caf::replies_to<load_atom, ps_state>::with<ok_atom>,
   caf::replies_to<fetch_atom>::with<named_tensors, uint64_t>,
+  caf::replies_to<step_atom>::with<uint64_t>,
   caf::replies_to<backward_atom, uint64_t, uint64_t, named_tensors, double>::with<uint64_t>,
   caf::replies_to<stats_atom>::with<double, uint64_t>, caf::replies_to<save_atom>::with<ps_state>>;
 

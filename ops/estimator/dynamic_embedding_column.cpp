@@ -30,23 +30,24 @@ public:
   void set_training(bool training) override { training_ = training; }
 
   plain_expected<matrix> forward(const ce::feature_map& features) override {
-    auto strings = keys_of(features);
-    if (!strings)
-      return strings.error();
-    auto& rows = **strings;
-    // Each distinct string is looked up once; uses_ holds (example, key index) per occurrence.
-    size_t occurrences = 0;
-    for (auto& row : rows)
-      occurrences += row.size();
-    distinct_.clear(occurrences);
+    // Each distinct key is looked up once; uses_ holds (example, key index) per occurrence.
     scales_.clear();
     uses_.clear();
-    for (size_t r = 0; r < rows.size(); ++r) {
-      scales_.push_back(static_cast<float>(ce::combiner_scale(how_, rows[r].size())));
-      for (auto& k : rows[r])
-        uses_.emplace_back(r, distinct_.add(k));
+    size_t examples = 0;
+    if (!column_) {
+      auto feature = ce::find_feature(features, key_, 0);
+      if (!feature)
+        return feature.error();
+      examples =
+        add_keys((*feature)->strings, [&](const std::string& k) { return distinct_.add(k); });
+    } else {
+      // Bucket ids are deduplicated as integers; each distinct one becomes its decimal key.
+      auto ids = column_->ids(features);
+      if (!ids)
+        return ids.error();
+      examples = add_keys(ids->rows, [&](uint64_t id) { return distinct_.add_id(id); });
     }
-    matrix out = matrix::Zero(static_cast<Eigen::Index>(rows.size()), config_.dim);
+    matrix out = matrix::Zero(static_cast<Eigen::Index>(examples), config_.dim);
     handle_.reset();
     if (distinct_.size() == 0)
       return out;
@@ -89,30 +90,25 @@ public:
   }
 
 private:
-  using string_rows = std::vector<std::vector<std::string>>;
-
-  /// The raw strings of feature key_, or the bucket ids of column_ as decimal strings.
-  plain_expected<const string_rows*> keys_of(const ce::feature_map& features) {
-    if (!column_) {
-      auto feature = ce::find_feature(features, key_, 0);
-      if (!feature)
-        return feature.error();
-      return &(*feature)->strings;
+  /// Adds every key of `rows` (one row per example) to distinct_ through `add`, with each
+  /// example's combiner scale and uses; returns the number of examples.
+  template <class Rows, class Add>
+  size_t add_keys(const Rows& rows, Add add) {
+    size_t occurrences = 0;
+    for (auto& row : rows)
+      occurrences += row.size();
+    distinct_.clear(occurrences);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      scales_.push_back(static_cast<float>(ce::combiner_scale(how_, rows[r].size())));
+      for (auto& k : rows[r])
+        uses_.emplace_back(r, add(k));
     }
-    auto ids = column_->ids(features);
-    if (!ids)
-      return ids.error();
-    id_strings_.assign(ids->rows.size(), {});
-    for (size_t r = 0; r < ids->rows.size(); ++r)
-      for (auto id : ids->rows[r])
-        id_strings_[r].push_back(std::to_string(id));
-    return &id_strings_;
+    return rows.size();
   }
 
   session& session_;
   std::string key_;
   ce::categorical_ptr column_;
-  string_rows id_strings_;
   de_config config_;
   ce::combiner how_;
   bool training_ = true;

@@ -9,6 +9,7 @@
 #include "ops/embedding_ops.hpp"
 #include "runtime/metrics.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_transaction.hpp"
 #include "stores/checkpoint/parameter_part.hpp"
 
 namespace darcy::ops::estimator {
@@ -213,35 +214,30 @@ caf::error estimator::save_checkpoint() {
       return std::move(step.error());
     global_step_ = *step;
   }
-  stores::checkpoint_dir root{cfg_.model_dir};
-  if (auto err = root.prepare())
-    return err;
-  auto id = stores::checkpoint_dir::new_id("step-" + std::to_string(global_step_));
-  auto part =
-    stores::write_parameter_part(root, id + "/" + variables_part, vars_.all(), optimizer_);
-  if (!part) {
-    root.discard(id);
+  auto t =
+    stores::checkpoint_transaction::begin(cfg_.model_dir, "step-" + std::to_string(global_step_));
+  if (!t)
+    return std::move(t.error());
+  auto part = stores::write_parameter_part(t->root(), t->id() + "/" + variables_part, vars_.all(),
+                                           optimizer_);
+  if (!part)
     return std::move(part.error());
-  }
   nlohmann::json extra{{"input_position", input_position_}};
   if (cfg_.embeddings) {
     // The service's own consistent checkpoint inside this checkpoint's directory, complete
     // before the manifest names it; retention removes it with its checkpoint.
-    auto name = id + "/embeddings";
+    auto name = t->id() + "/embeddings";
     if (auto err = ops::save(*cfg_.embeddings, cfg_.model_dir + "/" + name,
-                             {static_cast<int64_t>(global_step_), input_position_, {}})) {
-      root.discard(id);
+                             {static_cast<int64_t>(global_step_), input_position_, {}}))
       return err;
-    }
     extra["embeddings"] = name;
   }
   checkpoint_manifest manifest;
   manifest.service = service_name;
-  manifest.checkpoint = id;
   manifest.step = static_cast<int64_t>(global_step_);
   manifest.parts = {*part};
   manifest.extra = extra.dump();
-  if (auto err = root.commit(manifest, std::max<size_t>(cfg_.keep_checkpoint_max, 1)))
+  if (auto err = t->commit(std::move(manifest), std::max<size_t>(cfg_.keep_checkpoint_max, 1)))
     return err;
   saved_step_ = global_step_;
   return {};

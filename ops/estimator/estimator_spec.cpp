@@ -13,14 +13,16 @@ caf::expected<estimator_spec> head_spec(model_context& ctx, compute::estimator::
                                                   std::to_string(z.cols()) +
                                                   " logits per example, the head needs " +
                                                   std::to_string(h.logits_dimension()));
-  auto heads = nlohmann::json::array();
-  for (auto& part : h.parts())
-    heads.push_back({{"kind", static_cast<int>(part.kind)},
-                     {"name", part.name},
-                     {"classes", part.classes},
-                     {"label_dimension", part.label_dimension},
-                     {"weight", part.weight}});
-  ctx.add_op({{"op", "head"}, {"logits", logits.id}, {"heads", heads}});
+  ctx.add_op([&] {
+    auto heads = nlohmann::json::array();
+    for (auto& part : h.parts())
+      heads.push_back({{"kind", static_cast<int>(part.kind)},
+                       {"name", part.name},
+                       {"classes", part.classes},
+                       {"label_dimension", part.label_dimension},
+                       {"weight", part.weight}});
+    return nlohmann::json{{"op", "head"}, {"logits", logits.id}, {"heads", heads}};
+  });
   spec.predictions = h.predictions(z);
   spec.export_outputs["predictions"] = spec.predictions;
   if (h.parts().size() == 1 &&

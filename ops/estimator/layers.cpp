@@ -29,7 +29,10 @@ tensor dense(model_context& ctx, tensor x, uint32_t units, const std::string& na
       compute::nn::parallel_product<float>(dy, false, kernel.value, true, c.grad(x), true,
                                            c.threads());
   });
-  ctx.add_op({{"op", "dense"}, {"in", x.id}, {"out", result.id}, {"units", units}, {"name", name}});
+  ctx.add_op([&] {
+    return nlohmann::json{
+      {"op", "dense"}, {"in", x.id}, {"out", result.id}, {"units", units}, {"name", name}};
+  });
   return result;
 }
 
@@ -39,7 +42,7 @@ tensor relu(model_context& ctx, tensor x) {
     if (c.needs_grad(x))
       c.grad(x) += (c.value(out).array() > 0).select(c.grad(out), 0.0f);
   });
-  ctx.add_op({{"op", "relu"}, {"in", x.id}, {"out", result.id}});
+  ctx.add_op([&] { return nlohmann::json{{"op", "relu"}, {"in", x.id}, {"out", result.id}}; });
   return result;
 }
 
@@ -68,7 +71,9 @@ tensor add(model_context& ctx, tensor a, tensor b) {
       if (c.needs_grad(in))
         c.grad(in) += c.grad(out);
   });
-  ctx.add_op({{"op", "add"}, {"a", a.id}, {"b", b.id}, {"out", result.id}});
+  ctx.add_op([&] {
+    return nlohmann::json{{"op", "add"}, {"a", a.id}, {"b", b.id}, {"out", result.id}};
+  });
   return result;
 }
 
@@ -80,7 +85,9 @@ tensor append_ones(model_context& ctx, tensor x) {
     if (c.needs_grad(x))
       c.grad(x) += c.grad(out).leftCols(c.grad(out).cols() - 1);
   });
-  ctx.add_op({{"op", "append_ones"}, {"x", x.id}, {"out", result.id}});
+  ctx.add_op([&] {
+    return nlohmann::json{{"op", "append_ones"}, {"x", x.id}, {"out", result.id}};
+  });
   return result;
 }
 
@@ -99,7 +106,9 @@ caf::expected<tensor> input_layer(model_context& ctx,
                       if (auto err = layer.backward(c.grad(out)))
                         c.fail(make_error(err));
                     });
-  ctx.add_op({{"op", "input"}, {"out", result.id}, {"columns", layer.spec()}});
+  ctx.add_op([&] {
+    return nlohmann::json{{"op", "input"}, {"out", result.id}, {"columns", layer.spec()}};
+  });
   return result;
 }
 

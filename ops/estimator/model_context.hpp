@@ -93,11 +93,13 @@ public:
   const caf::error& failure() const { return failure_; }
 
   /// While an export traces the model, each layer appends what it did, by tensor id; the
-  /// export saves the list as the model's graph.
+  /// export saves the list as the model's graph. `build` returns the op's JSON and is called
+  /// only while tracing, so that a training step builds no JSON.
   void trace(bool on) { tracing_ = on; }
-  void add_op(nlohmann::json op) {
+  template <class Build>
+  void add_op(Build&& build) {
     if (tracing_)
-      graph_.push_back(std::move(op));
+      graph_.push_back(std::forward<Build>(build)());
   }
   const nlohmann::json& graph() const { return graph_; }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "actors/estimator/tensor_codec.hpp"
+#include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 
@@ -45,10 +47,48 @@ caf::error parameter_servers::call(size_t s, milliseconds attempt, F f, const Ts
   }
 }
 
+template <class... Rs, class Args, class F>
+caf::error parameter_servers::call_all(Args args, F f) {
+  caf::scoped_actor self{*system_};
+  auto send = [&](size_t s, std::chrono::milliseconds wait) {
+    return std::apply([&](const auto&... xs) { return self->request(servers_[s], wait, xs...); },
+                      args(s));
+  };
+  using handle = decltype(send(0, timeout_));
+  std::vector<bool> answered(servers_.size(), false);
+  auto deadline = steady_clock::now() + timeout_;
+  for (;;) {
+    auto wait = runtime::attempt_wait(attempt_timeout_, deadline);
+    std::vector<std::pair<size_t, handle>> pending;
+    for (size_t s = 0; s < servers_.size(); ++s)
+      if (!answered[s])
+        pending.emplace_back(s, send(s, wait));
+    caf::error failure, timeout;
+    for (auto& [s, h] : pending)
+      h.receive(
+        [&, s = s](Rs&... rs) {
+          answered[s] = true;
+          if (auto err = f(s, rs...); err && !failure)
+            failure = std::move(err);
+        },
+        [&](caf::error& err) {
+          auto& slot = timed_out(err) ? timeout : failure;
+          if (!slot)
+            slot = std::move(err);
+        });
+    if (failure)
+      return failure;
+    if (!timeout)
+      return {};
+    if (steady_clock::now() >= deadline)
+      return timeout;
+  }
+}
+
 variable_list parameter_servers::share(const variable_list& vars, size_t s) const {
   variable_list out;
-  for (size_t i = s; i < vars.size(); i += servers_.size())
-    out.push_back(vars[i]);
+  compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
+                          [&](uint64_t i, uint64_t) { out.push_back(vars[i]); });
   return out;
 }
 
@@ -60,11 +100,12 @@ caf::error parameter_servers::initialize(const variable_list& vars,
     state.adam_steps = slots.steps;
     state.global_step = step;
     state.load_id = runtime::random_request_id();
-    for (size_t i = s; i < vars.size(); i += servers_.size()) {
-      actors::append(state.values, vars[i]->name, vars[i]->value);
-      actors::append(state.m, vars[i]->name, slots.m[i]);
-      actors::append(state.v, vars[i]->name, slots.v[i]);
-    }
+    compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
+                            [&](uint64_t i, uint64_t) {
+                              actors::append(state.values, vars[i]->name, vars[i]->value);
+                              actors::append(state.m, vars[i]->name, slots.m[i]);
+                              actors::append(state.v, vars[i]->name, slots.v[i]);
+                            });
     if (auto err = call<ok_atom>(
           s, attempt_timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
       return err;
@@ -74,37 +115,37 @@ caf::error parameter_servers::initialize(const variable_list& vars,
 
 caf::expected<uint64_t> parameter_servers::pull(const variable_list& vars) {
   uint64_t global_step = 0;
-  for (size_t s = 0; s < servers_.size(); ++s) {
-    auto mine = share(vars, s);
-    auto err = call<named_tensors, uint64_t>(
-      s, attempt_timeout_,
-      [&](named_tensors& values, uint64_t step) -> caf::error {
-        if (auto err = actors::check(values))
-          return err;
-        if (auto err = actors::check_matches(values, mine))
-          return err;
-        for (size_t i = 0; i < mine.size(); ++i)
-          mine[i]->value = actors::view(values, i);
-        if (s == 0)
-          global_step = step;
-        return {};
-      },
-      fetch_atom::value);
-    if (err)
-      return err;
-  }
+  std::vector<variable_list> shares;
+  for (size_t s = 0; s < servers_.size(); ++s)
+    shares.push_back(share(vars, s));
+  auto err = call_all<named_tensors, uint64_t>(
+    [](size_t) { return std::make_tuple(fetch_atom::value); },
+    [&](size_t s, named_tensors& values, uint64_t step) -> caf::error {
+      auto& mine = shares[s];
+      if (auto err = actors::check(values))
+        return err;
+      if (auto err = actors::check_matches(values, mine))
+        return err;
+      for (size_t i = 0; i < mine.size(); ++i)
+        mine[i]->value = actors::view(values, i);
+      if (s == 0)
+        global_step = step;
+      return {};
+    });
+  if (err)
+    return err;
   return global_step;
 }
 
 caf::expected<uint64_t> parameter_servers::global_step() {
   uint64_t global_step = 0;
-  if (auto err = call<named_tensors, uint64_t>(
+  if (auto err = call<uint64_t>(
         0, attempt_timeout_,
-        [&](named_tensors&, uint64_t step) {
+        [&](uint64_t step) {
           global_step = step;
           return caf::error{};
         },
-        fetch_atom::value))
+        step_atom::value))
     return err;
   return global_step;
 }
@@ -139,44 +180,21 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars, doubl
   std::vector<named_tensors> grads;
   for (size_t s = 0; s < servers_.size(); ++s)
     grads.push_back(actors::encode(share(vars, s), true));
-  // Every server is asked before any answer is awaited, so the servers apply in parallel; a
-  // blocking actor's receive of one response leaves the others in its mailbox. Servers that
-  // did not answer within the attempt timeout are asked again with the same seq.
-  caf::scoped_actor self{*system_};
-  using handle = decltype(self->request(servers_.front(), timeout_, backward_atom::value, client_,
-                                        seq, named_tensors{}, loss));
-  std::vector<bool> answered(servers_.size(), false);
+  // A server asked again (no answer within the attempt timeout) gets the same seq, and applies
+  // the push once.
   uint64_t first = 0;
-  auto deadline = steady_clock::now() + timeout_;
-  for (;;) {
-    auto wait = runtime::attempt_wait(attempt_timeout_, deadline);
-    std::vector<std::pair<size_t, handle>> pending;
-    for (size_t s = 0; s < servers_.size(); ++s)
-      if (!answered[s])
-        pending.emplace_back(
-          s, self->request(servers_[s], wait, backward_atom::value, client_, seq, grads[s], loss));
-    caf::error failure, timeout;
-    for (auto& p : pending) {
-      auto s = p.first;
-      p.second.receive(
-        [&](uint64_t step) {
-          answered[s] = true;
-          if (s == 0)
-            first = step;
-        },
-        [&](caf::error& err) {
-          auto& slot = timed_out(err) ? timeout : failure;
-          if (!slot)
-            slot = std::move(err);
-        });
-    }
-    if (failure)
-      return failure;
-    if (!timeout)
-      return first;
-    if (steady_clock::now() >= deadline)
-      return timeout;
-  }
+  auto err = call_all<uint64_t>(
+    [&](size_t s) {
+      return std::make_tuple(backward_atom::value, client_, seq, std::cref(grads[s]), loss);
+    },
+    [&](size_t s, uint64_t step) {
+      if (s == 0)
+        first = step;
+      return caf::error{};
+    });
+  if (err)
+    return err;
+  return first;
 }
 
 caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars,
@@ -196,11 +214,12 @@ caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars
           if (auto err = actors::check_matches(*t, mine))
             return err;
         }
-        for (size_t j = 0, i = s; j < mine.size(); ++j, i += servers_.size()) {
-          mine[j]->value = actors::view(state.values, j);
-          slots.m[i] = actors::view(state.m, j);
-          slots.v[i] = actors::view(state.v, j);
-        }
+        compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
+                                [&](uint64_t i, uint64_t j) {
+                                  mine[j]->value = actors::view(state.values, j);
+                                  slots.m[i] = actors::view(state.m, j);
+                                  slots.v[i] = actors::view(state.v, j);
+                                });
         if (s == 0) {
           global_step = state.global_step;
           slots.steps = state.adam_steps;

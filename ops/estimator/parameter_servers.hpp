@@ -73,13 +73,22 @@ public:
   caf::expected<uint64_t> fetch_state(const variable_list& vars, compute::nn::adam<float>& opt);
 
 private:
-  /// The variables of server s, in order.
+  /// The variables of server s, in order: variable i lives on server i mod size()
+  /// (compute::for_each_owned).
   variable_list share(const variable_list& vars, size_t s) const;
+  uint32_t count() const { return static_cast<uint32_t>(servers_.size()); }
 
   /// One request to server s and its reply into `f`, sent again each time `attempt` passes
   /// without an answer, until the timeout.
   template <class... Rs, class F, class... Ts>
   caf::error call(size_t s, std::chrono::milliseconds attempt, F f, const Ts&... xs);
+
+  /// One request to every server, all sent before any answer is awaited, so that the servers
+  /// work in parallel: `args(s)` gives server s's request as a tuple, `f(s, replies...)` takes
+  /// its answer. Servers unanswered within the attempt timeout are asked again; the first
+  /// error that is not a timeout ends the call.
+  template <class... Rs, class Args, class F>
+  caf::error call_all(Args args, F f);
 
   /// Each call sends from a scoped actor of its own: a persistent one would collect the
   /// timeout message of every answered request, which CAF delivers once the wait has passed

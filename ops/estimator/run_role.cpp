@@ -149,6 +149,9 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   // Every worker prefers its own node, then the other workers' nodes.
   auto workers = o.role.count(task_type::worker);
   supervisor_spec spec{.name = "estimator.workers", .intensity = 20, .period_ms = 60000};
+  std::vector<std::string> worker_nodes;
+  for (size_t i = 0; i < workers; ++i)
+    worker_nodes.push_back(task_name(task_type::worker, i));
   for (size_t i = 0; i < workers; ++i) {
     child_spec child{
       .id = "worker." + std::to_string(i),
@@ -157,8 +160,7 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
         worker_config{o.job, o.job_options.dump(), static_cast<uint32_t>(i), servers, o.max_steps}),
       .restart = restart_type::transient,
       .service = "estimator.worker." + std::to_string(i)};
-    for (size_t k = 0; k < workers; ++k)
-      child.nodes.push_back(task_name(task_type::worker, (i + k) % workers));
+    child.nodes = runtime::preferred_nodes(worker_nodes, i);
     spec.children.push_back(std::move(child));
   }
   auto supervisor = sys.spawn(runtime::supervisor, spec);

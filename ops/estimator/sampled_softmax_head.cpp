@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "compute/hash.hpp"
 #include "compute/nn/softmax_cross_entropy.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
@@ -34,7 +35,7 @@ uint64_t draw_seed(uint64_t seed, const std::vector<std::vector<std::string>>& l
   uint64_t h = seed * 0x9e3779b97f4a7c15ULL + 1;
   for (auto& row : labels)
     for (auto& key : row)
-      h = (h ^ std::hash<std::string>{}(key)) * 0x100000001b3ULL;
+      h = (h ^ compute::hash_key(key)) * 0x100000001b3ULL;
   return h;
 }
 
@@ -59,10 +60,12 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
                       "sampled_softmax_head: the model gives " + std::to_string(z.cols()) +
                         " outputs per example, the label table '" + config_.labels.name +
                         "' has dimension " + std::to_string(config_.labels.dim));
-  ctx.add_op({{"op", "sampled_softmax_head"},
-              {"output", output.id},
-              {"labels", config_.labels.name},
-              {"k", config_.k}});
+  ctx.add_op([&] {
+    return nlohmann::json{{"op", "sampled_softmax_head"},
+                          {"output", output.id},
+                          {"labels", config_.labels.name},
+                          {"k", config_.k}};
+  });
   const std::vector<std::vector<std::string>>* labels = nullptr;
   if (ctx.current_mode() != mode::predict) {
     auto feature = ce::find_feature(b.features, config_.label_key, 0);

@@ -11,6 +11,16 @@
 
 namespace darcy::runtime {
 
+std::vector<std::string> preferred_nodes(const std::vector<std::string>& nodes, size_t i) {
+  std::vector<std::string> out;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    auto& node = nodes[(i + k) % nodes.size()];
+    if (std::find(out.begin(), out.end(), node) == out.end())
+      out.push_back(node);
+  }
+  return out;
+}
+
 caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& status,
                                                       const std::vector<std::string>& only) {
   std::vector<spawn_target> result;

@@ -29,6 +29,10 @@ struct spawn_target {
   node_agent_actor agent;
 };
 
+/// The order in which child `i` of a group placed over `nodes` prefers them: its own node,
+/// nodes[i % n], then the next ones, wrapping around; each name once. Empty for no nodes.
+std::vector<std::string> preferred_nodes(const std::vector<std::string>& nodes, size_t i);
+
 /// The members of `status` that are up, in the registry's order, restricted to `only` when it
 /// is not empty. Fails with errc::no_live_node when none is left.
 caf::expected<std::vector<spawn_target>> live_targets(const cluster_status& status,

@@ -137,12 +137,5 @@ TEST(optimizer, ValidateRejectsNonsense) {
     EXPECT_TRUE(is(validate(r.cfg), errc::invalid_config)) << r.name;
 }
 
-TEST(optimizer, AllFiniteSpotsNanAndInf) {
-  EXPECT_TRUE(all_finite(std::vector<float>{0, -1, 3.5f}));
-  EXPECT_FALSE(all_finite(std::vector<float>{0, NAN}));
-  EXPECT_FALSE(all_finite(std::vector<float>{INFINITY}));
-  EXPECT_TRUE(all_finite(std::vector<float>{}));
-}
-
 } // namespace
 } // namespace darcy::compute

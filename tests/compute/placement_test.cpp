@@ -65,5 +65,24 @@ TEST(placement, KeysSpreadOverEveryShardAndStayPut) {
     EXPECT_GT(n, 50);
 }
 
+TEST(placement, ForEachOwnedVisitsAShardsIdsWithTheirLocalRows) {
+  for (uint32_t count : {1u, 3u, 4u})
+    for (uint64_t total : {0ull, 1ull, 10ull}) {
+      std::vector<int> owners(total, 0);
+      for (uint32_t index = 0; index < count; ++index) {
+        uint64_t visits = 0;
+        for_each_owned(total, index, count, [&](uint64_t id, uint64_t local) {
+          EXPECT_EQ(shard_of(id, count), index);
+          EXPECT_EQ(local_row(id, count), local);
+          EXPECT_EQ(local, visits++);
+          ++owners[id];
+        });
+        EXPECT_EQ(visits, rows_owned(total, index, count));
+      }
+      for (auto n : owners)
+        EXPECT_EQ(n, 1) << "every id has exactly one owner";
+    }
+}
+
 } // namespace
 } // namespace darcy::compute

@@ -119,26 +119,24 @@ TEST(word2vec_cli, trains_writes_vectors_and_answers_neighbours_from_its_checkpo
   }
 }
 
-// Issue 17: the rows live in one Redis instead of the shards' memory; the run is the same run,
-// and the trained rows can be read from Redis with no service at all.
-TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
-  auto redis = darcy::testing::redis_server::start({});
-  ASSERT_TRUE(redis) << render(error_of(redis));
+/// Trains the same small corpus twice with two shards, its rows in memory and then with
+/// `--store store`, and returns the second run's vector file after checking that the two
+/// files are equal: the backend changes nothing.
+std::string vectors_with_store(const std::string& name, const std::string& store) {
   std::string text;
   for (int i = 0; i < 200; ++i)
     text += i % 2 ? "red green blue red green blue\n" : "one two three one two three\n";
-  auto corpus = write_temp_file("w2v-redis.txt", text);
+  auto corpus = write_temp_file(name, text);
   std::vector<std::string> common{
-    "word2vec", "train",    "--corpus", corpus,      "--quiet", "--dim",      "8",      "--epochs",
-    "3",        "--sample", "0",        "--threads", "1",       "--in-order", "--seed", "4"};
+    "word2vec", "train", "--corpus",  corpus, "--quiet",    "--dim",  "8", "--epochs", "3",
+    "--sample", "0",     "--threads", "1",    "--in-order", "--seed", "4", "--shards", "2"};
   auto in_memory = common;
   in_memory.insert(in_memory.end(), {"--output", corpus + ".memory.vec"});
-  auto in_redis = common;
-  in_redis.insert(in_redis.end(),
-                  {"--output", corpus + ".redis.vec", "--store", (*redis)->url("w2v-cli")});
-  for (auto* args : {&in_memory, &in_redis}) {
+  auto in_store = common;
+  in_store.insert(in_store.end(), {"--output", corpus + ".store.vec", "--store", store});
+  for (auto* args : {&in_memory, &in_store}) {
     auto r = run_darcy(*args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
   }
   auto read = [](const std::string& path) {
     std::ifstream in{path};
@@ -146,9 +144,18 @@ TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
     all << in.rdbuf();
     return all.str();
   };
-  auto vectors = read(corpus + ".redis.vec");
-  ASSERT_FALSE(vectors.empty());
+  auto vectors = read(corpus + ".store.vec");
+  EXPECT_FALSE(vectors.empty());
   EXPECT_EQ(vectors, read(corpus + ".memory.vec")) << "the backend changes nothing";
+  return vectors;
+}
+
+// Issue 17: the rows live in one Redis instead of the shards' memory; the run is the same run,
+// and the trained rows can be read from Redis with no service at all.
+TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
+  auto redis = darcy::testing::redis_server::start({});
+  ASSERT_TRUE(redis) << render(error_of(redis));
+  auto vectors = vectors_with_store("w2v-redis.txt", (*redis)->url("w2v-cli"));
   auto reader = stores::redis_store::open_reader((*redis)->url("w2v-cli"), "w2v.in", 1 << 20, 0);
   ASSERT_TRUE(reader) << render(error_of(reader));
   EXPECT_EQ((*reader)->stats().rows, 6u);
@@ -164,47 +171,25 @@ TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_redis) {
     for (size_t i = 0; i < 8; ++i)
       EXPECT_NEAR(stored[i], written[i], 1e-5) << word << "[" << i << "]";
   }
-  auto bad = run_darcy(
-    {"word2vec", "train", "--corpus", corpus, "--quiet", "--store", "redis://127.0.0.1:0/x"});
+  auto bad = run_darcy({"word2vec", "train", "--corpus", write_temp_file("w2v-bad.txt", "a b\n"),
+                        "--quiet", "--store", "redis://127.0.0.1:0/x"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("bad port"), std::string::npos) << bad.err;
 }
 
 TEST(word2vec_cli, trains_the_same_vectors_with_its_rows_in_leveldb_and_keeps_them_there) {
-  std::string text;
-  for (int i = 0; i < 200; ++i)
-    text += i % 2 ? "red green blue red green blue\n" : "one two three one two three\n";
-  auto corpus = write_temp_file("w2v-leveldb.txt", text);
-  auto store = corpus + ".store";
+  auto store = std::filesystem::temp_directory_path().string() + "/w2v-leveldb-store";
   std::filesystem::remove_all(store);
-  std::vector<std::string> common{
-    "word2vec", "train", "--corpus",  corpus, "--quiet",    "--dim",  "8", "--epochs", "3",
-    "--sample", "0",     "--threads", "1",    "--in-order", "--seed", "4", "--shards", "2"};
-  auto in_memory = common;
-  in_memory.insert(in_memory.end(), {"--output", corpus + ".memory.vec"});
-  auto in_leveldb = common;
-  in_leveldb.insert(in_leveldb.end(),
-                    {"--output", corpus + ".leveldb.vec", "--store", "leveldb:" + store});
-  for (auto* args : {&in_memory, &in_leveldb}) {
-    auto r = run_darcy(*args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  auto read = [](const std::string& path) {
-    std::ifstream in{path};
-    std::stringstream all;
-    all << in.rdbuf();
-    return all.str();
-  };
-  auto vectors = read(corpus + ".leveldb.vec");
-  ASSERT_FALSE(vectors.empty());
-  EXPECT_EQ(vectors, read(corpus + ".memory.vec")) << "the backend changes nothing";
+  vectors_with_store("w2v-leveldb.txt", "leveldb:" + store);
   for (auto table : {"w2v.in", "w2v.out"})
     for (auto shard : {"shard-0", "shard-1"})
       EXPECT_TRUE(std::filesystem::exists(store + "/" + table + "/" + shard + "/CURRENT"))
         << "no LevelDB database at " << store << "/" << table << "/" << shard;
-  auto bad = run_darcy({"word2vec", "train", "--corpus", corpus, "--quiet", "--store", "leveldb:"});
+  auto bad = run_darcy({"word2vec", "train", "--corpus", write_temp_file("w2v-bad.txt", "a b\n"),
+                        "--quiet", "--store", "leveldb:"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("--store leveldb:DIR needs a directory"), std::string::npos) << bad.err;
+  std::filesystem::remove_all(store);
 }
 
 // Issue 13: with --min-count N, words seen fewer than N times in the corpus are not in the

@@ -59,5 +59,41 @@ TEST(distinct_keys, grows_past_its_sizing_hint_and_starts_empty_after_take) {
   }
 }
 
+TEST(distinct_keys, ids_are_the_same_keys_as_their_decimal_strings) {
+  std::vector<std::vector<uint64_t>> cases{
+    {},
+    {7, 7, 0, 18446744073709551615ULL, 0, 7},
+    {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5},
+  };
+  for (auto& ids : cases) {
+    distinct_keys by_id, by_text;
+    by_id.clear(ids.size());
+    by_text.clear(ids.size());
+    for (auto id : ids)
+      ASSERT_EQ(by_id.add_id(id), by_text.add(std::to_string(id))) << id;
+    auto a = by_id.take();
+    auto b = by_text.take();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i], b[i]);
+      EXPECT_EQ(a.hash(i), b.hash(i));
+    }
+  }
+}
+
+TEST(distinct_keys, ids_grow_past_the_sizing_hint_and_start_empty_after_take) {
+  distinct_keys d;
+  d.clear(2);
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t i = 0; i < 1000; ++i)
+      ASSERT_EQ(d.add_id(i * 1000003), static_cast<uint32_t>(i));
+    for (uint64_t i = 1000; i-- > 0;)
+      ASSERT_EQ(d.add_id(i * 1000003), static_cast<uint32_t>(i));
+    auto batch = d.take();
+    ASSERT_EQ(batch.size(), 1000u);
+    EXPECT_EQ(batch[999], std::to_string(999 * 1000003ULL));
+  }
+}
+
 } // namespace
 } // namespace darcy::ops

@@ -126,6 +126,22 @@ TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_opti
   EXPECT_EQ(fetch().second, 11u);
 }
 
+TEST_F(parameter_server_test, step_answers_the_global_step_alone_and_only_once_loaded) {
+  auto before = call<uint64_t>(step_atom::value);
+  EXPECT_TRUE(is(before, errc::unavailable)) << render(before);
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
+  auto step_of = [&] {
+    uint64_t out = 0;
+    self->request(server, test::patience, step_atom::value)
+      .receive([&](uint64_t x) { out = x; }, [](caf::error& err) { ADD_FAILURE() << render(err); });
+    return out;
+  };
+  EXPECT_EQ(step_of(), 7u);
+  push(no_client, 0, seeded_grads(40));
+  EXPECT_EQ(step_of(), 8u);
+  EXPECT_EQ(step_of(), fetch().second);
+}
+
 TEST_F(parameter_server_test, a_push_sent_again_or_arriving_late_is_applied_once) {
   ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
   auto grads = seeded_grads(30);

@@ -9,7 +9,7 @@
 #include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 namespace {
 
 /// 20 documents of 3 sentences of 10 words, "news" (vote and senate words) or "fiction"
@@ -173,4 +173,4 @@ TEST(brown_genre, wide_and_deep_appends_its_loss_to_the_summary_every_100_steps)
 }
 
 } // namespace
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

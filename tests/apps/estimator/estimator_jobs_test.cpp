@@ -9,7 +9,7 @@
 
 #include "messages/error.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 namespace {
 
 TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
@@ -59,4 +59,4 @@ TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
 }
 
 } // namespace
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

@@ -5,7 +5,7 @@
 
 #include "messages/error.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 namespace {
 
 TEST(fashion_mnist_model, no_hidden_layer_is_the_linear_baseline_and_a_layer_of_zero_is_refused) {
@@ -34,4 +34,4 @@ TEST(fashion_mnist_model, no_hidden_layer_is_the_linear_baseline_and_a_layer_of_
 }
 
 } // namespace
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

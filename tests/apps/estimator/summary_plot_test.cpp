@@ -11,7 +11,7 @@
 #include "messages/error.hpp"
 #include "tests/support/temp_dir.hpp"
 
-namespace darcy::apps {
+namespace darcy::estimator_apps {
 namespace {
 
 TEST(summary_plot, a_summary_becomes_a_tsv_and_a_png) {
@@ -82,4 +82,4 @@ TEST(summary_plot, damaged_missing_or_empty_summaries_are_refused) {
 }
 
 } // namespace
-} // namespace darcy::apps
+} // namespace darcy::estimator_apps

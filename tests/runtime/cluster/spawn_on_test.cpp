@@ -37,6 +37,23 @@ cluster_status status_of(std::vector<std::pair<std::string, member_state>> membe
   return status;
 }
 
+TEST(preferred_nodes, child_i_prefers_its_own_node_then_the_next_ones_each_once) {
+  using list = std::vector<std::string>;
+  struct {
+    const char* what;
+    list nodes;
+    size_t child;
+    list expected;
+  } cases[] = {
+    {"no nodes", {}, 3, {}},
+    {"its own node first", {"a", "b", "c"}, 1, {"b", "c", "a"}},
+    {"more children than nodes wrap around", {"a", "b", "c"}, 4, {"b", "c", "a"}},
+    {"a node named twice counts once", {"a", "b", "a"}, 2, {"a", "b"}},
+  };
+  for (auto& c : cases)
+    EXPECT_EQ(preferred_nodes(c.nodes, c.child), c.expected) << c.what;
+}
+
 TEST_F(spawn_on_test, LiveTargetsAreTheUpMembersInOrderLimitedToTheNamedOnes) {
   auto agent = caf::actor_cast<caf::actor>(services.agent);
   auto status =
