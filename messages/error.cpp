@@ -32,6 +32,12 @@ caf::error make_error(errc x, std::string context) {
   return caf::error{static_cast<uint8_t>(x), errc_category, caf::make_message(std::move(context))};
 }
 
+caf::error with_step(const std::string& step, const caf::error& err) {
+  if (err.category() == errc_category)
+    return make_error(static_cast<errc>(err.code()), step + ": " + context_of(err));
+  return make_error(errc::unavailable, step + ": " + render(err));
+}
+
 std::string render_errc(uint8_t code, const caf::message& context) {
   std::string result = detail::errc_entry_of(code).text;
   auto ctx = context_text(context);

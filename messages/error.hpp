@@ -26,6 +26,11 @@ inline constexpr caf::atom_value errc_category = caf::atom("darcy");
 caf::error make_error(errc x);
 caf::error make_error(errc x, std::string context);
 
+/// `err` with the caller's `step` named before its context ("STEP: CONTEXT"), same category
+/// and code, so that a caller says which of its steps failed. An error of another category
+/// becomes errc::unavailable with its rendering.
+caf::error with_step(const std::string& step, const caf::error& err);
+
 /// The caf::error of a plain_error; also what lets a plain_error convert to caf::error and
 /// caf::expected<T> implicitly (CAF finds it by argument-dependent lookup).
 caf::error make_error(const plain_error& x);

@@ -8,7 +8,9 @@
 #    compute/nn, the layer kit that compute/moe builds on) are shared.
 # 3. compute/ needs no CAF: neither it nor any messages/ header it includes includes <caf/...>,
 #    and its library does not link darcy_messages or CAF.
-# 4. darcy_runtime and darcy_base link no store backend: a layer that writes small files uses
+# 4. No circle in apps: the CLI includes the benchmarks, never the reverse (a benchmark returns
+#    caf::error like every job, and the CLI prints it).
+# 5. darcy_runtime and darcy_base link no store backend: a layer that writes small files uses
 #    base/ (crash-safe files), not the stores' LevelDB, hiredis and Snappy.
 set -euo pipefail
 root=${1:-.}
@@ -84,6 +86,10 @@ done < <(grep -rn '#include <caf/\|caf::' "$root/compute" || true)
 if grep -qE 'darcy_messages|darcy_caf|CAF_' "$root/compute/CMakeLists.txt"; then
   breach "compute/CMakeLists.txt links CAF or darcy_messages"
 fi
+
+while IFS= read -r line; do
+  breach "${line%%:*} includes apps/cli/ (a benchmark returns its error to the CLI)"
+done < <(grep -rn '#include "apps/cli/' "$root/apps/bench" || true)
 
 for lib in runtime base; do
   if grep -qE 'darcy_stores|LEVELDB|HIREDIS|SNAPPY' "$root/$lib/CMakeLists.txt"; then

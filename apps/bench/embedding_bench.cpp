@@ -16,7 +16,6 @@
 #include "actors/embedding/embedding_shard.hpp"
 #include "apps/bench/key_stream.hpp"
 #include "apps/bench/node_pair.hpp"
-#include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/client.hpp"
@@ -90,7 +89,7 @@ void report(const char* path, const path_result& r) {
 
 } // namespace
 
-int run_embedding_bench(const embedding_bench_options& o) {
+caf::error run_embedding_bench(const embedding_bench_options& o) {
   std::cout << "embedding: " << o.keys << " keys, dim " << o.dim << ", Zipf(" << o.zipf << "), "
             << o.batches << " batches of " << o.batch << ", " << std::thread::hardware_concurrency()
             << " cores" << std::endl;
@@ -124,7 +123,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
   if (runs(o, "store")) {
     auto s = stores::make_store(cfg);
     if (!s)
-      return fail(render(s.error()));
+      return s.error();
     auto& st = **s;
     auto lookup = [&](const strings& keys) {
       std::vector<std::string_view> views(keys.begin(), keys.end());
@@ -198,7 +197,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
     auto master = sys.spawn(actors::embedding_master, opts);
     auto r = bench_master(master);
     if (!r)
-      return fail("in-process service: " + render(r.error()));
+      return with_step("in-process service", r.error());
     service = *r;
     report("service (in-process)", service);
     std::vector<caf::actor> all{caf::actor_cast<caf::actor>(master)};
@@ -214,7 +213,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
     auto master =
       sys.spawn(actors::embedding_master, actors::embedding_master_options{shards.actors});
     if (auto ok = runtime::ask<ok_atom>(sys, master, timeout, create_atom::value, cfg); !ok)
-      return fail("direct path: " + render(ok.error()));
+      return with_step("direct path", ok.error());
     actors::direct_embedding path{shards.tables};
     auto run = [&](const strings& keys, std::span<float> rows) {
       std::vector<table_keys> request{{cfg.name, actors::hash_keys(keys)}};
@@ -244,23 +243,23 @@ int run_embedding_bench(const embedding_bench_options& o) {
   if (runs(o, "remote")) {
     auto nodes = start_node_pair("emb");
     if (!nodes)
-      return fail("starting node: " + render(nodes.error()));
+      return with_step("starting node", nodes.error());
     std::vector<runtime::spawn_target> targets;
     for (auto* n : {&nodes->a, &nodes->b}) {
       auto agent = runtime::connect_agent(sys, n->address);
       if (!agent)
-        return fail(render(agent.error()));
+        return agent.error();
       targets.push_back({runtime::to_string(n->address), *agent});
     }
     auto shards = runtime::spawn_group<embedding_shard_actor>(
       sys, targets, timeout, actors::embedding_shard_state::name,
       [](size_t i) { return caf::make_message(static_cast<uint32_t>(i)); }, o.shards);
     if (!shards)
-      return fail(render(shards.error()));
+      return shards.error();
     auto master = sys.spawn(actors::embedding_master, actors::embedding_master_options{*shards});
     auto r = bench_master(master);
     if (!r)
-      return fail("remote service: " + render(r.error()));
+      return with_step("remote service", r.error());
     remote = *r;
     report("service (2 nodes)", remote);
     stop({caf::actor_cast<caf::actor>(master)});
@@ -280,7 +279,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
     {
       auto writer = stores::leveldb_store::open(ldb_cfg);
       if (!writer)
-        return fail(render(writer.error()));
+        return writer.error();
       populate(o.leveldb_keys, o.batch, [&](const strings& keys) {
         std::vector<std::string_view> views(keys.begin(), keys.end());
         std::vector<float> rows(keys.size() * o.dim);
@@ -289,7 +288,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
     }
     auto reader = stores::leveldb_store::open(ldb_cfg);
     if (!reader)
-      return fail(render(reader.error()));
+      return reader.error();
     auto run = [&](const strings& keys) {
       std::vector<std::string_view> views(keys.begin(), keys.end());
       (*reader)->lookup(views, std::span<float>{out.data(), keys.size() * o.dim});
@@ -321,7 +320,7 @@ int run_embedding_bench(const embedding_bench_options& o) {
        << ",\"keys\":" << o.keys << ",\"leveldb_keys\":" << o.leveldb_keys << ",\"dim\":" << o.dim
        << ",\"cores\":" << std::thread::hardware_concurrency() << "}}";
   std::cout << json.str() << std::endl;
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

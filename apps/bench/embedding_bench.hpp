@@ -3,6 +3,8 @@
 // dictionary baseline, a dense float[keys][dim] gathered by integer id. Last line: JSON.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,6 @@ struct embedding_bench_options {
   std::string paths = "store,service,direct,remote,leveldb";
 };
 
-int run_embedding_bench(const embedding_bench_options& opts);
+caf::error run_embedding_bench(const embedding_bench_options& opts);
 
 } // namespace darcy::apps

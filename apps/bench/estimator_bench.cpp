@@ -63,32 +63,29 @@ print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()
 
 } // namespace
 
-int run_estimator_bench(const estimator_bench_options& o) {
+caf::error run_estimator_bench(const estimator_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (o.repeats == 0 || o.threads == 0 || o.scaling_repeats == 0 || o.scaling_ps == 0) {
-    std::fprintf(stderr,
-                 "bench estimator: repeats, scaling repeats, ps tasks and threads must be >= 1\n");
-    return 1;
+    return make_error(errc::invalid_argument,
+                      "repeats, scaling repeats, ps tasks and threads must be >= 1");
   }
   const auto& counts = o.scaling_workers;
   if (counts.empty() || counts[0] != 1 || !std::is_sorted(counts.begin(), counts.end()) ||
       std::adjacent_find(counts.begin(), counts.end()) != counts.end()) {
-    std::fprintf(stderr,
-                 "bench estimator: --scaling-workers must be ascending worker counts "
-                 "from 1 (the base of every ratio), such as 1,2,4\n");
-    return 1;
+    return make_error(errc::invalid_argument,
+                      "--scaling-workers must be ascending worker counts from 1 (the base of every "
+                      "ratio), such as 1,2,4");
   }
-  if (o.peer && !require_torch_peer(o.python, "estimator"))
-    return 1;
+  if (o.peer)
+    if (auto err = require_torch_peer(o.python))
+      return err;
   if (o.scaling_steps > 0)
     if (auto catalog = stores::read_brown_catalog(o.corpus); !catalog) {
-      std::fprintf(stderr, "bench estimator: --corpus: %s\n", render(catalog.error()).c_str());
-      return 1;
+      return with_step("--corpus", catalog.error());
     }
   auto data = estimator_apps::load_fashion_mnist(o.data_dir);
   if (!data) {
-    std::fprintf(stderr, "bench estimator: %s\n", render(data.error()).c_str());
-    return 1;
+    return data.error();
   }
   std::printf(
     "Fashion-MNIST DNN 784-256-128-10, Adam, batch 128, %zu threads; steps/s is the "
@@ -105,8 +102,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
     fo.quiet = true;
     auto run = estimator_apps::run_fashion_mnist(fo, *data);
     if (!run) {
-      std::fprintf(stderr, "bench estimator: %s\n", render(run.error()).c_str());
-      return 1;
+      return run.error();
     }
     rates.push_back(run->steps_per_second);
   }
@@ -124,16 +120,13 @@ int run_estimator_bench(const estimator_bench_options& o) {
       o.data_dir + " " + std::to_string(o.repeats) + " " + std::to_string(o.threads), dir);
     std::filesystem::remove_all(dir);
     if (!lines) {
-      std::fprintf(stderr, "bench estimator: the PyTorch peer: %s\n",
-                   render(lines.error()).c_str());
-      return 1;
+      return with_step("the PyTorch peer", lines.error());
     }
     auto peer = peer_result(*lines, "steps_per_s");
     double torch_rate = peer ? peer->value("steps_per_s", 0.0) : 0.0;
     auto blas = peer ? peer->value("blas", std::string{"unknown"}) : std::string{};
     if (torch_rate <= 0) {
-      std::fprintf(stderr, "bench estimator: the PyTorch peer printed no result\n");
-      return 1;
+      return make_error(errc::invalid_argument, "the PyTorch peer printed no result");
     }
     std::printf("pytorch: %.1f steps/s (%s)\n", torch_rate, blas.c_str());
     json << ",\"torch_steps_per_s\":" << torch_rate
@@ -147,8 +140,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
     fo.quiet = true;
     auto run = estimator_apps::run_fashion_mnist(fo, *data);
     if (!run) {
-      std::fprintf(stderr, "bench estimator: %s\n", render(run.error()).c_str());
-      return 1;
+      return run.error();
     }
     std::printf("accuracy run: %u epochs, test accuracy %.4f, test loss %.4f, %.1f s\n", o.epochs,
                 run->test_accuracy, run->test_loss, run->seconds);
@@ -164,8 +156,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
       for (size_t c = 0; c < counts.size(); ++c) {
         auto run = distributed_run(so, counts[c]);
         if (!run) {
-          std::fprintf(stderr, "bench estimator: scaling: %s\n", render(run.error()).c_str());
-          return 1;
+          return with_step("scaling", run.error());
         }
         by_workers[c].push_back(run->steps_per_second);
         std::printf("brown-genre Wide & Deep, %zu ps, %zu worker(s), run %u: %.1f global steps/s",
@@ -206,7 +197,7 @@ int run_estimator_bench(const estimator_bench_options& o) {
   }
   json << ",\"threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
   std::printf("{\"bench\":\"estimator\",\"metrics\":{%s}}\n", json.str().c_str());
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

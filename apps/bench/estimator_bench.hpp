@@ -7,6 +7,8 @@
 // Last line: {"bench":"estimator","metrics":{...}}.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +35,6 @@ struct estimator_bench_options {
   size_t scaling_ps = 1;
 };
 
-int run_estimator_bench(const estimator_bench_options& o);
+caf::error run_estimator_bench(const estimator_bench_options& o);
 
 } // namespace darcy::apps

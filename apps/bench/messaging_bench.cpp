@@ -11,7 +11,6 @@
 
 #include "apps/bench/node_pair.hpp"
 #include "apps/bench/tcp_echo.hpp"
-#include "apps/cli/commands.hpp"
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
@@ -68,7 +67,7 @@ void print_row(const char* path, uint32_t bytes, const summary& s) {
 
 } // namespace
 
-int run_messaging_bench(const messaging_bench_options& opts) {
+caf::error run_messaging_bench(const messaging_bench_options& opts) {
   runtime::system_config cfg{"bench"};
   caf::actor_system sys{cfg};
   sys.await_actors_before_shutdown(false);
@@ -83,10 +82,10 @@ int run_messaging_bench(const messaging_bench_options& opts) {
 
   auto nodes = start_node_pair("bench");
   if (!nodes)
-    return fail("starting bench nodes: " + render(nodes.error()));
+    return with_step("starting bench nodes", nodes.error());
   auto agent_a = runtime::connect_agent(sys, nodes->a.address);
   if (!agent_a)
-    return fail(render(agent_a.error()));
+    return agent_a.error();
   probe_fn remote = [&](const probe_spec& spec) {
     auto remote_spec = spec;
     remote_spec.host = nodes->b.address.host;
@@ -116,7 +115,7 @@ int run_messaging_bench(const messaging_bench_options& opts) {
     auto latency_count = bytes == 1024 ? opts.latency_count : opts.latency_count / 10;
     auto s = measure(*probe, count, bytes, opts.window, latency_count, opts.repetitions);
     if (!s)
-      return fail(std::string{path} + " probe: " + render(s.error()));
+      return with_step(std::string{path} + " probe", s.error());
     print_row(path, bytes, *s);
     results[std::string{path} + (bytes == 1024 ? "_1k" : "_256k")] = *s;
   }
@@ -138,7 +137,7 @@ int run_messaging_bench(const messaging_bench_options& opts) {
        << ",\"window\":" << opts.window << ",\"cores\":" << std::thread::hardware_concurrency()
        << "}}";
   std::cout << json.str() << std::endl;
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

@@ -3,6 +3,8 @@
 // loopback, and over a plain Boost.Asio TCP echo. Its last line is one JSON object.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 
 namespace darcy::apps {
@@ -15,6 +17,6 @@ struct messaging_bench_options {
   uint32_t repetitions = 3;
 };
 
-int run_messaging_bench(const messaging_bench_options& opts);
+caf::error run_messaging_bench(const messaging_bench_options& opts);
 
 } // namespace darcy::apps

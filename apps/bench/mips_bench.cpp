@@ -246,7 +246,7 @@ std::string set_metrics(const mips_bench_options& o, const std::string& name, Ei
 
 } // namespace
 
-int run_mips_bench(const mips_bench_options& o) {
+caf::error run_mips_bench(const mips_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // the sweeps take minutes: show them as they go
   for (std::string_view rest = o.faiss_families; !rest.empty();) {
     auto family = rest.substr(0, rest.find(','));
@@ -254,28 +254,24 @@ int run_mips_bench(const mips_bench_options& o) {
     static constexpr std::string_view known[] = {"all",       "none", "ivf-flat",    "ivf-pq",
                                                  "ivf-pq4fs", "hnsw", "l2-ivf-flat", "l2-hnsw"};
     if (std::find(std::begin(known), std::end(known), family) == std::end(known)) {
-      std::fprintf(stderr,
-                   "bench mips: unknown FAISS family '%.*s' (all, none, ivf-flat, ivf-pq, "
-                   "ivf-pq4fs, hnsw, l2-ivf-flat, l2-hnsw)\n",
-                   static_cast<int>(family.size()), family.data());
-      return 1;
+      return make_error(errc::invalid_argument,
+                        "unknown FAISS family '" + std::string{family} +
+                          "' (all, none, ivf-flat, ivf-pq, ivf-pq4fs, hnsw, l2-ivf-flat, l2-hnsw)");
     }
   }
   if (o.ann && (o.ann_thresholds.empty() || o.ann_list_factors.empty() || o.ann_probes.empty() ||
                 o.ann_rerank.empty())) {
-    std::fprintf(stderr,
-                 "bench mips: the sweep needs at least one threshold, list factor, probe "
-                 "count and re-rank depth\n");
-    return 1;
+    return make_error(
+      errc::invalid_argument,
+      "the sweep needs at least one threshold, list factor, probe count and re-rank depth");
   }
-  if (!require_optimized_blas("mips"))
-    return 1;
+  if (auto err = require_optimized_blas())
+    return err;
   auto blas = blas_in_use();
   if (std::system((o.python + " -c 'import faiss' 2>/dev/null").c_str()) != 0) {
-    std::fprintf(stderr,
-                 "bench mips: the peer needs FAISS: apt-get install python3-faiss "
-                 "(and dataset-fashion-mnist for the second dataset)\n");
-    return 1;
+    return make_error(errc::unavailable,
+                      "the peer needs FAISS: apt-get install python3-faiss (and "
+                      "dataset-fashion-mnist for the second dataset)");
   }
   auto dir =
     (std::filesystem::temp_directory_path() / ("darcy-bench-mips-" + std::to_string(::getpid())))
@@ -288,8 +284,7 @@ int run_mips_bench(const mips_bench_options& o) {
   } else {
     auto v = stores::read_matrix_file(o.factors);
     if (!v) {
-      std::fprintf(stderr, "bench mips: %s\n", render(v.error()).c_str());
-      return 1;
+      return v.error();
     }
     row_matrix items = Eigen::Map<row_matrix>(v->values.data(), static_cast<Eigen::Index>(v->rows),
                                               static_cast<Eigen::Index>(v->cols));
@@ -329,9 +324,8 @@ int run_mips_bench(const mips_bench_options& o) {
     };
     auto f = figures_of();
     if (!f) {
-      std::fprintf(stderr, "bench mips: %s: %s\n", d.name.c_str(), render(f.error()).c_str());
       std::filesystem::remove_all(dir);
-      return 1;
+      return with_step(d.name, f.error());
     }
     std::printf("%-20s %8lld %5lld %12.1f %12.1f %12.1f %12.1f %9.4f\n", d.name.c_str(),
                 static_cast<long long>(d.items.rows()), static_cast<long long>(raw_dim), f->b1_qps,
@@ -346,7 +340,7 @@ int run_mips_bench(const mips_bench_options& o) {
   std::filesystem::remove_all(dir);
   std::printf("{\"bench\":\"mips\",\"metrics\":{%s,\"sets\":{%s},\"blas\":\"%s\"}}\n", json.c_str(),
               sets.c_str(), std::filesystem::path{blas}.parent_path().filename().c_str());
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

@@ -5,6 +5,8 @@
 // and Fashion-MNIST (L2, reduced to MIPS by norm augmentation). Last line: JSON.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,6 +54,6 @@ struct mips_bench_options {
   std::string python = "/usr/bin/python3";
 };
 
-int run_mips_bench(const mips_bench_options& opts);
+caf::error run_mips_bench(const mips_bench_options& opts);
 
 } // namespace darcy::apps

@@ -173,20 +173,20 @@ caf::expected<result> run_setting(const moe_setting& s, const moe_bench_options&
 
 } // namespace
 
-int run_moe_bench(const moe_bench_options& o) {
+caf::error run_moe_bench(const moe_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string bad;
   auto names = parse_moe_settings(o.settings, bad);
   if (names.empty()) {
-    std::fprintf(stderr, "bench moe: %s\n", bad.c_str());
-    return 1;
+    return make_error(errc::invalid_argument, bad);
   }
   if (o.tokens == 0 || o.dim == 0 || o.experts == 0 || o.steps == 0 || o.threads == 0) {
-    std::fprintf(stderr, "bench moe: tokens, dim, experts, steps and threads must be >= 1\n");
-    return 1;
+    return make_error(errc::invalid_argument,
+                      "tokens, dim, experts, steps and threads must be >= 1");
   }
-  if (o.peer && !require_torch_peer(o.python, "moe"))
-    return 1;
+  if (o.peer)
+    if (auto err = require_torch_peer(o.python))
+      return err;
   auto dir =
     (std::filesystem::temp_directory_path() / ("darcy-bench-moe-" + std::to_string(::getpid())))
       .string();
@@ -202,9 +202,8 @@ int run_moe_bench(const moe_bench_options& o) {
     auto s = make_moe_setting(name, o.dim, o.experts);
     auto r = run_setting(s, o, dir);
     if (!r) {
-      std::fprintf(stderr, "bench moe: %s\n", render(r.error()).c_str());
       std::filesystem::remove_all(dir);
-      return 1;
+      return r.error();
     }
     auto vs_dense = r->moe / r->dense;
     std::printf(
@@ -228,9 +227,7 @@ int run_moe_bench(const moe_bench_options& o) {
           if (!nodes) {
             auto started = start_node_pair("moe");
             if (!started) {
-              std::fprintf(stderr, "bench moe: starting a node: %s\n",
-                           render(started.error()).c_str());
-              return 1;
+              return with_step("starting a node", started.error());
             }
             nodes.emplace(std::move(*started));
           }
@@ -238,8 +235,7 @@ int run_moe_bench(const moe_bench_options& o) {
         }
         auto routed = run_router(s, o, replicas, where);
         if (!routed) {
-          std::fprintf(stderr, "bench moe: router: %s\n", render(routed.error()).c_str());
-          return 1;
+          return with_step("router", routed.error());
         }
         auto place = remote ? std::string{"on a second node process"} : "in process";
         std::printf(
@@ -268,7 +264,7 @@ int run_moe_bench(const moe_bench_options& o) {
     json << ",\"moe_vs_torch\":" << worst_torch;
   json << ",\"threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
   std::printf("{\"bench\":\"moe\",\"metrics\":{%s}}\n", json.str().c_str());
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

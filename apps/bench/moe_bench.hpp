@@ -7,6 +7,8 @@
 // Last line: {"bench":"moe","metrics":{...}}.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -28,6 +30,6 @@ struct moe_bench_options {
   std::string python = "/usr/bin/python3";
 };
 
-int run_moe_bench(const moe_bench_options& opts);
+caf::error run_moe_bench(const moe_bench_options& opts);
 
 } // namespace darcy::apps

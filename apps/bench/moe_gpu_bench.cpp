@@ -131,22 +131,20 @@ double torch_gpu_rate(const moe_setting& s, const moe_gpu_bench_options& o, std:
 
 } // namespace
 
-int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
+caf::error run_moe_gpu_bench(const moe_gpu_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string bad;
   auto names = parse_moe_settings(o.settings, bad);
   if (names.empty()) {
-    std::fprintf(stderr, "bench moe-gpu: %s\n", bad.c_str());
-    return 1;
+    return make_error(errc::invalid_argument, bad);
   }
   if (o.tokens == 0 || o.dim == 0 || o.experts == 0 || o.steps == 0 || o.threads == 0) {
-    std::fprintf(stderr, "bench moe-gpu: tokens, dim, experts, steps and threads must be >= 1\n");
-    return 1;
+    return make_error(errc::invalid_argument,
+                      "tokens, dim, experts, steps and threads must be >= 1");
   }
   if (!gpu::built_with_cuda() || gpu::device_count() == 0) {
-    std::fprintf(stderr, "bench moe-gpu: %s\n",
-                 gpu::built_with_cuda() ? "no CUDA device" : "this build has no CUDA kernels");
-    return 1;
+    return make_error(errc::unavailable,
+                      gpu::built_with_cuda() ? "no CUDA device" : "this build has no CUDA kernels");
   }
   auto device = gpu::device_name(0);
   std::printf(
@@ -160,8 +158,7 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
     std::mt19937_64 rng{7};
     auto cpu = make_bench_layer(s, rng);
     if (!cpu) {
-      std::fprintf(stderr, "bench moe-gpu: %s\n", render(make_error(cpu.error())).c_str());
-      return 1;
+      return make_error(cpu.error());
     }
     std::string error;
     std::vector<int> batches;
@@ -172,8 +169,7 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
     double dense_tf32 = error.empty() ? gpu_dense_rate(s, true, o, error) : 0;
     double noisy = error.empty() ? gpu_noisy_rate(s, **cpu, o, error) : 0;
     if (!error.empty()) {
-      std::fprintf(stderr, "bench moe-gpu: %s: %s\n", name.c_str(), error.c_str());
-      return 1;
+      return make_error(errc::unavailable, name + ": " + error);
     }
     double total = 0;
     int lo = batches.empty() ? 0 : batches[0], hi = lo;
@@ -235,7 +231,7 @@ int run_moe_gpu_bench(const moe_gpu_bench_options& o) {
   json << ",\"cpu_threads\":" << o.threads << ",\"cores\":" << std::thread::hardware_concurrency();
   std::printf("{\"bench\":\"moe_gpu\",\"device\":\"%s\",\"metrics\":{%s}}\n", device.c_str(),
               json.str().c_str());
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

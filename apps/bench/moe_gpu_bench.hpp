@@ -6,6 +6,8 @@
 // Last line: {"bench":"moe_gpu","metrics":{...}}.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -27,6 +29,6 @@ struct moe_gpu_bench_options {
   std::string python = "python3";
 };
 
-int run_moe_gpu_bench(const moe_gpu_bench_options& opts);
+caf::error run_moe_gpu_bench(const moe_gpu_bench_options& opts);
 
 } // namespace darcy::apps

@@ -37,16 +37,14 @@ std::string blas_in_use() {
   return ec ? std::string{"none"} : target.string();
 }
 
-bool require_optimized_blas(const std::string& bench) {
+caf::error require_optimized_blas() {
   auto blas = blas_in_use();
   std::printf("blas: %s\n", blas.c_str());
   if (blas.find("openblas") != std::string::npos)
-    return true;
-  std::fprintf(stderr,
-               "bench %s: the peer would run on the reference BLAS (%s); install "
-               "libopenblas0-pthread (make deps) so that it runs as its users run it\n",
-               bench.c_str(), blas.c_str());
-  return false;
+    return {};
+  return make_error(errc::unavailable, "the peer would run on the reference BLAS (" + blas +
+                                         "); install libopenblas0-pthread (make deps) so that "
+                                         "it runs as its users run it");
 }
 
 caf::expected<nlohmann::json> peer_result(const std::vector<std::string>& lines,
@@ -59,16 +57,14 @@ caf::expected<nlohmann::json> peer_result(const std::vector<std::string>& lines,
   return make_error(errc::io_error, "the peer printed no result with \"" + key + "\"");
 }
 
-bool require_torch_peer(const std::string& python, const std::string& bench) {
-  if (!require_optimized_blas(bench))
-    return false;
+caf::error require_torch_peer(const std::string& python) {
+  if (auto err = require_optimized_blas())
+    return err;
   if (std::system((python + " -c 'import torch, numpy' 2>/dev/null").c_str()) == 0)
-    return true;
-  std::fprintf(stderr,
-               "bench %s: the peer needs PyTorch: apt-get install python3-torch (or run "
-               "with --no-peer)\n",
-               bench.c_str());
-  return false;
+    return {};
+  return make_error(
+    errc::unavailable,
+    "the peer needs PyTorch: apt-get install python3-torch (or run with --no-peer)");
 }
 
 } // namespace darcy::apps

@@ -27,11 +27,12 @@ caf::expected<nlohmann::json> peer_result(const std::vector<std::string>& lines,
 /// "none" when there is none.
 std::string blas_in_use();
 
-/// True when the BLAS in use is OpenBLAS; otherwise prints why the peer cannot run fairly.
-bool require_optimized_blas(const std::string& bench);
+/// Nothing when the BLAS in use is OpenBLAS; otherwise errc::unavailable saying why the peer
+/// cannot run fairly.
+caf::error require_optimized_blas();
 
-/// True when the BLAS is optimized and `python` imports torch (and numpy); otherwise prints
-/// what to install, or that --no-peer skips the peer.
-bool require_torch_peer(const std::string& python, const std::string& bench);
+/// Nothing when the BLAS is optimized and `python` imports torch (and numpy); otherwise
+/// errc::unavailable naming what to install, or that --no-peer skips the peer.
+caf::error require_torch_peer(const std::string& python);
 
 } // namespace darcy::apps

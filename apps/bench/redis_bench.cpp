@@ -16,11 +16,6 @@ namespace darcy::apps {
 
 namespace {
 
-int redis_fail(const std::string& what) {
-  std::cerr << "bench redis: " << what << std::endl;
-  return 1;
-}
-
 // redis-benchmark as its users run it: 16 commands per round trip, 256-byte values, its
 // default 50 connections. Answers the GETs per second of its CSV report.
 caf::expected<double> redis_benchmark_gets(uint16_t port, const redis_bench_options& o) {
@@ -44,10 +39,10 @@ caf::expected<double> redis_benchmark_gets(uint16_t port, const redis_bench_opti
 
 } // namespace
 
-int run_redis_bench(const redis_bench_options& o) {
+caf::error run_redis_bench(const redis_bench_options& o) {
   auto server = testing::redis_server::start({});
   if (!server)
-    return redis_fail(render(server.error()));
+    return server.error();
   auto url = (*server)->url("bench");
   de_config cfg;
   cfg.name = "rows";
@@ -58,7 +53,7 @@ int run_redis_bench(const redis_bench_options& o) {
   {
     auto writer = stores::redis_store::open(cfg);
     if (!writer)
-      return redis_fail(render(writer.error()));
+      return writer.error();
     std::vector<float> out(size_t{1024} * o.dim);
     for (uint64_t first = 0; first < o.rows; first += 1024) {
       key_strings keys;
@@ -66,10 +61,10 @@ int run_redis_bench(const redis_bench_options& o) {
         keys.push_back(key_of(id));
       std::vector<std::string_view> views(keys.begin(), keys.end());
       if (auto err = (*writer)->lookup(views, {out.data(), keys.size() * o.dim}))
-        return redis_fail(render(err));
+        return err;
     }
     if (auto err = (*writer)->flush())
-      return redis_fail(render(err));
+      return err;
   }
   auto record_bytes = sizeof(uint64_t) + stores::row_record_bytes(o.dim, 0);
   std::cout << "rows " << o.rows << " of dim " << o.dim << " (" << record_bytes
@@ -89,14 +84,14 @@ int run_redis_bench(const redis_bench_options& o) {
   auto uniform = key_batches(zipf_stream(o.rows, o.batches, o.batch, 0.0));
   auto direct = stores::redis_store::open_reader(url, cfg.name, 0, 0);
   if (!direct)
-    return redis_fail(render(direct.error()));
+    return direct.error();
   auto darcy_rows_s = rows_per_second(uniform, o.repetitions, lookup_with(**direct));
   if (lookup_error)
-    return redis_fail(render(lookup_error));
+    return lookup_error;
 
   auto peer = redis_benchmark_gets((*server)->port(), o);
   if (!peer)
-    return redis_fail(render(peer.error()));
+    return peer.error();
 
   // The cached reader on a Zipf stream: one pass to warm the cache, then the measured ones.
   auto zipf = key_batches(zipf_stream(o.rows, o.batches, o.batch, o.zipf, 7));
@@ -104,12 +99,12 @@ int run_redis_bench(const redis_bench_options& o) {
                                            static_cast<double>(record_bytes + 96));
   auto cached = stores::redis_store::open_reader(url, cfg.name, cache_bytes, o.staleness_ms);
   if (!cached)
-    return redis_fail(render(cached.error()));
+    return cached.error();
   rows_per_second(zipf, 1, lookup_with(**cached));
   auto hits = (*cached)->cache_hits(), misses = (*cached)->cache_misses();
   auto cached_rows_s = rows_per_second(zipf, o.repetitions, lookup_with(**cached));
   if (lookup_error)
-    return redis_fail(render(lookup_error));
+    return lookup_error;
   hits = (*cached)->cache_hits() - hits;
   misses = (*cached)->cache_misses() - misses;
   auto hit_rate = static_cast<double>(hits) / static_cast<double>(hits + misses);
@@ -129,7 +124,7 @@ int run_redis_bench(const redis_bench_options& o) {
        << ",\"zipf\":" << o.zipf << ",\"cache_rows\":" << (*cached)->cache_capacity()
        << ",\"cores\":" << std::thread::hardware_concurrency() << "}}";
   std::cout << json.str() << std::endl;
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

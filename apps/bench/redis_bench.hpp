@@ -3,6 +3,8 @@
 // store's local cache on a Zipf stream. Its last line is one JSON object.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 
 namespace darcy::apps {
@@ -24,6 +26,6 @@ struct redis_bench_options {
   uint32_t staleness_ms = 10000;
 };
 
-int run_redis_bench(const redis_bench_options& opts);
+caf::error run_redis_bench(const redis_bench_options& opts);
 
 } // namespace darcy::apps

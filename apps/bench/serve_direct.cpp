@@ -6,27 +6,26 @@
 #include <random>
 #include <thread>
 
-#include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
 #include "stores/serving/serving_export.hpp"
 
 namespace darcy::apps {
 
-int run_serve_direct(const serve_direct_options& o) {
+caf::error run_serve_direct(const serve_direct_options& o) {
   auto manifest = stores::read_export_manifest(o.model_dir);
   if (!manifest)
-    return fail(render(manifest.error()));
+    return manifest.error();
   auto root = stores::load_export_root(o.model_dir, *manifest);
   if (!root)
-    return fail(render(root.error()));
+    return root.error();
   auto& c = root->config;
   if (c.users == 0)
-    return fail(o.model_dir + ": the export holds no users to query with");
+    return make_error(errc::not_found, o.model_dir + ": the export holds no users to query with");
   std::vector<compute::mips::ivf_pq_index> shards;
   for (uint32_t s = 0; s < c.shards; ++s) {
     auto shard = stores::load_export_shard(o.model_dir, *manifest, s);
     if (!shard)
-      return fail(render(shard.error()));
+      return shard.error();
     shards.push_back(std::move(*shard));
   }
   compute::mips::ivf_pq_search_options search;
@@ -66,7 +65,7 @@ int run_serve_direct(const serve_direct_options& o) {
     "{\"bench\":\"serve_direct\",\"metrics\":{\"direct_qps\":%.1f,\"threads\":%u,"
     "\"shards\":%u,\"items\":%llu,\"probes\":%u,\"rerank\":%u}}\n",
     qps, o.threads, c.shards, static_cast<unsigned long long>(c.items), o.probes, o.rerank);
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

@@ -4,6 +4,8 @@
 // parameters. Last line: JSON with direct_qps.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -21,6 +23,6 @@ struct serve_direct_options {
   uint64_t seed = 7;
 };
 
-int run_serve_direct(const serve_direct_options& opts);
+caf::error run_serve_direct(const serve_direct_options& opts);
 
 } // namespace darcy::apps

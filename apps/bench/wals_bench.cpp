@@ -83,23 +83,19 @@ caf::expected<actor_run> run_actors(const std::shared_ptr<const stores::wals_dat
 
 /// `bench wals --cluster`: the same CG run in process and with its two workers on two node
 /// processes (the factor shards stay in this process), factors compared bit for bit.
-int run_cluster(const wals_bench_options& opts,
-                const std::shared_ptr<const stores::wals_dataset>& data) {
-  auto fail = [](const std::string& what) {
-    std::cerr << "bench wals --cluster: " << what << '\n';
-    return 1;
-  };
+caf::error run_cluster(const wals_bench_options& opts,
+                       const std::shared_ptr<const stores::wals_dataset>& data) {
   wals_params cg;
   cg.dim = opts.dim;
   cg.cg_steps = opts.cg_steps;
   auto local = run_actors(data, opts, cg, opts.iters, {}, true);
   if (!local)
-    return fail(render(local.error()));
+    return local.error();
   std::printf("in process:       %.3f s/iter  loss %.6g\n", local->s_per_iter, local->loss);
   std::fflush(stdout);
   auto nodes = start_node_pair("wals");
   if (!nodes)
-    return fail("starting nodes: " + render(nodes.error()));
+    return with_step("starting nodes", nodes.error());
   ops::session_options so;
   so.name = "bench";
   so.seed = nodes->a.address;
@@ -107,7 +103,7 @@ int run_cluster(const wals_bench_options& opts,
   auto cluster = run_actors(data, opts, cg, opts.iters, so, true);
   nodes->stop();
   if (!cluster)
-    return fail(render(cluster.error()));
+    return cluster.error();
   bool identical = cluster->u.values == local->u.values && cluster->v.values == local->v.values;
   std::printf("2 node processes: %.3f s/iter  loss %.6g  factors %s\n", cluster->s_per_iter,
               cluster->loss, identical ? "bit-identical" : "DIFFER");
@@ -119,16 +115,15 @@ int run_cluster(const wals_bench_options& opts,
     static_cast<unsigned long long>(data->matrix.cols),
     static_cast<unsigned long long>(data->matrix.nnz()), opts.dim, opts.threads, local->s_per_iter,
     cluster->s_per_iter, local->s_per_iter / cluster->s_per_iter, identical ? 1 : 0);
-  return identical ? 0 : 1;
+  if (!identical)
+    return make_error(errc::invalid_argument,
+                      "the factors of the cluster run differ from the in-process run's");
+  return {};
 }
 
 } // namespace
 
-int run_wals_bench(const wals_bench_options& opts) {
-  auto fail = [](const caf::error& err) {
-    std::cerr << "bench wals: " << render(err) << '\n';
-    return 1;
-  };
+caf::error run_wals_bench(const wals_bench_options& opts) {
   std::printf("# synthetic %llu x %llu, ~%llu entries, dim %u, %u threads, %u cores\n",
               static_cast<unsigned long long>(opts.rows),
               static_cast<unsigned long long>(opts.cols), static_cast<unsigned long long>(opts.nnz),
@@ -140,7 +135,7 @@ int run_wals_bench(const wals_bench_options& opts) {
   spec.nnz = opts.nnz;
   auto loaded = stores::load_dataset(spec, opts.threads);
   if (!loaded)
-    return fail(loaded.error());
+    return loaded.error();
   auto data = std::make_shared<const stores::wals_dataset>(std::move(*loaded));
   auto& m = data->matrix;
   std::printf("generated %llu entries in %.2f s\n", static_cast<unsigned long long>(m.nnz()),
@@ -157,7 +152,7 @@ int run_wals_bench(const wals_bench_options& opts) {
 
   auto cg_run = run_actors(data, opts, cg, opts.iters);
   if (!cg_run)
-    return fail(cg_run.error());
+    return cg_run.error();
   std::printf("actors cg:       %.3f s/iter  loss %.6g\n", cg_run->s_per_iter, cg_run->loss);
   std::fflush(stdout);
 
@@ -180,7 +175,7 @@ int run_wals_bench(const wals_bench_options& opts) {
 
   auto chol_run = run_actors(data, opts, chol, opts.chol_iters);
   if (!chol_run)
-    return fail(chol_run.error());
+    return chol_run.error();
   std::printf("actors cholesky: %.3f s/iter  loss %.6g\n", chol_run->s_per_iter, chol_run->loss);
   std::fflush(stdout);
 
@@ -203,7 +198,7 @@ int run_wals_bench(const wals_bench_options& opts) {
     auto t = clock::now();
     auto f = wals::evaluate(job, 10);
     if (!f)
-      return fail(f.error());
+      return f.error();
     lastfm_s = seconds_since(t);
     lastfm_p = f->wals.precision;
     lastfm_ndcg = f->wals.ndcg;
@@ -231,7 +226,7 @@ int run_wals_bench(const wals_bench_options& opts) {
     static_cast<unsigned long long>(m.nnz()), opts.dim, opts.threads, cg_run->s_per_iter,
     chol_run->s_per_iter, cg_entries, chol_entries, cg_gflops, chol_gflops, local_s, local_entries,
     local_s / cg_run->s_per_iter, lastfm_s, lastfm_p, lastfm_pop_p, lastfm_ndcg, lastfm_pop_ndcg);
-  return 0;
+  return {};
 }
 
 } // namespace darcy::apps

@@ -5,6 +5,8 @@
 // Last line: JSON {"bench":"wals","metrics":{...}}.
 #pragma once
 
+#include <caf/error.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -25,6 +27,6 @@ struct wals_bench_options {
   bool cluster = false;
 };
 
-int run_wals_bench(const wals_bench_options& opts);
+caf::error run_wals_bench(const wals_bench_options& opts);
 
 } // namespace darcy::apps

@@ -12,6 +12,15 @@
 
 namespace darcy::apps {
 
+namespace {
+
+/// 0, or the failure of benchmark `what` printed as one error line, and 1.
+int report(const std::string& what, const caf::error& err) {
+  return err ? fail(what, err) : 0;
+}
+
+} // namespace
+
 void add_bench_command(CLI::App& app, int& exit_code) {
   auto bench = app.add_subcommand("bench", "Run a benchmark against its peers");
   bench->require_subcommand(1);
@@ -22,7 +31,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   messaging->add_option("--latency-count", opts->latency_count, "Sequential round trips");
   messaging->add_option("--window", opts->window, "Requests in flight");
   messaging->add_option("--repetitions", opts->repetitions, "Runs per figure (median)");
-  messaging->callback([opts, &exit_code] { exit_code = run_messaging_bench(*opts); });
+  messaging->callback(
+    [opts, &exit_code] { exit_code = report("bench messaging", run_messaging_bench(*opts)); });
 
   auto mips = std::make_shared<mips_bench_options>();
   auto mips_cmd =
@@ -72,7 +82,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ->add_option("--point-seconds", mips->point_seconds,
                  "Seconds each sweep point repeats the queries, both sides")
     ->check(CLI::Range(0.0, 60.0));
-  mips_cmd->callback([mips, &exit_code] { exit_code = run_mips_bench(*mips); });
+  mips_cmd->callback(
+    [mips, &exit_code] { exit_code = report("bench mips", run_mips_bench(*mips)); });
 
   auto direct = std::make_shared<serve_direct_options>();
   auto direct_cmd = bench->add_subcommand(
@@ -84,7 +95,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   direct_cmd->add_option("--probes", direct->probes, "Lists scanned per shard");
   direct_cmd->add_option("--rerank", direct->rerank, "Candidates re-ranked per shard");
   direct_cmd->add_option("--seconds", direct->seconds, "Seconds measured");
-  direct_cmd->callback([direct, &exit_code] { exit_code = run_serve_direct(*direct); });
+  direct_cmd->callback(
+    [direct, &exit_code] { exit_code = report("bench serve-direct", run_serve_direct(*direct)); });
 
   auto moe = std::make_shared<moe_bench_options>();
   auto moe_cmd = bench->add_subcommand(
@@ -99,7 +111,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   moe_cmd->add_flag("!--no-peer", moe->peer, "Skip the PyTorch peer");
   moe_cmd->add_flag("!--no-actors", moe->routers, "Skip the runs with experts as actors");
   moe_cmd->add_option("--python", moe->python, "Python with torch (Debian's python3-torch)");
-  moe_cmd->callback([moe, &exit_code] { exit_code = run_moe_bench(*moe); });
+  moe_cmd->callback([moe, &exit_code] { exit_code = report("bench moe", run_moe_bench(*moe)); });
 
   auto mg = std::make_shared<moe_gpu_bench_options>();
   auto mg_cmd = bench->add_subcommand(
@@ -117,7 +129,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   mg_cmd->add_option("--settings", mg->settings, "seed (the paper's), ffn (top-2 FFN), or both");
   mg_cmd->add_flag("!--no-peer", mg->peer, "Skip PyTorch on the GPU");
   mg_cmd->add_option("--python", mg->python, "Python with a CUDA build of torch");
-  mg_cmd->callback([mg, &exit_code] { exit_code = run_moe_gpu_bench(*mg); });
+  mg_cmd->callback(
+    [mg, &exit_code] { exit_code = report("bench moe-gpu", run_moe_gpu_bench(*mg)); });
 
   auto est = std::make_shared<estimator_bench_options>();
   auto est_cmd = bench->add_subcommand(
@@ -146,7 +159,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 256));
   est_cmd->add_option("--scaling-ps", est->scaling_ps, "ps tasks of every scaling run")
     ->check(CLI::Range(1, 64));
-  est_cmd->callback([est, &exit_code] { exit_code = run_estimator_bench(*est); });
+  est_cmd->callback(
+    [est, &exit_code] { exit_code = report("bench estimator", run_estimator_bench(*est)); });
 
   auto emb = std::make_shared<embedding_bench_options>();
   auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");
@@ -161,7 +175,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 101));
   embedding->add_option("--paths", emb->paths,
                         "Paths to run, comma-separated: store,service,direct,remote,leveldb");
-  embedding->callback([emb, &exit_code] { exit_code = run_embedding_bench(*emb); });
+  embedding->callback(
+    [emb, &exit_code] { exit_code = report("bench embedding", run_embedding_bench(*emb)); });
 
   auto red = std::make_shared<redis_bench_options>();
   auto redis_cmd = bench->add_subcommand(
@@ -178,7 +193,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   redis_cmd->add_option("--cache-fraction", red->cache_fraction,
                         "The cached reader's cache, as a fraction of the rows");
   redis_cmd->add_option("--staleness-ms", red->staleness_ms, "The cached reader's staleness bound");
-  redis_cmd->callback([red, &exit_code] { exit_code = run_redis_bench(*red); });
+  redis_cmd->callback(
+    [red, &exit_code] { exit_code = report("bench redis", run_redis_bench(*red)); });
 
   auto wals = std::make_shared<wals_bench_options>();
   auto wals_cmd = bench->add_subcommand("wals", "Distributed WALS versus a plain Eigen loop");
@@ -193,7 +209,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   wals_cmd->add_option("--lastfm", wals->lastfm, "Last.fm-2k user_artists.dat");
   wals_cmd->add_flag("--cluster", wals->cluster,
                      "In process against 2 node processes this benchmark starts");
-  wals_cmd->callback([wals, &exit_code] { exit_code = run_wals_bench(*wals); });
+  wals_cmd->callback(
+    [wals, &exit_code] { exit_code = report("bench wals", run_wals_bench(*wals)); });
 }
 
 } // namespace darcy::apps

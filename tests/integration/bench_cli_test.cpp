@@ -24,7 +24,7 @@ TEST(bench_cli, options_that_cannot_make_a_benchmark_are_one_clear_error_line) {
     {"zero ps tasks", {"--scaling-ps", "0"}, "--scaling-ps: Value 0 not in range", 2},
     {"no Brown corpus for the scaling runs",
      {"--corpus", "/nonexistent"},
-     "--corpus: not found: /nonexistent/cats.txt (the Brown corpus: make demo fetches it)"},
+     "not found: --corpus: /nonexistent/cats.txt (the Brown corpus: make demo fetches it)"},
     {"no Fashion-MNIST",
      {"--data", "/nonexistent", "--scaling-steps", "0"},
      "not found: no file /nonexistent/train-images-idx3-ubyte.gz (install the Debian package"},
