@@ -19,13 +19,7 @@ caf::expected<std::vector<std::string>> shard_server_nodes(session& s) {
   return nodes;
 }
 
-caf::expected<serving_root_actor> serve_model(session& s, actors::serving_root_config cfg) {
-  if (cfg.nodes.empty()) {
-    auto nodes = shard_server_nodes(s);
-    if (!nodes)
-      return std::move(nodes.error());
-    cfg.nodes = std::move(*nodes);
-  }
+serving_root_actor serve_model(session& s, actors::serving_root_config cfg) {
   return s.system().spawn(actors::serving_root, std::move(cfg));
 }
 

@@ -20,8 +20,9 @@ namespace darcy::ops {
 /// none (this process) for an in-process session. errc::no_live_node when a cluster has none.
 caf::expected<std::vector<std::string>> shard_server_nodes(session& s);
 
-/// Spawns the root of `cfg.model` in this process; an empty cfg.nodes is filled with
-/// shard_server_nodes(s). The root stops with the session's actor system or an exit message.
-caf::expected<serving_root_actor> serve_model(session& s, actors::serving_root_config cfg);
+/// Spawns the root of `cfg.model` in this process, its shard servers on cfg.nodes (empty: in
+/// this process; shard_server_nodes gives a cluster's). The root stops with the session's actor
+/// system or an exit message.
+serving_root_actor serve_model(session& s, actors::serving_root_config cfg);
 
 } // namespace darcy::ops

@@ -109,10 +109,7 @@ caf::error run_serve(const serve_job& job) {
     rc.shard_batch_limit = job.batch_limit;
     rc.shard_attempt_ms = job.shard_attempt_ms;
     rc.access = config.rules_of(name);
-    auto root = ops::serve_model(s, std::move(rc));
-    if (!root)
-      return std::move(root.error());
-    roots[name] = std::move(*root);
+    roots[name] = ops::serve_model(s, std::move(rc));
   }
   serving_front front{s.system(), config, roots, estimators};
   http_server_options ho;

@@ -31,12 +31,11 @@ TEST(serving, a_served_model_loads_from_its_own_folder_and_names_what_is_missing
   cfg.model = "artists";
   cfg.model_dir = dir.path() + "/artists";
   auto root = serve_model(**s, cfg);
-  ASSERT_TRUE(root) << render(root.error());
-  auto loaded = runtime::ask<std::string>((*s)->system(), *root, 10s, load_atom::value,
+  auto loaded = runtime::ask<std::string>((*s)->system(), root, 10s, load_atom::value,
                                           request_context{.principal = "admin"}, std::string{});
   ASSERT_FALSE(loaded);
   EXPECT_TRUE(is(loaded.error(), errc::not_found)) << render(loaded.error());
-  auto status = runtime::ask<model_status>((*s)->system(), *root, 10s, status_atom::value);
+  auto status = runtime::ask<model_status>((*s)->system(), root, 10s, status_atom::value);
   ASSERT_TRUE(status) << render(status.error());
   EXPECT_EQ(status->model, "artists");
   EXPECT_TRUE(status->version.empty());
