@@ -93,52 +93,58 @@ float adam_rate(const optimizer_config& cfg, uint64_t step) {
 
 void apply_gradient(const optimizer_config& cfg, std::span<float> w, std::span<float> slots,
                     std::span<const float> g, uint64_t& step) {
+  // Hyperparameters in locals: stores through the spans could alias `cfg`, which would keep the
+  // loops from vectorizing.
   const auto dim = w.size();
   const float lr = cfg.learning_rate;
+  const float momentum = cfg.momentum;
+  const float beta1 = cfg.beta1, beta2 = cfg.beta2, epsilon = cfg.epsilon;
+  const float l1 = cfg.l1, l2 = cfg.l2;
+  float* __restrict wp = w.data();
+  const float* __restrict gp = g.data();
   ++step;
   switch (cfg.kind) {
     case optimizer_kind::sgd:
       for (size_t i = 0; i < dim; ++i)
-        w[i] -= lr * g[i];
+        wp[i] -= lr * gp[i];
       break;
     case optimizer_kind::adagrad: {
-      auto acc = slots.data();
+      float* __restrict acc = slots.data();
       for (size_t i = 0; i < dim; ++i) {
-        acc[i] += g[i] * g[i];
-        w[i] -= lr * g[i] / std::sqrt(acc[i]);
+        acc[i] += gp[i] * gp[i];
+        wp[i] -= lr * gp[i] / std::sqrt(acc[i]);
       }
       break;
     }
     case optimizer_kind::momentum: {
-      auto accum = slots.data();
+      float* __restrict accum = slots.data();
       for (size_t i = 0; i < dim; ++i) {
-        accum[i] = cfg.momentum * accum[i] + g[i];
-        w[i] -= cfg.nesterov ? lr * (g[i] + cfg.momentum * accum[i]) : lr * accum[i];
+        accum[i] = momentum * accum[i] + gp[i];
+        wp[i] -= cfg.nesterov ? lr * (gp[i] + momentum * accum[i]) : lr * accum[i];
       }
       break;
     }
     case optimizer_kind::adam: {
-      auto m = slots.data();
-      auto v = slots.data() + dim;
-      auto lr_t = adam_rate(cfg, step);
+      float* __restrict m = slots.data();
+      float* __restrict v = slots.data() + dim;
+      const float lr_t = adam_rate(cfg, step);
       for (size_t i = 0; i < dim; ++i) {
-        m[i] = cfg.beta1 * m[i] + (1 - cfg.beta1) * g[i];
-        v[i] = cfg.beta2 * v[i] + (1 - cfg.beta2) * g[i] * g[i];
-        w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + cfg.epsilon);
+        m[i] = beta1 * m[i] + (1 - beta1) * gp[i];
+        v[i] = beta2 * v[i] + (1 - beta2) * gp[i] * gp[i];
+        wp[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon);
       }
       break;
     }
     case optimizer_kind::ftrl: {
-      auto accum = slots.data();
-      auto linear = slots.data() + dim;
+      float* __restrict accum = slots.data();
+      float* __restrict linear = slots.data() + dim;
       for (size_t i = 0; i < dim; ++i) {
-        float accum_new = accum[i] + g[i] * g[i];
+        float accum_new = accum[i] + gp[i] * gp[i];
         float sigma = (std::sqrt(accum_new) - std::sqrt(accum[i])) / lr;
-        linear[i] += g[i] - sigma * w[i];
-        float quadratic = std::sqrt(accum_new) / lr + 2 * cfg.l2;
-        w[i] = std::abs(linear[i]) > cfg.l1
-                 ? (std::copysign(cfg.l1, linear[i]) - linear[i]) / quadratic
-                 : 0.0f;
+        linear[i] += gp[i] - sigma * wp[i];
+        float quadratic = std::sqrt(accum_new) / lr + 2 * l2;
+        wp[i] =
+          std::abs(linear[i]) > l1 ? (std::copysign(l1, linear[i]) - linear[i]) / quadratic : 0.0f;
         accum[i] = accum_new;
       }
       break;

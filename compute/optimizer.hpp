@@ -7,14 +7,19 @@
 #include <span>
 
 #include "compute/finite.hpp"
-#include "messages/embedding/embedding_config.hpp"
 #include "messages/errc.hpp"
+#include "messages/optimizer_config.hpp"
 
 namespace darcy::compute {
 
 /// Fails with errc::invalid_config naming the field: a non-positive learning rate, a negative
 /// accumulator, betas outside [0, 1), and so on.
 plain_error validate(const optimizer_config& cfg);
+
+/// Adam at `learning_rate` with TensorFlow's defaults for the rest: the dense models' optimizer.
+inline optimizer_config adam_optimizer(float learning_rate) {
+  return {.kind = optimizer_kind::adam, .learning_rate = learning_rate};
+}
 
 /// Vectors of optimizer state per row: SGD 0, Adagrad 1, Momentum 1, Adam 2, FTRL 2.
 size_t slot_count(const optimizer_config& cfg);
@@ -24,7 +29,8 @@ void init_slots(const optimizer_config& cfg, std::span<float> slots);
 
 /// Applies one gradient to `weights` and its `slots`. `step` is the row's update count: it is
 /// incremented here, and Adam's bias correction uses it (lazy Adam: rows not updated do not
-/// advance). Preconditions: sizes match, `grad` is finite (see all_finite).
+/// advance). Preconditions: sizes match, `grad` is finite (see all_finite), and `weights`,
+/// `slots` and `grad` do not overlap.
 void apply_gradient(const optimizer_config& cfg, std::span<float> weights, std::span<float> slots,
                     std::span<const float> grad, uint64_t& step);
 

@@ -29,7 +29,7 @@ row_block to_block(uint64_t step, const matrix& m) {
 plain_error validate(const moe_train_options& o) {
   if (auto err = compute::moe::validate(o.layer))
     return err;
-  if (auto err = compute::nn::validate(compute::nn::adam_config{.learning_rate = o.learning_rate}))
+  if (auto err = compute::validate(compute::adam_optimizer(static_cast<float>(o.learning_rate))))
     return err;
   auto bad = [](const std::string& what) { return plain_error{errc::invalid_config, what}; };
   if (o.replicas == 0 || o.batch == 0 || o.steps == 0)

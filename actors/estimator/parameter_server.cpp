@@ -20,8 +20,16 @@ caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) 
   auto& st = self->state;
   if (state.load_id != 0 && state.load_id == st.last_load)
     return ok_atom::value;
-  for (auto* t : {&state.values, &state.m, &state.v})
-    if (auto err = check(*t))
+  if (state.slots.size() != st.optimizer->slot_count())
+    return make_error(errc::dimension_mismatch,
+                      "parameter server " + std::to_string(st.config.index) + ": a load with " +
+                        std::to_string(state.slots.size()) + " optimizer slots where " +
+                        to_string(st.config.optimizer.kind) + " keeps " +
+                        std::to_string(st.optimizer->slot_count()));
+  if (auto err = check(state.values))
+    return err;
+  for (auto& t : state.slots)
+    if (auto err = check(t))
       return err;
   std::deque<compute::nn::parameter<float>> variables;
   compute::nn::parameter_list<float> list;
@@ -29,14 +37,14 @@ caf::result<ok_atom> load(parameter_server_pointer self, const ps_state& state) 
     variables.emplace_back(state.values.names[i], matrix{view(state.values, i)});
     list.push_back(&variables.back());
   }
-  for (auto* t : {&state.m, &state.v})
-    if (auto err = check_matches(*t, list))
+  compute::nn::optimizer_slots slots;
+  slots.steps = state.optimizer_steps;
+  for (auto& t : state.slots) {
+    if (auto err = check_matches(t, list))
       return err;
-  compute::nn::adam_slots<float> slots;
-  slots.steps = state.adam_steps;
-  for (size_t i = 0; i < list.size(); ++i) {
-    slots.m.emplace_back(view(state.m, i));
-    slots.v.emplace_back(view(state.v, i));
+    auto& slot = slots.slots.emplace_back();
+    for (size_t i = 0; i < list.size(); ++i)
+      slot.emplace_back(view(t, i));
   }
   st.variables = std::move(variables);
   st.list = std::move(list);
@@ -85,11 +93,12 @@ caf::result<ps_state> save(parameter_server_pointer self) {
   ps_state out;
   out.values = encode(st.list);
   auto slots = st.optimizer->export_slots(st.list);
-  for (size_t i = 0; i < st.list.size(); ++i) {
-    append(out.m, st.list[i]->name, slots.m[i]);
-    append(out.v, st.list[i]->name, slots.v[i]);
+  for (auto& slot : slots.slots) {
+    auto& t = out.slots.emplace_back();
+    for (size_t i = 0; i < st.list.size(); ++i)
+      append(t, st.list[i]->name, slot[i]);
   }
-  out.adam_steps = slots.steps;
+  out.optimizer_steps = slots.steps;
   out.global_step = st.global_step;
   return out;
 }
@@ -100,11 +109,10 @@ parameter_server_actor::behavior_type parameter_server(parameter_server_pointer 
                                                        ps_config config) {
   auto& st = self->state;
   st.config = config;
-  compute::nn::adam_config adam{config.learning_rate, config.beta1, config.beta2, config.epsilon};
-  if (auto err = compute::nn::validate(adam))
+  if (auto err = compute::validate(config.optimizer))
     self->quit(make_error(err));
   else
-    st.optimizer.emplace(adam);
+    st.optimizer.emplace(config.optimizer);
   return {
     [self](load_atom, const ps_state& state) { return load(self, state); },
     [self](fetch_atom) -> caf::result<named_tensors, uint64_t> {

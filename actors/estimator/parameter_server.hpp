@@ -19,7 +19,7 @@ struct parameter_server_state {
   /// Stable addresses: the optimizer keys its moments by parameter.
   std::deque<compute::nn::parameter<float>> variables;
   compute::nn::parameter_list<float> list;
-  std::optional<compute::nn::adam<float>> optimizer;
+  std::optional<compute::nn::optimizer> optimizer;
   uint64_t global_step = 0;
   bool loaded = false;
   /// The load_id of the last load applied (0: none, or one without an id).

@@ -112,10 +112,10 @@ caf::result<ok_atom> load(expert_pointer self, const std::string& root, const fi
 
 expert_actor::behavior_type moe_expert(expert_pointer self, expert_config config) {
   auto& st = self->state;
-  compute::nn::adam_config adam{.learning_rate = config.learning_rate};
+  auto adam = compute::adam_optimizer(static_cast<float>(config.learning_rate));
   auto err = compute::moe::validate(config.layer);
   if (!err)
-    err = compute::nn::validate(adam);
+    err = compute::validate(adam);
   if (!err && config.index >= config.layer.gating.experts)
     err = plain_error{errc::invalid_config, "expert index beyond the layer's experts"};
   st.config = config;

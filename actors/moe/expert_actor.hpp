@@ -16,7 +16,7 @@ namespace darcy::actors {
 struct expert_state {
   expert_config config;
   std::optional<compute::moe::expert<float>> expert;
-  std::optional<compute::nn::adam<float>> optimizer;
+  std::optional<compute::nn::optimizer> optimizer;
   /// The last forward, which the next backward must match.
   std::optional<uint64_t> step;
   compute::nn::matrix in;

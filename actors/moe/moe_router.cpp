@@ -401,10 +401,10 @@ moe_router_actor::behavior_type moe_router(moe_router_pointer self, moe_router_c
                                            std::vector<expert_actor> experts) {
   auto& st = self->state;
   st.config = config;
-  compute::nn::adam_config adam{.learning_rate = config.learning_rate};
+  auto adam = compute::adam_optimizer(static_cast<float>(config.learning_rate));
   auto err = compute::moe::validate(config.layer);
   if (!err)
-    err = compute::nn::validate(adam);
+    err = compute::validate(adam);
   if (!err && config.replicas == 0)
     err = plain_error{errc::invalid_config, "moe router: replicas must be at least 1"};
   if (!err && experts.size() != config.layer.gating.experts)

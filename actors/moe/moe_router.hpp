@@ -28,7 +28,7 @@ struct moe_router_state {
   moe_router_config config;
   std::vector<expert_actor> experts;
   std::optional<compute::moe::gate<float>> gate;
-  std::optional<compute::nn::adam<float>> optimizer;
+  std::optional<compute::nn::optimizer> optimizer;
   std::optional<router_phase> waiting;
   /// Set between a step's forward and its backward.
   std::optional<uint64_t> forwarded;

@@ -286,7 +286,7 @@ caf::expected<brown_genre_result> run_brown_genre(const brown_genre_options& o,
   est::run_config cfg{.model_dir = o.model_dir,
                       .seed = o.seed,
                       .threads = o.threads,
-                      .optimizer = {.learning_rate = o.learning_rate}};
+                      .optimizer = compute::adam_optimizer(static_cast<float>(o.learning_rate))};
 
   // The baseline: a linear model on the hashed bag of words only.
   {

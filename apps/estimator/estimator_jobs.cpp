@@ -55,12 +55,14 @@ caf::expected<est::estimator_job> classifier_job(const std::string& name,
                 },
               .metric = "accuracy",
               .higher_is_better = true};
-  job.config = {.seed = seed, .threads = threads, .optimizer = {.learning_rate = learning_rate}};
+  job.config = {.seed = seed,
+                .threads = threads,
+                .optimizer = compute::adam_optimizer(static_cast<float>(learning_rate))};
   return job;
 }
 
 caf::error check_learning_rate(const std::string& job, double learning_rate) {
-  if (auto err = compute::nn::validate(compute::nn::adam_config{.learning_rate = learning_rate}))
+  if (auto err = compute::validate(compute::adam_optimizer(static_cast<float>(learning_rate))))
     return make_error(errc::invalid_config, job + " job options: " + err.context);
   return {};
 }

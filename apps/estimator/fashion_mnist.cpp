@@ -51,7 +51,7 @@ caf::expected<fashion_mnist_result> run_fashion_mnist(const fashion_mnist_option
                    {.model_dir = o.model_dir,
                     .seed = o.seed,
                     .threads = o.threads,
-                    .optimizer = {.learning_rate = o.learning_rate}}};
+                    .optimizer = compute::adam_optimizer(static_cast<float>(o.learning_rate))}};
   auto train = [&]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
     auto d =
       est::make_dataset(data.train, {.batch_size = o.batch, .epochs = o.epochs, .seed = o.seed});

@@ -298,7 +298,7 @@ caf::expected<std::vector<sparse2label_round>> run_sparse2label(
                         .warm_start_from = r > 0 ? round_dir(r - 1) : std::string{},
                         .seed = o.seed,
                         .threads = o.threads,
-                        .optimizer = {.learning_rate = o.learning_rate},
+                        .optimizer = compute::adam_optimizer(static_cast<float>(o.learning_rate)),
                         .embeddings = session->get()};
     est::estimator e{*fn, cfg};
     auto train_input = [&]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {

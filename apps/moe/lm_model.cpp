@@ -54,7 +54,7 @@ caf::error validate(const lm_options& o) {
   if (o.dim == 0 || o.batch == 0 || o.unroll == 0 || o.sampled == 0 || o.epochs == 0)
     return bad("dim, batch, unroll, sampled and epochs must be at least 1");
   // The dense layers' Adam, and the service's Adam on the embedding rows.
-  if (auto err = compute::nn::validate(compute::nn::adam_config{.learning_rate = o.learning_rate}))
+  if (auto err = compute::validate(compute::adam_optimizer(static_cast<float>(o.learning_rate))))
     return bad("learning rate: " + err.context);
   optimizer_config rows;
   rows.kind = optimizer_kind::adam;
@@ -106,7 +106,7 @@ caf::expected<std::unique_ptr<lm_model>> lm_model::make(ops::session& s, const l
       if (auto err = m->hierarchy_->use_gpu())
         return make_error(err);
   }
-  m->optimizer_.emplace(compute::nn::adam_config{.learning_rate = o.learning_rate});
+  m->optimizer_.emplace(compute::adam_optimizer(static_cast<float>(o.learning_rate)));
   auto dist = compute::candidate_distribution::make(sampler_kind::unigram, corpus.counts, 0.75);
   if (!dist)
     return make_error(dist.error());

@@ -124,7 +124,7 @@ private:
   compute::nn::lstm_state<float> first_state_, second_state_, middle_state_;
   /// The first LSTM's outputs of the last forward (the middle layer's input).
   compute::nn::matrix h1_;
-  std::optional<compute::nn::adam<float>> optimizer_;
+  std::optional<compute::nn::optimizer> optimizer_;
   std::optional<compute::candidate_distribution> sampler_;
   compute::nn::sampled_softmax<float> softmax_;
   /// Dropout of the input rows, the middle layer's output and the network's output; empty

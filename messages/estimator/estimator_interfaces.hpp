@@ -14,6 +14,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/optimizer_config.hpp"
 #include "messages/shared_floats.hpp"
 
 namespace darcy {
@@ -32,13 +33,13 @@ typename Inspector::result_type inspect(Inspector& f, named_tensors& x) {
   return f(caf::meta::type_name("named_tensors"), x.names, x.rows, x.cols, x.values);
 }
 
-/// A parameter server's whole state: its variables, their Adam moments (same names and shapes,
-/// same order), Adam's step count and the global step (the gradients it has applied).
+/// A parameter server's whole state: its variables, their optimizer slots (slot k of every
+/// variable, same names, shapes and order: Adam's m then v, Adagrad's accumulator...), the
+/// optimizer's step count and the global step (the gradients it has applied).
 struct ps_state {
   named_tensors values;
-  named_tensors m;
-  named_tensors v;
-  uint64_t adam_steps = 0;
+  std::vector<named_tensors> slots;
+  uint64_t optimizer_steps = 0;
   uint64_t global_step = 0;
   /// Nonzero: a load whose id equals that of the last load the server applied (a retry, or a
   /// late copy) is answered without being applied again, so that it cannot undo later pushes.
@@ -47,23 +48,19 @@ struct ps_state {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_state& x) {
-  return f(caf::meta::type_name("ps_state"), x.values, x.m, x.v, x.adam_steps, x.global_step,
+  return f(caf::meta::type_name("ps_state"), x.values, x.slots, x.optimizer_steps, x.global_step,
            x.load_id);
 }
 
-/// A parameter server's spawn argument: which shard it is, and its Adam hyperparameters.
+/// A parameter server's spawn argument: which shard it is, and its optimizer.
 struct ps_config {
   uint32_t index = 0;
-  double learning_rate = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double epsilon = 1e-8;
+  optimizer_config optimizer{.kind = optimizer_kind::adam, .learning_rate = 1e-3f};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
-  return f(caf::meta::type_name("ps_config"), x.index, x.learning_rate, x.beta1, x.beta2,
-           x.epsilon);
+  return f(caf::meta::type_name("ps_config"), x.index, x.optimizer);
 }
 
 /// One shard of a model's dense variables.

@@ -245,7 +245,7 @@ caf::error estimator::save_checkpoint() {
 
 caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max_steps,
                                              std::vector<hook_ptr> hooks) {
-  if (auto err = compute::nn::validate(cfg_.optimizer))
+  if (auto err = compute::validate(cfg_.optimizer))
     return make_error(err);
   auto pipeline = input();
   if (!pipeline)

@@ -48,7 +48,8 @@ struct run_config {
   uint64_t seed = 1;
   /// Threads of the model's products.
   size_t threads = 2;
-  compute::nn::adam_config optimizer;
+  /// Of the dense variables (the embeddings' optimizers are their tables').
+  optimizer_config optimizer = compute::adam_optimizer(1e-3f);
   /// The session whose embedding service holds the model's dynamic embeddings, if any: every
   /// checkpoint then saves the service too (ops::save, inside the checkpoint's directory,
   /// before the manifest that names it) and a resume restores it.
@@ -141,7 +142,7 @@ private:
   run_config cfg_;
   params params_;
   variable_store vars_;
-  compute::nn::adam<float> optimizer_;
+  compute::nn::optimizer optimizer_;
   uint64_t global_step_ = 0;
   /// The global step of the newest checkpoint this estimator saved or restored.
   uint64_t saved_step_ = 0;

@@ -43,7 +43,7 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir,
   auto graph_part = root.write_part(version + "/graph.json", graph.dump(1));
   if (!graph_part)
     return std::move(graph_part.error());
-  compute::nn::adam<float> no_state{{}};
+  compute::nn::optimizer no_state{{}};
   auto weights =
     stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
   if (!weights) {

@@ -93,18 +93,19 @@ variable_list parameter_servers::share(const variable_list& vars, size_t s) cons
 }
 
 caf::error parameter_servers::initialize(const variable_list& vars,
-                                         const compute::nn::adam<float>& opt, uint64_t step) {
+                                         const compute::nn::optimizer& opt, uint64_t step) {
   auto slots = opt.export_slots(vars);
   for (size_t s = 0; s < servers_.size(); ++s) {
     ps_state state;
-    state.adam_steps = slots.steps;
+    state.optimizer_steps = slots.steps;
+    state.slots.resize(slots.slots.size());
     state.global_step = step;
     state.load_id = runtime::random_request_id();
     compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
                             [&](uint64_t i, uint64_t) {
                               actors::append(state.values, vars[i]->name, vars[i]->value);
-                              actors::append(state.m, vars[i]->name, slots.m[i]);
-                              actors::append(state.v, vars[i]->name, slots.v[i]);
+                              for (size_t k = 0; k < slots.slots.size(); ++k)
+                                actors::append(state.slots[k], vars[i]->name, slots.slots[k][i]);
                             });
     if (auto err = call<ok_atom>(
           s, attempt_timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
@@ -198,17 +199,24 @@ caf::expected<uint64_t> parameter_servers::push(const variable_list& vars, doubl
 }
 
 caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars,
-                                                       compute::nn::adam<float>& opt) {
-  compute::nn::adam_slots<float> slots;
-  slots.m.resize(vars.size());
-  slots.v.resize(vars.size());
+                                                       compute::nn::optimizer& opt) {
+  compute::nn::optimizer_slots slots;
+  slots.slots.assign(opt.slot_count(), std::vector<compute::nn::matrix>(vars.size()));
   uint64_t global_step = 0;
   for (size_t s = 0; s < servers_.size(); ++s) {
     auto mine = share(vars, s);
     auto err = call<ps_state>(
       s, attempt_timeout_,
       [&](ps_state& state) -> caf::error {
-        for (auto* t : {&state.values, &state.m, &state.v}) {
+        if (state.slots.size() != opt.slot_count())
+          return make_error(errc::dimension_mismatch,
+                            "parameter server " + std::to_string(s) + " holds " +
+                              std::to_string(state.slots.size()) + " optimizer slots, not " +
+                              std::to_string(opt.slot_count()));
+        std::vector<const named_tensors*> tensors{&state.values};
+        for (auto& t : state.slots)
+          tensors.push_back(&t);
+        for (auto* t : tensors) {
           if (auto err = actors::check(*t))
             return err;
           if (auto err = actors::check_matches(*t, mine))
@@ -217,12 +225,12 @@ caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars
         compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
                                 [&](uint64_t i, uint64_t j) {
                                   mine[j]->value = actors::view(state.values, j);
-                                  slots.m[i] = actors::view(state.m, j);
-                                  slots.v[i] = actors::view(state.v, j);
+                                  for (size_t k = 0; k < state.slots.size(); ++k)
+                                    slots.slots[k][i] = actors::view(state.slots[k], j);
                                 });
         if (s == 0) {
           global_step = state.global_step;
-          slots.steps = state.adam_steps;
+          slots.steps = state.optimizer_steps;
         }
         return {};
       },

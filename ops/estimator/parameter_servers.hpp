@@ -47,7 +47,7 @@ public:
   /// attempt timeout, and a server applies it once, so that a late copy cannot undo the steps
   /// applied since. Variables are assigned by position, so every caller must list the same
   /// variables in the same order.
-  caf::error initialize(const variable_list& vars, const compute::nn::adam<float>& opt,
+  caf::error initialize(const variable_list& vars, const compute::nn::optimizer& opt,
                         uint64_t step);
 
   /// Copies the servers' values into `vars`; returns the global step. errc::unavailable until
@@ -70,7 +70,7 @@ public:
   caf::expected<loss_totals> losses();
 
   /// The servers' whole state into `vars` and `opt`; returns the global step.
-  caf::expected<uint64_t> fetch_state(const variable_list& vars, compute::nn::adam<float>& opt);
+  caf::expected<uint64_t> fetch_state(const variable_list& vars, compute::nn::optimizer& opt);
 
 private:
   /// The variables of server s, in order: variable i lives on server i mod size()

@@ -16,9 +16,7 @@ std::vector<parameter_server_actor> spawn_servers(caf::actor_system& sys, const 
   std::vector<parameter_server_actor> out;
   for (size_t i = 0; i < count; ++i)
     out.push_back(
-      sys.spawn(actors::parameter_server,
-                ps_config{static_cast<uint32_t>(i), cfg.optimizer.learning_rate,
-                          cfg.optimizer.beta1, cfg.optimizer.beta2, cfg.optimizer.epsilon}));
+      sys.spawn(actors::parameter_server, ps_config{static_cast<uint32_t>(i), cfg.optimizer}));
   return out;
 }
 

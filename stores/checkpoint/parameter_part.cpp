@@ -12,9 +12,12 @@ namespace {
 using compute::nn::matrix;
 
 // Layout, host byte order (little-endian on every supported machine):
-//   magic "DARCYNN1", u64 steps, u32 count,
-//   count × { u32 name length, name, u64 rows, u64 cols, value, m, v (rows·cols floats each) }.
-constexpr std::string_view part_magic = "DARCYNN1";
+//   magic "DARCYNN2", u64 steps, u32 slots, u32 count,
+//   count × { u32 name length, name, u64 rows, u64 cols, value, slots × (rows·cols floats) }.
+// "DARCYNN1" (before the optimizer kinds) is the same with no `slots` field and two slots
+// (Adam's m and v); it is still read.
+constexpr std::string_view part_magic = "DARCYNN2";
+constexpr std::string_view adam_part_magic = "DARCYNN1";
 
 template <class T>
 void put(std::string& out, const T& x) {
@@ -65,10 +68,11 @@ private:
 } // namespace
 
 std::string encode_parameters(const compute::nn::parameter_list<float>& params,
-                              const compute::nn::adam<float>& opt) {
-  auto slots = opt.export_slots(params);
+                              const compute::nn::optimizer& opt) {
+  auto state = opt.export_slots(params);
   std::string out{part_magic};
-  put(out, slots.steps);
+  put(out, state.steps);
+  put(out, static_cast<uint32_t>(state.slots.size()));
   put(out, static_cast<uint32_t>(params.size()));
   for (size_t i = 0; i < params.size(); ++i) {
     auto& p = *params[i];
@@ -77,29 +81,64 @@ std::string encode_parameters(const compute::nn::parameter_list<float>& params,
     put(out, static_cast<uint64_t>(p.value.rows()));
     put(out, static_cast<uint64_t>(p.value.cols()));
     put_matrix(out, p.value);
-    put_matrix(out, slots.m[i]);
-    put_matrix(out, slots.v[i]);
+    for (auto& slot : state.slots)
+      put_matrix(out, slot[i]);
   }
   return out;
 }
 
+namespace {
+
+/// The header of a part: its step count, slots per parameter and parameter count.
+struct part_header {
+  uint64_t steps = 0;
+  uint32_t slots = 0;
+  uint32_t count = 0;
+};
+
+caf::error corrupt(const std::string& why) {
+  return make_error(errc::corrupt_file, "parameter part: " + why);
+}
+
+caf::expected<part_header> read_header(std::string_view bytes, part_reader& in) {
+  part_header h;
+  auto magic = bytes.substr(0, part_magic.size());
+  if (magic == part_magic) {
+    in = part_reader{bytes.substr(part_magic.size())};
+    if (!in.get(h.steps) || !in.get(h.slots) || !in.get(h.count))
+      return corrupt("truncated header");
+  } else if (magic == adam_part_magic) {
+    in = part_reader{bytes.substr(adam_part_magic.size())};
+    h.slots = 2;
+    if (!in.get(h.steps) || !in.get(h.count))
+      return corrupt("truncated header");
+  } else {
+    return corrupt("not a parameter part");
+  }
+  return h;
+}
+
+} // namespace
+
 caf::error decode_parameters(std::string_view bytes,
                              const compute::nn::parameter_list<float>& params,
-                             compute::nn::adam<float>& opt) {
-  auto corrupt = [](const std::string& why) {
-    return make_error(errc::corrupt_file, "parameter part: " + why);
-  };
-  if (bytes.substr(0, part_magic.size()) != part_magic)
-    return corrupt("not a parameter part");
-  part_reader in{bytes.substr(part_magic.size())};
-  compute::nn::adam_slots<float> slots;
-  uint32_t count = 0;
-  if (!in.get(slots.steps) || !in.get(count))
-    return corrupt("truncated header");
-  if (count != params.size())
-    return make_error(errc::dimension_mismatch, "parameter part holds " + std::to_string(count) +
-                                                  " parameters, not " +
-                                                  std::to_string(params.size()));
+                             compute::nn::optimizer& opt) {
+  part_reader in{std::string_view{}};
+  auto header = read_header(bytes, in);
+  if (!header)
+    return std::move(header.error());
+  if (header->count != params.size())
+    return make_error(errc::dimension_mismatch,
+                      "parameter part holds " + std::to_string(header->count) +
+                        " parameters, not " + std::to_string(params.size()));
+  if (header->slots != opt.slot_count())
+    return make_error(errc::dimension_mismatch,
+                      "parameter part holds " + std::to_string(header->slots) +
+                        " optimizer slots per parameter where " + to_string(opt.config().kind) +
+                        " keeps " + std::to_string(opt.slot_count()));
+  compute::nn::optimizer_slots state;
+  state.steps = header->steps;
+  state.slots.resize(header->slots);
   std::vector<matrix> values;
   for (auto* p : params) {
     uint32_t name_size = 0;
@@ -113,12 +152,16 @@ caf::error decode_parameters(std::string_view bytes,
                         "parameter part holds " + name + " " + std::to_string(rows) + "x" +
                           std::to_string(cols) + " where " + p->name + " is " +
                           std::to_string(p->value.rows()) + "x" + std::to_string(p->value.cols()));
-    matrix value(rows, cols), m(rows, cols), v(rows, cols);
-    if (!in.get(value) || !in.get(m) || !in.get(v))
+    matrix value(rows, cols);
+    if (!in.get(value))
       return corrupt("truncated values of " + name);
     values.push_back(std::move(value));
-    slots.m.push_back(std::move(m));
-    slots.v.push_back(std::move(v));
+    for (auto& slot : state.slots) {
+      matrix s(rows, cols);
+      if (!in.get(s))
+        return corrupt("truncated values of " + name);
+      slot.push_back(std::move(s));
+    }
   }
   if (!in.done())
     return corrupt("bytes after the last parameter");
@@ -126,34 +169,32 @@ caf::error decode_parameters(std::string_view bytes,
     params[i]->value = std::move(values[i]);
     params[i]->zero_grad();
   }
-  opt.import_slots(params, std::move(slots));
+  opt.import_slots(params, std::move(state));
   return {};
 }
 
 caf::expected<std::map<std::string, matrix>> decode_named_values(std::string_view bytes) {
-  auto corrupt = [](const std::string& why) {
-    return make_error(errc::corrupt_file, "parameter part: " + why);
-  };
-  if (bytes.substr(0, part_magic.size()) != part_magic)
-    return corrupt("not a parameter part");
-  part_reader in{bytes.substr(part_magic.size())};
-  uint64_t steps = 0;
-  uint32_t count = 0;
-  if (!in.get(steps) || !in.get(count))
-    return corrupt("truncated header");
+  part_reader in{std::string_view{}};
+  auto header = read_header(bytes, in);
+  if (!header)
+    return std::move(header.error());
   std::map<std::string, matrix> out;
-  for (uint32_t i = 0; i < count; ++i) {
+  for (uint32_t i = 0; i < header->count; ++i) {
     uint32_t name_size = 0;
     std::string name;
     uint64_t rows = 0, cols = 0;
     if (!in.get(name_size) || !in.get(name, name_size) || !in.get(rows) || !in.get(cols))
       return corrupt("truncated");
-    // Three matrices of rows × cols floats must follow; checked before anything is allocated.
-    if (cols != 0 && rows > in.left() / 12 / cols)
+    // 1 + slots matrices of rows × cols floats must follow; checked before allocating.
+    auto floats_per_entry = (uint64_t{header->slots} + 1) * sizeof(float);
+    if (cols != 0 && rows > in.left() / floats_per_entry / cols)
       return corrupt("truncated values of " + name);
-    matrix value(rows, cols), moment(rows, cols);
-    if (!in.get(value) || !in.get(moment) || !in.get(moment))
+    matrix value(rows, cols), slot(rows, cols);
+    if (!in.get(value))
       return corrupt("truncated values of " + name);
+    for (uint32_t k = 0; k < header->slots; ++k)
+      if (!in.get(slot))
+        return corrupt("truncated values of " + name);
     out[name] = std::move(value);
   }
   if (!in.done())
@@ -163,13 +204,13 @@ caf::expected<std::map<std::string, matrix>> decode_named_values(std::string_vie
 
 caf::expected<file_info> write_parameter_part(const checkpoint_dir& root, const std::string& rel,
                                               const compute::nn::parameter_list<float>& params,
-                                              const compute::nn::adam<float>& opt) {
+                                              const compute::nn::optimizer& opt) {
   return root.write_part(rel, encode_parameters(params, opt), params.size());
 }
 
 caf::error read_parameter_part(const checkpoint_dir& root, const file_info& part,
                                const compute::nn::parameter_list<float>& params,
-                               compute::nn::adam<float>& opt) {
+                               compute::nn::optimizer& opt) {
   auto bytes = root.read_part(part);
   if (!bytes)
     return std::move(bytes.error());

@@ -11,12 +11,35 @@
 #include <kj/exception.h>
 #include <kj/std/iostream.h>
 
+#include "compute/hash.hpp"
 #include "compute/sampler.hpp"
 #include "messages/checkpoint.capnp.h"
 #include "messages/error.hpp"
 #include "stores/checkpoint/shard_file.hpp"
 
 namespace darcy::stores {
+
+namespace {
+
+/// compute::hash_key of every key, in a buffer reused by the calling thread.
+std::span<const uint64_t> hash_keys(std::span<const std::string_view> keys) {
+  thread_local std::vector<uint64_t> hashes;
+  hashes.resize(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k)
+    hashes[k] = compute::hash_key(keys[k]);
+  return hashes;
+}
+
+} // namespace
+
+caf::error embedding_store::lookup(std::span<const std::string_view> keys, std::span<float> out) {
+  return lookup(keys, hash_keys(keys), out);
+}
+
+caf::error embedding_store::update(std::span<const std::string_view> keys,
+                                   std::span<const float> grads, int64_t step) {
+  return update(keys, hash_keys(keys), grads, step);
+}
 
 caf::expected<sample_stats> embedding_store::sample_metadata(
   const std::vector<std::string>& positives) {

@@ -39,31 +39,23 @@ public:
   /// Writes one row per key into `out` (keys.size() * dim floats, row-major). A missing key is
   /// created from the initializer; in read-only mode it reads its initial vector instead and the
   /// store does not grow. Fails with errc::dimension_mismatch when `out` has the wrong size.
-  virtual caf::error lookup(std::span<const std::string_view> keys, std::span<float> out) = 0;
-
-  /// The same, with each key's compute::hash_key already computed by the caller (hashes[k] of
-  /// keys[k]), so that a key is hashed once on its way through the service. A store may ignore
-  /// `hashes`; it must not trust hashes of another function.
+  /// hashes[k] is compute::hash_key(keys[k]), computed once by the caller on the key's way
+  /// through the service; `hashes` must hold one hash per key, of that function.
   virtual caf::error lookup(std::span<const std::string_view> keys,
-                            std::span<const uint64_t> hashes, std::span<float> out) {
-    (void)hashes;
-    return lookup(keys, out);
-  }
+                            std::span<const uint64_t> hashes, std::span<float> out) = 0;
 
   /// Applies one gradient row per key with the configured optimizer; `step` is the global
-  /// training step (for TTL eviction). `keys` must be deduplicated by the caller. Fails, with
-  /// no row changed, on a size mismatch (errc::dimension_mismatch), a NaN or Inf gradient
-  /// (errc::non_finite), or in read-only mode (errc::read_only).
-  virtual caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
-                            int64_t step) = 0;
-
-  /// The same, with hashes[k] = compute::hash_key(keys[k]) from the caller (see lookup).
+  /// training step (for TTL eviction). `keys` must be deduplicated by the caller; `hashes` as
+  /// for lookup. Fails, with no row changed, on a size mismatch (errc::dimension_mismatch), a
+  /// NaN or Inf gradient (errc::non_finite), or in read-only mode (errc::read_only).
   virtual caf::error update(std::span<const std::string_view> keys,
                             std::span<const uint64_t> hashes, std::span<const float> grads,
-                            int64_t step) {
-    (void)hashes;
-    return update(keys, grads, step);
-  }
+                            int64_t step) = 0;
+
+  /// lookup and update for a caller that has not hashed the keys.
+  caf::error lookup(std::span<const std::string_view> keys, std::span<float> out);
+  caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
+                    int64_t step);
 
   virtual store_stats stats() const = 0;
 

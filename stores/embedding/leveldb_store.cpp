@@ -11,7 +11,6 @@
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/admission.hpp"
-#include "stores/embedding/cached_rows.hpp"
 #include "stores/embedding/row_codec.hpp"
 
 namespace darcy::stores {
@@ -41,12 +40,9 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   if (cfg.eviction.kind != eviction_kind::none)
     return make_error(errc::invalid_config,
                       "embedding '" + cfg.name + "': eviction is a memory-backend feature");
-  auto cache = memory_store::make(cache_options(cfg));
+  auto cache = make_cache(cfg);
   if (!cache)
     return std::move(cache.error());
-  auto admission = make_admission(cfg.admission);
-  if (!admission)
-    return std::move(admission.error());
   std::error_code ec;
   std::filesystem::create_directories(cfg.path, ec);
   leveldb::Options options;
@@ -56,7 +52,8 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   if (!status.ok())
     return db_error("cannot open " + cfg.path, status);
   std::unique_ptr<leveldb_store> store{new leveldb_store(cfg, std::move(*cache), raw)};
-  store->admission_ = std::move(*admission);
+  if (auto err = store->start_admission())
+    return err;
   auto expected_format = row_format(cfg, store->slot_count());
   std::string format;
   status = raw->Get(leveldb::ReadOptions{}, format_key, &format);
@@ -78,37 +75,32 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
 }
 
 leveldb_store::leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db)
-  : cfg_(std::move(cfg)), cache_(std::move(cache)), db_(db) {
-  auto row_bytes = (cfg_.dim * (1 + cache_->slot_count())) * sizeof(float) + 96;
-  capacity_ = std::max<size_t>(16, cfg_.cache_bytes / row_bytes);
+  : write_behind_store(cfg, std::move(cache),
+                       cfg.dim * (1 + compute::slot_count(cfg.optimizer)) * sizeof(float) + 96),
+    db_(db) {
 }
 
 leveldb_store::~leveldb_store() {
   flush();
 }
 
-std::string leveldb_store::encode(const row_record& row) const {
+namespace {
+
+std::string encode(const row_ref& row) {
   std::string bytes;
-  append_row_record(row, bytes);
+  append_row_record(
+    {row.key, row.values, row.slots, row.meta->frequency, row.meta->updates, row.meta->last_update},
+    bytes);
   return bytes;
 }
 
-void leveldb_store::touch(std::string_view key, bool dirty) {
-  auto [it, fresh] = entries_.try_emplace(std::string{key});
-  if (fresh) {
-    lru_.push_front(it->first);
-  } else {
-    lru_.splice(lru_.begin(), lru_, it->second.position);
-  }
-  it->second.position = lru_.begin();
-  it->second.dirty = it->second.dirty || dirty;
-}
+} // namespace
 
 caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create) {
   std::vector<std::string_view> missing;
   for (auto key : keys) {
-    if (entries_.count(std::string{key}) > 0)
-      touch(key, false);
+    if (cached(key))
+      touch(key, false, {});
     else
       missing.push_back(key);
   }
@@ -126,99 +118,50 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
                           cfg_.path + ": bad record for key '" + std::string{key} + "'");
       if (auto err = cache_->import_row(row))
         return err;
-      touch(key, false);
+      touch(key, false, {});
     } else if (!status.IsNotFound()) {
       return db_error("cannot read " + cfg_.path, status);
-    } else if (create && (!admission_ || admission_->admit(key, compute::hash_key(key)))) {
-      if (admission_)
-        admission_->admitted(key);
-      cache_->find_or_insert(key);
+    } else if (create && create_row(key)) {
       ++rows_;
-      touch(key, true);
+      touch(key, true, {});
     }
   }
   return {};
 }
 
-caf::error leveldb_store::shrink() {
+caf::error leveldb_store::settle() {
   leveldb::WriteBatch batch;
   bool writes = false;
-  while (cache_->size() > capacity_ && !lru_.empty()) {
-    auto key = lru_.back();
-    auto entry = entries_.find(key);
-    if (entry->second.dirty) {
-      auto row = cache_->find(key);
-      batch.Put(row_key(key), encode({row->key, row->values, row->slots, row->meta->frequency,
-                                      row->meta->updates, row->meta->last_update}));
+  auto evicted = oldest(capacity_);
+  for (auto& key : evicted) {
+    if (entries_.at(key).dirty) {
+      batch.Put(row_key(key), encode(*cache_->find(key)));
       writes = true;
     }
-    cache_->erase(key);
-    entries_.erase(entry);
-    lru_.pop_back();
   }
-  if (!writes)
-    return {};
-  auto status = db_->Write(leveldb::WriteOptions{}, &batch);
-  return status.ok() ? caf::error{} : db_error("cannot write back to " + cfg_.path, status);
+  if (writes) {
+    auto status = db_->Write(leveldb::WriteOptions{}, &batch);
+    if (!status.ok())
+      return db_error("cannot write back to " + cfg_.path, status);
+  }
+  for (auto& key : evicted)
+    forget(key);
+  return {};
 }
 
 caf::error leveldb_store::flush() {
   leveldb::WriteBatch batch;
-  for (auto& [key, entry] : entries_) {
-    if (!entry.dirty)
-      continue;
-    auto row = cache_->find(key);
-    batch.Put(row_key(key), encode({row->key, row->values, row->slots, row->meta->frequency,
-                                    row->meta->updates, row->meta->last_update}));
-  }
+  auto dirty = dirty_keys();
+  for (auto& key : dirty)
+    batch.Put(row_key(key), encode(*cache_->find(key)));
   leveldb::WriteOptions sync;
   sync.sync = true;
   auto status = db_->Write(sync, &batch);
   if (!status.ok())
     return db_error("cannot flush " + cfg_.path, status);
-  for (auto& [key, entry] : entries_)
-    entry.dirty = false;
+  for (auto& key : dirty)
+    entries_.at(key).dirty = false;
   return {};
-}
-
-caf::error leveldb_store::lookup(std::span<const std::string_view> keys, std::span<float> out) {
-  if (auto err = check_lookup(cfg_, keys.size(), out))
-    return err;
-  if (auto err = load(keys, !cfg_.read_only))
-    return err;
-  fill_from_cache(*cache_, cfg_, keys, out, [&](size_t k, const row_ref& row) {
-    if (!cfg_.read_only) {
-      ++row.meta->frequency;
-      touch(keys[k], true);
-    }
-  });
-  return shrink();
-}
-
-caf::error leveldb_store::update(std::span<const std::string_view> keys,
-                                 std::span<const float> grads, int64_t step) {
-  if (auto err = check_update(cfg_, keys.size(), grads))
-    return err;
-  if (auto err = load(keys, !admission_))
-    return err;
-  std::vector<std::string_view> present;
-  std::vector<float> present_grads;
-  dropped_updates_ += gather_present(
-    keys, grads, cfg_.dim, [&](size_t k) { return entries_.count(std::string{keys[k]}) > 0; },
-    present, present_grads);
-  for (auto key : present)
-    touch(key, true);
-  if (!present.empty())
-    if (auto err = cache_->update(present, present_grads, step))
-      return err;
-  return shrink();
-}
-
-store_stats leveldb_store::stats() const {
-  auto s = cache_->stats();
-  s.rows = rows_;
-  s.dropped_updates = dropped_updates_;
-  return s;
 }
 
 caf::error leveldb_store::export_rows(const std::function<void(const row_record&)>& f) {
@@ -239,21 +182,16 @@ caf::error leveldb_store::export_rows(const std::function<void(const row_record&
   return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
 }
 
-caf::error leveldb_store::scan(
-  const std::function<void(std::string_view, std::span<const float>)>& f) {
-  return export_rows([&](const row_record& r) { f(r.key, r.values); });
-}
-
 caf::error leveldb_store::import_row(const row_record& row) {
   std::string_view keys[] = {row.key};
   if (auto err = load(keys, false))
     return err;
-  if (entries_.count(std::string{row.key}) == 0)
+  if (!cached(row.key))
     ++rows_;
   if (auto err = cache_->import_row(row))
     return err;
-  touch(row.key, true);
-  return shrink();
+  touch(row.key, true, {});
+  return settle();
 }
 
 } // namespace darcy::stores

@@ -67,11 +67,10 @@ public:
   static caf::expected<std::unique_ptr<memory_store>> make(memory_store_options opts);
 
   size_t dim() const override { return opts_.dim; }
-  caf::error lookup(std::span<const std::string_view> keys, std::span<float> out) override;
+  using embedding_store::lookup;
+  using embedding_store::update;
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<float> out) override;
-  caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
-                    int64_t step) override;
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override;
   store_stats stats() const override;
@@ -132,10 +131,10 @@ private:
   template <class Visit>
   void for_each_located(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                         size_t bytes, Visit&& visit);
-  /// The shared body of both lookups; `hashes` holds opts_.hash of every key.
+  /// lookup, once `hashes` holds opts_.hash of every key.
   caf::error lookup_hashed(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                            std::span<float> out);
-  /// The shared body of both updates; `hashes` is empty or holds opts_.hash of every key.
+  /// update, once `hashes` is empty or holds opts_.hash of every key.
   caf::error update_hashed(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                            std::span<const float> grads, int64_t step);
   uint32_t allocate_row();

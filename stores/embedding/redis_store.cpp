@@ -11,7 +11,6 @@
 #include "messages/error.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
 #include "stores/embedding/admission.hpp"
-#include "stores/embedding/cached_rows.hpp"
 #include "stores/embedding/row_codec.hpp"
 
 namespace darcy::stores {
@@ -111,16 +110,15 @@ caf::expected<std::vector<std::string>> index_keys(redis_client& client, const s
 
 redis_store::redis_store(de_config cfg, redis_location where, std::unique_ptr<redis_client> client,
                          std::unique_ptr<memory_store> cache, redis_clock clock)
-  : cfg_(std::move(cfg)),
+  : write_behind_store(
+      cfg, std::move(cache),
+      sizeof(uint64_t) + row_record_bytes(cfg.dim, compute::slot_count(cfg.optimizer)) + 96),
     where_(std::move(where)),
     namespace_(namespace_of(where_, cfg_.name)),
     index_(namespace_ + ":index:shard-" + std::to_string(where_.shard.value_or(0))),
     client_(std::move(client)),
-    cache_(std::move(cache)),
     clock_(clock ? std::move(clock) : redis_clock{[] { return std::chrono::steady_clock::now(); }}),
     staleness_(cfg_.staleness_ms) {
-  auto row_bytes = sizeof(uint64_t) + row_record_bytes(cfg_.dim, cache_->slot_count()) + 96;
-  capacity_ = std::max<size_t>(16, cfg_.cache_bytes / row_bytes);
 }
 
 redis_store::~redis_store() {
@@ -135,18 +133,16 @@ caf::expected<std::unique_ptr<redis_store>> redis_store::open(const de_config& c
   auto where = parse_redis_location(cfg.path);
   if (!where)
     return std::move(where.error());
-  auto cache = memory_store::make(cache_options(cfg));
+  auto cache = make_cache(cfg);
   if (!cache)
     return std::move(cache.error());
-  auto admission = make_admission(cfg.admission);
-  if (!admission)
-    return std::move(admission.error());
   auto client = redis_client::connect(*where, redis_timeout);
   if (!client)
     return std::move(client.error());
   std::unique_ptr<redis_store> store{new redis_store(cfg, std::move(*where), std::move(*client),
                                                      std::move(*cache), std::move(clock))};
-  store->admission_ = std::move(*admission);
+  if (auto err = store->start_admission())
+    return err;
   if (auto err = store->prepare(!cfg.read_only))
     return err;
   return store;
@@ -306,25 +302,12 @@ caf::expected<std::vector<redis_reply>> redis_store::run(
   return replies;
 }
 
-void redis_store::touch(std::string_view key, bool dirty, time_point now) {
-  auto [it, fresh] = entries_.try_emplace(std::string{key});
-  if (fresh) {
-    lru_.push_front(it->first);
-    it->second.fetched = now;
-  } else {
-    lru_.splice(lru_.begin(), lru_, it->second.position);
-  }
-  it->second.position = lru_.begin();
-  if (dirty)
-    mark_dirty(it->first, it->second, now);
-}
-
-void redis_store::mark_dirty(const std::string& key, entry& e, time_point now) {
+void redis_store::mark_dirty(const std::string& key, entry& e, time_point at) {
   if (e.dirty)
     return;
   e.dirty = true;
-  e.dirty_since = now;
-  dirty_queue_.emplace_back(now, key);
+  e.dirty_since = at;
+  dirty_queue_.emplace_back(at, key);
 }
 
 caf::error redis_store::load(std::span<const std::string_view> keys, bool create) {
@@ -381,15 +364,8 @@ caf::error redis_store::load(std::span<const std::string_view> keys, bool create
         continue;
       }
       // Absent from Redis: a stale cached copy goes, a new row may come.
-      if (auto it = entries_.find(std::string{key}); it != entries_.end()) {
-        lru_.erase(it->second.position);
-        entries_.erase(it);
-        cache_->erase(key);
-      }
-      if (create && (!admission_ || admission_->admit(key, compute::hash_key(key)))) {
-        if (admission_)
-          admission_->admitted(key);
-        cache_->find_or_insert(key);
+      forget(key);
+      if (create && create_row(key)) {
         touch(key, true, now);
         entries_[std::string{key}].indexed = false;
       }
@@ -457,12 +433,8 @@ caf::error redis_store::settle() {
   }
   // Past the budget, evict an eighth of it at once, so that write-backs come in batches.
   std::vector<std::string> evicted;
-  if (cache_->size() > capacity_) {
-    auto target = capacity_ - capacity_ / 8;
-    for (auto it = lru_.rbegin(); it != lru_.rend() && cache_->size() - evicted.size() > target;
-         ++it)
-      evicted.push_back(*it);
-  }
+  if (cache_->size() > capacity_)
+    evicted = oldest(capacity_ - capacity_ / 8);
   std::vector<std::string> writes;
   for (auto& d : due)
     writes.push_back(d.second);
@@ -474,21 +446,13 @@ caf::error redis_store::settle() {
       dirty_queue_.push_front(std::move(d));
     return err;
   }
-  for (auto& key : evicted) {
-    auto it = entries_.find(key);
-    lru_.erase(it->second.position);
-    entries_.erase(it);
-    cache_->erase(key);
-  }
+  for (auto& key : evicted)
+    forget(key);
   return {};
 }
 
 caf::error redis_store::flush() {
-  std::vector<std::string> keys;
-  for (auto& [key, e] : entries_)
-    if (e.dirty)
-      keys.push_back(key);
-  return write_back(std::move(keys), clock_());
+  return write_back(dirty_keys(), clock_());
 }
 
 caf::error redis_store::read_through(std::span<const std::string_view> keys, std::span<float> out) {
@@ -533,51 +497,20 @@ caf::error redis_store::read_through(std::span<const std::string_view> keys, std
   return {};
 }
 
-caf::error redis_store::lookup(std::span<const std::string_view> keys, std::span<float> out) {
-  if (auto err = check_lookup(cfg_, keys.size(), out))
+caf::error redis_store::lookup(std::span<const std::string_view> keys,
+                               std::span<const uint64_t> hashes, std::span<float> out) {
+  if (!cfg_.read_only || staleness_.count() > 0)
+    return write_behind_store::lookup(keys, hashes, out);
+  if (auto err = check_lookup(keys.size(), out))
     return err;
-  // A reader that may trust no copy reads straight into `out`.
-  if (cfg_.read_only && staleness_.count() == 0)
-    return read_through(keys, out);
-  if (auto err = load(keys, !cfg_.read_only))
-    return err;
-  auto now = clock_();
-  fill_from_cache(*cache_, cfg_, keys, out, [&](size_t k, const row_ref& row) {
-    if (!cfg_.read_only) {
-      ++row.meta->frequency;
-      touch(keys[k], true, now);
-    }
-  });
-  return settle();
+  return read_through(keys, out);
 }
 
-caf::error redis_store::update(std::span<const std::string_view> keys, std::span<const float> grads,
-                               int64_t step) {
-  if (auto err = check_update(cfg_, keys.size(), grads))
-    return err;
-  if (auto err = load(keys, !admission_))
-    return err;
-  auto now = clock_();
-  std::vector<std::string_view> present;
-  std::vector<float> present_grads;
-  dropped_updates_ += gather_present(
-    keys, grads, cfg_.dim, [&](size_t k) { return entries_.count(std::string{keys[k]}) > 0; },
-    present, present_grads);
-  for (auto key : present)
-    touch(key, true, now);
-  if (!present.empty())
-    if (auto err = cache_->update(present, present_grads, step))
-      return err;
-  return settle();
-}
-
-store_stats redis_store::stats() const {
-  auto s = cache_->stats();
-  s.rows = rows_;
+uint64_t redis_store::rows() const {
+  auto n = rows_;
   for (auto& [key, e] : entries_)
-    s.rows += e.indexed ? 0 : 1;
-  s.dropped_updates = dropped_updates_;
-  return s;
+    n += e.indexed ? 0 : 1;
+  return n;
 }
 
 caf::error redis_store::export_rows(const std::function<void(const row_record&)>& f) {
@@ -629,11 +562,6 @@ caf::error redis_store::export_rows(const std::function<void(const row_record&)>
       return err;
   }
   return {};
-}
-
-caf::error redis_store::scan(
-  const std::function<void(std::string_view, std::span<const float>)>& f) {
-  return export_rows([&](const row_record& r) { f(r.key, r.values); });
 }
 
 caf::error redis_store::import_row(const row_record& row) {

@@ -7,21 +7,16 @@
 #include <chrono>
 #include <deque>
 #include <functional>
-#include <list>
 #include <memory>
 #include <string>
-#include <unordered_map>
 
 #include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
-#include "stores/embedding/embedding_store.hpp"
-#include "stores/embedding/memory_store.hpp"
 #include "stores/embedding/redis_client.hpp"
+#include "stores/embedding/write_behind_store.hpp"
 
 namespace darcy::stores {
-
-class admission_policy;
 
 /// The store's clock; tests pass their own to move time without sleeping.
 using redis_clock = std::function<std::chrono::steady_clock::time_point()>;
@@ -34,7 +29,7 @@ using redis_clock = std::function<std::chrono::steady_clock::time_point()>;
 /// Rows carry their key's hash: a record under the wrong key is refused (errc::corrupt_file),
 /// never served. When the Redis it reaches again is a restarted one that lost the embedding,
 /// every later call fails with errc::io_error until the embedding is restored.
-class redis_store : public embedding_store {
+class redis_store : public write_behind_store {
 public:
   /// Opens embedding cfg.name in the Redis of cfg.path (a redis_location; a writer without a
   /// shard owns shard 0's rows). A writer records the embedding's format and config there; a
@@ -61,39 +56,21 @@ public:
 
   ~redis_store() override;
 
-  size_t dim() const override { return cfg_.dim; }
-  const de_config& config() const { return cfg_; }
-  caf::error lookup(std::span<const std::string_view> keys, std::span<float> out) override;
-  caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
-                    int64_t step) override;
-  store_stats stats() const override;
-  caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override;
-  size_t slot_count() const override { return cache_->slot_count(); }
+  using write_behind_store::lookup;
+  /// A read-only store with staleness 0 reads every row from Redis, past the cache.
+  caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                    std::span<float> out) override;
   caf::error export_rows(const std::function<void(const row_record&)>& f) override;
   caf::error import_row(const row_record& row) override;
 
   /// Writes every changed row back.
   caf::error flush();
 
-  /// Rows the cache may hold under the byte budget, and holds now.
-  size_t cache_capacity() const { return capacity_; }
-  size_t cached_rows() const { return cache_->size(); }
   /// Keys of lookups and updates served from the cache, and read from Redis.
   uint64_t cache_hits() const { return hits_; }
   uint64_t cache_misses() const { return misses_; }
 
 private:
-  using time_point = std::chrono::steady_clock::time_point;
-
-  struct entry {
-    std::list<std::string>::iterator position;
-    time_point fetched;
-    time_point dirty_since;
-    bool dirty = false;
-    /// Listed in the shard's index in Redis.
-    bool indexed = true;
-  };
-
   redis_store(de_config cfg, redis_location where, std::unique_ptr<redis_client> client,
               std::unique_ptr<memory_store> cache, redis_clock clock);
 
@@ -102,34 +79,29 @@ private:
   caf::expected<std::vector<redis_reply>> run(const std::vector<redis_command>& commands);
   /// Brings `keys` into the cache: cached rows still fresh or changed stay, the others are
   /// read from Redis; an absent row is created (admission permitting) when `create`.
-  caf::error load(std::span<const std::string_view> keys, bool create);
+  caf::error load(std::span<const std::string_view> keys, bool create) override;
   /// A read-only lookup with staleness 0: rows go from Redis to `out`, past the cache.
   caf::error read_through(std::span<const std::string_view> keys, std::span<float> out);
-  void touch(std::string_view key, bool dirty, time_point now);
-  void mark_dirty(const std::string& key, entry& e, time_point now);
+  /// Queues the row for write-back after the staleness bound.
+  void mark_dirty(const std::string& key, entry& e, time_point at) override;
+  time_point now() const override { return clock_(); }
+  /// The rows indexed in Redis and those created here and not written back yet.
+  uint64_t rows() const override;
   /// Writes back the rows that are due, then evicts down to the budget.
-  caf::error settle();
+  caf::error settle() override;
   caf::error write_back(std::vector<std::string> keys, time_point now);
   std::string row_key(std::string_view key) const;
   /// The indexes this store reads: its shard's, or every shard's for a reader without a shard.
   caf::expected<std::vector<std::string>> indexes_read();
 
-  de_config cfg_;
   redis_location where_;
   std::string namespace_;
   std::string index_;
   std::unique_ptr<redis_client> client_;
-  std::unique_ptr<memory_store> cache_;
   redis_clock clock_;
   std::chrono::milliseconds staleness_;
-  std::list<std::string> lru_;
-  std::unordered_map<std::string, entry> entries_;
   /// Changed rows in the order they changed, with the time of the change.
   std::deque<std::pair<time_point, std::string>> dirty_queue_;
-  size_t capacity_ = 0;
-  uint64_t rows_ = 0;
-  std::unique_ptr<admission_policy> admission_;
-  uint64_t dropped_updates_ = 0;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
   uint64_t restarts_seen_ = 0;

@@ -49,8 +49,7 @@ void append(std::vector<float>& to, const matrix& m) {
 /// on the GPU, in the same order), then their values compared.
 void expect_same_adam_step(const compute::nn::parameter_list<float>& want,
                            const compute::nn::parameter_list<float>& got,
-                           compute::nn::adam<float>& want_adam,
-                           compute::nn::adam<float>& got_adam) {
+                           compute::nn::optimizer& want_adam, compute::nn::optimizer& got_adam) {
   want_adam.step(want);
   got_adam.step(got);
   for (size_t i = 0; i < want.size(); ++i)
@@ -252,7 +251,8 @@ TEST(gpu_moe_layer, a_step_before_prepare_is_an_error) {
 void train_side_by_side(compute::moe::moe_layer<float>& cpu, compute::moe::moe_layer<float>& moved,
                         uint64_t seed, uint64_t steps,
                         const std::function<void(uint64_t)>& after_step) {
-  compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
+  compute::nn::optimizer cpu_adam{compute::adam_optimizer(1e-2)},
+    moved_adam{compute::adam_optimizer(1e-2f)};
   std::mt19937_64 rng{seed};
   for (uint64_t step = 0; step < steps; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
@@ -358,7 +358,8 @@ TEST(gpu_moe_layer, a_hierarchical_moe_moved_to_the_gpu_trains_as_it_does_on_the
   auto moved = compute::moe::hierarchical_moe<float>::make(primary, group);
   ASSERT_TRUE(cpu && moved);
   ASSERT_FALSE((*moved)->use_gpu());
-  compute::nn::adam<float> cpu_adam{{.learning_rate = 1e-2}}, moved_adam{{.learning_rate = 1e-2}};
+  compute::nn::optimizer cpu_adam{compute::adam_optimizer(1e-2)},
+    moved_adam{compute::adam_optimizer(1e-2f)};
   std::mt19937_64 rng{12};
   // The same random primary gate on both, so that every group takes rows.
   matrix w = compute::nn::normal<float>(16, 3, 0.5f, rng);

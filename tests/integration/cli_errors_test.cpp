@@ -45,8 +45,8 @@ TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts
   expect_error_lines({
     // Each expert actor refused it and quit as it started: the run once crashed on that.
     {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--learning-rate", "inf"},
-     "darcy: error: moe train: invalid configuration: adam: learning_rate must be finite and "
-     "positive\n"},
+     "darcy: error: moe train: invalid configuration: optimizer: learning_rate must be a positive "
+     "number\n"},
     {{"estimator", "fashion-mnist", "--task-type", "boss"},
      "darcy: error: estimator fashion-mnist: invalid configuration: --task-type: unknown task "
      "type 'boss' (chief, worker, ps or evaluator)\n"},
@@ -58,12 +58,12 @@ TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts
       "0", "--cluster-spec",
       R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
      "darcy: error: estimator brown-genre (ps-0): invalid configuration: brown-genre job options: "
-     "adam: learning_rate must be finite and positive\n"},
+     "optimizer: learning_rate must be a positive number\n"},
     {{"estimator", "fashion-mnist", "--learning-rate", "-1", "--task-type", "worker",
       "--task-index", "0", "--cluster-spec",
       R"({"chief":["127.0.0.1:1"],"ps":["127.0.0.1:2"],"worker":["127.0.0.1:3"]})"},
      "darcy: error: estimator fashion-mnist (worker-0): invalid configuration: fashion-mnist job "
-     "options: adam: learning_rate must be finite and positive\n"},
+     "options: optimizer: learning_rate must be a positive number\n"},
     // The sweep checks every row before it loads the corpus or trains the dense row.
     {{"moe", "experiment", "experts", "--corpus", "/nonexistent", "--expert-counts", "4,0", "--out",
       "/tmp/darcy-cli-errors-sweep"},
@@ -78,9 +78,11 @@ TEST(cli_errors, a_flag_the_run_would_ignore_is_one_error_line) {
     // A local run used to train its epochs and ignore these.
     {{"estimator", "fashion-mnist", "--max-steps", "100", "--data", "/nonexistent"},
      "darcy: error: estimator fashion-mnist: invalid configuration: --max-steps applies to a "
-     "distributed role only (give --task-type or DARCY_CONFIG); a local run trains for --epochs\n"},
+     "distributed role only (give --task-type or DARCY_CONFIG); a local run trains for "
+     "--epochs\n"},
     {{"estimator", "fashion-mnist", "--train-examples", "256", "--data", "/nonexistent"},
-     "darcy: error: estimator fashion-mnist: invalid configuration: --train-examples applies to a "
+     "darcy: error: estimator fashion-mnist: invalid configuration: --train-examples applies to "
+     "a "
      "distributed role only (give --task-type or DARCY_CONFIG)\n"},
     {{"estimator", "brown-genre", "--corpus", "/nonexistent", "--export-dir", "/tmp/darcy-x"},
      "darcy: error: estimator brown-genre: invalid configuration: --export-dir applies to a "
@@ -90,7 +92,8 @@ TEST(cli_errors, a_flag_the_run_would_ignore_is_one_error_line) {
      "distributed role only (give --task-type or DARCY_CONFIG)\n"},
     // A role used to train to --max-steps and ignore --epochs.
     {{"estimator", "brown-genre", "--epochs", "3", "--task-type", "worker", "--cluster-spec", spec},
-     "darcy: error: estimator brown-genre: invalid configuration: --epochs applies to a local run "
+     "darcy: error: estimator brown-genre: invalid configuration: --epochs applies to a local "
+     "run "
      "only; a distributed role trains to --max-steps\n"},
     // A flat MoE has no groups.
     {{"moe", "lm", "--corpus", "/nonexistent", "--groups", "16"},

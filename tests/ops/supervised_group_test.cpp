@@ -64,7 +64,7 @@ TEST(supervised_group, children_that_quit_as_they_start_are_never_null_handles_a
       << render(group.error());
     reason = render(group.error());
   }
-  EXPECT_NE(reason.find("learning_rate must be finite"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("learning_rate must be a positive number"), std::string::npos) << reason;
 }
 
 } // namespace

@@ -62,7 +62,7 @@ inline std::map<std::string, matrix> values_of(estimator& e) {
 }
 
 inline run_config config(const std::string& dir = "") {
-  return {.model_dir = dir, .seed = 5, .threads = 1, .optimizer = {.learning_rate = 0.02}};
+  return {.model_dir = dir, .seed = 5, .threads = 1, .optimizer = compute::adam_optimizer(0.02f)};
 }
 
 } // namespace darcy::test::estimator_blobs

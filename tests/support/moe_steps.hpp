@@ -49,9 +49,9 @@ class moe_twin {
 public:
   moe_twin(const moe_config& cfg, double learning_rate)
     : layer_(std::move(*compute::moe::moe_layer<float>::make(cfg))),
-      gate_opt_({.learning_rate = learning_rate}),
-      expert_opts_(cfg.gating.experts, compute::nn::adam<float>{{.learning_rate = learning_rate}}) {
-  }
+      gate_opt_(compute::adam_optimizer(learning_rate)),
+      expert_opts_(cfg.gating.experts,
+                   compute::nn::optimizer{compute::adam_optimizer(learning_rate)}) {}
 
   /// One training step: y for x, then dx for dy, then the optimizers.
   std::pair<moe_matrix, moe_matrix> step(const moe_matrix& x, const moe_matrix& dy) {
@@ -66,8 +66,8 @@ public:
 
 private:
   std::unique_ptr<compute::moe::moe_layer<float>> layer_;
-  compute::nn::adam<float> gate_opt_;
-  std::vector<compute::nn::adam<float>> expert_opts_;
+  compute::nn::optimizer gate_opt_;
+  std::vector<compute::nn::optimizer> expert_opts_;
 };
 
 } // namespace darcy::test

@@ -25,7 +25,7 @@ constexpr uint64_t no_client = 0;
 class parameter_server_test : public test::system_fixture {
 protected:
   parameter_server_test()
-    : server(sys.spawn(parameter_server, ps_config{0, learning_rate})),
+    : server(sys.spawn(parameter_server, ps_config{0, compute::adam_optimizer(learning_rate)})),
       guard(sys, caf::actor_cast<caf::actor>(server)) {
     a = parameter{"a", test::gaussian_matrix(3, 2, 1)};
     b = parameter{"b", test::gaussian_matrix(1, 4, 2)};
@@ -37,10 +37,10 @@ protected:
   ps_state fresh() {
     ps_state s;
     s.values = encode(list());
-    for (auto* p : list()) {
-      append(s.m, p->name, matrix::Zero(p->value.rows(), p->value.cols()));
-      append(s.v, p->name, matrix::Zero(p->value.rows(), p->value.cols()));
-    }
+    s.slots.resize(2);
+    for (auto* p : list())
+      for (auto& slot : s.slots)
+        append(slot, p->name, matrix::Zero(p->value.rows(), p->value.cols()));
     s.global_step = 7;
     return s;
   }
@@ -108,7 +108,7 @@ protected:
 
 TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_optimizer) {
   ASSERT_FALSE(call<ok_atom>(load_atom::value, fresh()));
-  compute::nn::adam<float> local{{.learning_rate = learning_rate}};
+  compute::nn::optimizer local{compute::adam_optimizer(learning_rate)};
   for (uint64_t step = 0; step < 3; ++step) {
     a.grad = test::gaussian_matrix(3, 2, 10 + step);
     b.grad = test::gaussian_matrix(1, 4, 20 + step);
@@ -230,19 +230,19 @@ TEST_F(parameter_server_test, a_load_sent_again_or_arriving_late_is_applied_once
 
 TEST_F(parameter_server_test, save_answers_the_state_a_load_gave_it) {
   auto state = fresh();
-  state.m = encode(list());
-  state.adam_steps = 4;
+  state.slots[0] = encode(list());
+  state.optimizer_steps = 4;
   ASSERT_FALSE(call<ok_atom>(load_atom::value, state));
   ps_state saved;
   self->request(server, test::patience, save_atom::value)
     .receive([&](ps_state& s) { saved = std::move(s); },
              [](caf::error& err) { FAIL() << render(err); });
   EXPECT_EQ(saved.global_step, 7u);
-  EXPECT_EQ(saved.adam_steps, 4u);
+  EXPECT_EQ(saved.optimizer_steps, 4u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_TRUE(view(saved.values, i) == view(state.values, i));
-    EXPECT_TRUE(view(saved.m, i) == view(state.m, i));
-    EXPECT_TRUE(view(saved.v, i) == view(state.v, i));
+    for (size_t k = 0; k < 2; ++k)
+      EXPECT_TRUE(view(saved.slots[k], i) == view(state.slots[k], i));
   }
 }
 
@@ -256,7 +256,9 @@ TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
   auto short_values = fresh();
   short_values.values.values[1] = shared_floats{std::vector<float>{1, 2}};
   auto moments_of_another_model = fresh();
-  moments_of_another_model.m.names[0] = "z";
+  moments_of_another_model.slots[0].names[0] = "z";
+  auto slots_of_adagrad = fresh();
+  slots_of_adagrad.slots.pop_back();
   auto renamed = encode(list(), true);
   renamed.names[1] = "c";
   auto reshaped = named_tensors{};
@@ -272,6 +274,8 @@ TEST_F(parameter_server_test, bad_calls_are_refused_and_change_nothing) {
     {"values not rows x cols", call<ok_atom>(load_atom::value, short_values),
      errc::dimension_mismatch},
     {"moments of other variables", call<ok_atom>(load_atom::value, moments_of_another_model),
+     errc::dimension_mismatch},
+    {"one slot where Adam keeps two", call<ok_atom>(load_atom::value, slots_of_adagrad),
      errc::dimension_mismatch},
     {"a gradient of an unknown variable", push_error(renamed), errc::dimension_mismatch},
     {"a gradient of another shape", push_error(reshaped), errc::dimension_mismatch},

@@ -303,12 +303,12 @@ TEST_F(moe_router_test, a_hierarchy_of_routers_trains_like_the_hierarchical_laye
   // The twin's optimizers: the primary gate every step; a group's gate and experts only in
   // steps where they took examples.
   auto& tree = **reference;
-  compute::nn::adam<float> primary_opt{{.learning_rate = learning_rate}};
-  std::vector<compute::nn::adam<float>> group_opts(
-    2, compute::nn::adam<float>{{.learning_rate = learning_rate}});
-  std::vector<std::vector<compute::nn::adam<float>>> expert_opts(
-    2, std::vector<compute::nn::adam<float>>(
-         3, compute::nn::adam<float>{{.learning_rate = learning_rate}}));
+  compute::nn::optimizer primary_opt{compute::adam_optimizer(learning_rate)};
+  std::vector<compute::nn::optimizer> group_opts(
+    2, compute::nn::optimizer{compute::adam_optimizer(learning_rate)});
+  std::vector<std::vector<compute::nn::optimizer>> expert_opts(
+    2, std::vector<compute::nn::optimizer>(
+         3, compute::nn::optimizer{compute::adam_optimizer(learning_rate)}));
   std::mt19937_64 rng{6};
   for (uint64_t step = 0; step < 3; ++step) {
     matrix x = compute::nn::normal<float>(12, group.dim, 1.0f, rng);

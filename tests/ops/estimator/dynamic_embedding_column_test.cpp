@@ -71,7 +71,7 @@ run_config session_config(session& s, const std::string& dir = "") {
   return {.model_dir = dir,
           .seed = 3,
           .threads = 1,
-          .optimizer = {.learning_rate = 0.01},
+          .optimizer = compute::adam_optimizer(0.01f),
           .embeddings = &s};
 }
 

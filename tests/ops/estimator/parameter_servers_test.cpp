@@ -23,7 +23,8 @@ class parameter_servers_test : public test::system_fixture {
 protected:
   /// A server, and its guard.
   parameter_server_actor spawn_server() {
-    auto server = sys.spawn(actors::parameter_server, ps_config{0, learning_rate});
+    auto server =
+      sys.spawn(actors::parameter_server, ps_config{0, compute::adam_optimizer(learning_rate)});
     guards_.push_back(
       std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(server)));
     return server;
@@ -35,7 +36,7 @@ protected:
     parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
     parameter<float> b{"b", test::gaussian_matrix(1, 4, 2)};
     variable_list vars{&a, &b};
-    compute::nn::adam<float> opt{{.learning_rate = learning_rate}};
+    compute::nn::optimizer opt{compute::adam_optimizer(learning_rate)};
     EXPECT_FALSE(client.initialize(vars, opt, 0));
     for (uint64_t i = 0; i < pushes; ++i) {
       auto pulled = client.pull(vars);

@@ -83,7 +83,8 @@ protected:
 
 TEST_F(sampled_softmax_head_test,
        training_learns_the_labels_and_recall_is_measured_on_the_whole_table) {
-  estimator e{model(), {.seed = 5, .optimizer = {.learning_rate = 0.05}, .embeddings = s.get()}};
+  estimator e{model(),
+              {.seed = 5, .optimizer = compute::adam_optimizer(0.05f), .embeddings = s.get()}};
   auto before = e.evaluate(data(1));
   ASSERT_TRUE(before) << render(before.error());
   EXPECT_EQ(before->at("recall_at_3"), 0.0) << "an empty label table ranks nothing";
@@ -110,7 +111,8 @@ TEST_F(sampled_softmax_head_test,
 }
 
 TEST_F(sampled_softmax_head_test, predictions_are_the_top_k_labels_with_their_scores_best_first) {
-  estimator e{model(), {.seed = 5, .optimizer = {.learning_rate = 0.05}, .embeddings = s.get()}};
+  estimator e{model(),
+              {.seed = 5, .optimizer = compute::adam_optimizer(0.05f), .embeddings = s.get()}};
   ASSERT_TRUE(e.train(data(150), 0));
   auto t = pairs();
   auto b = gather(*t, {0, 1, 2});
@@ -142,7 +144,8 @@ TEST_F(sampled_softmax_head_test, an_export_predicts_the_same_labels_without_the
       return caf::expected<estimator_spec>{std::move(x.error())};
     return head->spec(ctx, append_ones(ctx, dense(ctx, *x, dim - 1, "out")), b);
   };
-  estimator e{with_bias, {.seed = 5, .optimizer = {.learning_rate = 0.05}, .embeddings = s.get()}};
+  estimator e{with_bias,
+              {.seed = 5, .optimizer = compute::adam_optimizer(0.05f), .embeddings = s.get()}};
   ASSERT_TRUE(e.train(data(150), 0));
   auto version = export_model(e, dir.path(), data(1));
   ASSERT_TRUE(version) << render(version.error());

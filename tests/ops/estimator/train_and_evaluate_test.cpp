@@ -49,7 +49,8 @@ TEST_F(train_and_evaluate_test, one_worker_through_parameter_servers_trains_as_a
   std::vector<parameter_server_actor> servers;
   std::vector<std::unique_ptr<test::stop_on_exit>> guards;
   for (uint32_t i = 0; i < 3; ++i) { // more servers than one: the variables are sharded
-    servers.push_back(sys.spawn(actors::parameter_server, ps_config{i, 0.02}));
+    servers.push_back(
+      sys.spawn(actors::parameter_server, ps_config{i, compute::adam_optimizer(0.02f)}));
     guards.push_back(
       std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(servers.back())));
   }

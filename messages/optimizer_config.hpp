@@ -1,0 +1,38 @@
+// An optimizer's kind and hyperparameters as plain serializable values, shared by the services
+// that train: the embedding shards (per row) and the Estimator's parameter servers, experts and
+// routers (per dense variable). The update rules live in compute/optimizer.hpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace darcy {
+
+enum class optimizer_kind : uint8_t { sgd = 0, adagrad = 1, momentum = 2, adam = 3, ftrl = 4 };
+
+struct optimizer_config {
+  optimizer_kind kind = optimizer_kind::sgd;
+  float learning_rate = 0.01f;
+  /// Adagrad and FTRL: the accumulator's starting value.
+  float initial_accumulator = 0.1f;
+  /// Momentum.
+  float momentum = 0.9f;
+  bool nesterov = false;
+  /// Adam.
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  /// FTRL-proximal (learning-rate power -0.5).
+  float l1 = 0.0f;
+  float l2 = 0.0f;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, optimizer_config& x) {
+  return f(x.kind, x.learning_rate, x.initial_accumulator, x.momentum, x.nesterov, x.beta1, x.beta2,
+           x.epsilon, x.l1, x.l2);
+}
+
+std::string to_string(optimizer_kind x);
+
+} // namespace darcy
