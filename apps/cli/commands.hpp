@@ -22,6 +22,7 @@ void add_wals_command(CLI::App& app, int& exit_code);
 void add_serve_command(CLI::App& app, int& exit_code);
 void add_moe_command(CLI::App& app, int& exit_code);
 void add_estimator_command(CLI::App& app, int& exit_code);
+void add_data_command(CLI::App& app, int& exit_code);
 
 /// Prints "darcy: error: MESSAGE" on one line to stderr and returns 1.
 int fail(const std::string& message);

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   darcy::apps::add_serve_command(app, exit_code);
   darcy::apps::add_moe_command(app, exit_code);
   darcy::apps::add_estimator_command(app, exit_code);
+  darcy::apps::add_data_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
