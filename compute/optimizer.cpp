@@ -30,6 +30,27 @@ plain_error validate(const optimizer_config& cfg) {
   return {};
 }
 
+plain_error validate(const learning_rate_schedule& s) {
+  if (!(s.decay_power > 0) || !std::isfinite(s.decay_power))
+    return {errc::invalid_config, "learning-rate schedule: decay_power must be a positive number"};
+  if (s.decay_steps > 0 && s.decay_start < s.warmup_steps)
+    return {errc::invalid_config,
+            "learning-rate schedule: decay_start must not come before the warmup ends"};
+  return {};
+}
+
+float scheduled_rate(float base, const learning_rate_schedule& s, uint64_t step) {
+  if (step < s.warmup_steps)
+    return base * static_cast<float>(step + 1) / static_cast<float>(s.warmup_steps);
+  if (s.decay_steps == 0 || step < s.decay_start)
+    return base;
+  auto end = s.decay_start + s.decay_steps;
+  if (step >= end)
+    return 0.0f;
+  auto left = static_cast<double>(end - step) / static_cast<double>(s.decay_steps);
+  return static_cast<float>(base * std::pow(left, static_cast<double>(s.decay_power)));
+}
+
 size_t slot_count(const optimizer_config& cfg) {
   switch (cfg.kind) {
     case optimizer_kind::sgd:

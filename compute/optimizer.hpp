@@ -21,6 +21,15 @@ inline optimizer_config adam_optimizer(float learning_rate) {
   return {.kind = optimizer_kind::adam, .learning_rate = learning_rate};
 }
 
+/// errc::invalid_config: a decay power that is not positive and finite, or a decay that starts
+/// before the warmup ends.
+plain_error validate(const learning_rate_schedule& s);
+
+/// The rate of the step that takes the global step from `step` to step + 1: `base` scaled by
+/// (step + 1) / warmup_steps during the warmup, by ((end - step) / decay_steps)^power during
+/// the decay (end = decay_start + decay_steps), 0 after it. Precondition: validate(s) passed.
+float scheduled_rate(float base, const learning_rate_schedule& s, uint64_t step);
+
 /// Vectors of optimizer state per row: SGD 0, Adagrad 1, Momentum 1, Adam 2, FTRL 2.
 size_t slot_count(const optimizer_config& cfg);
 

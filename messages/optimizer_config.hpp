@@ -33,6 +33,22 @@ typename Inspector::result_type inspect(Inspector& f, optimizer_config& x) {
            x.epsilon, x.l1, x.l2);
 }
 
+/// The learning rate of dense variables by global step, as in DLRM's reference run: a linear
+/// warmup over the first `warmup_steps`, the configured rate, then from step `decay_start` a
+/// polynomial decay of power `decay_power` that reaches 0 after `decay_steps`. All zero: the
+/// configured rate throughout.
+struct learning_rate_schedule {
+  uint64_t warmup_steps = 0;
+  uint64_t decay_start = 0;
+  uint64_t decay_steps = 0;
+  float decay_power = 2.0f;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, learning_rate_schedule& x) {
+  return f(x.warmup_steps, x.decay_start, x.decay_steps, x.decay_power);
+}
+
 std::string to_string(optimizer_kind x);
 
 } // namespace darcy

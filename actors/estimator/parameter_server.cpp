@@ -82,6 +82,8 @@ caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& 
                                             "' is NaN or infinite; nothing applied");
   for (size_t i = 0; i < st.list.size(); ++i)
     st.list[i]->grad = view(grads, i);
+  st.optimizer->set_learning_rate(
+    compute::scheduled_rate(st.config.optimizer.learning_rate, st.config.schedule, st.global_step));
   st.optimizer->step(st.list);
   return count_step(st, loss);
 }
@@ -109,7 +111,10 @@ parameter_server_actor::behavior_type parameter_server(parameter_server_pointer 
                                                        ps_config config) {
   auto& st = self->state;
   st.config = config;
-  if (auto err = compute::validate(config.optimizer))
+  auto err = compute::validate(config.optimizer);
+  if (!err)
+    err = compute::validate(config.schedule);
+  if (err)
     self->quit(make_error(err));
   else
     st.optimizer.emplace(config.optimizer);

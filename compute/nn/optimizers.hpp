@@ -30,6 +30,8 @@ public:
   explicit optimizer(optimizer_config cfg) : cfg_(cfg) {}
 
   const optimizer_config& config() const { return cfg_; }
+  /// The rate of the steps from now on (a schedule sets it before each step).
+  void set_learning_rate(float rate) { cfg_.learning_rate = rate; }
   size_t slot_count() const { return compute::slot_count(cfg_); }
 
   /// Precondition: every grad is finite (grads_finite).

@@ -56,11 +56,13 @@ typename Inspector::result_type inspect(Inspector& f, ps_state& x) {
 struct ps_config {
   uint32_t index = 0;
   optimizer_config optimizer{.kind = optimizer_kind::adam, .learning_rate = 1e-3f};
+  /// Of optimizer.learning_rate, by the global step a push is applied at.
+  learning_rate_schedule schedule;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
-  return f(caf::meta::type_name("ps_config"), x.index, x.optimizer);
+  return f(caf::meta::type_name("ps_config"), x.index, x.optimizer, x.schedule);
 }
 
 /// One shard of a model's dense variables.

@@ -247,6 +247,8 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
                                              std::vector<hook_ptr> hooks) {
   if (auto err = compute::validate(cfg_.optimizer))
     return make_error(err);
+  if (auto err = compute::validate(cfg_.schedule))
+    return make_error(err);
   auto pipeline = input();
   if (!pipeline)
     return std::move(pipeline.error());
@@ -299,6 +301,9 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
           return err;
       phases.skip();
     }
+    for (auto& h : hooks)
+      if (auto err = h->before_step(*this, global_step_))
+        return err;
     for (auto* p : vars_.all())
       p->zero_grad();
     if (!r->spec.train_op)
@@ -313,6 +318,8 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
         return std::move(step.error());
       global_step_ = *step;
     } else {
+      optimizer_.set_learning_rate(
+        compute::scheduled_rate(cfg_.optimizer.learning_rate, cfg_.schedule, global_step_));
       optimizer_.step(vars_.all());
       ++global_step_;
     }

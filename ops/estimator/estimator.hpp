@@ -50,6 +50,8 @@ struct run_config {
   size_t threads = 2;
   /// Of the dense variables (the embeddings' optimizers are their tables').
   optimizer_config optimizer = compute::adam_optimizer(1e-3f);
+  /// Of optimizer.learning_rate by global step, here or on the parameter servers.
+  learning_rate_schedule schedule;
   /// The session whose embedding service holds the model's dynamic embeddings, if any: every
   /// checkpoint then saves the service too (ops::save, inside the checkpoint's directory,
   /// before the manifest that names it) and a resume restores it.

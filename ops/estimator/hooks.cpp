@@ -14,6 +14,10 @@ caf::error session_run_hook::begin(estimator&, uint64_t) {
   return {};
 }
 
+caf::error session_run_hook::before_step(estimator&, uint64_t) {
+  return {};
+}
+
 caf::expected<hook_action> session_run_hook::after_step(estimator&, const step_result&) {
   return hook_action::go_on;
 }

@@ -1,5 +1,5 @@
-// Hooks of Estimator::train: code that runs before the first step, after every step and at
-// the end, without touching the training loop. A hook may stop training (stop_at_step, the
+// Hooks of Estimator::train: code that runs before the first step, before and after every step
+// and at the end, without touching the training loop. A hook may stop training (stop_at_step, the
 // time-based stop), fail it (the NaN guard), save checkpoints (checkpoint_saver) or report
 // (logging, step counter, summary writer, progress bar).
 //
@@ -43,6 +43,10 @@ class session_run_hook {
 public:
   virtual ~session_run_hook() = default;
   virtual caf::error begin(estimator& e, uint64_t global_step);
+  /// Called before each step's gradients are computed and applied (after its forward pass;
+  /// after begin on the first step), with the global step the step starts from. An error ends
+  /// train() with it, as after_step's.
+  virtual caf::error before_step(estimator& e, uint64_t global_step);
   /// Called after the optimizer applied the step. An error ends train() with it, without the
   /// final checkpoint: the last saved one stays the newest.
   virtual caf::expected<hook_action> after_step(estimator& e, const step_result& r);

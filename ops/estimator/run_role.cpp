@@ -117,9 +117,10 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
     return r;
   };
   for (size_t i = 0; i < o.role.count(task_type::ps); ++i) {
-    auto ps = runtime::spawn_on(sys, tasks.at(task_name(task_type::ps, i)), request_timeout,
-                                actors::parameter_server_state::name,
-                                caf::make_message(ps_config{static_cast<uint32_t>(i), opt}));
+    auto ps = runtime::spawn_on(
+      sys, tasks.at(task_name(task_type::ps, i)), request_timeout,
+      actors::parameter_server_state::name,
+      caf::make_message(ps_config{static_cast<uint32_t>(i), opt, job.config.schedule}));
     if (!ps) {
       // Its node died again, or is dying: the chief waits for the task to join again.
       lost_server->store(static_cast<int>(i));

@@ -15,8 +15,8 @@ std::vector<parameter_server_actor> spawn_servers(caf::actor_system& sys, const 
                                                   size_t count) {
   std::vector<parameter_server_actor> out;
   for (size_t i = 0; i < count; ++i)
-    out.push_back(
-      sys.spawn(actors::parameter_server, ps_config{static_cast<uint32_t>(i), cfg.optimizer}));
+    out.push_back(sys.spawn(actors::parameter_server,
+                            ps_config{static_cast<uint32_t>(i), cfg.optimizer, cfg.schedule}));
   return out;
 }
 

@@ -137,5 +137,27 @@ TEST(optimizer, ValidateRejectsNonsense) {
     EXPECT_TRUE(is(validate(r.cfg), errc::invalid_config)) << r.name;
 }
 
+TEST(optimizer, TheScheduleWarmsUpHoldsThenDecaysToZero) {
+  learning_rate_schedule s{
+    .warmup_steps = 4, .decay_start = 10, .decay_steps = 5, .decay_power = 2};
+  struct {
+    uint64_t step;
+    float rate;
+  } rows[] = {
+    {0, 0.25f}, {1, 0.5f},    {3, 1.0f},   // warmup: (step + 1) / 4
+    {4, 1.0f},  {9, 1.0f},                 // the configured rate
+    {10, 1.0f}, {12, 0.36f},  {14, 0.04f}, // ((15 - step) / 5)^2
+    {15, 0.0f}, {1000, 0.0f},              // after the decay
+  };
+  for (auto& r : rows)
+    EXPECT_NEAR(scheduled_rate(1.0f, s, r.step), r.rate, 1e-6) << r.step;
+  EXPECT_EQ(scheduled_rate(0.3f, learning_rate_schedule{}, 123), 0.3f) << "no schedule";
+  EXPECT_FALSE(validate(s));
+  EXPECT_TRUE(is(validate(learning_rate_schedule{.decay_power = 0}), errc::invalid_config));
+  EXPECT_TRUE(
+    is(validate(learning_rate_schedule{.warmup_steps = 5, .decay_start = 2, .decay_steps = 3}),
+       errc::invalid_config));
+}
+
 } // namespace
 } // namespace darcy::compute

@@ -126,6 +126,26 @@ TEST_F(parameter_server_test, pushed_gradients_step_adam_exactly_as_a_local_opti
   EXPECT_EQ(fetch().second, 11u);
 }
 
+TEST_F(parameter_server_test, pushes_step_at_the_scheduled_rate_of_the_global_step) {
+  // SGD at 0.1 warming up over 10 steps: the push at global step 7 steps at 0.08.
+  optimizer_config sgd{.kind = optimizer_kind::sgd, .learning_rate = 0.1f};
+  server = sys.spawn(parameter_server, ps_config{0, sgd, {.warmup_steps = 10}});
+  test::stop_on_exit stop{sys, caf::actor_cast<caf::actor>(server)};
+  auto state = fresh();
+  state.slots.clear();
+  ASSERT_FALSE(call<ok_atom>(load_atom::value, state));
+  // The rate of the step from global step 7, as the schedule gives it.
+  auto rate = compute::scheduled_rate(0.1f, {.warmup_steps = 10}, 7);
+  EXPECT_NEAR(rate, 0.08f, 1e-7);
+  compute::nn::optimizer local{{.kind = optimizer_kind::sgd, .learning_rate = rate}};
+  auto grads = seeded_grads(5);
+  local.step(list());
+  EXPECT_EQ(push(no_client, 0, grads), 8u);
+  auto [values, step] = fetch();
+  EXPECT_TRUE(view(values, 0) == a.value);
+  EXPECT_TRUE(view(values, 1) == b.value);
+}
+
 TEST_F(parameter_server_test, step_answers_the_global_step_alone_and_only_once_loaded) {
   auto before = call<uint64_t>(step_atom::value);
   EXPECT_TRUE(is(before, errc::unavailable)) << render(before);

@@ -272,6 +272,41 @@ TEST(estimator, early_stopping_stops_after_patience_and_restores_the_best_variab
   EXPECT_TRUE(is(f.train(input(train, 0), 5, {wrong}).error(), errc::invalid_config));
 }
 
+TEST(estimator, the_schedule_sets_each_steps_rate_and_before_step_hooks_see_each_step) {
+  auto data = blobs(100, 12);
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  auto sgd = [](float rate) {
+    return optimizer_config{.kind = optimizer_kind::sgd, .learning_rate = rate};
+  };
+  // The first step of a two-step warmup at 0.1 is a step at 0.05.
+  auto warm = config();
+  warm.optimizer = sgd(0.1f);
+  warm.schedule = {.warmup_steps = 2};
+  auto half = config();
+  half.optimizer = sgd(0.05f);
+  auto other_fn = dnn_model(blob_options()); // a model function keeps state between calls
+  estimator a{*fn, warm}, b{*other_fn, half};
+  struct recorder final : session_run_hook {
+    std::vector<uint64_t> steps;
+    caf::error before_step(estimator&, uint64_t global_step) override {
+      steps.push_back(global_step);
+      return {};
+    }
+  };
+  auto rec = std::make_shared<recorder>();
+  ASSERT_TRUE(a.train(input(data, 1), 1, {rec}));
+  ASSERT_TRUE(b.train(input(data, 1), 1));
+  EXPECT_EQ(values_of(a), values_of(b));
+  ASSERT_TRUE(a.train(input(data, 1), 3, {rec}));
+  EXPECT_EQ(rec->steps, (std::vector<uint64_t>{0, 1, 2}));
+
+  auto bad = config();
+  bad.schedule = {.warmup_steps = 10, .decay_start = 5, .decay_steps = 5};
+  estimator c{*fn, bad};
+  EXPECT_TRUE(is(c.train(input(data, 1), 1).error(), errc::invalid_config));
+}
+
 TEST(estimator, the_nan_guard_fails_training_and_keeps_the_last_good_checkpoint) {
   test::temp_dir dir{"estimator_nan"};
   auto inner = dnn_model(blob_options());
