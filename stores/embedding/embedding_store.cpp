@@ -21,7 +21,8 @@ namespace darcy::stores {
 
 namespace {
 
-/// compute::hash_key of every key, in a buffer reused by the calling thread.
+/// compute::hash_key of every key, in a buffer reused by the calling thread: valid until this
+/// thread hashes again, so a store's hashed lookup and update never call the unhashed ones.
 std::span<const uint64_t> hash_keys(std::span<const std::string_view> keys) {
   thread_local std::vector<uint64_t> hashes;
   hashes.resize(keys.size());
