@@ -1,5 +1,6 @@
 #include "compute/ctr_synthetic.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "compute/hash.hpp"
@@ -78,8 +79,9 @@ plain_error validate(const ctr_generator_options& o) {
   return {};
 }
 
-ctr_generator::ctr_generator(ctr_generator_options o)
-  : options_(o), cardinalities_(ctr_cardinalities(o.profile)) {
+ctr_generator::ctr_generator(ctr_generator_options o) : options_(o) {
+  for (auto n : ctr_cardinalities(o.profile))
+    cardinalities_.push_back(o.max_ids == 0 ? n : std::min(n, o.max_ids));
   // The bias that gives the sample a mean probability of click_rate, by bisection (the mean
   // rises with the bias). The sample is rows far beyond any file's, so it is its own.
   constexpr uint64_t sample = 20000;

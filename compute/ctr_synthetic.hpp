@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "messages/errc.hpp"
 
@@ -36,6 +37,9 @@ struct ctr_generator_options {
   double zipf_exponent = 1.1;
   /// The mean click probability the teacher's bias is calibrated to.
   double click_rate = 0.25;
+  /// Caps every field's cardinality (0: the profile's as they are): a small set that a test
+  /// learns in seconds, with the same teacher.
+  uint64_t max_ids = 0;
 };
 
 /// errc::invalid_config naming the option: a fresh rate outside [0, 1], an exponent that is
@@ -72,7 +76,7 @@ private:
   ctr_synthetic_row features(uint64_t index) const;
 
   ctr_generator_options options_;
-  std::span<const uint64_t> cardinalities_;
+  std::vector<uint64_t> cardinalities_;
   double bias_ = 0;
 };
 

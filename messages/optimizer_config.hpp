@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace darcy {
@@ -50,5 +51,9 @@ typename Inspector::result_type inspect(Inspector& f, learning_rate_schedule& x)
 }
 
 std::string to_string(optimizer_kind x);
+
+/// The kind to_string() names `name` ("sgd", "adagrad", "momentum", "adam", "ftrl"); nullopt
+/// for any other name.
+std::optional<optimizer_kind> optimizer_kind_named(const std::string& name);
 
 } // namespace darcy

@@ -26,6 +26,8 @@ void add_data_command(CLI::App& app, int& exit_code) {
     "Cardinalities per field: Kaggle's, or Terabyte's capped at 40M ids");
   ctr->add_option("--fresh-rate", o->generator.fresh_rate,
                   "Share of categorical values that are ids never seen before");
+  ctr->add_option("--max-ids", o->generator.max_ids,
+                  "Cap every field's cardinality (0: the profile's); the same teacher");
   ctr->add_option("--seed", o->generator.seed, "Seed of the teacher and the rows");
   ctr->add_option("--first-row", o->first_row,
                   "First row of the stream (a held-out set: a later range, same seed)");

@@ -3,14 +3,18 @@
 // distributed job instead. `darcy estimator brown-genre`: Wide & Deep on Brown passages, with
 // its baselines, locally or as a role the same way. `darcy estimator sparse2label`: keywords
 // of Brown passages through the sampled-softmax head, in rounds of growing data.
+// `darcy estimator ctr`: DLRM or Wide & Deep on Criteo-format files, locally or as a role.
 // `darcy estimator plot`: a summary writer's curve as a PNG.
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/commands.hpp"
 #include "apps/estimator/brown_genre.hpp"
+#include "apps/estimator/ctr.hpp"
 #include "apps/estimator/estimator_jobs.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "apps/estimator/sparse2label.hpp"
@@ -136,6 +140,7 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
     return false;
   job_options["train_examples"] = flags.train_examples;
   job_options["eval_examples"] = flags.eval_examples;
+  job_options["workers"] = (*role)->count(ops::estimator::task_type::worker);
   ops::estimator::role_options r{
     .role = **role,
     .jobs = estimator_apps::estimator_jobs(),
@@ -156,6 +161,121 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
   auto err = ops::estimator::run_role(r, std::cout);
   exit_code = err ? fail(what + " (" + r.role.node_name() + "): " + render(err)) : 0;
   return true;
+}
+
+/// "AxB,CxD" as pairs of 0-based fields.
+caf::expected<std::vector<std::pair<uint32_t, uint32_t>>> parse_crosses(const std::string& text) {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  std::istringstream in{text};
+  for (std::string pair; std::getline(in, pair, ',');) {
+    auto x = pair.find('x');
+    try {
+      if (x == std::string::npos)
+        throw std::invalid_argument{pair};
+      size_t end_a = 0, end_b = 0;
+      auto a = std::stoul(pair.substr(0, x), &end_a);
+      auto b = std::stoul(pair.substr(x + 1), &end_b);
+      if (end_a != x || end_b != pair.size() - x - 1)
+        throw std::invalid_argument{pair};
+      out.emplace_back(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+    } catch (const std::exception&) {
+      return make_error(errc::invalid_config,
+                        "--crosses: '" + pair + "' is not two field numbers joined by x");
+    }
+  }
+  return out;
+}
+
+void add_ctr_command(CLI::App* cmd, int& exit_code) {
+  auto o = std::make_shared<estimator_apps::ctr_options>();
+  auto model = std::make_shared<std::string>("dlrm");
+  auto crosses = std::make_shared<std::string>("0x1,2x5,3x8,10x13");
+  auto dense_optimizer = std::make_shared<std::string>("adam");
+  auto embedding_optimizer = std::make_shared<std::string>("adagrad");
+  auto ctr = cmd->add_subcommand(
+    "ctr",
+    "Click-through prediction on Criteo-format files: DLRM or Wide & Deep, one dynamic "
+    "embedding per categorical field");
+  auto roles = std::make_shared<role_flags>();
+  ctr->add_option("--train", o->train, "Training file (Criteo TSV, plain or gzip)")->required();
+  ctr->add_option("--eval", o->eval, "Test file; its F.probs, when present, give the Bayes AUC");
+  ctr->add_option("--model", *model, "dlrm or wide-deep");
+  roles->local_only.push_back(
+    ctr->add_option("--epochs", o->epochs, "Passes over the training file")
+      ->check(CLI::Range(1, 1000)));
+  ctr->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 1 << 20));
+  ctr->add_option("--train-rows", o->train_rows, "Train on the first N rows only (0: all)");
+  ctr->add_option("--eval-rows", o->eval_rows, "Evaluate on the first N rows only (0: all)");
+  ctr->add_option("--embedding-dim", o->embedding_dim, "Width of every field's rows")
+    ->check(CLI::Range(1, 4096));
+  ctr->add_option("--bottom", o->bottom_units, "DLRM's bottom MLP (ends at the embedding dim)")
+    ->delimiter(',');
+  ctr->add_option("--top", o->top_units, "DLRM's top MLP (the logit layer follows)")
+    ->delimiter(',');
+  ctr->add_option("--hidden", o->hidden_units, "Wide & Deep's hidden layers")->delimiter(',');
+  ctr->add_option("--crosses", *crosses,
+                  "Wide & Deep's crossed field pairs, 0-based (default: the generator's)");
+  ctr->add_option("--optimizer", *dense_optimizer,
+                  "Of the dense variables: sgd, adagrad, momentum, adam or ftrl");
+  ctr->add_option("--learning-rate", o->dense_optimizer.learning_rate,
+                  "Learning rate of the dense variables");
+  ctr->add_option("--embedding-optimizer", *embedding_optimizer,
+                  "Of the embedding tables, applied in the shards");
+  ctr->add_option("--embedding-learning-rate", o->embedding_optimizer.learning_rate,
+                  "Learning rate of the embedding tables");
+  ctr->add_flag("--skip-malformed", o->skip_malformed,
+                "Count and skip malformed lines instead of stopping at the first");
+  ctr->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  ctr->add_option("--seed", o->seed, "Seed of the weights and the tables' rows");
+  ctr->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
+  ctr->add_flag("--quiet", o->quiet, "No progress bar");
+  add_role_flags(ctr, *roles);
+  ctr->callback([=, &exit_code] {
+    auto parsed = parse_crosses(*crosses);
+    auto kind = estimator_apps::ctr_model_named(*model);
+    auto dense = optimizer_kind_named(*dense_optimizer);
+    auto embedding = optimizer_kind_named(*embedding_optimizer);
+    if (!parsed || !kind || !dense || !embedding) {
+      exit_code =
+        fail("estimator ctr: " +
+             (!parsed  ? render(parsed.error())
+              : !kind  ? "--model must be dlrm or wide-deep, not " + *model
+              : !dense ? "--optimizer: unknown optimizer " + *dense_optimizer
+                       : "--embedding-optimizer: unknown optimizer " + *embedding_optimizer));
+      return;
+    }
+    o->crosses = std::move(*parsed);
+    o->model = *kind;
+    o->dense_optimizer.kind = *dense;
+    o->embedding_optimizer.kind = *embedding;
+    if (auto err = estimator_apps::validate(*o)) {
+      exit_code = fail("estimator ctr", err);
+      return;
+    }
+    if (run_as_role(*roles, "ctr", estimator_apps::ctr_job_options(*o), o->model_dir, "",
+                    o->threads, exit_code))
+      return;
+    auto r = estimator_apps::run_ctr(*o);
+    if (!r) {
+      exit_code = fail("estimator ctr", r.error());
+      return;
+    }
+    auto number = [](double v) { return std::isnan(v) ? nlohmann::json{} : nlohmann::json(v); };
+    std::cout << nlohmann::json{{"model", to_string(o->model)},
+                                {"train_examples", r->train_examples},
+                                {"steps", r->steps},
+                                {"train_seconds", r->train_seconds},
+                                {"examples_per_s", r->examples_per_second},
+                                {"auc", number(r->auc)},
+                                {"log_loss", number(r->log_loss)},
+                                {"bayes_auc", number(r->bayes_auc)},
+                                {"auc_gap_to_bayes", number(r->bayes_auc - r->auc)},
+                                {"embedding_rows", r->embedding_rows},
+                                {"threads", o->threads}}
+                   .dump()
+              << std::endl;
+    exit_code = 0;
+  });
 }
 
 } // namespace
@@ -298,6 +418,8 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
                    .dump()
               << std::endl;
   });
+
+  add_ctr_command(cmd, exit_code);
 
   auto sl = std::make_shared<estimator_apps::sparse2label_options>();
   sl->corpus = "build/data/brown";

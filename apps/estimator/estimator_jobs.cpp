@@ -1,11 +1,15 @@
 #include "apps/estimator/estimator_jobs.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "apps/estimator/brown_genre.hpp"
+#include "apps/estimator/ctr.hpp"
 #include "apps/estimator/fashion_mnist.hpp"
 #include "compute/nn/optimizers.hpp"
 #include "messages/error.hpp"
+#include "ops/estimator/ctr_input.hpp"
 
 namespace darcy::estimator_apps {
 
@@ -131,6 +135,55 @@ caf::expected<est::estimator_job> brown_genre_job(const nlohmann::json& options)
   return job;
 }
 
+caf::expected<ctr_options> ctr_options_of(const nlohmann::json& options) {
+  auto o = parse_ctr_options(options);
+  if (!o)
+    return o;
+  try {
+    if (auto n = options.value("train_examples", uint64_t{0}); n > 0)
+      o->train_rows = n;
+    if (auto n = options.value("eval_examples", uint64_t{0}); n > 0)
+      o->eval_rows = n;
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(errc::invalid_config, std::string{"ctr job options: "} + e.what());
+  }
+  return o;
+}
+
+/// Worker w of n reads rows r with r % n == w of the training file, over and over; the
+/// evaluation reads the test file once.
+caf::expected<est::estimator_job> ctr_job(const nlohmann::json& options) {
+  auto o = ctr_options_of(options);
+  if (!o)
+    return std::move(o.error());
+  if (o->eval.empty())
+    return make_error(errc::invalid_config,
+                      "ctr job options: a distributed job needs an eval file");
+  auto workers = std::max<uint32_t>(1, options.value("workers", uint32_t{1}));
+  est::estimator_job job;
+  job.uses_embeddings = true;
+  job.train_input = [o = *o, workers](size_t worker) {
+    return est::ctr_file_input(o.train, {.batch_size = o.batch,
+                                         .epochs = 0,
+                                         .max_rows = o.train_rows,
+                                         .shard = static_cast<uint32_t>(worker % workers),
+                                         .shards = workers,
+                                         .skip_malformed = o.skip_malformed});
+  };
+  job.eval = {
+    .input = est::ctr_file_input(
+      o->eval, {.batch_size = 1000, .max_rows = o->eval_rows, .skip_malformed = o->skip_malformed}),
+    .metric = "auc_roc",
+    .higher_is_better = true};
+  job.config = {.seed = o->seed, .threads = o->threads, .optimizer = o->dense_optimizer};
+  job.model = [o = *o](ops::session* s) -> caf::expected<est::model_fn> {
+    if (!s)
+      return make_error(errc::invalid_config, "ctr: the model needs an embedding session");
+    return ctr_model(o, *s);
+  };
+  return job;
+}
+
 } // namespace
 
 std::shared_ptr<const est::job_catalog> estimator_jobs() {
@@ -143,6 +196,7 @@ std::shared_ptr<const est::job_catalog> estimator_jobs() {
     fashion_mnist_job};
   (*jobs)["brown-genre"] = {
     [=](const nlohmann::json& o) { return refusal(brown_genre_options_of(o)); }, brown_genre_job};
+  (*jobs)["ctr"] = {[=](const nlohmann::json& o) { return refusal(ctr_options_of(o)); }, ctr_job};
   return jobs;
 }
 

@@ -209,8 +209,8 @@ template <class T>
 class numeric final : public dense_column<T> {
 public:
   using matrix = nn::matrix_t<T>;
-  numeric(std::string key, uint32_t width, double shift, double scale)
-    : key_(std::move(key)), width_(width), shift_(shift), scale_(scale) {}
+  numeric(std::string key, uint32_t width, double shift, double scale, numeric_transform t)
+    : key_(std::move(key)), width_(width), shift_(shift), scale_(scale), transform_(t) {}
   std::string name() const override { return key_; }
   uint32_t width() const override { return width_; }
   plain_expected<matrix> forward(const feature_map& features) override {
@@ -223,19 +223,25 @@ public:
       if (!std::isfinite(numbers[i]))
         return bad_feature("'" + key_ + "' has a non-finite value in row " +
                            std::to_string(i / width_));
-      out.data()[i] = static_cast<T>((numbers[i] - shift_) / scale_);
+      auto v =
+        transform_ == numeric_transform::log1p ? std::log1p(std::max(numbers[i], 0.0)) : numbers[i];
+      out.data()[i] = static_cast<T>((v - shift_) / scale_);
     }
     return out;
   }
   nlohmann::json spec() const override {
-    return {
+    nlohmann::json out{
       {"kind", "numeric"}, {"key", key_}, {"width", width_}, {"shift", shift_}, {"scale", scale_}};
+    if (transform_ == numeric_transform::log1p)
+      out["transform"] = "log1p";
+    return out;
   }
 
 private:
   std::string key_;
   uint32_t width_;
   double shift_, scale_;
+  numeric_transform transform_;
 };
 
 template <class T>
@@ -418,8 +424,12 @@ plain_expected<std::vector<dense_ptr<T>>> dense_from_spec(
     for (auto& spec : specs) {
       auto kind = spec.at("kind").get<std::string>();
       if (kind == "numeric") {
-        auto c =
-          numeric_column<T>(spec.at("key"), spec.at("width"), spec.at("shift"), spec.at("scale"));
+        auto transform = spec.value("transform", std::string{"none"});
+        if (transform != "none" && transform != "log1p")
+          return bad_spec("unknown numeric transform '" + transform + "'");
+        auto c = numeric_column<T>(
+          spec.at("key"), spec.at("width"), spec.at("shift"), spec.at("scale"),
+          transform == "log1p" ? numeric_transform::log1p : numeric_transform::none);
         if (!c)
           return c.error();
         out.push_back(*c);
@@ -519,12 +529,12 @@ plain_expected<categorical_ptr> crossed_column(std::vector<categorical_ptr> colu
 
 template <class T>
 plain_expected<dense_ptr<T>> numeric_column(std::string key, uint32_t width, double shift,
-                                            double scale) {
+                                            double scale, numeric_transform transform) {
   if (width == 0)
     return bad_config("'" + key + "' needs width >= 1");
   if (!std::isfinite(shift) || !std::isfinite(scale) || scale == 0)
     return bad_config("'" + key + "' needs a finite shift and a finite, non-zero scale");
-  return dense_ptr<T>{std::make_shared<numeric<T>>(std::move(key), width, shift, scale)};
+  return dense_ptr<T>{std::make_shared<numeric<T>>(std::move(key), width, shift, scale, transform)};
 }
 
 template <class T>
@@ -639,16 +649,17 @@ nn::parameter_list<T> input_layer<T>::parameters() {
   return all;
 }
 
-#define DARCY_FEATURE_COLUMNS(T)                                                                  \
-  template plain_expected<dense_ptr<T>> numeric_column<T>(std::string, uint32_t, double, double); \
-  template dense_ptr<T> indicator_column<T>(categorical_ptr);                                     \
-  template plain_expected<dense_ptr<T>> embedding_column<T>(categorical_ptr, uint32_t, combiner,  \
-                                                            uint64_t);                            \
-  template plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns<T>(                 \
-    std::vector<categorical_ptr>, uint32_t, combiner, uint64_t);                                  \
-  template plain_expected<std::vector<dense_ptr<T>>> dense_from_spec<T>(                          \
-    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&,             \
-    const column_resolver<T>&);                                                                   \
+#define DARCY_FEATURE_COLUMNS(T)                                                                 \
+  template plain_expected<dense_ptr<T>> numeric_column<T>(std::string, uint32_t, double, double, \
+                                                          numeric_transform);                    \
+  template dense_ptr<T> indicator_column<T>(categorical_ptr);                                    \
+  template plain_expected<dense_ptr<T>> embedding_column<T>(categorical_ptr, uint32_t, combiner, \
+                                                            uint64_t);                           \
+  template plain_expected<std::vector<dense_ptr<T>>> shared_embedding_columns<T>(                \
+    std::vector<categorical_ptr>, uint32_t, combiner, uint64_t);                                 \
+  template plain_expected<std::vector<dense_ptr<T>>> dense_from_spec<T>(                         \
+    const nlohmann::json&, std::map<std::string, std::shared_ptr<nn::parameter<T>>>&,            \
+    const column_resolver<T>&);                                                                  \
   template class input_layer<T>;
 DARCY_FEATURE_COLUMNS(float)
 DARCY_FEATURE_COLUMNS(double)

@@ -125,11 +125,16 @@ public:
 template <class T>
 using dense_ptr = std::shared_ptr<dense_column<T>>;
 
-/// The feature's numbers, (value − shift) / scale. errc::invalid_config for width 0 or a
-/// scale that is 0 or not finite.
+/// What a numeric column does to a value before it shifts and scales it. log1p: log(1 + v)
+/// with negative values taken as 0, as DLRM feeds Criteo's counts to its bottom MLP.
+enum class numeric_transform : uint8_t { none, log1p };
+
+/// The feature's numbers, (transform(value) − shift) / scale. errc::invalid_config for width 0
+/// or a scale that is 0 or not finite.
 template <class T>
 plain_expected<dense_ptr<T>> numeric_column(std::string key, uint32_t width = 1, double shift = 0,
-                                            double scale = 1);
+                                            double scale = 1,
+                                            numeric_transform transform = numeric_transform::none);
 
 /// Multi-hot: how often each bucket occurs in the row.
 template <class T>

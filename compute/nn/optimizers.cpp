@@ -16,6 +16,11 @@ std::vector<float>& optimizer::slots_of(const parameter<float>& p) {
 
 void optimizer::step(const parameter_list<float>& params) {
   for (auto* p : params) {
+    if (is_moving_statistic(p->name)) {
+      p->value -= p->grad;
+      p->zero_grad();
+      continue;
+    }
     auto n = static_cast<size_t>(p->value.size());
     auto step = steps_;
     apply_gradient(cfg_, {p->value.data(), n}, slots_of(*p), {p->grad.data(), n}, step);
@@ -65,11 +70,13 @@ template <class T>
 T clip_by_global_norm(const parameter_list<T>& params, T max_norm) {
   T squared = 0;
   for (auto* p : params)
-    squared += p->grad.squaredNorm();
+    if (!is_moving_statistic(p->name))
+      squared += p->grad.squaredNorm();
   auto norm = std::sqrt(squared);
   if (norm > max_norm && norm > 0)
     for (auto* p : params)
-      p->grad *= max_norm / norm;
+      if (!is_moving_statistic(p->name))
+        p->grad *= max_norm / norm;
   return norm;
 }
 

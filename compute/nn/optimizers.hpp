@@ -34,7 +34,8 @@ public:
   void set_learning_rate(float rate) { cfg_.learning_rate = rate; }
   size_t slot_count() const { return compute::slot_count(cfg_); }
 
-  /// Precondition: every grad is finite (grads_finite).
+  /// Precondition: every grad is finite (grads_finite). A moving statistic's grad is
+  /// subtracted as it is (is_moving_statistic).
   void step(const parameter_list<float>& params);
 
   optimizer_slots export_slots(const parameter_list<float>& params) const;
@@ -52,7 +53,7 @@ private:
 };
 
 /// Scales every grad by max_norm / norm when their joint L2 norm exceeds max_norm; returns the
-/// norm before clipping.
+/// norm before clipping. Moving statistics are neither counted nor scaled.
 template <class T>
 T clip_by_global_norm(const parameter_list<T>& params, T max_norm);
 

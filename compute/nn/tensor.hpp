@@ -35,4 +35,13 @@ struct parameter {
 template <class T>
 using parameter_list = std::vector<parameter<T>*>;
 
+/// Whether the parameter named `name` is a moving statistic (batch normalisation's averages):
+/// the last component of its name starts with "moving_". Its `grad` is not a gradient but the
+/// amount to subtract: every optimizer applies it as value -= grad, whatever its rule, so
+/// that the same push moves it alike on a parameter server and in a local step.
+inline bool is_moving_statistic(const std::string& name) {
+  auto slash = name.rfind('/');
+  return name.compare(slash == std::string::npos ? 0 : slash + 1, 7, "moving_") == 0;
+}
+
 } // namespace darcy::compute::nn

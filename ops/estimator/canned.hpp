@@ -1,6 +1,7 @@
 // Canned estimators: linear, DNN and DNN+linear combined (Wide & Deep) model functions, each a
-// classifier or a regressor by its head. Each is only a model_fn built on the public API
-// (input_layer, dense, relu, add, head_spec), which is the proof that the API is enough.
+// classifier or a regressor by its head, and DLRM's click-through classifier. Each is only a
+// model_fn built on the public API (input_layer, dense, relu, add, head_spec), which is the proof
+// that the API is enough.
 //
 //   auto fn = dnn_model({.columns = {pixels}, .hidden_units = {256, 128},
 //                        .head = {.kind = head_kind::multi_class, .classes = 10}});
@@ -25,6 +26,9 @@ struct canned_options {
   std::vector<uint32_t> hidden_units;
   /// The DNN's dropout rate after each hidden layer, in training (0: none; below 1).
   float dropout = 0;
+  /// Batch normalisation between each hidden layer's product and its ReLU, as TF's
+  /// DNNClassifier(batch_norm=True).
+  bool batch_norm = false;
   /// The wide part's input (linear and combined models): usually indicator or embedding
   /// columns of sparse features, crossed ones included.
   column_list linear_columns;
@@ -40,5 +44,27 @@ caf::expected<model_fn> dnn_model(canned_options o);
 
 /// The sum of the DNN's and the linear model's logits, trained jointly.
 caf::expected<model_fn> dnn_linear_combined_model(canned_options o);
+
+/// DLRM (Naumov et al., 2019). The defaults are the reference Kaggle configuration.
+struct dlrm_options {
+  /// The bottom MLP's input: numeric columns (Criteo's 13 counts, log1p).
+  column_list dense_columns;
+  /// One embedding per categorical field, each as wide as the bottom MLP's last layer (usually
+  /// dynamic_embedding_columns of raw strings).
+  column_list embedding_columns;
+  /// ReLU after every layer of both MLPs; the top MLP is followed by the logit layer.
+  std::vector<uint32_t> bottom_units = {512, 256, 64, 16};
+  std::vector<uint32_t> top_units = {512, 256};
+  /// As canned_options' (between the product and the ReLU of every MLP layer).
+  bool batch_norm = false;
+  /// After every top MLP layer, in training.
+  float dropout = 0;
+};
+
+/// logits = dense(top(dot_interaction(bottom(input(dense_columns)),
+/// input(embedding_columns)))), with a logistic head: a click-through classifier.
+/// errc::invalid_config for no columns of either kind, an empty MLP or a layer of 0 units, an
+/// embedding column whose width is not bottom_units.back(), or a dropout outside [0, 1).
+caf::expected<model_fn> dlrm_classifier(dlrm_options o);
 
 } // namespace darcy::ops::estimator

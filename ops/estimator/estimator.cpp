@@ -76,6 +76,8 @@ std::string text_field(const nlohmann::json& extra, const char* key) {
 
 estimator::estimator(model_fn fn, run_config cfg, params p)
   : fn_(std::move(fn)), cfg_(std::move(cfg)), params_(std::move(p)), optimizer_(cfg_.optimizer) {
+  if (cfg_.servers)
+    cfg_.servers->set_placement(cfg_.placement);
 }
 
 caf::expected<std::string> estimator::checkpoint_position() {
@@ -325,6 +327,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
     }
     phases.lap(step_phases::update);
     ++result.steps;
+    result.examples += (*next)->rows();
     result.last_loss = r->spec.loss;
     input_position_ = in.position();
     runtime::process_metrics().record_curve(

@@ -60,6 +60,9 @@ struct run_config {
   /// step pulls their values and pushes its gradients; the servers' Adam applies them, and
   /// global_step counts the steps of every worker). Not owned; one per estimator.
   parameter_servers* servers = nullptr;
+  /// Which server holds each dense variable (empty: round robin); the estimator gives it to
+  /// `servers`. Every role of a job must use the same one.
+  variable_placement placement;
   /// With servers: the chief loads them (from the newest checkpoint in model_dir, or with the
   /// fresh variables) when its variables are built, and its checkpoints save their state.
   /// Other workers wait for the chief's load; they should have no model_dir.
@@ -73,8 +76,9 @@ inline constexpr std::array<const char*, 6> step_phase_names = {"input",    "pul
 struct train_result {
   uint64_t global_step = 0;
   float last_loss = 0;
-  /// Steps this call ran.
+  /// Steps this call ran, and the examples of their batches.
   uint64_t steps = 0;
+  uint64_t examples = 0;
   /// The global step the call started from: > 0 when it resumed from a checkpoint.
   uint64_t resumed_from = 0;
   /// Seconds this call spent in each phase of its steps, by phase name: input, pull (with

@@ -1,5 +1,6 @@
 #include "ops/estimator/export.hpp"
 
+#include "compute/nn/dot_interaction.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
@@ -168,6 +169,23 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
         width[op.at("out").get<uint64_t>()] = units;
       } else if (kind == "relu") {
         width[op.at("out").get<uint64_t>()] = width.at(op.at("in").get<uint64_t>());
+      } else if (kind == "batch_norm") {
+        auto name = op.at("name").get<std::string>();
+        auto in = width.at(op.at("in").get<uint64_t>());
+        for (auto* part : {"/gamma", "/beta", "/moving_mean", "/moving_variance"}) {
+          auto value = take(name + part, 1, in);
+          if (!value)
+            return std::move(value.error());
+          m->vars_.get(name + part, [&] { return *value; });
+        }
+        width[op.at("out").get<uint64_t>()] = in;
+      } else if (kind == "dot_interaction") {
+        auto d = width.at(op.at("dense").get<uint64_t>());
+        auto s = width.at(op.at("sparse").get<uint64_t>());
+        if (d == 0 || s % d != 0)
+          return bad_graph("a dot_interaction of widths " + std::to_string(d) + " and " +
+                           std::to_string(s));
+        width[op.at("out").get<uint64_t>()] = compute::nn::dot_interaction_width(s / d, d);
       } else if (kind == "add") {
         width[op.at("out").get<uint64_t>()] = width.at(op.at("a").get<uint64_t>());
       } else if (kind == "append_ones") {
@@ -248,6 +266,16 @@ caf::expected<estimator_spec> exported_model::predict_spec(const batch& b) {
               op["name"].get<std::string>());
     } else if (kind == "relu") {
       t[op["out"].get<uint64_t>()] = relu(ctx, t.at(op["in"].get<uint64_t>()));
+    } else if (kind == "batch_norm") {
+      t[op["out"].get<uint64_t>()] =
+        batch_norm(ctx, t.at(op["in"].get<uint64_t>()), op["name"].get<std::string>(), 0.99f,
+                   op["eps"].get<float>());
+    } else if (kind == "dot_interaction") {
+      auto y =
+        dot_interaction(ctx, t.at(op["dense"].get<uint64_t>()), t.at(op["sparse"].get<uint64_t>()));
+      if (!y)
+        return std::move(y.error());
+      t[op["out"].get<uint64_t>()] = *y;
     } else if (kind == "add") {
       t[op["out"].get<uint64_t>()] =
         add(ctx, t.at(op["a"].get<uint64_t>()), t.at(op["b"].get<uint64_t>()));

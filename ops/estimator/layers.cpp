@@ -3,6 +3,8 @@
 #include <random>
 
 #include "compute/hash.hpp"
+#include "compute/nn/batch_norm.hpp"
+#include "compute/nn/dot_interaction.hpp"
 #include "compute/nn/init.hpp"
 #include "compute/nn/parallel_product.hpp"
 #include "messages/error.hpp"
@@ -62,6 +64,72 @@ tensor dropout(model_context& ctx, tensor x, float rate, const std::string& name
     if (c.needs_grad(x))
       c.grad(x) += c.grad(out).cwiseProduct(mask);
   });
+}
+
+tensor batch_norm(model_context& ctx, tensor x, const std::string& name, float momentum,
+                  float eps) {
+  auto width = ctx.value(x).cols();
+  auto& vars = ctx.variables();
+  auto& gamma = vars.get(name + "/gamma", [&] { return matrix::Ones(1, width); });
+  auto& beta = vars.get(name + "/beta", [&] { return matrix::Zero(1, width); });
+  auto& moving_mean = vars.get(name + "/moving_mean", [&] { return matrix::Zero(1, width); });
+  auto& moving_var = vars.get(name + "/moving_variance", [&] { return matrix::Ones(1, width); });
+  tensor result;
+  if (!ctx.training() || ctx.value(x).rows() == 0) {
+    result =
+      ctx.record(compute::nn::batch_norm_infer<float>(ctx.value(x), gamma.value, beta.value,
+                                                      moving_mean.value, moving_var.value, eps),
+                 [x, &gamma, &moving_var, eps](model_context& c, tensor out) {
+                   if (!c.needs_grad(x))
+                     return;
+                   matrix scale = gamma.value.array() * (moving_var.value.array() + eps).rsqrt();
+                   c.grad(x) += (c.grad(out).array().rowwise() * scale.row(0).array()).matrix();
+                 });
+  } else {
+    auto cache = std::make_shared<compute::nn::batch_norm_cache<float>>();
+    matrix mean, var;
+    auto y = compute::nn::batch_norm_train<float>(ctx.value(x), gamma.value, beta.value, eps,
+                                                  *cache, mean, var);
+    result = ctx.record(
+      std::move(y), [=, &gamma, &beta, &moving_mean, &moving_var](model_context& c, tensor out) {
+        auto dx = compute::nn::batch_norm_backward<float>(c.grad(out), gamma.value, *cache,
+                                                          gamma.grad, beta.grad);
+        if (c.needs_grad(x))
+          c.grad(x) += dx;
+        moving_mean.grad += (1 - momentum) * (moving_mean.value - mean);
+        moving_var.grad += (1 - momentum) * (moving_var.value - var);
+      });
+  }
+  ctx.add_op([&] {
+    return nlohmann::json{
+      {"op", "batch_norm"}, {"in", x.id}, {"out", result.id}, {"name", name}, {"eps", eps}};
+  });
+  return result;
+}
+
+caf::expected<tensor> dot_interaction(model_context& ctx, tensor dense, tensor sparse) {
+  auto d = ctx.value(dense).cols();
+  auto s = ctx.value(sparse).cols();
+  if (d == 0 || s % d != 0 || ctx.value(dense).rows() != ctx.value(sparse).rows())
+    return make_error(errc::dimension_mismatch, "dot_interaction: the embeddings are " +
+                                                  std::to_string(s) +
+                                                  " wide, not a multiple of the dense part's " +
+                                                  std::to_string(d) + ", or the row counts differ");
+  auto y = compute::nn::dot_interaction<float>(ctx.value(dense), ctx.value(sparse));
+  auto result = ctx.record(std::move(y), [dense, sparse](model_context& c, tensor out) {
+    matrix ddense, dsparse;
+    compute::nn::dot_interaction_backward<float>(c.grad(out), c.value(dense), c.value(sparse),
+                                                 ddense, dsparse);
+    if (c.needs_grad(dense))
+      c.grad(dense) += ddense;
+    if (c.needs_grad(sparse))
+      c.grad(sparse) += dsparse;
+  });
+  ctx.add_op([&] {
+    return nlohmann::json{
+      {"op", "dot_interaction"}, {"dense", dense.id}, {"sparse", sparse.id}, {"out", result.id}};
+  });
+  return result;
 }
 
 tensor add(model_context& ctx, tensor a, tensor b) {

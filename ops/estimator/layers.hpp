@@ -27,6 +27,19 @@ tensor relu(model_context& ctx, tensor x);
 /// Precondition: 0 <= rate < 1.
 tensor dropout(model_context& ctx, tensor x, float rate, const std::string& name);
 
+/// Batch normalisation of each column: in training by the batch's mean and variance, whose
+/// moving averages (decay `momentum`) the step moves; otherwise by those averages. Variables
+/// "<name>/gamma" (ones), "<name>/beta" (zeros), and the moving statistics
+/// "<name>/moving_mean" (zeros) and "<name>/moving_variance" (ones), which optimizers move by
+/// (1 − momentum) · (average − batch value) each step. Precondition: 0 <= momentum < 1, eps > 0.
+tensor batch_norm(model_context& ctx, tensor x, const std::string& name, float momentum = 0.99f,
+                  float eps = 1e-3f);
+
+/// DLRM's dot interaction of `dense` (batch × d) and `sparse` (batch × F·d, F embeddings side
+/// by side): dense followed by the F (F + 1) / 2 pairwise dot products of the F + 1 vectors
+/// (compute/nn/dot_interaction.hpp). errc::dimension_mismatch when the widths disagree.
+caf::expected<tensor> dot_interaction(model_context& ctx, tensor dense, tensor sparse);
+
 /// a + b, of one shape (the logits of a wide and a deep part).
 tensor add(model_context& ctx, tensor a, tensor b);
 

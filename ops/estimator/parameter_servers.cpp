@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "actors/estimator/tensor_codec.hpp"
-#include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 
@@ -85,15 +84,34 @@ caf::error parameter_servers::call_all(Args args, F f) {
   }
 }
 
-variable_list parameter_servers::share(const variable_list& vars, size_t s) const {
-  variable_list out;
-  compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
-                          [&](uint64_t i, uint64_t) { out.push_back(vars[i]); });
+caf::expected<std::vector<std::vector<size_t>>> parameter_servers::owned(
+  const variable_list& vars) const {
+  auto where = place_variables(placement_, vars, count());
+  if (!where)
+    return std::move(where.error());
+  std::vector<std::vector<size_t>> out(servers_.size());
+  for (size_t i = 0; i < vars.size(); ++i)
+    out[(*where)[i]].push_back(i);
+  return out;
+}
+
+caf::expected<std::vector<variable_list>> parameter_servers::shares(
+  const variable_list& vars) const {
+  auto positions = owned(vars);
+  if (!positions)
+    return std::move(positions.error());
+  std::vector<variable_list> out(servers_.size());
+  for (size_t s = 0; s < out.size(); ++s)
+    for (auto i : (*positions)[s])
+      out[s].push_back(vars[i]);
   return out;
 }
 
 caf::error parameter_servers::initialize(const variable_list& vars,
                                          const compute::nn::optimizer& opt, uint64_t step) {
+  auto positions = owned(vars);
+  if (!positions)
+    return std::move(positions.error());
   auto slots = opt.export_slots(vars);
   for (size_t s = 0; s < servers_.size(); ++s) {
     ps_state state;
@@ -101,12 +119,11 @@ caf::error parameter_servers::initialize(const variable_list& vars,
     state.slots.resize(slots.slots.size());
     state.global_step = step;
     state.load_id = runtime::random_request_id();
-    compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
-                            [&](uint64_t i, uint64_t) {
-                              actors::append(state.values, vars[i]->name, vars[i]->value);
-                              for (size_t k = 0; k < slots.slots.size(); ++k)
-                                actors::append(state.slots[k], vars[i]->name, slots.slots[k][i]);
-                            });
+    for (auto i : (*positions)[s]) {
+      actors::append(state.values, vars[i]->name, vars[i]->value);
+      for (size_t k = 0; k < slots.slots.size(); ++k)
+        actors::append(state.slots[k], vars[i]->name, slots.slots[k][i]);
+    }
     if (auto err = call<ok_atom>(
           s, attempt_timeout_, [](ok_atom) { return caf::error{}; }, load_atom::value, state))
       return err;
@@ -116,13 +133,13 @@ caf::error parameter_servers::initialize(const variable_list& vars,
 
 caf::expected<uint64_t> parameter_servers::pull(const variable_list& vars) {
   uint64_t global_step = 0;
-  std::vector<variable_list> shares;
-  for (size_t s = 0; s < servers_.size(); ++s)
-    shares.push_back(share(vars, s));
+  auto all = shares(vars);
+  if (!all)
+    return std::move(all.error());
   auto err = call_all<named_tensors, uint64_t>(
     [](size_t) { return std::make_tuple(fetch_atom::value); },
     [&](size_t s, named_tensors& values, uint64_t step) -> caf::error {
-      auto& mine = shares[s];
+      auto& mine = (*all)[s];
       if (auto err = actors::check(values))
         return err;
       if (auto err = actors::check_matches(values, mine))
@@ -177,10 +194,13 @@ caf::expected<uint64_t> parameter_servers::pull_when_ready(const variable_list& 
 }
 
 caf::expected<uint64_t> parameter_servers::push(const variable_list& vars, double loss) {
+  auto all = shares(vars);
+  if (!all)
+    return std::move(all.error());
   auto seq = ++seq_;
   std::vector<named_tensors> grads;
-  for (size_t s = 0; s < servers_.size(); ++s)
-    grads.push_back(actors::encode(share(vars, s), true));
+  for (auto& mine : *all)
+    grads.push_back(actors::encode(mine, true));
   // A server asked again (no answer within the attempt timeout) gets the same seq, and applies
   // the push once.
   uint64_t first = 0;
@@ -203,8 +223,14 @@ caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars
   compute::nn::optimizer_slots slots;
   slots.slots.assign(opt.slot_count(), std::vector<compute::nn::matrix>(vars.size()));
   uint64_t global_step = 0;
+  auto positions = owned(vars);
+  if (!positions)
+    return std::move(positions.error());
   for (size_t s = 0; s < servers_.size(); ++s) {
-    auto mine = share(vars, s);
+    auto& where = (*positions)[s];
+    variable_list mine;
+    for (auto i : where)
+      mine.push_back(vars[i]);
     auto err = call<ps_state>(
       s, attempt_timeout_,
       [&](ps_state& state) -> caf::error {
@@ -222,12 +248,11 @@ caf::expected<uint64_t> parameter_servers::fetch_state(const variable_list& vars
           if (auto err = actors::check_matches(*t, mine))
             return err;
         }
-        compute::for_each_owned(vars.size(), static_cast<uint32_t>(s), count(),
-                                [&](uint64_t i, uint64_t j) {
-                                  mine[j]->value = actors::view(state.values, j);
-                                  for (size_t k = 0; k < state.slots.size(); ++k)
-                                    slots.slots[k][i] = actors::view(state.slots[k], j);
-                                });
+        for (size_t j = 0; j < where.size(); ++j) {
+          mine[j]->value = actors::view(state.values, j);
+          for (size_t k = 0; k < state.slots.size(); ++k)
+            slots.slots[k][where[j]] = actors::view(state.slots[k], j);
+        }
         if (s == 0) {
           global_step = state.global_step;
           slots.steps = state.optimizer_steps;

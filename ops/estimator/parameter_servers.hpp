@@ -1,9 +1,9 @@
-// The client side of the parameter servers, as a training loop uses them: variable i of the
-// model lives on server i % size, the global step is server 0's count of applied steps, and
-// every call blocks its caller until each server has answered (or the timeout passed). With an
-// attempt timeout, a request unanswered within it is sent again (lost messages); pushes are
-// numbered, so that a server applies each one once however often it arrives, and loads carry
-// an id, so that a server applies each load once.
+// The client side of the parameter servers, as a training loop uses them: each variable lives
+// on the server its placement names (variable i on server i % size by default), the global step is
+// server 0's count of applied steps, and every call blocks its caller until each server has
+// answered (or the timeout passed). With an attempt timeout, a request unanswered within it is sent
+// again (lost messages); pushes are numbered, so that a server applies each one once however often
+// it arrives, and loads carry an id, so that a server applies each load once.
 //
 //   parameter_servers ps{sys, servers, std::chrono::seconds(10)};
 //   ps.initialize(vars, optimizer, 0);    // the chief, once
@@ -20,10 +20,9 @@
 
 #include "compute/nn/optimizers.hpp"
 #include "messages/estimator/estimator_interfaces.hpp"
+#include "ops/estimator/variable_placement.hpp"
 
 namespace darcy::ops::estimator {
-
-using variable_list = compute::nn::parameter_list<float>;
 
 /// A sum of training losses and how many there were.
 struct loss_totals {
@@ -41,6 +40,11 @@ public:
                     std::chrono::milliseconds attempt_timeout = std::chrono::milliseconds{0});
 
   size_t size() const { return servers_.size(); }
+
+  /// Where the variables live from now on (empty: round robin). Every client of the same
+  /// servers must use the same placement; calls fail with errc::invalid_config when it gives
+  /// an entry per variable that is not a server.
+  void set_placement(variable_placement placement) { placement_ = std::move(placement); }
 
   /// Loads every server with its share of `vars`, their moments in `opt` and `step` as the
   /// global step. Each server's load carries a random load_id: it is sent again after an
@@ -73,9 +77,10 @@ public:
   caf::expected<uint64_t> fetch_state(const variable_list& vars, compute::nn::optimizer& opt);
 
 private:
-  /// The variables of server s, in order: variable i lives on server i mod size()
-  /// (compute::for_each_owned).
-  variable_list share(const variable_list& vars, size_t s) const;
+  /// The positions in `vars` of each server's variables, in order, by the placement.
+  caf::expected<std::vector<std::vector<size_t>>> owned(const variable_list& vars) const;
+  /// The variables of each server, in order.
+  caf::expected<std::vector<variable_list>> shares(const variable_list& vars) const;
   uint32_t count() const { return static_cast<uint32_t>(servers_.size()); }
 
   /// One request to server s and its reply into `f`, sent again each time `attempt` passes
@@ -100,6 +105,7 @@ private:
   /// This client's name in its pushes (random, never 0) and the number of its last push.
   uint64_t client_;
   uint64_t seq_ = 0;
+  variable_placement placement_;
 };
 
 } // namespace darcy::ops::estimator

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "compute/nn/optimizers.hpp"
+#include "messages/error.hpp"
 #include "ops/estimator/model_context.hpp"
 
 namespace darcy::ops::estimator {
@@ -35,6 +37,12 @@ TEST(estimator_layers, every_layer_backward_matches_finite_differences) {
     {"append_ones after dense", 3,
      [](model_context& c, tensor x) { return append_ones(c, dense(c, x, 2, "d")); }},
     {"dropout", 3, [](model_context& c, tensor x) { return dropout(c, x, 0.5f, "drop"); }},
+    {"batch_norm", 3, [](model_context& c, tensor x) { return batch_norm(c, x, "bn"); }},
+    // Two embeddings of width 2 beside a dense vector of width 2: 2 + 3 outputs.
+    {"dot_interaction", 5,
+     [](model_context& c, tensor x) {
+       return *dot_interaction(c, dense(c, x, 2, "bottom"), dense(c, x, 4, "embeddings"));
+     }},
   };
   for (auto& c : cases) {
     std::mt19937_64 rng{11};
@@ -84,6 +92,39 @@ TEST(estimator_layers, dropout_scales_what_it_keeps_draws_anew_each_step_and_onl
   EXPECT_NE(apply(mode::train, 2), first) << "another step draws another";
   EXPECT_EQ(apply(mode::eval, 1), x);
   EXPECT_EQ(apply(mode::predict, 1), x);
+}
+
+TEST(estimator_layers, batch_norm_trains_its_moving_averages_and_evaluates_with_them) {
+  std::mt19937_64 rng{4};
+  variable_store vars;
+  matrix x = random_matrix(16, 2, rng);
+  x.col(1).array() = x.col(1).array() * 3 + 5;
+  compute::nn::optimizer opt{compute::adam_optimizer(0.01f)};
+  for (uint64_t step = 0; step < 400; ++step) {
+    model_context ctx{vars, mode::train, 1, 1};
+    auto y = batch_norm(ctx, ctx.record(x, [](model_context&, tensor) {}), "bn", 0.9f);
+    ctx.backpropagate(y, matrix::Zero(16, 2));
+    opt.step(vars.all());
+  }
+  // Zero loss gradients leave gamma and beta; the averages reach the batch's statistics.
+  matrix mean = x.colwise().mean();
+  matrix var = (x.rowwise() - mean.row(0)).cwiseAbs2().colwise().mean();
+  EXPECT_TRUE(vars.find("bn/moving_mean")->value.isApprox(mean, 1e-4f));
+  EXPECT_TRUE(vars.find("bn/moving_variance")->value.isApprox(var, 1e-4f));
+  EXPECT_EQ(vars.find("bn/gamma")->value, matrix::Ones(1, 2));
+  // Evaluation normalises by the averages: a row equal to the mean maps to beta (0).
+  model_context eval{vars, mode::eval, 1, 1};
+  auto y = batch_norm(eval, eval.constant(mean), "bn", 0.9f);
+  EXPECT_LT(eval.value(y).cwiseAbs().maxCoeff(), 1e-3f);
+}
+
+TEST(estimator_layers, dot_interaction_refuses_embeddings_not_a_multiple_of_the_dense_width) {
+  variable_store vars;
+  model_context ctx{vars, mode::train, 1, 1};
+  auto got =
+    dot_interaction(ctx, ctx.constant(matrix::Ones(2, 3)), ctx.constant(matrix::Ones(2, 4)));
+  ASSERT_FALSE(got);
+  EXPECT_TRUE(is(got.error(), errc::dimension_mismatch)) << render(got.error());
 }
 
 } // namespace

@@ -101,5 +101,40 @@ TEST_F(parameter_servers_test, without_an_attempt_timeout_a_dropped_request_is_a
   EXPECT_EQ(step.error(), caf::sec::request_timeout) << render(step.error());
 }
 
+TEST_F(parameter_servers_test, a_user_placement_puts_each_variable_on_its_server) {
+  std::vector<parameter_server_actor> servers{spawn_server(), spawn_server()};
+  parameter_servers client{sys, servers, test::patience};
+  // Everything on server 1: server 0 holds nothing and still counts the steps.
+  client.set_placement(
+    [](const variable_list& vars, uint32_t) { return std::vector<uint32_t>(vars.size(), 1); });
+  parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
+  parameter<float> b{"b", test::gaussian_matrix(1, 4, 2)};
+  variable_list vars{&a, &b};
+  compute::nn::optimizer opt{compute::adam_optimizer(learning_rate)};
+  ASSERT_FALSE(client.initialize(vars, opt, 0));
+  std::vector<std::vector<std::string>> held;
+  for (auto& server : servers)
+    self->request(server, test::patience, fetch_atom::value)
+      .receive([&](named_tensors& t, uint64_t) { held.push_back(t.names); },
+               [](caf::error& err) { FAIL() << render(err); });
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_TRUE(held[0].empty());
+  EXPECT_EQ(held[1], (std::vector<std::string>{"a", "b"}));
+  // A push and a pull go through the placement: the values move by the step.
+  compute::nn::matrix before = a.value;
+  a.grad.setOnes();
+  b.grad.setOnes();
+  auto step = client.push(vars, 1.0);
+  ASSERT_TRUE(step) << render(step.error());
+  ASSERT_TRUE(client.pull(vars));
+  EXPECT_FALSE(a.value.isApprox(before));
+  // A placement that names no server fails the call and sends nothing.
+  client.set_placement(
+    [](const variable_list& vars, uint32_t) { return std::vector<uint32_t>(vars.size(), 7); });
+  auto refused = client.pull(vars);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::invalid_config)) << render(refused.error());
+}
+
 } // namespace
 } // namespace darcy::ops::estimator

@@ -1,0 +1,322 @@
+#include "apps/estimator/ctr.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+#include "apps/progress/progress_hook.hpp"
+#include "compute/ctr_synthetic.hpp"
+#include "compute/estimator/metrics.hpp"
+#include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
+#include "ops/estimator/canned.hpp"
+#include "ops/estimator/ctr_input.hpp"
+#include "ops/estimator/dynamic_embedding_column.hpp"
+#include "stores/data/ctr_file.hpp"
+
+namespace darcy::estimator_apps {
+
+namespace est = ops::estimator;
+namespace ce = compute::estimator;
+using compute::ctr_cat_fields;
+using compute::ctr_int_fields;
+
+namespace {
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+caf::error bad(const std::string& what) {
+  return make_error(errc::invalid_config, "ctr: " + what);
+}
+
+caf::error check_units(const std::vector<uint32_t>& units, const char* what) {
+  if (units.empty())
+    return bad(std::string{what} + " needs at least one layer");
+  for (auto u : units)
+    if (u == 0)
+      return bad(std::string{what} + " has a layer of 0 units");
+  return {};
+}
+
+/// The table of a wide part's cross of fields a and b (one weight per crossed id).
+de_config cross_table(const ctr_options& o, uint32_t a, uint32_t b) {
+  de_config c{.name = "ctr_X" + std::to_string(a + 1) + "_" + std::to_string(b + 1), .dim = 1};
+  c.optimizer = o.embedding_optimizer;
+  c.init = {.kind = init_kind::zeros, .seed = o.seed};
+  return c;
+}
+
+/// The dynamic-embedding columns of every categorical field, tables of `dim` from `table`.
+caf::expected<est::column_list> field_columns(ops::session& s,
+                                              const std::function<de_config(size_t)>& table) {
+  est::column_list out;
+  for (size_t f = 0; f < ctr_cat_fields; ++f) {
+    auto c = est::dynamic_embedding_column(s, est::ctr_field_key(f), table(f), ce::combiner::sum);
+    if (!c)
+      return std::move(c.error());
+    out.push_back(*c);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string to_string(ctr_model_kind k) {
+  return k == ctr_model_kind::wide_deep ? "wide-deep" : "dlrm";
+}
+
+std::optional<ctr_model_kind> ctr_model_named(const std::string& name) {
+  if (name == "dlrm")
+    return ctr_model_kind::dlrm;
+  if (name == "wide-deep")
+    return ctr_model_kind::wide_deep;
+  return std::nullopt;
+}
+
+caf::error validate(const ctr_options& o) {
+  if (o.train.empty())
+    return bad("a training file is needed");
+  if (o.batch == 0 || o.embedding_dim == 0 || o.threads == 0)
+    return bad("batch, embedding_dim and threads must be > 0");
+  if (auto err = check_units(o.bottom_units, "the bottom MLP"))
+    return err;
+  if (auto err = check_units(o.top_units, "the top MLP"))
+    return err;
+  if (auto err = check_units(o.hidden_units, "the DNN"))
+    return err;
+  if (o.model == ctr_model_kind::dlrm && o.bottom_units.back() != o.embedding_dim)
+    return bad("the bottom MLP must end at embedding_dim (" + std::to_string(o.embedding_dim) +
+               "), not " + std::to_string(o.bottom_units.back()));
+  for (auto [a, b] : o.crosses)
+    if (a >= ctr_cat_fields || b >= ctr_cat_fields || a == b)
+      return bad("a cross of fields " + std::to_string(a) + " and " + std::to_string(b) +
+                 " (two different fields of 0 … 25)");
+  for (auto* opt : {&o.dense_optimizer, &o.embedding_optimizer})
+    if (auto err = compute::validate(*opt))
+      return bad(err.context);
+  return {};
+}
+
+nlohmann::json ctr_job_options(const ctr_options& o) {
+  auto crosses = nlohmann::json::array();
+  for (auto [a, b] : o.crosses)
+    crosses.push_back({a, b});
+  return {{"train", o.train},
+          {"eval", o.eval},
+          {"model", to_string(o.model)},
+          {"batch", o.batch},
+          {"train_rows", o.train_rows},
+          {"eval_rows", o.eval_rows},
+          {"embedding_dim", o.embedding_dim},
+          {"bottom", o.bottom_units},
+          {"top", o.top_units},
+          {"hidden", o.hidden_units},
+          {"crosses", crosses},
+          {"dense_optimizer", to_string(o.dense_optimizer.kind)},
+          {"learning_rate", o.dense_optimizer.learning_rate},
+          {"embedding_optimizer", to_string(o.embedding_optimizer.kind)},
+          {"embedding_learning_rate", o.embedding_optimizer.learning_rate},
+          {"skip_malformed", o.skip_malformed},
+          {"threads", o.threads},
+          {"seed", o.seed}};
+}
+
+caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_options o) {
+  try {
+    o.train = j.value("train", o.train);
+    o.eval = j.value("eval", o.eval);
+    if (j.contains("model")) {
+      auto kind = ctr_model_named(j.at("model").get<std::string>());
+      if (!kind)
+        return bad("model must be dlrm or wide-deep");
+      o.model = *kind;
+    }
+    o.batch = j.value("batch", o.batch);
+    o.train_rows = j.value("train_rows", o.train_rows);
+    o.eval_rows = j.value("eval_rows", o.eval_rows);
+    o.embedding_dim = j.value("embedding_dim", o.embedding_dim);
+    o.bottom_units = j.value("bottom", o.bottom_units);
+    o.top_units = j.value("top", o.top_units);
+    o.hidden_units = j.value("hidden", o.hidden_units);
+    if (j.contains("crosses")) {
+      o.crosses.clear();
+      for (auto& pair : j.at("crosses"))
+        o.crosses.emplace_back(pair.at(0).get<uint32_t>(), pair.at(1).get<uint32_t>());
+    }
+    for (auto [key, cfg] : {std::pair{"dense_optimizer", &o.dense_optimizer},
+                            std::pair{"embedding_optimizer", &o.embedding_optimizer}}) {
+      if (!j.contains(key))
+        continue;
+      auto kind = optimizer_kind_named(j.at(key).get<std::string>());
+      if (!kind)
+        return bad(std::string{key} + ": unknown optimizer " + j.at(key).dump());
+      cfg->kind = *kind;
+    }
+    o.dense_optimizer.learning_rate = j.value("learning_rate", o.dense_optimizer.learning_rate);
+    o.embedding_optimizer.learning_rate =
+      j.value("embedding_learning_rate", o.embedding_optimizer.learning_rate);
+    o.skip_malformed = j.value("skip_malformed", o.skip_malformed);
+    o.threads = j.value("threads", o.threads);
+    o.seed = j.value("seed", o.seed);
+  } catch (const nlohmann::json::exception& e) {
+    return bad(std::string{"job options: "} + e.what());
+  }
+  if (auto err = validate(o))
+    return err;
+  return o;
+}
+
+de_config ctr_table(const ctr_options& o, size_t field) {
+  de_config c{.name = "ctr_" + est::ctr_field_key(field), .dim = o.embedding_dim};
+  c.optimizer = o.embedding_optimizer;
+  // DLRM's reference draws each row from U(-1/sqrt(n), 1/sqrt(n)) for a field of n ids; with
+  // no dictionary n is unknown, and a spread of the same order as 1/sqrt(dim) trains alike.
+  auto a = 1.0f / std::sqrt(static_cast<float>(o.embedding_dim));
+  c.init = {.kind = init_kind::uniform, .low = -a, .high = a, .seed = o.seed + field};
+  return c;
+}
+
+caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
+  if (auto err = validate(o))
+    return err;
+  auto ints = ce::numeric_column<float>(est::ctr_ints_key, ctr_int_fields, 0, 1,
+                                        ce::numeric_transform::log1p);
+  if (!ints)
+    return make_error(ints.error());
+  auto deep = field_columns(s, [&](size_t f) { return ctr_table(o, f); });
+  if (!deep)
+    return std::move(deep.error());
+  if (o.model == ctr_model_kind::dlrm) {
+    est::dlrm_options d;
+    d.dense_columns = {*ints};
+    d.embedding_columns = std::move(*deep);
+    d.bottom_units = o.bottom_units;
+    d.top_units = o.top_units;
+    return est::dlrm_classifier(std::move(d));
+  }
+  // Wide & Deep: the deep part sees the counts and every field's embedding; the wide part a
+  // weight per id of every field and per crossed id of each cross.
+  auto wide = field_columns(s, [&](size_t f) {
+    auto c = ctr_table(o, f);
+    c.name = "ctr_wide_" + est::ctr_field_key(f);
+    c.dim = 1;
+    c.init = {.kind = init_kind::zeros, .seed = o.seed};
+    return c;
+  });
+  if (!wide)
+    return std::move(wide.error());
+  for (auto [a, b] : o.crosses) {
+    // The cross's ids are the pair's hash over all 64 bits: the dynamic table has no buckets
+    // to fill, only rows for the pairs that occur.
+    auto ca = ce::categorical_column_with_hash_bucket(est::ctr_field_key(a), ~uint64_t{0});
+    auto cb = ce::categorical_column_with_hash_bucket(est::ctr_field_key(b), ~uint64_t{0});
+    if (!ca || !cb)
+      return make_error(ca ? cb.error() : ca.error());
+    auto crossed = ce::crossed_column({*ca, *cb}, ~uint64_t{0});
+    if (!crossed)
+      return make_error(crossed.error());
+    auto column =
+      est::dynamic_embedding_column(s, *crossed, cross_table(o, a, b), ce::combiner::sum);
+    if (!column)
+      return std::move(column.error());
+    wide->push_back(*column);
+  }
+  est::column_list deep_columns{*ints};
+  deep_columns.insert(deep_columns.end(), deep->begin(), deep->end());
+  return est::dnn_linear_combined_model({.columns = std::move(deep_columns),
+                                         .hidden_units = o.hidden_units,
+                                         .linear_columns = std::move(*wide),
+                                         .head = {.kind = ce::head_kind::binary}});
+}
+
+caf::expected<double> ctr_bayes_auc(const std::string& path, uint64_t rows) {
+  std::ifstream probs{path + ".probs"};
+  if (!probs)
+    return make_error(errc::not_found, path + ".probs: no such file");
+  auto reader = stores::ctr_reader::open(path);
+  if (!reader)
+    return std::move(reader.error());
+  auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
+  stores::ctr_row row;
+  std::vector<double> p(1), y(1);
+  for (uint64_t n = 0; rows == 0 || n < rows; ++n) {
+    auto got = (*reader)->next(row);
+    if (!got)
+      return std::move(got.error());
+    if (!*got)
+      break;
+    if (!(probs >> p[0]))
+      return make_error(errc::corrupt_file,
+                        path + ".probs: fewer probabilities than the file's rows");
+    y[0] = row.label ? 1.0 : 0.0;
+    if (auto err = auc.update({p, y}))
+      return make_error(err);
+  }
+  return auc.value();
+}
+
+caf::expected<ctr_result> run_ctr(const ctr_options& o) {
+  if (auto err = validate(o))
+    return err;
+  auto session = ops::session::open({.name = "ctr", .threads = 1});
+  if (!session)
+    return std::move(session.error());
+  auto fn = ctr_model(o, **session);
+  if (!fn)
+    return std::move(fn.error());
+  est::run_config cfg{.model_dir = o.model_dir,
+                      .seed = o.seed,
+                      .threads = o.threads,
+                      .optimizer = o.dense_optimizer,
+                      .embeddings = session->get()};
+  est::estimator e{*fn, cfg};
+  auto train = est::ctr_file_input(o.train, {.batch_size = o.batch,
+                                             .epochs = o.epochs,
+                                             .max_rows = o.train_rows,
+                                             .skip_malformed = o.skip_malformed});
+  auto prefetched = [train]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
+    auto p = train();
+    if (!p)
+      return p;
+    return est::prefetch(std::move(*p), 4);
+  };
+  std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>()};
+  if (!o.quiet && o.train_rows > 0)
+    hooks.push_back(std::make_shared<apps::progress_hook>((o.train_rows + o.batch - 1) / o.batch *
+                                                          std::max<uint32_t>(o.epochs, 1)));
+  ctr_result r;
+  auto start = std::chrono::steady_clock::now();
+  auto trained = e.train(prefetched, 0, hooks);
+  if (!trained)
+    return std::move(trained.error());
+  r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.steps = trained->steps;
+  r.train_examples = trained->examples;
+  r.examples_per_second = double(r.train_examples) / r.train_seconds;
+  r.auc = r.log_loss = r.bayes_auc = nan;
+  if (!o.eval.empty()) {
+    auto eval = est::ctr_file_input(
+      o.eval, {.batch_size = 1000, .max_rows = o.eval_rows, .skip_malformed = o.skip_malformed});
+    auto m = e.evaluate(eval);
+    if (!m)
+      return std::move(m.error());
+    r.auc = m->at("auc_roc");
+    r.log_loss = m->at("log_loss");
+    auto bayes = ctr_bayes_auc(o.eval, o.eval_rows);
+    if (bayes)
+      r.bayes_auc = *bayes;
+    else if (!is(bayes.error(), errc::not_found))
+      return std::move(bayes.error());
+  }
+  for (size_t f = 0; f < ctr_cat_fields; ++f) {
+    auto s = ops::stats(**session, ctr_table(o, f).name);
+    if (!s)
+      return std::move(s.error());
+    r.embedding_rows += s->rows;
+  }
+  return r;
+}
+
+} // namespace darcy::estimator_apps

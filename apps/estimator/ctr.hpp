@@ -1,0 +1,94 @@
+// `darcy estimator ctr`: click-through prediction on Criteo-format files (real, or written by
+// `darcy data ctr`) with DLRM or Wide & Deep on dynamic embeddings: one table per categorical
+// field in the embedding service, keyed by the raw strings, no vocabulary and no hash bucket.
+// It reports training examples/s and the test AUC beside the Bayes-optimal AUC when the test
+// file has its generator's probabilities (F.probs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
+
+#include "messages/embedding/embedding_config.hpp"
+#include "ops/estimator/estimator.hpp"
+#include "ops/session.hpp"
+
+namespace darcy::estimator_apps {
+
+enum class ctr_model_kind : uint8_t { dlrm, wide_deep };
+
+struct ctr_options {
+  std::string train;
+  std::string eval;
+  ctr_model_kind model = ctr_model_kind::dlrm;
+  size_t batch = 128;
+  uint32_t epochs = 1;
+  /// Train (evaluate) on the first rows of each file only (0: all).
+  uint64_t train_rows = 0;
+  uint64_t eval_rows = 0;
+  uint32_t embedding_dim = 16;
+  /// DLRM's MLPs; the bottom one ends at embedding_dim.
+  std::vector<uint32_t> bottom_units = {512, 256, 64, 16};
+  std::vector<uint32_t> top_units = {512, 256};
+  /// Wide & Deep's DNN.
+  std::vector<uint32_t> hidden_units = {512, 256};
+  /// The wide part's crosses, pairs of 0-based categorical fields. The defaults are the pairs
+  /// `darcy data ctr`'s teacher crosses; on real data, pick your own.
+  std::vector<std::pair<uint32_t, uint32_t>> crosses = {{0, 1}, {2, 5}, {3, 8}, {10, 13}};
+  /// The dense variables' optimizer, and the embedding tables' (applied in the shards).
+  optimizer_config dense_optimizer{.kind = optimizer_kind::adam, .learning_rate = 1e-3f};
+  optimizer_config embedding_optimizer{.kind = optimizer_kind::adagrad, .learning_rate = 0.05f};
+  bool skip_malformed = false;
+  size_t threads = 2;
+  uint64_t seed = 1;
+  std::string model_dir;
+  bool quiet = false;
+};
+
+/// "dlrm" or "wide-deep", and back (nullopt for another name).
+std::string to_string(ctr_model_kind k);
+std::optional<ctr_model_kind> ctr_model_named(const std::string& name);
+
+/// errc::invalid_config naming the option: no training file, zero sizes, a bottom MLP that does
+/// not end at embedding_dim, a cross of a field ≥ 26 or of a field with itself, a bad optimizer.
+caf::error validate(const ctr_options& o);
+
+/// The options as a distributed job's JSON and back; the parse keeps `defaults` for absent
+/// fields and validates.
+nlohmann::json ctr_job_options(const ctr_options& o);
+caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_options defaults = {});
+
+/// The embedding table of categorical field `field`.
+de_config ctr_table(const ctr_options& o, size_t field);
+
+/// The model function; its tables live in `s`'s embedding service, which must outlive it.
+caf::expected<ops::estimator::model_fn> ctr_model(const ctr_options& o, ops::session& s);
+
+struct ctr_result {
+  uint64_t train_examples = 0;
+  uint64_t steps = 0;
+  double train_seconds = 0;
+  double examples_per_second = 0;
+  /// On the test file; NaN without one.
+  double auc = 0;
+  double log_loss = 0;
+  /// The AUC of the test file's true probabilities (F.probs); NaN when there is none.
+  double bayes_auc = 0;
+  /// Rows of every table after training.
+  uint64_t embedding_rows = 0;
+};
+
+/// Trains on o.train (o.epochs passes) in an in-process embedding service, then evaluates on
+/// o.eval when given. The files' errors as they come (file:line).
+caf::expected<ctr_result> run_ctr(const ctr_options& o);
+
+/// The AUC of `path`.probs against the labels of `path`'s first `rows` rows (0: all);
+/// errc::not_found when there is no .probs file, errc::corrupt_file when it does not match the
+/// rows.
+caf::expected<double> ctr_bayes_auc(const std::string& path, uint64_t rows = 0);
+
+} // namespace darcy::estimator_apps

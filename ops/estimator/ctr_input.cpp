@@ -1,0 +1,138 @@
+#include "ops/estimator/ctr_input.hpp"
+
+#include <sstream>
+
+#include "messages/error.hpp"
+#include "stores/data/ctr_file.hpp"
+
+namespace darcy::ops::estimator {
+
+namespace {
+
+namespace ce = compute::estimator;
+using compute::ctr_cat_fields;
+using compute::ctr_int_fields;
+
+class ctr_pipeline final : public input_pipeline {
+public:
+  ctr_pipeline(std::string path, ctr_input_options o) : path_(std::move(path)), o_(o) {}
+
+  caf::error open() {
+    auto r = stores::ctr_reader::open(path_, o_.skip_malformed);
+    if (!r)
+      return std::move(r.error());
+    reader_ = std::move(*r);
+    rows_ = 0;
+    return {};
+  }
+
+  caf::expected<std::optional<batch>> next() override {
+    std::vector<double> ints;
+    std::vector<std::vector<std::vector<std::string>>> cats(ctr_cat_fields);
+    std::vector<float> labels;
+    ints.reserve(o_.batch_size * ctr_int_fields);
+    for (auto& c : cats)
+      c.reserve(o_.batch_size);
+    bool restarted = false;
+    while (labels.size() < o_.batch_size) {
+      auto got = read();
+      if (!got)
+        return std::move(got.error());
+      if (!*got) { // the end of a pass
+        if (o_.epochs != 0 && pass_ + 1 >= o_.epochs)
+          break;
+        if (restarted && labels.empty()) // a pass of no rows: nothing would ever come
+          return std::optional<batch>{};
+        restarted = true;
+        ++pass_;
+        if (auto err = open())
+          return err;
+        continue;
+      }
+      labels.push_back(row_.label ? 1.0f : 0.0f);
+      for (size_t i = 0; i < ctr_int_fields; ++i)
+        ints.push_back(row_.int_present[i] ? double(row_.ints[i]) : 0.0);
+      for (size_t f = 0; f < ctr_cat_fields; ++f) {
+        auto& out = cats[f].emplace_back();
+        if (!row_.cats[f].empty())
+          out.emplace_back(row_.cats[f]);
+      }
+    }
+    if (labels.empty())
+      return std::optional<batch>{};
+    batch b;
+    b.features[ctr_ints_key] = ce::feature_value::numeric(std::move(ints), ctr_int_fields);
+    for (size_t f = 0; f < ctr_cat_fields; ++f)
+      b.features[ctr_field_key(f)] = ce::feature_value::categorical(std::move(cats[f]));
+    b.labels = Eigen::Map<matrix>(labels.data(), static_cast<Eigen::Index>(labels.size()), 1);
+    return std::optional<batch>{std::move(b)};
+  }
+
+  std::string position() const override {
+    return std::to_string(pass_) + ":" + std::to_string(rows_);
+  }
+
+  caf::error seek(const std::string& position) override {
+    std::istringstream in{position};
+    uint64_t pass = 0, rows = 0;
+    char colon = 0;
+    if (!(in >> pass >> colon >> rows) || colon != ':' || in.peek() != EOF)
+      return make_error(errc::invalid_argument, "ctr input: bad position '" + position + "'");
+    pass_ = pass;
+    if (auto err = open())
+      return err;
+    while (rows_ < rows) {
+      auto got = read();
+      if (!got)
+        return std::move(got.error());
+      if (!*got)
+        return make_error(errc::invalid_argument, "ctr input: position '" + position +
+                                                    "' is past the " + std::to_string(rows_) +
+                                                    " rows of " + path_ +
+                                                    " (a checkpoint of another file?)");
+    }
+    return {};
+  }
+
+private:
+  /// The next row of this pass that is this shard's, into row_; false at the pass's end.
+  caf::expected<bool> read() {
+    for (;;) {
+      if (o_.max_rows != 0 && rows_ >= o_.max_rows)
+        return false;
+      auto got = reader_->next(row_);
+      if (!got || !*got)
+        return got;
+      if (rows_++ % o_.shards == o_.shard)
+        return true;
+    }
+  }
+
+  std::string path_;
+  ctr_input_options o_;
+  std::unique_ptr<stores::ctr_reader> reader_;
+  stores::ctr_row row_;
+  uint64_t pass_ = 0;
+  /// Rows read in this pass, every shard's counted.
+  uint64_t rows_ = 0;
+};
+
+} // namespace
+
+std::string ctr_field_key(size_t field) {
+  return "C" + std::to_string(field + 1);
+}
+
+input_fn ctr_file_input(std::string path, ctr_input_options o) {
+  return [path = std::move(path), o]() -> caf::expected<std::unique_ptr<input_pipeline>> {
+    if (o.batch_size == 0 || o.shards == 0 || o.shard >= o.shards)
+      return make_error(errc::invalid_config,
+                        "ctr input: batch_size must be > 0 and shard < shards");
+    auto p = std::make_unique<ctr_pipeline>(path, o);
+    if (auto err = p->open())
+      return err;
+    return std::unique_ptr<input_pipeline>{std::move(p)};
+  };
+}
+
+} // namespace darcy::ops::estimator
