@@ -6,7 +6,7 @@
 set -euo pipefail
 build=${1:?usage: soak.sh BUILD_DIR [SEEDS]}
 seeds=${2:-10}
-jobs=${3:-wals word2vec moe estimator serving}
+jobs=${3:-wals word2vec moe estimator ctr serving}
 darcy="$build/apps/darcy"
 out="$build/soak"
 mkdir -p "$out"

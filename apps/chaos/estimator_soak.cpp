@@ -9,10 +9,12 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <signal.h>
 
 #include "messages/error.hpp"
+#include "ops/ctr_data.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
 #include "runtime/cluster/chaos.hpp"
@@ -26,13 +28,53 @@ namespace fs = std::filesystem;
 using clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-/// The job: 4,000 global steps (17 epochs) of a 784-64-10 DNN over the 60,000 training
-/// images in batches of 256, Adam at 3e-4, evaluated on the 10,000 test images.
-constexpr uint64_t max_steps = 4000;
-/// The quality is the mean accuracy of the checkpoints of the last `averaged_steps` global
-/// steps (5 of them): a single checkpoint's accuracy moves by ±0.4% between clean runs, with the
-/// order in which asynchronous pushes land.
+/// The quality is the mean of the job's metric over the checkpoints of the last
+/// `averaged_steps` global steps (5 of them): a single checkpoint's accuracy moves by ±0.4%
+/// between clean runs, with the order in which asynchronous pushes land.
 constexpr uint64_t averaged_steps = 500;
+
+/// The app of a soaked job, the metric its evaluator reports, and its length.
+struct roles_job {
+  std::vector<std::string> app;
+  std::string metric;
+  uint64_t max_steps = 0;
+};
+
+/// "estimator": 4,000 global steps (17 epochs) of a 784-64-10 DNN over the 60,000 training
+/// images in batches of 256, Adam at 3e-4, evaluated on the 10,000 test images. "ctr": 3,000
+/// global steps of a small DLRM (dim 8) over 200,000 generated rows of at most 1,000 ids a
+/// field, evaluated by AUC on 20,000 later rows; its 26 tables live on the ps node's shards.
+caf::expected<roles_job> roles_job_of(const soak_options& o) {
+  if (o.job == "ctr") {
+    auto dir = o.dir + "/data";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    for (auto [name, first, rows] : {std::tuple{"train.tsv", uint64_t{0}, uint64_t{200000}},
+                                     std::tuple{"test.tsv", uint64_t{200000}, uint64_t{20000}}}) {
+      ops::ctr_data_options d{.generator = {.seed = o.seed, .max_ids = 1000}};
+      d.first_row = first;
+      d.rows = rows;
+      d.out = dir + "/" + name;
+      if (auto written = ops::write_ctr_data(d); !written)
+        return std::move(written.error());
+    }
+    return roles_job{
+      {"ctr", "--train", dir + "/train.tsv", "--eval", dir + "/test.tsv", "--embedding-dim", "8",
+       "--bottom", "32,8", "--top", "32", "--batch", "128", "--seed", std::to_string(o.seed)},
+      "auc_roc",
+      3000};
+  }
+  if (!fs::exists(fs::path{soak_fashion_mnist_dir} / "train-images-idx3-ubyte.gz"))
+    return make_error(errc::invalid_config,
+                      "chaos soak: the estimator job trains on Fashion-MNIST, which is not in " +
+                        std::string{soak_fashion_mnist_dir} +
+                        ": apt-get install dataset-fashion-mnist (make deps)");
+  return roles_job{{"fashion-mnist", "--data", soak_fashion_mnist_dir, "--hidden", "64", "--seed",
+                   std::to_string(o.seed), "--train-examples", "0", "--eval-examples", "0",
+                   "--learning-rate", "0.0003", "--batch", "256"},
+                  "accuracy",
+                  4000};
+}
 constexpr auto patience = 120s;
 
 /// A kill whose recovery is still awaited: the victim's services as the registry listed them.
@@ -96,15 +138,15 @@ std::vector<nlohmann::json> lines_of(const std::string& out, const std::string& 
   return found;
 }
 
-/// The mean accuracy of the evaluations at global steps past max_steps - averaged_steps; -1
-/// when there is none.
-double final_accuracy(const std::vector<nlohmann::json>& evaluations) {
+/// The mean of the job's metric over the evaluations at global steps past max_steps -
+/// averaged_steps; -1 when there is none.
+double final_quality(const std::vector<nlohmann::json>& evaluations, const roles_job& job) {
   double sum = 0;
   size_t count = 0;
   for (auto& e : evaluations)
-    if (e.value("global_step", uint64_t{0}) > max_steps - averaged_steps &&
-        e.contains("accuracy") && e["accuracy"].is_number()) {
-      sum += e["accuracy"].get<double>();
+    if (e.value("global_step", uint64_t{0}) > job.max_steps - averaged_steps &&
+        e.contains(job.metric) && e[job.metric].is_number()) {
+      sum += e[job.metric].get<double>();
       ++count;
     }
   return count == 0 ? -1 : sum / double(count);
@@ -115,7 +157,7 @@ struct run_outcome {
   bool completed = false;
   std::string failure;
   double seconds = 0;
-  double accuracy = -1;
+  double quality = -1;
   uint32_t worker_restarts = 0;
   uint32_t ps_recoveries = 0;
   uint64_t replayed_steps = 0;
@@ -124,8 +166,9 @@ struct run_outcome {
 /// One run's processes: the chief, one ps, the workers and the evaluator.
 class roles_run {
 public:
-  roles_run(const soak_options& o, std::string binary, std::string dir)
+  roles_run(const soak_options& o, const roles_job& job, std::string binary, std::string dir)
     : o_(o),
+      job_(job),
       binary_(std::move(binary)),
       dir_(std::move(dir)),
       workers_(std::max<size_t>(2, o.nodes - 2)) {}
@@ -213,9 +256,9 @@ public:
     r.replayed_steps = chief_lines.back().value("replayed_steps", uint64_t{0});
     // The evaluator ends once it has evaluated the checkpoint at max_steps.
     evaluator_->wait_for_line("\x01", patience);
-    r.accuracy = final_accuracy(lines_of(evaluator_->stdout_seen(), "evaluator"));
-    if (r.accuracy < 0) {
-      r.failure = "the evaluator reported no accuracy: " + evaluator_->read_stderr();
+    r.quality = final_quality(lines_of(evaluator_->stdout_seen(), "evaluator"), job_);
+    if (r.quality < 0) {
+      r.failure = "the evaluator reported no " + job_.metric + ": " + evaluator_->read_stderr();
       return r;
     }
     r.completed = true;
@@ -229,40 +272,14 @@ private:
                         {"ps", {any}},
                         {"worker", std::vector<std::string>(workers_, any)},
                         {"evaluator", {any}}};
-    return {binary_,
-            "estimator",
-            "fashion-mnist",
-            "--data",
-            soak_fashion_mnist_dir,
-            "--hidden",
-            "64",
-            "--seed",
-            std::to_string(o_.seed),
-            "--threads",
-            "1",
-            "--train-examples",
-            "0",
-            "--eval-examples",
-            "0",
-            "--learning-rate",
-            "0.0003",
-            "--batch",
-            "256",
-            "--task-type",
-            type,
-            "--task-index",
-            std::to_string(index),
-            "--cluster-spec",
-            spec.dump(),
-            "--max-steps",
-            std::to_string(max_steps),
-            "--save-checkpoints-steps",
-            "100",
-            "--model-dir",
-            dir_ + "/model",
-            "--node-config",
-            dir_ + "/node.toml",
-            "--quiet"};
+    std::vector<std::string> out{binary_, "estimator"};
+    out.insert(out.end(), job_.app.begin(), job_.app.end());
+    out.insert(out.end(),
+               {"--threads", "1", "--task-type", type, "--task-index", std::to_string(index),
+                "--cluster-spec", spec.dump(), "--max-steps", std::to_string(job_.max_steps),
+                "--save-checkpoints-steps", "100", "--model-dir", dir_ + "/model", "--node-config",
+                dir_ + "/node.toml", "--quiet"});
+    return out;
   }
 
   /// A ps or worker task, and its process while it runs.
@@ -279,6 +296,7 @@ private:
   }
 
   const soak_options& o_;
+  const roles_job& job_;
   std::string binary_;
   std::string dir_;
   size_t workers_;
@@ -318,28 +336,26 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     return make_error(errc::invalid_config,
                       "chaos soak: the estimator job needs at least 4 "
                       "nodes: a chief, a ps and 2 workers");
-  if (!fs::exists(fs::path{soak_fashion_mnist_dir} / "train-images-idx3-ubyte.gz"))
-    return make_error(errc::invalid_config,
-                      "chaos soak: the estimator job trains on Fashion-MNIST, which is not in " +
-                        std::string{soak_fashion_mnist_dir} +
-                        ": apt-get install dataset-fashion-mnist (make deps)");
+  auto job = roles_job_of(o);
+  if (!job)
+    return std::move(job.error());
   soak_result result;
 
   // The clean run: the same job and seed, left alone.
-  soak_log(o, "clean run of estimator on " + std::to_string(o.nodes) + " processes");
+  soak_log(o, "clean run of " + o.job + " on " + std::to_string(o.nodes) + " processes");
   {
-    roles_run clean{o, binary, o.dir + "/clean"};
+    roles_run clean{o, *job, binary, o.dir + "/clean"};
     if (auto err = clean.start())
       return err;
     auto r = await_chief(clean, std::chrono::duration<double>(1800), [] {});
     if (!r.completed)
       return make_error(errc::io_error, "chaos soak: the clean run failed: " + r.failure);
     result.clean_seconds = r.seconds;
-    result.clean_quality = r.accuracy;
+    result.clean_quality = r.quality;
   }
 
   // The soak.
-  roles_run run{o, binary, o.dir + "/soaked"};
+  roles_run run{o, *job, binary, o.dir + "/soaked"};
   if (auto err = run.start())
     return err;
   auto seed = runtime::parse_host_port(run.chief_address());
@@ -419,8 +435,8 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   // since the last checkpoint, which the chief loads into the servers again.
   result.lost_work = r.worker_restarts + r.replayed_steps;
   if (r.completed) {
-    result.quality = r.accuracy;
-    result.quality_delta = (r.accuracy - result.clean_quality) / result.clean_quality;
+    result.quality = r.quality;
+    result.quality_delta = (r.quality - result.clean_quality) / result.clean_quality;
   }
   return result;
 }

@@ -15,11 +15,13 @@ namespace darcy::apps {
 /// Where the Estimator soak's Fashion-MNIST comes from (the dataset-fashion-mnist package).
 inline constexpr const char* soak_fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
 
-/// The Estimator soak: Fashion-MNIST's DNN trained asynchronously by a chief, one ps and
-/// o.nodes - 2 workers, with an evaluator whose mean accuracy over the checkpoints of the last
-/// 500 global steps is the quality. The ps and the workers are killed; the chief loads a ps
-/// started again from the last checkpoint. errc::invalid_config for fewer than 4 nodes or no
-/// Fashion-MNIST; errc::io_error when the clean run fails.
+/// The Estimator soak (o.job "estimator": Fashion-MNIST's DNN; "ctr": a small DLRM on
+/// generated click data, its tables on the ps node's embedding shards) trained asynchronously
+/// by a chief, one ps and o.nodes - 2 workers, with an evaluator whose mean accuracy (AUC) over
+/// the checkpoints of the last 500 global steps is the quality. The ps and the workers are
+/// killed; the chief loads a ps started again from the last checkpoint, embedding shards
+/// included. errc::invalid_config for fewer than 4 nodes or no Fashion-MNIST; errc::io_error
+/// when the clean run fails.
 caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::string& binary);
 
 } // namespace darcy::apps

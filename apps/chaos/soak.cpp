@@ -251,10 +251,10 @@ bool recovered(const cluster_status& st, const pending_recovery& p) {
 
 caf::expected<soak_result> run_soak(const soak_options& o) {
   if (o.job != "wals" && o.job != "word2vec" && o.job != "moe" && o.job != "estimator" &&
-      o.job != "serving")
+      o.job != "ctr" && o.job != "serving")
     return make_error(errc::invalid_config,
                       "chaos soak: job '" + o.job +
-                        "' is not one it can run (wals, word2vec, moe, estimator, serving)");
+                        "' is not one it can run (wals, word2vec, moe, estimator, ctr, serving)");
   if (o.nodes < 2)
     return make_error(errc::invalid_config,
                       "chaos soak: at least 2 nodes (the seed is never killed)");
@@ -267,7 +267,7 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
   fs::create_directories(o.dir, ec);
   if (ec)
     return make_error(errc::io_error, "chaos soak: cannot create " + o.dir + ": " + ec.message());
-  if (o.job == "estimator")
+  if (o.job == "estimator" || o.job == "ctr")
     return run_estimator_soak(o, binary);
   if (o.job == "serving")
     return run_serving_soak(o, binary);
@@ -511,7 +511,7 @@ nlohmann::json soak_metrics(const soak_options& o, const soak_result& r) {
                    {"quality_delta", r.quality_delta}};
   // The issue asks it of WALS; a one-thread word2vec run is deterministic too, so it says
   // whether the soaked vectors equal the clean run's. Asynchronous Estimator training is not.
-  if (o.job != "estimator")
+  if (o.job != "estimator" && o.job != "ctr")
     m["bit_equal"] = r.bit_equal ? 1 : 0;
   return m;
 }

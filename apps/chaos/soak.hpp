@@ -29,7 +29,7 @@
 namespace darcy::apps {
 
 struct soak_options {
-  /// "wals", "word2vec", "moe", "estimator" (apps/chaos/estimator_soak.hpp) or "serving"
+  /// "wals", "word2vec", "moe", "estimator" or "ctr" (apps/chaos/estimator_soak.hpp) or "serving"
   /// (apps/chaos/serving_soak.hpp).
   std::string job = "wals";
   uint32_t kills = 3;

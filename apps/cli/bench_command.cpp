@@ -1,4 +1,5 @@
 // `darcy bench NAME`: the benchmarks, each ending with one machine-readable JSON line.
+#include "apps/bench/ctr_bench.hpp"
 #include "apps/bench/embedding_bench.hpp"
 #include "apps/bench/estimator_bench.hpp"
 #include "apps/bench/messaging_bench.hpp"
@@ -161,6 +162,29 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 64));
   est_cmd->callback(
     [est, &exit_code] { exit_code = report("bench estimator", run_estimator_bench(*est)); });
+
+  auto ctr = std::make_shared<ctr_bench_options>();
+  auto ctr_cmd = bench->add_subcommand(
+    "ctr", "DLRM and Wide & Deep on generated click data versus PyTorch's reference DLRM");
+  ctr_cmd->add_option("--rows", ctr->rows, "Training rows")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  ctr_cmd->add_option("--test-rows", ctr->test_rows, "Test rows (later rows of the same stream)")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  ctr_cmd->add_option("--dir", ctr->dir, "Where the generated files are kept and reused");
+  ctr_cmd->add_option("--max-ids", ctr->max_ids, "Cap every field's ids (0: Kaggle's)");
+  ctr_cmd->add_option("--epochs", ctr->epochs, "Passes over the training rows")
+    ->check(CLI::Range(1, 100));
+  ctr_cmd->add_option("--batch", ctr->batch, "Examples per step")->check(CLI::Range(1, 1 << 20));
+  ctr_cmd->add_option("--embedding-dim", ctr->embedding_dim, "Width of every field's rows")
+    ->check(CLI::Range(1, 4096));
+  ctr_cmd->add_option("--bottom", ctr->bottom_units, "Bottom MLP (ends at the embedding dim)")
+    ->delimiter(',');
+  ctr_cmd->add_option("--top", ctr->top_units, "Top MLP (Wide & Deep's DNN too)")->delimiter(',');
+  ctr_cmd->add_option("--threads", ctr->threads, "Threads, every side")->check(CLI::Range(1, 256));
+  ctr_cmd->add_option("--seed", ctr->seed, "Seed of the data and the models");
+  ctr_cmd->add_flag("!--no-peer", ctr->peer, "Skip the PyTorch peers");
+  ctr_cmd->add_option("--python", ctr->python, "Python with torch (Debian's python3-torch)");
+  ctr_cmd->callback([ctr, &exit_code] { exit_code = report("bench ctr", run_ctr_bench(*ctr)); });
 
   auto emb = std::make_shared<embedding_bench_options>();
   auto embedding = bench->add_subcommand("embedding", "Embedding paths versus a dense gather");

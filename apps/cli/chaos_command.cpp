@@ -109,9 +109,10 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
     "drops and delays a share of its messages; compare with a clean run");
   soak
     ->add_option("--job", so->job,
-                 "wals, word2vec, moe, estimator (Fashion-MNIST's DNN) or serving (darcy serve "
-                 "with shard servers on the nodes)")
-    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "serving"}));
+                 "wals, word2vec, moe, estimator (Fashion-MNIST's DNN), ctr (DLRM on generated "
+                 "clicks, tables on the ps) or serving (darcy serve with shard servers on the "
+                 "nodes)")
+    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "ctr", "serving"}));
   soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
     ->check(CLI::Range(0, 100));
   soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
@@ -141,18 +142,20 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
               << "  recovery         p50 " << r->recover_p50_s << " s, max " << r->recover_max_s
               << " s\n"
               << "  lost work        " << r->lost_work
-              << (so->job == "wals"        ? " blocks issued again"
-                  : so->job == "moe"       ? " steps replayed"
-                  : so->job == "estimator" ? " worker steps in flight at a kill (at most), and "
-                                             "global steps replayed after a ps kill"
-                  : so->job == "serving"   ? " requests refused (503 or 504) and asked again"
-                                           : " batches replayed")
+              << (so->job == "wals"  ? " blocks issued again"
+                  : so->job == "moe" ? " steps replayed"
+                  : so->job == "estimator" || so->job == "ctr"
+                    ? " worker steps in flight at a kill (at most), and "
+                      "global steps replayed after a ps kill"
+                  : so->job == "serving" ? " requests refused (503 or 504) and asked again"
+                                         : " batches replayed")
               << "\n"
               << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"
               << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
               << r->quality_delta << ")\n"
               << "  output           "
-              << (so->job == "estimator" ? "asynchronous training: not comparable byte for byte"
+              << (so->job == "estimator" || so->job == "ctr"
+                    ? "asynchronous training: not comparable byte for byte"
                   : so->job == "serving" && r->bit_equal
                     ? "every answer equal to the clean run's (ids and scores)"
                   : r->bit_equal ? "equal to the clean run's, byte for byte"

@@ -48,16 +48,11 @@ de_config cross_table(const ctr_options& o, uint32_t a, uint32_t b) {
   return c;
 }
 
-/// The dynamic-embedding columns of every categorical field, tables of `dim` from `table`.
-caf::expected<est::column_list> field_columns(ops::session& s,
-                                              const std::function<de_config(size_t)>& table) {
-  est::column_list out;
-  for (size_t f = 0; f < ctr_cat_fields; ++f) {
-    auto c = est::dynamic_embedding_column(s, est::ctr_field_key(f), table(f), ce::combiner::sum);
-    if (!c)
-      return std::move(c.error());
-    out.push_back(*c);
-  }
+/// Every categorical field as a field of a dynamic-embedding group, its table from `table`.
+std::vector<est::dynamic_field> categorical_fields(const std::function<de_config(size_t)>& table) {
+  std::vector<est::dynamic_field> out;
+  for (size_t f = 0; f < ctr_cat_fields; ++f)
+    out.push_back({est::ctr_field_key(f), nullptr, table(f)});
   return out;
 }
 
@@ -185,28 +180,29 @@ caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
                                         ce::numeric_transform::log1p);
   if (!ints)
     return make_error(ints.error());
-  auto deep = field_columns(s, [&](size_t f) { return ctr_table(o, f); });
+  // Every table is looked up in one request a step (26 round trips would be the step's cost
+  // on a cluster).
+  auto deep = est::dynamic_embedding_columns(
+    s, categorical_fields([&](size_t f) { return ctr_table(o, f); }), ce::combiner::sum);
   if (!deep)
     return std::move(deep.error());
   if (o.model == ctr_model_kind::dlrm) {
     est::dlrm_options d;
     d.dense_columns = {*ints};
-    d.embedding_columns = std::move(*deep);
+    d.embedding_columns = {*deep};
     d.bottom_units = o.bottom_units;
     d.top_units = o.top_units;
     return est::dlrm_classifier(std::move(d));
   }
   // Wide & Deep: the deep part sees the counts and every field's embedding; the wide part a
   // weight per id of every field and per crossed id of each cross.
-  auto wide = field_columns(s, [&](size_t f) {
+  auto wide_fields = categorical_fields([&](size_t f) {
     auto c = ctr_table(o, f);
     c.name = "ctr_wide_" + est::ctr_field_key(f);
     c.dim = 1;
     c.init = {.kind = init_kind::zeros, .seed = o.seed};
     return c;
   });
-  if (!wide)
-    return std::move(wide.error());
   for (auto [a, b] : o.crosses) {
     // The cross's ids are the pair's hash over all 64 bits: the dynamic table has no buckets
     // to fill, only rows for the pairs that occur.
@@ -217,17 +213,14 @@ caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
     auto crossed = ce::crossed_column({*ca, *cb}, ~uint64_t{0});
     if (!crossed)
       return make_error(crossed.error());
-    auto column =
-      est::dynamic_embedding_column(s, *crossed, cross_table(o, a, b), ce::combiner::sum);
-    if (!column)
-      return std::move(column.error());
-    wide->push_back(*column);
+    wide_fields.push_back({{}, *crossed, cross_table(o, a, b)});
   }
-  est::column_list deep_columns{*ints};
-  deep_columns.insert(deep_columns.end(), deep->begin(), deep->end());
-  return est::dnn_linear_combined_model({.columns = std::move(deep_columns),
+  auto wide = est::dynamic_embedding_columns(s, std::move(wide_fields), ce::combiner::sum);
+  if (!wide)
+    return std::move(wide.error());
+  return est::dnn_linear_combined_model({.columns = {*ints, *deep},
                                          .hidden_units = o.hidden_units,
-                                         .linear_columns = std::move(*wide),
+                                         .linear_columns = {*wide},
                                          .head = {.kind = ce::head_kind::binary}});
 }
 

@@ -113,11 +113,12 @@ caf::expected<model_fn> dlrm_classifier(dlrm_options o) {
   if (auto err = check_dropout(o.dropout))
     return err;
   for (auto& c : o.embedding_columns)
-    if (c->width() != o.bottom_units.back())
-      return make_error(errc::invalid_config, "dlrm_classifier: embedding column " + c->name() +
-                                                " is " + std::to_string(c->width()) +
-                                                " wide, the bottom MLP's output " +
-                                                std::to_string(o.bottom_units.back()));
+    if (c->width() % o.bottom_units.back() != 0)
+      return make_error(errc::invalid_config,
+                        "dlrm_classifier: embedding column " + c->name() + " is " +
+                          std::to_string(c->width()) +
+                          " wide, not a multiple of the bottom MLP's output " +
+                          std::to_string(o.bottom_units.back()));
   auto h = head<float>::make({{.kind = compute::estimator::head_kind::binary}});
   if (!h)
     return make_error(h.error());

@@ -50,7 +50,8 @@ struct dlrm_options {
   /// The bottom MLP's input: numeric columns (Criteo's 13 counts, log1p).
   column_list dense_columns;
   /// One embedding per categorical field, each as wide as the bottom MLP's last layer (usually
-  /// dynamic_embedding_columns of raw strings).
+  /// dynamic embeddings of raw strings; a column of several fields side by side, as
+  /// dynamic_embedding_columns makes, counts as that many).
   column_list embedding_columns;
   /// ReLU after every layer of both MLPs; the top MLP is followed by the logit layer.
   std::vector<uint32_t> bottom_units = {512, 256, 64, 16};
@@ -64,7 +65,8 @@ struct dlrm_options {
 /// logits = dense(top(dot_interaction(bottom(input(dense_columns)),
 /// input(embedding_columns)))), with a logistic head: a click-through classifier.
 /// errc::invalid_config for no columns of either kind, an empty MLP or a layer of 0 units, an
-/// embedding column whose width is not bottom_units.back(), or a dropout outside [0, 1).
+/// embedding column whose width is not a multiple of bottom_units.back(), or a dropout outside
+/// [0, 1).
 caf::expected<model_fn> dlrm_classifier(dlrm_options o);
 
 } // namespace darcy::ops::estimator

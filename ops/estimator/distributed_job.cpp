@@ -24,8 +24,9 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
     // Lookups and backward passes go straight to the shards on the ps nodes: the chief's
     // master would add a hop each way, and its checkpoints are asynchronous ones anyway (the
     // dense variables are read from the servers while the workers train).
-    auto s =
-      session::attach(sys, {.embedding_service = job_embedding_service, .direct_shards = true});
+    auto s = session::attach(sys, {.shard_retry = ps_attempt_timeout,
+                                   .embedding_service = job_embedding_service,
+                                   .direct_shards = true});
     if (!s)
       return std::move(s.error());
     embeddings = std::move(*s);

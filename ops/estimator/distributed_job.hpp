@@ -26,9 +26,9 @@ namespace darcy::ops::estimator {
 /// The service name under which a job's chief publishes its embedding service.
 inline constexpr const char* job_embedding_service = "estimator.embeddings";
 
-/// How long a role's parameter-server request waits before it is sent again: a message lost
-/// on the way costs this long, not the whole request timeout. Far above a server's answer
-/// time on a loaded machine (milliseconds).
+/// How long a role's request to a parameter server or an embedding shard waits before it is
+/// sent again: a message lost on the way costs this long, not the whole request timeout. Far
+/// above a server's answer time on a loaded machine (milliseconds).
 inline constexpr std::chrono::milliseconds ps_attempt_timeout{200};
 
 struct estimator_job {

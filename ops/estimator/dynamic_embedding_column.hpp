@@ -1,7 +1,8 @@
 // dynamic_embedding_column: a feature column of raw strings backed by the dynamic embedding
 // service, with no vocabulary and no hash bucket. A new string gets a row as the embedding's
 // admission policy allows; backward() sends the rows' gradients to the service, whose own
-// optimizer (the embedding's de_config) applies them.
+// optimizer (the embedding's de_config) applies them. dynamic_embedding_columns groups several
+// fields into one column with one lookup per batch.
 //
 //   de_config words{.dim = 16};
 //   words.optimizer = {optimizer_kind::adagrad, 0.1f};
@@ -33,6 +34,24 @@ caf::expected<compute::estimator::dense_ptr<float>> dynamic_embedding_column(
 /// `config.name` defaults to the column's name.
 caf::expected<compute::estimator::dense_ptr<float>> dynamic_embedding_column(
   session& s, compute::estimator::categorical_ptr column, de_config config,
+  compute::estimator::combiner how = compute::estimator::combiner::mean);
+
+/// One field of a group: the strings of feature `key`, or the bucket ids of `column` when it
+/// is set (then `key` defaults to the column's name), in embedding `config.name` (`key` when
+/// empty).
+struct dynamic_field {
+  std::string key;
+  compute::estimator::categorical_ptr column;
+  de_config config;
+};
+
+/// The rows of several fields side by side (width: the sum of their dims, in order), all
+/// fields looked up in one request to the service and their gradients sent in one backward: a
+/// model of tens of sparse fields (click-through prediction) makes one round trip a step
+/// instead of one per field. errc::invalid_config for no field, a dimension of 0, or two
+/// fields of one embedding.
+caf::expected<compute::estimator::dense_ptr<float>> dynamic_embedding_columns(
+  session& s, std::vector<dynamic_field> fields,
   compute::estimator::combiner how = compute::estimator::combiner::mean);
 
 } // namespace darcy::ops::estimator

@@ -131,6 +131,13 @@ caf::error estimator::restore_variables() {
     auto restored = ops::restore(*cfg_.embeddings, dir + "/" + embeddings);
     if (!restored)
       return std::move(restored.error());
+    restored_rows_ = 0;
+    for (auto& c : restored->embeddings) {
+      auto s = ops::stats(*cfg_.embeddings, c.name);
+      if (!s)
+        return std::move(s.error());
+      restored_rows_ += s->rows;
+    }
   }
   global_step_ = static_cast<uint64_t>(manifest->step);
   saved_step_ = global_step_;

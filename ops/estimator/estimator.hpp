@@ -122,6 +122,8 @@ public:
   caf::error reload();
 
   uint64_t global_step() const { return global_step_; }
+  /// The rows the dynamic embeddings held right after the last restore from a checkpoint.
+  uint64_t restored_embedding_rows() const { return restored_rows_; }
   const run_config& config() const { return cfg_; }
   variable_store& variables() { return vars_; }
 
@@ -150,6 +152,7 @@ private:
   variable_store vars_;
   compute::nn::optimizer optimizer_;
   uint64_t global_step_ = 0;
+  uint64_t restored_rows_ = 0;
   /// The global step of the newest checkpoint this estimator saved or restored.
   uint64_t saved_step_ = 0;
   std::string input_position_;

@@ -101,29 +101,40 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
       return err;
   }
   // Columns backed by the embedding service: built on the export's own snapshot.
-  compute::estimator::column_resolver<float> service_columns =
-    [&m](const nlohmann::json& spec) -> plain_expected<compute::estimator::dense_ptr<float>> {
-    if (spec.at("kind").get<std::string>() != "dynamic_embedding")
-      return plain_error{errc::invalid_config,
-                         "exported model: unknown column kind " + spec.at("kind").dump()};
+  // Columns backed by the embedding service: built on the export's own snapshot.
+  auto field_of = [&m](const nlohmann::json& spec) -> plain_expected<dynamic_field> {
     auto config = m->embedding_config(spec.at("name").get<std::string>());
     if (!config)
       return to_plain(config.error());
+    dynamic_field f{spec.at("key").get<std::string>(), nullptr, *config};
+    if (spec.contains("column")) {
+      auto ids = compute::estimator::categorical_from_spec(spec.at("column"));
+      if (!ids)
+        return ids.error();
+      f.column = *ids;
+    }
+    return f;
+  };
+  compute::estimator::column_resolver<float> service_columns =
+    [&m, &field_of](
+      const nlohmann::json& spec) -> plain_expected<compute::estimator::dense_ptr<float>> {
+    auto kind = spec.at("kind").get<std::string>();
+    if (kind != "dynamic_embedding" && kind != "dynamic_embeddings")
+      return plain_error{errc::invalid_config,
+                         "exported model: unknown column kind " + spec.at("kind").dump()};
     auto how = compute::estimator::combiner_named(spec.at("combiner").get<std::string>());
     if (!how)
       return plain_error{errc::invalid_config,
                          "exported model: unknown combiner " + spec.at("combiner").dump()};
-    if (!spec.contains("column")) {
-      auto column =
-        dynamic_embedding_column(*m->session_, spec.at("key").get<std::string>(), *config, *how);
-      if (!column)
-        return to_plain(column.error());
-      return *column;
+    std::vector<dynamic_field> fields;
+    for (auto& f :
+         kind == "dynamic_embedding" ? nlohmann::json::array({spec}) : spec.at("fields")) {
+      auto field = field_of(f);
+      if (!field)
+        return field.error();
+      fields.push_back(std::move(*field));
     }
-    auto ids = compute::estimator::categorical_from_spec(spec.at("column"));
-    if (!ids)
-      return ids.error();
-    auto column = dynamic_embedding_column(*m->session_, *ids, *config, *how);
+    auto column = dynamic_embedding_columns(*m->session_, std::move(fields), *how);
     if (!column)
       return to_plain(column.error());
     return *column;

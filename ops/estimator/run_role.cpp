@@ -145,6 +145,9 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   if (auto err = chief.build(job.train_input(0)))
     return fail(std::move(err));
   resumed = chief.global_step();
+  if (embeddings && resumed > 0)
+    std::cerr << "chief: restored " << chief.restored_embedding_rows()
+              << " embedding rows from the checkpoint at global step " << resumed << std::endl;
   // Every worker prefers its own node, then the other workers' nodes.
   auto workers = o.role.count(task_type::worker);
   supervisor_spec spec{.name = "estimator.workers", .intensity = 20, .period_ms = 60000};
@@ -257,10 +260,15 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   auto tasks = await_tasks(sys, services, o.role);
   if (!tasks)
     return std::move(tasks.error());
-  // The embedding service's shards live on the ps nodes, as the dense variables do.
+  // The embedding service's shards live on the ps nodes, as the dense variables do. After a
+  // ps node died the service is started afresh (its master and every shard), and the round's
+  // chief restores it from the last checkpoint with the dense variables.
   std::unique_ptr<session> embeddings;
-  if (job->uses_embeddings) {
-    session_options so{.timeout = request_timeout};
+  auto start_embeddings = [&]() -> caf::error {
+    embeddings.reset();
+    if (!job->uses_embeddings)
+      return {};
+    session_options so{.timeout = request_timeout, .shard_retry = ps_attempt_timeout};
     for (size_t i = 0; i < o.role.count(task_type::ps); ++i)
       so.shard_nodes.push_back(task_name(task_type::ps, i));
     auto s = session::attach(sys, so);
@@ -269,7 +277,10 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     if (auto err = (*s)->publish_embeddings(job_embedding_service, o.role.node_name()))
       return err;
     embeddings = std::move(*s);
-  }
+    return {};
+  };
+  if (auto err = start_embeddings())
+    return err;
   auto start = std::chrono::steady_clock::now();
   std::ofstream summary;
   if (!o.summary.empty())
@@ -288,15 +299,10 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     if (r.lost_ps < 0)
       break;
     auto lost = task_name(task_type::ps, static_cast<size_t>(r.lost_ps));
-    if (embeddings)
-      return make_error(errc::unavailable,
-                        "chief: the parameter server on " + lost +
-                          " is gone, and with it shards of the embedding service: start every "
-                          "role again, and the chief resumes from its last checkpoint (global "
-                          "step " +
-                          std::to_string(r.saved) + ")");
     // Like a TF session recreated after a ps failure: once the ps task has joined again, every
-    // server is loaded from the last checkpoint and the workers continue from its step.
+    // server is loaded from the last checkpoint and the workers continue from its step. The
+    // embedding service lost shards with the node: it stops now, and starts again below.
+    embeddings.reset();
     replayed += r.step > r.saved ? r.step - r.saved : 0;
     auto patience_s = std::to_string(o.ps_rejoin_timeout.count() / 1000);
     std::cerr << "chief: the parameter server on " << lost << " is gone; waiting up to "
@@ -314,6 +320,8 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
                           " s: start every role again, and "
                           "the chief resumes from its last checkpoint (global step " +
                           std::to_string(r.saved) + ")");
+    if (auto err = start_embeddings())
+      return err;
     ++ps_recoveries;
   }
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

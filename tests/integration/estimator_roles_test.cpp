@@ -3,7 +3,8 @@
 // worker node SIGKILLed mid-training has its worker restarted elsewhere and the job completes;
 // a SIGKILLed chief, started again, resumes from its last checkpoint; a SIGKILLed ps started
 // again is loaded from the last checkpoint and the job completes, and one that does not come
-// back stops the chief with what to do. Fashion-MNIST comes from
+// back stops the chief with what to do; a ps holding embedding shards (ctr) is recovered the
+// same way, its shards restored. Fashion-MNIST comes from
 // the dataset-fashion-mnist package that `make deps` installs. The same drills run brown-genre
 // on a small corpus written here, whose tables live in the embedding service: the chief's
 // master, the ps node's shards.
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -43,6 +45,31 @@ std::vector<std::string> brown_genre_app(const std::string& dir) {
   return {"brown-genre", "--corpus",       dir,    "--passage-words",  "20",   "--batch",
           "8",           "--hash-buckets", "1024", "--bigram-buckets", "4096", "--embedding-dim",
           "8",           "--hidden",       "8"};
+}
+
+/// ctr's DLRM, small, on generated Criteo-format files written into `dir`: 26 tables in the
+/// embedding service, whose shards live on the ps node.
+std::vector<std::string> ctr_app(const std::string& dir) {
+  for (auto [name, first] : {std::pair{"train.tsv", "0"}, std::pair{"test.tsv", "4000"}}) {
+    auto r = run_darcy({"data", "ctr", "--rows", "4000", "--first-row", first, "--max-ids", "50",
+                        "--out", dir + "/" + name});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  return {"ctr",
+          "--train",
+          dir + "/train.tsv",
+          "--eval",
+          dir + "/test.tsv",
+          "--top",
+          "8",
+          "--bottom",
+          "8,4",
+          "--embedding-dim",
+          "4",
+          "--batch",
+          "32",
+          "--eval-examples",
+          "1000"};
 }
 
 /// One job's processes: the chief first (on a free port), then the ps, two workers and the
@@ -342,6 +369,48 @@ TEST_F(estimator_roles, a_ps_killed_and_started_again_is_loaded_from_the_last_ch
   ASSERT_FALSE(evals.empty());
   EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
   EXPECT_GT(evals.back()["accuracy"].get<double>(), 0.5);
+  j.expect_hosts_exit();
+}
+
+TEST(estimator_roles_embeddings, a_ctr_ps_killed_with_its_embedding_shards_is_recovered) {
+  temp_dir dir{"estimator_roles_kill_ps_ctr"};
+  job j{dir.path(), 700, ctr_app(dir.path())};
+  ASSERT_NO_FATAL_FAILURE(start_until_the_first_checkpoint(j));
+  j.ps->signal(SIGKILL);
+  ASSERT_TRUE(j.ps->wait(roles_patience));
+  // The chief names the checkpoint it will resume from once the ps is back; nothing newer can
+  // be saved meanwhile (the servers are gone).
+  constexpr std::string_view resuming = "resuming from the checkpoint at global step ";
+  auto deadline = std::chrono::steady_clock::now() + roles_patience;
+  std::string err;
+  while ((err = j.chief->read_stderr()).find(resuming) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto at = err.find(resuming);
+  ASSERT_NE(at, std::string::npos) << err;
+  auto step = std::stoll(err.substr(at + resuming.size()));
+  auto [saved_step, saved] = newest_checkpoint(j.dir + "/model");
+  ASSERT_EQ(saved_step, step);
+  ASSERT_GT(saved.size(), 26u) << "the checkpoint holds the tables' rows";
+  j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
+  auto result = j.chief_result();
+  EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps) << result.dump();
+  EXPECT_EQ(result.value("ps_recoveries", 0), 1) << result.dump();
+  // The embedding service started afresh on the new ps node and was restored: right after the
+  // restore it held exactly the checkpoint's rows, and none of them is lost by the end.
+  EXPECT_NE(j.chief->read_stderr().find("restored " + std::to_string(saved.size()) +
+                                        " embedding rows from the checkpoint at global step " +
+                                        std::to_string(step)),
+            std::string::npos)
+    << j.chief->read_stderr();
+  auto [final_step, final_rows] = newest_checkpoint(j.dir + "/model");
+  EXPECT_EQ(final_step, result["global_step"].get<int64_t>());
+  for (auto& [key, row] : saved)
+    EXPECT_EQ(final_rows.count(key), 1u) << key.first << " " << key.second << " was lost";
+  auto evals = j.evaluations();
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
+  EXPECT_GT(evals.back()["auc_roc"].get<double>(), 0.55);
   j.expect_hosts_exit();
 }
 

@@ -159,7 +159,7 @@ TEST(canned_dlrm, bad_options_are_refused_by_name) {
      [](dlrm_options& o) {
        o.bottom_units = {4, 3};
      },
-     "c0_embedding is 2 wide"},
+     "c0_embedding is 2 wide, not a multiple of the bottom MLP's output 3"},
     {"dropout of 1", [](dlrm_options& o) { o.dropout = 1; }, "dropout"},
   };
   for (auto& c : cases) {

@@ -196,6 +196,63 @@ TEST(dynamic_embedding_column, an_export_holds_the_rows_and_predicts_exactly_as_
     << "a binary head predicts no labels";
 }
 
+TEST(dynamic_embedding_column, a_group_is_its_fields_side_by_side_and_exports_as_one) {
+  test::temp_dir dir{"dynamic_column_group"};
+  auto data = words(64);
+  auto hashed = ce::categorical_column_with_hash_bucket("words", 1000);
+  ASSERT_TRUE(hashed);
+  auto raw = word_config();
+  raw.name = "raw";
+  auto wide = word_config();
+  wide.name = "hashed";
+  wide.dim = 1;
+  std::vector<dynamic_field> fields{{"words", nullptr, raw}, {{}, *hashed, wide}};
+  std::vector<size_t> all(64);
+  std::iota(all.begin(), all.end(), size_t{0});
+  auto b = gather(*data, all);
+  // The same rows as the fields' own columns give, in a service of their own.
+  auto s = session::open({});
+  auto alone = session::open({});
+  ASSERT_TRUE(s && alone);
+  auto group = dynamic_embedding_columns(**s, fields);
+  ASSERT_TRUE(group) << render(group.error());
+  EXPECT_EQ((*group)->width(), 5u);
+  auto first = dynamic_embedding_column(**alone, "words", raw);
+  auto second = dynamic_embedding_column(**alone, *hashed, wide);
+  ASSERT_TRUE(first && second);
+  auto together = (*group)->forward(b.features);
+  auto a = (*first)->forward(b.features);
+  auto c = (*second)->forward(b.features);
+  ASSERT_TRUE(together && a && c);
+  EXPECT_EQ(together->leftCols(4), *a);
+  EXPECT_EQ(together->rightCols(1), *c);
+
+  auto fn = dnn_model({.columns = {*ce::numeric_column<float>("x"), *group},
+                       .hidden_units = {8},
+                       .head = {.kind = ce::head_kind::binary}});
+  ASSERT_TRUE(fn);
+  estimator e{*fn, session_config(**s)};
+  ASSERT_TRUE(e.train(column_input(data, 0), 30));
+  auto trained = ops::stats(**s, "hashed");
+  ASSERT_TRUE(trained);
+  EXPECT_GT(trained->rows, 0u) << "the second field's table trained too";
+  auto version = export_model(e, dir.path(), column_input(data, 1));
+  ASSERT_TRUE(version) << render(version.error());
+  auto expected =
+    e.predict([data] { return make_dataset(data, {.batch_size = 64, .shuffle = false}); });
+  ASSERT_TRUE(expected);
+  auto loaded = exported_model::load(dir.path());
+  ASSERT_TRUE(loaded) << render(loaded.error());
+  auto got = (*loaded)->predict(b);
+  ASSERT_TRUE(got) << render(got.error());
+  EXPECT_TRUE(*got == *expected);
+
+  EXPECT_TRUE(is(dynamic_embedding_columns(**s, {}).error(), errc::invalid_config));
+  auto twice = dynamic_embedding_columns(**s, {{"words", nullptr, raw}, {"x", nullptr, raw}});
+  ASSERT_FALSE(twice);
+  EXPECT_NE(render(twice.error()).find("two fields name embedding 'raw'"), std::string::npos);
+}
+
 TEST(dynamic_embedding_column, bad_configs_and_features_are_refused) {
   auto s = session::open({});
   ASSERT_TRUE(s);

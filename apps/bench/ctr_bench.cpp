@@ -1,0 +1,303 @@
+#include "apps/bench/ctr_bench.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/bench/python_peer.hpp"
+#include "apps/estimator/ctr.hpp"
+#include "messages/error.hpp"
+#include "ops/ctr_data.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The peers, as DLRM's users run its reference (dlrm_s_pytorch.py): a dictionary per field
+// built in a first pass over the training file (ids unseen in it read row 0), one
+// nn.EmbeddingBag(sparse=True) per field initialised U(-sqrt(1/n), sqrt(1/n)), the same MLPs
+// and interaction, SGD at 0.1 for every parameter, batches of a shuffled permutation. "hashed"
+// is the same model with each field hashed into 1M rows (--max-ind-range). "lr" is a logistic
+// regression on every field and every pair of fields hashed into 2^22 weights. Each prints one
+// JSON line: examples/s of training (parsing excluded) and the test AUC.
+constexpr const char* torch_ctr_peer = R"PY(
+import json, re, sys, time
+import numpy as np
+import torch
+train_path, test_path, epochs, batch, threads, dim = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+bottom = [int(x) for x in sys.argv[7].split(",")]
+top = [int(x) for x in sys.argv[8].split(",")]
+variants = sys.argv[9].split(",")
+torch.set_num_threads(threads)
+F = 26
+def load(path):
+    labels, ints, cats = [], [], []
+    with open(path) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            labels.append(float(p[0]))
+            ints.append([float(v) if v else 0.0 for v in p[1:14]])
+            cats.append(p[14:40])
+    x = np.log1p(np.maximum(np.array(ints, dtype=np.float32), 0))
+    return np.array(labels, dtype=np.float32), x, cats
+def auc(s, y):
+    order = np.argsort(s, kind="mergesort"); r = np.empty(len(s)); r[order] = np.arange(1, len(s) + 1)
+    # ties share their mean rank
+    ss = s[order]; i = 0
+    while i < len(ss):
+        j = i
+        while j + 1 < len(ss) and ss[j + 1] == ss[i]: j += 1
+        if j > i: r[order[i:j + 1]] = (i + j + 2) / 2.0
+        i = j + 1
+    pos = y == 1
+    return float((r[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) / (pos.sum() * (~pos).sum()))
+t0 = time.perf_counter()
+ytr, xtr, ctr = load(train_path)
+yte, xte, cte = load(test_path)
+load_s = time.perf_counter() - t0
+def dictionary_ids():
+    # The reference DLRM's first pass: a dictionary per field over the training data (0: unseen).
+    vocab = [dict() for _ in range(F)]
+    def ids(cats, grow):
+        out = np.zeros((len(cats), F), dtype=np.int64)
+        for i, row in enumerate(cats):
+            for f in range(F):
+                v = row[f]
+                if not v: continue
+                d = vocab[f]
+                k = d.get(v)
+                if k is None:
+                    if not grow: continue
+                    k = d[v] = len(d) + 1
+                out[i, f] = k
+        return out
+    a = ids(ctr, True); b = ids(cte, False)
+    return a, b, [len(d) + 1 for d in vocab]
+def hashed_ids(n):
+    def ids(cats):
+        out = np.zeros((len(cats), F), dtype=np.int64)
+        for i, row in enumerate(cats):
+            for f in range(F):
+                v = row[f]
+                out[i, f] = (int(v, 16) % (n - 1)) + 1 if v else 0
+        return out
+    return ids(ctr), ids(cte), [n] * F
+def mlp(sizes, relu_last):
+    layers = []
+    for i in range(len(sizes) - 1):
+        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2 or relu_last: layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers)
+class DLRM(torch.nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.emb = torch.nn.ModuleList()
+        for n in sizes:
+            e = torch.nn.EmbeddingBag(n, dim, mode="sum", sparse=True)
+            a = np.sqrt(1.0 / n)
+            e.weight.data.uniform_(-a, a)
+            self.emb.append(e)
+        self.bot = mlp([13] + bottom, True)
+        k = F + 1
+        self.top = mlp([dim + k * (k - 1) // 2] + top + [1], False)
+        self.li, self.lj = torch.tril_indices(k, k, -1)
+        self.offsets = None
+    def forward(self, x, c):
+        z0 = self.bot(x)
+        n = c.shape[0]
+        if self.offsets is None or self.offsets.shape[0] != n:
+            self.offsets = torch.arange(n)
+        T = torch.stack([z0] + [e(c[:, f], self.offsets) for f, e in enumerate(self.emb)], 1)
+        Z = torch.bmm(T, T.transpose(1, 2))[:, self.li, self.lj]
+        return self.top(torch.cat([z0, Z], 1)).squeeze(1)
+class HashedLR(torch.nn.Module):
+    # Logistic regression on every field and every pair of fields, hashed into 2^22 weights.
+    def __init__(self, buckets):
+        super().__init__()
+        self.buckets = buckets
+        self.w = torch.nn.EmbeddingBag(buckets, 1, mode="sum", sparse=True)
+        self.w.weight.data.zero_()
+        self.lin = torch.nn.Linear(13, 1)
+    def forward(self, x, c):
+        return (self.w(c) + self.lin(x)).squeeze(1)
+def lr_features(ids):
+    n = ids.shape[0]
+    cols = [ids[:, f] * 1000003 + f for f in range(F)]
+    for a in range(F):
+        for b in range(a + 1, F):
+            cols.append((ids[:, a] * 2654435761 + ids[:, b] * 40503 + a * 64 + b) ^ 0x5bd1e995)
+    return np.stack(cols, 1) % (1 << 22)
+def train_eval(name, model, ctr_ids, cte_ids, sparse_lr, dense_lr, dense_opt):
+    torch.manual_seed(1)
+    sparse = [p for m in model.modules() if isinstance(m, torch.nn.EmbeddingBag) for p in m.parameters()]
+    ids_sparse = {id(p) for p in sparse}
+    dense = [p for p in model.parameters() if id(p) not in ids_sparse]
+    opts = [torch.optim.SGD(sparse, lr=sparse_lr)]
+    if dense:
+        opts.append(torch.optim.SGD(dense, lr=dense_lr) if dense_opt == "sgd" else torch.optim.Adam(dense, lr=dense_lr))
+    X = torch.from_numpy(xtr); C = torch.from_numpy(ctr_ids); Y = torch.from_numpy(ytr)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    n = len(Y); steps = 0
+    start = time.perf_counter()
+    for ep in range(epochs):
+        perm = torch.randperm(n)
+        for i in range(0, n, batch):
+            idx = perm[i:i + batch]
+            for o in opts: o.zero_grad(set_to_none=True)
+            loss_fn(model(X[idx], C[idx]), Y[idx]).backward()
+            for o in opts: o.step()
+            steps += 1
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        scores = []
+        Xt = torch.from_numpy(xte); Ct = torch.from_numpy(cte_ids)
+        for i in range(0, len(yte), 4096):
+            scores.append(model(Xt[i:i + 4096], Ct[i:i + 4096]).numpy())
+    s = np.concatenate(scores)
+    out = {"variant": name, "examples_per_s": epochs * n / seconds, "seconds": seconds, "auc": auc(s, yte), "steps": steps}
+    print(json.dumps(out), flush=True)
+blas = re.search(r"BLAS_INFO=([^,]*)", torch.__config__.show())
+print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "blas": "BLAS_INFO=" + (blas.group(1) if blas else "unknown"), "load_s": load_s}), flush=True)
+for v in variants:
+    if v == "dict":
+        a, b, sizes = dictionary_ids()
+        train_eval("dict", DLRM(sizes), a, b, 0.1, 0.1, "sgd")
+    elif v == "hashed":
+        a, b, sizes = hashed_ids(1000000)
+        train_eval("hashed", DLRM(sizes), a, b, 0.1, 0.1, "sgd")
+    elif v == "lr":
+        a, b, _ = hashed_ids(1 << 30)
+        train_eval("lr", HashedLR(1 << 22), lr_features(a), lr_features(b), 0.1, 0.01, "sgd")
+)PY";
+
+/// The files of `rows` rows from `first` on, generated once per (rows, first, seed, max_ids).
+caf::expected<std::string> ctr_file(const ctr_bench_options& o, const char* name, uint64_t first,
+                                    uint64_t rows) {
+  auto path = o.dir + "/" + name + "-" + std::to_string(rows) + "-" + std::to_string(first) + "-s" +
+              std::to_string(o.seed) + "-m" + std::to_string(o.max_ids) + ".tsv";
+  if (fs::exists(path) && fs::exists(path + ".probs") && fs::exists(path + ".done"))
+    return path;
+  std::error_code ec;
+  fs::create_directories(o.dir, ec);
+  ops::ctr_data_options d{.generator = {.seed = o.seed, .max_ids = o.max_ids}};
+  d.first_row = first;
+  d.rows = rows;
+  d.out = path;
+  auto written = ops::write_ctr_data(d);
+  if (!written)
+    return std::move(written.error());
+  std::ofstream{path + ".done"} << "complete\n";
+  return path;
+}
+
+std::string joined(const std::vector<uint32_t>& units) {
+  std::string out;
+  for (auto u : units)
+    out += (out.empty() ? "" : ",") + std::to_string(u);
+  return out;
+}
+
+} // namespace
+
+caf::error run_ctr_bench(const ctr_bench_options& o) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (o.rows == 0 || o.test_rows == 0 || o.threads == 0 || o.epochs == 0)
+    return make_error(errc::invalid_argument, "rows, test rows, epochs and threads must be >= 1");
+  if (o.peer)
+    if (auto err = require_torch_peer(o.python))
+      return err;
+  auto train = ctr_file(o, "train", 0, o.rows);
+  if (!train)
+    return with_step("writing the training file", train.error());
+  auto test = ctr_file(o, "test", o.rows, o.test_rows);
+  if (!test)
+    return with_step("writing the test file", test.error());
+  std::printf(
+    "ctr: %llu training rows, %llu test rows (Kaggle profile%s), %zu threads, "
+    "%u epoch(s), batch %zu; DLRM dim %u, bottom 13-%s, top %s-1\n",
+    static_cast<unsigned long long>(o.rows), static_cast<unsigned long long>(o.test_rows),
+    o.max_ids ? (", at most " + std::to_string(o.max_ids) + " ids a field").c_str() : "", o.threads,
+    o.epochs, o.batch, o.embedding_dim, joined(o.bottom_units).c_str(),
+    joined(o.top_units).c_str());
+  nlohmann::json m;
+  double darcy_rate = 0, darcy_auc = 0, bayes = 0;
+  for (auto kind :
+       {estimator_apps::ctr_model_kind::dlrm, estimator_apps::ctr_model_kind::wide_deep}) {
+    estimator_apps::ctr_options c;
+    c.train = *train;
+    c.eval = *test;
+    c.model = kind;
+    c.batch = o.batch;
+    c.epochs = o.epochs;
+    c.embedding_dim = o.embedding_dim;
+    c.bottom_units = o.bottom_units;
+    c.top_units = o.top_units;
+    c.hidden_units = o.top_units;
+    c.threads = o.threads;
+    c.seed = o.seed;
+    c.quiet = true;
+    auto r = estimator_apps::run_ctr(c);
+    if (!r)
+      return with_step("darcy " + to_string(kind), r.error());
+    auto name = kind == estimator_apps::ctr_model_kind::dlrm ? "darcy_dlrm" : "darcy_wide_deep";
+    std::printf("%s: %.0f examples/s, test AUC %.4f (Bayes %.4f), %llu rows in the tables\n", name,
+                r->examples_per_second, r->auc, r->bayes_auc,
+                static_cast<unsigned long long>(r->embedding_rows));
+    m[std::string{name} + "_examples_per_s"] = r->examples_per_second;
+    m[std::string{name} + "_auc"] = r->auc;
+    if (kind == estimator_apps::ctr_model_kind::dlrm) {
+      darcy_rate = r->examples_per_second;
+      darcy_auc = r->auc;
+      bayes = r->bayes_auc;
+    }
+  }
+  m["bayes_auc"] = bayes;
+  m["auc_gap_to_bayes"] = bayes - darcy_auc;
+  if (o.peer) {
+    auto dir =
+      (fs::temp_directory_path() / ("darcy-bench-ctr-" + std::to_string(::getpid()))).string();
+    fs::create_directories(dir);
+    std::ostringstream args;
+    args << *train << " " << *test << " " << o.epochs << " " << o.batch << " " << o.threads << " "
+         << o.embedding_dim << " " << joined(o.bottom_units) << " " << joined(o.top_units)
+         << " dict,hashed,lr";
+    auto lines = run_python(o.python, torch_ctr_peer, args.str(), dir, true);
+    fs::remove_all(dir);
+    if (!lines)
+      return with_step("the PyTorch peer", lines.error());
+    std::map<std::string, nlohmann::json> variants;
+    for (auto& l : *lines) {
+      auto j = nlohmann::json::parse(l, nullptr, false);
+      if (j.is_object() && j.contains("variant"))
+        variants[j["variant"].get<std::string>()] = j;
+    }
+    for (auto* v : {"dict", "hashed", "lr"})
+      if (!variants.count(v))
+        return make_error(errc::io_error,
+                          std::string{"the PyTorch peer printed no "} + v + " result");
+    std::printf("BLAS in use: %s\n", blas_in_use().c_str());
+    m["torch_dlrm_examples_per_s"] = variants["dict"]["examples_per_s"];
+    m["torch_dlrm_auc"] = variants["dict"]["auc"];
+    m["torch_hashed_examples_per_s"] = variants["hashed"]["examples_per_s"];
+    m["torch_hashed_auc"] = variants["hashed"]["auc"];
+    m["lr_auc"] = variants["lr"]["auc"];
+    m["ctr_vs_torch"] = darcy_rate / variants["dict"]["examples_per_s"].get<double>();
+    m["auc_vs_torch"] = darcy_auc - variants["dict"]["auc"].get<double>();
+    std::printf("ctr_vs_torch %.3f, auc_vs_torch %+.4f, auc_gap_to_bayes %.4f\n",
+                m["ctr_vs_torch"].get<double>(), m["auc_vs_torch"].get<double>(),
+                m["auc_gap_to_bayes"].get<double>());
+  }
+  std::printf("colossal: not run (the tiered store is not built yet)\n");
+  std::printf("%s\n", nlohmann::json{{"bench", "ctr"}, {"metrics", m}}.dump().c_str());
+  return {};
+}
+
+} // namespace darcy::apps
