@@ -11,8 +11,37 @@ namespace {
 
 using compute::estimator::head;
 
+using layer_ptr = std::shared_ptr<compute::estimator::input_layer<float>>;
+
+/// Feature columns that own tables (embedding_column) keep their values in the column, not in
+/// an estimator's variables: a model function over them serves the estimator that first called
+/// it, and refuses another with a clear error rather than training the first one's tables.
+/// (Columns backed by the embedding service, and models without tables, are free to share.)
+class table_owner {
+public:
+  caf::error claim(model_context& ctx, std::initializer_list<const layer_ptr*> layers) {
+    bool owns_tables = false;
+    for (auto* l : layers)
+      owns_tables = owns_tables || (*l && !(*l)->parameters().empty());
+    if (!owns_tables)
+      return {};
+    auto* store = &ctx.variables();
+    if (!owner_)
+      owner_ = store;
+    if (owner_ != store)
+      return make_error(errc::invalid_config,
+                        "canned model: its feature columns own embedding tables, which one "
+                        "estimator trains: build a model function (and its columns) per estimator");
+    return {};
+  }
+
+private:
+  const variable_store* owner_ = nullptr;
+};
+
 struct parts {
-  std::shared_ptr<compute::estimator::input_layer<float>> deep, wide;
+  layer_ptr deep, wide;
+  table_owner owner;
   std::vector<uint32_t> hidden;
   float dropout = 0;
   bool batch_norm = false;
@@ -74,6 +103,8 @@ caf::expected<model_fn> build(canned_options o, bool deep, bool wide) {
   p->out = std::make_shared<head<float>>(std::move(*h));
   return model_fn{
     [p](model_context& ctx, const batch& b, const params&) -> caf::expected<estimator_spec> {
+      if (auto err = p->owner.claim(ctx, {&p->deep, &p->wide}))
+        return err;
       auto units = p->out->logits_dimension();
       std::optional<tensor> logits;
       if (p->deep) {
@@ -95,7 +126,8 @@ caf::expected<model_fn> build(canned_options o, bool deep, bool wide) {
 }
 
 struct dlrm_parts {
-  std::shared_ptr<compute::estimator::input_layer<float>> dense, sparse;
+  layer_ptr dense, sparse;
+  table_owner owner;
   dlrm_options options;
   std::shared_ptr<head<float>> out;
 };
@@ -130,6 +162,8 @@ caf::expected<model_fn> dlrm_classifier(dlrm_options o) {
   p->out = std::make_shared<head<float>>(std::move(*h));
   return model_fn{
     [p](model_context& ctx, const batch& b, const params&) -> caf::expected<estimator_spec> {
+      if (auto err = p->owner.claim(ctx, {&p->dense, &p->sparse}))
+        return err;
       auto& o = p->options;
       auto x = input_layer(ctx, b.features, *p->dense);
       if (!x)

@@ -20,6 +20,10 @@ namespace darcy::ops::estimator {
 
 using column_list = std::vector<compute::estimator::dense_ptr<float>>;
 
+// A model function whose columns own embedding tables (embedding_column, whose values live in
+// the column) serves one estimator; called by another it fails with errc::invalid_config.
+// Build one per estimator, as train_and_evaluate's make_model does.
+
 struct canned_options {
   /// The deep part's input (DNN and combined models).
   column_list columns;

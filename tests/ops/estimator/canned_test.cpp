@@ -145,6 +145,44 @@ TEST(canned_dlrm, an_export_predicts_as_the_estimator_and_the_model_learns) {
   EXPECT_TRUE(got->isApprox(*expected, 1e-6f));
 }
 
+TEST(canned_models, one_whose_columns_own_tables_serves_one_estimator_and_refuses_another) {
+  auto train = clicks(100, 1);
+  auto input = [train] { return make_dataset(train, {.batch_size = 50, .epochs = 1}); };
+  struct case_t {
+    const char* name;
+    caf::expected<model_fn> fn;
+    bool shareable;
+  } cases[] = {
+    {"dlrm over embedding columns", dlrm_classifier(small_dlrm()), false},
+    {"dnn over an embedding column",
+     dnn_model({.columns = {*ce::embedding_column<float>(
+                  *ce::categorical_column_with_hash_bucket("c0", 20), 2)},
+                .hidden_units = {4},
+                .head = {.kind = ce::head_kind::binary}}),
+     false},
+    {"dnn over numbers only",
+     dnn_model({.columns = {*ce::numeric_column<float>("ints", 3)},
+                .hidden_units = {4},
+                .head = {.kind = ce::head_kind::binary}}),
+     true},
+  };
+  for (auto& c : cases) {
+    ASSERT_TRUE(c.fn) << c.name;
+    estimator first{*c.fn, {.threads = 1}};
+    ASSERT_TRUE(first.train(input, 2)) << c.name;
+    estimator second{*c.fn, {.threads = 1}};
+    auto r = second.train(input, 2);
+    EXPECT_EQ(bool(r), c.shareable) << c.name;
+    if (!r) {
+      EXPECT_TRUE(is(r.error(), errc::invalid_config)) << c.name;
+      EXPECT_NE(render(r.error()).find("build a model function (and its columns) per estimator"),
+                std::string::npos)
+        << render(r.error());
+    }
+    EXPECT_TRUE(first.train(input, 4)) << c.name << ": the first estimator goes on";
+  }
+}
+
 TEST(canned_dlrm, bad_options_are_refused_by_name) {
   struct case_t {
     const char* name;
