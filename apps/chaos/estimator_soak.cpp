@@ -70,10 +70,10 @@ caf::expected<roles_job> roles_job_of(const soak_options& o) {
                         std::string{soak_fashion_mnist_dir} +
                         ": apt-get install dataset-fashion-mnist (make deps)");
   return roles_job{{"fashion-mnist", "--data", soak_fashion_mnist_dir, "--hidden", "64", "--seed",
-                   std::to_string(o.seed), "--train-examples", "0", "--eval-examples", "0",
-                   "--learning-rate", "0.0003", "--batch", "256"},
-                  "accuracy",
-                  4000};
+                    std::to_string(o.seed), "--train-examples", "0", "--eval-examples", "0",
+                    "--learning-rate", "0.0003", "--batch", "256"},
+                   "accuracy",
+                   4000};
 }
 constexpr auto patience = 120s;
 
