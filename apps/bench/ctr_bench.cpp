@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +14,7 @@
 
 #include "apps/bench/python_peer.hpp"
 #include "apps/estimator/ctr.hpp"
+#include "compute/nn/parallel_product.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr_data.hpp"
 
@@ -198,6 +201,33 @@ caf::expected<std::string> ctr_file(const ctr_bench_options& o, const char* name
   return path;
 }
 
+/// Multiply-adds per example of an MLP of `units` over `in` inputs.
+double mlp_macs(uint64_t in, const std::vector<uint32_t>& units) {
+  double macs = 0;
+  for (auto u : units) {
+    macs += double(in) * u;
+    in = u;
+  }
+  return macs;
+}
+
+/// The machine's sgemm rate on `threads` threads, GFLOP/s: the median of products of the
+/// shapes a DLRM step multiplies most (a batch of 128 through 512 × 256).
+double sgemm_gflops(size_t threads) {
+  using compute::nn::matrix;
+  matrix a = matrix::Random(128, 512), b = matrix::Random(512, 256), c(128, 256);
+  std::vector<double> rates;
+  for (int r = 0; r < 7; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 50; ++i)
+      compute::nn::parallel_product<float>(a, false, b, false, c, false, threads);
+    auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rates.push_back(50 * 2.0 * 128 * 512 * 256 / s / 1e9);
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
 std::string joined(const std::vector<uint32_t>& units) {
   std::string out;
   for (auto u : units)
@@ -257,6 +287,28 @@ caf::error run_ctr_bench(const ctr_bench_options& o) {
       darcy_rate = r->examples_per_second;
       darcy_auc = r->auc;
       bayes = r->bayes_auc;
+      // Where a step's time goes, and how far the MLPs are from the machine's sgemm rate:
+      // a training example costs 3 passes (forward, and two products in backward).
+      auto examples = double(r->train_examples);
+      std::printf("  per example:");
+      for (auto& [phase, seconds] : r->phase_seconds)
+        std::printf(" %s %.1f us", phase.c_str(), 1e6 * seconds / examples);
+      auto fields = uint64_t{26} + 1;
+      auto flops =
+        3 * 2 *
+        (mlp_macs(13, o.bottom_units) + mlp_macs(o.embedding_dim + fields * (fields - 1) / 2, [&] {
+           auto top = o.top_units;
+           top.push_back(1);
+           return top;
+         }()));
+      auto achieved = flops * r->examples_per_second / 1e9;
+      auto peak = sgemm_gflops(o.threads);
+      std::printf(
+        "\n  MLPs: %.2f MFLOP per training example, %.1f GFLOP/s over the whole run, "
+        "%.0f%% of this machine's sgemm rate (%.1f GFLOP/s, 128 x 512 x 256)\n",
+        flops / 1e6, achieved, 100 * achieved / peak, peak);
+      m["mlp_gflops"] = achieved;
+      m["sgemm_gflops"] = peak;
     }
   }
   m["bayes_auc"] = bayes;

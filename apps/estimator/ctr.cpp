@@ -286,6 +286,7 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
     return std::move(trained.error());
   r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.steps = trained->steps;
+  r.phase_seconds = trained->phase_seconds;
   r.train_examples = trained->examples;
   r.examples_per_second = double(r.train_examples) / r.train_seconds;
   r.auc = r.log_loss = r.bayes_auc = nan;

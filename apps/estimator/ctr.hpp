@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,9 @@ struct ctr_result {
   double bayes_auc = 0;
   /// Rows of every table after training.
   uint64_t embedding_rows = 0;
+  /// Training seconds by step phase (train_result::phase_seconds): the lookups are in
+  /// "forward", the tables' updates in "backward".
+  std::map<std::string, double> phase_seconds;
 };
 
 /// Trains on o.train (o.epochs passes) in an in-process embedding service, then evaluates on
