@@ -49,8 +49,8 @@ caf::error validate(const de_config& cfg) {
   if (cfg.backend == backend_kind::leveldb) {
     if (cfg.path.empty())
       return bad("the leveldb backend needs a path");
-    if (cfg.eviction.kind != eviction_kind::none)
-      return bad("eviction is a memory-backend feature");
+    if (cfg.eviction.kind == eviction_kind::lru)
+      return bad("the leveldb backend evicts from disk by ttl or lfu, not lru");
   }
   if (cfg.backend == backend_kind::redis) {
     if (auto where = parse_redis_location(cfg.path); !where)

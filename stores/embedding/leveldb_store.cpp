@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
@@ -11,6 +12,7 @@
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/admission.hpp"
+#include "stores/embedding/de_config.hpp"
 #include "stores/embedding/row_codec.hpp"
 
 namespace darcy::stores {
@@ -37,9 +39,8 @@ caf::error db_error(const std::string& what, const leveldb::Status& status) {
 caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_config& cfg) {
   if (cfg.path.empty())
     return make_error(errc::invalid_config, "embedding '" + cfg.name + "': leveldb needs a path");
-  if (cfg.eviction.kind != eviction_kind::none)
-    return make_error(errc::invalid_config,
-                      "embedding '" + cfg.name + "': eviction is a memory-backend feature");
+  if (auto err = validate(cfg))
+    return err;
   auto cache = make_cache(cfg);
   if (!cache)
     return std::move(cache.error());
@@ -146,7 +147,106 @@ caf::error leveldb_store::settle() {
   }
   for (auto& key : evicted)
     forget(key);
+  return evict();
+}
+
+caf::error leveldb_store::evict() {
+  auto& ev = cfg_.eviction;
+  bool ttl_due = ev.kind == eviction_kind::ttl &&
+                 last_step_ - ttl_pass_step_ >= std::max<int64_t>(1, ev.ttl_steps / 4);
+  bool lfu_due = ev.kind == eviction_kind::lfu && rows_ > ev.max_rows;
+  if (!ttl_due && !lfu_due)
+    return {};
+  // The database then holds every row with its newest frequency and step.
+  if (auto err = flush())
+    return err;
+  std::vector<std::string> victims;
+  if (ttl_due) {
+    ttl_pass_step_ = last_step_;
+    if (auto err = for_each_record([&](std::string_view key, const row_record& r) {
+          if (last_step_ - r.last_update > ev.ttl_steps)
+            victims.emplace_back(key);
+          return caf::error{};
+        }))
+      return err;
+    return remove(victims);
+  }
+  // LFU, 5% below the limit so that a stream of new keys does not scan on every batch: the
+  // first pass counts rows by frequency, which gives the cutoff; the second removes every
+  // row below it and as many at it as the target needs.
+  auto target = ev.max_rows - ev.max_rows / 20;
+  auto excess = rows_ - target;
+  std::map<uint64_t, uint64_t> by_frequency;
+  if (auto err = for_each_record([&](std::string_view, const row_record& r) {
+        ++by_frequency[r.frequency];
+        return caf::error{};
+      }))
+    return err;
+  uint64_t cutoff = 0, below = 0;
+  for (auto& [frequency, count] : by_frequency) {
+    cutoff = frequency;
+    if (below + count >= excess)
+      break;
+    below += count;
+  }
+  auto at_cutoff = excess - below;
+  if (auto err = for_each_record([&](std::string_view key, const row_record& r) {
+        if (r.frequency < cutoff || (r.frequency == cutoff && at_cutoff > 0)) {
+          if (r.frequency == cutoff)
+            --at_cutoff;
+          victims.emplace_back(key);
+          if (victims.size() >= 4096) {
+            if (auto err = remove(victims))
+              return err;
+            victims.clear();
+          }
+        }
+        return caf::error{};
+      }))
+    return err;
+  return remove(victims);
+}
+
+caf::error leveldb_store::for_each_record(
+  const std::function<caf::error(std::string_view, const row_record&)>& f) {
+  std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
+  std::vector<float> values, slots;
+  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
+       it->Next()) {
+    std::string_view key{it->key().data() + 1, it->key().size() - 1};
+    row_record row;
+    if (!decode_row_record(key, {it->value().data(), it->value().size()}, cfg_.dim,
+                           cache_->slot_count(), values, slots, row))
+      return make_error(errc::corrupt_file,
+                        cfg_.path + ": bad record for key '" + std::string{key} + "'");
+    if (auto err = f(key, row))
+      return err;
+  }
+  return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
+}
+
+caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
+  if (keys.empty())
+    return {};
+  leveldb::WriteBatch batch;
+  for (auto& key : keys)
+    batch.Delete(row_key(key));
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  auto status = db_->Write(sync, &batch);
+  if (!status.ok())
+    return db_error("cannot evict from " + cfg_.path, status);
+  for (auto& key : keys)
+    forget(key);
+  rows_ -= std::min<uint64_t>(rows_, keys.size());
+  evicted_ += keys.size();
   return {};
+}
+
+store_stats leveldb_store::stats() const {
+  auto s = write_behind_store::stats();
+  s.evictions = evicted_;
+  return s;
 }
 
 caf::error leveldb_store::flush() {
@@ -167,19 +267,10 @@ caf::error leveldb_store::flush() {
 caf::error leveldb_store::export_rows(const std::function<void(const row_record&)>& f) {
   if (auto err = flush())
     return err;
-  std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
-  std::vector<float> values, slots;
-  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
-       it->Next()) {
-    std::string_view key{it->key().data() + 1, it->key().size() - 1};
-    row_record row;
-    if (!decode_row_record(key, {it->value().data(), it->value().size()}, cfg_.dim,
-                           cache_->slot_count(), values, slots, row))
-      return make_error(errc::corrupt_file,
-                        cfg_.path + ": bad record for key '" + std::string{key} + "'");
-    f(row);
-  }
-  return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
+  return for_each_record([&](std::string_view, const row_record& r) {
+    f(r);
+    return caf::error{};
+  });
 }
 
 caf::error leveldb_store::import_row(const row_record& row) {

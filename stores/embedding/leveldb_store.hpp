@@ -2,7 +2,10 @@
 // slots, frequency, update count and last step), behind an LRU cache with a byte budget. Reads
 // of missing rows go to LevelDB in sorted batches; dirty rows are written back when the cache
 // evicts them and on flush(), which commits one synced write batch: what was flushed survives
-// a SIGKILL. Eviction policies (TTL, LFU, LRU) are memory-backend features.
+// a SIGKILL. Eviction works on the whole table, both tiers: TTL removes rows whose last update
+// is more than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps
+// the max_rows most looked-up rows once there are more (down to 95%, in two sequential passes
+// over the database that hold no key list in memory).
 #pragma once
 
 #include <memory>
@@ -34,15 +37,28 @@ public:
   /// Writes every dirty row back in one synced batch.
   caf::error flush();
 
+  store_stats stats() const override;
+
 private:
   leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db);
 
   /// Rows stored in LevelDB are read in one sorted pass.
   caf::error load(std::span<const std::string_view> keys, bool create) override;
-  /// Writes back and drops least recently used rows until the cache fits its budget.
+  /// Writes back and drops least recently used rows until the cache fits its budget; then
+  /// evicts from the table when its policy is due.
   caf::error settle() override;
+  /// One eviction pass over both tiers when the policy is due.
+  caf::error evict();
+  /// Calls f(key, record) for every row in the database; stops at f's first error.
+  caf::error for_each_record(
+    const std::function<caf::error(std::string_view, const row_record&)>& f);
+  /// Deletes `keys` from the database in one batch and from the cache.
+  caf::error remove(const std::vector<std::string>& keys);
 
   std::unique_ptr<leveldb::DB> db_;
+  /// The step of the last TTL pass.
+  int64_t ttl_pass_step_ = 0;
+  uint64_t evicted_ = 0;
 };
 
 } // namespace darcy::stores

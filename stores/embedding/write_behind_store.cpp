@@ -131,6 +131,7 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
     return make_error(errc::non_finite, "gradients");
   if (auto err = load(keys, !admission_))
     return err;
+  last_step_ = std::max(last_step_, step);
   auto at = now();
   std::vector<std::string_view> present;
   std::vector<uint64_t> present_hashes;

@@ -105,6 +105,8 @@ protected:
   uint64_t rows_ = 0;
   std::unique_ptr<admission_policy> admission_;
   uint64_t dropped_updates_ = 0;
+  /// The largest step an update carried.
+  int64_t last_step_ = 0;
 };
 
 } // namespace darcy::stores

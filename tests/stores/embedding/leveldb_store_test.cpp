@@ -4,7 +4,9 @@
 #include <unistd.h>
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -176,6 +178,100 @@ TEST_F(leveldb_store_test, AdmissionDropsRareKeys) {
   EXPECT_EQ(store->stats().dropped_updates, 1u);
   lookup(*store, {"rare"});
   EXPECT_EQ(store->stats().rows, 1u);
+}
+
+/// The keys of every row of the table, from its database (both tiers: export flushes first).
+std::set<std::string> stored_keys(leveldb_store& store) {
+  std::set<std::string> out;
+  EXPECT_FALSE(store.export_rows([&](const row_record& r) { out.emplace(r.key); }));
+  return out;
+}
+
+void update_keys(embedding_store& store, const std::vector<std::string>& keys, int64_t step) {
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<float> grads(keys.size() * store.dim(), 0.5f);
+  EXPECT_FALSE(store.update(views, grads, step));
+}
+
+TEST_F(leveldb_store_test, TtlRemovesRowsNotUpdatedWithinItsStepsFromBothTiers) {
+  auto cfg = config("ttl", 1); // 16 cached rows: most of the old ones are on disk only
+  cfg.eviction = {eviction_kind::ttl, 10, 0};
+  {
+    auto store = open(cfg);
+    std::vector<std::string> old;
+    for (int i = 0; i < 100; ++i)
+      old.push_back("old-" + std::to_string(i));
+    update_keys(*store, old, 1);
+    EXPECT_EQ(store->stats().rows, 100u);
+    for (int64_t step = 2; step <= 40; ++step)
+      update_keys(*store, {"live", "step-" + std::to_string(step)}, step);
+    // Rows last updated within 10 steps of step 40 stay: live and steps 30..40.
+    auto keys = stored_keys(*store);
+    EXPECT_EQ(keys.count("live"), 1u);
+    EXPECT_EQ(keys.count("step-40"), 1u);
+    EXPECT_EQ(keys.count("step-25"), 0u);
+    for (auto& k : old)
+      EXPECT_EQ(keys.count(k), 0u) << k;
+    EXPECT_EQ(store->stats().rows, keys.size());
+    EXPECT_LE(keys.size(), 1u + 14u) << "steps within the TTL and one pass period";
+    EXPECT_GE(store->stats().evictions, 100u);
+  }
+  auto again = open(cfg);
+  EXPECT_EQ(again->stats().rows, stored_keys(*again).size()) << "the evictions were written";
+  EXPECT_EQ(stored_keys(*again).count("old-7"), 0u);
+}
+
+TEST_F(leveldb_store_test, LfuKeepsTheMostLookedUpRowsWithinMaxRows) {
+  auto cfg = config("lfu", 1);
+  cfg.eviction = {eviction_kind::lfu, 0, 100};
+  auto store = open(cfg);
+  std::vector<std::string> hot;
+  for (int i = 0; i < 20; ++i)
+    hot.push_back("hot-" + std::to_string(i));
+  for (int r = 0; r < 5; ++r)
+    lookup(*store, hot);
+  for (int b = 0; b < 6; ++b) {
+    std::vector<std::string> cold;
+    for (int i = 0; i < 50; ++i)
+      cold.push_back("cold-" + std::to_string(b * 50 + i));
+    lookup(*store, cold);
+    EXPECT_LE(store->stats().rows, 100u) << "after batch " << b;
+  }
+  auto keys = stored_keys(*store);
+  EXPECT_LE(keys.size(), 100u);
+  EXPECT_EQ(store->stats().rows, keys.size());
+  for (auto& k : hot)
+    EXPECT_EQ(keys.count(k), 1u) << k << " was looked up 5 times";
+  EXPECT_GE(store->stats().evictions, 320u - 100u);
+}
+
+TEST_F(leveldb_store_test, ATableOfTenTimesTheCacheReadsBackEveryRowWritten) {
+  auto cfg = config("big", 1); // 16 rows in memory
+  auto store = open(cfg);
+  ASSERT_EQ(store->cache_capacity(), 16u);
+  std::mt19937_64 rng{12};
+  std::uniform_int_distribution<int> pick{0, 159};
+  std::map<std::string, std::vector<float>> expected;
+  for (int step = 1; step <= 200; ++step) {
+    std::set<std::string> batch;
+    for (int i = 0; i < 8; ++i)
+      batch.insert("k" + std::to_string(pick(rng)));
+    std::vector<std::string> keys(batch.begin(), batch.end());
+    auto rows = lookup(*store, keys);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      std::vector<float> row(rows.begin() + long(k * 4), rows.begin() + long(k * 4 + 4));
+      if (auto it = expected.find(keys[k]); it != expected.end()) {
+        EXPECT_EQ(row, it->second) << keys[k] << " at step " << step;
+      }
+    }
+    update_keys(*store, keys, step);
+    auto after = lookup(*store, keys);
+    for (size_t k = 0; k < keys.size(); ++k)
+      expected[keys[k]].assign(after.begin() + long(k * 4), after.begin() + long(k * 4 + 4));
+  }
+  EXPECT_EQ(store->stats().rows, expected.size());
+  EXPECT_GE(expected.size(), 10u * 16u) << "ten times the rows the cache holds";
+  EXPECT_LE(store->cached_rows(), 16u);
 }
 
 } // namespace
