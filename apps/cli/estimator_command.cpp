@@ -225,6 +225,15 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                   "Learning rate of the embedding tables");
   ctr->add_flag("--skip-malformed", o->skip_malformed,
                 "Count and skip malformed lines instead of stopping at the first");
+  ctr->add_option("--leveldb", o->leveldb_dir,
+                  "Keep the tables' rows in LevelDB databases under DIR, each behind a memory "
+                  "tier (default: in the shards' memory)");
+  ctr
+    ->add_option("--memory-budget", o->memory_budget,
+                 "With --leveldb: bytes of rows the memory tiers of all tables hold (4GiB)")
+    ->transform(CLI::AsSizeValue(false));
+  ctr->add_option("--min-count", o->admission_min_count,
+                  "A key gets a row at its Nth sighting (a counting Bloom filter; 1: at once)");
   ctr->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
   ctr->add_option("--seed", o->seed, "Seed of the weights and the tables' rows");
   ctr->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");

@@ -88,6 +88,10 @@ caf::error validate(const ctr_options& o) {
     if (a >= ctr_cat_fields || b >= ctr_cat_fields || a == b)
       return bad("a cross of fields " + std::to_string(a) + " and " + std::to_string(b) +
                  " (two different fields of 0 … 25)");
+  if (!o.leveldb_dir.empty() && o.memory_budget == 0)
+    return bad("memory_budget must be > 0");
+  if (o.admission_min_count == 0)
+    return bad("admission_min_count must be >= 1");
   for (auto* opt : {&o.dense_optimizer, &o.embedding_optimizer})
     if (auto err = compute::validate(*opt))
       return bad(err.context);
@@ -114,6 +118,9 @@ nlohmann::json ctr_job_options(const ctr_options& o) {
           {"embedding_optimizer", to_string(o.embedding_optimizer.kind)},
           {"embedding_learning_rate", o.embedding_optimizer.learning_rate},
           {"skip_malformed", o.skip_malformed},
+          {"leveldb_dir", o.leveldb_dir},
+          {"memory_budget", o.memory_budget},
+          {"admission_min_count", o.admission_min_count},
           {"threads", o.threads},
           {"seed", o.seed}};
 }
@@ -153,6 +160,9 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
     o.embedding_optimizer.learning_rate =
       j.value("embedding_learning_rate", o.embedding_optimizer.learning_rate);
     o.skip_malformed = j.value("skip_malformed", o.skip_malformed);
+    o.leveldb_dir = j.value("leveldb_dir", o.leveldb_dir);
+    o.memory_budget = j.value("memory_budget", o.memory_budget);
+    o.admission_min_count = j.value("admission_min_count", o.admission_min_count);
     o.threads = j.value("threads", o.threads);
     o.seed = j.value("seed", o.seed);
   } catch (const nlohmann::json::exception& e) {
@@ -170,6 +180,13 @@ de_config ctr_table(const ctr_options& o, size_t field) {
   // no dictionary n is unknown, and a spread of the same order as 1/sqrt(dim) trains alike.
   auto a = 1.0f / std::sqrt(static_cast<float>(o.embedding_dim));
   c.init = {.kind = init_kind::uniform, .low = -a, .high = a, .seed = o.seed + field};
+  if (!o.leveldb_dir.empty()) {
+    c.backend = backend_kind::leveldb;
+    c.path = o.leveldb_dir + "/" + c.name;
+    c.cache_bytes = std::max<uint64_t>(1, o.memory_budget / ctr_cat_fields);
+  }
+  if (o.admission_min_count > 1)
+    c.admission = {.kind = admission_kind::bloom, .min_count = o.admission_min_count};
   return c;
 }
 

@@ -44,6 +44,15 @@ struct ctr_options {
   optimizer_config dense_optimizer{.kind = optimizer_kind::adam, .learning_rate = 1e-3f};
   optimizer_config embedding_optimizer{.kind = optimizer_kind::adagrad, .learning_rate = 0.05f};
   bool skip_malformed = false;
+  /// Where the tables' rows live: empty for the shards' memory; a directory for LevelDB
+  /// databases under it (one per table and shard), each behind a memory tier.
+  std::string leveldb_dir;
+  /// With leveldb_dir: the bytes of rows the memory tiers of all 26 tables hold together
+  /// (each table's share split over its shards as the service creates them).
+  uint64_t memory_budget = uint64_t{4} << 30;
+  /// A key gets a row at its min_count-th sighting (1: at once), counted in a counting Bloom
+  /// filter: ids seen once do not grow the table.
+  uint32_t admission_min_count = 1;
   size_t threads = 2;
   uint64_t seed = 1;
   std::string model_dir;

@@ -69,6 +69,42 @@ TEST(ctr, wide_and_deep_learns_the_same_rows) {
   EXPECT_GT(r->auc, r->bayes_auc - 0.03) << "Bayes " << r->bayes_auc;
 }
 
+TEST(ctr, tables_ten_times_their_memory_tier_on_leveldb_train_exactly_as_in_memory) {
+  test::temp_dir dir{"ctr_app_leveldb"};
+  ops::ctr_data_options d{.generator = {.seed = 3, .max_ids = 5000}};
+  d.rows = 4000;
+  d.out = dir.path() + "/train.tsv";
+  ASSERT_TRUE(ops::write_ctr_data(d));
+  d.first_row = 4000;
+  d.rows = 1000;
+  d.out = dir.path() + "/test.tsv";
+  ASSERT_TRUE(ops::write_ctr_data(d));
+  ctr_options o;
+  o.train = dir.path() + "/train.tsv";
+  o.eval = dir.path() + "/test.tsv";
+  o.embedding_dim = 4;
+  o.bottom_units = {8, 4};
+  o.top_units = {8};
+  o.quiet = true;
+  auto in_memory = run_ctr(o);
+  ASSERT_TRUE(in_memory) << render(in_memory.error());
+  o.leveldb_dir = dir.path() + "/tables";
+  o.memory_budget = 1; // every shard's memory tier at its floor of 16 rows
+  auto tiered = run_ctr(o);
+  ASSERT_TRUE(tiered) << render(tiered.error());
+  EXPECT_EQ(tiered->embedding_rows, in_memory->embedding_rows);
+  EXPECT_GE(tiered->embedding_rows, 10u * 26u * 2u * 16u)
+    << "ten times what the memory tiers of 26 tables of 2 shards hold";
+  EXPECT_EQ(tiered->auc, in_memory->auc) << "the same rows, read back from disk";
+  EXPECT_EQ(tiered->log_loss, in_memory->log_loss);
+  // Admission by count: ids seen once get no row.
+  o.leveldb_dir.clear();
+  o.admission_min_count = 2;
+  auto admitted = run_ctr(o);
+  ASSERT_TRUE(admitted) << render(admitted.error());
+  EXPECT_LT(admitted->embedding_rows, in_memory->embedding_rows);
+}
+
 TEST(ctr, bad_options_are_refused_by_name_and_good_ones_survive_the_job_json) {
   struct case_t {
     const char* name;
