@@ -13,8 +13,9 @@ namespace darcy::estimator_apps {
 namespace {
 
 /// Generated train and test files of one stream, in `dir`, of 2 ids per field: with more, 20k
-/// rows are too few for any model to come within 0.02 of the Bayes AUC (a logistic regression
-/// given the teacher's own crosses falls 0.02 short at 10 ids per field; DLRM 0.03).
+/// rows do not bring DLRM reliably within 0.02 of the Bayes AUC (at 4 ids per field it fell
+/// 0.016–0.028 short over three seeds; at 10, 0.05, where even a logistic regression given the
+/// teacher's own crosses falls 0.02 short).
 struct ctr_files {
   std::string train, test;
   double bayes_auc = 0;
