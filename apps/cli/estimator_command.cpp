@@ -208,6 +208,8 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
   ctr->add_option("--eval-rows", o->eval_rows, "Evaluate on the first N rows only (0: all)");
   ctr->add_option("--embedding-dim", o->embedding_dim, "Width of every field's rows")
     ->check(CLI::Range(1, 4096));
+  ctr->add_option("--embedding-init", o->embedding_init,
+                  "New rows start U(-a, a) with this a (0.01; 0: 1/sqrt(dim))");
   ctr->add_option("--bottom", o->bottom_units, "DLRM's bottom MLP (ends at the embedding dim)")
     ->delimiter(',');
   ctr->add_option("--top", o->top_units, "DLRM's top MLP (the logit layer follows)")

@@ -73,6 +73,8 @@ std::optional<ctr_model_kind> ctr_model_named(const std::string& name) {
 caf::error validate(const ctr_options& o) {
   if (o.train.empty())
     return bad("a training file is needed");
+  if (!(o.embedding_init >= 0) || !std::isfinite(o.embedding_init))
+    return bad("embedding_init must be a finite number >= 0");
   if (o.batch == 0 || o.embedding_dim == 0 || o.threads == 0)
     return bad("batch, embedding_dim and threads must be > 0");
   if (auto err = check_units(o.bottom_units, "the bottom MLP"))
@@ -109,6 +111,7 @@ nlohmann::json ctr_job_options(const ctr_options& o) {
           {"train_rows", o.train_rows},
           {"eval_rows", o.eval_rows},
           {"embedding_dim", o.embedding_dim},
+          {"embedding_init", o.embedding_init},
           {"bottom", o.bottom_units},
           {"top", o.top_units},
           {"hidden", o.hidden_units},
@@ -139,6 +142,7 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
     o.train_rows = j.value("train_rows", o.train_rows);
     o.eval_rows = j.value("eval_rows", o.eval_rows);
     o.embedding_dim = j.value("embedding_dim", o.embedding_dim);
+    o.embedding_init = j.value("embedding_init", o.embedding_init);
     o.bottom_units = j.value("bottom", o.bottom_units);
     o.top_units = j.value("top", o.top_units);
     o.hidden_units = j.value("hidden", o.hidden_units);
@@ -176,9 +180,8 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
 de_config ctr_table(const ctr_options& o, size_t field) {
   de_config c{.name = "ctr_" + est::ctr_field_key(field), .dim = o.embedding_dim};
   c.optimizer = o.embedding_optimizer;
-  // DLRM's reference draws each row from U(-1/sqrt(n), 1/sqrt(n)) for a field of n ids; with
-  // no dictionary n is unknown, and a spread of the same order as 1/sqrt(dim) trains alike.
-  auto a = 1.0f / std::sqrt(static_cast<float>(o.embedding_dim));
+  auto a =
+    o.embedding_init > 0 ? o.embedding_init : 1.0f / std::sqrt(static_cast<float>(o.embedding_dim));
   c.init = {.kind = init_kind::uniform, .low = -a, .high = a, .seed = o.seed + field};
   if (!o.leveldb_dir.empty()) {
     c.backend = backend_kind::leveldb;
