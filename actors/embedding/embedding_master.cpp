@@ -636,6 +636,11 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
                   total->rows += part.rows;
                   total->bytes += part.bytes;
                   total->raw_bytes += part.raw_bytes;
+                  total->cached_rows += part.cached_rows;
+                  total->cache_capacity += part.cache_capacity;
+                  total->tier_hits += part.tier_hits;
+                  total->tier_misses += part.tier_misses;
+                  total->disk_bytes += part.disk_bytes;
                   total->evictions += part.evictions;
                   total->dropped_updates += part.dropped_updates;
                 },

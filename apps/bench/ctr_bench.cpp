@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "compute/nn/parallel_product.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr_data.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::apps {
 
@@ -181,16 +183,24 @@ for v in variants:
         train_eval("lr", HashedLR(1 << 22), lr_features(a), lr_features(b), 0.1, 0.01, "sgd")
 )PY";
 
-/// The files of `rows` rows from `first` on, generated once per (rows, first, seed, max_ids).
-caf::expected<std::string> ctr_file(const ctr_bench_options& o, const char* name, uint64_t first,
+/// The files of `rows` rows from `first` on of generator `g`'s stream, generated once per
+/// (rows, first, generator).
+caf::expected<std::string> ctr_file(const std::string& dir, const char* name,
+                                    const compute::ctr_generator_options& g, uint64_t first,
                                     uint64_t rows) {
-  auto path = o.dir + "/" + name + "-" + std::to_string(rows) + "-" + std::to_string(first) + "-s" +
-              std::to_string(o.seed) + "-m" + std::to_string(o.max_ids) + ".tsv";
+  auto path = dir + "/" + name + "-" + std::to_string(rows) + "-" + std::to_string(first) + "-s" +
+              std::to_string(g.seed) + "-m" + std::to_string(g.max_ids);
+  if (g.profile != compute::ctr_profile::kaggle || g.fresh_rate > 0) {
+    char fresh[32];
+    std::snprintf(fresh, sizeof fresh, "-f%g", g.fresh_rate);
+    path += "-" + to_string(g.profile) + fresh;
+  }
+  path += ".tsv";
   if (fs::exists(path) && fs::exists(path + ".probs") && fs::exists(path + ".done"))
     return path;
   std::error_code ec;
-  fs::create_directories(o.dir, ec);
-  ops::ctr_data_options d{.generator = {.seed = o.seed, .max_ids = o.max_ids}};
+  fs::create_directories(dir, ec);
+  ops::ctr_data_options d{.generator = g};
   d.first_row = first;
   d.rows = rows;
   d.out = path;
@@ -237,17 +247,39 @@ std::string joined(const std::vector<uint32_t>& units) {
 
 } // namespace
 
+namespace {
+caf::error run_quality(const ctr_bench_options& o, nlohmann::json& m);
+caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m);
+} // namespace
+
 caf::error run_ctr_bench(const ctr_bench_options& o) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (o.rows == 0 || o.test_rows == 0 || o.threads == 0 || o.epochs == 0)
     return make_error(errc::invalid_argument, "rows, test rows, epochs and threads must be >= 1");
-  if (o.peer)
+  if (!o.quality && !o.colossal)
+    return make_error(errc::invalid_argument, "--no-quality without --colossal runs nothing");
+  if (o.peer && o.quality)
     if (auto err = require_torch_peer(o.python))
       return err;
-  auto train = ctr_file(o, "train", 0, o.rows);
+  nlohmann::json m;
+  if (o.quality)
+    if (auto err = run_quality(o, m))
+      return err;
+  if (o.colossal)
+    if (auto err = run_colossal(o, m))
+      return err;
+  std::printf("%s\n", nlohmann::json{{"bench", "ctr"}, {"metrics", m}}.dump().c_str());
+  return {};
+}
+
+namespace {
+
+caf::error run_quality(const ctr_bench_options& o, nlohmann::json& m) {
+  compute::ctr_generator_options g{.seed = o.seed, .max_ids = o.max_ids};
+  auto train = ctr_file(o.dir, "train", g, 0, o.rows);
   if (!train)
     return with_step("writing the training file", train.error());
-  auto test = ctr_file(o, "test", o.rows, o.test_rows);
+  auto test = ctr_file(o.dir, "test", g, o.rows, o.test_rows);
   if (!test)
     return with_step("writing the test file", test.error());
   std::printf(
@@ -257,7 +289,6 @@ caf::error run_ctr_bench(const ctr_bench_options& o) {
     o.max_ids ? (", at most " + std::to_string(o.max_ids) + " ids a field").c_str() : "", o.threads,
     o.epochs, o.batch, o.embedding_dim, joined(o.bottom_units).c_str(),
     joined(o.top_units).c_str());
-  nlohmann::json m;
   double darcy_rate = 0, darcy_auc = 0, bayes = 0;
   for (auto kind :
        {estimator_apps::ctr_model_kind::dlrm, estimator_apps::ctr_model_kind::wide_deep}) {
@@ -347,9 +378,140 @@ caf::error run_ctr_bench(const ctr_bench_options& o) {
                 m["ctr_vs_torch"].get<double>(), m["auc_vs_torch"].get<double>(),
                 m["auc_gap_to_bayes"].get<double>());
   }
-  std::printf("colossal: not run (the tiered store is not built yet)\n");
-  std::printf("%s\n", nlohmann::json{{"bench", "ctr"}, {"metrics", m}}.dump().c_str());
   return {};
 }
+
+/// A `darcy estimator ctr` child process with `args`; its JSON line. Its stderr is drained as
+/// it runs and returned in the error when it fails.
+caf::expected<nlohmann::json> run_ctr_child(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{runtime::self_executable(), "estimator", "ctr"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = runtime::child_process::start(argv);
+  if (!child)
+    return std::move(child.error());
+  std::string err;
+  for (;;) {
+    auto line = child->wait_for_line("\"examples_per_s\"", std::chrono::seconds(10));
+    err += child->read_stderr();
+    if (err.size() > 65536)
+      err.erase(0, err.size() - 65536);
+    if (line) {
+      if (auto code = child->wait(std::chrono::minutes(10)); !code || *code != 0)
+        return make_error(errc::io_error, "darcy estimator ctr did not exit cleanly: " + err);
+      auto j = nlohmann::json::parse(*line, nullptr, false);
+      if (!j.is_object())
+        return make_error(errc::io_error, "darcy estimator ctr printed a bad line: " + *line);
+      return j;
+    }
+    if (!is(line.error(), errc::timeout))
+      return make_error(errc::io_error, "darcy estimator ctr failed: " + err);
+  }
+}
+
+caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
+  compute::ctr_generator_options g{
+    .profile = compute::ctr_profile::terabyte, .fresh_rate = o.fresh_rate, .seed = o.seed};
+  auto train = ctr_file(o.dir, "colossal", g, 0, o.colossal_rows);
+  if (!train)
+    return with_step("writing the colossal stream", train.error());
+  auto test = ctr_file(o.dir, "colossal-test", g, o.colossal_rows, o.colossal_test_rows);
+  if (!test)
+    return with_step("writing the colossal test file", test.error());
+  auto db = o.dir + "/colossal-db-" + std::to_string(::getpid());
+  fs::remove_all(db);
+  std::vector<std::string> common{
+    "--threads", std::to_string(o.threads), "--seed",          std::to_string(o.seed),
+    "--batch",   std::to_string(o.batch),   "--embedding-dim", std::to_string(o.embedding_dim),
+    "--bottom",  joined(o.bottom_units),    "--top",           joined(o.top_units),
+    "--quiet"};
+  std::printf(
+    "colossal: %llu Terabyte-profile rows, fresh rate %g, tables in LevelDB under %s "
+    "behind %.2f GiB of memory tiers\n",
+    static_cast<unsigned long long>(o.colossal_rows), o.fresh_rate, db.c_str(),
+    double(o.memory_budget) / double(1 << 30));
+  auto tiered_args = common;
+  tiered_args.insert(tiered_args.end(), {"--train", *train, "--eval", *test, "--leveldb", db,
+                                         "--memory-budget", std::to_string(o.memory_budget)});
+  auto tiered = run_ctr_child(tiered_args);
+  std::error_code ec;
+  fs::remove_all(db, ec);
+  if (!tiered)
+    return with_step("the colossal run", tiered.error());
+  auto& t = *tiered;
+  auto u64 = [](const nlohmann::json& j, const char* k) { return j.at(k).get<uint64_t>(); };
+  auto number = [](const nlohmann::json& j, const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_number() ? it->get<double>()
+                                            : std::numeric_limits<double>::quiet_NaN();
+  };
+  auto keys = u64(t, "embedding_rows") + u64(t, "evictions");
+  auto capacity = std::max<uint64_t>(1, u64(t, "cache_capacity"));
+  auto hits = u64(t, "tier_hits"), misses = u64(t, "tier_misses");
+  std::printf(
+    "  %.0f examples/s, test AUC %.4f (Bayes %.4f); %llu keys got a row (no admission: "
+    "every key seen), %llu stored, %llu in memory of the %llu the budget holds "
+    "(%.0f bytes a row, %.2f GiB counted); memory-tier hit rate %.3f; %.2f GiB on disk; "
+    "peak RSS %.2f GiB\n",
+    t.at("examples_per_s").get<double>(), number(t, "auc"), number(t, "bayes_auc"),
+    static_cast<unsigned long long>(keys),
+    static_cast<unsigned long long>(u64(t, "embedding_rows")),
+    static_cast<unsigned long long>(u64(t, "cached_rows")),
+    static_cast<unsigned long long>(capacity), double(o.memory_budget) / double(capacity),
+    double(u64(t, "memory_tier_bytes")) / double(1 << 30),
+    double(hits) / double(std::max<uint64_t>(1, hits + misses)),
+    double(u64(t, "disk_bytes")) / double(1 << 30),
+    double(u64(t, "peak_rss_bytes")) / double(1 << 30));
+  // Where a training example's time goes: the tables' lookups and updates (memory tier and
+  // disk tier) are inside forward and backward.
+  std::printf("  per example:");
+  for (auto& [phase, seconds] : t.at("phase_seconds").items())
+    std::printf(
+      " %s %.1f us", phase.c_str(),
+      1e6 * seconds.get<double>() / double(std::max<uint64_t>(1, u64(t, "train_examples"))));
+  std::printf("\n  examples/s over time:");
+  double last_s = 0;
+  uint64_t last_n = 0;
+  for (auto& point : t.at("timeline")) {
+    auto s = point[0].get<double>();
+    auto n = point[1].get<uint64_t>();
+    if (s > last_s)
+      std::printf(" [%.0f s] %.0f", s, double(n - last_n) / (s - last_s));
+    last_s = s;
+    last_n = n;
+  }
+  std::printf("\n");
+  auto memory_args = common;
+  memory_args.insert(memory_args.end(),
+                     {"--train", *train, "--train-rows", std::to_string(o.memory_rows)});
+  auto memory = run_ctr_child(memory_args);
+  if (!memory)
+    return with_step("the in-memory run", memory.error());
+  std::printf(
+    "  in memory, the stream's first %llu rows: %.0f examples/s, %llu rows, peak RSS "
+    "%.2f GiB\n",
+    static_cast<unsigned long long>(o.memory_rows), memory->at("examples_per_s").get<double>(),
+    static_cast<unsigned long long>(u64(*memory, "embedding_rows")),
+    double(u64(*memory, "peak_rss_bytes")) / double(1 << 30));
+  m["colossal_keys"] = keys;
+  m["colossal_stored_vs_budget"] = double(u64(t, "embedding_rows")) / double(capacity);
+  m["colossal_peak_rss_gib"] = double(u64(t, "peak_rss_bytes")) / double(1 << 30);
+  m["colossal_vs_memory"] =
+    t.at("examples_per_s").get<double>() / memory->at("examples_per_s").get<double>();
+  m["colossal_examples_per_s"] = t.at("examples_per_s");
+  m["colossal_auc"] = number(t, "auc");
+  m["colossal_bayes_auc"] = number(t, "bayes_auc");
+  m["colossal_hit_rate"] = double(hits) / double(std::max<uint64_t>(1, hits + misses));
+  m["colossal_disk_gib"] = double(u64(t, "disk_bytes")) / double(1 << 30);
+  m["colossal_rows_in_memory"] = u64(t, "cached_rows");
+  m["memory_examples_per_s"] = memory->at("examples_per_s");
+  std::printf(
+    "colossal_keys %llu, colossal_stored_vs_budget %.2f, colossal_peak_rss_gib %.2f, "
+    "colossal_vs_memory %.3f\n",
+    static_cast<unsigned long long>(keys), m["colossal_stored_vs_budget"].get<double>(),
+    m["colossal_peak_rss_gib"].get<double>(), m["colossal_vs_memory"].get<double>());
+  return {};
+}
+
+} // namespace
 
 } // namespace darcy::apps

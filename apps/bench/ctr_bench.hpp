@@ -2,7 +2,10 @@
 // with Darcy's DLRM and Wide & Deep on dynamic embeddings, against PyTorch's reference DLRM
 // (a dictionary built in a first pass; a variant hashing each field into 1M rows) and a
 // logistic regression on hashed crosses, on the same threads in the same run.
-// Last line: {"bench":"ctr","metrics":{ctr_vs_torch, auc_gap_to_bayes, auc_vs_torch, ...}}.
+// With --colossal, DLRM on a Terabyte-profile stream with fresh ids whose tables live in LevelDB
+// behind memory tiers of a byte budget, against the same model on a stream that fits in memory.
+// Last line: {"bench":"ctr","metrics":{ctr_vs_torch, auc_gap_to_bayes, auc_vs_torch,
+// colossal_keys, colossal_stored_vs_budget, colossal_peak_rss_gib, colossal_vs_memory, ...}}.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +31,18 @@ struct ctr_bench_options {
   size_t threads = 2;
   uint64_t seed = 1;
   bool peer = true;
+  /// The Kaggle-profile part: the models' quality and speed against the peers.
+  bool quality = true;
+  /// The colossal part: `colossal_rows` Terabyte-profile rows with a share `fresh_rate` of new
+  /// ids, the tables in LevelDB under dir behind memory tiers of `memory_budget` bytes (each
+  /// run in a child `darcy estimator ctr`, so that its peak RSS is its own), then the same
+  /// model on the stream's first `memory_rows` rows in memory.
+  bool colossal = false;
+  uint64_t colossal_rows = 8'000'000;
+  uint64_t colossal_test_rows = 100'000;
+  double fresh_rate = 0.45;
+  uint64_t memory_budget = uint64_t{4} << 30;
+  uint64_t memory_rows = 1'000'000;
   std::string python = "/usr/bin/python3";
 };
 

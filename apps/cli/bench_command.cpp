@@ -184,6 +184,25 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   ctr_cmd->add_option("--seed", ctr->seed, "Seed of the data and the models");
   ctr_cmd->add_flag("!--no-peer", ctr->peer, "Skip the PyTorch peers");
   ctr_cmd->add_option("--python", ctr->python, "Python with torch (Debian's python3-torch)");
+  ctr_cmd->add_flag("!--no-quality", ctr->quality, "Skip the Kaggle-profile part (and its peers)");
+  ctr_cmd->add_flag("--colossal", ctr->colossal,
+                    "Also train on a Terabyte-profile stream with tables in LevelDB behind a "
+                    "memory budget, against the same model in memory");
+  ctr_cmd->add_option("--colossal-rows", ctr->colossal_rows, "Rows of the colossal stream")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  ctr_cmd
+    ->add_option("--colossal-test-rows", ctr->colossal_test_rows,
+                 "Held-out rows after the colossal stream")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  ctr_cmd
+    ->add_option("--fresh-rate", ctr->fresh_rate, "Share of the stream's ids never seen before")
+    ->check(CLI::Range(0.0, 1.0));
+  ctr_cmd->add_option("--memory-budget", ctr->memory_budget,
+                      "Bytes of the colossal run's memory tiers, all tables together");
+  ctr_cmd
+    ->add_option("--memory-rows", ctr->memory_rows,
+                 "Rows of the in-memory comparison run (a prefix of the same stream)")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   ctr_cmd->callback([ctr, &exit_code] { exit_code = report("bench ctr", run_ctr_bench(*ctr)); });
 
   auto emb = std::make_shared<embedding_bench_options>();

@@ -21,6 +21,7 @@
 #include "apps/estimator/summary_plot.hpp"
 #include "messages/error.hpp"
 #include "ops/estimator/run_role.hpp"
+#include "runtime/process/machine.hpp"
 
 namespace darcy::apps {
 
@@ -234,6 +235,9 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     ->add_option("--memory-budget", o->memory_budget,
                  "With --leveldb: bytes of rows the memory tiers of all tables hold (4GiB)")
     ->transform(CLI::AsSizeValue(false));
+  ctr
+    ->add_option("--shards", o->shards, "Shards of every table (each gets its share of the budget)")
+    ->check(CLI::Range(1, 1024));
   ctr->add_option("--min-count", o->admission_min_count,
                   "A key gets a row at its Nth sighting (a counting Bloom filter; 1: at once)");
   ctr->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
@@ -282,6 +286,16 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                                 {"bayes_auc", number(r->bayes_auc)},
                                 {"auc_gap_to_bayes", number(r->bayes_auc - r->auc)},
                                 {"embedding_rows", r->embedding_rows},
+                                {"cached_rows", r->cached_rows},
+                                {"cache_capacity", r->cache_capacity},
+                                {"tier_hits", r->tier_hits},
+                                {"tier_misses", r->tier_misses},
+                                {"memory_tier_bytes", r->memory_tier_bytes},
+                                {"disk_bytes", r->disk_bytes},
+                                {"evictions", r->evictions},
+                                {"timeline", r->timeline},
+                                {"phase_seconds", r->phase_seconds},
+                                {"peak_rss_bytes", runtime::peak_resident_bytes()},
                                 {"threads", o->threads}}
                    .dump()
               << std::endl;

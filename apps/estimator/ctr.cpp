@@ -90,6 +90,8 @@ caf::error validate(const ctr_options& o) {
     if (a >= ctr_cat_fields || b >= ctr_cat_fields || a == b)
       return bad("a cross of fields " + std::to_string(a) + " and " + std::to_string(b) +
                  " (two different fields of 0 … 25)");
+  if (o.shards == 0)
+    return bad("shards must be > 0");
   if (!o.leveldb_dir.empty() && o.memory_budget == 0)
     return bad("memory_budget must be > 0");
   if (o.admission_min_count == 0)
@@ -123,6 +125,7 @@ nlohmann::json ctr_job_options(const ctr_options& o) {
           {"skip_malformed", o.skip_malformed},
           {"leveldb_dir", o.leveldb_dir},
           {"memory_budget", o.memory_budget},
+          {"shards", o.shards},
           {"admission_min_count", o.admission_min_count},
           {"threads", o.threads},
           {"seed", o.seed}};
@@ -166,6 +169,7 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
     o.skip_malformed = j.value("skip_malformed", o.skip_malformed);
     o.leveldb_dir = j.value("leveldb_dir", o.leveldb_dir);
     o.memory_budget = j.value("memory_budget", o.memory_budget);
+    o.shards = j.value("shards", o.shards);
     o.admission_min_count = j.value("admission_min_count", o.admission_min_count);
     o.threads = j.value("threads", o.threads);
     o.seed = j.value("seed", o.seed);
@@ -186,7 +190,7 @@ de_config ctr_table(const ctr_options& o, size_t field) {
   if (!o.leveldb_dir.empty()) {
     c.backend = backend_kind::leveldb;
     c.path = o.leveldb_dir + "/" + c.name;
-    c.cache_bytes = std::max<uint64_t>(1, o.memory_budget / ctr_cat_fields);
+    c.cache_bytes = std::max<uint64_t>(1, o.memory_budget / ctr_cat_fields / o.shards);
   }
   if (o.admission_min_count > 1)
     c.admission = {.kind = admission_kind::bloom, .min_count = o.admission_min_count};
@@ -270,10 +274,42 @@ caf::expected<double> ctr_bayes_auc(const std::string& path, uint64_t rows) {
   return auc.value();
 }
 
+namespace {
+
+/// Records (seconds, examples trained) every `every` seconds and at the end.
+class timeline_hook final : public est::session_run_hook {
+public:
+  timeline_hook(double every, std::vector<std::pair<double, uint64_t>>& points)
+    : every_(every), points_(points) {}
+  caf::expected<est::hook_action> after_step(est::estimator&, const est::step_result& r) override {
+    examples_ += r.examples;
+    last_ = r.seconds;
+    if (r.seconds >= next_) {
+      points_.emplace_back(r.seconds, examples_);
+      next_ = r.seconds + every_;
+    }
+    return est::hook_action::go_on;
+  }
+  caf::error end(est::estimator&, uint64_t) override {
+    if (points_.empty() || points_.back().second != examples_)
+      points_.emplace_back(last_, examples_);
+    return {};
+  }
+
+private:
+  double every_;
+  std::vector<std::pair<double, uint64_t>>& points_;
+  double next_ = 0;
+  double last_ = 0;
+  uint64_t examples_ = 0;
+};
+
+} // namespace
+
 caf::expected<ctr_result> run_ctr(const ctr_options& o) {
   if (auto err = validate(o))
     return err;
-  auto session = ops::session::open({.name = "ctr", .threads = 1});
+  auto session = ops::session::open({.name = "ctr", .threads = 1, .shards = o.shards});
   if (!session)
     return std::move(session.error());
   auto fn = ctr_model(o, **session);
@@ -295,11 +331,12 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
       return p;
     return est::prefetch(std::move(*p), 4);
   };
-  std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>()};
+  ctr_result r;
+  std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>(),
+                                   std::make_shared<timeline_hook>(o.timeline_every_s, r.timeline)};
   if (!o.quiet && o.train_rows > 0)
     hooks.push_back(std::make_shared<apps::progress_hook>((o.train_rows + o.batch - 1) / o.batch *
                                                           std::max<uint32_t>(o.epochs, 1)));
-  ctr_result r;
   auto start = std::chrono::steady_clock::now();
   auto trained = e.train(prefetched, 0, hooks);
   if (!trained)
@@ -329,6 +366,13 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
     if (!s)
       return std::move(s.error());
     r.embedding_rows += s->rows;
+    r.cached_rows += s->cached_rows;
+    r.cache_capacity += s->cache_capacity;
+    r.tier_hits += s->tier_hits;
+    r.tier_misses += s->tier_misses;
+    r.memory_tier_bytes += s->bytes;
+    r.disk_bytes += s->disk_bytes;
+    r.evictions += s->evictions;
   }
   return r;
 }

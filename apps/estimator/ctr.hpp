@@ -52,14 +52,19 @@ struct ctr_options {
   /// Where the tables' rows live: empty for the shards' memory; a directory for LevelDB
   /// databases under it (one per table and shard), each behind a memory tier.
   std::string leveldb_dir;
-  /// With leveldb_dir: the bytes of rows the memory tiers of all 26 tables hold together
-  /// (each table's share split over its shards as the service creates them).
+  /// With leveldb_dir: the bytes the memory tiers of all 26 tables hold together, in equal
+  /// shares of every table's `shards` databases.
   uint64_t memory_budget = uint64_t{4} << 30;
+  /// Shards of every table in the in-process service. Each database (one per table and shard)
+  /// gets memory_budget / 26 / shards, on a cluster too.
+  uint32_t shards = 2;
   /// A key gets a row at its min_count-th sighting (1: at once), counted in a counting Bloom
   /// filter: ids seen once do not grow the table.
   uint32_t admission_min_count = 1;
   size_t threads = 2;
   uint64_t seed = 1;
+  /// Seconds between the points of ctr_result::timeline.
+  double timeline_every_s = 60;
   std::string model_dir;
   bool quiet = false;
 };
@@ -93,8 +98,20 @@ struct ctr_result {
   double log_loss = 0;
   /// The AUC of the test file's true probabilities (F.probs); NaN when there is none.
   double bayes_auc = 0;
-  /// Rows of every table after training.
+  /// Rows of every table after training: all of them, and those in memory (the memory tiers'
+  /// with leveldb_dir); the memory tiers' hits and misses, rows the tiers' budget holds, and
+  /// bytes on disk.
   uint64_t embedding_rows = 0;
+  uint64_t cached_rows = 0;
+  uint64_t cache_capacity = 0;
+  uint64_t tier_hits = 0;
+  uint64_t tier_misses = 0;
+  uint64_t memory_tier_bytes = 0;
+  uint64_t disk_bytes = 0;
+  /// Rows evicted by the tables' policies (rows + evictions: every key that got a row).
+  uint64_t evictions = 0;
+  /// (seconds since training began, examples trained by then), every o.timeline_every_s.
+  std::vector<std::pair<double, uint64_t>> timeline;
   /// Training seconds by step phase (train_result::phase_seconds): the lookups are in
   /// "forward", the tables' updates in "backward".
   std::map<std::string, double> phase_seconds;

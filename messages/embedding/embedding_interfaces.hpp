@@ -27,6 +27,17 @@ struct embedding_stats {
   uint64_t bytes = 0;
   /// What the rows need at the least: key bytes plus values and slots.
   uint64_t raw_bytes = 0;
+  /// Rows held in memory: all of them in a memory store, the memory tier's in a store with a
+  /// backend (LevelDB, Redis).
+  uint64_t cached_rows = 0;
+  /// Rows the memory tier may hold under its byte budget (0 in a memory store).
+  uint64_t cache_capacity = 0;
+  /// Keys a store with a backend found in its memory tier, and keys it had to read from the
+  /// backend or create (0 in a memory store).
+  uint64_t tier_hits = 0;
+  uint64_t tier_misses = 0;
+  /// Bytes the backend holds on disk (LevelDB), 0 elsewhere.
+  uint64_t disk_bytes = 0;
   /// Rows removed by the eviction policy.
   uint64_t evictions = 0;
   /// Gradient rows dropped because their key was not admitted.
@@ -40,7 +51,8 @@ struct embedding_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
-  return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.evictions,
+  return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.cached_rows,
+           x.cache_capacity, x.tier_hits, x.tier_misses, x.disk_bytes, x.evictions,
            x.dropped_updates, x.retried_requests, x.recovered_shards);
 }
 

@@ -1,5 +1,6 @@
 #include "ops/estimator/dynamic_embedding_column.hpp"
 
+#include <chrono>
 #include <set>
 #include <string_view>
 
@@ -25,6 +26,21 @@ struct field_state {
   size_t key_count = 0;
   /// Its index among the tables of the last lookup; -1 when the batch had none of its keys.
   int table = -1;
+};
+
+thread_local embedding_seconds spent;
+
+/// Adds the seconds since construction to `into`.
+class stopwatch {
+public:
+  explicit stopwatch(double& into) : into_(into) {}
+  ~stopwatch() {
+    into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+private:
+  double& into_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 /// The rows of one or more fields side by side, all looked up in one request.
@@ -71,7 +87,10 @@ public:
     handle_.reset();
     if (tables.empty())
       return out;
-    auto found = dynamic_embedding_lookup(session_, std::move(tables), training_);
+    auto found = [&] {
+      stopwatch clock{spent.lookup};
+      return dynamic_embedding_lookup(session_, std::move(tables), training_);
+    }();
     if (!found)
       return to_plain(found.error());
     Eigen::Index offset = 0;
@@ -108,7 +127,10 @@ public:
     std::vector<const matrix*> pointers;
     for (auto& g : grads)
       pointers.push_back(&g);
-    auto err = handle_->backward(pointers, ++step_);
+    auto err = [&] {
+      stopwatch clock{spent.backward};
+      return handle_->backward(pointers, ++step_);
+    }();
     handle_.reset();
     return err ? to_plain(err) : plain_error{};
   }
@@ -210,6 +232,10 @@ caf::expected<ce::dense_ptr<float>> dynamic_embedding_column(session& s, ce::cat
   if (!column)
     return make_error(errc::invalid_config, "dynamic_embedding_column: no categorical column");
   return dynamic_embedding_columns(s, {{{}, std::move(column), std::move(config)}}, how);
+}
+
+embedding_seconds embedding_seconds_of_this_thread() {
+  return spent;
 }
 
 } // namespace darcy::ops::estimator

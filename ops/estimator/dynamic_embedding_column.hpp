@@ -54,4 +54,13 @@ caf::expected<compute::estimator::dense_ptr<float>> dynamic_embedding_columns(
   session& s, std::vector<dynamic_field> fields,
   compute::estimator::combiner how = compute::estimator::combiner::mean);
 
+/// Seconds this thread has spent in the embedding service for dynamic embedding columns: in
+/// lookups (inside a step's forward) and in backward passes (inside its backward), so that a
+/// step's time splits into the tables' share and the rest.
+struct embedding_seconds {
+  double lookup = 0;
+  double backward = 0;
+};
+embedding_seconds embedding_seconds_of_this_thread();
+
 } // namespace darcy::ops::estimator

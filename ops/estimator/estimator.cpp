@@ -7,6 +7,7 @@
 
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/estimator/dynamic_embedding_column.hpp"
 #include "runtime/metrics.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/checkpoint/checkpoint_transaction.hpp"
@@ -279,6 +280,7 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
   auto start = std::chrono::steady_clock::now();
   bool stop = false;
   step_phases phases;
+  auto tables_before = embedding_seconds_of_this_thread();
   while (!stop && (max_steps == 0 || global_step_ < max_steps)) {
     auto next = in.next();
     if (!next)
@@ -370,6 +372,10 @@ caf::expected<train_result> estimator::train(const input_fn& input, uint64_t max
       return err;
   result.global_step = global_step_;
   result.phase_seconds = phases.totals();
+  // The tables' share of forward and backward (dynamic embedding columns on this thread).
+  auto tables = embedding_seconds_of_this_thread();
+  result.phase_seconds["forward.embedding_lookup"] = tables.lookup - tables_before.lookup;
+  result.phase_seconds["backward.embedding_update"] = tables.backward - tables_before.backward;
   return result;
 }
 

@@ -83,7 +83,9 @@ struct train_result {
   uint64_t resumed_from = 0;
   /// Seconds this call spent in each phase of its steps, by phase name: input, pull (with
   /// servers), forward, backward, update and hooks. Every node's /metrics carries the same
-  /// phases for all calls, as the histogram darcy_estimator_step_seconds{phase}.
+  /// phases for all calls, as the histogram darcy_estimator_step_seconds{phase}. Within them,
+  /// "forward.embedding_lookup" and "backward.embedding_update": the dynamic embedding
+  /// columns' time in the embedding service.
   std::map<std::string, double> phase_seconds;
 };
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include "messages/error.hpp"
@@ -30,6 +31,32 @@ caf::error check_at_most(const std::string& flag, uint64_t value, uint64_t limit
   return make_error(errc::invalid_argument, flag + " " + std::to_string(value) +
                                               " is over the limit of " + std::to_string(limit) +
                                               " (" + why + ")");
+}
+
+} // namespace darcy::runtime
+
+namespace darcy::runtime {
+
+namespace {
+
+/// The kB figure of /proc/self/status's line `field` ("VmRSS:"), in bytes.
+uint64_t status_bytes(const std::string& field) {
+  std::ifstream status{"/proc/self/status"};
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field, 0) == 0)
+      return std::strtoull(line.c_str() + field.size(), nullptr, 10) * 1024;
+  return 0;
+}
+
+} // namespace
+
+uint64_t resident_bytes() {
+  return status_bytes("VmRSS:");
+}
+
+uint64_t peak_resident_bytes() {
+  return status_bytes("VmHWM:");
 }
 
 } // namespace darcy::runtime

@@ -19,6 +19,11 @@ unsigned machine_cores();
 /// Physical memory in bytes.
 uint64_t machine_memory_bytes();
 
+/// What this process holds resident now (VmRSS), and the most it has so far (VmHWM), in bytes;
+/// 0 where /proc does not say.
+uint64_t resident_bytes();
+uint64_t peak_resident_bytes();
+
 /// The most threads or in-process workers a command may start: 8 per core.
 uint64_t max_threads();
 

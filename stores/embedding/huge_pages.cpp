@@ -1,10 +1,19 @@
 #include "stores/embedding/huge_pages.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 
 #include <sys/mman.h>
 
 namespace darcy::stores {
+
+namespace {
+
+size_t rounded(size_t bytes) {
+  return (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
+}
+
+} // namespace
 
 void* allocate_huge_pages(size_t bytes) {
   if (bytes < huge_page_bytes) {
@@ -12,16 +21,31 @@ void* allocate_huge_pages(size_t bytes) {
       return p;
     throw std::bad_alloc{};
   }
-  auto rounded = (bytes + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;
-  auto* p = std::aligned_alloc(huge_page_bytes, rounded);
-  if (p == nullptr)
+  // Mapped apart from malloc's heap, an aligned window cut out of a larger mapping: freed, the
+  // pages go back to the system, and no later small allocation lands in a region marked for
+  // huge pages (where touching 4 KiB makes 2 MiB resident).
+  auto size = rounded(bytes);
+  auto span = size + huge_page_bytes;
+  auto* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED)
     throw std::bad_alloc{};
-  ::madvise(p, rounded, MADV_HUGEPAGE);
-  return p;
+  auto start = reinterpret_cast<uintptr_t>(raw);
+  auto aligned = (start + huge_page_bytes - 1) & ~(uintptr_t{huge_page_bytes} - 1);
+  if (aligned > start)
+    ::munmap(raw, aligned - start);
+  if (auto end = aligned + size; start + span > end)
+    ::munmap(reinterpret_cast<void*>(end), start + span - end);
+  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
 }
 
-void free_huge_pages(void* p) {
-  std::free(p);
+void free_huge_pages(void* p, size_t bytes) {
+  if (p == nullptr)
+    return;
+  if (bytes < huge_page_bytes)
+    std::free(p);
+  else
+    ::munmap(p, rounded(bytes));
 }
 
 } // namespace darcy::stores

@@ -1,6 +1,6 @@
 // Memory for large random-access structures (a store's index and row chunks): allocations of
-// 2 MiB or more are 2 MiB-aligned and ask for transparent huge pages, so that random access over
-// gigabytes costs few TLB misses. Smaller ones come from malloc.
+// 2 MiB or more are 2 MiB-aligned mappings of their own that ask for transparent huge pages, so
+// that random access over gigabytes costs few TLB misses. Smaller ones come from malloc.
 //
 //   std::vector<slot, stores::huge_page_allocator<slot>> index(1 << 24);
 #pragma once
@@ -13,10 +13,10 @@ namespace darcy::stores {
 inline constexpr size_t huge_page_bytes = size_t{2} << 20;
 
 /// At least `bytes` bytes (a multiple of huge_page_bytes, huge pages requested, when `bytes` is
-/// at least that); throws std::bad_alloc when the system has none. Release with
-/// free_huge_pages.
+/// at least that), zeroed when that large; throws std::bad_alloc when the system has none.
+/// Release with free_huge_pages and the same `bytes`.
 void* allocate_huge_pages(size_t bytes);
-void free_huge_pages(void* p);
+void free_huge_pages(void* p, size_t bytes);
 
 template <class T>
 struct huge_page_allocator {
@@ -31,7 +31,7 @@ struct huge_page_allocator {
       throw std::bad_array_new_length{};
     return static_cast<T*>(allocate_huge_pages(n * sizeof(T)));
   }
-  void deallocate(T* p, size_t) { free_huge_pages(p); }
+  void deallocate(T* p, size_t n) { free_huge_pages(p, n * sizeof(T)); }
 
   template <class U>
   bool operator==(const huge_page_allocator<U>&) const {

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include <leveldb/cache.h>
 #include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
 #include <leveldb/write_batch.h>
 
 #include "compute/hash.hpp"
@@ -48,6 +50,16 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   std::filesystem::create_directories(cfg.path, ec);
   leveldb::Options options;
   options.create_if_missing = true;
+  // Shared by every database of the process and never freed, so that they outlive each one.
+  // Most reads of a growing table are of keys it does not hold yet: the filter answers those
+  // without reading a block. A node holds one database per table and shard: one block cache
+  // for all of them, and files of 32 MiB (not 2) keep their open files few.
+  static const leveldb::FilterPolicy* const bloom = leveldb::NewBloomFilterPolicy(10);
+  static leveldb::Cache* const blocks = leveldb::NewLRUCache(64 << 20);
+  options.filter_policy = bloom;
+  options.block_cache = blocks;
+  options.max_file_size = 32 << 20;
+  options.max_open_files = 256;
   leveldb::DB* raw = nullptr;
   auto status = leveldb::DB::Open(options, cfg.path, &raw);
   if (!status.ok())
@@ -70,15 +82,16 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   }
   // Count rows by iterating: always right, even after a crash between write-back and flush.
   std::unique_ptr<leveldb::Iterator> it{raw->NewIterator(leveldb::ReadOptions{})};
-  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix; it->Next())
+  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
+       it->Next()) {
     ++store->rows_;
+    store->on_disk_.add(compute::hash_key({it->key().data() + 1, it->key().size() - 1}));
+  }
   return store;
 }
 
 leveldb_store::leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db)
-  : write_behind_store(cfg, std::move(cache),
-                       cfg.dim * (1 + compute::slot_count(cfg.optimizer)) * sizeof(float) + 96),
-    db_(db) {
+  : write_behind_store(cfg, std::move(cache)), db_(db) {
 }
 
 leveldb_store::~leveldb_store() {
@@ -100,18 +113,22 @@ std::string encode(const row_ref& row) {
 caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create) {
   std::vector<std::string_view> missing;
   for (auto key : keys) {
-    if (cached(key))
-      touch(key, false, {});
+    if (auto found = cache_->find(key))
+      touch_row(found->index, key, false, {});
     else
       missing.push_back(key);
   }
+  tier_hits_ += keys.size() - missing.size();
+  tier_misses_ += missing.size();
   // Sorted reads walk LevelDB's tables in order.
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   std::string bytes;
   std::vector<float> values, slots;
   for (auto key : missing) {
-    auto status = db_->Get(leveldb::ReadOptions{}, row_key(key), &bytes);
+    auto status = on_disk_.may_contain(compute::hash_key(key))
+                    ? db_->Get(leveldb::ReadOptions{}, row_key(key), &bytes)
+                    : leveldb::Status::NotFound({});
     if (status.ok()) {
       row_record row;
       if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
@@ -125,6 +142,7 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     } else if (create && create_row(key)) {
       ++rows_;
       touch(key, true, {});
+      entry_of(key)->indexed = false;
     }
   }
   return {};
@@ -135,8 +153,11 @@ caf::error leveldb_store::settle() {
   bool writes = false;
   auto evicted = oldest(capacity_);
   for (auto& key : evicted) {
-    if (entries_.at(key).dirty) {
+    auto& e = *entry_of(key);
+    if (e.dirty) {
       batch.Put(row_key(key), encode(*cache_->find(key)));
+      if (!e.indexed)
+        on_disk_.add(compute::hash_key(key));
       writes = true;
     }
   }
@@ -246,6 +267,14 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
 store_stats leveldb_store::stats() const {
   auto s = write_behind_store::stats();
   s.evictions = evicted_;
+  s.bytes += on_disk_.bytes();
+  // Table files only (the log and manifest are small and short-lived): LevelDB's own estimate of
+  // the row range.
+  std::string first(1, row_prefix), last(1, row_prefix + 1);
+  leveldb::Range range{first, last};
+  uint64_t size = 0;
+  db_->GetApproximateSizes(&range, 1, &size);
+  s.disk_bytes = size;
   return s;
 }
 
@@ -259,8 +288,13 @@ caf::error leveldb_store::flush() {
   auto status = db_->Write(sync, &batch);
   if (!status.ok())
     return db_error("cannot flush " + cfg_.path, status);
-  for (auto& key : dirty)
-    entries_.at(key).dirty = false;
+  for (auto& key : dirty) {
+    auto& e = *entry_of(key);
+    if (!e.indexed)
+      on_disk_.add(compute::hash_key(key));
+    e.dirty = false;
+    e.indexed = true;
+  }
   return {};
 }
 
@@ -277,11 +311,14 @@ caf::error leveldb_store::import_row(const row_record& row) {
   std::string_view keys[] = {row.key};
   if (auto err = load(keys, false))
     return err;
-  if (!cached(row.key))
+  bool fresh = !cached(row.key);
+  if (fresh)
     ++rows_;
   if (auto err = cache_->import_row(row))
     return err;
   touch(row.key, true, {});
+  if (fresh)
+    entry_of(row.key)->indexed = false;
   return settle();
 }
 

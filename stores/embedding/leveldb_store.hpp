@@ -5,7 +5,8 @@
 // a SIGKILL. Eviction works on the whole table, both tiers: TTL removes rows whose last update
 // is more than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps
 // the max_rows most looked-up rows once there are more (down to 95%, in two sequential passes
-// over the database that hold no key list in memory).
+// over the database that hold no key list in memory). A filter of the keys written keeps reads
+// of new keys away from LevelDB.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "stores/embedding/key_filter.hpp"
 #include "stores/embedding/write_behind_store.hpp"
 
 namespace leveldb {
@@ -56,6 +58,9 @@ private:
   caf::error remove(const std::vector<std::string>& keys);
 
   std::unique_ptr<leveldb::DB> db_;
+  /// Every key written to the database: a load asks LevelDB only for keys that may be there
+  /// (most misses of a growing table are new keys).
+  key_filter on_disk_;
   /// The step of the last TTL pass.
   int64_t ttl_pass_step_ = 0;
   uint64_t evicted_ = 0;

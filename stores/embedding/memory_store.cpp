@@ -49,10 +49,16 @@ memory_store::memory_store(memory_store_options opts)
     rows_(row_block_bytes(opts_.dim * (1 + slots_))) {
 }
 
+size_t memory_store::max_row_bytes(size_t dim, size_t slots, size_t key_bytes) {
+  // A free-list entry in a vector that may be half used.
+  return row_block_bytes(dim * (1 + slots)) + sizeof(slot) * 8 / 3 + 4 * key_bytes +
+         2 * sizeof(uint32_t);
+}
+
 row_ref memory_store::ref(uint32_t row) {
   auto values = values_of(row);
   return {
-    key_of(row), {values, opts_.dim}, {values + opts_.dim, opts_.dim * slots_}, &meta_of(row)};
+    key_of(row), {values, opts_.dim}, {values + opts_.dim, opts_.dim * slots_}, &meta_of(row), row};
 }
 
 size_t memory_store::probe(std::string_view key, uint64_t hash, bool& found) {
@@ -180,8 +186,10 @@ void memory_store::evict() {
 void memory_store::compact_keys() {
   if (key_garbage_ * 2 <= keys_.size())
     return;
+  // Room for as much garbage as the live keys before the next compaction: the arena is not
+  // reallocated between two compactions unless the live keys grow.
   std::string fresh;
-  fresh.reserve(keys_.size() - key_garbage_);
+  fresh.reserve(2 * (keys_.size() - key_garbage_));
   for (auto& s : index_) {
     if (s.row == empty)
       continue;
@@ -213,6 +221,10 @@ bool memory_store::erase(std::string_view key) {
     }
   }
   index_[i] = slot{};
+  // A cache that erases as it goes (a write-behind tier) would otherwise grow its arena by
+  // every key it ever held.
+  if (key_garbage_ >= 4096)
+    compact_keys();
   return true;
 }
 
@@ -403,6 +415,7 @@ caf::error memory_store::import_row(const row_record& row) {
 store_stats memory_store::stats() const {
   store_stats s;
   s.rows = size_;
+  s.cached_rows = size_;
   s.bytes = rows_.bytes() + index_.capacity() * sizeof(slot) + keys_.capacity() +
             free_rows_.capacity() * sizeof(uint32_t);
   if (admission_)

@@ -59,6 +59,9 @@ struct row_ref {
   std::span<float> values;
   std::span<float> slots;
   row_meta* meta = nullptr;
+  /// The row's number in the store, below row_slots(), stable while the row exists; a number
+  /// freed by erase is given to a later row.
+  uint32_t index = 0;
 };
 
 class memory_store : public embedding_store {
@@ -84,6 +87,12 @@ public:
 
   size_t size() const { return size_; }
 
+  /// The most a row with a key of `key_bytes` costs a store of `dim` values and `slots` slot
+  /// vectors in steady state: its block, its share of an index that may be only 3/8 full, and its
+  /// key in an arena that may be a quarter live, and its free-list entry. stats().bytes stays
+  /// within size() times this (plus the 2 MiB chunk being filled) for keys no longer.
+  static size_t max_row_bytes(size_t dim, size_t slots, size_t key_bytes);
+
   /// The row of `key`, if present; does not count as a lookup.
   std::optional<row_ref> find(std::string_view key);
 
@@ -91,7 +100,13 @@ public:
   /// without consulting admission).
   row_ref find_or_insert(std::string_view key);
 
-  /// Removes `key`; false when absent.
+  /// Rows that have storage now: every row_ref::index is below this.
+  size_t row_slots() const { return rows_.rows(); }
+  /// The key of the row numbered `index`, which must exist.
+  std::string_view key_at(uint32_t index) { return key_of(index); }
+
+  /// Removes `key`; false when absent. May move the other rows' keys: a row_ref::key taken
+  /// before is stale after an erase.
   bool erase(std::string_view key);
 
   /// Calls f(row_ref) for every row, in no particular order. f must not insert or erase.

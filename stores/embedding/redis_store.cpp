@@ -110,9 +110,7 @@ caf::expected<std::vector<std::string>> index_keys(redis_client& client, const s
 
 redis_store::redis_store(de_config cfg, redis_location where, std::unique_ptr<redis_client> client,
                          std::unique_ptr<memory_store> cache, redis_clock clock)
-  : write_behind_store(
-      cfg, std::move(cache),
-      sizeof(uint64_t) + row_record_bytes(cfg.dim, compute::slot_count(cfg.optimizer)) + 96),
+  : write_behind_store(cfg, std::move(cache)),
     where_(std::move(where)),
     namespace_(namespace_of(where_, cfg_.name)),
     index_(namespace_ + ":index:shard-" + std::to_string(where_.shard.value_or(0))),
@@ -297,33 +295,31 @@ caf::expected<std::vector<redis_reply>> redis_store::run(
   // Redis kept the embedding, perhaps from before this store's last writes: the cached rows
   // are written again.
   auto now = clock_();
-  for (auto& [key, e] : entries_)
-    mark_dirty(key, e, now);
+  for_each_entry([&](std::string_view key, entry& e) { mark_dirty(key, e, now); });
   return replies;
 }
 
-void redis_store::mark_dirty(const std::string& key, entry& e, time_point at) {
+void redis_store::mark_dirty(std::string_view key, entry& e, time_point at) {
   if (e.dirty)
     return;
   e.dirty = true;
   e.dirty_since = at;
-  dirty_queue_.emplace_back(at, key);
+  dirty_queue_.emplace_back(at, std::string{key});
 }
 
 caf::error redis_store::load(std::span<const std::string_view> keys, bool create) {
   auto now = clock_();
   std::vector<std::string_view> fetch;
   for (auto key : keys) {
-    auto it = entries_.find(std::string{key});
+    auto* e = entry_of(key);
     bool usable =
-      it != entries_.end() &&
-      (it->second.dirty || (staleness_.count() > 0 && now - it->second.fetched <= staleness_));
+      e != nullptr && (e->dirty || (staleness_.count() > 0 && now - e->fetched <= staleness_));
     if (usable) {
       touch(key, false, now);
-      ++hits_;
+      ++tier_hits_;
     } else {
       fetch.push_back(key);
-      ++misses_;
+      ++tier_misses_;
     }
   }
   if (fetch.empty())
@@ -360,14 +356,14 @@ caf::error redis_store::load(std::span<const std::string_view> keys, bool create
         if (auto err = cache_->import_row(row))
           return err;
         touch(key, false, now);
-        entries_[std::string{key}].fetched = now;
+        entry_of(key)->fetched = now;
         continue;
       }
       // Absent from Redis: a stale cached copy goes, a new row may come.
       forget(key);
       if (create && create_row(key)) {
         touch(key, true, now);
-        entries_[std::string{key}].indexed = false;
+        entry_of(key)->indexed = false;
       }
     }
   }
@@ -387,7 +383,7 @@ caf::error redis_store::write_back(std::vector<std::string> keys, time_point now
     mset.push_back(row_key(key));
     mset.push_back(encode_record({row->key, row->values, row->slots, row->meta->frequency,
                                   row->meta->updates, row->meta->last_update}));
-    if (!entries_[key].indexed)
+    if (auto* e = entry_of(key); e && !e->indexed)
       sadd.push_back(key);
     if (mset.size() >= 2 * chunk + 1)
       commands.push_back(std::exchange(mset, redis_command{"MSET"}));
@@ -411,12 +407,12 @@ caf::error redis_store::write_back(std::vector<std::string> keys, time_point now
       rows_ += static_cast<uint64_t>(reply.integer);
   }
   for (auto& key : keys) {
-    auto it = entries_.find(key);
-    if (it == entries_.end())
+    auto* e = entry_of(key);
+    if (e == nullptr)
       continue;
-    it->second.dirty = false;
-    it->second.indexed = true;
-    it->second.fetched = now;
+    e->dirty = false;
+    e->indexed = true;
+    e->fetched = now;
   }
   return {};
 }
@@ -426,8 +422,8 @@ caf::error redis_store::settle() {
   std::vector<std::pair<time_point, std::string>> due;
   while (!dirty_queue_.empty() && now - dirty_queue_.front().first >= staleness_) {
     auto& [since, key] = dirty_queue_.front();
-    auto it = entries_.find(key);
-    if (it != entries_.end() && it->second.dirty && it->second.dirty_since == since)
+    auto* e = entry_of(key);
+    if (e != nullptr && e->dirty && e->dirty_since == since)
       due.emplace_back(since, std::move(key));
     dirty_queue_.pop_front();
   }
@@ -439,7 +435,7 @@ caf::error redis_store::settle() {
   for (auto& d : due)
     writes.push_back(d.second);
   for (auto& key : evicted)
-    if (entries_[key].dirty)
+    if (auto* e = entry_of(key); e && e->dirty)
       writes.push_back(key);
   if (auto err = write_back(std::move(writes), now)) {
     for (auto& d : due)
@@ -467,7 +463,7 @@ caf::error redis_store::read_through(std::span<const std::string_view> keys, std
   auto replies = run(commands);
   if (!replies)
     return std::move(replies.error());
-  misses_ += keys.size();
+  tier_misses_ += keys.size();
   std::vector<float> values, slots;
   for (size_t c = 0; c < replies->size(); ++c) {
     auto& reply = (*replies)[c];
@@ -508,8 +504,7 @@ caf::error redis_store::lookup(std::span<const std::string_view> keys,
 
 uint64_t redis_store::rows() const {
   auto n = rows_;
-  for (auto& [key, e] : entries_)
-    n += e.indexed ? 0 : 1;
+  for_each_entry([&](std::string_view, const entry& e) { n += e.indexed ? 0 : 1; });
   return n;
 }
 
@@ -572,7 +567,7 @@ caf::error redis_store::import_row(const row_record& row) {
   if (auto err = cache_->import_row(row))
     return err;
   touch(row.key, true, now);
-  entries_[std::string{row.key}].indexed = false;
+  entry_of(row.key)->indexed = false;
   return settle();
 }
 

@@ -66,10 +66,6 @@ public:
   /// Writes every changed row back.
   caf::error flush();
 
-  /// Keys of lookups and updates served from the cache, and read from Redis.
-  uint64_t cache_hits() const { return hits_; }
-  uint64_t cache_misses() const { return misses_; }
-
 private:
   redis_store(de_config cfg, redis_location where, std::unique_ptr<redis_client> client,
               std::unique_ptr<memory_store> cache, redis_clock clock);
@@ -83,7 +79,7 @@ private:
   /// A read-only lookup with staleness 0: rows go from Redis to `out`, past the cache.
   caf::error read_through(std::span<const std::string_view> keys, std::span<float> out);
   /// Queues the row for write-back after the staleness bound.
-  void mark_dirty(const std::string& key, entry& e, time_point at) override;
+  void mark_dirty(std::string_view key, entry& e, time_point at) override;
   time_point now() const override { return clock_(); }
   /// The rows indexed in Redis and those created here and not written back yet.
   uint64_t rows() const override;
@@ -102,8 +98,6 @@ private:
   std::chrono::milliseconds staleness_;
   /// Changed rows in the order they changed, with the time of the change.
   std::deque<std::pair<time_point, std::string>> dirty_queue_;
-  uint64_t hits_ = 0;
-  uint64_t misses_ = 0;
   uint64_t restarts_seen_ = 0;
   /// Set when Redis lost the embedding: every later call fails with it.
   caf::error lost_;

@@ -15,7 +15,7 @@ size_t round_up(size_t n, size_t to) {
 } // namespace
 
 void row_chunks::free_deleter::operator()(std::byte* p) const {
-  free_huge_pages(p);
+  free_huge_pages(p, bytes);
 }
 
 row_chunks::row_chunks(size_t row_bytes)
@@ -25,7 +25,8 @@ row_chunks::row_chunks(size_t row_bytes)
 }
 
 void row_chunks::grow() {
-  chunks_.emplace_back(static_cast<std::byte*>(allocate_huge_pages(chunk_bytes_)));
+  chunks_.emplace_back(static_cast<std::byte*>(allocate_huge_pages(chunk_bytes_)),
+                       free_deleter{chunk_bytes_});
 }
 
 } // namespace darcy::stores

@@ -31,6 +31,7 @@ public:
 
 private:
   struct free_deleter {
+    size_t bytes = 0;
     void operator()(std::byte* p) const;
   };
 

@@ -18,10 +18,30 @@ caf::expected<std::unique_ptr<memory_store>> write_behind_store::make_cache(cons
   return memory_store::make(std::move(opts));
 }
 
-write_behind_store::write_behind_store(de_config cfg, std::unique_ptr<memory_store> cache,
-                                       size_t row_bytes)
+write_behind_store::write_behind_store(de_config cfg, std::unique_ptr<memory_store> cache)
   : cfg_(std::move(cfg)), cache_(std::move(cache)) {
-  capacity_ = std::max<size_t>(16, cfg_.cache_bytes / row_bytes);
+  account_key({}, 0, 0);
+}
+
+size_t write_behind_store::cached_row_bytes(size_t key_bytes) const {
+  return memory_store::max_row_bytes(cfg_.dim, cache_->slot_count(), key_bytes) + 2 * sizeof(entry);
+}
+
+void write_behind_store::account_key(std::string_view key, int sign, size_t rows) {
+  if (sign > 0)
+    key_bytes_ += key.size();
+  else if (sign < 0)
+    key_bytes_ -= key.size();
+  // The budget over what a row of the cached keys' mean length costs (rounded up).
+  auto mean_key = rows == 0 ? 8 : (key_bytes_ + rows - 1) / rows;
+  capacity_ = std::max<size_t>(16, cfg_.cache_bytes / cached_row_bytes(mean_key));
+}
+
+uint64_t write_behind_store::cache_bytes() const {
+  uint64_t bytes = cache_->stats().bytes + entries_.capacity() * sizeof(entry);
+  if (admission_)
+    bytes += admission_->bytes();
+  return bytes;
 }
 
 caf::error write_behind_store::start_admission() {
@@ -32,25 +52,53 @@ caf::error write_behind_store::start_admission() {
   return {};
 }
 
-void write_behind_store::mark_dirty(const std::string&, entry& e, time_point) {
+void write_behind_store::mark_dirty(std::string_view, entry& e, time_point) {
   e.dirty = true;
 }
 
-void write_behind_store::touch(std::string_view key, bool dirty, time_point at) {
-  auto [it, fresh] = entries_.try_emplace(std::string{key});
-  if (fresh) {
-    lru_.push_front(it->first);
-    it->second.fetched = at;
-  } else {
-    lru_.splice(lru_.begin(), lru_, it->second.position);
-  }
-  it->second.position = lru_.begin();
-  if (dirty)
-    mark_dirty(it->first, it->second, at);
+void write_behind_store::unlink(uint32_t row) {
+  auto& e = entries_[row];
+  (e.newer == none ? newest_ : entries_[e.newer].older) = e.older;
+  (e.older == none ? oldest_ : entries_[e.older].newer) = e.newer;
+  e.newer = e.older = none;
 }
 
-bool write_behind_store::cached(std::string_view key) const {
-  return entries_.count(std::string{key}) > 0;
+void write_behind_store::link_newest(uint32_t row) {
+  auto& e = entries_[row];
+  e.newer = none;
+  e.older = newest_;
+  (newest_ == none ? oldest_ : entries_[newest_].newer) = row;
+  newest_ = row;
+}
+
+void write_behind_store::touch(std::string_view key, bool dirty, time_point at) {
+  if (auto found = cache_->find(key))
+    touch_row(found->index, key, dirty, at);
+}
+
+void write_behind_store::touch_row(uint32_t row, std::string_view key, bool dirty, time_point at) {
+  if (row >= entries_.size())
+    entries_.resize(cache_->row_slots());
+  auto& e = entries_[row];
+  if (!e.live) {
+    e = entry{};
+    e.live = true;
+    e.fetched = at;
+    account_key(key, 1, cache_->size());
+    link_newest(row);
+  } else if (newest_ != row) {
+    unlink(row);
+    link_newest(row);
+  }
+  if (dirty)
+    mark_dirty(key, e, at);
+}
+
+write_behind_store::entry* write_behind_store::entry_of(std::string_view key) {
+  auto found = cache_->find(key);
+  if (!found || found->index >= entries_.size() || !entries_[found->index].live)
+    return nullptr;
+  return &entries_[found->index];
 }
 
 bool write_behind_store::create_row(std::string_view key) {
@@ -63,26 +111,32 @@ bool write_behind_store::create_row(std::string_view key) {
 }
 
 void write_behind_store::forget(std::string_view key) {
-  auto it = entries_.find(std::string{key});
-  if (it == entries_.end())
+  auto found = cache_->find(key);
+  if (!found)
     return;
-  lru_.erase(it->second.position);
-  entries_.erase(it);
+  auto row = found->index;
+  if (row < entries_.size() && entries_[row].live) {
+    unlink(row);
+    entries_[row].live = false;
+    account_key(key, -1, cache_->size() - 1);
+  }
   cache_->erase(key);
 }
 
 std::vector<std::string> write_behind_store::oldest(size_t keep) const {
   std::vector<std::string> out;
-  for (auto it = lru_.rbegin(); it != lru_.rend() && cache_->size() - out.size() > keep; ++it)
-    out.push_back(*it);
+  for (auto row = oldest_; row != none && cache_->size() - out.size() > keep;
+       row = entries_[row].newer)
+    out.emplace_back(cache_->key_at(row));
   return out;
 }
 
 std::vector<std::string> write_behind_store::dirty_keys() const {
   std::vector<std::string> out;
-  for (auto& [key, e] : entries_)
+  for_each_entry([&](std::string_view key, const entry& e) {
     if (e.dirty)
-      out.push_back(key);
+      out.emplace_back(key);
+  });
   return out;
 }
 
@@ -107,7 +161,7 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
       std::copy(row->values.begin(), row->values.end(), dest.begin());
       if (!cfg_.read_only) {
         ++row->meta->frequency;
-        touch(keys[k], true, at);
+        touch_row(row->index, keys[k], true, at);
       }
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {
       std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());
@@ -137,7 +191,8 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
   std::vector<uint64_t> present_hashes;
   std::vector<float> present_grads;
   for (size_t k = 0; k < keys.size(); ++k) {
-    if (!cached(keys[k])) {
+    auto found = cache_->find(keys[k]);
+    if (!found) {
       ++dropped_updates_;
       continue;
     }
@@ -145,7 +200,7 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
     present_hashes.push_back(hashes[k]);
     auto row = grads.subspan(k * cfg_.dim, cfg_.dim);
     present_grads.insert(present_grads.end(), row.begin(), row.end());
-    touch(keys[k], true, at);
+    touch_row(found->index, keys[k], true, at);
   }
   if (!present.empty())
     if (auto err = cache_->update(present, present_hashes, present_grads, step))
@@ -156,6 +211,11 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
 store_stats write_behind_store::stats() const {
   auto s = cache_->stats();
   s.rows = rows();
+  s.bytes = cache_bytes();
+  s.cached_rows = cache_->size();
+  s.cache_capacity = capacity_;
+  s.tier_hits = tier_hits_;
+  s.tier_misses = tier_misses_;
   s.dropped_updates = dropped_updates_;
   return s;
 }

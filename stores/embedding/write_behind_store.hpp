@@ -5,10 +5,8 @@
 #pragma once
 
 #include <chrono>
-#include <list>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -46,29 +44,43 @@ public:
   /// Rows the cache may hold under the byte budget, and holds now.
   size_t cache_capacity() const { return capacity_; }
   size_t cached_rows() const { return cache_->size(); }
+  /// What the memory tier holds: the cache's rows, index and keys, the rows' entries, and the
+  /// admission filter. At most cfg.cache_bytes plus one 2 MiB chunk
+  /// of rows once the cache is full.
+  uint64_t cache_bytes() const;
+  /// Keys found in the cache, and keys read from the backend (or created) instead.
+  uint64_t cache_hits() const { return tier_hits_; }
+  uint64_t cache_misses() const { return tier_misses_; }
 
 protected:
   using time_point = std::chrono::steady_clock::time_point;
+  static constexpr uint32_t none = UINT32_MAX;
 
-  /// A cached row's place in the recency order and its write-back state.
+  /// A cached row's place in the recency order and its write-back state, kept by the row's
+  /// number in the cache (row_ref::index): no allocation and no key copy per row.
   struct entry {
-    std::list<std::string>::iterator position;
-    /// When the row was last read from, or written to, the backend.
-    time_point fetched;
-    /// When the row last became dirty.
-    time_point dirty_since;
+    /// The neighbours in the recency list (none at its ends).
+    uint32_t newer = none;
+    uint32_t older = none;
+    /// The row is cached and in the list.
+    bool live = false;
     /// Changed since the backend last saw it.
     bool dirty = false;
     /// The backend knows the row (written back at least once, or read from it).
     bool indexed = true;
+    /// When the row was last read from, or written to, the backend.
+    time_point fetched;
+    /// When the row last became dirty.
+    time_point dirty_since;
   };
 
   /// A cache of `cfg`'s dim, initializer, optimizer and default value, with no admission and
   /// no eviction of its own (this class decides both).
   static caf::expected<std::unique_ptr<memory_store>> make_cache(const de_config& cfg);
 
-  /// The budget holds cfg.cache_bytes / row_bytes rows, at least 16. Fails as make_admission.
-  write_behind_store(de_config cfg, std::unique_ptr<memory_store> cache, size_t row_bytes);
+  /// The budget holds cfg.cache_bytes / cached_row_bytes(mean key) rows, at least 16. Fails as
+  /// make_admission.
+  write_behind_store(de_config cfg, std::unique_ptr<memory_store> cache);
   caf::error start_admission();
 
   /// Brings the rows of `keys` into the cache and touches them; a row absent from the backend
@@ -81,11 +93,28 @@ protected:
   /// Rows of the whole table (stored in the backend or only in the cache).
   virtual uint64_t rows() const { return rows_; }
   /// Marks a row changed; a backend that writes back by age records when.
-  virtual void mark_dirty(const std::string& key, entry& e, time_point at);
+  virtual void mark_dirty(std::string_view key, entry& e, time_point at);
 
-  /// Makes `key` the most recently used row (an entry is made for a row new to the cache).
+  /// Makes `key`, whose row must be in the cache, the most recently used row (its entry made
+  /// when new; `at` is then its fetch time), and marks it dirty when `dirty`.
   void touch(std::string_view key, bool dirty, time_point at);
-  bool cached(std::string_view key) const;
+  /// touch, for the row numbered `row` (row_ref::index) of `key`.
+  void touch_row(uint32_t row, std::string_view key, bool dirty, time_point at);
+  bool cached(std::string_view key) { return cache_->find(key).has_value(); }
+  /// The entry of a cached key; nullptr when the key is not cached. Valid until the next touch
+  /// or forget.
+  entry* entry_of(std::string_view key);
+  /// Calls f(key, entry) for every cached row, most recently used first.
+  template <class F>
+  void for_each_entry(F f) const {
+    for (auto row = newest_; row != none; row = entries_[row].older)
+      f(cache_->key_at(row), entries_[row]);
+  }
+  template <class F>
+  void for_each_entry(F f) {
+    for (auto row = newest_; row != none; row = entries_[row].older)
+      f(cache_->key_at(row), entries_[row]);
+  }
   /// A new row from the initializer when admission lets `key` in; false when it does not.
   bool create_row(std::string_view key);
   /// Drops `key` from the cache and its entry, written back or not.
@@ -97,14 +126,33 @@ protected:
   /// The rows changed since the backend saw them.
   std::vector<std::string> dirty_keys() const;
 
+private:
+  /// The most a cached row with a key of `key_bytes` costs: its share of the cache
+  /// (memory_store::max_row_bytes) and of an entries_ vector that may be half used.
+  size_t cached_row_bytes(size_t key_bytes) const;
+  /// Counts a key entering (sign 1) or leaving (-1) the cache and sets capacity_ for the
+  /// cached keys' mean length; `rows` is the count after the change.
+  void account_key(std::string_view key, int sign, size_t rows);
+  void unlink(uint32_t row);
+  void link_newest(uint32_t row);
+
+  /// By row number; the recency list runs from newest_ to oldest_.
+  std::vector<entry> entries_;
+  uint32_t newest_ = none;
+  uint32_t oldest_ = none;
+  /// Bytes of the cached keys.
+  uint64_t key_bytes_ = 0;
+
+protected:
   de_config cfg_;
   std::unique_ptr<memory_store> cache_;
-  std::list<std::string> lru_;
-  std::unordered_map<std::string, entry> entries_;
   size_t capacity_ = 0;
   uint64_t rows_ = 0;
   std::unique_ptr<admission_policy> admission_;
   uint64_t dropped_updates_ = 0;
+  /// Keys found in the cache, and keys a load had to read from the backend (or create).
+  uint64_t tier_hits_ = 0;
+  uint64_t tier_misses_ = 0;
   /// The largest step an update carried.
   int64_t last_step_ = 0;
 };

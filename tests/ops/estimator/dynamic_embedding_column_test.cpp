@@ -81,9 +81,16 @@ TEST(dynamic_embedding_column, the_service_trains_rows_of_raw_words_through_the_
   estimator e{model(**s), session_config(**s)};
   ASSERT_TRUE(e.train(column_input(words(200), 0), 1)); // creates the rows
   auto before = rows_of(**s, {"w0", "w1"});
-  ASSERT_TRUE(e.train(column_input(words(200), 0), 150));
+  auto trained = e.train(column_input(words(200), 0), 150);
+  ASSERT_TRUE(trained);
   auto after = rows_of(**s, {"w0", "w1"});
   EXPECT_FALSE(before.isApprox(after)) << "the service's optimizer moved the rows";
+  // The tables' time is timed apart, within the phases that hold it.
+  auto& phases = trained->phase_seconds;
+  EXPECT_GT(phases["forward.embedding_lookup"], 0);
+  EXPECT_LE(phases["forward.embedding_lookup"], phases["forward"]);
+  EXPECT_GT(phases["backward.embedding_update"], 0);
+  EXPECT_LE(phases["backward.embedding_update"], phases["backward"]);
   auto m = e.evaluate(column_input(words(60), 1));
   ASSERT_TRUE(m);
   EXPECT_GT(m->at("accuracy"), 0.95);

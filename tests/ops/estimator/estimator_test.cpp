@@ -108,8 +108,9 @@ TEST(estimator, training_times_every_phase_of_every_step_in_its_result_and_the_p
   for (const char* phase : {"input", "forward", "backward", "update"})
     EXPECT_GT(r->phase_seconds[phase], 0) << phase;
   EXPECT_EQ(after["pull"], before["pull"]);
-  EXPECT_EQ(r->phase_seconds.size(), 6u);
+  EXPECT_EQ(r->phase_seconds.size(), 8u);
   EXPECT_EQ(r->phase_seconds["pull"], 0);
+  EXPECT_EQ(r->phase_seconds["forward.embedding_lookup"], 0) << "no dynamic embedding column";
 }
 
 TEST(estimator, a_run_resumed_mid_epoch_ends_with_bit_identical_variables) {

@@ -1,9 +1,12 @@
 #include "stores/embedding/huge_pages.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "runtime/process/machine.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -27,8 +30,18 @@ TEST(huge_pages, LargeBlocksAreHugePageAlignedAndEverySizeIsWritable) {
       p[i] = static_cast<unsigned char>(i);
     if (c.bytes > 0)
       p[c.bytes - 1] = 7;
-    free_huge_pages(p);
+    free_huge_pages(p, c.bytes);
   }
+}
+
+TEST(huge_pages, AFreedLargeBlockGoesBackToTheSystem) {
+  constexpr size_t bytes = 64 << 20;
+  auto before = runtime::resident_bytes();
+  auto* p = static_cast<unsigned char*>(allocate_huge_pages(bytes));
+  std::memset(p, 1, bytes);
+  EXPECT_GE(runtime::resident_bytes(), before + bytes * 3 / 4);
+  free_huge_pages(p, bytes);
+  EXPECT_LE(runtime::resident_bytes(), before + (8 << 20)) << "not kept in malloc's heap";
 }
 
 TEST(huge_pages, VectorWithTheAllocatorValueInitialisesAndGrows) {

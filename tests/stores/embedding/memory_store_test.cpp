@@ -273,6 +273,23 @@ TEST(memory_store, BytesPerRowStayWithin30PercentOfRaw) {
     << s.bytes << " bytes for " << s.raw_bytes << " raw";
 }
 
+TEST(memory_store, InsertsAndErasesAsACacheKeepTheKeyArenaBounded) {
+  auto store = make_store(options(4));
+  auto key = [](int i) { return "token-" + std::to_string(1'000'000 + i); };
+  for (int i = 0; i < 1000; ++i)
+    store->find_or_insert(key(i));
+  auto full = store->stats().bytes;
+  // 200,000 keys pass through a window of 1,000: 2.8 MB of keys in all.
+  for (int i = 1000; i < 200'000; ++i) {
+    store->find_or_insert(key(i));
+    ASSERT_TRUE(store->erase(key(i - 1000)));
+  }
+  EXPECT_EQ(store->size(), 1000u);
+  EXPECT_LE(store->stats().bytes, full + (64 << 10));
+  for (int i = 199'000; i < 200'000; ++i)
+    ASSERT_EQ(store->find(key(i))->key, key(i)) << "keys moved by the compaction";
+}
+
 } // namespace
 } // namespace darcy::stores
 
