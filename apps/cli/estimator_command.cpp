@@ -241,6 +241,10 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
   ctr->add_option("--min-count", o->admission_min_count,
                   "A key gets a row at its Nth sighting (a counting Bloom filter; 1: at once)");
   ctr->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  ctr
+    ->add_option("--service-threads", o->service_threads,
+                 "Threads of the in-process embedding service (its shards)")
+    ->check(CLI::Range(1, 256));
   ctr->add_option("--seed", o->seed, "Seed of the weights and the tables' rows");
   ctr->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
   ctr->add_flag("--quiet", o->quiet, "No progress bar");

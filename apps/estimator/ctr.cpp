@@ -75,8 +75,8 @@ caf::error validate(const ctr_options& o) {
     return bad("a training file is needed");
   if (!(o.embedding_init >= 0) || !std::isfinite(o.embedding_init))
     return bad("embedding_init must be a finite number >= 0");
-  if (o.batch == 0 || o.embedding_dim == 0 || o.threads == 0)
-    return bad("batch, embedding_dim and threads must be > 0");
+  if (o.batch == 0 || o.embedding_dim == 0 || o.threads == 0 || o.service_threads == 0)
+    return bad("batch, embedding_dim, threads and service_threads must be > 0");
   if (auto err = check_units(o.bottom_units, "the bottom MLP"))
     return err;
   if (auto err = check_units(o.top_units, "the top MLP"))
@@ -309,7 +309,8 @@ private:
 caf::expected<ctr_result> run_ctr(const ctr_options& o) {
   if (auto err = validate(o))
     return err;
-  auto session = ops::session::open({.name = "ctr", .threads = 1, .shards = o.shards});
+  auto session =
+    ops::session::open({.name = "ctr", .threads = o.service_threads, .shards = o.shards});
   if (!session)
     return std::move(session.error());
   auto fn = ctr_model(o, **session);

@@ -62,6 +62,8 @@ struct ctr_options {
   /// filter: ids seen once do not grow the table.
   uint32_t admission_min_count = 1;
   size_t threads = 2;
+  /// Scheduler threads of the in-process embedding service, which run its shards.
+  size_t service_threads = 1;
   uint64_t seed = 1;
   /// Seconds between the points of ctr_result::timeline.
   double timeline_every_s = 60;

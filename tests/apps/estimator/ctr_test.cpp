@@ -129,6 +129,8 @@ TEST(ctr, bad_options_are_refused_by_name_and_good_ones_survive_the_job_json) {
      },
      "cross"},
     {"a zero batch", [](ctr_options& o) { o.batch = 0; }, "batch"},
+    {"no service thread", [](ctr_options& o) { o.service_threads = 0; }, "service_threads"},
+    {"no shard", [](ctr_options& o) { o.shards = 0; }, "shards"},
     {"a negative rate", [](ctr_options& o) { o.embedding_optimizer.learning_rate = -1; },
      "learning_rate"},
   };
