@@ -1,11 +1,54 @@
 #include "actors/embedding/direct_embedding.hpp"
 
+#include <algorithm>
 #include <deque>
+#include <thread>
 
 #include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
 
 namespace darcy::actors {
+
+namespace {
+
+/// Below this many keys a request's shards run one after another in the caller's thread: a
+/// thread of their own costs more than their work.
+constexpr size_t parallel_keys = 1024;
+
+size_t keys_of(const routed_batch& route) {
+  size_t keys = 0;
+  for (size_t t = 0; t < route.tables(); ++t)
+    keys += route.keys(t);
+  return keys;
+}
+
+/// Calls f(s) for every shard s of `route`, spread over as many threads as the machine has
+/// cores (the caller's among them) once the request has parallel_keys keys; each shard is
+/// visited by one thread. Answers the first error in shard order.
+template <class F>
+caf::error for_each_shard(const routed_batch& route, F f) {
+  auto& shards = route.shards();
+  size_t threads = 1;
+  if (keys_of(route) >= parallel_keys)
+    threads = std::min<size_t>(shards.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<caf::error> errors(shards.size());
+  auto run = [&](size_t first) {
+    for (size_t i = first; i < shards.size(); i += threads)
+      errors[i] = f(shards[i]);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t)
+    helpers.emplace_back(run, t);
+  run(0);
+  for (auto& helper : helpers)
+    helper.join();
+  for (auto& err : errors)
+    if (err)
+      return std::move(err);
+  return {};
+}
+
+} // namespace
 
 direct_embedding::direct_embedding(std::vector<shard_tables_ptr> shards)
   : shards_(std::move(shards)) {
@@ -32,7 +75,8 @@ caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
   if (!dims)
     return std::move(dims.error());
   auto route = std::make_shared<routed_batch>(tables, *dims, shards_.size());
-  for (auto s : route->shards()) {
+  // Each shard writes only its own keys' rows of `out`.
+  auto err = for_each_shard(*route, [&](size_t s) -> caf::error {
     auto& shard = *shards_[s];
     std::vector<shared_floats> rows;
     {
@@ -50,9 +94,10 @@ caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
         rows.push_back(std::move(part_rows));
       }
     }
-    if (auto err = route->scatter(s, rows, out))
-      return err;
-  }
+    return route->scatter(s, rows, out);
+  });
+  if (err)
+    return err;
   return std::shared_ptr<const routed_batch>{std::move(route)};
 }
 
@@ -61,7 +106,7 @@ caf::error direct_embedding::update(const routed_batch& route,
                                     int64_t step) const {
   if (auto err = check_routed_gradients(route, grads, configs()))
     return err;
-  for (auto s : route.shards()) {
+  return for_each_shard(route, [&](size_t s) -> caf::error {
     auto sums = route.gather(s, grads);
     auto& shard = *shards_[s];
     std::lock_guard<std::mutex> guard{shard.mutex};
@@ -75,8 +120,8 @@ caf::error direct_embedding::update(const routed_batch& route,
       if (auto err = (*table)->store->update(keys.views(), keys.hashes(), sums[t].values(), step))
         return err;
     }
-  }
-  return {};
+    return {};
+  });
 }
 
 } // namespace darcy::actors

@@ -1,5 +1,6 @@
 // The direct path into an embedding service whose shards all live in this process: lookups and
-// updates run in the caller's thread on the shards' stores, one shard's lock at a time, with
+// updates run on the shards' stores in the caller's thread (a large request's shards also on
+// threads of their own, one per core, each holding its shard's lock), with
 // the service's rules (the same checks and errors, the store's optimizer and admission). A
 // trainer in the shards' process uses it instead of messages; each key is hashed and routed once.
 #pragma once

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/bench/ctr_cluster.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "apps/estimator/ctr.hpp"
 #include "compute/nn/parallel_product.hpp"
@@ -344,6 +345,31 @@ caf::error run_quality(const ctr_bench_options& o, nlohmann::json& m) {
   }
   m["bayes_auc"] = bayes;
   m["auc_gap_to_bayes"] = bayes - darcy_auc;
+  if (o.cluster) {
+    ctr_cluster_options c{.train = *train,
+                          .test = *test,
+                          .dir = o.dir + "/cluster-" + std::to_string(::getpid()),
+                          .steps = o.cluster_steps,
+                          .batch = o.batch,
+                          .eval_examples = std::min<uint64_t>(o.test_rows, 100'000),
+                          .embedding_dim = o.embedding_dim,
+                          .bottom_units = o.bottom_units,
+                          .top_units = o.top_units,
+                          .seed = o.seed};
+    auto r = run_ctr_cluster(c);
+    if (!r)
+      return with_step("the distributed DLRM", r.error());
+    std::printf(
+      "darcy_dlrm as a job of processes (chief, %zu ps whose nodes hold the tables' shards, "
+      "%zu worker, evaluator): %.0f examples/s over %llu global steps (the first %llu "
+      "training rows), test AUC %.4f on the first %llu test rows\n",
+      c.ps, c.workers, r->examples_per_s, static_cast<unsigned long long>(r->global_step),
+      static_cast<unsigned long long>(r->global_step * o.batch), r->auc,
+      static_cast<unsigned long long>(c.eval_examples));
+    m["cluster_examples_per_s"] = r->examples_per_s;
+    m["cluster_auc"] = r->auc;
+    m["cluster_vs_local"] = r->examples_per_s / darcy_rate;
+  }
   if (o.peer) {
     auto dir =
       (fs::temp_directory_path() / ("darcy-bench-ctr-" + std::to_string(::getpid()))).string();

@@ -4,6 +4,7 @@
 // logistic regression on hashed crosses, on the same threads in the same run.
 // With --colossal, DLRM on a Terabyte-profile stream with fresh ids whose tables live in LevelDB
 // behind memory tiers of a byte budget, against the same model on a stream that fits in memory.
+// The same DLRM also runs as the roles of a job on local node processes (apps/bench/ctr_cluster).
 // Last line: {"bench":"ctr","metrics":{ctr_vs_torch, auc_gap_to_bayes, auc_vs_torch,
 // colossal_keys, colossal_stored_vs_budget, colossal_peak_rss_gib, colossal_vs_memory, ...}}.
 #pragma once
@@ -33,6 +34,10 @@ struct ctr_bench_options {
   bool peer = true;
   /// The Kaggle-profile part: the models' quality and speed against the peers.
   bool quality = true;
+  /// The same DLRM as a distributed job on 127.0.0.1: 2 parameter servers whose node processes
+  /// hold the tables' shards, 1 worker and an evaluator, for `cluster_steps` global steps.
+  bool cluster = true;
+  uint64_t cluster_steps = 5000;
   /// The colossal part: `colossal_rows` Terabyte-profile rows with a share `fresh_rate` of new
   /// ids (the defaults give about 120M keys, ten times what 4 GiB of memory tiers hold), the tables
   /// in LevelDB under dir behind memory tiers of `memory_budget` bytes (each run in a child `darcy

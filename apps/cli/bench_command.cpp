@@ -185,6 +185,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   ctr_cmd->add_flag("!--no-peer", ctr->peer, "Skip the PyTorch peers");
   ctr_cmd->add_option("--python", ctr->python, "Python with torch (Debian's python3-torch)");
   ctr_cmd->add_flag("!--no-quality", ctr->quality, "Skip the Kaggle-profile part (and its peers)");
+  ctr_cmd->add_flag("!--no-cluster", ctr->cluster,
+                    "Skip the DLRM as a job of local processes (2 ps holding the shards)");
+  ctr_cmd->add_option("--cluster-steps", ctr->cluster_steps, "Global steps of that job")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   ctr_cmd->add_flag("--colossal", ctr->colossal,
                     "Also train on a Terabyte-profile stream with tables in LevelDB behind a "
                     "memory budget, against the same model in memory");

@@ -15,6 +15,7 @@
 #include "messages/error.hpp"
 #include "stores/embedding/admission.hpp"
 #include "stores/embedding/de_config.hpp"
+#include "stores/embedding/leveldb_env.hpp"
 #include "stores/embedding/row_codec.hpp"
 
 namespace darcy::stores {
@@ -56,9 +57,13 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   // for all of them, and files of 32 MiB (not 2) keep their open files few.
   static const leveldb::FilterPolicy* const bloom = leveldb::NewBloomFilterPolicy(10);
   static leveldb::Cache* const blocks = leveldb::NewLRUCache(64 << 20);
+  options.env = leveldb_env();
   options.filter_policy = bloom;
   options.block_cache = blocks;
   options.max_file_size = 32 << 20;
+  // Rows are floats, which Snappy barely shrinks: compressing them cost the compaction thread
+  // a third of its time.
+  options.compression = leveldb::kNoCompression;
   options.max_open_files = 256;
   leveldb::DB* raw = nullptr;
   auto status = leveldb::DB::Open(options, cfg.path, &raw);
@@ -110,64 +115,83 @@ std::string encode(const row_ref& row) {
 
 } // namespace
 
-caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create) {
-  std::vector<std::string_view> missing;
-  for (auto key : keys) {
-    if (auto found = cache_->find(key))
-      touch_row(found->index, key, false, {});
+caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create,
+                               std::span<uint32_t> rows) {
+  std::vector<uint32_t> missing;
+  for (uint32_t k = 0; k < keys.size(); ++k) {
+    rows[k] = row_of(keys[k]);
+    if (rows[k] != none)
+      touch_row(rows[k], keys[k], false, {});
     else
-      missing.push_back(key);
+      missing.push_back(k);
   }
   tier_hits_ += keys.size() - missing.size();
   tier_misses_ += missing.size();
-  // Sorted reads walk LevelDB's tables in order.
-  std::sort(missing.begin(), missing.end());
-  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  // Sorted reads walk LevelDB's tables in order; a repeated key is read once.
+  std::sort(missing.begin(), missing.end(),
+            [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
   std::string bytes;
   std::vector<float> values, slots;
-  for (auto key : missing) {
+  uint32_t row = none;
+  for (size_t i = 0; i < missing.size(); ++i) {
+    auto key = keys[missing[i]];
+    if (i > 0 && key == keys[missing[i - 1]]) {
+      rows[missing[i]] = row;
+      continue;
+    }
+    row = none;
     auto status = on_disk_.may_contain(compute::hash_key(key))
                     ? db_->Get(leveldb::ReadOptions{}, row_key(key), &bytes)
                     : leveldb::Status::NotFound({});
     if (status.ok()) {
-      row_record row;
-      if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
+      row_record record;
+      if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, record))
         return make_error(errc::corrupt_file,
                           cfg_.path + ": bad record for key '" + std::string{key} + "'");
-      if (auto err = cache_->import_row(row))
-        return err;
-      touch(key, false, {});
+      auto put = cache_->put_row(record);
+      if (!put)
+        return std::move(put.error());
+      row = put->index;
+      touch_row(row, key, false, {});
     } else if (!status.IsNotFound()) {
       return db_error("cannot read " + cfg_.path, status);
-    } else if (create && create_row(key)) {
+    } else if (create && (row = create_row(key)) != none) {
       ++rows_;
-      touch(key, true, {});
-      entry_of(key)->indexed = false;
+      touch_row(row, key, true, {});
+      entry_at(row).indexed = false;
     }
+    rows[missing[i]] = row;
   }
   return {};
 }
 
 caf::error leveldb_store::settle() {
-  leveldb::WriteBatch batch;
-  bool writes = false;
-  auto evicted = oldest(capacity_);
-  for (auto& key : evicted) {
-    auto& e = *entry_of(key);
-    if (e.dirty) {
-      batch.Put(row_key(key), encode(*cache_->find(key)));
+  if (cache_->size() > capacity_) {
+    // Past the budget a 32nd of it goes at once, so that write-backs reach LevelDB in batches.
+    auto evicted = oldest_rows(capacity_ - capacity_ / 32);
+    // In key order, each insert into LevelDB's memtable walks a path the last one warmed.
+    std::sort(evicted.begin(), evicted.end(),
+              [&](uint32_t a, uint32_t b) { return cache_->key_at(a) < cache_->key_at(b); });
+    leveldb::WriteBatch batch;
+    bool writes = false;
+    for (auto row : evicted) {
+      auto& e = entry_at(row);
+      if (!e.dirty)
+        continue;
+      auto r = cache_->row(row);
+      batch.Put(row_key(r.key), encode(r));
       if (!e.indexed)
-        on_disk_.add(compute::hash_key(key));
+        on_disk_.add(compute::hash_key(r.key));
       writes = true;
     }
+    if (writes) {
+      auto status = db_->Write(leveldb::WriteOptions{}, &batch);
+      if (!status.ok())
+        return db_error("cannot write back to " + cfg_.path, status);
+    }
+    for (auto row : evicted)
+      forget_row(row);
   }
-  if (writes) {
-    auto status = db_->Write(leveldb::WriteOptions{}, &batch);
-    if (!status.ok())
-      return db_error("cannot write back to " + cfg_.path, status);
-  }
-  for (auto& key : evicted)
-    forget(key);
   return evict();
 }
 
@@ -309,16 +333,18 @@ caf::error leveldb_store::export_rows(const std::function<void(const row_record&
 
 caf::error leveldb_store::import_row(const row_record& row) {
   std::string_view keys[] = {row.key};
-  if (auto err = load(keys, false))
+  uint32_t found[] = {none};
+  if (auto err = load(keys, false, found))
     return err;
-  bool fresh = !cached(row.key);
+  bool fresh = found[0] == none;
   if (fresh)
     ++rows_;
-  if (auto err = cache_->import_row(row))
-    return err;
-  touch(row.key, true, {});
+  auto put = cache_->put_row(row);
+  if (!put)
+    return std::move(put.error());
+  touch_row(put->index, row.key, true, {});
   if (fresh)
-    entry_of(row.key)->indexed = false;
+    entry_at(put->index).indexed = false;
   return settle();
 }
 

@@ -45,7 +45,8 @@ private:
   leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db);
 
   /// Rows stored in LevelDB are read in one sorted pass.
-  caf::error load(std::span<const std::string_view> keys, bool create) override;
+  caf::error load(std::span<const std::string_view> keys, bool create,
+                  std::span<uint32_t> rows) override;
   /// Writes back and drops least recently used rows until the cache fits its budget; then
   /// evicts from the table when its policy is due.
   caf::error settle() override;

@@ -379,13 +379,18 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
                          r = insert_at(i, keys[k], hashes[k]);
                        }
                      }
-                     compute::apply_gradient(opts_.optimizer, r->values, r->slots,
-                                             grads.subspan(k * dim, dim), r->meta->updates);
-                     r->meta->last_update = step;
-                     r->meta->last_access = tick_;
+                     update_row(r->index, grads.subspan(k * dim, dim), step);
                    });
   evict();
   return {};
+}
+
+void memory_store::update_row(uint32_t index, std::span<const float> grad, int64_t step) {
+  auto r = ref(index);
+  compute::apply_gradient(opts_.optimizer, r.values, r.slots, grad, r.meta->updates);
+  r.meta->last_update = step;
+  r.meta->last_access = tick_;
+  current_step_ = std::max(current_step_, step);
 }
 
 caf::error memory_store::export_rows(const std::function<void(const row_record&)>& f) {
@@ -396,6 +401,11 @@ caf::error memory_store::export_rows(const std::function<void(const row_record&)
 }
 
 caf::error memory_store::import_row(const row_record& row) {
+  auto put = put_row(row);
+  return put ? caf::error{} : std::move(put.error());
+}
+
+caf::expected<row_ref> memory_store::put_row(const row_record& row) {
   if (row.values.size() != opts_.dim || row.slots.size() != opts_.dim * slots_)
     return make_error(errc::dimension_mismatch,
                       "row '" + std::string{row.key} + "' has " +
@@ -409,7 +419,7 @@ caf::error memory_store::import_row(const row_record& row) {
   r.meta->updates = row.updates;
   r.meta->last_update = row.last_update;
   current_step_ = std::max(current_step_, row.last_update);
-  return {};
+  return r;
 }
 
 store_stats memory_store::stats() const {

@@ -100,6 +100,14 @@ public:
   /// without consulting admission).
   row_ref find_or_insert(std::string_view key);
 
+  /// The row numbered `index` (row_ref::index), which must exist.
+  row_ref row(uint32_t index) { return ref(index); }
+  /// Applies `grad` (dim finite values) to the row numbered `index` with the store's optimizer
+  /// at `step`, as update does for one key.
+  void update_row(uint32_t index, std::span<const float> grad, int64_t step);
+  /// import_row, answering the row written.
+  caf::expected<row_ref> put_row(const row_record& row);
+
   /// Rows that have storage now: every row_ref::index is below this.
   size_t row_slots() const { return rows_.rows(); }
   /// The key of the row numbered `index`, which must exist.

@@ -307,10 +307,12 @@ void redis_store::mark_dirty(std::string_view key, entry& e, time_point at) {
   dirty_queue_.emplace_back(at, std::string{key});
 }
 
-caf::error redis_store::load(std::span<const std::string_view> keys, bool create) {
+caf::error redis_store::load(std::span<const std::string_view> keys, bool create,
+                             std::span<uint32_t> rows) {
   auto now = clock_();
   std::vector<std::string_view> fetch;
-  for (auto key : keys) {
+  for (size_t k = 0; k < keys.size(); ++k) {
+    auto key = keys[k];
     auto* e = entry_of(key);
     bool usable =
       e != nullptr && (e->dirty || (staleness_.count() > 0 && now - e->fetched <= staleness_));
@@ -322,8 +324,16 @@ caf::error redis_store::load(std::span<const std::string_view> keys, bool create
       ++tier_misses_;
     }
   }
-  if (fetch.empty())
-    return {};
+  if (!fetch.empty())
+    if (auto err = fetch_rows(fetch, create, now))
+      return err;
+  for (size_t k = 0; k < keys.size(); ++k)
+    rows[k] = row_of(keys[k]);
+  return {};
+}
+
+caf::error redis_store::fetch_rows(std::vector<std::string_view>& fetch, bool create,
+                                   time_point now) {
   std::sort(fetch.begin(), fetch.end());
   fetch.erase(std::unique(fetch.begin(), fetch.end()), fetch.end());
   std::vector<redis_command> commands;
@@ -361,7 +371,7 @@ caf::error redis_store::load(std::span<const std::string_view> keys, bool create
       }
       // Absent from Redis: a stale cached copy goes, a new row may come.
       forget(key);
-      if (create && create_row(key)) {
+      if (create && create_row(key) != none) {
         touch(key, true, now);
         entry_of(key)->indexed = false;
       }

@@ -75,7 +75,10 @@ private:
   caf::expected<std::vector<redis_reply>> run(const std::vector<redis_command>& commands);
   /// Brings `keys` into the cache: cached rows still fresh or changed stay, the others are
   /// read from Redis; an absent row is created (admission permitting) when `create`.
-  caf::error load(std::span<const std::string_view> keys, bool create) override;
+  caf::error load(std::span<const std::string_view> keys, bool create,
+                  std::span<uint32_t> rows) override;
+  /// The MGET part of load, for the keys `fetch` not usable from the cache (sorted here).
+  caf::error fetch_rows(std::vector<std::string_view>& fetch, bool create, time_point now);
   /// A read-only lookup with staleness 0: rows go from Redis to `out`, past the cache.
   caf::error read_through(std::span<const std::string_view> keys, std::span<float> out);
   /// Queues the row for write-back after the staleness bound.

@@ -101,20 +101,22 @@ write_behind_store::entry* write_behind_store::entry_of(std::string_view key) {
   return &entries_[found->index];
 }
 
-bool write_behind_store::create_row(std::string_view key) {
+uint32_t write_behind_store::create_row(std::string_view key) {
   if (admission_ && !admission_->admit(key, compute::hash_key(key)))
-    return false;
+    return none;
   if (admission_)
     admission_->admitted(key);
-  cache_->find_or_insert(key);
-  return true;
+  return cache_->find_or_insert(key).index;
 }
 
 void write_behind_store::forget(std::string_view key) {
-  auto found = cache_->find(key);
-  if (!found)
-    return;
-  auto row = found->index;
+  if (auto row = row_of(key); row != none)
+    forget_row(row);
+}
+
+void write_behind_store::forget_row(uint32_t row) {
+  // A copy: erasing may move the arena the key is in.
+  std::string key{cache_->key_at(row)};
   if (row < entries_.size() && entries_[row].live) {
     unlink(row);
     entries_[row].live = false;
@@ -125,9 +127,16 @@ void write_behind_store::forget(std::string_view key) {
 
 std::vector<std::string> write_behind_store::oldest(size_t keep) const {
   std::vector<std::string> out;
+  for (auto row : oldest_rows(keep))
+    out.emplace_back(cache_->key_at(row));
+  return out;
+}
+
+std::vector<uint32_t> write_behind_store::oldest_rows(size_t keep) const {
+  std::vector<uint32_t> out;
   for (auto row = oldest_; row != none && cache_->size() - out.size() > keep;
        row = entries_[row].newer)
-    out.emplace_back(cache_->key_at(row));
+    out.push_back(row);
   return out;
 }
 
@@ -152,16 +161,18 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
                                       std::span<const uint64_t> hashes, std::span<float> out) {
   if (auto err = check_lookup(keys.size(), out))
     return err;
-  if (auto err = load(keys, !cfg_.read_only))
+  found_.assign(keys.size(), none);
+  if (auto err = load(keys, !cfg_.read_only, found_))
     return err;
   auto at = now();
   for (size_t k = 0; k < keys.size(); ++k) {
     auto dest = out.subspan(k * cfg_.dim, cfg_.dim);
-    if (auto row = cache_->find(keys[k])) {
-      std::copy(row->values.begin(), row->values.end(), dest.begin());
+    if (found_[k] != none) {
+      auto row = cache_->row(found_[k]);
+      std::copy(row.values.begin(), row.values.end(), dest.begin());
       if (!cfg_.read_only) {
-        ++row->meta->frequency;
-        touch_row(row->index, keys[k], true, at);
+        ++row.meta->frequency;
+        touch_row(found_[k], keys[k], true, at);
       }
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {
       std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());
@@ -173,8 +184,8 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
 }
 
 caf::error write_behind_store::update(std::span<const std::string_view> keys,
-                                      std::span<const uint64_t> hashes,
-                                      std::span<const float> grads, int64_t step) {
+                                      std::span<const uint64_t>, std::span<const float> grads,
+                                      int64_t step) {
   if (cfg_.read_only)
     return make_error(errc::read_only, "update");
   if (grads.size() != keys.size() * cfg_.dim)
@@ -183,28 +194,19 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
                         " need " + std::to_string(keys.size() * cfg_.dim) + " gradient values");
   if (!compute::all_finite(grads))
     return make_error(errc::non_finite, "gradients");
-  if (auto err = load(keys, !admission_))
+  found_.assign(keys.size(), none);
+  if (auto err = load(keys, !admission_, found_))
     return err;
   last_step_ = std::max(last_step_, step);
   auto at = now();
-  std::vector<std::string_view> present;
-  std::vector<uint64_t> present_hashes;
-  std::vector<float> present_grads;
   for (size_t k = 0; k < keys.size(); ++k) {
-    auto found = cache_->find(keys[k]);
-    if (!found) {
+    if (found_[k] == none) {
       ++dropped_updates_;
       continue;
     }
-    present.push_back(keys[k]);
-    present_hashes.push_back(hashes[k]);
-    auto row = grads.subspan(k * cfg_.dim, cfg_.dim);
-    present_grads.insert(present_grads.end(), row.begin(), row.end());
-    touch_row(found->index, keys[k], true, at);
+    cache_->update_row(found_[k], grads.subspan(k * cfg_.dim, cfg_.dim), step);
+    touch_row(found_[k], keys[k], true, at);
   }
-  if (!present.empty())
-    if (auto err = cache_->update(present, present_hashes, present_grads, step))
-      return err;
   return settle();
 }
 

@@ -84,8 +84,10 @@ protected:
   caf::error start_admission();
 
   /// Brings the rows of `keys` into the cache and touches them; a row absent from the backend
-  /// is created (create_row) when `create`.
-  virtual caf::error load(std::span<const std::string_view> keys, bool create) = 0;
+  /// is created (create_row) when `create`. rows[k] is then key k's row number in the cache
+  /// (row_ref::index), or `none` when it has no row; `rows` holds one number per key.
+  virtual caf::error load(std::span<const std::string_view> keys, bool create,
+                          std::span<uint32_t> rows) = 0;
   /// Writes back what is due and evicts down to the budget.
   virtual caf::error settle() = 0;
   /// The time that touch and mark_dirty record.
@@ -101,6 +103,13 @@ protected:
   /// touch, for the row numbered `row` (row_ref::index) of `key`.
   void touch_row(uint32_t row, std::string_view key, bool dirty, time_point at);
   bool cached(std::string_view key) { return cache_->find(key).has_value(); }
+  /// The cached row number of `key`, or `none`.
+  uint32_t row_of(std::string_view key) {
+    auto found = cache_->find(key);
+    return found ? found->index : none;
+  }
+  /// The entry of the cached row numbered `row`, which touch_row has seen.
+  entry& entry_at(uint32_t row) { return entries_[row]; }
   /// The entry of a cached key; nullptr when the key is not cached. Valid until the next touch
   /// or forget.
   entry* entry_of(std::string_view key);
@@ -115,14 +124,19 @@ protected:
     for (auto row = newest_; row != none; row = entries_[row].older)
       f(cache_->key_at(row), entries_[row]);
   }
-  /// A new row from the initializer when admission lets `key` in; false when it does not.
-  bool create_row(std::string_view key);
+  /// A new row from the initializer when admission lets `key` in: its row number, or `none`
+  /// when admission keeps it out.
+  uint32_t create_row(std::string_view key);
   /// Drops `key` from the cache and its entry, written back or not.
   void forget(std::string_view key);
+  /// forget, for the cached row numbered `row`.
+  void forget_row(uint32_t row);
   /// errc::dimension_mismatch unless `out` holds `keys` rows.
   caf::error check_lookup(size_t keys, std::span<const float> out) const;
   /// The least recently used keys, oldest first, whose removal leaves `keep` rows.
   std::vector<std::string> oldest(size_t keep) const;
+  /// oldest, as row numbers.
+  std::vector<uint32_t> oldest_rows(size_t keep) const;
   /// The rows changed since the backend saw them.
   std::vector<std::string> dirty_keys() const;
 
@@ -155,6 +169,10 @@ protected:
   uint64_t tier_misses_ = 0;
   /// The largest step an update carried.
   int64_t last_step_ = 0;
+
+private:
+  /// Each key's row number during one lookup or update.
+  std::vector<uint32_t> found_;
 };
 
 } // namespace darcy::stores

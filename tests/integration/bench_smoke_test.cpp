@@ -220,13 +220,15 @@ TEST(bench_smoke, ctr_against_pytorchs_dlrm_and_a_hashed_logistic_regression) {
   if (auto why = missing_module("torch", "python3-torch"); !why.empty())
     GTEST_SKIP() << why;
   temp_dir tmp{"bench_smoke_ctr"};
-  auto m = metrics_of(run_program({DARCY_BINARY, "bench", "ctr", "--rows", "3000", "--test-rows",
-                                   "1000", "--max-ids", "50", "--dir", tmp.path(),
-                                   "--embedding-dim", "4", "--bottom", "8,4", "--top", "8"},
-                                  170s),
-                      "ctr");
-  expect_positive(m, {"ctr_vs_torch", "bayes_auc", "darcy_dlrm_auc", "darcy_wide_deep_auc",
-                      "torch_dlrm_auc", "torch_hashed_auc", "lr_auc"});
+  auto m =
+    metrics_of(run_program({DARCY_BINARY, "bench", "ctr", "--rows", "3000", "--test-rows", "1000",
+                            "--max-ids", "50", "--dir", tmp.path(), "--embedding-dim", "4",
+                            "--bottom", "8,4", "--top", "8", "--cluster-steps", "40"},
+                           170s),
+               "ctr");
+  expect_positive(
+    m, {"ctr_vs_torch", "bayes_auc", "darcy_dlrm_auc", "darcy_wide_deep_auc", "torch_dlrm_auc",
+        "torch_hashed_auc", "lr_auc", "cluster_examples_per_s", "cluster_auc", "cluster_vs_local"});
   for (auto* key : {"auc_vs_torch", "auc_gap_to_bayes"})
     EXPECT_TRUE(m.contains(key) && m[key].is_number()) << key << " in " << m.dump();
 }

@@ -24,7 +24,9 @@ protected:
       auto shards = spawn_local_shards(sys, 3);
       service->tables = shards.tables;
       service->master = sys.spawn(embedding_master, embedding_master_options{shards.actors});
-      for (auto& cfg : {test::adagrad_table("in", 4), test::adagrad_table("out", 2)})
+      auto wide = test::adagrad_table("wide", 4);
+      wide.max_batch = 4096;
+      for (auto& cfg : {test::adagrad_table("in", 4), test::adagrad_table("out", 2), wide})
         ASSERT_TRUE(ask<ok_atom>(sys, service->master, test::patience, create_atom::value, cfg));
     }
   }
@@ -56,6 +58,37 @@ TEST_F(direct_embedding_test, LookupsAndUpdatesEqualTheMastersBitForBit) {
     ASSERT_TRUE(ask<ok_atom>(sys, by_master.master, test::patience, backward_atom::value,
                              reply->handle, sent, int64_t{step}));
     ASSERT_FALSE(path.update(**route, {grads[0], grads[1]}, step));
+  }
+}
+
+TEST_F(direct_embedding_test, LargeRequestsSpreadOverThreadsStillEqualTheMastersBitForBit) {
+  direct_embedding path{direct.tables};
+  std::mt19937 rng{11};
+  std::uniform_int_distribution<int> pick{0, 3000};
+  std::normal_distribution<float> noise{0, 1};
+  // 2,000 keys: past the size at which the shards run on threads of their own.
+  constexpr size_t keys = 2000;
+  for (int step = 1; step <= 5; ++step) {
+    std::vector<table_keys> tables{{"wide", {}}};
+    for (size_t k = 0; k < keys; ++k) {
+      auto key = "w" + std::to_string(pick(rng));
+      tables[0].keys.push_back(key, compute::hash_key(key));
+    }
+    auto reply =
+      ask<lookup_reply>(sys, by_master.master, test::patience, lookup_atom::value, tables, true);
+    ASSERT_TRUE(reply) << render(error_of(reply));
+    floats rows(keys * 4);
+    auto route = path.lookup(tables, {rows});
+    ASSERT_TRUE(route) << render(route.error());
+    auto expected = reply->rows[0].values();
+    EXPECT_EQ(rows, floats(expected.begin(), expected.end())) << "step " << step;
+    floats grads(keys * 4);
+    for (auto& g : grads)
+      g = noise(rng);
+    std::vector<shared_floats> sent{shared_floats{grads}};
+    ASSERT_TRUE(ask<ok_atom>(sys, by_master.master, test::patience, backward_atom::value,
+                             reply->handle, sent, int64_t{step}));
+    ASSERT_FALSE(path.update(**route, {grads}, step));
   }
 }
 

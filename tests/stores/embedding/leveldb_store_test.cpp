@@ -274,5 +274,29 @@ TEST_F(leveldb_store_test, ATableOfTenTimesTheCacheReadsBackEveryRowWritten) {
   EXPECT_LE(store->cached_rows(), 16u);
 }
 
+TEST_F(leveldb_store_test, PastItsBudgetTheCacheWritesBackAThirtySecondOfItAtOnce) {
+  auto store = open(config("batched", 1 << 20));
+  auto key = [](size_t i) {
+    auto digits = std::to_string(i);
+    return "k" + std::string(6 - digits.size(), '0') + digits;
+  };
+  auto oldest = lookup(*store, {key(0)});
+  auto capacity = store->cache_capacity();
+  ASSERT_GE(capacity, 64u);
+  std::vector<std::string> keys;
+  for (size_t i = 1; i < capacity; ++i) {
+    keys.push_back(key(i));
+    if (keys.size() == 100 || i + 1 == capacity) {
+      lookup(*store, keys);
+      keys.clear();
+    }
+  }
+  EXPECT_EQ(store->cached_rows(), capacity) << "full, and nothing written back yet";
+  lookup(*store, {key(capacity)});
+  EXPECT_EQ(store->cached_rows(), capacity - capacity / 32);
+  EXPECT_EQ(store->stats().rows, capacity + 1);
+  EXPECT_EQ(lookup(*store, {key(0)}), oldest) << "the oldest row, written back, reads back";
+}
+
 } // namespace
 } // namespace darcy::stores

@@ -29,16 +29,18 @@ public:
 private:
   using write_behind_store::write_behind_store;
 
-  caf::error load(std::span<const std::string_view> keys, bool create) override {
-    for (auto key : keys) {
-      if (cached(key)) {
+  caf::error load(std::span<const std::string_view> keys, bool create,
+                  std::span<uint32_t> rows) override {
+    for (size_t k = 0; k < keys.size(); ++k) {
+      rows[k] = row_of(keys[k]);
+      if (rows[k] != none) {
         ++tier_hits_;
-        touch(key, false, {});
+        touch_row(rows[k], keys[k], false, {});
       } else {
         ++tier_misses_;
-        if (create && create_row(key)) {
+        if (create && (rows[k] = create_row(keys[k])) != none) {
           ++rows_;
-          touch(key, true, {});
+          touch_row(rows[k], keys[k], true, {});
         }
       }
     }
