@@ -80,8 +80,9 @@ struct round_outcome {
   uint64_t step = 0;
   uint64_t saved = 0;
   uint32_t worker_restarts = 0;
-  /// When the global step first moved and first reached max_steps: the training rate leaves
-  /// out the workers' start (loading their data) and the last checkpoint.
+  /// The last poll before the global step first moved (and the step then), and when it first
+  /// reached max_steps: the training rate leaves out the workers' start (loading their data)
+  /// and the last checkpoint, and is defined even when every step fell between two polls.
   std::optional<std::pair<std::chrono::steady_clock::time_point, uint64_t>> moved, reached;
 };
 
@@ -175,6 +176,7 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   // The servers' loss totals at the last summary line; they count from this round's load.
   loss_totals summarised;
   auto progressed = std::chrono::steady_clock::now();
+  auto polled = progressed;
   for (;;) {
     if (auto lost = lost_server->load(); lost >= 0) {
       r.lost_ps = lost;
@@ -188,10 +190,11 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
     if (*now != step) {
       progressed = std::chrono::steady_clock::now();
       if (!r.moved)
-        r.moved = std::pair{progressed, *now};
+        r.moved = std::pair{polled, step};
       if (*now >= o.max_steps && !r.reached)
         r.reached = std::pair{progressed, *now};
     }
+    polled = std::chrono::steady_clock::now();
     step = r.step = *now;
     if (std::chrono::steady_clock::now() - progressed > 300s) {
       r.failure = make_error(errc::timeout, "chief: the global step has not moved for 300 s");
