@@ -21,6 +21,8 @@
 #include <caf/openssl/publish.hpp>
 #include <caf/openssl/remote_actor.hpp>
 
+#include "runtime/direct_connections.hpp"
+
 namespace darcy::runtime {
 
 struct tls_files {
@@ -58,6 +60,7 @@ std::string last_tls_client_handshake_failure();
 /// Publishes `whom` at host:port, over TLS when the process has TLS files; the bound port.
 template <class Handle>
 caf::expected<uint16_t> publish(const Handle& whom, uint16_t port, const char* host) {
+  arbitrate_direct_connections(whom.home_system());
   if (process_tls())
     return caf::openssl::publish(whom, port, host, true);
   return whom.home_system().middleman().publish(whom, port, host, true);
@@ -67,6 +70,7 @@ caf::expected<uint16_t> publish(const Handle& whom, uint16_t port, const char* h
 template <class Handle>
 caf::expected<Handle> connect_remote(caf::actor_system& sys, const std::string& host,
                                      uint16_t port) {
+  arbitrate_direct_connections(sys);
   if (process_tls())
     return caf::openssl::remote_actor<Handle>(sys, host, port);
   return sys.middleman().remote_actor<Handle>(host, port);

@@ -8,6 +8,7 @@
 
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
+#include "runtime/direct_connections.hpp"
 
 namespace darcy::runtime {
 
@@ -51,7 +52,8 @@ caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& t
       return actor;
     if (actor.error() != caf::sec::request_timeout)
       return make_error(errc::spawn_failed, where + render(actor.error()));
-    if (steady_clock::now() >= deadline) {
+    if (steady_clock::now() >= deadline ||
+        is_lost_proxy(caf::actor_cast<caf::actor>(target.agent))) {
       auto waited = std::chrono::duration_cast<std::chrono::seconds>(steady_clock::now() - start);
       return make_error(errc::spawn_failed, where + "no answer to " + std::to_string(attempts) +
                                               " attempts over " + std::to_string(waited.count()) +
@@ -62,6 +64,8 @@ caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& t
 
 std::string unanswered_spawn(caf::actor_system& sys, const spawn_target& target,
                              std::chrono::milliseconds wait) {
+  if (is_lost_proxy(caf::actor_cast<caf::actor>(target.agent)))
+    return "this process's handle to its agent is dead: its connection to the node was lost";
   if (ask<std::string>(sys, target.agent, wait, ping_atom::value))
     return "its agent answers a ping, so the spawn request was lost or is stuck there";
   return "its agent does not answer a ping within " + std::to_string(wait.count()) +

@@ -55,13 +55,15 @@ inline constexpr std::chrono::milliseconds spawn_ping_timeout{2000};
 /// the same request id, so that a lost message costs one attempt and the node still spawns
 /// once. Fails with errc::spawn_failed naming the node and the cause; when no attempt was
 /// answered, the error also counts them and says whether the agent answers a ping
-/// (unanswered_spawn).
+/// (unanswered_spawn). A target whose handle is a lost proxy (is_lost_proxy) fails at its
+/// first unanswered attempt: nothing sent to it can be answered.
 caf::expected<caf::actor> spawn_on(caf::actor_system& sys, const spawn_target& target,
                                    std::chrono::milliseconds timeout, const std::string& factory,
                                    caf::message args,
                                    std::chrono::milliseconds attempt = spawn_attempt_timeout);
 
-/// Why `target` left a spawn unanswered, for its error: whether its agent answers a ping within
+/// Why `target` left a spawn unanswered, for its error: its handle is a lost proxy (this
+/// process's connection to the node was lost), or whether its agent answers a ping within
 /// `wait` (then the spawn request itself was lost or is stuck there) or not (the node is
 /// stalled, or cut off from this process).
 std::string unanswered_spawn(caf::actor_system& sys, const spawn_target& target,
