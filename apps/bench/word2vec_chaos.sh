@@ -40,7 +40,11 @@ run() {
     done
     "$darcy" chaos disrupt "$shard" --drop "$drop" --rng-seed 7 --seed "$seed" >/dev/null
   fi
-  wait "$driver"
+  if ! wait "$driver"; then
+    echo "word2vec_chaos: the $name run failed:" >&2
+    cat "$work/$name.out" >&2
+    exit 1
+  fi
   end=$(date +%s.%N)
   local wordsim retried
   wordsim=$(grep -i "wordsim353" "$work/$name.out" | grep -o 'spearman[^0-9-]*[-0-9.]*' |
@@ -52,9 +56,9 @@ run() {
 clean=$(run clean 0)
 disrupted=$(run disrupted 1)
 printf '%-10s %8s %9s %8s\n' run seconds wordsim retried
-for r in "$clean" "$disrupted"; do printf '%-10s %8.1f %9s %8s\n' $r; done
+for r in "$clean" "$disrupted"; do printf '%-10s %8.3f %9s %8s\n' $r; done
 read -r _ cs cw _ <<< "$clean"
 read -r _ ds dw dr <<< "$disrupted"
-printf '{"bench":"word2vec_chaos","metrics":{"drop":%s,"shard_retry_ms":%s,"clean_s":%.1f,"disrupted_s":%.1f,"slowdown":%.2f,"wordsim_clean":%s,"wordsim_disrupted":%s,"wordsim_delta":%.4f,"retried":%s}}\n' \
+printf '{"bench":"word2vec_chaos","metrics":{"drop":%s,"shard_retry_ms":%s,"clean_s":%.3f,"disrupted_s":%.3f,"slowdown":%.2f,"wordsim_clean":%s,"wordsim_disrupted":%s,"wordsim_delta":%.4f,"retried":%s}}\n' \
   "$drop" "$retry_ms" "$cs" "$ds" "$(echo "$ds / $cs" | bc -l)" "$cw" "$dw" \
   "$(echo "$dw - $cw" | bc -l)" "$dr"
