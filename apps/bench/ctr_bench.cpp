@@ -445,15 +445,18 @@ caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
     return with_step("writing the colossal test file", test.error());
   auto db = o.dir + "/colossal-db-" + std::to_string(::getpid());
   fs::remove_all(db);
-  std::vector<std::string> common{
-    "--threads", std::to_string(o.threads), "--seed",          std::to_string(o.seed),
-    "--batch",   std::to_string(o.batch),   "--embedding-dim", std::to_string(o.embedding_dim),
-    "--bottom",  joined(o.bottom_units),    "--top",           joined(o.top_units),
-    "--quiet"};
+  std::vector<std::string> common{"--threads",       std::to_string(o.threads),
+                                  "--seed",          std::to_string(o.seed),
+                                  "--batch",         std::to_string(o.batch),
+                                  "--embedding-dim", std::to_string(o.embedding_dim),
+                                  "--bottom",        joined(o.bottom_units),
+                                  "--top",           joined(o.top_units),
+                                  "--shards",        std::to_string(o.colossal_shards),
+                                  "--quiet"};
   std::printf(
-    "colossal: %llu Terabyte-profile rows, fresh rate %g, tables in LevelDB under %s "
-    "behind %.2f GiB of memory tiers\n",
-    static_cast<unsigned long long>(o.colossal_rows), o.fresh_rate, db.c_str(),
+    "colossal: %llu Terabyte-profile rows, fresh rate %g, tables of %u shards in LevelDB under "
+    "%s behind %.2f GiB of memory tiers\n",
+    static_cast<unsigned long long>(o.colossal_rows), o.fresh_rate, o.colossal_shards, db.c_str(),
     double(o.memory_budget) / double(1 << 30));
   auto tiered_args = common;
   tiered_args.insert(tiered_args.end(), {"--train", *train, "--eval", *test, "--leveldb", db,

@@ -207,6 +207,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     ->add_option("--memory-rows", ctr->memory_rows,
                  "Rows of the in-memory comparison run (a prefix of the same stream)")
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  ctr_cmd
+    ->add_option("--colossal-shards", ctr->colossal_shards,
+                 "Shards of every table in both colossal runs (one database each)")
+    ->check(CLI::Range(1, 1024));
   ctr_cmd->callback([ctr, &exit_code] { exit_code = report("bench ctr", run_ctr_bench(*ctr)); });
 
   auto emb = std::make_shared<embedding_bench_options>();

@@ -235,16 +235,20 @@ TEST(bench_smoke, ctr_against_pytorchs_dlrm_and_a_hashed_logistic_regression) {
 
 TEST(bench_smoke, ctr_colossal_keeps_more_rows_than_its_budget_holds_and_compares_with_memory) {
   temp_dir tmp{"bench_smoke_ctr_colossal"};
-  // 1 MB of memory tiers over 52 databases: 16 rows each, the least a tier holds.
-  auto m =
-    metrics_of(run_program({DARCY_BINARY, "bench",           "ctr",      "--no-quality",
-                            "--colossal", "--colossal-rows", "2000",     "--colossal-test-rows",
-                            "500",        "--memory-budget", "1000000",  "--memory-rows",
-                            "1000",       "--dir",           tmp.path(), "--embedding-dim",
-                            "4",          "--bottom",        "8,4",      "--top",
-                            "8"},
-                           170s),
-               "ctr");
+  // 1 MB of memory tiers over 52 databases (26 tables of 2 shards): 16 rows each, the least a
+  // tier holds.
+  std::vector<std::string> args = {DARCY_BINARY, "bench", "ctr", "--no-quality", "--colossal"};
+  for (auto [option, value] : {std::pair{"--colossal-rows", "2000"},
+                               {"--colossal-test-rows", "500"},
+                               {"--memory-budget", "1000000"},
+                               {"--memory-rows", "1000"},
+                               {"--colossal-shards", "2"},
+                               {"--embedding-dim", "4"},
+                               {"--bottom", "8,4"},
+                               {"--top", "8"}})
+    args.insert(args.end(), {option, value});
+  args.insert(args.end(), {"--dir", tmp.path()});
+  auto m = metrics_of(run_program(args, 170s), "ctr");
   expect_positive(m, {"colossal_keys", "colossal_stored_vs_budget", "colossal_peak_rss_gib",
                       "colossal_vs_memory", "colossal_auc", "memory_examples_per_s"});
   EXPECT_GT(m["colossal_stored_vs_budget"].get<double>(), 10) << m.dump();
