@@ -5,7 +5,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <caf/forwarding_actor_proxy.hpp>
 #include <caf/io/network/interfaces.hpp>
+#include <caf/make_actor.hpp>
 
 #include "tests/support/test_system.hpp"
 
@@ -89,6 +91,22 @@ TEST_F(direct_connections_test,
     direct_route(sys, node(4242, "0123456789012345678901234567890123456789"), test::patience);
   ASSERT_TRUE(route) << render(route.error());
   EXPECT_EQ(*route, "");
+}
+
+TEST_F(direct_connections_test, a_proxy_is_lost_once_killed_as_its_connection_is) {
+  // Stands in for the BASP broker, which a proxy tells where it forwards.
+  auto broker = sys.spawn([](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(caf::drop);
+    return {[](int) {}};
+  });
+  caf::actor_config cfg;
+  auto proxy = caf::make_actor<caf::forwarding_actor_proxy, caf::actor>(
+    caf::actor_id{42}, node(4242, "0123456789012345678901234567890123456789"), &sys, cfg, broker);
+  EXPECT_FALSE(is_lost_proxy(proxy));
+  auto* raw = static_cast<caf::actor_proxy*>(caf::actor_cast<caf::abstract_actor*>(proxy));
+  raw->kill_proxy(nullptr, caf::exit_reason::remote_link_unreachable);
+  EXPECT_TRUE(is_lost_proxy(proxy));
+  self->send_exit(broker, caf::exit_reason::kill);
 }
 
 } // namespace
