@@ -133,14 +133,17 @@ class HashedLR(torch.nn.Module):
         self.w.weight.data.zero_()
         self.lin = torch.nn.Linear(13, 1)
     def forward(self, x, c):
-        return (self.w(c) + self.lin(x)).squeeze(1)
+        return (self.w(c.long()) + self.lin(x)).squeeze(1)
 def lr_features(ids):
-    n = ids.shape[0]
-    cols = [ids[:, f] * 1000003 + f for f in range(F)]
+    # int32 columns filled in place: 351 int64 columns of 4M rows, stacked, took 23 GB.
+    out = np.empty((ids.shape[0], F + F * (F - 1) // 2), dtype=np.int32)
+    k = 0
+    for f in range(F):
+        out[:, k] = (ids[:, f] * 1000003 + f) % (1 << 22); k += 1
     for a in range(F):
         for b in range(a + 1, F):
-            cols.append((ids[:, a] * 2654435761 + ids[:, b] * 40503 + a * 64 + b) ^ 0x5bd1e995)
-    return np.stack(cols, 1) % (1 << 22)
+            out[:, k] = ((ids[:, a] * 2654435761 + ids[:, b] * 40503 + a * 64 + b) ^ 0x5bd1e995) % (1 << 22); k += 1
+    return out
 def train_eval(name, model, ctr_ids, cte_ids, sparse_lr, dense_lr, dense_opt):
     torch.manual_seed(1)
     sparse = [p for m in model.modules() if isinstance(m, torch.nn.EmbeddingBag) for p in m.parameters()]
