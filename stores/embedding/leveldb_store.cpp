@@ -17,6 +17,7 @@
 #include "stores/embedding/de_config.hpp"
 #include "stores/embedding/leveldb_env.hpp"
 #include "stores/embedding/row_codec.hpp"
+#include "stores/embedding/value_log.hpp"
 
 namespace darcy::stores {
 
@@ -24,6 +25,8 @@ namespace {
 
 constexpr char row_prefix = 'r';
 const std::string format_key = "m:format";
+/// Marks a database whose rows are in a value log (LevelDB holds their pointers).
+constexpr const char* log_format_suffix = ";values=log";
 
 std::string row_key(std::string_view key) {
   std::string result;
@@ -72,26 +75,41 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   std::unique_ptr<leveldb_store> store{new leveldb_store(cfg, std::move(*cache), raw)};
   if (auto err = store->start_admission())
     return err;
-  auto expected_format = row_format(cfg, store->slot_count());
+  // A database written before the value log holds its rows inline, and is served so.
+  auto inline_format = row_format(cfg, store->slot_count());
+  auto log_format = inline_format + log_format_suffix;
   std::string format;
   status = raw->Get(leveldb::ReadOptions{}, format_key, &format);
   if (status.IsNotFound()) {
-    status = raw->Put(leveldb::WriteOptions{}, format_key, expected_format);
+    status = raw->Put(leveldb::WriteOptions{}, format_key, log_format);
     if (!status.ok())
       return db_error("cannot write " + cfg.path, status);
+    format = log_format;
   } else if (!status.ok()) {
     return db_error("cannot read " + cfg.path, status);
-  } else if (format != expected_format) {
+  } else if (format != log_format && format != inline_format) {
     return make_error(errc::corrupt_file, cfg.path + " holds rows with " + format +
-                                            ", the embedding needs " + expected_format);
+                                            ", the embedding needs " + inline_format);
+  }
+  if (format == log_format) {
+    auto log = value_log::open(cfg.path);
+    if (!log)
+      return std::move(log.error());
+    store->log_ = std::make_unique<value_log>(std::move(*log));
   }
   // Count rows by iterating: always right, even after a crash between write-back and flush.
+  uint64_t live = 0;
   std::unique_ptr<leveldb::Iterator> it{raw->NewIterator(leveldb::ReadOptions{})};
   for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
        it->Next()) {
     ++store->rows_;
     store->on_disk_.add(compute::hash_key({it->key().data() + 1, it->key().size() - 1}));
+    value_pointer p;
+    if (store->log_ && decode_pointer({it->value().data(), it->value().size()}, p))
+      live += p.length;
   }
+  if (store->log_)
+    store->log_->set_garbage(store->log_->bytes() - std::min(live, store->log_->bytes()));
   return store;
 }
 
@@ -115,6 +133,82 @@ std::string encode(const row_ref& row) {
 
 } // namespace
 
+void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed) {
+  auto bytes = encode(row);
+  if (!log_) {
+    batch.Put(row_key(row.key), bytes);
+    return;
+  }
+  if (indexed)
+    log_->discard(value_log::record_length(row.key.size(), bytes.size()));
+  batch.Put(row_key(row.key), encode_pointer(log_->append(row.key, bytes)));
+}
+
+caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std::string& what) {
+  if (log_)
+    if (auto err = log_->write_out(sync))
+      return err;
+  leveldb::WriteOptions options;
+  options.sync = sync;
+  auto status = db_->Write(options, &batch);
+  if (!status.ok())
+    return db_error(what + cfg_.path, status);
+  return {};
+}
+
+caf::error leveldb_store::row_bytes(std::string_view key, std::string_view stored,
+                                    std::string& bytes) {
+  if (!log_) {
+    bytes.assign(stored);
+    return {};
+  }
+  value_pointer p;
+  if (!decode_pointer(stored, p))
+    return make_error(errc::corrupt_file,
+                      cfg_.path + ": bad pointer for key '" + std::string{key} + "'");
+  return log_->read(p, key, bytes);
+}
+
+caf::error leveldb_store::collect_garbage() {
+  if (!log_ || log_->garbage() < std::max(min_garbage_, log_->bytes() / 2))
+    return {};
+  auto generation = log_->start_generation();
+  if (!generation)
+    return std::move(generation.error());
+  // Every live record moves to the new generation; a crash midway leaves pointers into both,
+  // each valid, and the next collection moves the rest.
+  std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
+  leveldb::WriteBatch batch;
+  size_t batched = 0;
+  std::string bytes;
+  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
+       it->Next()) {
+    std::string_view key{it->key().data() + 1, it->key().size() - 1};
+    value_pointer p;
+    if (!decode_pointer({it->value().data(), it->value().size()}, p))
+      return make_error(errc::corrupt_file,
+                        cfg_.path + ": bad pointer for key '" + std::string{key} + "'");
+    if (p.generation >= *generation)
+      continue;
+    if (auto err = log_->read(p, key, bytes))
+      return err;
+    batch.Put(it->key(), encode_pointer(log_->append(key, bytes)));
+    if (++batched == 4096) {
+      if (auto err = write(batch, false, "cannot collect the value log of "))
+        return err;
+      batch.Clear();
+      batched = 0;
+    }
+  }
+  if (!it->status().ok())
+    return db_error("cannot read " + cfg_.path, it->status());
+  if (auto err = write(batch, true, "cannot collect the value log of "))
+    return err;
+  log_->set_garbage(0);
+  ++collections_;
+  return log_->drop_generations_below(*generation);
+}
+
 caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create,
                                std::span<uint32_t> rows) {
   std::vector<uint32_t> missing;
@@ -130,7 +224,7 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
   // Sorted reads walk LevelDB's tables in order; a repeated key is read once.
   std::sort(missing.begin(), missing.end(),
             [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
-  std::string bytes;
+  std::string stored, bytes;
   std::vector<float> values, slots;
   uint32_t row = none;
   for (size_t i = 0; i < missing.size(); ++i) {
@@ -141,9 +235,11 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     }
     row = none;
     auto status = on_disk_.may_contain(compute::hash_key(key))
-                    ? db_->Get(leveldb::ReadOptions{}, row_key(key), &bytes)
+                    ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
                     : leveldb::Status::NotFound({});
     if (status.ok()) {
+      if (auto err = row_bytes(key, stored, bytes))
+        return err;
       row_record record;
       if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, record))
         return make_error(errc::corrupt_file,
@@ -179,20 +275,20 @@ caf::error leveldb_store::settle() {
       if (!e.dirty)
         continue;
       auto r = cache_->row(row);
-      batch.Put(row_key(r.key), encode(r));
+      put(batch, r, e.indexed);
       if (!e.indexed)
         on_disk_.add(compute::hash_key(r.key));
       writes = true;
     }
-    if (writes) {
-      auto status = db_->Write(leveldb::WriteOptions{}, &batch);
-      if (!status.ok())
-        return db_error("cannot write back to " + cfg_.path, status);
-    }
+    if (writes)
+      if (auto err = write(batch, false, "cannot write back to "))
+        return err;
     for (auto row : evicted)
       forget_row(row);
   }
-  return evict();
+  if (auto err = evict())
+    return err;
+  return collect_garbage();
 }
 
 caf::error leveldb_store::evict() {
@@ -256,12 +352,14 @@ caf::error leveldb_store::for_each_record(
   const std::function<caf::error(std::string_view, const row_record&)>& f) {
   std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
   std::vector<float> values, slots;
+  std::string bytes;
   for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
        it->Next()) {
     std::string_view key{it->key().data() + 1, it->key().size() - 1};
+    if (auto err = row_bytes(key, {it->value().data(), it->value().size()}, bytes))
+      return err;
     row_record row;
-    if (!decode_row_record(key, {it->value().data(), it->value().size()}, cfg_.dim,
-                           cache_->slot_count(), values, slots, row))
+    if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
       return make_error(errc::corrupt_file,
                         cfg_.path + ": bad record for key '" + std::string{key} + "'");
     if (auto err = f(key, row))
@@ -274,13 +372,14 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
   if (keys.empty())
     return {};
   leveldb::WriteBatch batch;
-  for (auto& key : keys)
+  auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_count());
+  for (auto& key : keys) {
     batch.Delete(row_key(key));
-  leveldb::WriteOptions sync;
-  sync.sync = true;
-  auto status = db_->Write(sync, &batch);
-  if (!status.ok())
-    return db_error("cannot evict from " + cfg_.path, status);
+    if (log_)
+      log_->discard(value_log::record_length(key.size(), record_bytes));
+  }
+  if (auto err = write(batch, true, "cannot evict from "))
+    return err;
   for (auto& key : keys)
     forget(key);
   rows_ -= std::min<uint64_t>(rows_, keys.size());
@@ -298,7 +397,7 @@ store_stats leveldb_store::stats() const {
   leveldb::Range range{first, last};
   uint64_t size = 0;
   db_->GetApproximateSizes(&range, 1, &size);
-  s.disk_bytes = size;
+  s.disk_bytes = size + (log_ ? log_->bytes() : 0);
   return s;
 }
 
@@ -306,12 +405,9 @@ caf::error leveldb_store::flush() {
   leveldb::WriteBatch batch;
   auto dirty = dirty_keys();
   for (auto& key : dirty)
-    batch.Put(row_key(key), encode(*cache_->find(key)));
-  leveldb::WriteOptions sync;
-  sync.sync = true;
-  auto status = db_->Write(sync, &batch);
-  if (!status.ok())
-    return db_error("cannot flush " + cfg_.path, status);
+    put(batch, *cache_->find(key), entry_of(key)->indexed);
+  if (auto err = write(batch, true, "cannot flush "))
+    return err;
   for (auto& key : dirty) {
     auto& e = *entry_of(key);
     if (!e.indexed)

@@ -1,12 +1,15 @@
 // The persistent embedding store: rows live in LevelDB (key bytes -> one record of values,
-// slots, frequency, update count and last step), behind an LRU cache with a byte budget. Reads
-// of missing rows go to LevelDB in sorted batches; dirty rows are written back when the cache
-// evicts them and on flush(), which commits one synced write batch: what was flushed survives
-// a SIGKILL. Eviction works on the whole table, both tiers: TTL removes rows whose last update
-// is more than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps
-// the max_rows most looked-up rows once there are more (down to 95%, in two sequential passes
-// over the database that hold no key list in memory). A filter of the keys written keeps reads
-// of new keys away from LevelDB.
+// slots, frequency, update count and last step), behind an LRU cache with a byte budget. A
+// database it creates keeps the records in a value_log and only their pointers in LevelDB, so
+// that compactions move 16 bytes a row instead of the row; one written before the log keeps
+// them inline and is served as it is. Reads of missing rows go to LevelDB in sorted batches;
+// dirty rows are written back when the cache evicts them and on flush(), which writes the log
+// out and commits one synced write batch: what was flushed survives a SIGKILL. Eviction works
+// on the whole table, both tiers: TTL removes rows whose last update is more than ttl_steps
+// behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the max_rows most
+// looked-up rows once there are more (down to 95%, in two sequential passes over the database
+// that hold no key list in memory). A filter of the keys written keeps reads of new keys away
+// from LevelDB.
 #pragma once
 
 #include <memory>
@@ -16,11 +19,13 @@
 
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding/key_filter.hpp"
+#include "stores/embedding/value_log.hpp"
 #include "stores/embedding/write_behind_store.hpp"
 
 namespace leveldb {
 class DB;
-}
+class WriteBatch;
+} // namespace leveldb
 
 namespace darcy::stores {
 
@@ -41,6 +46,12 @@ public:
 
   store_stats stats() const override;
 
+  /// The value log is collected once more than half of it, and at least `bytes`, is garbage
+  /// (64 MiB unless set). Without effect on a database that holds its rows inline.
+  void collect_garbage_above(uint64_t bytes) { min_garbage_ = bytes; }
+  /// Collections of the value log so far.
+  uint64_t log_collections() const { return collections_; }
+
 private:
   leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db);
 
@@ -57,14 +68,28 @@ private:
     const std::function<caf::error(std::string_view, const row_record&)>& f);
   /// Deletes `keys` from the database in one batch and from the cache.
   caf::error remove(const std::vector<std::string>& keys);
+  /// Adds `row` to `batch`: its record, or its record's pointer once appended to the log.
+  /// `indexed`: the database holds an older record of the row, which becomes garbage.
+  void put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed);
+  /// Writes the log's appended records out, then `batch`; errors begin with `what`.
+  caf::error write(leveldb::WriteBatch& batch, bool sync, const std::string& what);
+  /// The record of `key` from what the database stores for it (the record or its pointer).
+  caf::error row_bytes(std::string_view key, std::string_view stored, std::string& bytes);
+  /// Moves the live records into a new generation of the log once it is mostly garbage.
+  /// Never called while an iterator over the database is open.
+  caf::error collect_garbage();
 
   std::unique_ptr<leveldb::DB> db_;
+  /// The records, unless the database holds them inline.
+  std::unique_ptr<value_log> log_;
   /// Every key written to the database: a load asks LevelDB only for keys that may be there
   /// (most misses of a growing table are new keys).
   key_filter on_disk_;
   /// The step of the last TTL pass.
   int64_t ttl_pass_step_ = 0;
   uint64_t evicted_ = 0;
+  uint64_t min_garbage_ = uint64_t{64} << 20;
+  uint64_t collections_ = 0;
 };
 
 } // namespace darcy::stores

@@ -9,9 +9,11 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <leveldb/db.h>
 
 #include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
+#include "stores/embedding/row_codec.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -296,6 +298,146 @@ TEST_F(leveldb_store_test, PastItsBudgetTheCacheWritesBackAThirtySecondOfItAtOnc
   EXPECT_EQ(store->cached_rows(), capacity - capacity / 32);
   EXPECT_EQ(store->stats().rows, capacity + 1);
   EXPECT_EQ(lookup(*store, {key(0)}), oldest) << "the oldest row, written back, reads back";
+}
+
+/// The value-log files in `dir`, by name.
+std::set<std::string> log_files(const std::string& dir) {
+  std::set<std::string> names;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".vlog")
+      names.insert(e.path().filename().string());
+  return names;
+}
+
+TEST_F(leveldb_store_test, ANewDatabaseKeepsItsRecordsInTheValueLogAndPointersInLevelDb) {
+  auto cfg = config("separated", 1);
+  {
+    auto store = open(cfg);
+    for (int step = 1; step <= 40; ++step)
+      update_keys(*store, {"a" + std::to_string(step), "b" + std::to_string(step)}, step);
+    ASSERT_FALSE(store->flush());
+    auto log_bytes = fs::file_size(cfg.path + "/values-000001.vlog");
+    EXPECT_GE(log_bytes, 80 * row_record_bytes(4, 1)) << "every row's record is in the log";
+    EXPECT_GE(store->stats().disk_bytes, log_bytes);
+  }
+  leveldb::DB* raw = nullptr;
+  ASSERT_TRUE(leveldb::DB::Open(leveldb::Options{}, cfg.path, &raw).ok());
+  std::unique_ptr<leveldb::DB> db{raw};
+  std::string stored;
+  ASSERT_TRUE(db->Get(leveldb::ReadOptions{}, "ra7", &stored).ok());
+  value_pointer p;
+  EXPECT_TRUE(decode_pointer(stored, p)) << "LevelDB holds a 16-byte pointer, not the row";
+}
+
+TEST_F(leveldb_store_test, ALogThatIsMostlyGarbageIsCollectedAndEveryRowReadsBack) {
+  auto cfg = config("collected", 1); // 16 rows in memory: rows are written back over and over
+  std::map<std::string, std::vector<float>> expected;
+  std::mt19937_64 rng{5};
+  std::uniform_int_distribution<int> pick{0, 99};
+  uint64_t live_bytes = 100 * value_log::record_length(3, row_record_bytes(4, 1));
+  {
+    auto store = open(cfg);
+    store->collect_garbage_above(4 * live_bytes);
+    for (int step = 1; step <= 600; ++step) {
+      std::set<std::string> batch;
+      for (int i = 0; i < 8; ++i)
+        batch.insert("k" + std::to_string(pick(rng)));
+      std::vector<std::string> keys(batch.begin(), batch.end());
+      update_keys(*store, keys, step);
+      auto rows = lookup(*store, keys);
+      for (size_t k = 0; k < keys.size(); ++k)
+        expected[keys[k]].assign(rows.begin() + long(k * 4), rows.begin() + long(k * 4 + 4));
+      // Once collected, the log never holds much more garbage than the threshold allows.
+      ASSERT_LE(store->stats().disk_bytes, 12 * live_bytes + (1 << 20)) << "step " << step;
+    }
+    EXPECT_GE(store->log_collections(), 2u);
+    auto files = log_files(cfg.path);
+    ASSERT_EQ(files.size(), 1u) << "the collected generations are deleted";
+    EXPECT_NE(*files.begin(), "values-000001.vlog");
+    for (auto& [key, row] : expected) {
+      EXPECT_EQ(lookup(*store, {key}), row) << key;
+    }
+  }
+  auto store = open(cfg);
+  EXPECT_EQ(store->stats().rows, expected.size());
+  std::map<std::string, std::vector<float>> exported;
+  ASSERT_FALSE(store->export_rows([&](const row_record& r) {
+    exported[std::string{r.key}].assign(r.values.begin(), r.values.end());
+  }));
+  EXPECT_EQ(exported, expected) << "every row, from the newest generation, after reopening";
+}
+
+TEST_F(leveldb_store_test, ASigkillWhileTheLogIsRewrittenAndCollectedLosesNoFlushedRow) {
+  auto cfg = config("collected-killed", 1);
+  constexpr int keys = 200;
+  auto key = [](int k) { return "k" + std::to_string(k); };
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Round r sets every row to r and flushes, then says r; collections run every few rounds.
+    auto store = leveldb_store::open(cfg);
+    if (!store)
+      ::_exit(1);
+    (*store)->collect_garbage_above(1);
+    for (int32_t round = 1;; ++round) {
+      std::vector<float> values(4, float(round)), slots(4, 1.0f);
+      for (int k = 0; k < keys; ++k) {
+        auto name = key(k);
+        if ((*store)->import_row({name, values, slots, 1, 1, round}))
+          ::_exit(1);
+      }
+      if ((*store)->flush() || ::write(pipe_fds[1], &round, sizeof round) != sizeof round)
+        ::_exit(1);
+    }
+  }
+  int32_t flushed = 0;
+  for (int i = 0; i < 40; ++i)
+    ASSERT_EQ(::read(pipe_fds[0], &flushed, sizeof flushed), ssize_t(sizeof flushed));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto store = open(cfg);
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->stats().rows, uint64_t{keys});
+  for (int k = 0; k < keys; ++k) {
+    auto row = lookup(*store, {key(k)});
+    EXPECT_GE(row[0], float(flushed)) << key(k) << ": a flushed round was lost";
+    EXPECT_EQ(row, std::vector<float>(4, row[0])) << key(k);
+  }
+}
+
+TEST_F(leveldb_store_test, ADatabaseWrittenWithRowsInlineIsServedAsWritten) {
+  auto cfg = config("inline");
+  std::vector<float> values{1, 2, 3, 4}, slots{0.5f, 0.5f, 0.5f, 0.5f};
+  {
+    fs::create_directories(root);
+    leveldb::DB* raw = nullptr;
+    leveldb::Options options;
+    options.create_if_missing = true;
+    ASSERT_TRUE(leveldb::DB::Open(options, cfg.path, &raw).ok());
+    std::unique_ptr<leveldb::DB> db{raw};
+    std::string record;
+    append_row_record({"old", values, slots, 3, 2, 9}, record);
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "m:format", row_format(cfg, 1)).ok());
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "rold", record).ok());
+  }
+  {
+    auto store = open(cfg);
+    ASSERT_TRUE(store);
+    EXPECT_EQ(lookup(*store, {"old"}), values);
+    update_keys(*store, {"old", "new"}, 10);
+    ASSERT_FALSE(store->flush());
+  }
+  EXPECT_TRUE(log_files(cfg.path).empty()) << "no value log beside inline rows";
+  auto store = open(cfg);
+  EXPECT_EQ(store->stats().rows, 2u);
+  auto rows = lookup(*store, {"old"});
+  EXPECT_NE(rows, values) << "the update was written inline and read back";
 }
 
 } // namespace

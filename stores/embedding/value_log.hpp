@@ -1,0 +1,89 @@
+// The values of a key-value separated store (as WiscKey): row records appended to generation
+// files (values-NNNNNN.vlog) beside a database that maps each key to a value_pointer. The
+// database then holds a few bytes a key, so its compactions rewrite pointers, not rows. A
+// record is written once and read with one pread; a record a newer one replaces is garbage
+// until a collection copies the live records into a new generation and drops the old ones.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+namespace darcy::stores {
+
+/// Where a record lies: its generation, its offset in that generation's file and its length
+/// (the key's length prefix and the key included).
+struct value_pointer {
+  uint32_t generation = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+
+  friend bool operator==(const value_pointer&, const value_pointer&) = default;
+};
+
+/// The 16 bytes a database stores for `p`.
+std::string encode_pointer(const value_pointer& p);
+/// False, with `out` unchanged, unless `bytes` is what encode_pointer writes.
+bool decode_pointer(std::string_view bytes, value_pointer& out);
+
+class value_log {
+public:
+  value_log() = default;
+  value_log(value_log&&) noexcept;
+  value_log& operator=(value_log&&) noexcept;
+  value_log(const value_log&) = delete;
+  value_log& operator=(const value_log&) = delete;
+  ~value_log();
+
+  /// Opens every generation file in `dir` (which must exist); appends go to the newest, a
+  /// first one is created when there is none. A file's tail that no pointer names (a crash
+  /// between append and the database's write) is garbage, not an error.
+  static caf::expected<value_log> open(const std::string& dir);
+
+  /// Buffers the record of `key`; its pointer is valid for reads once write_out returned.
+  value_pointer append(std::string_view key, std::string_view record);
+  /// Writes the buffered records to their file (synced to the disk when `sync`). A database
+  /// may store their pointers after this returns: a SIGKILL then loses none of them.
+  caf::error write_out(bool sync);
+  /// Reads the record `p` names into `record`; errc::corrupt_file when it is not `key`'s
+  /// record, errc::io_error when it cannot be read.
+  caf::error read(const value_pointer& p, std::string_view key, std::string& record);
+
+  /// The bytes a record of `key` with `record_bytes` of row takes in the log.
+  static uint32_t record_length(size_t key_bytes, size_t record_bytes);
+
+  /// Starts a new generation: appends go to a new file from now on. The buffer must be empty.
+  caf::expected<uint32_t> start_generation();
+  /// Deletes the files of every generation below `generation`, whose records no pointer may
+  /// name any longer.
+  caf::error drop_generations_below(uint32_t generation);
+  uint32_t generation() const { return current_; }
+
+  /// Counts `bytes` of records that no pointer names (replaced or removed).
+  void discard(uint64_t bytes) { garbage_ += bytes; }
+  void set_garbage(uint64_t bytes) { garbage_ = bytes; }
+  uint64_t garbage() const { return garbage_; }
+  /// Bytes of every generation, written or buffered.
+  uint64_t bytes() const;
+
+private:
+  struct file {
+    int fd = -1;
+    uint64_t size = 0;
+  };
+  caf::error open_file(uint32_t generation);
+  void close_all();
+
+  std::string dir_;
+  /// By generation; current_'s file takes the appends.
+  std::map<uint32_t, file> files_;
+  uint32_t current_ = 0;
+  std::string buffer_;
+  uint64_t garbage_ = 0;
+};
+
+} // namespace darcy::stores

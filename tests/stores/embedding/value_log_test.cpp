@@ -1,0 +1,122 @@
+#include "stores/embedding/value_log.hpp"
+
+#include <unistd.h>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "messages/error.hpp"
+
+namespace darcy::stores {
+namespace {
+
+namespace fs = std::filesystem;
+
+class value_log_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() / ("darcy_vlog_" + std::to_string(::getpid()))).string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  value_log open() {
+    auto log = value_log::open(dir);
+    EXPECT_TRUE(log) << render(error_of(log));
+    return log ? std::move(*log) : value_log{};
+  }
+
+  size_t files() const {
+    return static_cast<size_t>(
+      std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
+  }
+
+  std::string dir;
+};
+
+TEST_F(value_log_test, PointersRoundTripAndOtherSizesAreRefused) {
+  value_pointer p{7, (uint64_t{1} << 40) + 3, 181};
+  value_pointer q;
+  ASSERT_TRUE(decode_pointer(encode_pointer(p), q));
+  EXPECT_EQ(q, p);
+  for (auto bad : {std::string{}, std::string(15, 'x'), std::string(17, 'x')}) {
+    EXPECT_FALSE(decode_pointer(bad, q)) << bad.size() << " bytes";
+  }
+  EXPECT_EQ(q, p);
+}
+
+TEST_F(value_log_test, RecordsReadBackOnceWrittenOutAndAfterReopening) {
+  value_pointer a, b;
+  {
+    auto log = open();
+    a = log.append("alpha", "record-a");
+    b = log.append("", std::string(1000, 'b'));
+    EXPECT_EQ(a.length, value_log::record_length(5, 8));
+    EXPECT_EQ(b.offset, a.offset + a.length);
+    EXPECT_EQ(log.bytes(), a.length + b.length) << "buffered bytes count";
+    ASSERT_FALSE(log.write_out(true));
+    std::string record;
+    ASSERT_FALSE(log.read(a, "alpha", record));
+    EXPECT_EQ(record, "record-a");
+  }
+  auto log = open();
+  std::string record;
+  ASSERT_FALSE(log.read(b, "", record));
+  EXPECT_EQ(record, std::string(1000, 'b'));
+  auto c = log.append("gamma", "c");
+  EXPECT_EQ(c.offset, b.offset + b.length) << "appends continue at the end of the file";
+  ASSERT_FALSE(log.write_out(false));
+  ASSERT_FALSE(log.read(c, "gamma", record));
+  EXPECT_EQ(record, "c");
+}
+
+TEST_F(value_log_test, APointerToAnotherKeyOrPastTheFileIsACorruptFile) {
+  auto log = open();
+  auto p = log.append("alpha", "record");
+  ASSERT_FALSE(log.write_out(false));
+  std::string record;
+  struct bad_case {
+    const char* what;
+    value_pointer pointer;
+    std::string key;
+  } cases[] = {
+    {"another key", p, "alphb"},
+    {"a longer key", p, "alpha2"},
+    {"past the end", {p.generation, p.offset + 1, p.length}, "alpha"},
+    {"an unknown generation", {p.generation + 1, p.offset, p.length}, "alpha"},
+    {"shorter than its key", {p.generation, p.offset, 3}, "alpha"},
+  };
+  for (auto& c : cases) {
+    auto err = log.read(c.pointer, c.key, record);
+    EXPECT_TRUE(is(err, errc::corrupt_file)) << c.what << ": " << render(err);
+  }
+}
+
+TEST_F(value_log_test, ANewGenerationTakesTheAppendsAndOldOnesAreDropped) {
+  auto log = open();
+  auto old = log.append("k", "old");
+  ASSERT_FALSE(log.write_out(false));
+  auto generation = log.start_generation();
+  ASSERT_TRUE(generation);
+  EXPECT_EQ(*generation, old.generation + 1);
+  auto fresh = log.append("k", "new");
+  EXPECT_EQ(fresh.generation, *generation);
+  EXPECT_EQ(fresh.offset, 0u);
+  ASSERT_FALSE(log.write_out(false));
+  std::string record;
+  ASSERT_FALSE(log.read(old, "k", record)) << "both generations readable until dropped";
+  EXPECT_EQ(files(), 2u);
+  ASSERT_FALSE(log.drop_generations_below(*generation));
+  EXPECT_EQ(files(), 1u);
+  EXPECT_TRUE(log.read(old, "k", record));
+  ASSERT_FALSE(log.read(fresh, "k", record));
+  EXPECT_EQ(record, "new");
+  auto reopened = open();
+  EXPECT_EQ(reopened.generation(), *generation) << "appends go to the newest file";
+  log.append("k", "x");
+  EXPECT_FALSE(log.start_generation()) << "refused with records buffered";
+}
+
+} // namespace
+} // namespace darcy::stores
