@@ -20,6 +20,37 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// A forked child that runs body(fd), fd being the write end of a pipe to the test, which reads
+/// what the child says from reader() and then SIGKILLs it with kill().
+class child_process {
+public:
+  template <class Body>
+  explicit child_process(Body body) {
+    if (::pipe(fds_) != 0)
+      return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      body(fds_[1]);
+      ::_exit(0);
+    }
+  }
+  bool started() const { return pid_ > 0; }
+  int reader() const { return fds_[0]; }
+  /// SIGKILLs the child and reaps it: true when the signal ended it.
+  bool kill() {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+    return WIFSIGNALED(status);
+  }
+
+private:
+  int fds_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
 class leveldb_store_test : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -109,11 +140,7 @@ TEST_F(leveldb_store_test, RowsSurviveClosingAndReopening) {
 
 TEST_F(leveldb_store_test, FlushedRowsSurviveASigkill) {
   auto cfg = config("killed");
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  child_process child{[&](int says) {
     // The child flushes a trained row, says so, keeps writing without flushing, and waits.
     auto store = leveldb_store::open(cfg);
     if (!store)
@@ -123,21 +150,17 @@ TEST_F(leveldb_store_test, FlushedRowsSurviveASigkill) {
     (*store)->update(keys, grads, 1);
     (*store)->flush();
     char ok = '1';
-    if (::write(pipe_fds[1], &ok, 1) != 1)
+    if (::write(says, &ok, 1) != 1)
       ::_exit(1);
     std::vector<std::string_view> more{"volatile"};
     (*store)->update(more, grads, 2);
     for (;;)
       ::pause();
-  }
+  }};
+  ASSERT_TRUE(child.started());
   char ok = 0;
-  ASSERT_EQ(::read(pipe_fds[0], &ok, 1), 1);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ::close(pipe_fds[0]);
-  ::close(pipe_fds[1]);
-  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_EQ(::read(child.reader(), &ok, 1), 1);
+  ASSERT_TRUE(child.kill());
   auto store = open(cfg);
   std::vector<float> expected(4);
   {
@@ -371,11 +394,7 @@ TEST_F(leveldb_store_test, ASigkillWhileTheLogIsRewrittenAndCollectedLosesNoFlus
   auto cfg = config("collected-killed", 1);
   constexpr int keys = 200;
   auto key = [](int k) { return "k" + std::to_string(k); };
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  child_process child{[&](int says) {
     // Round r sets every row to r and flushes, then says r; collections run every few rounds.
     auto store = leveldb_store::open(cfg);
     if (!store)
@@ -388,19 +407,15 @@ TEST_F(leveldb_store_test, ASigkillWhileTheLogIsRewrittenAndCollectedLosesNoFlus
         if ((*store)->import_row({name, values, slots, 1, 1, round}))
           ::_exit(1);
       }
-      if ((*store)->flush() || ::write(pipe_fds[1], &round, sizeof round) != sizeof round)
+      if ((*store)->flush() || ::write(says, &round, sizeof round) != sizeof round)
         ::_exit(1);
     }
-  }
+  }};
+  ASSERT_TRUE(child.started());
   int32_t flushed = 0;
   for (int i = 0; i < 40; ++i)
-    ASSERT_EQ(::read(pipe_fds[0], &flushed, sizeof flushed), ssize_t(sizeof flushed));
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ::close(pipe_fds[0]);
-  ::close(pipe_fds[1]);
-  ASSERT_TRUE(WIFSIGNALED(status));
+    ASSERT_EQ(::read(child.reader(), &flushed, sizeof flushed), ssize_t(sizeof flushed));
+  ASSERT_TRUE(child.kill());
   auto store = open(cfg);
   ASSERT_TRUE(store);
   EXPECT_EQ(store->stats().rows, uint64_t{keys});
