@@ -121,20 +121,12 @@ leveldb_store::~leveldb_store() {
   flush();
 }
 
-namespace {
-
-std::string encode(const row_ref& row) {
-  std::string bytes;
+void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed) {
+  auto& bytes = record_;
+  bytes.clear();
   append_row_record(
     {row.key, row.values, row.slots, row.meta->frequency, row.meta->updates, row.meta->last_update},
     bytes);
-  return bytes;
-}
-
-} // namespace
-
-void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed) {
-  auto bytes = encode(row);
   if (!log_) {
     batch.Put(row_key(row.key), bytes);
     return;

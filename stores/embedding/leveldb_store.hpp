@@ -89,6 +89,8 @@ private:
   int64_t ttl_pass_step_ = 0;
   uint64_t evicted_ = 0;
   uint64_t min_garbage_ = uint64_t{64} << 20;
+  /// The record put() encodes, reused from row to row.
+  std::string record_;
   uint64_t collections_ = 0;
 };
 

@@ -1,11 +1,11 @@
 #include "stores/embedding/value_log.hpp"
 
-#include <unistd.h>
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -14,13 +14,6 @@ namespace fs = std::filesystem;
 
 class value_log_test : public ::testing::Test {
 protected:
-  void SetUp() override {
-    dir = (fs::temp_directory_path() / ("darcy_vlog_" + std::to_string(::getpid()))).string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
   value_log open() {
     auto log = value_log::open(dir);
     EXPECT_TRUE(log) << render(error_of(log));
@@ -32,7 +25,8 @@ protected:
       std::distance(fs::directory_iterator(dir), fs::directory_iterator{}));
   }
 
-  std::string dir;
+  test::temp_dir scratch{"vlog"};
+  const std::string& dir = scratch.path();
 };
 
 TEST_F(value_log_test, PointersRoundTripAndOtherSizesAreRefused) {
