@@ -22,15 +22,12 @@ size_t keys_of(const routed_batch& route) {
   return keys;
 }
 
-/// Calls f(s) for every shard s of `route`, spread over as many threads as the machine has
-/// cores (the caller's among them) once the request has parallel_keys keys; each shard is
-/// visited by one thread. Answers the first error in shard order.
+/// Calls f(s) for every shard s of `route` on `threads` threads (the caller's among them); each
+/// shard is visited by one thread. Answers the first error in shard order.
 template <class F>
-caf::error for_each_shard(const routed_batch& route, F f) {
+caf::error for_each_shard(const routed_batch& route, size_t threads, F f) {
   auto& shards = route.shards();
-  size_t threads = 1;
-  if (keys_of(route) >= parallel_keys)
-    threads = std::min<size_t>(shards.size(), std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::clamp<size_t>(threads, 1, std::max<size_t>(1, shards.size()));
   std::vector<caf::error> errors(shards.size());
   auto run = [&](size_t first) {
     for (size_t i = first; i < shards.size(); i += threads)
@@ -51,7 +48,18 @@ caf::error for_each_shard(const routed_batch& route, F f) {
 } // namespace
 
 direct_embedding::direct_embedding(std::vector<shard_tables_ptr> shards)
-  : shards_(std::move(shards)) {
+  : shards_(std::move(shards)), cores_(std::max(1u, std::thread::hardware_concurrency())) {
+}
+
+size_t direct_embedding::threads_for(const routed_batch& route) const {
+  if (keys_of(route) < parallel_keys)
+    return 1;
+  std::lock_guard<std::mutex> guard{callers_mutex_};
+  auto self = std::this_thread::get_id();
+  if (callers_.size() < cores_ &&
+      std::find(callers_.begin(), callers_.end(), self) == callers_.end())
+    callers_.push_back(self);
+  return std::max<size_t>(1, cores_ / callers_.size());
 }
 
 config_finder direct_embedding::configs() const {
@@ -76,7 +84,7 @@ caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
     return std::move(dims.error());
   auto route = std::make_shared<routed_batch>(tables, *dims, shards_.size());
   // Each shard writes only its own keys' rows of `out`.
-  auto err = for_each_shard(*route, [&](size_t s) -> caf::error {
+  auto err = for_each_shard(*route, threads_for(*route), [&](size_t s) -> caf::error {
     auto& shard = *shards_[s];
     std::vector<shared_floats> rows;
     {
@@ -106,7 +114,7 @@ caf::error direct_embedding::update(const routed_batch& route,
                                     int64_t step) const {
   if (auto err = check_routed_gradients(route, grads, configs()))
     return err;
-  return for_each_shard(route, [&](size_t s) -> caf::error {
+  return for_each_shard(route, threads_for(route), [&](size_t s) -> caf::error {
     auto sums = route.gather(s, grads);
     auto& shard = *shards_[s];
     std::lock_guard<std::mutex> guard{shard.mutex};

@@ -1,13 +1,15 @@
 // The direct path into an embedding service whose shards all live in this process: lookups and
 // updates run on the shards' stores in the caller's thread (a large request's shards also on
-// threads of their own, one per core, each holding its shard's lock), with
+// threads of their own, each holding its shard's lock, on cores no other caller uses), with
 // the service's rules (the same checks and errors, the store's optimizer and admission). A
 // trainer in the shards' process uses it instead of messages; each key is hashed and routed once.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -42,7 +44,17 @@ public:
 private:
   config_finder configs() const;
 
+  /// The threads a request of `route` runs its shards on: 1 below parallel_keys keys, else the
+  /// cores divided among the distinct threads that have sent this object large requests (a
+  /// trainer with a thread per core keeps each request in its own thread, where helpers would
+  /// only take turns with the other callers).
+  size_t threads_for(const routed_batch& route) const;
+
   std::vector<shard_tables_ptr> shards_;
+  size_t cores_;
+  mutable std::mutex callers_mutex_;
+  /// At most cores_ entries: past that every request runs in its caller's thread anyway.
+  mutable std::vector<std::thread::id> callers_;
 };
 
 } // namespace darcy::actors

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "actors/embedding/embedding_master.hpp"
 #include "actors/embedding/embedding_shard.hpp"
@@ -89,6 +90,67 @@ TEST_F(direct_embedding_test, LargeRequestsSpreadOverThreadsStillEqualTheMasters
     ASSERT_TRUE(ask<ok_atom>(sys, by_master.master, test::patience, backward_atom::value,
                              reply->handle, sent, int64_t{step}));
     ASSERT_FALSE(path.update(**route, {grads}, step));
+  }
+}
+
+TEST_F(direct_embedding_test, ConcurrentCallersOfLargeRequestsEqualTheMastersBitForBit) {
+  // Two trainer threads on disjoint keys, each sending requests past parallel_keys; the master
+  // then applies the same steps one caller after the other.
+  direct_embedding path{direct.tables};
+  constexpr size_t keys = 1500;
+  auto request = [&](char prefix) {
+    std::vector<table_keys> tables{{"wide", {}}};
+    for (size_t k = 0; k < keys; ++k) {
+      auto key = prefix + std::to_string(k);
+      tables[0].keys.push_back(key, compute::hash_key(key));
+    }
+    return tables;
+  };
+  auto gradients = [](char prefix, int step) {
+    floats grads(keys * 4);
+    for (size_t i = 0; i < grads.size(); ++i)
+      grads[i] = std::sin(static_cast<float>(i + step * 7 + prefix));
+    return grads;
+  };
+  std::vector<floats> seen(2, floats(keys * 4));
+  std::vector<caf::error> errors(2);
+  auto caller = [&](size_t c) {
+    auto prefix = static_cast<char>('a' + c);
+    auto tables = request(prefix);
+    for (int step = 1; step <= 4 && !errors[c]; ++step) {
+      auto route = path.lookup(tables, {seen[c]});
+      if (!route) {
+        errors[c] = route.error();
+        break;
+      }
+      auto grads = gradients(prefix, step);
+      errors[c] = path.update(**route, {grads}, step);
+    }
+    if (!errors[c]) {
+      auto route = path.lookup(tables, {seen[c]});
+      errors[c] = route ? caf::error{} : route.error();
+    }
+  };
+  std::thread other{caller, 1};
+  caller(0);
+  other.join();
+  for (size_t c = 0; c < 2; ++c) {
+    ASSERT_FALSE(errors[c]) << render(errors[c]);
+    auto prefix = static_cast<char>('a' + c);
+    auto tables = request(prefix);
+    for (int step = 1; step <= 5; ++step) {
+      auto reply =
+        ask<lookup_reply>(sys, by_master.master, test::patience, lookup_atom::value, tables, true);
+      ASSERT_TRUE(reply) << render(error_of(reply));
+      if (step == 5) {
+        auto expected = reply->rows[0].values();
+        EXPECT_EQ(seen[c], floats(expected.begin(), expected.end())) << "caller " << c;
+        break;
+      }
+      std::vector<shared_floats> sent{shared_floats{gradients(prefix, step)}};
+      ASSERT_TRUE(ask<ok_atom>(sys, by_master.master, test::patience, backward_atom::value,
+                               reply->handle, sent, int64_t{step}));
+    }
   }
 }
 
