@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 
-.PHONY: all deps configure build demo test test-asan test-tsan fuzz soak bench clean
+.PHONY: all deps configure build demo test test-asan test-tsan fuzz soak bench clean python
 
 all: build
 
@@ -41,6 +41,13 @@ test-tsan: deps
 FUZZ_SECONDS ?= 60
 fuzz:
 	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# Makes Debian's /usr/bin/python3 import the package built here (docs/python.md): a .pth
+# file in the user's site-packages that names $(BUILD_DIR)/python.
+python: build
+	@site=$$(/usr/bin/python3 -m site --user-site) && mkdir -p "$$site" && \
+	  echo "$(abspath $(BUILD_DIR))/python" > "$$site/darcy.pth" && \
+	  echo "python: /usr/bin/python3 imports darcy from $(abspath $(BUILD_DIR))/python"
 
 clean:
 	rm -rf $(BUILD_DIR)

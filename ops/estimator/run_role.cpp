@@ -211,7 +211,12 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
     for (auto& c : *kids)
       running = running || c.actor;
     bool done = step >= o.max_steps && !running;
-    if (step / o.save_checkpoints_steps > r.saved / o.save_checkpoints_steps || done) {
+    // Past max_steps only the final checkpoint is written: an evaluator follows checkpoints
+    // until one reaches max_steps, and that one must be the last (workers still running may
+    // add a step or two after the step crosses it).
+    bool periodic =
+      step < o.max_steps && step / o.save_checkpoints_steps > r.saved / o.save_checkpoints_steps;
+    if (periodic || done) {
       if (auto err = chief.save_checkpoint()) {
         settle(std::move(err));
         break;

@@ -1,0 +1,141 @@
+"""How a table's rows start, train, enter and leave: the optimizer the shards run, the
+initializer of new rows, the admission of new keys and the eviction of old rows. Each is a
+small frozen dataclass; a table takes one of each (docs/python.md)."""
+
+import dataclasses
+from typing import ClassVar
+
+
+@dataclasses.dataclass(frozen=True)
+class SGD:
+    learning_rate: float = 0.01
+    kind: ClassVar[str] = "sgd"
+
+
+@dataclasses.dataclass(frozen=True)
+class Adagrad:
+    learning_rate: float = 0.01
+    initial_accumulator: float = 0.1
+    kind: ClassVar[str] = "adagrad"
+
+
+@dataclasses.dataclass(frozen=True)
+class Momentum:
+    learning_rate: float = 0.01
+    momentum: float = 0.9
+    nesterov: bool = False
+    kind: ClassVar[str] = "momentum"
+
+
+@dataclasses.dataclass(frozen=True)
+class Adam:
+    """Lazy Adam: each row counts its own updates for the bias correction."""
+    learning_rate: float = 0.001
+    beta1: float = 0.9
+    beta2: float = 0.999
+    epsilon: float = 1e-8
+    kind: ClassVar[str] = "adam"
+
+
+@dataclasses.dataclass(frozen=True)
+class Ftrl:
+    """FTRL-proximal with learning-rate power -0.5."""
+    learning_rate: float = 0.01
+    l1: float = 0.0
+    l2: float = 0.0
+    initial_accumulator: float = 0.1
+    kind: ClassVar[str] = "ftrl"
+
+
+@dataclasses.dataclass(frozen=True)
+class Zeros:
+    kind: ClassVar[str] = "zeros"
+
+
+@dataclasses.dataclass(frozen=True)
+class Uniform:
+    low: float = -0.05
+    high: float = 0.05
+    seed: int = 1
+    kind: ClassVar[str] = "uniform"
+
+
+@dataclasses.dataclass(frozen=True)
+class Normal:
+    mean: float = 0.0
+    stddev: float = 0.05
+    seed: int = 1
+    kind: ClassVar[str] = "normal"
+
+
+@dataclasses.dataclass(frozen=True)
+class TruncatedNormal:
+    mean: float = 0.0
+    stddev: float = 0.05
+    seed: int = 1
+    kind: ClassVar[str] = "truncated_normal"
+
+
+@dataclasses.dataclass(frozen=True)
+class AdmitAll:
+    kind: ClassVar[str] = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class Frequency:
+    """A key gets a row at its min_count-th sighting (exact counts)."""
+    min_count: int = 2
+    kind: ClassVar[str] = "frequency"
+
+
+@dataclasses.dataclass(frozen=True)
+class Bloom:
+    """Frequency admission through a counting Bloom filter: bounded memory, approximate."""
+    min_count: int = 2
+    capacity: int = 1 << 20
+    fp_rate: float = 0.01
+    kind: ClassVar[str] = "bloom"
+
+
+@dataclasses.dataclass(frozen=True)
+class KeepAll:
+    kind: ClassVar[str] = "none"
+
+
+@dataclasses.dataclass(frozen=True)
+class TTL:
+    """Rows not updated for more than ttl_steps steps go."""
+    ttl_steps: int
+    kind: ClassVar[str] = "ttl"
+
+
+@dataclasses.dataclass(frozen=True)
+class LFU:
+    """Past max_rows, the least frequently used rows go."""
+    max_rows: int
+    kind: ClassVar[str] = "lfu"
+
+
+@dataclasses.dataclass(frozen=True)
+class LRU:
+    """Past max_rows, the least recently used rows go."""
+    max_rows: int
+    kind: ClassVar[str] = "lru"
+
+
+OPTIMIZERS = (SGD, Adagrad, Momentum, Adam, Ftrl)
+INITIALIZERS = (Zeros, Uniform, Normal, TruncatedNormal)
+ADMISSIONS = (AdmitAll, Frequency, Bloom)
+EVICTIONS = (KeepAll, TTL, LFU, LRU)
+
+
+def as_dict(value, kinds, what):
+    """The dict the extension reads: the value's fields and its kind. Raises
+    darcy.InvalidArgument for a value of none of `kinds`."""
+    if not isinstance(value, kinds):
+        from darcy._darcy import InvalidArgument
+        names = ", ".join("darcy." + k.__name__ for k in kinds)
+        raise InvalidArgument(f"invalid argument: {what} {value!r}; one of {names}")
+    fields = dataclasses.asdict(value)
+    fields["kind"] = value.kind
+    return fields

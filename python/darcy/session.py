@@ -1,0 +1,158 @@
+"""Sessions and tables: a session runs Darcy's dynamic embedding service in this process
+(Session.local) or joins a cluster as its client (Session.connect); a table is one embedding of
+it, whose shards apply gradients with the table's own optimizer."""
+
+import os
+
+from darcy import _darcy
+from darcy import config as _config
+
+
+class Table:
+    """One dynamic embedding: raw keys (str, bytes, or a NumPy array of integer ids) to rows of
+    `dim` float32 values, created on first sight as the table's admission and initializer
+    allow. Made by Session.embedding."""
+
+    def __init__(self, session, handle, settings):
+        self._session = session
+        self._handle = handle
+        self._settings = settings
+
+    @property
+    def name(self):
+        return self._handle.name
+
+    @property
+    def dim(self):
+        return self._handle.dim
+
+    @property
+    def session(self):
+        return self._session
+
+    def lookup(self, keys):
+        """The rows of `keys` in their order, a float32 array (len(keys), dim)."""
+        return self._handle.lookup(keys)
+
+    def apply_gradients(self, keys, grads, step=None):
+        """Applies grads (float32, (len(keys), dim); rows of a repeated key are summed) with
+        the table's optimizer. `step` is the global step (by default one past the last this
+        table used). Bad keys or gradients raise before any row changes."""
+        self._handle.apply_gradients(keys, grads, step)
+
+    def lookup_for_backward(self, keys):
+        """(rows of the distinct keys, int64 position of each key among them, a pending lookup
+        whose backward(grads) sends the distinct rows' gradients). darcy.torch's modules use
+        it; a pending lookup is spent by its first successful backward."""
+        return self._handle.lookup_for_backward(keys)
+
+    def top_k(self, vectors, k, metric="dot"):
+        """For each row of `vectors` (float32, (queries, dim)) the k best rows as
+        (key, score) pairs, best first; metric "dot" or "cosine"."""
+        return self._handle.top_k(vectors, k, metric)
+
+    def stats(self):
+        """Rows, bytes and counters of the table across its shards, as a dict."""
+        return self._handle.stats()
+
+    def save(self, path, step=0):
+        """One consistent checkpoint of every table of the session (Session.save)."""
+        self._session.save(path, step)
+
+    def restore(self, path):
+        """Loads the checkpoint at `path` into every table of the session (Session.restore)."""
+        return self._session.restore(path)
+
+    def __repr__(self):
+        return f"darcy.Table({self.name!r}, dim={self.dim})"
+
+
+class Session:
+    """Darcy's embedding service, from Python. Use as a context manager, or call close()."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        self._tables = {}
+
+    @staticmethod
+    def local(shards=2, store="memory", timeout_ms=5000):
+        """The service in this process with `shards` shards. `store`: where tables keep
+        their rows unless they say otherwise: "memory", "leveldb:DIR" or
+        "redis://HOST:PORT"."""
+        return Session(_darcy._Session.local(shards, store, timeout_ms))
+
+    @staticmethod
+    def connect(seed, secret_file=None, tls_dir=None, timeout_ms=5000, shards=1):
+        """A client of a running cluster: `seed` is HOST:PORT, or a cluster file or its
+        directory (`darcy cluster up --dir DIR`). Tables get `shards` shards on every member.
+        secret_file and tls_dir are the cluster's secret and TLS files (as the CLI's
+        --secret-file and --tls-dir; DARCY_SECRET_FILE and DARCY_TLS_DIR by default)."""
+        secret_file = secret_file or os.environ.get("DARCY_SECRET_FILE", "")
+        tls_dir = tls_dir or os.environ.get("DARCY_TLS_DIR", "")
+        return Session(_darcy._Session.connect(seed, secret_file, tls_dir, timeout_ms, shards))
+
+    def embedding(self, name, dim, optimizer=None, initializer=None, admission=None,
+                  eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20):
+        """The table `name` of `dim` values a row, created in the service on first use. The
+        same name again gives the same table when the settings agree; other settings raise
+        darcy.InvalidConfig."""
+        settings = (dim, optimizer, initializer, admission, eviction, store, max_batch,
+                    cache_bytes)
+        if name in self._tables:
+            table = self._tables[name]
+            if table._settings != settings:
+                raise _darcy.InvalidConfig(
+                    f"invalid configuration: table '{name}' exists with other settings")
+            return table
+        options = _darcy._TableOptions()
+        options.name = name
+        options.dim = dim
+        options.optimizer = _config.as_dict(optimizer or _config.Adagrad(), _config.OPTIMIZERS,
+                                            "optimizer")
+        options.initializer = _config.as_dict(initializer or _config.Uniform(),
+                                              _config.INITIALIZERS, "initializer")
+        options.admission = _config.as_dict(admission or _config.AdmitAll(), _config.ADMISSIONS,
+                                            "admission")
+        options.eviction = _config.as_dict(eviction or _config.KeepAll(), _config.EVICTIONS,
+                                           "eviction")
+        options.store = store or self._handle.store
+        options.max_batch = max_batch
+        options.cache_bytes = cache_bytes
+        table = Table(self, _darcy._Table(self._handle, options), settings)
+        self._tables[name] = table
+        return table
+
+    @property
+    def tables(self):
+        """The tables made through this session object, by name."""
+        return dict(self._tables)
+
+    def save(self, path, step=0):
+        """One consistent checkpoint of every table of the service under `path`, with
+        `step`; writes that arrive meanwhile wait."""
+        self._handle.save(os.fspath(path), step)
+
+    def restore(self, path):
+        """Loads the checkpoint under `path` (whatever shard count wrote it) and returns the
+        step saved with it."""
+        return self._handle.restore(os.fspath(path))
+
+    @property
+    def in_process(self):
+        return self._handle.in_process
+
+    @property
+    def closed(self):
+        return self._handle.closed
+
+    def close(self):
+        """Stops the session once the calls in flight return; later calls raise
+        darcy.Unavailable."""
+        self._handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

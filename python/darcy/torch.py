@@ -1,0 +1,187 @@
+"""PyTorch modules over Darcy's tables: DynamicEmbedding and DynamicEmbeddingBag look rows up in
+the forward pass and send the rows' gradients to the shards in the backward pass, where the
+table's own optimizer applies them. Dense parameters stay with a torch optimizer.
+
+    table = session.embedding("ads", 16, optimizer=darcy.Adagrad(0.05))
+    bag = darcy.torch.DynamicEmbeddingBag(table, mode="sum")
+    out = bag(ids, offsets)        # like nn.EmbeddingBag, over raw keys: no dictionary
+    loss(out).backward()           # the shards update the rows here
+"""
+
+import os
+
+import numpy as np
+import torch
+
+from darcy import _darcy
+
+__all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "save", "load"]
+
+
+def _invalid(message):
+    return _darcy.InvalidArgument("invalid argument: " + message)
+
+
+def _flat_keys(keys):
+    """keys as the table takes them (a list of str/bytes, or a 1-D integer array), with the
+    shape the output takes before its last axis."""
+    if isinstance(keys, torch.Tensor):
+        if keys.is_floating_point() or keys.is_complex():
+            raise _invalid(f"keys of dtype {keys.dtype}; ids are integers")
+        return keys.detach().cpu().reshape(-1).numpy(), tuple(keys.shape)
+    if isinstance(keys, np.ndarray):
+        return keys.reshape(-1), keys.shape
+    if isinstance(keys, (list, tuple)):
+        return list(keys), (len(keys),)
+    raise _invalid(f"keys of type {type(keys).__name__}; a list of str or bytes, or an integer "
+                   "tensor or array")
+
+
+class _Lookup(torch.autograd.Function):
+    """The distinct keys' rows; backward sends their gradients to the shards."""
+
+    @staticmethod
+    def forward(ctx, anchor, table, keys):
+        rows, inverse, pending = table.lookup_for_backward(keys)
+        ctx.pending = pending
+        inverse = torch.from_numpy(inverse)
+        ctx.mark_non_differentiable(inverse)
+        return torch.from_numpy(rows), inverse
+
+    @staticmethod
+    def backward(ctx, grad_rows, _grad_inverse):
+        ctx.pending.backward(grad_rows.detach().contiguous().cpu().numpy())
+        return None, None, None
+
+
+def _rows(table, keys, training):
+    """(rows of the distinct keys, position of each key among them); the rows carry the
+    backward to the shards when training under autograd."""
+    if training and torch.is_grad_enabled():
+        anchor = torch.empty(0, requires_grad=True)
+        return _Lookup.apply(anchor, table, keys)
+    rows = torch.from_numpy(table.lookup(keys))
+    return rows, None
+
+
+class DynamicEmbedding(torch.nn.Module):
+    """nn.Embedding over a Darcy table: keys of any shape (an integer tensor or array) or a
+    list of str/bytes, to rows of shape keys.shape + (dim,). In training mode under autograd,
+    the backward sends the rows' gradients to the shards (repeated keys summed), where the
+    table's optimizer applies them; in eval mode, or under torch.no_grad(), no row changes."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = table
+
+    def forward(self, keys):
+        flat, shape = _flat_keys(keys)
+        rows, inverse = _rows(self.table, flat, self.training)
+        out = rows if inverse is None else rows.index_select(0, inverse)
+        return out.reshape(*shape, self.table.dim)
+
+    def extra_repr(self):
+        return f"table={self.table.name!r}, dim={self.table.dim}"
+
+
+def _bag_ids(count, offsets, device):
+    """The bag of each of `count` keys from `offsets` (nn.EmbeddingBag's: each bag's first
+    key), and the number of bags. Raises darcy.InvalidArgument for offsets that are not
+    non-decreasing from 0 within the keys."""
+    if isinstance(offsets, np.ndarray):
+        offsets = torch.from_numpy(offsets)
+    if not isinstance(offsets, torch.Tensor) or offsets.dim() != 1 or \
+            offsets.is_floating_point():
+        raise _invalid("offsets are a 1-D integer tensor, one start a bag")
+    offsets = offsets.to(torch.int64).cpu()
+    bags = offsets.numel()
+    if bags == 0:
+        raise _invalid("no offsets: at least one bag")
+    if offsets[0].item() != 0:
+        raise _invalid(f"offsets start at {offsets[0].item()}, not 0")
+    if bags > 1 and bool((offsets[1:] < offsets[:-1]).any()):
+        raise _invalid("offsets decrease; each bag starts at or after the one before")
+    if offsets[-1].item() > count:
+        raise _invalid(f"an offset of {offsets[-1].item()} past the {count} keys")
+    lengths = torch.diff(offsets, append=torch.tensor([count]))
+    return torch.repeat_interleave(torch.arange(bags), lengths).to(device), lengths, bags
+
+
+class DynamicEmbeddingBag(torch.nn.Module):
+    """nn.EmbeddingBag over a Darcy table: each bag's rows summed or averaged ("sum",
+    "mean"). Keys as a 2-D integer tensor (bags of equal size, no offsets), or 1-D keys (an
+    integer tensor or array, or a list of str/bytes) with `offsets`, each bag's first key, as
+    nn.EmbeddingBag takes them. An empty bag gives zeros. per_sample_weights (mode "sum")
+    scale each key's row."""
+
+    def __init__(self, table, mode="mean"):
+        super().__init__()
+        if mode not in ("sum", "mean"):
+            raise _invalid(f"mode {mode!r}; \"sum\" or \"mean\"")
+        self.table = table
+        self.mode = mode
+
+    def forward(self, keys, offsets=None, per_sample_weights=None):
+        flat, shape = _flat_keys(keys)
+        if offsets is None:
+            if len(shape) != 2:
+                raise _invalid("1-D keys need offsets (each bag's first key); or pass a 2-D "
+                               "tensor of equal bags")
+            bags, size = shape
+            lengths = torch.full((bags,), size, dtype=torch.int64)
+            bag_of = torch.repeat_interleave(torch.arange(bags), size)
+        else:
+            if len(shape) != 1:
+                raise _invalid("keys with offsets are 1-D")
+            bag_of, lengths, bags = _bag_ids(len(flat), offsets, torch.device("cpu"))
+        if len(flat) == 0:
+            return torch.zeros(bags, self.table.dim)
+        rows, inverse = _rows(self.table, flat, self.training)
+        per_key = rows if inverse is None else rows.index_select(0, inverse)
+        if per_sample_weights is not None:
+            if self.mode != "sum":
+                raise _invalid("per_sample_weights need mode \"sum\", as in nn.EmbeddingBag")
+            weights = torch.as_tensor(per_sample_weights, dtype=per_key.dtype).reshape(-1)
+            if weights.numel() != per_key.shape[0]:
+                raise _invalid(f"{weights.numel()} per_sample_weights for "
+                               f"{per_key.shape[0]} keys")
+            per_key = per_key * weights.unsqueeze(1)
+        out = torch.zeros(bags, self.table.dim, dtype=per_key.dtype).index_add(0, bag_of,
+                                                                              per_key)
+        if self.mode == "mean":
+            out = out / lengths.clamp(min=1).to(out.dtype).unsqueeze(1)
+        return out
+
+    def extra_repr(self):
+        return f"table={self.table.name!r}, dim={self.table.dim}, mode={self.mode!r}"
+
+
+def _sessions(model):
+    found = {}
+    for module in model.modules():
+        if isinstance(module, (DynamicEmbedding, DynamicEmbeddingBag)):
+            found[id(module.table.session)] = module.table.session
+    return list(found.values())
+
+
+def save(model, path, step=0):
+    """Checkpoints `model`: its tables' session through Darcy's one checkpoint mechanism
+    (PATH/tables, consistent across shards) and its state_dict (PATH/module.pt)."""
+    os.makedirs(path, exist_ok=True)
+    sessions = _sessions(model)
+    if len(sessions) > 1:
+        raise _invalid("the model's tables come from more than one session")
+    if sessions:
+        sessions[0].save(os.path.join(path, "tables"), step)
+    torch.save(model.state_dict(), os.path.join(path, "module.pt"))
+
+
+def load(model, path):
+    """Restores what save() wrote into `model` (its tables and its state_dict); returns the
+    step saved with the tables (0 without tables)."""
+    sessions = _sessions(model)
+    if len(sessions) > 1:
+        raise _invalid("the model's tables come from more than one session")
+    step = sessions[0].restore(os.path.join(path, "tables")) if sessions else 0
+    model.load_state_dict(torch.load(os.path.join(path, "module.pt")))
+    return step

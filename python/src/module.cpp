@@ -1,0 +1,16 @@
+// darcy._darcy, the extension module under the darcy package (python/darcy/): errors,
+// sessions, tables and local clusters. The package's Python files give it its public names.
+#include <pybind11/pybind11.h>
+
+#include "python/src/errors.hpp"
+#include "python/src/local_cluster.hpp"
+#include "python/src/session.hpp"
+#include "python/src/table.hpp"
+
+PYBIND11_MODULE(_darcy, m) {
+  m.doc() = "Darcy's dynamic embedding service from Python (see docs/python.md)";
+  darcy::python::bind_errors(m);
+  darcy::python::bind_session(m);
+  darcy::python::bind_table(m);
+  darcy::python::bind_local_cluster(m);
+}

@@ -1,0 +1,88 @@
+// One embedding table as Python sees it: lookups that answer NumPy arrays, gradients applied
+// by the shards' own optimizer, top-k and stats, over a session_handle. A pending lookup keeps
+// what its backward needs, for darcy.torch's modules.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "ops/embedding_ops.hpp"
+#include "python/src/session.hpp"
+
+namespace darcy::python {
+
+class table_handle;
+
+/// The rows of a lookup's distinct keys, and the handle their gradients go back through.
+class pending_lookup {
+public:
+  pending_lookup(std::shared_ptr<table_handle> table, ops::lookup_handle handle, size_t rows)
+    : table_(std::move(table)), handle_(std::move(handle)), rows_(rows) {}
+
+  /// Sends d(loss)/d(rows), float32 of shape (distinct keys, dim), to the shards. Once only;
+  /// a refused backward (darcy.DimensionMismatch, darcy.NonFinite, a wrong dtype) changes
+  /// nothing and may be sent again corrected.
+  void backward(const pybind11::handle& grads, std::optional<int64_t> step);
+
+private:
+  std::shared_ptr<table_handle> table_;
+  ops::lookup_handle handle_;
+  size_t rows_;
+};
+
+class table_handle : public std::enable_shared_from_this<table_handle> {
+public:
+  /// Creates the table in the session's service (once per session and name).
+  table_handle(std::shared_ptr<session_handle> session, de_config config);
+
+  const de_config& config() const { return config_; }
+  session_handle& session() { return *session_; }
+
+  /// The rows of `keys` in input order, float32 (keys, dim), as the table's admission and
+  /// initializer give them; keys go to the service once each.
+  pybind11::array lookup(const pybind11::handle& keys);
+
+  /// (rows of the distinct keys without a copy, inverse: int64 position of each input key
+  /// among them, pending lookup for the backward).
+  pybind11::tuple lookup_for_backward(const pybind11::handle& keys);
+
+  /// Applies grads (float32 (keys, dim); rows of a repeated key are summed) with the table's
+  /// optimizer at `step` (by default one past the last). Bad keys or gradients raise before
+  /// any row is touched.
+  void apply_gradients(const pybind11::handle& keys, const pybind11::handle& grads,
+                       std::optional<int64_t> step);
+
+  /// For each row of `vectors` (float32 (queries, dim)) its k best rows as (key, score)
+  /// pairs, best first; `metric` "dot" or "cosine".
+  pybind11::list top_k(const pybind11::handle& vectors, uint32_t k, const std::string& metric);
+
+  pybind11::dict stats();
+
+  /// `step`, or one past the last step this table used.
+  int64_t next_step(std::optional<int64_t> step);
+
+private:
+  std::shared_ptr<session_handle> session_;
+  de_config config_;
+  std::atomic<int64_t> step_{0};
+};
+
+inline constexpr size_t any_rows = SIZE_MAX;
+
+/// `values` as a C-contiguous float32 array of shape (rows, dim) (any count with any_rows):
+/// errc::invalid_argument when it is no NumPy array or not float32, errc::dimension_mismatch
+/// for another shape. `what` names them in the message ("gradients of 'words'").
+pybind11::array_t<float> read_rows(const pybind11::handle& values, size_t rows, size_t dim,
+                                   const std::string& what);
+
+void bind_table(pybind11::module_& m);
+
+} // namespace darcy::python

@@ -1,0 +1,56 @@
+# Tests python/darcy/cluster.py: node processes from Python, a table on them, and faults.
+import time
+
+import numpy as np
+import pytest
+
+import darcy
+
+
+def wait_for(predicate, what, timeout=20.0):
+    """Polls `predicate` until it holds; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def state_of(cluster, name):
+    for member in cluster.status()["members"]:
+        if member["name"] == name:
+            return member["state"]
+    return None
+
+
+def test_members_come_up_and_a_killed_one_goes_down():
+    with darcy.LocalCluster(nodes=3, name_prefix="py") as cluster:
+        assert cluster.names == ["py-0", "py-1", "py-2"]
+        assert [m["state"] for m in cluster.status()["members"]] == ["up"] * 3
+        cluster.kill("py-2")
+        wait_for(lambda: state_of(cluster, "py-2") == "down", "py-2 down")
+        with pytest.raises(darcy.UnknownNode):
+            cluster.kill("py-9")
+
+
+def test_a_table_on_node_processes_trains_through_dropped_messages():
+    with darcy.LocalCluster(nodes=2, name_prefix="drop") as cluster:
+        with cluster.session(shards=1, timeout_ms=3000) as session:
+            table = session.embedding("t", 4, optimizer=darcy.SGD(0.1))
+            keys = [f"k{i}" for i in range(64)]
+            start = table.lookup(keys)
+            cluster.disrupt_node("drop-1", drop=0.05, seed=3)
+            for _ in range(20):
+                table.apply_gradients(keys, np.ones((64, 4), dtype=np.float32))
+            counts = cluster.heal_node("drop-1")
+            assert counts["dropped"] > 0
+            assert table.stats()["retried_requests"] > 0
+            np.testing.assert_allclose(table.lookup(keys), start - 2.0, rtol=1e-5)
+
+
+def test_a_closed_cluster_raises_unavailable():
+    cluster = darcy.LocalCluster(nodes=1, name_prefix="closed")
+    cluster.close()
+    with pytest.raises(darcy.Unavailable):
+        cluster.status()

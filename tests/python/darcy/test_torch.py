@@ -1,0 +1,162 @@
+# Tests python/darcy/torch.py: DynamicEmbedding and DynamicEmbeddingBag against torch's own
+# modules over a dictionary-mapped copy of the same keys, learning, checkpoints, bad input.
+import numpy as np
+import pytest
+import torch
+
+import darcy
+import darcy.torch as dt
+
+DIM = 8
+
+
+def mirrored(table, vocab, mode):
+    """An nn.EmbeddingBag whose row i is the table's row of vocab[i]."""
+    bag = torch.nn.EmbeddingBag(len(vocab), table.dim, mode=mode, sparse=True)
+    with torch.no_grad():
+        bag.weight.copy_(torch.from_numpy(table.lookup(vocab)))
+    return bag
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_bag_equals_nn_embedding_bag_over_100_sgd_steps(session, mode):
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(40)]
+    index = {k: i for i, k in enumerate(vocab)}
+    table = session.embedding("bag", DIM, optimizer=darcy.SGD(0.05))
+    ours = dt.DynamicEmbeddingBag(table, mode=mode)
+    theirs = mirrored(table, vocab, mode)
+    opt = torch.optim.SGD(theirs.parameters(), lr=0.05)
+    for step in range(100):
+        lengths = rng.integers(0, 6, size=5)
+        keys = list(rng.choice(vocab, size=int(lengths.sum())))
+        offsets = torch.from_numpy(np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+        ids = torch.tensor([index[k] for k in keys], dtype=torch.int64)
+        target = torch.from_numpy(rng.normal(size=(5, DIM)).astype(np.float32))
+        out = ours(keys, offsets)
+        want = theirs(ids, offsets)
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), atol=1e-6,
+                                   err_msg=f"step {step}")
+        ((out - target) ** 2).sum().backward()
+        opt.zero_grad()
+        ((want - target) ** 2).sum().backward()
+        opt.step()
+    np.testing.assert_allclose(table.lookup(vocab), theirs.weight.detach().numpy(), atol=1e-6)
+
+
+def test_embedding_keeps_the_keys_shape_and_sends_gradients(session):
+    table = session.embedding("ids", DIM, optimizer=darcy.SGD(1.0))
+    emb = dt.DynamicEmbedding(table)
+    ids = torch.tensor([[1, 2, 1], [3, 3, 3]])
+    before = table.lookup(np.array([1, 2, 3]))
+    out = emb(ids)
+    assert out.shape == (2, 3, DIM)
+    out.sum().backward()
+    # Each key's gradient is its count of places: 2, 1 and 3 ones a value.
+    np.testing.assert_allclose(table.lookup(np.array([1, 2, 3])),
+                               before - np.array([[2.0], [1.0], [3.0]]), rtol=1e-6)
+
+
+def test_eval_mode_and_no_grad_change_no_row(session):
+    table = session.embedding("frozen", DIM, optimizer=darcy.SGD(1.0))
+    emb = dt.DynamicEmbedding(table)
+    before = table.lookup(["a"])
+    emb.eval()
+    assert not emb(["a"]).requires_grad
+    emb.train()
+    with torch.no_grad():
+        emb(["a"]).sum()
+    np.testing.assert_array_equal(table.lookup(["a"]), before)
+
+
+def auc(labels, scores):
+    order = np.argsort(scores)
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    positives = labels.sum()
+    negatives = len(labels) - positives
+    return (ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+def test_a_small_ctr_model_learns(session):
+    """Three categorical fields of raw ids, a hidden teacher; test AUC above 0.7."""
+    rng = np.random.default_rng(11)
+    fields, ids_a_field, rows = 3, 200, 6000
+    teacher = rng.normal(scale=1.5, size=(fields, ids_a_field))
+    x = rng.integers(0, ids_a_field, size=(rows, fields))
+    logits = teacher[np.arange(fields), x].sum(1)
+    y = (rng.random(rows) < 1 / (1 + np.exp(-logits))).astype(np.float32)
+    # Field f's id i is the key f * 1000 + i: one table for all fields, no dictionary.
+    keys = torch.from_numpy(x + np.arange(fields) * 1000)
+    table = session.embedding("ctr", 4, optimizer=darcy.Adagrad(0.1))
+    emb = dt.DynamicEmbeddingBag(table, mode="sum")
+    head = torch.nn.Linear(4, 1)
+    opt = torch.optim.Adagrad(head.parameters(), lr=0.1)
+    train, test = slice(0, 5000), slice(5000, rows)
+    for epoch in range(3):
+        for b in range(0, 5000, 100):
+            batch = keys[train][b:b + 100]
+            out = head(emb(batch)).squeeze(1)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(
+                out, torch.from_numpy(y[train][b:b + 100]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    emb.eval()
+    with torch.no_grad():
+        scores = head(emb(keys[test])).squeeze(1).numpy()
+    assert auc(y[test], scores) > 0.7
+
+
+def test_save_and_load_restore_tables_and_dense_weights(session, tmp_path):
+    table = session.embedding("m", DIM, optimizer=darcy.SGD(0.5))
+    model = torch.nn.Sequential(dt.DynamicEmbeddingBag(table, mode="mean"),
+                                torch.nn.Linear(DIM, 1))
+    keys = torch.tensor([[1, 2], [3, 4]])
+    model(keys).sum().backward()
+    dt.save(model, tmp_path / "ckpt", step=5)
+    saved = model(keys).detach().clone()
+    model(keys).sum().backward()
+    with torch.no_grad():
+        model[1].weight.add_(1.0)
+    assert not torch.allclose(model(keys), saved)
+    assert dt.load(model, tmp_path / "ckpt") == 5
+    torch.testing.assert_close(model(keys).detach(), saved)
+
+
+@pytest.mark.parametrize("call", [
+    lambda bag: bag(["a", "b"], torch.tensor([1])),          # offsets not from 0
+    lambda bag: bag(["a", "b"], torch.tensor([0, 2, 1])),    # decreasing
+    lambda bag: bag(["a", "b"], torch.tensor([0, 3])),       # past the keys
+    lambda bag: bag(["a", "b"], torch.tensor([0.0, 1.0])),   # float offsets
+    lambda bag: bag(["a", "b"]),                             # 1-D keys without offsets
+    lambda bag: bag(torch.tensor([0.5, 1.5]), torch.tensor([0])),  # float keys
+    lambda bag: bag(42),                                     # no keys at all
+], ids=["offset-start", "decreasing", "past-end", "float-offsets", "no-offsets", "float-keys",
+        "int"])
+def test_bad_bags_raise_invalid_argument_and_change_no_row(session, call):
+    table = session.embedding("bad", DIM)
+    bag = dt.DynamicEmbeddingBag(table, mode="sum")
+    before = table.lookup(["a", "b"])
+    with pytest.raises(darcy.InvalidArgument):
+        call(bag)
+    np.testing.assert_array_equal(table.lookup(["a", "b"]), before)
+
+
+def test_a_nan_loss_raises_non_finite_and_changes_no_row(session):
+    table = session.embedding("nan", DIM, optimizer=darcy.SGD(1.0))
+    emb = dt.DynamicEmbedding(table)
+    before = table.lookup(["a"])
+    with pytest.raises(darcy.NonFinite):
+        (emb(["a"]) * float("nan")).sum().backward()
+    np.testing.assert_array_equal(table.lookup(["a"]), before)
+
+
+def test_empty_bags_give_zeros_as_nn_embedding_bag_does(session):
+    table = session.embedding("empty", DIM)
+    bag = dt.DynamicEmbeddingBag(table, mode="mean")
+    out = bag(["a", "b"], torch.tensor([0, 0, 2]))
+    assert out.shape == (3, DIM)
+    assert torch.equal(out[0], torch.zeros(DIM))
+    assert torch.equal(out[2], torch.zeros(DIM))
+    torch.testing.assert_close(out[1], torch.from_numpy(table.lookup(["a", "b"]).mean(0)))
