@@ -1,11 +1,12 @@
 // darcy._darcy, the extension module under the darcy package (python/darcy/): errors,
-// sessions, tables and local clusters. The package's Python files give it its public names.
+// sessions, tables, local clusters and WALS. The package's Python files give it its public names.
 #include <pybind11/pybind11.h>
 
 #include "python/src/errors.hpp"
 #include "python/src/local_cluster.hpp"
 #include "python/src/session.hpp"
 #include "python/src/table.hpp"
+#include "python/src/wals.hpp"
 
 PYBIND11_MODULE(_darcy, m) {
   m.doc() = "Darcy's dynamic embedding service from Python (see docs/python.md)";
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_darcy, m) {
   darcy::python::bind_session(m);
   darcy::python::bind_table(m);
   darcy::python::bind_local_cluster(m);
+  darcy::python::bind_wals(m);
 }

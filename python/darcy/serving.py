@@ -1,0 +1,81 @@
+"""darcy.serving: a small client of `darcy serve`'s HTTP API (top-k, model status, loads),
+with bearer tokens. Errors come back as darcy exceptions named after the answer's status."""
+
+import json
+import urllib.error
+import urllib.request
+
+from darcy import _darcy
+
+# HTTP status of `darcy serve` -> the exception it raises here.
+_STATUS_ERRORS = {
+    400: _darcy.InvalidArgument,
+    401: _darcy.Unauthenticated,
+    403: _darcy.AccessDenied,
+    404: _darcy.NotFound,
+    413: _darcy.BatchTooLarge,
+    429: _darcy.QuotaExceeded,
+    503: _darcy.Unavailable,
+    504: _darcy.DeadlineExceeded,
+}
+
+
+def _error_of(status, body):
+    """The exception of an error answer: the class of its darcy code when it names one
+    ({"error": {"code", "message"}}), else the class of its HTTP status."""
+    code, message = None, body
+    try:
+        error = json.loads(body)["error"]
+        code, message = error.get("code"), error.get("message", body)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    by_code = {getattr(c, "code", None): c for c in vars(_darcy).values()
+               if isinstance(c, type) and issubclass(c, _darcy.Error)}
+    cls = by_code.get(code) or _STATUS_ERRORS.get(status, _darcy.Error)
+    return cls(f"HTTP {status}: {message}")
+
+
+class Client:
+    """`url` is the server's base (http://127.0.0.1:8080); `token` its bearer token, if the
+    server has tokens configured."""
+
+    def __init__(self, url, token=None, timeout=10.0):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def topk(self, model, user=None, items=None, values=None, vector=None, k=10,
+             deadline_ms=None, allow_partial=None):
+        """The k best items of `model` for a known `user`, for a new user's `items` (with
+        optional `values`), or for a `vector`. Returns the server's answer: items (id, name,
+        score), version, partial, trace_id."""
+        body = {"k": k}
+        for name, value in (("user", user), ("items", items), ("values", values),
+                            ("deadline_ms", deadline_ms), ("allow_partial", allow_partial)):
+            if value is not None:
+                body[name] = value
+        if vector is not None:
+            body["vector"] = [float(x) for x in vector]
+        return self._call("POST", f"/v1/models/{model}:topk", body)
+
+    def model(self, model):
+        """The model's status: version, shards' health, load history."""
+        return self._call("GET", f"/v1/models/{model}")
+
+    def load(self, model, version):
+        """Loads `version` of `model` beside the one serving, then switches to it."""
+        return self._call("POST", f"/v1/models/{model}:load", {"version": str(version)})
+
+    def _call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+                return json.loads(answer.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            raise _error_of(e.code, e.read().decode(errors="replace")) from None
+        except (urllib.error.URLError, OSError) as e:
+            raise _darcy.Unavailable(f"not available: {self.url}: {e}") from None
