@@ -47,9 +47,11 @@ class LocalCluster:
     def names(self):
         return self._handle.names
 
-    def session(self, shards=1, timeout_ms=5000):
-        """A client session of this cluster whose tables get `shards` shards a node."""
-        return Session.connect(self.seed, self._secret_file, self._tls_dir, timeout_ms, shards)
+    def session(self, shards=1, timeout_ms=5000, checkpoint_dir=None):
+        """A client session of this cluster whose tables get `shards` shards a node
+        (supervised with a checkpoint_dir: Session.connect)."""
+        return Session.connect(self.seed, self._secret_file, self._tls_dir, timeout_ms, shards,
+                               checkpoint_dir)
 
     def kill(self, node):
         """SIGKILL."""

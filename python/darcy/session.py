@@ -51,6 +51,15 @@ class Table:
         (key, score) pairs, best first; metric "dot" or "cosine"."""
         return self._handle.top_k(vectors, k, metric)
 
+    def sampled_logits(self, positive_keys, activations, num_sampled, seed=1):
+        """Sampled-softmax logits for a batch: positive_keys[b] lists example b's keys (str),
+        activations are float32 (batch, dim). Columns are each example's positives, padded,
+        then num_sampled negatives shared by the batch, drawn by the service's sampler from
+        the table's rows (frequency^0.75), each logit a.w - log(num_sampled * Q(key)).
+        Returns (logits, labels, pending); pending.backward(dlogits) sends the rows'
+        gradients and returns d(loss)/d(activations). darcy.torch.sampled_logits wraps it."""
+        return self._handle.sampled_logits(positive_keys, activations, num_sampled, seed)
+
     def stats(self):
         """Rows, bytes and counters of the table across its shards, as a dict."""
         return self._handle.stats()
@@ -82,14 +91,20 @@ class Session:
         return Session(_darcy._Session.local(shards, store, timeout_ms))
 
     @staticmethod
-    def connect(seed, secret_file=None, tls_dir=None, timeout_ms=5000, shards=1):
+    def connect(seed, secret_file=None, tls_dir=None, timeout_ms=5000, shards=1,
+                checkpoint_dir=None):
         """A client of a running cluster: `seed` is HOST:PORT, or a cluster file or its
         directory (`darcy cluster up --dir DIR`). Tables get `shards` shards on every member.
         secret_file and tls_dir are the cluster's secret and TLS files (as the CLI's
-        --secret-file and --tls-dir; DARCY_SECRET_FILE and DARCY_TLS_DIR by default)."""
+        --secret-file and --tls-dir; DARCY_SECRET_FILE and DARCY_TLS_DIR by default). With
+        checkpoint_dir (a folder every node can read), the shards are supervised from this
+        process: a shard whose node dies starts again on another member, refilled from the
+        newest checkpoint save() wrote there; meanwhile calls may raise darcy.Unavailable or
+        darcy.Timeout, and a loop restores its last checkpoint and goes on."""
         secret_file = secret_file or os.environ.get("DARCY_SECRET_FILE", "")
         tls_dir = tls_dir or os.environ.get("DARCY_TLS_DIR", "")
-        return Session(_darcy._Session.connect(seed, secret_file, tls_dir, timeout_ms, shards))
+        return Session(_darcy._Session.connect(seed, secret_file, tls_dir, timeout_ms, shards,
+                                               os.fspath(checkpoint_dir or "")))
 
     def embedding(self, name, dim, optimizer=None, initializer=None, admission=None,
                   eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20):

@@ -15,7 +15,8 @@ import torch
 
 from darcy import _darcy
 
-__all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "save", "load"]
+__all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "sampled_logits", "sampled_softmax_loss",
+           "save", "load"]
 
 
 def _invalid(message):
@@ -154,6 +155,41 @@ class DynamicEmbeddingBag(torch.nn.Module):
 
     def extra_repr(self):
         return f"table={self.table.name!r}, dim={self.table.dim}, mode={self.mode!r}"
+
+
+class _SampledLogits(torch.autograd.Function):
+    """Logits against sampled rows; backward sends the rows' gradients to the shards and
+    returns the activations' gradient."""
+
+    @staticmethod
+    def forward(ctx, activations, table, positives, num_sampled, seed):
+        logits, labels, pending = table.sampled_logits(
+            positives, activations.detach().contiguous().cpu().numpy(), num_sampled, seed)
+        ctx.pending = pending
+        labels = torch.from_numpy(labels)
+        ctx.mark_non_differentiable(labels)
+        return torch.from_numpy(logits), labels
+
+    @staticmethod
+    def backward(ctx, dlogits, _dlabels):
+        d = ctx.pending.backward(dlogits.detach().contiguous().cpu().numpy())
+        return torch.from_numpy(d), None, None, None, None
+
+
+def sampled_logits(table, positive_keys, activations, num_sampled, seed=1):
+    """(logits, labels) of a sampled softmax over `table`'s rows (Table.sampled_logits), with
+    autograd: the loss's backward updates the rows involved on the shards and flows into
+    `activations`. Train with sampled_softmax_loss(logits, labels)."""
+    if not isinstance(activations, torch.Tensor) or activations.dim() != 2:
+        raise _invalid("activations are a 2-D float tensor (batch, dim)")
+    return _SampledLogits.apply(activations.float(), table, [list(p) for p in positive_keys],
+                                num_sampled, seed)
+
+
+def sampled_softmax_loss(logits, labels):
+    """The mean cross-entropy of softmax(logits) against `labels` (each example's positives
+    share 1; padding and accidental hits are masked with label 0)."""
+    return -(labels * torch.log_softmax(logits, 1)).sum(1).mean()
 
 
 def _sessions(model):

@@ -58,7 +58,7 @@ std::shared_ptr<session_handle> open_local(size_t shards, const std::string& sto
 std::shared_ptr<session_handle> open_cluster(const std::string& seed,
                                              const std::string& secret_file,
                                              const std::string& tls_dir, int64_t timeout_ms,
-                                             size_t shards) {
+                                             size_t shards, const std::string& checkpoint_dir) {
   if (timeout_ms <= 0)
     raise(errc::invalid_argument, "timeout_ms must be positive");
   if (shards == 0 || shards > 1024)
@@ -83,6 +83,8 @@ std::shared_ptr<session_handle> open_cluster(const std::string& seed,
   opts.seed = *address;
   opts.shards = shards;
   opts.timeout = std::chrono::milliseconds{timeout_ms};
+  opts.supervise_shards = !checkpoint_dir.empty();
+  opts.shard_checkpoint_dir = checkpoint_dir;
   auto s = [&] {
     py::gil_scoped_release release;
     return ops::session::open(opts);
@@ -94,7 +96,8 @@ void bind_session(py::module_& m) {
   py::class_<session_handle, std::shared_ptr<session_handle>>(m, "_Session")
     .def_static("local", &open_local, py::arg("shards"), py::arg("store"), py::arg("timeout_ms"))
     .def_static("connect", &open_cluster, py::arg("seed"), py::arg("secret_file"),
-                py::arg("tls_dir"), py::arg("timeout_ms"), py::arg("shards"))
+                py::arg("tls_dir"), py::arg("timeout_ms"), py::arg("shards"),
+                py::arg("checkpoint_dir"))
     .def("close", &session_handle::close)
     .def_property_readonly("closed", &session_handle::closed)
     .def_property_readonly("in_process", &session_handle::in_process)

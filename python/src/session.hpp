@@ -54,11 +54,14 @@ std::shared_ptr<session_handle> open_local(size_t shards, const std::string& sto
 
 /// A client of the cluster whose seed is `seed` (HOST:PORT, or a cluster file or its
 /// directory), presenting the secret in `secret_file` and using the TLS files in `tls_dir`
-/// when given (both process-wide, as the CLI's --secret-file and --tls-dir).
+/// when given (both process-wide, as the CLI's --secret-file and --tls-dir). With a
+/// `checkpoint_dir` (readable by every node) the shards run under a supervisor in this
+/// process: a shard whose node dies starts again elsewhere, refilled from the newest
+/// checkpoint saved there.
 std::shared_ptr<session_handle> open_cluster(const std::string& seed,
                                              const std::string& secret_file,
                                              const std::string& tls_dir, int64_t timeout_ms,
-                                             size_t shards);
+                                             size_t shards, const std::string& checkpoint_dir);
 
 void bind_session(pybind11::module_& m);
 

@@ -82,6 +82,18 @@ void pending_lookup::backward(const py::handle& grads, std::optional<int64_t> st
   raise_if(table_->session().run([&](ops::session&) { return handle_.backward(values, at); }));
 }
 
+py::array pending_logits::backward(const py::handle& dlogits, std::optional<int64_t> step) {
+  auto& cfg = table_->config();
+  auto rows = static_cast<size_t>(result_.logits.rows());
+  auto cols = static_cast<size_t>(result_.logits.cols());
+  auto g = read_rows(dlogits, rows, cols, "logit gradients of '" + cfg.name + "'");
+  ops::matrix d = Eigen::Map<const ops::matrix>(g.data(), static_cast<Eigen::Index>(rows),
+                                                static_cast<Eigen::Index>(cols));
+  auto at = table_->next_step(step);
+  auto back = table_->session().run([&](ops::session&) { return result_.backward(d, at); });
+  return owning_array(value_or_raise(std::move(back)));
+}
+
 table_handle::table_handle(std::shared_ptr<session_handle> session, de_config config)
   : session_(std::move(session)), config_(std::move(config)) {
   raise_if(session_->run([&](ops::session& s) { return s.ensure_embedding(config_); }));
@@ -169,6 +181,22 @@ py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::s
   return result;
 }
 
+py::tuple table_handle::sampled_logits(const std::vector<std::vector<std::string>>& positive_keys,
+                                       const py::handle& activations, uint32_t num_sampled,
+                                       uint64_t seed) {
+  auto a = read_rows(activations, positive_keys.size(), config_.dim,
+                     "activations for '" + config_.name + "'");
+  ops::matrix m =
+    Eigen::Map<const ops::matrix>(a.data(), static_cast<Eigen::Index>(positive_keys.size()),
+                                  static_cast<Eigen::Index>(config_.dim));
+  auto result = value_or_raise(session_->run([&](ops::session& s) {
+    return ops::sampled_logits(s, positive_keys, m, num_sampled, config_, config_.name, seed);
+  }));
+  auto logits = owning_array(ops::matrix{result.logits});
+  auto labels = owning_array(ops::matrix{result.labels});
+  return py::make_tuple(logits, labels, pending_logits{shared_from_this(), std::move(result)});
+}
+
 py::dict table_handle::stats() {
   auto s =
     value_or_raise(session_->run([&](ops::session& s) { return ops::stats(s, config_.name); }));
@@ -191,6 +219,8 @@ py::dict table_handle::stats() {
 void bind_table(py::module_& m) {
   py::class_<pending_lookup>(m, "_PendingLookup")
     .def("backward", &pending_lookup::backward, py::arg("grads"), py::arg("step") = py::none());
+  py::class_<pending_logits>(m, "_PendingLogits")
+    .def("backward", &pending_logits::backward, py::arg("dlogits"), py::arg("step") = py::none());
   py::class_<table_handle, std::shared_ptr<table_handle>>(m, "_Table")
     .def(py::init([](std::shared_ptr<session_handle> session, table_options o) {
            return std::make_shared<table_handle>(std::move(session), table_config(o));
@@ -203,7 +233,9 @@ void bind_table(py::module_& m) {
     .def("apply_gradients", &table_handle::apply_gradients, py::arg("keys"), py::arg("grads"),
          py::arg("step") = py::none())
     .def("top_k", &table_handle::top_k, py::arg("vectors"), py::arg("k"), py::arg("metric") = "dot")
-    .def("stats", &table_handle::stats);
+    .def("stats", &table_handle::stats)
+    .def("sampled_logits", &table_handle::sampled_logits, py::arg("positive_keys"),
+         py::arg("activations"), py::arg("num_sampled"), py::arg("seed") = 1);
   py::class_<table_options>(m, "_TableOptions")
     .def(py::init<>())
     .def_readwrite("name", &table_options::name)

@@ -38,6 +38,21 @@ private:
   size_t rows_;
 };
 
+/// Sampled-softmax logits of a batch (ops::sampled_logits), kept for their backward.
+class pending_logits {
+public:
+  pending_logits(std::shared_ptr<table_handle> table, ops::sampled_logits_result result)
+    : table_(std::move(table)), result_(std::move(result)) {}
+
+  /// Sends d(loss)/d(logits), float32 of the logits' shape, to the rows involved and answers
+  /// d(loss)/d(activations).
+  pybind11::array backward(const pybind11::handle& dlogits, std::optional<int64_t> step);
+
+private:
+  std::shared_ptr<table_handle> table_;
+  ops::sampled_logits_result result_;
+};
+
 class table_handle : public std::enable_shared_from_this<table_handle> {
 public:
   /// Creates the table in the session's service (once per session and name).
@@ -65,6 +80,13 @@ public:
   pybind11::list top_k(const pybind11::handle& vectors, uint32_t k, const std::string& metric);
 
   pybind11::dict stats();
+
+  /// (logits, labels, pending) of ops::sampled_logits: positive_keys[b] are example b's keys
+  /// (a list of str each), activations float32 (batch, dim), num_sampled negatives drawn by
+  /// the service's sampler.
+  pybind11::tuple sampled_logits(const std::vector<std::vector<std::string>>& positive_keys,
+                                 const pybind11::handle& activations, uint32_t num_sampled,
+                                 uint64_t seed);
 
   /// `step`, or one past the last step this table used.
   int64_t next_step(std::optional<int64_t> step);

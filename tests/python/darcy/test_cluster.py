@@ -3,8 +3,10 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 import darcy
+import darcy.torch as dt
 
 
 def wait_for(predicate, what, timeout=20.0):
@@ -54,3 +56,48 @@ def test_a_closed_cluster_raises_unavailable():
     cluster.close()
     with pytest.raises(darcy.Unavailable):
         cluster.status()
+
+
+def restore_when_back(model, ckpt, attempts=120):
+    """darcy.torch.load once the lost shard is placed again (its supervisor's work)."""
+    for _ in range(attempts):
+        try:
+            return dt.load(model, ckpt)
+        except darcy.Error:
+            time.sleep(0.25)
+    pytest.fail("the lost shard never came back")
+
+
+def test_a_shard_node_killed_while_a_pytorch_loop_trains_is_restored_and_the_loop_finishes(
+        tmp_path):
+    ckpt = tmp_path / "ckpt"
+    with darcy.LocalCluster(nodes=3, name_prefix="sup") as cluster:
+        with cluster.session(shards=1, timeout_ms=2000, checkpoint_dir=ckpt / "tables") as s:
+            table = s.embedding("t", 4, optimizer=darcy.SGD(0.05))
+            model = torch.nn.Sequential(dt.DynamicEmbeddingBag(table, mode="sum"),
+                                        torch.nn.Linear(4, 1))
+            opt = torch.optim.SGD(model[1].parameters(), lr=0.05)
+            keys = torch.arange(64).reshape(16, 4)
+            target = torch.linspace(-1, 1, 16)
+            step, recoveries, killed = 0, 0, False
+            dt.save(model, ckpt, step=0)
+            while step < 40:
+                try:
+                    loss = ((model(keys).squeeze(1) - target) ** 2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    step += 1
+                    if step % 10 == 0:
+                        dt.save(model, ckpt, step=step)
+                    if step == 15 and not killed:
+                        cluster.kill("sup-2")
+                        killed = True
+                except darcy.Error:
+                    recoveries += 1
+                    assert recoveries < 20, "the loop keeps failing"
+                    step = restore_when_back(model, ckpt)
+            assert killed and step == 40
+            assert recoveries >= 1
+            assert table.stats()["recovered_shards"] >= 1
+            assert np.isfinite(table.lookup(np.arange(64))).all()
