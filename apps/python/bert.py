@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""DE-BERT (the DynamicEmbedding paper's masked language model) over darcy.torch: a small
+nn.TransformerEncoder whose vocabulary lives in a Darcy table, on both sides: inputs through
+DynamicEmbedding, masked words predicted by a sampled softmax over the same table (negatives
+from the service's sampler) and at test time by the table's top-1 row. No dictionary: a word
+first seen at test time gets a row instead of [UNK]. The peer is the same network over
+nn.Embedding with the training split's vocabulary, [UNK] for the rest, and a full softmax.
+Prints masked-word accuracy on held-out sentences for both, and a JSON line {"app":"bert",...}.
+
+Usage: apps/python/bert.py --corpus FILE (one sentence a line, tokens split by spaces; e.g.
+       `darcy word2vec prepare --format brown` of Brown) [--sentences N] [--epochs E]"""
+
+import argparse
+import json
+import pathlib
+import random
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "build" / "python"))
+import darcy  # noqa: E402
+import darcy.torch  # noqa: E402
+
+DIM, HEADS, LAYERS, FF = 64, 4, 2, 128
+LR = 3e-3
+PAD, MASK, UNK = "[PAD]", "[MASK]", "[UNK]"
+
+
+def read(path, count, max_len):
+    sentences = []
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if 4 <= len(words) <= max_len:
+                sentences.append(words)
+            if len(sentences) == count:
+                break
+    random.Random(5).shuffle(sentences)
+    cut = len(sentences) * 9 // 10
+    return sentences[:cut], sentences[cut:]
+
+
+def masked(sentences, seed):
+    """(inputs with masks, positions masked, their words): 15% of each sentence, at least 1."""
+    rng = random.Random(seed)
+    inputs, where, words = [], [], []
+    for s in sentences:
+        k = max(1, round(0.15 * len(s)))
+        picks = sorted(rng.sample(range(len(s)), k))
+        inputs.append([MASK if i in picks else w for i, w in enumerate(s)])
+        where.append(picks)
+        words.append([s[i] for i in picks])
+    return inputs, where, words
+
+
+class Encoder(torch.nn.Module):
+    """Token rows (given by `embed`), positions, a TransformerEncoder."""
+
+    def __init__(self, embed, max_len):
+        super().__init__()
+        torch.manual_seed(1)
+        self.embed = embed
+        self.position = torch.nn.Embedding(max_len, DIM)
+        layer = torch.nn.TransformerEncoderLayer(DIM, HEADS, FF, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, LAYERS)
+
+    def forward(self, tokens, lengths):
+        b, n = len(tokens), max(lengths)
+        padded = [t + [PAD] * (n - len(t)) for t in tokens]
+        x = self.embed(padded).reshape(b, n, DIM) + self.position.weight[:n]
+        pad_mask = torch.arange(n)[None, :] >= torch.tensor(lengths)[:, None]
+        return self.encoder(x, src_key_padding_mask=pad_mask)
+
+
+def gather(hidden, where):
+    return torch.cat([hidden[i, p] for i, p in enumerate(where)])
+
+
+def run_darcy(train, test, epochs, batch, num_sampled, max_len):
+    with darcy.Session.local(shards=2) as session:
+        # Rows start N(0, 1), as nn.Embedding's do, on the scale of the position embeddings.
+        table = session.embedding("words", DIM, optimizer=darcy.Adagrad(0.05),
+                                  initializer=darcy.Normal(stddev=1.0))
+        words = darcy.torch.DynamicEmbedding(table)
+        net = Encoder(lambda padded: words([w for s in padded for w in s]), max_len)
+        opt = torch.optim.Adam(net.parameters(), lr=LR)
+        table.lookup(sorted({w for s in train for w in s}))  # the sampler's first candidates
+        for epoch in range(epochs):
+            inputs, where, targets = masked(train, epoch)
+            for i in range(0, len(inputs), batch):
+                part = slice(i, i + batch)
+                hidden = net(inputs[part], [len(s) for s in inputs[part]])
+                acts = gather(hidden, where[part])
+                positives = [[w] for ws in targets[part] for w in ws]
+                logits, labels = darcy.torch.sampled_logits(table, positives, acts, num_sampled,
+                                                            seed=epoch * 100003 + i)
+                loss = darcy.torch.sampled_softmax_loss(logits, labels)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        net.eval()
+        words.eval()
+        inputs, where, targets = masked(test, 99)
+        right = total = 0
+        with torch.no_grad():
+            for i in range(0, len(inputs), batch):
+                part = slice(i, i + batch)
+                acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
+                hits = table.top_k(acts.numpy(), 1)
+                truth = [w for ws in targets[part] for w in ws]
+                right += sum(h[0][0] == w for h, w in zip(hits, truth))
+                total += len(truth)
+        return right / total, table.stats()["rows"]
+
+
+def run_torch(train, test, epochs, batch, max_len):
+    vocab = {PAD: 0, MASK: 1, UNK: 2}
+    for s in train:
+        for w in s:
+            vocab.setdefault(w, len(vocab))
+    emb = torch.nn.Embedding(len(vocab), DIM)
+    torch.nn.init.normal_(emb.weight, std=1.0)
+
+    def embed(padded):
+        return emb(torch.tensor([[vocab.get(w, 2) for w in s] for s in padded]))
+
+    net = Encoder(embed, max_len)
+    opt = torch.optim.Adam(list(net.parameters()) + list(emb.parameters()), lr=LR)
+    for epoch in range(epochs):
+        inputs, where, targets = masked(train, epoch)
+        for i in range(0, len(inputs), batch):
+            part = slice(i, i + batch)
+            acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
+            truth = torch.tensor([vocab[w] for ws in targets[part] for w in ws])
+            loss = torch.nn.functional.cross_entropy(acts @ emb.weight.T, truth)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    net.eval()
+    inputs, where, targets = masked(test, 99)
+    right = total = 0
+    with torch.no_grad():
+        for i in range(0, len(inputs), batch):
+            part = slice(i, i + batch)
+            acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
+            predicted = (acts @ emb.weight.T).argmax(1).tolist()
+            truth = [vocab.get(w, -1) for ws in targets[part] for w in ws]
+            right += sum(p == t for p, t in zip(predicted, truth))
+            total += len(truth)
+    return right / total, len(vocab)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--sentences", type=int, default=20000)
+    ap.add_argument("--max-len", type=int, default=32)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--num-sampled", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    o = ap.parse_args()
+    torch.set_num_threads(o.threads)
+    train, test = read(o.corpus, o.sentences, o.max_len)
+    unseen = {w for s in test for w in s} - {w for s in train for w in s}
+    start = time.perf_counter()
+    ours, rows = run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.max_len)
+    middle = time.perf_counter()
+    theirs, vocab = run_torch(train, test, o.epochs, o.batch, o.max_len)
+    end = time.perf_counter()
+    print(f"{len(train)} training and {len(test)} test sentences; {len(unseen)} test words "
+          f"never seen in training")
+    print(f"darcy (vocabulary in the service, {rows} rows): masked-word accuracy {ours:.4f} "
+          f"({middle - start:.1f} s)")
+    print(f"torch (nn.Embedding, {vocab} words, [UNK] for the rest): masked-word accuracy "
+          f"{theirs:.4f} ({end - middle:.1f} s)")
+    print(json.dumps({"app": "bert", "train": len(train), "test": len(test), "epochs": o.epochs,
+                      "darcy_accuracy": ours, "torch_accuracy": theirs,
+                      "accuracy_delta": round(ours - theirs, 4), "darcy_rows": rows,
+                      "torch_vocab": vocab}))
+
+
+if __name__ == "__main__":
+    main()
