@@ -79,6 +79,22 @@ def gather(hidden, where):
     return torch.cat([hidden[i, p] for i, p in enumerate(where)])
 
 
+def accuracy(net, test, batch, predict):
+    """The share of held-out masked words that `predict` (activations as a NumPy array -> one
+    word each) gets right."""
+    net.eval()
+    inputs, where, targets = masked(test, 99)
+    right = total = 0
+    with torch.no_grad():
+        for i in range(0, len(inputs), batch):
+            part = slice(i, i + batch)
+            acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
+            truth = [w for ws in targets[part] for w in ws]
+            right += sum(p == w for p, w in zip(predict(acts.numpy()), truth))
+            total += len(truth)
+    return right / total
+
+
 def run_darcy(train, test, epochs, batch, num_sampled, max_len):
     with darcy.Session.local(shards=2) as session:
         # Rows start N(0, 1), as nn.Embedding's do, on the scale of the position embeddings.
@@ -101,19 +117,9 @@ def run_darcy(train, test, epochs, batch, num_sampled, max_len):
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-        net.eval()
         words.eval()
-        inputs, where, targets = masked(test, 99)
-        right = total = 0
-        with torch.no_grad():
-            for i in range(0, len(inputs), batch):
-                part = slice(i, i + batch)
-                acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
-                hits = table.top_k(acts.numpy(), 1)
-                truth = [w for ws in targets[part] for w in ws]
-                right += sum(h[0][0] == w for h, w in zip(hits, truth))
-                total += len(truth)
-        return right / total, table.stats()["rows"]
+        right = accuracy(net, test, batch, lambda acts: [h[0][0] for h in table.top_k(acts, 1)])
+        return right, table.stats()["rows"]
 
 
 def run_torch(train, test, epochs, batch, max_len):
@@ -139,18 +145,10 @@ def run_torch(train, test, epochs, batch, max_len):
             opt.zero_grad()
             loss.backward()
             opt.step()
-    net.eval()
-    inputs, where, targets = masked(test, 99)
-    right = total = 0
-    with torch.no_grad():
-        for i in range(0, len(inputs), batch):
-            part = slice(i, i + batch)
-            acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
-            predicted = (acts @ emb.weight.T).argmax(1).tolist()
-            truth = [vocab.get(w, -1) for ws in targets[part] for w in ws]
-            right += sum(p == t for p, t in zip(predicted, truth))
-            total += len(truth)
-    return right / total, len(vocab)
+    words = list(vocab)
+    right = accuracy(net, test, batch, lambda acts: [words[k] for k in
+                                                     (acts @ emb.weight.detach().numpy().T).argmax(1)])
+    return right, len(vocab)
 
 
 def main():
