@@ -1,8 +1,12 @@
 // `darcy node`: starts one cluster node and serves until SIGTERM.
+#include <chrono>
+#include <iostream>
+
 #include "actors/actor_types.hpp"
 #include "apps/cli/commands.hpp"
 #include "apps/estimator/estimator_jobs.hpp"
 #include "messages/error.hpp"
+#include "ops/session.hpp"
 #include "runtime/node.hpp"
 
 namespace darcy::apps {
@@ -13,6 +17,10 @@ void add_node_command(CLI::App& app, int& exit_code) {
     int64_t heartbeat_interval_ms = 0, heartbeat_timeout_ms = 0, prune_after_ms = 0;
     size_t threads = 0;
     bool chaos = false;
+    std::string embedding_service, embedding_checkpoint_dir;
+    std::vector<std::string> embedding_nodes;
+    size_t embedding_shards = 1;
+    int64_t embedding_timeout_ms = 5000;
   };
   auto f = std::make_shared<flags>();
   auto cmd = app.add_subcommand("node", "Start a cluster node (a seed unless --join is given)");
@@ -57,6 +65,27 @@ void add_node_command(CLI::App& app, int& exit_code) {
                "Put spawned actors behind chaos gates, so that `darcy chaos disrupt` reaches "
                "them (one more hop per message)")
     ->envname("DARCY_CHAOS");
+  cmd
+    ->add_option("--embedding-service", f->embedding_service,
+                 "Host an embedding service's master on this node, published under this name "
+                 "for the sessions that name it (trainer processes sharing its tables)")
+    ->envname("DARCY_EMBEDDING_SERVICE");
+  cmd
+    ->add_option("--embedding-shards", f->embedding_shards,
+                 "With --embedding-service: its shards on each member")
+    ->check(CLI::Range(size_t{1}, size_t{1024}));
+  cmd
+    ->add_option("--embedding-nodes", f->embedding_nodes,
+                 "With --embedding-service: the members that hold its shards (default: every "
+                 "member up when this node starts)")
+    ->delimiter(',');
+  cmd->add_option("--embedding-checkpoint-dir", f->embedding_checkpoint_dir,
+                  "With --embedding-service: supervise its shards; a shard whose node dies "
+                  "starts again elsewhere, refilled from the newest checkpoint saved here");
+  cmd
+    ->add_option("--embedding-timeout-ms", f->embedding_timeout_ms,
+                 "With --embedding-service: how long its master waits for a shard")
+    ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
   cmd->callback([f, &exit_code] {
     runtime::node_options opts;
     if (!f->config.empty())
@@ -100,11 +129,34 @@ void add_node_command(CLI::App& app, int& exit_code) {
     if (f->chaos)
       opts.chaos = true;
     // Any node can host the Estimator's parameter servers and training workers.
-    auto err = runtime::run_node(opts, [](runtime::system_config& cfg) {
+    auto hook = [](runtime::system_config& cfg) {
       actors::register_actor_types(cfg);
       actors::add_training_worker_type(
         cfg, ops::estimator::training_jobs_of(estimator_apps::estimator_jobs()));
-    });
+    };
+    if (f->embedding_service.empty()) {
+      auto err = runtime::run_node(opts, hook);
+      exit_code = err ? fail(render(err)) : 0;
+      return;
+    }
+    runtime::block_shutdown_signals();
+    auto err = runtime::run_node_with(
+      opts, hook, [&](caf::actor_system& sys, const runtime::node_services&) -> caf::error {
+        auto host =
+          ops::session::attach(sys, {.timeout = std::chrono::milliseconds{f->embedding_timeout_ms},
+                                     .shards = f->embedding_shards,
+                                     .supervise_shards = !f->embedding_checkpoint_dir.empty(),
+                                     .shard_checkpoint_dir = f->embedding_checkpoint_dir,
+                                     .shard_nodes = f->embedding_nodes});
+        if (!host)
+          return std::move(host.error());
+        if (auto err = (*host)->publish_embeddings(f->embedding_service, opts.name))
+          return err;
+        std::cout << "darcy node " << opts.name << " hosts embedding service "
+                  << f->embedding_service << std::endl;
+        runtime::wait_for_shutdown();
+        return {};
+      });
     exit_code = err ? fail(render(err)) : 0;
   });
 }

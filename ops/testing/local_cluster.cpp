@@ -92,7 +92,8 @@ pid_t local_cluster::pid(size_t i) const {
   return p ? p->pid() : -1;
 }
 
-caf::expected<size_t> local_cluster::add_node(std::string name) {
+caf::expected<size_t> local_cluster::add_node(std::string name,
+                                              const std::vector<std::string>& args) {
   if (name.empty())
     name = opts_.name_prefix + "-" + std::to_string(nodes_.size());
   auto index = nodes_.size();
@@ -104,7 +105,7 @@ caf::expected<size_t> local_cluster::add_node(std::string name) {
         return std::move(made.error());
     host = net_->address(index);
   }
-  auto launched = launch(index, name, host + ":0", {});
+  auto launched = launch(index, name, host + ":0", args);
   if (!launched)
     return make_error(errc::io_error, "local_cluster: node " + name +
                                         " did not start: " + render(launched.error()));

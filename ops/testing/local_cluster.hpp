@@ -90,8 +90,8 @@ public:
   /// added to its flags.
   caf::error restart(size_t i, const std::vector<std::string>& args = {});
   /// Starts a new member (a replacement after a kill) named `name` (default: the next
-  /// PREFIX-N); returns its index.
-  caf::expected<size_t> add_node(std::string name = {});
+  /// PREFIX-N), with `args` added to its flags; returns its index.
+  caf::expected<size_t> add_node(std::string name = {}, const std::vector<std::string>& args = {});
 
   /// The registry's view of the cluster, through the fixture's own client session.
   caf::expected<cluster_status> status();

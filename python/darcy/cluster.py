@@ -5,6 +5,7 @@ dropped and delayed messages, and a read of the registry."""
 import os
 import pathlib
 import shutil
+import time
 
 from darcy import _darcy
 from darcy.session import Session
@@ -47,11 +48,34 @@ class LocalCluster:
     def names(self):
         return self._handle.names
 
-    def session(self, shards=1, timeout_ms=5000, checkpoint_dir=None):
+    def session(self, shards=1, timeout_ms=5000, checkpoint_dir=None, service=None):
         """A client session of this cluster whose tables get `shards` shards a node
-        (supervised with a checkpoint_dir: Session.connect)."""
+        (supervised with a checkpoint_dir), or that uses the service a node hosts
+        (Session.connect)."""
         return Session.connect(self.seed, self._secret_file, self._tls_dir, timeout_ms, shards,
-                               checkpoint_dir)
+                               checkpoint_dir, service)
+
+    def host_embeddings(self, service, shards=1, nodes=None, checkpoint_dir=None,
+                        timeout_ms=5000, name=""):
+        """Starts a new member that hosts an embedding service's master under `service`
+        (`darcy node --embedding-service`), with `shards` shards on each of `nodes` (names
+        or indices; default: every member up now, the new one included), supervised when a
+        checkpoint_dir is given. Returns once the registry lists the service, with the
+        host's name; sessions from session(service=...) then share its tables."""
+        args = ["--embedding-service", service, "--embedding-shards", str(shards),
+                "--embedding-timeout-ms", str(timeout_ms)]
+        if nodes:
+            args += ["--embedding-nodes", ",".join(self._name(n) for n in nodes)]
+        if checkpoint_dir:
+            args += ["--embedding-checkpoint-dir", os.fspath(checkpoint_dir)]
+        host = self._handle.add_node(name, args)
+        deadline = time.monotonic() + 30
+        while not any(s["name"] == service for s in self.status()["services"]):
+            if time.monotonic() > deadline:
+                raise _darcy.Timeout(f"deadline exceeded: node {host} did not publish "
+                                     f"embedding service '{service}' within 30 s")
+            time.sleep(0.05)
+        return host
 
     def kill(self, node):
         """SIGKILL."""
@@ -75,7 +99,7 @@ class LocalCluster:
 
     def add_node(self, name=""):
         """Starts a new member (a replacement after a kill); returns its name."""
-        return self._handle.add_node(name)
+        return self._handle.add_node(name, [])
 
     def disrupt(self, service, drop=0.0, delay=0.0, delay_ms=0, seed=1):
         """Drops `drop` and delays `delay` (by delay_ms) of the messages sent to `service`,

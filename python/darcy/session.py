@@ -92,7 +92,7 @@ class Session:
 
     @staticmethod
     def connect(seed, secret_file=None, tls_dir=None, timeout_ms=5000, shards=1,
-                checkpoint_dir=None):
+                checkpoint_dir=None, service=None):
         """A client of a running cluster: `seed` is HOST:PORT, or a cluster file or its
         directory (`darcy cluster up --dir DIR`). Tables get `shards` shards on every member.
         secret_file and tls_dir are the cluster's secret and TLS files (as the CLI's
@@ -100,11 +100,19 @@ class Session:
         checkpoint_dir (a folder every node can read), the shards are supervised from this
         process: a shard whose node dies starts again on another member, refilled from the
         newest checkpoint save() wrote there; meanwhile calls may raise darcy.Unavailable or
-        darcy.Timeout, and a loop restores its last checkpoint and goes on."""
+        darcy.Timeout, and a loop restores its last checkpoint and goes on.
+
+        With `service`, the session starts no service of its own and uses the one a node
+        hosts under that name (`darcy node --embedding-service NAME`, or
+        LocalCluster.host_embeddings): every session naming it shares its tables, as
+        asynchronous data-parallel trainer processes do, and the tables outlive any one of
+        them. Its shards and their supervision are then the host's (shards is unused, and a
+        checkpoint_dir raises darcy.InvalidArgument); darcy.UnknownService when no node hosts
+        it."""
         secret_file = secret_file or os.environ.get("DARCY_SECRET_FILE", "")
         tls_dir = tls_dir or os.environ.get("DARCY_TLS_DIR", "")
         return Session(_darcy._Session.connect(seed, secret_file, tls_dir, timeout_ms, shards,
-                                               os.fspath(checkpoint_dir or "")))
+                                               os.fspath(checkpoint_dir or ""), service or ""))
 
     def embedding(self, name, dim, optimizer=None, initializer=None, admission=None,
                   eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20):

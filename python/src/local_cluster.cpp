@@ -1,5 +1,7 @@
 #include "python/src/local_cluster.hpp"
 
+#include <pybind11/stl.h>
+
 #include "python/src/errors.hpp"
 #include "runtime/cluster/chaos.hpp"
 
@@ -111,11 +113,12 @@ void cluster_handle::restart(const py::handle& node) {
   act(node, [](testing::local_cluster& c, size_t i) { return c.restart(i); });
 }
 
-std::string cluster_handle::add_node(const std::string& name) {
+std::string cluster_handle::add_node(const std::string& name,
+                                     const std::vector<std::string>& args) {
   auto& c = cluster();
   auto added = [&] {
     py::gil_scoped_release release;
-    return c.add_node(name);
+    return c.add_node(name, args);
   }();
   return c.name(value_or_raise(std::move(added)));
 }
@@ -206,7 +209,7 @@ void bind_local_cluster(py::module_& m) {
     .def("resume", &cluster_handle::resume)
     .def("stop", &cluster_handle::stop)
     .def("restart", &cluster_handle::restart)
-    .def("add_node", &cluster_handle::add_node)
+    .def("add_node", &cluster_handle::add_node, py::arg("name"), py::arg("args"))
     .def("disrupt", &cluster_handle::disrupt)
     .def("heal", &cluster_handle::heal)
     .def("status", &cluster_handle::status)

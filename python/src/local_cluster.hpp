@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
@@ -29,8 +30,8 @@ public:
   void resume(const pybind11::handle& node);
   void stop(const pybind11::handle& node);
   void restart(const pybind11::handle& node);
-  /// A new member; its name.
-  std::string add_node(const std::string& name);
+  /// A new member, started with `args` added to its flags; its name.
+  std::string add_node(const std::string& name, const std::vector<std::string>& args);
 
   /// Drops and delays a seeded share of the messages of `service` (or, with node set, of
   /// every gate of that node) until healed; the nodes run with chaos on. Answers the counts

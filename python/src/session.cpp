@@ -58,7 +58,11 @@ std::shared_ptr<session_handle> open_local(size_t shards, const std::string& sto
 std::shared_ptr<session_handle> open_cluster(const std::string& seed,
                                              const std::string& secret_file,
                                              const std::string& tls_dir, int64_t timeout_ms,
-                                             size_t shards, const std::string& checkpoint_dir) {
+                                             size_t shards, const std::string& checkpoint_dir,
+                                             const std::string& service) {
+  if (!service.empty() && !checkpoint_dir.empty())
+    raise(errc::invalid_argument, "checkpoint_dir: the shards of service '" + service +
+                                    "' are its host's (darcy node --embedding-checkpoint-dir)");
   if (timeout_ms <= 0)
     raise(errc::invalid_argument, "timeout_ms must be positive");
   if (shards == 0 || shards > 1024)
@@ -85,9 +89,14 @@ std::shared_ptr<session_handle> open_cluster(const std::string& seed,
   opts.timeout = std::chrono::milliseconds{timeout_ms};
   opts.supervise_shards = !checkpoint_dir.empty();
   opts.shard_checkpoint_dir = checkpoint_dir;
-  auto s = [&] {
+  opts.embedding_service = service;
+  auto s = [&]() -> caf::expected<std::unique_ptr<ops::session>> {
     py::gil_scoped_release release;
-    return ops::session::open(opts);
+    auto opened = ops::session::open(opts);
+    if (opened && !service.empty())
+      if (auto master = (*opened)->embeddings(); !master) // the service must be there now
+        return std::move(master.error());
+    return opened;
   }();
   return std::make_shared<session_handle>(value_or_raise(std::move(s)), "memory");
 }
@@ -97,7 +106,7 @@ void bind_session(py::module_& m) {
     .def_static("local", &open_local, py::arg("shards"), py::arg("store"), py::arg("timeout_ms"))
     .def_static("connect", &open_cluster, py::arg("seed"), py::arg("secret_file"),
                 py::arg("tls_dir"), py::arg("timeout_ms"), py::arg("shards"),
-                py::arg("checkpoint_dir"))
+                py::arg("checkpoint_dir"), py::arg("service"))
     .def("close", &session_handle::close)
     .def_property_readonly("closed", &session_handle::closed)
     .def_property_readonly("in_process", &session_handle::in_process)

@@ -57,11 +57,15 @@ std::shared_ptr<session_handle> open_local(size_t shards, const std::string& sto
 /// when given (both process-wide, as the CLI's --secret-file and --tls-dir). With a
 /// `checkpoint_dir` (readable by every node) the shards run under a supervisor in this
 /// process: a shard whose node dies starts again elsewhere, refilled from the newest
-/// checkpoint saved there.
+/// checkpoint saved there. With a `service`, the session starts no service of its own: it
+/// uses the one a node hosts under that name (`darcy node --embedding-service`), which
+/// other sessions share; `shards` and `checkpoint_dir` are then the host's, and giving a
+/// checkpoint_dir is errc::invalid_argument.
 std::shared_ptr<session_handle> open_cluster(const std::string& seed,
                                              const std::string& secret_file,
                                              const std::string& tls_dir, int64_t timeout_ms,
-                                             size_t shards, const std::string& checkpoint_dir);
+                                             size_t shards, const std::string& checkpoint_dir,
+                                             const std::string& service);
 
 void bind_session(pybind11::module_& m);
 

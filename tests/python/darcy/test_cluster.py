@@ -1,4 +1,9 @@
 # Tests python/darcy/cluster.py: node processes from Python, a table on them, and faults.
+import json
+import os
+import pathlib
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -101,3 +106,50 @@ def test_a_shard_node_killed_while_a_pytorch_loop_trains_is_restored_and_the_loo
             assert recoveries >= 1
             assert table.stats()["recovered_shards"] >= 1
             assert np.isfinite(table.lookup(np.arange(64))).all()
+
+
+def start_trainer(cluster, worker, steps, state, stop_at=0):
+    script = pathlib.Path(__file__).with_name("shared_trainer.py")
+    args = [sys.executable, str(script), cluster.seed, "shared.embeddings", str(worker),
+            str(steps), str(state)]
+    if stop_at:
+        args += ["--stop-at", str(stop_at)]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+
+
+def finished(trainer):
+    out, err = trainer.communicate(timeout=120)
+    assert trainer.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_trainer_processes_share_one_hosted_table_and_a_killed_one_goes_on(tmp_path):
+    with darcy.LocalCluster(nodes=2, name_prefix="dp") as cluster:
+        host = cluster.host_embeddings("shared.embeddings", shards=1)
+        assert host == "dp-2"
+        first = start_trainer(cluster, 0, 120, tmp_path / "w0", stop_at=40)
+        second = start_trainer(cluster, 1, 120, tmp_path / "w1")
+        # The first trainer stops itself once step 40 is saved: a kill at a known step.
+        _, status = os.waitpid(first.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
+        first.kill()
+        first.wait()
+        again = finished(start_trainer(cluster, 0, 120, tmp_path / "w0"))
+        assert again == {"worker": 0, "resumed": 40, "step": 120}
+        assert finished(second) == {"worker": 1, "resumed": 0, "step": 120}
+
+        with cluster.session(service="shared.embeddings") as session:
+            with pytest.raises(darcy.InvalidConfig):
+                session.embedding("shared", 8)
+            table = session.embedding("shared", 4, optimizer=darcy.SGD(0.02),
+                                      initializer=darcy.Zeros())
+            assert table.stats()["rows"] == 400, "both trainers wrote the one table"
+            keys = np.random.default_rng(99).integers(0, 400, size=(256, 4))
+            served = table.lookup(keys.reshape(-1)).sum(1).reshape(256, 4).sum(1)
+            teacher = np.where(keys % 3 == 0, 0.5, -0.5).sum(1)
+            assert np.mean((served - teacher) ** 2) < 0.01 * np.mean(teacher ** 2)
+        with pytest.raises(darcy.UnknownService):
+            cluster.session(service="nobody.hosts.this")
+        with pytest.raises(darcy.InvalidArgument):
+            cluster.session(service="shared.embeddings", checkpoint_dir=tmp_path)
