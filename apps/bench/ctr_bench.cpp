@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/bench/ctr_cluster.hpp"
+#include "apps/bench/ctr_peer_common.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "apps/estimator/ctr.hpp"
 #include "compute/nn/parallel_product.hpp"
@@ -33,7 +34,8 @@ namespace fs = std::filesystem;
 // and interaction, SGD at 0.1 for every parameter, batches of a shuffled permutation. "hashed"
 // is the same model with each field hashed into 1M rows (--max-ind-range). "lr" is a logistic
 // regression on every field and every pair of fields hashed into 2^22 weights. Each prints one
-// JSON line: examples/s of training (parsing excluded) and the test AUC.
+// JSON line: examples/s of training (parsing excluded) and the test AUC. It runs after
+// ctr_peer_common_py (load, auc, dictionary_ids, mlp, FIELDS).
 constexpr const char* torch_ctr_peer = R"PY(
 import json, re, sys, time
 import numpy as np
@@ -43,50 +45,11 @@ bottom = [int(x) for x in sys.argv[7].split(",")]
 top = [int(x) for x in sys.argv[8].split(",")]
 variants = sys.argv[9].split(",")
 torch.set_num_threads(threads)
-F = 26
-def load(path):
-    labels, ints, cats = [], [], []
-    with open(path) as f:
-        for line in f:
-            p = line.rstrip("\n").split("\t")
-            labels.append(float(p[0]))
-            ints.append([float(v) if v else 0.0 for v in p[1:14]])
-            cats.append(p[14:40])
-    x = np.log1p(np.maximum(np.array(ints, dtype=np.float32), 0))
-    return np.array(labels, dtype=np.float32), x, cats
-def auc(s, y):
-    order = np.argsort(s, kind="mergesort"); r = np.empty(len(s)); r[order] = np.arange(1, len(s) + 1)
-    # ties share their mean rank
-    ss = s[order]; i = 0
-    while i < len(ss):
-        j = i
-        while j + 1 < len(ss) and ss[j + 1] == ss[i]: j += 1
-        if j > i: r[order[i:j + 1]] = (i + j + 2) / 2.0
-        i = j + 1
-    pos = y == 1
-    return float((r[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) / (pos.sum() * (~pos).sum()))
+F = FIELDS
 t0 = time.perf_counter()
 ytr, xtr, ctr = load(train_path)
 yte, xte, cte = load(test_path)
 load_s = time.perf_counter() - t0
-def dictionary_ids():
-    # The reference DLRM's first pass: a dictionary per field over the training data (0: unseen).
-    vocab = [dict() for _ in range(F)]
-    def ids(cats, grow):
-        out = np.zeros((len(cats), F), dtype=np.int64)
-        for i, row in enumerate(cats):
-            for f in range(F):
-                v = row[f]
-                if not v: continue
-                d = vocab[f]
-                k = d.get(v)
-                if k is None:
-                    if not grow: continue
-                    k = d[v] = len(d) + 1
-                out[i, f] = k
-        return out
-    a = ids(ctr, True); b = ids(cte, False)
-    return a, b, [len(d) + 1 for d in vocab]
 def hashed_ids(n):
     def ids(cats):
         out = np.zeros((len(cats), F), dtype=np.int64)
@@ -96,12 +59,6 @@ def hashed_ids(n):
                 out[i, f] = (int(v, 16) % (n - 1)) + 1 if v else 0
         return out
     return ids(ctr), ids(cte), [n] * F
-def mlp(sizes, relu_last):
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2 or relu_last: layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers)
 class DLRM(torch.nn.Module):
     def __init__(self, sizes):
         super().__init__()
@@ -177,7 +134,7 @@ blas = re.search(r"BLAS_INFO=([^,]*)", torch.__config__.show())
 print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "blas": "BLAS_INFO=" + (blas.group(1) if blas else "unknown"), "load_s": load_s}), flush=True)
 for v in variants:
     if v == "dict":
-        a, b, sizes = dictionary_ids()
+        a, b, sizes = dictionary_ids(ctr, cte)
         train_eval("dict", DLRM(sizes), a, b, 0.1, 0.1, "sgd")
     elif v == "hashed":
         a, b, sizes = hashed_ids(1000000)
@@ -381,7 +338,8 @@ caf::error run_quality(const ctr_bench_options& o, nlohmann::json& m) {
     args << *train << " " << *test << " " << o.epochs << " " << o.batch << " " << o.threads << " "
          << o.embedding_dim << " " << joined(o.bottom_units) << " " << joined(o.top_units)
          << " dict,hashed,lr";
-    auto lines = run_python(o.python, torch_ctr_peer, args.str(), dir, true);
+    auto lines =
+      run_python(o.python, std::string{ctr_peer_common_py} + torch_ctr_peer, args.str(), dir, true);
     fs::remove_all(dir);
     if (!lines)
       return with_step("the PyTorch peer", lines.error());

@@ -26,56 +26,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "build" / "python"))
 import darcy  # noqa: E402
 import darcy.torch  # noqa: E402
-
-FIELDS = 26
+from ctr_peer_common import FIELDS, auc, dictionary_ids, load, mlp  # noqa: E402
 DIM = 16
 BOTTOM = [512, 256, 64, DIM]
 TOP = [512, 256]
-
-
-def load(path):
-    """(labels, log1p of the 13 integer fields, the 26 categorical fields as strings)."""
-    labels, ints, cats = [], [], []
-    with open(path) as f:
-        for line in f:
-            p = line.rstrip("\n").split("\t")
-            labels.append(float(p[0]))
-            ints.append([float(v) if v else 0.0 for v in p[1:14]])
-            cats.append(p[14:40])
-    x = np.log1p(np.maximum(np.array(ints, dtype=np.float32), 0))
-    return np.array(labels, dtype=np.float32), x, cats
-
-
-def auc(scores, labels):
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    pos = labels == 1
-    return float((ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) /
-                 (pos.sum() * (~pos).sum()))
-
-
-def dictionary_ids(train_cats, test_cats):
-    """The reference DLRM's first pass: a dictionary per field (0: empty or unseen)."""
-    vocab = [dict() for _ in range(FIELDS)]
-
-    def ids(cats, grow):
-        out = np.zeros((len(cats), FIELDS), dtype=np.int64)
-        for i, row in enumerate(cats):
-            for f in range(FIELDS):
-                v = row[f]
-                if not v:
-                    continue
-                k = vocab[f].get(v)
-                if k is None:
-                    if not grow:
-                        continue
-                    k = vocab[f][v] = len(vocab[f]) + 1
-                out[i, f] = k
-        return out
-
-    a, b = ids(train_cats, True), ids(test_cats, False)
-    return a, b, [len(d) + 1 for d in vocab]
 
 
 def raw_ids(cats):
@@ -87,15 +41,6 @@ def raw_ids(cats):
             v = row[f]
             out[i, f] = (f << 33) + (int(v, 16) if v else 1 << 32)
     return out
-
-
-def mlp(sizes, relu_last):
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(torch.nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2 or relu_last:
-            layers.append(torch.nn.ReLU())
-    return torch.nn.Sequential(*layers)
 
 
 class DLRM(torch.nn.Module):

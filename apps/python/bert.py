@@ -12,21 +12,18 @@ Usage: apps/python/bert.py --corpus FILE (one sentence a line, tokens split by s
 
 import argparse
 import json
-import pathlib
 import random
-import sys
 import time
 
-import numpy as np
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "build" / "python"))
-import darcy  # noqa: E402
+from words import (DIM, PAD, FixedVocabulary, accuracy, darcy_loss, darcy_top1, darcy_words,
+                   fit)
+import darcy  # noqa: E402  (on the path words.py set)
 import darcy.torch  # noqa: E402
 
-DIM, HEADS, LAYERS, FF = 64, 4, 2, 128
-LR = 3e-3
-PAD, MASK, UNK = "[PAD]", "[MASK]", "[UNK]"
+HEADS, LAYERS, FF = 4, 2, 128
+MASK = "[MASK]"
 
 
 def read(path, count, max_len):
@@ -79,76 +76,46 @@ def gather(hidden, where):
     return torch.cat([hidden[i, p] for i, p in enumerate(where)])
 
 
-def accuracy(net, test, batch, predict):
-    """The share of held-out masked words that `predict` (activations as a NumPy array -> one
-    word each) gets right."""
-    net.eval()
-    inputs, where, targets = masked(test, 99)
-    right = total = 0
-    with torch.no_grad():
-        for i in range(0, len(inputs), batch):
-            part = slice(i, i + batch)
-            acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
-            truth = [w for ws in targets[part] for w in ws]
-            right += sum(p == w for p, w in zip(predict(acts.numpy()), truth))
-            total += len(truth)
-    return right / total
+def masked_batches(sentences, epoch, batch):
+    inputs, where, targets = masked(sentences, epoch)
+    return [(inputs[i:i + batch], where[i:i + batch], targets[i:i + batch])
+            for i in range(0, len(inputs), batch)]
+
+
+def activations(net, part):
+    """The activations of a batch's masked positions, with the words they should predict."""
+    inputs, where, targets = part
+    acts = gather(net(inputs, [len(s) for s in inputs]), where)
+    return acts, [w for ws in targets for w in ws]
 
 
 def run_darcy(train, test, epochs, batch, num_sampled, max_len):
     with darcy.Session.local(shards=2) as session:
-        # Rows start N(0, 1), as nn.Embedding's do, on the scale of the position embeddings.
-        table = session.embedding("words", DIM, optimizer=darcy.Adagrad(0.05),
-                                  initializer=darcy.Normal(stddev=1.0))
+        table = darcy_words(session)
         words = darcy.torch.DynamicEmbedding(table)
         net = Encoder(lambda padded: words([w for s in padded for w in s]), max_len)
-        opt = torch.optim.Adam(net.parameters(), lr=LR)
         table.lookup(sorted({w for s in train for w in s}))  # the sampler's first candidates
-        for epoch in range(epochs):
-            inputs, where, targets = masked(train, epoch)
-            for i in range(0, len(inputs), batch):
-                part = slice(i, i + batch)
-                hidden = net(inputs[part], [len(s) for s in inputs[part]])
-                acts = gather(hidden, where[part])
-                positives = [[w] for ws in targets[part] for w in ws]
-                logits, labels = darcy.torch.sampled_logits(table, positives, acts, num_sampled,
-                                                            seed=epoch * 100003 + i)
-                loss = darcy.torch.sampled_softmax_loss(logits, labels)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+
+        def loss_of(part, seed):
+            return darcy_loss(table, *activations(net, part), num_sampled, seed)
+
+        fit(net.parameters(), epochs, lambda e: masked_batches(train, e, batch), loss_of)
         words.eval()
-        right = accuracy(net, test, batch, lambda acts: [h[0][0] for h in table.top_k(acts, 1)])
-        return right, table.stats()["rows"]
+        return accuracy(net, masked_batches(test, 99, batch),
+                        lambda part: activations(net, part), darcy_top1(table)), table.stats()["rows"]
 
 
 def run_torch(train, test, epochs, batch, max_len):
-    vocab = {PAD: 0, MASK: 1, UNK: 2}
-    for s in train:
-        for w in s:
-            vocab.setdefault(w, len(vocab))
-    emb = torch.nn.Embedding(len(vocab), DIM)
-    torch.nn.init.normal_(emb.weight, std=1.0)
+    vocab = FixedVocabulary(train, [PAD, MASK])
+    net = Encoder(lambda padded: vocab.embed(padded), max_len)
 
-    def embed(padded):
-        return emb(torch.tensor([[vocab.get(w, 2) for w in s] for s in padded]))
+    def loss_of(part, _seed):
+        return vocab.loss(*activations(net, part))
 
-    net = Encoder(embed, max_len)
-    opt = torch.optim.Adam(list(net.parameters()) + list(emb.parameters()), lr=LR)
-    for epoch in range(epochs):
-        inputs, where, targets = masked(train, epoch)
-        for i in range(0, len(inputs), batch):
-            part = slice(i, i + batch)
-            acts = gather(net(inputs[part], [len(s) for s in inputs[part]]), where[part])
-            truth = torch.tensor([vocab[w] for ws in targets[part] for w in ws])
-            loss = torch.nn.functional.cross_entropy(acts @ emb.weight.T, truth)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    words = list(vocab)
-    right = accuracy(net, test, batch, lambda acts: [words[k] for k in
-                                                     (acts @ emb.weight.detach().numpy().T).argmax(1)])
-    return right, len(vocab)
+    fit(list(net.parameters()) + list(vocab.emb.parameters()), epochs,
+        lambda e: masked_batches(train, e, batch), loss_of)
+    return (accuracy(net, masked_batches(test, 99, batch), lambda part: activations(net, part),
+                     vocab.top1), len(vocab.words))
 
 
 def main():

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""DE-Seq2Seq (the DynamicEmbedding paper's encoder-decoder) over darcy.torch: a GRU encoder
+reads a sentence and a GRU decoder writes the next one, with one vocabulary in a Darcy table
+on both sides: source and target words through DynamicEmbedding, the next word trained with
+the service's sampled softmax over the same table and predicted at test time as the table's
+top-1 row. No dictionary: a word first seen at test time gets a row instead of [UNK]. The
+peer is the same network over nn.Embedding with the training split's vocabulary, [UNK] for
+the rest, and a full softmax. Prints next-word accuracy (teacher forced) on held-out pairs
+for both, and a JSON line {"app":"seq2seq",...}.
+
+Usage: apps/python/seq2seq.py --corpus FILE (one sentence a line in document order, tokens
+       split by spaces; e.g. `darcy word2vec prepare --format brown` of Brown) [--pairs N]
+       [--epochs E]"""
+
+import argparse
+import json
+import random
+import time
+
+import torch
+
+from words import (DIM, PAD, FixedVocabulary, accuracy, darcy_loss, darcy_top1, darcy_words,
+                   fit)
+import darcy  # noqa: E402  (on the path words.py set)
+import darcy.torch  # noqa: E402
+
+HIDDEN = 128
+BOS, EOS = "<s>", "</s>"
+
+
+def read(path, count, max_len):
+    """(train, test) pairs of consecutive lines, both of 2 to max_len words; 9 to 1."""
+    with open(path) as f:
+        lines = [line.split() for _, line in zip(range(count + 1), f)]
+    pairs = [(a, b) for a, b in zip(lines, lines[1:])
+             if 2 <= len(a) <= max_len and 2 <= len(b) <= max_len]
+    random.Random(5).shuffle(pairs)
+    cut = len(pairs) * 9 // 10
+    return pairs[:cut], pairs[cut:]
+
+
+def padded(sentences):
+    n = max(len(s) for s in sentences)
+    return [s + [PAD] * (n - len(s)) for s in sentences], [len(s) for s in sentences]
+
+
+class Seq2Seq(torch.nn.Module):
+    """embed(padded batch) -> (batch, length, DIM) rows; forward gives, for each target
+    position, an activation in the rows' space that should score the next word best."""
+
+    def __init__(self, embed):
+        super().__init__()
+        torch.manual_seed(1)
+        self.embed = embed
+        self.encoder = torch.nn.GRU(DIM, HIDDEN, batch_first=True)
+        self.decoder = torch.nn.GRU(DIM, HIDDEN, batch_first=True)
+        self.out = torch.nn.Linear(HIDDEN, DIM)
+
+    def forward(self, pairs):
+        """Activations of every real decoder step of the batch, flattened, with the words
+        they should predict: each target sentence then </s>."""
+        sources, source_lengths = padded([a for a, _ in pairs])
+        inputs, lengths = padded([[BOS] + b for _, b in pairs])
+        packed = torch.nn.utils.rnn.pack_padded_sequence(
+            self.embed(sources), source_lengths, batch_first=True, enforce_sorted=False)
+        _, state = self.encoder(packed)
+        hidden, _ = self.decoder(self.embed(inputs), state)
+        real = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
+        return self.out(hidden[real]), [w for _, b in pairs for w in b + [EOS]]
+
+
+def batches(pairs, batch):
+    return [pairs[i:i + batch] for i in range(0, len(pairs), batch)]
+
+
+def shuffled(pairs, epoch):
+    order = list(pairs)
+    random.Random(epoch).shuffle(order)
+    return order
+
+
+def run_darcy(train, test, epochs, batch, num_sampled):
+    with darcy.Session.local(shards=2) as session:
+        table = darcy_words(session)
+        words = darcy.torch.DynamicEmbedding(table)
+        net = Seq2Seq(lambda rows: words([w for s in rows for w in s]).reshape(
+            len(rows), len(rows[0]), DIM))
+        # The sampler's first candidates: the training split's words.
+        table.lookup(sorted({w for pair in train for s in pair for w in s} | {BOS, EOS}))
+
+        def loss_of(part, seed):
+            acts, truth = net(part)
+            return darcy_loss(table, acts, truth, num_sampled, seed)
+
+        fit(net.parameters(), epochs, lambda e: batches(shuffled(train, e), batch), loss_of)
+        words.eval()
+        return accuracy(net, batches(test, batch), net, darcy_top1(table)), table.stats()["rows"]
+
+
+def run_torch(train, test, epochs, batch):
+    vocab = FixedVocabulary([s for pair in train for s in pair], [PAD, BOS, EOS])
+    net = Seq2Seq(vocab.embed)
+
+    def loss_of(part, _seed):
+        return vocab.loss(*net(part))
+
+    fit(list(net.parameters()) + list(vocab.emb.parameters()), epochs,
+        lambda e: batches(shuffled(train, e), batch), loss_of)
+    return accuracy(net, batches(test, batch), net, vocab.top1), len(vocab.words)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--pairs", type=int, default=20000)
+    ap.add_argument("--max-len", type=int, default=24)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--num-sampled", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    o = ap.parse_args()
+    torch.set_num_threads(o.threads)
+    train, test = read(o.corpus, o.pairs, o.max_len)
+    unseen = {w for _, b in test for w in b} - {w for pair in train for s in pair for w in s}
+    start = time.perf_counter()
+    ours, rows = run_darcy(train, test, o.epochs, o.batch, o.num_sampled)
+    middle = time.perf_counter()
+    theirs, vocab = run_torch(train, test, o.epochs, o.batch)
+    end = time.perf_counter()
+    print(f"{len(train)} training and {len(test)} test pairs; {len(unseen)} target words "
+          f"never seen in training")
+    print(f"darcy (vocabulary in the service, {rows} rows): next-word accuracy {ours:.4f} "
+          f"({middle - start:.1f} s)")
+    print(f"torch (nn.Embedding, {vocab} words, [UNK] for the rest): next-word accuracy "
+          f"{theirs:.4f} ({end - middle:.1f} s)")
+    print(json.dumps({"app": "seq2seq", "train": len(train), "test": len(test),
+                      "epochs": o.epochs, "darcy_accuracy": ours, "torch_accuracy": theirs,
+                      "accuracy_delta": round(ours - theirs, 4), "darcy_rows": rows,
+                      "torch_vocab": vocab}))
+
+
+if __name__ == "__main__":
+    main()

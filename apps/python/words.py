@@ -1,0 +1,88 @@
+"""What DE-BERT and DE-Seq2Seq share: a vocabulary in a Darcy table on both sides of a model
+(inputs through darcy.torch.DynamicEmbedding, outputs through the service's sampled softmax
+and, at test time, the table's top-1 row), and the peer's fixed vocabulary (a dictionary pass
+over the training split, [UNK] for the rest, nn.Embedding rows tied to a full softmax)."""
+
+import sys
+import pathlib
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "build" / "python"))
+import darcy  # noqa: E402
+import darcy.torch  # noqa: E402
+
+DIM = 64
+LR = 3e-3
+PAD, UNK = "[PAD]", "[UNK]"
+
+
+def darcy_words(session):
+    """The table of words. Rows start N(0, 1), as nn.Embedding's do."""
+    return session.embedding("words", DIM, optimizer=darcy.Adagrad(0.05),
+                             initializer=darcy.Normal(stddev=1.0))
+
+
+def darcy_loss(table, acts, truth, num_sampled, seed):
+    """Sampled softmax of activations (n, DIM) against the rows of the words `truth`."""
+    logits, labels = darcy.torch.sampled_logits(table, [[w] for w in truth], acts, num_sampled,
+                                                seed=seed)
+    return darcy.torch.sampled_softmax_loss(logits, labels)
+
+
+def darcy_top1(table):
+    """activations -> the word of the best row of each, over every row of the table."""
+    return lambda acts: [hits[0][0] for hits in table.top_k(acts, 1)]
+
+
+class FixedVocabulary:
+    """The peer's words: `specials` first, then each word of the training split."""
+
+    def __init__(self, sentences, specials):
+        self.index = {w: i for i, w in enumerate(list(specials) + [UNK])}
+        for s in sentences:
+            for w in s:
+                self.index.setdefault(w, len(self.index))
+        self.words = list(self.index)
+        self.emb = torch.nn.Embedding(len(self.words), DIM)
+        torch.nn.init.normal_(self.emb.weight, std=1.0)
+
+    def ids(self, words):
+        unk = self.index[UNK]
+        return torch.tensor([self.index.get(w, unk) for w in words])
+
+    def embed(self, padded):
+        """Rows of a padded batch (lists of equal length): (batch, length, DIM)."""
+        return self.emb(torch.stack([self.ids(s) for s in padded]))
+
+    def loss(self, acts, truth):
+        return torch.nn.functional.cross_entropy(acts @ self.emb.weight.T, self.ids(truth))
+
+    def top1(self, acts):
+        scores = acts @ self.emb.weight.detach().numpy().T
+        return [self.words[k] for k in scores.argmax(1)]
+
+
+def accuracy(net, parts, activations, predict):
+    """The share of words that `predict` (activations as a NumPy array -> a word each) gets
+    right, over activations(part) -> (activations, true words) of each part, in eval mode."""
+    net.eval()
+    right = total = 0
+    with torch.no_grad():
+        for part in parts:
+            acts, truth = activations(part)
+            right += sum(p == w for p, w in zip(predict(acts.numpy()), truth))
+            total += len(truth)
+    return right / total
+
+
+def fit(params, epochs, batches, loss_of):
+    """Adam over `params`: for each epoch, loss_of(batch, seed).backward() per batch of
+    batches(epoch)."""
+    opt = torch.optim.Adam(params, lr=LR)
+    for epoch in range(epochs):
+        for i, batch in enumerate(batches(epoch)):
+            loss = loss_of(batch, epoch * 100003 + i)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
