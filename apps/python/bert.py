@@ -125,7 +125,7 @@ def main():
     ap.add_argument("--max-len", type=int, default=32)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--num-sampled", type=int, default=64)
+    ap.add_argument("--num-sampled", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     o = ap.parse_args()
     torch.set_num_threads(o.threads)
