@@ -61,6 +61,9 @@ struct ShardFile {
   dim @1 :UInt32;
   slotCount @2 :UInt32;
   rows @3 :List(Row);
+  delta @4 :Bool;              # false: every row of the shard; true: only the rows changed
+                               # since the checkpoint the manifest's base names, and `deleted`
+  deleted @5 :List(Data);      # a delta's keys whose rows were removed (evicted) since its base
 }
 
 struct FileEntry {
@@ -91,4 +94,6 @@ struct Manifest {
   checkpoint @6 :Text;         # the directory under the root that holds this checkpoint's parts
   parts @7 :List(FileEntry);   # parts of services that name plain files (wals), shard order
   wals @8 :WalsManifest;
+  base @9 :Text;               # an incremental checkpoint: the checkpoint (directory) it applies
+                               # on, the previous one of its chain; empty for a full checkpoint
 }

@@ -69,12 +69,15 @@ struct checkpoint_manifest {
   wals_checkpoint wals;
   /// Caller state saved with the checkpoint: dense parameters, input position.
   std::string extra;
+  /// An incremental (delta) checkpoint: the checkpoint directory it applies on, the one before
+  /// it in its chain. Empty for a full checkpoint, which starts a chain.
+  std::string base;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_manifest& x) {
   return f(caf::meta::type_name("checkpoint_manifest"), x.service, x.checkpoint, x.step,
-           x.shard_count, x.embeddings, x.parts, x.wals, x.extra);
+           x.shard_count, x.embeddings, x.parts, x.wals, x.extra, x.base);
 }
 
 } // namespace darcy

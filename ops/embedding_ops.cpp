@@ -349,7 +349,8 @@ caf::error flush(session& s) {
   return shards ? shards->flush() : caf::error{};
 }
 
-caf::error save(session& s, const std::string& path, const training_state& state) {
+caf::error save(session& s, const std::string& path, const training_state& state,
+                uint32_t full_every) {
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
@@ -361,9 +362,9 @@ caf::error save(session& s, const std::string& path, const training_state& state
   auto copy = state;
   if (auto err = sink(copy.step, copy.input_position, copy.dense))
     return err;
-  auto manifest =
-    runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(), save_atom::value, path,
-                                      state.step, std::string{extra.begin(), extra.end()});
+  auto manifest = runtime::ask<checkpoint_manifest>(
+    s.system(), *master, s.timeout(), save_atom::value, path, state.step,
+    std::string{extra.begin(), extra.end()}, full_every);
   return manifest ? caf::error{} : std::move(manifest.error());
 }
 

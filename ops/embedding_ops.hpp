@@ -175,7 +175,13 @@ struct training_state {
 /// Takes one consistent checkpoint of every embedding of the session's service under `path`,
 /// with `state`. Requests sent meanwhile wait; none is half applied in the checkpoint, except
 /// the backward passes of other sessions with direct_shards (see session_options).
-caf::error save(session& s, const std::string& path, const training_state& state);
+/// With full_every > 0 the checkpoint is incremental: when the current checkpoint under `path`
+/// is this service's previous save there, with fewer than full_every deltas on its full one,
+/// only the rows changed since (and the keys evicted) are written, as a delta on it; otherwise
+/// a full checkpoint starts a new chain. restore replays a chain from its full checkpoint, and
+/// retention removes whole chains (stores/checkpoint/checkpoint_chain.hpp).
+caf::error save(session& s, const std::string& path, const training_state& state,
+                uint32_t full_every = 0);
 
 struct restored_checkpoint {
   training_state state;

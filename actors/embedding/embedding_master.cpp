@@ -13,6 +13,7 @@
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/error.hpp"
 #include "runtime/log.hpp"
+#include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/embedding/de_config.hpp"
 
@@ -484,8 +485,11 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
 }
 
 // One consistent checkpoint: new requests wait while the shards write their parts.
+// Tracked changed keys per embedding and shard; past it a shard writes its whole part.
+constexpr uint64_t max_tracked_keys = uint64_t{1} << 20;
+
 caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::string& dir,
-                                      int64_t step, const std::string& extra) {
+                                      int64_t step, const std::string& extra, uint32_t full_every) {
   if (!self->state.diverged.empty())
     return diverged_error(self->state);
   auto promise = self->make_response_promise<checkpoint_manifest>();
@@ -497,16 +501,37 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
       return;
     }
     auto count = self->state.options.shards.size();
-    track(self, take_checkpoint<std::vector<checkpoint_embedding>>(
-                  stores::checkpoint_dir{dir}, std::to_string(step), 1, count,
-                  [=](size_t s, const std::string& id, uint32_t attempt) {
-                    return ask_shard(self, s, attempt, save_part_atom::value, dir, id,
-                                     static_cast<uint32_t>(s));
+    // A delta when the root's current checkpoint is the head of this master's chain there,
+    // with fewer than full_every deltas on its full checkpoint.
+    auto& st = self->state;
+    std::string base;
+    if (full_every > 0 && st.chain_dir == dir && st.chain_deltas < full_every)
+      if (auto current = stores::checkpoint_dir{dir}.read_manifest();
+          current && current->checkpoint == st.chain_head && current->shard_count == count)
+        base = st.chain_head;
+    auto id = stores::checkpoint_dir::new_id(std::to_string(step));
+    uint64_t track_limit = full_every > 0 ? max_tracked_keys : 0;
+    track(self, take_checkpoint_as<std::vector<checkpoint_embedding>>(
+                  stores::checkpoint_dir{dir}, id, 1, count,
+                  [=](size_t s, const std::string& part_id, uint32_t attempt) {
+                    return ask_shard(self, s, attempt, save_part_atom::value, dir, part_id,
+                                     static_cast<uint32_t>(s), base, track_limit);
                   },
                   [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
-                    return assemble_manifest(parts, step, extra, count);
+                    auto manifest = assemble_manifest(parts, step, extra, count);
+                    manifest.base = base;
+                    return manifest;
                   },
                   [=](caf::expected<checkpoint_manifest> manifest) mutable {
+                    auto& st = self->state;
+                    if (manifest && full_every > 0) {
+                      st.chain_deltas = base.empty() ? 0 : st.chain_deltas + 1;
+                      st.chain_dir = dir;
+                      st.chain_head = id;
+                    } else if (manifest) {
+                      st.chain_dir.clear();
+                      st.chain_head.clear();
+                    }
                     if (manifest && dir == self->state.options.checkpoint_dir)
                       self->state.updates_since_checkpoint = 0;
                     end_exclusive(self);
@@ -534,6 +559,8 @@ caf::expected<checkpoint_manifest> restorable_manifest(const std::string& dir) {
   for (auto& entry : manifest->embeddings)
     if (auto err = stores::validate(entry.config))
       return make_error(errc::corrupt_file, dir + ": " + render(err));
+  if (auto chain = stores::read_chain(stores::checkpoint_dir{dir}, *manifest); !chain)
+    return std::move(chain.error());
   return manifest;
 }
 
@@ -553,6 +580,8 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
     auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
     auto count = static_cast<uint32_t>(self->state.options.shards.size());
     auto id = new_request_id(self);
+    // The shards' tables start afresh, untracked: the next incremental save is a full one.
+    self->state.chain_head.clear();
     track(self, fan_out<ok_atom>(
                   all_shards(self),
                   [=](size_t s, uint32_t attempt) {
@@ -682,8 +711,10 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
       return backward(self, handle, grads, step);
     },
     [self](save_atom, const std::string& dir, int64_t step, const std::string& extra) {
-      return save(self, dir, step, extra);
+      return save(self, dir, step, extra, 0);
     },
+    [self](save_atom, const std::string& dir, int64_t step, const std::string& extra,
+           uint32_t full_every) { return save(self, dir, step, extra, full_every); },
     [self](restore_atom, const std::string& dir) { return restore(self, dir); },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            top_k_score score) { return top_k(self, name, queries, k, score); },

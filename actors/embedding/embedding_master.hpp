@@ -76,6 +76,11 @@ struct embedding_master_state {
   uint64_t updates_since_checkpoint = 0;
   /// Shards replaced by a new actor and refilled, since the start.
   uint64_t recovered_shards = 0;
+  /// The chain of incremental checkpoints this master saves on: its root, its newest
+  /// checkpoint and the deltas on its full one. Empty after a restore or a refill, when the
+  /// shards' tracked changes no longer lead from it.
+  std::string chain_dir, chain_head;
+  uint32_t chain_deltas = 0;
   /// Non-empty while the shards hold rows of different times: a shard was refilled from the
   /// checkpoint (or empty) after the others had taken updates. Says which and why. Lookups,
   /// updates, saves and top-k then fail with errc::node_unreachable until a restore succeeds,

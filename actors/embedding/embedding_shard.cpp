@@ -5,6 +5,7 @@
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
+#include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
 #include "stores/embedding/de_config.hpp"
 
@@ -219,9 +220,61 @@ caf::result<sample_result> sample_part(shard_pointer self, const std::string& na
   return std::move(*result);
 }
 
-// Writes one part per embedding into checkpoint `id` (stores/checkpoint_io).
+// Writes table `t`'s part of checkpoint `id`: a delta holding the changes since `base` when its
+// tracking covers them, else every row. With track_limit, tracking then goes on from `id`
+// (kept for a retry of `base` should `id` not be committed); without, it stops.
+caf::expected<file_info> save_table(shard_table& t, const std::string& dir, const std::string& rel,
+                                    const std::string& id, const std::string& base,
+                                    uint64_t track_limit) {
+  stores::changed_keys taken;
+  std::string taken_since = t.since;
+  bool delta = false;
+  if (t.tracked) {
+    bool covered = !base.empty() && (t.since == base || t.previous_since == base);
+    if (covered && t.since != base) {
+      t.tracked->put_back(t.previous);
+      taken_since = base;
+    }
+    taken = t.tracked->take();
+    delta = covered && !taken.overflowed;
+  }
+  caf::expected<file_info> info = caf::error{};
+  if (delta) {
+    std::vector<std::string_view> keys(taken.keys.begin(), taken.keys.end());
+    info = stores::write_delta_file(dir, rel, t.config, *t.store, keys);
+  } else {
+    info = stores::write_shard_file(dir, rel, t.config, *t.store);
+  }
+  if (!info) {
+    if (t.tracked)
+      t.tracked->put_back(taken);
+    return info;
+  }
+  if (track_limit == 0) {
+    if (t.tracked)
+      t.store = t.tracked->release();
+    t.tracked = nullptr;
+    t.since = t.previous_since = {};
+    t.previous = {};
+    return info;
+  }
+  if (!t.tracked) {
+    auto tracked = std::make_unique<stores::tracked_store>(std::move(t.store), track_limit);
+    t.tracked = tracked.get();
+    t.store = std::move(tracked);
+    taken_since.clear();
+  }
+  t.previous_since = std::move(taken_since);
+  t.previous = std::move(taken);
+  t.since = id;
+  return info;
+}
+
+// Writes one part per embedding into checkpoint `id` (stores/checkpoint_io): see save_table.
 caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self, const std::string& dir,
-                                                         const std::string& id, uint32_t index) {
+                                                         const std::string& id, uint32_t index,
+                                                         const std::string& base,
+                                                         uint64_t track_limit) {
   auto key = dir + "/" + id;
   auto& saved = self->state.saved;
   for (auto& [done, answer] : saved)
@@ -230,7 +283,7 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self, con
   std::vector<checkpoint_embedding> result;
   for (auto& [name, table] : self->state.tables()) {
     auto rel = id + "/" + name + "/shard-" + std::to_string(index);
-    auto info = stores::write_shard_file(dir, rel, table.config, *table.store);
+    auto info = save_table(table, dir, rel, id, base, track_limit);
     if (!info)
       return std::move(info.error());
     result.push_back({table.config, {*info}});
@@ -252,11 +305,20 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
                       "shard " + std::to_string(index) + " of " + std::to_string(count));
   if (self->state.applied.seen(request_id))
     return ok_atom::value;
+  // An incremental checkpoint is replayed from its chain's full checkpoint.
+  std::vector<checkpoint_manifest> chain{manifest};
+  if (!manifest.base.empty()) {
+    auto read = stores::read_chain(stores::checkpoint_dir{dir}, manifest);
+    if (!read)
+      return std::move(read.error());
+    chain = std::move(*read);
+  }
   auto ignore = [](const stores::row_record&) { return caf::error{}; };
-  for (auto& entry : manifest.embeddings)
-    for (auto& file : entry.files)
-      if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
-        return err;
+  for (auto& link : chain)
+    for (auto& entry : link.embeddings)
+      for (auto& file : entry.files)
+        if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
+          return err;
   std::map<std::string, embedding_shard_state::table> fresh;
   for (auto& entry : manifest.embeddings) {
     auto cfg = stores::shard_config(entry.config, index);
@@ -268,15 +330,18 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
     auto store = stores::make_store(cfg);
     if (!store)
       return std::move(store.error());
-    for (auto& file : entry.files) {
-      auto err = stores::read_shard_file(dir, file, entry.config,
-                                         [&](const stores::row_record& row) -> caf::error {
-                                           if (compute::shard_of_key(row.key, count) != index)
-                                             return {};
-                                           return (*store)->import_row(row);
-                                         });
-      if (err)
+    auto import = [&](const stores::row_record& row) -> caf::error {
+      if (compute::shard_of_key(row.key, count) != index)
+        return {};
+      return (*store)->import_row(row);
+    };
+    if (chain.size() > 1) {
+      if (auto err = stores::replay_chain(dir, chain, entry.config.name, index, count, import))
         return err;
+    } else {
+      for (auto& file : entry.files)
+        if (auto err = stores::read_shard_file(dir, file, entry.config, import))
+          return err;
     }
     fresh.emplace(entry.config.name, embedding_shard_state::table{entry.config, std::move(*store)});
   }
@@ -397,9 +462,10 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
       auto request = enter("sample_part");
       return sample_part(self, name, plan);
     },
-    [self, enter](save_part_atom, const std::string& dir, const std::string& id, uint32_t part) {
+    [self, enter](save_part_atom, const std::string& dir, const std::string& id, uint32_t part,
+                  const std::string& base, uint64_t track_limit) {
       auto request = enter("save_part");
-      return save_part(self, dir, id, part);
+      return save_part(self, dir, id, part, base, track_limit);
     },
     [self, enter](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
                   uint32_t part, uint32_t count, uint64_t request_id) {

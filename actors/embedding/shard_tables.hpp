@@ -10,12 +10,19 @@
 
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding/embedding_store.hpp"
+#include "stores/embedding/tracked_store.hpp"
 
 namespace darcy::actors {
 
 struct shard_table {
   de_config config;
   std::unique_ptr<stores::embedding_store> store;
+  /// Set while incremental checkpoints track the table's changes: `store` is then this.
+  stores::tracked_store* tracked = nullptr;
+  /// The checkpoint the tracked changes are since; and, in case that checkpoint's save was
+  /// not committed, the one before it with the changes that save took.
+  std::string since, previous_since;
+  stores::changed_keys previous;
 };
 
 struct shard_tables {

@@ -179,12 +179,15 @@ using embedding_ops_actor = caf::typed_actor<
 /// the lookup) fails with errc::not_found and changes nothing. A shard keeps at most
 /// max_pending_lookups handles and 64 MiB of their keys, dropping the oldest.
 /// update(tables, grads, step, request_id) is the same without a lookup first. save_part(dir, id,
-/// index) writes one file per embedding under dir/id, and answers a repeated save of the same
-/// dir/id from memory without writing again; load_part(dir, manifest, index, count, request_id)
-/// replaces the shard's tables with the manifest's rows that hash to `index` of `count`
-/// shards. update(..., request_id) and load_part apply a request id once: a repeat (a retry,
-/// or a late duplicate) among the last 65,536 ids is answered ok and changes nothing. Id 0 is
-/// never deduplicated.
+/// index, base, track_limit) writes one file per embedding under dir/id, and answers a repeated
+/// save of the same dir/id from memory without writing again: a delta of the rows changed since
+/// checkpoint `base` where the shard tracked them since then, else every row; with a
+/// track_limit, the shard then tracks up to that many changed keys per embedding for a delta
+/// on `id`. load_part(dir, manifest, index, count, request_id) replaces the shard's tables with
+/// the rows that hash to `index` of `count` shards of the manifest (replayed from its chain's
+/// full checkpoint when it is incremental). update(..., request_id) and load_part apply a request
+/// id once: a repeat (a retry, or a late duplicate) among the last 65,536 ids is answered ok and
+/// changes nothing. Id 0 is never deduplicated.
 using embedding_shard_actor = embedding_ops_actor::extend<
   caf::replies_to<lookup_atom, std::vector<table_keys>, uint64_t>::with<std::vector<shared_floats>>,
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
@@ -194,8 +197,8 @@ using embedding_shard_actor = embedding_ops_actor::extend<
                   uint64_t>::with<ok_atom>,
   caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
   caf::replies_to<sample_part_atom, std::string, sample_plan>::with<sample_result>,
-  caf::replies_to<save_part_atom, std::string, std::string,
-                  uint32_t>::with<std::vector<checkpoint_embedding>>,
+  caf::replies_to<save_part_atom, std::string, std::string, uint32_t, std::string,
+                  uint64_t>::with<std::vector<checkpoint_embedding>>,
   caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
                   uint64_t>::with<ok_atom>>;
 
@@ -214,7 +217,8 @@ typename Inspector::result_type inspect(Inspector& f, shard_route& x) {
 /// The front door: splits a batch by shard (hash(key) mod n), removes duplicate keys (summing
 /// their gradients), fans out and answers in input order. A whole batch is checked before any
 /// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
-/// checkpoint of every embedding; restore(dir) loads one, whatever shard count wrote it.
+/// checkpoint of every embedding, save(dir, step, extra, full_every) an incremental one (see
+/// ops::save); restore(dir) loads one, whatever shard count wrote it.
 /// lookup(tables, keep) looks up several tables in one request; with keep, the reply's handle
 /// lets backward(handle, grads, step) send only gradients (one buffer per table, in the
 /// lookup's key order, rows of a repeated key summed). A handle is used once; the master keeps
@@ -228,6 +232,8 @@ using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<lookup_atom, std::vector<table_keys>, bool>::with<lookup_reply>,
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
+  caf::replies_to<save_atom, std::string, int64_t, std::string,
+                  uint32_t>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
   caf::replies_to<route_atom>::with<shard_route>, caf::reacts_to<cluster_event>>;
 

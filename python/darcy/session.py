@@ -64,9 +64,9 @@ class Table:
         """Rows, bytes and counters of the table across its shards, as a dict."""
         return self._handle.stats()
 
-    def save(self, path, step=0):
+    def save(self, path, step=0, full_every=0):
         """One consistent checkpoint of every table of the session (Session.save)."""
-        self._session.save(path, step)
+        self._session.save(path, step, full_every)
 
     def restore(self, path):
         """Loads the checkpoint at `path` into every table of the session (Session.restore)."""
@@ -150,10 +150,13 @@ class Session:
         """The tables made through this session object, by name."""
         return dict(self._tables)
 
-    def save(self, path, step=0):
+    def save(self, path, step=0, full_every=0):
         """One consistent checkpoint of every table of the service under `path`, with
-        `step`; writes that arrive meanwhile wait."""
-        self._handle.save(os.fspath(path), step)
+        `step`; writes that arrive meanwhile wait. With full_every > 0 it is incremental:
+        when the current checkpoint under `path` is this service's previous save there, only
+        the rows changed since are written (a delta on it), and a full checkpoint after every
+        full_every deltas; restore replays the chain, and older chains are removed whole."""
+        self._handle.save(os.fspath(path), step, full_every)
 
     def restore(self, path):
         """Loads the checkpoint under `path` (whatever shard count wrote it) and returns the

@@ -200,15 +200,16 @@ def _sessions(model):
     return list(found.values())
 
 
-def save(model, path, step=0):
+def save(model, path, step=0, full_every=0):
     """Checkpoints `model`: its tables' session through Darcy's one checkpoint mechanism
-    (PATH/tables, consistent across shards) and its state_dict (PATH/module.pt)."""
+    (PATH/tables, consistent across shards; incremental with full_every > 0, as Session.save)
+    and its state_dict (PATH/module.pt)."""
     os.makedirs(path, exist_ok=True)
     sessions = _sessions(model)
     if len(sessions) > 1:
         raise _invalid("the model's tables come from more than one session")
     if sessions:
-        sessions[0].save(os.path.join(path, "tables"), step)
+        sessions[0].save(os.path.join(path, "tables"), step, full_every)
     torch.save(model.state_dict(), os.path.join(path, "module.pt"))
 
 

@@ -113,10 +113,12 @@ void bind_session(py::module_& m) {
     .def_property_readonly("store", &session_handle::store)
     .def(
       "save",
-      [](session_handle& h, const std::string& dir, int64_t step) {
-        raise_if(h.run([&](ops::session& s) { return ops::save(s, dir, {step, "", {}}); }));
+      [](session_handle& h, const std::string& dir, int64_t step, uint32_t full_every) {
+        raise_if(h.run([&](ops::session& s) {
+          return ops::save(s, dir, {step, "", {}}, full_every);
+        }));
       },
-      py::arg("dir"), py::arg("step"))
+      py::arg("dir"), py::arg("step"), py::arg("full_every"))
     .def(
       "restore",
       [](session_handle& h, const std::string& dir) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <set>
 
 #include "base/atomic_file.hpp"
 #include "compute/hash.hpp"
@@ -114,9 +115,25 @@ caf::error checkpoint_dir::commit(const checkpoint_manifest& manifest, size_t ke
     discard(manifest.checkpoint);
     return err;
   }
-  size_t kept = 1;
+  // Whole chains go: the new checkpoint's chain and the newest others stay, each with every
+  // checkpoint its base links reach.
+  auto ids = checkpoints();
+  ids.insert(ids.begin(), manifest.checkpoint);
+  std::set<std::string> kept;
+  size_t chains = 0;
+  for (auto& id : ids) {
+    if (kept.count(id) > 0)
+      continue;
+    if (chains++ >= std::max<size_t>(keep, 1))
+      break;
+    for (auto at = id; !at.empty() && kept.insert(at).second;) {
+      auto m = at == manifest.checkpoint ? caf::expected<checkpoint_manifest>{manifest}
+                                         : read_manifest_of(at);
+      at = m ? m->base : std::string{};
+    }
+  }
   for (auto& id : checkpoints())
-    if (id != manifest.checkpoint && kept++ >= std::max<size_t>(keep, 1))
+    if (kept.count(id) == 0)
       fs::remove_all(path(id), ec);
   for (auto& entry : fs::directory_iterator(root_, ec))
     if (is_temporary(entry.path().filename().string()))

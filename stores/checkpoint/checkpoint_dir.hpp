@@ -56,8 +56,10 @@ public:
   caf::expected<std::string> read_part(const file_info& part) const;
 
   /// Writes the manifest (last, atomically): a copy inside the checkpoint's directory, then the
-  /// root's MANIFEST. Then removes every checkpoint directory but the `keep` newest (the new one
-  /// among them), and every temporary file a crashed save left. When the manifest cannot be
+  /// root's MANIFEST. Then removes every checkpoint directory but those of the `keep` newest
+  /// chains (the new one's among them; a chain is a full checkpoint and the incremental ones
+  /// whose base links lead to it, see checkpoint_chain.hpp), and every temporary file a crashed
+  /// save left. When the manifest cannot be
   /// written, the new checkpoint's directory is removed instead and the previous checkpoint
   /// stays current.
   caf::error commit(const checkpoint_manifest& manifest, size_t keep = 1) const;

@@ -24,6 +24,9 @@ namespace {
 // before it. Formats 1 and 2 have none and still read; a manifest of format 3 or later without
 // a valid trailer is refused, so that no single flipped bit is ever accepted.
 constexpr uint32_t format_version = 3;
+/// Incremental checkpoints: a base to apply on. Readers before it would take the delta alone
+/// for the whole checkpoint, so a full checkpoint keeps writing format_version.
+constexpr uint32_t delta_format_version = 4;
 constexpr uint32_t oldest_format_version = 1;
 constexpr uint32_t first_checksummed_version = 3;
 constexpr std::string_view trailer_magic = "DRCYMSUM";
@@ -181,8 +184,20 @@ caf::expected<file_info> write_shard_file(const std::string& dir, const std::str
   return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), *rows);
 }
 
-caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,
-                           const std::function<caf::error(const row_record&)>& f) {
+caf::expected<file_info> write_delta_file(const std::string& dir, const std::string& rel_path,
+                                          const de_config& cfg, embedding_store& store,
+                                          std::span<const std::string_view> keys) {
+  capnp::MallocMessageBuilder message;
+  auto rows = fill_delta_file(message, cfg.name, store, keys);
+  if (!rows)
+    return std::move(rows.error());
+  return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), *rows);
+}
+
+caf::expected<bool> read_shard_part(const std::string& dir, const file_info& file,
+                                    const de_config& cfg,
+                                    const std::function<caf::error(const row_record&)>& f,
+                                    const std::function<caf::error(std::string_view)>& deleted) {
   auto path = join(dir, file.path);
   auto bytes = checkpoint_dir{dir}.read_part(file);
   if (!bytes)
@@ -192,10 +207,22 @@ caf::error read_shard_file(const std::string& dir, const file_info& file, const 
     return std::move(words.error());
   try {
     capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
-    return for_each_shard_row(reader.getRoot<ShardFile>(), cfg.dim, path, f);
+    auto part = reader.getRoot<ShardFile>();
+    if (auto err = for_each_shard_row(part, cfg.dim, path, f))
+      return err;
+    for (auto key : part.getDeleted())
+      if (auto err = deleted({reinterpret_cast<const char*>(key.begin()), key.size()}))
+        return err;
+    return part.getDelta();
   } catch (const kj::Exception& e) {
     return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());
   }
+}
+
+caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,
+                           const std::function<caf::error(const row_record&)>& f) {
+  auto read = read_shard_part(dir, file, cfg, f, [](std::string_view) { return caf::error{}; });
+  return read ? caf::error{} : std::move(read.error());
 }
 
 namespace {
@@ -221,7 +248,8 @@ std::vector<file_info> from_capnp(capnp::List<FileEntry>::Reader in) {
 caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<Manifest>();
-  root.setFormatVersion(format_version);
+  root.setFormatVersion(manifest.base.empty() ? format_version : delta_format_version);
+  root.setBase(manifest.base);
   root.setService(manifest.service);
   root.setCheckpoint(manifest.checkpoint);
   root.setStep(manifest.step);
@@ -258,7 +286,7 @@ caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
     capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
     auto root = reader.getRoot<Manifest>();
     auto version = root.getFormatVersion();
-    if (version < oldest_format_version || version > format_version)
+    if (version < oldest_format_version || version > delta_format_version)
       return make_error(errc::corrupt_file,
                         path + ": unknown format version " + std::to_string(version));
     if (version >= first_checksummed_version && !checked)
@@ -276,6 +304,7 @@ caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
       result.wals.losses.push_back(l);
     auto extra = root.getExtra();
     result.extra.assign(reinterpret_cast<const char*>(extra.begin()), extra.size());
+    result.base = root.getBase();
     return result;
   } catch (const kj::Exception& e) {
     return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());

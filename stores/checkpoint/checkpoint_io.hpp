@@ -5,7 +5,9 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <caf/expected.hpp>
 
@@ -31,6 +33,20 @@ caf::expected<file_info> write_shard_file(const std::string& dir, const std::str
 /// does not belong to an embedding of `cfg`'s dim and optimizer.
 caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,
                            const std::function<caf::error(const row_record&)>& f);
+
+/// Writes a delta part to dir/rel_path: the rows of those of `keys` that `store` holds, with
+/// their whole state, and the others as deleted. `keys` must be deduplicated by the caller.
+caf::expected<file_info> write_delta_file(const std::string& dir, const std::string& rel_path,
+                                          const de_config& cfg, embedding_store& store,
+                                          std::span<const std::string_view> keys);
+
+/// As read_shard_file, for a part of either kind: calls f for every row, then deleted for
+/// every key a delta part removes, and answers whether the part is a delta (false: it holds
+/// every row of its shard).
+caf::expected<bool> read_shard_part(const std::string& dir, const file_info& file,
+                                    const de_config& cfg,
+                                    const std::function<caf::error(const row_record&)>& f,
+                                    const std::function<caf::error(std::string_view)>& deleted);
 
 caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest);
 

@@ -36,6 +36,12 @@ void read_floats(Reader list, std::vector<float>& out) {
 caf::expected<uint64_t> fill_shard_file(capnp::MessageBuilder& message, const std::string& name,
                                         embedding_store& store);
 
+/// Fills `message` with a delta part of embedding `name`: the rows of those of `keys` that
+/// `store` holds, and the others as deleted keys. Returns the row count, or the store's error.
+caf::expected<uint64_t> fill_delta_file(capnp::MessageBuilder& message, const std::string& name,
+                                        embedding_store& store,
+                                        std::span<const std::string_view> keys);
+
 /// Calls f for every row of `file` after checking its dim against `dim`; `context` names the
 /// source in errors (errc::dimension_mismatch).
 caf::error for_each_shard_row(ShardFile::Reader file, uint32_t dim, const std::string& context,

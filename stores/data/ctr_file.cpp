@@ -146,24 +146,28 @@ ctr_writer::~ctr_writer() {
     gzclose(gz(file_));
 }
 
-caf::error ctr_writer::write(const compute::ctr_synthetic_row& row) {
-  buffer_.clear();
-  buffer_ += row.label ? '1' : '0';
+void append_ctr_line(const compute::ctr_synthetic_row& row, std::string& out) {
+  out += row.label ? '1' : '0';
   char text[24];
   for (size_t j = 0; j < compute::ctr_int_fields; ++j) {
-    buffer_ += '\t';
+    out += '\t';
     if (row.int_present[j]) {
       auto [end, ec] = std::to_chars(text, text + sizeof text, row.ints[j]);
-      buffer_.append(text, end);
+      out.append(text, end);
     }
   }
   for (size_t c = 0; c < compute::ctr_cat_fields; ++c) {
-    buffer_ += '\t';
+    out += '\t';
     if (row.cat_present[c]) {
       std::snprintf(text, sizeof text, "%08x", row.cats[c]);
-      buffer_.append(text, 8);
+      out.append(text, 8);
     }
   }
+}
+
+caf::error ctr_writer::write(const compute::ctr_synthetic_row& row) {
+  buffer_.clear();
+  append_ctr_line(row, buffer_);
   buffer_ += '\n';
   if (gzwrite(gz(file_), buffer_.data(), static_cast<unsigned>(buffer_.size())) !=
       static_cast<int>(buffer_.size()))

@@ -64,6 +64,9 @@ private:
 /// `row.cats` view `line`.
 std::string parse_ctr_line(std::string_view line, ctr_row& row);
 
+/// Appends `row` as one line of the format, without its newline, to `out`.
+void append_ctr_line(const compute::ctr_synthetic_row& row, std::string& out);
+
 /// Writes rows in the same format, gzip when `path` ends in ".gz".
 class ctr_writer {
 public:

@@ -95,6 +95,22 @@ caf::expected<sample_result> embedding_store::sample(const sample_plan& plan) {
   return result;
 }
 
+caf::error embedding_store::export_keys(std::span<const std::string_view> keys,
+                                        const std::function<void(const row_record&)>& found,
+                                        const std::function<void(std::string_view)>& missing) {
+  std::unordered_set<std::string_view> wanted(keys.begin(), keys.end());
+  auto err = export_rows([&](const row_record& row) {
+    if (wanted.erase(row.key) > 0)
+      found(row);
+  });
+  if (err)
+    return err;
+  for (auto key : keys)
+    if (wanted.count(key) > 0)
+      missing(key);
+  return {};
+}
+
 caf::error embedding_store::export_to(std::ostream& out, const std::string& name) {
   capnp::MallocMessageBuilder message;
   if (auto rows = fill_shard_file(message, name, *this); !rows)

@@ -76,6 +76,20 @@ public:
   /// with errc::dimension_mismatch when the sizes disagree with the store.
   virtual caf::error import_row(const row_record& row) = 0;
 
+  /// Calls found(row) with the whole state of each of `keys` that has a row, and missing(key)
+  /// for each that has none; creates no row and counts no lookup. `keys` must be deduplicated
+  /// by the caller. The default scans every row (export_rows); a store that finds a row by
+  /// its key overrides it. Fails as export_rows.
+  virtual caf::error export_keys(std::span<const std::string_view> keys,
+                                 const std::function<void(const row_record&)>& found,
+                                 const std::function<void(std::string_view)>& missing);
+
+  /// `f` is called with the key of every row the store removes by itself (eviction), inside
+  /// the lookup or update that evicts it; the store must not be used from `f`.
+  void set_erase_observer(std::function<void(std::string_view)> f) {
+    erase_observer_ = std::move(f);
+  }
+
   // -- operations built on the row primitives -------------------------------------------------
 
   /// Sampling metadata: how many rows have each frequency, and the frequencies of those of
@@ -94,6 +108,16 @@ public:
   /// Imports every row of a ShardFile message from `in`; errc::corrupt_file when the stream is
   /// truncated or malformed, errc::dimension_mismatch when it holds rows of another dim.
   caf::error import_from(std::istream& in);
+
+protected:
+  /// Subclasses call it for every row they evict.
+  void erased(std::string_view key) {
+    if (erase_observer_)
+      erase_observer_(key);
+  }
+
+private:
+  std::function<void(std::string_view)> erase_observer_;
 };
 
 } // namespace darcy::stores

@@ -372,8 +372,10 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
   }
   if (auto err = write(batch, true, "cannot evict from "))
     return err;
-  for (auto& key : keys)
+  for (auto& key : keys) {
     forget(key);
+    erased(key);
+  }
   rows_ -= std::min<uint64_t>(rows_, keys.size());
   evicted_ += keys.size();
   return {};

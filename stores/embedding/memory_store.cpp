@@ -154,8 +154,10 @@ void memory_store::evict() {
       if (current_step_ - r.meta->last_update > ev.ttl_steps)
         expired.emplace_back(r.key);
     });
-    for (auto& key : expired)
+    for (auto& key : expired) {
       erase(key);
+      erased(key);
+    }
     evictions_ += expired.size();
     compact_keys();
     return;
@@ -177,8 +179,10 @@ void memory_store::evict() {
   std::vector<std::string> keys;
   for (size_t v = 0; v < victims; ++v)
     keys.emplace_back(key_of(scored[v].second));
-  for (auto& key : keys)
+  for (auto& key : keys) {
     erase(key);
+    erased(key);
+  }
   evictions_ += victims;
   compact_keys();
 }
@@ -397,6 +401,20 @@ caf::error memory_store::export_rows(const std::function<void(const row_record&)
   for_each([&](const row_ref& r) {
     f({r.key, r.values, r.slots, r.meta->frequency, r.meta->updates, r.meta->last_update});
   });
+  return {};
+}
+
+caf::error memory_store::export_keys(std::span<const std::string_view> keys,
+                                     const std::function<void(const row_record&)>& found,
+                                     const std::function<void(std::string_view)>& missing) {
+  for (auto key : keys) {
+    auto r = find(key);
+    if (r)
+      found(
+        {r->key, r->values, r->slots, r->meta->frequency, r->meta->updates, r->meta->last_update});
+    else
+      missing(key);
+  }
   return {};
 }
 

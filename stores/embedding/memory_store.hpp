@@ -84,6 +84,9 @@ public:
   size_t slot_count() const override { return slots_; }
   caf::error export_rows(const std::function<void(const row_record&)>& f) override;
   caf::error import_row(const row_record& row) override;
+  caf::error export_keys(std::span<const std::string_view> keys,
+                         const std::function<void(const row_record&)>& found,
+                         const std::function<void(std::string_view)>& missing) override;
 
   size_t size() const { return size_; }
 

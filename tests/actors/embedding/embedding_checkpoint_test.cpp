@@ -86,6 +86,44 @@ protected:
     return ask<checkpoint_manifest>(sys, m, test::patience, restore_atom::value, dir);
   }
 
+  // Incremental checkpoints, full_every deltas on each full one.
+  caf::expected<checkpoint_manifest> save_incremental(const embedding_master_actor& m, int64_t step,
+                                                      uint32_t full_every) {
+    return ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value, dir, step,
+                                    std::string{}, full_every);
+  }
+
+  // A third table whose rows go: LRU over at most 10 rows a shard.
+  void create_evicting_table(const embedding_master_actor& m) {
+    auto cfg = table("recent", optimizer_kind::sgd, 2);
+    cfg.eviction = {eviction_kind::lru, 0, 10};
+    ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, create_atom::value, cfg));
+  }
+
+  void train_recent(const embedding_master_actor& m, int first, int count, int64_t step) {
+    strings keys;
+    for (int k = first; k < first + count; ++k)
+      keys.push_back("recent" + std::to_string(k));
+    floats grads(keys.size() * 2, 0.25f);
+    auto ok = ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{"recent"}, keys,
+                           grads, step);
+    ASSERT_TRUE(ok) << render(error_of(ok));
+  }
+
+  uint64_t row_count(const embedding_master_actor& m, const std::string& name) {
+    auto st = ask<embedding_stats>(sys, m, test::patience, stats_atom::value, name);
+    EXPECT_TRUE(st) << render(error_of(st));
+    return st ? st->rows : 0;
+  }
+
+  static uint64_t rows_written(const checkpoint_manifest& m) {
+    uint64_t n = 0;
+    for (auto& entry : m.embeddings)
+      for (auto& file : entry.files)
+        n += file.rows;
+    return n;
+  }
+
   std::string dir;
 };
 
@@ -123,7 +161,8 @@ TEST_F(checkpoint_test, InterruptedSaveLeavesThePreviousCheckpointRestorable) {
   // A save that died after its shards wrote their files but before the manifest.
   for (uint32_t s = 0; s < shards.size(); ++s)
     ASSERT_TRUE(ask<std::vector<checkpoint_embedding>>(
-      sys, shards[s], test::patience, save_part_atom::value, dir, std::string{"ckpt-10-dead"}, s));
+      sys, shards[s], test::patience, save_part_atom::value, dir, std::string{"ckpt-10-dead"}, s,
+      std::string{}, uint64_t{0}));
   auto [fresh, fresh_shards] = start(2);
   auto restored = restore(fresh);
   ASSERT_TRUE(restored) << render(error_of(restored));
@@ -215,6 +254,141 @@ TEST_F(checkpoint_test, RedisTablesMoveBetweenShardCountsToo) {
   ASSERT_TRUE(reader) << render(error_of(reader));
   EXPECT_EQ((*reader)->stats().rows, at_save->rows) << "no row of the later training is left";
   EXPECT_EQ(rows(three, "users"), expected);
+}
+
+TEST_F(checkpoint_test,
+       AFullCheckpointAndThreeDeltasRestoreWhatAFullOneHoldsOntoAnotherShardCount) {
+  auto [m, shards] = start(4);
+  create_tables(m);
+  create_evicting_table(m);
+  for (int round = 0; round < 4; ++round) {
+    train(m, 5, static_cast<unsigned>(round + 1));
+    // 30 new keys a round over at most 40 rows on 4 shards: rows go between saves.
+    train_recent(m, round * 30, 30, round);
+    auto saved = save_incremental(m, round, 3);
+    ASSERT_TRUE(saved) << render(error_of(saved));
+    EXPECT_EQ(saved->base.empty(), round == 0) << "round " << round;
+  }
+  auto chain_dir = dir;
+  dir = chain_dir + "-full";
+  ASSERT_TRUE(save(m, 3));
+  auto [from_chain, a] = start(3);
+  auto [from_full, b] = start(3);
+  dir = chain_dir;
+  ASSERT_TRUE(restore(from_chain));
+  dir = chain_dir + "-full";
+  ASSERT_TRUE(restore(from_full));
+  fs::remove_all(dir);
+  dir = chain_dir;
+  for (auto name : {"users", "items", "recent"})
+    EXPECT_EQ(row_count(from_chain, name), row_count(from_full, name)) << name;
+  EXPECT_LT(row_count(m, "recent"), 120u) << "rows were evicted";
+  EXPECT_EQ(row_count(from_chain, "recent"), row_count(m, "recent")) << "evicted rows stay evicted";
+  for (auto name : {"users", "items", "recent"})
+    EXPECT_EQ(rows(from_chain, name), rows(from_full, name)) << name;
+  // Optimizer slots, counts and steps came along: further training stays identical.
+  train(from_chain, 5, 9);
+  train(from_full, 5, 9);
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(from_chain, name), rows(from_full, name)) << name << " after more training";
+}
+
+TEST_F(checkpoint_test, ADeltaHoldsOnlyTheRowsChangedSinceItsBase) {
+  auto [m, shards] = start(2);
+  create_tables(m);
+  train(m, 5, 1);
+  auto full = save_incremental(m, 1, 5);
+  ASSERT_TRUE(full) << render(error_of(full));
+  auto idle = save_incremental(m, 2, 5);
+  ASSERT_TRUE(idle) << render(error_of(idle));
+  EXPECT_EQ(idle->base, full->checkpoint);
+  EXPECT_EQ(rows_written(*idle), 0u) << "nothing changed";
+  ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{"users"},
+                           strings{"users1", "users2"}, floats(8, 0.5f), int64_t{6}));
+  auto two = save_incremental(m, 3, 5);
+  ASSERT_TRUE(two) << render(error_of(two));
+  EXPECT_EQ(rows_written(*two), 2u);
+  EXPECT_GT(rows_written(*full), 2u);
+}
+
+TEST_F(checkpoint_test, ADeltaSaveThatDiesBeforeItsManifestLeavesThePreviousChainRestorable) {
+  auto [m, shards] = start(2);
+  create_tables(m);
+  train(m, 5, 1);
+  ASSERT_TRUE(save_incremental(m, 1, 5));
+  train(m, 5, 2);
+  auto head = save_incremental(m, 2, 5);
+  ASSERT_TRUE(head) << render(error_of(head));
+  auto [before, b] = start(3);
+  ASSERT_TRUE(restore(before));
+  train(m, 5, 3);
+  // A delta whose shards wrote their parts, then died before the manifest.
+  for (uint32_t s = 0; s < shards.size(); ++s)
+    ASSERT_TRUE(ask<std::vector<checkpoint_embedding>>(
+      sys, shards[s], test::patience, save_part_atom::value, dir, std::string{"ckpt-dead-1"}, s,
+      head->checkpoint, uint64_t{1} << 20));
+  auto [after, c] = start(3);
+  auto restored = restore(after);
+  ASSERT_TRUE(restored) << render(error_of(restored));
+  EXPECT_EQ(restored->checkpoint, head->checkpoint);
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(after, name), rows(before, name)) << name;
+  // The next delta still holds the changes the dead one took.
+  auto next = save_incremental(m, 3, 5);
+  ASSERT_TRUE(next) << render(error_of(next));
+  EXPECT_EQ(next->base, head->checkpoint);
+  auto [latest, d] = start(3);
+  ASSERT_TRUE(restore(latest));
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(latest, name), rows(m, name)) << name;
+  EXPECT_FALSE(fs::exists(dir + "/ckpt-dead-1")) << "the dead attempt's files are gone";
+}
+
+TEST_F(checkpoint_test, RetentionRemovesWholeChainsAndARestoreStartsANewOne) {
+  auto [m, shards] = start(2);
+  create_tables(m);
+  auto directories = [&] {
+    size_t n = 0;
+    for (auto& entry : fs::directory_iterator(dir))
+      n += entry.is_directory() ? 1 : 0;
+    return n;
+  };
+  std::vector<std::string> bases;
+  for (int round = 0; round < 5; ++round) {
+    train(m, 2, static_cast<unsigned>(round + 1));
+    auto saved = save_incremental(m, round, 2);
+    ASSERT_TRUE(saved) << render(error_of(saved));
+    bases.push_back(saved->base);
+    // Rounds 0..2 are one chain (a full and 2 deltas); round 3 starts the next.
+    EXPECT_EQ(directories(), round < 3 ? size_t(round + 1) : size_t(round - 2)) << round;
+  }
+  EXPECT_TRUE(bases[0].empty());
+  EXPECT_TRUE(bases[3].empty()) << "a full one after full_every deltas";
+  ASSERT_TRUE(restore(m));
+  auto saved = save_incremental(m, 5, 2);
+  ASSERT_TRUE(saved) << render(error_of(saved));
+  EXPECT_TRUE(saved->base.empty()) << "a restore starts a new chain";
+  ASSERT_TRUE(save(m, 6));
+  EXPECT_EQ(directories(), 1u) << "a plain save keeps one checkpoint, as before";
+}
+
+TEST_F(checkpoint_test, AChainWithAMissingBaseIsRefusedAndChangesNothing) {
+  auto [m, shards] = start(2);
+  create_tables(m);
+  train(m, 5, 1);
+  auto full = save_incremental(m, 1, 5);
+  ASSERT_TRUE(full);
+  train(m, 5, 2);
+  ASSERT_TRUE(save_incremental(m, 2, 5));
+  fs::remove_all(dir + "/" + full->checkpoint);
+  auto [fresh, f] = start(2);
+  ASSERT_TRUE(ask<ok_atom>(sys, fresh, test::patience, create_atom::value,
+                           table("users", optimizer_kind::adagrad, 4)));
+  auto before = rows(fresh, "users");
+  auto restored = restore(fresh);
+  ASSERT_FALSE(restored);
+  EXPECT_TRUE(is(error_of(restored), errc::corrupt_file)) << render(error_of(restored));
+  EXPECT_EQ(rows(fresh, "users"), before);
 }
 
 } // namespace

@@ -203,6 +203,23 @@ def test_a_checkpoint_restores_rows_onto_another_shard_count(tmp_path):
         assert table.stats()["rows"] == 50
 
 
+def test_incremental_saves_restore_the_newest_state_of_their_chain(tmp_path):
+    keys = [f"k{i}" for i in range(50)]
+    with darcy.Session.local(shards=3) as s:
+        table = s.embedding("t", DIM, optimizer=darcy.SGD(0.1))
+        for step in range(4):
+            table.apply_gradients(keys[step * 10:step * 10 + 20],
+                                  np.ones((20, DIM), dtype=np.float32))
+            s.save(tmp_path / "ckpt", step=step, full_every=3)
+        saved = table.lookup(keys)
+    chain = sorted(p.name for p in (tmp_path / "ckpt").iterdir() if p.is_dir())
+    assert len(chain) == 4, "a full checkpoint and 3 deltas"
+    with darcy.Session.local(shards=2) as s:
+        table = s.embedding("t", DIM, optimizer=darcy.SGD(0.1))
+        assert s.restore(tmp_path / "ckpt") == 3
+        np.testing.assert_array_equal(table.lookup(keys), saved)
+
+
 def test_top_k_finds_the_row_nearest_the_query(session):
     table = session.embedding("t", DIM, optimizer=darcy.SGD(1.0), initializer=darcy.Zeros())
     keys = ["north", "east", "south"]

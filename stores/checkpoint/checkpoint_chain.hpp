@@ -1,0 +1,37 @@
+// Incremental checkpoints on the one checkpoint mechanism. A chain is a full checkpoint and the
+// delta checkpoints saved on it, each naming the one before it (checkpoint_manifest::base); a
+// delta's parts hold only the rows changed since its base, and the keys removed. Restoring a
+// chain replays it from the full checkpoint forward, whatever shard count wrote each link.
+//
+//   auto chain = stores::read_chain(root, *root.read_manifest());   // full first
+//   stores::replay_chain(root.root(), *chain, "words", 2, 4, [&](const row_record& r) { ... });
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "messages/checkpoint.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/embedding/embedding_store.hpp"
+
+namespace darcy::stores {
+
+/// The chain that ends with `head`: its full checkpoint first, `head` last (just `head` when it
+/// is full). errc::corrupt_file when a base is missing or damaged, or the links loop.
+caf::expected<std::vector<checkpoint_manifest>> read_chain(const checkpoint_dir& root,
+                                                           checkpoint_manifest head);
+
+/// Calls f once for every row of embedding `name` that shard `index` of `count` holds after the
+/// whole chain: the rows of its full checkpoint, then each delta's changes (changed rows
+/// replace, deleted keys go; a part of a delta that is not itself a delta holds every row its
+/// shard had then). Rows come in no particular order. The embedding's config is the newest
+/// link's. Every part is read (and checked) before f is first called; a failure leaves f
+/// uncalled. Memory: the shard's rows are held while the chain is replayed.
+caf::error replay_chain(const std::string& dir, const std::vector<checkpoint_manifest>& chain,
+                        const std::string& name, uint32_t index, uint32_t count,
+                        const std::function<caf::error(const row_record&)>& f);
+
+} // namespace darcy::stores

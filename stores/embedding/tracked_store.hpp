@@ -1,0 +1,68 @@
+// An embedding store in front of another that records which keys' rows changed since the last
+// take(): every key a lookup or update names (a lookup creates a row or counts it), every row
+// imported, and every row the store below evicts. Incremental checkpoints (and syncs) write
+// only those rows. The set is bounded: past `limit` keys it is dropped and marked overflowed,
+// and its reader then needs every row instead.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "stores/embedding/embedding_store.hpp"
+
+namespace darcy::stores {
+
+/// The keys changed since some point, or `overflowed` when there were more than the limit.
+struct changed_keys {
+  std::vector<std::string> keys;
+  bool overflowed = false;
+};
+
+class tracked_store : public embedding_store {
+public:
+  /// `limit` must be positive.
+  tracked_store(std::unique_ptr<embedding_store> inner, size_t limit);
+  ~tracked_store() override;
+
+  /// The keys changed since the last take (or since construction), in no order; then starts
+  /// afresh.
+  changed_keys take();
+  /// Adds the keys of an earlier take back (its reader did not keep them).
+  void put_back(const changed_keys& earlier);
+  /// The store below, for the caller that stops tracking; this store must not be used after.
+  std::unique_ptr<embedding_store> release();
+
+  size_t dim() const override { return inner_->dim(); }
+  using embedding_store::lookup;
+  using embedding_store::update;
+  caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                    std::span<float> out) override;
+  caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                    std::span<const float> grads, int64_t step) override;
+  store_stats stats() const override { return inner_->stats(); }
+  caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
+    return inner_->scan(f);
+  }
+  size_t slot_count() const override { return inner_->slot_count(); }
+  caf::error export_rows(const std::function<void(const row_record&)>& f) override {
+    return inner_->export_rows(f);
+  }
+  caf::error import_row(const row_record& row) override;
+  caf::error export_keys(std::span<const std::string_view> keys,
+                         const std::function<void(const row_record&)>& found,
+                         const std::function<void(std::string_view)>& missing) override {
+    return inner_->export_keys(keys, found, missing);
+  }
+
+private:
+  void note(std::string_view key);
+
+  std::unique_ptr<embedding_store> inner_;
+  size_t limit_;
+  std::unordered_set<std::string> changed_;
+  bool overflowed_ = false;
+};
+
+} // namespace darcy::stores
