@@ -123,6 +123,10 @@ ctr_synthetic_row ctr_generator::features(uint64_t index) const {
   return r;
 }
 
+uint64_t ctr_generator::drift_of(size_t field) const {
+  return field < ctr_cat_fields / 2 ? options_.teacher_phase * 4096 : 0;
+}
+
 double ctr_generator::logit(const ctr_synthetic_row& r) const {
   double z = 0;
   for (size_t j = 0; j < ctr_int_fields; ++j)
@@ -131,7 +135,8 @@ double ctr_generator::logit(const ctr_synthetic_row& r) const {
            std::log1p(static_cast<double>(std::max<int64_t>(r.ints[j], 0)));
   for (size_t f = 0; f < ctr_cat_fields; ++f)
     if (r.cat_present[f])
-      z += id_weight_stddev * normal(mix64(mix64(options_.seed, 1000 + f), r.cats[f]));
+      z +=
+        id_weight_stddev * normal(mix64(mix64(options_.seed, 1000 + f + drift_of(f)), r.cats[f]));
   for (auto [a, b] : crosses)
     if (r.cat_present[a] && r.cat_present[b])
       z += cross_weight_stddev * normal(mix64(mix64(options_.seed, 2000 + a * 64 + b),

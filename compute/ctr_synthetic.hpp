@@ -40,6 +40,10 @@ struct ctr_generator_options {
   /// Caps every field's cardinality (0: the profile's as they are): a small set that a test
   /// learns in seconds, with the same teacher.
   uint64_t max_ids = 0;
+  /// Drift: the teacher's per-id weights of the first half of the categorical fields are drawn
+  /// anew for each phase (0 is the teacher of a stream without drift); the rows' features do
+  /// not depend on it.
+  uint64_t teacher_phase = 0;
 };
 
 /// errc::invalid_config naming the option: a fresh rate outside [0, 1], an exponent that is
@@ -74,6 +78,8 @@ public:
 private:
   /// The row's values, without label and probability.
   ctr_synthetic_row features(uint64_t index) const;
+  /// What the teacher's phase adds to the seed of field `field`'s per-id weights.
+  uint64_t drift_of(size_t field) const;
 
   ctr_generator_options options_;
   std::vector<uint64_t> cardinalities_;

@@ -198,7 +198,34 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     "Click-through prediction on Criteo-format files: DLRM or Wide & Deep, one dynamic "
     "embedding per categorical field");
   auto roles = std::make_shared<role_flags>();
-  ctr->add_option("--train", o->train, "Training file (Criteo TSV, plain or gzip)")->required();
+  auto stream = std::make_shared<estimator_apps::ctr_stream_run>();
+  auto train = ctr->add_option("--train", o->train, "Training file (Criteo TSV, plain or gzip)");
+  auto streamed =
+    ctr
+      ->add_option("--stream", stream->source,
+                   "Train online, window by window, each predicted before it is trained on "
+                   "(progressive validation): 'generate' (the generator with a drift), '-' "
+                   "(standard input) or a file that grows; a JSON line a window")
+      ->excludes(train);
+  ctr->add_option("--window", stream->window_rows, "With --stream: rows a window")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  ctr->add_option("--windows", stream->max_windows,
+                  "With --stream: stop after N windows (0: never, or at the end of the input)");
+  ctr->add_option("--drift-rows", stream->stream.drift_rows,
+                  "With --stream generate: rows a teacher lasts before half of it moves on "
+                  "(0: no drift)");
+  ctr
+    ->add_option("--fresh-rate", stream->stream.generator.fresh_rate,
+                 "With --stream generate: the first share of fresh ids")
+    ->check(CLI::Range(0.0, 1.0));
+  ctr
+    ->add_option("--fresh-step", stream->stream.fresh_step,
+                 "With --stream generate: the share of fresh ids added at each drift")
+    ->check(CLI::Range(0.0, 1.0));
+  ctr->add_option("--stream-rows", stream->stream.rows,
+                  "With --stream generate: the rows it ends after (0: never)");
+  ctr->add_option("--max-ids", stream->stream.generator.max_ids,
+                  "With --stream generate: caps every field's cardinality (0: Kaggle's)");
   ctr->add_option("--eval", o->eval, "Test file; its F.probs, when present, give the Bayes AUC");
   ctr->add_option("--model", *model, "dlrm or wide-deep");
   roles->local_only.push_back(
@@ -267,8 +294,28 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     o->model = *kind;
     o->dense_optimizer.kind = *dense;
     o->embedding_optimizer.kind = *embedding;
+    if (streamed->count() > 0)
+      o->train = stream->source; // the stream stands for the training file
     if (auto err = estimator_apps::validate(*o)) {
       exit_code = fail("estimator ctr", err);
+      return;
+    }
+    if (streamed->count() > 0) {
+      stream->stream.generator.seed = o->seed;
+      stream->stream.skip_malformed = o->skip_malformed;
+      auto err = estimator_apps::run_ctr_stream(
+        *o, *stream, [](const estimator_apps::ctr_stream_window& w) -> caf::error {
+          std::cout << nlohmann::json{{"window", w.window},
+                                      {"rows", w.rows},
+                                      {"progressive_auc", w.auc},
+                                      {"log_loss", w.log_loss},
+                                      {"examples_per_s", w.examples_per_second},
+                                      {"embedding_rows", w.embedding_rows}}
+                         .dump()
+                    << std::endl;
+          return {};
+        });
+      exit_code = err ? fail("estimator ctr --stream", err) : 0;
       return;
     }
     if (run_as_role(*roles, "ctr", estimator_apps::ctr_job_options(*o), o->model_dir, "",

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <thread>
 
 #include "apps/progress/progress_hook.hpp"
 #include "compute/ctr_synthetic.hpp"
@@ -306,7 +307,15 @@ private:
 
 } // namespace
 
-caf::expected<ctr_result> run_ctr(const ctr_options& o) {
+namespace {
+
+/// The in-process embedding service of a run and the Estimator over it.
+struct ctr_trainer {
+  std::unique_ptr<ops::session> session;
+  std::unique_ptr<est::estimator> estimator;
+};
+
+caf::expected<ctr_trainer> start_trainer(const ctr_options& o) {
   if (auto err = validate(o))
     return err;
   auto session =
@@ -321,7 +330,35 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
                       .threads = o.threads,
                       .optimizer = o.dense_optimizer,
                       .embeddings = session->get()};
-  est::estimator e{*fn, cfg};
+  auto e = std::make_unique<est::estimator>(*fn, cfg);
+  return ctr_trainer{std::move(*session), std::move(e)};
+}
+
+caf::expected<embedding_stats> table_totals(const ctr_options& o, ops::session& s) {
+  embedding_stats total;
+  for (size_t f = 0; f < ctr_cat_fields; ++f) {
+    auto st = ops::stats(s, ctr_table(o, f).name);
+    if (!st)
+      return std::move(st.error());
+    total.rows += st->rows;
+    total.cached_rows += st->cached_rows;
+    total.cache_capacity += st->cache_capacity;
+    total.tier_hits += st->tier_hits;
+    total.tier_misses += st->tier_misses;
+    total.bytes += st->bytes;
+    total.disk_bytes += st->disk_bytes;
+    total.evictions += st->evictions;
+  }
+  return total;
+}
+
+} // namespace
+
+caf::expected<ctr_result> run_ctr(const ctr_options& o) {
+  auto trainer = start_trainer(o);
+  if (!trainer)
+    return std::move(trainer.error());
+  auto& e = *trainer->estimator;
   auto train = est::ctr_file_input(o.train, {.batch_size = o.batch,
                                              .epochs = o.epochs,
                                              .max_rows = o.train_rows,
@@ -362,20 +399,85 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
     else if (!is(bayes.error(), errc::not_found))
       return std::move(bayes.error());
   }
-  for (size_t f = 0; f < ctr_cat_fields; ++f) {
-    auto s = ops::stats(**session, ctr_table(o, f).name);
-    if (!s)
-      return std::move(s.error());
-    r.embedding_rows += s->rows;
-    r.cached_rows += s->cached_rows;
-    r.cache_capacity += s->cache_capacity;
-    r.tier_hits += s->tier_hits;
-    r.tier_misses += s->tier_misses;
-    r.memory_tier_bytes += s->bytes;
-    r.disk_bytes += s->disk_bytes;
-    r.evictions += s->evictions;
-  }
+  auto totals = table_totals(o, *trainer->session);
+  if (!totals)
+    return std::move(totals.error());
+  r.embedding_rows = totals->rows;
+  r.cached_rows = totals->cached_rows;
+  r.cache_capacity = totals->cache_capacity;
+  r.tier_hits = totals->tier_hits;
+  r.tier_misses = totals->tier_misses;
+  r.memory_tier_bytes = totals->bytes;
+  r.disk_bytes = totals->disk_bytes;
+  r.evictions = totals->evictions;
   return r;
+}
+
+caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
+                          const std::function<caf::error(const ctr_stream_window&)>& on_window) {
+  if (run.window_rows == 0)
+    return make_error(errc::invalid_config, "ctr stream: the window must hold rows");
+  auto checked = o;
+  checked.train = run.source; // the stream stands for the training file
+  auto trainer = start_trainer(checked);
+  if (!trainer)
+    return std::move(trainer.error());
+  auto& e = *trainer->estimator;
+  auto stream = est::open_ctr_stream(run.source, run.stream);
+  if (!stream)
+    return std::move(stream.error());
+  stores::ctr_row row;
+  uint64_t trained = 0;
+  for (uint64_t w = 1; run.max_windows == 0 || w <= run.max_windows; ++w) {
+    est::ctr_batch_builder window;
+    bool ended = false;
+    while (window.rows() < run.window_rows && !ended) {
+      auto got = (*stream)->next(row);
+      if (!got)
+        return std::move(got.error());
+      if (*got == est::stream_state::row)
+        window.add(row);
+      else if (*got == est::stream_state::ended)
+        ended = true;
+      else
+        std::this_thread::sleep_for(run.poll); // a file that has not grown yet
+    }
+    if (window.rows() == 0)
+      return {};
+    auto b = window.take();
+    auto rows = b.rows();
+    auto table = std::make_shared<est::example_table>(
+      est::example_table{std::move(b.features), std::move(b.labels)});
+    auto input = [table](size_t batch, bool shuffle) -> est::input_fn {
+      return [=] {
+        return est::make_dataset(table, {.batch_size = batch, .shuffle = shuffle, .seed = 1});
+      };
+    };
+    ctr_stream_window r;
+    r.window = w;
+    auto m = e.evaluate(input(1000, false));
+    if (!m)
+      return std::move(m.error());
+    r.auc = m->at("auc_roc");
+    r.log_loss = m->at("log_loss");
+    auto start = std::chrono::steady_clock::now();
+    auto t = e.train(input(o.batch, true), 0, {std::make_shared<est::nan_guard>()});
+    if (!t)
+      return std::move(t.error());
+    auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    trained += rows;
+    r.rows = trained;
+    r.examples_per_second = double(rows) / seconds;
+    auto totals = table_totals(o, *trainer->session);
+    if (!totals)
+      return std::move(totals.error());
+    r.embedding_rows = totals->rows;
+    if (auto err = on_window(r))
+      return err;
+    if (ended)
+      return {};
+  }
+  return {};
 }
 
 } // namespace darcy::estimator_apps

@@ -5,7 +5,9 @@
 // file has its generator's probabilities (F.probs).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "ops/estimator/ctr_stream.hpp"
 #include "ops/estimator/estimator.hpp"
 #include "ops/session.hpp"
 
@@ -122,6 +125,41 @@ struct ctr_result {
 /// Trains on o.train (o.epochs passes) in an in-process embedding service, then evaluates on
 /// o.eval when given. The files' errors as they come (file:line).
 caf::expected<ctr_result> run_ctr(const ctr_options& o);
+
+/// Online training on a stream (`darcy estimator ctr --stream SOURCE`).
+struct ctr_stream_run {
+  /// open_ctr_stream's source: "generate", "-" or a file that may grow.
+  std::string source;
+  ops::estimator::ctr_stream_options stream;
+  /// Rows of a window: each is predicted (progressive validation), then trained on.
+  uint64_t window_rows = 10000;
+  /// Stop after this many windows (0: when the stream ends, which a file never does).
+  uint64_t max_windows = 0;
+  /// How long to wait for a file to grow before looking again.
+  std::chrono::milliseconds poll{100};
+};
+
+/// One window of a stream run.
+struct ctr_stream_window {
+  /// 1-based.
+  uint64_t window = 0;
+  /// Rows trained on by its end, its own included.
+  uint64_t rows = 0;
+  /// Of the window's rows, predicted by the model before it trained on them.
+  double auc = 0;
+  double log_loss = 0;
+  /// The window's training rate.
+  double examples_per_second = 0;
+  /// Rows of every table after the window.
+  uint64_t embedding_rows = 0;
+};
+
+/// Trains on run.source window by window in an in-process embedding service: each window is
+/// first evaluated (its progressive AUC), then trained on. Runs until the stream ends or
+/// run.max_windows; `on_window` gets each window's figures, and an error it returns ends the
+/// run with it. A last partial window of an ended stream is evaluated and trained on too.
+caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
+                          const std::function<caf::error(const ctr_stream_window&)>& on_window);
 
 /// The AUC of `path`.probs against the labels of `path`'s first `rows` rows (0: all);
 /// errc::not_found when there is no .probs file, errc::corrupt_file when it does not match the

@@ -27,21 +27,16 @@ public:
   }
 
   caf::expected<std::optional<batch>> next() override {
-    std::vector<double> ints;
-    std::vector<std::vector<std::vector<std::string>>> cats(ctr_cat_fields);
-    std::vector<float> labels;
-    ints.reserve(o_.batch_size * ctr_int_fields);
-    for (auto& c : cats)
-      c.reserve(o_.batch_size);
+    ctr_batch_builder b;
     bool restarted = false;
-    while (labels.size() < o_.batch_size) {
+    while (b.rows() < o_.batch_size) {
       auto got = read();
       if (!got)
         return std::move(got.error());
       if (!*got) { // the end of a pass
         if (o_.epochs != 0 && pass_ + 1 >= o_.epochs)
           break;
-        if (restarted && labels.empty()) // a pass of no rows: nothing would ever come
+        if (restarted && b.rows() == 0) // a pass of no rows: nothing would ever come
           return std::optional<batch>{};
         restarted = true;
         ++pass_;
@@ -49,23 +44,11 @@ public:
           return err;
         continue;
       }
-      labels.push_back(row_.label ? 1.0f : 0.0f);
-      for (size_t i = 0; i < ctr_int_fields; ++i)
-        ints.push_back(row_.int_present[i] ? double(row_.ints[i]) : 0.0);
-      for (size_t f = 0; f < ctr_cat_fields; ++f) {
-        auto& out = cats[f].emplace_back();
-        if (!row_.cats[f].empty())
-          out.emplace_back(row_.cats[f]);
-      }
+      b.add(row_);
     }
-    if (labels.empty())
+    if (b.rows() == 0)
       return std::optional<batch>{};
-    batch b;
-    b.features[ctr_ints_key] = ce::feature_value::numeric(std::move(ints), ctr_int_fields);
-    for (size_t f = 0; f < ctr_cat_fields; ++f)
-      b.features[ctr_field_key(f)] = ce::feature_value::categorical(std::move(cats[f]));
-    b.labels = Eigen::Map<matrix>(labels.data(), static_cast<Eigen::Index>(labels.size()), 1);
-    return std::optional<batch>{std::move(b)};
+    return std::optional<batch>{b.take()};
   }
 
   std::string position() const override {
@@ -118,6 +101,27 @@ private:
 };
 
 } // namespace
+
+void ctr_batch_builder::add(const stores::ctr_row& row) {
+  labels_.push_back(row.label ? 1.0f : 0.0f);
+  for (size_t i = 0; i < ctr_int_fields; ++i)
+    ints_.push_back(row.int_present[i] ? double(row.ints[i]) : 0.0);
+  for (size_t f = 0; f < ctr_cat_fields; ++f) {
+    auto& out = cats_[f].emplace_back();
+    if (!row.cats[f].empty())
+      out.emplace_back(row.cats[f]);
+  }
+}
+
+batch ctr_batch_builder::take() {
+  batch b;
+  b.features[ctr_ints_key] = ce::feature_value::numeric(std::move(ints_), ctr_int_fields);
+  for (size_t f = 0; f < ctr_cat_fields; ++f)
+    b.features[ctr_field_key(f)] = ce::feature_value::categorical(std::move(cats_[f]));
+  b.labels = Eigen::Map<matrix>(labels_.data(), static_cast<Eigen::Index>(labels_.size()), 1);
+  *this = {};
+  return b;
+}
 
 std::string ctr_field_key(size_t field) {
   return "C" + std::to_string(field + 1);

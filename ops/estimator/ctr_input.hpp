@@ -9,8 +9,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ops/estimator/input.hpp"
+#include "stores/data/ctr_file.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -31,6 +33,21 @@ struct ctr_input_options {
   uint32_t shards = 1;
   /// Malformed lines are counted and skipped instead of ending the input with their file:line.
   bool skip_malformed = false;
+};
+
+/// Rows gathered into one batch of ctr_file_input's features and labels.
+class ctr_batch_builder {
+public:
+  void add(const stores::ctr_row& row);
+  size_t rows() const { return labels_.size(); }
+  /// The batch of the rows added since the last take (rows() must be positive); starts afresh.
+  batch take();
+
+private:
+  std::vector<double> ints_;
+  std::vector<std::vector<std::vector<std::string>>> cats_ =
+    std::vector<std::vector<std::vector<std::string>>>(compute::ctr_cat_fields);
+  std::vector<float> labels_;
 };
 
 /// The batches of `path`, in file order. Opening the pipeline fails with errc::io_error when

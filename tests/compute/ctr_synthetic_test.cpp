@@ -28,6 +28,27 @@ TEST(ctr_synthetic, a_row_depends_on_the_seed_and_its_index_alone) {
   EXPECT_TRUE(same(late, a.row(5)));
 }
 
+TEST(ctr_synthetic, a_teacher_phase_moves_half_the_teacher_and_no_feature) {
+  ctr_generator still{{.seed = 3, .max_ids = 50}},
+    moved{{.seed = 3, .max_ids = 50, .teacher_phase = 1}};
+  size_t changed = 0;
+  for (uint64_t i = 0; i < 200; ++i) {
+    auto a = still.row(i), b = moved.row(i);
+    EXPECT_EQ(a.cats, b.cats) << i;
+    EXPECT_EQ(a.ints, b.ints) << i;
+    changed += a.probability != b.probability ? 1 : 0;
+  }
+  EXPECT_GT(changed, 150u) << "the logits move";
+  // A row whose drifting fields (the first 13) are all missing keeps its logit.
+  ctr_synthetic_row r;
+  r.cat_present.fill(false);
+  for (size_t f = 13; f < ctr_cat_fields; ++f) {
+    r.cat_present[f] = true;
+    r.cats[f] = static_cast<uint32_t>(f * 7919);
+  }
+  EXPECT_EQ(still.logit(r), moved.logit(r));
+}
+
 TEST(ctr_synthetic, the_click_rate_is_within_two_percent_of_its_target) {
   for (auto rate : {0.25, 0.1}) {
     ctr_generator gen{{.seed = 1, .click_rate = rate}};

@@ -60,6 +60,41 @@ TEST(ctr, a_local_dlrm_run_on_20k_generated_rows_reaches_within_0_02_of_the_baye
   EXPECT_EQ(r->embedding_rows, 26u * 2) << "a row for every id of every field, no more";
 }
 
+TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_it_goes) {
+  test::temp_dir dir{"ctr_stream_app"};
+  ctr_files files{dir, 10, 10};
+  auto o = small_model(files); // the model; its rows come from the stream
+  o.train.clear();
+  o.eval.clear();
+  ctr_stream_run run{.source = "generate", .window_rows = 4000, .max_windows = 5};
+  run.stream.generator = {.seed = 5, .max_ids = 2};
+  std::vector<ctr_stream_window> windows;
+  auto err = run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
+    windows.push_back(w);
+    return {};
+  });
+  ASSERT_FALSE(err) << render(err);
+  ASSERT_EQ(windows.size(), 5u);
+  EXPECT_EQ(windows.back().rows, 5u * 4000);
+  EXPECT_NEAR(windows.front().auc, 0.5, 0.1) << "the first window meets an untrained model";
+  EXPECT_GT(windows.back().auc, 0.7) << "later windows are predicted by what came before";
+  EXPECT_GT(windows.back().auc, windows.front().auc + 0.1);
+  EXPECT_EQ(windows.back().embedding_rows, 26u * 2);
+  // A stream that ends closes the run with its last, partial window.
+  run.stream.rows = 5000;
+  run.max_windows = 0;
+  windows.clear();
+  ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
+    windows.push_back(w);
+    return {};
+  }));
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows.back().rows, 5000u);
+  run.window_rows = 0;
+  EXPECT_TRUE(is(run_ctr_stream(o, run, [](const ctr_stream_window&) { return caf::error{}; }),
+                 errc::invalid_config));
+}
+
 TEST(ctr, wide_and_deep_learns_the_same_rows) {
   test::temp_dir dir{"ctr_app"};
   ctr_files files{dir, 20000, 10000};
