@@ -18,6 +18,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cluster", *cluster,
                   "Seed HOST:PORT or cluster file: shard servers on its members "
                   "(default: an in-process cluster)");
+  cmd
+    ->add_option("--embedding-shards", job->embedding_shards,
+                 "Estimator models' dynamic embeddings on N shards on each member of --cluster, "
+                 "loaded from the export (0: in this process)")
+    ->check(CLI::Range(size_t{0}, size_t{1024}));
   cmd->add_option("--config", job->config, "TOML file of tokens, ACLs, quotas and limits");
   cmd->add_option("--http-threads", job->http_threads, "Threads of the HTTP server")
     ->check(CLI::Range(1, 64));

@@ -86,9 +86,9 @@ caf::expected<ops::estimator::batch> parse_instances(const std::string& body) {
   return b;
 }
 
-caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(const std::string& dir,
-                                                                      access_rules rules) {
-  auto model = ops::estimator::exported_model::load(dir);
+caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
+  const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where) {
+  auto model = ops::estimator::exported_model::load(dir, "", where);
   if (!model)
     return std::move(model.error());
   std::unique_ptr<estimator_model> m{new estimator_model};
@@ -125,7 +125,10 @@ caf::expected<std::string> estimator_model::predict(const std::string& name,
 
 std::string estimator_model::describe(const std::string& name) const {
   std::lock_guard<std::mutex> guard{mutex_};
-  return nlohmann::json{{"name", name}, {"kind", "estimator"}, {"version", model_->version()}}
+  return nlohmann::json{{"name", name},
+                        {"kind", "estimator"},
+                        {"version", model_->version()},
+                        {"embeddings", model_->sharded_embeddings() ? "shards" : "in-process"}}
     .dump();
 }
 

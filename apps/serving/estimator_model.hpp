@@ -29,10 +29,11 @@ caf::expected<ops::estimator::batch> parse_instances(const std::string& body);
 
 class estimator_model {
 public:
-  /// The newest export under `dir`, its requests admitted by `rules`; exported_model::load's
-  /// errors.
-  static caf::expected<std::unique_ptr<estimator_model>> load(const std::string& dir,
-                                                              access_rules rules);
+  /// The newest export under `dir`, its requests admitted by `rules`, its dynamic embeddings
+  /// served where `where` says; exported_model::load's errors.
+  static caf::expected<std::unique_ptr<estimator_model>> load(
+    const std::string& dir, access_rules rules,
+    const ops::estimator::embedding_placement& where = {});
 
   /// The JSON answer to a predict request of ctx.principal for model `name`; thread-safe.
   /// errc::access_denied or errc::quota_exceeded by the rules; parse_instances' errors; the
@@ -40,7 +41,7 @@ public:
   caf::expected<std::string> predict(const std::string& name, const std::string& body,
                                      const request_context& ctx);
 
-  /// {"name", "kind": "estimator", "version"}.
+  /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}.
   std::string describe(const std::string& name) const;
 
 private:

@@ -30,10 +30,11 @@ std::vector<std::string> models_in(const std::string& exports) {
 
 /// An Estimator export, loaded; a retrieval export's newest manifest and config, checked
 /// (nullptr: its root loads it). The error says why the model cannot be served.
-caf::expected<std::shared_ptr<estimator_model>> check_model(const std::string& dir,
-                                                            const access_rules& rules) {
+caf::expected<std::shared_ptr<estimator_model>> check_model(
+  const std::string& dir, const access_rules& rules,
+  const ops::estimator::embedding_placement& where) {
   if (ops::estimator::is_estimator_export(dir)) {
-    auto loaded = estimator_model::load(dir, rules);
+    auto loaded = estimator_model::load(dir, rules, where);
     if (!loaded)
       return std::move(loaded.error());
     return std::shared_ptr<estimator_model>{std::move(*loaded)};
@@ -68,9 +69,17 @@ caf::error run_serve(const serve_job& job) {
   std::vector<std::string> models;
   std::vector<std::string> left_out;
   std::map<std::string, std::shared_ptr<estimator_model>> estimators;
+  if (job.embedding_shards > 0 && !job.cluster)
+    return make_error(errc::invalid_config,
+                      "embedding shards on a cluster need the cluster (--cluster SEED)");
+  ops::estimator::embedding_placement where;
+  if (job.embedding_shards > 0) {
+    where.cluster = job.cluster;
+    where.shards = job.embedding_shards;
+  }
   for (auto& name : found) {
     auto dir = (std::filesystem::path{job.exports} / name).string();
-    auto checked = check_model(dir, config.rules_of(name));
+    auto checked = check_model(dir, config.rules_of(name), where);
     if (!checked) {
       auto why = "model " + name + " left out: " + render(checked.error());
       runtime::log_warn("darcy serve: {}", why);

@@ -1,7 +1,8 @@
 // `darcy serve`: every model exported under EXPORTS (one folder per model, as `darcy wals
 // export` or an Estimator's export_model writes them) behind one HTTP front end. Each retrieval
 // model gets a root in this process; its shard servers run here (no cluster) or on the members
-// of a running cluster. Estimator models answer :predict in this process.
+// of a running cluster. Estimator models answer :predict in this process, their dynamic
+// embeddings here or on shards on the cluster's members.
 #pragma once
 
 #include <optional>
@@ -29,6 +30,10 @@ struct serve_job {
   uint32_t batch_limit = 64;
   /// serving_root_config::shard_attempt_ms.
   uint32_t shard_attempt_ms = 50;
+  /// Estimator models' dynamic embeddings: 0 in this process; else this many shards on each
+  /// member of `cluster` (which it needs), loaded from the export, with lookups going from
+  /// this process straight to them (ops::estimator::embedding_placement).
+  size_t embedding_shards = 0;
 };
 
 /// Serves until SIGTERM or SIGINT; prints "darcy serve listening on http://HOST:PORT" once it

@@ -1,5 +1,7 @@
 #include "ops/estimator/export.hpp"
 
+#include <filesystem>
+
 #include "compute/nn/dot_interaction.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
@@ -74,8 +76,8 @@ bool is_estimator_export(const std::string& dir) {
   return manifest && manifest->service == export_service;
 }
 
-caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::string& dir,
-                                                                    const std::string& version) {
+caf::expected<std::unique_ptr<exported_model>> exported_model::load(
+  const std::string& dir, const std::string& version, const embedding_placement& where) {
   stores::checkpoint_dir root{dir};
   auto manifest = version.empty() ? root.read_manifest() : root.read_manifest_of(version);
   if (!manifest)
@@ -97,10 +99,9 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
     auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
     if (!extra.is_object() || !extra.value("embeddings", nlohmann::json{}).is_string())
       return make_error(errc::corrupt_file, dir + ": the export's manifest is damaged");
-    if (auto err = m->open_embeddings(dir + "/" + extra["embeddings"].get<std::string>()))
+    if (auto err = m->open_embeddings(dir + "/" + extra["embeddings"].get<std::string>(), where))
       return err;
   }
-  // Columns backed by the embedding service: built on the export's own snapshot.
   // Columns backed by the embedding service: built on the export's own snapshot.
   auto field_of = [&m](const nlohmann::json& spec) -> plain_expected<dynamic_field> {
     auto config = m->embedding_config(spec.at("name").get<std::string>());
@@ -240,15 +241,31 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(const std::s
   return m;
 }
 
-caf::error exported_model::open_embeddings(const std::string& path) {
-  auto opened = session::open({.name = "exported-model", .threads = 1});
+caf::error exported_model::open_embeddings(const std::string& path,
+                                           const embedding_placement& where) {
+  session_options so{.name = "exported-model", .threads = 1};
+  if (where.cluster) {
+    so.seed = where.cluster;
+    so.shards = where.shards;
+    so.shard_nodes = where.nodes;
+    so.timeout = where.timeout;
+    so.direct_shards = true;
+  }
+  auto opened = session::open(so);
   if (!opened)
     return std::move(opened.error());
   session_ = std::move(*opened);
-  auto restored = restore(*session_, path);
+  // Shards on other nodes read the snapshot themselves, from wherever they run.
+  auto where_from = where.cluster ? std::filesystem::absolute(path).string() : path;
+  auto restored = restore(*session_, where_from);
   if (!restored)
     return std::move(restored.error());
   embeddings_ = std::move(restored->embeddings);
+  // On a cluster, the route straight to the shards comes with each embedding.
+  if (where.cluster)
+    for (auto& cfg : embeddings_)
+      if (auto err = session_->ensure_embedding(cfg))
+        return err;
   return {};
 }
 

@@ -10,9 +10,12 @@
 //   auto probabilities = model->predict(batch);
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
 #include <nlohmann/json.hpp>
@@ -21,6 +24,7 @@
 #include "compute/estimator/heads.hpp"
 #include "ops/estimator/estimator.hpp"
 #include "ops/estimator/sampled_softmax_head.hpp"
+#include "runtime/host_port.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -35,13 +39,32 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir,
 /// model, such as a retrieval export).
 bool is_estimator_export(const std::string& dir);
 
+/// Where an exported model serves its dynamic embeddings.
+struct embedding_placement {
+  /// A running cluster's seed: the export's snapshot is loaded into shards on its members
+  /// (`shards` on each, or on each of `nodes`), which must be able to read the export's
+  /// folder (one host, or a shared file system), and lookups go from this process straight to
+  /// those shards, once per shard for a batch. None: a service of the model's own in this
+  /// process.
+  std::optional<runtime::host_port> cluster;
+  size_t shards = 1;
+  std::vector<std::string> nodes;
+  std::chrono::milliseconds timeout{5000};
+};
+
 class exported_model {
 public:
-  /// Loads `version` (empty: the newest) of the exports under `dir`. errc::not_found for no
-  /// export; errc::corrupt_file for damaged files; errc::invalid_config for a graph this
-  /// build cannot run; errc::dimension_mismatch when the weights do not fit the graph.
+  /// Loads `version` (empty: the newest) of the exports under `dir`, its dynamic embeddings
+  /// served where `where` says. errc::not_found for no export; errc::corrupt_file for damaged
+  /// files; errc::invalid_config for a graph this build cannot run; errc::dimension_mismatch
+  /// when the weights do not fit the graph; errc::node_unreachable for a cluster that does
+  /// not answer.
   static caf::expected<std::unique_ptr<exported_model>> load(const std::string& dir,
-                                                             const std::string& version = "");
+                                                             const std::string& version = "",
+                                                             const embedding_placement& where = {});
+
+  /// Whether its dynamic embeddings live on a cluster's shards (not in this process).
+  bool sharded_embeddings() const { return session_ && !session_->in_process(); }
 
   /// The head's predictions for `b` (labels are not needed). errc::invalid_argument for
   /// features the columns cannot read.
@@ -58,8 +81,8 @@ public:
 
 private:
   exported_model() = default;
-  /// Opens session_ and restores the snapshot under `path` into it.
-  caf::error open_embeddings(const std::string& path);
+  /// Opens session_ where `where` says and restores the snapshot under `path` into it.
+  caf::error open_embeddings(const std::string& path, const embedding_placement& where);
   /// The config of snapshot table `name`; errc::corrupt_file when it holds none.
   caf::expected<de_config> embedding_config(const std::string& name) const;
 

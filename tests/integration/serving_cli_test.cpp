@@ -1,6 +1,7 @@
 // `darcy serve` and `darcy wals export` as a user runs them, with real processes: an export
 // killed before its manifest leaves the previous version served; a shard server's node
-// SIGKILLed under load is replaced, and the model answers whole again.
+// SIGKILLed under load is replaced, and the model answers whole again; an Estimator export's
+// dynamic embeddings served from shards on node processes predict as the export in-process.
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -10,11 +11,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ops/estimator/export.hpp"
 #include "stores/serving/serving_export.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/random_matrix.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/word_model.hpp"
 
 namespace darcy::test {
 namespace {
@@ -216,6 +219,50 @@ TEST_F(serving_cluster_test, a_shard_server_sigkilled_under_load_is_restarted_an
     serve.port, http_request_text("POST", "/v1/models/m:topk", "", vector_body(2000)));
   EXPECT_EQ(http_status(answer), 200u) << answer;
   EXPECT_NE(answer.find("\"partial\":false"), std::string::npos) << answer;
+}
+
+TEST_F(serving_cluster_test, an_estimator_exports_embeddings_on_node_shards_predict_as_in_process) {
+  temp_dir tmp{"sharded_predict"};
+  auto data = words(64);
+  auto s = ops::session::open({});
+  ASSERT_TRUE(s) << render(s.error());
+  ops::estimator::estimator e{model(**s), session_config(**s)};
+  ASSERT_TRUE(e.train(column_input(data, 0), 30));
+  ASSERT_TRUE(ops::estimator::export_model(e, tmp.path() + "/words", column_input(data, 1)));
+  auto local = ops::estimator::exported_model::load(tmp.path() + "/words");
+  ASSERT_TRUE(local) << render(local.error());
+  EXPECT_FALSE((*local)->sharded_embeddings());
+
+  auto [a, b, c] = start_three();
+  auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
+                            "--embedding-shards", "1"});
+  auto described = nlohmann::json::parse(
+    http_body(http_exchange(serve.port, http_request_text("GET", "/v1/models/words", ""))));
+  EXPECT_EQ(described.value("embeddings", ""), "shards") << described.dump();
+  // Known words, and one first seen now.
+  auto body = R"({"instances": [{"x": 0.5, "words": ["w0", "common"]},
+                               {"x": -0.2, "words": ["w1", "common"]},
+                               {"x": 1.5, "words": ["new", "common"]}]})";
+  auto answer =
+    http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+  ASSERT_EQ(http_status(answer), 200) << answer;
+  auto served = nlohmann::json::parse(http_body(answer))["predictions"];
+  ops::estimator::batch batch;
+  batch.features["x"] = ce::feature_value::numeric(std::vector<double>{0.5, -0.2, 1.5});
+  batch.features["words"] =
+    ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}, {"new", "common"}});
+  auto expected = (*local)->predict(batch);
+  ASSERT_TRUE(expected) << render(expected.error());
+  ASSERT_EQ(served.size(), 3u) << served.dump();
+  for (size_t r = 0; r < 3; ++r)
+    EXPECT_NEAR(served[r][0].get<double>(), (*expected)(Eigen::Index(r), 0), 1e-6) << r;
+
+  // The rows are on the nodes, not in the serving process: without them, no answer.
+  b.process.signal(SIGKILL);
+  c.process.signal(SIGKILL);
+  auto lost =
+    http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+  EXPECT_NE(http_status(lost), 200) << lost;
 }
 
 } // namespace

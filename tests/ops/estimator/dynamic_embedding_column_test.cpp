@@ -16,63 +16,22 @@
 #include "ops/estimator/export.hpp"
 #include "tests/support/member_sessions.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/word_model.hpp"
 
 namespace darcy::ops::estimator {
 namespace {
 
 namespace ce = compute::estimator;
-
-/// Two classes; the raw word of each example names its class ("w0" or "w1"), the numbers are
-/// noise.
-std::shared_ptr<example_table> words(size_t rows) {
-  std::mt19937_64 rng{3};
-  std::normal_distribution<double> noise;
-  auto t = std::make_shared<example_table>();
-  std::vector<double> x;
-  std::vector<std::vector<std::string>> w;
-  t->labels = matrix(rows, 1);
-  for (size_t i = 0; i < rows; ++i) {
-    x.push_back(noise(rng));
-    w.push_back({"w" + std::to_string(i % 2), "common"});
-    t->labels(i, 0) = float(i % 2);
-  }
-  t->features["x"] = ce::feature_value::numeric(x);
-  t->features["words"] = ce::feature_value::categorical(w);
-  return t;
-}
-
-de_config word_config() {
-  de_config c;
-  c.dim = 4;
-  c.optimizer.kind = optimizer_kind::adagrad;
-  c.optimizer.learning_rate = 0.2f;
-  return c;
-}
-
-model_fn model(session& s) {
-  auto column = dynamic_embedding_column(s, "words", word_config());
-  EXPECT_TRUE(column);
-  return *dnn_model({.columns = {*ce::numeric_column<float>("x"), *column},
-                     .hidden_units = {8},
-                     .head = {.kind = ce::head_kind::binary}});
-}
-
-input_fn column_input(std::shared_ptr<example_table> t, uint32_t epochs) {
-  return [t, epochs] { return make_dataset(t, {.batch_size = 16, .epochs = epochs, .seed = 2}); };
-}
+using test::column_input;
+using test::model;
+using test::session_config;
+using test::word_config;
+using test::words;
 
 matrix rows_of(session& s, std::vector<std::string> keys) {
   auto found = dynamic_embedding_lookup(s, std::move(keys), word_config(), "words", false);
   EXPECT_TRUE(found) << render(found.error());
   return found ? found->rows : matrix{};
-}
-
-run_config session_config(session& s, const std::string& dir = "") {
-  return {.model_dir = dir,
-          .seed = 3,
-          .threads = 1,
-          .optimizer = compute::adam_optimizer(0.01f),
-          .embeddings = &s};
 }
 
 TEST(dynamic_embedding_column, the_service_trains_rows_of_raw_words_through_the_estimator) {
