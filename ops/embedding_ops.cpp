@@ -368,6 +368,15 @@ caf::error save(session& s, const std::string& path, const training_state& state
   return manifest ? caf::error{} : std::move(manifest.error());
 }
 
+caf::error sync(session& s, const std::string& path, const checkpoint_manifest& link) {
+  auto master = s.embeddings();
+  if (!master)
+    return std::move(master.error());
+  std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
+  auto ok = runtime::ask<ok_atom>(s.system(), *master, s.timeout(), sync_atom::value, path, link);
+  return ok ? caf::error{} : std::move(ok.error());
+}
+
 caf::expected<restored_checkpoint> restore(session& s, const std::string& path) {
   auto master = s.embeddings();
   if (!master)

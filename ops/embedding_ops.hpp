@@ -183,6 +183,13 @@ struct training_state {
 caf::error save(session& s, const std::string& path, const training_state& state,
                 uint32_t full_every = 0);
 
+/// Applies checkpoint `link` of the incremental chain under `path` (see save's full_every) to
+/// the service's live tables: a serving copy restored from that chain follows training one
+/// delta at a time. Each shard applies its part of the link whole, in one step, or not at all.
+/// errc::invalid_argument, changing nothing, unless `link`'s base is the checkpoint the service
+/// last restored or synced; a damaged part fails with errc::corrupt_file, changing nothing.
+caf::error sync(session& s, const std::string& path, const checkpoint_manifest& link);
+
 struct restored_checkpoint {
   training_state state;
   /// The configs of the embeddings it held.

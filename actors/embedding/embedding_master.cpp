@@ -485,9 +485,6 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
 }
 
 // One consistent checkpoint: new requests wait while the shards write their parts.
-// Tracked changed keys per embedding and shard; past it a shard writes its whole part.
-constexpr uint64_t max_tracked_keys = uint64_t{1} << 20;
-
 caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::string& dir,
                                       int64_t step, const std::string& extra, uint32_t full_every) {
   if (!self->state.diverged.empty())
@@ -510,7 +507,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
           current && current->checkpoint == st.chain_head && current->shard_count == count)
         base = st.chain_head;
     auto id = stores::checkpoint_dir::new_id(std::to_string(step));
-    uint64_t track_limit = full_every > 0 ? max_tracked_keys : 0;
+    uint64_t track_limit = full_every > 0 ? st.options.max_tracked_keys : 0;
     track(self, take_checkpoint_as<std::vector<checkpoint_embedding>>(
                   stores::checkpoint_dir{dir}, id, 1, count,
                   [=](size_t s, const std::string& part_id, uint32_t attempt) {
@@ -599,6 +596,7 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
                       // options.checkpoint_dir's only when that is where they came from.
                       st.diverged.clear();
                       st.updates_since_checkpoint = dir == st.options.checkpoint_dir ? 0 : 1;
+                      st.applied_head = shared->checkpoint;
                     }
                     end_exclusive(self);
                     if (err)
@@ -609,6 +607,63 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
                   retries(self)));
   });
   // The promise owns the response now: an error returned instead would never reach the caller.
+  if (err)
+    promise.deliver(std::move(err));
+  return promise;
+}
+
+caf::result<ok_atom> sync(embedding_master_pointer self, const std::string& dir,
+                          const checkpoint_manifest& link) {
+  auto& st = self->state;
+  if (link.base.empty() || link.base != st.applied_head)
+    return make_error(
+      errc::invalid_argument,
+      "sync " + link.checkpoint + " applies on " +
+        (link.base.empty() ? std::string{"nothing (a full checkpoint)"} : link.base) +
+        ", but the service holds " +
+        (st.applied_head.empty() ? std::string{"no checkpoint"} : st.applied_head) +
+        ": restore the chain instead");
+  for (auto& entry : link.embeddings)
+    if (auto err = stores::validate(entry.config))
+      return make_error(errc::corrupt_file, dir + ": " + render(err));
+  auto promise = self->make_response_promise<ok_atom>();
+  auto shared = std::make_shared<checkpoint_manifest>(link);
+  auto err = begin_exclusive(self, [=]() mutable {
+    if (self->state.applied_head != shared->base) {
+      promise.deliver(make_error(errc::invalid_argument, "sync " + shared->checkpoint +
+                                                           ": another sync or a restore "
+                                                           "ran first"));
+      end_exclusive(self);
+      return;
+    }
+    auto count = static_cast<uint32_t>(self->state.options.shards.size());
+    auto id = new_request_id(self);
+    track(self, fan_out<ok_atom>(
+                  all_shards(self),
+                  [=](size_t s, uint32_t attempt) {
+                    return ask_shard(self, s, attempt, apply_part_atom::value, dir, *shared,
+                                     static_cast<uint32_t>(s), count, id);
+                  },
+                  [](size_t, ok_atom) {},
+                  [=](caf::error err) mutable {
+                    auto& st = self->state;
+                    if (!err) {
+                      for (auto& entry : shared->embeddings)
+                        st.configs[entry.config.name] = entry.config;
+                      st.applied_head = shared->checkpoint;
+                    } else {
+                      // Some shards may hold the sync and others not: only a restore of the
+                      // chain makes the tables one time again.
+                      st.applied_head.clear();
+                    }
+                    end_exclusive(self);
+                    if (err)
+                      promise.deliver(std::move(err));
+                    else
+                      promise.deliver(ok_atom::value);
+                  },
+                  retries(self)));
+  });
   if (err)
     promise.deliver(std::move(err));
   return promise;
@@ -716,6 +771,9 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     [self](save_atom, const std::string& dir, int64_t step, const std::string& extra,
            uint32_t full_every) { return save(self, dir, step, extra, full_every); },
     [self](restore_atom, const std::string& dir) { return restore(self, dir); },
+    [self](sync_atom, const std::string& dir, const checkpoint_manifest& link) {
+      return sync(self, dir, link);
+    },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            top_k_score score) { return top_k(self, name, queries, k, score); },
     [self](stats_atom, const std::string& name) { return stats(self, name); },

@@ -38,6 +38,9 @@ struct embedding_master_options {
   /// are fixed.
   std::vector<std::string> shard_services;
   std::string checkpoint_dir;
+  /// Incremental checkpoints: the changed keys a shard tracks per embedding; past them it
+  /// writes its whole part instead of a delta.
+  uint64_t max_tracked_keys = uint64_t{1} << 20;
 };
 
 struct embedding_master_state {
@@ -81,6 +84,9 @@ struct embedding_master_state {
   /// shards' tracked changes no longer lead from it.
   std::string chain_dir, chain_head;
   uint32_t chain_deltas = 0;
+  /// The checkpoint the tables last came from, by restore or sync: the base the next sync
+  /// must have. Empty before the first restore, and after a sync that failed on some shards.
+  std::string applied_head;
   /// Non-empty while the shards hold rows of different times: a shard was refilled from the
   /// checkpoint (or empty) after the others had taken updates. Says which and why. Lookups,
   /// updates, saves and top-k then fail with errc::node_unreachable until a restore succeeds,

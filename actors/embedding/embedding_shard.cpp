@@ -1,6 +1,7 @@
 #include "actors/embedding/embedding_shard.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
@@ -350,6 +351,52 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
   return ok_atom::value;
 }
 
+// Applies one checkpoint of a chain (a sync) to the live tables. Every part is read and checked
+// first, so a damaged one changes nothing; the whole link is then applied in this one handler.
+caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
+                                const checkpoint_manifest& link, uint32_t index, uint32_t count,
+                                uint64_t request_id) {
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
+  std::vector<stores::link_changes> changes;
+  for (auto& entry : link.embeddings) {
+    auto read = stores::read_link(dir, link, entry.config.name, index, count);
+    if (!read)
+      return std::move(read.error());
+    changes.push_back(std::move(*read));
+  }
+  auto& tables = self->state.tables();
+  for (auto& c : changes)
+    if (tables.count(c.config.name) == 0) {
+      auto store = stores::make_store(stores::shard_config(c.config, index));
+      if (!store)
+        return std::move(store.error());
+      tables.emplace(c.config.name, embedding_shard_state::table{c.config, std::move(*store)});
+    }
+  for (auto& c : changes) {
+    auto& store = *tables.at(c.config.name).store;
+    std::vector<std::string> gone;
+    if (!c.whole_parts.empty()) {
+      std::set<uint32_t> whole(c.whole_parts.begin(), c.whole_parts.end());
+      auto err = store.scan([&](std::string_view key, std::span<const float>) {
+        if (whole.count(static_cast<uint32_t>(compute::shard_of_key(key, link.shard_count))) > 0)
+          gone.emplace_back(key);
+      });
+      if (err)
+        return err;
+    }
+    gone.insert(gone.end(), c.deleted.begin(), c.deleted.end());
+    std::vector<std::string_view> views(gone.begin(), gone.end());
+    if (auto err = store.remove_rows(views))
+      return err;
+    for (auto& row : c.rows)
+      if (auto err = store.import_row(row.record()))
+        return err;
+  }
+  self->state.applied.remember(request_id);
+  return ok_atom::value;
+}
+
 caf::result<embedding_stats> stats(shard_pointer self, const std::string& name) {
   auto table = find_table(self, name);
   if (!table)
@@ -466,6 +513,11 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
                   const std::string& base, uint64_t track_limit) {
       auto request = enter("save_part");
       return save_part(self, dir, id, part, base, track_limit);
+    },
+    [self, enter](apply_part_atom, const std::string& dir, const checkpoint_manifest& link,
+                  uint32_t index, uint32_t count, uint64_t request_id) {
+      auto request = enter("apply_part");
+      return apply_part(self, dir, link, index, count, request_id);
     },
     [self, enter](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
                   uint32_t part, uint32_t count, uint64_t request_id) {

@@ -152,6 +152,8 @@ using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using save_part_atom = caf::atom_constant<caf::atom("save_part")>;
 using load_part_atom = caf::atom_constant<caf::atom("load_part")>;
+using apply_part_atom = caf::atom_constant<caf::atom("apply_part")>;
+using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
 
@@ -185,9 +187,12 @@ using embedding_ops_actor = caf::typed_actor<
 /// track_limit, the shard then tracks up to that many changed keys per embedding for a delta
 /// on `id`. load_part(dir, manifest, index, count, request_id) replaces the shard's tables with
 /// the rows that hash to `index` of `count` shards of the manifest (replayed from its chain's
-/// full checkpoint when it is incremental). update(..., request_id) and load_part apply a request
-/// id once: a repeat (a retry, or a late duplicate) among the last 65,536 ids is answered ok and
-/// changes nothing. Id 0 is never deduplicated.
+/// full checkpoint when it is incremental). apply_part(dir, link, index, count, request_id)
+/// applies one checkpoint of a chain to the live tables instead (a sync): its rows that hash to
+/// `index` replace theirs, its deleted keys go, and a whole part first removes what its shard
+/// held; every part is read first, so a damaged one changes nothing. update(..., request_id) and
+/// load_part apply a request id once: a repeat (a retry, or a late duplicate) among the last 65,536
+/// ids is answered ok and changes nothing. Id 0 is never deduplicated.
 using embedding_shard_actor = embedding_ops_actor::extend<
   caf::replies_to<lookup_atom, std::vector<table_keys>, uint64_t>::with<std::vector<shared_floats>>,
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
@@ -200,6 +205,8 @@ using embedding_shard_actor = embedding_ops_actor::extend<
   caf::replies_to<save_part_atom, std::string, std::string, uint32_t, std::string,
                   uint64_t>::with<std::vector<checkpoint_embedding>>,
   caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
+                  uint64_t>::with<ok_atom>,
+  caf::replies_to<apply_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
                   uint64_t>::with<ok_atom>>;
 
 /// What a client needs to reach a service's shards without its master: the shards in shard
@@ -218,7 +225,10 @@ typename Inspector::result_type inspect(Inspector& f, shard_route& x) {
 /// their gradients), fans out and answers in input order. A whole batch is checked before any
 /// shard sees it, so a bad request changes nothing. save(dir, step, extra) takes one consistent
 /// checkpoint of every embedding, save(dir, step, extra, full_every) an incremental one (see
-/// ops::save); restore(dir) loads one, whatever shard count wrote it.
+/// ops::save); restore(dir) loads one, whatever shard count wrote it. sync(dir, link) applies
+/// checkpoint `link` of the chain under `dir` on the live tables, when its base is the
+/// checkpoint the service last restored or synced (else errc::invalid_argument, changing
+/// nothing): a serving copy follows training by its incremental checkpoints.
 /// lookup(tables, keep) looks up several tables in one request; with keep, the reply's handle
 /// lets backward(handle, grads, step) send only gradients (one buffer per table, in the
 /// lookup's key order, rows of a repeated key summed). A handle is used once; the master keeps
@@ -235,6 +245,7 @@ using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<save_atom, std::string, int64_t, std::string,
                   uint32_t>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
+  caf::replies_to<sync_atom, std::string, checkpoint_manifest>::with<ok_atom>,
   caf::replies_to<route_atom>::with<shard_route>, caf::reacts_to<cluster_event>>;
 
 /// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out

@@ -24,6 +24,31 @@ namespace darcy::stores {
 caf::expected<std::vector<checkpoint_manifest>> read_chain(const checkpoint_dir& root,
                                                            checkpoint_manifest head);
 
+/// A row with its whole state, owning its bytes.
+struct stored_row {
+  std::string key;
+  std::vector<float> values, slots;
+  uint64_t frequency = 0, updates = 0;
+  int64_t last_update = 0;
+  row_record record() const { return {key, values, slots, frequency, updates, last_update}; }
+};
+
+/// What one checkpoint of a chain changes in embedding `name` for shard `index` of `count`:
+/// the rows it writes, the keys it deletes, and its whole parts, each of which replaces every
+/// row its shard (of the link's shard_count) held before. `present` is false when the link
+/// holds no such embedding.
+struct link_changes {
+  bool present = false;
+  de_config config;
+  std::vector<stored_row> rows;
+  std::vector<std::string> deleted;
+  std::vector<uint32_t> whole_parts;
+};
+
+/// Reads (and checks) every part of `name` in `link` (a checkpoint under `dir`).
+caf::expected<link_changes> read_link(const std::string& dir, const checkpoint_manifest& link,
+                                      const std::string& name, uint32_t index, uint32_t count);
+
 /// Calls f once for every row of embedding `name` that shard `index` of `count` holds after the
 /// whole chain: the rows of its full checkpoint, then each delta's changes (changed rows
 /// replace, deleted keys go; a part of a delta that is not itself a delta holds every row its

@@ -111,6 +111,10 @@ caf::error embedding_store::export_keys(std::span<const std::string_view> keys,
   return {};
 }
 
+caf::error embedding_store::remove_rows(std::span<const std::string_view>) {
+  return make_error(errc::unsupported, "this store's rows cannot be removed one by one");
+}
+
 caf::error embedding_store::export_to(std::ostream& out, const std::string& name) {
   capnp::MallocMessageBuilder message;
   if (auto rows = fill_shard_file(message, name, *this); !rows)

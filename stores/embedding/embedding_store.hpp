@@ -84,6 +84,10 @@ public:
                                  const std::function<void(const row_record&)>& found,
                                  const std::function<void(std::string_view)>& missing);
 
+  /// Removes the rows of `keys` (those it holds), as a sync from training deletes evicted
+  /// rows. errc::unsupported for a store that cannot (the default).
+  virtual caf::error remove_rows(std::span<const std::string_view> keys);
+
   /// `f` is called with the key of every row the store removes by itself (eviction), inside
   /// the lookup or update that evicts it; the store must not be used from `f`.
   void set_erase_observer(std::function<void(std::string_view)> f) {

@@ -87,6 +87,11 @@ public:
   caf::error export_keys(std::span<const std::string_view> keys,
                          const std::function<void(const row_record&)>& found,
                          const std::function<void(std::string_view)>& missing) override;
+  caf::error remove_rows(std::span<const std::string_view> keys) override {
+    for (auto key : keys)
+      erase(key);
+    return {};
+  }
 
   size_t size() const { return size_; }
 

@@ -73,4 +73,12 @@ caf::error tracked_store::import_row(const row_record& row) {
   return err;
 }
 
+caf::error tracked_store::remove_rows(std::span<const std::string_view> keys) {
+  auto err = inner_->remove_rows(keys);
+  if (!err)
+    for (auto key : keys)
+      note(key);
+  return err;
+}
+
 } // namespace darcy::stores

@@ -1,7 +1,7 @@
 // An embedding store in front of another that records which keys' rows changed since the last
 // take(): every key a lookup or update names (a lookup creates a row or counts it), every row
-// imported, and every row the store below evicts. Incremental checkpoints (and syncs) write
-// only those rows. The set is bounded: past `limit` keys it is dropped and marked overflowed,
+// imported or removed, and every row the store below evicts. Incremental checkpoints (and syncs)
+// write only those rows. The set is bounded: past `limit` keys it is dropped and marked overflowed,
 // and its reader then needs every row instead.
 #pragma once
 
@@ -55,6 +55,7 @@ public:
                          const std::function<void(std::string_view)>& missing) override {
     return inner_->export_keys(keys, found, missing);
   }
+  caf::error remove_rows(std::span<const std::string_view> keys) override;
 
 private:
   void note(std::string_view key);

@@ -391,5 +391,95 @@ TEST_F(checkpoint_test, AChainWithAMissingBaseIsRefusedAndChangesNothing) {
   EXPECT_EQ(rows(fresh, "users"), before);
 }
 
+caf::expected<ok_atom> sync(caf::actor_system& sys, const embedding_master_actor& m,
+                            const std::string& dir, const checkpoint_manifest& link) {
+  return ask<ok_atom>(sys, m, test::patience, sync_atom::value, dir, link);
+}
+
+TEST_F(checkpoint_test, SyncsBringAServingCopyToTheTrainingRowsDeltaByDelta) {
+  auto [training, t] = start(4);
+  create_tables(training);
+  create_evicting_table(training);
+  train(training, 5, 1);
+  train_recent(training, 0, 30, 0);
+  ASSERT_TRUE(save_incremental(training, 0, 10));
+  auto [serving, s] = start(3);
+  ASSERT_TRUE(restore(serving));
+  std::vector<checkpoint_manifest> links;
+  for (int round = 1; round <= 3; ++round) {
+    train(training, 3, static_cast<unsigned>(round + 1));
+    train_recent(training, round * 30, 30, round); // evicts rows the serving copy holds
+    auto delta = save_incremental(training, round, 10);
+    ASSERT_TRUE(delta) << render(error_of(delta));
+    auto synced = sync(sys, serving, dir, *delta);
+    ASSERT_TRUE(synced) << render(error_of(synced));
+    links.push_back(*delta);
+    for (auto name : {"users", "items", "recent"})
+      EXPECT_EQ(row_count(serving, name), row_count(training, name)) << name << " " << round;
+  }
+  for (auto name : {"users", "items", "recent"})
+    EXPECT_EQ(rows(serving, name), rows(training, name)) << name;
+  // A sync whose base the copy does not hold is refused and changes nothing.
+  auto before = rows(serving, "users");
+  auto stale = sync(sys, serving, dir, links[1]);
+  ASSERT_FALSE(stale);
+  EXPECT_TRUE(is(error_of(stale), errc::invalid_argument)) << render(error_of(stale));
+  EXPECT_EQ(rows(serving, "users"), before);
+}
+
+TEST_F(checkpoint_test, AShardWhoseChangesOverflowWritesItsWholePartAndSyncsStillAgree) {
+  embedding_master_options opts;
+  opts.shards = spawn_shards(sys, 2);
+  opts.max_tracked_keys = 10;
+  auto training = sys.spawn(embedding_master, opts);
+  create_tables(training);
+  train(training, 2, 1);
+  auto full = save_incremental(training, 0, 10);
+  ASSERT_TRUE(full) << render(error_of(full));
+  auto [serving, s] = start(3);
+  ASSERT_TRUE(restore(serving));
+  train(training, 5, 2); // far more than 10 keys a shard
+  auto delta = save_incremental(training, 1, 10);
+  ASSERT_TRUE(delta) << render(error_of(delta));
+  EXPECT_EQ(delta->base, full->checkpoint);
+  ASSERT_EQ(delta->embeddings.size(), 2u);
+  for (auto& entry : delta->embeddings) {
+    uint64_t written = 0;
+    for (auto& file : entry.files)
+      written += file.rows;
+    EXPECT_EQ(written, row_count(training, entry.config.name))
+      << entry.config.name << ": whole parts hold every row";
+  }
+  ASSERT_TRUE(sync(sys, serving, dir, *delta));
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(serving, name), rows(training, name)) << name;
+}
+
+TEST_F(checkpoint_test, ASyncWithADamagedPartChangesNoShard) {
+  auto [training, t] = start(2);
+  create_tables(training);
+  train(training, 5, 1);
+  ASSERT_TRUE(save_incremental(training, 0, 10));
+  auto [serving, s] = start(2);
+  ASSERT_TRUE(restore(serving));
+  auto before = rows(serving, "users");
+  train(training, 5, 2);
+  auto delta = save_incremental(training, 1, 10);
+  ASSERT_TRUE(delta) << render(error_of(delta));
+  auto& part = delta->embeddings.back().files.back();
+  {
+    std::fstream f{dir + "/" + part.path, std::ios::in | std::ios::out | std::ios::binary};
+    auto at = static_cast<std::streamoff>(part.bytes / 2);
+    f.seekg(at);
+    auto byte = static_cast<char>(f.get() ^ 0x5a);
+    f.seekp(at);
+    f.put(byte);
+  }
+  auto synced = sync(sys, serving, dir, *delta);
+  ASSERT_FALSE(synced);
+  EXPECT_TRUE(is(error_of(synced), errc::corrupt_file)) << render(error_of(synced));
+  EXPECT_EQ(rows(serving, "users"), before) << "every shard read every part before applying";
+}
+
 } // namespace
 } // namespace darcy::actors
