@@ -222,6 +222,19 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     ->add_option("--fresh-step", stream->stream.fresh_step,
                  "With --stream generate: the share of fresh ids added at each drift")
     ->check(CLI::Range(0.0, 1.0));
+  ctr->add_option("--sync-dir", stream->sync_dir,
+                  "With --stream: the tables' incremental checkpoints for serving copies to "
+                  "follow, a delta every --sync-every");
+  ctr->add_option_function<double>(
+    "--sync-every",
+    [stream](double s) {
+      stream->sync_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
+    },
+    "With --sync-dir: seconds between syncs (default 2; a sync waits for its window's end)");
+  ctr
+    ->add_option("--full-every", stream->full_every,
+                 "With --sync-dir: a full checkpoint after this many deltas")
+    ->check(CLI::Range(uint32_t{1}, uint32_t{1000000}));
   ctr->add_option("--stream-rows", stream->stream.rows,
                   "With --stream generate: the rows it ends after (0: never)");
   ctr->add_option("--max-ids", stream->stream.generator.max_ids,
@@ -310,7 +323,10 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                                       {"progressive_auc", w.auc},
                                       {"log_loss", w.log_loss},
                                       {"examples_per_s", w.examples_per_second},
-                                      {"embedding_rows", w.embedding_rows}}
+                                      {"embedding_rows", w.embedding_rows},
+                                      {"sync_checkpoint", w.sync_checkpoint},
+                                      {"sync_full", w.sync_full},
+                                      {"sync_bytes", w.sync_bytes}}
                          .dump()
                     << std::endl;
           return {};

@@ -15,6 +15,7 @@
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/ctr_input.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/data/ctr_file.hpp"
 
 namespace darcy::estimator_apps {
@@ -428,6 +429,7 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     return std::move(stream.error());
   stores::ctr_row row;
   uint64_t trained = 0;
+  auto last_sync = std::chrono::steady_clock::now() - run.sync_every;
   for (uint64_t w = 1; run.max_windows == 0 || w <= run.max_windows; ++w) {
     est::ctr_batch_builder window;
     bool ended = false;
@@ -472,6 +474,20 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     if (!totals)
       return std::move(totals.error());
     r.embedding_rows = totals->rows;
+    if (!run.sync_dir.empty() && std::chrono::steady_clock::now() - last_sync >= run.sync_every) {
+      last_sync = std::chrono::steady_clock::now();
+      if (auto err = ops::save(*trainer->session, run.sync_dir,
+                               {static_cast<int64_t>(trained), "", {}}, run.full_every))
+        return err;
+      auto synced = stores::checkpoint_dir{run.sync_dir}.read_manifest();
+      if (!synced)
+        return std::move(synced.error());
+      r.sync_checkpoint = synced->checkpoint;
+      r.sync_full = synced->base.empty();
+      for (auto& entry : synced->embeddings)
+        for (auto& file : entry.files)
+          r.sync_bytes += file.bytes;
+    }
     if (auto err = on_window(r))
       return err;
     if (ended)

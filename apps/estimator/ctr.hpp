@@ -137,6 +137,12 @@ struct ctr_stream_run {
   uint64_t max_windows = 0;
   /// How long to wait for a file to grow before looking again.
   std::chrono::milliseconds poll{100};
+  /// Where the tables' incremental checkpoints go for serving copies to follow (ops::sync):
+  /// after the first window that ends sync_every after the last one, a delta of the rows
+  /// changed since, and a full checkpoint every full_every deltas. Empty: none.
+  std::string sync_dir;
+  std::chrono::milliseconds sync_every{2000};
+  uint32_t full_every = 30;
 };
 
 /// One window of a stream run.
@@ -152,6 +158,11 @@ struct ctr_stream_window {
   double examples_per_second = 0;
   /// Rows of every table after the window.
   uint64_t embedding_rows = 0;
+  /// With a sync_dir, the checkpoint written after the window (empty: none), whether it is a
+  /// full one, and the bytes of its parts.
+  std::string sync_checkpoint;
+  bool sync_full = false;
+  uint64_t sync_bytes = 0;
 };
 
 /// Trains on run.source window by window in an in-process embedding service: each window is

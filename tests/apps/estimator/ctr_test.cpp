@@ -7,6 +7,7 @@
 
 #include "messages/error.hpp"
 #include "ops/ctr_data.hpp"
+#include "ops/embedding_ops.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::estimator_apps {
@@ -93,6 +94,44 @@ TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_
   run.window_rows = 0;
   EXPECT_TRUE(is(run_ctr_stream(o, run, [](const ctr_stream_window&) { return caf::error{}; }),
                  errc::invalid_config));
+}
+
+TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follows) {
+  test::temp_dir dir{"ctr_stream_sync"};
+  ctr_files files{dir, 10, 10};
+  auto o = small_model(files);
+  o.train.clear();
+  o.eval.clear();
+  ctr_stream_run run{.source = "generate", .window_rows = 2000, .max_windows = 4};
+  run.stream.generator = {.seed = 5, .max_ids = 1000};
+  run.sync_dir = dir.path() + "/sync";
+  run.sync_every = std::chrono::milliseconds{0}; // after every window
+  run.full_every = 2;
+  std::vector<ctr_stream_window> windows;
+  ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
+    windows.push_back(w);
+    return {};
+  }));
+  ASSERT_EQ(windows.size(), 4u);
+  std::vector<bool> full;
+  for (auto& w : windows) {
+    EXPECT_FALSE(w.sync_checkpoint.empty());
+    full.push_back(w.sync_full);
+  }
+  EXPECT_EQ(full, (std::vector<bool>{true, false, false, true})) << "2 deltas on each full";
+  EXPECT_LT(windows[2].sync_bytes, windows[3].sync_bytes)
+    << "a delta holds the rows its window changed, fewer than the full checkpoint after it";
+  // A copy restored from the chain holds every row the training service held.
+  auto copy = ops::session::open({});
+  ASSERT_TRUE(copy);
+  ASSERT_TRUE(ops::restore(**copy, run.sync_dir));
+  uint64_t rows = 0;
+  for (size_t f = 0; f < compute::ctr_cat_fields; ++f) {
+    auto st = ops::stats(**copy, ctr_table(o, f).name);
+    ASSERT_TRUE(st) << render(st.error());
+    rows += st->rows;
+  }
+  EXPECT_EQ(rows, windows.back().embedding_rows);
 }
 
 TEST(ctr, wide_and_deep_learns_the_same_rows) {
