@@ -123,13 +123,42 @@ caf::expected<std::string> estimator_model::predict(const std::string& name,
   return out.dump();
 }
 
+caf::expected<std::string> estimator_model::sync(const std::string& name, const std::string& body,
+                                                 const request_context& ctx) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  auto now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (auto err = access_.admit(ctx, actors::access_action::manage, now))
+    return err;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
+    return make_error(errc::invalid_argument, "a sync body is {\"dir\": \"SYNC_DIR\"}");
+  auto followed = model_->follow(j["dir"].get<std::string>());
+  if (!followed)
+    return std::move(followed.error());
+  synced_ = *followed;
+  synced_at_ = std::chrono::steady_clock::now();
+  return nlohmann::json{{"model", name},
+                        {"sync",
+                         {{"checkpoint", followed->checkpoint},
+                          {"step", followed->step},
+                          {"applied", followed->applied},
+                          {"restored", followed->restored}}}}
+    .dump();
+}
+
 std::string estimator_model::describe(const std::string& name) const {
   std::lock_guard<std::mutex> guard{mutex_};
-  return nlohmann::json{{"name", name},
-                        {"kind", "estimator"},
-                        {"version", model_->version()},
-                        {"embeddings", model_->sharded_embeddings() ? "shards" : "in-process"}}
-    .dump();
+  nlohmann::json out{{"name", name},
+                     {"kind", "estimator"},
+                     {"version", model_->version()},
+                     {"embeddings", model_->sharded_embeddings() ? "shards" : "in-process"}};
+  if (synced_)
+    out["sync"] = {
+      {"checkpoint", synced_->checkpoint},
+      {"step", synced_->step},
+      {"age_s",
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - synced_at_).count()}};
+  return out.dump();
 }
 
 } // namespace darcy::serving

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <caf/expected.hpp>
@@ -41,7 +42,16 @@ public:
   caf::expected<std::string> predict(const std::string& name, const std::string& body,
                                      const request_context& ctx);
 
-  /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}.
+  /// The JSON answer to a sync request (`POST /v1/models/NAME:sync {"dir": DIR}`) of
+  /// ctx.principal, which needs `manage` on the model: its dynamic embeddings brought to the
+  /// current checkpoint of the training run's sync directory DIR (exported_model::follow);
+  /// thread-safe, and predictions wait for it. errc::access_denied by the rules;
+  /// errc::invalid_argument for a body without "dir"; follow's errors.
+  caf::expected<std::string> sync(const std::string& name, const std::string& body,
+                                  const request_context& ctx);
+
+  /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, and
+  /// "sync": {"checkpoint", "step", "age_s"} once a sync was applied.
   std::string describe(const std::string& name) const;
 
 private:
@@ -52,6 +62,9 @@ private:
   std::unique_ptr<ops::estimator::exported_model> model_;
   actors::access_policy access_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  /// The last sync applied, and when.
+  std::optional<ops::estimator::exported_model::followed> synced_;
+  std::chrono::steady_clock::time_point synced_at_;
 };
 
 } // namespace darcy::serving

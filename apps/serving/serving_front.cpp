@@ -282,15 +282,23 @@ void serving_front::estimator_route(const std::string& model, estimator_model& m
         {405, json_error("method_not_allowed", req.method + " " + req.target + ": use GET")});
     return respond({200, m.describe(model)});
   }
-  if (verb != "predict")
+  if (verb != "predict" && verb != "sync")
     return respond(
       {404, json_error("not_found", "unknown method ':" + verb + "' of estimator model " + model +
-                                      " (predict)")});
+                                      " (predict, sync)")});
   if (req.method != "POST")
     return respond(
       {405, json_error("method_not_allowed", req.method + " " + req.target + ": use POST")});
-  auto answer =
-    m.predict(model, req.body, context_of(req, req.authorization, config_.default_deadline_ms));
+  auto ctx = context_of(req, req.authorization, config_.default_deadline_ms);
+  if (verb == "sync") {
+    // A sync changes what the model answers: managed, as :load is.
+    if (auto refused = may_manage_from(config_, req.peer))
+      return respond(error_response(refused));
+    auto synced = m.sync(model, req.body, ctx);
+    return respond(synced ? http_response{200, std::move(*synced)}
+                          : error_response(synced.error()));
+  }
+  auto answer = m.predict(model, req.body, ctx);
   respond(answer ? http_response{200, std::move(*answer)} : error_response(answer.error()));
 }
 

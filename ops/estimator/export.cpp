@@ -1,5 +1,6 @@
 #include "ops/estimator/export.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "compute/nn/dot_interaction.hpp"
@@ -7,6 +8,7 @@
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "ops/estimator/layers.hpp"
+#include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/checkpoint/parameter_part.hpp"
 
@@ -267,6 +269,41 @@ caf::error exported_model::open_embeddings(const std::string& path,
       if (auto err = session_->ensure_embedding(cfg))
         return err;
   return {};
+}
+
+caf::expected<exported_model::followed> exported_model::follow(const std::string& dir) {
+  if (!session_)
+    return make_error(errc::invalid_config, "exported model: it has no dynamic embeddings");
+  auto where = session_->in_process() ? dir : std::filesystem::absolute(dir).string();
+  stores::checkpoint_dir root{where};
+  auto head = root.read_manifest();
+  if (!head)
+    return std::move(head.error());
+  followed out{head->checkpoint, head->step, 0, false};
+  if (head->checkpoint == followed_)
+    return out;
+  auto chain = stores::read_chain(root, *head);
+  if (!chain)
+    return std::move(chain.error());
+  auto held = std::find_if(chain->begin(), chain->end(), [&](const checkpoint_manifest& m) {
+    return !followed_.empty() && m.checkpoint == followed_;
+  });
+  if (held == chain->end()) {
+    auto restored = restore(*session_, where);
+    if (!restored)
+      return std::move(restored.error());
+    out.applied = chain->size();
+    out.restored = true;
+  } else {
+    for (auto link = std::next(held); link != chain->end(); ++link) {
+      if (auto err = sync(*session_, where, *link))
+        return err;
+      followed_ = link->checkpoint;
+      ++out.applied;
+    }
+  }
+  followed_ = head->checkpoint;
+  return out;
 }
 
 caf::expected<de_config> exported_model::embedding_config(const std::string& name) const {

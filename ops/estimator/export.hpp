@@ -66,6 +66,24 @@ public:
   /// Whether its dynamic embeddings live on a cluster's shards (not in this process).
   bool sharded_embeddings() const { return session_ && !session_->in_process(); }
 
+  /// Where its dynamic embeddings stand after follow().
+  struct followed {
+    /// The checkpoint of the chain they hold, and its step.
+    std::string checkpoint;
+    int64_t step = 0;
+    /// Checkpoints applied by that call (a sync each, or the whole chain on a restore).
+    size_t applied = 0;
+    bool restored = false;
+  };
+
+  /// Brings its dynamic embeddings to the current checkpoint of the incremental chain under
+  /// `dir` (a training run's sync directory, ops::save with full_every): each delta since the
+  /// one they hold is applied with ops::sync, or, when they hold none of that chain, the chain
+  /// is restored. The dense part stays the export's. errc::invalid_config for a model without
+  /// dynamic embeddings; the checkpoint's errors, leaving the rows as they were when a sync
+  /// or restore refuses (errc::corrupt_file, errc::not_found).
+  caf::expected<followed> follow(const std::string& dir);
+
   /// The head's predictions for `b` (labels are not needed). errc::invalid_argument for
   /// features the columns cannot read.
   caf::expected<matrix> predict(const batch& b);
@@ -90,6 +108,8 @@ private:
   /// columns and the head that use it go before it.
   std::unique_ptr<session> session_;
   std::vector<de_config> embeddings_;
+  /// The chain checkpoint follow() last brought the embeddings to.
+  std::string followed_;
   std::string version_;
   nlohmann::json graph_;
   variable_store vars_;

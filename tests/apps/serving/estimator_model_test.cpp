@@ -8,10 +8,12 @@
 
 #include "apps/serving/serving_front.hpp"
 #include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
 #include "tests/support/estimator_blobs.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
+#include "tests/support/word_model.hpp"
 
 namespace darcy::serving {
 namespace {
@@ -135,6 +137,90 @@ query = ["alice"]
     EXPECT_EQ(test::http_status(call(c.method, c.target, c.token, c.body)), c.expected) << c.what;
   auto list = call("GET", "/v1/models", "tok-alice", "");
   EXPECT_NE(list.find(R"("kind":"estimator")"), std::string::npos) << list;
+  (*server)->stop();
+}
+
+TEST(estimator_model, a_sync_brings_its_embeddings_to_the_training_runs_rows_and_needs_manage) {
+  test::temp_dir dir{"estimator_sync"};
+  auto data = test::words(64);
+  auto training = ops::session::open({});
+  ASSERT_TRUE(training);
+  estimator e{test::model(**training), test::session_config(**training)};
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
+  ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
+  auto sync_dir = dir.path() + "/sync";
+  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
+  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+
+  auto config = parse_serve_config(R"(
+[tokens]
+"tok-alice" = "alice"
+"tok-bob" = "bob"
+[models.words]
+manage = ["alice"]
+)",
+                                   "test.toml");
+  ASSERT_TRUE(config) << render(config.error());
+  auto model = estimator_model::load(dir.path() + "/words", config->rules_of("words"));
+  ASSERT_TRUE(model) << render(model.error());
+  test::test_config cfg;
+  caf::actor_system sys{cfg};
+  serving_front front{sys, *config, {}, {{"words", std::move(*model)}}};
+  auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2},
+                                   [&front](http_request req, http_responder respond) {
+                                     front.handle(std::move(req), std::move(respond));
+                                   });
+  ASSERT_TRUE(server) << render(server.error());
+  auto call = [&](const std::string& target, const std::string& token, const std::string& text) {
+    auto answer =
+      test::http_exchange((*server)->port(), test::http_request_text("POST", target, token, text));
+    auto json = nlohmann::json::parse(answer.substr(answer.find("\r\n\r\n") + 4), nullptr, false);
+    return std::pair{test::http_status(answer), json};
+  };
+  auto body = R"({"instances": [{"x": 0.3, "words": ["w0", "common"]},
+                               {"x": 0.3, "words": ["w1", "common"]}]})";
+  auto predictions = [&] { return call("/v1/models/words:predict", "tok-bob", body); };
+  auto sync_body = nlohmann::json{{"dir", sync_dir}}.dump();
+  // The same export following the same chain directly: what the served model must answer.
+  auto reference = ops::estimator::exported_model::load(dir.path() + "/words");
+  ASSERT_TRUE(reference);
+  ops::estimator::batch b;
+  b.features["x"] = ce::feature_value::numeric(std::vector<double>{0.3, 0.3});
+  b.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
+  auto expect_reference = [&](const nlohmann::json& got) {
+    auto want = (*reference)->predict(b);
+    ASSERT_TRUE(want) << render(want.error());
+    for (Eigen::Index r = 0; r < 2; ++r)
+      EXPECT_EQ(got["predictions"][r][0].get<float>(), (*want)(r, 0)) << r;
+  };
+
+  auto [before_status, before] = predictions();
+  ASSERT_EQ(before_status, 200u) << before.dump();
+  EXPECT_EQ(call("/v1/models/words:sync", "tok-bob", sync_body).first, 403u) << "no manage";
+  EXPECT_EQ(call("/v1/models/words:sync", "tok-alice", "{}").first, 400u);
+  auto [status, first] = call("/v1/models/words:sync", "tok-alice", sync_body);
+  ASSERT_EQ(status, 200u) << first.dump();
+  EXPECT_TRUE(first["sync"]["restored"].get<bool>()) << "the export's own snapshot is no link";
+  EXPECT_EQ(first["sync"]["applied"], 2) << first.dump();
+  EXPECT_EQ(first["sync"]["step"], 2);
+  ASSERT_TRUE((*reference)->follow(sync_dir));
+  auto [after_status, after] = predictions();
+  ASSERT_EQ(after_status, 200u);
+  EXPECT_NE(after["predictions"], before["predictions"]) << "the rows trained on since";
+  expect_reference(after);
+
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 90));
+  ASSERT_FALSE(ops::save(**training, sync_dir, {3, "", {}}, 5));
+  auto [again_status, again] = call("/v1/models/words:sync", "tok-alice", sync_body);
+  ASSERT_EQ(again_status, 200u) << again.dump();
+  EXPECT_FALSE(again["sync"]["restored"].get<bool>()) << "one delta applied on the rows held";
+  EXPECT_EQ(again["sync"]["applied"], 1);
+  ASSERT_TRUE((*reference)->follow(sync_dir));
+  expect_reference(predictions().second);
+  auto described = test::http_exchange(
+    (*server)->port(), test::http_request_text("GET", "/v1/models/words", "tok-bob", ""));
+  EXPECT_NE(described.find(R"("step":3)"), std::string::npos) << described;
   (*server)->stop();
 }
 
