@@ -7,6 +7,7 @@
 // `darcy estimator plot`: a summary writer's curve as a PNG.
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -235,6 +236,12 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     ->add_option("--full-every", stream->full_every,
                  "With --sync-dir: a full checkpoint after this many deltas")
     ->check(CLI::Range(uint32_t{1}, uint32_t{1000000}));
+  ctr->add_option("--sync-to", stream->sync_to,
+                  "With --sync-dir: after each sync, ask this darcy serve model to follow it "
+                  "(http://HOST:PORT/v1/models/NAME, its :sync)");
+  auto token_file = std::make_shared<std::string>();
+  ctr->add_option("--sync-token-file", *token_file,
+                  "With --sync-to: a file holding the bearer token of a principal with manage");
   ctr->add_option("--stream-rows", stream->stream.rows,
                   "With --stream generate: the rows it ends after (0: never)");
   ctr->add_option("--max-ids", stream->stream.generator.max_ids,
@@ -314,6 +321,14 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
       return;
     }
     if (streamed->count() > 0) {
+      if (!token_file->empty()) {
+        std::ifstream in{*token_file};
+        if (!(in >> stream->sync_token)) {
+          exit_code =
+            fail("estimator ctr: --sync-token-file: cannot read a token from " + *token_file);
+          return;
+        }
+      }
       stream->stream.generator.seed = o->seed;
       stream->stream.skip_malformed = o->skip_malformed;
       auto err = estimator_apps::run_ctr_stream(
@@ -326,7 +341,8 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                                       {"embedding_rows", w.embedding_rows},
                                       {"sync_checkpoint", w.sync_checkpoint},
                                       {"sync_full", w.sync_full},
-                                      {"sync_bytes", w.sync_bytes}}
+                                      {"sync_bytes", w.sync_bytes},
+                                      {"sync_status", w.sync_status}}
                          .dump()
                     << std::endl;
           return {};

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -15,6 +16,8 @@
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/ctr_input.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
+#include "runtime/http/http_client.hpp"
+#include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/data/ctr_file.hpp"
 
@@ -414,10 +417,52 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
   return r;
 }
 
+caf::expected<std::pair<runtime::host_port, std::string>> parse_http_url(const std::string& url) {
+  constexpr std::string_view scheme = "http://";
+  auto bad = [&] {
+    return make_error(errc::invalid_argument, "'" + url + "' is not http://HOST:PORT/PATH");
+  };
+  if (url.compare(0, scheme.size(), scheme) != 0)
+    return bad();
+  auto rest = url.substr(scheme.size());
+  auto slash = rest.find('/');
+  if (slash == std::string::npos)
+    return bad();
+  auto address = runtime::parse_host_port(rest.substr(0, slash));
+  if (!address)
+    return bad();
+  return std::pair{*address, rest.substr(slash)};
+}
+
+namespace {
+
+/// Tells run.sync_to that run.sync_dir has a new checkpoint; the answer's status.
+unsigned push_sync(const ctr_stream_run& run) {
+  auto url = parse_http_url(run.sync_to);
+  if (!url)
+    return 0;
+  auto body = nlohmann::json{{"dir", std::filesystem::absolute(run.sync_dir).string()}}.dump();
+  auto answer = runtime::http_exchange(
+    url->first, runtime::http_request_text("POST", url->second, run.sync_token, body));
+  auto status = runtime::http_status(answer);
+  if (status != 200)
+    runtime::log_warn("ctr stream: the sync push to {} was answered {}: {}", run.sync_to, status,
+                      runtime::http_body(answer));
+  return status;
+}
+
+} // namespace
+
 caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
                           const std::function<caf::error(const ctr_stream_window&)>& on_window) {
   if (run.window_rows == 0)
     return make_error(errc::invalid_config, "ctr stream: the window must hold rows");
+  if (!run.sync_to.empty()) {
+    if (run.sync_dir.empty())
+      return make_error(errc::invalid_config, "ctr stream: a sync push needs a sync_dir");
+    if (auto url = parse_http_url(run.sync_to); !url)
+      return std::move(url.error());
+  }
   auto checked = o;
   checked.train = run.source; // the stream stands for the training file
   auto trainer = start_trainer(checked);
@@ -487,6 +532,8 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
       for (auto& entry : synced->embeddings)
         for (auto& file : entry.files)
           r.sync_bytes += file.bytes;
+      if (!run.sync_to.empty())
+        r.sync_status = push_sync(run);
     }
     if (auto err = on_window(r))
       return err;

@@ -20,6 +20,7 @@
 #include "ops/estimator/ctr_stream.hpp"
 #include "ops/estimator/estimator.hpp"
 #include "ops/session.hpp"
+#include "runtime/host_port.hpp"
 
 namespace darcy::estimator_apps {
 
@@ -143,7 +144,15 @@ struct ctr_stream_run {
   std::string sync_dir;
   std::chrono::milliseconds sync_every{2000};
   uint32_t full_every = 30;
+  /// After each sync, `POST {"dir": sync_dir}` to this `darcy serve` model's :sync
+  /// ("http://HOST:PORT/v1/models/NAME"; empty: none), with a bearer token when given. A
+  /// refused or failed push is reported in its window, and training goes on.
+  std::string sync_to;
+  std::string sync_token;
 };
+
+/// HOST:PORT and the target of an "http://HOST:PORT/PATH" URL; errc::invalid_argument else.
+caf::expected<std::pair<runtime::host_port, std::string>> parse_http_url(const std::string& url);
 
 /// One window of a stream run.
 struct ctr_stream_window {
@@ -163,6 +172,8 @@ struct ctr_stream_window {
   std::string sync_checkpoint;
   bool sync_full = false;
   uint64_t sync_bytes = 0;
+  /// With sync_to: the push's HTTP status (0: no answer).
+  unsigned sync_status = 0;
 };
 
 /// Trains on run.source window by window in an in-process embedding service: each window is

@@ -1,6 +1,7 @@
 #include "runtime/http/http_client.hpp"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,19 +9,31 @@
 namespace darcy::runtime {
 
 std::string http_exchange(uint16_t port, const std::string& raw) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  return http_exchange(host_port{"127.0.0.1", port}, raw);
+}
+
+std::string http_exchange(const host_port& to, const std::string& raw) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(to.host.c_str(), std::to_string(to.port).c_str(), &hints, &found) != 0)
+    return {};
+  int fd = -1;
+  for (auto* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0)
+      continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
   if (fd < 0)
     return {};
   timeval tv{20, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return {};
-  }
   size_t sent = 0;
   while (sent < raw.size()) {
     auto n = ::send(fd, raw.data() + sent, raw.size() - sent, MSG_NOSIGNAL);

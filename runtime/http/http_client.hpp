@@ -1,16 +1,21 @@
-// A minimal blocking HTTP/1.1 client for loopback: the soak's load on `darcy serve`, and tests
-// of the HTTP front ends. It sends the bytes exactly as given (malformed ones included),
-// half-closes, and reads the answer until the server closes.
+// A minimal blocking HTTP/1.1 client: the soak's load on `darcy serve`, tests of the HTTP front
+// ends, and a stream run's sync pushes. It sends the bytes exactly as given (malformed ones
+// included), half-closes, and reads the answer until the server closes.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "runtime/host_port.hpp"
 
 namespace darcy::runtime {
 
 /// Sends `raw` to 127.0.0.1:port, half-closes, and returns everything the server answered
 /// before closing (empty when it could not connect). Waits at most 20 s per read.
 std::string http_exchange(uint16_t port, const std::string& raw);
+
+/// The same to `to` (a host name or address, resolved).
+std::string http_exchange(const host_port& to, const std::string& raw);
 
 /// The status code of an answer; 0 when there is none.
 unsigned http_status(const std::string& answer);

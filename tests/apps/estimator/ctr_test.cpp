@@ -3,11 +3,16 @@
 // and survive a distributed job's JSON.
 #include "apps/estimator/ctr.hpp"
 
+#include <filesystem>
+#include <mutex>
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
 #include "ops/ctr_data.hpp"
 #include "ops/embedding_ops.hpp"
+#include "runtime/http/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::estimator_apps {
@@ -107,6 +112,19 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   run.sync_dir = dir.path() + "/sync";
   run.sync_every = std::chrono::milliseconds{0}; // after every window
   run.full_every = 2;
+  // A stand-in for `darcy serve` that records the pushes.
+  std::mutex mutex;
+  std::vector<runtime::http_request> pushes;
+  auto server =
+    runtime::http_server::start({.listen = {"127.0.0.1", 0}, .threads = 1},
+                                [&](runtime::http_request req, runtime::http_responder respond) {
+                                  std::lock_guard<std::mutex> guard{mutex};
+                                  pushes.push_back(req);
+                                  respond({200, "{}"});
+                                });
+  ASSERT_TRUE(server) << render(server.error());
+  run.sync_to = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/v1/models/ctr:sync";
+  run.sync_token = "tok";
   std::vector<ctr_stream_window> windows;
   ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
     windows.push_back(w);
@@ -119,6 +137,16 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
     full.push_back(w.sync_full);
   }
   EXPECT_EQ(full, (std::vector<bool>{true, false, false, true})) << "2 deltas on each full";
+  (*server)->stop();
+  ASSERT_EQ(pushes.size(), 4u) << "a push after each sync";
+  for (auto& w : windows)
+    EXPECT_EQ(w.sync_status, 200u);
+  EXPECT_EQ(pushes[0].target, "/v1/models/ctr:sync");
+  EXPECT_EQ(pushes[0].authorization, "Bearer tok");
+  EXPECT_EQ(nlohmann::json::parse(pushes[0].body)["dir"],
+            std::filesystem::absolute(run.sync_dir).string());
+  for (auto bad : {"127.0.0.1:80/x", "http://127.0.0.1:80", "http://nohost/x"})
+    EXPECT_FALSE(parse_http_url(bad)) << bad;
   EXPECT_LT(windows[2].sync_bytes, windows[3].sync_bytes)
     << "a delta holds the rows its window changed, fewer than the full checkpoint after it";
   // A copy restored from the chain holds every row the training service held.
