@@ -242,6 +242,9 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
   auto token_file = std::make_shared<std::string>();
   ctr->add_option("--sync-token-file", *token_file,
                   "With --sync-to: a file holding the bearer token of a principal with manage");
+  ctr->add_option("--export", stream->export_dir,
+                  "With --stream: export the model here once, after the first window (a model "
+                  "folder for darcy serve, which can then follow the syncs)");
   ctr->add_option("--stream-rows", stream->stream.rows,
                   "With --stream generate: the rows it ends after (0: never)");
   ctr->add_option("--max-ids", stream->stream.generator.max_ids,

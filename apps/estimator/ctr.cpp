@@ -16,6 +16,7 @@
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/ctr_input.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
+#include "ops/estimator/export.hpp"
 #include "runtime/http/http_client.hpp"
 #include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
@@ -512,6 +513,9 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     if (!t)
       return std::move(t.error());
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (w == 1 && !run.export_dir.empty())
+      if (auto exported = est::export_model(e, run.export_dir, input(o.batch, false)); !exported)
+        return std::move(exported.error());
     trained += rows;
     r.rows = trained;
     r.examples_per_second = double(rows) / seconds;

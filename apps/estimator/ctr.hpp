@@ -149,6 +149,10 @@ struct ctr_stream_run {
   /// refused or failed push is reported in its window, and training goes on.
   std::string sync_to;
   std::string sync_token;
+  /// After the first window, the model is exported here once (a version under this model
+  /// folder, for `darcy serve`), so that serving can start on it and follow the syncs. Empty:
+  /// no export.
+  std::string export_dir;
 };
 
 /// HOST:PORT and the target of an "http://HOST:PORT/PATH" URL; errc::invalid_argument else.

@@ -12,6 +12,7 @@
 #include "messages/error.hpp"
 #include "ops/ctr_data.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/estimator/export.hpp"
 #include "runtime/http/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -125,6 +126,7 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   ASSERT_TRUE(server) << render(server.error());
   run.sync_to = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/v1/models/ctr:sync";
   run.sync_token = "tok";
+  run.export_dir = dir.path() + "/exports/ctr";
   std::vector<ctr_stream_window> windows;
   ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
     windows.push_back(w);
@@ -160,6 +162,13 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
     rows += st->rows;
   }
   EXPECT_EQ(rows, windows.back().embedding_rows);
+  // The export of the first window follows the syncs, as darcy serve's :sync makes it.
+  auto served = ops::estimator::exported_model::load(run.export_dir);
+  ASSERT_TRUE(served) << render(served.error());
+  auto followed = (*served)->follow(run.sync_dir);
+  ASSERT_TRUE(followed) << render(followed.error());
+  EXPECT_EQ(followed->checkpoint, windows.back().sync_checkpoint);
+  EXPECT_TRUE(followed->restored);
 }
 
 TEST(ctr, wide_and_deep_learns_the_same_rows) {
