@@ -345,7 +345,10 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                                       {"sync_checkpoint", w.sync_checkpoint},
                                       {"sync_full", w.sync_full},
                                       {"sync_bytes", w.sync_bytes},
-                                      {"sync_status", w.sync_status}}
+                                      {"sync_status", w.sync_status},
+                                      {"frozen_auc", std::isnan(w.frozen_auc)
+                                                       ? nlohmann::json{}
+                                                       : nlohmann::json(w.frozen_auc)}}
                          .dump()
                     << std::endl;
           return {};

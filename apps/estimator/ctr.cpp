@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <numeric>
 #include <thread>
 
 #include "apps/progress/progress_hook.hpp"
@@ -476,6 +477,13 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
   stores::ctr_row row;
   uint64_t trained = 0;
   auto last_sync = std::chrono::steady_clock::now() - run.sync_every;
+  // The export of the first window, never synced: online training's baseline.
+  std::unique_ptr<est::exported_model> frozen;
+  auto all_rows = [](size_t n) {
+    std::vector<size_t> all(n);
+    std::iota(all.begin(), all.end(), size_t{0});
+    return all;
+  };
   for (uint64_t w = 1; run.max_windows == 0 || w <= run.max_windows; ++w) {
     est::ctr_batch_builder window;
     bool ended = false;
@@ -503,6 +511,21 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     };
     ctr_stream_window r;
     r.window = w;
+    r.frozen_auc = nan;
+    if (frozen) {
+      auto scores = frozen->predict(est::gather(*table, all_rows(rows)));
+      if (!scores)
+        return std::move(scores.error());
+      auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
+      std::vector<double> p(rows), y(rows);
+      for (size_t i = 0; i < rows; ++i) {
+        p[i] = (*scores)(Eigen::Index(i), 0);
+        y[i] = table->labels(Eigen::Index(i), 0);
+      }
+      if (auto err = auc.update({p, y}))
+        return make_error(err);
+      r.frozen_auc = auc.value();
+    }
     auto m = e.evaluate(input(1000, false));
     if (!m)
       return std::move(m.error());
@@ -513,9 +536,15 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     if (!t)
       return std::move(t.error());
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (w == 1 && !run.export_dir.empty())
-      if (auto exported = est::export_model(e, run.export_dir, input(o.batch, false)); !exported)
+    if (w == 1 && !run.export_dir.empty()) {
+      auto exported = est::export_model(e, run.export_dir, input(o.batch, false));
+      if (!exported)
         return std::move(exported.error());
+      auto loaded = est::exported_model::load(run.export_dir, *exported);
+      if (!loaded)
+        return std::move(loaded.error());
+      frozen = std::move(*loaded);
+    }
     trained += rows;
     r.rows = trained;
     r.examples_per_second = double(rows) / seconds;

@@ -178,6 +178,9 @@ struct ctr_stream_window {
   uint64_t sync_bytes = 0;
   /// With sync_to: the push's HTTP status (0: no answer).
   unsigned sync_status = 0;
+  /// With export_dir, from the second window: the AUC on the window of the model as exported
+  /// after the first one, never synced (NaN before): what online training gains over it.
+  double frozen_auc = 0;
 };
 
 /// Trains on run.source window by window in an in-process embedding service: each window is

@@ -3,6 +3,7 @@
 // and survive a distributed job's JSON.
 #include "apps/estimator/ctr.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 
@@ -169,6 +170,10 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   ASSERT_TRUE(followed) << render(followed.error());
   EXPECT_EQ(followed->checkpoint, windows.back().sync_checkpoint);
   EXPECT_TRUE(followed->restored);
+  EXPECT_TRUE(std::isnan(windows[0].frozen_auc)) << "no export before the first window's end";
+  EXPECT_NEAR(windows[1].frozen_auc, windows[1].auc, 1e-5)
+    << "window 2 is predicted by the model the export froze";
+  EXPECT_FALSE(std::isnan(windows.back().frozen_auc));
 }
 
 TEST(ctr, wide_and_deep_learns_the_same_rows) {
