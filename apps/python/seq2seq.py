@@ -12,15 +12,12 @@ Usage: apps/python/seq2seq.py --corpus FILE (one sentence a line in document ord
        split by spaces; e.g. `darcy word2vec prepare --format brown` of Brown) [--pairs N]
        [--epochs E]"""
 
-import argparse
-import json
 import random
-import time
 
 import torch
 
-from words import (DIM, PAD, FixedVocabulary, accuracy, darcy_loss, darcy_top1, darcy_words,
-                   fit)
+from words import (DIM, PAD, FixedVocabulary, accuracy, arguments, compare, darcy_loss, darcy_top1,
+                   darcy_words, fit)
 import darcy  # noqa: E402  (on the path words.py set)
 import darcy.torch  # noqa: E402
 
@@ -110,33 +107,12 @@ def run_torch(train, test, epochs, batch):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", required=True)
-    ap.add_argument("--pairs", type=int, default=20000)
-    ap.add_argument("--max-len", type=int, default=24)
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--num-sampled", type=int, default=512)
-    ap.add_argument("--threads", type=int, default=2)
-    o = ap.parse_args()
-    torch.set_num_threads(o.threads)
-    train, test = read(o.corpus, o.pairs, o.max_len)
+    o = arguments(__doc__, "--pairs", 24)
+    train, test = read(o.corpus, o.count, o.max_len)
     unseen = {w for _, b in test for w in b} - {w for pair in train for s in pair for w in s}
-    start = time.perf_counter()
-    ours, rows = run_darcy(train, test, o.epochs, o.batch, o.num_sampled)
-    middle = time.perf_counter()
-    theirs, vocab = run_torch(train, test, o.epochs, o.batch)
-    end = time.perf_counter()
-    print(f"{len(train)} training and {len(test)} test pairs; {len(unseen)} target words "
-          f"never seen in training")
-    print(f"darcy (vocabulary in the service, {rows} rows): next-word accuracy {ours:.4f} "
-          f"({middle - start:.1f} s)")
-    print(f"torch (nn.Embedding, {vocab} words, [UNK] for the rest): next-word accuracy "
-          f"{theirs:.4f} ({end - middle:.1f} s)")
-    print(json.dumps({"app": "seq2seq", "train": len(train), "test": len(test),
-                      "epochs": o.epochs, "darcy_accuracy": ours, "torch_accuracy": theirs,
-                      "accuracy_delta": round(ours - theirs, 4), "darcy_rows": rows,
-                      "torch_vocab": vocab}))
+    compare("seq2seq", "next-word accuracy", (len(train), len(test), "pairs"), len(unseen),
+            o.epochs, lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled),
+            lambda: run_torch(train, test, o.epochs, o.batch))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
 and, at test time, the table's top-1 row), and the peer's fixed vocabulary (a dictionary pass
 over the training split, [UNK] for the rest, nn.Embedding rows tied to a full softmax)."""
 
-import sys
+import argparse
+import json
 import pathlib
+import sys
+import time
 
 import torch
 
@@ -86,3 +89,40 @@ def fit(params, epochs, batches, loss_of):
             opt.zero_grad()
             loss.backward()
             opt.step()
+
+
+def arguments(doc, count_flag, max_len):
+    """The flags of both apps, parsed; `count_flag` ("--sentences", "--pairs") is how many to
+    read, as o.count. Sets torch's threads."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument(count_flag, type=int, default=20000, dest="count")
+    ap.add_argument("--max-len", type=int, default=max_len)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--num-sampled", type=int, default=512)
+    ap.add_argument("--threads", type=int, default=2)
+    o = ap.parse_args()
+    torch.set_num_threads(o.threads)
+    return o
+
+
+def compare(app, metric, sizes, unseen, epochs, run_darcy, run_torch):
+    """Runs both models (each returns (accuracy, rows or words)), prints a line for each and the
+    JSON line {"app", ..., "darcy_accuracy", "torch_accuracy", "accuracy_delta", ...}. `sizes`
+    is (training count, test count, their unit)."""
+    start = time.perf_counter()
+    ours, rows = run_darcy()
+    middle = time.perf_counter()
+    theirs, vocab = run_torch()
+    end = time.perf_counter()
+    train, test, unit = sizes
+    print(f"{train} training and {test} test {unit}; {unseen} test words never seen in training")
+    print(f"darcy (vocabulary in the service, {rows} rows): {metric} {ours:.4f} "
+          f"({middle - start:.1f} s)")
+    print(f"torch (nn.Embedding, {vocab} words, [UNK] for the rest): {metric} {theirs:.4f} "
+          f"({end - middle:.1f} s)")
+    print(json.dumps({"app": app, "train": train, "test": test, "epochs": epochs,
+                      "darcy_accuracy": ours, "torch_accuracy": theirs,
+                      "accuracy_delta": round(ours - theirs, 4), "darcy_rows": rows,
+                      "torch_vocab": vocab}))

@@ -77,6 +77,16 @@ protected:
     return r ? *r : floats{};
   }
 
+  // Optimizer slots, counts and steps came along with the rows: further training stays
+  // identical.
+  void expect_same_after_training(const embedding_master_actor& a, const embedding_master_actor& b,
+                                  int steps, unsigned seed) {
+    train(a, steps, seed);
+    train(b, steps, seed);
+    for (auto name : {"users", "items"})
+      EXPECT_EQ(rows(a, name), rows(b, name)) << name << " after more training";
+  }
+
   caf::expected<checkpoint_manifest> save(const embedding_master_actor& m, int64_t step) {
     return ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value, dir, step,
                                     std::string{"extra-"} + std::to_string(step));
@@ -144,11 +154,7 @@ TEST_F(checkpoint_test, SaveFromFourShardsRestoresIntoThreeExactly) {
   EXPECT_EQ(restored->extra, "extra-30");
   for (auto name : {"users", "items"})
     EXPECT_EQ(rows(three, name), rows(four, name)) << name;
-  // Optimizer slots and per-row steps came along: further training stays identical.
-  train(four, 10, 2);
-  train(three, 10, 2);
-  for (auto name : {"users", "items"})
-    EXPECT_EQ(rows(three, name), rows(four, name)) << name << " after more training";
+  expect_same_after_training(three, four, 10, 2);
 }
 
 TEST_F(checkpoint_test, InterruptedSaveLeavesThePreviousCheckpointRestorable) {
@@ -286,11 +292,7 @@ TEST_F(checkpoint_test,
   EXPECT_EQ(row_count(from_chain, "recent"), row_count(m, "recent")) << "evicted rows stay evicted";
   for (auto name : {"users", "items", "recent"})
     EXPECT_EQ(rows(from_chain, name), rows(from_full, name)) << name;
-  // Optimizer slots, counts and steps came along: further training stays identical.
-  train(from_chain, 5, 9);
-  train(from_full, 5, 9);
-  for (auto name : {"users", "items"})
-    EXPECT_EQ(rows(from_chain, name), rows(from_full, name)) << name << " after more training";
+  expect_same_after_training(from_chain, from_full, 5, 9);
 }
 
 TEST_F(checkpoint_test, ADeltaHoldsOnlyTheRowsChangedSinceItsBase) {

@@ -20,6 +20,40 @@ namespace {
 
 using namespace test::estimator_blobs;
 
+/// One Estimator model, loaded from `dir` under `config`'s rules for `name`, behind a serving
+/// front end on a free loopback port.
+class front_end {
+public:
+  front_end(const serve_config& config, const std::string& name, const std::string& dir) {
+    auto model = estimator_model::load(dir, config.rules_of(name));
+    EXPECT_TRUE(model) << render(model.error());
+    if (!model)
+      return;
+    front_ = std::make_unique<serving_front>(
+      sys_, config, std::map<std::string, serving_root_actor>{},
+      std::map<std::string, std::shared_ptr<estimator_model>>{{name, std::move(*model)}});
+    auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2},
+                                     [this](http_request req, http_responder respond) {
+                                       front_->handle(std::move(req), std::move(respond));
+                                     });
+    EXPECT_TRUE(server) << render(server.error());
+    if (server)
+      server_ = std::move(*server);
+  }
+  ~front_end() {
+    if (server_)
+      server_->stop();
+  }
+  bool ready() const { return server_ != nullptr; }
+  uint16_t port() const { return server_->port(); }
+
+private:
+  test::test_config cfg_;
+  caf::actor_system sys_{cfg_};
+  std::unique_ptr<serving_front> front_;
+  std::unique_ptr<http_server> server_;
+};
+
 TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refused) {
   auto good = parse_instances(
     R"({"instances": [{"xy": [1, 2], "tag": "tag0", "words": ["a", "b"]},
@@ -86,16 +120,8 @@ query = ["alice"]
 )",
                                    "test.toml");
   ASSERT_TRUE(config) << render(config.error());
-  auto model = estimator_model::load(dir.path() + "/blobs", config->rules_of("blobs"));
-  ASSERT_TRUE(model) << render(model.error());
-  test::test_config cfg;
-  caf::actor_system sys{cfg};
-  serving_front front{sys, *config, {}, {{"blobs", std::move(*model)}}};
-  auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2},
-                                   [&front](http_request req, http_responder respond) {
-                                     front.handle(std::move(req), std::move(respond));
-                                   });
-  ASSERT_TRUE(server) << render(server.error());
+  front_end server{*config, "blobs", dir.path() + "/blobs"};
+  ASSERT_TRUE(server.ready());
 
   auto& xy = data->features.at("xy").numbers;
   auto& tags = data->features.at("tag").strings;
@@ -104,8 +130,7 @@ query = ["alice"]
     body["instances"].push_back({{"xy", {xy[2 * i], xy[2 * i + 1]}}, {"tag", tags[i]}});
   auto call = [&](const std::string& method, const std::string& target, const std::string& token,
                   const std::string& text) {
-    return test::http_exchange((*server)->port(),
-                               test::http_request_text(method, target, token, text));
+    return test::http_exchange(server.port(), test::http_request_text(method, target, token, text));
   };
   auto answer = call("POST", "/v1/models/blobs:predict", "tok-alice", body.dump());
   ASSERT_EQ(test::http_status(answer), 200u) << answer;
@@ -137,7 +162,6 @@ query = ["alice"]
     EXPECT_EQ(test::http_status(call(c.method, c.target, c.token, c.body)), c.expected) << c.what;
   auto list = call("GET", "/v1/models", "tok-alice", "");
   EXPECT_NE(list.find(R"("kind":"estimator")"), std::string::npos) << list;
-  (*server)->stop();
 }
 
 TEST(estimator_model, a_sync_brings_its_embeddings_to_the_training_runs_rows_and_needs_manage) {
@@ -162,19 +186,11 @@ manage = ["alice"]
 )",
                                    "test.toml");
   ASSERT_TRUE(config) << render(config.error());
-  auto model = estimator_model::load(dir.path() + "/words", config->rules_of("words"));
-  ASSERT_TRUE(model) << render(model.error());
-  test::test_config cfg;
-  caf::actor_system sys{cfg};
-  serving_front front{sys, *config, {}, {{"words", std::move(*model)}}};
-  auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2},
-                                   [&front](http_request req, http_responder respond) {
-                                     front.handle(std::move(req), std::move(respond));
-                                   });
-  ASSERT_TRUE(server) << render(server.error());
+  front_end server{*config, "words", dir.path() + "/words"};
+  ASSERT_TRUE(server.ready());
   auto call = [&](const std::string& target, const std::string& token, const std::string& text) {
     auto answer =
-      test::http_exchange((*server)->port(), test::http_request_text("POST", target, token, text));
+      test::http_exchange(server.port(), test::http_request_text("POST", target, token, text));
     auto json = nlohmann::json::parse(answer.substr(answer.find("\r\n\r\n") + 4), nullptr, false);
     return std::pair{test::http_status(answer), json};
   };
@@ -219,9 +235,8 @@ manage = ["alice"]
   ASSERT_TRUE((*reference)->follow(sync_dir));
   expect_reference(predictions().second);
   auto described = test::http_exchange(
-    (*server)->port(), test::http_request_text("GET", "/v1/models/words", "tok-bob", ""));
+    server.port(), test::http_request_text("GET", "/v1/models/words", "tok-bob", ""));
   EXPECT_NE(described.find(R"("step":3)"), std::string::npos) << described;
-  (*server)->stop();
 }
 
 } // namespace

@@ -1,17 +1,11 @@
 # apps/python/seq2seq.py on a small generated corpus: the vocabulary lives in the service on
 # both sides, one row a word with no dictionary, and the next sentence is learned from the
 # previous one as the peer learns it.
-import json
-import pathlib
 import random
-import subprocess
-import sys
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def test_the_next_sentence_is_learned_from_the_previous_with_the_vocabulary_in_the_service(
-        tmp_path):
+        run_app):
     # Line pairs "p{g} q{g} r{g} x{g}" then "n{g} m{g} o{g}" of 30 groups: a pair within a
     # group is all predictable; across groups only the first word is not. The best accuracy
     # is 8/9.
@@ -20,14 +14,8 @@ def test_the_next_sentence_is_learned_from_the_previous_with_the_vocabulary_in_t
     for _ in range(400):
         g = rng.randrange(30)
         lines += [f"p{g} q{g} r{g} x{g}", f"n{g} m{g} o{g}"]
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(lines) + "\n")
-    run = subprocess.run([sys.executable, str(ROOT / "apps" / "python" / "seq2seq.py"),
-                          "--corpus", str(corpus), "--pairs", "800", "--epochs", "10",
-                          "--batch", "16", "--num-sampled", "16"],
-                         capture_output=True, text=True, timeout=280)
-    assert run.returncode == 0, run.stderr
-    result = json.loads(run.stdout.strip().splitlines()[-1])
+    result = run_app("seq2seq.py", lines, "--pairs", "800", "--epochs", "10", "--batch", "16",
+                     "--num-sampled", "16")
     assert result["darcy_accuracy"] > 0.6, result
     assert result["torch_accuracy"] > 0.6, result
     # A row for each of the 210 words, <s>, </s> and [PAD], with no dictionary; the peer's
