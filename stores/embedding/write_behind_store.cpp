@@ -183,6 +183,31 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
   return settle();
 }
 
+caf::error write_behind_store::export_keys(std::span<const std::string_view> keys,
+                                           const std::function<void(const row_record&)>& found,
+                                           const std::function<void(std::string_view)>& missing) {
+  // A load may evict what an earlier load of the same call brought in: half a cacheful each.
+  auto chunk = std::max<size_t>(1, capacity_ / 2);
+  std::vector<uint32_t> rows;
+  for (size_t start = 0; start < keys.size(); start += chunk) {
+    auto part = keys.subspan(start, std::min(chunk, keys.size() - start));
+    rows.assign(part.size(), none);
+    if (auto err = load(part, false, rows))
+      return err;
+    for (size_t k = 0; k < part.size(); ++k) {
+      if (rows[k] == none) {
+        missing(part[k]);
+        continue;
+      }
+      auto r = cache_->row(rows[k]);
+      found({part[k], r.values, r.slots, r.meta->frequency, r.meta->updates, r.meta->last_update});
+    }
+    if (auto err = settle())
+      return err;
+  }
+  return {};
+}
+
 caf::error write_behind_store::update(std::span<const std::string_view> keys,
                                       std::span<const uint64_t>, std::span<const float> grads,
                                       int64_t step) {

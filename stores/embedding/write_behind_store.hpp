@@ -37,6 +37,11 @@ public:
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override;
   store_stats stats() const override;
+  /// Loads the rows of `keys` into the cache (none is created), a cacheful at a time, and
+  /// reads them there; settles after each load.
+  caf::error export_keys(std::span<const std::string_view> keys,
+                         const std::function<void(const row_record&)>& found,
+                         const std::function<void(std::string_view)>& missing) override;
   caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
     return export_rows([&](const row_record& r) { f(r.key, r.values); });
   }

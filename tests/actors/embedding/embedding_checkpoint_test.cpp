@@ -229,6 +229,32 @@ TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
   EXPECT_EQ(rows(three, "users"), expected);
 }
 
+TEST_F(checkpoint_test, LeveldbTablesChainIncrementalCheckpointsToo) {
+  auto persistent = table("users", optimizer_kind::adagrad, 4);
+  persistent.backend = backend_kind::leveldb;
+  persistent.path = dir + "/db-chain";
+  persistent.cache_bytes = 1; // 16 rows in memory: deltas read rows from the database
+  auto [two, two_shards] = start(2);
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value, persistent));
+  ASSERT_TRUE(ask<ok_atom>(sys, two, test::patience, create_atom::value,
+                           table("items", optimizer_kind::adam, 3)));
+  train(two, 10, 8);
+  ASSERT_TRUE(save_incremental(two, 1, 5));
+  train(two, 10, 9);
+  auto delta = save_incremental(two, 2, 5);
+  ASSERT_TRUE(delta) << render(error_of(delta));
+  EXPECT_FALSE(delta->base.empty());
+  auto expected = rows(two, "users");
+  for (auto& shard : two_shards) {
+    self->monitor(shard);
+    self->send_exit(shard, caf::exit_reason::user_shutdown);
+    ASSERT_TRUE(next<caf::down_msg>());
+  }
+  auto [three, three_shards] = start(3);
+  ASSERT_TRUE(restore(three));
+  EXPECT_EQ(rows(three, "users"), expected);
+}
+
 TEST_F(checkpoint_test, RedisTablesMoveBetweenShardCountsToo) {
   auto redis = darcy::testing::redis_server::start({});
   ASSERT_TRUE(redis) << render(error_of(redis));

@@ -299,6 +299,32 @@ TEST_F(leveldb_store_test, ATableOfTenTimesTheCacheReadsBackEveryRowWritten) {
   EXPECT_LE(store->cached_rows(), 16u);
 }
 
+TEST_F(leveldb_store_test, ExportKeysReadsRowsBeyondTheCacheByKeyAndCreatesNone) {
+  auto cfg = config("export", 1); // 16 rows in memory
+  auto store = open(cfg);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i)
+    keys.push_back("k" + std::to_string(i));
+  update_keys(*store, keys, 1);
+  std::map<std::string, std::vector<float>> all;
+  ASSERT_FALSE(store->export_rows([&](const row_record& r) {
+    all[std::string{r.key}].assign(r.values.begin(), r.values.end());
+  }));
+  std::vector<std::string_view> asked{"k3", "k97", "absent", "k50"};
+  std::map<std::string, std::vector<float>> got;
+  std::vector<std::string> missing;
+  ASSERT_FALSE(store->export_keys(
+    asked,
+    [&](const row_record& r) { got[std::string{r.key}].assign(r.values.begin(), r.values.end()); },
+    [&](std::string_view k) { missing.emplace_back(k); }));
+  EXPECT_EQ(missing, std::vector<std::string>{"absent"});
+  ASSERT_EQ(got.size(), 3u);
+  for (auto& [key, values] : got)
+    EXPECT_EQ(values, all.at(key)) << key;
+  EXPECT_EQ(store->stats().rows, 100u) << "no row was created";
+  EXPECT_LE(store->cached_rows(), 16u);
+}
+
 TEST_F(leveldb_store_test, PastItsBudgetTheCacheWritesBackAThirtySecondOfItAtOnce) {
   auto store = open(config("batched", 1 << 20));
   auto key = [](size_t i) {
