@@ -96,4 +96,6 @@ struct Manifest {
   wals @8 :WalsManifest;
   base @9 :Text;               # an incremental checkpoint: the checkpoint (directory) it applies
                                # on, the previous one of its chain; empty for a full checkpoint
+  sameAs @10 :Text;            # a full checkpoint taken at the state of this delta of the
+                               # previous chain, with nothing in between; empty otherwise
 }

@@ -72,12 +72,16 @@ struct checkpoint_manifest {
   /// An incremental (delta) checkpoint: the checkpoint directory it applies on, the one before
   /// it in its chain. Empty for a full checkpoint, which starts a chain.
   std::string base;
+  /// A full checkpoint that starts a chain at the state of this delta of the previous chain
+  /// (taken one after the other, nothing in between): a copy that followed the previous chain
+  /// to that delta holds this checkpoint already. Empty otherwise.
+  std::string same_as;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, checkpoint_manifest& x) {
   return f(caf::meta::type_name("checkpoint_manifest"), x.service, x.checkpoint, x.step,
-           x.shard_count, x.embeddings, x.parts, x.wals, x.extra, x.base);
+           x.shard_count, x.embeddings, x.parts, x.wals, x.extra, x.base, x.same_as);
 }
 
 } // namespace darcy

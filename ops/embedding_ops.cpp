@@ -33,6 +33,9 @@ caf::expected<embedding_master_actor> service_with(session& s, const de_config& 
 /// Ids of direct lookup handles (for messages; the route is what backward uses).
 std::atomic<uint64_t> direct_lookups{0};
 
+/// The calling thread's lookup_deadline_scope, if any.
+thread_local lookup_deadline_scope* deadline_scope = nullptr;
+
 } // namespace
 
 struct lookup_handle::direct_route {
@@ -114,6 +117,16 @@ caf::error lookup_handle::backward(std::span<const float> grads, int64_t step) c
   return backward(m, step);
 }
 
+lookup_deadline_scope::lookup_deadline_scope(std::chrono::steady_clock::time_point deadline,
+                                             bool allow_partial)
+  : limits_{deadline, allow_partial, {}} {
+  deadline_scope = this;
+}
+
+lookup_deadline_scope::~lookup_deadline_scope() {
+  deadline_scope = nullptr;
+}
+
 caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
                                                             std::vector<table_lookup> tables,
                                                             bool for_backward) {
@@ -144,7 +157,8 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
     return out;
   };
   if (auto shards = s.shard_client()) {
-    auto kept = shards->lookup(request, row_buffers(), for_backward);
+    auto* deadline = for_backward || !deadline_scope ? nullptr : &deadline_scope->limits();
+    auto kept = shards->lookup(request, row_buffers(), for_backward, deadline);
     if (!kept)
       return std::move(kept.error());
     std::shared_ptr<lookup_handle::direct_route> route;
@@ -372,7 +386,6 @@ caf::error sync(session& s, const std::string& path, const checkpoint_manifest& 
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
-  std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   auto ok = runtime::ask<ok_atom>(s.system(), *master, s.timeout(), sync_atom::value, path, link);
   return ok ? caf::error{} : std::move(ok.error());
 }

@@ -12,6 +12,7 @@
 //   ops::save(**s, "model/", {step, "corpus.txt:1234", {}});
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -21,6 +22,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/embedding/shard_client.hpp"
 #include "compute/top_k.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "ops/session.hpp"
@@ -108,6 +110,27 @@ struct multi_lookup_result {
   lookup_handle handle;
 };
 
+/// While it lives, the calling thread's lookups for inference (for_backward false) in sessions
+/// with direct_shards on a cluster wait for no shard past `deadline`: a shard still silent
+/// then fails the lookup with errc::deadline_exceeded or, with allow_partial, leaves its keys
+/// with rows of zeros and is counted in missing_shards(). Scopes do not nest.
+class lookup_deadline_scope {
+public:
+  lookup_deadline_scope(std::chrono::steady_clock::time_point deadline, bool allow_partial);
+  ~lookup_deadline_scope();
+  lookup_deadline_scope(const lookup_deadline_scope&) = delete;
+  lookup_deadline_scope& operator=(const lookup_deadline_scope&) = delete;
+
+  /// Shards left out so far, counted once per lookup that missed them.
+  size_t missing_shards() const { return limits_.missing.size(); }
+
+  /// What the lookup path reads and fills.
+  actors::lookup_deadline& limits() { return limits_; }
+
+private:
+  actors::lookup_deadline limits_;
+};
+
 /// Looks up several tables in one request to the service (one round trip, one handle).
 caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
                                                             std::vector<table_lookup> tables,
@@ -188,6 +211,8 @@ caf::error save(session& s, const std::string& path, const training_state& state
 /// delta at a time. Each shard applies its part of the link whole, in one step, or not at all.
 /// errc::invalid_argument, changing nothing, unless `link`'s base is the checkpoint the service
 /// last restored or synced; a damaged part fails with errc::corrupt_file, changing nothing.
+/// Lookups go on meanwhile: one that crosses a sync may find some shards before it and
+/// others after it, each whole.
 caf::error sync(session& s, const std::string& path, const checkpoint_manifest& link);
 
 struct restored_checkpoint {

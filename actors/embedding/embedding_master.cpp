@@ -501,43 +501,67 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
     // A delta when the root's current checkpoint is the head of this master's chain there,
     // with fewer than full_every deltas on its full checkpoint.
     auto& st = self->state;
-    std::string base;
-    if (full_every > 0 && st.chain_dir == dir && st.chain_deltas < full_every)
+    bool ours = false;
+    if (full_every > 0 && st.chain_dir == dir)
       if (auto current = stores::checkpoint_dir{dir}.read_manifest();
           current && current->checkpoint == st.chain_head && current->shard_count == count)
-        base = st.chain_head;
-    auto id = stores::checkpoint_dir::new_id(std::to_string(step));
+        ours = true;
     uint64_t track_limit = full_every > 0 ? st.options.max_tracked_keys : 0;
-    track(self, take_checkpoint_as<std::vector<checkpoint_embedding>>(
-                  stores::checkpoint_dir{dir}, id, 1, count,
-                  [=](size_t s, const std::string& part_id, uint32_t attempt) {
-                    return ask_shard(self, s, attempt, save_part_atom::value, dir, part_id,
-                                     static_cast<uint32_t>(s), base, track_limit);
-                  },
-                  [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
-                    auto manifest = assemble_manifest(parts, step, extra, count);
-                    manifest.base = base;
-                    return manifest;
-                  },
-                  [=](caf::expected<checkpoint_manifest> manifest) mutable {
-                    auto& st = self->state;
-                    if (manifest && full_every > 0) {
-                      st.chain_deltas = base.empty() ? 0 : st.chain_deltas + 1;
-                      st.chain_dir = dir;
-                      st.chain_head = id;
-                    } else if (manifest) {
-                      st.chain_dir.clear();
-                      st.chain_head.clear();
-                    }
-                    if (manifest && dir == self->state.options.checkpoint_dir)
-                      self->state.updates_since_checkpoint = 0;
-                    end_exclusive(self);
-                    if (manifest)
-                      promise.deliver(std::move(*manifest));
-                    else
-                      promise.deliver(std::move(manifest.error()));
-                  },
-                  retries(self)));
+    // Takes one checkpoint on `base` (empty: a full one), then runs `done` with its manifest.
+    using done_fn = std::function<void(caf::expected<checkpoint_manifest>)>;
+    auto take = [=](std::string base, std::string same_as, done_fn done) {
+      auto id = stores::checkpoint_dir::new_id(std::to_string(step));
+      // A full checkpoint that follows its chain's last delta keeps that chain too, so that a
+      // copy one link behind can still take that delta.
+      size_t keep = same_as.empty() ? 1 : 2;
+      track(self, take_checkpoint_as<std::vector<checkpoint_embedding>>(
+                    stores::checkpoint_dir{dir}, id, keep, count,
+                    [=](size_t s, const std::string& part_id, uint32_t attempt) {
+                      return ask_shard(self, s, attempt, save_part_atom::value, dir, part_id,
+                                       static_cast<uint32_t>(s), base, track_limit);
+                    },
+                    [=](std::vector<std::vector<checkpoint_embedding>>& parts) {
+                      auto manifest = assemble_manifest(parts, step, extra, count);
+                      manifest.base = base;
+                      manifest.same_as = same_as;
+                      return manifest;
+                    },
+                    [=](caf::expected<checkpoint_manifest> manifest) mutable {
+                      auto& st = self->state;
+                      if (manifest && full_every > 0) {
+                        st.chain_deltas = base.empty() ? 0 : st.chain_deltas + 1;
+                        st.chain_dir = dir;
+                        st.chain_head = id;
+                      } else if (manifest) {
+                        st.chain_dir.clear();
+                        st.chain_head.clear();
+                      }
+                      done(std::move(manifest));
+                    },
+                    retries(self)));
+    };
+    auto finish = [=](caf::expected<checkpoint_manifest> manifest) mutable {
+      if (manifest && dir == self->state.options.checkpoint_dir)
+        self->state.updates_since_checkpoint = 0;
+      end_exclusive(self);
+      if (manifest)
+        promise.deliver(std::move(*manifest));
+      else
+        promise.deliver(std::move(manifest.error()));
+    };
+    if (ours && st.chain_deltas < full_every) {
+      take(st.chain_head, "", finish);
+    } else if (ours) {
+      // A new chain: first the last delta of this one, for the copies that follow it, then
+      // the full checkpoint at the same state, which those copies then hold already.
+      take(st.chain_head, "", [=](caf::expected<checkpoint_manifest> delta) mutable {
+        if (!delta)
+          return finish(std::move(delta));
+        take("", delta->checkpoint, finish);
+      });
+    } else {
+      take("", "", finish);
+    }
   });
   // The promise owns the response now: an error returned instead would never reach the caller.
   if (err)
@@ -612,10 +636,21 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
   return promise;
 }
 
+// Whether a link on `base` applies to tables that hold `held`: its base, or a full
+// checkpoint under `dir` taken at that state (checkpoint_manifest::same_as).
+bool applies_on(const std::string& dir, const std::string& base, const std::string& held) {
+  if (base.empty() || held.empty())
+    return false;
+  if (base == held)
+    return true;
+  auto start = stores::checkpoint_dir{dir}.read_manifest_of(base);
+  return start && start->same_as == held;
+}
+
 caf::result<ok_atom> sync(embedding_master_pointer self, const std::string& dir,
                           const checkpoint_manifest& link) {
   auto& st = self->state;
-  if (link.base.empty() || link.base != st.applied_head)
+  if (!applies_on(dir, link.base, st.applied_head))
     return make_error(
       errc::invalid_argument,
       "sync " + link.checkpoint + " applies on " +
@@ -629,7 +664,7 @@ caf::result<ok_atom> sync(embedding_master_pointer self, const std::string& dir,
   auto promise = self->make_response_promise<ok_atom>();
   auto shared = std::make_shared<checkpoint_manifest>(link);
   auto err = begin_exclusive(self, [=]() mutable {
-    if (self->state.applied_head != shared->base) {
+    if (!applies_on(dir, shared->base, self->state.applied_head)) {
       promise.deliver(make_error(errc::invalid_argument, "sync " + shared->checkpoint +
                                                            ": another sync or a restore "
                                                            "ran first"));

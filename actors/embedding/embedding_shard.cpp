@@ -1,5 +1,8 @@
 #include "actors/embedding/embedding_shard.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 
@@ -353,11 +356,10 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
 
 // Applies one checkpoint of a chain (a sync) to the live tables. Every part is read and checked
 // first, so a damaged one changes nothing; the whole link is then applied in this one handler.
-caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
-                                const checkpoint_manifest& link, uint32_t index, uint32_t count,
-                                uint64_t request_id) {
-  if (self->state.applied.seen(request_id))
-    return ok_atom::value;
+/// Shard `index` of `count`'s changes in sync link `link` under `dir`, read and decoded.
+caf::expected<std::vector<stores::link_changes>> read_changes(const std::string& dir,
+                                                              const checkpoint_manifest& link,
+                                                              uint32_t index, uint32_t count) {
   std::vector<stores::link_changes> changes;
   for (auto& entry : link.embeddings) {
     auto read = stores::read_link(dir, link, entry.config.name, index, count);
@@ -365,6 +367,12 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
       return std::move(read.error());
     changes.push_back(std::move(*read));
   }
+  return changes;
+}
+
+/// Applies `changes` to the shard's tables in one go; the tables' lock held.
+caf::error apply_changes(shard_pointer self, const checkpoint_manifest& link,
+                         const std::vector<stores::link_changes>& changes, uint32_t index) {
   auto& tables = self->state.tables();
   for (auto& c : changes)
     if (tables.count(c.config.name) == 0) {
@@ -393,8 +401,53 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
       if (auto err = store.import_row(row.record()))
         return err;
   }
-  self->state.applied.remember(request_id);
-  return ok_atom::value;
+  return {};
+}
+
+/// The files of the link are read on a thread of their own while the shard goes on serving;
+/// then the changes are applied in one handler, so that a lookup sees all or none of them.
+caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
+                                const checkpoint_manifest& link, uint32_t index, uint32_t count,
+                                uint64_t request_id) {
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
+  using read_result = caf::expected<std::vector<stores::link_changes>>;
+  auto read =
+    std::make_shared<read_result>(make_error(errc::io_error, "sync: the link was not read"));
+  auto reader = self->spawn<caf::detached>(
+    [read, dir, link, index, count](caf::event_based_actor* helper) -> caf::behavior {
+      return {[=](load_atom) {
+        // Background work: the lookups of this node's shards go first (a thread of its own,
+        // which ends with the read).
+        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+        *read = read_changes(dir, link, index, count);
+        helper->quit();
+        return true;
+      }};
+    });
+  auto promise = self->make_response_promise<ok_atom>();
+  self->request(reader, caf::infinite, load_atom::value)
+    .then(
+      [self, read, link, index, request_id, promise](bool) mutable {
+        if (!*read) {
+          promise.deliver(std::move(read->error()));
+          return;
+        }
+        std::lock_guard<std::mutex> guard{self->state.shared->mutex};
+        runtime::timed_request timing{*self->state.metrics, "apply_part", self->mailbox().size()};
+        if (self->state.applied.seen(request_id)) {
+          promise.deliver(ok_atom::value);
+          return;
+        }
+        if (auto err = apply_changes(self, link, **read, index)) {
+          promise.deliver(std::move(err));
+          return;
+        }
+        self->state.applied.remember(request_id);
+        promise.deliver(ok_atom::value);
+      },
+      [promise](caf::error& err) mutable { promise.deliver(std::move(err)); });
+  return promise;
 }
 
 caf::result<embedding_stats> stats(shard_pointer self, const std::string& name) {
@@ -514,11 +567,9 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
       auto request = enter("save_part");
       return save_part(self, dir, id, part, base, track_limit);
     },
-    [self, enter](apply_part_atom, const std::string& dir, const checkpoint_manifest& link,
-                  uint32_t index, uint32_t count, uint64_t request_id) {
-      auto request = enter("apply_part");
-      return apply_part(self, dir, link, index, count, request_id);
-    },
+    [self](apply_part_atom, const std::string& dir, const checkpoint_manifest& link, uint32_t index,
+           uint32_t count,
+           uint64_t request_id) { return apply_part(self, dir, link, index, count, request_id); },
     [self, enter](load_part_atom, const std::string& dir, const checkpoint_manifest& manifest,
                   uint32_t part, uint32_t count, uint64_t request_id) {
       auto request = enter("load_part");

@@ -108,7 +108,7 @@ config_finder shard_client::configs() const {
 
 caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& tables,
                                                  const std::vector<std::span<float>>& out,
-                                                 bool keep) const {
+                                                 bool keep, lookup_deadline* deadline) const {
   auto dims = checked_dims(tables, configs(), out);
   if (!dims)
     return std::move(dims.error());
@@ -116,6 +116,15 @@ caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& 
   uint64_t handle = 0;
   while (keep && handle == 0)
     handle = next_handle_++;
+  auto timeout = timeout_;
+  if (deadline) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline->at - steady_clock::now());
+    timeout = std::clamp(left, milliseconds{1}, timeout_);
+    if (deadline->allow_partial) // a silent shard's keys keep these rows
+      for (auto& o : out)
+        std::fill(o.begin(), o.end(), 0.0f);
+  }
+  auto attempt = std::min(attempt_timeout_, timeout);
   std::lock_guard<std::mutex> guard{requester_->mutex};
   caf::scoped_actor self{requester_->system};
   using handle_type =
@@ -128,14 +137,23 @@ caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& 
                              return self->request(shards_[s], wait, lookup_atom::value,
                                                   route->part(s), handle);
                            },
-                           attempt_timeout_, timeout_));
+                           attempt, timeout));
   caf::error first;
-  for (auto& [s, f] : sent)
-    if (auto err = await<std::vector<shared_floats>>(
-          f, [&, s = s](
-               const std::vector<shared_floats>& rows) { return route->scatter(s, rows, out); });
-        err && !first)
+  for (auto& [s, f] : sent) {
+    auto err = await<std::vector<shared_floats>>(
+      f,
+      [&, s = s](const std::vector<shared_floats>& rows) { return route->scatter(s, rows, out); });
+    if (err && deadline && err == caf::sec::request_timeout) {
+      if (deadline->allow_partial) {
+        deadline->missing.push_back(s);
+        continue;
+      }
+      err = make_error(errc::deadline_exceeded,
+                       "embedding shard " + std::to_string(s) + " did not answer in time");
+    }
+    if (err && !first)
       first = std::move(err);
+  }
   if (first)
     return first;
   route->drop_keys();

@@ -36,6 +36,15 @@ struct shard_lookup {
   uint64_t handle = 0;
 };
 
+/// A lookup's deadline, and what a shard still silent then costs it.
+struct lookup_deadline {
+  std::chrono::steady_clock::time_point at;
+  /// Leave the keys of the silent shards with rows of zeros, and list those shards in
+  /// `missing`, instead of failing the lookup with errc::deadline_exceeded.
+  bool allow_partial = false;
+  std::vector<size_t> missing;
+};
+
 /// Calls are serialized, so that a shard sees this client's requests in call order (they are
 /// enqueued one after another, and reach another node over its one connection): a lookup after
 /// a backward reads the rows that backward wrote.
@@ -61,9 +70,11 @@ public:
   /// errc::unknown_embedding, errc::batch_too_large) before any shard sees the batch, and
   /// errc::dimension_mismatch for an `out` buffer of the wrong size. With `keep`, each shard
   /// keeps its keys under one new handle for backward(), as it does for the master. Fails
-  /// first with the error of an earlier backward, if one failed (see flush()).
+  /// first with the error of an earlier backward, if one failed (see flush()). With a
+  /// `deadline`, no shard is waited for past deadline->at (nor past the client's timeout).
   caf::expected<shard_lookup> lookup(const std::vector<table_keys>& tables,
-                                     const std::vector<std::span<float>>& out, bool keep) const;
+                                     const std::vector<std::span<float>>& out, bool keep,
+                                     lookup_deadline* deadline = nullptr) const;
 
   /// Sends each shard of `route` the summed gradients of its keys (one buffer per table, input
   /// order) to apply at `step` under `handle`, and returns without waiting for the shards.

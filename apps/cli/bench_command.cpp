@@ -6,6 +6,7 @@
 #include "apps/bench/mips_bench.hpp"
 #include "apps/bench/moe_bench.hpp"
 #include "apps/bench/moe_gpu_bench.hpp"
+#include "apps/bench/online_bench.hpp"
 #include "apps/bench/redis_bench.hpp"
 #include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
@@ -262,6 +263,38 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                      "In process against 2 node processes this benchmark starts");
   wals_cmd->callback(
     [wals, &exit_code] { exit_code = report("bench wals", run_wals_bench(*wals)); });
+
+  auto online = std::make_shared<online_bench_options>();
+  auto online_cmd = bench->add_subcommand(
+    "online", "Online training synced to sharded serving versus the model exported once");
+  online_cmd->add_option("--dir", online->dir, "Work folder (emptied first)");
+  online_cmd->add_option("--seconds", online->seconds, "Seconds of training while serving")
+    ->check(CLI::PositiveNumber);
+  auto seconds = [](std::chrono::milliseconds& into) {
+    return [&into](double s) { into = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)}; };
+  };
+  online_cmd->add_option_function<double>("--sync-every", seconds(online->sync_every),
+                                          "Seconds between syncs of the rows (2)");
+  online_cmd->add_option_function<double>("--dense-sync-every", seconds(online->dense_sync_every),
+                                          "Seconds between syncs of the dense weights (10)");
+  online_cmd->add_option("--window", online->window_rows, "Rows of a window")
+    ->check(CLI::Range(uint64_t{100}, uint64_t{10'000'000}));
+  online_cmd->add_option("--qps", online->qps, "The client's fixed rate")
+    ->check(CLI::Range(0.1, 10000.0));
+  online_cmd->add_option("--instances", online->instances, "Instances of a request")
+    ->check(CLI::Range(size_t{1}, size_t{4096}));
+  online_cmd->add_option("--drift-rows", online->drift_rows, "Rows a teacher phase lasts");
+  online_cmd->add_option("--fresh-rate", online->fresh_rate, "The first share of fresh ids")
+    ->check(CLI::Range(0.0, 1.0));
+  online_cmd->add_option("--fresh-step", online->fresh_step, "Fresh share added at each drift")
+    ->check(CLI::Range(0.0, 1.0));
+  online_cmd->add_option("--max-ids", online->max_ids, "Caps every field's ids (0: Kaggle's)");
+  online_cmd->add_option("--threads", online->threads, "Threads of the trainer")
+    ->check(CLI::Range(1, 64));
+  online_cmd->add_option("--seed", online->seed, "Seed of the stream and the model");
+  online_cmd->add_flag("--quiet", online->quiet, "No progress lines");
+  online_cmd->callback(
+    [online, &exit_code] { exit_code = report("bench online", run_online_bench(*online)); });
 }
 
 } // namespace darcy::apps

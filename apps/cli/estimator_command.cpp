@@ -232,6 +232,13 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
       stream->sync_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
     },
     "With --sync-dir: seconds between syncs (default 2; a sync waits for its window's end)");
+  ctr->add_option_function<double>(
+    "--dense-sync-every",
+    [stream](double s) {
+      stream->dense_sync_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
+    },
+    "With --sync-dir: seconds between syncs of the dense weights (default 10; each goes with "
+    "a sync of the rows)");
   ctr
     ->add_option("--full-every", stream->full_every,
                  "With --sync-dir: a full checkpoint after this many deltas")
@@ -345,6 +352,7 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                                       {"sync_checkpoint", w.sync_checkpoint},
                                       {"sync_full", w.sync_full},
                                       {"sync_bytes", w.sync_bytes},
+                                      {"dense_synced", w.dense_synced},
                                       {"sync_status", w.sync_status},
                                       {"frozen_auc", std::isnan(w.frozen_auc)
                                                        ? nlohmann::json{}

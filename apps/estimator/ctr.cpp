@@ -439,13 +439,25 @@ caf::expected<std::pair<runtime::host_port, std::string>> parse_http_url(const s
 namespace {
 
 /// Tells run.sync_to that run.sync_dir has a new checkpoint; the answer's status.
+/// Records when each training step ends.
+struct step_clock : est::session_run_hook {
+  std::vector<std::chrono::steady_clock::time_point> ends;
+  caf::expected<est::hook_action> after_step(est::estimator&, const est::step_result&) override {
+    ends.push_back(std::chrono::steady_clock::now());
+    return est::hook_action::go_on;
+  }
+};
+
 unsigned push_sync(const ctr_stream_run& run) {
   auto url = parse_http_url(run.sync_to);
   if (!url)
     return 0;
   auto body = nlohmann::json{{"dir", std::filesystem::absolute(run.sync_dir).string()}}.dump();
+  auto target = url->second;
+  if (!target.ends_with(":sync"))
+    target += ":sync";
   auto answer = runtime::http_exchange(
-    url->first, runtime::http_request_text("POST", url->second, run.sync_token, body));
+    url->first, runtime::http_request_text("POST", target, run.sync_token, body));
   auto status = runtime::http_status(answer);
   if (status != 200)
     runtime::log_warn("ctr stream: the sync push to {} was answered {}: {}", run.sync_to, status,
@@ -477,6 +489,7 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
   stores::ctr_row row;
   uint64_t trained = 0;
   auto last_sync = std::chrono::steady_clock::now() - run.sync_every;
+  auto last_dense_sync = std::chrono::steady_clock::now() - run.dense_sync_every;
   // The export of the first window, never synced: online training's baseline.
   std::unique_ptr<est::exported_model> frozen;
   auto all_rows = [](size_t n) {
@@ -504,6 +517,9 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     auto rows = b.rows();
     auto table = std::make_shared<est::example_table>(
       est::example_table{std::move(b.features), std::move(b.labels)});
+    if (run.before_window)
+      if (auto err = run.before_window(w, *table))
+        return err;
     auto input = [table](size_t batch, bool shuffle) -> est::input_fn {
       return [=] {
         return est::make_dataset(table, {.batch_size = batch, .shuffle = shuffle, .seed = 1});
@@ -518,8 +534,9 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
         return std::move(scores.error());
       auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
       std::vector<double> p(rows), y(rows);
+      r.frozen_scores.resize(rows);
       for (size_t i = 0; i < rows; ++i) {
-        p[i] = (*scores)(Eigen::Index(i), 0);
+        p[i] = r.frozen_scores[i] = (*scores)(Eigen::Index(i), 0);
         y[i] = table->labels(Eigen::Index(i), 0);
       }
       if (auto err = auc.update({p, y}))
@@ -532,7 +549,8 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     r.auc = m->at("auc_roc");
     r.log_loss = m->at("log_loss");
     auto start = std::chrono::steady_clock::now();
-    auto t = e.train(input(o.batch, true), 0, {std::make_shared<est::nan_guard>()});
+    auto clock = std::make_shared<step_clock>();
+    auto t = e.train(input(o.batch, true), 0, {std::make_shared<est::nan_guard>(), clock});
     if (!t)
       return std::move(t.error());
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -545,6 +563,7 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
         return std::move(loaded.error());
       frozen = std::move(*loaded);
     }
+    r.step_ends = std::move(clock->ends);
     trained += rows;
     r.rows = trained;
     r.examples_per_second = double(rows) / seconds;
@@ -565,8 +584,17 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
       for (auto& entry : synced->embeddings)
         for (auto& file : entry.files)
           r.sync_bytes += file.bytes;
-      if (!run.sync_to.empty())
+      if (std::chrono::steady_clock::now() - last_dense_sync >= run.dense_sync_every) {
+        last_dense_sync = std::chrono::steady_clock::now();
+        if (auto err = est::write_dense_sync(e, run.sync_dir, static_cast<int64_t>(trained)))
+          return err;
+        r.dense_synced = true;
+      }
+      if (!run.sync_to.empty()) {
+        r.push_sent = std::chrono::steady_clock::now();
         r.sync_status = push_sync(run);
+        r.push_answered = std::chrono::steady_clock::now();
+      }
     }
     if (auto err = on_window(r))
       return err;

@@ -19,6 +19,7 @@
 #include "messages/embedding/embedding_config.hpp"
 #include "ops/estimator/ctr_stream.hpp"
 #include "ops/estimator/estimator.hpp"
+#include "ops/estimator/input.hpp"
 #include "ops/session.hpp"
 #include "runtime/host_port.hpp"
 
@@ -144,11 +145,18 @@ struct ctr_stream_run {
   std::string sync_dir;
   std::chrono::milliseconds sync_every{2000};
   uint32_t full_every = 30;
+  /// With sync_dir: the dense weights go with the first sync at least this long after the last
+  /// dense one (ops::estimator::write_dense_sync), so at a lower rate than the rows.
+  std::chrono::milliseconds dense_sync_every{10000};
   /// After each sync, `POST {"dir": sync_dir}` to this `darcy serve` model's :sync
-  /// ("http://HOST:PORT/v1/models/NAME"; empty: none), with a bearer token when given. A
-  /// refused or failed push is reported in its window, and training goes on.
+  /// ("http://HOST:PORT/v1/models/NAME", ":sync" optional; empty: none), with a bearer token when
+  /// given. A refused or failed push is reported in its window, and training goes on.
   std::string sync_to;
   std::string sync_token;
+  /// Gets each window's rows (as the stream gave them) before the model predicts or trains on
+  /// them; an error it returns ends the run with it. Empty: none.
+  std::function<caf::error(uint64_t window, const ops::estimator::example_table& rows)>
+    before_window;
   /// After the first window, the model is exported here once (a version under this model
   /// folder, for `darcy serve`), so that serving can start on it and follow the syncs. Empty:
   /// no export.
@@ -176,11 +184,19 @@ struct ctr_stream_window {
   std::string sync_checkpoint;
   bool sync_full = false;
   uint64_t sync_bytes = 0;
-  /// With sync_to: the push's HTTP status (0: no answer).
+  /// Whether the dense weights went with that sync.
+  bool dense_synced = false;
+  /// With sync_to: the push's HTTP status (0: no answer), and when it was sent and answered.
   unsigned sync_status = 0;
+  std::chrono::steady_clock::time_point push_sent{};
+  std::chrono::steady_clock::time_point push_answered{};
+  /// When each training step of the window ended.
+  std::vector<std::chrono::steady_clock::time_point> step_ends;
   /// With export_dir, from the second window: the AUC on the window of the model as exported
   /// after the first one, never synced (NaN before): what online training gains over it.
   double frozen_auc = 0;
+  /// That export's score of each of the window's rows (empty before).
+  std::vector<float> frozen_scores;
 };
 
 /// Trains on run.source window by window in an in-process embedding service: each window is

@@ -1,10 +1,12 @@
 #include "apps/serving/estimator_model.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
 
 namespace darcy::serving {
 
@@ -52,14 +54,40 @@ caf::error append_value(size_t i, const std::string& key, const nlohmann::json& 
   return {};
 }
 
+/// Whether a sync failed because a shard could not be reached, rather than on its files or its
+/// link (which a reload would not mend).
+bool lost_shard(const caf::error& err) {
+  for (auto code : {errc::invalid_argument, errc::corrupt_file, errc::not_found,
+                    errc::dimension_mismatch, errc::invalid_config, errc::io_error})
+    if (is(err, code))
+      return false;
+  return true;
+}
+
 } // namespace
 
-caf::expected<ops::estimator::batch> parse_instances(const std::string& body) {
+caf::expected<predict_request> parse_predict(const std::string& body, uint32_t max_deadline_ms) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("instances") || !j["instances"].is_array())
     return make_error(errc::invalid_argument, "a predict body is {\"instances\": [{...}, ...]}");
-  if (j.size() != 1)
-    return make_error(errc::invalid_argument, "a predict body has only \"instances\"");
+  predict_request out;
+  for (auto& [key, value] : j.items()) {
+    if (key == "deadline_ms") {
+      if (!value.is_number_unsigned() || value.get<uint64_t>() == 0 ||
+          value.get<uint64_t>() > max_deadline_ms)
+        return make_error(errc::invalid_argument, "deadline_ms must be an integer in [1, " +
+                                                    std::to_string(max_deadline_ms) + "]");
+      out.deadline_ms = value.get<uint32_t>();
+    } else if (key == "allow_partial") {
+      if (!value.is_boolean())
+        return make_error(errc::invalid_argument, "allow_partial must be true or false");
+      out.allow_partial = value.get<bool>();
+    } else if (key != "instances") {
+      return make_error(
+        errc::invalid_argument,
+        "unknown field '" + key + "' of a predict body (instances, deadline_ms, allow_partial)");
+    }
+  }
   auto& instances = j["instances"];
   if (instances.empty())
     return make_error(errc::empty_batch, "a predict request needs at least one instance");
@@ -67,7 +95,7 @@ caf::expected<ops::estimator::batch> parse_instances(const std::string& body) {
     return make_error(errc::batch_too_large, std::to_string(instances.size()) +
                                                " instances, at most " +
                                                std::to_string(max_predict_instances));
-  ops::estimator::batch b;
+  auto& b = out.batch;
   for (size_t i = 0; i < instances.size(); ++i) {
     auto& instance = instances[i];
     if (!instance.is_object())
@@ -83,7 +111,7 @@ caf::expected<ops::estimator::batch> parse_instances(const std::string& body) {
         return err;
     }
   }
-  return b;
+  return out;
 }
 
 caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
@@ -93,24 +121,50 @@ caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
     return std::move(model.error());
   std::unique_ptr<estimator_model> m{new estimator_model};
   m->model_ = std::move(*model);
+  m->dir_ = dir;
+  m->where_ = where;
   m->access_ = actors::access_policy{std::move(rules)};
   return m;
 }
 
+double estimator_model::now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
 caf::expected<std::string> estimator_model::predict(const std::string& name,
                                                     const std::string& body,
-                                                    const request_context& ctx) {
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  if (auto err = access_.admit(ctx, actors::access_action::query, now))
-    return err;
-  auto b = parse_instances(body);
-  if (!b)
-    return std::move(b.error());
-  auto spec = model_->predict_spec(*b);
+                                                    const request_context& ctx,
+                                                    uint32_t max_deadline_ms) {
+  std::optional<ops::estimator::exported_model::followed> synced;
+  std::shared_ptr<ops::estimator::exported_model> model;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (auto err = access_.admit(ctx, actors::access_action::query, now()))
+      return err;
+    synced = synced_;
+    model = model_;
+  }
+  auto request = parse_predict(body, max_deadline_ms);
+  if (!request)
+    return std::move(request.error());
+  std::optional<ops::lookup_deadline_scope> deadline;
+  if (model->sharded_embeddings()) {
+    auto left_us = request->deadline_ms > 0 ? int64_t{request->deadline_ms} * 1000
+                   : ctx.deadline_us > 0    ? ctx.deadline_us - now_us()
+                                            : int64_t{max_deadline_ms} * 1000;
+    deadline.emplace(std::chrono::steady_clock::now() + std::chrono::microseconds{left_us},
+                     request->allow_partial);
+  }
+  auto spec = model->predict_spec(request->batch);
   if (!spec)
     return std::move(spec.error());
-  nlohmann::json out{{"model", name}, {"version", model_->version()}, {"trace_id", ctx.trace_id}};
+  nlohmann::json out{{"model", name}, {"version", model->version()}, {"trace_id", ctx.trace_id}};
+  if (deadline)
+    out["partial"] = deadline->missing_shards() > 0;
+  if (synced)
+    out["sync"] = {{"checkpoint", synced->checkpoint},
+                   {"step", synced->step},
+                   {"dense_step", synced->dense_step}};
   auto& rows = out["predictions"] = nlohmann::json::array();
   auto& values = spec->predictions;
   for (Eigen::Index r = 0; r < values.rows(); ++r) {
@@ -125,24 +179,50 @@ caf::expected<std::string> estimator_model::predict(const std::string& name,
 
 caf::expected<std::string> estimator_model::sync(const std::string& name, const std::string& body,
                                                  const request_context& ctx) {
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  if (auto err = access_.admit(ctx, actors::access_action::manage, now))
-    return err;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (auto err = access_.admit(ctx, actors::access_action::manage, now()))
+      return err;
+  }
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
     return make_error(errc::invalid_argument, "a sync body is {\"dir\": \"SYNC_DIR\"}");
-  auto followed = model_->follow(j["dir"].get<std::string>());
+  auto dir = j["dir"].get<std::string>();
+  std::lock_guard<std::mutex> one_at_a_time{sync_mutex_};
+  auto model = [this] {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return model_;
+  }();
+  auto followed = model->follow(dir);
+  bool reloaded = false;
+  if (!followed && model->sharded_embeddings() && lost_shard(followed.error())) {
+    // The sync could not reach a shard: the export and the chain onto the live members.
+    auto fresh = ops::estimator::exported_model::load(dir_, model->version(), where_);
+    if (!fresh)
+      return std::move(fresh.error());
+    auto restored = (*fresh)->follow(dir);
+    if (!restored)
+      return std::move(restored.error());
+    model = std::move(*fresh);
+    followed = std::move(restored);
+    reloaded = true;
+  }
   if (!followed)
     return std::move(followed.error());
-  synced_ = *followed;
-  synced_at_ = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    model_ = model;
+    synced_ = *followed;
+    synced_at_ = std::chrono::steady_clock::now();
+  }
   return nlohmann::json{{"model", name},
                         {"sync",
                          {{"checkpoint", followed->checkpoint},
                           {"step", followed->step},
+                          {"dense_step", followed->dense_step},
                           {"applied", followed->applied},
-                          {"restored", followed->restored}}}}
+                          {"restored", followed->restored}}},
+                        {"reloaded", reloaded}}
     .dump();
 }
 
@@ -156,6 +236,7 @@ std::string estimator_model::describe(const std::string& name) const {
     out["sync"] = {
       {"checkpoint", synced_->checkpoint},
       {"step", synced_->step},
+      {"dense_step", synced_->dense_step},
       {"age_s",
        std::chrono::duration<double>(std::chrono::steady_clock::now() - synced_at_).count()}};
   return out.dump();

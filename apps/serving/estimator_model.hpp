@@ -22,11 +22,24 @@ namespace darcy::serving {
 /// Instances one predict request may carry.
 inline constexpr size_t max_predict_instances = 4096;
 
-/// The batch of a predict body. Each feature of an instance is a number, a list of numbers
-/// (of one length in every instance), a string or a list of strings, and every instance has
-/// the same features. errc::invalid_argument naming the instance and the feature otherwise;
-/// errc::batch_too_large beyond max_predict_instances; errc::empty_batch for no instance.
-caf::expected<ops::estimator::batch> parse_instances(const std::string& body);
+/// A predict body: {"instances": [...], "deadline_ms": N, "allow_partial": B}, the last two
+/// optional.
+struct predict_request {
+  ops::estimator::batch batch;
+  /// 0: the server's default deadline.
+  uint32_t deadline_ms = 0;
+  /// Answer without the rows of an embedding shard silent at the deadline (those keys get rows
+  /// of zeros, and the answer says "partial": true) instead of failing with 504.
+  bool allow_partial = false;
+};
+
+/// Each feature of an instance is a number, a list of numbers (of one length in every
+/// instance), a string or a list of strings, and every instance has the same features.
+/// errc::invalid_argument naming the instance and the feature otherwise, for an unknown field,
+/// or a deadline_ms outside [1, max_deadline_ms]; errc::batch_too_large beyond
+/// max_predict_instances; errc::empty_batch for no instance.
+caf::expected<predict_request> parse_predict(const std::string& body,
+                                             uint32_t max_deadline_ms = 60000);
 
 class estimator_model {
 public:
@@ -36,30 +49,49 @@ public:
     const std::string& dir, access_rules rules,
     const ops::estimator::embedding_placement& where = {});
 
-  /// The JSON answer to a predict request of ctx.principal for model `name`; thread-safe.
-  /// errc::access_denied or errc::quota_exceeded by the rules; parse_instances' errors; the
-  /// model's errors for features it cannot read.
+  /// The JSON answer to a predict request of ctx.principal for model `name`; thread-safe. With
+  /// its embeddings on shards, the lookups wait until ctx.deadline_us (or the body's
+  /// deadline_ms), and the answer has "partial". Once a
+  /// sync was applied, the answer's "sync" names the last one done before the request came
+  /// ({"checkpoint", "step", "dense_step"}): the answer holds every row of that sync, and
+  /// perhaps some of a sync still being applied. errc::access_denied or errc::quota_exceeded by the
+  /// rules; parse_predict's errors; the model's errors for features it cannot read;
+  /// errc::deadline_exceeded for a shard silent at the deadline without allow_partial.
   caf::expected<std::string> predict(const std::string& name, const std::string& body,
-                                     const request_context& ctx);
+                                     const request_context& ctx, uint32_t max_deadline_ms = 60000);
 
   /// The JSON answer to a sync request (`POST /v1/models/NAME:sync {"dir": DIR}`) of
   /// ctx.principal, which needs `manage` on the model: its dynamic embeddings brought to the
-  /// current checkpoint of the training run's sync directory DIR (exported_model::follow);
-  /// thread-safe, and predictions wait for it. errc::access_denied by the rules;
-  /// errc::invalid_argument for a body without "dir"; follow's errors.
+  /// current checkpoint of the training run's sync directory DIR (exported_model::follow), and
+  /// its dense weights to DIR's newest dense sync; thread-safe, one sync at a time, while
+  /// predictions go on. With its embeddings on shards, a sync that fails on a lost shard (its
+  /// node died) loads the export again onto the live members and restores DIR's chain onto
+  /// it: the model then answers from the export plus the syncs since, and the answer says
+  /// "reloaded": true. Until then, requests that need the lost shard fail (or are partial).
+  /// errc::access_denied by the rules; errc::invalid_argument for a body without "dir"; follow's
+  /// errors.
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx);
 
   /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, and
-  /// "sync": {"checkpoint", "step", "age_s"} once a sync was applied.
+  /// "sync": {"checkpoint", "step", "dense_step", "age_s"} once a sync was applied.
   std::string describe(const std::string& name) const;
 
 private:
   estimator_model() = default;
 
-  /// predict() runs one request at a time: the exported model keeps per-call state.
+  /// The seconds since load, for the access policy's quotas; mutex_ held.
+  double now() const;
+
+  /// Guards access_, synced_ and synced_at_; never held while the model works.
   mutable std::mutex mutex_;
-  std::unique_ptr<ops::estimator::exported_model> model_;
+  /// Held by a sync throughout: one at a time.
+  std::mutex sync_mutex_;
+  /// Replaced whole by a reload (mutex_ held); a prediction holds the one it started with.
+  std::shared_ptr<ops::estimator::exported_model> model_;
+  /// Where the model came from, for a reload.
+  std::string dir_;
+  ops::estimator::embedding_placement where_;
   actors::access_policy access_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   /// The last sync applied, and when.

@@ -213,7 +213,7 @@ void serving_front::handle(http_request req, http_responder respond) {
   std::string model;
   std::string verb;
   const serving_root_actor* root = nullptr;
-  estimator_model* estimator = nullptr;
+  std::shared_ptr<estimator_model> estimator;
   constexpr std::string_view prefix = "/v1/models/";
   if (target.size() > prefix.size() && target.compare(0, prefix.size(), prefix) == 0) {
     auto rest = target.substr(prefix.size());
@@ -225,7 +225,7 @@ void serving_front::handle(http_request req, http_responder respond) {
       root = &it->second;
     } else if (auto e = estimators_.find(name); e != estimators_.end()) {
       model = name;
-      estimator = e->second.get();
+      estimator = e->second;
     }
   }
   auto route = target == "/metrics"     ? std::string{"metrics"}
@@ -255,7 +255,7 @@ void serving_front::handle(http_request req, http_responder respond) {
     return req.method == "GET" ? list(timed) : method_not_allowed("GET");
   if (estimator) {
     req.authorization = *principal;
-    return estimator_route(model, *estimator, verb, req, timed);
+    return estimator_route(model, estimator, verb, req, timed);
   }
   if (route == "model")
     return req.method == "GET" ? describe(model, *root, timed) : method_not_allowed("GET");
@@ -273,14 +273,15 @@ void serving_front::handle(http_request req, http_responder respond) {
   manage(model, *root, route == "load", req, timed);
 }
 
-void serving_front::estimator_route(const std::string& model, estimator_model& m,
+void serving_front::estimator_route(const std::string& model,
+                                    const std::shared_ptr<estimator_model>& m,
                                     const std::string& verb, const http_request& req,
                                     http_responder respond) {
   if (verb.empty()) {
     if (req.method != "GET")
       return respond(
         {405, json_error("method_not_allowed", req.method + " " + req.target + ": use GET")});
-    return respond({200, m.describe(model)});
+    return respond({200, m->describe(model)});
   }
   if (verb != "predict" && verb != "sync")
     return respond(
@@ -294,11 +295,13 @@ void serving_front::estimator_route(const std::string& model, estimator_model& m
     // A sync changes what the model answers: managed, as :load is.
     if (auto refused = may_manage_from(config_, req.peer))
       return respond(error_response(refused));
-    auto synced = m.sync(model, req.body, ctx);
-    return respond(synced ? http_response{200, std::move(*synced)}
-                          : error_response(synced.error()));
+    sys_.spawn<caf::detached>([m, model, body = req.body, ctx, respond] {
+      auto synced = m->sync(model, body, ctx);
+      respond(synced ? http_response{200, std::move(*synced)} : error_response(synced.error()));
+    });
+    return;
   }
-  auto answer = m.predict(model, req.body, ctx);
+  auto answer = m->predict(model, req.body, ctx, config_.max_deadline_ms);
   respond(answer ? http_response{200, std::move(*answer)} : error_response(answer.error()));
 }
 

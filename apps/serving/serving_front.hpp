@@ -59,9 +59,10 @@ private:
               const http_request& req, http_responder respond);
   void describe(const std::string& model, const serving_root_actor& root, http_responder respond);
   void list(http_responder respond);
-  /// The routes of an Estimator model: GET its description, POST :predict.
-  void estimator_route(const std::string& model, estimator_model& m, const std::string& verb,
-                       const http_request& req, http_responder respond);
+  /// The routes of an Estimator model: GET its description, POST :predict and :sync (which runs
+  /// on a thread of its own, so that the HTTP threads go on answering meanwhile).
+  void estimator_route(const std::string& model, const std::shared_ptr<estimator_model>& m,
+                       const std::string& verb, const http_request& req, http_responder respond);
   void metrics(http_responder respond);
 
   /// The principal of the request's bearer token; errc::unauthenticated when tokens are

@@ -73,6 +73,26 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir,
   return version;
 }
 
+caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t step) {
+  stores::checkpoint_dir root{sync_dir + "/dense"};
+  if (auto err = root.prepare())
+    return err;
+  auto version = root.next_version();
+  compute::nn::optimizer no_state{{}};
+  auto weights =
+    stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
+  if (!weights) {
+    root.discard(version);
+    return std::move(weights.error());
+  }
+  checkpoint_manifest m;
+  m.service = "estimator_dense_sync";
+  m.checkpoint = version;
+  m.step = step;
+  m.parts = {*weights};
+  return root.commit(m, 2);
+}
+
 bool is_estimator_export(const std::string& dir) {
   auto manifest = stores::checkpoint_dir{dir}.read_manifest();
   return manifest && manifest->service == export_service;
@@ -280,14 +300,38 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
   if (!head)
     return std::move(head.error());
   followed out{head->checkpoint, head->step, 0, false};
-  if (head->checkpoint == followed_)
+  if (head->checkpoint == followed_) {
+    if (auto err = follow_dense(where, out))
+      return err;
     return out;
+  }
   auto chain = stores::read_chain(root, *head);
   if (!chain)
     return std::move(chain.error());
-  auto held = std::find_if(chain->begin(), chain->end(), [&](const checkpoint_manifest& m) {
-    return !followed_.empty() && m.checkpoint == followed_;
-  });
+  auto position = [&](const std::vector<checkpoint_manifest>& c) {
+    return std::find_if(c.begin(), c.end(), [&](const checkpoint_manifest& m) {
+      return !followed_.empty() && m.checkpoint == followed_;
+    });
+  };
+  auto held = position(*chain);
+  if (held == chain->end() && !followed_.empty() && !chain->front().same_as.empty()) {
+    // A new chain that starts at the state of the previous chain's last delta: catch up to that
+    // delta, and the rows are the new chain's start.
+    auto last = root.read_manifest_of(chain->front().same_as);
+    auto previous = last ? stores::read_chain(root, *last)
+                         : caf::expected<std::vector<checkpoint_manifest>>{last.error()};
+    if (previous)
+      if (auto at = position(*previous); at != previous->end()) {
+        for (auto link = std::next(at); link != previous->end(); ++link) {
+          if (auto err = sync(*session_, where, *link))
+            return err;
+          followed_ = link->checkpoint;
+          ++out.applied;
+        }
+        followed_ = chain->front().checkpoint;
+        held = chain->begin();
+      }
+  }
   if (held == chain->end()) {
     auto restored = restore(*session_, where);
     if (!restored)
@@ -303,7 +347,55 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
     }
   }
   followed_ = head->checkpoint;
+  if (auto err = follow_dense(where, out))
+    return err;
   return out;
+}
+
+caf::error exported_model::follow_dense(const std::string& dir, followed& out) {
+  out.dense_step = dense_step_;
+  stores::checkpoint_dir root{dir + "/dense"};
+  if (!std::filesystem::exists(root.root()))
+    return {};
+  auto head = root.read_manifest();
+  if (!head)
+    return is(head.error(), errc::not_found) ? caf::error{} : std::move(head.error());
+  if (head->checkpoint == dense_followed_)
+    return {};
+  if (head->parts.size() != 1)
+    return make_error(errc::corrupt_file, root.root() + ": a dense sync holds one part");
+  auto bytes = root.read_part(head->parts[0]);
+  if (!bytes)
+    return std::move(bytes.error());
+  auto weights = stores::decode_named_values(*bytes);
+  if (!weights)
+    return std::move(weights.error());
+  // Every variable of the model must be there with its shape before any is replaced.
+  std::vector<std::pair<matrix*, const matrix*>> moves;
+  auto plan = [&](const std::string& name, matrix& into) -> caf::error {
+    auto it = weights->find(name);
+    if (it == weights->end() || it->second.rows() != into.rows() ||
+        it->second.cols() != into.cols())
+      return make_error(errc::dimension_mismatch,
+                        "dense sync " + head->checkpoint + ": " + name +
+                          (it == weights->end() ? " is missing" : " has another shape"));
+    moves.emplace_back(&into, &it->second);
+    return {};
+  };
+  for (auto* p : vars_.all())
+    if (auto err = plan(p->name, p->value))
+      return err;
+  for (auto& [name, table] : tables_)
+    if (auto err = plan(name, table->value))
+      return err;
+  {
+    std::lock_guard<std::mutex> guard{predict_mutex_};
+    for (auto& [into, from] : moves)
+      *into = *from;
+  }
+  dense_followed_ = head->checkpoint;
+  dense_step_ = out.dense_step = head->step;
+  return {};
 }
 
 caf::expected<de_config> exported_model::embedding_config(const std::string& name) const {
@@ -315,6 +407,7 @@ caf::expected<de_config> exported_model::embedding_config(const std::string& nam
 }
 
 caf::expected<estimator_spec> exported_model::predict_spec(const batch& b) {
+  std::lock_guard<std::mutex> guard{predict_mutex_};
   model_context ctx{vars_, mode::predict, 0, 2};
   std::map<uint64_t, tensor> t; // graph tensor id → this call's tensor
   size_t next_input = 0;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,11 @@ namespace darcy::ops::estimator {
 /// when the sample is empty or the model does not end in head_spec or a sampled_softmax_head.
 caf::expected<std::string> export_model(estimator& e, const std::string& dir,
                                         const input_fn& sample, size_t keep = 5);
+
+/// Writes e's dense variables as the newest version of `sync_dir`/dense, tagged with `step`,
+/// keeping the 2 newest: the dense half of a training run's sync, which exported_model::follow
+/// applies after the rows. io_error and the like, leaving the previous version current.
+caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t step);
 
 /// Whether the newest version under `dir` is an export of an Estimator (not of another kind of
 /// model, such as a retrieval export).
@@ -66,22 +72,28 @@ public:
   /// Whether its dynamic embeddings live on a cluster's shards (not in this process).
   bool sharded_embeddings() const { return session_ && !session_->in_process(); }
 
-  /// Where its dynamic embeddings stand after follow().
+  /// Where the model stands after follow().
   struct followed {
-    /// The checkpoint of the chain they hold, and its step.
+    /// The checkpoint of the chain its dynamic embeddings hold, and its step.
     std::string checkpoint;
     int64_t step = 0;
     /// Checkpoints applied by that call (a sync each, or the whole chain on a restore).
     size_t applied = 0;
     bool restored = false;
+    /// The step of the dense weights it holds from the sync directory (-1: the export's).
+    int64_t dense_step = -1;
   };
 
   /// Brings its dynamic embeddings to the current checkpoint of the incremental chain under
   /// `dir` (a training run's sync directory, ops::save with full_every): each delta since the
   /// one they hold is applied with ops::sync, or, when they hold none of that chain, the chain
-  /// is restored. The dense part stays the export's. errc::invalid_config for a model without
-  /// dynamic embeddings; the checkpoint's errors, leaving the rows as they were when a sync
-  /// or restore refuses (errc::corrupt_file, errc::not_found).
+  /// is restored. Then, when `dir`/dense holds newer dense weights (write_dense_sync), they
+  /// replace the model's, all at once between two predictions. Predictions go on meanwhile,
+  /// each shard answering with its rows before or after a sync, whole. One follow() at a time.
+  /// errc::invalid_config for a model without dynamic embeddings; the checkpoint's errors,
+  /// leaving the rows as they were when a sync or restore refuses (errc::corrupt_file,
+  /// errc::not_found); errc::dimension_mismatch for dense weights that do not fit the graph,
+  /// leaving the model's.
   caf::expected<followed> follow(const std::string& dir);
 
   /// The head's predictions for `b` (labels are not needed). errc::invalid_argument for
@@ -93,6 +105,7 @@ public:
   caf::expected<std::vector<std::vector<std::string>>> predict_labels(const batch& b);
 
   /// Both at once: the spec of one predict call (predictions, predicted_labels, export outputs).
+  /// One call at a time runs; others wait.
   caf::expected<estimator_spec> predict_spec(const batch& b);
 
   const std::string& version() const { return version_; }
@@ -108,8 +121,16 @@ private:
   /// columns and the head that use it go before it.
   std::unique_ptr<session> session_;
   std::vector<de_config> embeddings_;
-  /// The chain checkpoint follow() last brought the embeddings to.
+  /// Replaces the dense weights with the newest under `dir`/dense when they are newer than
+  /// those it holds.
+  caf::error follow_dense(const std::string& dir, followed& out);
+
+  /// The chain checkpoint follow() last brought the embeddings to, and the dense version.
   std::string followed_;
+  std::string dense_followed_;
+  int64_t dense_step_ = -1;
+  /// Held by a prediction, and by follow() while it replaces the dense weights.
+  std::mutex predict_mutex_;
   std::string version_;
   nlohmann::json graph_;
   variable_store vars_;

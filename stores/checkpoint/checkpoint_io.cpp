@@ -250,6 +250,7 @@ caf::error write_manifest(const std::string& dir, const checkpoint_manifest& man
   auto root = message.initRoot<Manifest>();
   root.setFormatVersion(manifest.base.empty() ? format_version : delta_format_version);
   root.setBase(manifest.base);
+  root.setSameAs(manifest.same_as);
   root.setService(manifest.service);
   root.setCheckpoint(manifest.checkpoint);
   root.setStep(manifest.step);
@@ -305,6 +306,7 @@ caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {
     auto extra = root.getExtra();
     result.extra.assign(reinterpret_cast<const char*>(extra.begin()), extra.size());
     result.base = root.getBase();
+    result.same_as = root.getSameAs();
     return result;
   } catch (const kj::Exception& e) {
     return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());

@@ -1,7 +1,8 @@
 // `darcy serve` and `darcy wals export` as a user runs them, with real processes: an export
 // killed before its manifest leaves the previous version served; a shard server's node
 // SIGKILLed under load is replaced, and the model answers whole again; an Estimator export's
-// dynamic embeddings served from shards on node processes predict as the export in-process.
+// dynamic embeddings served from shards on node processes predict as the export in-process,
+// within deadlines, and a sync after a serving node died reloads the export and the syncs.
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ops/embedding_ops.hpp"
 #include "ops/estimator/export.hpp"
 #include "stores/serving/serving_export.hpp"
 #include "tests/integration/cluster_fixture.hpp"
@@ -221,7 +223,8 @@ TEST_F(serving_cluster_test, a_shard_server_sigkilled_under_load_is_restarted_an
   EXPECT_NE(answer.find("\"partial\":false"), std::string::npos) << answer;
 }
 
-TEST_F(serving_cluster_test, an_estimator_exports_embeddings_on_node_shards_predict_as_in_process) {
+TEST_F(serving_cluster_test,
+       an_estimator_exports_embeddings_on_node_shards_predict_as_in_process_within_deadlines) {
   temp_dir tmp{"sharded_predict"};
   auto data = words(64);
   auto s = ops::session::open({});
@@ -257,12 +260,95 @@ TEST_F(serving_cluster_test, an_estimator_exports_embeddings_on_node_shards_pred
   for (size_t r = 0; r < 3; ++r)
     EXPECT_NEAR(served[r][0].get<double>(), (*expected)(Eigen::Index(r), 0), 1e-6) << r;
 
+  EXPECT_EQ(nlohmann::json::parse(http_body(answer)).value("partial", true), false) << answer;
+
+  // Shards silent at the request's deadline (their nodes stopped for a moment): a 504, or with
+  // allow_partial an answer flagged partial; once they answer again, whole answers.
+  auto limited = [&](bool allow_partial) {
+    auto j = nlohmann::json::parse(body);
+    j["deadline_ms"] = 300;
+    j["allow_partial"] = allow_partial;
+    return http_exchange(serve.port,
+                         http_request_text("POST", "/v1/models/words:predict", "", j.dump()));
+  };
+  b.process.signal(SIGSTOP);
+  c.process.signal(SIGSTOP);
+  auto refused = limited(false);
+  auto partial = limited(true);
+  b.process.signal(SIGCONT);
+  c.process.signal(SIGCONT);
+  EXPECT_EQ(http_status(refused), 504u) << refused;
+  ASSERT_EQ(http_status(partial), 200u) << partial;
+  EXPECT_TRUE(nlohmann::json::parse(http_body(partial)).value("partial", false)) << partial;
+  auto whole =
+    http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+  ASSERT_EQ(http_status(whole), 200u) << whole;
+  EXPECT_FALSE(nlohmann::json::parse(http_body(whole)).value("partial", true)) << whole;
+
   // The rows are on the nodes, not in the serving process: without them, no answer.
   b.process.signal(SIGKILL);
   c.process.signal(SIGKILL);
   auto lost =
     http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
   EXPECT_NE(http_status(lost), 200) << lost;
+}
+
+// A serving shard's node SIGKILLed: the next sync finds the shard lost, loads the export onto
+// the live members and restores the training run's chain, so the model answers again as the
+// export plus every sync.
+TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export_and_the_syncs) {
+  temp_dir tmp{"sharded_reload"};
+  auto data = words(64);
+  auto training = ops::session::open({});
+  ASSERT_TRUE(training) << render(training.error());
+  ops::estimator::estimator e{model(**training), session_config(**training)};
+  ASSERT_TRUE(e.train(column_input(data, 0), 20));
+  ASSERT_TRUE(ops::estimator::export_model(e, tmp.path() + "/words", column_input(data, 1)));
+  auto sync_dir = tmp.path() + "/sync";
+  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
+
+  auto [a, b, c] = start_three();
+  auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
+                            "--embedding-shards", "1"});
+  auto sync = [&] {
+    auto answer =
+      http_exchange(serve.port, http_request_text("POST", "/v1/models/words:sync", "",
+                                                  nlohmann::json{{"dir", sync_dir}}.dump()));
+    return std::pair{http_status(answer), nlohmann::json::parse(http_body(answer), nullptr, false)};
+  };
+  ASSERT_EQ(sync().first, 200u);
+  c.process.signal(SIGKILL);
+  ASSERT_TRUE(c.process.wait(patience));
+  ASSERT_TRUE(e.train(column_input(data, 0), 60));
+  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+  // Refused while the cluster still lists the dead node; then reloaded.
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  std::pair<unsigned, nlohmann::json> reloaded;
+  do
+    reloaded = sync();
+  while (reloaded.first != 200 && std::chrono::steady_clock::now() < deadline);
+  ASSERT_EQ(reloaded.first, 200u) << reloaded.second.dump();
+  EXPECT_TRUE(reloaded.second.value("reloaded", false)) << reloaded.second.dump();
+  EXPECT_EQ(reloaded.second["sync"]["step"], 2);
+
+  auto reference = ops::estimator::exported_model::load(tmp.path() + "/words");
+  ASSERT_TRUE(reference);
+  ASSERT_TRUE((*reference)->follow(sync_dir));
+  auto body = R"({"instances": [{"x": 0.5, "words": ["w0", "common"]},
+                               {"x": -0.2, "words": ["w1", "common"]}]})";
+  auto answer =
+    http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+  ASSERT_EQ(http_status(answer), 200u) << answer;
+  auto served = nlohmann::json::parse(http_body(answer));
+  EXPECT_FALSE(served.value("partial", true));
+  EXPECT_EQ(served["sync"]["step"], 2);
+  ops::estimator::batch batch;
+  batch.features["x"] = ce::feature_value::numeric(std::vector<double>{0.5, -0.2});
+  batch.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
+  auto expected = (*reference)->predict(batch);
+  ASSERT_TRUE(expected) << render(expected.error());
+  for (Eigen::Index r = 0; r < 2; ++r)
+    EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*expected)(r, 0), 1e-6) << r;
 }
 
 } // namespace

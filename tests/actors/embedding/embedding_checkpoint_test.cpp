@@ -8,6 +8,7 @@
 #include "actors/embedding/embedding_shard.hpp"
 #include "ops/testing/redis_server.hpp"
 #include "runtime/ask.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/embedding/redis_store.hpp"
 #include "tests/support/test_system.hpp"
 
@@ -387,8 +388,19 @@ TEST_F(checkpoint_test, RetentionRemovesWholeChainsAndARestoreStartsANewOne) {
     auto saved = save_incremental(m, round, 2);
     ASSERT_TRUE(saved) << render(error_of(saved));
     bases.push_back(saved->base);
-    // Rounds 0..2 are one chain (a full and 2 deltas); round 3 starts the next.
-    EXPECT_EQ(directories(), round < 3 ? size_t(round + 1) : size_t(round - 2)) << round;
+    // Rounds 0..2 are one chain (a full and 2 deltas). Round 3 ends it with a last delta and
+    // starts the next at the same state, keeping both chains; round 4's delta drops the first.
+    size_t expected[] = {1, 2, 3, 5, 2};
+    EXPECT_EQ(directories(), expected[round]) << round;
+    if (round == 3) {
+      ASSERT_FALSE(saved->same_as.empty());
+      auto last = stores::checkpoint_dir{dir}.read_manifest_of(saved->same_as);
+      ASSERT_TRUE(last) << render(last.error());
+      EXPECT_EQ(last->step, saved->step);
+      EXPECT_FALSE(last->base.empty()) << "the old chain's last delta";
+    } else {
+      EXPECT_TRUE(saved->same_as.empty()) << round;
+    }
   }
   EXPECT_TRUE(bases[0].empty());
   EXPECT_TRUE(bases[3].empty()) << "a full one after full_every deltas";

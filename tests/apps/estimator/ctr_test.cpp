@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "compute/estimator/metrics.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr_data.hpp"
 #include "ops/embedding_ops.hpp"
@@ -19,6 +20,8 @@
 
 namespace darcy::estimator_apps {
 namespace {
+
+namespace ce = compute::estimator;
 
 /// Generated train and test files of one stream, in `dir`, of 2 ids per field: with more, 20k
 /// rows do not bring DLRM reliably within 0.02 of the Bayes AUC (at 4 ids per field it fell
@@ -174,6 +177,74 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   EXPECT_NEAR(windows[1].frozen_auc, windows[1].auc, 1e-5)
     << "window 2 is predicted by the model the export froze";
   EXPECT_FALSE(std::isnan(windows.back().frozen_auc));
+}
+
+// Freshness without a clock: after the sync that ends a window, a copy of the first window's
+// export that followed it predicts the next window exactly as the live model does, so every
+// row trained on (and the dense weights) is served from the next sync on. A new chain (after
+// full_every deltas) starts at the state of the old one's last delta, so the copy goes on
+// without a restore.
+TEST(ctr, a_copy_following_each_sync_predicts_the_next_window_as_the_live_model) {
+  test::temp_dir dir{"ctr_stream_fresh"};
+  ctr_files files{dir, 10, 10};
+  auto o = small_model(files);
+  o.train.clear();
+  o.eval.clear();
+  ctr_stream_run run{.source = "generate", .window_rows = 1500, .max_windows = 5};
+  run.stream.generator = {.seed = 7, .max_ids = 1000};
+  run.stream.generator.fresh_rate = 0.2; // keys trained once, in one window
+  run.sync_dir = dir.path() + "/sync";
+  run.sync_every = std::chrono::milliseconds{0};
+  run.dense_sync_every = std::chrono::milliseconds{0};
+  run.full_every = 2; // windows 1-3 one chain; window 4 ends it and starts the next
+  run.export_dir = dir.path() + "/exports/ctr";
+  std::unique_ptr<ops::estimator::exported_model> copy;
+  std::vector<double> copy_auc, live_auc;
+  run.before_window = [&](uint64_t, const ops::estimator::example_table& rows) -> caf::error {
+    if (!copy)
+      return {};
+    auto scores = copy->predict(ops::estimator::batch{rows.features, {}});
+    if (!scores)
+      return std::move(scores.error());
+    auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
+    std::vector<double> p, y;
+    for (Eigen::Index i = 0; i < rows.labels.rows(); ++i) {
+      p.push_back((*scores)(i, 0));
+      y.push_back(rows.labels(i, 0));
+    }
+    if (auto err = auc.update({p, y}))
+      return make_error(err);
+    copy_auc.push_back(auc.value());
+    return {};
+  };
+  std::vector<ctr_stream_window> windows;
+  ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
+    windows.push_back(w);
+    if (w.window > 1)
+      live_auc.push_back(w.auc);
+    EXPECT_TRUE(w.dense_synced) << w.window;
+    if (!copy) {
+      auto loaded = ops::estimator::exported_model::load(run.export_dir);
+      if (!loaded)
+        return std::move(loaded.error());
+      copy = std::move(*loaded);
+    }
+    auto followed = copy->follow(run.sync_dir);
+    if (!followed)
+      return std::move(followed.error());
+    EXPECT_EQ(followed->step, int64_t(w.rows));
+    EXPECT_EQ(followed->dense_step, int64_t(w.rows));
+    EXPECT_EQ(followed->restored, w.window == 1) << w.window << ": only the export is no link";
+    EXPECT_EQ(w.sync_full, w.window == 1 || w.window == 4) << w.window;
+    return {};
+  }));
+  ASSERT_EQ(windows.size(), 5u);
+  ASSERT_EQ(copy_auc.size(), 4u);
+  ASSERT_EQ(live_auc.size(), 4u);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_NEAR(copy_auc[i], live_auc[i], 2e-5) << "window " << i + 2; // the sums' order
+  EXPECT_GT(std::abs(windows[4].frozen_auc - windows[4].auc), 1e-4)
+    << "the export alone, never synced, predicts otherwise";
 }
 
 TEST(ctr, wide_and_deep_learns_the_same_rows) {

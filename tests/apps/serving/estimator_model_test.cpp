@@ -55,16 +55,24 @@ private:
 };
 
 TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refused) {
-  auto good = parse_instances(
+  auto good = parse_predict(
     R"({"instances": [{"xy": [1, 2], "tag": "tag0", "words": ["a", "b"]},
                       {"xy": [3.5, -1], "tag": "tag2", "words": []}]})");
   ASSERT_TRUE(good) << render(good.error());
-  EXPECT_EQ(good->features.at("xy").width, 2u);
-  EXPECT_EQ(good->features.at("xy").numbers, (std::vector<double>{1, 2, 3.5, -1}));
-  EXPECT_EQ(good->features.at("tag").strings,
+  auto& features = good->batch.features;
+  EXPECT_EQ(features.at("xy").width, 2u);
+  EXPECT_EQ(features.at("xy").numbers, (std::vector<double>{1, 2, 3.5, -1}));
+  EXPECT_EQ(features.at("tag").strings,
             (std::vector<std::vector<std::string>>{{"tag0"}, {"tag2"}}));
-  EXPECT_EQ(good->features.at("words").strings[1].size(), 0u);
-  EXPECT_EQ(good->labels.size(), 0);
+  EXPECT_EQ(features.at("words").strings[1].size(), 0u);
+  EXPECT_EQ(good->batch.labels.size(), 0);
+  EXPECT_EQ(good->deadline_ms, 0u);
+  EXPECT_FALSE(good->allow_partial);
+  auto limited =
+    parse_predict(R"({"instances": [{"x": 1}], "deadline_ms": 50, "allow_partial": true})");
+  ASSERT_TRUE(limited) << render(limited.error());
+  EXPECT_EQ(limited->deadline_ms, 50u);
+  EXPECT_TRUE(limited->allow_partial);
 
   std::string too_many = R"({"instances": [)";
   for (size_t i = 0; i <= max_predict_instances; ++i)
@@ -89,9 +97,16 @@ TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refus
     {"another feature later", R"({"instances": [{"x": 1}, {"y": 1}]})", errc::invalid_argument},
     {"a boolean", R"({"instances": [{"x": true}]})", errc::invalid_argument},
     {"too many instances", too_many, errc::batch_too_large},
+    {"a zero deadline", R"({"instances": [{"x": 1}], "deadline_ms": 0})", errc::invalid_argument},
+    {"a deadline past the most", R"({"instances": [{"x": 1}], "deadline_ms": 60001})",
+     errc::invalid_argument},
+    {"a negative deadline", R"({"instances": [{"x": 1}], "deadline_ms": -5})",
+     errc::invalid_argument},
+    {"allow_partial no boolean", R"({"instances": [{"x": 1}], "allow_partial": 1})",
+     errc::invalid_argument},
   };
   for (auto& b : bad) {
-    auto r = parse_instances(b.body);
+    auto r = parse_predict(b.body);
     ASSERT_FALSE(r) << b.what;
     EXPECT_TRUE(is(r.error(), b.expected)) << b.what << ": " << render(r.error());
   }
@@ -164,7 +179,8 @@ query = ["alice"]
   EXPECT_NE(list.find(R"("kind":"estimator")"), std::string::npos) << list;
 }
 
-TEST(estimator_model, a_sync_brings_its_embeddings_to_the_training_runs_rows_and_needs_manage) {
+TEST(estimator_model,
+     a_sync_brings_its_embeddings_and_dense_weights_to_the_training_run_and_needs_manage) {
   test::temp_dir dir{"estimator_sync"};
   auto data = test::words(64);
   auto training = ops::session::open({});
@@ -225,6 +241,9 @@ manage = ["alice"]
   ASSERT_EQ(after_status, 200u);
   EXPECT_NE(after["predictions"], before["predictions"]) << "the rows trained on since";
   expect_reference(after);
+  EXPECT_FALSE(before.contains("sync")) << "no sync applied yet";
+  EXPECT_EQ(after["sync"]["step"], 2) << "an answer names the sync it holds";
+  EXPECT_EQ(after["sync"]["dense_step"], -1) << "the export's dense weights";
 
   ASSERT_TRUE(e.train(test::column_input(data, 0), 90));
   ASSERT_FALSE(ops::save(**training, sync_dir, {3, "", {}}, 5));
@@ -237,6 +256,33 @@ manage = ["alice"]
   auto described = test::http_exchange(
     server.port(), test::http_request_text("GET", "/v1/models/words", "tok-bob", ""));
   EXPECT_NE(described.find(R"("step":3)"), std::string::npos) << described;
+
+  // With the dense weights synced too, the served model is the live estimator.
+  auto live = [&] {
+    auto t = std::make_shared<ops::estimator::example_table>();
+    t->features = b.features;
+    t->labels = ops::estimator::matrix::Zero(2, 1);
+    auto p = e.predict(
+      [t] { return ops::estimator::make_dataset(t, {.batch_size = 16, .shuffle = false}); });
+    EXPECT_TRUE(p) << render(p.error());
+    return p ? *p : ops::estimator::matrix{};
+  };
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 120));
+  ASSERT_FALSE(ops::save(**training, sync_dir, {4, "", {}}, 5));
+  ASSERT_FALSE(call("/v1/models/words:sync", "tok-alice", sync_body).first != 200u);
+  auto rows_only = predictions().second;
+  EXPECT_GT(std::abs(rows_only["predictions"][0][0].get<float>() - live()(0, 0)), 1e-4)
+    << "the rows alone leave the export's dense weights";
+  ASSERT_FALSE(write_dense_sync(e, sync_dir, 4));
+  auto [dense_status, dense] = call("/v1/models/words:sync", "tok-alice", sync_body);
+  ASSERT_EQ(dense_status, 200u) << dense.dump();
+  EXPECT_EQ(dense["sync"]["applied"], 0) << "no new rows";
+  EXPECT_EQ(dense["sync"]["dense_step"], 4);
+  auto synced = predictions().second;
+  EXPECT_EQ(synced["sync"]["dense_step"], 4);
+  auto want = live();
+  for (Eigen::Index r = 0; r < 2; ++r)
+    EXPECT_NEAR(synced["predictions"][r][0].get<float>(), want(r, 0), 1e-6) << r;
 }
 
 } // namespace
