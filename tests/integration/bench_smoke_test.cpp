@@ -97,6 +97,19 @@ void write_tiny_fashion_mnist(const std::string& dir, uint32_t train, uint32_t t
   }
 }
 
+TEST(bench_smoke, online_against_the_export_never_synced) {
+  temp_dir tmp{"bench_online"};
+  auto m = metrics_of(run_darcy({"bench", "online", "--seconds", "4", "--window", "1000",
+                                 "--sync-every", "0.5", "--dense-sync-every", "1", "--qps", "20",
+                                 "--instances", "4", "--dir", tmp.path() + "/work", "--quiet"}),
+                      "online");
+  expect_positive(m, {"freshness_p50_s", "freshness_p99_s", "qps", "syncs", "dense_syncs",
+                      "served_auc", "frozen_auc", "p99_ms_without_syncs"});
+  EXPECT_EQ(m.value("failed_requests", -1), 0) << m.dump();
+  EXPECT_TRUE(m["online_auc_lift"].is_number()) << m.dump();
+  EXPECT_TRUE(m["delta_vs_full_bytes"].is_number()) << m.dump();
+}
+
 TEST(bench_smoke, messaging_against_plain_tcp) {
   auto m = metrics_of(run_darcy({"bench", "messaging", "--count-1k", "200", "--count-256k", "20",
                                  "--latency-count", "100", "--repetitions", "1"}),
