@@ -27,6 +27,18 @@ bool is_head(const nlohmann::json& op) {
   return kind == "head" || kind == "sampled_softmax_head";
 }
 
+/// e's variables as the part `version`/weights.params of `root`, without optimizer state; the
+/// version's directory is removed when the part cannot be written.
+caf::expected<file_info> write_weights(estimator& e, const stores::checkpoint_dir& root,
+                                       const std::string& version) {
+  compute::nn::optimizer no_state{{}};
+  auto weights =
+    stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
+  if (!weights)
+    root.discard(version);
+  return weights;
+}
+
 } // namespace
 
 caf::expected<std::string> export_model(estimator& e, const std::string& dir,
@@ -48,13 +60,9 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir,
   auto graph_part = root.write_part(version + "/graph.json", graph.dump(1));
   if (!graph_part)
     return std::move(graph_part.error());
-  compute::nn::optimizer no_state{{}};
-  auto weights =
-    stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
-  if (!weights) {
-    root.discard(version);
+  auto weights = write_weights(e, root, version);
+  if (!weights)
     return std::move(weights.error());
-  }
   checkpoint_manifest m;
   m.service = export_service;
   m.checkpoint = version;
@@ -78,13 +86,9 @@ caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t s
   if (auto err = root.prepare())
     return err;
   auto version = root.next_version();
-  compute::nn::optimizer no_state{{}};
-  auto weights =
-    stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
-  if (!weights) {
-    root.discard(version);
+  auto weights = write_weights(e, root, version);
+  if (!weights)
     return std::move(weights.error());
-  }
   checkpoint_manifest m;
   m.service = "estimator_dense_sync";
   m.checkpoint = version;
