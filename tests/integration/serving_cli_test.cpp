@@ -50,6 +50,41 @@ serve_process start_serve(const std::vector<std::string>& args) {
   return {std::move(*p), port};
 }
 
+/// Returns once the cluster of `seed` lists `n` members up, so that a model loaded next puts
+/// shards on each of them (a failure after `patience`).
+void wait_members(const runtime::host_port& seed, size_t n) {
+  auto s = ops::session::open({.seed = seed, .name = "member-count", .threads = 1});
+  ASSERT_TRUE(s) << render(s.error());
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  size_t up = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto status = (*s)->status();
+    up = 0;
+    if (status)
+      for (auto& m : status->members)
+        up += m.state == member_state::up ? 1 : 0;
+    if (up == n)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL() << up << " members up, not " << n;
+}
+
+/// Whether process `pid` shows as stopped (a signal's stop takes effect after kill returns)
+/// within `patience`.
+bool wait_stopped(pid_t pid) {
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+    std::string stat{std::istreambuf_iterator<char>(in), {}};
+    auto after = stat.rfind(')');
+    if (after != std::string::npos && stat.size() > after + 2 && stat[after + 2] == 'T')
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
 /// The model's status, once its state is `available` (a failure after `patience`).
 nlohmann::json wait_available(uint16_t port, const std::string& model) {
   auto deadline = std::chrono::steady_clock::now() + patience;
@@ -237,6 +272,7 @@ TEST_F(serving_cluster_test,
   EXPECT_FALSE((*local)->sharded_embeddings());
 
   auto [a, b, c] = start_three();
+  wait_members(a.address, 3);
   auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
                             "--embedding-shards", "1"});
   auto described = nlohmann::json::parse(
@@ -262,8 +298,9 @@ TEST_F(serving_cluster_test,
 
   EXPECT_EQ(nlohmann::json::parse(http_body(answer)).value("partial", true), false) << answer;
 
-  // Shards silent at the request's deadline (their nodes stopped for a moment): a 504, or with
-  // allow_partial an answer flagged partial; once they answer again, whole answers.
+  // Shards silent at the request's deadline (every node stopped for a moment, well within the
+  // heartbeat timeout): a 504, or with allow_partial an answer flagged partial; once they
+  // answer again, whole answers.
   auto limited = [&](bool allow_partial) {
     auto j = nlohmann::json::parse(body);
     j["deadline_ms"] = 300;
@@ -271,12 +308,14 @@ TEST_F(serving_cluster_test,
     return http_exchange(serve.port,
                          http_request_text("POST", "/v1/models/words:predict", "", j.dump()));
   };
-  b.process.signal(SIGSTOP);
-  c.process.signal(SIGSTOP);
+  for (auto* n : {&a, &b, &c}) {
+    n->process.signal(SIGSTOP);
+    ASSERT_TRUE(wait_stopped(n->process.pid()));
+  }
   auto refused = limited(false);
   auto partial = limited(true);
-  b.process.signal(SIGCONT);
-  c.process.signal(SIGCONT);
+  for (auto* n : {&a, &b, &c})
+    n->process.signal(SIGCONT);
   EXPECT_EQ(http_status(refused), 504u) << refused;
   ASSERT_EQ(http_status(partial), 200u) << partial;
   EXPECT_TRUE(nlohmann::json::parse(http_body(partial)).value("partial", false)) << partial;
@@ -308,6 +347,7 @@ TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export
   ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
 
   auto [a, b, c] = start_three();
+  wait_members(a.address, 3);
   auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
                             "--embedding-shards", "1"});
   auto sync = [&] {
