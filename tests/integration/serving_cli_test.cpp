@@ -332,9 +332,9 @@ TEST_F(serving_cluster_test,
   EXPECT_NE(http_status(lost), 200) << lost;
 }
 
-// A serving shard's node SIGKILLed: the next sync finds the shard lost, loads the export onto
-// the live members and restores the training run's chain, so the model answers again as the
-// export plus every sync.
+// A serving shard's node SIGKILLed in the middle of a sync: that sync or the next finds the
+// shard lost, loads the export onto the live members and restores the training run's chain, so
+// the model answers again as the export plus every sync, never a half-applied one.
 TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export_and_the_syncs) {
   temp_dir tmp{"sharded_reload"};
   auto data = words(64);
@@ -357,19 +357,24 @@ TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export
     return std::pair{http_status(answer), nlohmann::json::parse(http_body(answer), nullptr, false)};
   };
   ASSERT_EQ(sync().first, 200u);
-  c.process.signal(SIGKILL);
-  ASSERT_TRUE(c.process.wait(patience));
+  // Node c dies in the middle of the next sync: stopped before it, killed while it runs.
   ASSERT_TRUE(e.train(column_input(data, 0), 60));
   ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
-  // Refused while the cluster still lists the dead node; then reloaded.
+  c.process.signal(SIGSTOP);
+  ASSERT_TRUE(wait_stopped(c.process.pid()));
+  std::pair<unsigned, nlohmann::json> synced;
+  std::thread interrupted{[&] { synced = sync(); }};
+  c.process.signal(SIGKILL); // however far that sync got, c never answers it
+  ASSERT_TRUE(c.process.wait(patience));
+  interrupted.join();
+  // That sync, or one after it (refused while the cluster still lists the dead node), reloads.
   auto deadline = std::chrono::steady_clock::now() + patience;
-  std::pair<unsigned, nlohmann::json> reloaded;
-  do
-    reloaded = sync();
-  while (reloaded.first != 200 && std::chrono::steady_clock::now() < deadline);
-  ASSERT_EQ(reloaded.first, 200u) << reloaded.second.dump();
-  EXPECT_TRUE(reloaded.second.value("reloaded", false)) << reloaded.second.dump();
-  EXPECT_EQ(reloaded.second["sync"]["step"], 2);
+  while (!(synced.first == 200 && synced.second.value("reloaded", false)) &&
+         std::chrono::steady_clock::now() < deadline)
+    synced = sync();
+  ASSERT_EQ(synced.first, 200u) << synced.second.dump();
+  EXPECT_TRUE(synced.second.value("reloaded", false)) << synced.second.dump();
+  EXPECT_EQ(synced.second["sync"]["step"], 2);
 
   auto reference = ops::estimator::exported_model::load(tmp.path() + "/words");
   ASSERT_TRUE(reference);
