@@ -488,10 +488,42 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     return std::move(stream.error());
   stores::ctr_row row;
   uint64_t trained = 0;
+  // A rerun with the same sync_dir resumes at its last sync: the tables as they were then, the
+  // dense weights of the last dense sync, and the stream after the rows trained by then.
+  bool resumed = false;
+  if (!run.sync_dir.empty()) {
+    auto last = stores::checkpoint_dir{run.sync_dir}.read_manifest();
+    if (!last && !is(last.error(), errc::not_found))
+      return std::move(last.error());
+    if (last) {
+      auto restored = ops::restore(*trainer->session, run.sync_dir);
+      if (!restored)
+        return std::move(restored.error());
+      trained = static_cast<uint64_t>(std::max<int64_t>(restored->state.step, 0));
+      resumed = true;
+      for (uint64_t skipped = 0; run.source != "-" && skipped < trained;) {
+        auto got = (*stream)->next(row);
+        if (!got)
+          return std::move(got.error());
+        if (*got == est::stream_state::ended)
+          return {};
+        if (*got == est::stream_state::row)
+          ++skipped;
+        else
+          std::this_thread::sleep_for(run.poll);
+      }
+      runtime::log_info("ctr stream: resumed from {} after {} rows", run.sync_dir, trained);
+    }
+  }
   auto last_sync = std::chrono::steady_clock::now() - run.sync_every;
   auto last_dense_sync = std::chrono::steady_clock::now() - run.dense_sync_every;
-  // The export of the first window, never synced: online training's baseline.
+  // The export of the first window, never synced: online training's baseline (on a resume, the
+  // one the first run made).
   std::unique_ptr<est::exported_model> frozen;
+  if (resumed && !run.export_dir.empty())
+    if (auto loaded = est::exported_model::load(run.export_dir); loaded)
+      frozen = std::move(*loaded);
+  bool dense_pending = resumed;
   auto all_rows = [](size_t n) {
     std::vector<size_t> all(n);
     std::iota(all.begin(), all.end(), size_t{0});
@@ -525,6 +557,14 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
         return est::make_dataset(table, {.batch_size = batch, .shuffle = shuffle, .seed = 1});
       };
     };
+    if (dense_pending) { // the variables exist once built from a batch
+      dense_pending = false;
+      if (auto err = e.build(input(o.batch, false)))
+        return err;
+      if (auto step = est::read_dense_sync(e, run.sync_dir);
+          !step && !is(step.error(), errc::not_found))
+        return std::move(step.error());
+    }
     ctr_stream_window r;
     r.window = w;
     r.frozen_auc = nan;
@@ -554,7 +594,7 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     if (!t)
       return std::move(t.error());
     auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (w == 1 && !run.export_dir.empty()) {
+    if (w == 1 && !run.export_dir.empty() && !frozen) {
       auto exported = est::export_model(e, run.export_dir, input(o.batch, false));
       if (!exported)
         return std::move(exported.error());

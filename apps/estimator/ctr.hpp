@@ -139,9 +139,13 @@ struct ctr_stream_run {
   uint64_t max_windows = 0;
   /// How long to wait for a file to grow before looking again.
   std::chrono::milliseconds poll{100};
-  /// Where the tables' incremental checkpoints go for serving copies to follow (ops::sync):
-  /// after the first window that ends sync_every after the last one, a delta of the rows
-  /// changed since, and a full checkpoint every full_every deltas. Empty: none.
+  /// Where the tables' incremental checkpoints go for serving copies to follow (ops::sync),
+  /// and where a rerun resumes: with a chain there, the run restores the tables of its last
+  /// sync and the dense weights of its last dense sync (not the dense optimizer's state), and
+  /// skips the rows trained by then (not on standard input, which the writer must resume).
+  /// A training process that dies so costs the rows since its last sync. A sync comes after the
+  /// first window that ends sync_every after the last one: a delta of the rows changed since,
+  /// and a full checkpoint every full_every deltas. Empty: none.
   std::string sync_dir;
   std::chrono::milliseconds sync_every{2000};
   uint32_t full_every = 30;

@@ -39,6 +39,53 @@ caf::expected<file_info> write_weights(estimator& e, const stores::checkpoint_di
   return weights;
 }
 
+/// The newest dense sync under `sync_dir` (write_dense_sync): its manifest, and its weights
+/// unless it is checkpoint `held`. errc::not_found when there is none.
+struct dense_sync {
+  checkpoint_manifest manifest;
+  std::optional<std::map<std::string, matrix>> weights;
+};
+
+caf::expected<dense_sync> read_dense(const std::string& sync_dir, const std::string& held) {
+  stores::checkpoint_dir root{sync_dir + "/dense"};
+  if (!std::filesystem::exists(root.root()))
+    return make_error(errc::not_found, sync_dir + " holds no dense sync");
+  auto head = root.read_manifest();
+  if (!head)
+    return std::move(head.error());
+  dense_sync out{*head, std::nullopt};
+  if (head->checkpoint == held)
+    return out;
+  if (head->parts.size() != 1)
+    return make_error(errc::corrupt_file, root.root() + ": a dense sync holds one part");
+  auto bytes = root.read_part(head->parts[0]);
+  if (!bytes)
+    return std::move(bytes.error());
+  auto weights = stores::decode_named_values(*bytes);
+  if (!weights)
+    return std::move(weights.error());
+  out.weights = std::move(*weights);
+  return out;
+}
+
+/// The copies that bring each of `targets` to its value in `weights`, once every one of them is
+/// there with its shape (errc::dimension_mismatch naming dense sync `id` otherwise).
+caf::expected<std::vector<std::pair<matrix*, const matrix*>>> plan_copy(
+  const std::map<std::string, matrix>& weights,
+  const std::vector<compute::nn::parameter<float>*>& targets, const std::string& id) {
+  std::vector<std::pair<matrix*, const matrix*>> moves;
+  for (auto* p : targets) {
+    auto it = weights.find(p->name);
+    if (it == weights.end() || it->second.rows() != p->value.rows() ||
+        it->second.cols() != p->value.cols())
+      return make_error(errc::dimension_mismatch,
+                        "dense sync " + id + ": " + p->name +
+                          (it == weights.end() ? " is missing" : " has another shape"));
+    moves.emplace_back(&p->value, &it->second);
+  }
+  return moves;
+}
+
 } // namespace
 
 caf::expected<std::string> export_model(estimator& e, const std::string& dir,
@@ -358,48 +405,37 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
 
 caf::error exported_model::follow_dense(const std::string& dir, followed& out) {
   out.dense_step = dense_step_;
-  stores::checkpoint_dir root{dir + "/dense"};
-  if (!std::filesystem::exists(root.root()))
-    return {};
-  auto head = root.read_manifest();
-  if (!head)
-    return is(head.error(), errc::not_found) ? caf::error{} : std::move(head.error());
-  if (head->checkpoint == dense_followed_)
-    return {};
-  if (head->parts.size() != 1)
-    return make_error(errc::corrupt_file, root.root() + ": a dense sync holds one part");
-  auto bytes = root.read_part(head->parts[0]);
-  if (!bytes)
-    return std::move(bytes.error());
-  auto weights = stores::decode_named_values(*bytes);
-  if (!weights)
-    return std::move(weights.error());
-  // Every variable of the model must be there with its shape before any is replaced.
-  std::vector<std::pair<matrix*, const matrix*>> moves;
-  auto plan = [&](const std::string& name, matrix& into) -> caf::error {
-    auto it = weights->find(name);
-    if (it == weights->end() || it->second.rows() != into.rows() ||
-        it->second.cols() != into.cols())
-      return make_error(errc::dimension_mismatch,
-                        "dense sync " + head->checkpoint + ": " + name +
-                          (it == weights->end() ? " is missing" : " has another shape"));
-    moves.emplace_back(&into, &it->second);
-    return {};
-  };
-  for (auto* p : vars_.all())
-    if (auto err = plan(p->name, p->value))
-      return err;
+  auto dense = read_dense(dir, dense_followed_);
+  if (!dense)
+    return is(dense.error(), errc::not_found) ? caf::error{} : std::move(dense.error());
+  if (!dense->weights)
+    return {}; // the one held
+  std::vector<compute::nn::parameter<float>*> targets = vars_.all();
   for (auto& [name, table] : tables_)
-    if (auto err = plan(name, table->value))
-      return err;
+    targets.push_back(table.get());
+  auto moves = plan_copy(*dense->weights, targets, dense->manifest.checkpoint);
+  if (!moves)
+    return std::move(moves.error());
   {
     std::lock_guard<std::mutex> guard{predict_mutex_};
-    for (auto& [into, from] : moves)
+    for (auto& [into, from] : *moves)
       *into = *from;
   }
-  dense_followed_ = head->checkpoint;
-  dense_step_ = out.dense_step = head->step;
+  dense_followed_ = dense->manifest.checkpoint;
+  dense_step_ = out.dense_step = dense->manifest.step;
   return {};
+}
+
+caf::expected<int64_t> read_dense_sync(estimator& e, const std::string& sync_dir) {
+  auto dense = read_dense(sync_dir, "");
+  if (!dense)
+    return std::move(dense.error());
+  auto moves = plan_copy(*dense->weights, e.variables().all(), dense->manifest.checkpoint);
+  if (!moves)
+    return std::move(moves.error());
+  for (auto& [into, from] : *moves)
+    *into = *from;
+  return dense->manifest.step;
 }
 
 caf::expected<de_config> exported_model::embedding_config(const std::string& name) const {

@@ -41,6 +41,11 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir,
 /// applies after the rows. io_error and the like, leaving the previous version current.
 caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t step);
 
+/// Copies the newest dense sync under `sync_dir` into e's variables, which must be built
+/// (estimator::build); returns its step. errc::not_found when there is none;
+/// errc::dimension_mismatch, changing nothing, when it does not fit the variables.
+caf::expected<int64_t> read_dense_sync(estimator& e, const std::string& sync_dir);
+
 /// Whether the newest version under `dir` is an export of an Estimator (not of another kind of
 /// model, such as a retrieval export).
 bool is_estimator_export(const std::string& dir);

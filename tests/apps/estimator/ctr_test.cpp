@@ -247,6 +247,53 @@ TEST(ctr, a_copy_following_each_sync_predicts_the_next_window_as_the_live_model)
     << "the export alone, never synced, predicts otherwise";
 }
 
+// A training process that dies costs the rows since its last sync: a rerun with the same sync
+// directory restores the tables of that sync and goes on with the rows after it.
+TEST(ctr, a_rerun_on_the_same_sync_dir_resumes_after_the_rows_of_its_last_sync) {
+  test::temp_dir dir{"ctr_stream_resume"};
+  ctr_files files{dir, 10, 10};
+  auto o = small_model(files);
+  o.train.clear();
+  o.eval.clear();
+  auto stream_run = [&](const std::string& sync_dir, uint64_t windows) {
+    ctr_stream_run run{.source = "generate", .window_rows = 1000, .max_windows = windows};
+    run.stream.generator = {.seed = 9, .max_ids = 1000};
+    run.sync_dir = sync_dir;
+    run.sync_every = std::chrono::milliseconds{0};
+    return run;
+  };
+  // The rows of each window, and each window's figures.
+  struct seen {
+    std::vector<std::vector<std::string>> first_keys; // C1 of each window
+    std::vector<ctr_stream_window> windows;
+  };
+  auto go = [&](ctr_stream_run run) {
+    seen out;
+    run.before_window = [&](uint64_t, const ops::estimator::example_table& rows) -> caf::error {
+      out.first_keys.push_back(rows.features.at("C1").strings.front());
+      return {};
+    };
+    EXPECT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
+      out.windows.push_back(w);
+      return {};
+    }));
+    return out;
+  };
+  auto whole = go(stream_run(dir.path() + "/whole", 5));
+  auto first = go(stream_run(dir.path() + "/resumed", 3));
+  auto second = go(stream_run(dir.path() + "/resumed", 2));
+  ASSERT_EQ(whole.windows.size(), 5u);
+  ASSERT_EQ(first.windows.size(), 3u);
+  ASSERT_EQ(second.windows.size(), 2u);
+  EXPECT_EQ(second.windows[0].rows, 4000u) << "3,000 rows restored, then its own";
+  EXPECT_EQ(second.first_keys[0], whole.first_keys[3]) << "the stream goes on after row 3,000";
+  EXPECT_EQ(second.first_keys[1], whole.first_keys[4]);
+  EXPECT_EQ(second.windows[0].embedding_rows, whole.windows[3].embedding_rows)
+    << "the tables of the last sync, then the same window's rows";
+  EXPECT_NEAR(second.windows[0].auc, whole.windows[3].auc, 0.02)
+    << "a model as trained as the whole run's (the dense optimizer starts afresh)";
+}
+
 TEST(ctr, wide_and_deep_learns_the_same_rows) {
   test::temp_dir dir{"ctr_app"};
   ctr_files files{dir, 20000, 10000};
