@@ -141,7 +141,7 @@ struct ctr_stream_run {
   std::chrono::milliseconds poll{100};
   /// Where the tables' incremental checkpoints go for serving copies to follow (ops::sync),
   /// and where a rerun resumes: with a chain there, the run restores the tables of its last
-  /// sync and the dense weights of its last dense sync (not the dense optimizer's state), and
+  /// sync and the dense weights (with their optimizer's state) of its last dense sync, and
   /// skips the rows trained by then (not on standard input, which the writer must resume).
   /// A training process that dies so costs the rows since its last sync. A sync comes after the
   /// first window that ends sync_every after the last one: a delta of the rows changed since,

@@ -128,6 +128,8 @@ public:
   uint64_t restored_embedding_rows() const { return restored_rows_; }
   const run_config& config() const { return cfg_; }
   variable_store& variables() { return vars_; }
+  /// The dense variables' optimizer, with its state (slots, step count).
+  compute::nn::optimizer& optimizer() { return optimizer_; }
 
 private:
   struct run {

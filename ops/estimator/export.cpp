@@ -27,23 +27,23 @@ bool is_head(const nlohmann::json& op) {
   return kind == "head" || kind == "sampled_softmax_head";
 }
 
-/// e's variables as the part `version`/weights.params of `root`, without optimizer state; the
-/// version's directory is removed when the part cannot be written.
+/// e's variables as the part `version`/weights.params of `root`, with the optimizer's state
+/// when `with_state`; the version's directory is removed when the part cannot be written.
 caf::expected<file_info> write_weights(estimator& e, const stores::checkpoint_dir& root,
-                                       const std::string& version) {
+                                       const std::string& version, bool with_state) {
   compute::nn::optimizer no_state{{}};
-  auto weights =
-    stores::write_parameter_part(root, version + "/weights.params", e.variables().all(), no_state);
+  auto weights = stores::write_parameter_part(
+    root, version + "/weights.params", e.variables().all(), with_state ? e.optimizer() : no_state);
   if (!weights)
     root.discard(version);
   return weights;
 }
 
-/// The newest dense sync under `sync_dir` (write_dense_sync): its manifest, and its weights
-/// unless it is checkpoint `held`. errc::not_found when there is none.
+/// The newest dense sync under `sync_dir` (write_dense_sync): its manifest, and its part's
+/// bytes unless it is checkpoint `held`. errc::not_found when there is none.
 struct dense_sync {
   checkpoint_manifest manifest;
-  std::optional<std::map<std::string, matrix>> weights;
+  std::optional<std::string> bytes;
 };
 
 caf::expected<dense_sync> read_dense(const std::string& sync_dir, const std::string& held) {
@@ -61,10 +61,7 @@ caf::expected<dense_sync> read_dense(const std::string& sync_dir, const std::str
   auto bytes = root.read_part(head->parts[0]);
   if (!bytes)
     return std::move(bytes.error());
-  auto weights = stores::decode_named_values(*bytes);
-  if (!weights)
-    return std::move(weights.error());
-  out.weights = std::move(*weights);
+  out.bytes = std::move(*bytes);
   return out;
 }
 
@@ -107,7 +104,7 @@ caf::expected<std::string> export_model(estimator& e, const std::string& dir,
   auto graph_part = root.write_part(version + "/graph.json", graph.dump(1));
   if (!graph_part)
     return std::move(graph_part.error());
-  auto weights = write_weights(e, root, version);
+  auto weights = write_weights(e, root, version, false);
   if (!weights)
     return std::move(weights.error());
   checkpoint_manifest m;
@@ -133,7 +130,7 @@ caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t s
   if (auto err = root.prepare())
     return err;
   auto version = root.next_version();
-  auto weights = write_weights(e, root, version);
+  auto weights = write_weights(e, root, version, true);
   if (!weights)
     return std::move(weights.error());
   checkpoint_manifest m;
@@ -408,12 +405,15 @@ caf::error exported_model::follow_dense(const std::string& dir, followed& out) {
   auto dense = read_dense(dir, dense_followed_);
   if (!dense)
     return is(dense.error(), errc::not_found) ? caf::error{} : std::move(dense.error());
-  if (!dense->weights)
-    return {}; // the one held
+  if (!dense->bytes)
+    return {};                                               // the one held
+  auto weights = stores::decode_named_values(*dense->bytes); // without the optimizer's state
+  if (!weights)
+    return std::move(weights.error());
   std::vector<compute::nn::parameter<float>*> targets = vars_.all();
   for (auto& [name, table] : tables_)
     targets.push_back(table.get());
-  auto moves = plan_copy(*dense->weights, targets, dense->manifest.checkpoint);
+  auto moves = plan_copy(*weights, targets, dense->manifest.checkpoint);
   if (!moves)
     return std::move(moves.error());
   {
@@ -430,11 +430,8 @@ caf::expected<int64_t> read_dense_sync(estimator& e, const std::string& sync_dir
   auto dense = read_dense(sync_dir, "");
   if (!dense)
     return std::move(dense.error());
-  auto moves = plan_copy(*dense->weights, e.variables().all(), dense->manifest.checkpoint);
-  if (!moves)
-    return std::move(moves.error());
-  for (auto& [into, from] : *moves)
-    *into = *from;
+  if (auto err = stores::decode_parameters(*dense->bytes, e.variables().all(), e.optimizer()))
+    return err;
   return dense->manifest.step;
 }
 

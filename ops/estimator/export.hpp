@@ -36,14 +36,15 @@ namespace darcy::ops::estimator {
 caf::expected<std::string> export_model(estimator& e, const std::string& dir,
                                         const input_fn& sample, size_t keep = 5);
 
-/// Writes e's dense variables as the newest version of `sync_dir`/dense, tagged with `step`,
+/// Writes e's dense variables (with their optimizer's state, for a resume) as the newest
+/// version of `sync_dir`/dense, tagged with `step`,
 /// keeping the 2 newest: the dense half of a training run's sync, which exported_model::follow
 /// applies after the rows. io_error and the like, leaving the previous version current.
 caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t step);
 
-/// Copies the newest dense sync under `sync_dir` into e's variables, which must be built
-/// (estimator::build); returns its step. errc::not_found when there is none;
-/// errc::dimension_mismatch, changing nothing, when it does not fit the variables.
+/// Loads the newest dense sync under `sync_dir` into e's variables, which must be built
+/// (estimator::build), and its optimizer's state; returns its step. errc::not_found when there
+/// is none; errc::dimension_mismatch, changing nothing, when it does not fit them.
 caf::expected<int64_t> read_dense_sync(estimator& e, const std::string& sync_dir);
 
 /// Whether the newest version under `dir` is an export of an Estimator (not of another kind of
