@@ -59,6 +59,15 @@ ctr_options small_model(const ctr_files& files) {
   return o;
 }
 
+/// small_model for the stream tests: its rows come from the stream, not from files.
+ctr_options stream_model(test::temp_dir& dir) {
+  ctr_files files{dir, 10, 10};
+  auto o = small_model(files);
+  o.train.clear();
+  o.eval.clear();
+  return o;
+}
+
 TEST(ctr, a_local_dlrm_run_on_20k_generated_rows_reaches_within_0_02_of_the_bayes_auc) {
   test::temp_dir dir{"ctr_app"};
   ctr_files files{dir, 20000, 10000};
@@ -73,10 +82,7 @@ TEST(ctr, a_local_dlrm_run_on_20k_generated_rows_reaches_within_0_02_of_the_baye
 
 TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_it_goes) {
   test::temp_dir dir{"ctr_stream_app"};
-  ctr_files files{dir, 10, 10};
-  auto o = small_model(files); // the model; its rows come from the stream
-  o.train.clear();
-  o.eval.clear();
+  auto o = stream_model(dir);
   ctr_stream_run run{.source = "generate", .window_rows = 4000, .max_windows = 5};
   run.stream.generator = {.seed = 5, .max_ids = 2};
   std::vector<ctr_stream_window> windows;
@@ -108,10 +114,7 @@ TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_
 
 TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follows) {
   test::temp_dir dir{"ctr_stream_sync"};
-  ctr_files files{dir, 10, 10};
-  auto o = small_model(files);
-  o.train.clear();
-  o.eval.clear();
+  auto o = stream_model(dir);
   ctr_stream_run run{.source = "generate", .window_rows = 2000, .max_windows = 4};
   run.stream.generator = {.seed = 5, .max_ids = 1000};
   run.sync_dir = dir.path() + "/sync";
@@ -186,10 +189,7 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
 // without a restore.
 TEST(ctr, a_copy_following_each_sync_predicts_the_next_window_as_the_live_model) {
   test::temp_dir dir{"ctr_stream_fresh"};
-  ctr_files files{dir, 10, 10};
-  auto o = small_model(files);
-  o.train.clear();
-  o.eval.clear();
+  auto o = stream_model(dir);
   ctr_stream_run run{.source = "generate", .window_rows = 1500, .max_windows = 5};
   run.stream.generator = {.seed = 7, .max_ids = 1000};
   run.stream.generator.fresh_rate = 0.2; // keys trained once, in one window
@@ -252,10 +252,7 @@ TEST(ctr, a_copy_following_each_sync_predicts_the_next_window_as_the_live_model)
 // with the rows after it, as a run that never stopped.
 TEST(ctr, a_rerun_on_the_same_sync_dir_resumes_after_the_rows_of_its_last_sync) {
   test::temp_dir dir{"ctr_stream_resume"};
-  ctr_files files{dir, 10, 10};
-  auto o = small_model(files);
-  o.train.clear();
-  o.eval.clear();
+  auto o = stream_model(dir);
   auto stream_run = [&](const std::string& sync_dir, uint64_t windows) {
     ctr_stream_run run{.source = "generate", .window_rows = 1000, .max_windows = windows};
     run.stream.generator = {.seed = 9, .max_ids = 1000};
