@@ -69,6 +69,15 @@ protected:
       }
   }
 
+  /// Stops `shards` and returns once each is down: a database they hold is unlocked then.
+  void stop(const std::vector<embedding_shard_actor>& shards) {
+    for (auto& shard : shards) {
+      self->monitor(shard);
+      self->send_exit(shard, caf::exit_reason::user_shutdown);
+      ASSERT_TRUE(next<caf::down_msg>());
+    }
+  }
+
   floats rows(const embedding_master_actor& m, const std::string& name) {
     strings keys;
     for (int i = 0; i < 100; ++i)
@@ -219,11 +228,7 @@ TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
   EXPECT_TRUE(fs::exists(dir + "/db-two/shard-0")) << "one database per shard";
   auto expected = rows(two, "users");
   // The old service goes away first: its databases are locked while it runs.
-  for (auto& shard : two_shards) {
-    self->monitor(shard);
-    self->send_exit(shard, caf::exit_reason::user_shutdown);
-    ASSERT_TRUE(next<caf::down_msg>());
-  }
+  stop(two_shards);
   auto [three, three_shards] = start(3);
   auto restored = restore(three);
   ASSERT_TRUE(restored) << render(error_of(restored));
@@ -246,11 +251,7 @@ TEST_F(checkpoint_test, LeveldbTablesChainIncrementalCheckpointsToo) {
   ASSERT_TRUE(delta) << render(error_of(delta));
   EXPECT_FALSE(delta->base.empty());
   auto expected = rows(two, "users");
-  for (auto& shard : two_shards) {
-    self->monitor(shard);
-    self->send_exit(shard, caf::exit_reason::user_shutdown);
-    ASSERT_TRUE(next<caf::down_msg>());
-  }
+  stop(two_shards);
   auto [three, three_shards] = start(3);
   ASSERT_TRUE(restore(three));
   EXPECT_EQ(rows(three, "users"), expected);
@@ -275,11 +276,7 @@ TEST_F(checkpoint_test, RedisTablesMoveBetweenShardCountsToo) {
   ASSERT_LT(at_save->rows, 100u);
   auto expected = rows(two, "users"); // creates the missing rows: a change the restore undoes
   train(two, 10, 9);
-  for (auto& shard : two_shards) {
-    self->monitor(shard);
-    self->send_exit(shard, caf::exit_reason::user_shutdown);
-    ASSERT_TRUE(next<caf::down_msg>());
-  }
+  stop(two_shards);
   auto [three, three_shards] = start(3);
   auto restored = restore(three);
   ASSERT_TRUE(restored) << render(error_of(restored));
