@@ -70,6 +70,11 @@ plain_error to_plain(const caf::error& x) {
     return {};
   if (x.category() == errc_category)
     return {static_cast<errc>(x.code()), context_of(x)};
+  if (x == caf::sec::request_timeout)
+    return {errc::deadline_exceeded, render(x)};
+  if (x == caf::sec::request_receiver_down || x == caf::sec::no_route_to_receiving_node ||
+      x == caf::sec::cannot_connect_to_node)
+    return {errc::unavailable, render(x)};
   return {errc::io_error, render(x)};
 }
 

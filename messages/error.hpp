@@ -36,7 +36,9 @@ caf::error with_step(const std::string& step, const caf::error& err);
 caf::error make_error(const plain_error& x);
 
 /// The plain_error of a caf::error, for code that answers in compute/'s form: a darcy error
-/// keeps its code and context, any other becomes errc::io_error with its rendering.
+/// keeps its code and context; CAF's request timeout becomes errc::deadline_exceeded, a
+/// receiver down or out of reach errc::unavailable, and any other errc::io_error, each with
+/// its rendering.
 plain_error to_plain(const caf::error& x);
 
 /// Moves a compute/ result into the form actors answer with.

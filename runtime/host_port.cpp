@@ -2,6 +2,10 @@
 
 #include <charconv>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "messages/error.hpp"
 
 namespace darcy::runtime {
@@ -35,6 +39,22 @@ std::string to_string(const host_port& x) {
   if (x.host.find(':') != std::string::npos)
     return "[" + x.host + "]:" + std::to_string(x.port);
   return x.host + ":" + std::to_string(x.port);
+}
+
+uint16_t free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
 }
 
 } // namespace darcy::runtime

@@ -22,4 +22,8 @@ caf::expected<host_port> parse_host_port(std::string_view text);
 
 std::string to_string(const host_port& x);
 
+/// A port of 127.0.0.1 that the kernel just gave out and took back, or 0 when it gave none.
+/// Another process may take it first: a caller that listens on it must try again on failure.
+uint16_t free_loopback_port();
+
 } // namespace darcy::runtime

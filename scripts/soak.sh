@@ -6,12 +6,12 @@
 set -euo pipefail
 build=${1:?usage: soak.sh BUILD_DIR [SEEDS]}
 seeds=${2:-10}
-jobs=${3:-wals word2vec moe estimator ctr serving}
+jobs=${3:-wals word2vec moe estimator ctr serving online}
 darcy="$build/apps/darcy"
 out="$build/soak"
 mkdir -p "$out"
 summary="$out/summary.tsv"
-printf 'job\tseed\tcompleted\tkills\trestarts\trecover_p50_s\trecover_max_s\tlost_work\tquality_delta\tbit_equal\n' >"$summary"
+printf 'job\tseed\tcompleted\tkills\trestarts\trecover_p50_s\trecover_max_s\tlost_work\tquality_delta\tbit_equal\ttraining_kills\tahead_answers\tstale_answers\tstale_max_s\tcaught_up_s\n' >"$summary"
 for job in $jobs; do
   for seed in $(seq 1 "$seeds"); do
     log="$out/$job-$seed.log"
@@ -27,7 +27,8 @@ except Exception:
     m = {"completed": 0}
 print("\t".join([job, seed] + [str(m.get(k, "")) for k in
       ("completed", "kills", "restarts", "recover_p50_s", "recover_max_s", "lost_work",
-       "quality_delta", "bit_equal")]))
+       "quality_delta", "bit_equal", "training_kills", "ahead_answers", "stale_answers",
+       "stale_max_s", "caught_up_s")]))
 PY
     tail -1 "$summary"
     if grep -q '"completed":1' "$log"; then rm -f "$log"; fi
@@ -49,7 +50,13 @@ for job in sorted({x["job"] for x in rows}, reverse=True):
             f"recover p50 {statistics.median(p50) if p50 else float('nan'):.3f} s "
             f"(max {max(worst) if worst else float('nan'):.3f} s), "
             f"max |quality_delta| {max(deltas) if deltas else float('nan'):.4f}")
-    if job != "estimator":  # asynchronous training: no byte-for-byte comparison
+    if job not in ("estimator", "ctr", "online"):  # asynchronous: not byte for byte
         line += f", bit_equal {sum(x['bit_equal'] == '1' for x in done)}/{len(r)}"
+    if job == "online":
+        line += (f", training kills {sum(int(x['training_kills'] or 0) for x in r)}, "
+                 f"answers ahead {sum(int(x['ahead_answers'] or 0) for x in r)}, "
+                 f"stale {sum(int(x['stale_answers'] or 0) for x in r)}, "
+                 f"lag max {max([float(x['stale_max_s']) for x in done] or [float('nan')]):.2f} s, "
+                 f"caught up max {max([float(x['caught_up_s']) for x in done] or [float('nan')]):.2f} s")
     print(line)
 PY

@@ -143,6 +143,12 @@ caf::expected<shard_lookup> shard_client::lookup(const std::vector<table_keys>& 
     auto err = await<std::vector<shared_floats>>(
       f,
       [&, s = s](const std::vector<shared_floats>& rows) { return route->scatter(s, rows, out); });
+    bool down =
+      err == caf::sec::request_receiver_down || err == caf::sec::no_route_to_receiving_node;
+    if (err && deadline && deadline->allow_partial && down) {
+      deadline->missing.push_back(s);
+      continue;
+    }
     if (err && deadline && err == caf::sec::request_timeout) {
       if (deadline->allow_partial) {
         deadline->missing.push_back(s);

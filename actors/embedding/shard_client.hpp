@@ -36,11 +36,12 @@ struct shard_lookup {
   uint64_t handle = 0;
 };
 
-/// A lookup's deadline, and what a shard still silent then costs it.
+/// A lookup's deadline, and what a shard still silent then, or down, costs it.
 struct lookup_deadline {
   std::chrono::steady_clock::time_point at;
-  /// Leave the keys of the silent shards with rows of zeros, and list those shards in
-  /// `missing`, instead of failing the lookup with errc::deadline_exceeded.
+  /// Leave the keys of the silent and the down shards with rows of zeros, and list those
+  /// shards in `missing`, instead of failing the lookup with errc::deadline_exceeded (or the
+  /// shard's being down).
   bool allow_partial = false;
   std::vector<size_t> missing;
 };

@@ -1,9 +1,5 @@
 #include "apps/bench/online_bench.hpp"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -38,23 +34,6 @@ using steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr const char* model_name = "ctr";
-
-/// A port of 127.0.0.1 that was free a moment ago.
-caf::expected<uint16_t> free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return make_error(errc::io_error, "online bench: no socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  if (!ok)
-    return make_error(errc::io_error, "online bench: no free port on 127.0.0.1");
-  return ntohs(addr.sin_port);
-}
 
 /// argv with its stderr appended to `log`.
 std::vector<std::string> logged(const std::string& log, const std::vector<std::string>& argv) {
@@ -138,21 +117,11 @@ struct shared_state {
 /// The :predict body of rows `rows` of `t`, and the hashes of their keys.
 std::string predict_body(const est::example_table& t, const std::vector<uint32_t>& rows,
                          std::unordered_set<uint64_t>& keys) {
-  nlohmann::json instances = nlohmann::json::array();
-  auto& ints = t.features.at(est::ctr_ints_key);
-  for (auto r : rows) {
-    nlohmann::json instance;
-    instance[est::ctr_ints_key] = std::vector<double>(ints.numbers.begin() + r * ints.width,
-                                                      ints.numbers.begin() + (r + 1) * ints.width);
-    for (size_t f = 0; f < compute::ctr_cat_fields; ++f) {
-      auto& strings = t.features.at(est::ctr_field_key(f)).strings[r];
-      instance[est::ctr_field_key(f)] = strings;
-      for (auto& s : strings)
+  for (auto r : rows)
+    for (size_t f = 0; f < compute::ctr_cat_fields; ++f)
+      for (auto& s : t.features.at(est::ctr_field_key(f)).strings[r])
         keys.insert(key_hash(f, s));
-    }
-    instances.push_back(std::move(instance));
-  }
-  return nlohmann::json{{"instances", std::move(instances)}}.dump();
+  return nlohmann::json{{"instances", est::ctr_instances(t, rows)}}.dump();
 }
 
 /// Asks :predict at o.qps for the rows of the current window, in order, until st.stop.
@@ -264,9 +233,9 @@ caf::error run_online_bench(const online_bench_options& o) {
   if (!b)
     return make_error(errc::io_error,
                       "online bench: node b: " + to_string(b.error()) + tail_of(dir + "/b.log"));
-  auto port = free_port();
-  if (!port)
-    return std::move(port.error());
+  auto port = runtime::free_loopback_port();
+  if (port == 0)
+    return make_error(errc::io_error, "online bench: no free port on 127.0.0.1");
 
   estimator_apps::ctr_options co;
   co.threads = o.threads;
@@ -284,7 +253,7 @@ caf::error run_online_bench(const online_bench_options& o) {
   run.sync_every = o.sync_every;
   run.dense_sync_every = o.dense_sync_every;
   run.export_dir = dir + "/exports/" + model_name;
-  run.sync_to = "http://127.0.0.1:" + std::to_string(*port) + "/v1/models/" + model_name;
+  run.sync_to = "http://127.0.0.1:" + std::to_string(port) + "/v1/models/" + model_name;
 
   shared_state st;
   std::optional<runtime::child_process> serve;
@@ -295,15 +264,15 @@ caf::error run_online_bench(const online_bench_options& o) {
     if (w == 2) { // the export of window 1 is there: serve it, then ask
       auto p = runtime::child_process::start(
         logged(serve_log, {self, "serve", "--exports", dir + "/exports", "--listen",
-                           "127.0.0.1:" + std::to_string(*port), "--cluster", seed,
+                           "127.0.0.1:" + std::to_string(port), "--cluster", seed,
                            "--embedding-shards", "1", "--http-threads", "2", "--threads", "2"}));
       if (!p)
         return std::move(p.error());
       serve.emplace(std::move(*p));
-      if (auto err = wait_served(*port, *serve, serve_log))
+      if (auto err = wait_served(port, *serve, serve_log))
         return err;
       started = steady::now();
-      client = std::thread{[&] { run_client(o, *port, st); }};
+      client = std::thread{[&] { run_client(o, port, st); }};
     }
     auto state = std::make_shared<window_state>();
     state->window = w;

@@ -116,42 +116,6 @@ void run_load(uint16_t port, const std::vector<std::string>& bodies, load_outcom
     t.join();
 }
 
-/// `darcy serve` started on a cluster, with the model available.
-struct serve_run {
-  std::optional<runtime::child_process> process;
-  uint16_t port = 0;
-};
-
-caf::expected<serve_run> start_serve(const std::string& binary, const std::string& exports,
-                                     const testing::local_cluster& nodes) {
-  auto p = runtime::child_process::start({binary, "serve", "--exports", exports, "--cluster",
-                                          to_string(nodes.seed()), "--listen", "127.0.0.1:0"});
-  if (!p)
-    return std::move(p.error());
-  serve_run s;
-  s.process.emplace(std::move(*p));
-  auto line = s.process->wait_for_line("darcy serve listening on", start_patience);
-  if (!line)
-    return make_error(errc::io_error,
-                      "chaos soak: darcy serve did not start: " + s.process->read_stderr());
-  auto host_end = line->find(':', line->find("http://") + 7);
-  s.port = static_cast<uint16_t>(std::stoul(line->substr(host_end + 1)));
-  auto until = clock::now() + start_patience;
-  while (clock::now() < until) {
-    auto status = nlohmann::json::parse(
-      runtime::http_body(runtime::http_exchange(
-        s.port, runtime::http_request_text("GET", "/v1/models/" + model, ""))),
-      nullptr, false);
-    if (status.is_object() && status.value("state", "") == "available")
-      return s;
-    s.process->read_stderr();
-    std::this_thread::sleep_for(20ms);
-  }
-  return make_error(errc::io_error, "chaos soak: the model was not available after " +
-                                      std::to_string(start_patience.count()) +
-                                      " s: " + s.process->read_stderr());
-}
-
 /// One run: the load on `darcy serve` while `chaos` watches it (none: the clean run, left
 /// alone). Fills `out`; answers the run's seconds, or the failure of its start.
 caf::expected<double> run_once(const soak_options& o, const std::string& binary,
@@ -165,7 +129,9 @@ caf::expected<double> run_once(const soak_options& o, const std::string& binary,
   std::atomic<bool> stop{false};
   std::future<void> load;
   auto start_job = [&]() -> caf::expected<soak_job> {
-    auto s = start_serve(binary, exports, **nodes);
+    auto s = start_serve(
+      binary, {"--exports", exports, "--listen", "127.0.0.1:0"}, **nodes, model,
+      [](const nlohmann::json& status) { return status.value("state", "") == "available"; });
     if (!s)
       return std::move(s.error());
     serve.emplace(std::move(*s));
@@ -209,6 +175,39 @@ caf::expected<double> run_once(const soak_options& o, const std::string& binary,
 }
 
 } // namespace
+
+caf::expected<serve_run> start_serve(const std::string& binary,
+                                     const std::vector<std::string>& args,
+                                     const testing::local_cluster& nodes, const std::string& model,
+                                     const std::function<bool(const nlohmann::json&)>& ready) {
+  std::vector<std::string> argv{binary, "serve", "--cluster", to_string(nodes.seed())};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto p = runtime::child_process::start(argv);
+  if (!p)
+    return std::move(p.error());
+  serve_run s;
+  s.process.emplace(std::move(*p));
+  auto line = s.process->wait_for_line("darcy serve listening on", start_patience);
+  if (!line)
+    return make_error(errc::io_error,
+                      "chaos soak: darcy serve did not start: " + s.process->read_stderr());
+  auto host_end = line->find(':', line->find("http://") + 7);
+  s.port = static_cast<uint16_t>(std::stoul(line->substr(host_end + 1)));
+  auto until = clock::now() + start_patience;
+  while (clock::now() < until) {
+    auto status = nlohmann::json::parse(
+      runtime::http_body(runtime::http_exchange(
+        s.port, runtime::http_request_text("GET", "/v1/models/" + model, ""))),
+      nullptr, false);
+    if (status.is_object() && ready(status))
+      return s;
+    s.process->read_stderr();
+    std::this_thread::sleep_for(20ms);
+  }
+  return make_error(errc::io_error, "chaos soak: the model was not ready after " +
+                                      std::to_string(start_patience.count()) +
+                                      " s: " + s.process->read_stderr());
+}
 
 caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::string& binary) {
   stores::export_input in;

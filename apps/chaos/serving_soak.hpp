@@ -4,13 +4,32 @@
 // again, as a client would; every answer must equal the clean run's.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
 
 #include "apps/chaos/soak.hpp"
+#include "runtime/process/process.hpp"
 
 namespace darcy::apps {
+
+/// `darcy serve` started on a soak's cluster, and the port of its HTTP API.
+struct serve_run {
+  std::optional<runtime::child_process> process;
+  uint16_t port = 0;
+};
+
+/// Starts `darcy serve --cluster SEED ARGS` (ARGS name --exports and --listen) and waits until
+/// GET /v1/models/MODEL answers a body that `ready` accepts; errc::io_error with serve's
+/// messages when it does not start or the model is not ready within 120 s.
+caf::expected<serve_run> start_serve(const std::string& binary,
+                                     const std::vector<std::string>& args,
+                                     const testing::local_cluster& nodes, const std::string& model,
+                                     const std::function<bool(const nlohmann::json&)>& ready);
 
 /// The serving soak: a model of 30,000 items in 3 shards, 6,000 requests over 200 distinct
 /// query vectors from 2 clients. lost_work counts the requests asked again; the quality is the

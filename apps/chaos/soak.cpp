@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include "apps/chaos/estimator_soak.hpp"
+#include "apps/chaos/online_soak.hpp"
 #include "apps/chaos/serving_soak.hpp"
 #include "base/atomic_file.hpp"
 #include "messages/error.hpp"
@@ -251,10 +252,10 @@ bool recovered(const cluster_status& st, const pending_recovery& p) {
 
 caf::expected<soak_result> run_soak(const soak_options& o) {
   if (o.job != "wals" && o.job != "word2vec" && o.job != "moe" && o.job != "estimator" &&
-      o.job != "ctr" && o.job != "serving")
-    return make_error(errc::invalid_config,
-                      "chaos soak: job '" + o.job +
-                        "' is not one it can run (wals, word2vec, moe, estimator, ctr, serving)");
+      o.job != "ctr" && o.job != "serving" && o.job != "online")
+    return make_error(errc::invalid_config, "chaos soak: job '" + o.job +
+                                              "' is not one it can run (wals, word2vec, moe, "
+                                              "estimator, ctr, serving, online)");
   if (o.nodes < 2)
     return make_error(errc::invalid_config,
                       "chaos soak: at least 2 nodes (the seed is never killed)");
@@ -271,6 +272,8 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     return run_estimator_soak(o, binary);
   if (o.job == "serving")
     return run_serving_soak(o, binary);
+  if (o.job == "online")
+    return run_online_soak(o, binary);
   auto input = o.job == "word2vec" ? write_topic_corpus(o.dir, o.seed) : std::string{};
   soak_result result;
 
@@ -440,6 +443,7 @@ caf::expected<std::optional<int>> run_chaos(
     if (auto err = nodes.kill(victim))
       continue;
     ++result.kills;
+    result.kill_at_s.push_back(seconds_since(start));
     soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
                   std::to_string(p.services.size()) + " services)");
     if (auto added = nodes.add_node())
@@ -511,8 +515,15 @@ nlohmann::json soak_metrics(const soak_options& o, const soak_result& r) {
                    {"quality_delta", r.quality_delta}};
   // The issue asks it of WALS; a one-thread word2vec run is deterministic too, so it says
   // whether the soaked vectors equal the clean run's. Asynchronous Estimator training is not.
-  if (o.job != "estimator" && o.job != "ctr")
+  if (o.job != "estimator" && o.job != "ctr" && o.job != "online")
     m["bit_equal"] = r.bit_equal ? 1 : 0;
+  if (o.job == "online") {
+    m["training_kills"] = r.training_kills;
+    m["ahead_answers"] = r.ahead_answers;
+    m["stale_answers"] = r.stale_answers;
+    m["stale_max_s"] = r.stale_max_s;
+    m["caught_up_s"] = r.caught_up_s;
+  }
   return m;
 }
 

@@ -29,8 +29,8 @@
 namespace darcy::apps {
 
 struct soak_options {
-  /// "wals", "word2vec", "moe", "estimator" or "ctr" (apps/chaos/estimator_soak.hpp) or "serving"
-  /// (apps/chaos/serving_soak.hpp).
+  /// "wals", "word2vec", "moe", "estimator" or "ctr" (apps/chaos/estimator_soak.hpp), "serving"
+  /// (apps/chaos/serving_soak.hpp) or "online" (apps/chaos/online_soak.hpp).
   std::string job = "wals";
   uint32_t kills = 3;
   /// Fractions of the messages to every spawned actor dropped and delayed (by delay_ms).
@@ -78,6 +78,18 @@ struct soak_result {
   uint64_t delayed = 0;
   double clean_seconds = 0;
   double seconds = 0;
+  /// When each node was killed, in seconds from the soak's start.
+  std::vector<double> kill_at_s;
+  /// Online training (apps/chaos/online_soak.hpp): the kills of the training process; the
+  /// answers that served a sync training had not written by then (must be none); once serving
+  /// has caught up after the last kill, the answers that served a sync older than the newest by
+  /// more than two sync intervals (must be none) and the largest such lag; and how long after
+  /// the last kill serving first answered with the newest sync.
+  uint32_t training_kills = 0;
+  uint64_t ahead_answers = 0;
+  uint64_t stale_answers = 0;
+  double stale_max_s = 0;
+  double caught_up_s = 0;
   /// Why the run did not complete, if it did not.
   std::string failure;
 };
@@ -138,7 +150,8 @@ caf::expected<soak_result> run_soak(const soak_options& o);
 
 /// The final line's metrics: completed, kills, restarts, recover_p50_s, recover_max_s,
 /// lost_work, quality_delta and bit_equal (asked of WALS; word2vec, run on one thread, is
-/// deterministic too; not given for the Estimator, whose training is asynchronous).
+/// deterministic too; not given for the Estimator, whose training is asynchronous), and for
+/// the online job training_kills, ahead_answers, stale_answers, stale_max_s and caught_up_s.
 nlohmann::json soak_metrics(const soak_options& o, const soak_result& r);
 
 } // namespace darcy::apps

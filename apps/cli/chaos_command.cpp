@@ -110,9 +110,10 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
   soak
     ->add_option("--job", so->job,
                  "wals, word2vec, moe, estimator (Fashion-MNIST's DNN), ctr (DLRM on generated "
-                 "clicks, tables on the ps) or serving (darcy serve with shard servers on the "
-                 "nodes)")
-    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "ctr", "serving"}));
+                 "clicks, tables on the ps), serving (darcy serve with shard servers on the "
+                 "nodes) or online (a streaming DLRM synced to darcy serve, whose embeddings "
+                 "are on the nodes; the training process is killed too)")
+    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "ctr", "serving", "online"}));
   soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
     ->check(CLI::Range(0, 100));
   soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
@@ -147,20 +148,29 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
                   : so->job == "estimator" || so->job == "ctr"
                     ? " worker steps in flight at a kill (at most), and "
                       "global steps replayed after a ps kill"
-                  : so->job == "serving" ? " requests refused (503 or 504) and asked again"
-                                         : " batches replayed")
+                  : so->job == "serving" || so->job == "online"
+                    ? " requests refused (503 or 504) and asked again"
+                    : " batches replayed")
               << "\n"
               << "  messages         " << r->dropped << " dropped, " << r->delayed << " delayed\n"
               << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
               << r->quality_delta << ")\n"
               << "  output           "
-              << (so->job == "estimator" || so->job == "ctr"
+              << (so->job == "estimator" || so->job == "ctr" || so->job == "online"
                     ? "asynchronous training: not comparable byte for byte"
                   : so->job == "serving" && r->bit_equal
                     ? "every answer equal to the clean run's (ids and scores)"
                   : r->bit_equal ? "equal to the clean run's, byte for byte"
                                  : "differs from the clean run's, byte for byte")
               << "\n"
+              << (so->job == "online"
+                    ? "  training kills   " + std::to_string(r->training_kills) +
+                        "\n  served syncs     " + std::to_string(r->ahead_answers) +
+                        " ahead of training; after catching up (" + std::to_string(r->caught_up_s) +
+                        " s after the last kill), " + std::to_string(r->stale_answers) +
+                        " more than 2 intervals behind, lag at most " +
+                        std::to_string(r->stale_max_s) + " s\n"
+                    : std::string{})
               << "  time             " << r->seconds << " s (clean " << r->clean_seconds << " s)\n";
     std::cout << nlohmann::json{{"bench", "soak"}, {"metrics", soak_metrics(*so, *r)}}.dump()
               << std::endl;

@@ -438,7 +438,6 @@ caf::expected<std::pair<runtime::host_port, std::string>> parse_http_url(const s
 
 namespace {
 
-/// Tells run.sync_to that run.sync_dir has a new checkpoint; the answer's status.
 /// Records when each training step ends.
 struct step_clock : est::session_run_hook {
   std::vector<std::chrono::steady_clock::time_point> ends;
@@ -448,6 +447,7 @@ struct step_clock : est::session_run_hook {
   }
 };
 
+/// Tells run.sync_to that run.sync_dir has a new checkpoint; the answer's status.
 unsigned push_sync(const ctr_stream_run& run) {
   auto url = parse_http_url(run.sync_to);
   if (!url)
@@ -515,8 +515,9 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
       runtime::log_info("ctr stream: resumed from {} after {} rows", run.sync_dir, trained);
     }
   }
-  auto last_sync = std::chrono::steady_clock::now() - run.sync_every;
-  auto last_dense_sync = std::chrono::steady_clock::now() - run.dense_sync_every;
+  using steady = std::chrono::steady_clock;
+  auto last_sync = steady::now() - run.sync_every;
+  auto last_dense_sync = steady::now() - run.dense_sync_every;
   // The export of the first window, never synced: online training's baseline (on a resume, the
   // one the first run made).
   std::unique_ptr<est::exported_model> frozen;
@@ -528,6 +529,41 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     std::vector<size_t> all(n);
     std::iota(all.begin(), all.end(), size_t{0});
     return all;
+  };
+  // Writes a sync of the rows trained so far (the dense weights with it when due or `last`),
+  // pushes it, and fills r's sync fields.
+  uint64_t synced_rows = trained;
+  auto sync = [&](ctr_stream_window& r, bool last) -> caf::error {
+    last_sync = steady::now();
+    synced_rows = trained;
+    if (auto err = ops::save(*trainer->session, run.sync_dir,
+                             {static_cast<int64_t>(trained), "", {}}, run.full_every))
+      return err;
+    auto synced = stores::checkpoint_dir{run.sync_dir}.read_manifest();
+    if (!synced)
+      return std::move(synced.error());
+    r.sync_checkpoint = synced->checkpoint;
+    r.sync_full = synced->base.empty();
+    for (auto& entry : synced->embeddings)
+      for (auto& file : entry.files)
+        r.sync_bytes += file.bytes;
+    if (last || steady::now() - last_dense_sync >= run.dense_sync_every) {
+      last_dense_sync = steady::now();
+      if (auto err = est::write_dense_sync(e, run.sync_dir, static_cast<int64_t>(trained)))
+        return err;
+      r.dense_synced = true;
+    }
+    if (run.sync_to.empty())
+      return {};
+    r.push_sent = steady::now();
+    r.sync_status = push_sync(run);
+    // No later sync follows the last one to bring serving up to it.
+    for (int again = 0; last && r.sync_status != 200 && again < 3; ++again) {
+      std::this_thread::sleep_for(run.sync_every);
+      r.sync_status = push_sync(run);
+    }
+    r.push_answered = steady::now();
+    return {};
   };
   for (uint64_t w = 1; run.max_windows == 0 || w <= run.max_windows; ++w) {
     est::ctr_batch_builder window;
@@ -543,8 +579,12 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
       else
         std::this_thread::sleep_for(run.poll); // a file that has not grown yet
     }
-    if (window.rows() == 0)
-      return {};
+    if (window.rows() == 0) { // the stream ended with the last window: sync it if not yet
+      ctr_stream_window r;
+      if (run.sync_dir.empty() || synced_rows == trained)
+        return {};
+      return sync(r, true);
+    }
     auto b = window.take();
     auto rows = b.rows();
     auto table = std::make_shared<est::example_table>(
@@ -611,31 +651,10 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
     if (!totals)
       return std::move(totals.error());
     r.embedding_rows = totals->rows;
-    if (!run.sync_dir.empty() && std::chrono::steady_clock::now() - last_sync >= run.sync_every) {
-      last_sync = std::chrono::steady_clock::now();
-      if (auto err = ops::save(*trainer->session, run.sync_dir,
-                               {static_cast<int64_t>(trained), "", {}}, run.full_every))
+    bool last = ended || w == run.max_windows;
+    if (!run.sync_dir.empty() && (last || steady::now() - last_sync >= run.sync_every))
+      if (auto err = sync(r, last))
         return err;
-      auto synced = stores::checkpoint_dir{run.sync_dir}.read_manifest();
-      if (!synced)
-        return std::move(synced.error());
-      r.sync_checkpoint = synced->checkpoint;
-      r.sync_full = synced->base.empty();
-      for (auto& entry : synced->embeddings)
-        for (auto& file : entry.files)
-          r.sync_bytes += file.bytes;
-      if (std::chrono::steady_clock::now() - last_dense_sync >= run.dense_sync_every) {
-        last_dense_sync = std::chrono::steady_clock::now();
-        if (auto err = est::write_dense_sync(e, run.sync_dir, static_cast<int64_t>(trained)))
-          return err;
-        r.dense_synced = true;
-      }
-      if (!run.sync_to.empty()) {
-        r.push_sent = std::chrono::steady_clock::now();
-        r.sync_status = push_sync(run);
-        r.push_answered = std::chrono::steady_clock::now();
-      }
-    }
     if (auto err = on_window(r))
       return err;
     if (ended)

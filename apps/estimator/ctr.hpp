@@ -206,7 +206,9 @@ struct ctr_stream_window {
 /// Trains on run.source window by window in an in-process embedding service: each window is
 /// first evaluated (its progressive AUC), then trained on. Runs until the stream ends or
 /// run.max_windows; `on_window` gets each window's figures, and an error it returns ends the
-/// run with it. A last partial window of an ended stream is evaluated and trained on too.
+/// run with it. A last partial window of an ended stream is evaluated and trained on too. With
+/// a sync_dir, the last window is always synced (the dense weights with it), and its push is
+/// tried again, every sync_every, up to 3 more times while it is not answered 200.
 caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
                           const std::function<caf::error(const ctr_stream_window&)>& on_window);
 

@@ -139,4 +139,18 @@ input_fn ctr_file_input(std::string path, ctr_input_options o) {
   };
 }
 
+nlohmann::json ctr_instances(const example_table& t, const std::vector<uint32_t>& rows) {
+  nlohmann::json instances = nlohmann::json::array();
+  auto& ints = t.features.at(ctr_ints_key);
+  for (auto r : rows) {
+    nlohmann::json instance;
+    instance[ctr_ints_key] = std::vector<double>(ints.numbers.begin() + r * ints.width,
+                                                 ints.numbers.begin() + (r + 1) * ints.width);
+    for (size_t f = 0; f < compute::ctr_cat_fields; ++f)
+      instance[ctr_field_key(f)] = t.features.at(ctr_field_key(f)).strings[r];
+    instances.push_back(std::move(instance));
+  }
+  return instances;
+}
+
 } // namespace darcy::ops::estimator

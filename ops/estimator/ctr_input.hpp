@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ops/estimator/input.hpp"
 #include "stores/data/ctr_file.hpp"
 
@@ -49,6 +51,10 @@ private:
     std::vector<std::vector<std::vector<std::string>>>(compute::ctr_cat_fields);
   std::vector<float> labels_;
 };
+
+/// The :predict instances of rows `rows` of `t`, a table of ctr_batch_builder's features: one
+/// object a row, with its integer features and each categorical field's strings.
+nlohmann::json ctr_instances(const example_table& t, const std::vector<uint32_t>& rows);
 
 /// The batches of `path`, in file order. Opening the pipeline fails with errc::io_error when
 /// the file cannot be opened, errc::invalid_config for batch_size 0 or a shard ≥ shards. The

@@ -361,8 +361,21 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
       return !followed_.empty() && m.checkpoint == followed_;
     });
   };
+  // Applies links [from, to) one by one; false when the service no longer holds followed_
+  // (a sync that failed half way left its shards at two times), and only a restore will do.
+  auto apply = [&](auto from, auto to) -> caf::expected<bool> {
+    for (auto link = from; link != to; ++link) {
+      if (auto err = sync(*session_, where, *link))
+        return is(err, errc::invalid_argument) ? caf::expected<bool>{false}
+                                               : caf::expected<bool>{std::move(err)};
+      followed_ = link->checkpoint;
+      ++out.applied;
+    }
+    return true;
+  };
   auto held = position(*chain);
-  if (held == chain->end() && !followed_.empty() && !chain->front().same_as.empty()) {
+  bool synced = held != chain->end();
+  if (!synced && !followed_.empty() && !chain->front().same_as.empty()) {
     // A new chain that starts at the state of the previous chain's last delta: catch up to that
     // delta, and the rows are the new chain's start.
     auto last = root.read_manifest_of(chain->front().same_as);
@@ -370,29 +383,28 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
                          : caf::expected<std::vector<checkpoint_manifest>>{last.error()};
     if (previous)
       if (auto at = position(*previous); at != previous->end()) {
-        for (auto link = std::next(at); link != previous->end(); ++link) {
-          if (auto err = sync(*session_, where, *link))
-            return err;
-          followed_ = link->checkpoint;
-          ++out.applied;
+        auto caught_up = apply(std::next(at), previous->end());
+        if (!caught_up)
+          return std::move(caught_up.error());
+        if (*caught_up) {
+          followed_ = chain->front().checkpoint;
+          held = chain->begin();
+          synced = true;
         }
-        followed_ = chain->front().checkpoint;
-        held = chain->begin();
       }
   }
-  if (held == chain->end()) {
+  if (synced) {
+    auto applied = apply(std::next(held), chain->end());
+    if (!applied)
+      return std::move(applied.error());
+    synced = *applied;
+  }
+  if (!synced) {
     auto restored = restore(*session_, where);
     if (!restored)
       return std::move(restored.error());
     out.applied = chain->size();
     out.restored = true;
-  } else {
-    for (auto link = std::next(held); link != chain->end(); ++link) {
-      if (auto err = sync(*session_, where, *link))
-        return err;
-      followed_ = link->checkpoint;
-      ++out.applied;
-    }
   }
   followed_ = head->checkpoint;
   if (auto err = follow_dense(where, out))

@@ -92,14 +92,14 @@ public:
 
   /// Brings its dynamic embeddings to the current checkpoint of the incremental chain under
   /// `dir` (a training run's sync directory, ops::save with full_every): each delta since the
-  /// one they hold is applied with ops::sync, or, when they hold none of that chain, the chain
-  /// is restored. Then, when `dir`/dense holds newer dense weights (write_dense_sync), they
-  /// replace the model's, all at once between two predictions. Predictions go on meanwhile,
-  /// each shard answering with its rows before or after a sync, whole. One follow() at a time.
-  /// errc::invalid_config for a model without dynamic embeddings; the checkpoint's errors,
-  /// leaving the rows as they were when a sync or restore refuses (errc::corrupt_file,
-  /// errc::not_found); errc::dimension_mismatch for dense weights that do not fit the graph,
-  /// leaving the model's.
+  /// one they hold is applied with ops::sync, or, when they hold none of that chain (or the
+  /// service refuses a sync because an earlier one failed half way), the chain is restored. Then,
+  /// when `dir`/dense holds newer dense weights (write_dense_sync), they replace the model's, all
+  /// at once between two predictions. Predictions go on meanwhile, each shard answering with its
+  /// rows before or after a sync, whole. One follow() at a time. errc::invalid_config for a model
+  /// without dynamic embeddings; the checkpoint's errors, leaving the rows as they were when a sync
+  /// or restore refuses (errc::corrupt_file, errc::not_found); errc::dimension_mismatch for dense
+  /// weights that do not fit the graph, leaving the model's.
   caf::expected<followed> follow(const std::string& dir);
 
   /// The head's predictions for `b` (labels are not needed). errc::invalid_argument for

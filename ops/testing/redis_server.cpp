@@ -11,29 +11,12 @@
 #include <unistd.h>
 
 #include "messages/error.hpp"
+#include "runtime/host_port.hpp"
 #include "stores/embedding/redis_client.hpp"
 
 namespace darcy::testing {
 
 namespace {
-
-// A port the kernel just gave out and took back; another process may take it first, so
-// launch() tries again on failure.
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
 
 std::string find_on_path(const std::string& name) {
   if (name.find('/') != std::string::npos)
@@ -85,7 +68,7 @@ std::string redis_server::url(const std::string& prefix) const {
 caf::error redis_server::launch() {
   caf::error last;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    auto port = port_ != 0 ? port_ : free_port();
+    auto port = port_ != 0 ? port_ : runtime::free_loopback_port();
     std::vector<std::string> argv{binary_,
                                   "--port",
                                   std::to_string(port),

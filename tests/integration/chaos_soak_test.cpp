@@ -1,8 +1,10 @@
 // The short soak of `make test`: one seed, one kill, 1% of messages dropped and 1% delayed, on a
 // local cluster of real processes. WALS must end with the clean run's factors bit for bit, and
 // DE-Word2Vec, the MoE layer and the Estimator (its roles as processes: a worker is killed; for
-// ctr, a worker and the ps with its embedding shards) with their quality unchanged, and `darcy
-// serve` with every answer equal to the clean run's; `make soak` runs ten seeds of each.
+// ctr, a worker and the ps with its embedding shards) with their quality unchanged, `darcy
+// serve` with every answer equal to the clean run's, and online training (a node and the
+// training process killed) with every served sync one that training wrote and, once serving
+// has caught up, never two intervals behind; `make soak` runs ten seeds of each.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -75,6 +77,15 @@ TEST(chaos_soak, serving_survives_a_killed_shard_node_and_lost_messages_with_the
   EXPECT_GE(m.value("restarts", 0), 1) << m.dump();
   EXPECT_EQ(m.value("bit_equal", 0), 1) << m.dump();
   EXPECT_EQ(m.value("quality_delta", 1.0), 0.0) << m.dump();
+}
+
+TEST(chaos_soak, online_serving_follows_a_killed_trainer_and_shard_node_never_ahead_or_stale) {
+  temp_dir dir{"soak_online"};
+  auto m = soak("online", dir.path());
+  EXPECT_EQ(m.value("training_kills", 0), 1) << m.dump();
+  EXPECT_EQ(m.value("ahead_answers", 1), 0) << m.dump();
+  EXPECT_EQ(m.value("stale_answers", 1), 0) << m.dump();
+  EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
 }
 
 } // namespace

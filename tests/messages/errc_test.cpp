@@ -63,6 +63,26 @@ protected:
   }
 };
 
+TEST(errc, ToPlainKeepsDarcyCodesAndNamesWhatAPeerLeftUnanswered) {
+  struct case_t {
+    caf::error in;
+    errc out;
+  };
+  const case_t cases[] = {
+    {make_error(errc::not_found, "x"), errc::not_found},
+    {caf::make_error(caf::sec::request_timeout), errc::deadline_exceeded},
+    {caf::make_error(caf::sec::request_receiver_down), errc::unavailable},
+    {caf::make_error(caf::sec::no_route_to_receiving_node), errc::unavailable},
+    {caf::make_error(caf::sec::cannot_connect_to_node), errc::unavailable},
+    {caf::make_error(caf::sec::unexpected_message), errc::io_error},
+  };
+  for (auto& c : cases) {
+    auto plain = to_plain(c.in);
+    EXPECT_EQ(plain.code, c.out) << render(c.in);
+    EXPECT_FALSE(plain.context.empty()) << render(c.in);
+  }
+}
+
 TEST_F(serialization_test, DarcyErrorSurvivesTheWireUnchanged) {
   auto err = make_error(errc::unknown_embedding, "user_emb");
   auto copy = round_trip(err);

@@ -74,6 +74,24 @@ TEST(ctr_input, batches_hold_the_files_rows_field_for_field) {
   EXPECT_FALSE(*end);
 }
 
+TEST(ctr_input, predict_instances_carry_the_chosen_rows_field_for_field) {
+  test::temp_dir dir{"ctr_instances"};
+  auto in = ctr_file_input(write_rows(dir, 5), {.batch_size = 5})();
+  ASSERT_TRUE(in) << render(in.error());
+  auto b = (*in)->next();
+  ASSERT_TRUE(b && *b);
+  example_table t{(*b)->features, (*b)->labels};
+  auto instances = ctr_instances(t, {4, 1});
+  ASSERT_EQ(instances.size(), 2u);
+  EXPECT_EQ(instances[0].size(), 27u);
+  EXPECT_EQ(instances[0]["ints"].size(), 13u);
+  EXPECT_EQ(instances[0]["ints"][0], 4.0);
+  EXPECT_EQ(instances[1]["ints"][0], 1.0);
+  EXPECT_EQ(instances[0]["C1"], nlohmann::json::array({"00000004"}));
+  EXPECT_EQ(instances[0]["C2"], nlohmann::json::array()) << "an empty field stays empty";
+  EXPECT_EQ(instances[1]["C26"], nlohmann::json::array({"0000000a"}));
+}
+
 TEST(ctr_input, shards_passes_limits_and_positions_read_the_rows_they_say) {
   test::temp_dir dir{"ctr_input"};
   auto path = write_rows(dir, 10);

@@ -1,0 +1,114 @@
+#include "apps/chaos/online_soak.hpp"
+
+#include <gtest/gtest.h>
+
+namespace darcy::apps {
+namespace {
+
+using steady = std::chrono::steady_clock;
+using seconds = std::chrono::duration<double>;
+
+steady::time_point at(double s) {
+  return steady::time_point{} + std::chrono::hours(1) +
+         std::chrono::duration_cast<steady::duration>(seconds(s));
+}
+
+/// Training wrote A at 1 s, B at 3 s and C at 5 s; syncs every 2 s; an answer may come 0.1 s
+/// before the soak sees its sync written.
+const std::vector<online_sync_seen> syncs{{"A", 100, at(1)}, {"B", 200, at(3)}, {"C", 300, at(5)}};
+
+struct answer_case {
+  const char* behaviour;
+  std::vector<online_answer> answers;
+  std::vector<double> kills;
+  uint64_t ahead;
+  uint64_t stale;
+  double stale_max_s;
+  std::optional<double> caught_up_s;
+};
+
+TEST(online_soak, judges_served_syncs_against_what_training_wrote) {
+  const answer_case cases[] = {
+    {"answers naming the newest sync are fresh",
+     {{at(1.5), "A", 100}, {at(3.5), "B", 200}, {at(5.5), "C", 300}},
+     {},
+     0,
+     0,
+     0,
+     0},
+    {"the export before any sync is fresh, and then lags",
+     {{at(0.5), "", -1}, {at(2), "", -1}},
+     {},
+     0,
+     0,
+     1,
+     0},
+    {"a sync training never wrote is ahead", {{at(2), "Z", 100}}, {}, 1, 0, 0, std::nullopt},
+    {"a sync named before training wrote it is ahead",
+     {{at(2), "B", 200}, {at(2.95), "B", 200}},
+     {},
+     1,
+     0,
+     0,
+     0},
+    {"a sync with another step than training wrote is ahead",
+     {{at(3.5), "B", 250}},
+     {},
+     1,
+     0,
+     0,
+     std::nullopt},
+    {"a lag within two intervals is not stale",
+     {{at(1.5), "A", 100}, {at(6.5), "A", 100}},
+     {},
+     0,
+     0,
+     3.5,
+     0},
+    {"a lag beyond two intervals is stale",
+     {{at(1.5), "A", 100}, {at(7.5), "A", 100}},
+     {},
+     0,
+     1,
+     4.5,
+     0},
+    {"before serving catches up after the last kill, lags do not count",
+     {{at(8), "A", 100}, {at(8.5), "C", 300}, {at(9), "C", 300}},
+     {2, 4},
+     0,
+     0,
+     0,
+     4.5},
+    {"answers before the last kill do not count",
+     {{at(7.5), "A", 100}, {at(8.5), "C", 300}},
+     {8},
+     0,
+     0,
+     0,
+     0.5},
+    {"serving that never catches up after the last kill",
+     {{at(8), "A", 100}, {at(9), "B", 200}},
+     {4},
+     0,
+     0,
+     0,
+     std::nullopt},
+  };
+  for (auto& c : cases) {
+    std::vector<steady::time_point> kills;
+    for (auto k : c.kills)
+      kills.push_back(at(k));
+    auto v =
+      judge_online_answers(syncs, c.answers, kills, seconds(2), std::chrono::milliseconds(100));
+    EXPECT_EQ(v.ahead, c.ahead) << c.behaviour;
+    EXPECT_EQ(v.stale, c.stale) << c.behaviour;
+    EXPECT_NEAR(v.stale_max_s, c.stale_max_s, 1e-6) << c.behaviour;
+    EXPECT_EQ(v.caught_up_s.has_value(), c.caught_up_s.has_value()) << c.behaviour;
+    if (v.caught_up_s && c.caught_up_s) {
+      EXPECT_NEAR(*v.caught_up_s, *c.caught_up_s, 1e-6) << c.behaviour;
+    }
+  }
+}
+
+} // namespace
+} // namespace darcy::apps
