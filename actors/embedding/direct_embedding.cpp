@@ -4,6 +4,7 @@
 #include <deque>
 #include <thread>
 
+#include "actors/embedding/staged_rows.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
 
@@ -96,9 +97,12 @@ caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
         auto& store = *(*table)->store;
         // The store writes every row, so the buffer starts uninitialised.
         auto [part_rows, part_out] = shared_floats::allocate(part.keys.size() * store.dim());
-        if (!part.keys.empty())
-          if (auto err = store.lookup(part.keys.views(), part.keys.hashes(), part_out))
+        if (!part.keys.empty()) {
+          auto key_views = part.keys.views();
+          if (auto err = store.lookup(key_views, part.keys.hashes(), part_out))
             return err;
+          read_staged(**table, key_views, part_out);
+        }
         rows.push_back(std::move(part_rows));
       }
     }
@@ -118,6 +122,8 @@ caf::error direct_embedding::update(const routed_batch& route,
     auto sums = route.gather(s, grads);
     auto& shard = *shards_[s];
     std::lock_guard<std::mutex> guard{shard.mutex};
+    if (auto err = finish_staged(shard.tables))
+      return err;
     for (size_t t = 0; t < route.tables(); ++t) {
       auto& keys = route.part(s)[t].keys;
       if (keys.empty())

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 
+#include "actors/embedding/staged_rows.hpp"
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
+#include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
 #include "stores/embedding/de_config.hpp"
@@ -64,6 +67,7 @@ caf::result<std::vector<float>> lookup(shard_pointer self, const std::string& na
   auto key_views = views(keys);
   if (auto err = store.lookup(key_views, out))
     return err;
+  read_staged(**table, key_views, out);
   return out;
 }
 
@@ -132,9 +136,12 @@ caf::result<std::vector<shared_floats>> lookup_tables(shard_pointer self,
     auto& keys = tables[t].keys;
     // The store writes every row, so the reply's buffer starts uninitialised.
     auto [rows, out] = shared_floats::allocate(keys.size() * store.dim());
-    if (!keys.empty())
-      if (auto err = store.lookup(keys.views(), keys.hashes(), out))
+    if (!keys.empty()) {
+      auto key_views = keys.views();
+      if (auto err = store.lookup(key_views, keys.hashes(), out))
         return err;
+      read_staged(*(*checked)[t], key_views, out);
+    }
     result.push_back(std::move(rows));
   }
   if (handle != 0)
@@ -354,8 +361,6 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
   return ok_atom::value;
 }
 
-// Applies one checkpoint of a chain (a sync) to the live tables. Every part is read and checked
-// first, so a damaged one changes nothing; the whole link is then applied in this one handler.
 /// Shard `index` of `count`'s changes in sync link `link` under `dir`, read and decoded.
 caf::expected<std::vector<stores::link_changes>> read_changes(const std::string& dir,
                                                               const checkpoint_manifest& link,
@@ -370,19 +375,53 @@ caf::expected<std::vector<stores::link_changes>> read_changes(const std::string&
   return changes;
 }
 
-/// Applies `changes` to the shard's tables in one go; the tables' lock held.
-caf::error apply_changes(shard_pointer self, const checkpoint_manifest& link,
-                         const std::vector<stores::link_changes>& changes, uint32_t index) {
+/// A link's changes to the shard's tables, read and decoded, with the rows of each table that
+/// get no whole part staged for merging (null: applied at once).
+struct read_link_changes {
+  std::vector<stores::link_changes> changes;
+  std::vector<std::shared_ptr<staged_rows>> staged;
+};
+
+/// The rows of a sync a lookup waits for at most: one merge step.
+constexpr size_t merge_chunk_rows = 1024;
+
+caf::expected<read_link_changes> read_and_stage(const std::string& dir,
+                                                const checkpoint_manifest& link, uint32_t index,
+                                                uint32_t count) {
+  auto changes = read_changes(dir, link, index, count);
+  if (!changes)
+    return std::move(changes.error());
+  read_link_changes out{std::move(*changes), {}};
+  for (auto& c : out.changes) {
+    bool stageable = c.whole_parts.empty() && !c.rows.empty() &&
+                     std::all_of(c.rows.begin(), c.rows.end(), [&](const stores::stored_row& r) {
+                       return r.values.size() == c.config.dim;
+                     });
+    out.staged.push_back(stageable ? std::make_shared<staged_rows>(std::move(c.rows)) : nullptr);
+  }
+  return out;
+}
+
+/// Applies `read` to the shard's tables in one go, the tables' lock held: deleted keys go and
+/// whole parts replace their rows at once, and the changed rows of the other tables are staged,
+/// which lookups read from now on. Answers the tables staged.
+caf::expected<std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>>> apply_changes(
+  shard_pointer self, const checkpoint_manifest& link, read_link_changes& read, uint32_t index) {
   auto& tables = self->state.tables();
-  for (auto& c : changes)
+  if (auto err = finish_staged(tables))
+    return err;
+  for (auto& c : read.changes)
     if (tables.count(c.config.name) == 0) {
       auto store = stores::make_store(stores::shard_config(c.config, index));
       if (!store)
         return std::move(store.error());
       tables.emplace(c.config.name, embedding_shard_state::table{c.config, std::move(*store)});
     }
-  for (auto& c : changes) {
-    auto& store = *tables.at(c.config.name).store;
+  std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>> staged;
+  for (size_t i = 0; i < read.changes.size(); ++i) {
+    auto& c = read.changes[i];
+    auto& table = tables.at(c.config.name);
+    auto& store = *table.store;
     std::vector<std::string> gone;
     if (!c.whole_parts.empty()) {
       std::set<uint32_t> whole(c.whole_parts.begin(), c.whole_parts.end());
@@ -397,21 +436,57 @@ caf::error apply_changes(shard_pointer self, const checkpoint_manifest& link,
     std::vector<std::string_view> views(gone.begin(), gone.end());
     if (auto err = store.remove_rows(views))
       return err;
+    if (read.staged[i]) {
+      table.staged = read.staged[i];
+      staged.emplace_back(c.config.name, read.staged[i]);
+      continue;
+    }
     for (auto& row : c.rows)
       if (auto err = store.import_row(row.record()))
         return err;
   }
-  return {};
+  return staged;
+}
+
+/// Merges `staged` into its tables on a thread of its own, a chunk of rows at a time under the
+/// tables' lock. A table whose staged rows were finished or replaced meanwhile is left alone;
+/// a failed import leaves the rows staged, for finish_staged to try again.
+void merge_in_background(shard_pointer self,
+                         std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>> staged) {
+  if (staged.empty())
+    return;
+  auto merger = self->spawn<caf::detached>(
+    [tables = self->state.shared, staged](caf::event_based_actor* helper) -> caf::behavior {
+      return {[=](load_atom) {
+        for (auto& [name, rows] : staged)
+          for (bool done = false; !done;) {
+            {
+              std::lock_guard<std::mutex> guard{tables->mutex};
+              auto at = tables->tables.find(name);
+              if (at == tables->tables.end() || at->second.staged != rows)
+                break;
+              auto merged = rows->merge(*at->second.store, merge_chunk_rows);
+              done = !merged || *merged;
+              if (merged && *merged)
+                at->second.staged.reset();
+            }
+            std::this_thread::yield(); // the lookups waiting for the lock go first
+          }
+        helper->quit();
+      }};
+    });
+  caf::anon_send(merger, load_atom::value);
 }
 
 /// The files of the link are read on a thread of their own while the shard goes on serving;
-/// then the changes are applied in one handler, so that a lookup sees all or none of them.
+/// then the link is applied in one handler, so that a lookup sees all or none of it: its rows
+/// are staged there and merged into the stores afterwards, a chunk at a time.
 caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
                                 const checkpoint_manifest& link, uint32_t index, uint32_t count,
                                 uint64_t request_id) {
   if (self->state.applied.seen(request_id))
     return ok_atom::value;
-  using read_result = caf::expected<std::vector<stores::link_changes>>;
+  using read_result = caf::expected<read_link_changes>;
   auto read =
     std::make_shared<read_result>(make_error(errc::io_error, "sync: the link was not read"));
   auto reader = self->spawn<caf::detached>(
@@ -420,7 +495,7 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
         // Background work: the lookups of this node's shards go first (a thread of its own,
         // which ends with the read).
         ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-        *read = read_changes(dir, link, index, count);
+        *read = read_and_stage(dir, link, index, count);
         helper->quit();
         return true;
       }};
@@ -433,17 +508,23 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
           promise.deliver(std::move(read->error()));
           return;
         }
-        std::lock_guard<std::mutex> guard{self->state.shared->mutex};
-        runtime::timed_request timing{*self->state.metrics, "apply_part", self->mailbox().size()};
-        if (self->state.applied.seen(request_id)) {
-          promise.deliver(ok_atom::value);
-          return;
+        std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>> staged;
+        {
+          std::lock_guard<std::mutex> guard{self->state.shared->mutex};
+          runtime::timed_request timing{*self->state.metrics, "apply_part", self->mailbox().size()};
+          if (self->state.applied.seen(request_id)) {
+            promise.deliver(ok_atom::value);
+            return;
+          }
+          auto applied = apply_changes(self, link, **read, index);
+          if (!applied) {
+            promise.deliver(std::move(applied.error()));
+            return;
+          }
+          staged = std::move(*applied);
+          self->state.applied.remember(request_id);
         }
-        if (auto err = apply_changes(self, link, **read, index)) {
-          promise.deliver(std::move(err));
-          return;
-        }
-        self->state.applied.remember(request_id);
+        merge_in_background(self, std::move(staged));
         promise.deliver(ok_atom::value);
       },
       [promise](caf::error& err) mutable { promise.deliver(std::move(err)); });
@@ -465,8 +546,16 @@ std::vector<embedding_shard_actor> spawn_shards(caf::actor_system& sys, size_t c
 
 namespace {
 
-/// What a shard handler holds while it runs.
+/// What a shard handler holds while it runs: the tables' lock, and its timing. Every handler
+/// but a lookup first merges the rows of a sync still staged.
 struct shard_request {
+  shard_request(shard_pointer self, const char* op)
+    : guard{self->state.shared->mutex}, timing{*self->state.metrics, op, self->mailbox().size()} {
+    if (std::string_view{op} != "lookup")
+      if (auto err = finish_staged(self->state.tables()))
+        runtime::log_warn("embedding shard {}: merging a sync's rows: {}", self->state.index,
+                          render(err));
+  }
   std::lock_guard<std::mutex> guard;
   runtime::timed_request timing;
 };
@@ -511,10 +600,7 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
       }
     });
   // Every handler holds the tables' lock, and is timed while it does.
-  auto enter = [self](const char* op) {
-    return shard_request{std::lock_guard<std::mutex>{self->state.shared->mutex},
-                         {*self->state.metrics, op, self->mailbox().size()}};
-  };
+  auto enter = [self](const char* op) { return shard_request{self, op}; };
   return {
     [self, enter](create_atom, de_config& cfg) {
       auto request = enter("create");

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "actors/embedding/staged_rows.hpp"
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding/embedding_store.hpp"
 #include "stores/embedding/tracked_store.hpp"
@@ -23,6 +24,9 @@ struct shard_table {
   /// not committed, the one before it with the changes that save took.
   std::string since, previous_since;
   stores::changed_keys previous;
+  /// The rows of the last sync not yet merged into `store` (null: none). A lookup reads them
+  /// over the store's (read_staged); anything else merges them first (finish_staged).
+  std::shared_ptr<staged_rows> staged;
 };
 
 struct shard_tables {
