@@ -363,8 +363,10 @@ caf::error flush(session& s) {
   return shards ? shards->flush() : caf::error{};
 }
 
-caf::error save(session& s, const std::string& path, const training_state& state,
-                uint32_t full_every) {
+namespace {
+
+caf::error save_as(session& s, const std::string& path, const training_state& state,
+                   uint32_t full_every, const std::string& restored) {
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
@@ -376,10 +378,29 @@ caf::error save(session& s, const std::string& path, const training_state& state
   auto copy = state;
   if (auto err = sink(copy.step, copy.input_position, copy.dense))
     return err;
-  auto manifest = runtime::ask<checkpoint_manifest>(
-    s.system(), *master, s.timeout(), save_atom::value, path, state.step,
-    std::string{extra.begin(), extra.end()}, full_every);
+  auto manifest = restored.empty()
+                    ? runtime::ask<checkpoint_manifest>(
+                        s.system(), *master, s.timeout(), save_atom::value, path, state.step,
+                        std::string{extra.begin(), extra.end()}, full_every)
+                    : runtime::ask<checkpoint_manifest>(
+                        s.system(), *master, s.timeout(), save_atom::value, path, state.step,
+                        std::string{extra.begin(), extra.end()}, full_every, restored);
   return manifest ? caf::error{} : std::move(manifest.error());
+}
+
+} // namespace
+
+caf::error save(session& s, const std::string& path, const training_state& state,
+                uint32_t full_every) {
+  return save_as(s, path, state, full_every, {});
+}
+
+caf::error save_restored(session& s, const std::string& path, const training_state& state,
+                         uint32_t full_every, const std::string& restored) {
+  if (full_every == 0 || restored.empty())
+    return make_error(errc::invalid_argument,
+                      "save_restored: an incremental save after a restore names the checkpoint");
+  return save_as(s, path, state, full_every, restored);
 }
 
 caf::error sync(session& s, const std::string& path, const checkpoint_manifest& link) {

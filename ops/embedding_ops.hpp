@@ -206,6 +206,14 @@ struct training_state {
 caf::error save(session& s, const std::string& path, const training_state& state,
                 uint32_t full_every = 0);
 
+/// save with full_every after a restore from `path`'s newest checkpoint `restored`, nothing
+/// trained since: a full checkpoint that names `restored` (checkpoint_manifest::same_as), so
+/// that serving copies that hold it go on with the new chain without a restore, and the
+/// later saves are deltas on it. When `restored` is no longer the newest there, an ordinary
+/// save with full_every.
+caf::error save_restored(session& s, const std::string& path, const training_state& state,
+                         uint32_t full_every, const std::string& restored);
+
 /// Applies checkpoint `link` of the incremental chain under `path` (see save's full_every) to
 /// the service's live tables: a serving copy restored from that chain follows training one
 /// delta at a time. Each shard applies its part of the link whole, in one step, or not at all.

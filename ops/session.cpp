@@ -148,6 +148,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
       master_opts.checkpoint_dir = opts_.shard_checkpoint_dir;
       master_opts.shard_timeout = opts_.timeout * 3;
       master_opts.attempt_timeout = opts_.shard_retry;
+      master_opts.attempts = opts_.shard_attempts;
       master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
       sampler_ = system_->spawn(actors::candidate_sampler,
                                 actors::candidate_sampler_options{supervised->shards});
@@ -163,6 +164,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
   shards_ = shards;
   actors::embedding_master_options master_opts{shards};
   master_opts.attempt_timeout = opts_.shard_retry;
+  master_opts.attempts = opts_.shard_attempts;
   master_opts.shards_may_lose_messages = cluster_;
   master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
   sampler_ =

@@ -50,6 +50,8 @@ struct session_options {
   /// A shard request unanswered this long is sent again, waiting twice as long each time (see
   /// embedding_master_options::attempt_timeout).
   std::chrono::milliseconds shard_retry{2000};
+  /// Sends of a shard request in all, the first included (embedding_master_options::attempts).
+  uint32_t shard_attempts = 4;
   std::string shard_checkpoint_dir;
   /// Called on the session's config before its actor system starts: an app adds its own
   /// message and actor types here (the same hook its nodes run).

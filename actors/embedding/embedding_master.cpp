@@ -485,8 +485,12 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
 }
 
 // One consistent checkpoint: new requests wait while the shards write their parts.
+// With `unchanged_since` the caller vouches that the tables hold exactly that checkpoint of
+// `dir` (restored from it, nothing trained since): when it is still the newest there, a new
+// chain starts with a full checkpoint that names it (same_as), so that copies holding it go on.
 caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::string& dir,
-                                      int64_t step, const std::string& extra, uint32_t full_every) {
+                                      int64_t step, const std::string& extra, uint32_t full_every,
+                                      const std::string& unchanged_since = {}) {
   if (!self->state.diverged.empty())
     return diverged_error(self->state);
   auto promise = self->make_response_promise<checkpoint_manifest>();
@@ -502,10 +506,13 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
     // with fewer than full_every deltas on its full checkpoint.
     auto& st = self->state;
     bool ours = false;
-    if (full_every > 0 && st.chain_dir == dir)
-      if (auto current = stores::checkpoint_dir{dir}.read_manifest();
-          current && current->checkpoint == st.chain_head && current->shard_count == count)
-        ours = true;
+    bool at_current = false;
+    if (full_every > 0)
+      if (auto current = stores::checkpoint_dir{dir}.read_manifest(); current) {
+        ours = st.chain_dir == dir && current->checkpoint == st.chain_head &&
+               current->shard_count == count;
+        at_current = !unchanged_since.empty() && current->checkpoint == unchanged_since;
+      }
     uint64_t track_limit = full_every > 0 ? st.options.max_tracked_keys : 0;
     // Takes one checkpoint on `base` (empty: a full one), then runs `done` with its manifest.
     using done_fn = std::function<void(caf::expected<checkpoint_manifest>)>;
@@ -560,7 +567,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
         take("", delta->checkpoint, finish);
       });
     } else {
-      take("", "", finish);
+      take("", at_current ? unchanged_since : std::string{}, finish);
     }
   });
   // The promise owns the response now: an error returned instead would never reach the caller.
@@ -805,6 +812,10 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     },
     [self](save_atom, const std::string& dir, int64_t step, const std::string& extra,
            uint32_t full_every) { return save(self, dir, step, extra, full_every); },
+    [self](save_atom, const std::string& dir, int64_t step, const std::string& extra,
+           uint32_t full_every, const std::string& unchanged_since) {
+      return save(self, dir, step, extra, full_every, unchanged_since);
+    },
     [self](restore_atom, const std::string& dir) { return restore(self, dir); },
     [self](sync_atom, const std::string& dir, const checkpoint_manifest& link) {
       return sync(self, dir, link);

@@ -486,6 +486,13 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
                                 uint64_t request_id) {
   if (self->state.applied.seen(request_id))
     return ok_atom::value;
+  // A repeat sent while the link is still being read gets the first one's answer.
+  if (auto reading = self->state.applying.find(request_id); reading != self->state.applying.end()) {
+    auto repeat = self->make_response_promise<ok_atom>();
+    reading->second.push_back(repeat);
+    return repeat;
+  }
+  self->state.applying[request_id];
   using read_result = caf::expected<read_link_changes>;
   auto read =
     std::make_shared<read_result>(make_error(errc::io_error, "sync: the link was not read"));
@@ -500,12 +507,23 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
         return true;
       }};
     });
-  auto promise = self->make_response_promise<ok_atom>();
+  auto first = self->make_response_promise<ok_atom>();
+  // Answers the request and every repeat of it.
+  auto answer = [self, request_id, first](caf::expected<ok_atom> result) mutable {
+    auto waiting = std::move(self->state.applying[request_id]);
+    self->state.applying.erase(request_id);
+    waiting.push_back(first);
+    for (auto& p : waiting)
+      if (result)
+        p.deliver(ok_atom::value);
+      else
+        p.deliver(result.error());
+  };
   self->request(reader, caf::infinite, load_atom::value)
     .then(
-      [self, read, link, index, request_id, promise](bool) mutable {
+      [self, read, link, index, request_id, answer](bool) mutable {
         if (!*read) {
-          promise.deliver(std::move(read->error()));
+          answer(read->error());
           return;
         }
         std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>> staged;
@@ -513,22 +531,22 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
           std::lock_guard<std::mutex> guard{self->state.shared->mutex};
           runtime::timed_request timing{*self->state.metrics, "apply_part", self->mailbox().size()};
           if (self->state.applied.seen(request_id)) {
-            promise.deliver(ok_atom::value);
+            answer(ok_atom::value);
             return;
           }
           auto applied = apply_changes(self, link, **read, index);
           if (!applied) {
-            promise.deliver(std::move(applied.error()));
+            answer(std::move(applied.error()));
             return;
           }
           staged = std::move(*applied);
           self->state.applied.remember(request_id);
         }
         merge_in_background(self, std::move(staged));
-        promise.deliver(ok_atom::value);
+        answer(ok_atom::value);
       },
-      [promise](caf::error& err) mutable { promise.deliver(std::move(err)); });
-  return promise;
+      [answer](caf::error& err) mutable { answer(std::move(err)); });
+  return first;
 }
 
 caf::result<embedding_stats> stats(shard_pointer self, const std::string& name) {

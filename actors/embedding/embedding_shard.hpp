@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "actors/embedding/shard_tables.hpp"
 #include "actors/request_window.hpp"
@@ -30,6 +31,8 @@ struct embedding_shard_state {
   std::map<std::string, table>& tables() { return shared->tables; }
   /// Ids of the updates and loads applied lately.
   request_window applied;
+  /// Syncs (apply_part) being read, by request id, with the answers their repeats wait for.
+  std::map<uint64_t, std::vector<caf::typed_response_promise<ok_atom>>> applying;
   /// Keys of lookups that backward will name, oldest first; at most max_pending_lookups of
   /// them and max_pending_bytes of keys.
   struct pending_lookup {

@@ -58,7 +58,8 @@ online_verdict judge_online_answers(const std::vector<online_sync_seen>& syncs,
 /// clean run, and started again at once. A served sync is read from each answer: it must be one
 /// that training had written by then (soak_result::ahead_answers), and once serving has caught
 /// up after the last kill, no older than the newest by more than two intervals
-/// (stale_answers). At the stream's end serving must reach training's last sync. lost_work
+/// (stale_answers; counted without failing the run when !o.lag_check). At the stream's end
+/// serving must reach training's last sync. lost_work
 /// counts the requests refused (503 or 504) and asked again; the quality is the AUC of the last
 /// served model on 2,000 rows that follow the stream. errc::io_error when the clean run fails.
 caf::expected<soak_result> run_online_soak(const soak_options& o, const std::string& binary);

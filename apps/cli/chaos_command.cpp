@@ -131,6 +131,10 @@ void add_chaos_command(CLI::App& app, int& exit_code) {
                  "Fail a soaked run still going after this long (0: 10 clean runs, at least 300 s)")
     ->check(CLI::Range(0.0, 86400.0));
   soak->add_flag("--quiet", so->quiet, "No progress lines");
+  soak->add_flag(
+    "--no-lag-check", [so](int64_t) { so->lag_check = false; },
+    "online: count the answers more than two sync intervals behind without failing "
+    "the run (a machine too loaded to time anything)");
   soak->callback([so, &exit_code] {
     auto r = run_soak(*so);
     if (!r) {

@@ -501,6 +501,14 @@ caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
         return std::move(restored.error());
       trained = static_cast<uint64_t>(std::max<int64_t>(restored->state.step, 0));
       resumed = true;
+      // A new chain at the restored state that names it: serving copies that hold that sync
+      // go on with the new chain instead of restoring it whole.
+      if (auto err = ops::save_restored(*trainer->session, run.sync_dir,
+                                        {static_cast<int64_t>(trained), "", {}}, run.full_every,
+                                        last->checkpoint))
+        return err;
+      if (!run.sync_to.empty())
+        push_sync(run);
       for (uint64_t skipped = 0; run.source != "-" && skipped < trained;) {
         auto got = (*stream)->next(row);
         if (!got)

@@ -244,6 +244,8 @@ using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<save_atom, std::string, int64_t, std::string>::with<checkpoint_manifest>,
   caf::replies_to<save_atom, std::string, int64_t, std::string,
                   uint32_t>::with<checkpoint_manifest>,
+  caf::replies_to<save_atom, std::string, int64_t, std::string, uint32_t,
+                  std::string>::with<checkpoint_manifest>,
   caf::replies_to<restore_atom, std::string>::with<checkpoint_manifest>,
   caf::replies_to<sync_atom, std::string, checkpoint_manifest>::with<ok_atom>,
   caf::replies_to<route_atom>::with<shard_route>, caf::reacts_to<cluster_event>>;

@@ -320,6 +320,10 @@ caf::error exported_model::open_embeddings(const std::string& path,
     so.shard_nodes = where.nodes;
     so.timeout = where.timeout;
     so.direct_shards = true;
+    // A sync every few seconds cannot wait 2 s for a lost message: ask again soon, and often
+    // enough (doubling each time) that a long restore still gets its answer.
+    so.shard_retry = std::chrono::milliseconds{250};
+    so.shard_attempts = 8;
   }
   auto opened = session::open(so);
   if (!opened)

@@ -464,6 +464,40 @@ TEST_F(checkpoint_test, SyncsBringAServingCopyToTheTrainingRowsDeltaByDelta) {
   EXPECT_EQ(rows(serving, "users"), before);
 }
 
+TEST_F(checkpoint_test, ASaveRightAfterARestoreNamesItSoThatACopyHoldingItGoesOnByDeltas) {
+  auto [training, t] = start(2);
+  create_tables(training);
+  train(training, 5, 1);
+  ASSERT_TRUE(save_incremental(training, 1, 10));
+  train(training, 3, 2);
+  auto head = save_incremental(training, 2, 10);
+  ASSERT_TRUE(head) << render(error_of(head));
+  auto [serving, s] = start(3);
+  ASSERT_TRUE(restore(serving));
+  // The training process dies; its successor restores the head and saves at once.
+  auto [resumed, r] = start(2);
+  ASSERT_TRUE(restore(resumed));
+  auto restarted =
+    ask<checkpoint_manifest>(sys, resumed, test::patience, save_atom::value, dir, int64_t{2},
+                             std::string{}, uint32_t{10}, head->checkpoint);
+  ASSERT_TRUE(restarted) << render(error_of(restarted));
+  EXPECT_TRUE(restarted->base.empty()) << "a new chain";
+  EXPECT_EQ(restarted->same_as, head->checkpoint);
+  train(resumed, 3, 3);
+  auto next = save_incremental(resumed, 3, 10);
+  ASSERT_TRUE(next) << render(error_of(next));
+  EXPECT_EQ(next->base, restarted->checkpoint) << "the chain goes on by deltas";
+  auto synced = sync(sys, serving, dir, *next);
+  ASSERT_TRUE(synced) << render(error_of(synced));
+  for (auto name : {"users", "items"})
+    EXPECT_EQ(rows(serving, name), rows(resumed, name)) << name;
+  // Naming a checkpoint that is no longer the newest saves as usual, naming nothing.
+  auto stale = ask<checkpoint_manifest>(sys, resumed, test::patience, save_atom::value, dir,
+                                        int64_t{3}, std::string{}, uint32_t{10}, head->checkpoint);
+  ASSERT_TRUE(stale) << render(error_of(stale));
+  EXPECT_TRUE(stale->same_as.empty());
+}
+
 TEST_F(checkpoint_test, AShardWhoseChangesOverflowWritesItsWholePartAndSyncsStillAgree) {
   embedding_master_options opts;
   opts.shards = spawn_shards(sys, 2);
