@@ -433,17 +433,6 @@ void judge(online_run& run, const std::vector<steady::time_point>& kills, bool l
                   describe_lags(run, kills);
 }
 
-/// o.kills seeded times for the training process, within 20–70% of its clean run.
-std::vector<double> training_kill_times(const soak_options& o, double clean_training_s) {
-  std::mt19937_64 rng{o.seed * 7919 + 17};
-  std::uniform_real_distribution<double> when{0.2, 0.7};
-  std::vector<double> at;
-  for (uint32_t k = 0; k < o.kills; ++k)
-    at.push_back(when(rng) * clean_training_s);
-  std::sort(at.begin(), at.end());
-  return at;
-}
-
 } // namespace
 
 online_verdict judge_online_answers(const std::vector<online_sync_seen>& syncs,
@@ -510,8 +499,11 @@ caf::expected<soak_result> run_online_soak(const soak_options& o, const std::str
   result.clean_quality = clean.probe_auc;
 
   s.dir = o.dir + "/soaked";
-  s.training_kills_s = training_kill_times(
-    o, std::chrono::duration<double>(clean.training_ended - clean.serving_began).count());
+  // The training process's kills: seeded apart from the nodes', within 20–70% of its clean run.
+  std::mt19937_64 rng{o.seed * 7919 + 17};
+  s.training_kills_s =
+    kill_times(o, std::chrono::duration<double>(clean.training_ended - clean.serving_began).count(),
+               rng, 0.2, 0.7);
   online_run soaked;
   auto seconds = run_once(o, s, true, result.clean_seconds, soaked, result);
   if (!seconds)

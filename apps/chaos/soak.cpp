@@ -479,8 +479,9 @@ void summarize(soak_result& r, std::vector<double> recover_s,
   r.recover_max_s = recover_s.back();
 }
 
-std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> when{0.2, 0.8};
+std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng,
+                               double from, double to) {
+  std::uniform_real_distribution<double> when{from, to};
   std::vector<double> at;
   for (uint32_t k = 0; k < o.kills; ++k)
     at.push_back(when(rng) * clean_seconds);

@@ -100,9 +100,10 @@ struct soak_result {
 /// Seconds from `t` to now, on the steady clock.
 double seconds_since(std::chrono::steady_clock::time_point t);
 
-/// The seeded times of a soak's kills, in seconds from its start: o.kills draws within 20–80%
-/// of the clean run's duration, in order.
-std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng);
+/// The seeded times of a soak's kills, in seconds from its start: o.kills draws within
+/// [from, to] of the clean run's duration (20–80% by default), in order.
+std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng,
+                               double from = 0.2, double to = 0.8);
 
 /// Prints "chaos soak: LINE" to stderr unless o.quiet.
 void soak_log(const soak_options& o, const std::string& line);

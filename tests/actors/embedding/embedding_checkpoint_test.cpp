@@ -113,6 +113,18 @@ protected:
                                     std::string{}, full_every);
   }
 
+  // Tables trained 5 steps and saved in full, then `more` steps and saved as a delta on it:
+  // that delta, the chain's head.
+  caf::expected<checkpoint_manifest> trained_chain(const embedding_master_actor& m, int more,
+                                                   uint32_t full_every) {
+    create_tables(m);
+    train(m, 5, 1);
+    if (auto full = save_incremental(m, 1, full_every); !full)
+      return full;
+    train(m, more, 2);
+    return save_incremental(m, 2, full_every);
+  }
+
   // A third table whose rows go: LRU over at most 10 rows a shard.
   void create_evicting_table(const embedding_master_actor& m) {
     auto cfg = table("recent", optimizer_kind::sgd, 2);
@@ -339,11 +351,7 @@ TEST_F(checkpoint_test, ADeltaHoldsOnlyTheRowsChangedSinceItsBase) {
 
 TEST_F(checkpoint_test, ADeltaSaveThatDiesBeforeItsManifestLeavesThePreviousChainRestorable) {
   auto [m, shards] = start(2);
-  create_tables(m);
-  train(m, 5, 1);
-  ASSERT_TRUE(save_incremental(m, 1, 5));
-  train(m, 5, 2);
-  auto head = save_incremental(m, 2, 5);
+  auto head = trained_chain(m, 5, 5);
   ASSERT_TRUE(head) << render(error_of(head));
   auto [before, b] = start(3);
   ASSERT_TRUE(restore(before));
@@ -466,11 +474,7 @@ TEST_F(checkpoint_test, SyncsBringAServingCopyToTheTrainingRowsDeltaByDelta) {
 
 TEST_F(checkpoint_test, ASaveRightAfterARestoreNamesItSoThatACopyHoldingItGoesOnByDeltas) {
   auto [training, t] = start(2);
-  create_tables(training);
-  train(training, 5, 1);
-  ASSERT_TRUE(save_incremental(training, 1, 10));
-  train(training, 3, 2);
-  auto head = save_incremental(training, 2, 10);
+  auto head = trained_chain(training, 3, 10);
   ASSERT_TRUE(head) << render(error_of(head));
   auto [serving, s] = start(3);
   ASSERT_TRUE(restore(serving));
