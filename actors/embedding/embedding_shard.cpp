@@ -11,6 +11,7 @@
 #include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
+#include "runtime/idle_work.hpp"
 #include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
@@ -384,6 +385,9 @@ struct read_link_changes {
 
 /// The rows of a sync a lookup waits for at most: one merge step.
 constexpr size_t merge_chunk_rows = 1024;
+/// How long a sync's read may go on without getting half of a CPU before the shard reads it at
+/// nice 10 as well (see run_in_idle_time).
+constexpr std::chrono::milliseconds read_patience{100};
 
 caf::expected<read_link_changes> read_and_stage(const std::string& dir,
                                                 const checkpoint_manifest& link, uint32_t index,
@@ -499,10 +503,12 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
   auto reader = self->spawn<caf::detached>(
     [read, dir, link, index, count](caf::event_based_actor* helper) -> caf::behavior {
       return {[=](load_atom) {
-        // Background work: the lookups of this node's shards go first (a thread of its own,
-        // which ends with the read).
+        // Background work: the lookups of this node's shards go first. The read takes the idle
+        // CPU time; when there is none, this thread reads at nice 10 (it ends with the read).
         ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-        *read = read_and_stage(dir, link, index, count);
+        *read = runtime::run_in_idle_time(
+          [dir, link, index, count] { return read_and_stage(dir, link, index, count); },
+          read_patience);
         helper->quit();
         return true;
       }};
