@@ -76,25 +76,17 @@ struct online_run {
   }
 };
 
-/// POSTs `body` (of `rows` instances) to the model's :predict until it is answered in full; a
-/// refusal (503, 504 or no answer) is asked again after `refused_wait`, for answer_patience.
+/// POSTs `body` (of `rows` instances) to the model's :predict until it is answered in full (see
+/// ask_until_answered).
 caf::expected<nlohmann::json> predict(uint16_t port, const std::string& body, size_t rows,
                                       online_run& run) {
-  auto text = runtime::http_request_text("POST", "/v1/models/" + model_name + ":predict", "", body);
-  auto until = steady::now() + answer_patience;
-  for (;;) {
-    auto raw = runtime::http_exchange(port, text);
-    auto code = runtime::http_status(raw);
-    auto j = nlohmann::json::parse(runtime::http_body(raw), nullptr, false);
-    if (code == 200 && j.is_object() && !j.value("partial", false) && j.contains("predictions") &&
-        j["predictions"].size() == rows)
-      return j;
-    if ((code != 503 && code != 504 && code != 0) || steady::now() > until || run.stop)
-      return make_error(errc::io_error, ":predict was answered HTTP " + std::to_string(code) +
-                                          ": " + runtime::http_body(raw).substr(0, 500));
-    ++run.asked_again;
-    std::this_thread::sleep_for(refused_wait);
-  }
+  return ask_until_answered(
+    port, runtime::http_request_text("POST", "/v1/models/" + model_name + ":predict", "", body),
+    [rows](const nlohmann::json& j) {
+      return !j.value("partial", false) && j.contains("predictions") &&
+             j["predictions"].size() == rows;
+    },
+    refused_wait, answer_patience, run.stop, run.asked_again);
 }
 
 /// Asks :predict `qps` times a second, the bodies in turn, and records the sync each answer

@@ -70,31 +70,24 @@ struct load_outcome {
   std::string failure;
 };
 
-/// Asks request r (query r % distinct_queries) until it is answered in full; a refusal (503,
-/// 504, or no answer) is asked again after `backoff`, anything else fails the run.
+/// Asks request r (query r % distinct_queries) until it is answered in full, or records why not.
 void ask(uint16_t port, const std::vector<std::string>& bodies, size_t r, load_outcome& out,
          const std::atomic<bool>& stop) {
-  auto text = runtime::http_request_text("POST", "/v1/models/" + model + ":topk", "",
-                                         bodies[r % bodies.size()]);
-  auto until = clock::now() + request_patience;
-  for (;;) {
-    auto answer = runtime::http_exchange(port, text);
-    auto code = runtime::http_status(answer);
-    auto body = nlohmann::json::parse(runtime::http_body(answer), nullptr, false);
-    if (code == 200 && body.is_object() && !body.value("partial", true) && body.contains("items")) {
-      out.answers[r] = body["items"].dump();
-      return;
-    }
-    std::lock_guard<std::mutex> guard{out.mutex};
-    if ((code != 503 && code != 504 && code != 0) || clock::now() > until || stop) {
-      if (out.failure.empty())
-        out.failure = "request " + std::to_string(r) + " was answered HTTP " +
-                      std::to_string(code) + ": " + runtime::http_body(answer).substr(0, 500);
-      return;
-    }
-    ++out.asked_again;
-    std::this_thread::sleep_for(backoff);
+  auto answer = ask_until_answered(
+    port,
+    runtime::http_request_text("POST", "/v1/models/" + model + ":topk", "",
+                               bodies[r % bodies.size()]),
+    [](const nlohmann::json& body) {
+      return !body.value("partial", true) && body.contains("items");
+    },
+    backoff, request_patience, stop, out.asked_again);
+  if (answer) {
+    out.answers[r] = (*answer)["items"].dump();
+    return;
   }
+  std::lock_guard<std::mutex> guard{out.mutex};
+  if (out.failure.empty())
+    out.failure = "request " + std::to_string(r) + ": " + to_string(answer.error());
 }
 
 /// The clients: `clients` threads take the requests in order until all are answered, one
@@ -175,6 +168,26 @@ caf::expected<double> run_once(const soak_options& o, const std::string& binary,
 }
 
 } // namespace
+
+caf::expected<nlohmann::json> ask_until_answered(
+  uint16_t port, const std::string& request,
+  const std::function<bool(const nlohmann::json&)>& whole, std::chrono::milliseconds wait,
+  std::chrono::milliseconds patience, const std::atomic<bool>& stop,
+  std::atomic<uint64_t>& asked_again) {
+  auto until = clock::now() + patience;
+  for (;;) {
+    auto raw = runtime::http_exchange(port, request);
+    auto code = runtime::http_status(raw);
+    auto body = nlohmann::json::parse(runtime::http_body(raw), nullptr, false);
+    if (code == 200 && body.is_object() && whole(body))
+      return body;
+    if ((code != 503 && code != 504 && code != 0) || clock::now() > until || stop)
+      return make_error(errc::io_error, "answered HTTP " + std::to_string(code) + ": " +
+                                          runtime::http_body(raw).substr(0, 500));
+    ++asked_again;
+    std::this_thread::sleep_for(wait);
+  }
+}
 
 caf::expected<serve_run> start_serve(const std::string& binary,
                                      const std::vector<std::string>& args,

@@ -4,6 +4,9 @@
 // again, as a client would; every answer must equal the clean run's.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -30,6 +33,16 @@ caf::expected<serve_run> start_serve(const std::string& binary,
                                      const std::vector<std::string>& args,
                                      const testing::local_cluster& nodes, const std::string& model,
                                      const std::function<bool(const nlohmann::json&)>& ready);
+
+/// What a soak's client sees of one request: `request` (HTTP text) is sent until the server
+/// answers 200 with a JSON object that `whole` accepts, and returned. A refusal (503, 504 or no
+/// answer) is counted in `asked_again` and sent again after `wait`, until `patience` has passed
+/// or `stop`; then, or for any other answer, errc::io_error naming the last answer.
+caf::expected<nlohmann::json> ask_until_answered(
+  uint16_t port, const std::string& request,
+  const std::function<bool(const nlohmann::json&)>& whole, std::chrono::milliseconds wait,
+  std::chrono::milliseconds patience, const std::atomic<bool>& stop,
+  std::atomic<uint64_t>& asked_again);
 
 /// The serving soak: a model of 30,000 items in 3 shards, 6,000 requests over 200 distinct
 /// query vectors from 2 clients. lost_work counts the requests asked again; the quality is the
