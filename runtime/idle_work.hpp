@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -29,7 +30,7 @@ std::optional<std::chrono::nanoseconds> cpu_time(std::optional<clockid_t> clock)
 /// with `work` unfinished, having had less than half of that time on a CPU, the caller stops
 /// waiting: it runs `work` itself, at its own priority, and answers whichever run ends first.
 /// `work` must be safe to run twice at once, with the same result. A run left behind ends on
-/// its own thread, whose result is dropped.
+/// its own thread, whose result is dropped. When no thread can be started, the caller runs it.
 template <class F>
 std::invoke_result_t<F&> run_in_idle_time(F work, std::chrono::milliseconds patience) {
   using result = std::invoke_result_t<F&>;
@@ -41,14 +42,19 @@ std::invoke_result_t<F&> run_in_idle_time(F work, std::chrono::milliseconds pati
     std::optional<result> answer;
   };
   auto s = std::make_shared<shared_state>(std::move(work));
-  std::thread idle{[s] {
-    enter_idle_priority();
-    result r = s->work();
-    std::lock_guard<std::mutex> guard{s->mutex};
-    if (!s->answer)
-      s->answer.emplace(std::move(r));
-    s->finished.notify_all();
-  }};
+  std::thread idle;
+  try {
+    idle = std::thread{[s] {
+      enter_idle_priority();
+      result r = s->work();
+      std::lock_guard<std::mutex> guard{s->mutex};
+      if (!s->answer)
+        s->answer.emplace(std::move(r));
+      s->finished.notify_all();
+    }};
+  } catch (const std::system_error&) { // no thread to be had: the caller does the work
+    return s->work();
+  }
   auto clock = cpu_clock_of(idle);
   std::chrono::nanoseconds used{0};
   std::unique_lock<std::mutex> lock{s->mutex};
