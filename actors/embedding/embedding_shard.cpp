@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -482,77 +483,101 @@ void merge_in_background(shard_pointer self,
   caf::anon_send(merger, load_atom::value);
 }
 
-/// The files of the link are read on a thread of their own while the shard goes on serving;
-/// then the link is applied in one handler, so that a lookup sees all or none of it: its rows
-/// are staged there and merged into the stores afterwards, a chunk at a time.
-caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
-                                const checkpoint_manifest& link, uint32_t index, uint32_t count,
-                                uint64_t request_id) {
-  if (self->state.applied.seen(request_id))
-    return ok_atom::value;
-  // A repeat sent while the link is still being read gets the first one's answer.
-  if (auto reading = self->state.applying.find(request_id); reading != self->state.applying.end()) {
-    auto repeat = self->make_response_promise<ok_atom>();
-    reading->second.push_back(repeat);
-    return repeat;
-  }
-  self->state.applying[request_id];
-  using read_result = caf::expected<read_link_changes>;
-  auto read =
-    std::make_shared<read_result>(make_error(errc::io_error, "sync: the link was not read"));
-  auto reader = self->spawn<caf::detached>(
-    [read, dir, link, index, count](caf::event_based_actor* helper) -> caf::behavior {
-      return {[=](load_atom) {
-        // Background work: the lookups of this node's shards go first. The read takes the idle
-        // CPU time; when there is none, this thread reads at nice 10 (it ends with the read).
-        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-        *read = runtime::run_in_idle_time(
-          [dir, link, index, count] { return read_and_stage(dir, link, index, count); },
-          read_patience);
-        helper->quit();
-        return true;
-      }};
-    });
-  auto first = self->make_response_promise<ok_atom>();
-  // Answers the request and every repeat of it.
-  auto answer = [self, request_id, first](caf::expected<ok_atom> result) mutable {
-    auto waiting = std::move(self->state.applying[request_id]);
-    self->state.applying.erase(request_id);
-    waiting.push_back(first);
+} // namespace
+
+/// A sync's read, shared by the shard and its reader thread; `result` is set before the reader
+/// tells the shard.
+struct embedding_shard_state::sync_read {
+  caf::expected<read_link_changes> result =
+    make_error(errc::io_error, "sync: the link was not read");
+  /// Set, after `result`, when the reader is done with it.
+  std::atomic<bool> done{false};
+};
+
+namespace {
+
+/// Applies the read of sync `request_id` and answers the request and every repeat of it.
+void finish_sync(shard_pointer self, const checkpoint_manifest& link, uint32_t index,
+                 uint64_t request_id) {
+  auto at = self->state.applying.find(request_id);
+  auto read = std::move(at->second.read);
+  auto waiting = std::move(at->second.waiting);
+  self->state.applying.erase(at);
+  auto answer = [&](caf::expected<ok_atom> result) {
     for (auto& p : waiting)
       if (result)
         p.deliver(ok_atom::value);
       else
         p.deliver(result.error());
   };
-  self->request(reader, caf::infinite, load_atom::value)
-    .then(
-      [self, read, link, index, request_id, answer](bool) mutable {
-        if (!*read) {
-          answer(read->error());
-          return;
-        }
-        std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>> staged;
-        {
-          std::lock_guard<std::mutex> guard{self->state.shared->mutex};
-          runtime::timed_request timing{*self->state.metrics, "apply_part", self->mailbox().size()};
-          if (self->state.applied.seen(request_id)) {
-            answer(ok_atom::value);
-            return;
-          }
-          auto applied = apply_changes(self, link, **read, index);
-          if (!applied) {
-            answer(std::move(applied.error()));
-            return;
-          }
-          staged = std::move(*applied);
-          self->state.applied.remember(request_id);
-        }
-        merge_in_background(self, std::move(staged));
-        answer(ok_atom::value);
-      },
-      [answer](caf::error& err) mutable { answer(std::move(err)); });
-  return first;
+  if (!read->result) {
+    answer(read->result.error());
+    return;
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<staged_rows>>> staged;
+  {
+    std::lock_guard<std::mutex> guard{self->state.shared->mutex};
+    runtime::timed_request timing{*self->state.metrics, "apply_part", self->mailbox().size()};
+    if (!self->state.applied.seen(request_id)) {
+      auto applied = apply_changes(self, link, *read->result, index);
+      if (!applied) {
+        answer(std::move(applied.error()));
+        return;
+      }
+      staged = std::move(*applied);
+      self->state.applied.remember(request_id);
+    }
+  }
+  merge_in_background(self, std::move(staged));
+  answer(ok_atom::value);
+}
+
+/// The files of the link are read on a thread of their own while the shard goes on serving;
+/// then the link is applied in one handler, so that a lookup sees all or none of it: its rows
+/// are staged there and merged into the stores afterwards, a chunk at a time. The reader gets
+/// no request and gives no answer: once the read is done it sends the sync again, anonymously,
+/// with a shard count of 0. So a reader that ends after its shard stopped leaves nothing that
+/// waits for it.
+caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
+                                const checkpoint_manifest& link, uint32_t index, uint32_t count,
+                                uint64_t request_id) {
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
+  auto at = self->state.applying.find(request_id);
+  if (count == 0) { // the reader's notice
+    if (at == self->state.applying.end() || !at->second.read->done.load())
+      return make_error(errc::invalid_argument, "sync: a shard count of 0");
+    finish_sync(self, link, index, request_id);
+    return ok_atom::value;
+  }
+  auto promise = self->make_response_promise<ok_atom>();
+  if (at != self->state.applying.end()) { // a repeat: the first one's answer
+    at->second.waiting.push_back(promise);
+    return promise;
+  }
+  auto read = std::make_shared<embedding_shard_state::sync_read>();
+  self->state.applying[request_id] = {read, {promise}};
+  auto reader =
+    self->spawn<caf::detached>([read, dir, link, index, count, request_id,
+                                shard = caf::actor_cast<embedding_shard_actor>(self)](
+                                 caf::event_based_actor* helper) mutable -> caf::behavior {
+      return {[helper, read = std::move(read), dir, link, index, count, request_id,
+               shard = std::move(shard)](load_atom) mutable {
+        // Background work: the lookups of this node's shards go first. The read takes the idle
+        // CPU time; when there is none, this thread reads at nice 10 (it ends with the read).
+        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+        read->result = runtime::run_in_idle_time(
+          [dir, link, index, count] { return read_and_stage(dir, link, index, count); },
+          read_patience);
+        read->done = true;
+        read.reset();
+        caf::anon_send(shard, apply_part_atom::value, dir, link, index, uint32_t{0}, request_id);
+        shard = nullptr;
+        helper->quit();
+      }};
+    });
+  caf::anon_send(reader, load_atom::value);
+  return promise;
 }
 
 caf::result<embedding_stats> stats(shard_pointer self, const std::string& name) {

@@ -31,8 +31,14 @@ struct embedding_shard_state {
   std::map<std::string, table>& tables() { return shared->tables; }
   /// Ids of the updates and loads applied lately.
   request_window applied;
-  /// Syncs (apply_part) being read, by request id, with the answers their repeats wait for.
-  std::map<uint64_t, std::vector<caf::typed_response_promise<ok_atom>>> applying;
+  /// Syncs (apply_part) being read, by request id: the read (done once its reader sends the
+  /// request again, anonymously) and the answers the request and its repeats wait for.
+  struct sync_read;
+  struct applying_sync {
+    std::shared_ptr<sync_read> read;
+    std::vector<caf::typed_response_promise<ok_atom>> waiting;
+  };
+  std::map<uint64_t, applying_sync> applying;
   /// Keys of lookups that backward will name, oldest first; at most max_pending_lookups of
   /// them and max_pending_bytes of keys.
   struct pending_lookup {

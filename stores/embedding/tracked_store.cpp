@@ -18,7 +18,7 @@ std::unique_ptr<embedding_store> tracked_store::release() {
 }
 
 void tracked_store::note(std::string_view key) {
-  if (overflowed_)
+  if (overflowed_ || changed_.find(key) != changed_.end()) // most keys repeat: no copy for them
     return;
   changed_.emplace(key);
   if (changed_.size() > limit_) {

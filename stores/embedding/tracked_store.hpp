@@ -5,8 +5,10 @@
 // and its reader then needs every row instead.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -62,7 +64,14 @@ private:
 
   std::unique_ptr<embedding_store> inner_;
   size_t limit_;
-  std::unordered_set<std::string> changed_;
+  /// Hashes std::string and std::string_view alike, so that note() finds a key without a copy.
+  struct key_hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const noexcept {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+  std::unordered_set<std::string, key_hash, std::equal_to<>> changed_;
   bool overflowed_ = false;
 };
 
