@@ -19,9 +19,12 @@ configure: $(BUILD_DIR)/CMakeCache.txt
 build: deps configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# DE-Word2Vec on Brown, scored on the similarity set the repository carries, then gensim's score
+# on the same tokens beside it (scripts/demo_peer.sh).
 demo: deps build
 	scripts/fetch_brown.sh $(BUILD_DIR)/data
 	$(BUILD_DIR)/apps/darcy demo --corpus $(BUILD_DIR)/data/brown --checkpoint $(BUILD_DIR)/demo-checkpoint --store $(BUILD_DIR)/demo-store
+	scripts/demo_peer.sh $(BUILD_DIR)
 
 test: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300

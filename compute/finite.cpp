@@ -6,21 +6,35 @@
 
 namespace darcy::compute {
 
-bool all_finite(std::span<const float> values) {
-  // A float is NaN or Inf exactly when its exponent bits are all ones. The branch-free OR over
-  // whole blocks vectorizes; it checks gradients at memory speed.
-  constexpr uint32_t exponent = 0x7f800000u;
-  const auto* bits = reinterpret_cast<const uint32_t*>(values.data());
+namespace {
+
+/// Whether every value of `values` is finite: a float or double is NaN or Inf exactly when its
+/// exponent bits are all ones. The branch-free OR over whole blocks vectorizes; it checks
+/// gradients at memory speed.
+template <class Float, class Bits, Bits exponent>
+bool finite_bits(std::span<const Float> values) {
+  static_assert(sizeof(Float) == sizeof(Bits));
+  const auto* bits = reinterpret_cast<const Bits*>(values.data());
   size_t n = values.size();
   for (size_t begin = 0; begin < n; begin += 4096) {
     auto end = std::min(n, begin + 4096);
-    uint32_t bad = 0;
+    Bits bad = 0;
     for (size_t i = begin; i < end; ++i)
-      bad |= static_cast<uint32_t>((bits[i] & exponent) == exponent);
+      bad |= static_cast<Bits>((bits[i] & exponent) == exponent);
     if (bad != 0)
       return false;
   }
   return true;
+}
+
+} // namespace
+
+bool all_finite(std::span<const float> values) {
+  return finite_bits<float, uint32_t, 0x7f800000u>(values);
+}
+
+bool all_finite(std::span<const double> values) {
+  return finite_bits<double, uint64_t, 0x7ff0000000000000ull>(values);
 }
 
 size_t first_non_finite(std::span<const float> values) {

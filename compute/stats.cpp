@@ -17,6 +17,18 @@ double percentile(std::vector<double> samples, double q) {
   return samples[index];
 }
 
+double median(std::vector<double> samples) {
+  if (samples.empty())
+    return 0;
+  auto middle = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
+  std::nth_element(samples.begin(), middle, samples.end());
+  return *middle;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::vector<double> to_micros(const std::vector<int64_t>& nanos) {
   std::vector<double> result;
   result.reserve(nanos.size());

@@ -22,7 +22,7 @@ system_config::system_config(std::string name, size_t threads) : node_name(std::
   set("logger.console", caf::atom("none"));
   // Deserialize BASP messages in the multiplexer's own thread instead of handing each to a
   // worker: one thread hop less per message halves the remote 1 KiB round trip on small
-  // machines (`darcy bench messaging`: remote_vs_tcp_1k 0.47 -> 0.63, docs/benchmarks.md).
+  // machines (`darcy-bench messaging`: remote_vs_tcp_1k 0.47 -> 0.63, docs/benchmarks.md).
   set("middleman.workers", size_t{0});
   // Idle workers block on a condition variable instead of polling: on small machines that run
   // several nodes, polling workers steal the cores that remote round trips need.

@@ -5,9 +5,11 @@
 # estimator fashion-mnist`, libopenblas0-pthread gives the benchmarks' Python peers the
 # optimized BLAS their users run them with; wrk loads the HTTP API; yamllint checks deploy/'s
 # manifests; clang-format checks the tree's format; redis-server backs the Redis store's tests
-# and `darcy bench redis`, whose peer is redis-tools' redis-benchmark; headless chromium loads
+# and `darcy-bench redis`, whose peer is redis-tools' redis-benchmark; headless chromium loads
 # the status page in its test; the Python package (python/) builds with pybind11 for Debian's
-# python3 and is tested with numpy, torch and pytest).
+# python3 and is tested with numpy, torch and pytest; python3-faiss and python3-gensim are the
+# benchmarks' peers for MIPS and word2vec, run by their smoke tests and beside `make demo`'s
+# score).
 set -euo pipefail
 
 packages=(
@@ -25,6 +27,7 @@ packages=(
   clang-format
   chromium
   python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
+  python3-faiss python3-gensim
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.

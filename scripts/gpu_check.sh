@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The GPU checks of gpu/, on a machine with a CUDA device but none of Darcy's build
 # dependencies. Two steps:
-#   scripts/gpu_check.sh build DIR    (here) builds darcy and darcy_gpu_tests for any x86-64-v3
+#   scripts/gpu_check.sh build DIR    (here) builds darcy-bench and darcy_gpu_tests for any x86-64-v3
 #                                     CPU in DIR/build and copies them, with the shared libraries
 #                                     they need beyond glibc, libstdc++ and CUDA's, into DIR/bundle.
 #   scripts/gpu_check.sh run DIR OUT  (there) runs the CUDA tests against their CPU references,
 #                                     under compute-sanitizer's memcheck when it is installed,
-#                                     then `darcy bench moe-gpu [ARGS...]`, logging all into OUT
+#                                     then `darcy-bench moe-gpu [ARGS...]`, logging all into OUT
 #                                     (BENCH_ONLY=1: the benchmark alone; THREADS: its CPU threads).
 # The GPU machine needs the NVIDIA driver and CUDA 13's cuBLAS (libcublas.so.13).
 set -euo pipefail
@@ -17,10 +17,10 @@ case "$mode" in
 build)
   root=$(cd "$(dirname "$0")/.." && pwd)
   cmake -S "$root" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDARCY_MARCH=x86-64-v3
-  cmake --build "$dir/build" -j "${JOBS:-$(nproc)}" --target darcy darcy_gpu_tests
+  cmake --build "$dir/build" -j "${JOBS:-$(nproc)}" --target darcy-bench darcy_gpu_tests
   rm -rf "$dir/bundle"
   mkdir -p "$dir/bundle/bin" "$dir/bundle/lib"
-  for exe in "$dir/build/apps/darcy" "$dir/build/tests/darcy_gpu_tests"; do
+  for exe in "$dir/build/apps/darcy-bench" "$dir/build/tests/darcy_gpu_tests"; do
     strip -o "$dir/bundle/bin/$(basename "$exe")" "$exe"
     # Every resolved library but the C runtime, the C++ runtime and CUDA's own: those the
     # GPU machine has in versions at least as new.
@@ -51,7 +51,7 @@ run)
     fi
   fi
   # The PyTorch peer runs with the machine's own libraries, not the bundle's.
-  LD_LIBRARY_PATH="$libs" "$bundle/bin/darcy" bench moe-gpu --threads "${THREADS:-2}" \
+  LD_LIBRARY_PATH="$libs" "$bundle/bin/darcy-bench" moe-gpu --threads "${THREADS:-2}" \
     --python "env -u LD_LIBRARY_PATH python3" "${@:4}" 2>&1 | tee "$out/bench_moe_gpu.log" || status=1
   exit $status
   ;;

@@ -7,7 +7,7 @@ set -euo pipefail
 build=${1:?usage: soak.sh BUILD_DIR [SEEDS]}
 seeds=${2:-10}
 jobs=${3:-wals word2vec moe estimator ctr serving online}
-darcy="$build/apps/darcy"
+bench="$build/apps/darcy-bench"
 out="$build/soak"
 mkdir -p "$out"
 summary="$out/summary.tsv"
@@ -15,7 +15,7 @@ printf 'job\tseed\tcompleted\tkills\trestarts\trecover_p50_s\trecover_max_s\tlos
 for job in $jobs; do
   for seed in $(seq 1 "$seeds"); do
     log="$out/$job-$seed.log"
-    "$darcy" chaos soak --job "$job" --kills 3 --drop 0.01 --delay 0.01 --seed "$seed" \
+    "$bench" soak --job "$job" --kills 3 --drop 0.01 --delay 0.01 --seed "$seed" \
       --dir "$out/$job-$seed" --quiet >"$log" 2>&1 || true
     line=$(tail -1 "$log")
     python3 - "$job" "$seed" "$line" >>"$summary" <<'PY'

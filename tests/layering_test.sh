@@ -2,16 +2,22 @@
 # Checks the layering rules of docs/architecture.md, naming each breach:
 # 1. A layer includes only layers below it; messages/ is the vocabulary every layer may use.
 # 2. Service folders inside a layer do not include each other sideways: actors/embedding/ never
-#    includes actors/wals/; they talk through messages/. Files at the top of a layer, the hub
-#    folders (apps/cli, apps/bench) and the base folders (messages/cluster, apps/progress,
-#    stores/checkpoint, the one checkpoint mechanism every store's service writes through, and
-#    compute/nn, the layer kit that compute/moe builds on) are shared.
-# 3. compute/ needs no CAF: neither it nor any messages/ header it includes includes <caf/...>,
+#    includes actors/wals/; they talk through messages/. Files at the top of a layer are shared.
+#    A hub folder (apps/cli, apps/bench: the executables' commands) may include any sibling and
+#    no sibling includes it; a base folder (apps/progress, apps/command, messages/cluster,
+#    stores/checkpoint, the one checkpoint mechanism every store's service writes through,
+#    compute/nn, the layer kit that compute/moe builds on, ops/estimator, the Estimator API, and
+#    ops/online, the online trainer, which ops/ctr builds on) may be included by any sibling and
+#    itself includes only base siblings.
+# 3. No circle between sibling folders, at any depth and whatever their marks: when files of
+#    ops/estimator/distributed include ops/estimator/export, none of export/ includes
+#    distributed/, directly or through other siblings.
+# 4. compute/ needs no CAF: neither it nor any messages/ header it includes includes <caf/...>,
 #    and its library does not link darcy_messages or CAF.
-# 4. No circle in apps: the CLI includes the benchmarks, never the reverse (a benchmark returns
-#    caf::error like every job, and the CLI prints it).
 # 5. darcy_runtime and darcy_base link no store backend: a layer that writes small files uses
 #    base/ (crash-safe files), not the stores' LevelDB, hiredis and Snappy.
+# 6. The `darcy` executable links no benchmark source and no test kit (darcy_testing,
+#    darcy_chaos): those are darcy-bench's.
 set -euo pipefail
 root=${1:-.}
 declare -A allowed=(
@@ -26,14 +32,21 @@ declare -A allowed=(
   [gpu]="gpu"
   [messages]="messages"
 )
-# Folders of a layer that any folder of the same layer may include, or that may include any.
-declare -A shared=(
-  [apps]="cli bench progress"
+# Folders of a layer that may include any sibling (hubs), and that any sibling may include
+# (bases, which include only bases).
+declare -A hubs=(
+  [apps]="cli bench"
+)
+declare -A bases=(
+  [apps]="progress command"
   [messages]="cluster"
   [stores]="checkpoint"
   [compute]="nn"
+  [ops]="estimator online"
 )
 status=0
+is_hub() { [[ " ${hubs[$layer]:-} " == *" $1 "* ]]; }
+is_base() { [[ " ${bases[$layer]:-} " == *" $1 "* ]]; }
 breach() {
   echo "layering: $*"
   status=1
@@ -59,11 +72,50 @@ for layer in "${!allowed[@]}"; do
     to=${path#*/}
     to=${to%%/*}
     [[ "$from" != "$to" ]] || continue
-    [[ " ${shared[$layer]:-} " == *" $from "* || " ${shared[$layer]:-} " == *" $to "* ]] && continue
-    breach "$file includes $layer/$to/ sideways (from $layer/$from/)"
+    if is_hub "$to"; then
+      breach "$file includes the hub $layer/$to/ (no sibling includes a hub)"
+    elif is_base "$from" && ! is_base "$to"; then
+      breach "$file includes $layer/$to/ from the base folder $layer/$from/ (a base includes only bases)"
+    elif ! is_hub "$from" && ! is_base "$to"; then
+      breach "$file includes $layer/$to/ sideways (from $layer/$from/)"
+    fi
   done < <(grep -rn '#include "' "$root/$layer" --include='*.hpp' --include='*.cpp' \
              --include='*.cu' || true)
 done
+
+# No circle between sibling folders: each include from PARENT/A/... to PARENT/B/... is an edge
+# A -> B among PARENT's folders.
+while IFS= read -r circle; do
+  breach "a circle between sibling folders: $circle"
+done < <(grep -rn '#include "' "$root"/{apps,python,ops,actors,runtime,stores,base,compute,gpu,messages} \
+           --include='*.hpp' --include='*.cpp' --include='*.cu' 2>/dev/null |
+         sed -n "s|^$root/\([^:]*\):[0-9]*:#include \"\([a-z_0-9/]*\.[a-z]*\)\".*|\1 \2|p" |
+         python3 -c '
+import collections, sys
+edges = collections.defaultdict(set)
+for line in sys.stdin:
+    src, dst = line.split()
+    a, b = src.split("/")[:-1], dst.split("/")[:-1]
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    if n < len(a) and n < len(b):  # two different folders under a/..n
+        parent = "/".join(a[:n])
+        edges[(parent, a[n])].add(b[n])
+found = set()
+def walk(parent, node, path):
+    for nxt in edges.get((parent, node), ()):
+        if nxt in path:
+            cycle = path[path.index(nxt):] + [nxt]
+            key = frozenset(cycle)
+            if key not in found:
+                found.add(key)
+                print(" -> ".join(parent + "/" + c for c in cycle))
+        elif len(path) < 16:
+            walk(parent, nxt, path + [nxt])
+for parent, node in list(edges):
+    walk(parent, node, [node])
+')
 
 # compute/ needs no CAF: follow its messages/ includes.
 declare -A seen=()
@@ -88,9 +140,12 @@ if grep -qE 'darcy_messages|darcy_caf|CAF_' "$root/compute/CMakeLists.txt"; then
   breach "compute/CMakeLists.txt links CAF or darcy_messages"
 fi
 
-while IFS= read -r line; do
-  breach "${line%%:*} includes apps/cli/ (a benchmark returns its error to the CLI)"
-done < <(grep -rn '#include "apps/cli/' "$root/apps/bench" || true)
+# darcy, the executable users deploy, links no benchmark and no test kit.
+darcy_target=$(sed -n '/^add_executable(darcy$/,/^target_link_libraries(darcy /p;/^target_link_libraries(darcy /,/)/p' \
+  "$root/apps/CMakeLists.txt")
+if grep -qE 'bench/|darcy_testing|darcy_chaos|darcy_bench' <<<"$darcy_target"; then
+  breach "apps/CMakeLists.txt: the darcy executable links a benchmark source or the test kit"
+fi
 
 for lib in runtime base; do
   if grep -qE 'darcy_stores|LEVELDB|HIREDIS|SNAPPY' "$root/$lib/CMakeLists.txt"; then

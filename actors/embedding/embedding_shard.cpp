@@ -16,7 +16,9 @@
 #include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/embedding/chain_replay.hpp"
 #include "stores/embedding/de_config.hpp"
+#include "stores/embedding/embedding_part.hpp"
 
 namespace darcy::actors {
 

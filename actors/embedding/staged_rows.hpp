@@ -16,7 +16,7 @@
 
 #include <caf/expected.hpp>
 
-#include "stores/checkpoint/checkpoint_chain.hpp"
+#include "stores/embedding/chain_replay.hpp"
 #include "stores/embedding/embedding_store.hpp"
 
 namespace darcy::actors {

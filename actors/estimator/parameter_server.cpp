@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "actors/estimator/tensor_codec.hpp"
+#include "compute/finite.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::actors {
@@ -76,7 +77,7 @@ caf::result<uint64_t> apply(parameter_server_pointer self, const named_tensors& 
   if (auto err = check_matches(grads, st.list))
     return err;
   for (size_t i = 0; i < st.list.size(); ++i)
-    if (!view(grads, i).allFinite())
+    if (!compute::all_finite(view(grads, i)))
       return make_error(errc::non_finite, "parameter server " + std::to_string(st.config.index) +
                                             ": the gradient of '" + grads.names[i] +
                                             "' is NaN or infinite; nothing applied");

@@ -1,5 +1,6 @@
 #include "actors/moe/expert_actor.hpp"
 
+#include "compute/finite.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "messages/error.hpp"
 #include "stores/checkpoint/parameter_part.hpp"
@@ -68,7 +69,7 @@ caf::result<row_block> backward(expert_pointer self, const row_block& block) {
   auto dout = view(block, dim);
   if (!dout)
     return std::move(dout.error());
-  if (!dout->allFinite())
+  if (!compute::all_finite(*dout))
     return make_error(errc::non_finite, "expert " + std::to_string(st.config.index) +
                                           ": a gradient is NaN or infinite; nothing applied");
   auto [values, span] = shared_floats::allocate(static_cast<size_t>(block.rows) * dim);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
 #include "compute/finite.hpp"
 #include "compute/moe/moe_layer.hpp"
@@ -225,14 +226,29 @@ caf::error between_steps(moe_router_state& st, const char* what) {
   return {};
 }
 
-/// Writes the gate's part as `prefix`/gate.params, then asks expert e to save as
-/// `prefix`/expert-e; done gets the experts' parts in expert order and the gate's last.
+/// Writes the gate's part as `prefix`/gate.params under `path`.
+caf::expected<file_info> save_gate(moe_router_pointer self, const std::string& path,
+                                   const std::string& prefix) {
+  auto& st = self->state;
+  return stores::write_parameter_part(stores::checkpoint_dir{path}, prefix + "/gate.params",
+                                      st.gate->parameters(), *st.optimizer);
+}
+
+/// The request that asks expert e to save its part as `prefix`/expert-e under `path`.
+auto save_expert(moe_router_pointer self, std::string path) {
+  return [self, path](size_t e, const std::string& prefix, uint32_t attempt) {
+    return self->request(self->state.experts[e], attempt_timeout(self->state.config, attempt, 10),
+                         save_atom::value, path, prefix + "/expert-" + std::to_string(e));
+  };
+}
+
+/// Writes the gate's part, then asks every expert to save its own under `prefix`; done gets the
+/// experts' parts in expert order and the gate's last. For a layer saved inside another
+/// checkpoint (save_as_expert); a checkpoint of its own goes through the coordinator (save).
 void save_layer(moe_router_pointer self, const std::string& path, const std::string& prefix,
                 std::function<void(caf::expected<std::vector<file_info>>)> done) {
   auto& st = self->state;
-  stores::checkpoint_dir root{path};
-  auto gate = stores::write_parameter_part(root, prefix + "/gate.params", st.gate->parameters(),
-                                           *st.optimizer);
+  auto gate = save_gate(self, path, prefix);
   if (!gate)
     return done(std::move(gate.error()));
   st.checkpointing = true;
@@ -240,9 +256,8 @@ void save_layer(moe_router_pointer self, const std::string& path, const std::str
   parts->back() = *gate;
   st.inflight = fan_out<file_info>(
     all_targets(st.experts.size()),
-    [self, path, prefix](size_t e, uint32_t attempt) {
-      return self->request(self->state.experts[e], attempt_timeout(self->state.config, attempt, 10),
-                           save_atom::value, path, prefix + "/expert-" + std::to_string(e));
+    [request = save_expert(self, path), prefix](size_t e, uint32_t attempt) {
+      return request(e, prefix, attempt);
     },
     [parts](size_t e, file_info& part) { (*parts)[e] = std::move(part); },
     [self, parts, done](caf::error err) {
@@ -282,39 +297,49 @@ void load_layer(moe_router_pointer self, const std::string& path,
     expert_retries(st.config));
 }
 
+/// One checkpoint of the layer through the checkpoint coordinator: the gate's part, then every
+/// expert's under the same fresh id, the manifest (the experts' parts in expert order, the
+/// gate's last) committed last.
 caf::result<checkpoint_manifest> save(moe_router_pointer self, const moe_save_request& req) {
-  if (auto err = between_steps(self->state, "save"))
+  auto& st = self->state;
+  if (auto err = between_steps(st, "save"))
     return err;
-  auto begun = stores::checkpoint_transaction::begin(req.root, "moe");
-  if (!begun)
-    return std::move(begun.error());
-  auto t = std::make_shared<stores::checkpoint_transaction>(std::move(*begun));
+  stores::checkpoint_dir root{req.root};
+  if (auto err = root.prepare())
+    return err;
+  auto id = stores::checkpoint_dir::new_id("moe");
+  auto not_taken = [](const caf::error& err) {
+    return make_error(errc::io_error,
+                      "moe checkpoint not taken, the previous one stays current: " + render(err));
+  };
+  auto gate = save_gate(self, req.root, id);
+  if (!gate) {
+    root.discard(id);
+    return not_taken(gate.error());
+  }
   auto promise = self->make_response_promise<checkpoint_manifest>();
-  auto experts = static_cast<uint32_t>(self->state.experts.size());
-  save_layer(self, req.root, t->id(), [=](caf::expected<std::vector<file_info>> parts) mutable {
-    caf::error err;
-    if (parts) {
+  auto experts = st.experts.size();
+  st.checkpointing = true;
+  st.inflight = take_checkpoint_as<file_info>(
+    root, id, req.keep, experts, save_expert(self, req.root),
+    [req, gate = *gate, experts](std::vector<file_info>& parts) {
       checkpoint_manifest m;
       m.service = moe_service_name;
       m.step = req.step;
-      m.shard_count = experts;
-      m.parts = std::move(*parts);
+      m.shard_count = static_cast<uint32_t>(experts);
+      m.parts = std::move(parts);
+      m.parts.push_back(gate);
       m.extra = req.extra;
-      m.checkpoint = t->id();
-      err = t->commit(m, req.keep);
-      if (!err) {
-        promise.deliver(std::move(m));
-        return;
-      }
-    } else {
-      err = std::move(parts.error());
-      t->discard();
-    }
-    promise.deliver(make_error(errc::io_error,
-                               "moe checkpoint not taken, the previous one "
-                               "stays current: " +
-                                 render(err)));
-  });
+      return m;
+    },
+    [self, promise, not_taken](caf::expected<checkpoint_manifest> m) mutable {
+      self->state.checkpointing = false;
+      if (m)
+        promise.deliver(std::move(*m));
+      else
+        promise.deliver(not_taken(m.error()));
+    },
+    expert_retries(st.config));
   return promise;
 }
 

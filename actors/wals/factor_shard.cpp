@@ -7,7 +7,7 @@
 #include "compute/placement.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
-#include "stores/checkpoint/wals_checkpoint.hpp"
+#include "stores/wals/wals_checkpoint.hpp"
 
 namespace darcy::actors {
 

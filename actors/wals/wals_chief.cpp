@@ -8,14 +8,14 @@
 
 #include "actors/checkpoint_coordinator.hpp"
 #include "actors/fan_out.hpp"
+#include "base/event_log.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/cluster/cluster_interfaces.hpp"
 #include "messages/error.hpp"
 #include "runtime/cluster/chaos.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
-#include "stores/checkpoint/event_log.hpp"
-#include "stores/checkpoint/wals_checkpoint.hpp"
+#include "stores/wals/wals_checkpoint.hpp"
 
 namespace darcy::actors {
 
@@ -41,7 +41,7 @@ void log_event(wals_chief_pointer self, const std::string& what, uint32_t block 
     return;
   auto line = std::to_string(st.incarnation) + ' ' + what + ' ' + std::to_string(st.sweep) + ' ' +
               to_string(st.side) + ' ' + std::to_string(block) + ' ' + std::to_string(attempt);
-  if (auto err = stores::append_line(stores::wals_event_log(checkpoint_root(st)), line))
+  if (auto err = base::append_line(stores::wals_event_log(checkpoint_root(st)), line))
     runtime::log_warn("wals chief: event log: {}", render(err));
 }
 

@@ -1,4 +1,4 @@
-// `darcy bench ctr`: click-through prediction on generated Criteo-format data (Kaggle profile)
+// `darcy-bench ctr`: click-through prediction on generated Criteo-format data (Kaggle profile)
 // with Darcy's DLRM and Wide & Deep on dynamic embeddings, against PyTorch's reference DLRM
 // (a dictionary built in a first pass; a variant hashing each field into 1M rows) and a
 // logistic regression on hashed crosses, on the same threads in the same run.

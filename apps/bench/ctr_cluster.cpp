@@ -54,7 +54,7 @@ caf::expected<ctr_cluster_result> run_ctr_cluster(const ctr_cluster_options& o) 
     nlohmann::json config{{"cluster", cluster}, {"task", {{"type", type}, {"index", index}}}};
     return std::vector<std::string>{"/usr/bin/env",
                                     "DARCY_CONFIG=" + config.dump(),
-                                    runtime::self_executable(),
+                                    runtime::sibling_executable("darcy"),
                                     "estimator",
                                     "ctr",
                                     "--train",

@@ -1,4 +1,4 @@
-// The distributed part of `darcy bench ctr`: the same DLRM trained as the roles of a job whose
+// The distributed part of `darcy-bench ctr`: the same DLRM trained as the roles of a job whose
 // processes run on 127.0.0.1 (a chief, parameter servers whose nodes also hold the embedding
 // shards, workers and an evaluator), for its examples/s and test AUC.
 #pragma once

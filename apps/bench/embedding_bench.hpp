@@ -1,4 +1,4 @@
-// `darcy bench embedding`: lookup and update throughput of the dictionary-free embedding paths
+// `darcy-bench embedding`: lookup and update throughput of the dictionary-free embedding paths
 // (store, in-process service, service with remote shards, LevelDB cold and warm) against the
 // dictionary baseline, a dense float[keys][dim] gathered by integer id. Last line: JSON.
 #pragma once

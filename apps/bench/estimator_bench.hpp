@@ -1,4 +1,4 @@
-// `darcy bench estimator`: the Fashion-MNIST DNN (784-256-128-10, ReLU, Adam, batch 128) as
+// `darcy-bench estimator`: the Fashion-MNIST DNN (784-256-128-10, ReLU, Adam, batch 128) as
 // the Estimator trains it, in steps per second, against the same MLP trained plainly in
 // PyTorch (python3-torch) on the same threads in the same run (`dnn_vs_torch`); then the
 // documented training run's test accuracy (`test_accuracy`); then the brown-genre Wide & Deep

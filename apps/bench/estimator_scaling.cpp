@@ -20,7 +20,7 @@ constexpr auto patience = std::chrono::seconds(600);
 std::vector<std::string> role_argv(const scaling_options& o, const std::string& dir,
                                    const std::string& cluster, const std::string& type,
                                    size_t index) {
-  return {runtime::self_executable(),
+  return {runtime::sibling_executable("darcy"),
           "estimator",
           "brown-genre",
           "--quiet",

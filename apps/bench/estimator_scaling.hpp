@@ -1,4 +1,4 @@
-// The distributed half of `darcy bench estimator`: the brown-genre Wide & Deep job run as
+// The distributed half of `darcy-bench estimator`: the brown-genre Wide & Deep job run as
 // real processes on 127.0.0.1 (a chief, its ps tasks and a number of workers), each run's
 // global steps/s as its chief measures it, for the ratios to one worker (`scaling_2_workers`,
 // the paper's Fig. 3).

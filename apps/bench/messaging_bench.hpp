@@ -1,4 +1,4 @@
-// `darcy bench messaging`: request/response round trips per second and latency percentiles
+// `darcy-bench messaging`: request/response round trips per second and latency percentiles
 // for 1 KiB and 256 KiB payloads, inside one process, between two `darcy node` processes on
 // loopback, and over a plain Boost.Asio TCP echo. Its last line is one JSON object.
 #pragma once

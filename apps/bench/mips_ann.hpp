@@ -1,4 +1,4 @@
-// The quantized half of `darcy bench mips`: compute::mips::ivf_pq_index over a sweep of list
+// The quantized half of `darcy-bench mips`: compute::mips::ivf_pq_index over a sweep of list
 // counts, probes and re-rank depths, against FAISS's IVF-Flat, IVF-PQ with re-ranking (8-bit
 // and 4-bit fast scan), HNSW, and for inner product the norm-augmentation reduction to L2
 // (IVF-Flat, HNSW), over their own sweeps, each point with its recall@k against exact search.

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "apps/bench/mips_ann.hpp"
+#include "apps/bench/peer_scripts.hpp"
 #include "compute/mips/exact_index.hpp"
 #include "messages/error.hpp"
 #include "stores/checkpoint/matrix_file.hpp"
@@ -21,31 +22,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using compute::row_matrix;
-
-// FAISS's side: the same vectors, the same k, batch 1 then batch 256, and its batch-1 answers.
-constexpr const char* faiss_peer = R"PY(
-import json, sys, time
-import numpy as np
-import faiss
-items_path, n, d, queries_path, nq, metric, k, q1, batches, threads, out = sys.argv[1:]
-n, d, nq, k, q1, batches, threads = map(int, (n, d, nq, k, q1, batches, threads))
-faiss.omp_set_num_threads(threads)
-xb = np.fromfile(items_path, dtype=np.float32).reshape(n, d)
-xq = np.fromfile(queries_path, dtype=np.float32).reshape(nq, d)
-index = faiss.IndexFlatIP(d) if metric == "ip" else faiss.IndexFlatL2(d)
-index.add(xb)
-ids = np.zeros((q1, k), dtype=np.int64)
-start = time.perf_counter()
-for i in range(q1):
-    _, ids[i:i + 1] = index.search(xq[i:i + 1], k)
-b1 = q1 / (time.perf_counter() - start)
-start = time.perf_counter()
-for b in range(batches):
-    index.search(xq[(b * 256) % nq:][:256], k)
-b256 = batches * 256 / (time.perf_counter() - start)
-ids.tofile(out)
-print(json.dumps({"b1_qps": b1, "b256_qps": b256}))
-)PY";
 
 double seconds_after(clock::time_point t) {
   return std::chrono::duration<double>(clock::now() - t).count();
@@ -123,7 +99,7 @@ caf::expected<peer_figures> run_faiss(const mips_bench_options& o, const mips_da
   args << items << " " << d.items.rows() << " " << d.items.cols() << " " << queries << " "
        << d.queries.rows() << " " << d.metric << " " << o.k << " " << o.queries_b1 << " "
        << o.batches_b256 << " " << o.threads << " " << ids;
-  auto lines = run_python(o.python, faiss_peer, args.str(), dir);
+  auto lines = run_python(o.python, peers::mips_faiss_exact_py, args.str(), dir);
   if (!lines)
     return std::move(lines.error());
   auto last = lines->empty() ? std::string{} : lines->back();

@@ -1,4 +1,4 @@
-// `darcy bench mips`: maximum-inner-product search (compute/mips) against FAISS (python3-faiss,
+// `darcy-bench mips`: maximum-inner-product search (compute/mips) against FAISS (python3-faiss,
 // in the same run, on the same vectors and threads): exact search at batch 1 and batch 256
 // against flat indexes, then quantized search against FAISS's IVF and HNSW indexes at recall@k
 // >= 0.9. Datasets: item factors (a WALS model's V.f32, or synthetic factors whose norms vary)

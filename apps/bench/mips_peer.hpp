@@ -1,4 +1,4 @@
-// What both halves of `darcy bench mips` (exact and quantized search) share: the datasets and
+// What both halves of `darcy-bench mips` (exact and quantized search) share: the datasets and
 // raw float files for the FAISS peer (which runs through apps/bench/python_peer.hpp).
 #pragma once
 

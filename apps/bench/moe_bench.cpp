@@ -21,12 +21,14 @@
 #include "actors/moe/moe_router.hpp"
 #include "apps/bench/moe_settings.hpp"
 #include "apps/bench/node_pair.hpp"
+#include "apps/bench/peer_scripts.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "compute/moe/moe_layer.hpp"
 #include "compute/nn/dense.hpp"
 #include "compute/nn/init.hpp"
 #include "compute/nn/relu.hpp"
 #include "compute/nn/sequential.hpp"
+#include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "runtime/cluster/client.hpp"
 #include "runtime/cluster/spawn_on.hpp"
@@ -113,7 +115,7 @@ caf::expected<router_result> run_router(const moe_setting& s, const moe_bench_op
         result.expert_batch = total / std::max<size_t>(st.expert_batch.size(), 1);
       },
       [](caf::error&) {});
-  result.steps_per_s = 1.0 / median_of(std::move(times));
+  result.steps_per_s = 1.0 / compute::median(std::move(times));
   for (auto& e : experts)
     caf::anon_send_exit(e, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
@@ -156,7 +158,7 @@ caf::expected<result> run_setting(const moe_setting& s, const moe_bench_options&
     std::ostringstream args;
     args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " " << s.cfg.gating.k
          << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps << " " << o.threads;
-    auto lines = run_python(o.python, moe_torch_peer, args.str(), dir);
+    auto lines = run_python(o.python, peers::moe_torch_py, args.str(), dir);
     if (!lines)
       return lines.error();
     auto peer = peer_result(*lines, "moe_tokens_per_s");

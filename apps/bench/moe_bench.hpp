@@ -1,4 +1,4 @@
-// `darcy bench moe`: one MoE layer's forward plus backward, in tokens per second, in two
+// `darcy-bench moe`: one MoE layer's forward plus backward, in tokens per second, in two
 // settings: the paper's (64 linear 512 × 512 experts, batchwise mask, k = 4) and a modern one
 // (64 ReLU FFN experts 512 → 1024 → 512, top-2). Peers in the same run: a Darcy dense FFN of
 // the same multiply-adds per token, and the same MoE and dense layers written plainly in

@@ -10,9 +10,11 @@
 #include <thread>
 
 #include "apps/bench/moe_settings.hpp"
+#include "apps/bench/peer_scripts.hpp"
 #include "apps/bench/python_peer.hpp"
 #include "compute/moe/gpu_parameters.hpp"
 #include "compute/nn/init.hpp"
+#include "compute/stats.hpp"
 #include "gpu/device.hpp"
 #include "gpu/moe_layer.hpp"
 #include "messages/error.hpp"
@@ -36,7 +38,7 @@ double time_steps(gpu::moe_layer& layer, const moe_gpu_bench_options& o, std::st
     if (i >= 3)
       times.push_back(std::chrono::duration<double>(clock::now() - start).count());
   }
-  return median_of(std::move(times));
+  return compute::median(std::move(times));
 }
 
 /// Tokens per second of a GPU layer of `shape` with parameters `p`; the experts' batches of its
@@ -114,7 +116,7 @@ double torch_gpu_rate(const moe_setting& s, const moe_gpu_bench_options& o, std:
   args << s.name << " " << o.tokens << " " << o.dim << " " << o.experts << " " << s.cfg.gating.k
        << " " << s.cfg.hidden << " " << s.dense_hidden << " " << o.steps << " " << o.threads
        << " cuda";
-  auto lines = run_python(o.python, moe_torch_peer, args.str(), dir);
+  auto lines = run_python(o.python, peers::moe_torch_py, args.str(), dir);
   std::filesystem::remove_all(dir);
   if (!lines) {
     note = render(lines.error());

@@ -1,4 +1,4 @@
-// `darcy bench moe-gpu`: the MoE layer of `darcy bench moe` (both settings, 8,192 tokens,
+// `darcy-bench moe-gpu`: the MoE layer of `darcy-bench moe` (both settings, 8,192 tokens,
 // forward plus backward) on the GPU, against the same layer on the CPU path (compute/moe) and
 // against a dense FFN of the same multiply-adds per token on the same GPU, in FP32 and with
 // TF32 products; optionally the same MoE written plainly in PyTorch on the same GPU.

@@ -1,4 +1,4 @@
-// The two layer settings that the MoE benchmarks (darcy bench moe, darcy bench moe-gpu) share:
+// The two layer settings that the MoE benchmarks (darcy-bench moe, darcy-bench moe-gpu) share:
 // the paper's (linear d × d experts, batchwise mask, k = 4) and a modern one (ReLU FFN experts
 // d → 2d → d, top-2), each with the hidden width of the dense FFN of the same multiply-adds
 // per token; and how a CPU layer's step is timed.
@@ -22,11 +22,6 @@ struct moe_setting {
   uint32_t dense_hidden = 0;
 };
 
-/// Python source of the PyTorch peer of both benchmarks. Arguments: setting tokens d n k
-/// hidden dense_hidden steps threads [device]; prints one JSON line with moe_tokens_per_s,
-/// dense_tokens_per_s, the torch version and its BLAS.
-extern const char* const moe_torch_peer;
-
 /// `name` is "seed" or "ffn" (see parse_moe_settings).
 moe_setting make_moe_setting(const std::string& name, uint32_t dim, uint32_t experts);
 
@@ -43,8 +38,5 @@ plain_expected<std::unique_ptr<compute::moe::moe_layer<float>>> make_bench_layer
 /// gradients are cleared between steps, outside the timing.
 double median_step_seconds(compute::nn::layer<float>& layer, const compute::nn::matrix& x,
                            const compute::nn::matrix& dy, uint32_t steps);
-
-/// The median of `times`; 0 when empty.
-double median_of(std::vector<double> times);
 
 } // namespace darcy::apps

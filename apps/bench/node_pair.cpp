@@ -15,7 +15,7 @@ void node_pair::stop() {
 }
 
 caf::expected<node_pair> start_node_pair(const std::string& prefix) {
-  auto exe = runtime::self_executable();
+  auto exe = runtime::sibling_executable("darcy");
   auto timeout = std::chrono::seconds(30);
   auto a = runtime::launch_node({exe, "node", "--name", prefix + "-a", "--listen", "127.0.0.1:0"},
                                 timeout);

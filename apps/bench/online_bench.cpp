@@ -18,8 +18,9 @@
 
 #include "apps/estimator/ctr.hpp"
 #include "compute/estimator/metrics.hpp"
+#include "compute/stats.hpp"
 #include "messages/error.hpp"
-#include "ops/estimator/ctr_input.hpp"
+#include "ops/ctr/ctr_input.hpp"
 #include "runtime/http/http_client.hpp"
 #include "runtime/process/process.hpp"
 
@@ -53,12 +54,9 @@ uint64_t key_hash(size_t field, const std::string& key) {
   return std::hash<std::string>{}(key)*31 + field;
 }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty())
-    return std::nan("");
-  std::sort(v.begin(), v.end());
-  auto at = static_cast<size_t>(std::ceil(q * double(v.size()))) - 1;
-  return v[std::min(at, v.size() - 1)];
+/// compute::percentile, or NaN (a JSON null) for no samples.
+double percentile(const std::vector<double>& v, double q) {
+  return v.empty() ? std::nan("") : compute::percentile(v, q);
 }
 
 double auc_of(const std::vector<double>& p, const std::vector<double>& y) {
@@ -119,9 +117,9 @@ std::string predict_body(const est::example_table& t, const std::vector<uint32_t
                          std::unordered_set<uint64_t>& keys) {
   for (auto r : rows)
     for (size_t f = 0; f < compute::ctr_cat_fields; ++f)
-      for (auto& s : t.features.at(est::ctr_field_key(f)).strings[r])
+      for (auto& s : t.features.at(ops::ctr::ctr_field_key(f)).strings[r])
         keys.insert(key_hash(f, s));
-  return nlohmann::json{{"instances", est::ctr_instances(t, rows)}}.dump();
+  return nlohmann::json{{"instances", ops::ctr::ctr_instances(t, rows)}}.dump();
 }
 
 /// Asks :predict at o.qps for the rows of the current window, in order, until st.stop.
@@ -215,7 +213,7 @@ caf::error run_online_bench(const online_bench_options& o) {
   fs::remove_all(o.dir, ec);
   fs::create_directories(o.dir, ec);
   auto dir = fs::absolute(o.dir).string();
-  auto self = runtime::self_executable();
+  auto self = runtime::sibling_executable("darcy");
   // Two node processes hold the serving shards.
   auto node = [&](const std::string& name, const std::string& join) {
     std::vector<std::string> argv{self,       "node",        "--name",    name,
@@ -248,19 +246,20 @@ caf::error run_online_bench(const online_bench_options& o) {
   run.stream.generator.max_ids = o.max_ids;
   run.stream.drift_rows = o.drift_rows;
   run.stream.fresh_step = o.fresh_step;
-  run.window_rows = o.window_rows;
-  run.sync_dir = dir + "/sync";
-  run.sync_every = o.sync_every;
-  run.dense_sync_every = o.dense_sync_every;
-  run.export_dir = dir + "/exports/" + model_name;
-  run.sync_to = "http://127.0.0.1:" + std::to_string(port) + "/v1/models/" + model_name;
+  run.online.window_rows = o.window_rows;
+  run.online.sync.dir = dir + "/sync";
+  run.online.sync.every = o.sync_every;
+  run.online.sync.dense_every = o.dense_sync_every;
+  run.online.export_dir = dir + "/exports/" + model_name;
+  run.online.sync.push.url =
+    "http://127.0.0.1:" + std::to_string(port) + "/v1/models/" + model_name;
 
   shared_state st;
   std::optional<runtime::child_process> serve;
   std::thread client;
   steady::time_point started{};
   auto serve_log = dir + "/serve.log";
-  run.before_window = [&](uint64_t w, const est::example_table& rows) -> caf::error {
+  run.online.before_window = [&](uint64_t w, const est::example_table& rows) -> caf::error {
     if (w == 2) { // the export of window 1 is there: serve it, then ask
       auto p = runtime::child_process::start(
         logged(serve_log, {self, "serve", "--exports", dir + "/exports", "--listen",
@@ -301,7 +300,7 @@ caf::error run_online_bench(const online_bench_options& o) {
     if (r.window >= 2) {
       pending_freshness p{r.rows, {}, r.step_ends};
       for (size_t f = 0; f < compute::ctr_cat_fields; ++f)
-        for (auto& row : state->table->features.at(est::ctr_field_key(f)).strings)
+        for (auto& row : state->table->features.at(ops::ctr::ctr_field_key(f)).strings)
           for (auto& key : row)
             p.keys.insert(key_hash(f, key));
       std::lock_guard<std::mutex> guard{st.mutex};

@@ -1,4 +1,4 @@
-// `darcy bench online`: online training followed by serving. A DLRM trains on a drifting
+// `darcy-bench online`: online training followed by serving. A DLRM trains on a drifting
 // generated stream in this process and syncs its changed rows (and, less often, its dense
 // weights) to a `darcy serve` whose embeddings live on shards on 2 node processes, while a
 // client asks :predict at a fixed rate for the rows of the window being trained on. The peer is

@@ -10,9 +10,8 @@
 namespace darcy::apps {
 
 caf::expected<std::vector<std::string>> run_python(const std::string& python,
-                                                   const std::string& script,
-                                                   const std::string& args, const std::string& dir,
-                                                   bool echo) {
+                                                   std::string_view script, const std::string& args,
+                                                   const std::string& dir, bool echo) {
   auto path = dir + "/peer.py";
   std::ofstream{path} << script;
   auto cmd = python + " " + path + " " + args;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -14,9 +15,8 @@ namespace darcy::apps {
 /// standard output lines, also printed as they come with `echo`; an error when it exits with
 /// another status than 0.
 caf::expected<std::vector<std::string>> run_python(const std::string& python,
-                                                   const std::string& script,
-                                                   const std::string& args, const std::string& dir,
-                                                   bool echo = false);
+                                                   std::string_view script, const std::string& args,
+                                                   const std::string& dir, bool echo = false);
 
 /// The last of a peer's output `lines` that is a JSON object holding `key`; errc::io_error
 /// when none is (the peer printed no result).

@@ -1,4 +1,4 @@
-// `darcy bench redis`: batched lookups of rows from the Redis store against redis-benchmark's
+// `darcy-bench redis`: batched lookups of rows from the Redis store against redis-benchmark's
 // pipelined GETs of values of the same size, on one redis-server this benchmark starts; and the
 // store's local cache on a Zipf stream. Its last line is one JSON object.
 #pragma once

@@ -3,16 +3,17 @@
 # process on 127.0.0.1, and its root behind HTTP, loaded by wrk at batch 1 with the bodies of
 # apps/bench/serve/topk.lua, with CONNECTIONS (64: enough to keep the 2 cores busy, as the
 # peer is) and again with 16. The peer, in the same run: the same export's indexes called in
-# process (`darcy bench serve-direct`) on the same threads. Then a wrk run with shard 0 behind
+# process (`darcy-bench serve-direct`) on the same threads. Then a wrk run with shard 0 behind
 # `darcy chaos disrupt --delay`: answers past the deadline come back flagged partial.
 # Last line: {"bench":"serve","metrics":{...}}.
-# Usage: apps/bench/serve.sh   (env: DARCY, MODEL (a `wals train --out` dir; default: trains
+# Usage: apps/bench/serve.sh   (env: DARCY, DARCY_BENCH (darcy-bench, by default beside DARCY), MODEL (a `wals train --out` dir; default: trains
 #        the 1M x 1M synthetic matrix), SECONDS_RUN, DIRECT_SECONDS, CONNECTIONS, DEADLINE_MS,
 #        CHAOS_DELAY_MS, SERVE_THREADS (actor and HTTP threads of `darcy serve`), SERVE_ARGS
 #        (more options of `darcy serve`, such as --shard-batches 0))
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 darcy=${DARCY:-$root/build/apps/darcy}
+bench=${DARCY_BENCH:-$(dirname "$darcy")/darcy-bench}
 seconds=${SECONDS_RUN:-20}
 direct_seconds=${DIRECT_SECONDS:-10}
 connections=${CONNECTIONS:-64}
@@ -42,7 +43,7 @@ fi
 "$darcy" wals export --model "$model" --out "$work/exports/wals1m" --shards 4 --threads 2 >&2
 users=$(sed -n 's/^users //p' "$model/meta.txt")
 
-direct=$("$darcy" bench serve-direct --model "$work/exports/wals1m" --threads 2 \
+direct=$("$bench" serve-direct --model "$work/exports/wals1m" --threads 2 \
            --seconds "$direct_seconds" | tail -1)
 direct_qps=$(echo "$direct" | sed 's/.*"direct_qps":\([0-9.]*\).*/\1/')
 

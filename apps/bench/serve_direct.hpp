@@ -1,4 +1,4 @@
-// `darcy bench serve-direct`: the peer of `apps/bench/serve.sh`. It answers the same batch-1
+// `darcy-bench serve-direct`: the peer of `apps/bench/serve.sh`. It answers the same batch-1
 // user queries as the HTTP benchmark, by calling one export's shard indexes in this process
 // (every shard searched, answers merged) on `threads` threads, with the serving search
 // parameters. Last line: JSON with direct_qps.

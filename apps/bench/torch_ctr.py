@@ -26,7 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "build" / "python"))
 import darcy  # noqa: E402
 import darcy.torch  # noqa: E402
-from ctr_peer_common import FIELDS, auc, dictionary_ids, load, mlp  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "peers"))
+from ctr_common import FIELDS, auc, dictionary_ids, load, mlp  # noqa: E402
 DIM = 16
 BOTTOM = [512, 256, 64, DIM]
 TOP = [512, 256]

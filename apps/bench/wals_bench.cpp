@@ -19,10 +19,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-double seconds_since(clock::time_point t) {
-  return std::chrono::duration<double>(clock::now() - t).count();
-}
-
 /// The median sweep time, leaving out the first sweep (start-up) when there are more.
 double per_iter(std::vector<double> sweeps) {
   if (sweeps.size() > 1)
@@ -67,7 +63,7 @@ caf::expected<actor_run> run_actors(const std::shared_ptr<const stores::wals_dat
   o.on_progress = [&](const wals_progress& pr) {
     if (pr.side != wals_side::cols)
       return;
-    sweeps.push_back(seconds_since(last));
+    sweeps.push_back(compute::seconds_since(last));
     last = clock::now();
   };
   auto result = ops::train_wals(**s, o, data);
@@ -139,7 +135,7 @@ caf::error run_wals_bench(const wals_bench_options& opts) {
   auto data = std::make_shared<const stores::wals_dataset>(std::move(*loaded));
   auto& m = data->matrix;
   std::printf("generated %llu entries in %.2f s\n", static_cast<unsigned long long>(m.nnz()),
-              seconds_since(start));
+              compute::seconds_since(start));
   std::fflush(stdout);
   if (opts.cluster)
     return run_cluster(opts, data);
@@ -161,7 +157,7 @@ caf::error run_wals_bench(const wals_bench_options& opts) {
   std::vector<double> sweeps;
   auto last = clock::now();
   auto losses = compute::train_local(m, at, cg, opts.iters, opts.threads, u, v, [&](uint32_t) {
-    sweeps.push_back(seconds_since(last));
+    sweeps.push_back(compute::seconds_since(last));
     last = clock::now();
   });
   double local_s = per_iter(sweeps);
@@ -199,7 +195,7 @@ caf::error run_wals_bench(const wals_bench_options& opts) {
     auto f = wals::evaluate(job, 10);
     if (!f)
       return f.error();
-    lastfm_s = seconds_since(t);
+    lastfm_s = compute::seconds_since(t);
     lastfm_p = f->wals.precision;
     lastfm_ndcg = f->wals.ndcg;
     lastfm_pop_p = f->popularity.precision;

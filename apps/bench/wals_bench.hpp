@@ -1,4 +1,4 @@
-// `darcy bench wals`: seconds per iteration of distributed WALS (actors: chief, workers, factor
+// `darcy-bench wals`: seconds per iteration of distributed WALS (actors: chief, workers, factor
 // shards in one process) with CG and with Cholesky on a synthetic Zipf matrix, the same math
 // as a plain multi-threaded Eigen loop, and Last.fm-2k wall time and ranking figures against
 // popularity; with --cluster, the in-process run against workers on two node processes.

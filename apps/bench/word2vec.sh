@@ -46,15 +46,6 @@ case "$blas" in
      exit 1 ;;
 esac
 echo "blas: $blas"
-cat > "$work/gensim_train.py" <<'PY'
-import sys
-from gensim.models import Word2Vec
-corpus, out, threads, epochs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-m = Word2Vec(corpus_file=corpus, vector_size=100, window=5, negative=5, sample=1e-3,
-             epochs=epochs, workers=threads, sg=1, hs=0, min_count=1, alpha=0.025, seed=1)
-m.wv.save_word2vec_format(out, binary=True)
-PY
-
 eval_args=()
 [ -f "$data/eval/questions-words.txt" ] && eval_args+=(--analogies "$data/eval/questions-words.txt")
 [ -f "$data/eval/wordsim353.tsv" ] && eval_args+=(--similarity "$data/eval/wordsim353.tsv")
@@ -106,7 +97,7 @@ for entry in "${corpora[@]}"; do
     case $program in
       w2vc) timed "$work/word2vec" -train "$file" -output "$out" -cbow 0 -size 100 -window 5 \
               -negative 5 -hs 0 -sample 1e-3 -threads $threads -iter "$epochs" -min-count 1 -binary 1 ;;
-      gensim) timed /usr/bin/python3 "$work/gensim_train.py" "$file" "$out" $threads "$epochs" ;;
+      gensim) timed /usr/bin/python3 "$root/apps/bench/peers/gensim_word2vec.py" "$file" "$out" $threads "$epochs" ;;
       darcy) timed "$darcy" word2vec train --corpus "$file" "${hyper[@]}" --quiet --output "$out" --binary ;;
       darcy_remote) timed "$darcy" word2vec train --corpus "$file" "${hyper[@]}" --quiet --output "$out" \
               --binary --cluster "$seed" --shards 1 --batch-words "$remote_batch" ;;

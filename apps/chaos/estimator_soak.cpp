@@ -13,8 +13,9 @@
 
 #include <signal.h>
 
+#include "compute/stats.hpp"
 #include "messages/error.hpp"
-#include "ops/ctr_data.hpp"
+#include "ops/ctr/ctr_data.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
 #include "runtime/cluster/chaos.hpp"
@@ -51,11 +52,11 @@ caf::expected<roles_job> roles_job_of(const soak_options& o) {
     fs::create_directories(dir, ec);
     for (auto [name, first, rows] : {std::tuple{"train.tsv", uint64_t{0}, uint64_t{200000}},
                                      std::tuple{"test.tsv", uint64_t{200000}, uint64_t{20000}}}) {
-      ops::ctr_data_options d{.generator = {.seed = o.seed, .max_ids = 1000}};
+      ops::ctr::ctr_data_options d{.generator = {.seed = o.seed, .max_ids = 1000}};
       d.first_row = first;
       d.rows = rows;
       d.out = dir + "/" + name;
-      if (auto written = ops::write_ctr_data(d); !written)
+      if (auto written = ops::ctr::write_ctr_data(d); !written)
         return std::move(written.error());
     }
     return roles_job{
@@ -66,7 +67,7 @@ caf::expected<roles_job> roles_job_of(const soak_options& o) {
   }
   if (!fs::exists(fs::path{soak_fashion_mnist_dir} / "train-images-idx3-ubyte.gz"))
     return make_error(errc::invalid_config,
-                      "chaos soak: the estimator job trains on Fashion-MNIST, which is not in " +
+                      "soak: the estimator job trains on Fashion-MNIST, which is not in " +
                         std::string{soak_fashion_mnist_dir} +
                         ": apt-get install dataset-fashion-mnist (make deps)");
   return roles_job{{"fashion-mnist", "--data", soak_fashion_mnist_dir, "--hidden", "64", "--seed",
@@ -185,8 +186,7 @@ public:
     chief_.emplace(std::move(*chief));
     auto line = chief_->wait_for_line("listening on", patience);
     if (!line)
-      return make_error(errc::io_error,
-                        "chaos soak: the chief did not start: " + chief_->read_stderr());
+      return make_error(errc::io_error, "soak: the chief did not start: " + chief_->read_stderr());
     chief_address_ = line->substr(line->rfind(' ') + 1);
     for (size_t i = 0; i < workers_; ++i)
       killable_.push_back({"worker", i, {}});
@@ -312,7 +312,7 @@ run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, 
   for (;;) {
     if (auto code = run.chief().wait(20ms)) {
       auto r = run.finish(*code);
-      r.seconds = seconds_since(start);
+      r.seconds = compute::seconds_since(start);
       return r;
     }
     if (clock::now() - start > deadline) {
@@ -334,7 +334,7 @@ run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, 
 caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::string& binary) {
   if (o.nodes < 4)
     return make_error(errc::invalid_config,
-                      "chaos soak: the estimator job needs at least 4 "
+                      "soak: the estimator job needs at least 4 "
                       "nodes: a chief, a ps and 2 workers");
   auto job = roles_job_of(o);
   if (!job)
@@ -349,7 +349,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
       return err;
     auto r = await_chief(clean, std::chrono::duration<double>(1800), [] {});
     if (!r.completed)
-      return make_error(errc::io_error, "chaos soak: the clean run failed: " + r.failure);
+      return make_error(errc::io_error, "soak: the clean run failed: " + r.failure);
     result.clean_seconds = r.seconds;
     result.clean_quality = r.quality;
   }
@@ -378,7 +378,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   auto start = clock::now();
   auto next_poll = clock::now();
   auto kill_due = [&] {
-    return result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills];
+    return result.kills < kill_at.size() && compute::seconds_since(start) >= kill_at[result.kills];
   };
   auto tick = [&] {
     if (clock::now() < next_poll && !kill_due())
@@ -399,7 +399,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
         }
         ++it;
       } else if (recovered(*st, *it)) {
-        recover_s.push_back(seconds_since(it->at));
+        recover_s.push_back(compute::seconds_since(it->at));
         it = pending.erase(it);
       } else {
         ++it;
@@ -418,15 +418,15 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
         p.services.push_back(s);
     run.kill(p.victim);
     ++result.kills;
-    soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
-                  std::to_string(p.services.size()) + " services)");
+    soak_log(o, "killed " + p.victim + " at " + std::to_string(compute::seconds_since(start)) +
+                  " s (" + std::to_string(p.services.size()) + " services)");
     pending.push_back(std::move(p));
   };
   auto deadline = std::chrono::duration<double>(soak_deadline_s(o, result.clean_seconds));
   auto r = await_chief(run, deadline, tick);
   result.seconds = r.seconds;
   for (auto& p : pending) // not recovered before the job ended: counted up to its end
-    recover_s.push_back(seconds_since(p.at));
+    recover_s.push_back(compute::seconds_since(p.at));
   summarize(result, std::move(recover_s), node_counts);
   result.completed = r.completed;
   result.failure = r.failure;

@@ -1,4 +1,4 @@
-// The Estimator's part of `darcy chaos soak`. Its roles are processes of their own (the chief
+// The Estimator's part of `darcy-bench soak`. Its roles are processes of their own (the chief
 // is the seed; a ps, the workers and an evaluator join it from their cluster spec), so this
 // soak starts them itself instead of using a `cluster up` cluster. The killer SIGKILLs the ps
 // or worker processes and starts each again once the chief has seen it down.

@@ -15,8 +15,8 @@
 #include "apps/chaos/serving_soak.hpp"
 #include "compute/estimator/metrics.hpp"
 #include "messages/error.hpp"
-#include "ops/estimator/ctr_input.hpp"
-#include "ops/estimator/ctr_stream.hpp"
+#include "ops/ctr/ctr_input.hpp"
+#include "ops/ctr/ctr_stream.hpp"
 #include "runtime/http/http_client.hpp"
 #include "runtime/process/process.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
@@ -126,14 +126,14 @@ void record_sync(const std::string& sync_dir, online_run& run) {
 
 /// The held-out rows: the `probe_rows` that follow the stream, from the same generator.
 caf::expected<est::example_table> probe_table(uint64_t seed) {
-  est::ctr_stream_options so;
+  ops::ctr::ctr_stream_options so;
   so.generator.seed = seed;
   so.generator.max_ids = max_ids;
-  auto stream = est::open_ctr_stream("generate", so);
+  auto stream = ops::ctr::open_ctr_stream("generate", so);
   if (!stream)
     return std::move(stream.error());
   stores::ctr_row row;
-  est::ctr_batch_builder rows;
+  ops::ctr::ctr_batch_builder rows;
   for (uint64_t i = 0; i < stream_rows + probe_rows; ++i) {
     auto got = (*stream)->next(row);
     if (!got)
@@ -152,7 +152,7 @@ std::vector<std::string> bodies_of(const est::example_table& t, uint32_t per_bod
     std::vector<uint32_t> rows(per_body);
     for (uint32_t i = 0; i < per_body; ++i)
       rows[i] = first + i;
-    out.push_back(nlohmann::json{{"instances", est::ctr_instances(t, rows)}}.dump());
+    out.push_back(nlohmann::json{{"instances", ops::ctr::ctr_instances(t, rows)}}.dump());
   }
   return out;
 }
@@ -298,7 +298,7 @@ caf::expected<double> run_once(const soak_options& o, const online_setup& s, boo
     return std::move(nodes.error());
   auto port = runtime::free_loopback_port();
   if (port == 0)
-    return make_error(errc::io_error, "chaos soak: no free port on 127.0.0.1");
+    return make_error(errc::io_error, "soak: no free port on 127.0.0.1");
   auto argv = trainer_argv(s, port);
   std::optional<runtime::child_process> trainer;
   std::optional<serve_run> serve;
@@ -312,8 +312,8 @@ caf::expected<double> run_once(const soak_options& o, const online_setup& s, boo
     trainer.emplace(std::move(*t));
     // Its first window's line comes after the export that serving starts from.
     if (auto line = trainer->wait_for_line("\"window\"", first_window_patience); !line)
-      return make_error(errc::io_error, "chaos soak: the first window did not end: " +
-                                          tail(trainer->read_stderr()));
+      return make_error(errc::io_error,
+                        "soak: the first window did not end: " + tail(trainer->read_stderr()));
     auto started = start_serve(
       s.binary,
       {"--exports", s.dir + "/exports", "--listen", "127.0.0.1:" + std::to_string(port),
@@ -486,7 +486,7 @@ caf::expected<soak_result> run_online_soak(const soak_options& o, const std::str
   soak_result clean_judged;
   judge(clean, {}, o.lag_check, clean_judged);
   if (!clean.failure.empty())
-    return make_error(errc::io_error, "chaos soak: the clean run failed: " + clean.failure);
+    return make_error(errc::io_error, "soak: the clean run failed: " + clean.failure);
   result.clean_seconds = *clean_seconds;
   result.clean_quality = clean.probe_auc;
 

@@ -1,4 +1,4 @@
-// The online-training part of `darcy chaos soak`: `darcy estimator ctr --stream` trains a DLRM
+// The online-training part of `darcy-bench soak`: `darcy estimator ctr --stream` trains a DLRM
 // on the generated stream and pushes each sync to `darcy serve`, whose embeddings live on shards
 // on the soak's cluster, while a client asks :predict at a fixed rate. The soak SIGKILLs nodes
 // and the training process (started again on the same --sync-dir, so it resumes at its last

@@ -203,7 +203,7 @@ caf::expected<serve_run> start_serve(const std::string& binary,
   auto line = s.process->wait_for_line("darcy serve listening on", start_patience);
   if (!line)
     return make_error(errc::io_error,
-                      "chaos soak: darcy serve did not start: " + s.process->read_stderr());
+                      "soak: darcy serve did not start: " + s.process->read_stderr());
   auto host_end = line->find(':', line->find("http://") + 7);
   s.port = static_cast<uint16_t>(std::stoul(line->substr(host_end + 1)));
   auto until = clock::now() + start_patience;
@@ -217,7 +217,7 @@ caf::expected<serve_run> start_serve(const std::string& binary,
     s.process->read_stderr();
     std::this_thread::sleep_for(20ms);
   }
-  return make_error(errc::io_error, "chaos soak: the model was not ready after " +
+  return make_error(errc::io_error, "soak: the model was not ready after " +
                                       std::to_string(start_patience.count()) +
                                       " s: " + s.process->read_stderr());
 }
@@ -244,7 +244,7 @@ caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::st
   if (!clean_seconds)
     return std::move(clean_seconds.error());
   if (!clean.failure.empty())
-    return make_error(errc::io_error, "chaos soak: the clean run failed: " + clean.failure);
+    return make_error(errc::io_error, "soak: the clean run failed: " + clean.failure);
   result.clean_seconds = *clean_seconds;
 
   load_outcome soaked;
@@ -275,7 +275,7 @@ caf::expected<soak_result> run_serving_soak(const soak_options& o, const std::st
   result.clean_quality = recall(clean);
   for (size_t r = distinct_queries; r < requests; ++r)
     if (clean.answers[r] != clean.answers[r % distinct_queries])
-      return make_error(errc::io_error, "chaos soak: the clean run answered query " +
+      return make_error(errc::io_error, "soak: the clean run answered query " +
                                           std::to_string(r % distinct_queries) +
                                           " in two ways: serving is not deterministic");
   if (result.completed) {

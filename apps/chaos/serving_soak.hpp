@@ -1,4 +1,4 @@
-// The serving part of `darcy chaos soak`: `darcy serve` answers a fixed stream of top-k
+// The serving part of `darcy-bench soak`: `darcy serve` answers a fixed stream of top-k
 // queries from a model whose shard servers run on a local cluster, while the soak kills nodes
 // and drops and delays messages to the shards. A query refused meanwhile (503 or 504) is asked
 // again, as a client would; every answer must equal the clean run's.

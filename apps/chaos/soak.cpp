@@ -17,6 +17,7 @@
 #include "apps/chaos/online_soak.hpp"
 #include "apps/chaos/serving_soak.hpp"
 #include "base/atomic_file.hpp"
+#include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"
 #include "ops/testing/local_cluster.hpp"
@@ -253,21 +254,20 @@ bool recovered(const cluster_status& st, const pending_recovery& p) {
 caf::expected<soak_result> run_soak(const soak_options& o) {
   if (o.job != "wals" && o.job != "word2vec" && o.job != "moe" && o.job != "estimator" &&
       o.job != "ctr" && o.job != "serving" && o.job != "online")
-    return make_error(errc::invalid_config, "chaos soak: job '" + o.job +
+    return make_error(errc::invalid_config, "soak: job '" + o.job +
                                               "' is not one it can run (wals, word2vec, moe, "
                                               "estimator, ctr, serving, online)");
   if (o.nodes < 2)
-    return make_error(errc::invalid_config,
-                      "chaos soak: at least 2 nodes (the seed is never killed)");
+    return make_error(errc::invalid_config, "soak: at least 2 nodes (the seed is never killed)");
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   if (auto err = runtime::validate(plan))
     return err;
-  auto binary = o.binary.empty() ? runtime::self_executable() : o.binary;
+  auto binary = o.binary.empty() ? runtime::sibling_executable("darcy") : o.binary;
   std::error_code ec;
   fs::remove_all(o.dir, ec);
   fs::create_directories(o.dir, ec);
   if (ec)
-    return make_error(errc::io_error, "chaos soak: cannot create " + o.dir + ": " + ec.message());
+    return make_error(errc::io_error, "soak: cannot create " + o.dir + ": " + ec.message());
   if (o.job == "estimator" || o.job == "ctr")
     return run_estimator_soak(o, binary);
   if (o.job == "serving")
@@ -293,9 +293,8 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     driver->wait_for_line("\x01", std::chrono::minutes(30));
     auto code = driver->wait(std::chrono::seconds(30));
     if (!code || *code != 0)
-      return make_error(errc::io_error,
-                        "chaos soak: the clean run failed: " + driver->read_stderr());
-    result.clean_seconds = seconds_since(start);
+      return make_error(errc::io_error, "soak: the clean run failed: " + driver->read_stderr());
+    result.clean_seconds = compute::seconds_since(start);
     clean_out = driver->stdout_seen();
   }
   result.clean_quality = quality_of(o, clean, clean_out);
@@ -396,7 +395,7 @@ caf::expected<std::optional<int>> run_chaos(
   auto next_poll = clock::now();
   std::optional<int> code;
   auto kill_due = [&] {
-    return result.kills < kill_at.size() && seconds_since(start) >= kill_at[result.kills];
+    return result.kills < kill_at.size() && compute::seconds_since(start) >= kill_at[result.kills];
   };
   while (!code) {
     if (auto exited = job->wait(std::chrono::milliseconds(20))) {
@@ -420,7 +419,7 @@ caf::expected<std::optional<int>> run_chaos(
     disrupt_members(**client, *st, plan, disrupted_nodes, node_counts);
     for (auto it = pending.begin(); it != pending.end();) {
       if (recovered(*st, *it)) {
-        recover_s.push_back(seconds_since(it->at));
+        recover_s.push_back(compute::seconds_since(it->at));
         result.restarts += static_cast<uint32_t>(it->services.size());
         it = pending.erase(it);
       } else {
@@ -443,23 +442,23 @@ caf::expected<std::optional<int>> run_chaos(
     if (auto err = nodes.kill(victim))
       continue;
     ++result.kills;
-    result.kill_at_s.push_back(seconds_since(start));
-    soak_log(o, "killed " + p.victim + " at " + std::to_string(seconds_since(start)) + " s (" +
-                  std::to_string(p.services.size()) + " services)");
+    result.kill_at_s.push_back(compute::seconds_since(start));
+    soak_log(o, "killed " + p.victim + " at " + std::to_string(compute::seconds_since(start)) +
+                  " s (" + std::to_string(p.services.size()) + " services)");
     if (auto added = nodes.add_node())
       p.replacement = nodes.name(*added);
     pending.push_back(std::move(p));
   }
-  result.seconds = seconds_since(start);
+  result.seconds = compute::seconds_since(start);
   for (auto& p : pending) // not recovered before the job ended: counted up to its end
-    recover_s.push_back(seconds_since(p.at));
+    recover_s.push_back(compute::seconds_since(p.at));
   summarize(result, std::move(recover_s), node_counts);
   return code;
 }
 
 void soak_log(const soak_options& o, const std::string& line) {
   if (!o.quiet)
-    std::cerr << "chaos soak: " << line << std::endl;
+    std::cerr << "soak: " << line << std::endl;
 }
 
 double soak_deadline_s(const soak_options& o, double clean_seconds) {
@@ -526,10 +525,6 @@ nlohmann::json soak_metrics(const soak_options& o, const soak_result& r) {
     m["caught_up_s"] = r.caught_up_s;
   }
   return m;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 } // namespace darcy::apps

@@ -1,4 +1,4 @@
-// `darcy chaos soak`: a seeded random-kill soak. A job runs on a local cluster of `darcy node`
+// `darcy-bench soak`: a seeded random-kill soak. A job runs on a local cluster of `darcy node`
 // processes started with --chaos, while a seeded killer SIGKILLs non-seed nodes at random times
 // (a replacement joins after each kill) and every actor the nodes spawn for the job drops and
 // delays a seeded fraction of the messages sent to it (the nodes' chaos gates). The run is compared
@@ -43,7 +43,7 @@ struct soak_options {
   size_t nodes = 4;
   /// Where the runs' inputs, outputs and the nodes' state go (emptied first).
   std::string dir = "build/soak";
-  /// The `darcy` binary the nodes and the job run; empty: this one.
+  /// The `darcy` binary the nodes and the job run; empty: the one beside this executable.
   std::string binary;
   /// A soaked run still going after this long (0: 10 clean runs, at least 300 s) failed.
   double timeout_s = 0;
@@ -97,15 +97,12 @@ struct soak_result {
   std::string failure;
 };
 
-/// Seconds from `t` to now, on the steady clock.
-double seconds_since(std::chrono::steady_clock::time_point t);
-
 /// The seeded times of a soak's kills, in seconds from its start: o.kills draws within
 /// [from, to] of the clean run's duration (20–80% by default), in order.
 std::vector<double> kill_times(const soak_options& o, double clean_seconds, std::mt19937_64& rng,
                                double from = 0.2, double to = 0.8);
 
-/// Prints "chaos soak: LINE" to stderr unless o.quiet.
+/// Prints "soak: LINE" to stderr unless o.quiet.
 void soak_log(const soak_options& o, const std::string& line);
 
 /// How long a soaked run may last: o.timeout_s, or 10 clean runs and at least 300 s.

@@ -6,14 +6,14 @@
 
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
-#include "ops/ctr_data.hpp"
+#include "ops/ctr/ctr_data.hpp"
 
 namespace darcy::apps {
 
 void add_data_command(CLI::App& app, int& exit_code) {
   auto data = app.add_subcommand("data", "Generate data sets");
   data->require_subcommand(1);
-  auto o = std::make_shared<ops::ctr_data_options>();
+  auto o = std::make_shared<ops::ctr::ctr_data_options>();
   auto ctr = data->add_subcommand(
     "ctr",
     "A Criteo-format TSV (label, 13 integer, 26 categorical fields) from a seeded "
@@ -32,7 +32,7 @@ void add_data_command(CLI::App& app, int& exit_code) {
   ctr->add_option("--first-row", o->first_row,
                   "First row of the stream (a held-out set: a later range, same seed)");
   ctr->callback([o, &exit_code] {
-    auto s = ops::write_ctr_data(*o);
+    auto s = ops::ctr::write_ctr_data(*o);
     if (!s) {
       exit_code = fail("data ctr", s.error());
       return;

@@ -1,6 +1,7 @@
 // `darcy demo`, the main job of `make demo`: DE-Word2Vec on the Brown corpus in an in-process
-// cluster, with neighbours, evaluation scores (when the evaluation data is present) and a
-// checkpoint. `darcy demo --supervision` shows a supervised service restarting instead.
+// cluster, with neighbours, its score on the word-similarity set the repository carries (and on
+// larger evaluation sets when present) and a checkpoint. `darcy demo --supervision` shows a
+// supervised service restarting instead.
 #include <filesystem>
 #include <iostream>
 
@@ -90,6 +91,9 @@ int run_supervision_demo() {
 
 struct demo_options {
   std::string corpus = "build/data/brown";
+  /// The word-similarity set the repository carries, scored after every demo.
+  std::string similarity = "apps/word2vec/data/brown-relatedness.tsv";
+  /// Larger evaluation sets (WordSim-353, SimLex-999, the analogies), scored when present.
   std::string eval_dir = "../shared/data/eval";
   std::string checkpoint = "build/demo-checkpoint";
   /// The rows' LevelDB databases, emptied at the start of each demo.
@@ -108,13 +112,17 @@ int run_word2vec_demo(const demo_options& o) {
   if (ec)
     return fail("cannot empty the demo's store " + o.store + ": " + ec.message());
   job.show_neighbours = {"man", "money", "city", "war", "good"};
+  if (!o.similarity.empty()) {
+    if (!std::filesystem::exists(o.similarity))
+      return fail("demo: --similarity: no file " + o.similarity +
+                  " (run the demo from the repository's root, or give the file)");
+    job.similarity.push_back(o.similarity);
+  }
   word2vec::default_eval_files(o.eval_dir, job.analogies, job.similarity);
   std::cout
     << "DE-Word2Vec on the Brown corpus: skip-gram, dim 100, window 5, 5 negatives, "
        "5 epochs, 2 threads, rows in an in-process embedding service (2 shards) on LevelDB in "
     << o.store << std::endl;
-  if (job.analogies.empty() && job.similarity.empty())
-    std::cout << "(no evaluation files under " << o.eval_dir << ": scores skipped)" << std::endl;
   if (auto err = word2vec::run_train(job))
     return fail(render(err));
   return 0;
@@ -127,7 +135,11 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   auto demo =
     app.add_subcommand("demo", "Run the main job on embedded defaults (in-process cluster)");
   demo->add_option("--corpus", opts->corpus, "Brown corpus directory (scripts/fetch_brown.sh)");
-  demo->add_option("--eval-dir", opts->eval_dir, "Evaluation files, when present");
+  demo->add_option("--similarity", opts->similarity,
+                   "A word-similarity set to score (word1 TAB word2 TAB score; empty: none)");
+  demo->add_option("--eval-dir", opts->eval_dir,
+                   "More evaluation files (questions-words.txt, wordsim353.tsv, simlex999.txt), "
+                   "scored when present");
   demo->add_option("--checkpoint", opts->checkpoint, "Where the trained model is saved");
   demo->add_option("--store", opts->store, "The rows' LevelDB databases (emptied first)");
   demo->add_flag("--supervision", opts->supervision, "Show a supervised restart instead");

@@ -21,7 +21,7 @@
 #include "apps/estimator/sparse2label.hpp"
 #include "apps/estimator/summary_plot.hpp"
 #include "messages/error.hpp"
-#include "ops/estimator/run_role.hpp"
+#include "ops/estimator/distributed/run_role.hpp"
 #include "runtime/process/machine.hpp"
 
 namespace darcy::apps {
@@ -31,6 +31,7 @@ namespace {
 /// Flags of a distributed run; the role comes from DARCY_CONFIG unless --task-type is given.
 struct role_flags {
   std::string task_type;
+  CLI::Option* task_type_option = nullptr;
   uint32_t task_index = 0;
   std::string cluster_spec;
   uint64_t max_steps = 1000;
@@ -51,7 +52,8 @@ struct role_flags {
 void add_role_flags(CLI::App* cmd, role_flags& r) {
   auto group = "Distributed roles (DARCY_CONFIG or these)";
   auto role_only = [&](CLI::Option* o) { r.role_only.push_back(o->group(group)); };
-  cmd->add_option("--task-type", r.task_type, "chief, worker, ps or evaluator")->group(group);
+  r.task_type_option =
+    cmd->add_option("--task-type", r.task_type, "chief, worker, ps or evaluator")->group(group);
   r.with_task_type = {
     cmd->add_option("--task-index", r.task_index, "Index among the tasks of its type")
       ->group(group),
@@ -82,13 +84,15 @@ void add_role_flags(CLI::App* cmd, role_flags& r) {
 /// An error naming the first flag given that this kind of run would ignore: a role-only flag in
 /// a local run, --epochs in a role, or --task-index / --cluster-spec where DARCY_CONFIG names
 /// the role (they only go with --task-type).
+/// The first of `options` given on the command line, or nullptr.
+const CLI::Option* given(const std::vector<CLI::Option*>& options) {
+  for (auto* o : options)
+    if (o->count() > 0)
+      return o;
+  return nullptr;
+}
+
 caf::error check_flags_fit_the_run(const role_flags& r, bool distributed) {
-  auto given = [](const std::vector<CLI::Option*>& options) -> const CLI::Option* {
-    for (auto* o : options)
-      if (o->count() > 0)
-        return o;
-    return nullptr;
-  };
   if (!distributed) {
     auto* o = given(r.with_task_type);
     if (!o)
@@ -188,6 +192,55 @@ caf::expected<std::vector<std::pair<uint32_t, uint32_t>>> parse_crosses(const st
   return out;
 }
 
+/// The flags of `estimator ctr` that only some of its runs read.
+struct ctr_flags {
+  /// Read by a run on files (--train), never by a stream.
+  std::vector<CLI::Option*> files_only;
+  /// Read by a --stream run only.
+  std::vector<CLI::Option*> stream_only;
+  /// Read by --stream generate only.
+  std::vector<CLI::Option*> generator_only;
+  /// Read only with --sync-dir, and --sync-token-file only with --sync-to.
+  std::vector<CLI::Option*> sync_dir_only;
+  CLI::Option* sync_to = nullptr;
+  CLI::Option* sync_token_file = nullptr;
+};
+
+/// An error naming the first flag given that this `estimator ctr` run would ignore. A stream
+/// has no distributed roles yet: a role's flag or DARCY_CONFIG is refused with --stream.
+caf::error check_ctr_flags_fit_the_run(const ctr_flags& f, const role_flags& r,
+                                       const estimator_apps::ctr_stream_run& run, bool streamed) {
+  auto refuse = [](const CLI::Option* o, const std::string& why) {
+    return make_error(errc::invalid_config, o->get_name() + " " + why);
+  };
+  if (!streamed) {
+    if (auto* o = given(f.stream_only))
+      return refuse(o, "applies to a --stream run only");
+    return {};
+  }
+  if (auto* o = given(f.files_only))
+    return refuse(o, "applies to a run on --train files, not to a --stream run");
+  if (auto* o = given(r.with_task_type); o || !r.task_type.empty() || given(r.role_only))
+    return refuse(o                      ? o
+                  : !r.task_type.empty() ? r.task_type_option
+                                         : given(r.role_only),
+                  "names a distributed role; a --stream run has no roles yet (it trains in "
+                  "this process)");
+  if (auto* env = std::getenv("DARCY_CONFIG"); env && *env)
+    return make_error(errc::invalid_config,
+                      "DARCY_CONFIG names a distributed role; a --stream run has no roles yet "
+                      "(unset it: the stream trains in this process)");
+  if (run.source != "generate")
+    if (auto* o = given(f.generator_only))
+      return refuse(o, "applies to --stream generate only, not to '" + run.source + "'");
+  if (run.online.sync.dir.empty())
+    if (auto* o = given(f.sync_dir_only))
+      return refuse(o, "goes with --sync-dir");
+  if (f.sync_token_file->count() > 0 && f.sync_to->count() == 0)
+    return refuse(f.sync_token_file, "goes with --sync-to");
+  return {};
+}
+
 void add_ctr_command(CLI::App* cmd, int& exit_code) {
   auto o = std::make_shared<estimator_apps::ctr_options>();
   auto model = std::make_shared<std::string>("dlrm");
@@ -200,6 +253,7 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     "embedding per categorical field");
   auto roles = std::make_shared<role_flags>();
   auto stream = std::make_shared<estimator_apps::ctr_stream_run>();
+  auto flags = std::make_shared<ctr_flags>();
   auto train = ctr->add_option("--train", o->train, "Training file (Criteo TSV, plain or gzip)");
   auto streamed =
     ctr
@@ -208,62 +262,82 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                    "(progressive validation): 'generate' (the generator with a drift), '-' "
                    "(standard input) or a file that grows; a JSON line a window")
       ->excludes(train);
-  ctr->add_option("--window", stream->window_rows, "With --stream: rows a window")
+  auto stream_only = [&](CLI::Option* opt) {
+    flags->stream_only.push_back(opt);
+    return opt;
+  };
+  auto generator_only = [&](CLI::Option* opt) {
+    flags->generator_only.push_back(stream_only(opt));
+    return opt;
+  };
+  auto sync_dir_only = [&](CLI::Option* opt) {
+    flags->sync_dir_only.push_back(stream_only(opt));
+    return opt;
+  };
+  stream_only(
+    ctr->add_option("--window", stream->online.window_rows, "With --stream: rows a window"))
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
-  ctr->add_option("--windows", stream->max_windows,
-                  "With --stream: stop after N windows (0: never, or at the end of the input)");
-  ctr->add_option("--drift-rows", stream->stream.drift_rows,
-                  "With --stream generate: rows a teacher lasts before half of it moves on "
-                  "(0: no drift)");
-  ctr
-    ->add_option("--fresh-rate", stream->stream.generator.fresh_rate,
-                 "With --stream generate: the first share of fresh ids")
+  stream_only(
+    ctr->add_option("--windows", stream->online.max_windows,
+                    "With --stream: stop after N windows (0: never, or at the end of the input)"));
+  generator_only(ctr->add_option("--drift-rows", stream->stream.drift_rows,
+                                 "With --stream generate: rows a teacher lasts before half of it "
+                                 "moves on (0: no drift)"));
+  generator_only(ctr->add_option("--fresh-rate", stream->stream.generator.fresh_rate,
+                                 "With --stream generate: the first share of fresh ids"))
     ->check(CLI::Range(0.0, 1.0));
-  ctr
-    ->add_option("--fresh-step", stream->stream.fresh_step,
-                 "With --stream generate: the share of fresh ids added at each drift")
+  generator_only(ctr->add_option("--fresh-step", stream->stream.fresh_step,
+                                 "With --stream generate: the share of fresh ids added at each "
+                                 "drift"))
     ->check(CLI::Range(0.0, 1.0));
-  ctr->add_option("--sync-dir", stream->sync_dir,
-                  "With --stream: the tables' incremental checkpoints for serving copies to "
-                  "follow, a delta every --sync-every");
-  ctr->add_option_function<double>(
+  stream_only(ctr->add_option("--sync-dir", stream->online.sync.dir,
+                              "With --stream: the tables' incremental checkpoints for serving "
+                              "copies to follow, a delta every --sync-every"));
+  sync_dir_only(ctr->add_option_function<double>(
     "--sync-every",
     [stream](double s) {
-      stream->sync_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
+      stream->online.sync.every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
     },
-    "With --sync-dir: seconds between syncs (default 2; a sync waits for its window's end)");
-  ctr->add_option_function<double>(
+    "With --sync-dir: seconds between syncs (default 2; a sync waits for its window's end)"));
+  sync_dir_only(ctr->add_option_function<double>(
     "--dense-sync-every",
     [stream](double s) {
-      stream->dense_sync_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
+      stream->online.sync.dense_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
     },
     "With --sync-dir: seconds between syncs of the dense weights (default 10; each goes with "
-    "a sync of the rows)");
-  ctr
-    ->add_option("--full-every", stream->full_every,
-                 "With --sync-dir: a full checkpoint after this many deltas")
+    "a sync of the rows)"));
+  sync_dir_only(ctr->add_option("--full-every", stream->online.sync.full_every,
+                                "With --sync-dir: a full checkpoint after this many deltas"))
     ->check(CLI::Range(uint32_t{1}, uint32_t{1000000}));
-  ctr->add_option("--sync-to", stream->sync_to,
-                  "With --sync-dir: after each sync, ask this darcy serve model to follow it "
-                  "(http://HOST:PORT/v1/models/NAME, its :sync)");
+  flags->sync_to = sync_dir_only(
+    ctr->add_option("--sync-to", stream->online.sync.push.url,
+                    "With --sync-dir: after each sync, ask this darcy serve model to follow it "
+                    "(http://HOST:PORT/v1/models/NAME, its :sync)"));
   auto token_file = std::make_shared<std::string>();
-  ctr->add_option("--sync-token-file", *token_file,
-                  "With --sync-to: a file holding the bearer token of a principal with manage");
-  ctr->add_option("--export", stream->export_dir,
-                  "With --stream: export the model here once, after the first window (a model "
-                  "folder for darcy serve, which can then follow the syncs)");
-  ctr->add_option("--stream-rows", stream->stream.rows,
-                  "With --stream generate: the rows it ends after (0: never)");
-  ctr->add_option("--max-ids", stream->stream.generator.max_ids,
-                  "With --stream generate: caps every field's cardinality (0: Kaggle's)");
-  ctr->add_option("--eval", o->eval, "Test file; its F.probs, when present, give the Bayes AUC");
+  flags->sync_token_file = sync_dir_only(
+    ctr->add_option("--sync-token-file", *token_file,
+                    "With --sync-to: a file holding the bearer token of a principal with manage"));
+  stream_only(ctr->add_option("--export", stream->online.export_dir,
+                              "With --stream: export the model here once, after the first window "
+                              "(a model folder for darcy serve, which can then follow the "
+                              "syncs)"));
+  generator_only(ctr->add_option("--stream-rows", stream->stream.rows,
+                                 "With --stream generate: the rows it ends after (0: never)"));
+  generator_only(
+    ctr->add_option("--max-ids", stream->stream.generator.max_ids,
+                    "With --stream generate: caps every field's cardinality (0: Kaggle's)"));
+  flags->files_only.push_back(
+    ctr->add_option("--eval", o->eval, "Test file; its F.probs, when present, give the Bayes AUC"));
   ctr->add_option("--model", *model, "dlrm or wide-deep");
   roles->local_only.push_back(
     ctr->add_option("--epochs", o->epochs, "Passes over the training file")
       ->check(CLI::Range(1, 1000)));
+  flags->files_only.push_back(roles->local_only.back());
   ctr->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 1 << 20));
-  ctr->add_option("--train-rows", o->train_rows, "Train on the first N rows only (0: all)");
-  ctr->add_option("--eval-rows", o->eval_rows, "Evaluate on the first N rows only (0: all)");
+  flags->files_only.push_back(
+    ctr->add_option("--train-rows", o->train_rows, "Train on the first N rows only (0: all)"));
+  flags->files_only.push_back(
+    ctr->add_option("--eval-rows", o->eval_rows, "Evaluate on the first N rows only (0: all)"));
   ctr->add_option("--embedding-dim", o->embedding_dim, "Width of every field's rows")
     ->check(CLI::Range(1, 4096));
   ctr->add_option("--embedding-init", o->embedding_init,
@@ -303,7 +377,9 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
                  "Threads of the in-process embedding service (its shards)")
     ->check(CLI::Range(1, 256));
   ctr->add_option("--seed", o->seed, "Seed of the weights and the tables' rows");
-  ctr->add_option("--model-dir", o->model_dir, "Checkpoints (a rerun resumes from them)");
+  flags->files_only.push_back(ctr->add_option(
+    "--model-dir", o->model_dir,
+    "Checkpoints (a rerun resumes from them; a --stream run resumes from --sync-dir)"));
   ctr->add_flag("--quiet", o->quiet, "No progress bar");
   add_role_flags(ctr, *roles);
   ctr->callback([=, &exit_code] {
@@ -324,6 +400,10 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     o->model = *kind;
     o->dense_optimizer.kind = *dense;
     o->embedding_optimizer.kind = *embedding;
+    if (auto err = check_ctr_flags_fit_the_run(*flags, *roles, *stream, streamed->count() > 0)) {
+      exit_code = fail("estimator ctr", err);
+      return;
+    }
     if (streamed->count() > 0)
       o->train = stream->source; // the stream stands for the training file
     if (auto err = estimator_apps::validate(*o)) {
@@ -333,7 +413,7 @@ void add_ctr_command(CLI::App* cmd, int& exit_code) {
     if (streamed->count() > 0) {
       if (!token_file->empty()) {
         std::ifstream in{*token_file};
-        if (!(in >> stream->sync_token)) {
+        if (!(in >> stream->online.sync.push.token)) {
           exit_code =
             fail("estimator ctr: --sync-token-file: cannot read a token from " + *token_file);
           return;

@@ -1,33 +1,20 @@
 // darcy: the command-line entry point. CLI parsing is a program edge, so CLI11's exceptions
-// are caught here and turned into one-line errors, and so is any other exception a command
-// lets through: a command never aborts.
-#include <malloc.h>
-
-#include <iostream>
-
+// are caught there (run_command_line) and turned into one-line errors, and so is any other
+// exception a command lets through: a command never aborts. The benchmarks are darcy-bench's.
 #include "apps/cli/commands.hpp"
 #include "messages/error.hpp"
 #include "runtime/cluster/cluster_secret.hpp"
-#include "runtime/log.hpp"
 #include "runtime/tls.hpp"
 
 int main(int argc, char** argv) {
-  // Training moves batches of several MiB between threads every few milliseconds. Keeping such
-  // blocks in the heap, instead of mapping and unmapping them each time, saves a page fault per
-  // 4 KiB of every batch.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  darcy::apps::keep_large_blocks_in_the_heap();
   CLI::App app{"Darcy: an actor runtime for colossal sparse models"};
   app.require_subcommand(1);
   // Every --help shows each option's default; subcommands inherit this.
   app.option_defaults()->always_capture_default();
   // Options of the top level, such as --log-level, may also follow the subcommand.
   app.fallthrough();
-  std::string log_level{darcy::runtime::default_log_level};
-  app.add_option("--log-level", log_level, "Least severe log message shown")
-    ->envname("DARCY_LOG_LEVEL")
-    ->check(CLI::IsMember(darcy::runtime::log_level_names()))
-    ->each([](const std::string& level) { darcy::runtime::set_log_level(level); });
+  darcy::apps::add_log_level_option(app);
   std::string secret_file;
   app
     .add_option("--secret-file", secret_file,
@@ -55,7 +42,6 @@ int main(int argc, char** argv) {
   darcy::apps::add_node_command(app, exit_code);
   darcy::apps::add_cluster_command(app, exit_code);
   darcy::apps::add_chaos_command(app, exit_code);
-  darcy::apps::add_bench_command(app, exit_code);
   darcy::apps::add_demo_command(app, exit_code);
   darcy::apps::add_word2vec_command(app, exit_code);
   darcy::apps::add_wals_command(app, exit_code);
@@ -63,39 +49,5 @@ int main(int argc, char** argv) {
   darcy::apps::add_moe_command(app, exit_code);
   darcy::apps::add_estimator_command(app, exit_code);
   darcy::apps::add_data_command(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "darcy: error: " << e.what() << " (see darcy --help)" << std::endl;
-    return 2;
-  } catch (const std::bad_alloc&) {
-    // Commands bound what they allocate; this is the last line of defence.
-    return darcy::apps::fail("out of memory: the machine cannot hold what this run asks for");
-  } catch (const std::exception& e) {
-    // A command's own failures are caf::errors; whatever a library throws becomes one line too.
-    return darcy::apps::fail(std::string{"unexpected failure: "} + e.what());
-  }
-  return exit_code;
+  return darcy::apps::run_command_line(app, argc, argv, exit_code);
 }
-
-namespace darcy::apps {
-
-int fail(const std::string& message) {
-  std::cerr << "darcy: error: " << message << std::endl;
-  return 1;
-}
-
-int fail(const std::string& what, const caf::error& err) {
-  auto prefix = what + ": ";
-  auto context = context_of(err);
-  if (err.category() == errc_category && context.rfind(prefix, 0) == 0)
-    return fail(prefix +
-                render(make_error(static_cast<errc>(err.code()), context.substr(prefix.size()))));
-  return fail(prefix + render(err));
-}
-
-} // namespace darcy::apps

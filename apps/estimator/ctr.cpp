@@ -2,25 +2,19 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <numeric>
-#include <thread>
 
 #include "apps/progress/progress_hook.hpp"
 #include "compute/ctr_synthetic.hpp"
 #include "compute/estimator/metrics.hpp"
 #include "messages/error.hpp"
+#include "ops/ctr/ctr_input.hpp"
+#include "ops/ctr/ctr_row_stream.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/canned.hpp"
-#include "ops/estimator/ctr_input.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
-#include "ops/estimator/export.hpp"
-#include "runtime/http/http_client.hpp"
-#include "runtime/log.hpp"
-#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/data/ctr_file.hpp"
 
 namespace darcy::estimator_apps {
@@ -47,19 +41,41 @@ caf::error check_units(const std::vector<uint32_t>& units, const char* what) {
   return {};
 }
 
+/// Puts table `c` where o says the rows live: with o.leveldb_dir, in LevelDB databases of its
+/// own under it (one a shard, named by the table) behind an equal share of o.memory_budget;
+/// and behind o's admission.
+de_config placed(const ctr_options& o, de_config c) {
+  if (!o.leveldb_dir.empty()) {
+    c.backend = backend_kind::leveldb;
+    c.path = o.leveldb_dir + "/" + c.name;
+    c.cache_bytes = std::max<uint64_t>(1, o.memory_budget / ctr_table_count(o) / o.shards);
+  }
+  if (o.admission_min_count > 1)
+    c.admission = {.kind = admission_kind::bloom, .min_count = o.admission_min_count};
+  return c;
+}
+
+/// The table of the wide part's weights of field `field` (one weight per id).
+de_config wide_table(const ctr_options& o, size_t field) {
+  de_config c{.name = "ctr_wide_" + ops::ctr::ctr_field_key(field), .dim = 1};
+  c.optimizer = o.embedding_optimizer;
+  c.init = {.kind = init_kind::zeros, .seed = o.seed};
+  return placed(o, std::move(c));
+}
+
 /// The table of a wide part's cross of fields a and b (one weight per crossed id).
 de_config cross_table(const ctr_options& o, uint32_t a, uint32_t b) {
   de_config c{.name = "ctr_X" + std::to_string(a + 1) + "_" + std::to_string(b + 1), .dim = 1};
   c.optimizer = o.embedding_optimizer;
   c.init = {.kind = init_kind::zeros, .seed = o.seed};
-  return c;
+  return placed(o, std::move(c));
 }
 
 /// Every categorical field as a field of a dynamic-embedding group, its table from `table`.
 std::vector<est::dynamic_field> categorical_fields(const std::function<de_config(size_t)>& table) {
   std::vector<est::dynamic_field> out;
   for (size_t f = 0; f < ctr_cat_fields; ++f)
-    out.push_back({est::ctr_field_key(f), nullptr, table(f)});
+    out.push_back({ops::ctr::ctr_field_key(f), nullptr, table(f)});
   return out;
 }
 
@@ -188,26 +204,36 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
   return o;
 }
 
+size_t ctr_table_count(const ctr_options& o) {
+  return o.model == ctr_model_kind::dlrm ? ctr_cat_fields : 2 * ctr_cat_fields + o.crosses.size();
+}
+
 de_config ctr_table(const ctr_options& o, size_t field) {
-  de_config c{.name = "ctr_" + est::ctr_field_key(field), .dim = o.embedding_dim};
+  de_config c{.name = "ctr_" + ops::ctr::ctr_field_key(field), .dim = o.embedding_dim};
   c.optimizer = o.embedding_optimizer;
   auto a =
     o.embedding_init > 0 ? o.embedding_init : 1.0f / std::sqrt(static_cast<float>(o.embedding_dim));
   c.init = {.kind = init_kind::uniform, .low = -a, .high = a, .seed = o.seed + field};
-  if (!o.leveldb_dir.empty()) {
-    c.backend = backend_kind::leveldb;
-    c.path = o.leveldb_dir + "/" + c.name;
-    c.cache_bytes = std::max<uint64_t>(1, o.memory_budget / ctr_cat_fields / o.shards);
-  }
-  if (o.admission_min_count > 1)
-    c.admission = {.kind = admission_kind::bloom, .min_count = o.admission_min_count};
-  return c;
+  return placed(o, std::move(c));
+}
+
+std::vector<de_config> ctr_tables(const ctr_options& o) {
+  std::vector<de_config> out;
+  for (size_t f = 0; f < ctr_cat_fields; ++f)
+    out.push_back(ctr_table(o, f));
+  if (o.model == ctr_model_kind::dlrm)
+    return out;
+  for (size_t f = 0; f < ctr_cat_fields; ++f)
+    out.push_back(wide_table(o, f));
+  for (auto [a, b] : o.crosses)
+    out.push_back(cross_table(o, a, b));
+  return out;
 }
 
 caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
   if (auto err = validate(o))
     return err;
-  auto ints = ce::numeric_column<float>(est::ctr_ints_key, ctr_int_fields, 0, 1,
+  auto ints = ce::numeric_column<float>(ops::ctr::ctr_ints_key, ctr_int_fields, 0, 1,
                                         ce::numeric_transform::log1p);
   if (!ints)
     return make_error(ints.error());
@@ -227,18 +253,12 @@ caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
   }
   // Wide & Deep: the deep part sees the counts and every field's embedding; the wide part a
   // weight per id of every field and per crossed id of each cross.
-  auto wide_fields = categorical_fields([&](size_t f) {
-    auto c = ctr_table(o, f);
-    c.name = "ctr_wide_" + est::ctr_field_key(f);
-    c.dim = 1;
-    c.init = {.kind = init_kind::zeros, .seed = o.seed};
-    return c;
-  });
+  auto wide_fields = categorical_fields([&](size_t f) { return wide_table(o, f); });
   for (auto [a, b] : o.crosses) {
     // The cross's ids are the pair's hash over all 64 bits: the dynamic table has no buckets
     // to fill, only rows for the pairs that occur.
-    auto ca = ce::categorical_column_with_hash_bucket(est::ctr_field_key(a), ~uint64_t{0});
-    auto cb = ce::categorical_column_with_hash_bucket(est::ctr_field_key(b), ~uint64_t{0});
+    auto ca = ce::categorical_column_with_hash_bucket(ops::ctr::ctr_field_key(a), ~uint64_t{0});
+    auto cb = ce::categorical_column_with_hash_bucket(ops::ctr::ctr_field_key(b), ~uint64_t{0});
     if (!ca || !cb)
       return make_error(ca ? cb.error() : ca.error());
     auto crossed = ce::crossed_column({*ca, *cb}, ~uint64_t{0});
@@ -311,17 +331,19 @@ private:
   uint64_t examples_ = 0;
 };
 
-} // namespace
+/// The Estimator's configuration of o's dense part (the embeddings' session is the caller's).
+est::run_config run_config_of(const ctr_options& o) {
+  return {
+    .model_dir = o.model_dir, .seed = o.seed, .threads = o.threads, .optimizer = o.dense_optimizer};
+}
 
-namespace {
-
-/// The in-process embedding service of a run and the Estimator over it.
-struct ctr_trainer {
+/// The in-process embedding service of a run and the model over it.
+struct ctr_service {
   std::unique_ptr<ops::session> session;
-  std::unique_ptr<est::estimator> estimator;
+  est::model_fn model;
 };
 
-caf::expected<ctr_trainer> start_trainer(const ctr_options& o) {
+caf::expected<ctr_service> start_service(const ctr_options& o) {
   if (auto err = validate(o))
     return err;
   auto session =
@@ -331,19 +353,13 @@ caf::expected<ctr_trainer> start_trainer(const ctr_options& o) {
   auto fn = ctr_model(o, **session);
   if (!fn)
     return std::move(fn.error());
-  est::run_config cfg{.model_dir = o.model_dir,
-                      .seed = o.seed,
-                      .threads = o.threads,
-                      .optimizer = o.dense_optimizer,
-                      .embeddings = session->get()};
-  auto e = std::make_unique<est::estimator>(*fn, cfg);
-  return ctr_trainer{std::move(*session), std::move(e)};
+  return ctr_service{std::move(*session), std::move(*fn)};
 }
 
 caf::expected<embedding_stats> table_totals(const ctr_options& o, ops::session& s) {
   embedding_stats total;
-  for (size_t f = 0; f < ctr_cat_fields; ++f) {
-    auto st = ops::stats(s, ctr_table(o, f).name);
+  for (auto& table : ctr_tables(o)) {
+    auto st = ops::stats(s, table.name);
     if (!st)
       return std::move(st.error());
     total.rows += st->rows;
@@ -361,14 +377,16 @@ caf::expected<embedding_stats> table_totals(const ctr_options& o, ops::session& 
 } // namespace
 
 caf::expected<ctr_result> run_ctr(const ctr_options& o) {
-  auto trainer = start_trainer(o);
-  if (!trainer)
-    return std::move(trainer.error());
-  auto& e = *trainer->estimator;
-  auto train = est::ctr_file_input(o.train, {.batch_size = o.batch,
-                                             .epochs = o.epochs,
-                                             .max_rows = o.train_rows,
-                                             .skip_malformed = o.skip_malformed});
+  auto service = start_service(o);
+  if (!service)
+    return std::move(service.error());
+  auto cfg = run_config_of(o);
+  cfg.embeddings = service->session.get();
+  est::estimator e{service->model, cfg};
+  auto train = ops::ctr::ctr_file_input(o.train, {.batch_size = o.batch,
+                                                  .epochs = o.epochs,
+                                                  .max_rows = o.train_rows,
+                                                  .skip_malformed = o.skip_malformed});
   auto prefetched = [train]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
     auto p = train();
     if (!p)
@@ -392,7 +410,7 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
   r.examples_per_second = double(r.train_examples) / r.train_seconds;
   r.auc = r.log_loss = r.bayes_auc = nan;
   if (!o.eval.empty()) {
-    auto eval = est::ctr_file_input(
+    auto eval = ops::ctr::ctr_file_input(
       o.eval, {.batch_size = 1000, .max_rows = o.eval_rows, .skip_malformed = o.skip_malformed});
     auto m = e.evaluate(eval);
     if (!m)
@@ -405,7 +423,7 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
     else if (!is(bayes.error(), errc::not_found))
       return std::move(bayes.error());
   }
-  auto totals = table_totals(o, *trainer->session);
+  auto totals = table_totals(o, *service->session);
   if (!totals)
     return std::move(totals.error());
   r.embedding_rows = totals->rows;
@@ -419,256 +437,26 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
   return r;
 }
 
-caf::expected<std::pair<runtime::host_port, std::string>> parse_http_url(const std::string& url) {
-  constexpr std::string_view scheme = "http://";
-  auto bad = [&] {
-    return make_error(errc::invalid_argument, "'" + url + "' is not http://HOST:PORT/PATH");
-  };
-  if (url.compare(0, scheme.size(), scheme) != 0)
-    return bad();
-  auto rest = url.substr(scheme.size());
-  auto slash = rest.find('/');
-  if (slash == std::string::npos)
-    return bad();
-  auto address = runtime::parse_host_port(rest.substr(0, slash));
-  if (!address)
-    return bad();
-  return std::pair{*address, rest.substr(slash)};
-}
-
-namespace {
-
-/// Records when each training step ends.
-struct step_clock : est::session_run_hook {
-  std::vector<std::chrono::steady_clock::time_point> ends;
-  caf::expected<est::hook_action> after_step(est::estimator&, const est::step_result&) override {
-    ends.push_back(std::chrono::steady_clock::now());
-    return est::hook_action::go_on;
-  }
-};
-
-/// Tells run.sync_to that run.sync_dir has a new checkpoint; the answer's status.
-unsigned push_sync(const ctr_stream_run& run) {
-  auto url = parse_http_url(run.sync_to);
-  if (!url)
-    return 0;
-  auto body = nlohmann::json{{"dir", std::filesystem::absolute(run.sync_dir).string()}}.dump();
-  auto target = url->second;
-  if (!target.ends_with(":sync"))
-    target += ":sync";
-  auto answer = runtime::http_exchange(
-    url->first, runtime::http_request_text("POST", target, run.sync_token, body));
-  auto status = runtime::http_status(answer);
-  if (status != 200)
-    runtime::log_warn("ctr stream: the sync push to {} was answered {}: {}", run.sync_to, status,
-                      runtime::http_body(answer));
-  return status;
-}
-
-} // namespace
-
 caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
                           const std::function<caf::error(const ctr_stream_window&)>& on_window) {
-  if (run.window_rows == 0)
-    return make_error(errc::invalid_config, "ctr stream: the window must hold rows");
-  if (!run.sync_to.empty()) {
-    if (run.sync_dir.empty())
-      return make_error(errc::invalid_config, "ctr stream: a sync push needs a sync_dir");
-    if (auto url = parse_http_url(run.sync_to); !url)
-      return std::move(url.error());
-  }
   auto checked = o;
   checked.train = run.source; // the stream stands for the training file
-  auto trainer = start_trainer(checked);
-  if (!trainer)
-    return std::move(trainer.error());
-  auto& e = *trainer->estimator;
-  auto stream = est::open_ctr_stream(run.source, run.stream);
+  auto online = run.online;
+  online.batch = o.batch;
+  online.tables.clear();
+  for (auto& table : ctr_tables(o))
+    online.tables.push_back(table.name);
+  if (auto err = ops::online::validate(online))
+    return err;
+  auto service = start_service(checked);
+  if (!service)
+    return std::move(service.error());
+  auto stream = ops::ctr::open_ctr_stream(run.source, run.stream);
   if (!stream)
     return std::move(stream.error());
-  stores::ctr_row row;
-  uint64_t trained = 0;
-  // A rerun with the same sync_dir resumes at its last sync: the tables as they were then, the
-  // dense weights of the last dense sync, and the stream after the rows trained by then.
-  bool resumed = false;
-  if (!run.sync_dir.empty()) {
-    auto last = stores::checkpoint_dir{run.sync_dir}.read_manifest();
-    if (!last && !is(last.error(), errc::not_found))
-      return std::move(last.error());
-    if (last) {
-      auto restored = ops::restore(*trainer->session, run.sync_dir);
-      if (!restored)
-        return std::move(restored.error());
-      trained = static_cast<uint64_t>(std::max<int64_t>(restored->state.step, 0));
-      resumed = true;
-      // A new chain at the restored state that names it: serving copies that hold that sync
-      // go on with the new chain instead of restoring it whole.
-      if (auto err = ops::save_restored(*trainer->session, run.sync_dir,
-                                        {static_cast<int64_t>(trained), "", {}}, run.full_every,
-                                        last->checkpoint))
-        return err;
-      if (!run.sync_to.empty())
-        push_sync(run);
-      for (uint64_t skipped = 0; run.source != "-" && skipped < trained;) {
-        auto got = (*stream)->next(row);
-        if (!got)
-          return std::move(got.error());
-        if (*got == est::stream_state::ended)
-          return {};
-        if (*got == est::stream_state::row)
-          ++skipped;
-        else
-          std::this_thread::sleep_for(run.poll);
-      }
-      runtime::log_info("ctr stream: resumed from {} after {} rows", run.sync_dir, trained);
-    }
-  }
-  using steady = std::chrono::steady_clock;
-  auto last_sync = steady::now() - run.sync_every;
-  auto last_dense_sync = steady::now() - run.dense_sync_every;
-  // The export of the first window, never synced: online training's baseline (on a resume, the
-  // one the first run made).
-  std::unique_ptr<est::exported_model> frozen;
-  if (resumed && !run.export_dir.empty())
-    if (auto loaded = est::exported_model::load(run.export_dir); loaded)
-      frozen = std::move(*loaded);
-  bool dense_pending = resumed;
-  auto all_rows = [](size_t n) {
-    std::vector<size_t> all(n);
-    std::iota(all.begin(), all.end(), size_t{0});
-    return all;
-  };
-  // Writes a sync of the rows trained so far (the dense weights with it when due or `last`),
-  // pushes it, and fills r's sync fields.
-  uint64_t synced_rows = trained;
-  auto sync = [&](ctr_stream_window& r, bool last) -> caf::error {
-    last_sync = steady::now();
-    synced_rows = trained;
-    if (auto err = ops::save(*trainer->session, run.sync_dir,
-                             {static_cast<int64_t>(trained), "", {}}, run.full_every))
-      return err;
-    auto synced = stores::checkpoint_dir{run.sync_dir}.read_manifest();
-    if (!synced)
-      return std::move(synced.error());
-    r.sync_checkpoint = synced->checkpoint;
-    r.sync_full = synced->base.empty();
-    for (auto& entry : synced->embeddings)
-      for (auto& file : entry.files)
-        r.sync_bytes += file.bytes;
-    if (last || steady::now() - last_dense_sync >= run.dense_sync_every) {
-      last_dense_sync = steady::now();
-      if (auto err = est::write_dense_sync(e, run.sync_dir, static_cast<int64_t>(trained)))
-        return err;
-      r.dense_synced = true;
-    }
-    if (run.sync_to.empty())
-      return {};
-    r.push_sent = steady::now();
-    r.sync_status = push_sync(run);
-    // No later sync follows the last one to bring serving up to it.
-    for (int again = 0; last && r.sync_status != 200 && again < 3; ++again) {
-      std::this_thread::sleep_for(run.sync_every);
-      r.sync_status = push_sync(run);
-    }
-    r.push_answered = steady::now();
-    return {};
-  };
-  for (uint64_t w = 1; run.max_windows == 0 || w <= run.max_windows; ++w) {
-    est::ctr_batch_builder window;
-    bool ended = false;
-    while (window.rows() < run.window_rows && !ended) {
-      auto got = (*stream)->next(row);
-      if (!got)
-        return std::move(got.error());
-      if (*got == est::stream_state::row)
-        window.add(row);
-      else if (*got == est::stream_state::ended)
-        ended = true;
-      else
-        std::this_thread::sleep_for(run.poll); // a file that has not grown yet
-    }
-    if (window.rows() == 0) { // the stream ended with the last window: sync it if not yet
-      ctr_stream_window r;
-      if (run.sync_dir.empty() || synced_rows == trained)
-        return {};
-      return sync(r, true);
-    }
-    auto b = window.take();
-    auto rows = b.rows();
-    auto table = std::make_shared<est::example_table>(
-      est::example_table{std::move(b.features), std::move(b.labels)});
-    if (run.before_window)
-      if (auto err = run.before_window(w, *table))
-        return err;
-    auto input = [table](size_t batch, bool shuffle) -> est::input_fn {
-      return [=] {
-        return est::make_dataset(table, {.batch_size = batch, .shuffle = shuffle, .seed = 1});
-      };
-    };
-    if (dense_pending) { // the variables exist once built from a batch
-      dense_pending = false;
-      if (auto err = e.build(input(o.batch, false)))
-        return err;
-      if (auto step = est::read_dense_sync(e, run.sync_dir);
-          !step && !is(step.error(), errc::not_found))
-        return std::move(step.error());
-    }
-    ctr_stream_window r;
-    r.window = w;
-    r.frozen_auc = nan;
-    if (frozen) {
-      auto scores = frozen->predict(est::gather(*table, all_rows(rows)));
-      if (!scores)
-        return std::move(scores.error());
-      auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
-      std::vector<double> p(rows), y(rows);
-      r.frozen_scores.resize(rows);
-      for (size_t i = 0; i < rows; ++i) {
-        p[i] = r.frozen_scores[i] = (*scores)(Eigen::Index(i), 0);
-        y[i] = table->labels(Eigen::Index(i), 0);
-      }
-      if (auto err = auc.update({p, y}))
-        return make_error(err);
-      r.frozen_auc = auc.value();
-    }
-    auto m = e.evaluate(input(1000, false));
-    if (!m)
-      return std::move(m.error());
-    r.auc = m->at("auc_roc");
-    r.log_loss = m->at("log_loss");
-    auto start = std::chrono::steady_clock::now();
-    auto clock = std::make_shared<step_clock>();
-    auto t = e.train(input(o.batch, true), 0, {std::make_shared<est::nan_guard>(), clock});
-    if (!t)
-      return std::move(t.error());
-    auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (w == 1 && !run.export_dir.empty() && !frozen) {
-      auto exported = est::export_model(e, run.export_dir, input(o.batch, false));
-      if (!exported)
-        return std::move(exported.error());
-      auto loaded = est::exported_model::load(run.export_dir, *exported);
-      if (!loaded)
-        return std::move(loaded.error());
-      frozen = std::move(*loaded);
-    }
-    r.step_ends = std::move(clock->ends);
-    trained += rows;
-    r.rows = trained;
-    r.examples_per_second = double(rows) / seconds;
-    auto totals = table_totals(o, *trainer->session);
-    if (!totals)
-      return std::move(totals.error());
-    r.embedding_rows = totals->rows;
-    bool last = ended || w == run.max_windows;
-    if (!run.sync_dir.empty() && (last || steady::now() - last_sync >= run.sync_every))
-      if (auto err = sync(r, last))
-        return err;
-    if (auto err = on_window(r))
-      return err;
-    if (ended)
-      return {};
-  }
-  return {};
+  auto rows = ops::ctr::ctr_row_stream(std::move(*stream), run.source != "-", run.poll);
+  return ops::online::run_online(*service->session, std::move(service->model), run_config_of(o),
+                                 *rows, online, on_window);
 }
 
 } // namespace darcy::estimator_apps

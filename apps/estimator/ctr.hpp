@@ -17,11 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
-#include "ops/estimator/ctr_stream.hpp"
+#include "ops/ctr/ctr_stream.hpp"
 #include "ops/estimator/estimator.hpp"
 #include "ops/estimator/input.hpp"
+#include "ops/online/online_trainer.hpp"
 #include "ops/session.hpp"
-#include "runtime/host_port.hpp"
 
 namespace darcy::estimator_apps {
 
@@ -57,11 +57,11 @@ struct ctr_options {
   /// Where the tables' rows live: empty for the shards' memory; a directory for LevelDB
   /// databases under it (one per table and shard), each behind a memory tier.
   std::string leveldb_dir;
-  /// With leveldb_dir: the bytes the memory tiers of all 26 tables hold together, in equal
-  /// shares of every table's `shards` databases.
+  /// With leveldb_dir: the bytes the memory tiers of all the model's tables (ctr_table_count)
+  /// hold together, in equal shares of every table's `shards` databases.
   uint64_t memory_budget = uint64_t{4} << 30;
   /// Shards of every table in the in-process service. Each database (one per table and shard)
-  /// gets memory_budget / 26 / shards, on a cluster too.
+  /// gets memory_budget / ctr_table_count / shards, on a cluster too.
   uint32_t shards = 2;
   /// A key gets a row at its min_count-th sighting (1: at once), counted in a counting Bloom
   /// filter: ids seen once do not grow the table.
@@ -89,8 +89,16 @@ caf::error validate(const ctr_options& o);
 nlohmann::json ctr_job_options(const ctr_options& o);
 caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_options defaults = {});
 
-/// The embedding table of categorical field `field`.
+/// The tables of o's model: 26 for DLRM; for Wide & Deep 26 deep, 26 wide and one a cross.
+size_t ctr_table_count(const ctr_options& o);
+
+/// The (deep) embedding table of categorical field `field`.
 de_config ctr_table(const ctr_options& o, size_t field);
+
+/// Every table of o's model, ctr_table_count of them: the deep ones by field, then for Wide &
+/// Deep the wide ones by field and the crosses' in o.crosses' order. Each has databases of its
+/// own under o.leveldb_dir when that is set.
+std::vector<de_config> ctr_tables(const ctr_options& o);
 
 /// The model function; its tables live in `s`'s embedding service, which must outlive it.
 caf::expected<ops::estimator::model_fn> ctr_model(const ctr_options& o, ops::session& s);
@@ -128,87 +136,26 @@ struct ctr_result {
 /// o.eval when given. The files' errors as they come (file:line).
 caf::expected<ctr_result> run_ctr(const ctr_options& o);
 
-/// Online training on a stream (`darcy estimator ctr --stream SOURCE`).
+/// Online training on a stream (`darcy estimator ctr --stream SOURCE`): the CTR model and its
+/// stream in ops/online's loop.
 struct ctr_stream_run {
   /// open_ctr_stream's source: "generate", "-" or a file that may grow.
   std::string source;
-  ops::estimator::ctr_stream_options stream;
-  /// Rows of a window: each is predicted (progressive validation), then trained on.
-  uint64_t window_rows = 10000;
-  /// Stop after this many windows (0: when the stream ends, which a file never does).
-  uint64_t max_windows = 0;
+  ops::ctr::ctr_stream_options stream;
+  /// The loop: windows, syncs (their folder, periods and push target), the frozen export. Its
+  /// batch and tables are the model's (run_ctr_stream sets them from ctr_options).
+  ops::online::online_options online;
   /// How long to wait for a file to grow before looking again.
   std::chrono::milliseconds poll{100};
-  /// Where the tables' incremental checkpoints go for serving copies to follow (ops::sync),
-  /// and where a rerun resumes: with a chain there, the run restores the tables of its last
-  /// sync and the dense weights (with their optimizer's state) of its last dense sync, and
-  /// skips the rows trained by then (not on standard input, which the writer must resume).
-  /// A training process that dies so costs the rows since its last sync. A sync comes after the
-  /// first window that ends sync_every after the last one: a delta of the rows changed since,
-  /// and a full checkpoint every full_every deltas. Empty: none.
-  std::string sync_dir;
-  std::chrono::milliseconds sync_every{2000};
-  uint32_t full_every = 30;
-  /// With sync_dir: the dense weights go with the first sync at least this long after the last
-  /// dense one (ops::estimator::write_dense_sync), so at a lower rate than the rows.
-  std::chrono::milliseconds dense_sync_every{10000};
-  /// After each sync, `POST {"dir": sync_dir}` to this `darcy serve` model's :sync
-  /// ("http://HOST:PORT/v1/models/NAME", ":sync" optional; empty: none), with a bearer token when
-  /// given. A refused or failed push is reported in its window, and training goes on.
-  std::string sync_to;
-  std::string sync_token;
-  /// Gets each window's rows (as the stream gave them) before the model predicts or trains on
-  /// them; an error it returns ends the run with it. Empty: none.
-  std::function<caf::error(uint64_t window, const ops::estimator::example_table& rows)>
-    before_window;
-  /// After the first window, the model is exported here once (a version under this model
-  /// folder, for `darcy serve`), so that serving can start on it and follow the syncs. Empty:
-  /// no export.
-  std::string export_dir;
 };
-
-/// HOST:PORT and the target of an "http://HOST:PORT/PATH" URL; errc::invalid_argument else.
-caf::expected<std::pair<runtime::host_port, std::string>> parse_http_url(const std::string& url);
 
 /// One window of a stream run.
-struct ctr_stream_window {
-  /// 1-based.
-  uint64_t window = 0;
-  /// Rows trained on by its end, its own included.
-  uint64_t rows = 0;
-  /// Of the window's rows, predicted by the model before it trained on them.
-  double auc = 0;
-  double log_loss = 0;
-  /// The window's training rate.
-  double examples_per_second = 0;
-  /// Rows of every table after the window.
-  uint64_t embedding_rows = 0;
-  /// With a sync_dir, the checkpoint written after the window (empty: none), whether it is a
-  /// full one, and the bytes of its parts.
-  std::string sync_checkpoint;
-  bool sync_full = false;
-  uint64_t sync_bytes = 0;
-  /// Whether the dense weights went with that sync.
-  bool dense_synced = false;
-  /// With sync_to: the push's HTTP status (0: no answer), and when it was sent and answered.
-  unsigned sync_status = 0;
-  std::chrono::steady_clock::time_point push_sent{};
-  std::chrono::steady_clock::time_point push_answered{};
-  /// When each training step of the window ended.
-  std::vector<std::chrono::steady_clock::time_point> step_ends;
-  /// With export_dir, from the second window: the AUC on the window of the model as exported
-  /// after the first one, never synced (NaN before): what online training gains over it.
-  double frozen_auc = 0;
-  /// That export's score of each of the window's rows (empty before).
-  std::vector<float> frozen_scores;
-};
+using ctr_stream_window = ops::online::window_report;
 
-/// Trains on run.source window by window in an in-process embedding service: each window is
-/// first evaluated (its progressive AUC), then trained on. Runs until the stream ends or
-/// run.max_windows; `on_window` gets each window's figures, and an error it returns ends the
-/// run with it. A last partial window of an ended stream is evaluated and trained on too. With
-/// a sync_dir, the last window is always synced (the dense weights with it), and its push is
-/// tried again, every sync_every, up to 3 more times while it is not answered 200.
+/// Trains on run.source window by window in an in-process embedding service (ops::online's
+/// run_online: each window evaluated, then trained on, synced and pushed as run.online says;
+/// a rerun with the same sync folder resumes). `on_window` gets each window's figures, and an
+/// error it returns ends the run with it.
 caf::error run_ctr_stream(const ctr_options& o, const ctr_stream_run& run,
                           const std::function<caf::error(const ctr_stream_window&)>& on_window);
 

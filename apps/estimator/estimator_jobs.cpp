@@ -9,7 +9,7 @@
 #include "apps/estimator/fashion_mnist.hpp"
 #include "compute/nn/optimizers.hpp"
 #include "messages/error.hpp"
-#include "ops/estimator/ctr_input.hpp"
+#include "ops/ctr/ctr_input.hpp"
 
 namespace darcy::estimator_apps {
 
@@ -163,15 +163,15 @@ caf::expected<est::estimator_job> ctr_job(const nlohmann::json& options) {
   est::estimator_job job;
   job.uses_embeddings = true;
   job.train_input = [o = *o, workers](size_t worker) {
-    return est::ctr_file_input(o.train, {.batch_size = o.batch,
-                                         .epochs = 0,
-                                         .max_rows = o.train_rows,
-                                         .shard = static_cast<uint32_t>(worker % workers),
-                                         .shards = workers,
-                                         .skip_malformed = o.skip_malformed});
+    return ops::ctr::ctr_file_input(o.train, {.batch_size = o.batch,
+                                              .epochs = 0,
+                                              .max_rows = o.train_rows,
+                                              .shard = static_cast<uint32_t>(worker % workers),
+                                              .shards = workers,
+                                              .skip_malformed = o.skip_malformed});
   };
   job.eval = {
-    .input = est::ctr_file_input(
+    .input = ops::ctr::ctr_file_input(
       o->eval, {.batch_size = 1000, .max_rows = o->eval_rows, .skip_malformed = o->skip_malformed}),
     .metric = "auc_roc",
     .higher_is_better = true};

@@ -1,7 +1,7 @@
 // The Estimator jobs of `darcy estimator` that run as distributed roles, by name: Fashion-MNIST's
 // DNN, brown-genre's Wide & Deep and ctr's DLRM or Wide & Deep, each built from its options as
 // JSON. Every role process and every `darcy node` uses this catalog
-// (ops/estimator/distributed_job.hpp runs it).
+// (ops/estimator/distributed/distributed_job.hpp runs it).
 //
 //   auto jobs = estimator_jobs();
 //   auto job = ops::estimator::make_job(*jobs, "fashion-mnist", {{"train_examples", 6000}});
@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "ops/estimator/distributed_job.hpp"
+#include "ops/estimator/distributed/distributed_job.hpp"
 
 namespace darcy::estimator_apps {
 

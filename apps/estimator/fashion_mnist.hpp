@@ -1,6 +1,6 @@
 // `darcy estimator fashion-mnist`: the canned DNN classifier (784-256-128-10, ReLU, Adam,
 // batch 128) on Fashion-MNIST from the dataset-fashion-mnist package, trained for a number
-// of epochs and evaluated on the test set. Also the training step that `darcy bench
+// of epochs and evaluated on the test set. Also the training step that `darcy-bench
 // estimator` times.
 #pragma once
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "compute/finite.hpp"
 #include "compute/nn/gemm.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
@@ -227,7 +228,7 @@ caf::expected<double> lm_model::train_step(const std::vector<std::string>& input
   matrix dh1 = dz + middle_backward(drop_backward(1, dz));
   matrix de = drop_backward(0, stack(first_->backward(split(dh1, o_.batch))));
   auto params = dense_parameters();
-  if (!compute::nn::grads_finite(params) || !de.allFinite())
+  if (!compute::nn::grads_finite(params) || !compute::all_finite(de))
     return make_error(errc::non_finite, "moe lm: a gradient of step " + std::to_string(step) +
                                           " is not finite; nothing applied");
   compute::nn::clip_by_global_norm(params, static_cast<float>(o_.clip_norm));

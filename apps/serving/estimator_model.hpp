@@ -15,7 +15,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/serving/access_policy.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 
 namespace darcy::serving {
 

@@ -6,6 +6,7 @@
 #include "messages/error.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/embedding/embedding_part.hpp"
 #include "stores/serving/serving_export.hpp"
 
 namespace darcy::word2vec {

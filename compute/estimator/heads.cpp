@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "compute/finite.hpp"
 #include "compute/nn/softmax_cross_entropy.hpp"
 
 namespace darcy::compute::estimator {
@@ -83,7 +84,7 @@ plain_error head<T>::check(const matrix& logits, const matrix& labels,
   for (auto w : weights)
     if (!std::isfinite(w) || w < 0)
       return bad_input("weights must be finite and >= 0");
-  if (!logits.allFinite() || !labels.allFinite())
+  if (!all_finite(logits) || !all_finite(labels))
     return bad_input("non-finite logits or labels");
   for (size_t h = 0; h < parts_.size(); ++h) {
     auto& p = parts_[h];

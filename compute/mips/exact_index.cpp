@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "compute/finite.hpp"
 #include "compute/parallel.hpp"
 
 namespace darcy::compute::mips {
@@ -16,7 +17,7 @@ constexpr size_t min_items_per_thread = 16384;
 // The first row of `m` holding a NaN or an infinity, or m.rows().
 Eigen::Index first_non_finite_row(const row_matrix& m) {
   for (Eigen::Index r = 0; r < m.rows(); ++r)
-    if (!m.row(r).allFinite())
+    if (!all_finite(std::span{m.row(r).data(), static_cast<size_t>(m.cols())}))
       return r;
   return m.rows();
 }

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "compute/finite.hpp"
+
 namespace darcy::compute::nn {
 
 std::vector<float>& optimizer::slots_of(const parameter<float>& p) {
@@ -83,7 +85,7 @@ T clip_by_global_norm(const parameter_list<T>& params, T max_norm) {
 template <class T>
 bool grads_finite(const parameter_list<T>& params) {
   for (auto* p : params)
-    if (!p->grad.allFinite())
+    if (!all_finite(p->grad))
       return false;
   return true;
 }

@@ -1,6 +1,6 @@
 // Messaging-probe messages: a node runs `count` echo round trips of `payload_bytes` against a
 // target with at most `window` requests in flight, and reports latencies. Used by
-// `darcy bench messaging` to measure node-to-node messaging between two real processes.
+// `darcy-bench messaging` to measure node-to-node messaging between two real processes.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "compute/placement.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::ops::estimator {
@@ -12,7 +13,7 @@ variable_placement round_robin_placement() {
   return [](const variable_list& vars, uint32_t servers) {
     std::vector<uint32_t> out(vars.size());
     for (size_t i = 0; i < vars.size(); ++i)
-      out[i] = static_cast<uint32_t>(i % servers);
+      out[i] = compute::shard_of(i, servers);
     return out;
   };
 }

@@ -52,8 +52,10 @@ class Table:
         return self._handle.top_k(vectors, k, metric)
 
     def sampled_logits(self, positive_keys, activations, num_sampled, seed=1):
-        """Sampled-softmax logits for a batch: positive_keys[b] lists example b's keys (str),
-        activations are float32 (batch, dim). Columns are each example's positives, padded,
+        """Sampled-softmax logits for a batch: positive_keys[b] is example b's keys (a str or
+        bytes key, a list of them, or a NumPy integer array), or positive_keys is an integer
+        array (1-D: one id an example; 2-D: a row of ids an example); activations are float32
+        (batch, dim). Columns are each example's positives, padded,
         then num_sampled negatives shared by the batch, drawn by the service's sampler from
         the table's rows (frequency^0.75), each logit a.w - log(num_sampled * Q(key)).
         Returns (logits, labels, pending); pending.backward(dlogits) sends the rows'

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from darcy import _darcy
+from darcy.session import Table
 
 __all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "sampled_logits", "sampled_softmax_loss",
            "save", "load"]
@@ -179,11 +180,16 @@ class _SampledLogits(torch.autograd.Function):
 def sampled_logits(table, positive_keys, activations, num_sampled, seed=1):
     """(logits, labels) of a sampled softmax over `table`'s rows (Table.sampled_logits), with
     autograd: the loss's backward updates the rows involved on the shards and flows into
-    `activations`. Train with sampled_softmax_loss(logits, labels)."""
+    `activations`. positive_keys take every form Table.sampled_logits takes, and an integer
+    tensor as an array (1-D: one positive an example). Train with
+    sampled_softmax_loss(logits, labels)."""
     if not isinstance(activations, torch.Tensor) or activations.dim() != 2:
         raise _invalid("activations are a 2-D float tensor (batch, dim)")
-    return _SampledLogits.apply(activations.float(), table, [list(p) for p in positive_keys],
-                                num_sampled, seed)
+    if isinstance(positive_keys, torch.Tensor):
+        if positive_keys.is_floating_point() or positive_keys.is_complex():
+            raise _invalid(f"positive keys of dtype {positive_keys.dtype}; ids are integers")
+        positive_keys = positive_keys.detach().cpu().numpy()
+    return _SampledLogits.apply(activations.float(), table, positive_keys, num_sampled, seed)
 
 
 def sampled_softmax_loss(logits, labels):
@@ -192,33 +198,53 @@ def sampled_softmax_loss(logits, labels):
     return -(labels * torch.log_softmax(logits, 1)).sum(1).mean()
 
 
-def _sessions(model):
+def _tables(model, tables):
+    """The tables `model` reaches (its DynamicEmbedding and DynamicEmbeddingBag modules' and
+    every darcy.Table held in an attribute of one of its modules, such as the output table of
+    a sampled softmax), then `tables`, each once."""
     found = {}
     for module in model.modules():
-        if isinstance(module, (DynamicEmbedding, DynamicEmbeddingBag)):
-            found[id(module.table.session)] = module.table.session
+        for value in vars(module).values():
+            if isinstance(value, Table):
+                found[id(value)] = value
+    for table in tables or ():
+        if not isinstance(table, Table):
+            raise _invalid(f"tables holds a {type(table).__name__}; darcy.Table objects")
+        found[id(table)] = table
     return list(found.values())
 
 
-def save(model, path, step=0, full_every=0):
-    """Checkpoints `model`: its tables' session through Darcy's one checkpoint mechanism
-    (PATH/tables, consistent across shards; incremental with full_every > 0, as Session.save)
-    and its state_dict (PATH/module.pt)."""
-    os.makedirs(path, exist_ok=True)
-    sessions = _sessions(model)
+def _session(model, tables):
+    """The one session of the tables `model` reaches and `tables` (None without tables)."""
+    sessions = {id(t.session): t.session for t in _tables(model, tables)}
     if len(sessions) > 1:
         raise _invalid("the model's tables come from more than one session")
-    if sessions:
-        sessions[0].save(os.path.join(path, "tables"), step, full_every)
+    return next(iter(sessions.values()), None)
+
+
+def save(model, path, step=0, full_every=0, tables=None):
+    """Checkpoints `model`: the session of every table it reaches (its DynamicEmbedding and
+    DynamicEmbeddingBag modules' and any darcy.Table a module holds as an attribute, as the
+    output table of a sampled softmax) and of `tables` (tables used elsewhere), through
+    Darcy's one checkpoint mechanism (PATH/tables, consistent across shards; incremental with
+    full_every > 0, as Session.save), and its state_dict (PATH/module.pt). Every table of that
+    session is saved."""
+    session = _session(model, tables)
+    os.makedirs(path, exist_ok=True)
+    if session is not None:
+        session.save(os.path.join(path, "tables"), step, full_every)
     torch.save(model.state_dict(), os.path.join(path, "module.pt"))
 
 
-def load(model, path):
-    """Restores what save() wrote into `model` (its tables and its state_dict); returns the
-    step saved with the tables (0 without tables)."""
-    sessions = _sessions(model)
-    if len(sessions) > 1:
-        raise _invalid("the model's tables come from more than one session")
-    step = sessions[0].restore(os.path.join(path, "tables")) if sessions else 0
+def load(model, path, tables=None):
+    """Restores what save() wrote into `model` (the tables' session, found as save() finds it,
+    and its state_dict); returns the step saved with the tables (0 without tables). Raises
+    darcy.NotFound when save() wrote tables and `model` (with `tables`) reaches none."""
+    session = _session(model, tables)
+    saved = os.path.join(path, "tables")
+    if session is None and os.path.isdir(saved):
+        raise _darcy.NotFound(f"not found: {saved} holds tables, and the model reaches none; "
+                              "pass them with tables=")
+    step = session.restore(saved) if session is not None else 0
     model.load_state_dict(torch.load(os.path.join(path, "module.pt")))
     return step

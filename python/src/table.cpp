@@ -2,10 +2,10 @@
 
 #include <cstring>
 
-#include "compute/finite.hpp"
 #include "messages/error.hpp"
 #include "python/src/keys.hpp"
 #include "python/src/table_config.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace py = pybind11;
 
@@ -140,8 +140,8 @@ void table_handle::apply_gradients(const py::handle& keys, const py::handle& gra
   auto distinct = k.distinct.size();
   auto err = session_->run([&](ops::session& s) -> caf::error {
     std::span<const float> given{g.data(), k.inverse.size() * dim};
-    if (!compute::all_finite(given))
-      return make_error(errc::non_finite, "gradients of '" + config_.name + "'");
+    if (auto err = stores::check_gradients(config_, k.inverse.size(), given))
+      return err;
     std::vector<float> sums(distinct * dim, 0.0f);
     for (size_t i = 0; i < k.inverse.size(); ++i)
       for (size_t d = 0; d < dim; ++d)
@@ -181,9 +181,9 @@ py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::s
   return result;
 }
 
-py::tuple table_handle::sampled_logits(const std::vector<std::vector<std::string>>& positive_keys,
-                                       const py::handle& activations, uint32_t num_sampled,
-                                       uint64_t seed) {
+py::tuple table_handle::sampled_logits(const py::handle& positives, const py::handle& activations,
+                                       uint32_t num_sampled, uint64_t seed) {
+  auto positive_keys = read_positive_keys(positives);
   auto a = read_rows(activations, positive_keys.size(), config_.dim,
                      "activations for '" + config_.name + "'");
   ops::matrix m =

@@ -81,10 +81,10 @@ public:
 
   pybind11::dict stats();
 
-  /// (logits, labels, pending) of ops::sampled_logits: positive_keys[b] are example b's keys
-  /// (a list of str each), activations float32 (batch, dim), num_sampled negatives drawn by
-  /// the service's sampler.
-  pybind11::tuple sampled_logits(const std::vector<std::vector<std::string>>& positive_keys,
+  /// (logits, labels, pending) of ops::sampled_logits: positive_keys are each example's keys
+  /// in any form read_positive_keys takes, activations float32 (batch, dim), num_sampled
+  /// negatives drawn by the service's sampler. Bad keys raise before the service is asked.
+  pybind11::tuple sampled_logits(const pybind11::handle& positive_keys,
                                  const pybind11::handle& activations, uint32_t num_sampled,
                                  uint64_t seed);
 

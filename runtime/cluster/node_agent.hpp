@@ -50,7 +50,7 @@ struct node_agent_state {
   bool registry_lost = false;
   bool rejoining = false;
   std::chrono::milliseconds backoff{0};
-  /// The node-wide disruption every new chaos gate starts with (`darcy chaos soak`).
+  /// The node-wide disruption every new chaos gate starts with (`darcy-bench soak`).
   disruption node_plan;
   /// Gates spawned so far, which varies each gate's seed.
   uint64_t gates_spawned = 0;

@@ -1,6 +1,6 @@
 // The messaging probe: runs echo round trips against any actor that answers
 // (echo_atom, std::string) -> std::string, with at most `window` requests in flight, and
-// reports each round trip's latency. Used by the node agent and by `darcy bench messaging`.
+// reports each round trip's latency. Used by the node agent and by `darcy-bench messaging`.
 #pragma once
 
 #include <caf/actor.hpp>

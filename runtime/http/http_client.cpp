@@ -6,6 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <string_view>
+
+#include "messages/error.hpp"
+
 namespace darcy::runtime {
 
 std::string http_exchange(uint16_t port, const std::string& raw) {
@@ -70,6 +74,23 @@ std::string http_request_text(const std::string& method, const std::string& targ
     r +=
       "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   return r + "\r\n" + body;
+}
+
+caf::expected<http_url> parse_http_url(const std::string& url) {
+  constexpr std::string_view scheme = "http://";
+  auto bad = [&] {
+    return make_error(errc::invalid_argument, "'" + url + "' is not http://HOST:PORT/PATH");
+  };
+  if (url.compare(0, scheme.size(), scheme) != 0)
+    return bad();
+  auto rest = url.substr(scheme.size());
+  auto slash = rest.find('/');
+  if (slash == std::string::npos)
+    return bad();
+  auto address = parse_host_port(rest.substr(0, slash));
+  if (!address)
+    return bad();
+  return http_url{*address, rest.substr(slash)};
 }
 
 } // namespace darcy::runtime

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <caf/expected.hpp>
+
 #include "runtime/host_port.hpp"
 
 namespace darcy::runtime {
@@ -26,5 +28,16 @@ std::string http_body(const std::string& answer);
 /// A well-formed request with Connection: close; a bearer token when `token` is not empty.
 std::string http_request_text(const std::string& method, const std::string& target,
                               const std::string& token, const std::string& body = {});
+
+/// Where an "http://HOST:PORT/PATH" URL points: "http://127.0.0.1:8500/v1/models/ctr" is
+/// {127.0.0.1:8500, "/v1/models/ctr"}.
+struct http_url {
+  host_port address;
+  std::string target;
+};
+
+/// The parts of `url`; errc::invalid_argument for anything but http://HOST:PORT/PATH (no
+/// https, no user, a port and a path required).
+caf::expected<http_url> parse_http_url(const std::string& url);
 
 } // namespace darcy::runtime

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 
 #include "messages/error.hpp"
 
@@ -208,6 +209,13 @@ std::string self_executable() {
   if (n <= 0)
     return {};
   return std::string(buffer, static_cast<size_t>(n));
+}
+
+std::string sibling_executable(const std::string& name) {
+  auto self = self_executable();
+  if (self.empty())
+    return {};
+  return (std::filesystem::path{self}.parent_path() / name).string();
 }
 
 caf::expected<launched_node> launch_node(const std::vector<std::string>& argv,

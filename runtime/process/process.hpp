@@ -66,6 +66,10 @@ caf::expected<pid_t> start_detached(const std::vector<std::string>& argv, const 
 /// The path of the running executable.
 std::string self_executable();
 
+/// The executable `name` in the folder of the running one (darcy-bench runs the `darcy` built
+/// beside it); empty when the running executable's path cannot be read.
+std::string sibling_executable(const std::string& name);
+
 /// A `darcy node` process and the address it listens on.
 struct launched_node {
   child_process process;

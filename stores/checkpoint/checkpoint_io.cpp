@@ -11,8 +11,8 @@
 #include "compute/hash.hpp"
 #include "messages/checkpoint.capnp.h"
 #include "messages/error.hpp"
+#include "stores/checkpoint/capnp_bytes.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
-#include "stores/checkpoint/shard_file.hpp"
 
 namespace darcy::stores {
 
@@ -133,28 +133,6 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   return cfg;
 }
 
-std::string flat_bytes(capnp::MessageBuilder& message) {
-  auto words = capnp::messageToFlatArray(message);
-  auto bytes = words.asChars();
-  return {bytes.begin(), bytes.size()};
-}
-
-// Copies a whole file's bytes into word-aligned memory.
-caf::expected<kj::Array<capnp::word>> to_words(const std::string& bytes, const std::string& path) {
-  if (bytes.size() % sizeof(capnp::word) != 0)
-    return make_error(errc::corrupt_file,
-                      path + ": truncated (" + std::to_string(bytes.size()) + " bytes)");
-  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  return words;
-}
-
-capnp::ReaderOptions reader_options(size_t words) {
-  capnp::ReaderOptions opts;
-  opts.traversalLimitInWords = words * 2 + 1024;
-  return opts;
-}
-
 } // namespace
 
 std::string encode_config(const de_config& cfg) {
@@ -173,56 +151,6 @@ caf::expected<de_config> decode_config(const std::string& bytes, const std::stri
   } catch (const kj::Exception& e) {
     return make_error(errc::corrupt_file, what + ": " + e.getDescription().cStr());
   }
-}
-
-caf::expected<file_info> write_shard_file(const std::string& dir, const std::string& rel_path,
-                                          const de_config& cfg, embedding_store& store) {
-  capnp::MallocMessageBuilder message;
-  auto rows = fill_shard_file(message, cfg.name, store);
-  if (!rows)
-    return std::move(rows.error());
-  return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), *rows);
-}
-
-caf::expected<file_info> write_delta_file(const std::string& dir, const std::string& rel_path,
-                                          const de_config& cfg, embedding_store& store,
-                                          std::span<const std::string_view> keys) {
-  capnp::MallocMessageBuilder message;
-  auto rows = fill_delta_file(message, cfg.name, store, keys);
-  if (!rows)
-    return std::move(rows.error());
-  return checkpoint_dir{dir}.write_part(rel_path, flat_bytes(message), *rows);
-}
-
-caf::expected<bool> read_shard_part(const std::string& dir, const file_info& file,
-                                    const de_config& cfg,
-                                    const std::function<caf::error(const row_record&)>& f,
-                                    const std::function<caf::error(std::string_view)>& deleted) {
-  auto path = join(dir, file.path);
-  auto bytes = checkpoint_dir{dir}.read_part(file);
-  if (!bytes)
-    return std::move(bytes.error());
-  auto words = to_words(*bytes, path);
-  if (!words)
-    return std::move(words.error());
-  try {
-    capnp::FlatArrayMessageReader reader{*words, reader_options(words->size())};
-    auto part = reader.getRoot<ShardFile>();
-    if (auto err = for_each_shard_row(part, cfg.dim, path, f))
-      return err;
-    for (auto key : part.getDeleted())
-      if (auto err = deleted({reinterpret_cast<const char*>(key.begin()), key.size()}))
-        return err;
-    return part.getDelta();
-  } catch (const kj::Exception& e) {
-    return make_error(errc::corrupt_file, path + ": " + e.getDescription().cStr());
-  }
-}
-
-caf::error read_shard_file(const std::string& dir, const file_info& file, const de_config& cfg,
-                           const std::function<caf::error(const row_record&)>& f) {
-  auto read = read_shard_part(dir, file, cfg, f, [](std::string_view) { return caf::error{}; });
-  return read ? caf::error{} : std::move(read.error());
 }
 
 namespace {

@@ -14,6 +14,14 @@ caf::expected<checkpoint_transaction> checkpoint_transaction::begin(std::string 
   return checkpoint_transaction{std::move(dir), checkpoint_dir::new_id(label)};
 }
 
+caf::expected<checkpoint_transaction> checkpoint_transaction::begin_version(std::string root) {
+  checkpoint_dir dir{std::move(root)};
+  if (auto err = dir.prepare())
+    return err;
+  auto version = dir.next_version();
+  return checkpoint_transaction{std::move(dir), std::move(version)};
+}
+
 checkpoint_transaction::checkpoint_transaction(checkpoint_dir root, std::string id)
   : root_(std::move(root)), id_(std::move(id)) {
 }

@@ -1,6 +1,7 @@
 // One checkpoint being taken, from its fresh id to its manifest: every service that saves
 // state spread over parts (the coordinator of the embedding master and the WALS chief, the MoE
-// router, the Estimator) writes its parts under id() and ends with commit(), manifest last and
+// router, the Estimator, and the exports and dense syncs, as numbered versions) writes its parts
+// under id() and ends with commit(), manifest last and
 // atomic, or with discard(). A transaction dropped without either discards its directory, so a
 // failed save never leaves a half-written checkpoint and the previous one stays current.
 //
@@ -25,6 +26,10 @@ public:
   /// Prepares `root` (errc::io_error when it cannot be written) and picks a fresh id made from
   /// `label` (checkpoint_dir::new_id).
   static caf::expected<checkpoint_transaction> begin(std::string root, const std::string& label);
+
+  /// The same under the next numbered version of `root` (checkpoint_dir::next_version), as
+  /// exports and dense syncs are named.
+  static caf::expected<checkpoint_transaction> begin_version(std::string root);
 
   /// A transaction under `id`, which must be fresh; `root` must be prepared.
   checkpoint_transaction(checkpoint_dir root, std::string id);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "compute/finite.hpp"
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
@@ -77,17 +78,24 @@ caf::error check_batch(const de_config& cfg, size_t batch) {
   return {};
 }
 
-caf::error check_gradients(const de_config& cfg, size_t keys, std::span<const float> grads) {
-  if (cfg.read_only)
-    return make_error(errc::read_only, "update of embedding '" + cfg.name + "'");
-  if (grads.size() != keys * cfg.dim)
+caf::error check_gradients(std::string_view table, bool read_only, size_t dim, size_t keys,
+                           std::span<const float> grads) {
+  auto name = table.empty() ? std::string{"the table"} : "embedding '" + std::string{table} + "'";
+  if (read_only)
+    return make_error(errc::read_only, "update of " + name);
+  if (grads.size() != keys * dim)
     return make_error(errc::dimension_mismatch,
-                      cfg.name + ": " + std::to_string(keys) + " keys of dim " +
-                        std::to_string(cfg.dim) + " need " + std::to_string(keys * cfg.dim) +
-                        " gradient values, got " + std::to_string(grads.size()));
-  if (!compute::all_finite(grads))
-    return make_error(errc::non_finite, "gradients for embedding '" + cfg.name + "'");
+                      name + ": " + std::to_string(keys) + " keys of dim " + std::to_string(dim) +
+                        " need " + std::to_string(keys * dim) + " gradient values, got " +
+                        std::to_string(grads.size()));
+  if (auto bad = compute::first_non_finite(grads); bad < grads.size())
+    return make_error(errc::non_finite, "the gradient of key " + std::to_string(bad / dim) +
+                                          " of the batch for " + name);
   return {};
+}
+
+caf::error check_gradients(const de_config& cfg, size_t keys, std::span<const float> grads) {
+  return check_gradients(cfg.name, cfg.read_only, cfg.dim, keys, grads);
 }
 
 caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <string_view>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -21,8 +23,15 @@ caf::error validate(const de_config& cfg);
 /// Fails with errc::empty_batch or errc::batch_too_large (naming the embedding and the limit).
 caf::error check_batch(const de_config& cfg, size_t batch);
 
-/// Checks gradients for `keys` rows of `cfg`: errc::read_only, errc::dimension_mismatch
-/// (grads.size() != keys * dim) or errc::non_finite, each naming the embedding.
+/// The one check of an embedding update's gradients, which every store's update and every op
+/// that sums gradients before sending them runs; nothing is applied when it fails:
+/// errc::read_only for a read-only table, errc::dimension_mismatch when grads.size() != keys *
+/// dim, errc::non_finite naming the first key (by position) with a NaN or an infinity. Each
+/// names `table`.
+caf::error check_gradients(std::string_view table, bool read_only, size_t dim, size_t keys,
+                           std::span<const float> grads);
+
+/// The same for `keys` rows of `cfg`.
 caf::error check_gradients(const de_config& cfg, size_t keys, std::span<const float> grads);
 
 /// The entry of embedding `name` in a map keyed by embedding name (the master's configs, a

@@ -15,7 +15,7 @@
 #include "compute/sampler.hpp"
 #include "messages/checkpoint.capnp.h"
 #include "messages/error.hpp"
-#include "stores/checkpoint/shard_file.hpp"
+#include "stores/embedding/shard_file.hpp"
 
 namespace darcy::stores {
 

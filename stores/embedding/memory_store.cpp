@@ -7,6 +7,7 @@
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace darcy::stores {
 
@@ -348,16 +349,8 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
                                        std::span<const uint64_t> hashes,
                                        std::span<const float> grads, int64_t step) {
   auto dim = opts_.dim;
-  if (opts_.read_only)
-    return make_error(errc::read_only, "update");
-  if (grads.size() != keys.size() * dim)
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(keys.size()) + " keys of dim " + std::to_string(dim) +
-                        " need " + std::to_string(keys.size() * dim) + " gradient values, got " +
-                        std::to_string(grads.size()));
-  for (size_t k = 0; k < keys.size(); ++k)
-    if (!compute::all_finite(grads.subspan(k * dim, dim)))
-      return make_error(errc::non_finite, "gradient of key '" + std::string{keys[k]} + "'");
+  if (auto err = check_gradients("", opts_.read_only, dim, keys.size(), grads))
+    return err;
   if (hashes.empty()) {
     scratch_hashes_.resize(keys.size());
     for (size_t k = 0; k < keys.size(); ++k)

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "compute/finite.hpp"
 #include "compute/hash.hpp"
 #include "compute/initializer.hpp"
 #include "messages/error.hpp"
+#include "stores/embedding/de_config.hpp"
 
 namespace darcy::stores {
 
@@ -211,14 +211,8 @@ caf::error write_behind_store::export_keys(std::span<const std::string_view> key
 caf::error write_behind_store::update(std::span<const std::string_view> keys,
                                       std::span<const uint64_t>, std::span<const float> grads,
                                       int64_t step) {
-  if (cfg_.read_only)
-    return make_error(errc::read_only, "update");
-  if (grads.size() != keys.size() * cfg_.dim)
-    return make_error(errc::dimension_mismatch,
-                      std::to_string(keys.size()) + " keys of dim " + std::to_string(cfg_.dim) +
-                        " need " + std::to_string(keys.size() * cfg_.dim) + " gradient values");
-  if (!compute::all_finite(grads))
-    return make_error(errc::non_finite, "gradients");
+  if (auto err = check_gradients(cfg_, keys.size(), grads))
+    return err;
   found_.assign(keys.size(), none);
   if (auto err = load(keys, !admission_, found_))
     return err;

@@ -7,8 +7,10 @@
 #include <toml++/toml.h>
 
 #include "compute/mips/exact_index.hpp"
+#include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/checkpoint/checkpoint_transaction.hpp"
 #include "stores/checkpoint/matrix_file.hpp"
 
 namespace darcy::stores {
@@ -181,24 +183,20 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
   c.items = n;
   c.users = static_cast<uint64_t>(in.users.rows());
   c.dim = static_cast<uint32_t>(in.items.cols());
-  checkpoint_dir dir{model_dir};
-  if (auto err = dir.prepare())
-    return err;
-  auto version = dir.next_version();
+  // A failure before the commit leaves no version behind (the transaction discards it).
+  auto t = checkpoint_transaction::begin_version(model_dir);
+  if (!t)
+    return std::move(t.error());
+  auto version = t->id();
   checkpoint_manifest m;
   m.service = serving_service_name;
-  m.checkpoint = version;
   m.shard_count = c.shards;
   auto add = [&](const std::string& rel, std::string_view bytes, uint64_t rows) -> caf::error {
-    auto part = dir.write_part(version + "/" + rel, bytes, rows);
+    auto part = t->root().write_part(version + "/" + rel, bytes, rows);
     if (!part)
       return std::move(part.error());
     m.parts.push_back(*part);
     return {};
-  };
-  auto fail = [&](caf::error err) -> caf::expected<std::string> {
-    dir.discard(version);
-    return err;
   };
   row_matrix gramian = in.items.transpose() * in.items;
   for (auto err :
@@ -211,18 +209,18 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
         add("root/item_names.txt", names_text(in.item_names), in.item_names.size()),
         add("root/user_names.txt", names_text(in.user_names), in.user_names.size())})
     if (err)
-      return fail(err);
+      return err;
   for (uint32_t s = 0; s < c.shards; ++s) {
-    auto rows = (n - s + c.shards - 1) / c.shards;
+    auto rows = compute::rows_owned(n, s, c.shards);
     row_matrix part(static_cast<Eigen::Index>(rows), in.items.cols());
     std::vector<uint64_t> ids(rows);
-    for (size_t r = 0; r < rows; ++r) {
-      ids[r] = s + r * c.shards;
-      part.row(static_cast<Eigen::Index>(r)) = in.items.row(static_cast<Eigen::Index>(ids[r]));
-    }
+    compute::for_each_owned(n, s, c.shards, [&](uint64_t id, uint64_t r) {
+      ids[r] = id;
+      part.row(static_cast<Eigen::Index>(r)) = in.items.row(static_cast<Eigen::Index>(id));
+    });
     auto index = compute::mips::ivf_pq_index::build(part, std::move(ids), in.index);
     if (!index)
-      return fail(make_error(index.error()));
+      return make_error(index.error());
     auto& p = index->parts();
     auto prefix = "shard-" + std::to_string(s) + "/";
     for (auto err :
@@ -233,11 +231,11 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
           add(prefix + "items.f32", bytes_of(p.items.span()), rows),
           add(prefix + "ids.u64", bytes_of(p.ids.span()), rows)})
       if (err)
-        return fail(err);
+        return err;
   }
   if (in.before_commit)
     in.before_commit();
-  if (auto err = dir.commit(m, keep))
+  if (auto err = t->commit(m, keep))
     return err;
   return version;
 }
@@ -307,7 +305,7 @@ caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& 
     return invalid("shard " + std::to_string(shard) + " of an export of " +
                    std::to_string(config->shards));
   auto prefix = "shard-" + std::to_string(shard) + "/";
-  auto rows = (config->items - shard + config->shards - 1) / config->shards;
+  auto rows = compute::rows_owned(config->items, shard, config->shards);
   compute::mips::ivf_pq_parts p;
   auto centroids = read_matrix_part(dir, m, prefix + "centroids.f32");
   auto codebooks = read_matrix_part(dir, m, prefix + "codebooks.f32");

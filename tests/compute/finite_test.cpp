@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <Eigen/Dense>
 
 namespace darcy::compute {
 namespace {
@@ -31,6 +32,32 @@ TEST(finite, every_nan_and_infinity_is_found_at_its_position) {
     SCOPED_TRACE(c.what);
     EXPECT_EQ(all_finite(c.values), c.first_bad == c.values.size());
     EXPECT_EQ(first_non_finite(c.values), c.first_bad);
+  }
+}
+
+TEST(finite, doubles_and_eigen_matrices_are_checked_by_the_same_rule) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  struct {
+    const char* what;
+    std::vector<double> values;
+    bool finite;
+  } cases[] = {
+    {"empty", {}, true},
+    {"finite, with zero, negatives and a denormal", {0, -1, 3.5, 4.9e-324}, true},
+    {"a NaN", {0, std::nan("")}, false},
+    {"an infinity in a later block", std::vector<double>(5000, 2.0), true},
+    {"a negative infinity", {1, -inf}, false},
+  };
+  cases[3].values[4500] = inf;
+  cases[3].finite = false;
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(all_finite(c.values), c.finite);
+    Eigen::MatrixXd m = Eigen::Map<const Eigen::VectorXd>(
+      c.values.data(), static_cast<Eigen::Index>(c.values.size()));
+    EXPECT_EQ(all_finite(m), c.finite);
+    Eigen::MatrixXf f = m.cast<float>();
+    EXPECT_EQ(all_finite(f), c.finite);
   }
 }
 

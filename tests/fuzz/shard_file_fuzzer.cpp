@@ -1,6 +1,7 @@
 // The embedding shard file reader (stores/checkpoint_io): rows of an embedding whose dim and
 // optimizer come from the first byte, as the manifest would give them.
 #include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/embedding/embedding_part.hpp"
 #include "tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

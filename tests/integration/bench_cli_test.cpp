@@ -1,4 +1,4 @@
-// `darcy bench` as a user runs it: options that cannot make a benchmark are refused with one
+// `darcy-bench` as a user runs it: options that cannot make a benchmark are refused with one
 // line naming the option, before any timing starts: exit code 2 for what the command line's
 // parser refuses, 1 for what the benchmark does.
 #include <gtest/gtest.h>
@@ -30,15 +30,15 @@ TEST(bench_cli, options_that_cannot_make_a_benchmark_are_one_clear_error_line) {
      "not found: no file /nonexistent/train-images-idx3-ubyte.gz (install the Debian package"},
   };
   for (auto& c : cases) {
-    std::vector<std::string> args{"bench", "estimator", "--no-peer"};
+    std::vector<std::string> args{"estimator", "--no-peer"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    auto r = run_darcy(args);
+    auto r = run_bench(args);
     EXPECT_EQ(r.exit_code, c.exit_code) << c.what << ": " << r.err;
     EXPECT_NE(r.err.find(c.mentions), std::string::npos) << c.what << ": " << r.err;
     EXPECT_EQ(r.err.find("not found: not found"), std::string::npos) << c.what << ": " << r.err;
     EXPECT_EQ(r.out.find("{\"bench\""), std::string::npos) << c.what << ": " << r.out;
   }
-  auto r = run_darcy({"bench", "moe", "--no-peer", "--settings", "seed,foo"});
+  auto r = run_bench({"moe", "--no-peer", "--settings", "seed,foo"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("unknown setting 'foo' (seed, ffn)"), std::string::npos) << r.err;
 }

@@ -1,4 +1,4 @@
-// Every benchmark as a user runs it (`darcy bench NAME` and each apps/bench/ script), at a tiny
+// Every benchmark as a user runs it (`darcy-bench NAME` and each apps/bench/ script), at a tiny
 // size and with its peer: each must end with its JSON line and the ratio it exists for, so
 // that a benchmark that can no longer finish fails `make test`. A peer whose package is missing
 // skips its test, naming the package (python3-faiss, python3-torch and python3-gensim are not
@@ -99,9 +99,9 @@ void write_tiny_fashion_mnist(const std::string& dir, uint32_t train, uint32_t t
 
 TEST(bench_smoke, online_against_the_export_never_synced) {
   temp_dir tmp{"bench_online"};
-  auto m = metrics_of(run_darcy({"bench", "online", "--seconds", "4", "--window", "1000",
-                                 "--sync-every", "0.5", "--dense-sync-every", "1", "--qps", "20",
-                                 "--instances", "4", "--dir", tmp.path() + "/work", "--quiet"}),
+  auto m = metrics_of(run_bench({"online", "--seconds", "4", "--window", "1000", "--sync-every",
+                                 "0.5", "--dense-sync-every", "1", "--qps", "20", "--instances",
+                                 "4", "--dir", tmp.path() + "/work", "--quiet"}),
                       "online");
   expect_positive(m, {"freshness_p50_s", "freshness_p99_s", "qps", "syncs", "dense_syncs",
                       "served_auc", "frozen_auc", "p99_ms_without_syncs"});
@@ -111,7 +111,7 @@ TEST(bench_smoke, online_against_the_export_never_synced) {
 }
 
 TEST(bench_smoke, messaging_against_plain_tcp) {
-  auto m = metrics_of(run_darcy({"bench", "messaging", "--count-1k", "200", "--count-256k", "20",
+  auto m = metrics_of(run_bench({"messaging", "--count-1k", "200", "--count-256k", "20",
                                  "--latency-count", "100", "--repetitions", "1"}),
                       "messaging");
   expect_positive(m, {"remote_vs_tcp_1k", "remote_vs_tcp_256k"});
@@ -119,8 +119,8 @@ TEST(bench_smoke, messaging_against_plain_tcp) {
 
 TEST(bench_smoke, embedding_against_a_dense_gather) {
   auto m = metrics_of(
-    run_darcy({"bench", "embedding", "--keys", "20000", "--dim", "8", "--batch", "256", "--batches",
-               "8", "--shards", "2", "--leveldb-keys", "2000", "--repetitions", "1"}),
+    run_bench({"embedding", "--keys", "20000", "--dim", "8", "--batch", "256", "--batches", "8",
+               "--shards", "2", "--leveldb-keys", "2000", "--repetitions", "1"}),
     "embedding");
   expect_positive(m, {"store_vs_dense", "service_vs_dense", "direct_vs_dense", "remote_vs_dense",
                       "leveldb_cold_rows_s"});
@@ -132,21 +132,21 @@ TEST(bench_smoke, redis_against_redis_benchmark) {
     if (auto why = missing_program(program, package); !why.empty())
       GTEST_SKIP() << why;
   auto m =
-    metrics_of(run_darcy({"bench", "redis", "--rows", "2000", "--dim", "8", "--batch", "32",
-                          "--batches", "20", "--repetitions", "1", "--peer-requests", "2000"}),
+    metrics_of(run_bench({"redis", "--rows", "2000", "--dim", "8", "--batch", "32", "--batches",
+                          "20", "--repetitions", "1", "--peer-requests", "2000"}),
                "redis");
   expect_positive(m, {"redis_vs_redis_benchmark", "darcy_rows_s", "cached_rows_s"});
 }
 
 TEST(bench_smoke, wals_against_the_plain_eigen_loop_and_on_two_node_processes) {
-  std::vector<std::string> tiny{"bench", "wals",  "--rows", "3000", "--cols",  "2000",
-                                "--nnz", "30000", "--dim",  "8",    "--iters", "2"};
+  std::vector<std::string> tiny{"wals",  "--rows", "3000", "--cols",  "2000", "--nnz",
+                                "30000", "--dim",  "8",    "--iters", "2"};
   auto local = tiny;
   local.insert(local.end(), {"--chol-iters", "1", "--lastfm", "/nonexistent"});
-  expect_positive(metrics_of(run_darcy(local), "wals"), {"actors_vs_local", "cg_gflops"});
+  expect_positive(metrics_of(run_bench(local), "wals"), {"actors_vs_local", "cg_gflops"});
   auto cluster = tiny;
   cluster.push_back("--cluster");
-  auto m = metrics_of(run_darcy(cluster), "wals");
+  auto m = metrics_of(run_bench(cluster), "wals");
   expect_positive(m, {"cluster_vs_local"});
   EXPECT_EQ(m.value("bit_identical", 0), 1) << m.dump();
 }
@@ -156,8 +156,7 @@ TEST(bench_smoke, mips_against_faiss_reaches_recall_0_9_on_every_set) {
     GTEST_SKIP() << why;
   temp_dir tmp{"bench_smoke_mips"};
   write_tiny_fashion_mnist(tmp.path() + "/fashion", 600, 120);
-  auto run = run_program({DARCY_BINARY,
-                          "bench",
+  auto run = run_program({DARCY_BENCH_BINARY,
                           "mips",
                           "--items",
                           "2000",
@@ -197,7 +196,7 @@ TEST(bench_smoke, mips_against_faiss_reaches_recall_0_9_on_every_set) {
 TEST(bench_smoke, moe_against_pytorch) {
   if (auto why = missing_module("torch", "python3-torch"); !why.empty())
     GTEST_SKIP() << why;
-  auto m = metrics_of(run_program({DARCY_BINARY, "bench", "moe", "--tokens", "64", "--dim", "16",
+  auto m = metrics_of(run_program({DARCY_BENCH_BINARY, "moe", "--tokens", "64", "--dim", "16",
                                    "--experts", "4", "--steps", "1"},
                                   150s),
                       "moe");
@@ -207,8 +206,8 @@ TEST(bench_smoke, moe_against_pytorch) {
 TEST(bench_smoke, moe_gpu_against_pytorch_on_the_gpu) {
   if (!fs::exists("/dev/nvidia0"))
     GTEST_SKIP() << "no GPU (/dev/nvidia0): the GPU benchmark runs where one is";
-  auto m = metrics_of(run_program({DARCY_BINARY, "bench", "moe-gpu", "--tokens", "256", "--dim",
-                                   "32", "--experts", "4", "--steps", "2", "--cpu-steps", "1"},
+  auto m = metrics_of(run_program({DARCY_BENCH_BINARY, "moe-gpu", "--tokens", "256", "--dim", "32",
+                                   "--experts", "4", "--steps", "2", "--cpu-steps", "1"},
                                   150s),
                       "moe_gpu");
   EXPECT_FALSE(m.empty());
@@ -221,7 +220,7 @@ TEST(bench_smoke, estimator_against_pytorch_with_its_scaling_runs) {
   write_tiny_fashion_mnist(tmp.path() + "/fashion", 512, 128);
   write_genre_corpus(tmp.path() + "/brown", 40);
   auto m =
-    metrics_of(run_program({DARCY_BINARY, "bench", "estimator", "--data", tmp.path() + "/fashion",
+    metrics_of(run_program({DARCY_BENCH_BINARY, "estimator", "--data", tmp.path() + "/fashion",
                             "--repeats", "1", "--epochs", "1", "--corpus", tmp.path() + "/brown",
                             "--scaling-steps", "40", "--scaling-repeats", "1"},
                            170s),
@@ -234,7 +233,7 @@ TEST(bench_smoke, ctr_against_pytorchs_dlrm_and_a_hashed_logistic_regression) {
     GTEST_SKIP() << why;
   temp_dir tmp{"bench_smoke_ctr"};
   auto m =
-    metrics_of(run_program({DARCY_BINARY, "bench", "ctr", "--rows", "3000", "--test-rows", "1000",
+    metrics_of(run_program({DARCY_BENCH_BINARY, "ctr", "--rows", "3000", "--test-rows", "1000",
                             "--max-ids", "50", "--dir", tmp.path(), "--embedding-dim", "4",
                             "--bottom", "8,4", "--top", "8", "--cluster-steps", "40"},
                            170s),
@@ -250,7 +249,7 @@ TEST(bench_smoke, ctr_colossal_keeps_more_rows_than_its_budget_holds_and_compare
   temp_dir tmp{"bench_smoke_ctr_colossal"};
   // 1 MB of memory tiers over 52 databases (26 tables of 2 shards): 16 rows each, the least a
   // tier holds.
-  std::vector<std::string> args = {DARCY_BINARY, "bench", "ctr", "--no-quality", "--colossal"};
+  std::vector<std::string> args = {DARCY_BENCH_BINARY, "ctr", "--no-quality", "--colossal"};
   for (auto [option, value] : {std::pair{"--colossal-rows", "2000"},
                                {"--colossal-test-rows", "500"},
                                {"--memory-budget", "1000000"},

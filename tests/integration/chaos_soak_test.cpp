@@ -17,22 +17,30 @@
 namespace darcy::test {
 namespace {
 
-/// The metrics of `darcy chaos soak --job JOB ...`'s final line; a failure unless the run
+/// The metrics of `darcy-bench soak --job JOB ...`'s final line; a failure unless the run
 /// completed with its one kill.
 nlohmann::json soak(const std::string& job, const std::string& dir, int nodes = 3, int kills = 1,
                     int seed = 1, const std::vector<std::string>& more = {}) {
-  std::vector<std::string> args{"chaos",       "soak",
-                                "--job",       job,
-                                "--kills",     std::to_string(kills),
-                                "--drop",      "0.01",
-                                "--delay",     "0.01",
-                                "--seed",      std::to_string(seed),
-                                "--nodes",     std::to_string(nodes),
-                                "--dir",       dir,
-                                "--timeout-s", "120",
+  std::vector<std::string> args{"soak",
+                                "--job",
+                                job,
+                                "--kills",
+                                std::to_string(kills),
+                                "--drop",
+                                "0.01",
+                                "--delay",
+                                "0.01",
+                                "--seed",
+                                std::to_string(seed),
+                                "--nodes",
+                                std::to_string(nodes),
+                                "--dir",
+                                dir,
+                                "--timeout-s",
+                                "120",
                                 "--quiet"};
   args.insert(args.end(), more.begin(), more.end());
-  auto r = run_darcy(args);
+  auto r = run_bench(args);
   auto at = r.out.rfind("{\"bench\":\"soak\"");
   EXPECT_NE(at, std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

@@ -11,7 +11,7 @@ namespace {
 
 struct error_case {
   std::vector<std::string> args;
-  const char* line;
+  std::string line;
 };
 
 /// Each case's command exits 1 with exactly its one line on stderr.
@@ -115,6 +115,52 @@ TEST(cli_errors, a_flag_the_run_would_ignore_is_one_error_line) {
     {{"estimator", "fashion-mnist", "--epochs", "2"},
      "darcy: error: estimator fashion-mnist: invalid configuration: --epochs applies to a local "
      "run only; a distributed role trains to --max-steps\n"},
+  });
+  ::unsetenv("DARCY_CONFIG");
+}
+
+TEST(cli_errors, a_flag_a_ctr_stream_run_would_ignore_is_one_error_line) {
+  auto stream = [](std::vector<std::string> more) {
+    std::vector<std::string> args{"estimator", "ctr", "--stream", "generate", "--windows", "1"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  auto says = [](const std::string& what) {
+    return "darcy: error: estimator ctr: invalid configuration: " + what + "\n";
+  };
+  auto role =
+    "names a distributed role; a --stream run has no roles yet (it trains in this "
+    "process)";
+  expect_error_lines({
+    // Each of these used to train locally and say nothing.
+    {stream({"--task-type", "worker", "--max-steps", "5"}),
+     says("--task-type " + std::string{role})},
+    {stream({"--max-steps", "5"}), says("--max-steps " + std::string{role})},
+    {stream({"--eval", "/nonexistent.tsv"}),
+     says("--eval applies to a run on --train files, not to a --stream run")},
+    {stream({"--epochs", "3"}), says("--epochs applies to a run on --train files, not to a "
+                                     "--stream run")},
+    {stream({"--train-rows", "10"}),
+     says("--train-rows applies to a run on --train files, not to a --stream run")},
+    {stream({"--model-dir", "/tmp/darcy-x"}),
+     says("--model-dir applies to a run on --train files, not to a --stream run")},
+    {{"estimator", "ctr", "--stream", "-", "--max-ids", "100"},
+     says("--max-ids applies to --stream generate only, not to '-'")},
+    {stream({"--sync-every", "1"}), says("--sync-every goes with --sync-dir")},
+    {stream({"--sync-to", "http://127.0.0.1:1/v1/models/m"}),
+     says("--sync-to goes with --sync-dir")},
+    {stream({"--sync-dir", "/tmp/darcy-x", "--sync-token-file", "/nonexistent"}),
+     says("--sync-token-file goes with --sync-to")},
+    // And the stream's own flags in a run on files.
+    {{"estimator", "ctr", "--train", "/nonexistent.tsv", "--window", "100"},
+     says("--window applies to a --stream run only")},
+    {{"estimator", "ctr", "--train", "/nonexistent.tsv", "--sync-dir", "/tmp/darcy-x"},
+     says("--sync-dir applies to a --stream run only")},
+  });
+  ASSERT_EQ(::setenv("DARCY_CONFIG", R"({"task":{"type":"worker","index":0}})", 1), 0);
+  expect_error_lines({
+    {stream({}), says("DARCY_CONFIG names a distributed role; a --stream run has no roles yet "
+                      "(unset it: the stream trains in this process)")},
   });
   ::unsetenv("DARCY_CONFIG");
 }

@@ -22,6 +22,7 @@
 #include "runtime/process/process.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/embedding/embedding_part.hpp"
 #include "tests/integration/node_process.hpp"
 #include "tests/support/genre_corpus.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -61,6 +61,12 @@ cli_result run_darcy(const std::vector<std::string>& args) {
   return run_program(argv, std::chrono::seconds(120));
 }
 
+cli_result run_bench(const std::vector<std::string>& args, std::chrono::seconds timeout) {
+  std::vector<std::string> argv{DARCY_BENCH_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(argv, timeout);
+}
+
 std::string write_temp_file(const std::string& name, const std::string& content) {
   auto path = std::filesystem::temp_directory_path() /
               ("darcy_it_" + std::to_string(::getpid()) + "_" + name);

@@ -35,6 +35,10 @@ cli_result run_program(const std::vector<std::string>& argv,
 /// Runs `darcy ARGS...` to completion and captures its output.
 cli_result run_darcy(const std::vector<std::string>& args);
 
+/// Runs `darcy-bench ARGS...` to completion (at most `timeout`) and captures its output.
+cli_result run_bench(const std::vector<std::string>& args,
+                     std::chrono::seconds timeout = std::chrono::seconds(120));
+
 /// Writes `content` to a fresh file under the temp directory and returns its path.
 std::string write_temp_file(const std::string& name, const std::string& content);
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/embedding_ops.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "stores/serving/serving_export.hpp"
 #include "tests/integration/cluster_fixture.hpp"
 #include "tests/support/http_client.hpp"

@@ -138,7 +138,7 @@ protected:
   std::vector<caf::actor> spawned;
 };
 
-// The case of `darcy bench wals --cluster`: a worker still loading its matrix piles up one
+// The case of `darcy-bench wals --cluster`: a worker still loading its matrix piles up one
 // ready per announcement; those sent before its token reached it must not abandon the token.
 TEST_F(wals_chief_test, readies_sent_before_the_token_arrived_do_not_abandon_it) {
   start(1);

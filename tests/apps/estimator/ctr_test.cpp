@@ -12,9 +12,9 @@
 
 #include "compute/estimator/metrics.hpp"
 #include "messages/error.hpp"
-#include "ops/ctr_data.hpp"
+#include "ops/ctr/ctr_data.hpp"
 #include "ops/embedding_ops.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "runtime/http/http_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -32,14 +32,14 @@ struct ctr_files {
   double bayes_auc = 0;
 
   ctr_files(const test::temp_dir& dir, uint64_t train_rows, uint64_t test_rows) {
-    ops::ctr_data_options o{.generator = {.seed = 5, .max_ids = 2}};
+    ops::ctr::ctr_data_options o{.generator = {.seed = 5, .max_ids = 2}};
     o.rows = train_rows;
     o.out = train = dir.path() + "/train.tsv";
-    EXPECT_TRUE(ops::write_ctr_data(o));
+    EXPECT_TRUE(ops::ctr::write_ctr_data(o));
     o.first_row = train_rows;
     o.rows = test_rows;
     o.out = test = dir.path() + "/test.tsv";
-    auto s = ops::write_ctr_data(o);
+    auto s = ops::ctr::write_ctr_data(o);
     EXPECT_TRUE(s);
     bayes_auc = s ? s->bayes_auc : 0;
   }
@@ -83,7 +83,7 @@ TEST(ctr, a_local_dlrm_run_on_20k_generated_rows_reaches_within_0_02_of_the_baye
 TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_it_goes) {
   test::temp_dir dir{"ctr_stream_app"};
   auto o = stream_model(dir);
-  ctr_stream_run run{.source = "generate", .window_rows = 4000, .max_windows = 5};
+  ctr_stream_run run{.source = "generate", .online = {.window_rows = 4000, .max_windows = 5}};
   run.stream.generator = {.seed = 5, .max_ids = 2};
   std::vector<ctr_stream_window> windows;
   auto err = run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
@@ -99,7 +99,7 @@ TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_
   EXPECT_EQ(windows.back().embedding_rows, 26u * 2);
   // A stream that ends closes the run with its last, partial window.
   run.stream.rows = 5000;
-  run.max_windows = 0;
+  run.online.max_windows = 0;
   windows.clear();
   ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
     windows.push_back(w);
@@ -107,7 +107,7 @@ TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_
   }));
   ASSERT_EQ(windows.size(), 2u);
   EXPECT_EQ(windows.back().rows, 5000u);
-  run.window_rows = 0;
+  run.online.window_rows = 0;
   EXPECT_TRUE(is(run_ctr_stream(o, run, [](const ctr_stream_window&) { return caf::error{}; }),
                  errc::invalid_config));
 }
@@ -115,11 +115,11 @@ TEST(ctr, a_stream_run_predicts_each_window_before_training_on_it_and_learns_as_
 TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follows) {
   test::temp_dir dir{"ctr_stream_sync"};
   auto o = stream_model(dir);
-  ctr_stream_run run{.source = "generate", .window_rows = 2000, .max_windows = 4};
+  ctr_stream_run run{.source = "generate", .online = {.window_rows = 2000, .max_windows = 4}};
   run.stream.generator = {.seed = 5, .max_ids = 1000};
-  run.sync_dir = dir.path() + "/sync";
-  run.sync_every = std::chrono::milliseconds{0}; // after every window
-  run.full_every = 2;
+  run.online.sync.dir = dir.path() + "/sync";
+  run.online.sync.every = std::chrono::milliseconds{0}; // after every window
+  run.online.sync.full_every = 2;
   // A stand-in for `darcy serve` that records the pushes.
   std::mutex mutex;
   std::vector<runtime::http_request> pushes;
@@ -131,9 +131,10 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
                                   respond({200, "{}"});
                                 });
   ASSERT_TRUE(server) << render(server.error());
-  run.sync_to = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/v1/models/ctr:sync";
-  run.sync_token = "tok";
-  run.export_dir = dir.path() + "/exports/ctr";
+  run.online.sync.push.url =
+    "http://127.0.0.1:" + std::to_string((*server)->port()) + "/v1/models/ctr:sync";
+  run.online.sync.push.token = "tok";
+  run.online.export_dir = dir.path() + "/exports/ctr";
   std::vector<ctr_stream_window> windows;
   ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {
     windows.push_back(w);
@@ -153,15 +154,13 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   EXPECT_EQ(pushes[0].target, "/v1/models/ctr:sync");
   EXPECT_EQ(pushes[0].authorization, "Bearer tok");
   EXPECT_EQ(nlohmann::json::parse(pushes[0].body)["dir"],
-            std::filesystem::absolute(run.sync_dir).string());
-  for (auto bad : {"127.0.0.1:80/x", "http://127.0.0.1:80", "http://nohost/x"})
-    EXPECT_FALSE(parse_http_url(bad)) << bad;
+            std::filesystem::absolute(run.online.sync.dir).string());
   EXPECT_LT(windows[2].sync_bytes, windows[3].sync_bytes)
     << "a delta holds the rows its window changed, fewer than the full checkpoint after it";
   // A copy restored from the chain holds every row the training service held.
   auto copy = ops::session::open({});
   ASSERT_TRUE(copy);
-  ASSERT_TRUE(ops::restore(**copy, run.sync_dir));
+  ASSERT_TRUE(ops::restore(**copy, run.online.sync.dir));
   uint64_t rows = 0;
   for (size_t f = 0; f < compute::ctr_cat_fields; ++f) {
     auto st = ops::stats(**copy, ctr_table(o, f).name);
@@ -170,9 +169,9 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   }
   EXPECT_EQ(rows, windows.back().embedding_rows);
   // The export of the first window follows the syncs, as darcy serve's :sync makes it.
-  auto served = ops::estimator::exported_model::load(run.export_dir);
+  auto served = ops::estimator::exported_model::load(run.online.export_dir);
   ASSERT_TRUE(served) << render(served.error());
-  auto followed = (*served)->follow(run.sync_dir);
+  auto followed = (*served)->follow(run.online.sync.dir);
   ASSERT_TRUE(followed) << render(followed.error());
   EXPECT_EQ(followed->checkpoint, windows.back().sync_checkpoint);
   EXPECT_TRUE(followed->restored);
@@ -190,17 +189,18 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
 TEST(ctr, a_copy_following_each_sync_predicts_the_next_window_as_the_live_model) {
   test::temp_dir dir{"ctr_stream_fresh"};
   auto o = stream_model(dir);
-  ctr_stream_run run{.source = "generate", .window_rows = 1500, .max_windows = 5};
+  ctr_stream_run run{.source = "generate", .online = {.window_rows = 1500, .max_windows = 5}};
   run.stream.generator = {.seed = 7, .max_ids = 1000};
   run.stream.generator.fresh_rate = 0.2; // keys trained once, in one window
-  run.sync_dir = dir.path() + "/sync";
-  run.sync_every = std::chrono::milliseconds{0};
-  run.dense_sync_every = std::chrono::milliseconds{0};
-  run.full_every = 2; // windows 1-3 one chain; window 4 ends it and starts the next
-  run.export_dir = dir.path() + "/exports/ctr";
+  run.online.sync.dir = dir.path() + "/sync";
+  run.online.sync.every = std::chrono::milliseconds{0};
+  run.online.sync.dense_every = std::chrono::milliseconds{0};
+  run.online.sync.full_every = 2; // windows 1-3 one chain; window 4 ends it and starts the next
+  run.online.export_dir = dir.path() + "/exports/ctr";
   std::unique_ptr<ops::estimator::exported_model> copy;
   std::vector<double> copy_auc, live_auc;
-  run.before_window = [&](uint64_t, const ops::estimator::example_table& rows) -> caf::error {
+  run.online.before_window = [&](uint64_t,
+                                 const ops::estimator::example_table& rows) -> caf::error {
     if (!copy)
       return {};
     auto scores = copy->predict(ops::estimator::batch{rows.features, {}});
@@ -224,12 +224,12 @@ TEST(ctr, a_copy_following_each_sync_predicts_the_next_window_as_the_live_model)
       live_auc.push_back(w.auc);
     EXPECT_TRUE(w.dense_synced) << w.window;
     if (!copy) {
-      auto loaded = ops::estimator::exported_model::load(run.export_dir);
+      auto loaded = ops::estimator::exported_model::load(run.online.export_dir);
       if (!loaded)
         return std::move(loaded.error());
       copy = std::move(*loaded);
     }
-    auto followed = copy->follow(run.sync_dir);
+    auto followed = copy->follow(run.online.sync.dir);
     if (!followed)
       return std::move(followed.error());
     EXPECT_EQ(followed->step, int64_t(w.rows));
@@ -254,11 +254,12 @@ TEST(ctr, a_rerun_on_the_same_sync_dir_resumes_after_the_rows_of_its_last_sync) 
   test::temp_dir dir{"ctr_stream_resume"};
   auto o = stream_model(dir);
   auto stream_run = [&](const std::string& sync_dir, uint64_t windows) {
-    ctr_stream_run run{.source = "generate", .window_rows = 1000, .max_windows = windows};
+    ctr_stream_run run{.source = "generate",
+                       .online = {.window_rows = 1000, .max_windows = windows}};
     run.stream.generator = {.seed = 9, .max_ids = 1000};
-    run.sync_dir = sync_dir;
-    run.sync_every = std::chrono::milliseconds{0};
-    run.dense_sync_every = std::chrono::milliseconds{0};
+    run.online.sync.dir = sync_dir;
+    run.online.sync.every = std::chrono::milliseconds{0};
+    run.online.sync.dense_every = std::chrono::milliseconds{0};
     return run;
   };
   // The rows of each window, and each window's figures.
@@ -268,7 +269,8 @@ TEST(ctr, a_rerun_on_the_same_sync_dir_resumes_after_the_rows_of_its_last_sync) 
   };
   auto go = [&](ctr_stream_run run) {
     seen out;
-    run.before_window = [&](uint64_t, const ops::estimator::example_table& rows) -> caf::error {
+    run.online.before_window = [&](uint64_t,
+                                   const ops::estimator::example_table& rows) -> caf::error {
       out.first_keys.push_back(rows.features.at("C1").strings.front());
       return {};
     };
@@ -304,40 +306,68 @@ TEST(ctr, wide_and_deep_learns_the_same_rows) {
   EXPECT_GT(r->auc, r->bayes_auc - 0.03) << "Bayes " << r->bayes_auc;
 }
 
-TEST(ctr, tables_ten_times_their_memory_tier_on_leveldb_train_exactly_as_in_memory) {
-  test::temp_dir dir{"ctr_app_leveldb"};
-  ops::ctr_data_options d{.generator = {.seed = 3, .max_ids = 5000}};
-  d.rows = 4000;
-  d.out = dir.path() + "/train.tsv";
-  ASSERT_TRUE(ops::write_ctr_data(d));
-  d.first_row = 4000;
-  d.rows = 1000;
-  d.out = dir.path() + "/test.tsv";
-  ASSERT_TRUE(ops::write_ctr_data(d));
+/// A tiny model on 4,000 training rows of up to 5,000 ids a field (and 1,000 later test rows
+/// when `with_test`), written under `dir`.
+ctr_options many_ids_model(test::temp_dir& dir, bool with_test) {
+  auto write = [&](const std::string& name, uint64_t first, uint64_t rows) {
+    ops::ctr::ctr_data_options d{.generator = {.seed = 3, .max_ids = 5000},
+                                 .first_row = first,
+                                 .rows = rows,
+                                 .out = dir.path() + "/" + name + ".tsv"};
+    EXPECT_TRUE(ops::ctr::write_ctr_data(d));
+    return d.out;
+  };
   ctr_options o;
-  o.train = dir.path() + "/train.tsv";
-  o.eval = dir.path() + "/test.tsv";
+  o.train = write("train", 0, 4000);
+  if (with_test)
+    o.eval = write("test", 4000, 1000);
   o.embedding_dim = 4;
   o.bottom_units = {8, 4};
   o.top_units = {8};
+  o.hidden_units = {8};
   o.quiet = true;
-  auto in_memory = run_ctr(o);
-  ASSERT_TRUE(in_memory) << render(in_memory.error());
-  o.leveldb_dir = dir.path() + "/tables";
-  o.memory_budget = 1; // every shard's memory tier at its floor of 16 rows
-  auto tiered = run_ctr(o);
-  ASSERT_TRUE(tiered) << render(tiered.error());
-  EXPECT_EQ(tiered->embedding_rows, in_memory->embedding_rows);
-  EXPECT_GE(tiered->embedding_rows, 10u * 26u * 2u * 16u)
-    << "ten times what the memory tiers of 26 tables of 2 shards hold";
-  EXPECT_EQ(tiered->auc, in_memory->auc) << "the same rows, read back from disk";
-  EXPECT_EQ(tiered->log_loss, in_memory->log_loss);
-  // Admission by count: ids seen once get no row.
-  o.leveldb_dir.clear();
+  return o;
+}
+
+TEST(ctr, tables_ten_times_their_memory_tier_on_leveldb_train_exactly_as_in_memory) {
+  test::temp_dir dir{"ctr_app_leveldb"};
+  struct case_t {
+    ctr_model_kind model;
+    size_t tables;
+  } cases[] = {{ctr_model_kind::dlrm, 26}, {ctr_model_kind::wide_deep, 26 + 26 + 4}};
+  for (auto& c : cases) {
+    SCOPED_TRACE(to_string(c.model));
+    auto o = many_ids_model(dir, true);
+    o.model = c.model;
+    ASSERT_EQ(ctr_table_count(o), c.tables);
+    auto in_memory = run_ctr(o);
+    ASSERT_TRUE(in_memory) << render(in_memory.error());
+    o.leveldb_dir = dir.path() + "/tables-" + to_string(c.model);
+    o.memory_budget = 1; // every shard's memory tier at its floor of 16 rows
+    auto tiered = run_ctr(o);
+    ASSERT_TRUE(tiered) << render(tiered.error());
+    EXPECT_EQ(tiered->embedding_rows, in_memory->embedding_rows);
+    EXPECT_EQ(tiered->cache_capacity, c.tables * 2u * 16u)
+      << "every table of the model has its 2 shards' memory tiers";
+    EXPECT_GE(tiered->embedding_rows, 10u * tiered->cache_capacity)
+      << "ten times what the memory tiers hold";
+    EXPECT_EQ(tiered->auc, in_memory->auc) << "the same rows, read back from disk";
+    EXPECT_EQ(tiered->log_loss, in_memory->log_loss);
+    for (auto& table : ctr_tables(o))
+      EXPECT_TRUE(std::filesystem::is_directory(o.leveldb_dir + "/" + table.name + "/shard-0"))
+        << table.name << " has databases of its own";
+  }
+}
+
+TEST(ctr, admission_by_count_gives_ids_seen_once_no_row) {
+  test::temp_dir dir{"ctr_app_admission"};
+  auto o = many_ids_model(dir, false);
+  auto all = run_ctr(o);
+  ASSERT_TRUE(all) << render(all.error());
   o.admission_min_count = 2;
   auto admitted = run_ctr(o);
   ASSERT_TRUE(admitted) << render(admitted.error());
-  EXPECT_LT(admitted->embedding_rows, in_memory->embedding_rows);
+  EXPECT_LT(admitted->embedding_rows, all->embedding_rows);
 }
 
 TEST(ctr, bad_options_are_refused_by_name_and_good_ones_survive_the_job_json) {

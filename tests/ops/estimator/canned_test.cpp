@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::ops::estimator {

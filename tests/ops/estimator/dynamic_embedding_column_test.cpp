@@ -13,7 +13,7 @@
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/canned.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "tests/support/member_sessions.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/word_model.hpp"

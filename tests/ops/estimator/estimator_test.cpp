@@ -16,7 +16,7 @@
 
 #include "messages/error.hpp"
 #include "ops/estimator/canned.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "runtime/metrics.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "tests/support/estimator_blobs.hpp"

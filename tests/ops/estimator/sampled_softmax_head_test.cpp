@@ -10,7 +10,7 @@
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "ops/estimator/estimator.hpp"
-#include "ops/estimator/export.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "ops/estimator/layers.hpp"
 #include "tests/support/temp_dir.hpp"
 

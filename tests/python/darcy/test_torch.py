@@ -160,3 +160,118 @@ def test_empty_bags_give_zeros_as_nn_embedding_bag_does(session):
     assert torch.equal(out[0], torch.zeros(DIM))
     assert torch.equal(out[2], torch.zeros(DIM))
     torch.testing.assert_close(out[1], torch.from_numpy(table.lookup(["a", "b"]).mean(0)))
+
+
+def warmed_output_table(session, name):
+    """A table with rows for the keys 0 … 9, which the sampler draws negatives from."""
+    table = session.embedding(name, DIM, optimizer=darcy.SGD(0.5))
+    table.lookup([str(i) for i in range(10)])
+    return table
+
+
+@pytest.mark.parametrize("positives", [
+    [["1"], ["2"]],
+    [["1"], [b"2"]],
+    ["1", "2"],                                     # one key an example
+    (("1",), ("2",)),
+    np.array([1, 2]),                               # one id an example
+    np.array([1, 2], dtype=np.uint32),
+    np.array([[1], [2]]),                           # a row of ids an example
+    [np.array([1]), np.array([2])],
+    torch.tensor([1, 2]),
+], ids=["lists-of-str", "bytes", "flat-str", "tuples", "1-d-ids", "uint-ids", "2-d-ids",
+        "arrays-per-example", "tensor"])
+def test_sampled_logits_take_every_key_form_lookup_takes(positives):
+    acts = torch.from_numpy(np.random.default_rng(1).normal(size=(2, DIM)).astype(np.float32))
+
+    def logits_in_a_fresh_session(keys):
+        with darcy.Session.local(shards=2) as s:
+            return dt.sampled_logits(warmed_output_table(s, "forms"), keys, acts, 4, seed=3)
+
+    expected, expected_labels = logits_in_a_fresh_session([["1"], ["2"]])
+    logits, labels = logits_in_a_fresh_session(positives)
+    torch.testing.assert_close(logits, expected)
+    torch.testing.assert_close(labels, expected_labels)
+
+
+@pytest.mark.parametrize("positives,error", [
+    ([[1], [2]], darcy.InvalidArgument),            # lists of integers
+    ([1, 2], darcy.InvalidArgument),
+    ([np.int64(1), np.int64(2)], darcy.InvalidArgument),
+    (np.array([0.5, 1.5]), darcy.InvalidArgument),  # float ids
+    (torch.tensor([0.5, 1.5]), darcy.InvalidArgument),
+    (np.array([-1, 2]), darcy.InvalidArgument),     # a negative id
+    (np.zeros((2, 1, 1), dtype=np.int64), darcy.InvalidArgument),
+    ([["1"], []], darcy.InvalidArgument),           # an example without a positive
+    ("12", darcy.InvalidArgument),                  # one string, not a list of examples
+    (42, darcy.InvalidArgument),
+    ([], darcy.EmptyBatch),
+    (np.array([1, 2, 3]), darcy.DimensionMismatch),  # 3 examples, 2 activations
+], ids=["int-lists", "ints", "numpy-scalars", "float-ids", "float-tensor", "negative",
+        "3-d", "empty-example", "str", "int", "no-example", "count-mismatch"])
+def test_bad_sampled_logits_keys_raise_darcy_errors_and_change_no_row(session, positives, error):
+    table = warmed_output_table(session, "bad_forms")
+    keys = [str(i) for i in range(10)]
+    before = table.lookup(keys)
+    rows = table.stats()["rows"]
+    acts = torch.ones(2, DIM)
+    with pytest.raises(error) as raised:
+        dt.sampled_logits(table, positives, acts, 4)
+    assert isinstance(raised.value, ValueError)
+    assert str(raised.value).startswith(("invalid argument: ", "empty batch: ",
+                                         "dimension mismatch: ")), str(raised.value)
+    np.testing.assert_array_equal(table.lookup(keys), before)
+    assert table.stats()["rows"] == rows
+
+
+class OutputTableOnly(torch.nn.Module):
+    """A model whose only table is the output side of a sampled softmax (as in DE-BERT's
+    output, Seq2Seq's and Image2Label's labels): no DynamicEmbedding module."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.net = torch.nn.Linear(4, DIM)
+        self.labels = table
+
+    def forward(self, x, positives):
+        return dt.sampled_logits(self.labels, positives, self.net(x), 4, seed=5)
+
+
+def train_steps(model, x, positives, steps):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        dt.sampled_softmax_loss(*model(x, positives)).backward()
+        opt.step()
+
+
+def test_save_keeps_a_table_used_only_through_sampled_logits(session, tmp_path):
+    table = warmed_output_table(session, "labels")
+    model = OutputTableOnly(table)
+    x = torch.from_numpy(np.random.default_rng(2).normal(size=(6, 4)).astype(np.float32))
+    positives = np.array([0, 1, 2, 3, 4, 5])
+    keys = [str(i) for i in range(10)]
+    train_steps(model, x, positives, 3)
+    dt.save(model, tmp_path / "ckpt", step=3)
+    saved_rows = table.lookup(keys)
+    saved_weight = model.net.weight.detach().clone()
+    train_steps(model, x, positives, 3)
+    assert not np.array_equal(table.lookup(keys), saved_rows), "training moved the rows"
+    assert dt.load(model, tmp_path / "ckpt") == 3
+    np.testing.assert_array_equal(table.lookup(keys), saved_rows)
+    torch.testing.assert_close(model.net.weight.detach(), saved_weight)
+
+
+def test_save_takes_tables_the_model_does_not_hold(session, tmp_path):
+    table = warmed_output_table(session, "outside")
+    net = torch.nn.Linear(4, DIM)
+    keys = [str(i) for i in range(10)]
+    dt.save(net, tmp_path / "ckpt", step=2, tables=[table])
+    saved = table.lookup(keys)
+    table.apply_gradients(keys, np.ones((10, DIM), dtype=np.float32))
+    with pytest.raises(darcy.NotFound):
+        dt.load(net, tmp_path / "ckpt")             # the tables were saved; none given
+    assert dt.load(net, tmp_path / "ckpt", tables=[table]) == 2
+    np.testing.assert_array_equal(table.lookup(keys), saved)
+    with pytest.raises(darcy.InvalidArgument):
+        dt.save(net, tmp_path / "other", tables=["outside"])

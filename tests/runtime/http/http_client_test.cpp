@@ -69,5 +69,20 @@ TEST(http_client, a_get_carries_no_body_headers_and_a_post_always_does) {
             "application/json\r\nContent-Length: 0\r\n\r\n");
 }
 
+TEST(http_client, a_url_is_read_into_address_and_target_or_refused_by_name) {
+  auto url = parse_http_url("http://127.0.0.1:8500/v1/models/ctr:sync");
+  ASSERT_TRUE(url) << render(url.error());
+  EXPECT_EQ(url->address.host, "127.0.0.1");
+  EXPECT_EQ(url->address.port, 8500);
+  EXPECT_EQ(url->target, "/v1/models/ctr:sync");
+  for (auto bad : {"https://127.0.0.1:8500/v1", "http://127.0.0.1:8500", "http://localhost/v1",
+                   "127.0.0.1:8500/v1", "http://:8500/v1", ""}) {
+    auto refused = parse_http_url(bad);
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_TRUE(is(refused.error(), errc::invalid_argument)) << bad;
+    EXPECT_NE(render(refused.error()).find("is not http://HOST:PORT/PATH"), std::string::npos);
+  }
+}
+
 } // namespace
 } // namespace darcy::runtime

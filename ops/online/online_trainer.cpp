@@ -1,0 +1,270 @@
+#include "ops/online/online_trainer.hpp"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <thread>
+
+#include "compute/estimator/metrics.hpp"
+#include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
+#include "ops/estimator/export/export.hpp"
+#include "ops/estimator/hooks.hpp"
+#include "runtime/log.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+
+namespace darcy::ops::online {
+
+namespace est = ops::estimator;
+namespace ce = compute::estimator;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+/// Records when each training step ends.
+struct step_clock : est::session_run_hook {
+  std::vector<steady::time_point> ends;
+  caf::expected<est::hook_action> after_step(est::estimator&, const est::step_result&) override {
+    ends.push_back(steady::now());
+    return est::hook_action::go_on;
+  }
+};
+
+/// The AUC of `scores` against `labels`.
+caf::expected<double> auc_of(const std::vector<double>& scores, const std::vector<double>& labels) {
+  auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
+  if (auto err = auc.update({scores, labels}))
+    return make_error(err);
+  return auc.value();
+}
+
+/// One run of run_online: the estimator, where the stream stands, and when the last syncs were.
+class online_run {
+public:
+  online_run(session& s, est::model_fn model, est::run_config config, row_stream& rows,
+             const online_options& o)
+    : s_(s), rows_(rows), o_(o), e_(std::move(model), with_embeddings(std::move(config), s)) {
+    last_sync_ = steady::now() - o.sync.every;
+    last_dense_sync_ = steady::now() - o.sync.dense_every;
+  }
+
+  caf::error run(const std::function<caf::error(const window_report&)>& on_window);
+
+private:
+  static est::run_config with_embeddings(est::run_config c, session& s) {
+    c.embeddings = &s;
+    return c;
+  }
+
+  caf::error resume();
+  caf::error sync(window_report& r, bool last);
+  caf::error score_frozen(window_report& r, const est::example_table& t, uint64_t rows);
+  caf::expected<uint64_t> table_rows();
+  est::input_fn input(std::shared_ptr<est::example_table> t, size_t batch, bool shuffle) const {
+    return
+      [=] { return est::make_dataset(t, {.batch_size = batch, .shuffle = shuffle, .seed = 1}); };
+  }
+
+  session& s_;
+  row_stream& rows_;
+  const online_options& o_;
+  est::estimator e_;
+  /// Rows trained on, those of a resumed run's last sync included, and those in the last sync.
+  uint64_t trained_ = 0;
+  uint64_t synced_rows_ = 0;
+  bool resumed_ = false;
+  /// The dense weights of a resumed run's last dense sync wait for the variables to be built.
+  bool dense_pending_ = false;
+  steady::time_point last_sync_, last_dense_sync_;
+  /// The export of the first window, never synced: online training's baseline (on a resume,
+  /// the one the first run made).
+  std::unique_ptr<est::exported_model> frozen_;
+};
+
+caf::error online_run::resume() {
+  auto& dir = o_.sync.dir;
+  auto last = stores::checkpoint_dir{dir}.read_manifest();
+  if (!last)
+    return is(last.error(), errc::not_found) ? caf::error{} : std::move(last.error());
+  auto restored = ops::restore(s_, dir);
+  if (!restored)
+    return std::move(restored.error());
+  trained_ = synced_rows_ = static_cast<uint64_t>(std::max<int64_t>(restored->state.step, 0));
+  resumed_ = dense_pending_ = true;
+  // A new chain at the restored state that names it: serving copies that hold that sync go on
+  // with the new chain instead of restoring it whole.
+  if (auto err = ops::save_restored(s_, dir, {static_cast<int64_t>(trained_), "", {}},
+                                    o_.sync.full_every, last->checkpoint))
+    return err;
+  if (!o_.sync.push.url.empty())
+    push_sync(o_.sync.push, dir);
+  if (rows_.can_skip()) {
+    auto more = rows_.skip(trained_);
+    if (!more)
+      return std::move(more.error());
+  }
+  if (!o_.export_dir.empty())
+    if (auto loaded = est::exported_model::load(o_.export_dir); loaded)
+      frozen_ = std::move(*loaded);
+  runtime::log_info("online: resumed from {} after {} rows", dir, trained_);
+  return {};
+}
+
+caf::error online_run::sync(window_report& r, bool last) {
+  auto& policy = o_.sync;
+  last_sync_ = steady::now();
+  synced_rows_ = trained_;
+  if (auto err =
+        ops::save(s_, policy.dir, {static_cast<int64_t>(trained_), "", {}}, policy.full_every))
+    return err;
+  auto synced = stores::checkpoint_dir{policy.dir}.read_manifest();
+  if (!synced)
+    return std::move(synced.error());
+  r.sync_checkpoint = synced->checkpoint;
+  r.sync_full = synced->base.empty();
+  for (auto& entry : synced->embeddings)
+    for (auto& file : entry.files)
+      r.sync_bytes += file.bytes;
+  if (last || steady::now() - last_dense_sync_ >= policy.dense_every) {
+    last_dense_sync_ = steady::now();
+    if (auto err = est::write_dense_sync(e_, policy.dir, static_cast<int64_t>(trained_)))
+      return err;
+    r.dense_synced = true;
+  }
+  if (policy.push.url.empty())
+    return {};
+  r.push_sent = steady::now();
+  r.sync_status = push_sync(policy.push, policy.dir);
+  // No later sync follows the last one to bring serving up to it.
+  for (int again = 0; last && r.sync_status != 200 && again < 3; ++again) {
+    std::this_thread::sleep_for(policy.every);
+    r.sync_status = push_sync(policy.push, policy.dir);
+  }
+  r.push_answered = steady::now();
+  return {};
+}
+
+caf::error online_run::score_frozen(window_report& r, const est::example_table& t, uint64_t rows) {
+  r.frozen_auc = std::numeric_limits<double>::quiet_NaN();
+  if (!frozen_)
+    return {};
+  std::vector<size_t> all(rows);
+  std::iota(all.begin(), all.end(), size_t{0});
+  auto scores = frozen_->predict(est::gather(t, all));
+  if (!scores)
+    return std::move(scores.error());
+  std::vector<double> p(rows), y(rows);
+  r.frozen_scores.resize(rows);
+  for (size_t i = 0; i < rows; ++i) {
+    p[i] = r.frozen_scores[i] = (*scores)(Eigen::Index(i), 0);
+    y[i] = t.labels(Eigen::Index(i), 0);
+  }
+  auto auc = auc_of(p, y);
+  if (!auc)
+    return std::move(auc.error());
+  r.frozen_auc = *auc;
+  return {};
+}
+
+caf::expected<uint64_t> online_run::table_rows() {
+  uint64_t total = 0;
+  for (auto& name : o_.tables) {
+    auto st = ops::stats(s_, name);
+    if (!st)
+      return std::move(st.error());
+    total += st->rows;
+  }
+  return total;
+}
+
+caf::error online_run::run(const std::function<caf::error(const window_report&)>& on_window) {
+  if (!o_.sync.dir.empty())
+    if (auto err = resume())
+      return err;
+  for (uint64_t w = 1; o_.max_windows == 0 || w <= o_.max_windows; ++w) {
+    auto window = rows_.next_window(o_.window_rows);
+    if (!window)
+      return std::move(window.error());
+    if (window->rows == 0) { // the stream ended with the last window: sync it if not yet
+      window_report r;
+      if (o_.sync.dir.empty() || synced_rows_ == trained_)
+        return {};
+      return sync(r, true);
+    }
+    auto table = window->table;
+    if (o_.before_window)
+      if (auto err = o_.before_window(w, *table))
+        return err;
+    if (dense_pending_) { // the variables exist once built from a batch
+      dense_pending_ = false;
+      if (auto err = e_.build(input(table, o_.batch, false)))
+        return err;
+      if (auto step = est::read_dense_sync(e_, o_.sync.dir);
+          !step && !is(step.error(), errc::not_found))
+        return std::move(step.error());
+    }
+    window_report r;
+    r.window = w;
+    if (auto err = score_frozen(r, *table, window->rows))
+      return err;
+    auto m = e_.evaluate(input(table, 1000, false));
+    if (!m)
+      return std::move(m.error());
+    r.auc = m->at("auc_roc");
+    r.log_loss = m->at("log_loss");
+    auto start = steady::now();
+    auto clock = std::make_shared<step_clock>();
+    auto t = e_.train(input(table, o_.batch, true), 0, {std::make_shared<est::nan_guard>(), clock});
+    if (!t)
+      return std::move(t.error());
+    auto seconds = std::chrono::duration<double>(steady::now() - start).count();
+    if (w == 1 && !o_.export_dir.empty() && !frozen_) {
+      auto exported = est::export_model(e_, o_.export_dir, input(table, o_.batch, false));
+      if (!exported)
+        return std::move(exported.error());
+      auto loaded = est::exported_model::load(o_.export_dir, *exported);
+      if (!loaded)
+        return std::move(loaded.error());
+      frozen_ = std::move(*loaded);
+    }
+    r.step_ends = std::move(clock->ends);
+    trained_ += window->rows;
+    r.rows = trained_;
+    r.examples_per_second = double(window->rows) / seconds;
+    auto table_count = table_rows();
+    if (!table_count)
+      return std::move(table_count.error());
+    r.embedding_rows = *table_count;
+    bool last = window->ended || w == o_.max_windows;
+    if (!o_.sync.dir.empty() && (last || steady::now() - last_sync_ >= o_.sync.every))
+      if (auto err = sync(r, last))
+        return err;
+    if (auto err = on_window(r))
+      return err;
+    if (window->ended)
+      return {};
+  }
+  return {};
+}
+
+} // namespace
+
+caf::error validate(const online_options& o) {
+  if (o.window_rows == 0 || o.batch == 0)
+    return make_error(errc::invalid_config, "online: a window and a batch must hold rows");
+  if (!o.sync.push.url.empty() && o.sync.dir.empty())
+    return make_error(errc::invalid_config, "online: a sync push needs a sync folder");
+  return validate(o.sync.push);
+}
+
+caf::error run_online(session& s, est::model_fn model, est::run_config config, row_stream& rows,
+                      const online_options& o,
+                      const std::function<caf::error(const window_report&)>& on_window) {
+  if (auto err = validate(o))
+    return err;
+  online_run run{s, std::move(model), std::move(config), rows, o};
+  return run.run(on_window);
+}
+
+} // namespace darcy::ops::online
