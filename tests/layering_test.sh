@@ -52,12 +52,14 @@ breach() {
   status=1
 }
 
+# The folder an include names: "actors/embedding" of #include "actors/embedding/x.hpp".
+include_re='#include "([a-z_0-9/]*)/[a-z_0-9.]*"'
 for layer in "${!allowed[@]}"; do
   [[ -d "$root/$layer" ]] || continue
   while IFS= read -r line; do
     file=${line%%:*}
-    path=$(sed -n 's/.*#include "\([a-z_0-9/]*\)\/[a-z_0-9.]*".*/\1/p' <<<"$line")
-    [[ -n "$path" ]] || continue
+    [[ "$line" =~ $include_re ]] || continue
+    path=${BASH_REMATCH[1]}
     target=${path%%/*}
     if [[ " ${allowed[$layer]} " != *" $target "* ]]; then
       breach "$file includes $target/ (from $layer/)"

@@ -81,9 +81,6 @@ void add_role_flags(CLI::App* cmd, role_flags& r) {
                             "Evaluate on the first N examples (0: all)"));
 }
 
-/// An error naming the first flag given that this kind of run would ignore: a role-only flag in
-/// a local run, --epochs in a role, or --task-index / --cluster-spec where DARCY_CONFIG names
-/// the role (they only go with --task-type).
 /// The first of `options` given on the command line, or nullptr.
 const CLI::Option* given(const std::vector<CLI::Option*>& options) {
   for (auto* o : options)
@@ -92,6 +89,9 @@ const CLI::Option* given(const std::vector<CLI::Option*>& options) {
   return nullptr;
 }
 
+/// An error naming the first flag given that this kind of run would ignore: a role-only flag in
+/// a local run, --epochs in a role, or --task-index / --cluster-spec where DARCY_CONFIG names
+/// the role (they only go with --task-type).
 caf::error check_flags_fit_the_run(const role_flags& r, bool distributed) {
   if (!distributed) {
     auto* o = given(r.with_task_type);

@@ -1,4 +1,4 @@
-# The peer of darcy-bench, built into it from this file (apps/bench/peer_scripts.hpp).
+# A peer of darcy-bench, built into it as peers::ctr_torch_dlrm_py (apps/CMakeLists.txt).
 # The peers, as DLRM's users run its reference (dlrm_s_pytorch.py): a dictionary per field built
 # in a first pass over the training file (ids unseen in it read row 0), one
 # nn.EmbeddingBag(sparse=True) per field initialised U(-sqrt(1/n), sqrt(1/n)), the same MLPs and

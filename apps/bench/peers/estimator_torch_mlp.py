@@ -1,4 +1,4 @@
-# The peer of darcy-bench, built into it from this file (apps/bench/peer_scripts.hpp).
+# A peer of darcy-bench, built into it as peers::estimator_torch_mlp_py (apps/CMakeLists.txt).
 # The peer: the same MLP in PyTorch, trained as its users train it: the training set in one
 # tensor, a shuffled permutation per epoch, batches of 128 by index, Adam. Gradients are reset
 # with zero_grad(set_to_none=True), PyTorch's own advice for speed (1.13's default zeroes them in

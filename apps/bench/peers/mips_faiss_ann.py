@@ -1,4 +1,4 @@
-# The peer of darcy-bench, built into it from this file (apps/bench/peer_scripts.hpp).
+# A peer of darcy-bench, built into it as peers::mips_faiss_ann_py (apps/CMakeLists.txt).
 # FAISS's side: each family built once, then swept from fast to exact; one JSON line a point. For
 # inner product it also runs FAISS's usual MIPS recipe: the reduction to L2 search by norm
 # augmentation (x -> [x, sqrt(M^2 - |x|^2)], q -> [q, 0]), under IVF-Flat and HNSW. A build that

@@ -1,4 +1,4 @@
-# The peer of darcy-bench, built into it from this file (apps/bench/peer_scripts.hpp).
+# A peer of darcy-bench, built into it as peers::mips_faiss_exact_py (apps/CMakeLists.txt).
 # FAISS's side: the same vectors, the same k, batch 1 then batch 256, and its batch-1 answers.
 import json, sys, time
 import numpy as np

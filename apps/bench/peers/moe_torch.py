@@ -1,4 +1,4 @@
-# The peer of darcy-bench, built into it from this file (apps/bench/peer_scripts.hpp).
+# A peer of darcy-bench, built into it as peers::moe_torch_py (apps/CMakeLists.txt).
 # The peer: the same layers written plainly in PyTorch, as the issue asks: one parameter tensor
 # per expert (nn.ModuleList), one gather into expert order, contiguous per-expert matmuls, one
 # scatter-add back. Prints one JSON line per setting. An optional tenth argument names the torch
