@@ -20,4 +20,7 @@ void add_moe_command(CLI::App& app, int& exit_code);
 void add_estimator_command(CLI::App& app, int& exit_code);
 void add_data_command(CLI::App& app, int& exit_code);
 
+/// `darcy estimator ctr`, in a file of its own, registered on the `estimator` subcommand.
+void add_estimator_ctr_command(CLI::App* estimator, int& exit_code);
+
 } // namespace darcy::apps

@@ -1,0 +1,334 @@
+// `darcy estimator ctr`: DLRM or Wide & Deep on Criteo-format files, locally or as a role of a
+// distributed job, or online on a stream (--stream); each run refuses the flags it would ignore.
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/cli/commands.hpp"
+#include "apps/cli/estimator_roles.hpp"
+#include "apps/estimator/ctr.hpp"
+#include "messages/error.hpp"
+#include "runtime/process/machine.hpp"
+
+namespace darcy::apps {
+
+namespace {
+
+/// "AxB,CxD" as pairs of 0-based fields.
+caf::expected<std::vector<std::pair<uint32_t, uint32_t>>> parse_crosses(const std::string& text) {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  std::istringstream in{text};
+  for (std::string pair; std::getline(in, pair, ',');) {
+    auto x = pair.find('x');
+    try {
+      if (x == std::string::npos)
+        throw std::invalid_argument{pair};
+      size_t end_a = 0, end_b = 0;
+      auto a = std::stoul(pair.substr(0, x), &end_a);
+      auto b = std::stoul(pair.substr(x + 1), &end_b);
+      if (end_a != x || end_b != pair.size() - x - 1)
+        throw std::invalid_argument{pair};
+      out.emplace_back(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+    } catch (const std::exception&) {
+      return make_error(errc::invalid_config,
+                        "--crosses: '" + pair + "' is not two field numbers joined by x");
+    }
+  }
+  return out;
+}
+
+/// The flags of `estimator ctr` that only some of its runs read.
+struct ctr_flags {
+  /// Read by a run on files (--train), never by a stream.
+  std::vector<CLI::Option*> files_only;
+  /// Read by a --stream run only.
+  std::vector<CLI::Option*> stream_only;
+  /// Read by --stream generate only.
+  std::vector<CLI::Option*> generator_only;
+  /// Read only with --sync-dir, and --sync-token-file only with --sync-to.
+  std::vector<CLI::Option*> sync_dir_only;
+  CLI::Option* sync_to = nullptr;
+  CLI::Option* sync_token_file = nullptr;
+};
+
+/// An error naming the first flag given that this `estimator ctr` run would ignore. A stream
+/// has no distributed roles yet: a role's flag or DARCY_CONFIG is refused with --stream.
+caf::error check_ctr_flags_fit_the_run(const ctr_flags& f, const role_flags& r,
+                                       const estimator_apps::ctr_stream_run& run, bool streamed) {
+  auto refuse = [](const CLI::Option* o, const std::string& why) {
+    return make_error(errc::invalid_config, o->get_name() + " " + why);
+  };
+  if (!streamed) {
+    if (auto* o = given(f.stream_only))
+      return refuse(o, "applies to a --stream run only");
+    return {};
+  }
+  if (auto* o = given(f.files_only))
+    return refuse(o, "applies to a run on --train files, not to a --stream run");
+  if (auto* o = given(r.with_task_type); o || !r.task_type.empty() || given(r.role_only))
+    return refuse(o                      ? o
+                  : !r.task_type.empty() ? r.task_type_option
+                                         : given(r.role_only),
+                  "names a distributed role; a --stream run has no roles yet (it trains in "
+                  "this process)");
+  if (auto* env = std::getenv("DARCY_CONFIG"); env && *env)
+    return make_error(errc::invalid_config,
+                      "DARCY_CONFIG names a distributed role; a --stream run has no roles yet "
+                      "(unset it: the stream trains in this process)");
+  if (run.source != "generate")
+    if (auto* o = given(f.generator_only))
+      return refuse(o, "applies to --stream generate only, not to '" + run.source + "'");
+  if (run.online.sync.dir.empty())
+    if (auto* o = given(f.sync_dir_only))
+      return refuse(o, "goes with --sync-dir");
+  if (f.sync_token_file->count() > 0 && f.sync_to->count() == 0)
+    return refuse(f.sync_token_file, "goes with --sync-to");
+  return {};
+}
+
+} // namespace
+
+void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
+  auto o = std::make_shared<estimator_apps::ctr_options>();
+  auto model = std::make_shared<std::string>("dlrm");
+  auto crosses = std::make_shared<std::string>("0x1,2x5,3x8,10x13");
+  auto dense_optimizer = std::make_shared<std::string>("adam");
+  auto embedding_optimizer = std::make_shared<std::string>("adagrad");
+  auto ctr = cmd->add_subcommand(
+    "ctr",
+    "Click-through prediction on Criteo-format files: DLRM or Wide & Deep, one dynamic "
+    "embedding per categorical field");
+  auto roles = std::make_shared<role_flags>();
+  auto stream = std::make_shared<estimator_apps::ctr_stream_run>();
+  auto flags = std::make_shared<ctr_flags>();
+  auto train = ctr->add_option("--train", o->train, "Training file (Criteo TSV, plain or gzip)");
+  auto streamed =
+    ctr
+      ->add_option("--stream", stream->source,
+                   "Train online, window by window, each predicted before it is trained on "
+                   "(progressive validation): 'generate' (the generator with a drift), '-' "
+                   "(standard input) or a file that grows; a JSON line a window")
+      ->excludes(train);
+  auto stream_only = [&](CLI::Option* opt) {
+    flags->stream_only.push_back(opt);
+    return opt;
+  };
+  auto generator_only = [&](CLI::Option* opt) {
+    flags->generator_only.push_back(stream_only(opt));
+    return opt;
+  };
+  auto sync_dir_only = [&](CLI::Option* opt) {
+    flags->sync_dir_only.push_back(stream_only(opt));
+    return opt;
+  };
+  stream_only(
+    ctr->add_option("--window", stream->online.window_rows, "With --stream: rows a window"))
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  stream_only(
+    ctr->add_option("--windows", stream->online.max_windows,
+                    "With --stream: stop after N windows (0: never, or at the end of the input)"));
+  generator_only(ctr->add_option("--drift-rows", stream->stream.drift_rows,
+                                 "With --stream generate: rows a teacher lasts before half of it "
+                                 "moves on (0: no drift)"));
+  generator_only(ctr->add_option("--fresh-rate", stream->stream.generator.fresh_rate,
+                                 "With --stream generate: the first share of fresh ids"))
+    ->check(CLI::Range(0.0, 1.0));
+  generator_only(ctr->add_option("--fresh-step", stream->stream.fresh_step,
+                                 "With --stream generate: the share of fresh ids added at each "
+                                 "drift"))
+    ->check(CLI::Range(0.0, 1.0));
+  stream_only(ctr->add_option("--sync-dir", stream->online.sync.dir,
+                              "With --stream: the tables' incremental checkpoints for serving "
+                              "copies to follow, a delta every --sync-every"));
+  sync_dir_only(ctr->add_option_function<double>(
+    "--sync-every",
+    [stream](double s) {
+      stream->online.sync.every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
+    },
+    "With --sync-dir: seconds between syncs (default 2; a sync waits for its window's end)"));
+  sync_dir_only(ctr->add_option_function<double>(
+    "--dense-sync-every",
+    [stream](double s) {
+      stream->online.sync.dense_every = std::chrono::milliseconds{static_cast<int64_t>(s * 1000)};
+    },
+    "With --sync-dir: seconds between syncs of the dense weights (default 10; each goes with "
+    "a sync of the rows)"));
+  sync_dir_only(ctr->add_option("--full-every", stream->online.sync.full_every,
+                                "With --sync-dir: a full checkpoint after this many deltas"))
+    ->check(CLI::Range(uint32_t{1}, uint32_t{1000000}));
+  flags->sync_to = sync_dir_only(
+    ctr->add_option("--sync-to", stream->online.sync.push.url,
+                    "With --sync-dir: after each sync, ask this darcy serve model to follow it "
+                    "(http://HOST:PORT/v1/models/NAME, its :sync)"));
+  auto token_file = std::make_shared<std::string>();
+  flags->sync_token_file = sync_dir_only(
+    ctr->add_option("--sync-token-file", *token_file,
+                    "With --sync-to: a file holding the bearer token of a principal with manage"));
+  stream_only(ctr->add_option("--export", stream->online.export_dir,
+                              "With --stream: export the model here once, after the first window "
+                              "(a model folder for darcy serve, which can then follow the "
+                              "syncs)"));
+  generator_only(ctr->add_option("--stream-rows", stream->stream.rows,
+                                 "With --stream generate: the rows it ends after (0: never)"));
+  generator_only(
+    ctr->add_option("--max-ids", stream->stream.generator.max_ids,
+                    "With --stream generate: caps every field's cardinality (0: Kaggle's)"));
+  flags->files_only.push_back(
+    ctr->add_option("--eval", o->eval, "Test file; its F.probs, when present, give the Bayes AUC"));
+  ctr->add_option("--model", *model, "dlrm or wide-deep");
+  roles->local_only.push_back(
+    ctr->add_option("--epochs", o->epochs, "Passes over the training file")
+      ->check(CLI::Range(1, 1000)));
+  flags->files_only.push_back(roles->local_only.back());
+  ctr->add_option("--batch", o->batch, "Examples per step")->check(CLI::Range(1, 1 << 20));
+  flags->files_only.push_back(
+    ctr->add_option("--train-rows", o->train_rows, "Train on the first N rows only (0: all)"));
+  flags->files_only.push_back(
+    ctr->add_option("--eval-rows", o->eval_rows, "Evaluate on the first N rows only (0: all)"));
+  ctr->add_option("--embedding-dim", o->embedding_dim, "Width of every field's rows")
+    ->check(CLI::Range(1, 4096));
+  ctr->add_option("--embedding-init", o->embedding_init,
+                  "New rows start U(-a, a) with this a (0.01; 0: 1/sqrt(dim))");
+  ctr->add_option("--bottom", o->bottom_units, "DLRM's bottom MLP (ends at the embedding dim)")
+    ->delimiter(',');
+  ctr->add_option("--top", o->top_units, "DLRM's top MLP (the logit layer follows)")
+    ->delimiter(',');
+  ctr->add_option("--hidden", o->hidden_units, "Wide & Deep's hidden layers")->delimiter(',');
+  ctr->add_option("--crosses", *crosses,
+                  "Wide & Deep's crossed field pairs, 0-based (default: the generator's)");
+  ctr->add_option("--optimizer", *dense_optimizer,
+                  "Of the dense variables: sgd, adagrad, momentum, adam or ftrl");
+  ctr->add_option("--learning-rate", o->dense_optimizer.learning_rate,
+                  "Learning rate of the dense variables");
+  ctr->add_option("--embedding-optimizer", *embedding_optimizer,
+                  "Of the embedding tables, applied in the shards");
+  ctr->add_option("--embedding-learning-rate", o->embedding_optimizer.learning_rate,
+                  "Learning rate of the embedding tables");
+  ctr->add_flag("--skip-malformed", o->skip_malformed,
+                "Count and skip malformed lines instead of stopping at the first");
+  ctr->add_option("--leveldb", o->leveldb_dir,
+                  "Keep the tables' rows in LevelDB databases under DIR, each behind a memory "
+                  "tier (default: in the shards' memory)");
+  ctr
+    ->add_option("--memory-budget", o->memory_budget,
+                 "With --leveldb: bytes of rows the memory tiers of all tables hold (4GiB)")
+    ->transform(CLI::AsSizeValue(false));
+  ctr
+    ->add_option("--shards", o->shards, "Shards of every table (each gets its share of the budget)")
+    ->check(CLI::Range(1, 1024));
+  ctr->add_option("--min-count", o->admission_min_count,
+                  "A key gets a row at its Nth sighting (a counting Bloom filter; 1: at once)");
+  ctr->add_option("--threads", o->threads, "Threads of the products")->check(CLI::Range(1, 256));
+  ctr
+    ->add_option("--service-threads", o->service_threads,
+                 "Threads of the in-process embedding service (its shards)")
+    ->check(CLI::Range(1, 256));
+  ctr->add_option("--seed", o->seed, "Seed of the weights and the tables' rows");
+  flags->files_only.push_back(ctr->add_option(
+    "--model-dir", o->model_dir,
+    "Checkpoints (a rerun resumes from them; a --stream run resumes from --sync-dir)"));
+  ctr->add_flag("--quiet", o->quiet, "No progress bar");
+  add_role_flags(ctr, *roles);
+  ctr->callback([=, &exit_code] {
+    auto parsed = parse_crosses(*crosses);
+    auto kind = estimator_apps::ctr_model_named(*model);
+    auto dense = optimizer_kind_named(*dense_optimizer);
+    auto embedding = optimizer_kind_named(*embedding_optimizer);
+    if (!parsed || !kind || !dense || !embedding) {
+      exit_code =
+        fail("estimator ctr: " +
+             (!parsed  ? render(parsed.error())
+              : !kind  ? "--model must be dlrm or wide-deep, not " + *model
+              : !dense ? "--optimizer: unknown optimizer " + *dense_optimizer
+                       : "--embedding-optimizer: unknown optimizer " + *embedding_optimizer));
+      return;
+    }
+    o->crosses = std::move(*parsed);
+    o->model = *kind;
+    o->dense_optimizer.kind = *dense;
+    o->embedding_optimizer.kind = *embedding;
+    if (auto err = check_ctr_flags_fit_the_run(*flags, *roles, *stream, streamed->count() > 0)) {
+      exit_code = fail("estimator ctr", err);
+      return;
+    }
+    if (streamed->count() > 0)
+      o->train = stream->source; // the stream stands for the training file
+    if (auto err = estimator_apps::validate(*o)) {
+      exit_code = fail("estimator ctr", err);
+      return;
+    }
+    if (streamed->count() > 0) {
+      if (!token_file->empty()) {
+        std::ifstream in{*token_file};
+        if (!(in >> stream->online.sync.push.token)) {
+          exit_code =
+            fail("estimator ctr: --sync-token-file: cannot read a token from " + *token_file);
+          return;
+        }
+      }
+      stream->stream.generator.seed = o->seed;
+      stream->stream.skip_malformed = o->skip_malformed;
+      auto err = estimator_apps::run_ctr_stream(
+        *o, *stream, [](const estimator_apps::ctr_stream_window& w) -> caf::error {
+          std::cout << nlohmann::json{{"window", w.window},
+                                      {"rows", w.rows},
+                                      {"progressive_auc", w.auc},
+                                      {"log_loss", w.log_loss},
+                                      {"examples_per_s", w.examples_per_second},
+                                      {"embedding_rows", w.embedding_rows},
+                                      {"sync_checkpoint", w.sync_checkpoint},
+                                      {"sync_full", w.sync_full},
+                                      {"sync_bytes", w.sync_bytes},
+                                      {"dense_synced", w.dense_synced},
+                                      {"sync_status", w.sync_status},
+                                      {"frozen_auc", std::isnan(w.frozen_auc)
+                                                       ? nlohmann::json{}
+                                                       : nlohmann::json(w.frozen_auc)}}
+                         .dump()
+                    << std::endl;
+          return {};
+        });
+      exit_code = err ? fail("estimator ctr --stream", err) : 0;
+      return;
+    }
+    if (run_as_role(*roles, "ctr", estimator_apps::ctr_job_options(*o), o->model_dir, "",
+                    o->threads, exit_code))
+      return;
+    auto r = estimator_apps::run_ctr(*o);
+    if (!r) {
+      exit_code = fail("estimator ctr", r.error());
+      return;
+    }
+    auto number = [](double v) { return std::isnan(v) ? nlohmann::json{} : nlohmann::json(v); };
+    std::cout << nlohmann::json{{"model", to_string(o->model)},
+                                {"train_examples", r->train_examples},
+                                {"steps", r->steps},
+                                {"train_seconds", r->train_seconds},
+                                {"examples_per_s", r->examples_per_second},
+                                {"auc", number(r->auc)},
+                                {"log_loss", number(r->log_loss)},
+                                {"bayes_auc", number(r->bayes_auc)},
+                                {"auc_gap_to_bayes", number(r->bayes_auc - r->auc)},
+                                {"embedding_rows", r->embedding_rows},
+                                {"cached_rows", r->cached_rows},
+                                {"cache_capacity", r->cache_capacity},
+                                {"tier_hits", r->tier_hits},
+                                {"tier_misses", r->tier_misses},
+                                {"memory_tier_bytes", r->memory_tier_bytes},
+                                {"disk_bytes", r->disk_bytes},
+                                {"evictions", r->evictions},
+                                {"timeline", r->timeline},
+                                {"phase_seconds", r->phase_seconds},
+                                {"peak_rss_bytes", runtime::peak_resident_bytes()},
+                                {"threads", o->threads}}
+                   .dump()
+              << std::endl;
+    exit_code = 0;
+  });
+}
+
+} // namespace darcy::apps
