@@ -45,6 +45,7 @@ enum class errc : uint8_t {
   access_denied,
   quota_exceeded,
   unauthenticated,
+  out_of_order,
 };
 
 namespace detail {
@@ -85,6 +86,7 @@ inline constexpr errc_entry errc_table[] = {
   {"access_denied", "access denied"},
   {"quota_exceeded", "quota exceeded"},
   {"unauthenticated", "missing or unknown credentials"},
+  {"out_of_order", "out of order: does not follow what is held"},
 };
 
 inline const errc_entry& errc_entry_of(uint8_t code) {

@@ -370,6 +370,10 @@ caf::error run_online_bench(const online_bench_options& o) {
   // Each delta against a whole snapshot of the tables then: the bytes per row of the last full
   // checkpoint times the rows.
   double delta_bytes = 0, full_bytes = 0, bytes_per_row = 0;
+  // What the pushes of deltas sent to serving (rows and dense weights, as messages) against a
+  // whole snapshot of the tables then; pushes of a whole chain apart.
+  double wire_delta_bytes = 0, wire_full_bytes = 0, whole_chain_bytes = 0;
+  uint64_t whole_chain_pushes = 0;
   uint64_t syncs = 0, dense_syncs = 0, full_syncs = 0;
   std::vector<double> rates;
   for (auto& r : trained) {
@@ -384,6 +388,13 @@ caf::error run_online_bench(const online_bench_options& o) {
     } else if (bytes_per_row > 0) {
       delta_bytes += double(r.sync_bytes);
       full_bytes += bytes_per_row * double(r.embedding_rows);
+    }
+    if (r.push_whole_chain) {
+      ++whole_chain_pushes;
+      whole_chain_bytes += double(r.push_bytes);
+    } else if (r.sync_status == 200 && bytes_per_row > 0) {
+      wire_delta_bytes += double(r.push_bytes);
+      wire_full_bytes += bytes_per_row * double(r.embedding_rows);
     }
     if (r.push_sent >= started) {
       auto& m = minutes[minute_of(r.push_sent)];
@@ -445,6 +456,10 @@ caf::error run_online_bench(const online_bench_options& o) {
     {"frozen_auc", lifted ? nlohmann::json(frozen_sum / double(lifted)) : nlohmann::json{}},
     {"delta_vs_full_bytes",
      full_bytes > 0 ? nlohmann::json(delta_bytes / full_bytes) : nlohmann::json{}},
+    {"wire_delta_vs_full_bytes",
+     wire_full_bytes > 0 ? nlohmann::json(wire_delta_bytes / wire_full_bytes) : nlohmann::json{}},
+    {"whole_chain_pushes", whole_chain_pushes},
+    {"whole_chain_bytes", whole_chain_bytes},
     {"qps", double(st.answers.size() - failed) / client_s},
     {"offered_qps", o.qps},
     {"instances_per_request", o.instances},

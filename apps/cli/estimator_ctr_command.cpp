@@ -49,10 +49,10 @@ struct ctr_flags {
   std::vector<CLI::Option*> stream_only;
   /// Read by --stream generate only.
   std::vector<CLI::Option*> generator_only;
-  /// Read only with --sync-dir, and --sync-token-file only with --sync-to.
+  /// Read only with --sync-dir, and these only with --sync-to.
   std::vector<CLI::Option*> sync_dir_only;
   CLI::Option* sync_to = nullptr;
-  CLI::Option* sync_token_file = nullptr;
+  std::vector<CLI::Option*> sync_to_only;
 };
 
 /// An error naming the first flag given that this `estimator ctr` run would ignore. A stream
@@ -85,8 +85,9 @@ caf::error check_ctr_flags_fit_the_run(const ctr_flags& f, const role_flags& r,
   if (run.online.sync.dir.empty())
     if (auto* o = given(f.sync_dir_only))
       return refuse(o, "goes with --sync-dir");
-  if (f.sync_token_file->count() > 0 && f.sync_to->count() == 0)
-    return refuse(f.sync_token_file, "goes with --sync-to");
+  if (f.sync_to->count() == 0)
+    if (auto* o = given(f.sync_to_only))
+      return refuse(o, "goes with --sync-to");
   return {};
 }
 
@@ -165,9 +166,20 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
                     "With --sync-dir: after each sync, ask this darcy serve model to follow it "
                     "(http://HOST:PORT/v1/models/NAME, its :sync)"));
   auto token_file = std::make_shared<std::string>();
-  flags->sync_token_file = sync_dir_only(
+  flags->sync_to_only.push_back(sync_dir_only(
     ctr->add_option("--sync-token-file", *token_file,
-                    "With --sync-to: a file holding the bearer token of a principal with manage"));
+                    "With --sync-to: a file holding the bearer token of a principal with manage")));
+  flags->sync_to_only.push_back(sync_dir_only(
+    ctr
+      ->add_option_function<std::string>(
+        "--sync-send",
+        [stream](const std::string& mode) {
+          stream->online.sync.push.mode = *ops::online::push_mode_named(mode);
+        },
+        "With --sync-to: what a push carries: rows (the rows and dense weights the model lacks, "
+        "so serving needs no access to --sync-dir; the default) or folder (the path of "
+        "--sync-dir, which every serving host must read)")
+      ->check(CLI::IsMember({"rows", "folder"}))));
   stream_only(ctr->add_option("--export", stream->online.export_dir,
                               "With --stream: export the model here once, after the first window "
                               "(a model folder for darcy serve, which can then follow the "
@@ -285,6 +297,7 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
                                       {"sync_bytes", w.sync_bytes},
                                       {"dense_synced", w.dense_synced},
                                       {"sync_status", w.sync_status},
+                                      {"push_bytes", w.push_bytes},
                                       {"frozen_auc", std::isnan(w.frozen_auc)
                                                        ? nlohmann::json{}
                                                        : nlohmann::json(w.frozen_auc)}}

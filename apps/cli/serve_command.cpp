@@ -24,6 +24,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                  "loaded from the export (0: in this process)")
     ->check(CLI::Range(size_t{0}, size_t{1024}));
   cmd->add_option("--config", job->config, "TOML file of tokens, ACLs, quotas and limits");
+  cmd->add_option("--sync-dir", job->sync_dir,
+                  "Where Estimator models keep the syncs pushed to them as messages, a folder "
+                  "per model (default: temporary folders, removed at exit)");
   cmd->add_option("--http-threads", job->http_threads, "Threads of the HTTP server")
     ->check(CLI::Range(1, 64));
   cmd->add_option("--threads", job->actor_threads, "Actor threads (0: one per core)");

@@ -7,6 +7,8 @@
 
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/online/sync_message.hpp"
+#include "runtime/log.hpp"
 
 namespace darcy::serving {
 
@@ -115,7 +117,8 @@ caf::expected<predict_request> parse_predict(const std::string& body, uint32_t m
 }
 
 caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
-  const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where) {
+  const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where,
+  const std::string& sync_dir) {
   auto model = ops::estimator::exported_model::load(dir, "", where);
   if (!model)
     return std::move(model.error());
@@ -124,6 +127,7 @@ caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
   m->dir_ = dir;
   m->where_ = where;
   m->access_ = actors::access_policy{std::move(rules)};
+  m->mirror_ = std::make_unique<sync_mirror>(sync_dir);
   return m;
 }
 
@@ -184,15 +188,33 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
     if (auto err = access_.admit(ctx, actors::access_action::manage, now()))
       return err;
   }
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
-    return make_error(errc::invalid_argument, "a sync body is {\"dir\": \"SYNC_DIR\"}");
-  auto dir = j["dir"].get<std::string>();
+  std::optional<ops::online::sync_message> message;
+  std::string dir;
+  if (ops::online::is_sync_message(body)) {
+    auto decoded = ops::online::decode_sync_message(body);
+    if (!decoded)
+      return std::move(decoded.error());
+    message = std::move(*decoded);
+  } else {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
+      return make_error(errc::invalid_argument,
+                        "a sync body is {\"dir\": \"SYNC_DIR\"} or a sync message");
+    dir = j["dir"].get<std::string>();
+  }
   std::lock_guard<std::mutex> one_at_a_time{sync_mutex_};
-  auto model = [this] {
+  auto [model, held] = [this] {
     std::lock_guard<std::mutex> guard{mutex_};
-    return model_;
+    return std::pair{model_, synced_ ? synced_->checkpoint : std::string{}};
   }();
+  if (message) {
+    if (auto err = mirror_->install(*message, held, model->embedding_tables())) {
+      if (is(err, errc::out_of_order))
+        runtime::log_info("serving: {} asks for the whole chain: {}", name, render(err));
+      return err;
+    }
+    dir = mirror_->dir();
+  }
   auto followed = model->follow(dir);
   bool reloaded = false;
   if (!followed && model->sharded_embeddings() && lost_shard(followed.error())) {
@@ -214,6 +236,7 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
     model_ = model;
     synced_ = *followed;
     synced_at_ = std::chrono::steady_clock::now();
+    restores_ += followed->restored ? 1 : 0;
   }
   return nlohmann::json{{"model", name},
                         {"sync",
@@ -237,6 +260,8 @@ std::string estimator_model::describe(const std::string& name) const {
       {"checkpoint", synced_->checkpoint},
       {"step", synced_->step},
       {"dense_step", synced_->dense_step},
+      {"restored", synced_->restored},
+      {"restores", restores_},
       {"age_s",
        std::chrono::duration<double>(std::chrono::steady_clock::now() - synced_at_).count()}};
   return out.dump();

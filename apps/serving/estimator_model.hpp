@@ -15,6 +15,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/serving/access_policy.hpp"
+#include "apps/serving/sync_mirror.hpp"
 #include "ops/estimator/export/export.hpp"
 
 namespace darcy::serving {
@@ -44,10 +45,11 @@ caf::expected<predict_request> parse_predict(const std::string& body,
 class estimator_model {
 public:
   /// The newest export under `dir`, its requests admitted by `rules`, its dynamic embeddings
-  /// served where `where` says; exported_model::load's errors.
+  /// served where `where` says, the syncs that arrive as messages kept under `sync_dir` (empty:
+  /// a temporary folder of its own); exported_model::load's errors.
   static caf::expected<std::unique_ptr<estimator_model>> load(
     const std::string& dir, access_rules rules,
-    const ops::estimator::embedding_placement& where = {});
+    const ops::estimator::embedding_placement& where = {}, const std::string& sync_dir = {});
 
   /// The JSON answer to a predict request of ctx.principal for model `name`; thread-safe. With
   /// its embeddings on shards, the lookups wait until ctx.deadline_us (or the body's
@@ -60,21 +62,24 @@ public:
   caf::expected<std::string> predict(const std::string& name, const std::string& body,
                                      const request_context& ctx, uint32_t max_deadline_ms = 60000);
 
-  /// The JSON answer to a sync request (`POST /v1/models/NAME:sync {"dir": DIR}`) of
-  /// ctx.principal, which needs `manage` on the model: its dynamic embeddings brought to the
-  /// current checkpoint of the training run's sync directory DIR (exported_model::follow), and
-  /// its dense weights to DIR's newest dense sync; thread-safe, one sync at a time, while
-  /// predictions go on. With its embeddings on shards, a sync that fails on a lost shard (its
-  /// node died) loads the export again onto the live members and restores DIR's chain onto
-  /// it: the model then answers from the export plus the syncs since, and the answer says
-  /// "reloaded": true. Until then, requests that need the lost shard fail (or are partial).
-  /// errc::access_denied by the rules; errc::invalid_argument for a body without "dir"; follow's
-  /// errors.
+  /// The JSON answer to a sync request of ctx.principal, which needs `manage` on the model. A
+  /// body that is a sync message (ops/online/sync_message.hpp) is installed in the model's
+  /// sync_mirror first (its refusals: another layout, errc::out_of_order for deltas that do not
+  /// follow the link held, asking for the whole chain), and DIR is that mirror's folder; a body
+  /// {"dir": DIR} names a folder this host reads. Then the model's dynamic embeddings are
+  /// brought to DIR's current checkpoint (exported_model::follow), and its dense weights to
+  /// DIR's newest dense sync; thread-safe, one sync at a time, while predictions go on. With its
+  /// embeddings on shards, a sync that fails on a lost shard (its node died) loads the export again
+  /// onto the live members and restores DIR's chain onto it: the model then answers from the export
+  /// plus the syncs since, and the answer says "reloaded": true. Until then, requests that need the
+  /// lost shard fail (or are partial). errc::access_denied by the rules; errc::invalid_argument for
+  /// a body without "dir"; follow's errors.
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx);
 
   /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, and
-  /// "sync": {"checkpoint", "step", "dense_step", "age_s"} once a sync was applied.
+  /// "sync": {"checkpoint", "step", "dense_step", "restored" (the last sync restored a whole
+  /// chain), "restores" (how many did), "age_s"} once a sync was applied.
   std::string describe(const std::string& name) const;
 
 private:
@@ -94,9 +99,12 @@ private:
   ops::estimator::embedding_placement where_;
   actors::access_policy access_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  /// The last sync applied, and when.
+  /// The last sync applied, and when; the syncs that restored a whole chain.
   std::optional<ops::estimator::exported_model::followed> synced_;
   std::chrono::steady_clock::time_point synced_at_;
+  uint64_t restores_ = 0;
+  /// Where sync messages are installed; used under sync_mutex_.
+  std::unique_ptr<sync_mirror> mirror_;
 };
 
 } // namespace darcy::serving

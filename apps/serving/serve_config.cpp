@@ -93,12 +93,13 @@ caf::expected<serve_config> parse_serve_config(const std::string& text, const st
     c.default_deadline_ms = (*http)["default_deadline_ms"].value_or(c.default_deadline_ms);
     c.max_deadline_ms = (*http)["max_deadline_ms"].value_or(c.max_deadline_ms);
     c.max_body_bytes = (*http)["max_body_bytes"].value_or(c.max_body_bytes);
+    c.max_sync_bytes = (*http)["max_sync_bytes"].value_or(c.max_sync_bytes);
     c.max_k = (*http)["max_k"].value_or(c.max_k);
     if (c.default_deadline_ms == 0 || c.max_deadline_ms < c.default_deadline_ms ||
-        c.max_body_bytes == 0 || c.max_k == 0)
+        c.max_body_bytes == 0 || c.max_sync_bytes == 0 || c.max_k == 0)
       return bad(origin,
-                 "http: deadlines, max_body_bytes and max_k must be positive, and "
-                 "default_deadline_ms at most max_deadline_ms");
+                 "http: deadlines, max_body_bytes, max_sync_bytes and max_k must be positive, "
+                 "and default_deadline_ms at most max_deadline_ms");
   }
   if (auto defaults = t["defaults"].as_table())
     if (auto err = read_rules(*defaults, c.defaults, origin, "defaults"))

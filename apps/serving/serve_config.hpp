@@ -6,7 +6,7 @@
 //   [tokens]
 //   "s3cret-alice" = "alice"
 //   [http]
-//   default_deadline_ms = 1000     # also max_deadline_ms, max_body_bytes, max_k
+//   default_deadline_ms = 1000     # also max_deadline_ms, max_body_bytes, max_sync_bytes, max_k
 //   [models.songs]                 # [defaults] holds the rules of models not listed
 //   query = ["alice", "bob"]       # "*": every principal (the default of both lists)
 //   manage = ["alice"]
@@ -36,6 +36,8 @@ struct serve_config {
   uint32_t default_deadline_ms = 1000;
   uint32_t max_deadline_ms = 60000;
   size_t max_body_bytes = 1 << 20;
+  /// The body of a :sync request, which may carry a sync's rows (ops/online/sync_message.hpp).
+  size_t max_sync_bytes = size_t{1} << 30;
   uint32_t max_k = 1000;
 
   /// The rules of `model`: its own, else the defaults.

@@ -32,9 +32,9 @@ std::vector<std::string> models_in(const std::string& exports) {
 /// (nullptr: its root loads it). The error says why the model cannot be served.
 caf::expected<std::shared_ptr<estimator_model>> check_model(
   const std::string& dir, const access_rules& rules,
-  const ops::estimator::embedding_placement& where) {
+  const ops::estimator::embedding_placement& where, const std::string& sync_dir) {
   if (ops::estimator::is_estimator_export(dir)) {
-    auto loaded = estimator_model::load(dir, rules, where);
+    auto loaded = estimator_model::load(dir, rules, where, sync_dir);
     if (!loaded)
       return std::move(loaded.error());
     return std::shared_ptr<estimator_model>{std::move(*loaded)};
@@ -79,7 +79,9 @@ caf::error run_serve(const serve_job& job) {
   }
   for (auto& name : found) {
     auto dir = (std::filesystem::path{job.exports} / name).string();
-    auto checked = check_model(dir, config.rules_of(name), where);
+    auto sync_dir =
+      job.sync_dir.empty() ? std::string{} : (std::filesystem::path{job.sync_dir} / name).string();
+    auto checked = check_model(dir, config.rules_of(name), where, sync_dir);
     if (!checked) {
       auto why = "model " + name + " left out: " + render(checked.error());
       runtime::log_warn("darcy serve: {}", why);
@@ -125,6 +127,8 @@ caf::error run_serve(const serve_job& job) {
   ho.listen = job.listen;
   ho.threads = job.http_threads;
   ho.max_body_bytes = config.max_body_bytes;
+  ho.large_body = [](std::string_view target) { return target.ends_with(":sync"); };
+  ho.max_large_body_bytes = config.max_sync_bytes;
   auto server = http_server::start(ho, [&front](http_request req, http_responder respond) {
     front.handle(std::move(req), std::move(respond));
   });

@@ -34,6 +34,9 @@ struct serve_job {
   /// member of `cluster` (which it needs), loaded from the export, with lookups going from
   /// this process straight to them (ops::estimator::embedding_placement).
   size_t embedding_shards = 0;
+  /// Where the syncs that arrive as messages are kept, a folder per model (empty: temporary
+  /// folders, removed at exit).
+  std::string sync_dir;
 };
 
 /// Serves until SIGTERM or SIGINT; prints "darcy serve listening on http://HOST:PORT" once it

@@ -149,6 +149,7 @@ unsigned http_status_of(const caf::error& err) {
     case errc::unknown_service:
       return 404;
     case errc::overloaded:
+    case errc::out_of_order:
       return 409;
     case errc::quota_exceeded:
       return 429;

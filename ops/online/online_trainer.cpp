@@ -77,6 +77,8 @@ private:
   /// The dense weights of a resumed run's last dense sync wait for the variables to be built.
   bool dense_pending_ = false;
   steady::time_point last_sync_, last_dense_sync_;
+  /// What the push target holds (push_mode::rows).
+  push_cursor cursor_;
   /// The export of the first window, never synced: online training's baseline (on a resume,
   /// the one the first run made).
   std::unique_ptr<est::exported_model> frozen_;
@@ -98,7 +100,7 @@ caf::error online_run::resume() {
                                     o_.sync.full_every, last->checkpoint))
     return err;
   if (!o_.sync.push.url.empty())
-    push_sync(o_.sync.push, dir);
+    push_sync(o_.sync.push, dir, cursor_);
   if (rows_.can_skip()) {
     auto more = rows_.skip(trained_);
     if (!more)
@@ -135,12 +137,17 @@ caf::error online_run::sync(window_report& r, bool last) {
   if (policy.push.url.empty())
     return {};
   r.push_sent = steady::now();
-  r.sync_status = push_sync(policy.push, policy.dir);
+  auto pushed = push_sync(policy.push, policy.dir, cursor_);
   // No later sync follows the last one to bring serving up to it.
-  for (int again = 0; last && r.sync_status != 200 && again < 3; ++again) {
+  for (int again = 0; last && pushed.status != 200 && again < 3; ++again) {
     std::this_thread::sleep_for(policy.every);
-    r.sync_status = push_sync(policy.push, policy.dir);
+    auto retry = push_sync(policy.push, policy.dir, cursor_);
+    retry.bytes += pushed.bytes;
+    pushed = retry;
   }
+  r.sync_status = pushed.status;
+  r.push_bytes = pushed.bytes;
+  r.push_whole_chain = pushed.whole_chain;
   r.push_answered = steady::now();
   return {};
 }

@@ -85,6 +85,10 @@ struct window_report {
   /// With a push target: the push's HTTP status (0: no answer), and when it was sent and
   /// answered.
   unsigned sync_status = 0;
+  /// The bytes of the parts that push carried (push_mode::rows; its retries included), and
+  /// whether it carried a whole chain (a restore) rather than the deltas since the last one.
+  uint64_t push_bytes = 0;
+  bool push_whole_chain = false;
   std::chrono::steady_clock::time_point push_sent{};
   std::chrono::steady_clock::time_point push_answered{};
   /// When each training step of the window ended.

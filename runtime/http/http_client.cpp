@@ -66,13 +66,14 @@ std::string http_body(const std::string& answer) {
 }
 
 std::string http_request_text(const std::string& method, const std::string& target,
-                              const std::string& token, const std::string& body) {
+                              const std::string& token, const std::string& body,
+                              const std::string& content_type) {
   std::string r = method + " " + target + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
   if (!token.empty())
     r += "Authorization: Bearer " + token + "\r\n";
   if (!body.empty() || method == "POST")
-    r +=
-      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    r += "Content-Type: " + content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n";
   return r + "\r\n" + body;
 }
 

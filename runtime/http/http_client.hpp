@@ -27,7 +27,8 @@ std::string http_body(const std::string& answer);
 
 /// A well-formed request with Connection: close; a bearer token when `token` is not empty.
 std::string http_request_text(const std::string& method, const std::string& target,
-                              const std::string& token, const std::string& body = {});
+                              const std::string& token, const std::string& body = {},
+                              const std::string& content_type = "application/json");
 
 /// Where an "http://HOST:PORT/PATH" URL points: "http://127.0.0.1:8500/v1/models/ctr" is
 /// {127.0.0.1:8500, "/v1/models/ctr"}.

@@ -1,5 +1,6 @@
 #include "runtime/http/http_server.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -48,11 +49,12 @@ class connection : public std::enable_shared_from_this<connection> {
 public:
   /// `server` owns the io_context the socket lives on; a responder keeps it alive (see
   /// on_read), so that a late answer never touches a destroyed io_context.
-  connection(tcp::socket&& socket, const http_handler& handler, size_t max_body,
+  connection(tcp::socket&& socket, const http_handler& handler, const http_server_options& options,
              std::weak_ptr<void> server)
     : stream_(std::move(socket)),
       handler_(handler),
-      max_body_(max_body),
+      options_(options),
+      max_body_(options.max_body_bytes),
       server_(std::move(server)) {}
 
   void run() {
@@ -63,11 +65,27 @@ public:
   }
 
 private:
+  /// The header first, under the larger of the two limits (Beast checks a Content-Length
+  /// against it as soon as the header is parsed), then the body under its target's.
   void read() {
     parser_.emplace();
-    parser_->body_limit(max_body_);
+    max_body_ = options_.max_body_bytes;
+    parser_->body_limit(std::max(options_.max_body_bytes, options_.max_large_body_bytes));
     parser_->header_limit(header_limit);
     stream_.expires_after(read_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&connection::on_header, shared_from_this()));
+  }
+
+  void on_header(beast::error_code ec, size_t) {
+    if (ec)
+      return on_read(ec, 0);
+    auto target = parser_->get().target();
+    if (options_.large_body && options_.large_body({target.data(), target.size()}))
+      max_body_ = std::max(options_.max_body_bytes, options_.max_large_body_bytes);
+    if (auto length = parser_->content_length(); length && *length > max_body_)
+      return on_read(http::error::body_limit, 0);
+    parser_->body_limit(max_body_);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&connection::on_read, shared_from_this()));
   }
@@ -145,6 +163,8 @@ private:
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const http_handler& handler_;
+  const http_server_options& options_;
+  /// The limit of the request being read.
   size_t max_body_;
   std::weak_ptr<void> server_;
   unsigned version_ = 11;
@@ -154,12 +174,12 @@ private:
 } // namespace
 
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
-  impl(size_t threads, http_handler h, size_t max_body)
+  impl(size_t threads, http_handler h, http_server_options o)
     : ioc(static_cast<int>(threads)),
       accept_strand(net::make_strand(ioc)),
       acceptor(ioc),
       handler(std::move(h)),
-      max_body(max_body) {}
+      options(std::move(o)) {}
 
   /// Runs on accept_strand once the threads run: the acceptor is not thread-safe, and its
   /// accept handler and stop()'s close would otherwise race on two io threads.
@@ -170,7 +190,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
         if (!acceptor.is_open())
           return;
         if (!ec)
-          std::make_shared<connection>(std::move(s), handler, max_body, weak_from_this())->run();
+          std::make_shared<connection>(std::move(s), handler, options, weak_from_this())->run();
         accept();
       }));
   }
@@ -179,7 +199,7 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   net::strand<net::io_context::executor_type> accept_strand;
   tcp::acceptor acceptor;
   http_handler handler;
-  size_t max_body;
+  http_server_options options;
   std::vector<std::thread> threads;
 };
 
@@ -192,8 +212,7 @@ http_server::~http_server() {
 
 caf::expected<std::unique_ptr<http_server>> http_server::start(const http_server_options& o,
                                                                http_handler handler) {
-  auto p =
-    std::make_shared<impl>(std::max<size_t>(1, o.threads), std::move(handler), o.max_body_bytes);
+  auto p = std::make_shared<impl>(std::max<size_t>(1, o.threads), std::move(handler), o);
   beast::error_code ec;
   auto address =
     net::ip::make_address(o.listen.host == "localhost" ? "127.0.0.1" : o.listen.host, ec);

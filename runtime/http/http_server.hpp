@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <caf/expected.hpp>
 
@@ -53,6 +54,11 @@ struct http_server_options {
   size_t threads = 2;
   /// Larger bodies are refused with 413.
   size_t max_body_bytes = 1 << 20;
+  /// Requests whose target `large_body` accepts may carry up to max_large_body_bytes instead
+  /// (a sync's rows); the target is read before the body, so no other request is buffered
+  /// past max_body_bytes.
+  std::function<bool(std::string_view target)> large_body;
+  size_t max_large_body_bytes = 0;
 };
 
 class http_server {

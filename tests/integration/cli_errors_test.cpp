@@ -151,6 +151,8 @@ TEST(cli_errors, a_flag_a_ctr_stream_run_would_ignore_is_one_error_line) {
      says("--sync-to goes with --sync-dir")},
     {stream({"--sync-dir", "/tmp/darcy-x", "--sync-token-file", "/nonexistent"}),
      says("--sync-token-file goes with --sync-to")},
+    {stream({"--sync-dir", "/tmp/darcy-x", "--sync-send", "folder"}),
+     says("--sync-send goes with --sync-to")},
     // And the stream's own flags in a run on files.
     {{"estimator", "ctr", "--train", "/nonexistent.tsv", "--window", "100"},
      says("--window applies to a --stream run only")},

@@ -116,6 +116,9 @@ public:
 
   const std::string& version() const { return version_; }
 
+  /// The configs of the dynamic embeddings its snapshot holds (none for a model without).
+  const std::vector<de_config>& embedding_tables() const { return embeddings_; }
+
 private:
   exported_model() = default;
   /// Opens session_ where `where` says and restores the snapshot under `path` into it.

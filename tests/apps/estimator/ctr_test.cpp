@@ -134,6 +134,7 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   run.online.sync.push.url =
     "http://127.0.0.1:" + std::to_string((*server)->port()) + "/v1/models/ctr:sync";
   run.online.sync.push.token = "tok";
+  run.online.sync.push.mode = ops::online::push_mode::folder; // the stand-in reads the folder
   run.online.export_dir = dir.path() + "/exports/ctr";
   std::vector<ctr_stream_window> windows;
   ASSERT_FALSE(run_ctr_stream(o, run, [&](const ctr_stream_window& w) -> caf::error {

@@ -3,12 +3,15 @@
 // estimator that trained it, behind the same tokens and ACLs as retrieval models.
 #include "apps/serving/estimator_model.hpp"
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/serving/serving_front.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/online/sync_push.hpp"
 #include "tests/support/estimator_blobs.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -283,6 +286,117 @@ manage = ["alice"]
   auto want = live();
   for (Eigen::Index r = 0; r < 2; ++r)
     EXPECT_NEAR(synced["predictions"][r][0].get<float>(), want(r, 0), 1e-6) << r;
+}
+
+TEST(estimator_model,
+     syncs_pushed_as_messages_reach_a_model_that_cannot_read_the_folder_and_a_lost_one_heals) {
+  test::temp_dir dir{"estimator_wire_sync"};
+  auto data = test::words(64);
+  auto training = ops::session::open({});
+  ASSERT_TRUE(training);
+  estimator e{test::model(**training), test::session_config(**training)};
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
+  ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
+  auto config = parse_serve_config(R"(
+[tokens]
+"tok-alice" = "alice"
+"tok-bob" = "bob"
+[models.words]
+manage = ["alice"]
+)",
+                                   "test.toml");
+  ASSERT_TRUE(config) << render(config.error());
+  front_end server{*config, "words", dir.path() + "/words"};
+  ASSERT_TRUE(server.ready());
+  auto url = "http://127.0.0.1:" + std::to_string(server.port()) + "/v1/models/words";
+  ops::online::push_target alice{url, "tok-alice"}, bob{url, "tok-bob"};
+  auto sync_dir = dir.path() + "/sync";
+  auto hidden = dir.path() + "/hidden";
+  auto body = R"({"instances": [{"x": 0.3, "words": ["w0", "common"]},
+                               {"x": 0.3, "words": ["w1", "common"]}]})";
+  auto described = [&] {
+    auto answer = test::http_exchange(
+      server.port(), test::http_request_text("GET", "/v1/models/words", "tok-bob", ""));
+    return nlohmann::json::parse(test::http_body(answer));
+  };
+  // What the model answers with the training run's folder out of its reach, against the same
+  // export following that folder directly.
+  auto expect_following = [&](const std::string& why) {
+    std::filesystem::rename(sync_dir, hidden);
+    auto answer = test::http_exchange(
+      server.port(), test::http_request_text("POST", "/v1/models/words:predict", "tok-bob", body));
+    auto got = nlohmann::json::parse(test::http_body(answer));
+    auto reference = ops::estimator::exported_model::load(dir.path() + "/words");
+    ASSERT_TRUE(reference);
+    ASSERT_TRUE((*reference)->follow(hidden));
+    ops::estimator::batch b;
+    b.features["x"] = ce::feature_value::numeric(std::vector<double>{0.3, 0.3});
+    b.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
+    auto want = (*reference)->predict(b);
+    ASSERT_TRUE(want);
+    for (Eigen::Index r = 0; r < 2; ++r)
+      EXPECT_EQ(got["predictions"][r][0].get<float>(), (*want)(r, 0)) << why << " " << r;
+    std::filesystem::rename(hidden, sync_dir);
+  };
+  auto save_next = [&](int64_t step) {
+    ASSERT_TRUE(e.train(test::column_input(data, 0), 20 * (step + 1)));
+    ASSERT_FALSE(ops::save(**training, sync_dir, {step, "", {}}, 10));
+  };
+
+  save_next(1);
+  ops::online::push_cursor cursor;
+  EXPECT_EQ(ops::online::push_sync(bob, sync_dir, cursor).status, 403u) << "no manage";
+  EXPECT_EQ(cursor.rows, "") << "a refused push moves nothing";
+  auto first = ops::online::push_sync(alice, sync_dir, cursor);
+  ASSERT_EQ(first.status, 200u);
+  EXPECT_TRUE(first.whole_chain);
+  EXPECT_GT(first.bytes, 0u);
+  expect_following("the first sync");
+  EXPECT_EQ(described()["sync"]["restores"], 1);
+
+  save_next(2);
+  auto delta = ops::online::push_sync(alice, sync_dir, cursor);
+  ASSERT_EQ(delta.status, 200u);
+  EXPECT_FALSE(delta.whole_chain) << "one delta on the link held";
+  expect_following("a delta");
+  auto held = cursor.rows;
+
+  // A push lost on the way: the next one's delta does not apply on the link the model holds.
+  save_next(3);
+  auto lost = ops::online::read_sync(sync_dir, held, "");
+  ASSERT_TRUE(lost);
+  cursor.rows = lost->rows.back().manifest.checkpoint;
+  save_next(4);
+  auto healed = ops::online::push_sync(alice, sync_dir, cursor);
+  ASSERT_EQ(healed.status, 200u);
+  EXPECT_TRUE(healed.whole_chain) << "the model answered 409, and got the chain";
+  expect_following("after a lost delta");
+  auto state = described();
+  EXPECT_EQ(state["sync"]["step"], 4);
+  EXPECT_EQ(state["sync"]["restores"], 1) << "it held a link of the chain: the two it lacked "
+                                             "were applied, no restore";
+
+  // A sync of another table layout is refused, and the model keeps its rows.
+  save_next(5);
+  auto other = ops::online::read_sync(sync_dir, cursor.rows, "");
+  ASSERT_TRUE(other && !other->rows.empty());
+  other->rows[0].manifest.embeddings[0].config.dim += 1;
+  auto other_body = ops::online::encode(*other);
+  ASSERT_TRUE(other_body);
+  auto refused = test::http_exchange(
+    server.port(), test::http_request_text("POST", "/v1/models/words:sync", "tok-alice",
+                                           *other_body, "application/octet-stream"));
+  EXPECT_EQ(test::http_status(refused), 400u) << refused;
+  EXPECT_NE(refused.find("another model or table layout"), std::string::npos) << refused;
+  EXPECT_EQ(described()["sync"]["step"], 4);
+
+  // The dense weights travel too: the served model is then the live estimator.
+  ASSERT_FALSE(write_dense_sync(e, sync_dir, 5));
+  auto dense = ops::online::push_sync(alice, sync_dir, cursor);
+  ASSERT_EQ(dense.status, 200u);
+  EXPECT_FALSE(dense.whole_chain);
+  EXPECT_EQ(described()["sync"]["dense_step"], 5);
+  expect_following("with the dense weights");
 }
 
 } // namespace

@@ -1,8 +1,10 @@
 // runtime/http_server: which client addresses count as loopback (serving lets only those
-// manage models when no bearer token is configured).
+// manage models when no bearer token is configured), and the body limit of each target.
 #include "runtime/http/http_server.hpp"
 
 #include <gtest/gtest.h>
+
+#include "runtime/http/http_client.hpp"
 
 namespace darcy::runtime {
 namespace {
@@ -29,6 +31,33 @@ TEST(http_server, only_loopback_addresses_of_either_family_count_as_loopback) {
   };
   for (auto& c : cases)
     EXPECT_EQ(is_loopback_address(c.address), c.loopback) << c.address;
+}
+
+TEST(http_server, a_large_body_target_takes_bodies_past_the_limit_that_others_get_413_for) {
+  http_server_options o{.listen = {"127.0.0.1", 0}, .threads = 1, .max_body_bytes = 100};
+  o.large_body = [](std::string_view target) { return target.ends_with(":sync"); };
+  o.max_large_body_bytes = 1000;
+  auto server = http_server::start(o, [](http_request req, http_responder respond) {
+    respond({200, std::to_string(req.body.size())});
+  });
+  ASSERT_TRUE(server);
+  struct {
+    const char* target;
+    size_t bytes;
+    unsigned status;
+  } cases[] = {
+    {"/v1/models/m:predict", 100, 200}, {"/v1/models/m:predict", 101, 413},
+    {"/v1/models/m:sync", 101, 200},    {"/v1/models/m:sync", 1000, 200},
+    {"/v1/models/m:sync", 1001, 413},   {"/v1/models/m:sync/x", 101, 413},
+  };
+  for (auto& c : cases) {
+    auto answer = http_exchange((*server)->port(),
+                                http_request_text("POST", c.target, "", std::string(c.bytes, 'x')));
+    EXPECT_EQ(http_status(answer), c.status) << c.target << " " << c.bytes;
+    if (c.status == 200) {
+      EXPECT_EQ(http_body(answer), std::to_string(c.bytes));
+    }
+  }
 }
 
 } // namespace
