@@ -28,7 +28,7 @@ void sync_parent(const std::string& path) {
 
 } // namespace
 
-caf::error write_file_atomically(const std::string& path, std::string_view content) {
+caf::error write_file_atomically(const std::string& path, std::string_view content, bool durable) {
   auto tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -48,7 +48,7 @@ caf::error write_file_atomically(const std::string& path, std::string_view conte
     data += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((durable && ::fsync(fd) != 0) || ::close(fd) != 0) {
     auto err = sys_error("cannot flush", tmp);
     ::unlink(tmp.c_str());
     return err;
@@ -58,7 +58,8 @@ caf::error write_file_atomically(const std::string& path, std::string_view conte
     ::unlink(tmp.c_str());
     return err;
   }
-  sync_parent(path);
+  if (durable)
+    sync_parent(path);
   return {};
 }
 

@@ -290,6 +290,12 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   online_cmd->add_option("--threads", online->threads, "Threads of the trainer")
     ->check(CLI::Range(1, 64));
   online_cmd->add_option("--seed", online->seed, "Seed of the stream and the model");
+  online_cmd
+    ->add_option_function<std::string>(
+      "--sync-send",
+      [online](const std::string& mode) { online->push = *ops::online::push_mode_named(mode); },
+      "What a push carries: rows (the rows serving lacks) or folder (the sync folder's path)")
+    ->check(CLI::IsMember({"rows", "folder"}));
   online_cmd->add_flag("--quiet", online->quiet, "No progress lines");
   online_cmd->callback(
     [online, &exit_code] { exit_code = report("online", run_online_bench(*online)); });

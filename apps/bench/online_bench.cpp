@@ -253,6 +253,7 @@ caf::error run_online_bench(const online_bench_options& o) {
   run.online.export_dir = dir + "/exports/" + model_name;
   run.online.sync.push.url =
     "http://127.0.0.1:" + std::to_string(port) + "/v1/models/" + model_name;
+  run.online.sync.push.mode = o.push;
 
   shared_state st;
   std::optional<runtime::child_process> serve;
@@ -456,8 +457,9 @@ caf::error run_online_bench(const online_bench_options& o) {
     {"frozen_auc", lifted ? nlohmann::json(frozen_sum / double(lifted)) : nlohmann::json{}},
     {"delta_vs_full_bytes",
      full_bytes > 0 ? nlohmann::json(delta_bytes / full_bytes) : nlohmann::json{}},
-    {"wire_delta_vs_full_bytes",
-     wire_full_bytes > 0 ? nlohmann::json(wire_delta_bytes / wire_full_bytes) : nlohmann::json{}},
+    {"wire_delta_vs_full_bytes", o.push == ops::online::push_mode::rows && wire_full_bytes > 0
+                                   ? nlohmann::json(wire_delta_bytes / wire_full_bytes)
+                                   : nlohmann::json{}},
     {"whole_chain_pushes", whole_chain_pushes},
     {"whole_chain_bytes", whole_chain_bytes},
     {"qps", double(st.answers.size() - failed) / client_s},

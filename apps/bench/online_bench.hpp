@@ -12,6 +12,8 @@
 
 #include <caf/error.hpp>
 
+#include "ops/online/sync_push.hpp"
+
 namespace darcy::apps {
 
 struct online_bench_options {
@@ -21,6 +23,8 @@ struct online_bench_options {
   double seconds = 600;
   std::chrono::milliseconds sync_every{2000};
   std::chrono::milliseconds dense_sync_every{10000};
+  /// What each push carries: the rows serving lacks, or the sync folder's path.
+  ops::online::push_mode push = ops::online::push_mode::rows;
   uint64_t window_rows = 5000;
   /// The client's fixed rate, and the instances of each request.
   double qps = 50;

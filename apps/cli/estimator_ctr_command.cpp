@@ -11,7 +11,11 @@
 #include "apps/cli/commands.hpp"
 #include "apps/cli/estimator_roles.hpp"
 #include "apps/estimator/ctr.hpp"
+#include "apps/estimator/estimator_jobs.hpp"
 #include "messages/error.hpp"
+#include "ops/ctr/ctr_stream_input.hpp"
+#include "ops/estimator/export/export.hpp"
+#include "ops/online/sync_writer.hpp"
 #include "runtime/process/machine.hpp"
 
 namespace darcy::apps {
@@ -49,6 +53,11 @@ struct ctr_flags {
   std::vector<CLI::Option*> stream_only;
   /// Read by --stream generate only.
   std::vector<CLI::Option*> generator_only;
+  /// Read only by a stream trained in this process (a distributed one trains to --max-steps;
+  /// its chief exports before its first sync).
+  std::vector<CLI::Option*> local_stream_only;
+  /// Read by a distributed stream's chief too (its checkpoints).
+  CLI::Option* model_dir = nullptr;
   /// Read only with --sync-dir, and these only with --sync-to.
   std::vector<CLI::Option*> sync_dir_only;
   CLI::Option* sync_to = nullptr;
@@ -56,9 +65,12 @@ struct ctr_flags {
 };
 
 /// An error naming the first flag given that this `estimator ctr` run would ignore. A stream
-/// has no distributed roles yet: a role's flag or DARCY_CONFIG is refused with --stream.
-caf::error check_ctr_flags_fit_the_run(const ctr_flags& f, const role_flags& r,
-                                       const estimator_apps::ctr_stream_run& run, bool streamed) {
+/// with a distributed role (`distributed`) trains to --max-steps, has no windows or export of
+/// its own, and reads --model-dir for its chief's checkpoints; run_as_role checks the role's
+/// own flags.
+caf::error check_ctr_flags_fit_the_run(const ctr_flags& f,
+                                       const estimator_apps::ctr_stream_run& run, bool streamed,
+                                       bool distributed) {
   auto refuse = [](const CLI::Option* o, const std::string& why) {
     return make_error(errc::invalid_config, o->get_name() + " " + why);
   };
@@ -67,18 +79,18 @@ caf::error check_ctr_flags_fit_the_run(const ctr_flags& f, const role_flags& r,
       return refuse(o, "applies to a --stream run only");
     return {};
   }
-  if (auto* o = given(f.files_only))
-    return refuse(o, "applies to a run on --train files, not to a --stream run");
-  if (auto* o = given(r.with_task_type); o || !r.task_type.empty() || given(r.role_only))
-    return refuse(o                      ? o
-                  : !r.task_type.empty() ? r.task_type_option
-                                         : given(r.role_only),
-                  "names a distributed role; a --stream run has no roles yet (it trains in "
-                  "this process)");
-  if (auto* env = std::getenv("DARCY_CONFIG"); env && *env)
-    return make_error(errc::invalid_config,
-                      "DARCY_CONFIG names a distributed role; a --stream run has no roles yet "
-                      "(unset it: the stream trains in this process)");
+  for (auto* o : f.files_only)
+    if (o->count() > 0 && !(distributed && o == f.model_dir))
+      return refuse(o, "applies to a run on --train files, not to a --stream run");
+  if (distributed) {
+    if (auto* o = given(f.local_stream_only))
+      return refuse(o,
+                    "applies to a stream trained in this process; a distributed stream "
+                    "trains to --max-steps");
+    if (run.source == "-")
+      return make_error(errc::invalid_config,
+                        "a distributed stream reads 'generate' or a file, not standard input");
+  }
   if (run.source != "generate")
     if (auto* o = given(f.generator_only))
       return refuse(o, "applies to --stream generate only, not to '" + run.source + "'");
@@ -89,6 +101,44 @@ caf::error check_ctr_flags_fit_the_run(const ctr_flags& f, const role_flags& r,
     if (auto* o = given(f.sync_to_only))
       return refuse(o, "goes with --sync-to");
   return {};
+}
+
+/// A distributed stream's chief: a sync every policy.every (none without a folder), and the
+/// last one when the job is done, each a JSON line; with `export_dir`, the model exported
+/// there once, before the first sync, on a batch of `sample`.
+ops::estimator::chief_step_fn chief_syncs(const ops::online::sync_policy& policy,
+                                          const std::string& export_dir,
+                                          ops::estimator::input_fn sample) {
+  if (policy.dir.empty())
+    return {};
+  auto writer = std::make_shared<ops::online::sync_writer>(policy);
+  auto exported = std::make_shared<bool>(export_dir.empty());
+  return [=](ops::estimator::estimator& chief, ops::session* embeddings, uint64_t step,
+             bool done) -> caf::error {
+    if (!embeddings || (!done && !writer->due()))
+      return {};
+    if (!*exported) {
+      if (auto fetched = chief.fetch_server_state(); !fetched)
+        return std::move(fetched.error());
+      auto version = ops::estimator::export_model(chief, export_dir, sample);
+      if (!version)
+        return std::move(version.error());
+      *exported = true;
+      std::cout
+        << nlohmann::json{{"global_step", step}, {"exported", export_dir + "/" + *version}}.dump()
+        << std::endl;
+    }
+    auto r = writer->write(*embeddings, chief, static_cast<int64_t>(step), done);
+    if (!r)
+      return std::move(r.error());
+    std::cout << nlohmann::json{{"global_step", step},        {"sync_checkpoint", r->checkpoint},
+                                {"sync_full", r->full},       {"sync_bytes", r->bytes},
+                                {"dense_synced", r->dense},   {"sync_status", r->push.status},
+                                {"push_bytes", r->push.bytes}}
+                   .dump()
+              << std::endl;
+    return {};
+  };
 }
 
 } // namespace
@@ -126,10 +176,14 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
     flags->sync_dir_only.push_back(stream_only(opt));
     return opt;
   };
-  stream_only(
+  auto local_stream_only = [&](CLI::Option* opt) {
+    flags->local_stream_only.push_back(stream_only(opt));
+    return opt;
+  };
+  local_stream_only(
     ctr->add_option("--window", stream->online.window_rows, "With --stream: rows a window"))
     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
-  stream_only(
+  local_stream_only(
     ctr->add_option("--windows", stream->online.max_windows,
                     "With --stream: stop after N windows (0: never, or at the end of the input)"));
   generator_only(ctr->add_option("--drift-rows", stream->stream.drift_rows,
@@ -240,9 +294,11 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
                  "Threads of the in-process embedding service (its shards)")
     ->check(CLI::Range(1, 256));
   ctr->add_option("--seed", o->seed, "Seed of the weights and the tables' rows");
-  flags->files_only.push_back(ctr->add_option(
+  flags->model_dir = ctr->add_option(
     "--model-dir", o->model_dir,
-    "Checkpoints (a rerun resumes from them; a --stream run resumes from --sync-dir)"));
+    "Checkpoints (a rerun resumes from them; a --stream run resumes from --sync-dir, a "
+    "distributed one's chief from here)");
+  flags->files_only.push_back(flags->model_dir);
   ctr->add_flag("--quiet", o->quiet, "No progress bar");
   add_role_flags(ctr, *roles);
   ctr->callback([=, &exit_code] {
@@ -263,7 +319,8 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
     o->model = *kind;
     o->dense_optimizer.kind = *dense;
     o->embedding_optimizer.kind = *embedding;
-    if (auto err = check_ctr_flags_fit_the_run(*flags, *roles, *stream, streamed->count() > 0)) {
+    if (auto err = check_ctr_flags_fit_the_run(*flags, *stream, streamed->count() > 0,
+                                               names_a_role(*roles))) {
       exit_code = fail("estimator ctr", err);
       return;
     }
@@ -284,6 +341,14 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
       }
       stream->stream.generator.seed = o->seed;
       stream->stream.skip_malformed = o->skip_malformed;
+      roles->app = "ctr";
+      roles->local_length = "--windows";
+      if (run_as_role(*roles, "ctr-stream", estimator_apps::ctr_stream_job_options(*o, *stream),
+                      o->model_dir, "", o->threads, exit_code,
+                      chief_syncs(stream->online.sync, stream->online.export_dir,
+                                  ops::ctr::ctr_stream_input(stream->source, stream->stream,
+                                                             {.batch_size = o->batch}))))
+        return;
       auto err = estimator_apps::run_ctr_stream(
         *o, *stream, [](const estimator_apps::ctr_stream_window& w) -> caf::error {
           std::cout << nlohmann::json{{"window", w.window},

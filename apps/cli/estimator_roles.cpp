@@ -21,7 +21,7 @@ caf::error check_flags_fit_the_run(const role_flags& r, bool distributed) {
       o = given(r.role_only);
     if (!o)
       return {};
-    auto hint = o->get_name() == "--max-steps" ? "; a local run trains for --epochs" : "";
+    auto hint = o->get_name() == "--max-steps" ? "; a local run trains for " + r.local_length : "";
     return make_error(errc::invalid_config, o->get_name() +
                                               " applies to a distributed role only "
                                               "(give --task-type or DARCY_CONFIG)" +
@@ -40,11 +40,10 @@ caf::error check_flags_fit_the_run(const role_flags& r, bool distributed) {
 /// The role of this process, or nullopt for a local run.
 caf::expected<std::optional<ops::estimator::role_config>> role_of(const role_flags& r) {
   using result = caf::expected<std::optional<ops::estimator::role_config>>;
-  auto* env = std::getenv("DARCY_CONFIG");
-  if (r.task_type.empty() && !(env && *env))
+  if (!names_a_role(r))
     return result{std::nullopt};
   auto role = r.task_type.empty()
-                ? ops::estimator::parse_role_config(env)
+                ? ops::estimator::parse_role_config(std::getenv("DARCY_CONFIG"))
                 : ops::estimator::parse_role_config(r.cluster_spec, r.task_type, r.task_index);
   return role ? result{std::move(*role)} : result{std::move(role.error())};
 }
@@ -83,6 +82,11 @@ void add_role_flags(CLI::App* cmd, role_flags& r) {
                             "Evaluate on the first N examples (0: all)"));
 }
 
+bool names_a_role(const role_flags& flags) {
+  auto* env = std::getenv("DARCY_CONFIG");
+  return !flags.task_type.empty() || (env && *env);
+}
+
 const CLI::Option* given(const std::vector<CLI::Option*>& options) {
   for (auto* o : options)
     if (o->count() > 0)
@@ -92,8 +96,8 @@ const CLI::Option* given(const std::vector<CLI::Option*>& options) {
 
 bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json job_options,
                  const std::string& model_dir, const std::string& summary, size_t threads,
-                 int& exit_code) {
-  auto what = "estimator " + job;
+                 int& exit_code, ops::estimator::chief_step_fn on_step) {
+  auto what = "estimator " + (flags.app.empty() ? job : flags.app);
   auto role = role_of(flags);
   if (!role) {
     exit_code = fail(what + ": " + render(role.error()));
@@ -120,6 +124,7 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
     .summary = summary,
     .ps_rejoin_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.ps_rejoin_s * 1000))};
   r.node.threads = threads;
+  r.on_step = std::move(on_step);
   if (!flags.node_config.empty())
     if (auto err = runtime::load_node_config(flags.node_config, r.node)) {
       exit_code = fail(what + ": " + render(err));

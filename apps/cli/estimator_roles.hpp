@@ -10,6 +10,8 @@
 #include <caf/error.hpp>
 #include <nlohmann/json.hpp>
 
+#include "ops/estimator/distributed/run_role.hpp"
+
 namespace darcy::apps {
 
 /// Flags of a distributed run; the role comes from DARCY_CONFIG unless --task-type is given.
@@ -31,6 +33,10 @@ struct role_flags {
   std::vector<CLI::Option*> role_only;
   /// The app's flags that only a local run reads (--epochs: a role trains to --max-steps).
   std::vector<CLI::Option*> local_only;
+  /// The app's name in errors ("estimator NAME"; empty: the job's), and what a local run trains
+  /// for instead of --max-steps.
+  std::string app;
+  std::string local_length = "--epochs";
 };
 
 /// Adds the role flags to `cmd`, filling `r`.
@@ -41,8 +47,12 @@ const CLI::Option* given(const std::vector<CLI::Option*>& options);
 
 /// Runs this process's role of distributed job `job` when DARCY_CONFIG or --task-type names
 /// one, setting exit_code; false for a local run. A flag the run would ignore is one error line.
+/// `on_step` is the chief's (ops::estimator::role_options::on_step).
 bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json job_options,
                  const std::string& model_dir, const std::string& summary, size_t threads,
-                 int& exit_code);
+                 int& exit_code, ops::estimator::chief_step_fn on_step = {});
+
+/// Whether DARCY_CONFIG or --task-type names a role for this process.
+bool names_a_role(const role_flags& flags);
 
 } // namespace darcy::apps

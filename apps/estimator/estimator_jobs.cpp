@@ -10,6 +10,7 @@
 #include "compute/nn/optimizers.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr/ctr_input.hpp"
+#include "ops/ctr/ctr_stream_input.hpp"
 
 namespace darcy::estimator_apps {
 
@@ -184,7 +185,78 @@ caf::expected<est::estimator_job> ctr_job(const nlohmann::json& options) {
   return job;
 }
 
+/// The stream of a "ctr-stream" job's options, with o's seed and skip_malformed.
+caf::expected<std::pair<std::string, ops::ctr::ctr_stream_options>> stream_of(
+  const nlohmann::json& options, const ctr_options& o) {
+  auto bad = [](const std::string& what) {
+    return make_error(errc::invalid_config, "ctr-stream job options: " + what);
+  };
+  if (!options.contains("stream") || !options["stream"].is_object())
+    return bad("no \"stream\" object");
+  auto& j = options["stream"];
+  ops::ctr::ctr_stream_options s;
+  std::string source;
+  try {
+    source = j.at("source").get<std::string>();
+    s.drift_rows = j.value("drift_rows", s.drift_rows);
+    s.generator.fresh_rate = j.value("fresh_rate", s.generator.fresh_rate);
+    s.fresh_step = j.value("fresh_step", s.fresh_step);
+    s.rows = j.value("rows", s.rows);
+    s.generator.max_ids = j.value("max_ids", s.generator.max_ids);
+  } catch (const nlohmann::json::exception& e) {
+    return bad(e.what());
+  }
+  if (source == "-")
+    return bad("a distributed stream reads the generator or a file, not standard input");
+  s.generator.seed = o.seed;
+  s.skip_malformed = o.skip_malformed;
+  return std::pair{std::move(source), s};
+}
+
+/// Worker w of n trains rows r % n == w of the stream until the global step; the chief writes
+/// the syncs (run_role's on_step). It has no evaluator: a stream's rows are scored as they come.
+caf::expected<est::estimator_job> ctr_stream_job(const nlohmann::json& options) {
+  auto o = ctr_options_of(options);
+  if (!o)
+    return std::move(o.error());
+  auto stream = stream_of(options, *o);
+  if (!stream)
+    return std::move(stream.error());
+  auto workers = std::max<uint32_t>(1, options.value("workers", uint32_t{1}));
+  est::estimator_job job;
+  job.uses_embeddings = true;
+  job.train_input = [o = *o, stream = *stream, workers](size_t worker) {
+    return ops::ctr::ctr_stream_input(
+      stream.first, stream.second,
+      {.batch_size = o.batch, .shard = static_cast<uint32_t>(worker % workers), .shards = workers});
+  };
+  job.eval = {.input = []() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
+                return make_error(errc::invalid_config,
+                                  "ctr-stream: a stream job has no evaluator");
+              },
+              .metric = "auc_roc",
+              .higher_is_better = true};
+  job.config = {.seed = o->seed, .threads = o->threads, .optimizer = o->dense_optimizer};
+  job.model = [o = *o](ops::session* s) -> caf::expected<est::model_fn> {
+    if (!s)
+      return make_error(errc::invalid_config, "ctr: the model needs an embedding session");
+    return ctr_model(o, *s);
+  };
+  return job;
+}
+
 } // namespace
+
+nlohmann::json ctr_stream_job_options(const ctr_options& o, const ctr_stream_run& run) {
+  auto j = ctr_job_options(o);
+  j["stream"] = {{"source", run.source},
+                 {"drift_rows", run.stream.drift_rows},
+                 {"fresh_rate", run.stream.generator.fresh_rate},
+                 {"fresh_step", run.stream.fresh_step},
+                 {"rows", run.stream.rows},
+                 {"max_ids", run.stream.generator.max_ids}};
+  return j;
+}
 
 std::shared_ptr<const est::job_catalog> estimator_jobs() {
   auto refusal = [](auto parsed) -> caf::error {
@@ -197,6 +269,13 @@ std::shared_ptr<const est::job_catalog> estimator_jobs() {
   (*jobs)["brown-genre"] = {
     [=](const nlohmann::json& o) { return refusal(brown_genre_options_of(o)); }, brown_genre_job};
   (*jobs)["ctr"] = {[=](const nlohmann::json& o) { return refusal(ctr_options_of(o)); }, ctr_job};
+  (*jobs)["ctr-stream"] = {[=](const nlohmann::json& o) -> caf::error {
+                             auto parsed = ctr_options_of(o);
+                             if (!parsed)
+                               return std::move(parsed.error());
+                             return refusal(stream_of(o, *parsed));
+                           },
+                           ctr_stream_job};
   return jobs;
 }
 

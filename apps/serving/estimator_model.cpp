@@ -192,8 +192,8 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
   std::string dir;
   if (ops::online::is_sync_message(body)) {
     auto decoded = ops::online::decode_sync_message(body);
-    if (!decoded)
-      return std::move(decoded.error());
+    if (!decoded) // the request's bytes, not this server's files
+      return make_error(errc::invalid_argument, context_of(decoded.error()));
     message = std::move(*decoded);
   } else {
     auto j = nlohmann::json::parse(body, nullptr, false);

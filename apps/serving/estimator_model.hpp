@@ -65,7 +65,8 @@ public:
   /// The JSON answer to a sync request of ctx.principal, which needs `manage` on the model. A
   /// body that is a sync message (ops/online/sync_message.hpp) is installed in the model's
   /// sync_mirror first (its refusals: another layout, errc::out_of_order for deltas that do not
-  /// follow the link held, asking for the whole chain), and DIR is that mirror's folder; a body
+  /// follow the link held, asking for the whole chain; a message that does not decode is
+  /// errc::invalid_argument), and DIR is that mirror's folder; a body
   /// {"dir": DIR} names a folder this host reads. Then the model's dynamic embeddings are
   /// brought to DIR's current checkpoint (exported_model::follow), and its dense weights to
   /// DIR's newest dense sync; thread-safe, one sync at a time, while predictions go on. With its

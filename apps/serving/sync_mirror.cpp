@@ -94,12 +94,13 @@ caf::error sync_mirror::install(const ops::online::sync_message& m, const std::s
              .string();
     owned_ = true;
   }
-  stores::checkpoint_dir rows{dir_};
+  // A copy: what a crash loses, the next push's whole chain brings again.
+  stores::checkpoint_dir rows{dir_, false}, dense{dir_ + "/dense", false};
   for (auto& link : m.rows)
     if (auto err = stores::install_link(rows, link, 1))
       return err;
   for (auto& link : m.dense)
-    if (auto err = stores::install_link(stores::checkpoint_dir{dir_ + "/dense"}, link, 2))
+    if (auto err = stores::install_link(dense, link, 2))
       return err;
   return {};
 }

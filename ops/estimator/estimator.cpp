@@ -215,15 +215,21 @@ caf::expected<estimator::run> estimator::call(mode m, const batch& b, bool trace
   return once();
 }
 
-caf::error estimator::save_checkpoint() {
-  if (cfg_.model_dir.empty())
-    return no_model_dir();
+caf::expected<uint64_t> estimator::fetch_server_state() {
   if (cfg_.servers) {
     auto step = cfg_.servers->fetch_state(vars_.all(), optimizer_);
     if (!step)
       return std::move(step.error());
     global_step_ = *step;
   }
+  return global_step_;
+}
+
+caf::error estimator::save_checkpoint() {
+  if (cfg_.model_dir.empty())
+    return no_model_dir();
+  if (auto step = fetch_server_state(); !step)
+    return std::move(step.error());
   auto t =
     stores::checkpoint_transaction::begin(cfg_.model_dir, "step-" + std::to_string(global_step_));
   if (!t)

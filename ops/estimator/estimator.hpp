@@ -130,6 +130,9 @@ public:
   variable_store& variables() { return vars_; }
   /// The dense variables' optimizer, with its state (slots, step count).
   compute::nn::optimizer& optimizer() { return optimizer_; }
+  /// With parameter servers: their variables and optimizer state into this estimator's, which
+  /// must be built, and the global step. Without, nothing changes. The servers' errors.
+  caf::expected<uint64_t> fetch_server_state();
 
 private:
   struct run {

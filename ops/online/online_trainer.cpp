@@ -4,7 +4,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <thread>
 
 #include "compute/estimator/metrics.hpp"
 #include "messages/error.hpp"
@@ -44,10 +43,11 @@ class online_run {
 public:
   online_run(session& s, est::model_fn model, est::run_config config, row_stream& rows,
              const online_options& o)
-    : s_(s), rows_(rows), o_(o), e_(std::move(model), with_embeddings(std::move(config), s)) {
-    last_sync_ = steady::now() - o.sync.every;
-    last_dense_sync_ = steady::now() - o.sync.dense_every;
-  }
+    : s_(s),
+      rows_(rows),
+      o_(o),
+      e_(std::move(model), with_embeddings(std::move(config), s)),
+      sync_(o.sync) {}
 
   caf::error run(const std::function<caf::error(const window_report&)>& on_window);
 
@@ -76,9 +76,7 @@ private:
   bool resumed_ = false;
   /// The dense weights of a resumed run's last dense sync wait for the variables to be built.
   bool dense_pending_ = false;
-  steady::time_point last_sync_, last_dense_sync_;
-  /// What the push target holds (push_mode::rows).
-  push_cursor cursor_;
+  sync_writer sync_;
   /// The export of the first window, never synced: online training's baseline (on a resume,
   /// the one the first run made).
   std::unique_ptr<est::exported_model> frozen_;
@@ -99,8 +97,7 @@ caf::error online_run::resume() {
   if (auto err = ops::save_restored(s_, dir, {static_cast<int64_t>(trained_), "", {}},
                                     o_.sync.full_every, last->checkpoint))
     return err;
-  if (!o_.sync.push.url.empty())
-    push_sync(o_.sync.push, dir, cursor_);
+  sync_.push_current();
   if (rows_.can_skip()) {
     auto more = rows_.skip(trained_);
     if (!more)
@@ -114,41 +111,19 @@ caf::error online_run::resume() {
 }
 
 caf::error online_run::sync(window_report& r, bool last) {
-  auto& policy = o_.sync;
-  last_sync_ = steady::now();
   synced_rows_ = trained_;
-  if (auto err =
-        ops::save(s_, policy.dir, {static_cast<int64_t>(trained_), "", {}}, policy.full_every))
-    return err;
-  auto synced = stores::checkpoint_dir{policy.dir}.read_manifest();
+  auto synced = sync_.write(s_, e_, static_cast<int64_t>(trained_), last);
   if (!synced)
     return std::move(synced.error());
   r.sync_checkpoint = synced->checkpoint;
-  r.sync_full = synced->base.empty();
-  for (auto& entry : synced->embeddings)
-    for (auto& file : entry.files)
-      r.sync_bytes += file.bytes;
-  if (last || steady::now() - last_dense_sync_ >= policy.dense_every) {
-    last_dense_sync_ = steady::now();
-    if (auto err = est::write_dense_sync(e_, policy.dir, static_cast<int64_t>(trained_)))
-      return err;
-    r.dense_synced = true;
-  }
-  if (policy.push.url.empty())
-    return {};
-  r.push_sent = steady::now();
-  auto pushed = push_sync(policy.push, policy.dir, cursor_);
-  // No later sync follows the last one to bring serving up to it.
-  for (int again = 0; last && pushed.status != 200 && again < 3; ++again) {
-    std::this_thread::sleep_for(policy.every);
-    auto retry = push_sync(policy.push, policy.dir, cursor_);
-    retry.bytes += pushed.bytes;
-    pushed = retry;
-  }
-  r.sync_status = pushed.status;
-  r.push_bytes = pushed.bytes;
-  r.push_whole_chain = pushed.whole_chain;
-  r.push_answered = steady::now();
+  r.sync_full = synced->full;
+  r.sync_bytes = synced->bytes;
+  r.dense_synced = synced->dense;
+  r.sync_status = synced->push.status;
+  r.push_bytes = synced->push.bytes;
+  r.push_whole_chain = synced->push.whole_chain;
+  r.push_sent = synced->push_sent;
+  r.push_answered = synced->push_answered;
   return {};
 }
 
@@ -244,7 +219,7 @@ caf::error online_run::run(const std::function<caf::error(const window_report&)>
       return std::move(table_count.error());
     r.embedding_rows = *table_count;
     bool last = window->ended || w == o_.max_windows;
-    if (!o_.sync.dir.empty() && (last || steady::now() - last_sync_ >= o_.sync.every))
+    if (!o_.sync.dir.empty() && (last || sync_.due()))
       if (auto err = sync(r, last))
         return err;
     if (auto err = on_window(r))

@@ -18,31 +18,10 @@
 
 #include "ops/estimator/estimator.hpp"
 #include "ops/online/row_stream.hpp"
-#include "ops/online/sync_push.hpp"
+#include "ops/online/sync_writer.hpp"
 #include "ops/session.hpp"
 
 namespace darcy::ops::online {
-
-/// Where an online run writes its syncs, how often, and whom it tells.
-struct sync_policy {
-  /// The tables' incremental checkpoints (ops::save with full_every) for serving copies to
-  /// follow, the dense weights' under dir/dense, and where a rerun resumes: with a chain there,
-  /// the run restores the tables of its last sync and the dense weights (with their optimizer's
-  /// state) of its last dense sync, and skips the rows trained by then (a stream that cannot
-  /// skip is left to its writer). A process that dies so costs the rows since its last sync.
-  /// Empty: no sync, no resume.
-  std::string dir;
-  /// A sync comes after the first window that ends `every` after the last one: a delta of the
-  /// rows changed since, and a full checkpoint every full_every deltas.
-  std::chrono::milliseconds every{2000};
-  uint32_t full_every = 30;
-  /// The dense weights go with the first sync at least this long after the last dense one, so at
-  /// a lower rate than the rows.
-  std::chrono::milliseconds dense_every{10000};
-  /// After each sync (needs `dir`). A refused or failed push is reported in its window, and
-  /// training goes on.
-  push_target push;
-};
 
 struct online_options {
   /// Rows a window: each is predicted, then trained on, in batches of `batch`.

@@ -44,6 +44,7 @@ namespace {
 /// An idle keep-alive connection, or one that sends too slowly, is closed after this.
 constexpr std::chrono::seconds read_timeout{60};
 constexpr size_t header_limit = 16 * 1024;
+constexpr size_t read_chunk = 64 * 1024;
 
 class connection : public std::enable_shared_from_this<connection> {
 public:
@@ -55,7 +56,11 @@ public:
       handler_(handler),
       options_(options),
       max_body_(options.max_body_bytes),
-      server_(std::move(server)) {}
+      server_(std::move(server)) {
+    // Beast reads at most the buffer's free capacity (512 bytes when it has none): a body of
+    // megabytes would take thousands of reads.
+    buffer_.reserve(read_chunk);
+  }
 
   void run() {
     beast::error_code ignored;

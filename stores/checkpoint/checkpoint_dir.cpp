@@ -75,7 +75,7 @@ caf::expected<file_info> checkpoint_dir::write_part(const std::string& rel, std:
   if (ec)
     return make_error(errc::io_error, "cannot create " + fs::path{full}.parent_path().string() +
                                         ": " + ec.message());
-  if (auto err = base::write_file_atomically(full, bytes))
+  if (auto err = base::write_file_atomically(full, bytes, durable_))
     return err;
   return file_info{rel, compute::hash_key(bytes), rows, bytes.size()};
 }
@@ -108,9 +108,9 @@ caf::expected<std::shared_ptr<const mapped_file>> checkpoint_dir::map_part(
 caf::error checkpoint_dir::commit(const checkpoint_manifest& manifest, size_t keep) const {
   std::error_code ec;
   fs::create_directories(path(manifest.checkpoint), ec);
-  auto err = write_manifest(path(manifest.checkpoint), manifest);
+  auto err = write_manifest(path(manifest.checkpoint), manifest, durable_);
   if (!err)
-    err = write_manifest(root_, manifest);
+    err = write_manifest(root_, manifest, durable_);
   if (err) {
     discard(manifest.checkpoint);
     return err;

@@ -32,6 +32,9 @@ caf::error check_checkpoint_name(std::string_view id);
 class checkpoint_dir {
 public:
   explicit checkpoint_dir(std::string root) : root_(std::move(root)) {}
+  /// Not `durable`: parts and manifests are not flushed to disk (base::write_file_atomically),
+  /// for a copy of checkpoints that can be fetched again, such as a serving copy's.
+  checkpoint_dir(std::string root, bool durable) : root_(std::move(root)), durable_(durable) {}
 
   const std::string& root() const { return root_; }
 
@@ -91,6 +94,7 @@ private:
   std::string path(const std::string& rel) const;
 
   std::string root_;
+  bool durable_ = true;
 };
 
 } // namespace darcy::stores

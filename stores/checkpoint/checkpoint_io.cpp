@@ -173,7 +173,8 @@ std::vector<file_info> from_capnp(capnp::List<FileEntry>::Reader in) {
 
 } // namespace
 
-caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest) {
+caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest,
+                          bool durable) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<Manifest>();
   root.setFormatVersion(manifest.base.empty() ? format_version : delta_format_version);
@@ -197,7 +198,8 @@ caf::error write_manifest(const std::string& dir, const checkpoint_manifest& man
     losses.set(i, manifest.wals.losses[i]);
   root.setExtra(capnp::Data::Reader{reinterpret_cast<const kj::byte*>(manifest.extra.data()),
                                     manifest.extra.size()});
-  return base::write_file_atomically(join(dir, manifest_name), with_trailer(flat_bytes(message)));
+  return base::write_file_atomically(join(dir, manifest_name), with_trailer(flat_bytes(message)),
+                                     durable);
 }
 
 caf::expected<checkpoint_manifest> read_manifest(const std::string& dir) {

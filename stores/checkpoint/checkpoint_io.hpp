@@ -21,7 +21,8 @@ inline constexpr const char* manifest_name = "MANIFEST";
 std::string encode_config(const de_config& cfg);
 caf::expected<de_config> decode_config(const std::string& bytes, const std::string& what);
 
-caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest);
+caf::error write_manifest(const std::string& dir, const checkpoint_manifest& manifest,
+                          bool durable = true);
 
 /// errc::not_found when the directory holds no manifest; errc::corrupt_file when it is damaged.
 caf::expected<checkpoint_manifest> read_manifest(const std::string& dir);

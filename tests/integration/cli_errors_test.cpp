@@ -128,14 +128,19 @@ TEST(cli_errors, a_flag_a_ctr_stream_run_would_ignore_is_one_error_line) {
   auto says = [](const std::string& what) {
     return "darcy: error: estimator ctr: invalid configuration: " + what + "\n";
   };
-  auto role =
-    "names a distributed role; a --stream run has no roles yet (it trains in this "
-    "process)";
   expect_error_lines({
     // Each of these used to train locally and say nothing.
     {stream({"--task-type", "worker", "--max-steps", "5"}),
-     says("--task-type " + std::string{role})},
-    {stream({"--max-steps", "5"}), says("--max-steps " + std::string{role})},
+     says("--windows applies to a stream trained in this process; a distributed stream trains "
+          "to --max-steps")},
+    {stream({"--max-steps", "5"}),
+     says("--max-steps applies to a distributed role only (give --task-type or DARCY_CONFIG); "
+          "a local run trains for --windows")},
+    {{"estimator", "ctr", "--stream", "generate", "--task-type", "worker", "--window", "100"},
+     says("--window applies to a stream trained in this process; a distributed stream trains "
+          "to --max-steps")},
+    {{"estimator", "ctr", "--stream", "-", "--task-type", "worker"},
+     says("a distributed stream reads 'generate' or a file, not standard input")},
     {stream({"--eval", "/nonexistent.tsv"}),
      says("--eval applies to a run on --train files, not to a --stream run")},
     {stream({"--epochs", "3"}), says("--epochs applies to a run on --train files, not to a "
@@ -161,8 +166,8 @@ TEST(cli_errors, a_flag_a_ctr_stream_run_would_ignore_is_one_error_line) {
   });
   ASSERT_EQ(::setenv("DARCY_CONFIG", R"({"task":{"type":"worker","index":0}})", 1), 0);
   expect_error_lines({
-    {stream({}), says("DARCY_CONFIG names a distributed role; a --stream run has no roles yet "
-                      "(unset it: the stream trains in this process)")},
+    {stream({}), says("--windows applies to a stream trained in this process; a distributed "
+                      "stream trains to --max-steps")},
   });
   ::unsetenv("DARCY_CONFIG");
 }

@@ -11,7 +11,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -19,6 +21,11 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
+#include "ops/ctr/ctr_input.hpp"
+#include "ops/ctr/ctr_row_stream.hpp"
+#include "ops/estimator/export/export.hpp"
+#include "runtime/host_port.hpp"
+#include "runtime/http/http_client.hpp"
 #include "runtime/process/process.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
@@ -415,6 +422,108 @@ TEST(estimator_roles_embeddings, a_ctr_ps_killed_with_its_embedding_shards_is_re
   EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
   EXPECT_GT(evals.back()["auc_roc"].get<double>(), 0.55);
   j.expect_hosts_exit();
+}
+
+TEST(estimator_roles_embeddings, a_stream_job_trains_its_partitions_and_serving_follows_its_chief) {
+  temp_dir dir{"estimator_roles_stream"};
+  auto sync_dir = dir.path() + "/sync";
+  auto exported = dir.path() + "/serving/ctr";
+  auto port = runtime::free_loopback_port();
+  ASSERT_NE(port, 0);
+  job j{dir.path(),
+        1500,
+        {"ctr",
+         "--stream",
+         "generate",
+         "--max-ids",
+         "50",
+         "--top",
+         "8",
+         "--bottom",
+         "8,4",
+         "--embedding-dim",
+         "4",
+         "--batch",
+         "32",
+         "--sync-dir",
+         sync_dir,
+         "--sync-every",
+         "0.2",
+         "--full-every",
+         "3",
+         "--dense-sync-every",
+         "0",
+         "--export",
+         exported,
+         "--sync-to",
+         "http://127.0.0.1:" + std::to_string(port) + "/v1/models/ctr"}};
+  j.chief.emplace(j.launch(j.argv(job::spec("127.0.0.1:0"), "chief", 0)));
+  auto line = j.chief->wait_for_line("listening on", roles_patience);
+  ASSERT_TRUE(line) << render(line.error()) << j.chief->read_stderr();
+  j.address = line->substr(line->rfind(' ') + 1);
+  j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
+  for (size_t i = 0; i < 2; ++i)
+    j.workers.push_back(j.launch(j.argv(job::spec(j.address), "worker", i)));
+  // Serving starts on the chief's export and takes its pushes from then on.
+  auto export_line = j.chief->wait_for_line("\"exported\"", roles_patience);
+  ASSERT_TRUE(export_line) << j.chief->read_stderr();
+  auto serve = j.launch({DARCY_BINARY, "serve", "--exports", dir.path() + "/serving", "--listen",
+                         "127.0.0.1:" + std::to_string(port), "--http-threads", "2"});
+  ASSERT_TRUE(serve.wait_for_line("listening", roles_patience)) << serve.read_stderr();
+  auto result = j.chief_result();
+  EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps) << result.dump();
+  EXPECT_EQ(result.value("workers", 0), 2);
+  for (auto& report : j.worker_reports())
+    EXPECT_GT(report.value("steps", uint64_t{0}), 0u)
+      << "each worker trains its partition " << report.dump();
+  // The chief's syncs: a chain in the sync folder whose last link is its last line's, at the
+  // final global step, with the dense weights of that step.
+  std::vector<nlohmann::json> syncs;
+  std::istringstream lines{j.chief->stdout_seen()};
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("\"sync_checkpoint\"") != std::string::npos)
+      syncs.push_back(nlohmann::json::parse(l));
+  ASSERT_GE(syncs.size(), 2u) << j.chief->stdout_seen();
+  EXPECT_TRUE(syncs.front()["sync_full"].get<bool>());
+  auto head = stores::checkpoint_dir{sync_dir}.read_manifest();
+  ASSERT_TRUE(head) << render(head.error());
+  EXPECT_EQ(head->checkpoint, syncs.back()["sync_checkpoint"]);
+  EXPECT_EQ(head->step, result["global_step"].get<int64_t>());
+  EXPECT_EQ(head->embeddings.size(), 26u);
+  auto dense = stores::checkpoint_dir{sync_dir + "/dense"}.read_manifest();
+  ASSERT_TRUE(dense) << render(dense.error());
+  EXPECT_EQ(dense->step, head->step);
+  EXPECT_EQ(syncs.back()["sync_status"], 200) << "the last sync reached serving";
+  j.expect_hosts_exit();
+
+  // What serving answers is the training cluster's model as of its last sync: the export
+  // following the chief's sync folder.
+  auto described = nlohmann::json::parse(runtime::http_body(
+    runtime::http_exchange(port, runtime::http_request_text("GET", "/v1/models/ctr", ""))));
+  EXPECT_EQ(described["sync"]["checkpoint"], head->checkpoint) << described.dump();
+  EXPECT_EQ(described["sync"]["dense_step"], head->step);
+  auto stream = ops::ctr::open_ctr_stream("generate", {.generator = {.seed = 99, .max_ids = 50}});
+  ASSERT_TRUE(stream);
+  auto probe = ops::ctr::ctr_row_stream(std::move(*stream), true, std::chrono::milliseconds{100})
+                 ->next_window(16);
+  ASSERT_TRUE(probe && probe->table);
+  std::vector<uint32_t> rows(16);
+  std::iota(rows.begin(), rows.end(), 0u);
+  auto body = nlohmann::json{{"instances", ops::ctr::ctr_instances(*probe->table, rows)}}.dump();
+  auto served = nlohmann::json::parse(runtime::http_body(runtime::http_exchange(
+    port, runtime::http_request_text("POST", "/v1/models/ctr:predict", "", body))));
+  auto reference = ops::estimator::exported_model::load(exported);
+  ASSERT_TRUE(reference) << render(reference.error());
+  ASSERT_TRUE((*reference)->follow(sync_dir));
+  auto want = (*reference)
+                ->predict(ops::estimator::gather(*probe->table,
+                                                 std::vector<size_t>(rows.begin(), rows.end())));
+  ASSERT_TRUE(want) << render(want.error());
+  ASSERT_EQ(served["predictions"].size(), rows.size()) << served.dump();
+  for (size_t r = 0; r < rows.size(); ++r)
+    EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*want)(Eigen::Index(r), 0), 1e-6) << r;
+  serve.signal(SIGTERM);
+  EXPECT_TRUE(serve.wait(roles_patience));
 }
 
 TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_what_to_do) {

@@ -245,6 +245,11 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
                 << std::endl;
       }
     }
+    if (o.on_step)
+      if (auto err = o.on_step(chief, embeddings, done ? r.saved : step, done)) {
+        settle(std::move(err));
+        break;
+      }
     if (done)
       break;
     std::this_thread::sleep_for(100ms);

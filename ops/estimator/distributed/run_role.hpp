@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -24,6 +25,10 @@
 #include "runtime/node_options.hpp"
 
 namespace darcy::ops::estimator {
+
+/// What the chief calls after each poll of the global step (role_options::on_step).
+using chief_step_fn =
+  std::function<caf::error(estimator& chief, session* embeddings, uint64_t step, bool done)>;
 
 struct role_options {
   role_config role;
@@ -45,6 +50,11 @@ struct role_options {
   std::chrono::milliseconds ps_rejoin_timeout{120000};
   /// Heartbeats, secret and threads of the role's node; name, listen and join come from role.
   runtime::node_options node;
+  /// The chief calls this after each poll of the global step (every 100 ms) with its estimator
+  /// (built, its variables on the parameter servers), the job's embedding session (nullptr for
+  /// a job without) and the global step, and once more with `done` after the last checkpoint;
+  /// an error ends the job with it. A stream job writes its syncs for serving here. Empty: none.
+  chief_step_fn on_step;
 };
 
 /// Runs this process's role until it is done: the chief until the global step reaches

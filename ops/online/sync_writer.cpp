@@ -1,0 +1,64 @@
+#include "ops/online/sync_writer.hpp"
+
+#include <thread>
+
+#include "ops/embedding_ops.hpp"
+#include "ops/estimator/export/export.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
+
+namespace darcy::ops::online {
+
+using steady = std::chrono::steady_clock;
+
+sync_writer::sync_writer(sync_policy policy) : policy_(std::move(policy)) {
+  last_sync_ = steady::now() - policy_.every;
+  last_dense_sync_ = steady::now() - policy_.dense_every;
+}
+
+bool sync_writer::due() const {
+  return steady::now() - last_sync_ >= policy_.every;
+}
+
+caf::expected<sync_report> sync_writer::write(session& s, estimator::estimator& e, int64_t step,
+                                              bool last) {
+  sync_report r;
+  last_sync_ = steady::now();
+  if (auto err = ops::save(s, policy_.dir, {step, "", {}}, policy_.full_every))
+    return err;
+  auto synced = stores::checkpoint_dir{policy_.dir}.read_manifest();
+  if (!synced)
+    return std::move(synced.error());
+  r.checkpoint = synced->checkpoint;
+  r.full = synced->base.empty();
+  for (auto& entry : synced->embeddings)
+    for (auto& file : entry.files)
+      r.bytes += file.bytes;
+  if (last || steady::now() - last_dense_sync_ >= policy_.dense_every) {
+    last_dense_sync_ = steady::now();
+    if (auto fetched = e.fetch_server_state(); !fetched)
+      return std::move(fetched.error());
+    if (auto err = estimator::write_dense_sync(e, policy_.dir, step))
+      return err;
+    r.dense = true;
+  }
+  if (policy_.push.url.empty())
+    return r;
+  r.push_sent = steady::now();
+  r.push = push_sync(policy_.push, policy_.dir, cursor_);
+  for (int again = 0; last && r.push.status != 200 && again < 3; ++again) {
+    std::this_thread::sleep_for(policy_.every);
+    auto retry = push_sync(policy_.push, policy_.dir, cursor_);
+    retry.bytes += r.push.bytes;
+    r.push = retry;
+  }
+  r.push_answered = steady::now();
+  return r;
+}
+
+push_result sync_writer::push_current() {
+  if (policy_.push.url.empty())
+    return {};
+  return push_sync(policy_.push, policy_.dir, cursor_);
+}
+
+} // namespace darcy::ops::online
