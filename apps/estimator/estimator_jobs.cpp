@@ -151,6 +151,20 @@ caf::expected<ctr_options> ctr_options_of(const nlohmann::json& options) {
   return o;
 }
 
+/// What both ctr jobs share: the model on the job's embedding service, its seed, threads and
+/// dense optimizer.
+est::estimator_job ctr_job_base(const ctr_options& o) {
+  est::estimator_job job;
+  job.uses_embeddings = true;
+  job.config = {.seed = o.seed, .threads = o.threads, .optimizer = o.dense_optimizer};
+  job.model = [o](ops::session* s) -> caf::expected<est::model_fn> {
+    if (!s)
+      return make_error(errc::invalid_config, "ctr: the model needs an embedding session");
+    return ctr_model(o, *s);
+  };
+  return job;
+}
+
 /// Worker w of n reads rows r with r % n == w of the training file, over and over; the
 /// evaluation reads the test file once.
 caf::expected<est::estimator_job> ctr_job(const nlohmann::json& options) {
@@ -161,8 +175,7 @@ caf::expected<est::estimator_job> ctr_job(const nlohmann::json& options) {
     return make_error(errc::invalid_config,
                       "ctr job options: a distributed job needs an eval file");
   auto workers = std::max<uint32_t>(1, options.value("workers", uint32_t{1}));
-  est::estimator_job job;
-  job.uses_embeddings = true;
+  auto job = ctr_job_base(*o);
   job.train_input = [o = *o, workers](size_t worker) {
     return ops::ctr::ctr_file_input(o.train, {.batch_size = o.batch,
                                               .epochs = 0,
@@ -176,12 +189,6 @@ caf::expected<est::estimator_job> ctr_job(const nlohmann::json& options) {
       o->eval, {.batch_size = 1000, .max_rows = o->eval_rows, .skip_malformed = o->skip_malformed}),
     .metric = "auc_roc",
     .higher_is_better = true};
-  job.config = {.seed = o->seed, .threads = o->threads, .optimizer = o->dense_optimizer};
-  job.model = [o = *o](ops::session* s) -> caf::expected<est::model_fn> {
-    if (!s)
-      return make_error(errc::invalid_config, "ctr: the model needs an embedding session");
-    return ctr_model(o, *s);
-  };
   return job;
 }
 
@@ -223,8 +230,7 @@ caf::expected<est::estimator_job> ctr_stream_job(const nlohmann::json& options) 
   if (!stream)
     return std::move(stream.error());
   auto workers = std::max<uint32_t>(1, options.value("workers", uint32_t{1}));
-  est::estimator_job job;
-  job.uses_embeddings = true;
+  auto job = ctr_job_base(*o);
   job.train_input = [o = *o, stream = *stream, workers](size_t worker) {
     return ops::ctr::ctr_stream_input(
       stream.first, stream.second,
@@ -236,12 +242,6 @@ caf::expected<est::estimator_job> ctr_stream_job(const nlohmann::json& options) 
               },
               .metric = "auc_roc",
               .higher_is_better = true};
-  job.config = {.seed = o->seed, .threads = o->threads, .optimizer = o->dense_optimizer};
-  job.model = [o = *o](ops::session* s) -> caf::expected<est::model_fn> {
-    if (!s)
-      return make_error(errc::invalid_config, "ctr: the model needs an embedding session");
-    return ctr_model(o, *s);
-  };
   return job;
 }
 

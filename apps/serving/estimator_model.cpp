@@ -214,6 +214,10 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
       return err;
     }
     dir = mirror_->dir();
+    if (dir.empty())
+      return make_error(errc::out_of_order,
+                        "a sync message with no link, to a model that "
+                        "holds none: send the whole chain");
   }
   auto followed = model->follow(dir);
   bool reloaded = false;

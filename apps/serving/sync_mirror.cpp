@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "messages/error.hpp"
+#include "ops/estimator/export/export.hpp"
 #include "stores/checkpoint/checkpoint_link.hpp"
 
 namespace darcy::serving {
@@ -13,9 +14,6 @@ namespace darcy::serving {
 namespace fs = std::filesystem;
 
 namespace {
-
-/// The service name of a dense sync's manifest (ops/estimator/export's write_dense_sync).
-constexpr const char* dense_sync_service = "estimator_dense_sync";
 
 caf::error layout_refusal(const std::string& what) {
   return make_error(errc::invalid_argument, "a sync of another model or table layout: " + what);
@@ -52,7 +50,7 @@ caf::error sync_mirror::check(const ops::online::sync_message& m, const std::str
     }
   }
   for (auto& link : m.dense)
-    if (link.manifest.service != dense_sync_service)
+    if (link.manifest.service != ops::estimator::dense_sync_service)
       return layout_refusal("dense checkpoint " + link.manifest.checkpoint + " is of service '" +
                             link.manifest.service + "'");
   if (m.dense.size() > 1)
@@ -71,9 +69,10 @@ caf::error sync_mirror::check(const ops::online::sync_message& m, const std::str
   auto& first = m.rows.front().manifest;
   if (m.rows.size() == 1 && first.checkpoint == held)
     return {}; // a repeat of the last one: installed again, applied never
-  auto mirrored = dir_.empty() ? caf::expected<checkpoint_manifest>{caf::error{}}
-                               : stores::checkpoint_dir{dir_}.read_manifest();
-  bool here = mirrored && mirrored->checkpoint == held;
+  bool here = !dir_.empty() && [&] {
+    auto mirrored = stores::checkpoint_dir{dir_}.read_manifest();
+    return mirrored && mirrored->checkpoint == held;
+  }();
   if (first.base != held || !here)
     return make_error(errc::out_of_order, "delta " + first.checkpoint + " applies on " +
                                             first.base + ", and this copy holds " +
@@ -87,6 +86,8 @@ caf::error sync_mirror::install(const ops::online::sync_message& m, const std::s
                                 const std::vector<de_config>& tables) {
   if (auto err = check(m, held, tables))
     return err;
+  if (m.rows.empty() && m.dense.empty())
+    return {};
   if (dir_.empty()) {
     static std::atomic<uint64_t> counter{0};
     dir_ = (fs::temp_directory_path() /

@@ -57,7 +57,7 @@ struct sync_report {
 
 class sync_writer {
 public:
-  /// `policy.dir` must not be empty; the first sync is due at once.
+  /// The first sync is due at once. write() and push_current() need policy.dir.
   explicit sync_writer(sync_policy policy);
 
   /// Whether policy.every has passed since the last sync.

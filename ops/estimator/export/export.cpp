@@ -129,7 +129,7 @@ caf::error write_dense_sync(estimator& e, const std::string& sync_dir, int64_t s
   if (!weights)
     return std::move(weights.error());
   checkpoint_manifest m;
-  m.service = "estimator_dense_sync";
+  m.service = dense_sync_service;
   m.step = step;
   m.parts = {*weights};
   return t->commit(m, 2);

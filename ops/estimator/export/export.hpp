@@ -36,6 +36,9 @@ namespace darcy::ops::estimator {
 caf::expected<std::string> export_model(estimator& e, const std::string& dir,
                                         const input_fn& sample, size_t keep = 5);
 
+/// The service name in a dense sync's manifest.
+inline constexpr const char* dense_sync_service = "estimator_dense_sync";
+
 /// Writes e's dense variables (with their optimizer's state, for a resume) as the newest
 /// version of `sync_dir`/dense, tagged with `step`,
 /// keeping the 2 newest: the dense half of a training run's sync, which exported_model::follow

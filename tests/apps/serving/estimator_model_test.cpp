@@ -57,6 +57,15 @@ private:
   std::unique_ptr<http_server> server_;
 };
 
+/// Tokens of alice, who may manage model "words", and bob, who may only query it.
+constexpr const char* alice_manages_words = R"(
+[tokens]
+"tok-alice" = "alice"
+"tok-bob" = "bob"
+[models.words]
+manage = ["alice"]
+)";
+
 TEST(estimator_model, predict_bodies_become_batches_and_malformed_ones_are_refused) {
   auto good = parse_predict(
     R"({"instances": [{"xy": [1, 2], "tag": "tag0", "words": ["a", "b"]},
@@ -196,14 +205,7 @@ TEST(estimator_model,
   ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
   ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
 
-  auto config = parse_serve_config(R"(
-[tokens]
-"tok-alice" = "alice"
-"tok-bob" = "bob"
-[models.words]
-manage = ["alice"]
-)",
-                                   "test.toml");
+  auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
   front_end server{*config, "words", dir.path() + "/words"};
   ASSERT_TRUE(server.ready());
@@ -297,14 +299,7 @@ TEST(estimator_model,
   estimator e{test::model(**training), test::session_config(**training)};
   ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
   ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
-  auto config = parse_serve_config(R"(
-[tokens]
-"tok-alice" = "alice"
-"tok-bob" = "bob"
-[models.words]
-manage = ["alice"]
-)",
-                                   "test.toml");
+  auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
   front_end server{*config, "words", dir.path() + "/words"};
   ASSERT_TRUE(server.ready());
@@ -347,6 +342,15 @@ manage = ["alice"]
   ops::online::push_cursor cursor;
   EXPECT_EQ(ops::online::push_sync(bob, sync_dir, cursor).status, 403u) << "no manage";
   EXPECT_EQ(cursor.rows, "") << "a refused push moves nothing";
+  auto post = [&](const std::string& bytes) {
+    return test::http_status(test::http_exchange(
+      server.port(), test::http_request_text("POST", "/v1/models/words:sync", "tok-alice", bytes,
+                                             "application/octet-stream")));
+  };
+  auto empty = ops::online::encode({});
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(post(*empty), 409u) << "a model that holds no link asks for the chain";
+  EXPECT_EQ(post(empty->substr(0, empty->size() - 1)), 400u) << "a message cut short";
   auto first = ops::online::push_sync(alice, sync_dir, cursor);
   ASSERT_EQ(first.status, 200u);
   EXPECT_TRUE(first.whole_chain);
