@@ -107,8 +107,9 @@ struct job {
     return out;
   }
 
-  /// Starts every role; the chief's address goes into the others' cluster.
-  void start() {
+  /// Starts every role (the evaluator unless `evaluator` is false); the chief's address goes
+  /// into the others' cluster.
+  void start(bool evaluator_too = true) {
     chief.emplace(launch(argv(spec("127.0.0.1:0"), "chief", 0)));
     auto line = chief->wait_for_line("listening on", roles_patience);
     ASSERT_TRUE(line) << render(line.error()) << chief->read_stderr();
@@ -116,7 +117,8 @@ struct job {
     ps.emplace(launch(argv(spec(address), "ps", 0)));
     for (size_t i = 0; i < 2; ++i)
       workers.push_back(launch(argv(spec(address), "worker", i)));
-    evaluator.emplace(launch(argv(spec(address), "evaluator", 0)));
+    if (evaluator_too)
+      evaluator.emplace(launch(argv(spec(address), "evaluator", 0)));
   }
 
   runtime::child_process launch(const std::vector<std::string>& args) {
@@ -457,13 +459,7 @@ TEST(estimator_roles_embeddings, a_stream_job_trains_its_partitions_and_serving_
          exported,
          "--sync-to",
          "http://127.0.0.1:" + std::to_string(port) + "/v1/models/ctr"}};
-  j.chief.emplace(j.launch(j.argv(job::spec("127.0.0.1:0"), "chief", 0)));
-  auto line = j.chief->wait_for_line("listening on", roles_patience);
-  ASSERT_TRUE(line) << render(line.error()) << j.chief->read_stderr();
-  j.address = line->substr(line->rfind(' ') + 1);
-  j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
-  for (size_t i = 0; i < 2; ++i)
-    j.workers.push_back(j.launch(j.argv(job::spec(j.address), "worker", i)));
+  ASSERT_NO_FATAL_FAILURE(j.start(false)); // a stream job has no evaluator
   // Serving starts on the chief's export and takes its pushes from then on.
   auto export_line = j.chief->wait_for_line("\"exported\"", roles_patience);
   ASSERT_TRUE(export_line) << j.chief->read_stderr();
