@@ -112,7 +112,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
                         st.chain_deltas = base.empty() ? 0 : st.chain_deltas + 1;
                         st.chain_dir = dir;
                         st.chain_head = id;
-                      } else if (manifest) {
+                      } else if (manifest && dir == st.chain_dir) {
                         st.chain_dir.clear();
                         st.chain_head.clear();
                       }

@@ -15,10 +15,14 @@ namespace {
 
 // Writes table `t`'s part of checkpoint `id`: a delta holding the changes since `base` when its
 // tracking covers them, else every row. With track_limit, tracking then goes on from `id`
-// (kept for a retry of `base` should `id` not be committed); without, it stops.
+// (kept for a retry of `base` should `id` not be committed). Without, the save is outside any
+// chain (a training checkpoint beside a chain of syncs): every row, and the tracking for the
+// chain, if any, goes on untouched.
 caf::expected<file_info> save_table(shard_table& t, const std::string& dir, const std::string& rel,
                                     const std::string& id, const std::string& base,
                                     uint64_t track_limit) {
+  if (track_limit == 0)
+    return stores::write_shard_file(dir, rel, t.config, *t.store);
   stores::changed_keys taken;
   std::string taken_since = t.since;
   bool delta = false;
@@ -41,14 +45,6 @@ caf::expected<file_info> save_table(shard_table& t, const std::string& dir, cons
   if (!info) {
     if (t.tracked)
       t.tracked->put_back(taken);
-    return info;
-  }
-  if (track_limit == 0) {
-    if (t.tracked)
-      t.store = t.tracked->release();
-    t.tracked = nullptr;
-    t.since = t.previous_since = {};
-    t.previous = {};
     return info;
   }
   if (!t.tracked) {

@@ -41,6 +41,8 @@ void add_soak_command(CLI::App& app, int& exit_code) {
                  "Fail a soaked run still going after this long (0: 10 clean runs, at least 300 s)")
     ->check(CLI::Range(0.0, 86400.0));
   soak->add_flag("--quiet", so->quiet, "No progress lines");
+  soak->add_option("--stream-rows", so->stream_rows, "online: rows of the stream trained on")
+    ->check(CLI::Range(uint64_t{10'000}, uint64_t{1} << 40));
   soak->add_flag(
     "--no-lag-check", [so](int64_t) { so->lag_check = false; },
     "online: count the answers more than two sync intervals behind without failing "

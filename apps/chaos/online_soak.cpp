@@ -32,7 +32,6 @@ using namespace std::chrono_literals;
 
 const std::string model_name = "ctr";
 constexpr uint64_t window_rows = 2000;
-constexpr uint64_t stream_rows = 240'000;
 constexpr uint64_t max_ids = 20'000;
 constexpr double sync_every_s = 2;
 constexpr double dense_sync_every_s = 4;
@@ -124,8 +123,9 @@ void record_sync(const std::string& sync_dir, online_run& run) {
     run.syncs.push_back({head->checkpoint, head->step, steady::now()});
 }
 
-/// The held-out rows: the `probe_rows` that follow the stream, from the same generator.
-caf::expected<est::example_table> probe_table(uint64_t seed) {
+/// The held-out rows: the `probe_rows` that follow the stream's first `stream_rows`, from the
+/// same generator.
+caf::expected<est::example_table> probe_table(uint64_t seed, uint64_t stream_rows) {
   ops::ctr::ctr_stream_options so;
   so.generator.seed = seed;
   so.generator.max_ids = max_ids;
@@ -171,6 +171,7 @@ struct online_setup {
   std::string binary;
   std::string dir;
   uint64_t seed = 1;
+  uint64_t stream_rows = 0;
   const est::example_table* probe = nullptr;
   std::vector<std::string> client_bodies;
   std::vector<std::string> probe_bodies;
@@ -187,7 +188,7 @@ std::vector<std::string> trainer_argv(const online_setup& s, uint16_t port) {
           "--window",
           std::to_string(window_rows),
           "--stream-rows",
-          std::to_string(stream_rows),
+          std::to_string(s.stream_rows),
           "--max-ids",
           std::to_string(max_ids),
           "--threads",
@@ -466,12 +467,13 @@ online_verdict judge_online_answers(const std::vector<online_sync_seen>& syncs,
 }
 
 caf::expected<soak_result> run_online_soak(const soak_options& o, const std::string& binary) {
-  auto probe = probe_table(o.seed);
+  auto probe = probe_table(o.seed, o.stream_rows);
   if (!probe)
     return std::move(probe.error());
   online_setup s;
   s.binary = binary;
   s.seed = o.seed;
+  s.stream_rows = o.stream_rows;
   s.probe = &*probe;
   s.client_bodies = bodies_of(*probe, instances);
   s.probe_bodies = bodies_of(*probe, probe_batch);

@@ -51,6 +51,8 @@ struct soak_options {
   /// The online job: fail a run whose served syncs lag by more than two intervals (false:
   /// only count them, for a machine too loaded to time anything, as under `make test`).
   bool lag_check = true;
+  /// The online job's stream: the rows training reads before the held-out ones.
+  uint64_t stream_rows = 240'000;
 };
 
 struct soak_result {

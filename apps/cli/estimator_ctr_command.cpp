@@ -17,6 +17,7 @@
 #include "ops/estimator/export/export.hpp"
 #include "ops/online/sync_writer.hpp"
 #include "runtime/process/machine.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::apps {
 
@@ -103,18 +104,25 @@ caf::error check_ctr_flags_fit_the_run(const ctr_flags& f,
   return {};
 }
 
-/// A distributed stream's chief: a sync every policy.every (none without a folder), and the
-/// last one when the job is done, each a JSON line; with `export_dir`, the model exported
-/// there once, before the first sync, on a batch of `sample`.
-ops::estimator::chief_step_fn chief_syncs(const ops::online::sync_policy& policy,
-                                          const std::string& export_dir,
-                                          ops::estimator::input_fn sample) {
+/// A distributed stream's chief: on_step writes a sync every policy.every (none without a
+/// folder), and the last one when the job is done, each a JSON line; with `export_dir`, the
+/// model is exported there once, before the first sync, on a batch of `sample`. on_restore
+/// resumes from the folder's last sync when it is newer than the last checkpoint: its tables,
+/// and the dense weights of its last dense sync.
+struct chief_hooks {
+  ops::estimator::chief_step_fn on_step;
+  ops::estimator::chief_restore_fn on_restore;
+};
+
+chief_hooks chief_syncs(const ops::online::sync_policy& policy, const std::string& export_dir,
+                        ops::estimator::input_fn sample) {
   if (policy.dir.empty())
     return {};
   auto writer = std::make_shared<ops::online::sync_writer>(policy);
   auto exported = std::make_shared<bool>(export_dir.empty());
-  return [=](ops::estimator::estimator& chief, ops::session* embeddings, uint64_t step,
-             bool done) -> caf::error {
+  chief_hooks hooks;
+  hooks.on_step = [=](ops::estimator::estimator& chief, ops::session* embeddings, uint64_t step,
+                      bool done) -> caf::error {
     if (!embeddings || (!done && !writer->due()))
       return {};
     if (!*exported) {
@@ -139,6 +147,32 @@ ops::estimator::chief_step_fn chief_syncs(const ops::online::sync_policy& policy
               << std::endl;
     return {};
   };
+  hooks.on_restore = [=](ops::estimator::estimator& chief,
+                         uint64_t step) -> caf::expected<uint64_t> {
+    auto* embeddings = chief.config().embeddings;
+    auto head = stores::checkpoint_dir{policy.dir}.read_manifest();
+    if (!embeddings || (!head && is(head.error(), errc::not_found)))
+      return step;
+    if (!head)
+      return std::move(head.error());
+    if (head->step <= static_cast<int64_t>(step))
+      return step;
+    auto synced = writer->resume(*embeddings);
+    if (!synced)
+      return std::move(synced.error());
+    if (!*synced)
+      return step;
+    auto dense = ops::estimator::read_dense_sync(chief, policy.dir);
+    if (!dense && !is(dense.error(), errc::not_found))
+      return std::move(dense.error());
+    std::cerr << "chief: resumed from the sync at global step " << **synced
+              << " (the checkpoint was at " << step << "): its tables, and the dense weights of "
+              << (dense ? "the dense sync at global step " + std::to_string(*dense)
+                        : "the checkpoint (no dense sync)")
+              << std::endl;
+    return static_cast<uint64_t>(**synced);
+  };
+  return hooks;
 }
 
 } // namespace
@@ -343,11 +377,11 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
       stream->stream.skip_malformed = o->skip_malformed;
       roles->app = "ctr";
       roles->local_length = "--windows";
+      auto chief = chief_syncs(
+        stream->online.sync, stream->online.export_dir,
+        ops::ctr::ctr_stream_input(stream->source, stream->stream, {.batch_size = o->batch}));
       if (run_as_role(*roles, "ctr-stream", estimator_apps::ctr_stream_job_options(*o, *stream),
-                      o->model_dir, "", o->threads, exit_code,
-                      chief_syncs(stream->online.sync, stream->online.export_dir,
-                                  ops::ctr::ctr_stream_input(stream->source, stream->stream,
-                                                             {.batch_size = o->batch}))))
+                      o->model_dir, "", o->threads, exit_code, chief.on_step, chief.on_restore))
         return;
       auto err = estimator_apps::run_ctr_stream(
         *o, *stream, [](const estimator_apps::ctr_stream_window& w) -> caf::error {

@@ -96,7 +96,8 @@ const CLI::Option* given(const std::vector<CLI::Option*>& options) {
 
 bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json job_options,
                  const std::string& model_dir, const std::string& summary, size_t threads,
-                 int& exit_code, ops::estimator::chief_step_fn on_step) {
+                 int& exit_code, ops::estimator::chief_step_fn on_step,
+                 ops::estimator::chief_restore_fn on_restore) {
   auto what = "estimator " + (flags.app.empty() ? job : flags.app);
   auto role = role_of(flags);
   if (!role) {
@@ -125,6 +126,7 @@ bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json
     .ps_rejoin_timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.ps_rejoin_s * 1000))};
   r.node.threads = threads;
   r.on_step = std::move(on_step);
+  r.on_restore = std::move(on_restore);
   if (!flags.node_config.empty())
     if (auto err = runtime::load_node_config(flags.node_config, r.node)) {
       exit_code = fail(what + ": " + render(err));

@@ -47,10 +47,11 @@ const CLI::Option* given(const std::vector<CLI::Option*>& options);
 
 /// Runs this process's role of distributed job `job` when DARCY_CONFIG or --task-type names
 /// one, setting exit_code; false for a local run. A flag the run would ignore is one error line.
-/// `on_step` is the chief's (ops::estimator::role_options::on_step).
+/// `on_step` and `on_restore` are the chief's (ops::estimator::role_options).
 bool run_as_role(const role_flags& flags, const std::string& job, nlohmann::json job_options,
                  const std::string& model_dir, const std::string& summary, size_t threads,
-                 int& exit_code, ops::estimator::chief_step_fn on_step = {});
+                 int& exit_code, ops::estimator::chief_step_fn on_step = {},
+                 ops::estimator::chief_restore_fn on_restore = {});
 
 /// Whether DARCY_CONFIG or --task-type names a role for this process.
 bool names_a_role(const role_flags& flags);

@@ -222,6 +222,10 @@ caf::expected<std::pair<std::string, ops::ctr::ctr_stream_options>> stream_of(
 
 /// Worker w of n trains rows r % n == w of the stream until the global step; the chief writes
 /// the syncs (run_role's on_step). It has no evaluator: a stream's rows are scored as they come.
+/// A worker that joins at global step s starts after the stream's first s × batch rows, the
+/// rows the job trained by then when its workers keep the same pace (after a resume from a
+/// sync, those before it; a worker started again skips the rows of its partition that went
+/// by while it was down).
 caf::expected<est::estimator_job> ctr_stream_job(const nlohmann::json& options) {
   auto o = ctr_options_of(options);
   if (!o)
@@ -235,6 +239,10 @@ caf::expected<est::estimator_job> ctr_stream_job(const nlohmann::json& options) 
     return ops::ctr::ctr_stream_input(
       stream.first, stream.second,
       {.batch_size = o.batch, .shard = static_cast<uint32_t>(worker % workers), .shards = workers});
+  };
+  job.worker_position = [batch = o->batch, rows = stream->second.rows](uint64_t step) {
+    auto position = step * batch;
+    return std::to_string(rows > 0 ? std::min(position, rows) : position);
   };
   job.eval = {.input = []() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
                 return make_error(errc::invalid_config,

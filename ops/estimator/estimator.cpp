@@ -206,6 +206,15 @@ caf::expected<estimator::run> estimator::call(mode m, const batch& b, bool trace
     return first;
   built_ = true;
   auto err = restore_variables();
+  if (!err && cfg_.after_restore) {
+    if (auto step = cfg_.after_restore(*this, global_step_); !step) {
+      err = std::move(step.error());
+    } else if (*step != global_step_) {
+      global_step_ = saved_step_ = *step;
+      input_position_.clear();
+      seek_pending_ = false;
+    }
+  }
   if (!err)
     err = join_servers();
   if (err) {

@@ -34,6 +34,8 @@ using params = std::map<std::string, double>;
 using model_fn =
   std::function<caf::expected<estimator_spec>(model_context&, const batch&, const params&)>;
 
+class estimator;
+
 struct run_config {
   /// Where checkpoints go; empty: no checkpoints, nothing is restored.
   std::string model_dir;
@@ -67,6 +69,13 @@ struct run_config {
   /// fresh variables) when its variables are built, and its checkpoints save their state.
   /// Other workers wait for the chief's load; they should have no model_dir.
   bool chief = true;
+  /// Called once, when the variables are built and restored from model_dir (its argument: the
+  /// restored global step, 0 for none), before a chief loads its servers. It may load newer
+  /// state into the variables, their optimizer and the embeddings (a stream job's last sync)
+  /// and answers the global step to go on from: its argument when it loaded nothing. Another
+  /// step drops the checkpoint's input position (train() has already sought its input when it
+  /// builds; build() then train() starts the input afresh). Its error ends the build.
+  std::function<caf::expected<uint64_t>(estimator&, uint64_t restored_step)> after_restore;
 };
 
 /// The phases of a training step, in the order a step runs them.

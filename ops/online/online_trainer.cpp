@@ -11,7 +11,6 @@
 #include "ops/estimator/export/export.hpp"
 #include "ops/estimator/hooks.hpp"
 #include "runtime/log.hpp"
-#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::ops::online {
 
@@ -83,21 +82,13 @@ private:
 };
 
 caf::error online_run::resume() {
-  auto& dir = o_.sync.dir;
-  auto last = stores::checkpoint_dir{dir}.read_manifest();
-  if (!last)
-    return is(last.error(), errc::not_found) ? caf::error{} : std::move(last.error());
-  auto restored = ops::restore(s_, dir);
-  if (!restored)
-    return std::move(restored.error());
-  trained_ = synced_rows_ = static_cast<uint64_t>(std::max<int64_t>(restored->state.step, 0));
+  auto step = sync_.resume(s_);
+  if (!step)
+    return std::move(step.error());
+  if (!*step)
+    return {};
+  trained_ = synced_rows_ = static_cast<uint64_t>(std::max<int64_t>(**step, 0));
   resumed_ = dense_pending_ = true;
-  // A new chain at the restored state that names it: serving copies that hold that sync go on
-  // with the new chain instead of restoring it whole.
-  if (auto err = ops::save_restored(s_, dir, {static_cast<int64_t>(trained_), "", {}},
-                                    o_.sync.full_every, last->checkpoint))
-    return err;
-  sync_.push_current();
   if (rows_.can_skip()) {
     auto more = rows_.skip(trained_);
     if (!more)
@@ -106,7 +97,7 @@ caf::error online_run::resume() {
   if (!o_.export_dir.empty())
     if (auto loaded = est::exported_model::load(o_.export_dir); loaded)
       frozen_ = std::move(*loaded);
-  runtime::log_info("online: resumed from {} after {} rows", dir, trained_);
+  runtime::log_info("online: resumed from {} after {} rows", o_.sync.dir, trained_);
   return {};
 }
 

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/export/export.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
@@ -59,6 +60,22 @@ push_result sync_writer::push_current() {
   if (policy_.push.url.empty())
     return {};
   return push_sync(policy_.push, policy_.dir, cursor_);
+}
+
+caf::expected<std::optional<int64_t>> sync_writer::resume(session& s) {
+  auto last = stores::checkpoint_dir{policy_.dir}.read_manifest();
+  if (!last)
+    return is(last.error(), errc::not_found) ? caf::expected<std::optional<int64_t>>{std::nullopt}
+                                             : std::move(last.error());
+  auto restored = ops::restore(s, policy_.dir);
+  if (!restored)
+    return std::move(restored.error());
+  auto step = restored->state.step;
+  if (auto err =
+        ops::save_restored(s, policy_.dir, {step, "", {}}, policy_.full_every, last->checkpoint))
+    return err;
+  push_current();
+  return std::optional<int64_t>{step};
 }
 
 } // namespace darcy::ops::online

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <caf/expected.hpp>
@@ -72,6 +73,12 @@ public:
 
   /// Pushes the folder's current sync as it stands (after a resume), moving the cursor.
   push_result push_current();
+
+  /// A rerun's resume: restores the tables of the newest sync under policy.dir into `s`, starts
+  /// a new chain at that state that names it (serving copies that hold that sync go on with the
+  /// new chain instead of restoring it whole) and pushes it. Answers that sync's step, nullopt
+  /// when the folder holds none; the restore's and the save's errors.
+  caf::expected<std::optional<int64_t>> resume(session& s);
 
   const sync_policy& policy() const { return policy_; }
 

@@ -7,7 +7,8 @@
 // same way, its shards restored. Fashion-MNIST comes from
 // the dataset-fashion-mnist package that `make deps` installs. The same drills run brown-genre
 // on a small corpus written here, whose tables live in the embedding service: the chief's
-// master, the ps node's shards.
+// master, the ps node's shards. A ctr stream job trains its partitions, syncs serving, and goes
+// on from its last sync after its worker, its ps (tables in LevelDB) and its chief are killed.
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,19 @@ std::vector<std::string> ctr_app(const std::string& dir) {
           "1000"};
 }
 
+/// ctr's DLRM on the generated stream as a distributed job, small, syncing every 0.2 s into
+/// `sync_dir` (a full sync every 3), then `more`.
+std::vector<std::string> ctr_stream_app(const std::string& sync_dir,
+                                        const std::vector<std::string>& more = {}) {
+  std::vector<std::string> out{
+    "ctr", "--stream",           "generate", "--max-ids",       "50",  "--top",
+    "8",   "--bottom",           "8,4",      "--embedding-dim", "4",   "--batch",
+    "32",  "--sync-dir",         sync_dir,   "--sync-every",    "0.2", "--full-every",
+    "3",   "--dense-sync-every", "0"};
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
 /// One job's processes: the chief first (on a free port), then the ps, two workers and the
 /// evaluator, each given its role only through DARCY_CONFIG.
 struct job {
@@ -101,8 +115,8 @@ struct job {
                                  "estimator"};
     out.insert(out.end(), app.begin(), app.end());
     out.insert(out.end(), {"--quiet", "--threads", "1", "--max-steps", std::to_string(max_steps),
-                           "--save-checkpoints-steps", "100", "--model-dir", dir + "/model",
-                           "--export-dir", dir + "/exports"});
+                           "--save-checkpoints-steps", std::to_string(checkpoint_steps),
+                           "--model-dir", dir + "/model", "--export-dir", dir + "/exports"});
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   }
@@ -174,6 +188,7 @@ struct job {
   std::string dir;
   uint64_t max_steps;
   std::vector<std::string> app;
+  uint64_t checkpoint_steps = 100;
   /// Flags every role gets after the others.
   std::vector<std::string> extra;
   std::string address;
@@ -432,33 +447,9 @@ TEST(estimator_roles_embeddings, a_stream_job_trains_its_partitions_and_serving_
   auto exported = dir.path() + "/serving/ctr";
   auto port = runtime::free_loopback_port();
   ASSERT_NE(port, 0);
-  job j{dir.path(),
-        1500,
-        {"ctr",
-         "--stream",
-         "generate",
-         "--max-ids",
-         "50",
-         "--top",
-         "8",
-         "--bottom",
-         "8,4",
-         "--embedding-dim",
-         "4",
-         "--batch",
-         "32",
-         "--sync-dir",
-         sync_dir,
-         "--sync-every",
-         "0.2",
-         "--full-every",
-         "3",
-         "--dense-sync-every",
-         "0",
-         "--export",
-         exported,
-         "--sync-to",
-         "http://127.0.0.1:" + std::to_string(port) + "/v1/models/ctr"}};
+  job j{dir.path(), 1500,
+        ctr_stream_app(sync_dir, {"--export", exported, "--sync-to",
+                                  "http://127.0.0.1:" + std::to_string(port) + "/v1/models/ctr"})};
   ASSERT_NO_FATAL_FAILURE(j.start(false)); // a stream job has no evaluator
   // Serving starts on the chief's export and takes its pushes from then on.
   auto export_line = j.chief->wait_for_line("\"exported\"", roles_patience);
@@ -520,6 +511,112 @@ TEST(estimator_roles_embeddings, a_stream_job_trains_its_partitions_and_serving_
     EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*want)(Eigen::Index(r), 0), 1e-6) << r;
   serve.signal(SIGTERM);
   EXPECT_TRUE(serve.wait(roles_patience));
+}
+
+/// The global step of the first line of `p`'s standard error after `text`, waiting for it.
+uint64_t step_after(runtime::child_process& p, std::string_view text) {
+  auto deadline = std::chrono::steady_clock::now() + roles_patience;
+  std::string err;
+  while ((err = p.read_stderr()).find(text) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto at = err.find(text);
+  EXPECT_NE(at, std::string::npos) << err;
+  return at == std::string::npos ? 0 : std::stoull(err.substr(at + text.size()));
+}
+
+/// Waits for the chief's first sync line past global step `step`.
+void await_sync_after(job& j, uint64_t step) {
+  auto deadline = std::chrono::steady_clock::now() + roles_patience;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::istringstream lines{j.chief->stdout_seen()};
+    for (std::string l; std::getline(lines, l);)
+      if (l.find("\"sync_checkpoint\"") != std::string::npos &&
+          nlohmann::json::parse(l)["global_step"].get<uint64_t>() > step)
+        return;
+    j.chief->wait_for_line("\x01", std::chrono::milliseconds(50)); // reads what came
+  }
+  FAIL() << "no sync after global step " << step << ": " << j.chief->read_stderr();
+}
+
+/// The global step of the newest sync under `sync_dir`.
+int64_t newest_sync(const std::string& sync_dir) {
+  auto head = stores::checkpoint_dir{sync_dir}.read_manifest();
+  EXPECT_TRUE(head) << render(head.error());
+  return head ? head->step : -1;
+}
+
+TEST(estimator_roles_embeddings,
+     a_stream_job_goes_on_from_its_last_sync_after_a_worker_its_ps_and_its_chief_are_killed) {
+  temp_dir dir{"estimator_roles_stream_kills"};
+  auto sync_dir = dir.path() + "/sync";
+  // The tables in LevelDB on the ps node, behind memory tiers smaller than their rows.
+  auto app = ctr_stream_app(
+    sync_dir, {"--leveldb", dir.path() + "/tables", "--memory-budget", "64KiB", "--shards", "1"});
+  int64_t last_sync = 0;
+  {
+    job j{dir.path(), 1000000, app};
+    // No periodic checkpoint: the syncs are the newer state every resume below goes on from.
+    j.checkpoint_steps = 1000000;
+    ASSERT_NO_FATAL_FAILURE(j.start(false));
+    ASSERT_NO_FATAL_FAILURE(await_sync_after(j, 0));
+    // A worker node killed: its worker starts again on the other node, at the stream's
+    // position of the global step (32 rows a step).
+    j.workers[1].signal(SIGKILL);
+    constexpr std::string_view joined = "worker 1: joined at global step ";
+    auto step = step_after(j.workers[0], joined);
+    ASSERT_GT(step, 0u);
+    EXPECT_NE(
+      j.workers[0].read_stderr().find(std::string{joined} + std::to_string(step) +
+                                      ", its input from position " + std::to_string(step * 32)),
+      std::string::npos)
+      << j.workers[0].read_stderr();
+    // Its node started again, as a pod would be: a ps recovery waits for every task.
+    j.workers[1] = j.launch(j.argv(job::spec(j.address), "worker", 1));
+    // The ps node killed with the tables' shards: nothing more can be synced, and the job
+    // goes on from the last sync, not from the older checkpoint.
+    j.ps->signal(SIGKILL);
+    ASSERT_TRUE(j.ps->wait(roles_patience));
+    auto synced = newest_sync(sync_dir);
+    ASSERT_GT(synced, 0);
+    j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
+    auto resumed = step_after(*j.chief, "chief: resumed from the sync at global step ");
+    EXPECT_EQ(resumed, static_cast<uint64_t>(synced));
+    ASSERT_NO_FATAL_FAILURE(await_sync_after(j, resumed));
+    // A checkpoint of the resumed state came first: model_dir goes on from there too.
+    auto checkpoint = stores::checkpoint_dir{dir.path() + "/model"}.read_manifest();
+    ASSERT_TRUE(checkpoint) << render(checkpoint.error());
+    EXPECT_GE(checkpoint->step, synced);
+    // The chief killed: the job started again goes on from its last sync.
+    j.chief->signal(SIGKILL);
+    ASSERT_TRUE(j.chief->wait(roles_patience));
+    for (auto* p : {&*j.ps, &j.workers[0]})
+      EXPECT_TRUE(p->wait(roles_patience)) << "a ps or worker process outlived its chief";
+    last_sync = newest_sync(sync_dir);
+    ASSERT_GT(last_sync, static_cast<int64_t>(resumed));
+  }
+  job again{dir.path(), static_cast<uint64_t>(last_sync) + 200, app};
+  again.checkpoint_steps = 1000000;
+  ASSERT_NO_FATAL_FAILURE(again.start(false));
+  auto result = again.chief_result();
+  EXPECT_EQ(result.value("resumed_from", int64_t{-1}), last_sync) << result.dump();
+  EXPECT_GE(result.value("global_step", int64_t{0}), last_sync + 200) << result.dump();
+  EXPECT_NE(again.chief->read_stderr().find("chief: resumed from the sync at global step " +
+                                            std::to_string(last_sync)),
+            std::string::npos)
+    << again.chief->read_stderr();
+  // Its workers start after the rows trained by the last sync.
+  for (auto& w : again.workers)
+    EXPECT_GE(step_after(w, "joined at global step "), static_cast<uint64_t>(last_sync));
+  EXPECT_EQ(newest_sync(sync_dir), result["global_step"].get<int64_t>());
+  again.expect_hosts_exit();
+  // The ps node's LevelDB databases hold rows (values and slots) of twice the memory budget.
+  EXPECT_FALSE(fs::is_empty(dir.path() + "/tables"));
+  auto [step, rows] = newest_checkpoint(dir.path() + "/model");
+  size_t bytes = 0;
+  for (auto& [key, row] : rows)
+    bytes += row.size() * sizeof(float);
+  EXPECT_GE(bytes, 2u * 16384) << rows.size() << " rows";
 }
 
 TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_what_to_do) {

@@ -42,7 +42,25 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
   run.servers = &servers;
   run.chief = false;
   estimator e{*fn, run};
-  auto r = e.train(job->train_input(cfg.index), cfg.max_steps,
+  auto input = job->train_input(cfg.index);
+  if (job->worker_position) {
+    auto step = servers.global_step();
+    if (!step)
+      return std::move(step.error());
+    if (*step > 0) {
+      auto position = job->worker_position(*step);
+      std::cerr << "worker " << cfg.index << ": joined at global step " << *step
+                << ", its input from position " << position << std::endl;
+      input = [input, position]() {
+        auto p = input();
+        if (p)
+          if (auto err = (*p)->seek(position))
+            return caf::expected<std::unique_ptr<input_pipeline>>{std::move(err)};
+        return p;
+      };
+    }
+  }
+  auto r = e.train(input, cfg.max_steps,
                    {std::make_shared<nan_guard>(), std::make_shared<stop_on_flag>(stop)});
   if (!r)
     return std::move(r.error());

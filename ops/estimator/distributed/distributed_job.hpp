@@ -40,6 +40,9 @@ struct estimator_job {
   bool uses_embeddings = false;
   /// Worker i's training input, repeating forever (workers stop at the global step).
   std::function<input_fn(size_t worker)> train_input;
+  /// Where a worker's input starts when it joins at global step s > 0 (input_pipeline::seek):
+  /// a stream's position after the rows the job trained by then. Empty: at its start.
+  std::function<std::string(uint64_t global_step)> worker_position;
   eval_spec eval;
   /// model_dir is the caller's to set.
   run_config config;

@@ -141,14 +141,27 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   cfg.model_dir = o.model_dir;
   cfg.servers = &client;
   cfg.embeddings = embeddings;
+  // The step of the checkpoint restored from model_dir, when on_restore goes on from another.
+  uint64_t checkpointed = 0;
+  if (o.on_restore)
+    cfg.after_restore = [&](estimator& e, uint64_t step) {
+      checkpointed = step;
+      return o.on_restore(e, step);
+    };
   estimator chief{*fn, cfg};
   // Loads the servers from the newest checkpoint, or with fresh variables.
   if (auto err = chief.build(job.train_input(0)))
     return fail(std::move(err));
   resumed = chief.global_step();
-  if (embeddings && resumed > 0)
+  if (o.on_restore && resumed != checkpointed) {
+    // Resumed from newer state than the last checkpoint: a checkpoint of it, so that model_dir
+    // (the evaluator's, a later resume's) is where the job goes on from.
+    if (auto err = chief.save_checkpoint())
+      return fail(std::move(err));
+  } else if (embeddings && resumed > 0) {
     std::cerr << "chief: restored " << chief.restored_embedding_rows()
               << " embedding rows from the checkpoint at global step " << resumed << std::endl;
+  }
   // Every worker prefers its own node, then the other workers' nodes.
   auto workers = o.role.count(task_type::worker);
   supervisor_spec spec{.name = "estimator.workers", .intensity = 20, .period_ms = 60000};
@@ -321,7 +334,7 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     std::cerr << "chief: the parameter server on " << lost << " is gone; waiting up to "
               << patience_s << " s for " << lost
               << " to join again, then resuming from the checkpoint at global step " << r.saved
-              << std::endl;
+              << (o.on_restore ? " or from the newer state the job keeps" : "") << std::endl;
     auto old = tasks->at(lost).agent.address();
     tasks = await_tasks(sys, services, o.role, o.ps_rejoin_timeout, {old});
     if (!tasks)

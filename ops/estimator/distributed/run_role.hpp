@@ -2,8 +2,9 @@
 // paper's Experiment): the chief is the seed; it spawns the parameter-server actors on the ps
 // nodes and the training workers, under its supervisor, on the worker nodes, and owns the
 // checkpoints and the summary. A ps task that dies and joins again is loaded from the last
-// checkpoint. ps and worker processes host those actors until the chief is
-// gone. The evaluator follows the checkpoints and exports each improvement.
+// checkpoint (or the newer state the job keeps: role_options::on_restore). ps and worker
+// processes host those actors until the chief is gone. The evaluator follows the checkpoints
+// and exports each improvement.
 //
 //   export DARCY_CONFIG='{"cluster": {...}, "task": {"type": "ps", "index": 0}}'
 //   run_role({.role = *role_from_environment(), .jobs = catalog, .job = "fashion-mnist",
@@ -30,6 +31,10 @@ namespace darcy::ops::estimator {
 using chief_step_fn =
   std::function<caf::error(estimator& chief, session* embeddings, uint64_t step, bool done)>;
 
+/// What the chief calls once its variables are restored, before it loads the parameter servers
+/// (role_options::on_restore; run_config::after_restore's contract).
+using chief_restore_fn = std::function<caf::expected<uint64_t>(estimator& chief, uint64_t step)>;
+
 struct role_options {
   role_config role;
   /// The jobs every process of the job knows (the same catalog in each); `job` names one.
@@ -55,6 +60,10 @@ struct role_options {
   /// a job without) and the global step, and once more with `done` after the last checkpoint;
   /// an error ends the job with it. A stream job writes its syncs for serving here. Empty: none.
   chief_step_fn on_step;
+  /// The chief's run_config::after_restore in every round (its first, and each after a ps
+  /// task is lost): a stream job resumes from its last sync when that is newer than the last
+  /// checkpoint. Empty: none.
+  chief_restore_fn on_restore;
 };
 
 /// Runs this process's role until it is done: the chief until the global step reaches

@@ -349,6 +349,27 @@ TEST_F(checkpoint_test, ADeltaHoldsOnlyTheRowsChangedSinceItsBase) {
   EXPECT_GT(rows_written(*full), 2u);
 }
 
+TEST_F(checkpoint_test, ACheckpointElsewhereBetweenTwoSyncsLeavesTheNextSyncADelta) {
+  // A stream job's chief: syncs chained in `dir`, training checkpoints in another folder.
+  auto [m, shards] = start(2);
+  create_tables(m);
+  train(m, 5, 1);
+  auto full = save_incremental(m, 1, 5);
+  ASSERT_TRUE(full) << render(error_of(full));
+  ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{"users"},
+                           strings{"users1", "users2"}, floats(8, 0.5f), int64_t{6}));
+  auto elsewhere = ask<checkpoint_manifest>(sys, m, test::patience, save_atom::value,
+                                            dir + "/training", int64_t{2}, std::string{});
+  ASSERT_TRUE(elsewhere) << render(error_of(elsewhere));
+  EXPECT_EQ(rows_written(*elsewhere), rows_written(*full)) << "a checkpoint holds every row";
+  ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, update_atom::value, std::string{"users"},
+                           strings{"users3"}, floats(4, 0.5f), int64_t{7}));
+  auto next = save_incremental(m, 3, 5);
+  ASSERT_TRUE(next) << render(error_of(next));
+  EXPECT_EQ(next->base, full->checkpoint);
+  EXPECT_EQ(rows_written(*next), 3u) << "the rows changed before and after the checkpoint";
+}
+
 TEST_F(checkpoint_test, ADeltaSaveThatDiesBeforeItsManifestLeavesThePreviousChainRestorable) {
   auto [m, shards] = start(2);
   auto head = trained_chain(m, 5, 5);

@@ -1,5 +1,5 @@
 // The options of the distributed Estimator jobs: the catalog's checks refuse what make_job
-// would, without reading any data.
+// would, without reading any data; a stream job's worker starts where the global step says.
 #include "apps/estimator/estimator_jobs.hpp"
 
 #include <cmath>
@@ -78,6 +78,34 @@ TEST(estimator_jobs, options_are_checked_without_reading_the_data) {
     ASSERT_FALSE(job);
     EXPECT_EQ(render(job.error()), render(err));
   }
+}
+
+TEST(estimator_jobs,
+     a_stream_worker_joining_at_a_global_step_starts_after_the_rows_trained_by_then) {
+  struct position_case {
+    const char* what;
+    uint64_t stream_rows; // 0: no end
+    uint64_t step;
+    std::string want;
+  };
+  for (auto& c : std::vector<position_case>{{"an endless stream", 0, 10, "320"},
+                                            {"before the stream's end", 1000, 10, "320"},
+                                            {"past the stream's end", 1000, 100, "1000"}}) {
+    SCOPED_TRACE(c.what);
+    auto job = ops::estimator::make_job(
+      *estimator_jobs(), "ctr-stream",
+      {{"train", "generate"},
+       {"batch", 32},
+       {"stream", {{"source", "generate"}, {"max_ids", 100}, {"rows", c.stream_rows}}}});
+    ASSERT_TRUE(job) << render(job.error());
+    ASSERT_TRUE(job->worker_position);
+    EXPECT_EQ(job->worker_position(c.step), c.want);
+  }
+  // A job on files starts each worker at the beginning of its partition.
+  auto files = ops::estimator::make_job(*estimator_jobs(), "ctr",
+                                        {{"train", "/nonexistent"}, {"eval", "/nonexistent"}});
+  ASSERT_TRUE(files) << render(files.error());
+  EXPECT_FALSE(files->worker_position);
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // The Estimator: canned models built only on the public API learn a small problem; a run
-// resumed from a mid-epoch checkpoint ends with bit-identical variables; the hooks stop, save,
-// log and guard; checkpoints of another model and bad batches are refused with clear errors.
+// resumed from a mid-epoch checkpoint ends with bit-identical variables, or from newer state a
+// hook loads after the restore; the hooks stop, save, log and guard; checkpoints of another
+// model and bad batches are refused with clear errors.
 #include "ops/estimator/estimator.hpp"
 
 #include <filesystem>
@@ -172,6 +173,55 @@ TEST(estimator, a_warm_start_begins_from_another_model_dir_and_trains_its_input_
   auto err = orphan.train(input(data, 1), 0);
   ASSERT_FALSE(err);
   EXPECT_TRUE(is(err.error(), errc::not_found)) << render(err.error());
+}
+
+TEST(estimator, a_hook_after_the_restore_sets_the_state_and_step_the_run_goes_on_from) {
+  test::temp_dir dir{"estimator_after_restore"};
+  auto data = blobs(400, 3);
+  auto fn = dnn_model(blob_options());
+  ASSERT_TRUE(fn);
+  estimator older{*fn, config(dir.path() + "/model")};
+  ASSERT_TRUE(older.train(input(data, 0), 5));
+  auto fn1 = dnn_model(blob_options());
+  estimator newer{*fn1, config(dir.path() + "/newer")};
+  ASSERT_TRUE(newer.train(input(data, 0), 9)); // the newer state, kept elsewhere
+
+  struct hook_case {
+    std::string name;
+    uint64_t answer; // 0: the step it is given
+    uint64_t want_step;
+  };
+  for (auto& c : std::vector<hook_case>{{"loads nothing", 0, 5}, {"loads newer state", 9, 9}}) {
+    auto fn2 = dnn_model(blob_options());
+    auto cfg = config(dir.path() + "/model");
+    uint64_t given = 0;
+    cfg.after_restore = [&](estimator& e, uint64_t step) -> caf::expected<uint64_t> {
+      given = step;
+      if (c.answer == 0)
+        return step;
+      for (auto* p : e.variables().all())
+        for (auto* q : newer.variables().all())
+          if (p->name == q->name)
+            p->value = q->value;
+      return c.answer;
+    };
+    estimator resumed{*fn2, cfg};
+    ASSERT_FALSE(resumed.build(input(data, 0))) << c.name;
+    EXPECT_EQ(given, 5u) << c.name << ": the hook sees the checkpoint's step";
+    EXPECT_EQ(resumed.global_step(), c.want_step) << c.name;
+    auto want = values_of(c.answer == 0 ? older : newer), got = values_of(resumed);
+    for (auto& [name, value] : want)
+      EXPECT_TRUE(value == got.at(name)) << c.name << ": " << name;
+  }
+
+  auto fn3 = dnn_model(blob_options());
+  auto failing = config(dir.path() + "/model");
+  failing.after_restore = [](estimator&, uint64_t) -> caf::expected<uint64_t> {
+    return make_error(errc::corrupt_file, "the newer state is damaged");
+  };
+  estimator refused{*fn3, failing};
+  auto err = refused.build(input(data, 0));
+  EXPECT_TRUE(is(err, errc::corrupt_file)) << render(err);
 }
 
 TEST(estimator, hooks_stop_save_log_and_summarise) {
