@@ -23,6 +23,15 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                  "Estimator models' dynamic embeddings on N shards on each member of --cluster, "
                  "loaded from the export (0: in this process)")
     ->check(CLI::Range(size_t{0}, size_t{1024}));
+  cmd
+    ->add_option("--replicas", job->replicas.replicas,
+                 "Copies of those embedding shards, each on members of its own (member i "
+                 "of the cluster's, by name, holds copy i % R); a prediction goes to a live one")
+    ->check(CLI::Range(size_t{1}, size_t{64}));
+  cmd
+    ->add_option("--replica-attempt-ms", job->replicas.attempt_ms,
+                 "A prediction's lookups on one copy not answered this long go to the next copy")
+    ->check(CLI::Range(uint32_t{1}, uint32_t{600000}));
   cmd->add_option("--config", job->config, "TOML file of tokens, ACLs, quotas and limits");
   cmd->add_option("--sync-dir", job->sync_dir,
                   "Where Estimator models keep the syncs pushed to them as messages, a folder "

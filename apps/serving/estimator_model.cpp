@@ -56,16 +56,6 @@ caf::error append_value(size_t i, const std::string& key, const nlohmann::json& 
   return {};
 }
 
-/// Whether a sync failed because a shard could not be reached, rather than on its files or its
-/// link (which a reload would not mend).
-bool lost_shard(const caf::error& err) {
-  for (auto code : {errc::invalid_argument, errc::corrupt_file, errc::not_found,
-                    errc::dimension_mismatch, errc::invalid_config, errc::io_error})
-    if (is(err, code))
-      return false;
-  return true;
-}
-
 } // namespace
 
 caf::expected<predict_request> parse_predict(const std::string& body, uint32_t max_deadline_ms) {
@@ -118,14 +108,12 @@ caf::expected<predict_request> parse_predict(const std::string& body, uint32_t m
 
 caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
   const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where,
-  const std::string& sync_dir) {
-  auto model = ops::estimator::exported_model::load(dir, "", where);
+  const std::string& sync_dir, replica_options replicas) {
+  auto model = replicated_model::load(dir, where, replicas);
   if (!model)
     return std::move(model.error());
   std::unique_ptr<estimator_model> m{new estimator_model};
   m->model_ = std::move(*model);
-  m->dir_ = dir;
-  m->where_ = where;
   m->access_ = actors::access_policy{std::move(rules)};
   m->mirror_ = std::make_unique<sync_mirror>(sync_dir);
   return m;
@@ -140,31 +128,29 @@ caf::expected<std::string> estimator_model::predict(const std::string& name,
                                                     const request_context& ctx,
                                                     uint32_t max_deadline_ms) {
   std::optional<ops::estimator::exported_model::followed> synced;
-  std::shared_ptr<ops::estimator::exported_model> model;
   {
     std::lock_guard<std::mutex> guard{mutex_};
     if (auto err = access_.admit(ctx, actors::access_action::query, now()))
       return err;
     synced = synced_;
-    model = model_;
   }
   auto request = parse_predict(body, max_deadline_ms);
   if (!request)
     return std::move(request.error());
-  std::optional<ops::lookup_deadline_scope> deadline;
-  if (model->sharded_embeddings()) {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (model_->sharded_embeddings()) {
     auto left_us = request->deadline_ms > 0 ? int64_t{request->deadline_ms} * 1000
                    : ctx.deadline_us > 0    ? ctx.deadline_us - now_us()
                                             : int64_t{max_deadline_ms} * 1000;
-    deadline.emplace(std::chrono::steady_clock::now() + std::chrono::microseconds{left_us},
-                     request->allow_partial);
+    deadline = std::chrono::steady_clock::now() + std::chrono::microseconds{left_us};
   }
-  auto spec = model->predict_spec(request->batch);
-  if (!spec)
-    return std::move(spec.error());
-  nlohmann::json out{{"model", name}, {"version", model->version()}, {"trace_id", ctx.trace_id}};
+  auto answer = model_->predict(request->batch, deadline, request->allow_partial);
+  if (!answer)
+    return std::move(answer.error());
+  auto* spec = &answer->spec;
+  nlohmann::json out{{"model", name}, {"version", model_->version()}, {"trace_id", ctx.trace_id}};
   if (deadline)
-    out["partial"] = deadline->missing_shards() > 0;
+    out["partial"] = answer->partial;
   if (synced)
     out["sync"] = {{"checkpoint", synced->checkpoint},
                    {"step", synced->step},
@@ -203,12 +189,12 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
     dir = j["dir"].get<std::string>();
   }
   std::lock_guard<std::mutex> one_at_a_time{sync_mutex_};
-  auto [model, held] = [this] {
+  auto held = [this] {
     std::lock_guard<std::mutex> guard{mutex_};
-    return std::pair{model_, synced_ ? synced_->checkpoint : std::string{}};
+    return synced_ ? synced_->checkpoint : std::string{};
   }();
   if (message) {
-    if (auto err = mirror_->install(*message, held, model->embedding_tables())) {
+    if (auto err = mirror_->install(*message, held, model_->embedding_tables())) {
       if (is(err, errc::out_of_order))
         runtime::log_info("serving: {} asks for the whole chain: {}", name, render(err));
       return err;
@@ -219,46 +205,37 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
                         "a sync message with no link, to a model that "
                         "holds none: send the whole chain");
   }
-  auto followed = model->follow(dir);
-  bool reloaded = false;
-  if (!followed && model->sharded_embeddings() && lost_shard(followed.error())) {
-    // The sync could not reach a shard: the export and the chain onto the live members.
-    auto fresh = ops::estimator::exported_model::load(dir_, model->version(), where_);
-    if (!fresh)
-      return std::move(fresh.error());
-    auto restored = (*fresh)->follow(dir);
-    if (!restored)
-      return std::move(restored.error());
-    model = std::move(*fresh);
-    followed = std::move(restored);
-    reloaded = true;
-  }
-  if (!followed)
-    return std::move(followed.error());
+  auto synced = model_->follow(dir);
+  if (!synced)
+    return std::move(synced.error());
+  auto& followed = synced->followed;
   {
     std::lock_guard<std::mutex> guard{mutex_};
-    model_ = model;
-    synced_ = *followed;
+    synced_ = followed;
     synced_at_ = std::chrono::steady_clock::now();
-    restores_ += followed->restored ? 1 : 0;
+    restores_ += followed.restored ? 1 : 0;
   }
   return nlohmann::json{{"model", name},
                         {"sync",
-                         {{"checkpoint", followed->checkpoint},
-                          {"step", followed->step},
-                          {"dense_step", followed->dense_step},
-                          {"applied", followed->applied},
-                          {"restored", followed->restored}}},
-                        {"reloaded", reloaded}}
+                         {{"checkpoint", followed.checkpoint},
+                          {"step", followed.step},
+                          {"dense_step", followed.dense_step},
+                          {"applied", followed.applied},
+                          {"restored", followed.restored}}},
+                        {"reloaded", synced->reloaded > 0},
+                        {"replicas_serving", synced->serving}}
     .dump();
 }
 
 std::string estimator_model::describe(const std::string& name) const {
-  std::lock_guard<std::mutex> guard{mutex_};
+  auto sharded = model_->sharded_embeddings();
   nlohmann::json out{{"name", name},
                      {"kind", "estimator"},
                      {"version", model_->version()},
-                     {"embeddings", model_->sharded_embeddings() ? "shards" : "in-process"}};
+                     {"embeddings", sharded ? "shards" : "in-process"}};
+  if (sharded)
+    out["replicas"] = model_->describe();
+  std::lock_guard<std::mutex> guard{mutex_};
   if (synced_)
     out["sync"] = {
       {"checkpoint", synced_->checkpoint},

@@ -15,6 +15,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/serving/access_policy.hpp"
+#include "apps/serving/replicated_model.hpp"
 #include "apps/serving/sync_mirror.hpp"
 #include "ops/estimator/export/export.hpp"
 
@@ -45,11 +46,13 @@ caf::expected<predict_request> parse_predict(const std::string& body,
 class estimator_model {
 public:
   /// The newest export under `dir`, its requests admitted by `rules`, its dynamic embeddings
-  /// served where `where` says, the syncs that arrive as messages kept under `sync_dir` (empty:
-  /// a temporary folder of its own); exported_model::load's errors.
+  /// served where `where` says in `replicas` copies (replicated_model), the syncs that arrive
+  /// as messages kept under `sync_dir` (empty: a temporary folder of its own);
+  /// replicated_model::load's errors.
   static caf::expected<std::unique_ptr<estimator_model>> load(
     const std::string& dir, access_rules rules,
-    const ops::estimator::embedding_placement& where = {}, const std::string& sync_dir = {});
+    const ops::estimator::embedding_placement& where = {}, const std::string& sync_dir = {},
+    replica_options replicas = {});
 
   /// The JSON answer to a predict request of ctx.principal for model `name`; thread-safe. With
   /// its embeddings on shards, the lookups wait until ctx.deadline_us (or the body's
@@ -68,17 +71,19 @@ public:
   /// follow the link held, asking for the whole chain; a message that does not decode is
   /// errc::invalid_argument), and DIR is that mirror's folder; a body
   /// {"dir": DIR} names a folder this host reads. Then the model's dynamic embeddings are
-  /// brought to DIR's current checkpoint (exported_model::follow), and its dense weights to
-  /// DIR's newest dense sync; thread-safe, one sync at a time, while predictions go on. With its
-  /// embeddings on shards, a sync that fails on a lost shard (its node died) loads the export again
-  /// onto the live members and restores DIR's chain onto it: the model then answers from the export
-  /// plus the syncs since, and the answer says "reloaded": true. Until then, requests that need the
-  /// lost shard fail (or are partial). errc::access_denied by the rules; errc::invalid_argument for
-  /// a body without "dir"; follow's errors.
+  /// brought to DIR's current checkpoint (replicated_model::follow: every copy), and its dense
+  /// weights to DIR's newest dense sync; thread-safe, one sync at a time, while predictions go
+  /// on. With its embeddings on shards, a copy that lost a shard (its node died) is loaded
+  /// again from the export onto live members and DIR's chain restored onto it before it takes
+  /// requests: the answer then says "reloaded": true, and "replicas_serving" counts the copies
+  /// in service. Until then, requests that need the lost shard go to another copy, or fail
+  /// (or are partial) when there is none. errc::access_denied by the rules;
+  /// errc::invalid_argument for a body without "dir"; follow's errors when no copy follows.
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx);
 
-  /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, and
+  /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, with
+  /// shards "replicas" (replicated_model::describe), and
   /// "sync": {"checkpoint", "step", "dense_step", "restored" (the last sync restored a whole
   /// chain), "restores" (how many did), "age_s"} once a sync was applied.
   std::string describe(const std::string& name) const;
@@ -93,11 +98,7 @@ private:
   mutable std::mutex mutex_;
   /// Held by a sync throughout: one at a time.
   std::mutex sync_mutex_;
-  /// Replaced whole by a reload (mutex_ held); a prediction holds the one it started with.
-  std::shared_ptr<ops::estimator::exported_model> model_;
-  /// Where the model came from, for a reload.
-  std::string dir_;
-  ops::estimator::embedding_placement where_;
+  std::unique_ptr<replicated_model> model_;
   actors::access_policy access_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   /// The last sync applied, and when; the syncs that restored a whole chain.

@@ -32,9 +32,10 @@ std::vector<std::string> models_in(const std::string& exports) {
 /// (nullptr: its root loads it). The error says why the model cannot be served.
 caf::expected<std::shared_ptr<estimator_model>> check_model(
   const std::string& dir, const access_rules& rules,
-  const ops::estimator::embedding_placement& where, const std::string& sync_dir) {
+  const ops::estimator::embedding_placement& where, const std::string& sync_dir,
+  const replica_options& replicas) {
   if (ops::estimator::is_estimator_export(dir)) {
-    auto loaded = estimator_model::load(dir, rules, where, sync_dir);
+    auto loaded = estimator_model::load(dir, rules, where, sync_dir, replicas);
     if (!loaded)
       return std::move(loaded.error());
     return std::shared_ptr<estimator_model>{std::move(*loaded)};
@@ -52,6 +53,12 @@ caf::expected<std::shared_ptr<estimator_model>> check_model(
 
 caf::error run_serve(const serve_job& job) {
   runtime::block_shutdown_signals();
+  if (job.embedding_shards > 0 && !job.cluster)
+    return make_error(errc::invalid_config,
+                      "embedding shards on a cluster need the cluster (--cluster SEED)");
+  if (job.replicas.replicas != 1 && job.embedding_shards == 0)
+    return make_error(errc::invalid_config,
+                      "replicas are copies of the embedding shards: give --embedding-shards");
   serve_config config;
   if (!job.config.empty()) {
     auto loaded = load_serve_config(job.config);
@@ -69,9 +76,6 @@ caf::error run_serve(const serve_job& job) {
   std::vector<std::string> models;
   std::vector<std::string> left_out;
   std::map<std::string, std::shared_ptr<estimator_model>> estimators;
-  if (job.embedding_shards > 0 && !job.cluster)
-    return make_error(errc::invalid_config,
-                      "embedding shards on a cluster need the cluster (--cluster SEED)");
   ops::estimator::embedding_placement where;
   if (job.embedding_shards > 0) {
     where.cluster = job.cluster;
@@ -81,7 +85,7 @@ caf::error run_serve(const serve_job& job) {
     auto dir = (std::filesystem::path{job.exports} / name).string();
     auto sync_dir =
       job.sync_dir.empty() ? std::string{} : (std::filesystem::path{job.sync_dir} / name).string();
-    auto checked = check_model(dir, config.rules_of(name), where, sync_dir);
+    auto checked = check_model(dir, config.rules_of(name), where, sync_dir, job.replicas);
     if (!checked) {
       auto why = "model " + name + " left out: " + render(checked.error());
       runtime::log_warn("darcy serve: {}", why);

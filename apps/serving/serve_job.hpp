@@ -10,6 +10,7 @@
 
 #include <caf/error.hpp>
 
+#include "apps/serving/replica_set.hpp"
 #include "runtime/host_port.hpp"
 
 namespace darcy::serving {
@@ -34,6 +35,9 @@ struct serve_job {
   /// member of `cluster` (which it needs), loaded from the export, with lookups going from
   /// this process straight to them (ops::estimator::embedding_placement).
   size_t embedding_shards = 0;
+  /// Copies of those shards, each on members of its own, and how long a prediction waits for
+  /// one before it asks the next (replicated_model.hpp).
+  replica_options replicas;
   /// Where the syncs that arrive as messages are kept, a folder per model (empty: temporary
   /// folders, removed at exit).
   std::string sync_dir;

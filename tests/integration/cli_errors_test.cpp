@@ -43,6 +43,10 @@ TEST(cli_errors, a_failed_command_is_named_once_before_its_error) {
 
 TEST(cli_errors, values_no_run_can_use_are_one_error_line_before_anything_starts) {
   expect_error_lines({
+    // Replicas are copies of shards on a cluster: refused before any export is read.
+    {{"serve", "--exports", "/nonexistent", "--replicas", "2"},
+     "darcy: error: invalid configuration: replicas are copies of the embedding shards: give "
+     "--embedding-shards\n"},
     // Each expert actor refused it and quit as it started: the run once crashed on that.
     {{"moe", "train", "--checkpoint", "/tmp/darcy-cli-errors-moe", "--learning-rate", "inf"},
      "darcy: error: moe train: invalid configuration: optimizer: learning_rate must be a positive "

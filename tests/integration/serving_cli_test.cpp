@@ -2,7 +2,8 @@
 // killed before its manifest leaves the previous version served; a shard server's node
 // SIGKILLed under load is replaced, and the model answers whole again; an Estimator export's
 // dynamic embeddings served from shards on node processes predict as the export in-process,
-// within deadlines, and a sync after a serving node died reloads the export and the syncs.
+// within deadlines, and a sync after a serving node died reloads the export and the syncs; with
+// two replicas of the shards, a node SIGKILLed under load costs no failed request.
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -394,6 +395,114 @@ TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export
   ASSERT_TRUE(expected) << render(expected.error());
   for (Eigen::Index r = 0; r < 2; ++r)
     EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*expected)(r, 0), 1e-6) << r;
+}
+
+TEST_F(serving_cluster_test, a_replica_node_sigkilled_under_load_costs_no_failed_request) {
+  temp_dir tmp{"sharded_replicas"};
+  auto data = words(64);
+  auto training = ops::session::open({});
+  ASSERT_TRUE(training) << render(training.error());
+  ops::estimator::estimator e{model(**training), session_config(**training)};
+  ASSERT_TRUE(e.train(column_input(data, 0), 20));
+  ASSERT_TRUE(ops::estimator::export_model(e, tmp.path() + "/words", column_input(data, 1)));
+  auto sync_dir = tmp.path() + "/sync";
+  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
+
+  // Two copies of the shards: a and c hold one, b the other.
+  auto [a, b, c] = start_three();
+  wait_members(a.address, 3);
+  auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
+                            "--embedding-shards", "1", "--replicas", "2"});
+  auto sync = [&] {
+    auto answer =
+      http_exchange(serve.port, http_request_text("POST", "/v1/models/words:sync", "",
+                                                  nlohmann::json{{"dir", sync_dir}}.dump()));
+    return std::pair{http_status(answer), nlohmann::json::parse(http_body(answer), nullptr, false)};
+  };
+  auto describe = [&] {
+    return nlohmann::json::parse(
+      http_body(http_exchange(serve.port, http_request_text("GET", "/v1/models/words", ""))));
+  };
+  auto first = sync();
+  ASSERT_EQ(first.first, 200u) << first.second.dump();
+  EXPECT_EQ(first.second["replicas_serving"], 2) << first.second.dump();
+  auto replicas = describe()["replicas"];
+  ASSERT_EQ(replicas.size(), 2u) << replicas.dump();
+  EXPECT_EQ(replicas[0]["members"], nlohmann::json({"a", "c"})) << replicas.dump();
+  EXPECT_EQ(replicas[1]["members"], nlohmann::json({"b"})) << replicas.dump();
+
+  // A client asks without pause throughout; every answer must be whole.
+  auto body = R"({"instances": [{"x": 0.5, "words": ["w0", "common"]},
+                               {"x": -0.2, "words": ["w1", "common"]}]})";
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> answered{0}, failed{0};
+  std::string first_failure;
+  std::thread client{[&] {
+    while (!stop) {
+      auto answer =
+        http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+      auto j = nlohmann::json::parse(http_body(answer), nullptr, false);
+      if (http_status(answer) == 200u && j.is_object() && !j.value("partial", true)) {
+        ++answered;
+      } else if (failed++ == 0) {
+        first_failure = answer;
+      }
+    }
+  }};
+  auto await_answers = [&](uint64_t more) {
+    auto want = answered + more;
+    auto deadline = std::chrono::steady_clock::now() + patience;
+    while (answered < want && failed == 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+  };
+  await_answers(20);
+  c.process.signal(SIGKILL);
+  ASSERT_TRUE(c.process.wait(patience));
+  await_answers(50);
+  // A sync loads the lost copy again on the member left to it, with the chain, before it takes
+  // requests again (refused while the cluster still lists the dead node).
+  ASSERT_TRUE(e.train(column_input(data, 0), 40));
+  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+  auto synced = sync();
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!(synced.first == 200 && synced.second.value("replicas_serving", 0) == 2) &&
+         std::chrono::steady_clock::now() < deadline)
+    synced = sync();
+  ASSERT_EQ(synced.first, 200u) << synced.second.dump();
+  EXPECT_EQ(synced.second["replicas_serving"], 2) << synced.second.dump();
+  EXPECT_EQ(synced.second["sync"]["step"], 2);
+  await_answers(50);
+  stop = true;
+  client.join();
+  EXPECT_EQ(failed, 0u) << first_failure;
+  // Requests that found copy 0's shard gone took it out of service and went to copy 1.
+  EXPECT_NE(serve.process.read_stderr().find("replica 0 of"), std::string::npos)
+    << serve.process.read_stderr();
+  replicas = describe()["replicas"];
+  EXPECT_EQ(replicas[0]["members"], nlohmann::json({"a"})) << replicas.dump();
+  EXPECT_EQ(replicas[0]["reloads"], 1) << replicas.dump();
+  EXPECT_EQ(replicas[1]["reloads"], 0) << replicas.dump();
+  for (auto& r : replicas)
+    EXPECT_TRUE(r["serving"].get<bool>()) << replicas.dump();
+
+  // Both copies answer as the export plus every sync.
+  auto reference = ops::estimator::exported_model::load(tmp.path() + "/words");
+  ASSERT_TRUE(reference);
+  ASSERT_TRUE((*reference)->follow(sync_dir));
+  ops::estimator::batch batch;
+  batch.features["x"] = ce::feature_value::numeric(std::vector<double>{0.5, -0.2});
+  batch.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
+  auto expected = (*reference)->predict(batch);
+  ASSERT_TRUE(expected) << render(expected.error());
+  for (int round = 0; round < 2; ++round) {
+    auto answer =
+      http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+    ASSERT_EQ(http_status(answer), 200u) << answer;
+    auto served = nlohmann::json::parse(http_body(answer));
+    EXPECT_EQ(served["sync"]["step"], 2);
+    for (Eigen::Index r = 0; r < 2; ++r)
+      EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*expected)(r, 0), 1e-6) << r;
+  }
 }
 
 } // namespace

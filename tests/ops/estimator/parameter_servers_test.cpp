@@ -14,8 +14,6 @@
 namespace darcy::ops::estimator {
 namespace {
 
-using compute::nn::parameter;
-
 constexpr double learning_rate = 0.05;
 constexpr uint64_t pushes = 40;
 
@@ -33,8 +31,8 @@ protected:
   /// Loads the server through `client` with fresh variables, pushes `pushes` seeded gradients
   /// with a pull before each, and puts the values the server ends with into `out`.
   void train(parameter_servers& client, std::vector<compute::nn::matrix>& out) {
-    parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
-    parameter<float> b{"b", test::gaussian_matrix(1, 4, 2)};
+    compute::nn::parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
+    compute::nn::parameter<float> b{"b", test::gaussian_matrix(1, 4, 2)};
     variable_list vars{&a, &b};
     compute::nn::optimizer opt{compute::adam_optimizer(learning_rate)};
     EXPECT_FALSE(client.initialize(vars, opt, 0));
@@ -95,7 +93,7 @@ TEST_F(parameter_servers_test, without_an_attempt_timeout_a_dropped_request_is_a
                         disruption{.drop = 1.0, .seed = 1});
   parameter_servers client{
     sys, {caf::actor_cast<parameter_server_actor>(gate)}, std::chrono::milliseconds(50)};
-  parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
+  compute::nn::parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
   auto step = client.pull({&a});
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error(), caf::sec::request_timeout) << render(step.error());
@@ -107,8 +105,8 @@ TEST_F(parameter_servers_test, a_user_placement_puts_each_variable_on_its_server
   // Everything on server 1: server 0 holds nothing and still counts the steps.
   client.set_placement(
     [](const variable_list& vars, uint32_t) { return std::vector<uint32_t>(vars.size(), 1); });
-  parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
-  parameter<float> b{"b", test::gaussian_matrix(1, 4, 2)};
+  compute::nn::parameter<float> a{"a", test::gaussian_matrix(3, 2, 1)};
+  compute::nn::parameter<float> b{"b", test::gaussian_matrix(1, 4, 2)};
   variable_list vars{&a, &b};
   compute::nn::optimizer opt{compute::adam_optimizer(learning_rate)};
   ASSERT_FALSE(client.initialize(vars, opt, 0));

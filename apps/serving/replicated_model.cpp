@@ -1,0 +1,229 @@
+#include "apps/serving/replicated_model.hpp"
+
+#include <algorithm>
+
+#include "messages/error.hpp"
+#include "ops/embedding_ops.hpp"
+#include "runtime/log.hpp"
+
+namespace darcy::serving {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+using ops::estimator::exported_model;
+
+/// Whether a request failed because a shard could not be reached in time, rather than on its
+/// input, its files or its link (which another copy, or a reload, would not mend).
+bool lost_shard(const caf::error& err) {
+  for (auto code :
+       {errc::invalid_argument, errc::corrupt_file, errc::not_found, errc::dimension_mismatch,
+        errc::invalid_config, errc::io_error, errc::batch_too_large, errc::empty_batch})
+    if (is(err, code))
+      return false;
+  return true;
+}
+
+} // namespace
+
+caf::expected<std::unique_ptr<replicated_model>> replicated_model::load(
+  const std::string& dir, const ops::estimator::embedding_placement& where, replica_options r) {
+  std::unique_ptr<replicated_model> m{new replicated_model};
+  m->dir_ = dir;
+  m->where_ = where;
+  m->options_ = r;
+  std::vector<std::vector<std::string>> members{{}};
+  if (r.replicas != 1) {
+    if (!where.cluster)
+      return make_error(errc::invalid_config,
+                        "replicas of a model's embeddings need them on a cluster's shards");
+    auto s = ops::session::open({.seed = where.cluster, .name = "serve-replicas", .threads = 1});
+    if (!s)
+      return std::move(s.error());
+    m->cluster_ = std::move(*s);
+    auto up = m->members_up();
+    if (!up)
+      return std::move(up.error());
+    auto assigned = assign_replicas(*up, r.replicas);
+    if (!assigned)
+      return std::move(assigned.error());
+    members = std::move(*assigned);
+  }
+  for (auto& on : members) {
+    auto placed = where;
+    placed.nodes = on;
+    auto model = exported_model::load(dir, "", placed);
+    if (!model)
+      return std::move(model.error());
+    if (!m->copies_.empty() && (*model)->version() != m->copies_.front().model->version())
+      return make_error(errc::unavailable, dir +
+                                             ": a new version was exported while its "
+                                             "replicas loaded; start again");
+    m->copies_.push_back({std::move(*model), on});
+  }
+  return m;
+}
+
+caf::expected<std::vector<std::string>> replicated_model::members_up() {
+  auto status = cluster_->status();
+  if (!status)
+    return std::move(status.error());
+  std::vector<std::string> up;
+  for (auto& member : status->members)
+    if (member.state == member_state::up)
+      up.push_back(member.name);
+  return up;
+}
+
+void replicated_model::take_out(size_t i, const std::shared_ptr<exported_model>& model,
+                                const caf::error& why) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  if (copies_[i].model != model || !copies_[i].serving)
+    return;
+  copies_[i].serving = false;
+  if (copies_.size() > 1)
+    runtime::log_warn("serving: replica {} of {} out of service until the next sync: {}", i, dir_,
+                      render(why));
+}
+
+caf::expected<replicated_model::prediction> replicated_model::predict(
+  const ops::estimator::batch& b, std::optional<steady::time_point> deadline, bool allow_partial) {
+  std::vector<std::pair<size_t, std::shared_ptr<exported_model>>> order;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    std::vector<bool> serving;
+    for (auto& c : copies_)
+      serving.push_back(c.serving);
+    for (auto i : attempt_order(serving, next_++ % copies_.size()))
+      order.emplace_back(i, copies_[i].model);
+  }
+  caf::error failure;
+  for (size_t k = 0; k < order.size(); ++k) {
+    auto& [i, model] = order[k];
+    if (!deadline || !model->sharded_embeddings()) {
+      auto spec = model->predict_spec(b);
+      if (!spec)
+        return std::move(spec.error());
+      return prediction{std::move(*spec), false};
+    }
+    bool last = k + 1 == order.size();
+    auto now = steady::now();
+    if (k > 0 && now >= *deadline)
+      break;
+    auto until =
+      last ? *deadline : std::min(*deadline, now + std::chrono::milliseconds{options_.attempt_ms});
+    ops::lookup_deadline_scope scope{until, last && allow_partial};
+    auto spec = model->predict_spec(b);
+    if (spec)
+      return prediction{std::move(*spec), scope.missing_shards() > 0};
+    if (!lost_shard(spec.error()))
+      return std::move(spec.error());
+    take_out(i, model, spec.error());
+    failure = std::move(spec.error());
+  }
+  return failure;
+}
+
+caf::expected<exported_model::followed> replicated_model::follow_copy(
+  size_t i, copy& c, const std::string& dir, const std::vector<std::string>& up) {
+  auto many = options_.replicas != 1;
+  if (!many || all_up(c.members, up)) {
+    auto f = c.model->follow(dir);
+    if (f || !c.model->sharded_embeddings() || !lost_shard(f.error()))
+      return f;
+    runtime::log_warn("serving: replica {} of {} lost a shard: {}; loading it again", i, dir_,
+                      render(f.error()));
+  }
+  // The export onto live members, then the whole chain; out of service meanwhile.
+  take_out(i, c.model, make_error(errc::unavailable, "a member of it is down"));
+  auto where = where_;
+  if (many) {
+    std::vector<std::vector<std::string>> in_service;
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      for (size_t j = 0; j < copies_.size(); ++j)
+        if (j != i && copies_[j].serving && all_up(copies_[j].members, up))
+          in_service.push_back(copies_[j].members);
+    }
+    where.nodes = reload_members(up, in_service);
+    if (where.nodes.empty())
+      return make_error(errc::unavailable,
+                        "replica " + std::to_string(i) + ": every member up holds another replica");
+  }
+  auto fresh = exported_model::load(dir_, c.model->version(), where);
+  if (!fresh)
+    return std::move(fresh.error());
+  auto f = (*fresh)->follow(dir);
+  if (!f)
+    return f;
+  c.model = std::move(*fresh);
+  c.members = where.nodes;
+  ++c.reloads;
+  return f;
+}
+
+caf::expected<replicated_model::synced> replicated_model::follow(const std::string& dir) {
+  std::vector<copy> copies;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    copies = copies_;
+  }
+  std::vector<std::string> up;
+  if (options_.replicas != 1) {
+    auto members = members_up();
+    if (!members)
+      return std::move(members.error());
+    up = std::move(*members);
+  }
+  synced out;
+  bool reached = false;
+  caf::error first;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    auto reloads = copies[i].reloads;
+    auto f = follow_copy(i, copies[i], dir, up);
+    copies[i].serving = static_cast<bool>(f);
+    if (f) {
+      out.followed = *f;
+      reached = true;
+      ++out.serving;
+      out.reloaded += copies[i].reloads - reloads;
+    } else {
+      if (options_.replicas != 1)
+        runtime::log_warn("serving: replica {} of {} stays out of service: {}", i, dir_,
+                          render(f.error()));
+      if (!first)
+        first = std::move(f.error());
+    }
+    // In service at once: predictions use it from now on.
+    std::lock_guard<std::mutex> guard{mutex_};
+    copies_[i] = copies[i];
+  }
+  if (!reached)
+    return first;
+  return out;
+}
+
+bool replicated_model::sharded_embeddings() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return copies_.front().model->sharded_embeddings();
+}
+
+std::string replicated_model::version() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return copies_.front().model->version();
+}
+
+std::vector<de_config> replicated_model::embedding_tables() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return copies_.front().model->embedding_tables();
+}
+
+nlohmann::json replicated_model::describe() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  auto out = nlohmann::json::array();
+  for (auto& c : copies_)
+    out.push_back({{"members", c.members}, {"serving", c.serving}, {"reloads", c.reloads}});
+  return out;
+}
+
+} // namespace darcy::serving
