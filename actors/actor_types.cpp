@@ -1,6 +1,7 @@
 #include "actors/actor_types.hpp"
 
 #include "actors/cluster/echo_service.hpp"
+#include "actors/cluster/file_store.hpp"
 #include "actors/embedding/embedding_shard.hpp"
 #include "actors/estimator/parameter_server.hpp"
 #include "actors/moe/expert_actor.hpp"
@@ -13,6 +14,7 @@ namespace darcy::actors {
 
 void register_actor_types(runtime::system_config& cfg) {
   cfg.add_actor_type(echo_service_name, echo_service);
+  cfg.add_actor_type(file_store_name, file_store);
   cfg.add_actor_type(embedding_shard_state::name, embedding_shard);
   cfg.add_actor_type(factor_shard_state::name, factor_shard);
   cfg.add_actor_type(parameter_server_state::name, parameter_server);

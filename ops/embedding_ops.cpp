@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -15,7 +16,10 @@
 #include "actors/embedding/key_routing.hpp"
 #include "actors/embedding/shard_client.hpp"
 #include "messages/error.hpp"
+#include "ops/ship_files.hpp"
 #include "runtime/ask.hpp"
+#include "stores/checkpoint/checkpoint_chain.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 
 namespace darcy::ops {
 
@@ -365,6 +369,37 @@ caf::error flush(session& s) {
 
 namespace {
 
+/// On a cluster, the parts of checkpoint `m` under `path` that the shards wrote on other hosts,
+/// fetched to this one, when the manifest is here (its master runs in this process). Only for
+/// an absolute path: a relative one names another folder on each host.
+caf::error fetch_parts(session& s, const std::string& path, const checkpoint_manifest& m) {
+  if (s.in_process() || !std::filesystem::path{path}.is_absolute())
+    return {};
+  stores::checkpoint_dir root{path};
+  if (!root.read_manifest_of(m.checkpoint))
+    return {};
+  std::vector<file_info> parts;
+  for (auto& entry : m.embeddings)
+    for (auto& file : entry.files)
+      parts.push_back({(std::filesystem::path{root.root()} / file.path).string(), file.checksum,
+                       file.rows, file.bytes});
+  return fetch_files(s, s.shard_nodes(), parts);
+}
+
+/// On a cluster, the files of the links `chain` under `path` (absolute, as for fetch_parts)
+/// that the shards' hosts lack, sent to them.
+caf::error ship_links(session& s, const std::string& path,
+                      const std::vector<checkpoint_manifest>& chain) {
+  if (s.in_process() || !std::filesystem::path{path}.is_absolute())
+    return {};
+  stores::checkpoint_dir root{path};
+  std::vector<std::string> files;
+  for (auto& link : chain)
+    for (auto& file : files_under((std::filesystem::path{root.root()} / link.checkpoint).string()))
+      files.push_back(file);
+  return ship_files(s, s.shard_nodes(), files);
+}
+
 caf::error save_as(session& s, const std::string& path, const training_state& state,
                    uint32_t full_every, const std::string& restored) {
   auto master = s.embeddings();
@@ -385,7 +420,9 @@ caf::error save_as(session& s, const std::string& path, const training_state& st
                     : runtime::ask<checkpoint_manifest>(
                         s.system(), *master, s.timeout(), save_atom::value, path, state.step,
                         std::string{extra.begin(), extra.end()}, full_every, restored);
-  return manifest ? caf::error{} : std::move(manifest.error());
+  if (!manifest)
+    return std::move(manifest.error());
+  return fetch_parts(s, path, *manifest);
 }
 
 } // namespace
@@ -407,6 +444,8 @@ caf::error sync(session& s, const std::string& path, const checkpoint_manifest& 
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
+  if (auto err = ship_links(s, path, {link}))
+    return err;
   auto ok = runtime::ask<ok_atom>(s.system(), *master, s.timeout(), sync_atom::value, path, link);
   return ok ? caf::error{} : std::move(ok.error());
 }
@@ -418,6 +457,13 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path) 
   // A backward still on its way must not land on the restored rows.
   if (auto err = flush(s))
     return err;
+  if (!s.in_process()) {
+    stores::checkpoint_dir root{path};
+    if (auto head = root.read_manifest())
+      if (auto chain = stores::read_chain(root, *head))
+        if (auto err = ship_links(s, path, *chain))
+          return err;
+  }
   std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   auto manifest =
     runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(), restore_atom::value, path);

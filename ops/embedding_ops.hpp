@@ -202,7 +202,9 @@ struct training_state {
 /// is this service's previous save there, with fewer than full_every deltas on its full one,
 /// only the rows changed since (and the keys evicted) are written, as a delta on it; otherwise
 /// a full checkpoint starts a new chain. restore replays a chain from its full checkpoint, and
-/// retention removes whole chains (stores/checkpoint/checkpoint_chain.hpp).
+/// retention removes whole chains (stores/checkpoint/checkpoint_chain.hpp). On a cluster, with
+/// an absolute `path` and the master in this process, the parts the shards wrote on their
+/// hosts are fetched to this one (ops/ship_files.hpp): the checkpoint is whole here.
 caf::error save(session& s, const std::string& path, const training_state& state,
                 uint32_t full_every = 0);
 
@@ -220,7 +222,8 @@ caf::error save_restored(session& s, const std::string& path, const training_sta
 /// errc::invalid_argument, changing nothing, unless `link`'s base is the checkpoint the service
 /// last restored or synced; a damaged part fails with errc::corrupt_file, changing nothing.
 /// Lookups go on meanwhile: one that crosses a sync may find some shards before it and
-/// others after it, each whole.
+/// others after it, each whole. On a cluster, with an absolute `path`, the link's files are
+/// first sent to the shards' hosts that lack them (ops/ship_files.hpp).
 caf::error sync(session& s, const std::string& path, const checkpoint_manifest& link);
 
 struct restored_checkpoint {
@@ -231,6 +234,8 @@ struct restored_checkpoint {
 
 /// Loads the checkpoint under `path` into the service (whatever shard count wrote it) and
 /// returns the training state saved with it. errc::corrupt_file or errc::not_found otherwise.
+/// On a cluster, with an absolute `path`, its chain's files are first sent to the shards' hosts
+/// that lack them.
 caf::expected<restored_checkpoint> restore(session& s, const std::string& path);
 
 } // namespace darcy::ops

@@ -89,6 +89,8 @@ public:
   bool in_process() const { return !cluster_; }
   const registry_actor& registry() const { return registry_; }
   std::chrono::milliseconds timeout() const { return opts_.timeout; }
+  /// On a cluster, the members that hold the shards (empty: every member).
+  const std::vector<std::string>& shard_nodes() const { return opts_.shard_nodes; }
 
   caf::expected<cluster_status> status();
 

@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "messages/atoms.hpp"
+#include "messages/checkpoint.hpp"
 #include "messages/cluster/chaos_messages.hpp"
 #include "messages/cluster/membership.hpp"
 #include "messages/cluster/probe_messages.hpp"
@@ -76,5 +77,14 @@ using supervisor_actor =
 /// The echo service: answers with the name of the node it runs on and the payload.
 using echo_actor =
   caf::typed_actor<caf::replies_to<echo_atom, std::string>::with<std::string, std::string>>;
+
+/// A node's file store (actors/cluster/file_store.hpp), at absolute paths on its node:
+/// (write, path, bytes) replaces the file with `bytes`, atomically, creating its folders;
+/// (fetch, path) answers its bytes; (stats, files) answers the paths of `files` (absolute
+/// path and bytes each) whose file is missing or of another size.
+using file_store_actor = caf::typed_actor<
+  caf::replies_to<write_atom, std::string, std::string>::with<ok_atom>,
+  caf::replies_to<fetch_atom, std::string>::with<std::string>,
+  caf::replies_to<stats_atom, std::vector<file_info>>::with<std::vector<std::string>>>;
 
 } // namespace darcy

@@ -54,8 +54,10 @@ public:
                         "ctr stream input: bad position '" + position + "'");
     if (auto err = open())
       return err;
+    // Row by row of the stream, every shard's: a position between two of this shard's rows
+    // leaves the next one to next().
     while (rows_ < rows) {
-      auto got = read();
+      auto got = next_row();
       if (!got)
         return std::move(got.error());
       if (!*got)
@@ -66,11 +68,10 @@ public:
   }
 
 private:
-  /// The next row of the stream that is this shard's, into row_; false once the stream ended.
-  caf::expected<bool> read() {
+  /// The stream's next row, whichever shard's, into row_ (counted in rows_), asking a stream
+  /// that has not grown again every poll_; false once the stream ended.
+  caf::expected<bool> next_row() {
     while (!ended_) {
-      if (o_.max_rows != 0 && rows_ >= o_.max_rows)
-        return false;
       auto state = stream_->next(row_);
       if (!state)
         return std::move(state.error());
@@ -78,14 +79,26 @@ private:
         std::this_thread::sleep_for(poll_);
         continue;
       }
-      if (*state == stream_state::ended) {
-        ended_ = true;
+      if (*state == stream_state::ended)
         break;
-      }
-      if (rows_++ % o_.shards == o_.shard)
+      ++rows_;
+      return true;
+    }
+    ended_ = true;
+    return false;
+  }
+
+  /// The next row of the stream that is this shard's, into row_; false once the stream ended.
+  caf::expected<bool> read() {
+    for (;;) {
+      if (o_.max_rows != 0 && rows_ >= o_.max_rows)
+        return false;
+      auto got = next_row();
+      if (!got || !*got)
+        return got;
+      if ((rows_ - 1) % o_.shards == o_.shard)
         return true;
     }
-    return false;
   }
 
   std::string source_;

@@ -1,5 +1,6 @@
 #include "ops/online/sync_writer.hpp"
 
+#include <filesystem>
 #include <thread>
 
 #include "messages/error.hpp"
@@ -12,6 +13,9 @@ namespace darcy::ops::online {
 using steady = std::chrono::steady_clock;
 
 sync_writer::sync_writer(sync_policy policy) : policy_(std::move(policy)) {
+  // The shards of a cluster's service write and read the folder at this path on their hosts.
+  if (!policy_.dir.empty())
+    policy_.dir = std::filesystem::absolute(policy_.dir).string();
   last_sync_ = steady::now() - policy_.every;
   last_dense_sync_ = steady::now() - policy_.dense_every;
 }

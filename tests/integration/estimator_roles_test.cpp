@@ -18,6 +18,8 @@
 #include <string_view>
 #include <thread>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -121,6 +123,14 @@ struct job {
     return out;
   }
 
+  /// The ps's command line: its role, after ps_prefix.
+  std::vector<std::string> ps_argv(const std::string& cluster) const {
+    auto out = ps_prefix;
+    auto role = argv(cluster, "ps", 0);
+    out.insert(out.end(), role.begin(), role.end());
+    return out;
+  }
+
   /// Starts every role (the evaluator unless `evaluator` is false); the chief's address goes
   /// into the others' cluster.
   void start(bool evaluator_too = true) {
@@ -128,7 +138,7 @@ struct job {
     auto line = chief->wait_for_line("listening on", roles_patience);
     ASSERT_TRUE(line) << render(line.error()) << chief->read_stderr();
     address = line->substr(line->rfind(' ') + 1);
-    ps.emplace(launch(argv(spec(address), "ps", 0)));
+    ps.emplace(launch(ps_argv(spec(address))));
     for (size_t i = 0; i < 2; ++i)
       workers.push_back(launch(argv(spec(address), "worker", i)));
     if (evaluator_too)
@@ -189,6 +199,8 @@ struct job {
   uint64_t max_steps;
   std::vector<std::string> app;
   uint64_t checkpoint_steps = 100;
+  /// What the ps's command line runs in (hide_folder's, for a disk of its own).
+  std::vector<std::string> ps_prefix;
   /// Flags every role gets after the others.
   std::vector<std::string> extra;
   std::string address;
@@ -513,6 +525,22 @@ TEST(estimator_roles_embeddings, a_stream_job_trains_its_partitions_and_serving_
   EXPECT_TRUE(serve.wait(roles_patience));
 }
 
+/// A command-line prefix that runs a program in a mount namespace of its own where `folder` is
+/// an empty tmpfs: a host that shares nothing with this one but the network. Empty (the folder
+/// shared) without root or unshare.
+std::vector<std::string> hide_folder(const std::string& folder) {
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/unshare"))
+    return {};
+  return {"/usr/bin/unshare",
+          "--mount",
+          "--propagation",
+          "private",
+          "/bin/sh",
+          "-c",
+          "mount -t tmpfs tmpfs \"$0\" && exec \"$@\"",
+          folder};
+}
+
 /// The global step of the first line of `p`'s standard error after `text`, waiting for it.
 uint64_t step_after(runtime::child_process& p, std::string_view text) {
   auto deadline = std::chrono::steady_clock::now() + roles_patience;
@@ -558,6 +586,9 @@ TEST(estimator_roles_embeddings,
     job j{dir.path(), 1000000, app};
     // No periodic checkpoint: the syncs are the newer state every resume below goes on from.
     j.checkpoint_steps = 1000000;
+    // The ps sees a folder of its own where the job's is: its parts of the syncs and
+    // checkpoints, and its tables, are on its disk alone.
+    j.ps_prefix = hide_folder(dir.path());
     ASSERT_NO_FATAL_FAILURE(j.start(false));
     ASSERT_NO_FATAL_FAILURE(await_sync_after(j, 0));
     // A worker node killed: its worker starts again on the other node, at the stream's
@@ -573,13 +604,18 @@ TEST(estimator_roles_embeddings,
       << j.workers[0].read_stderr();
     // Its node started again, as a pod would be: a ps recovery waits for every task.
     j.workers[1] = j.launch(j.argv(job::spec(j.address), "worker", 1));
-    // The ps node killed with the tables' shards: nothing more can be synced, and the job
-    // goes on from the last sync, not from the older checkpoint.
+    // The ps node killed with the tables' shards (in LevelDB on its own disk): nothing more can
+    // be synced, and the job goes on from the last sync, not from the older checkpoint, on a
+    // ps whose disk is empty.
+    if (!j.ps_prefix.empty()) {
+      EXPECT_FALSE(
+        fs::is_empty("/proc/" + std::to_string(j.ps->pid()) + "/root" + dir.path() + "/tables"));
+    }
     j.ps->signal(SIGKILL);
     ASSERT_TRUE(j.ps->wait(roles_patience));
     auto synced = newest_sync(sync_dir);
     ASSERT_GT(synced, 0);
-    j.ps.emplace(j.launch(j.argv(job::spec(j.address), "ps", 0)));
+    j.ps.emplace(j.launch(j.ps_argv(job::spec(j.address))));
     auto resumed = step_after(*j.chief, "chief: resumed from the sync at global step ");
     EXPECT_EQ(resumed, static_cast<uint64_t>(synced));
     ASSERT_NO_FATAL_FAILURE(await_sync_after(j, resumed));
@@ -597,6 +633,7 @@ TEST(estimator_roles_embeddings,
   }
   job again{dir.path(), static_cast<uint64_t>(last_sync) + 200, app};
   again.checkpoint_steps = 1000000;
+  again.ps_prefix = hide_folder(dir.path());
   ASSERT_NO_FATAL_FAILURE(again.start(false));
   auto result = again.chief_result();
   EXPECT_EQ(result.value("resumed_from", int64_t{-1}), last_sync) << result.dump();
@@ -610,13 +647,52 @@ TEST(estimator_roles_embeddings,
     EXPECT_GE(step_after(w, "joined at global step "), static_cast<uint64_t>(last_sync));
   EXPECT_EQ(newest_sync(sync_dir), result["global_step"].get<int64_t>());
   again.expect_hosts_exit();
-  // The ps node's LevelDB databases hold rows (values and slots) of twice the memory budget.
-  EXPECT_FALSE(fs::is_empty(dir.path() + "/tables"));
+  // The tables hold rows (values and slots) of twice the memory budget, and their last
+  // checkpoint came back to the chief's disk.
   auto [step, rows] = newest_checkpoint(dir.path() + "/model");
   size_t bytes = 0;
   for (auto& [key, row] : rows)
     bytes += row.size() * sizeof(float);
   EXPECT_GE(bytes, 2u * 16384) << rows.size() << " rows";
+}
+
+TEST(estimator_roles_embeddings, a_stream_that_is_malformed_or_ends_stops_the_job_saying_where) {
+  temp_dir dir{"estimator_roles_stream_bad"};
+  auto file = dir.path() + "/stream.tsv";
+  auto data = run_darcy({"data", "ctr", "--rows", "3000", "--max-ids", "50", "--out", file});
+  ASSERT_EQ(data.exit_code, 0) << data.err;
+  {
+    std::ifstream in{file};
+    std::string text{std::istreambuf_iterator<char>(in), {}}, out;
+    std::istringstream lines{text};
+    size_t n = 0;
+    for (std::string l; std::getline(lines, l);)
+      out += (++n == 1500 ? "not a row" : l) + "\n";
+    std::ofstream{file, std::ios::trunc} << out;
+  }
+  struct bad_stream {
+    const char* what;
+    std::vector<std::string> source;
+    std::string said;
+  };
+  for (auto& c : std::vector<bad_stream>{{"a malformed line", {"--stream", file}, file + ":1500: "},
+                                         {"a generator that ends",
+                                          {"--stream", "generate", "--stream-rows", "2000"},
+                                          "its input ended at global step "}}) {
+    SCOPED_TRACE(c.what);
+    auto run_dir = dir.path() + "/" + std::to_string(c.source.size());
+    auto app = ctr_stream_app(run_dir + "/sync");
+    app.erase(app.begin() + 1, app.begin() + 5); // --stream generate --max-ids 50
+    app.insert(app.begin() + 1, c.source.begin(), c.source.end());
+    job j{run_dir, 100000, app};
+    ASSERT_NO_FATAL_FAILURE(j.start(false));
+    auto code = j.chief->wait(roles_patience);
+    ASSERT_TRUE(code) << "the chief outlived its failing workers";
+    EXPECT_NE(*code, 0);
+    EXPECT_NE(j.chief->read_stderr().find(c.said), std::string::npos) << j.chief->read_stderr();
+    for (auto* p : {&*j.ps, &j.workers[0], &j.workers[1]})
+      EXPECT_TRUE(p->wait(roles_patience)) << "a ps or worker process outlived its chief";
+  }
 }
 
 TEST_F(estimator_roles, a_ps_that_does_not_join_again_stops_the_chief_saying_what_to_do) {

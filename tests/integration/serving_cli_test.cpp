@@ -3,12 +3,17 @@
 // SIGKILLed under load is replaced, and the model answers whole again; an Estimator export's
 // dynamic embeddings served from shards on node processes predict as the export in-process,
 // within deadlines, and a sync after a serving node died reloads the export and the syncs; with
-// two replicas of the shards, a node SIGKILLed under load costs no failed request.
+// two replicas of the shards, a node SIGKILLed under load costs no failed request; shard nodes
+// that cannot read serving's folders are sent the snapshot and the syncs' files.
 #include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <thread>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -333,38 +338,90 @@ TEST_F(serving_cluster_test,
   EXPECT_NE(http_status(lost), 200) << lost;
 }
 
+/// The body of a predict for two known words, and the batch it stands for.
+constexpr const char* words_body = R"({"instances": [{"x": 0.5, "words": ["w0", "common"]},
+                                                    {"x": -0.2, "words": ["w1", "common"]}]})";
+
+ops::estimator::batch words_batch() {
+  ops::estimator::batch b;
+  b.features["x"] = ce::feature_value::numeric(std::vector<double>{0.5, -0.2});
+  b.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
+  return b;
+}
+
+/// A words model trained in this process and exported as `exports`/words, with the chain of
+/// syncs serving follows (ops::save, a full checkpoint every 5) under `sync_dir`.
+struct words_training {
+  std::shared_ptr<ops::estimator::example_table> data = words(64);
+  std::unique_ptr<ops::session> session;
+  std::optional<ops::estimator::estimator> e;
+  std::string exports, sync_dir;
+
+  /// Trains 20 steps, exports, and writes sync 1.
+  void start(const std::string& exports_dir, const std::string& sync) {
+    exports = exports_dir;
+    sync_dir = sync;
+    auto s = ops::session::open({});
+    ASSERT_TRUE(s) << render(s.error());
+    session = std::move(*s);
+    e.emplace(model(*session), session_config(*session));
+    ASSERT_TRUE(e->train(column_input(data, 0), 20));
+    ASSERT_TRUE(ops::estimator::export_model(*e, exports + "/words", column_input(data, 1)));
+    ASSERT_FALSE(ops::save(*session, sync_dir, {1, "", {}}, 5));
+  }
+
+  /// Trains on to global step `to` and writes sync `step`.
+  void sync_again(uint64_t to, int64_t step) {
+    ASSERT_TRUE(e->train(column_input(data, 0), to));
+    ASSERT_FALSE(ops::save(*session, sync_dir, {step, "", {}}, 5));
+  }
+
+  /// :sync of the model served on `port` to the sync folder: the status and the JSON answer.
+  std::pair<unsigned, nlohmann::json> push(uint16_t port) const {
+    auto answer = http_exchange(port, http_request_text("POST", "/v1/models/words:sync", "",
+                                                        nlohmann::json{{"dir", sync_dir}}.dump()));
+    return {http_status(answer), nlohmann::json::parse(http_body(answer), nullptr, false)};
+  }
+
+  /// Expects `rounds` predictions served on `port` to be whole, at sync `step`, and those of
+  /// the export following the sync folder in this process.
+  void expect_served_as_followed(uint16_t port, int64_t step, int rounds = 1) const {
+    auto reference = ops::estimator::exported_model::load(exports + "/words");
+    ASSERT_TRUE(reference) << render(reference.error());
+    ASSERT_TRUE((*reference)->follow(sync_dir));
+    auto expected = (*reference)->predict(words_batch());
+    ASSERT_TRUE(expected) << render(expected.error());
+    for (int round = 0; round < rounds; ++round) {
+      auto answer =
+        http_exchange(port, http_request_text("POST", "/v1/models/words:predict", "", words_body));
+      ASSERT_EQ(http_status(answer), 200u) << answer;
+      auto served = nlohmann::json::parse(http_body(answer));
+      EXPECT_FALSE(served.value("partial", true));
+      EXPECT_EQ(served["sync"]["step"], step);
+      for (Eigen::Index r = 0; r < 2; ++r)
+        EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*expected)(r, 0), 1e-6) << r;
+    }
+  }
+};
+
 // A serving shard's node SIGKILLed in the middle of a sync: that sync or the next finds the
 // shard lost, loads the export onto the live members and restores the training run's chain, so
 // the model answers again as the export plus every sync, never a half-applied one.
 TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export_and_the_syncs) {
   temp_dir tmp{"sharded_reload"};
-  auto data = words(64);
-  auto training = ops::session::open({});
-  ASSERT_TRUE(training) << render(training.error());
-  ops::estimator::estimator e{model(**training), session_config(**training)};
-  ASSERT_TRUE(e.train(column_input(data, 0), 20));
-  ASSERT_TRUE(ops::estimator::export_model(e, tmp.path() + "/words", column_input(data, 1)));
-  auto sync_dir = tmp.path() + "/sync";
-  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
-
+  words_training t;
+  ASSERT_NO_FATAL_FAILURE(t.start(tmp.path(), tmp.path() + "/sync"));
   auto [a, b, c] = start_three();
   wait_members(a.address, 3);
   auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
                             "--embedding-shards", "1"});
-  auto sync = [&] {
-    auto answer =
-      http_exchange(serve.port, http_request_text("POST", "/v1/models/words:sync", "",
-                                                  nlohmann::json{{"dir", sync_dir}}.dump()));
-    return std::pair{http_status(answer), nlohmann::json::parse(http_body(answer), nullptr, false)};
-  };
-  ASSERT_EQ(sync().first, 200u);
+  ASSERT_EQ(t.push(serve.port).first, 200u);
   // Node c dies in the middle of the next sync: stopped before it, killed while it runs.
-  ASSERT_TRUE(e.train(column_input(data, 0), 60));
-  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+  ASSERT_NO_FATAL_FAILURE(t.sync_again(60, 2));
   c.process.signal(SIGSTOP);
   ASSERT_TRUE(wait_stopped(c.process.pid()));
   std::pair<unsigned, nlohmann::json> synced;
-  std::thread interrupted{[&] { synced = sync(); }};
+  std::thread interrupted{[&] { synced = t.push(serve.port); }};
   c.process.signal(SIGKILL); // however far that sync got, c never answers it
   ASSERT_TRUE(c.process.wait(patience));
   interrupted.join();
@@ -372,58 +429,27 @@ TEST_F(serving_cluster_test, a_sync_after_a_serving_node_dies_reloads_the_export
   auto deadline = std::chrono::steady_clock::now() + patience;
   while (!(synced.first == 200 && synced.second.value("reloaded", false)) &&
          std::chrono::steady_clock::now() < deadline)
-    synced = sync();
+    synced = t.push(serve.port);
   ASSERT_EQ(synced.first, 200u) << synced.second.dump();
   EXPECT_TRUE(synced.second.value("reloaded", false)) << synced.second.dump();
   EXPECT_EQ(synced.second["sync"]["step"], 2);
-
-  auto reference = ops::estimator::exported_model::load(tmp.path() + "/words");
-  ASSERT_TRUE(reference);
-  ASSERT_TRUE((*reference)->follow(sync_dir));
-  auto body = R"({"instances": [{"x": 0.5, "words": ["w0", "common"]},
-                               {"x": -0.2, "words": ["w1", "common"]}]})";
-  auto answer =
-    http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
-  ASSERT_EQ(http_status(answer), 200u) << answer;
-  auto served = nlohmann::json::parse(http_body(answer));
-  EXPECT_FALSE(served.value("partial", true));
-  EXPECT_EQ(served["sync"]["step"], 2);
-  ops::estimator::batch batch;
-  batch.features["x"] = ce::feature_value::numeric(std::vector<double>{0.5, -0.2});
-  batch.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
-  auto expected = (*reference)->predict(batch);
-  ASSERT_TRUE(expected) << render(expected.error());
-  for (Eigen::Index r = 0; r < 2; ++r)
-    EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*expected)(r, 0), 1e-6) << r;
+  t.expect_served_as_followed(serve.port, 2);
 }
 
 TEST_F(serving_cluster_test, a_replica_node_sigkilled_under_load_costs_no_failed_request) {
   temp_dir tmp{"sharded_replicas"};
-  auto data = words(64);
-  auto training = ops::session::open({});
-  ASSERT_TRUE(training) << render(training.error());
-  ops::estimator::estimator e{model(**training), session_config(**training)};
-  ASSERT_TRUE(e.train(column_input(data, 0), 20));
-  ASSERT_TRUE(ops::estimator::export_model(e, tmp.path() + "/words", column_input(data, 1)));
-  auto sync_dir = tmp.path() + "/sync";
-  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
-
+  words_training t;
+  ASSERT_NO_FATAL_FAILURE(t.start(tmp.path(), tmp.path() + "/sync"));
   // Two copies of the shards: a and c hold one, b the other.
   auto [a, b, c] = start_three();
   wait_members(a.address, 3);
   auto serve = start_serve({"--exports", tmp.path(), "--cluster", runtime::to_string(a.address),
                             "--embedding-shards", "1", "--replicas", "2"});
-  auto sync = [&] {
-    auto answer =
-      http_exchange(serve.port, http_request_text("POST", "/v1/models/words:sync", "",
-                                                  nlohmann::json{{"dir", sync_dir}}.dump()));
-    return std::pair{http_status(answer), nlohmann::json::parse(http_body(answer), nullptr, false)};
-  };
   auto describe = [&] {
     return nlohmann::json::parse(
       http_body(http_exchange(serve.port, http_request_text("GET", "/v1/models/words", ""))));
   };
-  auto first = sync();
+  auto first = t.push(serve.port);
   ASSERT_EQ(first.first, 200u) << first.second.dump();
   EXPECT_EQ(first.second["replicas_serving"], 2) << first.second.dump();
   auto replicas = describe()["replicas"];
@@ -432,15 +458,13 @@ TEST_F(serving_cluster_test, a_replica_node_sigkilled_under_load_costs_no_failed
   EXPECT_EQ(replicas[1]["members"], nlohmann::json({"b"})) << replicas.dump();
 
   // A client asks without pause throughout; every answer must be whole.
-  auto body = R"({"instances": [{"x": 0.5, "words": ["w0", "common"]},
-                               {"x": -0.2, "words": ["w1", "common"]}]})";
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> answered{0}, failed{0};
   std::string first_failure;
   std::thread client{[&] {
     while (!stop) {
-      auto answer =
-        http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
+      auto answer = http_exchange(
+        serve.port, http_request_text("POST", "/v1/models/words:predict", "", words_body));
       auto j = nlohmann::json::parse(http_body(answer), nullptr, false);
       if (http_status(answer) == 200u && j.is_object() && !j.value("partial", true)) {
         ++answered;
@@ -461,13 +485,12 @@ TEST_F(serving_cluster_test, a_replica_node_sigkilled_under_load_costs_no_failed
   await_answers(50);
   // A sync loads the lost copy again on the member left to it, with the chain, before it takes
   // requests again (refused while the cluster still lists the dead node).
-  ASSERT_TRUE(e.train(column_input(data, 0), 40));
-  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
-  auto synced = sync();
+  ASSERT_NO_FATAL_FAILURE(t.sync_again(40, 2));
+  auto synced = t.push(serve.port);
   auto deadline = std::chrono::steady_clock::now() + patience;
   while (!(synced.first == 200 && synced.second.value("replicas_serving", 0) == 2) &&
          std::chrono::steady_clock::now() < deadline)
-    synced = sync();
+    synced = t.push(serve.port);
   ASSERT_EQ(synced.first, 200u) << synced.second.dump();
   EXPECT_EQ(synced.second["replicas_serving"], 2) << synced.second.dump();
   EXPECT_EQ(synced.second["sync"]["step"], 2);
@@ -486,23 +509,71 @@ TEST_F(serving_cluster_test, a_replica_node_sigkilled_under_load_costs_no_failed
     EXPECT_TRUE(r["serving"].get<bool>()) << replicas.dump();
 
   // Both copies answer as the export plus every sync.
-  auto reference = ops::estimator::exported_model::load(tmp.path() + "/words");
-  ASSERT_TRUE(reference);
-  ASSERT_TRUE((*reference)->follow(sync_dir));
-  ops::estimator::batch batch;
-  batch.features["x"] = ce::feature_value::numeric(std::vector<double>{0.5, -0.2});
-  batch.features["words"] = ce::feature_value::categorical({{"w0", "common"}, {"w1", "common"}});
-  auto expected = (*reference)->predict(batch);
-  ASSERT_TRUE(expected) << render(expected.error());
-  for (int round = 0; round < 2; ++round) {
-    auto answer =
-      http_exchange(serve.port, http_request_text("POST", "/v1/models/words:predict", "", body));
-    ASSERT_EQ(http_status(answer), 200u) << answer;
-    auto served = nlohmann::json::parse(http_body(answer));
-    EXPECT_EQ(served["sync"]["step"], 2);
-    for (Eigen::Index r = 0; r < 2; ++r)
-      EXPECT_NEAR(served["predictions"][r][0].get<double>(), (*expected)(r, 0), 1e-6) << r;
+  t.expect_served_as_followed(serve.port, 2, 2);
+}
+
+TEST_F(serving_cluster_test, shard_nodes_that_cannot_read_servings_folders_are_sent_their_files) {
+  if (::geteuid() != 0 || !fs::exists("/usr/bin/unshare"))
+    GTEST_SKIP() << "a mount namespace of a node's own needs root and unshare";
+  temp_dir tmp{"shipped_files"};
+  words_training t;
+  ASSERT_NO_FATAL_FAILURE(t.start(tmp.path() + "/exports", tmp.path() + "/sync"));
+
+  // Each node sees an empty folder of its own where this test's folder is: the export, the
+  // syncs and serving's mirror of them are not on its disk.
+  auto hidden_node = [&](const std::string& name,
+                         const std::string& join) -> caf::expected<node_process> {
+    std::vector<std::string> argv{"/usr/bin/unshare",
+                                  "--mount",
+                                  "--propagation",
+                                  "private",
+                                  "/bin/sh",
+                                  "-c",
+                                  "mount -t tmpfs tmpfs \"$0\" "
+                                  "&& exec \"$@\"",
+                                  tmp.path(),
+                                  DARCY_BINARY,
+                                  "node",
+                                  "--name",
+                                  name,
+                                  "--listen",
+                                  "127.0.0.1:0",
+                                  "--threads",
+                                  "1"};
+    if (!join.empty())
+      argv.insert(argv.end(), {"--join", join});
+    return runtime::launch_node(argv, std::chrono::seconds(30));
+  };
+  auto a = hidden_node("a", "");
+  ASSERT_TRUE(a) << render(a.error());
+  auto b = hidden_node("b", runtime::to_string(a->address));
+  ASSERT_TRUE(b) << render(b.error());
+  for (auto* n : {&*a, &*b}) {
+    std::ifstream in{"/proc/" + std::to_string(n->process.pid()) + "/mountinfo"};
+    std::string mounts{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_NE(mounts.find(" " + tmp.path() + " "), std::string::npos)
+      << "the node's view of the folder is a mount of its own";
   }
+  wait_members(a->address, 2);
+  auto serve =
+    start_serve({"--exports", tmp.path() + "/exports", "--cluster", runtime::to_string(a->address),
+                 "--embedding-shards", "1", "--sync-dir", tmp.path() + "/mirror"});
+  auto first = t.push(serve.port);
+  ASSERT_EQ(first.first, 200u) << first.second.dump();
+  ASSERT_NO_FATAL_FAILURE(t.sync_again(40, 2));
+  auto second = t.push(serve.port);
+  ASSERT_EQ(second.first, 200u) << second.second.dump();
+  EXPECT_EQ(second.second["sync"]["applied"], 1) << "a delta, applied by the shards";
+  // What each node holds of the folder is what was sent to it: the sync's links, not what
+  // this test writes there.
+  std::ofstream{tmp.path() + "/written-here"} << "x";
+  auto head = second.second["sync"]["checkpoint"].get<std::string>();
+  for (auto* n : {&*a, &*b}) {
+    auto root = "/proc/" + std::to_string(n->process.pid()) + "/root";
+    EXPECT_TRUE(fs::exists(root + t.sync_dir + "/" + head + "/MANIFEST")) << root;
+    EXPECT_FALSE(fs::exists(root + tmp.path() + "/written-here")) << root;
+  }
+  t.expect_served_as_followed(serve.port, 2);
 }
 
 } // namespace

@@ -64,6 +64,11 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
                    {std::make_shared<nan_guard>(), std::make_shared<stop_on_flag>(stop)});
   if (!r)
     return std::move(r.error());
+  if (!stop && r->global_step < cfg.max_steps)
+    return make_error(errc::invalid_config,
+                      "worker " + std::to_string(cfg.index) + ": its input ended at global step " +
+                        std::to_string(r->global_step) + ", before the job's " +
+                        std::to_string(cfg.max_steps));
   // Where this worker's steps went, for `darcy-bench estimator` and for people reading logs.
   nlohmann::json step_ms;
   for (auto& [phase, seconds] : r->phase_seconds)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -180,9 +181,19 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
     spec.children.push_back(std::move(child));
   }
   auto supervisor = sys.spawn(runtime::supervisor, spec);
+  // Why the supervisor gave up (the last worker's error), which an ask to it no longer says.
+  auto gave_up = std::make_shared<std::pair<std::mutex, caf::error>>();
+  supervisor->attach_functor([gave_up](const caf::error& reason) {
+    std::lock_guard<std::mutex> guard{gave_up->first};
+    gave_up->second = reason;
+  });
   auto children = [&]() -> caf::expected<std::vector<child_info>> {
-    return runtime::ask<std::vector<child_info>>(sys, supervisor, request_timeout,
-                                                 children_atom::value);
+    auto kids =
+      runtime::ask<std::vector<child_info>>(sys, supervisor, request_timeout, children_atom::value);
+    std::lock_guard<std::mutex> guard{gave_up->first};
+    if (!kids && gave_up->second)
+      return gave_up->second;
+    return kids;
   };
   uint64_t step = resumed;
   r.step = r.saved = resumed;

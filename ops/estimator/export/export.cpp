@@ -323,7 +323,7 @@ caf::error exported_model::open_embeddings(const std::string& path,
   if (!opened)
     return std::move(opened.error());
   session_ = std::move(*opened);
-  // Shards on other nodes read the snapshot themselves, from wherever they run.
+  // Shards on other nodes read the snapshot from their own host's disk (ops::restore sends it).
   auto where_from = where.cluster ? std::filesystem::absolute(path).string() : path;
   auto restored = restore(*session_, where_from);
   if (!restored)

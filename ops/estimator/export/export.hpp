@@ -57,9 +57,10 @@ bool is_estimator_export(const std::string& dir);
 /// Where an exported model serves its dynamic embeddings.
 struct embedding_placement {
   /// A running cluster's seed: the export's snapshot is loaded into shards on its members
-  /// (`shards` on each, or on each of `nodes`), which must be able to read the export's
-  /// folder (one host, or a shared file system), and lookups go from this process straight to
-  /// those shards, once per shard for a batch. None: a service of the model's own in this
+  /// (`shards` on each, or on each of `nodes`), and lookups go from this process straight to
+  /// those shards, once per shard for a batch. The snapshot's files and, on each follow(), the
+  /// links they lack are sent to those members first (ops::restore and ops::sync): their hosts
+  /// need no file system shared with this one. None: a service of the model's own in this
   /// process.
   std::optional<runtime::host_port> cluster;
   size_t shards = 1;

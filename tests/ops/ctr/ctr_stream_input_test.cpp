@@ -1,6 +1,6 @@
 // ops/ctr/ctr_stream_input: the shards of a stream are its rows r % n == w, every row in one of
-// them; a pipeline seeks to another's position and goes on with the same batches; bad options
-// are refused.
+// them; a pipeline seeks to another's position (or any row, up to the stream's end) and goes
+// on with the same batches; bad options are refused.
 #include "ops/ctr/ctr_stream_input.hpp"
 
 #include <gtest/gtest.h>
@@ -58,6 +58,25 @@ TEST(ctr_stream_input, a_pipeline_seeks_to_another_ones_position_and_goes_on_ali
   EXPECT_EQ(rows_of(**second), rows_of(**first));
   EXPECT_TRUE(is((*second)->seek("x"), errc::invalid_argument));
   EXPECT_TRUE(is((*second)->seek("1000"), errc::invalid_argument)) << "past the stream's end";
+}
+
+TEST(ctr_stream_input,
+     a_seek_between_two_of_a_shards_rows_keeps_the_next_and_one_to_the_end_is_not_past_it) {
+  auto whole = ctr_stream_input("generate", generated, {.batch_size = 7})();
+  ASSERT_TRUE(whole);
+  auto all = rows_of(**whole);
+  auto input = ctr_stream_input("generate", generated, {.batch_size = 4, .shard = 1, .shards = 2});
+  auto p = input();
+  ASSERT_TRUE(p);
+  // Rows 0..32 read, the last of them shard 0's: shard 1 goes on with row 33, its next.
+  ASSERT_FALSE((*p)->seek("33"));
+  auto rest = rows_of(**p);
+  ASSERT_FALSE(rest.empty());
+  EXPECT_EQ(rest.front(), all[33]);
+  EXPECT_EQ(rest.size(), (90u - 33u + 1u) / 2u);
+  // The end of a stream of 90 rows, whichever shard read its last row: nothing left.
+  ASSERT_FALSE((*p)->seek("90"));
+  EXPECT_TRUE(rows_of(**p).empty());
 }
 
 TEST(ctr_stream_input, a_batch_of_no_rows_or_a_shard_past_the_count_is_refused) {
