@@ -32,7 +32,7 @@ caf::expected<std::unique_ptr<replicated_model>> replicated_model::load(
   m->dir_ = dir;
   m->where_ = where;
   m->options_ = r;
-  std::vector<std::vector<std::string>> members{{}};
+  std::vector<std::vector<std::string>> members{where.nodes};
   if (r.replicas != 1) {
     if (!where.cluster)
       return make_error(errc::invalid_config,
