@@ -389,7 +389,8 @@ caf::error fetch_parts(session& s, const std::string& path, const checkpoint_man
 /// On a cluster, the files of the links `chain` under `path` (absolute, as for fetch_parts)
 /// that the shards' hosts lack, sent to them.
 caf::error ship_links(session& s, const std::string& path,
-                      const std::vector<checkpoint_manifest>& chain) {
+                      const std::vector<checkpoint_manifest>& chain,
+                      std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
   if (s.in_process() || !std::filesystem::path{path}.is_absolute())
     return {};
   stores::checkpoint_dir root{path};
@@ -397,7 +398,7 @@ caf::error ship_links(session& s, const std::string& path,
   for (auto& link : chain)
     for (auto& file : files_under((std::filesystem::path{root.root()} / link.checkpoint).string()))
       files.push_back(file);
-  return ship_files(s, s.shard_nodes(), files);
+  return ship_files(s, s.shard_nodes(), files, timeout);
 }
 
 caf::error save_as(session& s, const std::string& path, const training_state& state,
@@ -450,7 +451,9 @@ caf::error sync(session& s, const std::string& path, const checkpoint_manifest& 
   return ok ? caf::error{} : std::move(ok.error());
 }
 
-caf::expected<restored_checkpoint> restore(session& s, const std::string& path) {
+caf::expected<restored_checkpoint> restore(session& s, const std::string& path,
+                                           std::optional<std::chrono::milliseconds> timeout) {
+  auto patience = timeout.value_or(s.timeout());
   auto master = s.embeddings();
   if (!master)
     return std::move(master.error());
@@ -461,12 +464,12 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path) 
     stores::checkpoint_dir root{path};
     if (auto head = root.read_manifest())
       if (auto chain = stores::read_chain(root, *head))
-        if (auto err = ship_links(s, path, *chain))
+        if (auto err = ship_links(s, path, *chain, patience))
           return err;
   }
   std::unique_lock<std::shared_mutex> gate{s.direct_gate()};
   auto manifest =
-    runtime::ask<checkpoint_manifest>(s.system(), *master, s.timeout(), restore_atom::value, path);
+    runtime::ask<checkpoint_manifest>(s.system(), *master, patience, restore_atom::value, path);
   if (!manifest)
     return std::move(manifest.error());
   restored_checkpoint result;

@@ -146,6 +146,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
       actors::embedding_master_options master_opts{supervised->shards};
       master_opts.shard_services = supervised->services;
       master_opts.checkpoint_dir = opts_.shard_checkpoint_dir;
+      master_opts.tables_in_memory = opts_.tables_in_memory;
       master_opts.shard_timeout = opts_.timeout * 3;
       master_opts.attempt_timeout = opts_.shard_retry;
       master_opts.attempts = opts_.shard_attempts;
@@ -166,6 +167,7 @@ caf::expected<embedding_master_actor> session::embeddings() {
   master_opts.attempt_timeout = opts_.shard_retry;
   master_opts.attempts = opts_.shard_attempts;
   master_opts.shards_may_lose_messages = cluster_;
+  master_opts.tables_in_memory = opts_.tables_in_memory;
   master_ = system_->spawn(actors::embedding_master, std::move(master_opts));
   sampler_ =
     system_->spawn(actors::candidate_sampler, actors::candidate_sampler_options{std::move(shards)});

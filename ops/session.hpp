@@ -53,6 +53,9 @@ struct session_options {
   /// Sends of a shard request in all, the first included (embedding_master_options::attempts).
   uint32_t shard_attempts = 4;
   std::string shard_checkpoint_dir;
+  /// Every table restored or synced into the service lives in its shards' memory, whatever
+  /// backend the checkpoint names (embedding_master_options::tables_in_memory): serving copies.
+  bool tables_in_memory = false;
   /// Called on the session's config before its actor system starts: an app adds its own
   /// message and actor types here (the same hook its nodes run).
   std::function<void(runtime::system_config&)> configure;

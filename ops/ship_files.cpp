@@ -47,11 +47,12 @@ public:
 };
 
 /// Asks `store` with `xs`, asking again after 250 ms, then after twice as long each time,
-/// until s.timeout() has passed: each request here is idempotent, so a lost message costs one
+/// until `timeout` has passed: each request here is idempotent, so a lost message costs one
 /// attempt.
 template <class R, class... Ts>
-caf::expected<R> ask_again(session& s, const file_store_actor& store, const Ts&... xs) {
-  auto deadline = std::chrono::steady_clock::now() + s.timeout();
+caf::expected<R> ask_again(session& s, std::chrono::milliseconds timeout,
+                           const file_store_actor& store, const Ts&... xs) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::error last = make_error(errc::timeout, "file store: no answer");
   for (std::chrono::milliseconds attempt{250};; attempt *= 2) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -90,7 +91,9 @@ std::vector<std::string> files_under(const std::string& dir, const std::vector<s
 }
 
 caf::error ship_files(session& s, const std::vector<std::string>& nodes,
-                      const std::vector<std::string>& files) {
+                      const std::vector<std::string>& files,
+                      std::optional<std::chrono::milliseconds> timeout) {
+  auto patience = timeout.value_or(s.timeout());
   if (s.in_process() || files.empty())
     return {};
   std::vector<file_info> sized;
@@ -105,14 +108,15 @@ caf::error ship_files(session& s, const std::vector<std::string>& nodes,
   if (auto err = on.start(s, nodes))
     return err;
   for (auto& store : on.stores) {
-    auto missing = ask_again<std::vector<std::string>>(s, store, stats_atom::value, sized);
+    auto missing =
+      ask_again<std::vector<std::string>>(s, patience, store, stats_atom::value, sized);
     if (!missing)
       return std::move(missing.error());
     for (auto& file : *missing) {
       auto bytes = base::read_file(file);
       if (!bytes)
         return std::move(bytes.error());
-      if (auto ok = ask_again<ok_atom>(s, store, write_atom::value, file, *bytes); !ok)
+      if (auto ok = ask_again<ok_atom>(s, patience, store, write_atom::value, file, *bytes); !ok)
         return std::move(ok.error());
     }
   }
@@ -138,7 +142,7 @@ caf::error fetch_files(session& s, const std::vector<std::string>& nodes,
     caf::error why = make_error(errc::not_found, "fetch files: no member has " + f.path);
     bool fetched = false;
     for (auto& store : on.stores) {
-      auto bytes = ask_again<std::string>(s, store, fetch_atom::value, f.path);
+      auto bytes = ask_again<std::string>(s, s.timeout(), store, fetch_atom::value, f.path);
       if (!bytes) {
         if (!is(bytes.error(), errc::not_found))
           why = std::move(bytes.error());

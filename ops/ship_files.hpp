@@ -6,6 +6,8 @@
 //   ship_files(session, {"b", "c"}, files_under("/srv/exports/ctr/3/embeddings"));
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,12 @@ std::vector<std::string> files_under(const std::string& dir,
 /// Sends each of `files` (absolute paths on this host) that a member lacks (no file of its size
 /// at that path) to the members `nodes` of s's cluster (empty: every member up), where it is
 /// written whole or not at all. A write unanswered is sent again (after 250 ms, then twice as
-/// long each time) until s.timeout(). Nothing to do for an in-process session.
-/// errc::no_live_node when no such member is up; the first read, spawn or write error
+/// long each time) until `timeout` (none: s.timeout()). Nothing to do for an in-process
+/// session. errc::no_live_node when no such member is up; the first read, spawn or write error
 /// otherwise (files sent before it stay written).
 caf::error ship_files(session& s, const std::vector<std::string>& nodes,
-                      const std::vector<std::string>& files);
+                      const std::vector<std::string>& files,
+                      std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
 /// Brings each of `files` (absolute path and bytes each) that this host lacks from a member of
 /// `nodes` (empty: every member up) that has it, writing it durably. Nothing to do for an

@@ -149,6 +149,16 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
   return promise;
 }
 
+/// `m`'s tables as this service's shards hold them (embedding_master_options::tables_in_memory).
+void place_tables(const embedding_master_options& o, checkpoint_manifest& m) {
+  if (!o.tables_in_memory)
+    return;
+  for (auto& entry : m.embeddings) {
+    entry.config.backend = backend_kind::memory;
+    entry.config.path.clear();
+  }
+}
+
 caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const std::string& dir) {
   if (auto checked = restorable_manifest(dir); !checked)
     return std::move(checked.error());
@@ -163,6 +173,7 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
       return;
     }
     auto shared = std::make_shared<checkpoint_manifest>(std::move(*manifest));
+    place_tables(self->state.options, *shared);
     auto count = static_cast<uint32_t>(self->state.options.shards.size());
     auto id = new_request_id(self);
     // The shards' tables start afresh, untracked: the next incremental save is a full one.
@@ -216,6 +227,7 @@ caf::result<ok_atom> sync(embedding_master_pointer self, const std::string& dir,
       return make_error(errc::corrupt_file, dir + ": " + render(err));
   auto promise = self->make_response_promise<ok_atom>();
   auto shared = std::make_shared<checkpoint_manifest>(link);
+  place_tables(self->state.options, *shared);
   auto err = begin_exclusive(self, [=]() mutable {
     if (!applies_on(dir, shared->base, self->state.applied_head)) {
       promise.deliver(make_error(errc::invalid_argument, "sync " + shared->checkpoint +

@@ -297,6 +297,23 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
       "What a push carries: rows (the rows serving lacks) or folder (the sync folder's path)")
     ->check(CLI::IsMember({"rows", "folder"}));
   online_cmd->add_flag("--quiet", online->quiet, "No progress lines");
+  online_cmd->add_flag("--cluster", online->cluster,
+                       "Train as a distributed job (a chief, 2 workers, 2 ps) and serve from 4 "
+                       "nodes (2 shards x 2 replicas), each process in a network namespace of "
+                       "its own, a serving node SIGKILLed half way (needs root)");
+  online_cmd->add_option("--batch", online->batch, "With --cluster: examples a step")
+    ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  online_cmd
+    ->add_option("--memory-budget", online->memory_budget,
+                 "With --cluster: bytes of rows each ps's memory tiers hold (the tables live "
+                 "in LevelDB behind them; the one-process run gets both ps's)")
+    ->transform(CLI::AsSizeValue(false));
+  online_cmd
+    ->add_option("--local-seconds", online->local_seconds,
+                 "With --cluster: seconds the one-process stream is measured first")
+    ->check(CLI::PositiveNumber);
+  online_cmd->add_option("--full-every", online->full_every, "A full sync after this many deltas")
+    ->check(CLI::Range(uint32_t{1}, uint32_t{1000000}));
   online_cmd->callback(
     [online, &exit_code] { exit_code = report("online", run_online_bench(*online)); });
 }

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/bench/online_cluster.hpp"
+#include "apps/bench/online_common.hpp"
 #include "apps/estimator/ctr.hpp"
 #include "compute/estimator/metrics.hpp"
 #include "compute/stats.hpp"
@@ -30,44 +32,13 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace est = ops::estimator;
-namespace ce = compute::estimator;
-using steady = std::chrono::steady_clock;
+using namespace online;
 using namespace std::chrono_literals;
 
 constexpr const char* model_name = "ctr";
 
-/// argv with its stderr appended to `log`.
-std::vector<std::string> logged(const std::string& log, const std::vector<std::string>& argv) {
-  std::vector<std::string> sh{"/bin/sh", "-c", "exec \"$@\" 2>>\"$0\"", log};
-  sh.insert(sh.end(), argv.begin(), argv.end());
-  return sh;
-}
-
-/// The last lines of a log, for an error.
-std::string tail_of(const std::string& path) {
-  std::ifstream in{path};
-  std::string text{std::istreambuf_iterator<char>(in), {}};
-  return text.size() > 4000 ? text.substr(text.size() - 4000) : text;
-}
-
 uint64_t key_hash(size_t field, const std::string& key) {
   return std::hash<std::string>{}(key)*31 + field;
-}
-
-/// compute::percentile, or NaN (a JSON null) for no samples.
-double percentile(const std::vector<double>& v, double q) {
-  return v.empty() ? std::nan("") : compute::percentile(v, q);
-}
-
-double auc_of(const std::vector<double>& p, const std::vector<double>& y) {
-  auto auc = *ce::streaming_metric::make(ce::metric_kind::auc_roc);
-  if (p.empty() || auc.update({p, y}))
-    return std::nan("");
-  return auc.value();
-}
-
-nlohmann::json number(double x) {
-  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json{};
 }
 
 /// A window of the stream as the client and the analysis see it.
@@ -91,12 +62,6 @@ struct pending_freshness {
   uint64_t step = 0; // the sync step that holds the window's training
   std::unordered_set<uint64_t> keys;
   std::vector<steady::time_point> step_ends;
-};
-
-struct answer_record {
-  steady::time_point sent;
-  steady::time_point answered;
-  bool ok = false;
 };
 
 /// Everything the trainer thread and the client thread share.
@@ -188,27 +153,11 @@ void run_client(const online_bench_options& o, uint16_t port, shared_state& st) 
   }
 }
 
-/// Waits until `darcy serve` on `port` lists the model with its embeddings on shards.
-caf::error wait_served(uint16_t port, runtime::child_process& serve, const std::string& log) {
-  auto line = serve.wait_for_line("darcy serve listening on", 120s);
-  if (!line)
-    return make_error(errc::io_error, "online bench: darcy serve did not start:\n" + tail_of(log));
-  auto deadline = steady::now() + 120s;
-  while (steady::now() < deadline) {
-    auto raw = runtime::http_exchange(
-      runtime::host_port{"127.0.0.1", port},
-      runtime::http_request_text("GET", std::string{"/v1/models/"} + model_name, ""));
-    auto j = nlohmann::json::parse(runtime::http_body(raw), nullptr, false);
-    if (runtime::http_status(raw) == 200 && j.is_object() && j.value("embeddings", "") == "shards")
-      return {};
-    std::this_thread::sleep_for(100ms);
-  }
-  return make_error(errc::timeout, "online bench: the model was not served:\n" + tail_of(log));
-}
-
 } // namespace
 
 caf::error run_online_bench(const online_bench_options& o) {
+  if (o.cluster)
+    return run_online_cluster_bench(o);
   std::error_code ec;
   fs::remove_all(o.dir, ec);
   fs::create_directories(o.dir, ec);
@@ -269,7 +218,7 @@ caf::error run_online_bench(const online_bench_options& o) {
       if (!p)
         return std::move(p.error());
       serve.emplace(std::move(*p));
-      if (auto err = wait_served(port, *serve, serve_log))
+      if (auto err = wait_served({"127.0.0.1", port}, model_name, *serve, serve_log))
         return err;
       started = steady::now();
       client = std::thread{[&] { run_client(o, port, st); }};
@@ -427,22 +376,10 @@ caf::error run_online_bench(const online_bench_options& o) {
   }
   // Latency of the answers whose request overlapped a sync being applied, and of the others.
   // The first sync serve applies restores the whole chain, once: its requests count in neither.
-  std::vector<double> during, without;
-  uint64_t failed = 0, during_restore = 0;
-  auto overlaps = [](const answer_record& a, const auto& push) {
-    return a.sent < push.second && push.first < a.answered;
-  };
-  for (auto& a : st.answers) {
-    failed += a.ok ? 0 : 1;
-    auto ms = std::chrono::duration<double, std::milli>(a.answered - a.sent).count();
-    if (!st.pushes.empty() && overlaps(a, st.pushes.front())) {
-      ++during_restore;
-      continue;
-    }
-    bool syncing = std::any_of(st.pushes.begin(), st.pushes.end(),
-                               [&](auto& push) { return overlaps(a, push); });
-    (syncing ? during : without).push_back(ms);
-  }
+  auto latency = split_by_syncs(st.answers, st.pushes);
+  auto& during = latency.during_ms;
+  auto& without = latency.without_ms;
+  auto failed = latency.failed;
   auto all = during;
   all.insert(all.end(), without.begin(), without.end());
   auto client_s = std::chrono::duration<double>(end - started).count();
@@ -471,7 +408,7 @@ caf::error run_online_bench(const online_bench_options& o) {
     {"p50_ms", number(percentile(all, 0.5))},
     {"requests", st.answers.size()},
     {"requests_during_syncs", during.size()},
-    {"requests_during_restore", during_restore},
+    {"requests_during_restore", latency.during_restore},
     {"p50_ms_during_syncs", number(percentile(during, 0.5))},
     {"max_ms_during_syncs", number(percentile(during, 1))},
     {"failed_requests", failed},

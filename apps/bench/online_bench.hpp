@@ -38,6 +38,14 @@ struct online_bench_options {
   size_t threads = 2;
   uint64_t seed = 1;
   bool quiet = false;
+  /// --cluster (online_cluster.hpp): the job's batch, the memory budget of each ps's tables
+  /// (the one-process run gets the two ps's together), the seconds the one-process run is
+  /// measured, and a full sync after this many deltas.
+  bool cluster = false;
+  uint64_t batch = 256;
+  uint64_t memory_budget = uint64_t{1} << 20;
+  double local_seconds = 60;
+  uint32_t full_every = 30;
 };
 
 /// Runs the benchmark and prints its lines; fails with the first error of the trainer or of a

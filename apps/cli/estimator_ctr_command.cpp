@@ -14,6 +14,7 @@
 #include "apps/estimator/estimator_jobs.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr/ctr_stream_input.hpp"
+#include "ops/embedding_ops.hpp"
 #include "ops/estimator/export/export.hpp"
 #include "ops/online/sync_writer.hpp"
 #include "runtime/process/machine.hpp"
@@ -104,6 +105,31 @@ caf::error check_ctr_flags_fit_the_run(const ctr_flags& f,
   return {};
 }
 
+/// `t` on the system clock, in milliseconds since the epoch: a time other processes on the host
+/// can compare with theirs (darcy-bench online --cluster).
+int64_t unix_ms(std::chrono::steady_clock::time_point t) {
+  auto system = std::chrono::system_clock::now() -
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                  std::chrono::steady_clock::now() - t);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(system.time_since_epoch()).count();
+}
+
+/// The stats of every table of the newest sync under `sync_dir`, added up.
+caf::expected<embedding_stats> table_totals(ops::session& s, const std::string& sync_dir) {
+  auto head = stores::checkpoint_dir{sync_dir}.read_manifest();
+  if (!head)
+    return std::move(head.error());
+  embedding_stats total;
+  for (auto& entry : head->embeddings) {
+    auto st = ops::stats(s, entry.config.name);
+    if (!st)
+      return std::move(st.error());
+    total.rows += st->rows;
+    total.cached_rows += st->cached_rows;
+  }
+  return total;
+}
+
 /// A distributed stream's chief: on_step writes a sync every policy.every (none without a
 /// folder), and the last one when the job is done, each a JSON line; with `export_dir`, the
 /// model is exported there once, before the first sync, on a batch of `sample`. on_restore
@@ -136,15 +162,27 @@ chief_hooks chief_syncs(const ops::online::sync_policy& policy, const std::strin
         << nlohmann::json{{"global_step", step}, {"exported", export_dir + "/" + *version}}.dump()
         << std::endl;
     }
+    auto cut_ms = unix_ms(std::chrono::steady_clock::now());
     auto r = writer->write(*embeddings, chief, static_cast<int64_t>(step), done);
     if (!r)
       return std::move(r.error());
-    std::cout << nlohmann::json{{"global_step", step},        {"sync_checkpoint", r->checkpoint},
-                                {"sync_full", r->full},       {"sync_bytes", r->bytes},
-                                {"dense_synced", r->dense},   {"sync_status", r->push.status},
-                                {"push_bytes", r->push.bytes}}
-                   .dump()
-              << std::endl;
+    nlohmann::json line{{"global_step", step},
+                        {"sync_checkpoint", r->checkpoint},
+                        {"sync_full", r->full},
+                        {"sync_bytes", r->bytes},
+                        {"dense_synced", r->dense},
+                        {"sync_status", r->push.status},
+                        {"push_bytes", r->push.bytes},
+                        {"push_whole_chain", r->push.whole_chain},
+                        {"cut_ms", cut_ms}};
+    if (r->push_sent != std::chrono::steady_clock::time_point{})
+      line.update(
+        {{"push_sent_ms", unix_ms(r->push_sent)}, {"push_answered_ms", unix_ms(r->push_answered)}});
+    auto totals = table_totals(*embeddings, policy.dir);
+    if (!totals)
+      return std::move(totals.error());
+    line.update({{"embedding_rows", totals->rows}, {"cached_rows", totals->cached_rows}});
+    std::cout << line.dump() << std::endl;
     return {};
   };
   hooks.on_restore = [=](ops::estimator::estimator& chief,

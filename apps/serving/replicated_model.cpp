@@ -1,6 +1,7 @@
 #include "apps/serving/replicated_model.hpp"
 
 #include <algorithm>
+#include <future>
 
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
@@ -136,33 +137,114 @@ caf::expected<exported_model::followed> replicated_model::follow_copy(
   }
   // The export onto live members, then the whole chain; out of service meanwhile.
   take_out(i, c.model, make_error(errc::unavailable, "a member of it is down"));
-  auto where = where_;
+  auto where = many ? placement_for(i, up) : where_;
+  if (!where)
+    return std::move(where.error());
   if (many) {
-    std::vector<std::vector<std::string>> in_service;
-    {
-      std::lock_guard<std::mutex> guard{mutex_};
-      for (size_t j = 0; j < copies_.size(); ++j)
-        if (j != i && copies_[j].serving && all_up(copies_[j].members, up))
-          in_service.push_back(copies_[j].members);
-    }
-    where.nodes = reload_members(up, in_service);
-    if (where.nodes.empty())
-      return make_error(errc::unavailable,
-                        "replica " + std::to_string(i) + ": every member up holds another replica");
+    c.reloading = true;
+    c.serving = false;
+    reloads_.emplace_back(&replicated_model::reload, this, i, dir, c.model->version(), *where);
+    return make_error(errc::unavailable, "replica " + std::to_string(i) + " is loaded again");
   }
-  auto fresh = exported_model::load(dir_, c.model->version(), where);
+  auto fresh = exported_model::load(dir_, c.model->version(), *where);
   if (!fresh)
     return std::move(fresh.error());
   auto f = (*fresh)->follow(dir);
   if (!f)
     return f;
   c.model = std::move(*fresh);
-  c.members = where.nodes;
+  c.members = where->nodes;
   ++c.reloads;
   return f;
 }
 
+caf::expected<ops::estimator::embedding_placement> replicated_model::placement_for(
+  size_t i, const std::vector<std::string>& up) {
+  std::vector<std::vector<std::string>> in_service;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    for (size_t j = 0; j < copies_.size(); ++j)
+      if (j != i && copies_[j].serving && all_up(copies_[j].members, up))
+        in_service.push_back(copies_[j].members);
+  }
+  auto where = where_;
+  where.nodes = reload_members(up, in_service);
+  if (where.nodes.empty())
+    return make_error(errc::unavailable,
+                      "replica " + std::to_string(i) + ": every member up holds another replica");
+  return where;
+}
+
+void replicated_model::recover(size_t i, std::string dir) {
+  std::shared_ptr<exported_model> model;
+  std::vector<std::string> members;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    model = copies_[i].model;
+    members = copies_[i].members;
+  }
+  auto up = members_up();
+  if (up && all_up(members, *up)) {
+    auto f = model->follow(dir);
+    if (f || !lost_shard(f.error()))
+      return serve_again(i, model, members, false, dir, std::move(f));
+  }
+  auto where = up ? placement_for(i, *up)
+                  : caf::expected<ops::estimator::embedding_placement>{std::move(up.error())};
+  if (!where)
+    return serve_again(i, model, members, false, dir, std::move(where.error()));
+  reload(i, std::move(dir), model->version(), std::move(*where));
+}
+
+void replicated_model::reload(size_t i, std::string dir, std::string version,
+                              ops::estimator::embedding_placement where) {
+  auto fresh = exported_model::load(dir_, version, where);
+  if (!fresh) {
+    std::lock_guard<std::mutex> guard{mutex_};
+    copies_[i].reloading = false;
+    runtime::log_warn("serving: replica {} of {} stays out of service: {}", i, dir_,
+                      render(fresh.error()));
+    return;
+  }
+  std::shared_ptr<exported_model> model = std::move(*fresh);
+  auto f = model->follow(dir);
+  serve_again(i, model, where.nodes, true, dir, std::move(f));
+}
+
+void replicated_model::serve_again(size_t i, std::shared_ptr<exported_model> model,
+                                   std::vector<std::string> members, bool reloaded,
+                                   const std::string& dir,
+                                   caf::expected<exported_model::followed> f) {
+  // The syncs that came meanwhile, then the last ones with no sync in between.
+  for (size_t more = 0; f && f->applied > 0 && more < 8; ++more)
+    f = model->follow(dir);
+  std::lock_guard<std::mutex> one_sync{follow_mutex_};
+  if (f)
+    f = model->follow(dir);
+  std::lock_guard<std::mutex> guard{mutex_};
+  auto& c = copies_[i];
+  c.reloading = false;
+  if (!f) {
+    runtime::log_warn("serving: replica {} of {} stays out of service: {}", i, dir_,
+                      render(f.error()));
+    return;
+  }
+  c.model = std::move(model);
+  c.members = std::move(members);
+  c.serving = true;
+  c.reloads += reloaded ? 1 : 0;
+  runtime::log_info("serving: replica {} of {} is in service again on {} member(s)", i, dir_,
+                    c.members.size());
+}
+
+replicated_model::~replicated_model() {
+  for (auto& t : reloads_)
+    if (t.joinable())
+      t.join();
+}
+
 caf::expected<replicated_model::synced> replicated_model::follow(const std::string& dir) {
+  std::lock_guard<std::mutex> one_sync{follow_mutex_};
   std::vector<copy> copies;
   {
     std::lock_guard<std::mutex> guard{mutex_};
@@ -178,16 +260,14 @@ caf::expected<replicated_model::synced> replicated_model::follow(const std::stri
   synced out;
   bool reached = false;
   caf::error first;
-  for (size_t i = 0; i < copies.size(); ++i) {
-    auto reloads = copies[i].reloads;
-    auto f = follow_copy(i, copies[i], dir, up);
+  auto took = [&](size_t i, caf::expected<exported_model::followed>& f, uint64_t reloads) {
     copies[i].serving = static_cast<bool>(f);
     if (f) {
       out.followed = *f;
       reached = true;
       ++out.serving;
       out.reloaded += copies[i].reloads - reloads;
-    } else {
+    } else if (!copies[i].reloading) {
       if (options_.replicas != 1)
         runtime::log_warn("serving: replica {} of {} stays out of service: {}", i, dir_,
                           render(f.error()));
@@ -197,10 +277,76 @@ caf::expected<replicated_model::synced> replicated_model::follow(const std::stri
     // In service at once: predictions use it from now on.
     std::lock_guard<std::mutex> guard{mutex_};
     copies_[i] = copies[i];
+  };
+  if (options_.replicas == 1) {
+    for (size_t i = 0; i < copies.size(); ++i) {
+      auto reloads = copies[i].reloads;
+      auto f = follow_copy(i, copies[i], dir, up);
+      took(i, f, reloads);
+    }
+  } else {
+    follow_copies(copies, dir, up, took);
   }
   if (!reached)
-    return first;
+    return first ? std::move(first)
+                 : make_error(errc::unavailable,
+                              "serving: every replica of " + dir_ + " is being loaded again");
   return out;
+}
+
+void replicated_model::follow_copies(
+  std::vector<copy>& copies, const std::string& dir, const std::vector<std::string>& up,
+  const std::function<void(size_t, caf::expected<exported_model::followed>&, uint64_t)>& took) {
+  // The copies in service follow one after the other, so that the others serve at full speed
+  // meanwhile, each on a thread of its own for at most four attempt times: one still at it
+  // then (a shard lost and not yet seen down, or a node too busy) goes on beside the syncs,
+  // out of service until it has caught up.
+  auto bound = std::chrono::milliseconds{4 * options_.attempt_ms};
+  for (size_t i = 0; i < copies.size(); ++i) {
+    auto& c = copies[i];
+    if (c.reloading)
+      continue;
+    if (!c.serving || !all_up(c.members, up)) {
+      // Out of service or a member down: nobody waits for it.
+      if (c.serving) {
+        auto f = follow_copy(i, c, dir, up);
+        took(i, f, c.reloads);
+        continue;
+      }
+      c.reloading = true;
+      reloads_.emplace_back(&replicated_model::recover, this, i, dir);
+      std::lock_guard<std::mutex> guard{mutex_};
+      copies_[i] = c;
+      continue;
+    }
+    auto pending =
+      std::async(std::launch::async, [model = c.model, dir] { return model->follow(dir); });
+    if (pending.wait_for(bound) != std::future_status::ready) {
+      c.reloading = true;
+      c.serving = false;
+      reloads_.emplace_back(
+        [this, i, model = c.model, members = c.members, dir, f = std::move(pending)]() mutable {
+          auto followed = f.get();
+          if (followed || !lost_shard(followed.error()))
+            return serve_again(i, model, members, false, dir, std::move(followed));
+          recover(i, dir);
+        });
+      std::lock_guard<std::mutex> guard{mutex_};
+      copies_[i] = c;
+      continue;
+    }
+    auto f = pending.get();
+    if (!f && lost_shard(f.error())) {
+      runtime::log_warn("serving: replica {} of {} lost a shard: {}; loading it again", i, dir_,
+                        render(f.error()));
+      take_out(i, c.model, f.error());
+      c.reloading = true;
+      c.serving = false;
+      reloads_.emplace_back(&replicated_model::recover, this, i, dir);
+      f = make_error(errc::unavailable, "replica " + std::to_string(i) + " is loaded again");
+    }
+    took(i, f, c.reloads);
+  }
 }
 
 bool replicated_model::sharded_embeddings() const {

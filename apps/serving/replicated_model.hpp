@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -57,9 +59,16 @@ public:
   /// (exported_model::follow). A copy with a member down, or whose follow fails on a lost
   /// shard, is loaded again from the export onto members no copy in service uses (every member
   /// up, for a single copy) and the chain restored onto it; a copy that cannot be is left out
-  /// of service. Fails with the first copy's error when no copy reached the head. Callers run
-  /// one at a time.
+  /// of service. With more than one copy that load runs beside the syncs, on a thread of its
+  /// own, so that the copies in service go on following them, and so does the follow of a copy
+  /// out of service (a request found it slow or lost) and of one whose follow takes more than
+  /// four attempt times (the copies follow one after the other); each catches up with the
+  /// newest sync before it takes requests again. Fails with the first copy's error when no copy
+  /// reached the head. `dir` is the same on every call.
   caf::expected<synced> follow(const std::string& dir);
+
+  /// Waits for the loads still running.
+  ~replicated_model();
 
   bool sharded_embeddings() const;
   std::string version() const;
@@ -77,6 +86,8 @@ private:
     std::vector<std::string> members;
     bool serving = true;
     uint64_t reloads = 0;
+    /// Loaded again on a thread of its own (more than one copy): syncs pass it over.
+    bool reloading = false;
   };
 
   replicated_model() = default;
@@ -86,11 +97,40 @@ private:
   /// Takes copy i out of service when it still holds `model`.
   void take_out(size_t i, const std::shared_ptr<ops::estimator::exported_model>& model,
                 const caf::error& why);
-  /// Copy `c` (index i of the copies) after one sync: followed, or loaded again and restored.
+  /// Copy `c` (index i of the copies) after one sync: followed, or loaded again and restored
+  /// (with more than one copy, started on a thread of its own: errc::unavailable meanwhile).
   caf::expected<ops::estimator::exported_model::followed> follow_copy(
     size_t i, copy& c, const std::string& dir, const std::vector<std::string>& up);
+  /// follow() of more than one copy: the copies in service one after the other, each reported
+  /// to `took` (index, result, its reloads before), a copy still following after four attempt
+  /// times left to end beside the syncs; those out of service brought back beside the syncs
+  /// (recover).
+  void follow_copies(
+    std::vector<copy>& copies, const std::string& dir, const std::vector<std::string>& up,
+    const std::function<void(size_t, caf::expected<ops::estimator::exported_model::followed>&,
+                             uint64_t)>& took);
+  /// Members up that no other copy in service holds, for copy i loaded again;
+  /// errc::unavailable when there are none.
+  caf::expected<ops::estimator::embedding_placement> placement_for(
+    size_t i, const std::vector<std::string>& up);
+  /// Copy i, out of service, brought back on a thread of its own: followed when its members
+  /// are up and its shards answer, loaded again (reload) otherwise.
+  void recover(size_t i, std::string dir);
+  /// Loads copy i's export at `version` onto `where`, restores the chain under `dir`, then
+  /// serve_again.
+  void reload(size_t i, std::string dir, std::string version,
+              ops::estimator::embedding_placement where);
+  /// Copy i as `model` on `members` after `f` (its follow of `dir`): it follows the syncs that
+  /// came meanwhile, then the last one under follow_mutex_, and takes requests again; it stays
+  /// out of service on an error.
+  void serve_again(size_t i, std::shared_ptr<ops::estimator::exported_model> model,
+                   std::vector<std::string> members, bool reloaded, const std::string& dir,
+                   caf::expected<ops::estimator::exported_model::followed> f);
 
   mutable std::mutex mutex_;
+  /// Held by follow() and by a load's last catch-up: one sync at a time reaches the copies.
+  std::mutex follow_mutex_;
+  std::vector<std::thread> reloads_;
   /// Entries are replaced whole under mutex_; a prediction holds the models it started with.
   std::vector<copy> copies_;
   std::atomic<size_t> next_{0};

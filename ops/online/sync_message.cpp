@@ -14,6 +14,9 @@ namespace darcy::ops::online {
 namespace {
 
 constexpr std::string_view magic = "DARCY-SYNC-1\n";
+/// checkpoint_manifest::same_as of a full checkpoint sent as an empty delta (read_sync's
+/// elide_full): no checkpoint has this name.
+constexpr const char* elided_marker = "(elided full checkpoint)";
 
 } // namespace
 
@@ -45,7 +48,7 @@ caf::expected<sync_message> decode_sync_message(std::string_view bytes) {
 }
 
 caf::expected<sync_message> read_sync(const std::string& sync_dir, const std::string& held_rows,
-                                      const std::string& held_dense) {
+                                      const std::string& held_dense, bool elide_full) {
   sync_message m;
   stores::checkpoint_dir rows{sync_dir};
   auto head = rows.read_manifest();
@@ -58,12 +61,39 @@ caf::expected<sync_message> read_sync(const std::string& sync_dir, const std::st
     auto held = std::find_if(chain->begin(), chain->end(), [&](const checkpoint_manifest& c) {
       return c.checkpoint == held_rows;
     });
-    for (auto it = held == chain->end() ? chain->begin() : held + 1; it != chain->end(); ++it) {
-      auto link = stores::read_link(rows, *it);
+    auto from = held == chain->end() ? chain->begin() : held + 1;
+    auto send = [&](const checkpoint_manifest& manifest) -> caf::error {
+      auto link = stores::read_link(rows, manifest);
       if (!link)
         return std::move(link.error());
       m.rows.push_back(std::move(*link));
+      return {};
+    };
+    if (elide_full && from == chain->begin() && !held_rows.empty() &&
+        !chain->front().same_as.empty()) {
+      // The previous chain's links after the one held, up to the state the new one starts at.
+      auto last = rows.read_manifest_of(chain->front().same_as);
+      auto previous = last ? stores::read_chain(rows, *last)
+                           : caf::expected<std::vector<checkpoint_manifest>>{last.error()};
+      auto at = previous ? std::find_if(previous->begin(), previous->end(),
+                                        [&](auto& c) { return c.checkpoint == held_rows; })
+                         : std::vector<checkpoint_manifest>::iterator{};
+      if (previous && at != previous->end()) {
+        for (auto it = at + 1; it != previous->end(); ++it)
+          if (auto err = send(*it))
+            return err;
+        auto empty = chain->front();
+        empty.base = empty.same_as;
+        empty.same_as = elided_marker;
+        empty.embeddings.clear();
+        empty.parts.clear();
+        m.rows.push_back({std::move(empty), {}});
+        ++from;
+      }
     }
+    for (auto it = from; it != chain->end(); ++it)
+      if (auto err = send(*it))
+        return err;
   }
   stores::checkpoint_dir dense{sync_dir + "/dense"};
   if (!std::filesystem::exists(dense.root()))
@@ -79,6 +109,11 @@ caf::expected<sync_message> read_sync(const std::string& sync_dir, const std::st
     m.dense.push_back(std::move(*link));
   }
   return m;
+}
+
+bool carries_elided_full(const sync_message& m) {
+  return std::any_of(m.rows.begin(), m.rows.end(),
+                     [](auto& link) { return link.manifest.same_as == elided_marker; });
 }
 
 uint64_t part_bytes(const sync_message& m) {

@@ -44,10 +44,19 @@ caf::expected<sync_message> decode_sync_message(std::string_view bytes);
 /// What brings a receiver that holds rows checkpoint `held_rows` and dense sync `held_dense`
 /// (empty: none) to the current sync of `sync_dir` (online_trainer's folder): the links after
 /// `held_rows` when the current chain holds it, else the whole chain; the dense sync unless it
-/// is `held_dense`. An empty message when it holds both. The folder's errors (errc::not_found
-/// when it holds no sync, errc::corrupt_file for a damaged part).
+/// is `held_dense`. With `elide_full`, when the current chain's full checkpoint is the state of
+/// a link of the previous chain (checkpoint_manifest::same_as) that comes at or after
+/// `held_rows`, the receiver gets the previous chain's links after `held_rows`, then that full
+/// checkpoint as an empty delta on the last of them (no part, no table), then the rest: its
+/// chain goes on, and no snapshot of every row crosses the wire. An empty message when it holds
+/// both. The folder's errors (errc::not_found when it holds no sync, errc::corrupt_file for a
+/// damaged part).
 caf::expected<sync_message> read_sync(const std::string& sync_dir, const std::string& held_rows,
-                                      const std::string& held_dense);
+                                      const std::string& held_dense, bool elide_full = false);
+
+/// Whether one of `m`'s rows links is a full checkpoint that read_sync sent as an empty delta
+/// (elide_full).
+bool carries_elided_full(const sync_message& m);
 
 /// The bytes of the parts a message carries (what its rows and dense weights weigh on the
 /// wire, before the manifests).

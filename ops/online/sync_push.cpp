@@ -32,7 +32,7 @@ unsigned post_sync(const push_target& to, const runtime::http_url& url, const st
 /// One push of the links after `cursor`; fills `r`.
 void push_rows(const push_target& to, const runtime::http_url& url, const std::string& sync_dir,
                push_cursor& cursor, push_result& r) {
-  auto message = read_sync(sync_dir, cursor.rows, cursor.dense);
+  auto message = read_sync(sync_dir, cursor.rows, cursor.dense, cursor.elided < max_elided_chains);
   if (!message) {
     runtime::log_warn("online: no sync to push from {}: {}", sync_dir, render(message.error()));
     return;
@@ -48,9 +48,14 @@ void push_rows(const push_target& to, const runtime::http_url& url, const std::s
   }
   r.bytes += part_bytes(*message);
   r.whole_chain = !message->rows.empty() && message->rows.front().manifest.base.empty();
+  r.elided_full = carries_elided_full(*message);
   r.status = post_sync(to, url, *body);
   if (r.status != 200)
     return;
+  if (r.whole_chain)
+    cursor.elided = 0;
+  else if (r.elided_full)
+    ++cursor.elided;
   if (!message->rows.empty())
     cursor.rows = message->rows.back().manifest.checkpoint;
   if (!message->dense.empty())

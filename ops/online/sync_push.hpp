@@ -39,24 +39,34 @@ caf::error validate(const push_target& to);
 struct push_cursor {
   std::string rows;
   std::string dense;
+  /// Chains the target went on to since it last got a whole one, each sent as an empty delta
+  /// (read_sync's elide_full): after max_elided_chains, the next chain goes whole, so that
+  /// what a copy restores stays a few chains long.
+  uint32_t elided = 0;
 };
+
+/// Chains sent as empty deltas in a row, at most.
+inline constexpr uint32_t max_elided_chains = 4;
 
 /// What one push sent and got.
 struct push_result {
   /// The answer's HTTP status (0 when none came).
   unsigned status = 0;
   /// The bytes of the parts it carried (0 for push_mode::folder), and whether it carried a
-  /// whole chain (the target held no link of the current one, or had lost the one it was sent).
+  /// whole chain (the target held no link of the current one, or had lost the one it was sent)
+  /// or a new chain's full checkpoint as an empty delta.
   uint64_t bytes = 0;
   bool whole_chain = false;
+  bool elided_full = false;
 };
 
 /// Pushes the current sync of `sync_dir` to `to`. push_mode::rows: the links after
-/// cursor.rows; when the model answers 409 (it holds another link than the cursor says, say
-/// after a lost or reordered push or its own restart), at once the whole chain, which it
-/// restores. A 200 moves the cursor. push_mode::folder: {"dir": absolute(sync_dir)}. A status
-/// other than 200 is logged with the answer's body; it is not an error, since training goes on
-/// and the next sync is pushed again.
+/// cursor.rows (a new chain that starts at cursor.rows as an empty delta, unless the cursor has
+/// elided max_elided_chains in a row); when the model answers 409 (it holds another link than the
+/// cursor says, say after a lost or reordered push or its own restart), at once the whole chain,
+/// which it restores. A 200 moves the cursor. push_mode::folder: {"dir": absolute(sync_dir)}. A
+/// status other than 200 is logged with the answer's body; it is not an error, since training goes
+/// on and the next sync is pushed again.
 push_result push_sync(const push_target& to, const std::string& sync_dir, push_cursor& cursor);
 
 } // namespace darcy::ops::online

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
@@ -358,6 +359,26 @@ caf::error leveldb_store::for_each_record(
       return err;
   }
   return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
+}
+
+caf::error leveldb_store::remove_rows(std::span<const std::string_view> keys) {
+  std::set<std::string_view> unique(keys.begin(), keys.end());
+  std::vector<std::string> held;
+  std::string stored;
+  for (auto key : unique) {
+    if (row_of(key) != none) {
+      held.emplace_back(key);
+      continue;
+    }
+    auto status = on_disk_.may_contain(compute::hash_key(key))
+                    ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
+                    : leveldb::Status::NotFound({});
+    if (status.ok())
+      held.emplace_back(key);
+    else if (!status.IsNotFound())
+      return db_error("cannot read " + cfg_.path, status);
+  }
+  return remove(held);
 }
 
 caf::error leveldb_store::remove(const std::vector<std::string>& keys) {

@@ -40,6 +40,9 @@ public:
 
   caf::error export_rows(const std::function<void(const row_record&)>& f) override;
   caf::error import_row(const row_record& row) override;
+  /// Deletes the rows of `keys` from both tiers in one synced batch (a sync's deletions); keys
+  /// the table does not hold are passed over.
+  caf::error remove_rows(std::span<const std::string_view> keys) override;
 
   /// Writes every dirty row back in one synced batch.
   caf::error flush();

@@ -108,6 +108,13 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   // An error of the round: a lost server when one died meanwhile (the node may die again
   // while the round starts), else a failure.
   auto settle = [&](caf::error err) {
+    // A ps node's death reaches the chief twice: as its servers' down messages and as errors of
+    // requests to it (its embedding shards), in either order. An error of the second kind waits
+    // a little for the first, so that the round ends as a lost ps, not as a failure.
+    bool peer_lost = err == caf::sec::request_receiver_down || err == caf::sec::request_timeout ||
+                     is(err, errc::node_unreachable) || is(err, errc::timeout);
+    for (int waited = 0; peer_lost && lost_server->load() < 0 && waited < 40; ++waited)
+      std::this_thread::sleep_for(50ms);
     if (auto lost = lost_server->load(); lost >= 0)
       r.lost_ps = lost;
     else

@@ -307,7 +307,8 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(
 
 caf::error exported_model::open_embeddings(const std::string& path,
                                            const embedding_placement& where) {
-  session_options so{.name = "exported-model", .threads = 1};
+  // The rows are the model's own copy, in memory, even when training kept them in LevelDB.
+  session_options so{.name = "exported-model", .threads = 1, .tables_in_memory = true};
   if (where.cluster) {
     so.seed = where.cluster;
     so.shards = where.shards;
@@ -317,7 +318,9 @@ caf::error exported_model::open_embeddings(const std::string& path,
     // A sync every few seconds cannot wait 2 s for a lost message: ask again soon, and often
     // enough (doubling each time) that a long restore still gets its answer.
     so.shard_retry = std::chrono::milliseconds{250};
-    so.shard_attempts = 8;
+    // 250 ms × (2^12 - 1): past where.restore_timeout, so that a long restore of a whole
+    // chain (a copy loaded again while the tables are large) ends by its own timeout.
+    so.shard_attempts = 12;
   }
   auto opened = session::open(so);
   if (!opened)
@@ -325,7 +328,8 @@ caf::error exported_model::open_embeddings(const std::string& path,
   session_ = std::move(*opened);
   // Shards on other nodes read the snapshot from their own host's disk (ops::restore sends it).
   auto where_from = where.cluster ? std::filesystem::absolute(path).string() : path;
-  auto restored = restore(*session_, where_from);
+  restore_timeout_ = where.restore_timeout;
+  auto restored = restore(*session_, where_from, restore_timeout_);
   if (!restored)
     return std::move(restored.error());
   embeddings_ = std::move(restored->embeddings);
@@ -398,7 +402,7 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
     synced = *applied;
   }
   if (!synced) {
-    auto restored = restore(*session_, where);
+    auto restored = restore(*session_, where, restore_timeout_);
     if (!restored)
       return std::move(restored.error());
     out.applied = chain->size();

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -180,6 +181,43 @@ TEST(ctr, a_stream_run_with_a_sync_dir_leaves_a_chain_that_a_serving_copy_follow
   EXPECT_NEAR(windows[1].frozen_auc, windows[1].auc, 1e-5)
     << "window 2 is predicted by the model the export froze";
   EXPECT_FALSE(std::isnan(windows.back().frozen_auc));
+}
+
+// A serving copy is a copy: trained with its tables in LevelDB, the model's export and syncs
+// are served from rows in the copy's memory, and the training run's databases are left as they
+// were (a restore into them would have emptied them first).
+TEST(ctr, a_serving_copy_of_tables_on_leveldb_holds_its_rows_in_memory_and_leaves_their_files) {
+  test::temp_dir dir{"ctr_stream_leveldb_copy"};
+  auto o = stream_model(dir);
+  o.leveldb_dir = dir.path() + "/tables";
+  o.memory_budget = 1;
+  ctr_stream_run run{.source = "generate", .online = {.window_rows = 1000, .max_windows = 3}};
+  run.stream.generator = {.seed = 5, .max_ids = 1000};
+  run.online.sync.dir = dir.path() + "/sync";
+  run.online.sync.every = std::chrono::milliseconds{0};
+  run.online.sync.full_every = 5;
+  run.online.export_dir = dir.path() + "/exports/ctr";
+  ASSERT_FALSE(run_ctr_stream(o, run, [](const ctr_stream_window&) -> caf::error { return {}; }));
+  auto listing = [&] {
+    std::map<std::string, uintmax_t> files;
+    for (auto& f : std::filesystem::recursive_directory_iterator(o.leveldb_dir))
+      if (f.is_regular_file())
+        files[f.path().string()] = f.file_size();
+    return files;
+  };
+  auto before = listing();
+  ASSERT_FALSE(before.empty());
+  auto copy = ops::estimator::exported_model::load(run.online.export_dir);
+  ASSERT_TRUE(copy) << render(copy.error());
+  auto followed = (*copy)->follow(run.online.sync.dir);
+  ASSERT_TRUE(followed) << render(followed.error());
+  EXPECT_TRUE(followed->restored) << "the export holds no link of the chain";
+  EXPECT_EQ(followed->applied, 3u);
+  EXPECT_EQ(listing(), before);
+  for (auto& table : (*copy)->embedding_tables()) {
+    EXPECT_EQ(table.backend, backend_kind::memory) << table.name;
+    EXPECT_TRUE(table.path.empty()) << table.name;
+  }
 }
 
 // Freshness without a clock: after the sync that ends a window, a copy of the first window's

@@ -9,6 +9,7 @@
 
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "stores/checkpoint/checkpoint_chain.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace darcy::serving {
@@ -99,6 +100,48 @@ TEST_F(sync_mirror_test, refuses_another_layout_a_gap_and_links_that_do_not_chai
     EXPECT_TRUE(is(mirror.install(m, c.held, tables_), c.code)) << c.name;
     EXPECT_EQ(head(mirror), "") << c.name << ": nothing installed";
   }
+}
+
+// A training run's new chain, sent as an empty delta on the link the mirror holds: the mirror's
+// chain goes on through it, and a copy restored from the mirror holds the training's rows.
+TEST_F(sync_mirror_test, a_new_chain_sent_as_an_empty_delta_carries_the_mirrors_chain_on) {
+  auto training = ops::session::open({});
+  ASSERT_TRUE(training) << render(training.error());
+  auto dir = temp_.path() + "/chains";
+  sync_mirror mirror{temp_.path() + "/mirror"};
+  std::vector<std::string> keys;
+  std::string held, first;
+  bool elided = false;
+  for (int64_t step = 1; step <= 8; ++step) {
+    keys.push_back("k" + std::to_string(step));
+    ASSERT_TRUE(ops::dynamic_embedding_lookup(**training, {keys.back()}, tables_[0], "words"));
+    ASSERT_FALSE(ops::save(**training, dir, {step, "", {}}, 2));
+    auto m = ops::online::read_sync(dir, held, "", true);
+    ASSERT_TRUE(m) << render(m.error());
+    elided = elided || ops::online::carries_elided_full(*m);
+    ASSERT_FALSE(mirror.install(*m, held, tables_)) << step;
+    held = m->rows.back().manifest.checkpoint;
+    if (first.empty())
+      first = held;
+    EXPECT_EQ(head(mirror), held);
+  }
+  ASSERT_TRUE(elided) << "8 saves of 2 deltas a chain start new chains";
+  stores::checkpoint_dir root{mirror.dir()};
+  auto chain = stores::read_chain(root, *root.read_manifest());
+  ASSERT_TRUE(chain) << render(chain.error());
+  EXPECT_EQ(chain->front().checkpoint, first) << "one chain from the first full checkpoint on";
+  EXPECT_EQ(chain->back().checkpoint, held);
+  auto copy = ops::session::open({});
+  ASSERT_TRUE(copy);
+  ASSERT_TRUE(ops::restore(**copy, mirror.dir()));
+  std::vector<std::string> all(keys.begin(), keys.end());
+  auto want = ops::dynamic_embedding_lookup(**training, all, tables_[0], "words");
+  auto got = ops::dynamic_embedding_lookup(**copy, all, tables_[0], "words");
+  ASSERT_TRUE(want && got);
+  EXPECT_EQ(want->rows, got->rows);
+  auto rows = ops::stats(**copy, "words");
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->rows, keys.size());
 }
 
 TEST_F(sync_mirror_test, a_mirror_without_a_folder_makes_one_and_removes_it) {

@@ -65,6 +65,56 @@ TEST_F(sync_message_test, a_receiver_gets_the_links_after_the_one_it_holds_or_th
   EXPECT_TRUE(is(read_sync(temp_.path() + "/none", "", "").error(), errc::not_found));
 }
 
+// A new chain whose full checkpoint is the state of a delta at or after the one the receiver
+// holds goes as the deltas up to that one, then the full checkpoint as an empty delta on it;
+// held elsewhere, or not asked, it goes whole.
+TEST_F(sync_message_test, a_new_chain_at_a_state_after_the_one_held_is_sent_as_an_empty_delta) {
+  auto dir = temp_.path() + "/chains";
+  checkpoint_manifest head;
+  std::vector<std::string> ids;
+  for (int64_t step = 1; step <= 8 && head.same_as.empty(); ++step) {
+    ASSERT_TRUE(dynamic_embedding_lookup(*s_, {"k" + std::to_string(step)},
+                                         de_config{.name = "words", .dim = 4}, "words"));
+    ASSERT_FALSE(save(*s_, dir, {step, "", {}}, 2));
+    head = *stores::checkpoint_dir{dir}.read_manifest();
+    ids.push_back(head.checkpoint);
+  }
+  ASSERT_FALSE(head.same_as.empty()) << "two deltas, then a new chain at the last one's state";
+  auto last_delta = *stores::checkpoint_dir{dir}.read_manifest_of(head.same_as);
+  struct {
+    const char* name;
+    std::string held;
+    std::vector<std::string> sent;
+  } elided[] = {
+    {"the last delta held", last_delta.checkpoint, {head.checkpoint}},
+    {"the link before it held", last_delta.base, {last_delta.checkpoint, head.checkpoint}}};
+  for (auto& c : elided) {
+    auto m = read_sync(dir, c.held, "", true);
+    ASSERT_TRUE(m) << c.name << ": " << render(m.error());
+    ASSERT_EQ(checkpoints_of(*m), c.sent) << c.name;
+    EXPECT_TRUE(carries_elided_full(*m)) << c.name;
+    auto& full = m->rows.back();
+    EXPECT_EQ(full.manifest.base, last_delta.checkpoint) << c.name << ": an empty delta on it";
+    EXPECT_TRUE(full.manifest.embeddings.empty()) << c.name;
+    EXPECT_TRUE(full.parts.empty()) << c.name;
+  }
+  struct {
+    const char* name;
+    std::string held;
+    bool elide;
+  } whole[] = {{"not asked", last_delta.checkpoint, false},
+               {"another link held", "ckpt-elsewhere-1-1", true},
+               {"nothing held", "", true}};
+  for (auto& c : whole) {
+    auto m = read_sync(dir, c.held, "", c.elide);
+    ASSERT_TRUE(m) << c.name;
+    EXPECT_FALSE(carries_elided_full(*m)) << c.name;
+    ASSERT_EQ(checkpoints_of(*m), std::vector<std::string>{head.checkpoint}) << c.name;
+    EXPECT_TRUE(m->rows.front().manifest.base.empty()) << c.name << ": the full checkpoint";
+    EXPECT_FALSE(m->rows.front().parts.empty()) << c.name;
+  }
+}
+
 TEST_F(sync_message_test, a_message_decodes_to_its_links_and_damaged_bytes_are_refused) {
   auto m = read_sync(dir_, "", "");
   ASSERT_TRUE(m);

@@ -325,6 +325,31 @@ TEST_F(leveldb_store_test, ExportKeysReadsRowsBeyondTheCacheByKeyAndCreatesNone)
   EXPECT_LE(store->cached_rows(), 16u);
 }
 
+// A sync's deletions: rows only in the cache, only on disk, and keys the table never held.
+TEST_F(leveldb_store_test, RemovedRowsLeaveBothTiersAndStayGoneAfterReopening) {
+  auto cfg = config("remove", 1); // 16 rows in memory
+  std::vector<std::string> keys;
+  for (int i = 0; i < 100; ++i)
+    keys.push_back("k" + std::to_string(i));
+  std::vector<std::string_view> gone{"k0", "k99", "k99", "never", "k42"};
+  {
+    auto store = open(cfg);
+    update_keys(*store, keys, 1);
+    EXPECT_FALSE(store->remove_rows({}));
+    ASSERT_FALSE(store->remove_rows(gone)) << "k99 was updated last: it is in the cache";
+    EXPECT_EQ(store->stats().rows, 97u);
+    auto held = stored_keys(*store);
+    EXPECT_EQ(held.size(), 97u);
+    for (auto* k : {"k0", "k42", "k99", "never"})
+      EXPECT_EQ(held.count(k), 0u) << k;
+    EXPECT_EQ(held.count("k1"), 1u);
+  }
+  auto again = open(cfg);
+  EXPECT_EQ(again->stats().rows, 97u);
+  EXPECT_EQ(stored_keys(*again).count("k0"), 0u);
+  EXPECT_EQ(stored_keys(*again).count("k98"), 1u);
+}
+
 TEST_F(leveldb_store_test, PastItsBudgetTheCacheWritesBackAThirtySecondOfItAtOnce) {
   auto store = open(config("batched", 1 << 20));
   auto key = [](size_t i) {
