@@ -5,7 +5,6 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -19,8 +18,6 @@
 #include "apps/bench/online_cluster.hpp"
 #include "apps/bench/online_common.hpp"
 #include "apps/estimator/ctr.hpp"
-#include "compute/estimator/metrics.hpp"
-#include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr/ctr_input.hpp"
 #include "runtime/http/http_client.hpp"
