@@ -143,7 +143,9 @@ caf::expected<exported_model::followed> replicated_model::follow_copy(
   if (many) {
     c.reloading = true;
     c.serving = false;
-    reloads_.emplace_back(&replicated_model::reload, this, i, dir, c.model->version(), *where);
+    beside(i, [this, i, dir, version = c.model->version(), to = *where] {
+      reload(i, dir, version, to);
+    });
     return make_error(errc::unavailable, "replica " + std::to_string(i) + " is loaded again");
   }
   auto fresh = exported_model::load(dir_, c.model->version(), *where);
@@ -237,6 +239,14 @@ void replicated_model::serve_again(size_t i, std::shared_ptr<exported_model> mod
                     c.members.size());
 }
 
+void replicated_model::beside(size_t i, std::function<void()> work) {
+  if (reloads_.size() <= i)
+    reloads_.resize(copies_.size());
+  if (reloads_[i].joinable()) // done: copy i was not reloading
+    reloads_[i].join();
+  reloads_[i] = std::thread{std::move(work)};
+}
+
 replicated_model::~replicated_model() {
   for (auto& t : reloads_)
     if (t.joinable())
@@ -314,7 +324,7 @@ void replicated_model::follow_copies(
         continue;
       }
       c.reloading = true;
-      reloads_.emplace_back(&replicated_model::recover, this, i, dir);
+      beside(i, [this, i, dir] { recover(i, dir); });
       std::lock_guard<std::mutex> guard{mutex_};
       copies_[i] = c;
       continue;
@@ -324,13 +334,13 @@ void replicated_model::follow_copies(
     if (pending.wait_for(bound) != std::future_status::ready) {
       c.reloading = true;
       c.serving = false;
-      reloads_.emplace_back(
-        [this, i, model = c.model, members = c.members, dir, f = std::move(pending)]() mutable {
-          auto followed = f.get();
-          if (followed || !lost_shard(followed.error()))
-            return serve_again(i, model, members, false, dir, std::move(followed));
-          recover(i, dir);
-        });
+      beside(i, [this, i, model = c.model, members = c.members, dir,
+                 f = std::make_shared<decltype(pending)>(std::move(pending))]() {
+        auto followed = f->get();
+        if (followed || !lost_shard(followed.error()))
+          return serve_again(i, model, members, false, dir, std::move(followed));
+        recover(i, dir);
+      });
       std::lock_guard<std::mutex> guard{mutex_};
       copies_[i] = c;
       continue;
@@ -342,7 +352,7 @@ void replicated_model::follow_copies(
       take_out(i, c.model, f.error());
       c.reloading = true;
       c.serving = false;
-      reloads_.emplace_back(&replicated_model::recover, this, i, dir);
+      beside(i, [this, i, dir] { recover(i, dir); });
       f = make_error(errc::unavailable, "replica " + std::to_string(i) + " is loaded again");
     }
     took(i, f, c.reloads);

@@ -109,6 +109,9 @@ private:
     std::vector<copy>& copies, const std::string& dir, const std::vector<std::string>& up,
     const std::function<void(size_t, caf::expected<ops::estimator::exported_model::followed>&,
                              uint64_t)>& took);
+  /// Runs `work` for copy i on a thread of its own, after joining the copy's previous one
+  /// (ended: the copy was marked reloading until then). Callers hold follow_mutex_.
+  void beside(size_t i, std::function<void()> work);
   /// Members up that no other copy in service holds, for copy i loaded again;
   /// errc::unavailable when there are none.
   caf::expected<ops::estimator::embedding_placement> placement_for(
@@ -130,6 +133,8 @@ private:
   mutable std::mutex mutex_;
   /// Held by follow() and by a load's last catch-up: one sync at a time reaches the copies.
   std::mutex follow_mutex_;
+  /// The thread of each copy's work beside the syncs (beside()); one at a time a copy, since
+  /// syncs pass over a copy while it is reloading.
   std::vector<std::thread> reloads_;
   /// Entries are replaced whole under mutex_; a prediction holds the models it started with.
   std::vector<copy> copies_;
