@@ -204,8 +204,10 @@ void replicated_model::reload(size_t i, std::string dir, std::string version,
   if (!fresh) {
     std::lock_guard<std::mutex> guard{mutex_};
     copies_[i].reloading = false;
-    runtime::log_warn("serving: replica {} of {} stays out of service: {}", i, dir_,
-                      render(fresh.error()));
+    runtime::log_warn(
+      "serving: replica {} of {} stays out of service: loading it on {} "
+      "member(s) failed: {}",
+      i, dir_, where.nodes.size(), render(fresh.error()));
     return;
   }
   std::shared_ptr<exported_model> model = std::move(*fresh);
@@ -227,8 +229,10 @@ void replicated_model::serve_again(size_t i, std::shared_ptr<exported_model> mod
   auto& c = copies_[i];
   c.reloading = false;
   if (!f) {
-    runtime::log_warn("serving: replica {} of {} stays out of service: {}", i, dir_,
-                      render(f.error()));
+    runtime::log_warn(
+      "serving: replica {} of {} on {} member(s) stays out of service: its "
+      "follow of the syncs failed: {}",
+      i, dir_, members.size(), render(f.error()));
     return;
   }
   c.model = std::move(model);
