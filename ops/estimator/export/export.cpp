@@ -318,9 +318,7 @@ caf::error exported_model::open_embeddings(const std::string& path,
     // A sync every few seconds cannot wait 2 s for a lost message: ask again soon, and often
     // enough (doubling each time) that a long restore still gets its answer.
     so.shard_retry = std::chrono::milliseconds{250};
-    // 250 ms × (2^12 - 1): past where.restore_timeout, so that a long restore of a whole
-    // chain (a copy loaded again while the tables are large) ends by its own timeout.
-    so.shard_attempts = 12;
+    so.shard_attempts = 8;
   }
   auto opened = session::open(so);
   if (!opened)
@@ -328,8 +326,7 @@ caf::error exported_model::open_embeddings(const std::string& path,
   session_ = std::move(*opened);
   // Shards on other nodes read the snapshot from their own host's disk (ops::restore sends it).
   auto where_from = where.cluster ? std::filesystem::absolute(path).string() : path;
-  restore_timeout_ = where.restore_timeout;
-  auto restored = restore(*session_, where_from, restore_timeout_);
+  auto restored = restore(*session_, where_from, where.restore_timeout);
   if (!restored)
     return std::move(restored.error());
   embeddings_ = std::move(restored->embeddings);
@@ -402,7 +399,7 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
     synced = *applied;
   }
   if (!synced) {
-    auto restored = restore(*session_, where, restore_timeout_);
+    auto restored = restore(*session_, where);
     if (!restored)
       return std::move(restored.error());
     out.applied = chain->size();

@@ -66,7 +66,8 @@ struct embedding_placement {
   size_t shards = 1;
   std::vector<std::string> nodes;
   std::chrono::milliseconds timeout{5000};
-  /// What a restore (the snapshot, or a whole chain) may take: it sends and loads every row.
+  /// What the restore of the export's snapshot may take: it sends and loads every row. A
+  /// follow()'s restore of a chain keeps `timeout`: a sync must not hold serving up for long.
   std::chrono::milliseconds restore_timeout{std::chrono::minutes{10}};
 };
 
@@ -136,8 +137,6 @@ private:
   /// columns and the head that use it go before it.
   std::unique_ptr<session> session_;
   std::vector<de_config> embeddings_;
-  /// embedding_placement::restore_timeout, for follow()'s restores.
-  std::chrono::milliseconds restore_timeout_{std::chrono::minutes{10}};
   /// Replaces the dense weights with the newest under `dir`/dense when they are newer than
   /// those it holds.
   caf::error follow_dense(const std::string& dir, followed& out);
