@@ -29,6 +29,7 @@ using trusted_atom = caf::atom_constant<caf::atom("trusted")>;
 using children_atom = caf::atom_constant<caf::atom("children")>;
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using prune_atom = caf::atom_constant<caf::atom("prune")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;

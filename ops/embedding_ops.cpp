@@ -18,6 +18,7 @@
 #include "messages/error.hpp"
 #include "ops/ship_files.hpp"
 #include "runtime/ask.hpp"
+#include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
 
@@ -370,8 +371,9 @@ caf::error flush(session& s) {
 namespace {
 
 /// On a cluster, the parts of checkpoint `m` under `path` that the shards wrote on other hosts,
-/// fetched to this one, when the manifest is here (its master runs in this process). Only for
-/// an absolute path: a relative one names another folder on each host.
+/// fetched to this one, when the manifest is here (its master runs in this process), and the
+/// checkpoints retention removed here removed there. Only for an absolute path: a relative one
+/// names another folder on each host.
 caf::error fetch_parts(session& s, const std::string& path, const checkpoint_manifest& m) {
   if (s.in_process() || !std::filesystem::path{path}.is_absolute())
     return {};
@@ -383,11 +385,12 @@ caf::error fetch_parts(session& s, const std::string& path, const checkpoint_man
     for (auto& file : entry.files)
       parts.push_back({(std::filesystem::path{root.root()} / file.path).string(), file.checksum,
                        file.rows, file.bytes});
-  return fetch_files(s, s.shard_nodes(), parts);
+  return fetch_files(s, s.shard_nodes(), parts, root.root());
 }
 
 /// On a cluster, the files of the links `chain` under `path` (absolute, as for fetch_parts)
-/// that the shards' hosts lack, sent to them.
+/// that the shards' hosts lack, sent to them, and the checkpoints retention removed here
+/// removed there.
 caf::error ship_links(session& s, const std::string& path,
                       const std::vector<checkpoint_manifest>& chain,
                       std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
@@ -398,7 +401,28 @@ caf::error ship_links(session& s, const std::string& path,
   for (auto& link : chain)
     for (auto& file : files_under((std::filesystem::path{root.root()} / link.checkpoint).string()))
       files.push_back(file);
-  return ship_files(s, s.shard_nodes(), files, timeout);
+  return ship_files(s, s.shard_nodes(), files, timeout, root.root());
+}
+
+/// A current checkpoint under `root` (absolute) whose parts never all reached this host (its
+/// shards' host died between its manifest and their fetch, see save_as) cannot be restored:
+/// the root's MANIFEST is pointed back at the newest checkpoint whose whole chain is here,
+/// keeping the newer one's chain for retention to remove, and a warning says so. Nothing
+/// changes when no checkpoint is whole: the restore then names the missing file.
+void settle_on_a_whole_chain(const stores::checkpoint_dir& root) {
+  if (!std::filesystem::path{root.root()}.is_absolute())
+    return;
+  auto current = root.read_manifest();
+  auto whole = stores::newest_whole_checkpoint(root);
+  if (!current || !whole || whole->checkpoint == current->checkpoint)
+    return;
+  if (auto err = root.commit(*whole, 2))
+    return runtime::log_warn("checkpoints: {} cannot go back to {}: {}", root.root(),
+                             whole->checkpoint, render(err));
+  runtime::log_warn(
+    "checkpoints: {}: the parts of checkpoint {} (step {}) never reached this "
+    "host; restoring {} (step {}) instead",
+    root.root(), current->checkpoint, current->step, whole->checkpoint, whole->step);
 }
 
 caf::error save_as(session& s, const std::string& path, const training_state& state,
@@ -462,6 +486,7 @@ caf::expected<restored_checkpoint> restore(session& s, const std::string& path,
     return err;
   if (!s.in_process()) {
     stores::checkpoint_dir root{path};
+    settle_on_a_whole_chain(root);
     if (auto head = root.read_manifest())
       if (auto chain = stores::read_chain(root, *head))
         if (auto err = ship_links(s, path, *chain, patience))

@@ -235,7 +235,10 @@ struct restored_checkpoint {
 /// Loads the checkpoint under `path` into the service (whatever shard count wrote it) and
 /// returns the training state saved with it. errc::corrupt_file or errc::not_found otherwise.
 /// On a cluster, with an absolute `path`, its chain's files are first sent to the shards' hosts
-/// that lack them. It moves every row: it may take `timeout` (none: s.timeout()).
+/// that lack them; a current checkpoint whose parts never all reached this host (its shards'
+/// host died between its manifest and their fetch) is set aside for the newest one whose are,
+/// which becomes the current one, with a warning. It moves every row: it may take `timeout`
+/// (none: s.timeout()).
 caf::expected<restored_checkpoint> restore(
   session& s, const std::string& path,
   std::optional<std::chrono::milliseconds> timeout = std::nullopt);

@@ -11,6 +11,7 @@
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/spawn_on.hpp"
+#include "runtime/log.hpp"
 
 namespace darcy::ops {
 
@@ -68,6 +69,30 @@ caf::expected<R> ask_again(session& s, std::chrono::milliseconds timeout,
   }
 }
 
+/// Has `store` remove the checkpoint folders under `root` that this host no longer has; logs
+/// why it could not.
+void prune(session& s, const file_store_actor& store, const std::string& root) {
+  if (root.empty())
+    return;
+  // The member's folders first, this host's after: a folder written meanwhile (here first, or
+  // on a host sharing this disk) is in neither list or in both, and a folder removed here never
+  // comes back (checkpoint ids are not reused).
+  auto there = ask_again<std::vector<std::string>>(s, s.timeout(), store, prune_atom::value, root);
+  std::vector<std::string> gone;
+  if (there)
+    for (auto& name : *there) {
+      std::error_code ec;
+      if (!fs::exists(fs::path{root} / name, ec) && !ec)
+        gone.push_back(name);
+    }
+  auto removed = there && !gone.empty()
+                   ? ask_again<uint64_t>(s, s.timeout(), store, prune_atom::value, root, gone)
+                   : caf::expected<uint64_t>{uint64_t{0}};
+  if (!there || !removed)
+    runtime::log_warn("checkpoints: a shard host keeps folders of {} this host removed: {}", root,
+                      render(there ? removed.error() : there.error()));
+}
+
 } // namespace
 
 std::vector<std::string> files_under(const std::string& dir, const std::vector<std::string>& skip) {
@@ -92,7 +117,8 @@ std::vector<std::string> files_under(const std::string& dir, const std::vector<s
 
 caf::error ship_files(session& s, const std::vector<std::string>& nodes,
                       const std::vector<std::string>& files,
-                      std::optional<std::chrono::milliseconds> timeout) {
+                      std::optional<std::chrono::milliseconds> timeout,
+                      const std::string& mirrored) {
   auto patience = timeout.value_or(s.timeout());
   if (s.in_process() || files.empty())
     return {};
@@ -119,12 +145,13 @@ caf::error ship_files(session& s, const std::vector<std::string>& nodes,
       if (auto ok = ask_again<ok_atom>(s, patience, store, write_atom::value, file, *bytes); !ok)
         return std::move(ok.error());
     }
+    prune(s, store, mirrored);
   }
   return {};
 }
 
 caf::error fetch_files(session& s, const std::vector<std::string>& nodes,
-                       const std::vector<file_info>& files) {
+                       const std::vector<file_info>& files, const std::string& mirrored) {
   if (s.in_process())
     return {};
   std::vector<file_info> lacking;
@@ -158,6 +185,8 @@ caf::error fetch_files(session& s, const std::vector<std::string>& nodes,
     if (!fetched)
       return why;
   }
+  for (auto& store : on.stores)
+    prune(s, store, mirrored);
   return {};
 }
 

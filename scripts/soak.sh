@@ -6,7 +6,7 @@
 set -euo pipefail
 build=${1:?usage: soak.sh BUILD_DIR [SEEDS]}
 seeds=${2:-10}
-jobs=${3:-wals word2vec moe estimator ctr serving online}
+jobs=${3:-wals word2vec moe estimator ctr serving online online-cluster}
 bench="$build/apps/darcy-bench"
 out="$build/soak"
 mkdir -p "$out"
@@ -50,9 +50,9 @@ for job in sorted({x["job"] for x in rows}, reverse=True):
             f"recover p50 {statistics.median(p50) if p50 else float('nan'):.3f} s "
             f"(max {max(worst) if worst else float('nan'):.3f} s), "
             f"max |quality_delta| {max(deltas) if deltas else float('nan'):.4f}")
-    if job not in ("estimator", "ctr", "online"):  # asynchronous: not byte for byte
+    if job not in ("estimator", "ctr", "online", "online-cluster"):  # asynchronous: not byte for byte
         line += f", bit_equal {sum(x['bit_equal'] == '1' for x in done)}/{len(r)}"
-    if job == "online":
+    if job in ("online", "online-cluster"):
         line += (f", training kills {sum(int(x['training_kills'] or 0) for x in r)}, "
                  f"answers ahead {sum(int(x['ahead_answers'] or 0) for x in r)}, "
                  f"stale {sum(int(x['stale_answers'] or 0) for x in r)}, "

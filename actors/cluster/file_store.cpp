@@ -1,5 +1,6 @@
 #include "actors/cluster/file_store.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "base/atomic_file.hpp"
@@ -56,6 +57,41 @@ file_store_actor::behavior_type file_store(file_store_actor::pointer) {
           missing.push_back(f.path);
       }
       return missing;
+    },
+    [](prune_atom, const std::string& root) -> caf::result<std::vector<std::string>> {
+      if (auto err = check_path(root))
+        return err;
+      std::vector<std::string> names;
+      std::error_code ec;
+      for (auto it = std::filesystem::directory_iterator{root, ec};
+           !ec && it != std::filesystem::directory_iterator{}; it.increment(ec))
+        if (auto name = it->path().filename().string();
+            it->is_directory() && name.rfind(checkpoint_folder_prefix, 0) == 0)
+          names.push_back(std::move(name));
+      if (ec && ec != std::errc::no_such_file_or_directory)
+        return make_error(errc::io_error, "file store: cannot list " + root + ": " + ec.message());
+      std::sort(names.begin(), names.end());
+      return names;
+    },
+    [](prune_atom, const std::string& root,
+       const std::vector<std::string>& names) -> caf::result<uint64_t> {
+      if (auto err = check_path(root))
+        return err;
+      for (auto& name : names)
+        if (name.rfind(checkpoint_folder_prefix, 0) != 0 || name.find('/') != std::string::npos ||
+            name.find("..") != std::string::npos)
+          return make_error(errc::invalid_argument,
+                            "file store: '" + name + "' names no checkpoint folder");
+      uint64_t removed = 0;
+      for (auto& name : names) {
+        std::error_code ec;
+        auto gone = std::filesystem::remove_all(std::filesystem::path{root} / name, ec);
+        if (ec)
+          return make_error(errc::io_error,
+                            "file store: cannot remove " + root + "/" + name + ": " + ec.message());
+        removed += gone > 0;
+      }
+      return removed;
     },
   };
 }

@@ -12,10 +12,13 @@ namespace darcy::actors {
 /// The spawn name of the file store (it has no state to carry the constant).
 inline constexpr const char* file_store_name = "darcy.file_store";
 
+/// The folders a prune may remove: checkpoints (stores/checkpoint/checkpoint_dir.hpp's ids).
+inline constexpr const char* checkpoint_folder_prefix = "ckpt-";
+
 /// Every path must be absolute, without a ".." part (errc::invalid_argument). A file written
 /// is whole or absent, never torn (base::write_file_atomically, not flushed to disk: a copy
 /// that can be sent again); a fetch of a missing file is errc::not_found; errc::io_error names
-/// the path otherwise.
+/// the path otherwise. A prune of a root that does not exist removes nothing.
 file_store_actor::behavior_type file_store(file_store_actor::pointer self);
 
 } // namespace darcy::actors

@@ -22,8 +22,11 @@ void add_soak_command(CLI::App& app, int& exit_code) {
                  "wals, word2vec, moe, estimator (Fashion-MNIST's DNN), ctr (DLRM on generated "
                  "clicks, tables on the ps), serving (darcy serve with shard servers on the "
                  "nodes) or online (a streaming DLRM synced to darcy serve, whose embeddings "
-                 "are on the nodes; the training process is killed too)")
-    ->check(CLI::IsMember({"wals", "word2vec", "moe", "estimator", "ctr", "serving", "online"}));
+                 "are on the nodes; the training process is killed too) or online-cluster (the "
+                 "same stream as a job of a chief, a ps and 2 workers pushing its syncs to "
+                 "serving replicas; the chief, the ps and the workers are killed too)")
+    ->check(CLI::IsMember(
+      {"wals", "word2vec", "moe", "estimator", "ctr", "serving", "online", "online-cluster"}));
   soak->add_option("--kills", so->kills, "Non-seed nodes SIGKILLed, at seeded random times")
     ->check(CLI::Range(0, 100));
   soak->add_option("--drop", so->drop, "Fraction of every service's messages dropped")
@@ -41,14 +44,17 @@ void add_soak_command(CLI::App& app, int& exit_code) {
                  "Fail a soaked run still going after this long (0: 10 clean runs, at least 300 s)")
     ->check(CLI::Range(0.0, 86400.0));
   soak->add_flag("--quiet", so->quiet, "No progress lines");
-  soak->add_option("--stream-rows", so->stream_rows, "online: rows of the stream trained on")
+  soak
+    ->add_option("--stream-rows", so->stream_rows,
+                 "online, online-cluster: rows of the stream trained on")
     ->check(CLI::Range(uint64_t{10'000}, uint64_t{1} << 40));
   soak->add_flag(
     "--no-lag-check", [so](int64_t) { so->lag_check = false; },
-    "online: count the answers more than two sync intervals behind without failing "
+    "online, online-cluster: count the answers more than two sync intervals behind without failing "
     "the run (a machine too loaded to time anything)");
   soak->callback([so, &exit_code] {
     auto r = run_soak(*so);
+    bool online = so->job == "online" || so->job == "online-cluster";
     if (!r) {
       exit_code = fail("soak", r.error());
       return;
@@ -64,7 +70,7 @@ void add_soak_command(CLI::App& app, int& exit_code) {
                   : so->job == "estimator" || so->job == "ctr"
                     ? " worker steps in flight at a kill (at most), and "
                       "global steps replayed after a ps kill"
-                  : so->job == "serving" || so->job == "online"
+                  : so->job == "serving" || online
                     ? " requests refused (503 or 504) and asked again"
                     : " batches replayed")
               << "\n"
@@ -72,14 +78,14 @@ void add_soak_command(CLI::App& app, int& exit_code) {
               << "  quality          " << r->quality << " (clean " << r->clean_quality << ", delta "
               << r->quality_delta << ")\n"
               << "  output           "
-              << (so->job == "estimator" || so->job == "ctr" || so->job == "online"
+              << (so->job == "estimator" || so->job == "ctr" || online
                     ? "asynchronous training: not comparable byte for byte"
                   : so->job == "serving" && r->bit_equal
                     ? "every answer equal to the clean run's (ids and scores)"
                   : r->bit_equal ? "equal to the clean run's, byte for byte"
                                  : "differs from the clean run's, byte for byte")
               << "\n"
-              << (so->job == "online"
+              << (online
                     ? "  training kills   " + std::to_string(r->training_kills) +
                         "\n  served syncs     " + std::to_string(r->ahead_answers) +
                         " ahead of training; after catching up (" + std::to_string(r->caught_up_s) +

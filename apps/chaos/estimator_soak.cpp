@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -13,6 +12,7 @@
 
 #include <signal.h>
 
+#include "apps/chaos/roles_run.hpp"
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr/ctr_data.hpp"
@@ -164,154 +164,47 @@ struct run_outcome {
   uint64_t replayed_steps = 0;
 };
 
-/// One run's processes: the chief, one ps, the workers and the evaluator.
-class roles_run {
-public:
-  roles_run(const soak_options& o, const roles_job& job, std::string binary, std::string dir)
-    : o_(o),
-      job_(job),
-      binary_(std::move(binary)),
-      dir_(std::move(dir)),
-      workers_(std::max<size_t>(2, o.nodes - 2)) {}
-
-  caf::error start() {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    std::ofstream{dir_ + "/node.toml"}
-      << "[node]\nchaos = true\n\n[cluster]\n"
-         "heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 2000\n";
-    auto chief = runtime::child_process::start(argv("chief", 0));
-    if (!chief)
-      return std::move(chief.error());
-    chief_.emplace(std::move(*chief));
-    auto line = chief_->wait_for_line("listening on", patience);
-    if (!line)
-      return make_error(errc::io_error, "soak: the chief did not start: " + chief_->read_stderr());
-    chief_address_ = line->substr(line->rfind(' ') + 1);
-    for (size_t i = 0; i < workers_; ++i)
-      killable_.push_back({"worker", i, {}});
-    killable_.push_back({"ps", 0, {}});
-    for (auto& t : killable_)
-      if (auto err = start(t.name()))
-        return err;
-    auto evaluator = runtime::child_process::start(argv("evaluator", 0));
-    if (!evaluator)
-      return std::move(evaluator.error());
-    evaluator_.emplace(std::move(*evaluator));
-    return {};
-  }
-
-  /// Starts the process of task `name` ("worker-I" or "ps-0").
-  caf::error start(const std::string& name) {
-    auto& t = task(name);
-    auto p = runtime::child_process::start(argv(t.type, t.index));
-    if (!p)
-      return std::move(p.error());
-    t.process.emplace(std::move(*p));
-    return {};
-  }
-
-  /// SIGKILLs task `name`; its process is gone until start(name).
-  void kill(const std::string& name) {
-    auto& t = task(name);
-    t.process->signal(SIGKILL);
-    t.process->wait(10s);
-    t.process.reset();
-  }
-
-  /// The tasks the killer may kill whose process runs: the workers in order, then the ps.
-  std::vector<std::string> running() const {
-    std::vector<std::string> names;
-    for (auto& t : killable_)
-      if (t.process)
-        names.push_back(t.name());
-    return names;
-  }
-
-  size_t workers() const { return workers_; }
-  const std::string& chief_address() const { return chief_address_; }
-  runtime::child_process& chief() { return *chief_; }
-
-  /// Drains every process's stderr, so that none blocks on a full pipe.
-  void drain() {
-    for (auto* p : {&chief_, &evaluator_})
-      if (*p)
-        (*p)->read_stderr();
-    for (auto& t : killable_)
-      if (t.process)
-        t.process->read_stderr();
-  }
-
-  /// After the chief exited with `code`: the chief's and the evaluator's results.
-  run_outcome finish(int code) {
-    run_outcome r;
-    chief_->wait_for_line("\x01", patience); // reads stdout to its end
-    auto chief_lines = lines_of(chief_->stdout_seen(), "chief");
-    if (code != 0 || chief_lines.empty()) {
-      r.failure = "the chief exited " + std::to_string(code) + ": " + chief_->read_stderr();
-      return r;
-    }
-    r.worker_restarts = chief_lines.back().value("worker_restarts", 0u);
-    r.ps_recoveries = chief_lines.back().value("ps_recoveries", 0u);
-    r.replayed_steps = chief_lines.back().value("replayed_steps", uint64_t{0});
-    // The evaluator ends once it has evaluated the checkpoint at max_steps.
-    evaluator_->wait_for_line("\x01", patience);
-    r.quality = final_quality(lines_of(evaluator_->stdout_seen(), "evaluator"), job_);
-    if (r.quality < 0) {
-      r.failure = "the evaluator reported no " + job_.metric + ": " + evaluator_->read_stderr();
-      return r;
-    }
-    r.completed = true;
+/// The run's results after its chief exited with `code`: the chief's and the evaluator's.
+run_outcome finish(roles_run& run, const roles_job& job, int code) {
+  run_outcome r;
+  run.chief().wait_for_line("\x01", patience); // reads stdout to its end
+  auto chief_lines = lines_of(run.chief().stdout_seen(), "chief");
+  if (code != 0 || chief_lines.empty()) {
+    r.failure = "the chief exited " + std::to_string(code) + ": " + run.chief().read_stderr();
     return r;
   }
-
-private:
-  std::vector<std::string> argv(const std::string& type, size_t index) const {
-    auto any = "127.0.0.1:0";
-    nlohmann::json spec{{"chief", {chief_address_.empty() ? any : chief_address_}},
-                        {"ps", {any}},
-                        {"worker", std::vector<std::string>(workers_, any)},
-                        {"evaluator", {any}}};
-    std::vector<std::string> out{binary_, "estimator"};
-    out.insert(out.end(), job_.app.begin(), job_.app.end());
-    out.insert(out.end(),
-               {"--threads", "1", "--task-type", type, "--task-index", std::to_string(index),
-                "--cluster-spec", spec.dump(), "--max-steps", std::to_string(job_.max_steps),
-                "--save-checkpoints-steps", "100", "--model-dir", dir_ + "/model", "--node-config",
-                dir_ + "/node.toml", "--quiet"});
-    return out;
+  r.worker_restarts = chief_lines.back().value("worker_restarts", 0u);
+  r.ps_recoveries = chief_lines.back().value("ps_recoveries", 0u);
+  r.replayed_steps = chief_lines.back().value("replayed_steps", uint64_t{0});
+  // The evaluator ends once it has evaluated the checkpoint at max_steps.
+  auto& evaluator = *run.evaluator();
+  evaluator.wait_for_line("\x01", patience);
+  r.quality = final_quality(lines_of(evaluator.stdout_seen(), "evaluator"), job);
+  if (r.quality < 0) {
+    r.failure = "the evaluator reported no " + job.metric + ": " + evaluator.read_stderr();
+    return r;
   }
+  r.completed = true;
+  return r;
+}
 
-  /// A ps or worker task, and its process while it runs.
-  struct killable_task {
-    std::string type;
-    size_t index = 0;
-    std::optional<runtime::child_process> process;
-    std::string name() const { return type + "-" + std::to_string(index); }
-  };
-
-  killable_task& task(const std::string& name) {
-    return *std::find_if(killable_.begin(), killable_.end(),
-                         [&](const killable_task& t) { return t.name() == name; });
-  }
-
-  const soak_options& o_;
-  const roles_job& job_;
-  std::string binary_;
-  std::string dir_;
-  size_t workers_;
-  std::string chief_address_;
-  std::optional<runtime::child_process> chief_, evaluator_;
-  std::vector<killable_task> killable_;
-};
+/// The job's processes: the chief, one ps, o.nodes - 2 workers (at least 2) and the evaluator.
+roles_run make_roles_run(const soak_options& o, const roles_job& job, const std::string& binary,
+                         const std::string& dir) {
+  return roles_run{
+    {.app = job.app, .max_steps = job.max_steps, .workers = std::max<size_t>(2, o.nodes - 2)},
+    binary,
+    dir};
+}
 
 /// Waits for the chief of `run` to exit, at most `deadline`; calls `tick` every 20 ms.
 template <class Tick>
-run_outcome await_chief(roles_run& run, std::chrono::duration<double> deadline, Tick tick) {
+run_outcome await_chief(roles_run& run, const roles_job& job,
+                        std::chrono::duration<double> deadline, Tick tick) {
   auto start = clock::now();
   for (;;) {
     if (auto code = run.chief().wait(20ms)) {
-      auto r = run.finish(*code);
+      auto r = finish(run, job, *code);
       r.seconds = compute::seconds_since(start);
       return r;
     }
@@ -344,10 +237,10 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   // The clean run: the same job and seed, left alone.
   soak_log(o, "clean run of " + o.job + " on " + std::to_string(o.nodes) + " processes");
   {
-    roles_run clean{o, *job, binary, o.dir + "/clean"};
+    auto clean = make_roles_run(o, *job, binary, o.dir + "/clean");
     if (auto err = clean.start())
       return err;
-    auto r = await_chief(clean, std::chrono::duration<double>(1800), [] {});
+    auto r = await_chief(clean, *job, std::chrono::duration<double>(1800), [] {});
     if (!r.completed)
       return make_error(errc::io_error, "soak: the clean run failed: " + r.failure);
     result.clean_seconds = r.seconds;
@@ -355,7 +248,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   }
 
   // The soak.
-  roles_run run{o, *job, binary, o.dir + "/soaked"};
+  auto run = make_roles_run(o, *job, binary, o.dir + "/soaked");
   if (auto err = run.start())
     return err;
   auto seed = runtime::parse_host_port(run.chief_address());
@@ -368,7 +261,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
   std::mt19937_64 rng{o.seed};
   auto kill_at = kill_times(o, result.clean_seconds, rng);
-  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) +
+  soak_log(o, "soaked run: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) +
                 " dropped, " + std::to_string(o.delay) + " delayed, seed " +
                 std::to_string(o.seed));
   std::map<std::string, chaos_stats> node_counts;
@@ -423,7 +316,7 @@ caf::expected<soak_result> run_estimator_soak(const soak_options& o, const std::
     pending.push_back(std::move(p));
   };
   auto deadline = std::chrono::duration<double>(soak_deadline_s(o, result.clean_seconds));
-  auto r = await_chief(run, deadline, tick);
+  auto r = await_chief(run, *job, deadline, tick);
   result.seconds = r.seconds;
   for (auto& p : pending) // not recovered before the job ended: counted up to its end
     recover_s.push_back(compute::seconds_since(p.at));

@@ -5,11 +5,7 @@
 // sync), and drops and delays messages to the shards.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -17,43 +13,9 @@
 
 namespace darcy::apps {
 
-/// A sync as the soak saw training write it: its checkpoint, step, and when it was first seen.
-struct online_sync_seen {
-  std::string checkpoint;
-  int64_t step = 0;
-  std::chrono::steady_clock::time_point seen;
-};
-
-/// An answer of :predict: when it came, and the sync it names (empty: the export, no sync yet).
-struct online_answer {
-  std::chrono::steady_clock::time_point at;
-  std::string checkpoint;
-  int64_t step = -1;
-};
-
-struct online_verdict {
-  /// Answers naming a sync that training had not written by then, within `slack`, or with
-  /// another step than training wrote for it.
-  uint64_t ahead = 0;
-  /// From the first answer after the last kill that names the newest sync (caught_up_s after
-  /// that kill; none: no such answer), the answers whose sync was older than the newest by
-  /// more than two intervals, and the largest lag: how long a newer sync had been written.
-  std::optional<double> caught_up_s;
-  uint64_t stale = 0;
-  double stale_max_s = 0;
-};
-
-/// The online soak's checks. `syncs` are in the order training wrote them, `answers` in the
-/// order they came; `kills` may be empty (the clean run: caught up from the first answer that
-/// names the newest sync).
-online_verdict judge_online_answers(const std::vector<online_sync_seen>& syncs,
-                                    const std::vector<online_answer>& answers,
-                                    const std::vector<std::chrono::steady_clock::time_point>& kills,
-                                    std::chrono::duration<double> sync_every,
-                                    std::chrono::steady_clock::duration slack);
-
 /// The online soak: 240,000 rows in windows of 2,000, synced every 2 s (the dense weights every
-/// 4 s), served from 2 shards to a client asking 20 times a second for 8 held-out rows. Besides
+/// 4 s), served from 2 shards to a client asking 20 times a second for 8 held-out rows
+/// (apps/chaos/online_watch.hpp). Besides
 /// o.kills node kills, the training process is SIGKILLed o.kills times, at seeded times of its
 /// clean run, and started again at once. A served sync is read from each answer: it must be one
 /// that training had written by then (soak_result::ahead_answers), and once serving has caught

@@ -14,6 +14,7 @@
 #include <signal.h>
 
 #include "apps/chaos/estimator_soak.hpp"
+#include "apps/chaos/online_cluster_soak.hpp"
 #include "apps/chaos/online_soak.hpp"
 #include "apps/chaos/serving_soak.hpp"
 #include "base/atomic_file.hpp"
@@ -253,10 +254,10 @@ bool recovered(const cluster_status& st, const pending_recovery& p) {
 
 caf::expected<soak_result> run_soak(const soak_options& o) {
   if (o.job != "wals" && o.job != "word2vec" && o.job != "moe" && o.job != "estimator" &&
-      o.job != "ctr" && o.job != "serving" && o.job != "online")
+      o.job != "ctr" && o.job != "serving" && o.job != "online" && o.job != "online-cluster")
     return make_error(errc::invalid_config, "soak: job '" + o.job +
                                               "' is not one it can run (wals, word2vec, moe, "
-                                              "estimator, ctr, serving, online)");
+                                              "estimator, ctr, serving, online, online-cluster)");
   if (o.nodes < 2)
     return make_error(errc::invalid_config, "soak: at least 2 nodes (the seed is never killed)");
   disruption plan{o.drop, o.delay, o.delay_ms, o.seed};
@@ -274,6 +275,8 @@ caf::expected<soak_result> run_soak(const soak_options& o) {
     return run_serving_soak(o, binary);
   if (o.job == "online")
     return run_online_soak(o, binary);
+  if (o.job == "online-cluster")
+    return run_online_cluster_soak(o, binary);
   auto input = o.job == "word2vec" ? write_topic_corpus(o.dir, o.seed) : std::string{};
   soak_result result;
 
@@ -377,7 +380,7 @@ caf::expected<std::optional<int>> run_chaos(
   std::set<std::string> disrupted_nodes;
   std::mt19937_64 rng{o.seed};
   auto kill_at = kill_times(o, clean_seconds, rng);
-  soak_log(o, "soak: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) +
+  soak_log(o, "soaked run: " + std::to_string(o.kills) + " kills, " + std::to_string(o.drop) +
                 " dropped, " + std::to_string(o.delay) + " delayed, seed " +
                 std::to_string(o.seed));
   // Disrupted before the job starts: every actor spawned for it starts with the plan.
@@ -515,9 +518,10 @@ nlohmann::json soak_metrics(const soak_options& o, const soak_result& r) {
                    {"quality_delta", r.quality_delta}};
   // The issue asks it of WALS; a one-thread word2vec run is deterministic too, so it says
   // whether the soaked vectors equal the clean run's. Asynchronous Estimator training is not.
-  if (o.job != "estimator" && o.job != "ctr" && o.job != "online")
+  bool online = o.job == "online" || o.job == "online-cluster";
+  if (o.job != "estimator" && o.job != "ctr" && !online)
     m["bit_equal"] = r.bit_equal ? 1 : 0;
-  if (o.job == "online") {
+  if (online) {
     m["training_kills"] = r.training_kills;
     m["ahead_answers"] = r.ahead_answers;
     m["stale_answers"] = r.stale_answers;

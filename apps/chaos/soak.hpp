@@ -30,7 +30,8 @@ namespace darcy::apps {
 
 struct soak_options {
   /// "wals", "word2vec", "moe", "estimator" or "ctr" (apps/chaos/estimator_soak.hpp), "serving"
-  /// (apps/chaos/serving_soak.hpp) or "online" (apps/chaos/online_soak.hpp).
+  /// (apps/chaos/serving_soak.hpp), "online" (apps/chaos/online_soak.hpp) or "online-cluster"
+  /// (apps/chaos/online_cluster_soak.hpp).
   std::string job = "wals";
   uint32_t kills = 3;
   /// Fractions of the messages to every spawned actor dropped and delayed (by delay_ms).
@@ -48,17 +49,18 @@ struct soak_options {
   /// A soaked run still going after this long (0: 10 clean runs, at least 300 s) failed.
   double timeout_s = 0;
   bool quiet = false;
-  /// The online job: fail a run whose served syncs lag by more than two intervals (false:
+  /// The online jobs: fail a run whose served syncs lag by more than two intervals (false:
   /// only count them, for a machine too loaded to time anything, as under `make test`).
   bool lag_check = true;
-  /// The online job's stream: the rows training reads before the held-out ones.
+  /// The online jobs' stream: the rows training reads before the held-out ones.
   uint64_t stream_rows = 240'000;
 };
 
 struct soak_result {
   bool completed = false;
   uint32_t kills = 0;
-  /// Services of killed nodes started again elsewhere.
+  /// Services of killed nodes started again elsewhere; for online-cluster, the training
+  /// processes started again too (a killed task, every task of a job whose chief was killed).
   uint32_t restarts = 0;
   /// From each kill until every service of the killed node was up elsewhere and its
   /// replacement had joined.
@@ -85,7 +87,8 @@ struct soak_result {
   double seconds = 0;
   /// When each node was killed, in seconds from the soak's start.
   std::vector<double> kill_at_s;
-  /// Online training (apps/chaos/online_soak.hpp): the kills of the training process; the
+  /// Online training (apps/chaos/online_watch.hpp): training's kills (the process's, or the
+  /// chief's, a ps's and a worker's); the
   /// answers that served a sync training had not written by then (must be none); once serving
   /// has caught up after the last kill, the answers that served a sync older than the newest by
   /// more than two sync intervals (must be none) and the largest such lag; and how long after
@@ -154,7 +157,7 @@ caf::expected<soak_result> run_soak(const soak_options& o);
 /// The final line's metrics: completed, kills, restarts, recover_p50_s, recover_max_s,
 /// lost_work, quality_delta and bit_equal (asked of WALS; word2vec, run on one thread, is
 /// deterministic too; not given for the Estimator, whose training is asynchronous), and for
-/// the online job training_kills, ahead_answers, stale_answers, stale_max_s and caught_up_s.
+/// the online jobs training_kills, ahead_answers, stale_answers, stale_max_s and caught_up_s.
 nlohmann::json soak_metrics(const soak_options& o, const soak_result& r);
 
 } // namespace darcy::apps

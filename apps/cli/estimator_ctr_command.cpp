@@ -132,9 +132,10 @@ caf::expected<embedding_stats> table_totals(ops::session& s, const std::string& 
 
 /// A distributed stream's chief: on_step writes a sync every policy.every (none without a
 /// folder), and the last one when the job is done, each a JSON line; with `export_dir`, the
-/// model is exported there once, before the first sync, on a batch of `sample`. on_restore
-/// resumes from the folder's last sync when it is newer than the last checkpoint: its tables,
-/// and the dense weights of its last dense sync.
+/// model is exported there once, before the first sync, on a batch of `sample` (not again by a
+/// job that resumes from a sync while an export is there). on_restore resumes from the
+/// folder's last sync when it is newer than the last checkpoint: its tables, and the dense
+/// weights of its last dense sync.
 struct chief_hooks {
   ops::estimator::chief_step_fn on_step;
   ops::estimator::chief_restore_fn on_restore;
@@ -200,6 +201,9 @@ chief_hooks chief_syncs(const ops::online::sync_policy& policy, const std::strin
       return std::move(synced.error());
     if (!*synced)
       return step;
+    // Serving follows the export it has and the syncs after it: a resumed job does not
+    // export again (as a resumed stream in one process does not).
+    *exported = *exported || ops::estimator::is_estimator_export(export_dir);
     auto dense = ops::estimator::read_dense_sync(chief, policy.dir);
     if (!dense && !is(dense.error(), errc::not_found))
       return std::move(dense.error());

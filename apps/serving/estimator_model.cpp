@@ -188,7 +188,12 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
                         "a sync body is {\"dir\": \"SYNC_DIR\"} or a sync message");
     dir = j["dir"].get<std::string>();
   }
-  std::lock_guard<std::mutex> one_at_a_time{sync_mutex_};
+  // A sync that waited for another would hold an HTTP thread meanwhile: syncs pushed while a
+  // slow one is applied could take every thread from the predictions.
+  std::unique_lock<std::mutex> one_at_a_time{sync_mutex_, std::try_to_lock};
+  if (!one_at_a_time.owns_lock())
+    return make_error(errc::unavailable,
+                      "a sync of " + name + " is being applied: push this one again after it");
   auto held = [this] {
     std::lock_guard<std::mutex> guard{mutex_};
     return synced_ ? synced_->checkpoint : std::string{};

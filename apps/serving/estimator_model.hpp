@@ -72,13 +72,14 @@ public:
   /// errc::invalid_argument), and DIR is that mirror's folder; a body
   /// {"dir": DIR} names a folder this host reads. Then the model's dynamic embeddings are
   /// brought to DIR's current checkpoint (replicated_model::follow: every copy), and its dense
-  /// weights to DIR's newest dense sync; thread-safe, one sync at a time, while predictions go
-  /// on. With its embeddings on shards, a copy that lost a shard (its node died) is loaded
-  /// again from the export onto live members and DIR's chain restored onto it before it takes
-  /// requests: the answer then says "reloaded": true, and "replicas_serving" counts the copies
-  /// in service. Until then, requests that need the lost shard go to another copy, or fail
-  /// (or are partial) when there is none. errc::access_denied by the rules;
-  /// errc::invalid_argument for a body without "dir"; follow's errors when no copy follows.
+  /// weights to DIR's newest dense sync; thread-safe, one sync at a time (one that comes while
+  /// another is applied is refused at once with errc::unavailable, as HTTP 503, so that syncs
+  /// hold one HTTP thread at most), while predictions go on. With its embeddings on shards, a copy
+  /// that lost a shard (its node died) is loaded again from the export onto live members and DIR's
+  /// chain restored onto it before it takes requests: the answer then says "reloaded": true, and
+  /// "replicas_serving" counts the copies in service. Until then, requests that need the lost shard
+  /// go to another copy, or fail (or are partial) when there is none. errc::access_denied by the
+  /// rules; errc::invalid_argument for a body without "dir"; follow's errors when no copy follows.
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx);
 
@@ -96,7 +97,7 @@ private:
 
   /// Guards access_, synced_ and synced_at_; never held while the model works.
   mutable std::mutex mutex_;
-  /// Held by a sync throughout: one at a time.
+  /// Held by a sync throughout: one at a time, the others refused.
   std::mutex sync_mutex_;
   std::unique_ptr<replicated_model> model_;
   actors::access_policy access_;

@@ -202,6 +202,9 @@ void replicated_model::reload(size_t i, std::string dir, std::string version,
                               ops::estimator::embedding_placement where) {
   auto fresh = exported_model::load(dir_, version, where);
   if (!fresh) {
+    // Under follow_mutex_, as serve_again: a copy's entry changes between syncs, never while
+    // follow() works on its snapshot of the copies.
+    std::lock_guard<std::mutex> one_sync{follow_mutex_};
     std::lock_guard<std::mutex> guard{mutex_};
     copies_[i].reloading = false;
     runtime::log_warn(

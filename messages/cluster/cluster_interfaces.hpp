@@ -81,10 +81,14 @@ using echo_actor =
 /// A node's file store (actors/cluster/file_store.hpp), at absolute paths on its node:
 /// (write, path, bytes) replaces the file with `bytes`, atomically, creating its folders;
 /// (fetch, path) answers its bytes; (stats, files) answers the paths of `files` (absolute
-/// path and bytes each) whose file is missing or of another size.
+/// path and bytes each) whose file is missing or of another size; (prune, root) answers the
+/// names of the checkpoint folders ("ckpt-*") directly under `root`, and (prune, root, names)
+/// removes those of them named, answering how many it removed.
 using file_store_actor = caf::typed_actor<
   caf::replies_to<write_atom, std::string, std::string>::with<ok_atom>,
   caf::replies_to<fetch_atom, std::string>::with<std::string>,
-  caf::replies_to<stats_atom, std::vector<file_info>>::with<std::vector<std::string>>>;
+  caf::replies_to<stats_atom, std::vector<file_info>>::with<std::vector<std::string>>,
+  caf::replies_to<prune_atom, std::string>::with<std::vector<std::string>>,
+  caf::replies_to<prune_atom, std::string, std::vector<std::string>>::with<uint64_t>>;
 
 } // namespace darcy

@@ -74,9 +74,13 @@ caf::expected<std::optional<int64_t>> sync_writer::resume(session& s) {
   auto restored = ops::restore(s, policy_.dir);
   if (!restored)
     return std::move(restored.error());
+  // The restore may have gone back to an older sync, whose parts all reached this host.
+  auto held = stores::checkpoint_dir{policy_.dir}.read_manifest();
+  if (!held)
+    return std::move(held.error());
   auto step = restored->state.step;
   if (auto err =
-        ops::save_restored(s, policy_.dir, {step, "", {}}, policy_.full_every, last->checkpoint))
+        ops::save_restored(s, policy_.dir, {step, "", {}}, policy_.full_every, held->checkpoint))
     return err;
   push_current();
   return std::optional<int64_t>{step};

@@ -74,7 +74,8 @@ public:
   /// Pushes the folder's current sync as it stands (after a resume), moving the cursor.
   push_result push_current();
 
-  /// A rerun's resume: restores the tables of the newest sync under policy.dir into `s`, starts
+  /// A rerun's resume: restores the tables of the newest sync under policy.dir into `s` (on a
+  /// cluster, the newest whose parts all reached this host: ops::restore), starts
   /// a new chain at that state that names it (serving copies that hold that sync go on with the
   /// new chain instead of restoring it whole) and pushes it. Answers that sync's step, nullopt
   /// when the folder holds none; the restore's and the save's errors.

@@ -1,6 +1,7 @@
 #include "stores/checkpoint/checkpoint_chain.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "messages/error.hpp"
@@ -25,6 +26,46 @@ caf::expected<std::vector<checkpoint_manifest>> read_chain(const checkpoint_dir&
   }
   std::reverse(chain.begin(), chain.end());
   return chain;
+}
+
+namespace {
+
+/// Whether every part of every link of `chain` is under `root` at its size.
+bool whole(const checkpoint_dir& root, const std::vector<checkpoint_manifest>& chain) {
+  auto here = [&](const file_info& f) {
+    std::error_code ec;
+    return std::filesystem::file_size(std::filesystem::path{root.root()} / f.path, ec) == f.bytes &&
+           !ec;
+  };
+  for (auto& link : chain) {
+    for (auto& entry : link.embeddings)
+      for (auto& f : entry.files)
+        if (!here(f))
+          return false;
+    for (auto& f : link.parts)
+      if (!here(f))
+        return false;
+  }
+  return true;
+}
+
+} // namespace
+
+caf::expected<checkpoint_manifest> newest_whole_checkpoint(const checkpoint_dir& root) {
+  std::vector<std::string> ids;
+  if (auto current = root.read_manifest())
+    ids.push_back(current->checkpoint);
+  for (auto& id : root.checkpoints())
+    ids.push_back(id);
+  for (auto& id : ids) {
+    auto m = root.read_manifest_of(id);
+    if (!m)
+      continue;
+    if (auto chain = read_chain(root, *m); chain && whole(root, *chain))
+      return std::move(*m);
+  }
+  return make_error(errc::not_found,
+                    root.root() + ": no checkpoint there has every part of its chain");
 }
 
 } // namespace darcy::stores

@@ -21,4 +21,10 @@ namespace darcy::stores {
 caf::expected<std::vector<checkpoint_manifest>> read_chain(const checkpoint_dir& root,
                                                            checkpoint_manifest head);
 
+/// The newest checkpoint under `root` whose whole chain is on this disk, every embedding part
+/// and part of every link at its size (not checksummed): the current one, or, when a save's
+/// parts never reached this host (a cluster's shard host died between the manifest and the
+/// fetch, ops::save), an older one. errc::not_found when none is.
+caf::expected<checkpoint_manifest> newest_whole_checkpoint(const checkpoint_dir& root);
+
 } // namespace darcy::stores

@@ -3,9 +3,9 @@
 // DE-Word2Vec, the MoE layer and the Estimator (its roles as processes: a worker is killed; for
 // ctr, a worker and the ps with its embedding shards) with their quality unchanged, `darcy
 // serve` with every answer equal to the clean run's, and online training (a node and the
-// training process killed) with every served sync one that training wrote and serving at
-// training's last sync in the end; `make soak` runs ten seeds of each, and checks the online
-// job's lag behind training too.
+// training process killed; on a cluster, the chief, the ps, a worker and serving nodes) with
+// every served sync one that training wrote and serving at training's last sync in the end;
+// `make soak` runs ten seeds of each, and checks the online jobs' lag behind training too.
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -108,6 +108,19 @@ TEST(chaos_soak, online_serving_follows_a_killed_trainer_and_shard_node_never_ah
   EXPECT_EQ(m.value("training_kills", 0), 1) << m.dump();
   EXPECT_EQ(m.value("ahead_answers", 1), 0) << m.dump();
   EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.02) << m.dump();
+}
+
+TEST(chaos_soak, online_cluster_serving_replicas_follow_a_killed_chief_ps_and_worker_never_ahead) {
+  temp_dir dir{"soak_online_cluster"};
+  // Three kills of training, in seed 1's order a worker, the ps and the chief (the job then
+  // starts again from its last sync), and three of serving nodes; lags fail only `make soak`.
+  auto m =
+    soak("online-cluster", dir.path(), 4, 3, 1, {"--no-lag-check", "--stream-rows", "120000"});
+  EXPECT_EQ(m.value("training_kills", 0), 3) << m.dump();
+  EXPECT_EQ(m.value("ahead_answers", 1), 0) << m.dump();
+  // The worker and the ps started again, and the 4 processes of the job after its chief.
+  EXPECT_GE(m.value("restarts", 0), 6) << m.dump();
+  EXPECT_LE(std::abs(m.value("quality_delta", 1.0)), 0.03) << m.dump();
 }
 
 } // namespace

@@ -1,6 +1,6 @@
 // A node's file store: writes what it is sent at absolute paths, folders included, reads back
-// what it is asked for, says which files it lacks, and refuses paths that are relative or
-// climb with "..".
+// what it is asked for, says which files it lacks, lists and removes checkpoint folders, and
+// refuses paths that are relative or climb with "..".
 #include "actors/cluster/file_store.hpp"
 
 #include <filesystem>
@@ -69,6 +69,55 @@ TEST_F(file_store_test, says_which_files_it_lacks_or_holds_at_another_size) {
     runtime::ask<std::vector<std::string>>(sys, store, test::patience, stats_atom::value, asked);
   ASSERT_TRUE(lacking) << render(lacking.error());
   EXPECT_EQ(*lacking, (std::vector<std::string>{dir.path() + "/resized", dir.path() + "/absent"}));
+}
+
+TEST_F(file_store_test, lists_and_removes_the_checkpoint_folders_it_is_named_and_no_other) {
+  test::temp_dir dir{"file_store_prune"};
+  for (auto* rel : {"ckpt-a-1/t/shard-0", "ckpt-b-2/t/shard-0", "dense/1/part", "ckpt-file"}) {
+    std::filesystem::create_directories(
+      std::filesystem::path{dir.path() + "/" + rel}.parent_path());
+    ASSERT_FALSE(base::write_file_atomically(dir.path() + "/" + rel, rel));
+  }
+  auto store = sys.spawn(file_store);
+  test::stop_on_exit stop{sys, caf::actor_cast<caf::actor>(store)};
+  using names = std::vector<std::string>;
+  auto listed = [&](const std::string& root) {
+    return runtime::ask<names>(sys, store, test::patience, prune_atom::value, root);
+  };
+  auto held = listed(dir.path());
+  ASSERT_TRUE(held) << render(held.error());
+  EXPECT_EQ(*held, (names{"ckpt-a-1", "ckpt-b-2"})); // not dense/, not a file
+  auto none = listed(dir.path() + "/absent");
+  ASSERT_TRUE(none) << render(none.error());
+  EXPECT_TRUE(none->empty());
+  struct remove_case {
+    const char* what;
+    names asked;
+    errc refused; // errc{}: removed
+    uint64_t removed;
+  };
+  for (auto& c : std::vector<remove_case>{
+         {"a folder that is not a checkpoint's", {"dense"}, errc::invalid_argument, 0},
+         {"a name that climbs", {"ckpt-a-1/../../x"}, errc::invalid_argument, 0},
+         {"one checkpoint and one already gone", {"ckpt-a-1", "ckpt-gone"}, errc{}, 1},
+       }) {
+    SCOPED_TRACE(c.what);
+    auto removed =
+      runtime::ask<uint64_t>(sys, store, test::patience, prune_atom::value, dir.path(), c.asked);
+    if (c.refused != errc{}) {
+      ASSERT_FALSE(removed);
+      EXPECT_TRUE(is(removed.error(), c.refused)) << render(removed.error());
+      continue;
+    }
+    ASSERT_TRUE(removed) << render(removed.error());
+    EXPECT_EQ(*removed, c.removed);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/ckpt-a-1"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/ckpt-b-2/t/shard-0"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/dense/1/part"));
+  auto relative = listed("relative/root");
+  ASSERT_FALSE(relative);
+  EXPECT_TRUE(is(relative.error(), errc::invalid_argument)) << render(relative.error());
 }
 
 } // namespace

@@ -1,4 +1,4 @@
-#include "apps/chaos/online_soak.hpp"
+#include "apps/chaos/online_watch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +27,7 @@ struct answer_case {
   std::optional<double> caught_up_s;
 };
 
-TEST(online_soak, judges_served_syncs_against_what_training_wrote) {
+TEST(online_watch, judges_served_syncs_against_what_training_wrote) {
   const answer_case cases[] = {
     {"answers naming the newest sync are fresh",
      {{at(1.5), "A", 100}, {at(3.5), "B", 200}, {at(5.5), "C", 300}},
