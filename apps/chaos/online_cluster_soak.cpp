@@ -78,7 +78,7 @@ public:
     auto line = roles_.chief().wait_for_line("\"exported\"", export_patience);
     if (!line)
       return make_error(errc::io_error,
-                        "soak: the chief wrote no export: " + last_chars(roles_.drain(), 3000));
+                        "soak: the chief wrote no export: " + last_chars(roles_.messages(), 3000));
     return {};
   }
 
@@ -173,7 +173,7 @@ private:
   }
 
   void keep_log(online_run& run) {
-    auto log = roles_.drain();
+    auto log = roles_.messages();
     std::lock_guard<std::mutex> guard{run.mutex};
     run.training_log = std::move(log);
   }

@@ -111,7 +111,16 @@ std::vector<std::string> roles_run::running() const {
   return names;
 }
 
-std::string roles_run::drain(size_t n) {
+void roles_run::drain() {
+  for (auto* p : {&chief_, &evaluator_})
+    if (*p)
+      (void)(*p)->read_stderr();
+  for (auto& t : killable_)
+    if (t.process)
+      (void)t.process->read_stderr();
+}
+
+std::string roles_run::messages(size_t n) {
   auto share = n / (killable_.size() + 2);
   std::string out;
   if (chief_)

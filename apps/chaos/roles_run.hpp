@@ -60,10 +60,12 @@ public:
   std::string chief_messages() { return chief_->read_stderr(); }
   std::optional<runtime::child_process>& evaluator() { return evaluator_; }
 
-  /// Reads every process's stderr, so that none blocks on a full pipe; answers the last
-  /// `n` characters of all of it, the tasks' earlier processes included, each line
-  /// prefixed with its task.
-  std::string drain(size_t n = 20000);
+  /// Reads every process's stderr, so that none blocks on a full pipe.
+  void drain();
+
+  /// What the processes wrote to stderr (drained first), the tasks' earlier processes
+  /// included, under a heading per task: about the last `n` characters in all.
+  std::string messages(size_t n = 20000);
 
 private:
   std::vector<std::string> argv(const std::string& type, size_t index) const;
