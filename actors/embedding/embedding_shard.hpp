@@ -39,6 +39,14 @@ struct embedding_shard_state {
     std::vector<caf::typed_response_promise<ok_atom>> waiting;
   };
   std::map<uint64_t, applying_sync> applying;
+  /// Checkpoint loads (load_part) of memory tables being built aside, by request id: the load
+  /// (done once its loader sends the request again, anonymously) and the answers it owes.
+  struct table_load;
+  struct loading_tables {
+    std::shared_ptr<table_load> load;
+    std::vector<caf::typed_response_promise<ok_atom>> waiting;
+  };
+  std::map<uint64_t, loading_tables> loading;
   /// Keys of lookups that backward will name, oldest first; at most max_pending_lookups of
   /// them and max_pending_bytes of keys.
   struct pending_lookup {

@@ -1,6 +1,11 @@
 #include "actors/embedding/shard_checkpoint.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
+
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
@@ -8,6 +13,18 @@
 #include "stores/embedding/chain_replay.hpp"
 #include "stores/embedding/de_config.hpp"
 #include "stores/embedding/embedding_part.hpp"
+
+namespace darcy::actors {
+
+/// A load of memory tables built aside (load_part), shared by the shard and its loader thread;
+/// `result` is set before `done`.
+struct embedding_shard_state::table_load {
+  caf::expected<std::map<std::string, shard_table>> result =
+    make_error(errc::io_error, "load: the checkpoint was not read");
+  std::atomic<bool> done{false};
+};
+
+} // namespace darcy::actors
 
 namespace darcy::actors::shard_checkpoint {
 
@@ -84,15 +101,22 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self, con
   return result;
 }
 
-caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
-                               const checkpoint_manifest& manifest, uint32_t index, uint32_t count,
-                               uint64_t request_id) {
-  if (count == 0 || index >= count)
-    return make_error(errc::invalid_argument,
-                      "shard " + std::to_string(index) + " of " + std::to_string(count));
-  if (self->state.applied.seen(request_id))
-    return ok_atom::value;
-  // An incremental checkpoint is replayed from its chain's full checkpoint.
+namespace {
+
+/// Whether every table of `manifest` lives in memory on shard `index`.
+bool in_memory(const checkpoint_manifest& manifest, uint32_t index) {
+  return std::all_of(manifest.embeddings.begin(), manifest.embeddings.end(), [&](auto& entry) {
+    return stores::shard_config(entry.config, index).backend == backend_kind::memory;
+  });
+}
+
+/// Shard `index` of `count`'s tables after `manifest` (its chain replayed from its full
+/// checkpoint). With `live`, a persistent table's database is rebuilt in place, so every file
+/// is verified before it is removed from `live`; without (every table in memory), nothing is
+/// touched but the tables answered, and each file is read once.
+caf::expected<std::map<std::string, shard_table>> build_tables(
+  const std::string& dir, const checkpoint_manifest& manifest, uint32_t index, uint32_t count,
+  std::map<std::string, shard_table>* live) {
   std::vector<checkpoint_manifest> chain{manifest};
   if (!manifest.base.empty()) {
     auto read = stores::read_chain(stores::checkpoint_dir{dir}, manifest);
@@ -101,16 +125,17 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
     chain = std::move(*read);
   }
   auto ignore = [](const stores::row_record&) { return caf::error{}; };
-  for (auto& link : chain)
-    for (auto& entry : link.embeddings)
-      for (auto& file : entry.files)
-        if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
-          return err;
-  std::map<std::string, embedding_shard_state::table> fresh;
+  if (live)
+    for (auto& link : chain)
+      for (auto& entry : link.embeddings)
+        for (auto& file : entry.files)
+          if (auto err = stores::read_shard_file(dir, file, entry.config, ignore))
+            return err;
+  std::map<std::string, shard_table> fresh;
   for (auto& entry : manifest.embeddings) {
     auto cfg = stores::shard_config(entry.config, index);
     if (cfg.backend != backend_kind::memory) {
-      self->state.tables().erase(entry.config.name);
+      live->erase(entry.config.name);
       if (auto err = stores::remove_store_files(cfg, count))
         return err;
     }
@@ -130,11 +155,80 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
         if (auto err = stores::read_shard_file(dir, file, entry.config, import))
           return err;
     }
-    fresh.emplace(entry.config.name, embedding_shard_state::table{entry.config, std::move(*store)});
+    fresh.emplace(entry.config.name, shard_table{entry.config, std::move(*store)});
   }
-  self->state.tables() = std::move(fresh);
-  self->state.applied.remember(request_id);
-  return ok_atom::value;
+  return fresh;
+}
+
+/// Swaps in the tables of load `request_id` and answers the request and its repeats.
+void finish_load(shard_pointer self, uint64_t request_id) {
+  auto at = self->state.loading.find(request_id);
+  auto load = std::move(at->second.load);
+  auto waiting = std::move(at->second.waiting);
+  self->state.loading.erase(at);
+  caf::error err;
+  if (load->result) {
+    self->state.tables() = std::move(*load->result);
+    self->state.applied.remember(request_id);
+  } else {
+    err = std::move(load->result.error());
+  }
+  for (auto& p : waiting)
+    if (err)
+      p.deliver(err);
+    else
+      p.deliver(ok_atom::value);
+}
+
+} // namespace
+
+caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
+                               const checkpoint_manifest& manifest, uint32_t index, uint32_t count,
+                               uint64_t request_id) {
+  if (self->state.applied.seen(request_id))
+    return ok_atom::value;
+  auto at = self->state.loading.find(request_id);
+  if (count == 0 && at != self->state.loading.end() && at->second.load->done.load()) {
+    finish_load(self, request_id); // the loader's notice
+    return ok_atom::value;
+  }
+  if (count == 0 || index >= count)
+    return make_error(errc::invalid_argument,
+                      "shard " + std::to_string(index) + " of " + std::to_string(count));
+  if (!in_memory(manifest, index)) {
+    auto fresh = build_tables(dir, manifest, index, count, &self->state.tables());
+    if (!fresh)
+      return std::move(fresh.error());
+    self->state.tables() = std::move(*fresh);
+    self->state.applied.remember(request_id);
+    return ok_atom::value;
+  }
+  auto promise = self->make_response_promise<ok_atom>();
+  if (at != self->state.loading.end()) { // a repeat: the first one's answer
+    at->second.waiting.push_back(promise);
+    return promise;
+  }
+  // Seconds of reading must not hold the shard's scheduler thread: on a node of one thread,
+  // that would starve its heartbeats until the cluster declares it down. The loader gets no
+  // request: once done it sends the load again, anonymously, with a shard count of 0.
+  auto load = std::make_shared<embedding_shard_state::table_load>();
+  self->state.loading[request_id] = {load, {promise}};
+  auto loader =
+    self->spawn<caf::detached>([load, dir, manifest, index, count, request_id,
+                                shard = caf::actor_cast<embedding_shard_actor>(self)](
+                                 caf::event_based_actor* helper) mutable -> caf::behavior {
+      return {[helper, load = std::move(load), dir, manifest, index, count, request_id,
+               shard = std::move(shard)](load_atom) mutable {
+        load->result = build_tables(dir, manifest, index, count, nullptr);
+        load->done = true;
+        load.reset();
+        caf::anon_send(shard, load_part_atom::value, dir, manifest, index, uint32_t{0}, request_id);
+        shard = nullptr;
+        helper->quit();
+      }};
+    });
+  caf::anon_send(loader, load_atom::value);
+  return promise;
 }
 
 } // namespace darcy::actors::shard_checkpoint

@@ -23,8 +23,10 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self, con
 
 /// Loads shard `index` of `count`'s rows of `manifest` (its chain replayed from its full
 /// checkpoint) in place of the tables. Every file is verified first, so a damaged checkpoint
-/// changes nothing; memory tables are built aside and swapped in whole, a persistent table is
-/// rebuilt in place (its database cannot be opened twice). `request_id` is applied once.
+/// changes nothing. Memory tables are built aside, on a thread of their own while the shard
+/// goes on serving the old ones (memory for both meanwhile), and swapped in whole; a persistent
+/// table is rebuilt in place, in the handler (its database cannot be opened twice).
+/// `request_id` is applied once; its repeats meanwhile get the first one's answer.
 caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
                                const checkpoint_manifest& manifest, uint32_t index, uint32_t count,
                                uint64_t request_id);

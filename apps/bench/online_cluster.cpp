@@ -411,7 +411,7 @@ caf::error run_online_cluster_bench(const online_bench_options& o) {
                                                       "--embedding-shards",
                                                       "1",
                                                       "--replicas",
-                                                      "2",
+                                                      n(serving_replicas),
                                                       "--http-threads",
                                                       "2",
                                                       "--threads",
@@ -461,6 +461,14 @@ caf::error run_online_cluster_bench(const online_bench_options& o) {
   }
   joined();
   auto finished = steady::now();
+  // The copies in service at the end: the killed node's copy, loaded again, among them.
+  auto raw = runtime::http_exchange(
+    serve_at,
+    runtime::http_request_text("GET", std::string{"/v1/models/"} + served_model, client_token));
+  auto model = nlohmann::json::parse(runtime::http_body(raw), nullptr, false);
+  if (model.is_object() && model.contains("replicas") && model["replicas"].is_array())
+    for (auto& copy : model["replicas"])
+      st.replicas_serving_at_end += copy.value("serving", false) ? 1 : 0;
   ps.stop();
   return report_cluster_run(o, dir, st, started, finished, *local);
 }

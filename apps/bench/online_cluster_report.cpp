@@ -177,7 +177,9 @@ caf::error report_cluster_run(const online_bench_options& o, const std::string& 
     {"global_step", st.syncs.empty() ? 0 : st.syncs.back().step},
     {"sync_every_s", std::chrono::duration<double>(o.sync_every).count()},
     {"online_seconds", std::chrono::duration<double>(finished - started).count()},
-    {"killed", "serving node s" + std::to_string(serving_nodes - 1) + " at half time"}};
+    {"killed", "serving node s" + std::to_string(serving_nodes - 1) + " at half time"},
+    {"replicas", serving_replicas},
+    {"replicas_serving_at_end", st.replicas_serving_at_end}};
   std::cout << nlohmann::json{{"bench", "online"},
                               {"mode", "cluster"},
                               {"metrics", metrics},

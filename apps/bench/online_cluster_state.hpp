@@ -22,7 +22,7 @@
 namespace darcy::apps::online {
 
 /// The job's shape.
-inline constexpr size_t workers = 2, parameter_servers = 2, serving_nodes = 4;
+inline constexpr size_t workers = 2, parameter_servers = 2, serving_nodes = 4, serving_replicas = 2;
 inline constexpr const char* served_model = "ctr";
 
 /// One sync line of the chief's, its times on this process's steady clock.
@@ -70,6 +70,8 @@ struct cluster_state {
   /// (answered, the sync step it came from) of each whole answer, in order.
   std::vector<std::pair<steady::time_point, int64_t>> answer_steps;
   std::vector<std::shared_ptr<pool>> pools;
+  /// Copies of the served model in service once the run ended (GET /v1/models/NAME).
+  uint64_t replicas_serving_at_end = 0;
   std::atomic<bool> stop{false};
 };
 

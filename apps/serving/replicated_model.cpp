@@ -187,7 +187,7 @@ void replicated_model::recover(size_t i, std::string dir) {
   }
   auto up = members_up();
   if (up && all_up(members, *up)) {
-    auto f = model->follow(dir);
+    auto f = model->follow(dir, where_.restore_timeout);
     if (f || !lost_shard(f.error()))
       return serve_again(i, model, members, false, dir, std::move(f));
   }
@@ -214,7 +214,7 @@ void replicated_model::reload(size_t i, std::string dir, std::string version,
     return;
   }
   std::shared_ptr<exported_model> model = std::move(*fresh);
-  auto f = model->follow(dir);
+  auto f = model->follow(dir, where_.restore_timeout);
   serve_again(i, model, where.nodes, true, dir, std::move(f));
 }
 
@@ -224,7 +224,7 @@ void replicated_model::serve_again(size_t i, std::shared_ptr<exported_model> mod
                                    caf::expected<exported_model::followed> f) {
   // The syncs that came meanwhile, then the last ones with no sync in between.
   for (size_t more = 0; f && f->applied > 0 && more < 8; ++more)
-    f = model->follow(dir);
+    f = model->follow(dir, where_.restore_timeout);
   std::lock_guard<std::mutex> one_sync{follow_mutex_};
   if (f)
     f = model->follow(dir);

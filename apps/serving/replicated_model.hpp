@@ -63,7 +63,8 @@ public:
   /// own, so that the copies in service go on following them, and so does the follow of a copy
   /// out of service (a request found it slow or lost) and of one whose follow takes more than
   /// four attempt times (the copies follow one after the other); each catches up with the
-  /// newest sync before it takes requests again. Fails with the first copy's error when no copy
+  /// newest sync before it takes requests again; these follows beside the syncs may restore a
+  /// chain for the placement's restore_timeout. Fails with the first copy's error when no copy
   /// reached the head. `dir` is the same on every call.
   caf::expected<synced> follow(const std::string& dir);
 

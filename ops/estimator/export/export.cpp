@@ -338,7 +338,8 @@ caf::error exported_model::open_embeddings(const std::string& path,
   return {};
 }
 
-caf::expected<exported_model::followed> exported_model::follow(const std::string& dir) {
+caf::expected<exported_model::followed> exported_model::follow(
+  const std::string& dir, std::optional<std::chrono::milliseconds> restore_patience) {
   if (!session_)
     return make_error(errc::invalid_config, "exported model: it has no dynamic embeddings");
   auto where = session_->in_process() ? dir : std::filesystem::absolute(dir).string();
@@ -399,7 +400,7 @@ caf::expected<exported_model::followed> exported_model::follow(const std::string
     synced = *applied;
   }
   if (!synced) {
-    auto restored = restore(*session_, where);
+    auto restored = restore(*session_, where, restore_patience);
     if (!restored)
       return std::move(restored.error());
     out.applied = chain->size();

@@ -67,7 +67,8 @@ struct embedding_placement {
   std::vector<std::string> nodes;
   std::chrono::milliseconds timeout{5000};
   /// What the restore of the export's snapshot may take: it sends and loads every row. A
-  /// follow()'s restore of a chain keeps `timeout`: a sync must not hold serving up for long.
+  /// follow()'s restore of a chain keeps `timeout` unless it is given a patience: a sync that
+  /// serving waits for must not hold it up for long.
   std::chrono::milliseconds restore_timeout{std::chrono::minutes{10}};
 };
 
@@ -106,8 +107,10 @@ public:
   /// rows before or after a sync, whole. One follow() at a time. errc::invalid_config for a model
   /// without dynamic embeddings; the checkpoint's errors, leaving the rows as they were when a sync
   /// or restore refuses (errc::corrupt_file, errc::not_found); errc::dimension_mismatch for dense
-  /// weights that do not fit the graph, leaving the model's.
-  caf::expected<followed> follow(const std::string& dir);
+  /// weights that do not fit the graph, leaving the model's. A restore of the chain may take
+  /// `restore_patience` (none: the placement's timeout, for a follow that serving waits for).
+  caf::expected<followed> follow(const std::string& dir,
+                                 std::optional<std::chrono::milliseconds> restore_patience = {});
 
   /// The head's predictions for `b` (labels are not needed). errc::invalid_argument for
   /// features the columns cannot read.

@@ -9,11 +9,10 @@ namespace darcy::ops::estimator {
 namespace {
 
 using compute::nn::matrix;
-using compute::nn::parameter;
 
 /// Parameters of the given sizes (1 × size each), named v0, v1, ...
 struct variables {
-  std::vector<parameter<float>> owned;
+  std::vector<compute::nn::parameter<float>> owned;
   variable_list list;
 
   explicit variables(const std::vector<Eigen::Index>& sizes) {
