@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <map>
 
 #include <caf/event_based_actor.hpp>
@@ -219,7 +220,13 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
                                  caf::event_based_actor* helper) mutable -> caf::behavior {
       return {[helper, load = std::move(load), dir, manifest, index, count, request_id,
                shard = std::move(shard)](load_atom) mutable {
-        load->result = build_tables(dir, manifest, index, count, nullptr);
+        // The shard waits for this notice: whatever happens here must end in one.
+        try {
+          load->result = build_tables(dir, manifest, index, count, nullptr);
+        } catch (const std::exception& e) {
+          load->result =
+            make_error(errc::io_error, "load of " + manifest.checkpoint + ": " + e.what());
+        }
         load->done = true;
         load.reset();
         caf::anon_send(shard, load_part_atom::value, dir, manifest, index, uint32_t{0}, request_id);

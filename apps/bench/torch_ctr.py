@@ -2,35 +2,39 @@
 """Benchmark: the CTR issue's DLRM in PyTorch, trained in this process on the same generated
 Kaggle-profile rows with 2 threads, its 26 tables either nn.EmbeddingBag(sparse=True) sized by
 a dictionary pass (the peer, as DLRM's reference runs) or darcy.torch.DynamicEmbeddingBag over
-one Darcy table (no dictionary), in this process and on 2 node processes. Prints a row per
+one Darcy table (no dictionary), in this process and on 2 node processes, or a
+darcy.torch.EmbeddingBagCollection of 26 tables, one a field, in this process. Prints a row per
 variant, the cost of one lookup and one backward of 4,096 keys across the boundary, and the
-JSON line {"bench":"torch_ctr","metrics":{...}} with torch_darcy_vs_torch (examples/s) and
-torch_darcy_auc_delta.
+JSON line {"bench":"torch_ctr","metrics":{...}} with torch_darcy_vs_torch and
+torch_collection_vs_torch (examples/s over the peer's) and torch_darcy_auc_delta and
+torch_collection_auc_delta.
 
 Usage: apps/bench/torch_ctr.py [--train-rows N] [--test-rows N] [--no-remote]
-       (env: DARCY, the darcy binary; PYTHONPATH must reach build/python)"""
+       (env: DARCY, the darcy binary; darcy importable: pip install ./python, make python or
+       PYTHONPATH=build/python)"""
 
 import argparse
 import json
 import os
 import pathlib
 import subprocess
-import sys
-import tempfile
 import time
 
 import numpy as np
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build" / "python"))
-import darcy  # noqa: E402
-import darcy.torch  # noqa: E402
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "peers"))
-from ctr_common import FIELDS, auc, dictionary_ids, load, mlp  # noqa: E402
+import darcy
+import darcy.torch
+from peers.ctr_common import FIELDS, auc, dictionary_ids, load, mlp
 DIM = 16
 BOTTOM = [512, 256, 64, DIM]
 TOP = [512, 256]
+
+
+def field_ids(cats):
+    """Each field's own ids, for its own table: the hex value v (empty: 2^32)."""
+    return raw_ids(cats) & ((1 << 33) - 1)
 
 
 def raw_ids(cats):
@@ -88,6 +92,24 @@ class DarcyBags(torch.nn.Module):
     def forward(self, c):
         flat = c.reshape(-1)
         return self.bag(flat, torch.arange(flat.shape[0])).reshape(c.shape[0], FIELDS, DIM)
+
+
+class CollectionBags(torch.nn.Module):
+    """Darcy's as TorchRec has them: an EmbeddingBagCollection of 26 tables, one a field, each
+    field's ids its own (no dictionary), every table looked up in one request."""
+
+    def __init__(self, session, settings):
+        super().__init__()
+        self.fields = [f"f{f}" for f in range(FIELDS)]
+        self.ebc = darcy.torch.EmbeddingBagCollection(
+            session, [darcy.torch.EmbeddingBagConfig(f, DIM, [f], pooling="sum", **settings)
+                      for f in self.fields])
+
+    def forward(self, c):
+        batch = c.shape[0]
+        features = darcy.torch.KeyedJaggedTensor(
+            self.fields, c.t().reshape(-1), lengths=torch.ones(FIELDS * batch, dtype=torch.int64))
+        return self.ebc(features).values().view(batch, FIELDS, DIM)
 
 
 def train_eval(name, model, sparse, data, epochs, batch):
@@ -179,6 +201,11 @@ def main():
         rows.append(train_eval("darcy", DLRM(DarcyBags(table)), [], raw, o.epochs, o.batch))
         lookup_us, backward_us = boundary_cost(table, raw[0][1].reshape(-1)[:4096])
         table_rows = table.stats()["rows"]
+    per_field = ((xtr, field_ids(ctr_cats), ytr), (xte, field_ids(cte_cats), yte))
+    with darcy.Session.local(shards=2) as session:
+        torch.manual_seed(1)
+        rows.append(train_eval("darcy_collection", DLRM(CollectionBags(session, settings)), [],
+                               per_field, o.epochs, o.batch))
     print(f"across the boundary, 4,096 keys: lookup {lookup_us:.0f} us, backward "
           f"{backward_us:.0f} us; {table_rows} rows in the table")
     metrics = {"train_rows": len(ytr), "test_rows": len(yte), "threads": o.threads,
@@ -194,8 +221,12 @@ def main():
                                     o.batch)
         metrics["darcy_remote_examples_s"] = remote["examples_s"]
         metrics["darcy_remote_auc"] = remote["auc"]
+    metrics["darcy_collection_examples_s"] = rows[2]["examples_s"]
+    metrics["darcy_collection_auc"] = rows[2]["auc"]
     metrics["torch_darcy_vs_torch"] = round(rows[1]["examples_s"] / rows[0]["examples_s"], 3)
     metrics["torch_darcy_auc_delta"] = round(rows[1]["auc"] - rows[0]["auc"], 4)
+    metrics["torch_collection_vs_torch"] = round(rows[2]["examples_s"] / rows[0]["examples_s"], 3)
+    metrics["torch_collection_auc_delta"] = round(rows[2]["auc"] - rows[0]["auc"], 4)
     print(json.dumps({"bench": "torch_ctr", "metrics": metrics}))
 
 

@@ -13,15 +13,13 @@ import argparse
 import gzip
 import json
 import pathlib
-import sys
 import time
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "build" / "python"))
-import darcy  # noqa: E402
-import darcy.torch  # noqa: E402
+import darcy
+import darcy.torch
 
 CLASSES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag",
            "ankle-boot"]

@@ -5,15 +5,12 @@ over the training split, [UNK] for the rest, nn.Embedding rows tied to a full so
 
 import argparse
 import json
-import pathlib
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "build" / "python"))
-import darcy  # noqa: E402
-import darcy.torch  # noqa: E402
+import darcy
+import darcy.torch
 
 DIM = 64
 LR = 3e-3

@@ -12,14 +12,16 @@ from darcy.session import Session
 
 
 def _binary(given):
-    """The `darcy` binary: `given`, $DARCY_BINARY, the build this package sits in, or PATH."""
+    """The `darcy` binary: `given`, $DARCY_BINARY, the one installed with this package (pip),
+    the build this package sits in (build/python), or PATH."""
     if given:
         return os.fspath(given)
     if os.environ.get("DARCY_BINARY"):
         return os.environ["DARCY_BINARY"]
-    built = pathlib.Path(__file__).resolve().parents[2] / "apps" / "darcy"
-    if built.exists():
-        return str(built)
+    here = pathlib.Path(__file__).resolve().parent
+    for built in (here / "bin" / "darcy", here.parents[1] / "apps" / "darcy"):
+        if built.exists():
+            return str(built)
     found = shutil.which("darcy")
     if not found:
         raise _darcy.InvalidConfig("invalid configuration: no darcy binary (pass binary= or "

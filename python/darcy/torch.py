@@ -15,9 +15,13 @@ import torch
 
 from darcy import _darcy
 from darcy.session import Table
+from darcy.torch_collections import (EmbeddingBagCollection, EmbeddingBagConfig,  # noqa: F401
+                                     EmbeddingCollection, EmbeddingConfig, JaggedTensor,
+                                     KeyedJaggedTensor, KeyedTensor)
 
 __all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "sampled_logits", "sampled_softmax_loss",
-           "save", "load"]
+           "save", "load", "EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
+           "EmbeddingCollection", "KeyedJaggedTensor", "KeyedTensor", "JaggedTensor"]
 
 
 def _invalid(message):
@@ -199,14 +203,15 @@ def sampled_softmax_loss(logits, labels):
 
 
 def _tables(model, tables):
-    """The tables `model` reaches (its DynamicEmbedding and DynamicEmbeddingBag modules' and
-    every darcy.Table held in an attribute of one of its modules, such as the output table of
-    a sampled softmax), then `tables`, each once."""
+    """The tables `model` reaches (its DynamicEmbedding, DynamicEmbeddingBag and collection
+    modules' and every darcy.Table held in an attribute of one of its modules, or in a list
+    there, such as the output table of a sampled softmax), then `tables`, each once."""
     found = {}
     for module in model.modules():
         for value in vars(module).values():
-            if isinstance(value, Table):
-                found[id(value)] = value
+            for held in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(held, Table):
+                    found[id(held)] = held
     for table in tables or ():
         if not isinstance(table, Table):
             raise _invalid(f"tables holds a {type(table).__name__}; darcy.Table objects")

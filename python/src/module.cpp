@@ -6,6 +6,7 @@
 #include "python/src/local_cluster.hpp"
 #include "python/src/session.hpp"
 #include "python/src/table.hpp"
+#include "python/src/table_group.hpp"
 #include "python/src/wals.hpp"
 
 PYBIND11_MODULE(_darcy, m) {
@@ -13,6 +14,7 @@ PYBIND11_MODULE(_darcy, m) {
   darcy::python::bind_errors(m);
   darcy::python::bind_session(m);
   darcy::python::bind_table(m);
+  darcy::python::bind_table_group(m);
   darcy::python::bind_local_cluster(m);
   darcy::python::bind_wals(m);
 }
