@@ -82,7 +82,7 @@ class KeyedJaggedTensor:
         return self._lengths
 
     def offsets(self):
-        return torch.cat([torch.zeros(1, dtype=torch.int64), self._lengths.cumsum(0)])
+        return _offsets(self._lengths)
 
     def weights_or_none(self):
         return self._weights
@@ -128,7 +128,12 @@ class JaggedTensor:
         return self._lengths
 
     def offsets(self):
-        return torch.cat([torch.zeros(1, dtype=torch.int64), self._lengths.cumsum(0)])
+        return _offsets(self._lengths)
+
+
+def _offsets(lengths):
+    """Where each bag of `lengths` starts in the values, and one past the last."""
+    return torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
 
 
 def _integers(x, what):

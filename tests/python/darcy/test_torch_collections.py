@@ -111,6 +111,7 @@ def test_the_pooled_rows_by_feature_and_empty_bags(session):
     ours = dt.EmbeddingBagCollection(session, configs()).eval()
     features = dt.KeyedJaggedTensor.from_offsets_sync(
         ["user", "ad", "clicked"], torch.tensor([1, 2, 3, 3]), torch.tensor([0, 2, 2, 3, 4, 4, 4]))
+    assert features.offsets().tolist() == [0, 2, 2, 3, 4, 4, 4]
     out = ours(features).to_dict()
     users, ads = ours.tables()
     np.testing.assert_allclose(out["user"][0].numpy(), users.lookup(np.array([1, 2])).sum(0))
@@ -134,6 +135,7 @@ def test_an_embedding_collection_gives_each_ids_row_unpooled(session, rng):
         if len(ids):
             np.testing.assert_allclose(got, table.lookup(ids))
         assert out[f].lengths().tolist() == lengths[i].tolist()
+        assert out[f].offsets()[-1].item() == len(ids)
 
 
 def bad_inputs():
