@@ -47,6 +47,9 @@ struct embedding_shard_state {
     std::vector<caf::typed_response_promise<ok_atom>> waiting;
   };
   std::map<uint64_t, loading_tables> loading;
+  /// The load begun last: only its tables are swapped in (a later load supersedes a pending
+  /// one, whose files may be older).
+  uint64_t newest_load = 0;
   /// Keys of lookups that backward will name, oldest first; at most max_pending_lookups of
   /// them and max_pending_bytes of keys.
   struct pending_lookup {

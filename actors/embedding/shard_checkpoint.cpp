@@ -161,14 +161,18 @@ caf::expected<std::map<std::string, shard_table>> build_tables(
   return fresh;
 }
 
-/// Swaps in the tables of load `request_id` and answers the request and its repeats.
+/// Swaps in the tables of load `request_id` and answers the request and its repeats; a load
+/// that another began after it superseded is answered errc::unavailable and dropped.
 void finish_load(shard_pointer self, uint64_t request_id) {
   auto at = self->state.loading.find(request_id);
   auto load = std::move(at->second.load);
   auto waiting = std::move(at->second.waiting);
   self->state.loading.erase(at);
   caf::error err;
-  if (load->result) {
+  if (request_id != self->state.newest_load) {
+    err = make_error(errc::unavailable,
+                     "load of " + std::to_string(request_id) + ": a later load superseded it");
+  } else if (load->result) {
     self->state.tables() = std::move(*load->result);
     self->state.applied.remember(request_id);
   } else {
@@ -196,6 +200,8 @@ caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
   if (count == 0 || index >= count)
     return make_error(errc::invalid_argument,
                       "shard " + std::to_string(index) + " of " + std::to_string(count));
+  if (at == self->state.loading.end())
+    self->state.newest_load = request_id;
   if (!in_memory(manifest, index)) {
     auto fresh = build_tables(dir, manifest, index, count, &self->state.tables());
     if (!fresh)

@@ -26,7 +26,9 @@ caf::result<std::vector<checkpoint_embedding>> save_part(shard_pointer self, con
 /// changes nothing. Memory tables are built aside, on a thread of their own while the shard
 /// goes on serving the old ones (memory for both meanwhile), and swapped in whole; a persistent
 /// table is rebuilt in place, in the handler (its database cannot be opened twice).
-/// `request_id` is applied once; its repeats meanwhile get the first one's answer.
+/// `request_id` is applied once; its repeats meanwhile get the first one's answer. A load
+/// begun while another is pending supersedes it: the earlier one is answered
+/// errc::unavailable and its tables dropped, so the tables are always the last load's.
 caf::result<ok_atom> load_part(shard_pointer self, const std::string& dir,
                                const checkpoint_manifest& manifest, uint32_t index, uint32_t count,
                                uint64_t request_id);

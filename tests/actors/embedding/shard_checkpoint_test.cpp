@@ -1,7 +1,8 @@
 // actors/embedding/shard_checkpoint: a shard loads a checkpoint of memory tables aside, on a
 // thread of its own, answering other requests meanwhile even on a scheduler of one thread (the
 // part file is a pipe the test fills only once the shard has answered); repeats of the load
-// share its answer, and a failed load leaves the tables as they were.
+// share its answer, a later load supersedes one still reading, and a failed load leaves the
+// tables as they were.
 #include "actors/embedding/shard_checkpoint.hpp"
 
 #include <fcntl.h>
@@ -50,6 +51,18 @@ protected:
     manifest.checkpoint = "ckpt-1";
     manifest.shard_count = 1;
     manifest.embeddings = *parts;
+    // A later checkpoint, ckpt-2, after one more update.
+    ASSERT_TRUE(ask<ok_atom>(sys, writer, test::patience, update_atom::value, std::string{"words"},
+                             strings{"a", "b"}, floats{1, 1, 1, 1}, int64_t{2}));
+    later_rows = ask<floats>(sys, writer, test::patience, lookup_atom::value, std::string{"words"},
+                             strings{"a", "b"});
+    auto later_parts = ask<std::vector<checkpoint_embedding>>(
+      sys, writer, test::patience, save_part_atom::value, dir, std::string{"ckpt-2"}, uint32_t{0},
+      std::string{}, uint64_t{0});
+    ASSERT_TRUE(later_parts) << render(error_of(later_parts));
+    later = manifest;
+    later.checkpoint = "ckpt-2";
+    later.embeddings = *later_parts;
   }
   void TearDown() override { fs::remove_all(dir); }
 
@@ -92,8 +105,8 @@ protected:
   one_thread_config cfg;
   caf::actor_system sys{cfg};
   std::string dir, part;
-  checkpoint_manifest manifest;
-  caf::expected<floats> written = floats{};
+  checkpoint_manifest manifest, later;
+  caf::expected<floats> written = floats{}, later_rows = floats{};
 };
 
 TEST_F(shard_checkpoint_test, ALoadOfMemoryTablesLeavesTheShardAnsweringUntilItsFileIsRead) {
@@ -123,6 +136,26 @@ TEST_F(shard_checkpoint_test, ALoadOfMemoryTablesLeavesTheShardAnsweringUntilIts
   EXPECT_FALSE(
     ask<embedding_stats>(sys, shard, test::patience, stats_atom::value, std::string{"old"}));
   EXPECT_TRUE(load(shard, 7));
+}
+
+TEST_F(shard_checkpoint_test, ALoadBegunLaterSupersedesOneStillReading) {
+  auto bytes = part_as_pipe(); // ckpt-1's part
+  auto shard = sys.spawn(embedding_shard, uint32_t{0});
+  test::stop_on_exit stop{sys, caf::actor_cast<caf::actor>(shard)};
+  caf::scoped_actor client{sys};
+  client->send(shard, load_part_atom::value, dir, manifest, uint32_t{0}, uint32_t{1}, uint64_t{7});
+  ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, load_part_atom::value, dir, later,
+                           uint32_t{0}, uint32_t{1}, uint64_t{8}));
+  std::thread writer{[&] { feed(bytes); }};
+  client->receive([](ok_atom) { ADD_FAILURE() << "the superseded load was applied"; },
+                  [](caf::error& err) { EXPECT_TRUE(is(err, errc::unavailable)) << render(err); },
+                  caf::after(test::patience) >> [] { ADD_FAILURE() << "no answer to the load"; });
+  writer.join();
+  auto rows = ask<floats>(sys, shard, test::patience, lookup_atom::value, std::string{"words"},
+                          strings{"a", "b"});
+  ASSERT_TRUE(rows) << render(error_of(rows));
+  EXPECT_EQ(*rows, *later_rows); // ckpt-2's, not the older ckpt-1's read last
+  EXPECT_NE(*rows, *written);
 }
 
 TEST_F(shard_checkpoint_test, AFailedLoadLeavesTheTablesAsTheyWere) {
