@@ -301,9 +301,15 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     compute::hash_key(to_string(self->node())),
     compute::mix64(self->id(), static_cast<uint64_t>(
                                  std::chrono::steady_clock::now().time_since_epoch().count())));
-  if (!self->state.options.shard_services.empty())
+  if (!self->state.options.shard_services.empty()) {
     if (auto registry = self->system().registry().get<registry_actor>(registry_key))
       self->send(registry, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  } else {
+    // Nobody supervises these shards: their downs (or their nodes') come straight here.
+    for (auto& shard : self->state.options.shards)
+      self->monitor(shard);
+    self->set_down_handler([self](caf::down_msg& msg) { on_shard_down(self, msg); });
+  }
   return {
     [self](const cluster_event& event) { on_cluster_event(self, event); },
     [self](create_atom, const de_config& cfg) { return create(self, cfg); },

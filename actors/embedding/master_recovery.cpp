@@ -98,4 +98,17 @@ void on_cluster_event(embedding_master_pointer self, const cluster_event& event)
   recover_pending(self);
 }
 
+void on_shard_down(embedding_master_pointer self, const caf::down_msg& msg) {
+  auto& shards = self->state.options.shards;
+  for (size_t index = 0; index < shards.size(); ++index) {
+    if (caf::actor_cast<caf::actor_addr>(shards[index]) != msg.source)
+      continue;
+    auto err = make_error(errc::node_unreachable, "shard " + std::to_string(index) +
+                                                    " went down: " + to_string(msg.reason));
+    for (auto& weak : self->state.fan_outs)
+      if (auto state = weak.lock())
+        state->abort_if_waiting(index, err);
+  }
+}
+
 } // namespace darcy::actors::master

@@ -194,7 +194,7 @@ def main():
     rows = [train_eval("torch", DLRM(peer), list(peer.parameters()),
                        ((xtr, a, ytr), (xte, b, yte)), o.epochs, o.batch)]
     raw = ((xtr, raw_ids(ctr_cats), ytr), (xte, raw_ids(cte_cats), yte))
-    settings = dict(optimizer=darcy.SGD(0.1), initializer=darcy.Uniform(-0.01, 0.01))
+    settings = dict(optimizer=darcy.SGDRule(0.1), initializer=darcy.Uniform(-0.01, 0.01))
     with darcy.Session.local(shards=2) as session:
         table = session.embedding("ctr", DIM, **settings)
         torch.manual_seed(1)

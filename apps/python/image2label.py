@@ -50,7 +50,7 @@ def encoder():
 def train_darcy(train, test, epochs, batch, num_sampled):
     x, y = train
     with darcy.Session.local(shards=2) as session:
-        labels = session.embedding("labels", DIM, optimizer=darcy.Adagrad(0.1),
+        labels = session.embedding("labels", DIM, optimizer=darcy.AdagradRule(0.1),
                                    initializer=darcy.Normal(stddev=0.1))
         net = encoder()
         opt = torch.optim.Adagrad(net.parameters(), lr=0.05)

@@ -19,7 +19,7 @@ PAD, UNK = "[PAD]", "[UNK]"
 
 def darcy_words(session):
     """The table of words. Rows start N(0, 1), as nn.Embedding's do."""
-    return session.embedding("words", DIM, optimizer=darcy.Adagrad(0.05),
+    return session.embedding("words", DIM, optimizer=darcy.AdagradRule(0.05),
                              initializer=darcy.Normal(stddev=1.0))
 
 

@@ -59,34 +59,13 @@ caf::error append_value(size_t i, const std::string& key, const nlohmann::json& 
 } // namespace
 
 caf::expected<predict_request> parse_predict(const std::string& body, uint32_t max_deadline_ms) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("instances") || !j["instances"].is_array())
-    return make_error(errc::invalid_argument, "a predict body is {\"instances\": [{...}, ...]}");
+  auto envelope = parse_predict_envelope(body, max_deadline_ms);
+  if (!envelope)
+    return std::move(envelope.error());
   predict_request out;
-  for (auto& [key, value] : j.items()) {
-    if (key == "deadline_ms") {
-      if (!value.is_number_unsigned() || value.get<uint64_t>() == 0 ||
-          value.get<uint64_t>() > max_deadline_ms)
-        return make_error(errc::invalid_argument, "deadline_ms must be an integer in [1, " +
-                                                    std::to_string(max_deadline_ms) + "]");
-      out.deadline_ms = value.get<uint32_t>();
-    } else if (key == "allow_partial") {
-      if (!value.is_boolean())
-        return make_error(errc::invalid_argument, "allow_partial must be true or false");
-      out.allow_partial = value.get<bool>();
-    } else if (key != "instances") {
-      return make_error(
-        errc::invalid_argument,
-        "unknown field '" + key + "' of a predict body (instances, deadline_ms, allow_partial)");
-    }
-  }
-  auto& instances = j["instances"];
-  if (instances.empty())
-    return make_error(errc::empty_batch, "a predict request needs at least one instance");
-  if (instances.size() > max_predict_instances)
-    return make_error(errc::batch_too_large, std::to_string(instances.size()) +
-                                               " instances, at most " +
-                                               std::to_string(max_predict_instances));
+  out.deadline_ms = envelope->deadline_ms;
+  out.allow_partial = envelope->allow_partial;
+  auto& instances = envelope->instances;
   auto& b = out.batch;
   for (size_t i = 0; i < instances.size(); ++i) {
     auto& instance = instances[i];

@@ -15,14 +15,13 @@
 #include <caf/expected.hpp>
 
 #include "actors/serving/access_policy.hpp"
+#include "apps/serving/predict_envelope.hpp"
 #include "apps/serving/replicated_model.hpp"
+#include "apps/serving/served_model.hpp"
 #include "apps/serving/sync_mirror.hpp"
 #include "ops/estimator/export/export.hpp"
 
 namespace darcy::serving {
-
-/// Instances one predict request may carry.
-inline constexpr size_t max_predict_instances = 4096;
 
 /// A predict body: {"instances": [...], "deadline_ms": N, "allow_partial": B}, the last two
 /// optional.
@@ -43,7 +42,7 @@ struct predict_request {
 caf::expected<predict_request> parse_predict(const std::string& body,
                                              uint32_t max_deadline_ms = 60000);
 
-class estimator_model {
+class estimator_model : public served_model {
 public:
   /// The newest export under `dir`, its requests admitted by `rules`, its dynamic embeddings
   /// served where `where` says in `replicas` copies (replicated_model), the syncs that arrive
@@ -63,7 +62,8 @@ public:
   /// rules; parse_predict's errors; the model's errors for features it cannot read;
   /// errc::deadline_exceeded for a shard silent at the deadline without allow_partial.
   caf::expected<std::string> predict(const std::string& name, const std::string& body,
-                                     const request_context& ctx, uint32_t max_deadline_ms = 60000);
+                                     const request_context& ctx,
+                                     uint32_t max_deadline_ms = 60000) override;
 
   /// The JSON answer to a sync request of ctx.principal, which needs `manage` on the model. A
   /// body that is a sync message (ops/online/sync_message.hpp) is installed in the model's
@@ -81,13 +81,13 @@ public:
   /// go to another copy, or fail (or are partial) when there is none. errc::access_denied by the
   /// rules; errc::invalid_argument for a body without "dir"; follow's errors when no copy follows.
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
-                                  const request_context& ctx);
+                                  const request_context& ctx) override;
 
   /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, with
   /// shards "replicas" (replicated_model::describe), and
   /// "sync": {"checkpoint", "step", "dense_step", "restored" (the last sync restored a whole
   /// chain), "restores" (how many did), "age_s"} once a sync was applied.
-  std::string describe(const std::string& name) const;
+  std::string describe(const std::string& name) const override;
 
 private:
   estimator_model() = default;

@@ -151,10 +151,13 @@ caf::expected<exported_model::followed> replicated_model::follow_copy(
   auto fresh = exported_model::load(dir_, c.model->version(), *where);
   if (!fresh)
     return std::move(fresh.error());
-  auto f = (*fresh)->follow(dir);
-  if (!f)
+  std::shared_ptr<exported_model> model = std::move(*fresh);
+  auto f = model->follow(dir);
+  if (!f) {
+    retirer_.retire(std::move(model));
     return f;
-  c.model = std::move(*fresh);
+  }
+  c.model = std::move(model);
   c.members = where->nodes;
   ++c.reloads;
   return f;
@@ -228,22 +231,26 @@ void replicated_model::serve_again(size_t i, std::shared_ptr<exported_model> mod
   std::lock_guard<std::mutex> one_sync{follow_mutex_};
   if (f)
     f = model->follow(dir);
-  std::lock_guard<std::mutex> guard{mutex_};
-  auto& c = copies_[i];
-  c.reloading = false;
-  if (!f) {
-    runtime::log_warn(
-      "serving: replica {} of {} on {} member(s) stays out of service: its "
-      "follow of the syncs failed: {}",
-      i, dir_, members.size(), render(f.error()));
-    return;
+  std::shared_ptr<exported_model> replaced;
+  {
+    std::lock_guard<std::mutex> guard{mutex_};
+    auto& c = copies_[i];
+    c.reloading = false;
+    if (!f) {
+      runtime::log_warn(
+        "serving: replica {} of {} on {} member(s) stays out of service: its "
+        "follow of the syncs failed: {}",
+        i, dir_, members.size(), render(f.error()));
+      return;
+    }
+    replaced = std::exchange(c.model, std::move(model));
+    c.members = std::move(members);
+    c.serving = true;
+    c.reloads += reloaded ? 1 : 0;
+    runtime::log_info("serving: replica {} of {} is in service again on {} member(s)", i, dir_,
+                      c.members.size());
   }
-  c.model = std::move(model);
-  c.members = std::move(members);
-  c.serving = true;
-  c.reloads += reloaded ? 1 : 0;
-  runtime::log_info("serving: replica {} of {} is in service again on {} member(s)", i, dir_,
-                    c.members.size());
+  retirer_.retire(std::move(replaced));
 }
 
 void replicated_model::beside(size_t i, std::function<void()> work) {
@@ -292,8 +299,12 @@ caf::expected<replicated_model::synced> replicated_model::follow(const std::stri
         first = std::move(f.error());
     }
     // In service at once: predictions use it from now on.
-    std::lock_guard<std::mutex> guard{mutex_};
-    copies_[i] = copies[i];
+    std::shared_ptr<exported_model> replaced;
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      replaced = std::exchange(copies_[i], copies[i]).model;
+    }
+    retirer_.retire(std::move(replaced));
   };
   if (options_.replicas == 1) {
     for (size_t i = 0; i < copies.size(); ++i) {

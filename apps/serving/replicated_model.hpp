@@ -18,6 +18,7 @@
 #include <caf/expected.hpp>
 #include <nlohmann/json.hpp>
 
+#include "apps/serving/model_retirer.hpp"
 #include "apps/serving/replica_set.hpp"
 #include "ops/estimator/export/export.hpp"
 #include "ops/session.hpp"
@@ -145,6 +146,9 @@ private:
   replica_options options_;
   /// For more than one copy: a session on the cluster that asks its members' states.
   std::unique_ptr<ops::session> cluster_;
+  /// Models replaced in copies_ are let go here, never under mutex_ nor on a sync's thread.
+  /// Last: its thread ends before the rest goes.
+  model_retirer retirer_;
 };
 
 } // namespace darcy::serving

@@ -6,8 +6,10 @@
 
 #include "apps/serving/estimator_model.hpp"
 #include "apps/serving/serving_front.hpp"
+#include "apps/serving/torch_model.hpp"
 #include "messages/error.hpp"
 #include "ops/serving.hpp"
+#include "ops/torch/torch_export.hpp"
 #include "runtime/http/http_server.hpp"
 #include "runtime/log.hpp"
 #include "runtime/node.hpp"
@@ -28,9 +30,9 @@ std::vector<std::string> models_in(const std::string& exports) {
   return names;
 }
 
-/// An Estimator export, loaded; a retrieval export's newest manifest and config, checked
-/// (nullptr: its root loads it). The error says why the model cannot be served.
-caf::expected<std::shared_ptr<estimator_model>> check_model(
+/// An Estimator or PyTorch export, loaded; a retrieval export's newest manifest and config,
+/// checked (nullptr: its root loads it). The error says why the model cannot be served.
+caf::expected<std::shared_ptr<served_model>> check_model(
   const std::string& dir, const access_rules& rules,
   const ops::estimator::embedding_placement& where, const std::string& sync_dir,
   const replica_options& replicas) {
@@ -38,7 +40,16 @@ caf::expected<std::shared_ptr<estimator_model>> check_model(
     auto loaded = estimator_model::load(dir, rules, where, sync_dir, replicas);
     if (!loaded)
       return std::move(loaded.error());
-    return std::shared_ptr<estimator_model>{std::move(*loaded)};
+    return std::shared_ptr<served_model>{std::move(*loaded)};
+  }
+  if (ops::is_torch_export(dir)) {
+    if (replicas.replicas != 1)
+      return make_error(errc::unsupported,
+                        "a PyTorch export is served in one copy (no --replicas)");
+    auto loaded = torch_model::load(dir, rules, where);
+    if (!loaded)
+      return std::move(loaded.error());
+    return std::shared_ptr<served_model>{std::move(*loaded)};
   }
   auto manifest = stores::read_export_manifest(dir);
   if (!manifest)
@@ -46,7 +57,7 @@ caf::expected<std::shared_ptr<estimator_model>> check_model(
   auto config = stores::read_export_config(dir, *manifest);
   if (!config)
     return std::move(config.error());
-  return std::shared_ptr<estimator_model>{};
+  return std::shared_ptr<served_model>{};
 }
 
 } // namespace
@@ -71,11 +82,11 @@ caf::error run_serve(const serve_job& job) {
     return make_error(errc::not_found,
                       "no export under " + job.exports +
                         " (write one with `darcy wals export`, or an Estimator's)");
-  // Estimator exports answer in this process; the others get a root and shard servers. A
-  // model that fails its checks is reported and left out; the others are served.
+  // Estimator and PyTorch exports answer in this process; the others get a root and shard servers.
+  // A model that fails its checks is reported and left out; the others are served.
   std::vector<std::string> models;
   std::vector<std::string> left_out;
-  std::map<std::string, std::shared_ptr<estimator_model>> estimators;
+  std::map<std::string, std::shared_ptr<served_model>> estimators;
   ops::estimator::embedding_placement where;
   if (job.embedding_shards > 0) {
     where.cluster = job.cluster;

@@ -153,6 +153,8 @@ unsigned http_status_of(const caf::error& err) {
       return 409;
     case errc::quota_exceeded:
       return 429;
+    case errc::unsupported:
+      return 501;
     case errc::unavailable:
       return 503;
     case errc::deadline_exceeded:
@@ -165,7 +167,7 @@ unsigned http_status_of(const caf::error& err) {
 
 serving_front::serving_front(caf::actor_system& sys, serve_config config,
                              std::map<std::string, serving_root_actor> roots,
-                             std::map<std::string, std::shared_ptr<estimator_model>> estimators)
+                             std::map<std::string, std::shared_ptr<served_model>> estimators)
   : sys_(sys),
     config_(std::move(config)),
     roots_(std::move(roots)),
@@ -214,7 +216,7 @@ void serving_front::handle(http_request req, http_responder respond) {
   std::string model;
   std::string verb;
   const serving_root_actor* root = nullptr;
-  std::shared_ptr<estimator_model> estimator;
+  std::shared_ptr<served_model> estimator;
   constexpr std::string_view prefix = "/v1/models/";
   if (target.size() > prefix.size() && target.compare(0, prefix.size(), prefix) == 0) {
     auto rest = target.substr(prefix.size());
@@ -275,9 +277,8 @@ void serving_front::handle(http_request req, http_responder respond) {
 }
 
 void serving_front::estimator_route(const std::string& model,
-                                    const std::shared_ptr<estimator_model>& m,
-                                    const std::string& verb, const http_request& req,
-                                    http_responder respond) {
+                                    const std::shared_ptr<served_model>& m, const std::string& verb,
+                                    const http_request& req, http_responder respond) {
   if (verb.empty()) {
     if (req.method != "GET")
       return respond(
@@ -285,9 +286,8 @@ void serving_front::estimator_route(const std::string& model,
     return respond({200, m->describe(model)});
   }
   if (verb != "predict" && verb != "sync")
-    return respond(
-      {404, json_error("not_found", "unknown method ':" + verb + "' of estimator model " + model +
-                                      " (predict, sync)")});
+    return respond({404, json_error("not_found", "unknown method ':" + verb + "' of model " +
+                                                   model + " (predict, sync)")});
   if (req.method != "POST")
     return respond(
       {405, json_error("method_not_allowed", req.method + " " + req.target + ": use POST")});

@@ -10,7 +10,7 @@
 //   POST /v1/models/{name}:load     {"version": "3"} (empty or absent: the newest)
 //   POST /v1/models/{name}:unload
 //   GET  /metrics                   Prometheus text
-//   POST /v1/models/{name}:predict  an Estimator export's predictions (estimator_model.hpp)
+//   POST /v1/models/{name}:predict  an Estimator or PyTorch export's predictions (served_model.hpp)
 #pragma once
 
 #include <atomic>
@@ -21,9 +21,9 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 
-#include "apps/serving/estimator_model.hpp"
 #include "apps/serving/http_metrics.hpp"
 #include "apps/serving/serve_config.hpp"
+#include "apps/serving/served_model.hpp"
 #include "messages/serving/serving_interfaces.hpp"
 #include "runtime/http/http_server.hpp"
 
@@ -44,7 +44,7 @@ class serving_front {
 public:
   serving_front(caf::actor_system& sys, serve_config config,
                 std::map<std::string, serving_root_actor> roots,
-                std::map<std::string, std::shared_ptr<estimator_model>> estimators = {});
+                std::map<std::string, std::shared_ptr<served_model>> estimators = {});
   ~serving_front();
   serving_front(const serving_front&) = delete;
   serving_front& operator=(const serving_front&) = delete;
@@ -59,9 +59,10 @@ private:
               const http_request& req, http_responder respond);
   void describe(const std::string& model, const serving_root_actor& root, http_responder respond);
   void list(http_responder respond);
-  /// The routes of an Estimator model: GET its description, POST :predict and :sync (which runs
-  /// on a thread of its own, so that the HTTP threads go on answering meanwhile).
-  void estimator_route(const std::string& model, const std::shared_ptr<estimator_model>& m,
+  /// The routes of a model answered in this process (Estimator or PyTorch): GET its description,
+  /// POST :predict and :sync (which runs on a thread of its own, so that the HTTP threads go on
+  /// answering meanwhile).
+  void estimator_route(const std::string& model, const std::shared_ptr<served_model>& m,
                        const std::string& verb, const http_request& req, http_responder respond);
   void metrics(http_responder respond);
 
@@ -76,7 +77,7 @@ private:
   caf::actor bridge_;
   serve_config config_;
   std::map<std::string, serving_root_actor> roots_;
-  std::map<std::string, std::shared_ptr<estimator_model>> estimators_;
+  std::map<std::string, std::shared_ptr<served_model>> estimators_;
   http_metrics metrics_;
   std::atomic<uint64_t> next_trace_{1};
 };

@@ -1,12 +1,16 @@
 """Darcy from Python: sessions over Darcy's dynamic embedding service (darcy.Session), tables
-whose shards run their own optimizer (darcy.Table), PyTorch modules over them (darcy.torch),
+whose shards run their own update rule (darcy.Table), PyTorch modules over them (darcy.torch),
 node processes with fault injection (darcy.LocalCluster), and Darcy's errors as exceptions
 under darcy.Error. The guide is docs/python.md."""
 
+import warnings as _warnings
+
 from darcy import _darcy
 from darcy.cluster import LocalCluster
-from darcy.config import (SGD, Adagrad, Momentum, Adam, Ftrl, Zeros, Uniform, Normal,
-                          TruncatedNormal, AdmitAll, Frequency, Bloom, KeepAll, TTL, LFU, LRU)
+from darcy.config import (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule, Zeros,
+                          Uniform, Normal, TruncatedNormal, AdmitAll, Frequency, Bloom, KeepAll,
+                          TTL, LFU, LRU)
+from darcy.config import RENAMED as _RENAMED
 from darcy.session import Session, Table
 
 Error = _darcy.Error
@@ -16,3 +20,13 @@ for _name in dir(_darcy):
     if isinstance(_value, type) and issubclass(_value, Error):
         globals()[_name] = _value
 del _name, _value
+
+
+def __getattr__(name):
+    """darcy.SGD, darcy.Adagrad, ...: the old names of the update rules, with a warning."""
+    if name in _RENAMED:
+        new = _RENAMED[name].__name__
+        _warnings.warn(f"darcy.{name} is now darcy.{new}: a table's update rule, not a "
+                       "torch.optim optimizer", DeprecationWarning, stacklevel=2)
+        return _RENAMED[name]
+    raise AttributeError(f"module 'darcy' has no attribute {name!r}")

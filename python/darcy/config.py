@@ -1,26 +1,27 @@
-"""How a table's rows start, train, enter and leave: the optimizer the shards run, the
-initializer of new rows, the admission of new keys and the eviction of old rows. Each is a
-small frozen dataclass; a table takes one of each (docs/python.md)."""
+"""How a table's rows start, train, enter and leave: the update rule its shards run on each
+row (SGDRule, AdagradRule, ...: table settings, not torch.optim optimizers), the initializer
+of new rows, the admission of new keys and the eviction of old rows. Each is a small frozen
+dataclass; a table takes one of each (docs/python.md)."""
 
 import dataclasses
 from typing import ClassVar
 
 
 @dataclasses.dataclass(frozen=True)
-class SGD:
+class SGDRule:
     learning_rate: float = 0.01
     kind: ClassVar[str] = "sgd"
 
 
 @dataclasses.dataclass(frozen=True)
-class Adagrad:
+class AdagradRule:
     learning_rate: float = 0.01
     initial_accumulator: float = 0.1
     kind: ClassVar[str] = "adagrad"
 
 
 @dataclasses.dataclass(frozen=True)
-class Momentum:
+class MomentumRule:
     learning_rate: float = 0.01
     momentum: float = 0.9
     nesterov: bool = False
@@ -28,7 +29,7 @@ class Momentum:
 
 
 @dataclasses.dataclass(frozen=True)
-class Adam:
+class AdamRule:
     """Lazy Adam: each row counts its own updates for the bias correction."""
     learning_rate: float = 0.001
     beta1: float = 0.9
@@ -38,7 +39,7 @@ class Adam:
 
 
 @dataclasses.dataclass(frozen=True)
-class Ftrl:
+class FtrlRule:
     """FTRL-proximal with learning-rate power -0.5."""
     learning_rate: float = 0.01
     l1: float = 0.0
@@ -123,7 +124,11 @@ class LRU:
     kind: ClassVar[str] = "lru"
 
 
-OPTIMIZERS = (SGD, Adagrad, Momentum, Adam, Ftrl)
+OPTIMIZERS = (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule)
+
+# The names these rules had before they were told apart from torch.optim's classes.
+RENAMED = {"SGD": SGDRule, "Adagrad": AdagradRule, "Momentum": MomentumRule, "Adam": AdamRule,
+           "Ftrl": FtrlRule}
 INITIALIZERS = (Zeros, Uniform, Normal, TruncatedNormal)
 ADMISSIONS = (AdmitAll, Frequency, Bloom)
 EVICTIONS = (KeepAll, TTL, LFU, LRU)

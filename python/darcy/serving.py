@@ -1,7 +1,10 @@
-"""darcy.serving: a small client of `darcy serve`'s HTTP API (top-k, model status, loads),
-with bearer tokens. Errors come back as darcy exceptions named after the answer's status."""
+"""darcy.serving: a small client of `darcy serve`'s HTTP API (top-k, predictions, model
+status, loads), with bearer tokens, and LocalServer, a `darcy serve` process of this machine's.
+Errors come back as darcy exceptions named after the answer's status."""
 
 import json
+import re
+import subprocess
 import urllib.error
 import urllib.request
 
@@ -58,6 +61,15 @@ class Client:
             body["vector"] = [float(x) for x in vector]
         return self._call("POST", f"/v1/models/{model}:topk", body)
 
+    def predict(self, model, instances, deadline_ms=None, allow_partial=None):
+        """The predictions of an Estimator or PyTorch export for `instances` (a list of dicts
+        of its inputs). Returns the server's answer: predictions, version, and more by kind."""
+        body = {"instances": instances}
+        for name, value in (("deadline_ms", deadline_ms), ("allow_partial", allow_partial)):
+            if value is not None:
+                body[name] = value
+        return self._call("POST", f"/v1/models/{model}:predict", body)
+
     def model(self, model):
         """The model's status: version, shards' health, load history."""
         return self._call("GET", f"/v1/models/{model}")
@@ -79,3 +91,37 @@ class Client:
             raise _error_of(e.code, e.read().decode(errors="replace")) from None
         except (urllib.error.URLError, OSError) as e:
             raise _darcy.Unavailable(f"not available: {self.url}: {e}") from None
+
+
+class LocalServer:
+    """`darcy serve --exports EXPORTS` in a process of its own on a free loopback port, with
+    `args` added (["--embedding-shards", "2", "--cluster", seed], say); `client` talks to it.
+    Use as a context manager, or call close(), which kills it. `binary` as LocalCluster's.
+    Raises darcy.Unavailable, with the server's output, when it does not start."""
+
+    def __init__(self, exports, args=(), binary=None, token=None):
+        from darcy.cluster import _binary
+        self._process = subprocess.Popen(
+            [_binary(binary), "serve", "--listen", "127.0.0.1:0", "--exports", str(exports),
+             *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        said = []
+        for line in self._process.stdout:
+            said.append(line)
+            found = re.search(r"darcy serve listening on (http://[0-9.]+:[0-9]+)", line)
+            if found:
+                self.url = found.group(1)
+                self.client = Client(self.url, token)
+                return
+        self._process.wait()
+        raise _darcy.Unavailable("not available: darcy serve did not start: " + "".join(said))
+
+    def close(self):
+        self._process.kill()
+        self._process.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

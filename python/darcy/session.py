@@ -8,6 +8,19 @@ from darcy import _darcy
 from darcy import config as _config
 
 
+class _Pending:
+    """A pending lookup whose backward counts as a write of its session."""
+
+    def __init__(self, pending, session):
+        self._pending = pending
+        self._session = session
+
+    def backward(self, grads, step=None):
+        result = self._pending.backward(grads, step)
+        self._session._wrote()
+        return result
+
+
 class Table:
     """One dynamic embedding: raw keys (str, bytes, or a NumPy array of integer ids) to rows of
     `dim` float32 values, created on first sight as the table's admission and initializer
@@ -39,12 +52,14 @@ class Table:
         the table's optimizer. `step` is the global step (by default one past the last this
         table used). Bad keys or gradients raise before any row changes."""
         self._handle.apply_gradients(keys, grads, step)
+        self._session._wrote()
 
     def lookup_for_backward(self, keys):
         """(rows of the distinct keys, int64 position of each key among them, a pending lookup
         whose backward(grads) sends the distinct rows' gradients). darcy.torch's modules use
         it; a pending lookup is spent by its first successful backward."""
-        return self._handle.lookup_for_backward(keys)
+        rows, inverse, pending = self._handle.lookup_for_backward(keys)
+        return rows, inverse, _Pending(pending, self._session)
 
     def top_k(self, vectors, k, metric="dot"):
         """For each row of `vectors` (float32, (queries, dim)) the k best rows as
@@ -60,7 +75,9 @@ class Table:
         the table's rows (frequency^0.75), each logit a.w - log(num_sampled * Q(key)).
         Returns (logits, labels, pending); pending.backward(dlogits) sends the rows'
         gradients and returns d(loss)/d(activations). darcy.torch.sampled_logits wraps it."""
-        return self._handle.sampled_logits(positive_keys, activations, num_sampled, seed)
+        logits, labels, pending = self._handle.sampled_logits(positive_keys, activations,
+                                                              num_sampled, seed)
+        return logits, labels, _Pending(pending, self._session)
 
     def stats(self):
         """Rows, bytes and counters of the table across its shards, as a dict."""
@@ -81,16 +98,24 @@ class Table:
 class Session:
     """Darcy's embedding service, from Python. Use as a context manager, or call close()."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, checkpoint_dir=None):
         self._handle = handle
         self._tables = {}
+        self._checkpoint_dir = os.fspath(checkpoint_dir) if checkpoint_dir else None
+        # Writes made through this object (gradients, restores): a model's state dict saves
+        # the tables again only when there were some (darcy.torch_state).
+        self._writes = 0
+        self._state_cache = None
+        self._restored = None
+        self._beside = None
 
     @staticmethod
-    def local(shards=2, store="memory", timeout_ms=5000):
+    def local(shards=2, store="memory", timeout_ms=5000, checkpoint_dir=None):
         """The service in this process with `shards` shards. `store`: where tables keep
         their rows unless they say otherwise: "memory", "leveldb:DIR" or
-        "redis://HOST:PORT"."""
-        return Session(_darcy._Session.local(shards, store, timeout_ms))
+        "redis://HOST:PORT". With checkpoint_dir, a model's state_dict() saves the tables
+        there and names that checkpoint, instead of holding their rows."""
+        return Session(_darcy._Session.local(shards, store, timeout_ms), checkpoint_dir)
 
     @staticmethod
     def connect(seed, secret_file=None, tls_dir=None, timeout_ms=5000, shards=1,
@@ -110,11 +135,13 @@ class Session:
         asynchronous data-parallel trainer processes do, and the tables outlive any one of
         them. Its shards and their supervision are then the host's (shards is unused, and a
         checkpoint_dir raises darcy.InvalidArgument); darcy.UnknownService when no node hosts
-        it."""
+        it. A model's state_dict() saves the tables into checkpoint_dir, when given, as with
+        Session.local."""
         secret_file = secret_file or os.environ.get("DARCY_SECRET_FILE", "")
         tls_dir = tls_dir or os.environ.get("DARCY_TLS_DIR", "")
         return Session(_darcy._Session.connect(seed, secret_file, tls_dir, timeout_ms, shards,
-                                               os.fspath(checkpoint_dir or ""), service or ""))
+                                               os.fspath(checkpoint_dir or ""), service or ""),
+                       checkpoint_dir)
 
     def embedding(self, name, dim, optimizer=None, initializer=None, admission=None,
                   eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20):
@@ -132,7 +159,7 @@ class Session:
         options = _darcy._TableOptions()
         options.name = name
         options.dim = dim
-        options.optimizer = _config.as_dict(optimizer or _config.Adagrad(), _config.OPTIMIZERS,
+        options.optimizer = _config.as_dict(optimizer or _config.AdagradRule(), _config.OPTIMIZERS,
                                             "optimizer")
         options.initializer = _config.as_dict(initializer or _config.Uniform(),
                                               _config.INITIALIZERS, "initializer")
@@ -163,7 +190,23 @@ class Session:
     def restore(self, path):
         """Loads the checkpoint under `path` (whatever shard count wrote it) and returns the
         step saved with it."""
-        return self._handle.restore(os.fspath(path))
+        step = self._handle.restore(os.fspath(path))
+        self._wrote()
+        return step
+
+    def _restore_checkpoint(self, path, checkpoint):
+        """Loads checkpoint `checkpoint` under `path`, making it the current one there when a
+        later one is; darcy.NotFound when `path` no longer holds it."""
+        self._handle.restore_checkpoint(os.fspath(path), checkpoint)
+        self._wrote()
+
+    def _wrote(self):
+        self._writes += 1
+
+    @property
+    def checkpoint_dir(self):
+        """Where a model's state_dict() saves the tables (None: into the state dict)."""
+        return self._checkpoint_dir
 
     @property
     def in_process(self):

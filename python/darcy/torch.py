@@ -2,25 +2,32 @@
 the forward pass and send the rows' gradients to the shards in the backward pass, where the
 table's own optimizer applies them. Dense parameters stay with a torch optimizer.
 
-    table = session.embedding("ads", 16, optimizer=darcy.Adagrad(0.05))
+    table = session.embedding("ads", 16, optimizer=darcy.AdagradRule(0.05))
     bag = darcy.torch.DynamicEmbeddingBag(table, mode="sum")
     out = bag(ids, offsets)        # like nn.EmbeddingBag, over raw keys: no dictionary
     loss(out).backward()           # the shards update the rows here
+
+Each module's outputs go to its device (device=, or wherever model.to() moved it), and
+model.state_dict() carries its session's tables (darcy/torch_state.py).
 """
 
 import os
+import warnings
 
 import numpy as np
 import torch
 
 from darcy import _darcy
 from darcy.session import Table
+from darcy import torch_state
+from darcy.torch_export import export  # noqa: F401
+from darcy.torch_state import DarcyModule
 from darcy.torch_collections import (EmbeddingBagCollection, EmbeddingBagConfig,  # noqa: F401
                                      EmbeddingCollection, EmbeddingConfig, JaggedTensor,
                                      KeyedJaggedTensor, KeyedTensor)
 
 __all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "sampled_logits", "sampled_softmax_loss",
-           "save", "load", "EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
+           "save_checkpoint", "load_checkpoint", "export", "EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
            "EmbeddingCollection", "KeyedJaggedTensor", "KeyedTensor", "JaggedTensor"]
 
 
@@ -70,21 +77,29 @@ def _rows(table, keys, training):
     return rows, None
 
 
-class DynamicEmbedding(torch.nn.Module):
-    """nn.Embedding over a Darcy table: keys of any shape (an integer tensor or array) or a
-    list of str/bytes, to rows of shape keys.shape + (dim,). In training mode under autograd,
-    the backward sends the rows' gradients to the shards (repeated keys summed), where the
-    table's optimizer applies them; in eval mode, or under torch.no_grad(), no row changes."""
+def _table(table):
+    if not isinstance(table, Table):
+        raise _invalid(f"a {type(table).__name__} for a table; a darcy.Table "
+                       "(Session.embedding)")
+    return table
 
-    def __init__(self, table):
-        super().__init__()
+
+class DynamicEmbedding(DarcyModule):
+    """nn.Embedding over a Darcy table: keys of any shape (an integer tensor or array) or a
+    list of str/bytes, to rows of shape keys.shape + (dim,) on `device`. In training mode
+    under autograd, the backward sends the rows' gradients to the shards (repeated keys
+    summed), where the table's optimizer applies them; in eval mode, or under
+    torch.no_grad(), no row changes."""
+
+    def __init__(self, table, device=None):
+        super().__init__(_table(table).session, device)
         self.table = table
 
     def forward(self, keys):
         flat, shape = _flat_keys(keys)
         rows, inverse = _rows(self.table, flat, self.training)
         out = rows if inverse is None else rows.index_select(0, inverse)
-        return out.reshape(*shape, self.table.dim)
+        return out.reshape(*shape, self.table.dim).to(self.device)
 
     def extra_repr(self):
         return f"table={self.table.name!r}, dim={self.table.dim}"
@@ -113,15 +128,15 @@ def _bag_ids(count, offsets, device):
     return torch.repeat_interleave(torch.arange(bags), lengths).to(device), lengths, bags
 
 
-class DynamicEmbeddingBag(torch.nn.Module):
+class DynamicEmbeddingBag(DarcyModule):
     """nn.EmbeddingBag over a Darcy table: each bag's rows summed or averaged ("sum",
-    "mean"). Keys as a 2-D integer tensor (bags of equal size, no offsets), or 1-D keys (an
-    integer tensor or array, or a list of str/bytes) with `offsets`, each bag's first key, as
-    nn.EmbeddingBag takes them. An empty bag gives zeros. per_sample_weights (mode "sum")
-    scale each key's row."""
+    "mean"), on `device`. Keys as a 2-D integer tensor (bags of equal size, no offsets), or
+    1-D keys (an integer tensor or array, or a list of str/bytes) with `offsets`, each bag's
+    first key, as nn.EmbeddingBag takes them. An empty bag gives zeros. per_sample_weights
+    (mode "sum") scale each key's row."""
 
-    def __init__(self, table, mode="mean"):
-        super().__init__()
+    def __init__(self, table, mode="mean", device=None):
+        super().__init__(_table(table).session, device)
         if mode not in ("sum", "mean"):
             raise _invalid(f"mode {mode!r}; \"sum\" or \"mean\"")
         self.table = table
@@ -141,13 +156,13 @@ class DynamicEmbeddingBag(torch.nn.Module):
                 raise _invalid("keys with offsets are 1-D")
             bag_of, lengths, bags = _bag_ids(len(flat), offsets, torch.device("cpu"))
         if len(flat) == 0:
-            return torch.zeros(bags, self.table.dim)
+            return torch.zeros(bags, self.table.dim, device=self.device)
         rows, inverse = _rows(self.table, flat, self.training)
         per_key = rows if inverse is None else rows.index_select(0, inverse)
         if per_sample_weights is not None:
             if self.mode != "sum":
                 raise _invalid("per_sample_weights need mode \"sum\", as in nn.EmbeddingBag")
-            weights = torch.as_tensor(per_sample_weights, dtype=per_key.dtype).reshape(-1)
+            weights = torch.as_tensor(per_sample_weights).to("cpu", per_key.dtype).reshape(-1)
             if weights.numel() != per_key.shape[0]:
                 raise _invalid(f"{weights.numel()} per_sample_weights for "
                                f"{per_key.shape[0]} keys")
@@ -156,7 +171,7 @@ class DynamicEmbeddingBag(torch.nn.Module):
                                                                               per_key)
         if self.mode == "mean":
             out = out / lengths.clamp(min=1).to(out.dtype).unsqueeze(1)
-        return out
+        return out.to(self.device)
 
     def extra_repr(self):
         return f"table={self.table.name!r}, dim={self.table.dim}, mode={self.mode!r}"
@@ -227,29 +242,49 @@ def _session(model, tables):
     return next(iter(sessions.values()), None)
 
 
-def save(model, path, step=0, full_every=0, tables=None):
-    """Checkpoints `model`: the session of every table it reaches (its DynamicEmbedding and
-    DynamicEmbeddingBag modules' and any darcy.Table a module holds as an attribute, as the
-    output table of a sampled softmax) and of `tables` (tables used elsewhere), through
-    Darcy's one checkpoint mechanism (PATH/tables, consistent across shards; incremental with
-    full_every > 0, as Session.save), and its state_dict (PATH/module.pt). Every table of that
-    session is saved."""
+def save_checkpoint(model, path, step=0, full_every=0, tables=None):
+    """Checkpoints `model`: the session of every table it reaches (its Darcy modules' and any
+    darcy.Table a module holds as an attribute, as the output table of a sampled softmax) and
+    of `tables` (tables used elsewhere), through Darcy's one checkpoint mechanism (PATH/tables,
+    consistent across shards; incremental with full_every > 0, as Session.save), and its
+    state_dict (PATH/module.pt), whose Darcy modules name that checkpoint instead of holding
+    rows. Every table of that session is saved. For tables larger than memory: a state dict
+    holds every row unless the session has a checkpoint_dir."""
     session = _session(model, tables)
     os.makedirs(path, exist_ok=True)
-    if session is not None:
-        session.save(os.path.join(path, "tables"), step, full_every)
-    torch.save(model.state_dict(), os.path.join(path, "module.pt"))
+    if session is None:
+        torch.save(model.state_dict(), os.path.join(path, "module.pt"))
+        return
+    saved = os.path.abspath(os.path.join(path, "tables"))
+    session.save(saved, step, full_every)
+    with torch_state.beside(session, saved):
+        torch.save(model.state_dict(), os.path.join(path, "module.pt"))
 
 
-def load(model, path, tables=None):
-    """Restores what save() wrote into `model` (the tables' session, found as save() finds it,
-    and its state_dict); returns the step saved with the tables (0 without tables). Raises
-    darcy.NotFound when save() wrote tables and `model` (with `tables`) reaches none."""
+def load_checkpoint(model, path, tables=None):
+    """Restores what save_checkpoint() wrote into `model` (the tables' session, found as
+    save_checkpoint() finds it, and its state_dict); returns the step saved with the tables (0
+    without tables). Raises darcy.NotFound when save_checkpoint() wrote tables and `model`
+    (with `tables`) reaches none."""
     session = _session(model, tables)
-    saved = os.path.join(path, "tables")
+    saved = os.path.abspath(os.path.join(path, "tables"))
     if session is None and os.path.isdir(saved):
         raise _darcy.NotFound(f"not found: {saved} holds tables, and the model reaches none; "
                               "pass them with tables=")
-    step = session.restore(saved) if session is not None else 0
+    step = torch_state.restore_beside(session, saved) if session is not None else 0
     model.load_state_dict(torch.load(os.path.join(path, "module.pt")))
     return step
+
+
+_RENAMED = {"save": save_checkpoint, "load": load_checkpoint}
+
+
+def __getattr__(name):
+    """darcy.torch.save and load: the old names of save_checkpoint and load_checkpoint, which
+    no longer shadow torch.save and torch.load; with a warning."""
+    if name in _RENAMED:
+        new = _RENAMED[name].__name__
+        warnings.warn(f"darcy.torch.{name} is now darcy.torch.{new}", DeprecationWarning,
+                      stacklevel=2)
+        return _RENAMED[name]
+    raise AttributeError(f"module 'darcy.torch' has no attribute {name!r}")

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from darcy import _darcy
+from darcy.torch_state import DarcyModule
 
 __all__ = ["EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
            "EmbeddingCollection", "KeyedJaggedTensor", "KeyedTensor", "JaggedTensor"]
@@ -148,23 +149,25 @@ class _Lookup(torch.autograd.Function):
     shards in one request (a key repeated within a table summed)."""
 
     @staticmethod
-    def forward(ctx, anchor, handles, ids, counts, table_of):
+    def forward(ctx, anchor, session, handles, ids, counts, table_of):
         rows, pending = _darcy._lookup_features(handles, ids, counts, table_of, True)
         ctx.pending = pending
+        ctx.session = session
         return torch.from_numpy(rows)
 
     @staticmethod
     def backward(ctx, grad):
         ctx.pending.backward(grad.detach().float().contiguous().cpu().numpy())
-        return None, None, None, None, None
+        ctx.session._wrote()
+        return None, None, None, None, None, None
 
 
-class _Collection(torch.nn.Module):
+class _Collection(DarcyModule):
     """What both collections share: their tables, the features each serves, reading jagged
     input and looking every table up in one request."""
 
     def __init__(self, session, tables, device=None):
-        super().__init__()
+        super().__init__(session, device)
         if not tables:
             raise _invalid("a collection needs at least one table")
         self._tables = []
@@ -194,7 +197,6 @@ class _Collection(torch.nn.Module):
         self._features = [f for config in self._configs for f in config.feature_names]
         self._handles = [t._handle for t in self._tables]
         self._plans = {}
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
 
     def tables(self):
         """The collection's darcy.Table objects, in config order."""
@@ -260,8 +262,8 @@ class _Collection(torch.nn.Module):
         table_of, _ = self._plan(keys)
         counts = lengths.sum(1).numpy()
         if self.training and torch.is_grad_enabled():
-            return _Lookup.apply(torch.empty(0, requires_grad=True), self._handles,
-                                 ids.numpy(), counts, table_of)
+            return _Lookup.apply(torch.empty(0, requires_grad=True), self._darcy_session,
+                                 self._handles, ids.numpy(), counts, table_of)
         rows, _ = _darcy._lookup_features(self._handles, ids.numpy(), counts, table_of, False)
         return torch.from_numpy(rows)
 

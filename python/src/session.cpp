@@ -3,10 +3,12 @@
 #include <chrono>
 
 #include "ops/embedding_ops.hpp"
+#include "ops/torch/torch_export.hpp"
 #include "python/src/store_choice.hpp"
 #include "runtime/cluster/cluster_file.hpp"
 #include "runtime/cluster/cluster_secret.hpp"
 #include "runtime/tls.hpp"
+#include "stores/checkpoint/checkpoint_chain.hpp"
 
 namespace py = pybind11;
 
@@ -125,7 +127,38 @@ void bind_session(py::module_& m) {
         auto restored = h.run([&](ops::session& s) { return ops::restore(s, dir); });
         return value_or_raise(std::move(restored)).state.step;
       },
-      py::arg("dir"));
+      py::arg("dir"))
+    .def(
+      "write_torch_export",
+      [](session_handle& h, const std::string& dir, const py::bytes& module,
+         const std::string& spec, size_t keep) {
+        std::string bytes = module;
+        return value_or_raise(h.run(
+          [&](ops::session& s) { return ops::write_torch_export(s, dir, bytes, spec, keep); }));
+      },
+      py::arg("dir"), py::arg("module"), py::arg("spec"), py::arg("keep"))
+    .def(
+      "restore_checkpoint",
+      [](session_handle& h, const std::string& dir, const std::string& id) {
+        raise_if(stores::make_current(stores::checkpoint_dir{dir}, id));
+        auto restored = h.run([&](ops::session& s) { return ops::restore(s, dir); });
+        if (!restored)
+          raise_if(restored.error());
+      },
+      py::arg("dir"), py::arg("checkpoint"));
+  m.def(
+    "_read_torch_export",
+    [](const std::string& dir) {
+      auto e = value_or_raise(ops::read_torch_export(dir));
+      return py::make_tuple(e.version, py::bytes(e.module), e.embeddings);
+    },
+    py::arg("dir"));
+  m.def(
+    "_current_checkpoint",
+    [](const std::string& dir) {
+      return value_or_raise(stores::checkpoint_dir{dir}.read_manifest()).checkpoint;
+    },
+    py::arg("dir"));
 }
 
 } // namespace darcy::python

@@ -12,6 +12,7 @@
 
 #include "ops/session.hpp"
 #include "python/src/errors.hpp"
+#include "runtime/thread_systems.hpp"
 
 namespace darcy::python {
 
@@ -25,9 +26,14 @@ public:
   ~session_handle();
 
   /// f(ops::session&) with the GIL released and the session held open. Must be called with
-  /// the GIL held; throws python_error (errc::unavailable) once the session is closed.
+  /// the GIL held; throws python_error (errc::unavailable) once the session is closed. The
+  /// calling thread keeps nothing of the session's actor system afterwards, so that closing
+  /// the session on another thread never waits for it.
   template <class F>
   auto run(F&& f) {
+    struct let_go {
+      ~let_go() { runtime::let_go_of_actor_systems(); }
+    } after;
     pybind11::gil_scoped_release release;
     std::shared_lock<std::shared_mutex> lock{gate_};
     if (!session_)

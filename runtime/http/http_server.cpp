@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "messages/error.hpp"
+#include "runtime/thread_systems.hpp"
 
 namespace darcy::runtime {
 
@@ -135,6 +136,9 @@ private:
         self->write(std::move(response), false);
       });
     });
+    // The handler may have used an actor system (a model's): this thread, idle or busy with
+    // the next request, must not hold up that system's destructor.
+    let_go_of_actor_systems();
   }
 
   // Answers a request the server could not parse, then closes: the stream's position is lost.

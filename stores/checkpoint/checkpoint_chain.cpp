@@ -68,4 +68,18 @@ caf::expected<checkpoint_manifest> newest_whole_checkpoint(const checkpoint_dir&
                     root.root() + ": no checkpoint there has every part of its chain");
 }
 
+caf::error make_current(const checkpoint_dir& root, const std::string& id) {
+  auto current = root.read_manifest();
+  if (current && current->checkpoint == id)
+    return {};
+  auto now = current ? "; the current one is " + current->checkpoint : std::string{};
+  auto m = root.read_manifest_of(id);
+  if (!m)
+    return make_error(errc::not_found, root.root() + " no longer holds checkpoint " + id + now);
+  if (auto chain = read_chain(root, *m); !chain || !whole(root, *chain))
+    return make_error(errc::not_found,
+                      root.root() + " no longer holds the whole chain of checkpoint " + id + now);
+  return root.commit(*m, root.checkpoints().size() + 1);
+}
+
 } // namespace darcy::stores

@@ -27,4 +27,9 @@ caf::expected<std::vector<checkpoint_manifest>> read_chain(const checkpoint_dir&
 /// fetch, ops::save), an older one. errc::not_found when none is.
 caf::expected<checkpoint_manifest> newest_whole_checkpoint(const checkpoint_dir& root);
 
+/// Makes checkpoint `id` under `root` the current one (a restore then loads it), removing no
+/// other checkpoint; nothing to do when it is current already. errc::not_found, changing
+/// nothing, when `root` holds no checkpoint `id` or not its whole chain.
+caf::error make_current(const checkpoint_dir& root, const std::string& id);
+
 } // namespace darcy::stores

@@ -1,4 +1,5 @@
-# docs/python.md's examples run as written: the whole one learns, the collections one pools.
+# docs/python.md's examples run as written: the whole one learns, the collections one pools,
+# the state one brings rows back, the serving one serves its model's scores.
 import pathlib
 import re
 import subprocess
@@ -27,3 +28,13 @@ def test_the_guides_example_runs_as_written(tmp_path):
 def test_the_collections_example_runs_as_written(tmp_path):
     out = run_example("Many tables in one call", tmp_path, 120)
     assert "['user_id', 'ad_id', 'clicked_ads'] torch.Size([2, 8])" in out, out
+
+
+def test_the_state_example_runs_as_written(tmp_path):
+    out = run_example("A model's state", tmp_path, 120)
+    assert "the rows came back in both sessions" in out, out
+
+
+def test_the_serving_example_runs_as_written(tmp_path):
+    out = run_example("Serving a PyTorch model", tmp_path, 120)
+    assert out.startswith("served ["), out

@@ -305,8 +305,9 @@ caf::expected<std::unique_ptr<exported_model>> exported_model::load(
   return m;
 }
 
-caf::error exported_model::open_embeddings(const std::string& path,
-                                           const embedding_placement& where) {
+caf::expected<std::unique_ptr<session>> open_serving_tables(const std::string& path,
+                                                            const embedding_placement& where,
+                                                            std::vector<de_config>& configs) {
   // The rows are the model's own copy, in memory, even when training kept them in LevelDB.
   session_options so{.name = "exported-model", .threads = 1, .tables_in_memory = true};
   if (where.cluster) {
@@ -323,18 +324,27 @@ caf::error exported_model::open_embeddings(const std::string& path,
   auto opened = session::open(so);
   if (!opened)
     return std::move(opened.error());
-  session_ = std::move(*opened);
+  auto& s = **opened;
   // Shards on other nodes read the snapshot from their own host's disk (ops::restore sends it).
   auto where_from = where.cluster ? std::filesystem::absolute(path).string() : path;
-  auto restored = restore(*session_, where_from, where.restore_timeout);
+  auto restored = restore(s, where_from, where.restore_timeout);
   if (!restored)
     return std::move(restored.error());
-  embeddings_ = std::move(restored->embeddings);
+  configs = std::move(restored->embeddings);
   // On a cluster, the route straight to the shards comes with each embedding.
   if (where.cluster)
-    for (auto& cfg : embeddings_)
-      if (auto err = session_->ensure_embedding(cfg))
+    for (auto& cfg : configs)
+      if (auto err = s.ensure_embedding(cfg))
         return err;
+  return opened;
+}
+
+caf::error exported_model::open_embeddings(const std::string& path,
+                                           const embedding_placement& where) {
+  auto opened = open_serving_tables(path, where, embeddings_);
+  if (!opened)
+    return std::move(opened.error());
+  session_ = std::move(*opened);
   return {};
 }
 

@@ -72,6 +72,13 @@ struct embedding_placement {
   std::chrono::milliseconds restore_timeout{std::chrono::minutes{10}};
 };
 
+/// The tables' checkpoint at `path` loaded into a session of their own where `where` says
+/// (rows in memory, whatever training kept them in), their configs into `configs`: a serving
+/// copy's tables. session::open's and ops::restore's errors.
+caf::expected<std::unique_ptr<session>> open_serving_tables(const std::string& path,
+                                                            const embedding_placement& where,
+                                                            std::vector<de_config>& configs);
+
 class exported_model {
 public:
   /// Loads `version` (empty: the newest) of the exports under `dir`, its dynamic embeddings

@@ -600,5 +600,36 @@ TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
   EXPECT_EQ(rows.error(), caf::sec::request_receiver_down) << render(rows.error());
 }
 
+TEST_F(embedding_master_test, ARequestWaitingOnAnUnsupervisedShardFailsWhenItGoesDown) {
+  embedding_master_options opts;
+  opts.shards = spawn_shards(sys, 2);
+  auto gate =
+    sys.spawn(runtime::chaos_gate, caf::actor_cast<caf::actor>(opts.shards[1]), disruption{});
+  opts.shards[1] = caf::actor_cast<embedding_shard_actor>(gate);
+  // Lost messages are asked again only after the test's whole patience: the answer below can
+  // only come from the shard's down.
+  opts.attempt_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(test::patience);
+  opts.attempts = 1;
+  auto master = sys.spawn(embedding_master, opts);
+  ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, words_config()));
+  lose_node(gate);
+  caf::scoped_actor self{sys};
+  auto waiting = self->request(master, test::patience * 2, lookup_atom::value, std::string{"words"},
+                               sixteen_keys());
+  // The gate has swallowed the lookup's part (a down before it would answer that instead).
+  uint64_t dropped = 0;
+  for (int polls = 0; dropped == 0 && polls < 100000; ++polls) {
+    auto stats = ask<chaos_stats>(sys, gate, test::patience, chaos_command{chaos_op::stats, {}});
+    ASSERT_TRUE(stats);
+    dropped = stats->dropped;
+  }
+  ASSERT_GT(dropped, 0u);
+  self->send_exit(gate, caf::exit_reason::kill); // its node is gone
+  caf::error err;
+  waiting.receive([](const floats&) { ADD_FAILURE() << "a lookup answered without shard 1"; },
+                  [&](caf::error& e) { err = std::move(e); });
+  EXPECT_TRUE(is(err, errc::node_unreachable)) << render(err);
+}
+
 } // namespace
 } // namespace darcy::actors

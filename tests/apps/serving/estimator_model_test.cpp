@@ -34,7 +34,7 @@ public:
       return;
     front_ = std::make_unique<serving_front>(
       sys_, config, std::map<std::string, serving_root_actor>{},
-      std::map<std::string, std::shared_ptr<estimator_model>>{{name, std::move(*model)}});
+      std::map<std::string, std::shared_ptr<served_model>>{{name, std::move(*model)}});
     auto server = http_server::start({.listen = {"127.0.0.1", 0}, .threads = 2},
                                      [this](http_request req, http_responder respond) {
                                        front_->handle(std::move(req), std::move(respond));

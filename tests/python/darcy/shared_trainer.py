@@ -45,7 +45,7 @@ def main():
     step = int(state.read_text()) if state.exists() else 0
     resumed = step
     with darcy.Session.connect(o.seed, timeout_ms=5000, service=o.service) as session:
-        table = session.embedding("shared", DIM, optimizer=darcy.SGD(0.02),
+        table = session.embedding("shared", DIM, optimizer=darcy.SGDRule(0.02),
                                   initializer=darcy.Zeros())
         bag = dt.DynamicEmbeddingBag(table, mode="sum")
         while step < o.steps:

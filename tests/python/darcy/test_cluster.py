@@ -44,7 +44,7 @@ def test_members_come_up_and_a_killed_one_goes_down():
 def test_a_table_on_node_processes_trains_through_dropped_messages():
     with darcy.LocalCluster(nodes=2, name_prefix="drop") as cluster:
         with cluster.session(shards=1, timeout_ms=3000) as session:
-            table = session.embedding("t", 4, optimizer=darcy.SGD(0.1))
+            table = session.embedding("t", 4, optimizer=darcy.SGDRule(0.1))
             keys = [f"k{i}" for i in range(64)]
             start = table.lookup(keys)
             cluster.disrupt_node("drop-1", drop=0.05, seed=3)
@@ -64,10 +64,10 @@ def test_a_closed_cluster_raises_unavailable():
 
 
 def restore_when_back(model, ckpt, attempts=120):
-    """darcy.torch.load once the lost shard is placed again (its supervisor's work)."""
+    """darcy.torch.load_checkpoint once the lost shard is placed again (its supervisor's work)."""
     for _ in range(attempts):
         try:
-            return dt.load(model, ckpt)
+            return dt.load_checkpoint(model, ckpt)
         except darcy.Error:
             time.sleep(0.25)
     pytest.fail("the lost shard never came back")
@@ -78,14 +78,14 @@ def test_a_shard_node_killed_while_a_pytorch_loop_trains_is_restored_and_the_loo
     ckpt = tmp_path / "ckpt"
     with darcy.LocalCluster(nodes=3, name_prefix="sup") as cluster:
         with cluster.session(shards=1, timeout_ms=2000, checkpoint_dir=ckpt / "tables") as s:
-            table = s.embedding("t", 4, optimizer=darcy.SGD(0.05))
+            table = s.embedding("t", 4, optimizer=darcy.SGDRule(0.05))
             model = torch.nn.Sequential(dt.DynamicEmbeddingBag(table, mode="sum"),
                                         torch.nn.Linear(4, 1))
             opt = torch.optim.SGD(model[1].parameters(), lr=0.05)
             keys = torch.arange(64).reshape(16, 4)
             target = torch.linspace(-1, 1, 16)
             step, recoveries, killed = 0, 0, False
-            dt.save(model, ckpt, step=0)
+            dt.save_checkpoint(model, ckpt, step=0)
             while step < 40:
                 try:
                     loss = ((model(keys).squeeze(1) - target) ** 2).mean()
@@ -94,7 +94,7 @@ def test_a_shard_node_killed_while_a_pytorch_loop_trains_is_restored_and_the_loo
                     opt.step()
                     step += 1
                     if step % 10 == 0:
-                        dt.save(model, ckpt, step=step)
+                        dt.save_checkpoint(model, ckpt, step=step)
                     if step == 15 and not killed:
                         cluster.kill("sup-2")
                         killed = True
@@ -142,7 +142,7 @@ def test_trainer_processes_share_one_hosted_table_and_a_killed_one_goes_on(tmp_p
         with cluster.session(service="shared.embeddings") as session:
             with pytest.raises(darcy.InvalidConfig):
                 session.embedding("shared", 8)
-            table = session.embedding("shared", 4, optimizer=darcy.SGD(0.02),
+            table = session.embedding("shared", 4, optimizer=darcy.SGDRule(0.02),
                                       initializer=darcy.Zeros())
             assert table.stats()["rows"] == 400, "both trainers wrote the one table"
             keys = np.random.default_rng(99).integers(0, 400, size=(256, 4))

@@ -42,12 +42,12 @@ def initial_slots(kind, opt):
 
 
 @pytest.mark.parametrize("opt", [
-    darcy.SGD(0.1),
-    darcy.Adagrad(0.05, initial_accumulator=0.1),
-    darcy.Momentum(0.05, momentum=0.9),
-    darcy.Momentum(0.05, momentum=0.9, nesterov=True),
-    darcy.Adam(0.01),
-    darcy.Ftrl(0.05, l1=0.001, l2=0.01),
+    darcy.SGDRule(0.1),
+    darcy.AdagradRule(0.05, initial_accumulator=0.1),
+    darcy.MomentumRule(0.05, momentum=0.9),
+    darcy.MomentumRule(0.05, momentum=0.9, nesterov=True),
+    darcy.AdamRule(0.01),
+    darcy.FtrlRule(0.05, l1=0.001, l2=0.01),
 ], ids=lambda o: repr(o))
 def test_optimizers_match_numpy_references(session, rng, opt):
     table = session.embedding("t", DIM, optimizer=opt)
@@ -94,7 +94,7 @@ def test_bytes_and_str_of_the_same_utf8_are_one_key(session):
 
 
 def test_lookup_for_backward_gives_distinct_rows_and_applies_once(session):
-    table = session.embedding("t", DIM, optimizer=darcy.SGD(1.0))
+    table = session.embedding("t", DIM, optimizer=darcy.SGDRule(1.0))
     rows, inverse, pending = table.lookup_for_backward(["x", "y", "x"])
     assert rows.shape == (2, DIM)
     np.testing.assert_array_equal(inverse, [0, 1, 0])
@@ -141,7 +141,7 @@ BAD_CALLS = [
 
 @pytest.mark.parametrize("what,call,error", BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
 def test_bad_input_raises_its_error_and_changes_no_row(session, what, call, error):
-    table = session.embedding("t", DIM, optimizer=darcy.SGD(0.5), max_batch=8)
+    table = session.embedding("t", DIM, optimizer=darcy.SGDRule(0.5), max_batch=8)
     before = table.lookup(["a", "b"])
     rows_before = table.stats()["rows"]
     with pytest.raises(error) as raised:
@@ -162,8 +162,8 @@ def test_errors_are_darcy_errors_and_builtin_ones():
 
 @pytest.mark.parametrize("settings,error", [
     (dict(optimizer="adam"), darcy.InvalidArgument),
-    (dict(optimizer=darcy.Adam(learning_rate=-1.0)), darcy.InvalidConfig),
-    (dict(initializer=darcy.Adam()), darcy.InvalidArgument),
+    (dict(optimizer=darcy.AdamRule(learning_rate=-1.0)), darcy.InvalidConfig),
+    (dict(initializer=darcy.AdamRule()), darcy.InvalidArgument),
     (dict(store="tape:/dev/st0"), darcy.InvalidArgument),
 ])
 def test_bad_table_settings_raise(session, settings, error):
@@ -190,14 +190,14 @@ def test_a_closed_session_raises_unavailable():
 
 def test_a_checkpoint_restores_rows_onto_another_shard_count(tmp_path):
     with darcy.Session.local(shards=3) as s:
-        table = s.embedding("t", DIM, optimizer=darcy.SGD(0.1))
+        table = s.embedding("t", DIM, optimizer=darcy.SGDRule(0.1))
         keys = [f"k{i}" for i in range(50)]
         table.apply_gradients(keys, np.ones((50, DIM), dtype=np.float32))
         saved = table.lookup(keys)
         s.save(tmp_path / "ckpt", step=17)
         table.apply_gradients(keys, np.ones((50, DIM), dtype=np.float32))
     with darcy.Session.local(shards=2) as s:
-        table = s.embedding("t", DIM, optimizer=darcy.SGD(0.1))
+        table = s.embedding("t", DIM, optimizer=darcy.SGDRule(0.1))
         assert s.restore(tmp_path / "ckpt") == 17
         np.testing.assert_array_equal(table.lookup(keys), saved)
         assert table.stats()["rows"] == 50
@@ -206,7 +206,7 @@ def test_a_checkpoint_restores_rows_onto_another_shard_count(tmp_path):
 def test_incremental_saves_restore_the_newest_state_of_their_chain(tmp_path):
     keys = [f"k{i}" for i in range(50)]
     with darcy.Session.local(shards=3) as s:
-        table = s.embedding("t", DIM, optimizer=darcy.SGD(0.1))
+        table = s.embedding("t", DIM, optimizer=darcy.SGDRule(0.1))
         for step in range(4):
             table.apply_gradients(keys[step * 10:step * 10 + 20],
                                   np.ones((20, DIM), dtype=np.float32))
@@ -215,13 +215,13 @@ def test_incremental_saves_restore_the_newest_state_of_their_chain(tmp_path):
     chain = sorted(p.name for p in (tmp_path / "ckpt").iterdir() if p.is_dir())
     assert len(chain) == 4, "a full checkpoint and 3 deltas"
     with darcy.Session.local(shards=2) as s:
-        table = s.embedding("t", DIM, optimizer=darcy.SGD(0.1))
+        table = s.embedding("t", DIM, optimizer=darcy.SGDRule(0.1))
         assert s.restore(tmp_path / "ckpt") == 3
         np.testing.assert_array_equal(table.lookup(keys), saved)
 
 
 def test_top_k_finds_the_row_nearest_the_query(session):
-    table = session.embedding("t", DIM, optimizer=darcy.SGD(1.0), initializer=darcy.Zeros())
+    table = session.embedding("t", DIM, optimizer=darcy.SGDRule(1.0), initializer=darcy.Zeros())
     keys = ["north", "east", "south"]
     table.apply_gradients(keys, -np.array([[1, 0, 0, 0], [0, 1, 0, 0], [-1, 0, 0, 0]],
                                           dtype=np.float32))

@@ -23,7 +23,7 @@ def test_bag_equals_nn_embedding_bag_over_100_sgd_steps(session, mode):
     rng = np.random.default_rng(3)
     vocab = [f"w{i}" for i in range(40)]
     index = {k: i for i, k in enumerate(vocab)}
-    table = session.embedding("bag", DIM, optimizer=darcy.SGD(0.05))
+    table = session.embedding("bag", DIM, optimizer=darcy.SGDRule(0.05))
     ours = dt.DynamicEmbeddingBag(table, mode=mode)
     theirs = mirrored(table, vocab, mode)
     opt = torch.optim.SGD(theirs.parameters(), lr=0.05)
@@ -45,7 +45,7 @@ def test_bag_equals_nn_embedding_bag_over_100_sgd_steps(session, mode):
 
 
 def test_embedding_keeps_the_keys_shape_and_sends_gradients(session):
-    table = session.embedding("ids", DIM, optimizer=darcy.SGD(1.0))
+    table = session.embedding("ids", DIM, optimizer=darcy.SGDRule(1.0))
     emb = dt.DynamicEmbedding(table)
     ids = torch.tensor([[1, 2, 1], [3, 3, 3]])
     before = table.lookup(np.array([1, 2, 3]))
@@ -58,7 +58,7 @@ def test_embedding_keeps_the_keys_shape_and_sends_gradients(session):
 
 
 def test_eval_mode_and_no_grad_change_no_row(session):
-    table = session.embedding("frozen", DIM, optimizer=darcy.SGD(1.0))
+    table = session.embedding("frozen", DIM, optimizer=darcy.SGDRule(1.0))
     emb = dt.DynamicEmbedding(table)
     before = table.lookup(["a"])
     emb.eval()
@@ -88,7 +88,7 @@ def test_a_small_ctr_model_learns(session):
     y = (rng.random(rows) < 1 / (1 + np.exp(-logits))).astype(np.float32)
     # Field f's id i is the key f * 1000 + i: one table for all fields, no dictionary.
     keys = torch.from_numpy(x + np.arange(fields) * 1000)
-    table = session.embedding("ctr", 4, optimizer=darcy.Adagrad(0.1))
+    table = session.embedding("ctr", 4, optimizer=darcy.AdagradRule(0.1))
     emb = dt.DynamicEmbeddingBag(table, mode="sum")
     head = torch.nn.Linear(4, 1)
     opt = torch.optim.Adagrad(head.parameters(), lr=0.1)
@@ -109,18 +109,18 @@ def test_a_small_ctr_model_learns(session):
 
 
 def test_save_and_load_restore_tables_and_dense_weights(session, tmp_path):
-    table = session.embedding("m", DIM, optimizer=darcy.SGD(0.5))
+    table = session.embedding("m", DIM, optimizer=darcy.SGDRule(0.5))
     model = torch.nn.Sequential(dt.DynamicEmbeddingBag(table, mode="mean"),
                                 torch.nn.Linear(DIM, 1))
     keys = torch.tensor([[1, 2], [3, 4]])
     model(keys).sum().backward()
-    dt.save(model, tmp_path / "ckpt", step=5)
+    dt.save_checkpoint(model, tmp_path / "ckpt", step=5)
     saved = model(keys).detach().clone()
     model(keys).sum().backward()
     with torch.no_grad():
         model[1].weight.add_(1.0)
     assert not torch.allclose(model(keys), saved)
-    assert dt.load(model, tmp_path / "ckpt") == 5
+    assert dt.load_checkpoint(model, tmp_path / "ckpt") == 5
     torch.testing.assert_close(model(keys).detach(), saved)
 
 
@@ -144,7 +144,7 @@ def test_bad_bags_raise_invalid_argument_and_change_no_row(session, call):
 
 
 def test_a_nan_loss_raises_non_finite_and_changes_no_row(session):
-    table = session.embedding("nan", DIM, optimizer=darcy.SGD(1.0))
+    table = session.embedding("nan", DIM, optimizer=darcy.SGDRule(1.0))
     emb = dt.DynamicEmbedding(table)
     before = table.lookup(["a"])
     with pytest.raises(darcy.NonFinite):
@@ -164,7 +164,7 @@ def test_empty_bags_give_zeros_as_nn_embedding_bag_does(session):
 
 def warmed_output_table(session, name):
     """A table with rows for the keys 0 … 9, which the sampler draws negatives from."""
-    table = session.embedding(name, DIM, optimizer=darcy.SGD(0.5))
+    table = session.embedding(name, DIM, optimizer=darcy.SGDRule(0.5))
     table.lookup([str(i) for i in range(10)])
     return table
 
@@ -252,12 +252,12 @@ def test_save_keeps_a_table_used_only_through_sampled_logits(session, tmp_path):
     positives = np.array([0, 1, 2, 3, 4, 5])
     keys = [str(i) for i in range(10)]
     train_steps(model, x, positives, 3)
-    dt.save(model, tmp_path / "ckpt", step=3)
+    dt.save_checkpoint(model, tmp_path / "ckpt", step=3)
     saved_rows = table.lookup(keys)
     saved_weight = model.net.weight.detach().clone()
     train_steps(model, x, positives, 3)
     assert not np.array_equal(table.lookup(keys), saved_rows), "training moved the rows"
-    assert dt.load(model, tmp_path / "ckpt") == 3
+    assert dt.load_checkpoint(model, tmp_path / "ckpt") == 3
     np.testing.assert_array_equal(table.lookup(keys), saved_rows)
     torch.testing.assert_close(model.net.weight.detach(), saved_weight)
 
@@ -266,12 +266,12 @@ def test_save_takes_tables_the_model_does_not_hold(session, tmp_path):
     table = warmed_output_table(session, "outside")
     net = torch.nn.Linear(4, DIM)
     keys = [str(i) for i in range(10)]
-    dt.save(net, tmp_path / "ckpt", step=2, tables=[table])
+    dt.save_checkpoint(net, tmp_path / "ckpt", step=2, tables=[table])
     saved = table.lookup(keys)
     table.apply_gradients(keys, np.ones((10, DIM), dtype=np.float32))
     with pytest.raises(darcy.NotFound):
-        dt.load(net, tmp_path / "ckpt")             # the tables were saved; none given
-    assert dt.load(net, tmp_path / "ckpt", tables=[table]) == 2
+        dt.load_checkpoint(net, tmp_path / "ckpt")             # the tables were saved; none given
+    assert dt.load_checkpoint(net, tmp_path / "ckpt", tables=[table]) == 2
     np.testing.assert_array_equal(table.lookup(keys), saved)
     with pytest.raises(darcy.InvalidArgument):
-        dt.save(net, tmp_path / "other", tables=["outside"])
+        dt.save_checkpoint(net, tmp_path / "other", tables=["outside"])

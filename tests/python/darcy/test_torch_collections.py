@@ -16,8 +16,8 @@ def configs(kind=dt.EmbeddingBagConfig, dims=(4, 3), **pooling):
     """Table "users" (dim 4) serves user; table "ads" (dim 3, or as `dims` says) serves ad and
     clicked, sharing its rows, as a TorchRec model shares a table between features."""
     extra = [pooling.get("users", {}), pooling.get("ads", {})]
-    return [kind("users", dims[0], ["user"], optimizer=darcy.SGD(0.1), **extra[0]),
-            kind("ads", dims[1], ["ad", "clicked"], optimizer=darcy.SGD(0.1), **extra[1])]
+    return [kind("users", dims[0], ["user"], optimizer=darcy.SGDRule(0.1), **extra[0]),
+            kind("ads", dims[1], ["ad", "clicked"], optimizer=darcy.SGDRule(0.1), **extra[1])]
 
 
 def jagged(rng, batch, weighted=False):
@@ -206,8 +206,8 @@ def test_one_request_takes_tables_of_one_session_each_once(session):
 
 
 def test_a_refused_backward_changes_no_table(session):
-    a = session.embedding("a", 2, optimizer=darcy.SGD(1.0))
-    b = session.embedding("b", 3, optimizer=darcy.SGD(1.0))
+    a = session.embedding("a", 2, optimizer=darcy.SGDRule(1.0))
+    b = session.embedding("b", 3, optimizer=darcy.SGDRule(1.0))
     # feature 0 (table a): ids 1, 2, 1; feature 1 (table b): id 5; 3*2 + 1*3 values of rows.
     rows, pending = darcy._darcy._lookup_features(
         [a._handle, b._handle], np.array([1, 2, 1, 5]), np.array([3, 1]), np.array([0, 1]), True)
@@ -235,10 +235,10 @@ def test_save_and_load_find_a_collections_tables(tmp_path, rng):
     with darcy.Session.local(shards=2) as first:
         ours = dt.EmbeddingBagCollection(first, configs())
         ours(features).values().sum().backward()
-        dt.save(ours, path, step=3)
+        dt.save_checkpoint(ours, path, step=3)
         saved = [t.lookup(np.arange(VOCAB)) for t in ours.tables()]
     with darcy.Session.local(shards=2) as second:
         again = dt.EmbeddingBagCollection(second, configs())
-        assert dt.load(again, path) == 3
+        assert dt.load_checkpoint(again, path) == 3
         for table, rows in zip(again.tables(), saved):
             np.testing.assert_array_equal(table.lookup(np.arange(VOCAB)), rows)

@@ -1,8 +1,14 @@
 // runtime/http_server: which client addresses count as loopback (serving lets only those
-// manage models when no bearer token is configured), and the body limit of each target.
+// manage models when no bearer token is configured), the body limit of each target, and that
+// its threads hold no actor system a handler used.
 #include "runtime/http/http_server.hpp"
 
+#include <memory>
+
 #include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "runtime/http/http_client.hpp"
 
@@ -58,6 +64,23 @@ TEST(http_server, a_large_body_target_takes_bodies_past_the_limit_that_others_ge
       EXPECT_EQ(http_body(answer), std::to_string(c.bytes));
     }
   }
+}
+
+TEST(http_server, an_actor_system_a_handler_used_can_be_destroyed_while_the_server_idles) {
+  caf::actor_system_config cfg;
+  auto sys = std::make_unique<caf::actor_system>(cfg);
+  sys->await_actors_before_shutdown(false);
+  http_server_options o{.listen = {"127.0.0.1", 0}, .threads = 1};
+  auto server = http_server::start(o, [&sys](http_request, http_responder respond) {
+    caf::scoped_actor self{*sys}; // as a model's lookup does
+    respond({200, "used"});
+  });
+  ASSERT_TRUE(server);
+  auto answer = http_exchange((*server)->port(), http_request_text("GET", "/", "", ""));
+  EXPECT_EQ(http_status(answer), 200u);
+  // Had the server's thread kept the system's logger, this would wait for its next request.
+  sys.reset();
+  EXPECT_FALSE(sys);
 }
 
 } // namespace

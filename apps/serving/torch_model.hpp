@@ -1,0 +1,56 @@
+// PyTorch exports behind `darcy serve` (darcy.torch.export): the TorchScript dense part run with
+// LibTorch on the pooled rows of the export's tables, which live in this process or on a
+// cluster's shards. Requests that arrive while a batch runs are answered by the next, together.
+//
+//   POST /v1/models/{name}:predict  {"instances": [{"x": [0.1, ...], "user": [7], ...}, ...]}
+//   → {"model": name, "version": "2", "predictions": [0.83, ...]}
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <caf/expected.hpp>
+
+#include "apps/serving/served_model.hpp"
+#include "ops/estimator/export/export.hpp"
+
+namespace darcy::serving {
+
+class torch_model : public served_model {
+public:
+  /// The newest PyTorch export under `dir`, its requests admitted by `rules`, its tables
+  /// where `where` says. errc::unsupported in a build without LibTorch; read_torch_export's
+  /// errors; errc::corrupt_file for a module LibTorch cannot load; open_serving_tables's.
+  static caf::expected<std::unique_ptr<torch_model>> load(
+    const std::string& dir, access_rules rules,
+    const ops::estimator::embedding_placement& where = {});
+
+  ~torch_model() override;
+
+  /// Each instance gives every dense input and feature of the export's spec
+  /// (ops::read_torch_instances); the answer's "predictions" hold each instance's output, a
+  /// number for a model with one number an example, else a list (row-major). With the tables
+  /// on shards, the lookups wait until the earliest deadline of the requests batched together.
+  /// errc::access_denied or errc::quota_exceeded by the rules; parse_predict_envelope's and
+  /// read_torch_instances's errors; the lookup's; errc::invalid_argument for a module that
+  /// rejects its inputs.
+  caf::expected<std::string> predict(const std::string& name, const std::string& body,
+                                     const request_context& ctx,
+                                     uint32_t max_deadline_ms = 60000) override;
+
+  /// errc::unsupported: a PyTorch export follows no syncs yet.
+  caf::expected<std::string> sync(const std::string& name, const std::string& body,
+                                  const request_context& ctx) override;
+
+  /// {"name", "kind": "pytorch", "version", "embeddings": "shards" or "in-process",
+  /// "inputs": [the dense inputs' and features' names]}.
+  std::string describe(const std::string& name) const override;
+
+  struct impl;
+
+private:
+  explicit torch_model(std::unique_ptr<impl> i);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace darcy::serving
