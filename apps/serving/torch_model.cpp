@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <deque>
-#include <future>
+#include <filesystem>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 #include "apps/serving/predict_envelope.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/follow_chain.hpp"
 #include "ops/torch/torch_export.hpp"
 #include "ops/torch/torch_inputs.hpp"
 
@@ -24,12 +27,14 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-/// A request waiting for its batch: its instances, its deadline, and where its outputs go.
+/// A request waiting for its batch: its instances, its deadline, and its outputs once `done`
+/// (under the queue's mutex).
 struct pending_request {
   ops::torch_batch batch;
   clock_type::time_point deadline;
   bool allow_partial = false;
-  std::promise<caf::expected<std::vector<float>>> answer;
+  bool done = false;
+  caf::expected<std::vector<float>> outputs{caf::error{}};
 };
 
 } // namespace
@@ -42,23 +47,38 @@ struct torch_model::impl {
   /// Numbers an instance's output has.
   size_t output_size = 1;
 #if DARCY_HAS_LIBTORCH
-  torch::jit::script::Module module;
+  /// Replaced whole by a dense sync; a batch holds the one it started with.
+  std::shared_ptr<torch::jit::script::Module> module;
 #endif
+  std::mutex module_mutex;
+
+  /// Held by a sync throughout: one at a time, the others refused.
+  std::mutex sync_mutex;
+  /// The sync chain's checkpoint the tables hold; the dense sync the module is (its folder).
+  std::string held;
+  std::string dense_version;
+  int64_t dense_step = -1;
+  std::optional<ops::followed_chain> synced;
+  std::chrono::milliseconds restore_timeout{std::chrono::minutes{10}};
 
   std::mutex access_mutex;
   actors::access_policy access;
   clock_type::time_point start = clock_type::now();
 
-  /// Requests that came while a batch ran; `running` while one thread runs batches.
+  /// Requests not taken by a batch yet; `running` while a thread runs one. Each request's
+  /// thread waits until its request is done, running the next batch itself whenever none
+  /// runs: requests that come while a batch runs go together in the next one.
   std::mutex queue_mutex;
+  std::condition_variable batch_done;
   std::deque<std::shared_ptr<pending_request>> queue;
   bool running = false;
 
   /// The outputs of batch `b`, instances × output_size.
   caf::expected<std::vector<float>> run(const ops::torch_batch& b, clock_type::time_point deadline,
                                         bool allow_partial);
-  /// Runs queued requests in batches of at most max_predict_instances until none is left.
-  void drain();
+  /// Runs the queue's first requests, at most max_predict_instances instances (at least one
+  /// request), as one batch; `lock` holds queue_mutex, released while the batch runs.
+  void run_next(std::unique_lock<std::mutex>& lock);
 };
 
 caf::expected<std::vector<float>> torch_model::impl::run(const ops::torch_batch& b,
@@ -82,9 +102,14 @@ caf::expected<std::vector<float>> torch_model::impl::run(const ops::torch_batch&
   for (size_t s = 0; s < slots->size(); ++s)
     inputs.emplace_back(torch::from_blob(
       (*slots)[s].data(), {n, static_cast<int64_t>(exported.spec.slots[s].width())}));
+  std::shared_ptr<torch::jit::script::Module> current;
+  {
+    std::lock_guard<std::mutex> guard{module_mutex};
+    current = module;
+  }
   try {
     c10::InferenceMode guard;
-    auto out = module.forward(inputs).toTensor().to(torch::kFloat).contiguous();
+    auto out = current->forward(inputs).toTensor().to(torch::kFloat).contiguous();
     if (out.dim() < 1 || out.size(0) != n ||
         static_cast<size_t>(out.numel()) != b.instances * output_size)
       return make_error(errc::dimension_mismatch, "the module answered " +
@@ -102,37 +127,34 @@ caf::expected<std::vector<float>> torch_model::impl::run(const ops::torch_batch&
 #endif
 }
 
-void torch_model::impl::drain() {
-  std::unique_lock<std::mutex> lock{queue_mutex};
-  while (!queue.empty()) {
-    std::vector<std::shared_ptr<pending_request>> taken;
-    ops::torch_batch batch;
-    auto deadline = clock_type::time_point::max();
-    bool allow_partial = true;
-    while (!queue.empty() && (taken.empty() || batch.instances + queue.front()->batch.instances <=
-                                                 max_predict_instances)) {
-      auto p = std::move(queue.front());
-      queue.pop_front();
-      deadline = std::min(deadline, p->deadline);
-      allow_partial = allow_partial && p->allow_partial;
-      ops::append_instances(batch, ops::torch_batch{p->batch});
-      taken.push_back(std::move(p));
-    }
-    lock.unlock();
-    auto out = run(batch, deadline, allow_partial);
-    size_t at = 0;
-    for (auto& p : taken) {
-      auto count = p->batch.instances * output_size;
-      if (out)
-        p->answer.set_value(std::vector<float>(out->begin() + static_cast<ptrdiff_t>(at),
-                                               out->begin() + static_cast<ptrdiff_t>(at + count)));
-      else
-        p->answer.set_value(out.error());
-      at += count;
-    }
-    lock.lock();
+void torch_model::impl::run_next(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::shared_ptr<pending_request>> taken;
+  ops::torch_batch batch;
+  auto deadline = clock_type::time_point::max();
+  bool allow_partial = true;
+  while (!queue.empty() && (taken.empty() || batch.instances + queue.front()->batch.instances <=
+                                               max_predict_instances)) {
+    auto p = std::move(queue.front());
+    queue.pop_front();
+    deadline = std::min(deadline, p->deadline);
+    allow_partial = allow_partial && p->allow_partial;
+    ops::append_instances(batch, ops::torch_batch{p->batch});
+    taken.push_back(std::move(p));
   }
-  running = false;
+  lock.unlock();
+  auto out = run(batch, deadline, allow_partial);
+  lock.lock();
+  size_t at = 0;
+  for (auto& p : taken) {
+    auto count = p->batch.instances * output_size;
+    if (out)
+      p->outputs = std::vector<float>(out->begin() + static_cast<ptrdiff_t>(at),
+                                      out->begin() + static_cast<ptrdiff_t>(at + count));
+    else
+      p->outputs = out.error();
+    p->done = true;
+    at += count;
+  }
 }
 
 torch_model::torch_model(std::unique_ptr<impl> i) : impl_(std::move(i)) {
@@ -155,8 +177,8 @@ caf::expected<std::unique_ptr<torch_model>> torch_model::load(
   auto m = std::make_unique<impl>();
   try {
     std::istringstream bytes{exported->module};
-    m->module = torch::jit::load(bytes);
-    m->module.eval();
+    m->module = std::make_shared<torch::jit::script::Module>(torch::jit::load(bytes));
+    m->module->eval();
   } catch (const std::exception& e) {
     return make_error(errc::corrupt_file, dir + ": LibTorch cannot load its module: " + e.what());
   }
@@ -169,6 +191,7 @@ caf::expected<std::unique_ptr<torch_model>> torch_model::load(
     return std::move(opened.error());
   m->session = std::move(*opened);
   m->sharded = where.cluster.has_value();
+  m->restore_timeout = where.restore_timeout;
   m->access = actors::access_policy{std::move(rules)};
   return std::unique_ptr<torch_model>{new torch_model{std::move(m)}};
 #endif
@@ -195,17 +218,21 @@ caf::expected<std::string> torch_model::predict(const std::string& name, const s
     envelope->deadline_ms > 0 ? int64_t{envelope->deadline_ms} : int64_t{max_deadline_ms};
   p->deadline = clock_type::now() + std::chrono::milliseconds{left_ms};
   p->allow_partial = envelope->allow_partial;
-  auto answer = p->answer.get_future();
-  bool lead = false;
   {
-    std::lock_guard<std::mutex> guard{impl_->queue_mutex};
+    std::unique_lock<std::mutex> lock{impl_->queue_mutex};
     impl_->queue.push_back(p);
-    lead = !impl_->running;
-    impl_->running = true;
+    while (!p->done) {
+      if (impl_->running) {
+        impl_->batch_done.wait(lock, [&] { return p->done || !impl_->running; });
+        continue;
+      }
+      impl_->running = true;
+      impl_->run_next(lock);
+      impl_->running = false;
+      impl_->batch_done.notify_all();
+    }
   }
-  if (lead) // this thread runs batches until the queue is empty, its own among them
-    impl_->drain();
-  auto outputs = answer.get();
+  auto& outputs = p->outputs;
   if (!outputs)
     return std::move(outputs.error());
   nlohmann::json out{{"model", name}, {"version", impl_->exported.version}};
@@ -223,9 +250,59 @@ caf::expected<std::string> torch_model::predict(const std::string& name, const s
   return out.dump();
 }
 
-caf::expected<std::string> torch_model::sync(const std::string& name, const std::string&,
-                                             const request_context&) {
-  return make_error(errc::unsupported, name + ": a PyTorch export follows no syncs yet");
+caf::expected<std::string> torch_model::sync(const std::string& name, const std::string& body,
+                                             const request_context& ctx) {
+  {
+    std::lock_guard<std::mutex> guard{impl_->access_mutex};
+    auto now = std::chrono::duration<double>(clock_type::now() - impl_->start).count();
+    if (auto err = impl_->access.admit(ctx, actors::access_action::manage, now))
+      return err;
+  }
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
+    return make_error(errc::invalid_argument,
+                      "a PyTorch export's sync body is {\"dir\": \"SYNC_DIR\"}");
+  auto dir = j["dir"].get<std::string>();
+  std::unique_lock<std::mutex> one_at_a_time{impl_->sync_mutex, std::try_to_lock};
+  if (!one_at_a_time.owns_lock())
+    return make_error(errc::unavailable,
+                      "a sync of " + name + " is being applied: push this one again after it");
+  auto where = impl_->sharded ? std::filesystem::absolute(dir).string() : dir;
+  // The dense sync is checked first: one of other inputs changes nothing, tables included.
+  auto dense = ops::read_torch_dense_sync(where);
+  if (!dense && !is(dense.error(), errc::not_found))
+    return std::move(dense.error());
+  if (dense && !ops::same_inputs(impl_->exported.spec, dense->spec))
+    return make_error(errc::invalid_argument,
+                      where + "/dense: a module of other inputs than the export's");
+  auto chain = ops::follow_chain(*impl_->session, where, impl_->held, impl_->restore_timeout);
+  if (!chain)
+    return std::move(chain.error());
+#if DARCY_HAS_LIBTORCH
+  if (dense && where + "/dense/" + dense->version != impl_->dense_version) {
+    try {
+      std::istringstream bytes{dense->module};
+      auto fresh = std::make_shared<torch::jit::script::Module>(torch::jit::load(bytes));
+      fresh->eval();
+      std::lock_guard<std::mutex> guard{impl_->module_mutex};
+      impl_->module = std::move(fresh);
+    } catch (const std::exception& e) {
+      return make_error(errc::corrupt_file,
+                        where + "/dense: LibTorch cannot load its module: " + e.what());
+    }
+    impl_->dense_version = where + "/dense/" + dense->version;
+    impl_->dense_step = dense->step;
+  }
+#endif
+  impl_->synced = *chain;
+  return nlohmann::json{{"model", name},
+                        {"sync",
+                         {{"checkpoint", chain->checkpoint},
+                          {"step", chain->step},
+                          {"dense_step", impl_->dense_step},
+                          {"applied", chain->applied},
+                          {"restored", chain->restored}}}}
+    .dump();
 }
 
 std::string torch_model::describe(const std::string& name) const {
@@ -235,12 +312,16 @@ std::string torch_model::describe(const std::string& name) const {
   for (auto& s : impl_->exported.spec.slots)
     for (auto& p : s.pools)
       inputs.push_back(p.feature);
-  return nlohmann::json{{"name", name},
+  nlohmann::json out{{"name", name},
                         {"kind", "pytorch"},
                         {"version", impl_->exported.version},
                         {"embeddings", impl_->sharded ? "shards" : "in-process"},
-                        {"inputs", inputs}}
-    .dump();
+                        {"inputs", inputs}};
+  if (impl_->synced)
+    out["sync"] = {{"checkpoint", impl_->synced->checkpoint},
+                   {"step", impl_->synced->step},
+                   {"dense_step", impl_->dense_step}};
+  return out.dump();
 }
 
 } // namespace darcy::serving

@@ -38,7 +38,12 @@ public:
                                      const request_context& ctx,
                                      uint32_t max_deadline_ms = 60000) override;
 
-  /// errc::unsupported: a PyTorch export follows no syncs yet.
+  /// The JSON answer to a sync request of ctx.principal ({"dir": SYNC_DIR}, a folder this host
+  /// reads), which needs `manage` on the model: its tables are brought to the head of SYNC_DIR's
+  /// chain (ops::follow_chain), then its module to SYNC_DIR's newest dense sync, when there is
+  /// a newer one than it runs (ops::read_torch_dense_sync; one of other inputs is refused).
+  /// One sync at a time (another is refused with errc::unavailable) while predictions go on.
+  /// Answers {"model", "sync": {"checkpoint", "step", "dense_step", "applied", "restored"}}.
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx) override;
 

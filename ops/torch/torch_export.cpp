@@ -1,5 +1,6 @@
 #include "ops/torch/torch_export.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@ namespace darcy::ops {
 namespace {
 
 constexpr const char* torch_export_service = "darcy.torch_export";
+constexpr const char* torch_dense_service = "darcy.torch_dense_sync";
 constexpr const char* spec_format = "darcy.torch_export";
 
 caf::error bad_spec(const std::string& why) {
@@ -164,6 +166,69 @@ caf::expected<torch_export> read_torch_export(const std::string& dir, const std:
   if (!extra.is_object() || !extra.contains("embeddings") || !extra["embeddings"].is_string())
     return make_error(errc::corrupt_file, dir + ": the export names no tables' checkpoint");
   out.embeddings = dir + "/" + extra["embeddings"].get<std::string>();
+  return out;
+}
+
+bool same_inputs(const torch_spec& a, const torch_spec& b) {
+  auto same_pool = [](const torch_pool& x, const torch_pool& y) {
+    return x.feature == y.feature && x.table == y.table && x.dim == y.dim && x.mean == y.mean;
+  };
+  auto same_slot = [&](const torch_slot& x, const torch_slot& y) {
+    return std::equal(x.pools.begin(), x.pools.end(), y.pools.begin(), y.pools.end(), same_pool);
+  };
+  auto same_dense = [](const torch_dense_input& x, const torch_dense_input& y) {
+    return x.name == y.name && x.shape == y.shape;
+  };
+  return a.output == b.output &&
+         std::equal(a.dense.begin(), a.dense.end(), b.dense.begin(), b.dense.end(), same_dense) &&
+         std::equal(a.slots.begin(), a.slots.end(), b.slots.begin(), b.slots.end(), same_slot);
+}
+
+caf::expected<std::string> write_torch_dense_sync(const std::string& sync_dir,
+                                                  std::string_view module,
+                                                  const std::string& spec, int64_t step) {
+  if (auto parsed = parse_torch_spec(spec); !parsed)
+    return make_error(errc::invalid_argument, render(parsed.error()));
+  auto t = stores::checkpoint_transaction::begin_version(sync_dir + "/dense");
+  if (!t)
+    return std::move(t.error());
+  auto version = t->id();
+  auto module_part = t->root().write_part(version + "/module.pt", module);
+  if (!module_part)
+    return std::move(module_part.error());
+  auto spec_part = t->root().write_part(version + "/spec.json", spec);
+  if (!spec_part)
+    return std::move(spec_part.error());
+  checkpoint_manifest m;
+  m.service = torch_dense_service;
+  m.step = step;
+  m.parts = {*module_part, *spec_part};
+  if (auto err = t->commit(m, 2))
+    return err;
+  return version;
+}
+
+caf::expected<torch_dense_sync> read_torch_dense_sync(const std::string& sync_dir) {
+  stores::checkpoint_dir root{sync_dir + "/dense"};
+  auto manifest = root.read_manifest();
+  if (!manifest)
+    return std::move(manifest.error());
+  if (manifest->service != torch_dense_service || manifest->parts.size() != 2)
+    return make_error(errc::invalid_config, sync_dir + "/dense holds no PyTorch dense sync");
+  torch_dense_sync out;
+  out.version = manifest->checkpoint;
+  out.step = manifest->step;
+  auto module = root.read_part(manifest->parts[0]);
+  if (!module)
+    return std::move(module.error());
+  out.module = std::move(*module);
+  auto spec_text = root.read_part(manifest->parts[1]);
+  if (!spec_text)
+    return std::move(spec_text.error());
+  auto spec = parse_torch_spec(*spec_text);
+  if (!spec)
+    return make_error(errc::corrupt_file, sync_dir + "/dense: " + render(spec.error()));
+  out.spec = std::move(*spec);
   return out;
 }
 

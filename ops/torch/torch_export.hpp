@@ -74,4 +74,25 @@ caf::expected<std::string> write_torch_export(session& s, const std::string& dir
 caf::expected<torch_export> read_torch_export(const std::string& dir,
                                               const std::string& version = "");
 
+/// Whether a module of spec `b` takes the inputs and gives the output of one of spec `a`.
+bool same_inputs(const torch_spec& a, const torch_spec& b);
+
+/// A PyTorch trainer's dense weights for the servers that follow its syncs: its dense part
+/// traced again, TorchScript, at `step`.
+struct torch_dense_sync {
+  std::string version;
+  int64_t step = 0;
+  std::string module;
+  torch_spec spec;
+};
+
+/// Writes the next dense sync under SYNC_DIR/dense (the tables' chain is SYNC_DIR's own:
+/// ops::save with full_every); the newest two stay. errc::invalid_argument for a bad spec.
+caf::expected<std::string> write_torch_dense_sync(const std::string& sync_dir,
+                                                  std::string_view module,
+                                                  const std::string& spec, int64_t step);
+
+/// The newest dense sync under SYNC_DIR/dense; errc::not_found for none.
+caf::expected<torch_dense_sync> read_torch_dense_sync(const std::string& sync_dir);
+
 } // namespace darcy::ops

@@ -70,6 +70,12 @@ class Client:
                 body[name] = value
         return self._call("POST", f"/v1/models/{model}:predict", body)
 
+    def sync(self, model, sync_dir):
+        """Brings `model` to the newest sync under `sync_dir` (a folder the server reads):
+        an Estimator's stream syncs, or darcy.torch.write_sync's. Returns the server's
+        answer: the sync it holds now ("checkpoint", "step", "dense_step", ...)."""
+        return self._call("POST", f"/v1/models/{model}:sync", {"dir": str(sync_dir)})
+
     def model(self, model):
         """The model's status: version, shards' health, load history."""
         return self._call("GET", f"/v1/models/{model}")

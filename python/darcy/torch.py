@@ -20,14 +20,15 @@ import torch
 from darcy import _darcy
 from darcy.session import Table
 from darcy import torch_state
-from darcy.torch_export import export  # noqa: F401
+from darcy.torch_export import export, write_sync  # noqa: F401
 from darcy.torch_state import DarcyModule
 from darcy.torch_collections import (EmbeddingBagCollection, EmbeddingBagConfig,  # noqa: F401
                                      EmbeddingCollection, EmbeddingConfig, JaggedTensor,
                                      KeyedJaggedTensor, KeyedTensor)
 
 __all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "sampled_logits", "sampled_softmax_loss",
-           "save_checkpoint", "load_checkpoint", "export", "EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
+           "save_checkpoint", "load_checkpoint", "export", "write_sync",
+           "EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
            "EmbeddingCollection", "KeyedJaggedTensor", "KeyedTensor", "JaggedTensor"]
 
 

@@ -214,3 +214,19 @@ def export(model, path, example_inputs, keep=3):
     version = session._handle.write_torch_export(os.path.abspath(os.fspath(path)),
                                                  buffer.getvalue(), json.dumps(spec), keep)
     return os.path.join(os.fspath(path), version)
+
+
+def write_sync(model, sync_dir, example_inputs, step=0, full_every=8):
+    """Writes a sync of `model` under `sync_dir` for the servers of its export to follow: its
+    session's tables (Session.save with full_every: a delta on the previous sync there, a full
+    checkpoint every full_every) and its dense part traced again on `example_inputs`
+    (SYNC_DIR/dense), both at `step`; returns the tables' checkpoint. `darcy serve` applies it
+    on POST :sync {"dir": SYNC_DIR} (darcy.serving.Client.sync). The model must trace as
+    export() traces it, to the same inputs."""
+    traced, spec, _, session = trace_dense(model, example_inputs)
+    root = os.path.abspath(os.fspath(sync_dir))
+    session.save(root, step, full_every)
+    buffer = io.BytesIO()
+    torch.jit.save(traced, buffer)
+    _darcy._write_torch_dense_sync(root, buffer.getvalue(), json.dumps(spec), step)
+    return _darcy._current_checkpoint(root)

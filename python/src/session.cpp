@@ -154,6 +154,13 @@ void bind_session(py::module_& m) {
     },
     py::arg("dir"));
   m.def(
+    "_write_torch_dense_sync",
+    [](const std::string& dir, const py::bytes& module, const std::string& spec, int64_t step) {
+      std::string bytes = module;
+      return value_or_raise(ops::write_torch_dense_sync(dir, bytes, spec, step));
+    },
+    py::arg("dir"), py::arg("module"), py::arg("spec"), py::arg("step"));
+  m.def(
     "_current_checkpoint",
     [](const std::string& dir) {
       return value_or_raise(stores::checkpoint_dir{dir}.read_manifest()).checkpoint;

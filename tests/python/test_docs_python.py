@@ -1,5 +1,6 @@
 # docs/python.md's examples run as written: the whole one learns, the collections one pools,
-# the state one brings rows back, the serving one serves its model's scores.
+# the state one brings rows back, the serving one serves its model's scores, the sync loop's
+# server holds its last step.
 import pathlib
 import re
 import subprocess
@@ -38,3 +39,8 @@ def test_the_state_example_runs_as_written(tmp_path):
 def test_the_serving_example_runs_as_written(tmp_path):
     out = run_example("Serving a PyTorch model", tmp_path, 120)
     assert out.startswith("served ["), out
+
+
+def test_the_sync_loop_runs_as_written(tmp_path):
+    out = run_example("Keeping a served model fresh", tmp_path, 180)
+    assert "served at step 200" in out, out

@@ -6,6 +6,7 @@
 #include "compute/nn/dot_interaction.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/follow_chain.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "ops/estimator/layers.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
@@ -353,70 +354,10 @@ caf::expected<exported_model::followed> exported_model::follow(
   if (!session_)
     return make_error(errc::invalid_config, "exported model: it has no dynamic embeddings");
   auto where = session_->in_process() ? dir : std::filesystem::absolute(dir).string();
-  stores::checkpoint_dir root{where};
-  auto head = root.read_manifest();
-  if (!head)
-    return std::move(head.error());
-  followed out{head->checkpoint, head->step, 0, false};
-  if (head->checkpoint == followed_) {
-    if (auto err = follow_dense(where, out))
-      return err;
-    return out;
-  }
-  auto chain = stores::read_chain(root, *head);
+  auto chain = follow_chain(*session_, where, followed_, restore_patience);
   if (!chain)
     return std::move(chain.error());
-  auto position = [&](const std::vector<checkpoint_manifest>& c) {
-    return std::find_if(c.begin(), c.end(), [&](const checkpoint_manifest& m) {
-      return !followed_.empty() && m.checkpoint == followed_;
-    });
-  };
-  // Applies links [from, to) one by one; false when the service no longer holds followed_
-  // (a sync that failed half way left its shards at two times), and only a restore will do.
-  auto apply = [&](auto from, auto to) -> caf::expected<bool> {
-    for (auto link = from; link != to; ++link) {
-      if (auto err = sync(*session_, where, *link))
-        return is(err, errc::invalid_argument) ? caf::expected<bool>{false}
-                                               : caf::expected<bool>{std::move(err)};
-      followed_ = link->checkpoint;
-      ++out.applied;
-    }
-    return true;
-  };
-  auto held = position(*chain);
-  bool synced = held != chain->end();
-  if (!synced && !followed_.empty() && !chain->front().same_as.empty()) {
-    // A new chain that starts at the state of the previous chain's last delta: catch up to that
-    // delta, and the rows are the new chain's start.
-    auto last = root.read_manifest_of(chain->front().same_as);
-    auto previous = last ? stores::read_chain(root, *last)
-                         : caf::expected<std::vector<checkpoint_manifest>>{last.error()};
-    if (previous)
-      if (auto at = position(*previous); at != previous->end()) {
-        auto caught_up = apply(std::next(at), previous->end());
-        if (!caught_up)
-          return std::move(caught_up.error());
-        if (*caught_up) {
-          followed_ = chain->front().checkpoint;
-          held = chain->begin();
-          synced = true;
-        }
-      }
-  }
-  if (synced) {
-    auto applied = apply(std::next(held), chain->end());
-    if (!applied)
-      return std::move(applied.error());
-    synced = *applied;
-  }
-  if (!synced) {
-    auto restored = restore(*session_, where, restore_patience);
-    if (!restored)
-      return std::move(restored.error());
-    out.applied = chain->size();
-    out.restored = true;
-  }
-  followed_ = head->checkpoint;
+  followed out{chain->checkpoint, chain->step, chain->applied, chain->restored};
   if (auto err = follow_dense(where, out))
     return err;
   return out;

@@ -1,7 +1,8 @@
 # Tests python/darcy/torch_export.py: the exported TorchScript, fed the pooled rows of the
 # exported tables, gives the model's eval() output on inputs it was not traced on; the spec
 # names every input; models it cannot export raise before anything is written; `darcy serve`
-# answers the export's :predict with the model's eval() output.
+# answers the export's :predict with the model's eval() output, and follows the trainer's
+# syncs (tables and dense part) to its new output.
 import concurrent.futures
 import io
 import json
@@ -202,8 +203,6 @@ def test_darcy_serve_answers_with_the_eval_output(session, tmp_path, serving):
     inputs = batch(rng, 9)
     with torch.no_grad():
         want = model(*inputs).numpy()
-    with pytest.raises(darcy.Error, match="follows no syncs yet"):
-        client._call("POST", "/v1/models/ranker:sync", {"dir": str(tmp_path)})
     answer = client.predict("ranker", instances_of(*inputs))
     np.testing.assert_allclose(answer["predictions"], want, rtol=1e-5, atol=1e-5)
     # Requests at once, batched together by the server, each get their own instances' scores.
@@ -233,3 +232,45 @@ def test_bad_instances_get_400_naming_the_field(session, tmp_path, serving, what
     with pytest.raises(darcy.InvalidArgument, match=message):
         client.predict("ranker", [good[0], change(good[1])])
     assert len(client.predict("ranker", good)["predictions"]) == 2   # still serving
+
+
+class Wider(Ranker):
+    """The ranker with one more dense input: a module of other inputs."""
+
+    def __init__(self, session):
+        super().__init__(session)
+        self.mlp[0] = torch.nn.Linear(6 + 4 + 3 + 3 + 2, 8)
+
+
+def test_a_served_model_follows_the_trainers_syncs(session, tmp_path, serving):
+    rng = np.random.default_rng(3)
+    model = trained(session, rng)
+    example = batch(rng, 4)
+    dt.export(model, tmp_path / "exports" / "ranker", example)
+    client = serving()
+    inputs = batch(rng, 5)
+    opt = torch.optim.SGD(model.mlp.parameters(), lr=0.1)
+    served = []
+    for step in range(1, 5):
+        model.train()
+        model(*batch(rng, 6)).sum().backward()        # the rows and the dense weights move
+        opt.step()
+        checkpoint = dt.write_sync(model, tmp_path / "sync", example, step=step, full_every=2)
+        answer = client.sync("ranker", tmp_path / "sync")["sync"]
+        assert (answer["checkpoint"], answer["step"], answer["dense_step"]) == \
+            (checkpoint, step, step)
+        model.eval()
+        with torch.no_grad():
+            want = model(*inputs).numpy()
+        served.append(client.predict("ranker", instances_of(*inputs))["predictions"])
+        np.testing.assert_allclose(served[-1], want, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"step {step}")
+    assert served[0] != served[-1]
+    assert client.model("ranker")["sync"]["step"] == 4
+    other = Wider(session)
+    wide = (torch.ones(4, 6),) + example[1:]
+    dt.write_sync(other, tmp_path / "wide", wide, step=9)
+    with pytest.raises(darcy.InvalidArgument, match="other inputs"):
+        client.sync("ranker", tmp_path / "wide")
+    np.testing.assert_allclose(client.predict("ranker", instances_of(*inputs))["predictions"],
+                               served[-1], rtol=1e-6)
