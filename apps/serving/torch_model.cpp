@@ -1,9 +1,9 @@
 #include "apps/serving/torch_model.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <filesystem>
-#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -58,7 +58,9 @@ struct torch_model::impl {
   std::string held;
   std::string dense_version;
   int64_t dense_step = -1;
+  /// The last sync applied, and its dense step: under access_mutex.
   std::optional<ops::followed_chain> synced;
+  int64_t synced_dense_step = -1;
   std::chrono::milliseconds restore_timeout{std::chrono::minutes{10}};
 
   std::mutex access_mutex;
@@ -200,11 +202,16 @@ caf::expected<std::unique_ptr<torch_model>> torch_model::load(
 caf::expected<std::string> torch_model::predict(const std::string& name, const std::string& body,
                                                 const request_context& ctx,
                                                 uint32_t max_deadline_ms) {
+  nlohmann::json synced;
   {
     std::lock_guard<std::mutex> guard{impl_->access_mutex};
     auto now = std::chrono::duration<double>(clock_type::now() - impl_->start).count();
     if (auto err = impl_->access.admit(ctx, actors::access_action::query, now))
       return err;
+    if (impl_->synced)
+      synced = {{"checkpoint", impl_->synced->checkpoint},
+                {"step", impl_->synced->step},
+                {"dense_step", impl_->synced_dense_step}};
   }
   auto envelope = parse_predict_envelope(body, max_deadline_ms);
   if (!envelope)
@@ -236,6 +243,8 @@ caf::expected<std::string> torch_model::predict(const std::string& name, const s
   if (!outputs)
     return std::move(outputs.error());
   nlohmann::json out{{"model", name}, {"version", impl_->exported.version}};
+  if (!synced.is_null())
+    out["sync"] = std::move(synced);
   auto& rows = out["predictions"] = nlohmann::json::array();
   auto per = impl_->output_size;
   for (size_t i = 0; i < p->batch.instances; ++i) {
@@ -294,7 +303,11 @@ caf::expected<std::string> torch_model::sync(const std::string& name, const std:
     impl_->dense_step = dense->step;
   }
 #endif
-  impl_->synced = *chain;
+  {
+    std::lock_guard<std::mutex> guard{impl_->access_mutex};
+    impl_->synced = *chain;
+    impl_->synced_dense_step = impl_->dense_step;
+  }
   return nlohmann::json{{"model", name},
                         {"sync",
                          {{"checkpoint", chain->checkpoint},
@@ -313,14 +326,15 @@ std::string torch_model::describe(const std::string& name) const {
     for (auto& p : s.pools)
       inputs.push_back(p.feature);
   nlohmann::json out{{"name", name},
-                        {"kind", "pytorch"},
-                        {"version", impl_->exported.version},
-                        {"embeddings", impl_->sharded ? "shards" : "in-process"},
-                        {"inputs", inputs}};
+                     {"kind", "pytorch"},
+                     {"version", impl_->exported.version},
+                     {"embeddings", impl_->sharded ? "shards" : "in-process"},
+                     {"inputs", inputs}};
+  std::lock_guard<std::mutex> guard{impl_->access_mutex};
   if (impl_->synced)
     out["sync"] = {{"checkpoint", impl_->synced->checkpoint},
                    {"step", impl_->synced->step},
-                   {"dense_step", impl_->dense_step}};
+                   {"dense_step", impl_->synced_dense_step}};
   return out.dump();
 }
 

@@ -29,7 +29,9 @@ public:
 
   /// Each instance gives every dense input and feature of the export's spec
   /// (ops::read_torch_instances); the answer's "predictions" hold each instance's output, a
-  /// number for a model with one number an example, else a list (row-major). With the tables
+  /// number for a model with one number an example, else a list (row-major), and, once a sync
+  /// was applied, "sync" naming the last one done before the request came ({"checkpoint",
+  /// "step", "dense_step"}: the answer holds that sync, or a later one). With the tables
   /// on shards, the lookups wait until the earliest deadline of the requests batched together.
   /// errc::access_denied or errc::quota_exceeded by the rules; parse_predict_envelope's and
   /// read_torch_instances's errors; the lookup's; errc::invalid_argument for a module that
