@@ -185,8 +185,8 @@ bool same_inputs(const torch_spec& a, const torch_spec& b) {
 }
 
 caf::expected<std::string> write_torch_dense_sync(const std::string& sync_dir,
-                                                  std::string_view module,
-                                                  const std::string& spec, int64_t step) {
+                                                  std::string_view module, const std::string& spec,
+                                                  int64_t step) {
   if (auto parsed = parse_torch_spec(spec); !parsed)
     return make_error(errc::invalid_argument, render(parsed.error()));
   auto t = stores::checkpoint_transaction::begin_version(sync_dir + "/dense");

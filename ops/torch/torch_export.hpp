@@ -89,8 +89,8 @@ struct torch_dense_sync {
 /// Writes the next dense sync under SYNC_DIR/dense (the tables' chain is SYNC_DIR's own:
 /// ops::save with full_every); the newest two stay. errc::invalid_argument for a bad spec.
 caf::expected<std::string> write_torch_dense_sync(const std::string& sync_dir,
-                                                  std::string_view module,
-                                                  const std::string& spec, int64_t step);
+                                                  std::string_view module, const std::string& spec,
+                                                  int64_t step);
 
 /// The newest dense sync under SYNC_DIR/dense; errc::not_found for none.
 caf::expected<torch_dense_sync> read_torch_dense_sync(const std::string& sync_dir);

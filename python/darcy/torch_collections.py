@@ -293,7 +293,12 @@ class EmbeddingBagCollection(_Collection):
         rows = self._rows(keys, ids, lengths)
         dims = [self._dim[k] for k in keys]
         if len(set(dims)) == 1:
-            pooled = self._pool(rows.view(-1, dims[0]), lengths, weights, keys)
+            if weights is None and ids.numel() == lengths.numel() and \
+                    bool((lengths == 1).all()):
+                # One id a bag (a CTR model's fields): its row is its bag, summed or averaged.
+                pooled = rows.view(len(keys), lengths.shape[1], dims[0])
+            else:
+                pooled = self._pool(rows.view(-1, dims[0]), lengths, weights, keys)
             _, order = self._plan(keys)
             if order is not None:
                 pooled = pooled.index_select(0, order)

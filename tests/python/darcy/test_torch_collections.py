@@ -81,6 +81,25 @@ def test_a_bag_collection_equals_embedding_bags_through_sgd_steps(session, rng, 
                                    bags[table.name].weight.detach().numpy(), atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_bags_of_one_id_each_pool_and_train_as_embedding_bags_do(session, rng, mode):
+    ours = dt.EmbeddingBagCollection(session, configs(dims=(4, 4), users={"pooling": mode},
+                                                      ads={"pooling": mode}))
+    bags = mirrors(ours, mode)
+    opt = torch.optim.SGD([p for b in bags.values() for p in b.parameters()], lr=0.1)
+    features = dt.KeyedJaggedTensor(["user", "ad", "clicked"],
+                                    torch.from_numpy(rng.integers(0, VOCAB, size=18)),
+                                    lengths=torch.ones(18, dtype=torch.int64))
+    out, want = ours(features), theirs(bags, features, False)
+    np.testing.assert_allclose(out.values().detach().numpy(), want.detach().numpy(), atol=1e-6)
+    (out.values() ** 2).sum().backward()
+    (want ** 2).sum().backward()
+    opt.step()
+    for table in ours.tables():
+        np.testing.assert_allclose(table.lookup(np.arange(VOCAB)),
+                                   bags[table.name].weight.detach().numpy(), atol=1e-6)
+
+
 def test_every_table_is_looked_up_in_one_request(session, rng, monkeypatch):
     ours = dt.EmbeddingBagCollection(session, configs())
     calls = []

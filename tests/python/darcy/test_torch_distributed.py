@@ -19,10 +19,15 @@ def train(cluster, service, world, rendezvous):
                               stderr=subprocess.PIPE, text=True, env=env)
              for rank in range(world)]
     outs = []
-    for rank in ranks:
-        out, err = rank.communicate(timeout=120)
-        assert rank.returncode == 0, err
-        outs.append(out)
+    try:
+        for rank in ranks:
+            out, err = rank.communicate(timeout=120)
+            assert rank.returncode == 0, err
+            outs.append(out)
+    finally:  # a rank that failed leaves the others waiting in a collective
+        for rank in ranks:
+            rank.kill()
+            rank.wait()
     return json.loads(outs[0].strip().splitlines()[-1])
 
 

@@ -274,3 +274,19 @@ def test_a_served_model_follows_the_trainers_syncs(session, tmp_path, serving):
         client.sync("ranker", tmp_path / "wide")
     np.testing.assert_allclose(client.predict("ranker", instances_of(*inputs))["predictions"],
                                served[-1], rtol=1e-6)
+
+
+def test_darcy_serve_looks_the_rows_up_on_cluster_shards(session, tmp_path):
+    rng = np.random.default_rng(11)
+    model = trained(session, rng)
+    dt.export(model, tmp_path / "exports" / "ranker", batch(rng, 4))
+    model.eval()
+    inputs = batch(rng, 6)
+    with torch.no_grad():
+        want = model(*inputs).numpy()
+    with darcy.LocalCluster(nodes=2, name_prefix="tx") as cluster:
+        args = ["--cluster", cluster.seed, "--embedding-shards", "1"]
+        with darcy.serving.LocalServer(tmp_path / "exports", args, binary=DARCY) as server:
+            assert server.client.model("ranker")["embeddings"] == "shards"
+            answer = server.client.predict("ranker", instances_of(*inputs))
+    np.testing.assert_allclose(answer["predictions"], want, rtol=1e-5, atol=1e-5)
