@@ -28,6 +28,7 @@ import torch
 import darcy
 import darcy.serving
 import darcy.torch as dt
+from peers.ctr_common import auc
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FEATURES = ["user", "ad"]
@@ -65,15 +66,6 @@ class Ranker(torch.nn.Module):
 def instances(dense, ids):
     return [{"dense": dense[i].tolist(), "user": [int(ids[i, 0])], "ad": [int(ids[i, 1])]}
             for i in range(len(dense))]
-
-
-def auc(scores, labels):
-    order = np.argsort(scores, kind="mergesort")
-    ranks = np.empty(len(scores))
-    ranks[order] = np.arange(1, len(scores) + 1)
-    pos = labels == 1
-    return float((ranks[pos].sum() - pos.sum() * (pos.sum() + 1) / 2) /
-                 (pos.sum() * (~pos).sum()))
 
 
 def main():

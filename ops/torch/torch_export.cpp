@@ -54,6 +54,20 @@ caf::expected<torch_slot> slot_of(const nlohmann::json& j) {
   return slot;
 }
 
+/// A new version under `root` with parts `module` and `spec` (checked) and a manifest of
+/// `service` naming them, not committed: the transaction discards the version unless it is.
+struct module_version {
+  stores::checkpoint_transaction t;
+  checkpoint_manifest m;
+};
+
+caf::expected<module_version> begin_module_version(const std::string& root, std::string_view module,
+                                                   const std::string& spec, const char* service);
+
+/// The module and spec parts of `m` under `root`; errors name `where`.
+caf::error read_module_parts(const stores::checkpoint_dir& root, const checkpoint_manifest& m,
+                             const std::string& where, std::string& module, torch_spec& spec);
+
 } // namespace
 
 size_t torch_slot::width() const {
@@ -117,27 +131,15 @@ bool is_torch_export(const std::string& dir) {
 caf::expected<std::string> write_torch_export(session& s, const std::string& dir,
                                               std::string_view module, const std::string& spec,
                                               size_t keep) {
-  if (auto parsed = parse_torch_spec(spec); !parsed)
-    return make_error(errc::invalid_argument, render(parsed.error()));
-  // A failure before the commit leaves no version behind (the transaction discards it).
-  auto t = stores::checkpoint_transaction::begin_version(dir);
-  if (!t)
-    return std::move(t.error());
-  auto version = t->id();
-  auto module_part = t->root().write_part(version + "/module.pt", module);
-  if (!module_part)
-    return std::move(module_part.error());
-  auto spec_part = t->root().write_part(version + "/spec.json", spec);
-  if (!spec_part)
-    return std::move(spec_part.error());
-  checkpoint_manifest m;
-  m.service = torch_export_service;
-  m.parts = {*module_part, *spec_part};
+  auto v = begin_module_version(dir, module, spec, torch_export_service);
+  if (!v)
+    return std::move(v.error());
+  auto version = v->t.id();
   auto tables = version + "/embeddings";
   if (auto err = save(s, dir + "/" + tables, {}))
     return err;
-  m.extra = nlohmann::json{{"embeddings", tables}}.dump();
-  if (auto err = t->commit(m, std::max<size_t>(keep, 1)))
+  v->m.extra = nlohmann::json{{"embeddings", tables}}.dump();
+  if (auto err = v->t.commit(v->m, std::max<size_t>(keep, 1)))
     return err;
   return version;
 }
@@ -151,17 +153,8 @@ caf::expected<torch_export> read_torch_export(const std::string& dir, const std:
     return make_error(errc::invalid_config, dir + " holds no PyTorch export");
   torch_export out;
   out.version = manifest->checkpoint;
-  auto module = root.read_part(manifest->parts[0]);
-  if (!module)
-    return std::move(module.error());
-  out.module = std::move(*module);
-  auto spec_text = root.read_part(manifest->parts[1]);
-  if (!spec_text)
-    return std::move(spec_text.error());
-  auto spec = parse_torch_spec(*spec_text);
-  if (!spec)
-    return make_error(errc::corrupt_file, dir + ": " + render(spec.error()));
-  out.spec = std::move(*spec);
+  if (auto err = read_module_parts(root, *manifest, dir, out.module, out.spec))
+    return err;
   auto extra = nlohmann::json::parse(manifest->extra, nullptr, false);
   if (!extra.is_object() || !extra.contains("embeddings") || !extra["embeddings"].is_string())
     return make_error(errc::corrupt_file, dir + ": the export names no tables' checkpoint");
@@ -187,25 +180,13 @@ bool same_inputs(const torch_spec& a, const torch_spec& b) {
 caf::expected<std::string> write_torch_dense_sync(const std::string& sync_dir,
                                                   std::string_view module, const std::string& spec,
                                                   int64_t step) {
-  if (auto parsed = parse_torch_spec(spec); !parsed)
-    return make_error(errc::invalid_argument, render(parsed.error()));
-  auto t = stores::checkpoint_transaction::begin_version(sync_dir + "/dense");
-  if (!t)
-    return std::move(t.error());
-  auto version = t->id();
-  auto module_part = t->root().write_part(version + "/module.pt", module);
-  if (!module_part)
-    return std::move(module_part.error());
-  auto spec_part = t->root().write_part(version + "/spec.json", spec);
-  if (!spec_part)
-    return std::move(spec_part.error());
-  checkpoint_manifest m;
-  m.service = torch_dense_service;
-  m.step = step;
-  m.parts = {*module_part, *spec_part};
-  if (auto err = t->commit(m, 2))
+  auto v = begin_module_version(sync_dir + "/dense", module, spec, torch_dense_service);
+  if (!v)
+    return std::move(v.error());
+  v->m.step = step;
+  if (auto err = v->t.commit(v->m, 2))
     return err;
-  return version;
+  return v->t.id();
 }
 
 caf::expected<torch_dense_sync> read_torch_dense_sync(const std::string& sync_dir) {
@@ -218,18 +199,49 @@ caf::expected<torch_dense_sync> read_torch_dense_sync(const std::string& sync_di
   torch_dense_sync out;
   out.version = manifest->checkpoint;
   out.step = manifest->step;
-  auto module = root.read_part(manifest->parts[0]);
-  if (!module)
-    return std::move(module.error());
-  out.module = std::move(*module);
-  auto spec_text = root.read_part(manifest->parts[1]);
-  if (!spec_text)
-    return std::move(spec_text.error());
-  auto spec = parse_torch_spec(*spec_text);
-  if (!spec)
-    return make_error(errc::corrupt_file, sync_dir + "/dense: " + render(spec.error()));
-  out.spec = std::move(*spec);
+  if (auto err = read_module_parts(root, *manifest, sync_dir + "/dense", out.module, out.spec))
+    return err;
   return out;
 }
+
+namespace {
+
+caf::expected<module_version> begin_module_version(const std::string& root, std::string_view module,
+                                                   const std::string& spec, const char* service) {
+  if (auto parsed = parse_torch_spec(spec); !parsed)
+    return make_error(errc::invalid_argument, render(parsed.error()));
+  auto t = stores::checkpoint_transaction::begin_version(root);
+  if (!t)
+    return std::move(t.error());
+  auto version = t->id();
+  auto module_part = t->root().write_part(version + "/module.pt", module);
+  if (!module_part)
+    return std::move(module_part.error());
+  auto spec_part = t->root().write_part(version + "/spec.json", spec);
+  if (!spec_part)
+    return std::move(spec_part.error());
+  checkpoint_manifest m;
+  m.service = service;
+  m.parts = {*module_part, *spec_part};
+  return module_version{std::move(*t), std::move(m)};
+}
+
+caf::error read_module_parts(const stores::checkpoint_dir& root, const checkpoint_manifest& m,
+                             const std::string& where, std::string& module, torch_spec& spec) {
+  auto bytes = root.read_part(m.parts[0]);
+  if (!bytes)
+    return std::move(bytes.error());
+  module = std::move(*bytes);
+  auto text = root.read_part(m.parts[1]);
+  if (!text)
+    return std::move(text.error());
+  auto parsed = parse_torch_spec(*text);
+  if (!parsed)
+    return make_error(errc::corrupt_file, where + ": " + render(parsed.error()));
+  spec = std::move(*parsed);
+  return {};
+}
+
+} // namespace
 
 } // namespace darcy::ops
