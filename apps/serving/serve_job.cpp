@@ -46,7 +46,7 @@ caf::expected<std::shared_ptr<served_model>> check_model(
     if (replicas.replicas != 1)
       return make_error(errc::unsupported,
                         "a PyTorch export is served in one copy (no --replicas)");
-    auto loaded = torch_model::load(dir, rules, where);
+    auto loaded = torch_model::load(dir, rules, where, sync_dir);
     if (!loaded)
       return std::move(loaded.error());
     return std::shared_ptr<served_model>{std::move(*loaded)};

@@ -21,7 +21,10 @@ caf::error layout_refusal(const std::string& what) {
 
 } // namespace
 
-sync_mirror::sync_mirror(std::string dir) : dir_(std::move(dir)) {
+sync_mirror::sync_mirror(std::string dir, std::string dense_service)
+  : dir_(std::move(dir)),
+    dense_service_(dense_service.empty() ? std::string{ops::estimator::dense_sync_service}
+                                         : std::move(dense_service)) {
 }
 
 sync_mirror::~sync_mirror() {
@@ -50,7 +53,7 @@ caf::error sync_mirror::check(const ops::online::sync_message& m, const std::str
     }
   }
   for (auto& link : m.dense)
-    if (link.manifest.service != ops::estimator::dense_sync_service)
+    if (link.manifest.service != dense_service_)
       return layout_refusal("dense checkpoint " + link.manifest.checkpoint + " is of service '" +
                             link.manifest.service + "'");
   if (m.dense.size() > 1)

@@ -17,8 +17,9 @@ namespace darcy::serving {
 class sync_mirror {
 public:
   /// Under `dir`; empty: a folder of its own under the system's temporary directory, made at
-  /// the first install and removed with the mirror.
-  explicit sync_mirror(std::string dir = {});
+  /// the first install and removed with the mirror. Dense syncs are of `dense_service` (an
+  /// Estimator's by default; a PyTorch export's are ops::torch_dense_sync_service).
+  explicit sync_mirror(std::string dir = {}, std::string dense_service = {});
   ~sync_mirror();
   sync_mirror(const sync_mirror&) = delete;
   sync_mirror& operator=(const sync_mirror&) = delete;
@@ -42,6 +43,7 @@ private:
                    const std::vector<de_config>& tables) const;
 
   std::string dir_;
+  std::string dense_service_;
   bool owned_ = false;
 };
 

@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/serving/predict_envelope.hpp"
+#include "apps/serving/sync_mirror.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/follow_chain.hpp"
+#include "ops/online/sync_message.hpp"
 #include "ops/torch/torch_export.hpp"
 #include "ops/torch/torch_inputs.hpp"
 
@@ -57,10 +59,14 @@ struct torch_model::impl {
   /// The sync chain's checkpoint the tables hold; the dense sync the module is (its folder).
   std::string held;
   std::string dense_version;
+  std::string dense_checkpoint;
   int64_t dense_step = -1;
+  /// Where sync messages are installed; used under sync_mutex.
+  std::unique_ptr<sync_mirror> mirror;
   /// The last sync applied, and its dense step: under access_mutex.
   std::optional<ops::followed_chain> synced;
   int64_t synced_dense_step = -1;
+  std::string synced_dense_checkpoint;
   std::chrono::milliseconds restore_timeout{std::chrono::minutes{10}};
 
   std::mutex access_mutex;
@@ -165,10 +171,12 @@ torch_model::torch_model(std::unique_ptr<impl> i) : impl_(std::move(i)) {
 torch_model::~torch_model() = default;
 
 caf::expected<std::unique_ptr<torch_model>> torch_model::load(
-  const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where) {
+  const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where,
+  const std::string& sync_dir) {
 #if !DARCY_HAS_LIBTORCH
   (void)rules;
   (void)where;
+  (void)sync_dir;
   return make_error(errc::unsupported, dir +
                                          " is a PyTorch export, and this build has no "
                                          "LibTorch (install libtorch-dev, build again)");
@@ -194,6 +202,7 @@ caf::expected<std::unique_ptr<torch_model>> torch_model::load(
   m->session = std::move(*opened);
   m->sharded = where.cluster.has_value();
   m->restore_timeout = where.restore_timeout;
+  m->mirror = std::make_unique<sync_mirror>(sync_dir, ops::torch_dense_sync_service);
   m->access = actors::access_policy{std::move(rules)};
   return std::unique_ptr<torch_model>{new torch_model{std::move(m)}};
 #endif
@@ -267,15 +276,34 @@ caf::expected<std::string> torch_model::sync(const std::string& name, const std:
     if (auto err = impl_->access.admit(ctx, actors::access_action::manage, now))
       return err;
   }
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
-    return make_error(errc::invalid_argument,
-                      "a PyTorch export's sync body is {\"dir\": \"SYNC_DIR\"}");
-  auto dir = j["dir"].get<std::string>();
+  std::optional<ops::online::sync_message> message;
+  std::string dir;
+  if (ops::online::is_sync_message(body)) {
+    auto decoded = ops::online::decode_sync_message(body);
+    if (!decoded) // the request's bytes, not this server's files
+      return make_error(errc::invalid_argument, render(decoded.error()));
+    message = std::move(*decoded);
+  } else {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
+      return make_error(errc::invalid_argument,
+                        "a PyTorch export's sync body is {\"dir\": \"SYNC_DIR\"} or a sync "
+                        "message");
+    dir = j["dir"].get<std::string>();
+  }
   std::unique_lock<std::mutex> one_at_a_time{impl_->sync_mutex, std::try_to_lock};
   if (!one_at_a_time.owns_lock())
     return make_error(errc::unavailable,
                       "a sync of " + name + " is being applied: push this one again after it");
+  if (message) {
+    if (auto err = impl_->mirror->install(*message, impl_->held, impl_->configs))
+      return err;
+    dir = impl_->mirror->dir();
+    if (dir.empty())
+      return make_error(errc::out_of_order,
+                        "a sync message with no link, to a model that holds none: send the "
+                        "whole chain");
+  }
   auto where = impl_->sharded ? std::filesystem::absolute(dir).string() : dir;
   // The dense sync is checked first: one of other inputs changes nothing, tables included.
   auto dense = ops::read_torch_dense_sync(where);
@@ -301,12 +329,14 @@ caf::expected<std::string> torch_model::sync(const std::string& name, const std:
     }
     impl_->dense_version = where + "/dense/" + dense->version;
     impl_->dense_step = dense->step;
+    impl_->dense_checkpoint = dense->version;
   }
 #endif
   {
     std::lock_guard<std::mutex> guard{impl_->access_mutex};
     impl_->synced = *chain;
     impl_->synced_dense_step = impl_->dense_step;
+    impl_->synced_dense_checkpoint = impl_->dense_checkpoint;
   }
   return nlohmann::json{{"model", name},
                         {"sync",
@@ -334,7 +364,8 @@ std::string torch_model::describe(const std::string& name) const {
   if (impl_->synced)
     out["sync"] = {{"checkpoint", impl_->synced->checkpoint},
                    {"step", impl_->synced->step},
-                   {"dense_step", impl_->synced_dense_step}};
+                   {"dense_step", impl_->synced_dense_step},
+                   {"dense_checkpoint", impl_->synced_dense_checkpoint}};
   return out.dump();
 }
 

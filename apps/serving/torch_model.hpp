@@ -19,11 +19,13 @@ namespace darcy::serving {
 class torch_model : public served_model {
 public:
   /// The newest PyTorch export under `dir`, its requests admitted by `rules`, its tables
-  /// where `where` says. errc::unsupported in a build without LibTorch; read_torch_export's
-  /// errors; errc::corrupt_file for a module LibTorch cannot load; open_serving_tables's.
+  /// where `where` says, the syncs that arrive as messages kept under `sync_dir` (empty: a
+  /// temporary folder of its own). errc::unsupported in a build without LibTorch;
+  /// read_torch_export's errors; errc::corrupt_file for a module LibTorch cannot load;
+  /// open_serving_tables's.
   static caf::expected<std::unique_ptr<torch_model>> load(
     const std::string& dir, access_rules rules,
-    const ops::estimator::embedding_placement& where = {});
+    const ops::estimator::embedding_placement& where = {}, const std::string& sync_dir = {});
 
   ~torch_model() override;
 
@@ -41,11 +43,14 @@ public:
                                      uint32_t max_deadline_ms = 60000) override;
 
   /// The JSON answer to a sync request of ctx.principal ({"dir": SYNC_DIR}, a folder this host
-  /// reads), which needs `manage` on the model: its tables are brought to the head of SYNC_DIR's
+  /// reads, or a sync message (ops/online/sync_message.hpp) of such a folder, installed in the
+  /// model's sync_mirror first, with its refusals, errc::out_of_order asking for the whole
+  /// chain), which needs `manage` on the model: its tables are brought to the head of SYNC_DIR's
   /// chain (ops::follow_chain), then its module to SYNC_DIR's newest dense sync, when there is
   /// a newer one than it runs (ops::read_torch_dense_sync; one of other inputs is refused).
   /// One sync at a time (another is refused with errc::unavailable) while predictions go on.
-  /// Answers {"model", "sync": {"checkpoint", "step", "dense_step", "applied", "restored"}}.
+  /// Answers {"model", "sync": {"checkpoint", "step", "dense_step", "applied", "restored"}};
+  /// describe()'s "sync" names the dense sync held too ("dense_checkpoint").
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx) override;
 

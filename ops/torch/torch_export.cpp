@@ -14,7 +14,6 @@ namespace darcy::ops {
 namespace {
 
 constexpr const char* torch_export_service = "darcy.torch_export";
-constexpr const char* torch_dense_service = "darcy.torch_dense_sync";
 constexpr const char* spec_format = "darcy.torch_export";
 
 caf::error bad_spec(const std::string& why) {
@@ -180,7 +179,7 @@ bool same_inputs(const torch_spec& a, const torch_spec& b) {
 caf::expected<std::string> write_torch_dense_sync(const std::string& sync_dir,
                                                   std::string_view module, const std::string& spec,
                                                   int64_t step) {
-  auto v = begin_module_version(sync_dir + "/dense", module, spec, torch_dense_service);
+  auto v = begin_module_version(sync_dir + "/dense", module, spec, torch_dense_sync_service);
   if (!v)
     return std::move(v.error());
   v->m.step = step;
@@ -194,7 +193,7 @@ caf::expected<torch_dense_sync> read_torch_dense_sync(const std::string& sync_di
   auto manifest = root.read_manifest();
   if (!manifest)
     return std::move(manifest.error());
-  if (manifest->service != torch_dense_service || manifest->parts.size() != 2)
+  if (manifest->service != torch_dense_sync_service || manifest->parts.size() != 2)
     return make_error(errc::invalid_config, sync_dir + "/dense holds no PyTorch dense sync");
   torch_dense_sync out;
   out.version = manifest->checkpoint;

@@ -77,6 +77,9 @@ caf::expected<torch_export> read_torch_export(const std::string& dir,
 /// Whether a module of spec `b` takes the inputs and gives the output of one of spec `a`.
 bool same_inputs(const torch_spec& a, const torch_spec& b);
 
+/// The service of a PyTorch dense sync's manifests (what a sync mirror accepts as dense).
+inline constexpr const char* torch_dense_sync_service = "darcy.torch_dense_sync";
+
 /// A PyTorch trainer's dense weights for the servers that follow its syncs: its dense part
 /// traced again, TorchScript, at `step`.
 struct torch_dense_sync {

@@ -3,6 +3,7 @@ status, loads), with bearer tokens, and LocalServer, a `darcy serve` process of 
 Errors come back as darcy exceptions named after the answer's status."""
 
 import json
+import os
 import re
 import subprocess
 import urllib.error
@@ -76,6 +77,25 @@ class Client:
         answer: the sync it holds now ("checkpoint", "step", "dense_step", ...)."""
         return self._call("POST", f"/v1/models/{model}:sync", {"dir": str(sync_dir)})
 
+    def push_sync(self, model, sync_dir):
+        """Sends `model` what it lacks of the newest sync under `sync_dir` (a folder of this
+        host: darcy.torch.write_sync's, or an Estimator's stream syncs) as one sync message,
+        so that the server needs no access to the folder: the deltas after the checkpoint it
+        holds, or the whole chain when it asks for it, and the newer dense sync. Returns the
+        server's answer, or, when it holds that sync already, its description's "sync"."""
+        held = self.model(model).get("sync", {})
+        body = _darcy._sync_message(os.fspath(sync_dir), held.get("checkpoint", ""),
+                                    held.get("dense_checkpoint", ""))
+        if body is None:
+            return {"model": model, "sync": held}
+        path = f"/v1/models/{model}:sync"
+        try:
+            return self._call("POST", path, raw=body)
+        except _darcy.OutOfOrder:  # its mirror does not hold our base: the whole chain
+            whole = _darcy._sync_message(os.fspath(sync_dir), "",
+                                         held.get("dense_checkpoint", ""))
+            return self._call("POST", path, raw=whole)
+
     def model(self, model):
         """The model's status: version, shards' health, load history."""
         return self._call("GET", f"/v1/models/{model}")
@@ -84,10 +104,12 @@ class Client:
         """Loads `version` of `model` beside the one serving, then switches to it."""
         return self._call("POST", f"/v1/models/{model}:load", {"version": str(version)})
 
-    def _call(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
+    def _call(self, method, path, body=None, raw=None):
+        data = raw if raw is not None else json.dumps(body).encode() if body is not None \
+            else None
         request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
+        request.add_header("Content-Type", "application/octet-stream" if raw is not None
+                           else "application/json")
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
         try:

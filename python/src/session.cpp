@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "ops/embedding_ops.hpp"
+#include "ops/online/sync_message.hpp"
 #include "ops/torch/torch_export.hpp"
 #include "python/src/store_choice.hpp"
 #include "runtime/cluster/cluster_file.hpp"
@@ -160,6 +161,16 @@ void bind_session(py::module_& m) {
       return value_or_raise(ops::write_torch_dense_sync(dir, bytes, spec, step));
     },
     py::arg("dir"), py::arg("module"), py::arg("spec"), py::arg("step"));
+  m.def(
+    "_sync_message",
+    [](const std::string& dir, const std::string& held_rows,
+       const std::string& held_dense) -> py::object {
+      auto m = value_or_raise(ops::online::read_sync(dir, held_rows, held_dense));
+      if (m.rows.empty() && m.dense.empty())
+        return py::none();
+      return py::bytes(value_or_raise(ops::online::encode(m)));
+    },
+    py::arg("dir"), py::arg("held_rows"), py::arg("held_dense"));
   m.def(
     "_current_checkpoint",
     [](const std::string& dir) {

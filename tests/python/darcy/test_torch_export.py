@@ -290,3 +290,27 @@ def test_darcy_serve_looks_the_rows_up_on_cluster_shards(session, tmp_path):
             assert server.client.model("ranker")["embeddings"] == "shards"
             answer = server.client.predict("ranker", instances_of(*inputs))
     np.testing.assert_allclose(answer["predictions"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_syncs_pushed_as_messages_bring_the_served_model_along(session, tmp_path, serving):
+    rng = np.random.default_rng(4)
+    model = trained(session, rng)
+    example = batch(rng, 4)
+    dt.export(model, tmp_path / "exports" / "ranker", example)
+    client = serving()
+    inputs = batch(rng, 5)
+    opt = torch.optim.SGD(model.mlp.parameters(), lr=0.1)
+    for step in range(1, 4):
+        model.train()
+        model(*batch(rng, 6)).sum().backward()
+        opt.step()
+        checkpoint = dt.write_sync(model, tmp_path / "sync", example, step=step, full_every=2)
+        answer = client.push_sync("ranker", tmp_path / "sync")["sync"]
+        assert (answer["checkpoint"], answer["dense_step"]) == (checkpoint, step)
+        model.eval()
+        with torch.no_grad():
+            want = model(*inputs).numpy()
+        np.testing.assert_allclose(client.predict("ranker", instances_of(*inputs))["predictions"],
+                                   want, rtol=1e-5, atol=1e-5, err_msg=f"step {step}")
+    # Nothing new: nothing sent, the sync held named.
+    assert client.push_sync("ranker", tmp_path / "sync")["sync"]["checkpoint"] == checkpoint
