@@ -153,20 +153,11 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
     if (auto err = access_.admit(ctx, actors::access_action::manage, now()))
       return err;
   }
-  std::optional<ops::online::sync_message> message;
-  std::string dir;
-  if (ops::online::is_sync_message(body)) {
-    auto decoded = ops::online::decode_sync_message(body);
-    if (!decoded) // the request's bytes, not this server's files
-      return make_error(errc::invalid_argument, context_of(decoded.error()));
-    message = std::move(*decoded);
-  } else {
-    auto j = nlohmann::json::parse(body, nullptr, false);
-    if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
-      return make_error(errc::invalid_argument,
-                        "a sync body is {\"dir\": \"SYNC_DIR\"} or a sync message");
-    dir = j["dir"].get<std::string>();
-  }
+  auto parsed = parse_sync_body(body);
+  if (!parsed)
+    return std::move(parsed.error());
+  auto& message = parsed->message;
+  auto& dir = parsed->dir;
   // A sync that waited for another would hold an HTTP thread meanwhile: syncs pushed while a
   // slow one is applied could take every thread from the predictions.
   std::unique_lock<std::mutex> one_at_a_time{sync_mutex_, std::try_to_lock};

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "messages/error.hpp"
 #include "ops/estimator/export/export.hpp"
 #include "stores/checkpoint/checkpoint_link.hpp"
@@ -20,6 +22,23 @@ caf::error layout_refusal(const std::string& what) {
 }
 
 } // namespace
+
+caf::expected<sync_body> parse_sync_body(const std::string& body) {
+  sync_body out;
+  if (ops::online::is_sync_message(body)) {
+    auto decoded = ops::online::decode_sync_message(body);
+    if (!decoded)
+      return make_error(errc::invalid_argument, context_of(decoded.error()));
+    out.message = std::move(*decoded);
+    return out;
+  }
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("dir") || !j["dir"].is_string())
+    return make_error(errc::invalid_argument,
+                      "a sync body is {\"dir\": \"SYNC_DIR\"} or a sync message");
+  out.dir = j["dir"].get<std::string>();
+  return out;
+}
 
 sync_mirror::sync_mirror(std::string dir, std::string dense_service)
   : dir_(std::move(dir)),

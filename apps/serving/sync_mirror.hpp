@@ -4,8 +4,11 @@
 // copy as it would follow the folder. Serving hosts so need no access to training hosts' disks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <caf/expected.hpp>
 
 #include <caf/error.hpp>
 
@@ -13,6 +16,16 @@
 #include "ops/online/sync_message.hpp"
 
 namespace darcy::serving {
+
+/// A :sync request's body: a sync message, or {"dir": SYNC_DIR}, a folder this host reads.
+struct sync_body {
+  std::optional<ops::online::sync_message> message;
+  std::string dir;
+};
+
+/// errc::invalid_argument for a body that is neither, a message that does not decode
+/// included (the request's bytes, not this server's files).
+caf::expected<sync_body> parse_sync_body(const std::string& body);
 
 class sync_mirror {
 public:

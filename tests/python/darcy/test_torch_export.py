@@ -2,7 +2,7 @@
 # exported tables, gives the model's eval() output on inputs it was not traced on; the spec
 # names every input; models it cannot export raise before anything is written; `darcy serve`
 # answers the export's :predict with the model's eval() output, and follows the trainer's
-# syncs (tables and dense part) to its new output.
+# syncs (tables and dense part), read from their folder or pushed as messages, to its new output.
 import concurrent.futures
 import io
 import json
@@ -242,7 +242,8 @@ class Wider(Ranker):
         self.mlp[0] = torch.nn.Linear(6 + 4 + 3 + 3 + 2, 8)
 
 
-def test_a_served_model_follows_the_trainers_syncs(session, tmp_path, serving):
+@pytest.mark.parametrize("push", [False, True], ids=["from its folder", "as messages"])
+def test_a_served_model_follows_the_trainers_syncs(session, tmp_path, serving, push):
     rng = np.random.default_rng(3)
     model = trained(session, rng)
     example = batch(rng, 4)
@@ -256,7 +257,8 @@ def test_a_served_model_follows_the_trainers_syncs(session, tmp_path, serving):
         model(*batch(rng, 6)).sum().backward()        # the rows and the dense weights move
         opt.step()
         checkpoint = dt.write_sync(model, tmp_path / "sync", example, step=step, full_every=2)
-        answer = client.sync("ranker", tmp_path / "sync")["sync"]
+        follow = client.push_sync if push else client.sync
+        answer = follow("ranker", tmp_path / "sync")["sync"]
         assert (answer["checkpoint"], answer["step"], answer["dense_step"]) == \
             (checkpoint, step, step)
         model.eval()
@@ -267,11 +269,13 @@ def test_a_served_model_follows_the_trainers_syncs(session, tmp_path, serving):
                                    err_msg=f"step {step}")
     assert served[0] != served[-1]
     assert client.model("ranker")["sync"]["step"] == 4
+    if push:  # nothing new: nothing sent, the sync held named
+        assert client.push_sync("ranker", tmp_path / "sync")["sync"]["checkpoint"] == checkpoint
     other = Wider(session)
     wide = (torch.ones(4, 6),) + example[1:]
     dt.write_sync(other, tmp_path / "wide", wide, step=9)
     with pytest.raises(darcy.InvalidArgument, match="other inputs"):
-        client.sync("ranker", tmp_path / "wide")
+        follow("ranker", tmp_path / "wide")
     np.testing.assert_allclose(client.predict("ranker", instances_of(*inputs))["predictions"],
                                served[-1], rtol=1e-6)
 
@@ -290,27 +294,3 @@ def test_darcy_serve_looks_the_rows_up_on_cluster_shards(session, tmp_path):
             assert server.client.model("ranker")["embeddings"] == "shards"
             answer = server.client.predict("ranker", instances_of(*inputs))
     np.testing.assert_allclose(answer["predictions"], want, rtol=1e-5, atol=1e-5)
-
-
-def test_syncs_pushed_as_messages_bring_the_served_model_along(session, tmp_path, serving):
-    rng = np.random.default_rng(4)
-    model = trained(session, rng)
-    example = batch(rng, 4)
-    dt.export(model, tmp_path / "exports" / "ranker", example)
-    client = serving()
-    inputs = batch(rng, 5)
-    opt = torch.optim.SGD(model.mlp.parameters(), lr=0.1)
-    for step in range(1, 4):
-        model.train()
-        model(*batch(rng, 6)).sum().backward()
-        opt.step()
-        checkpoint = dt.write_sync(model, tmp_path / "sync", example, step=step, full_every=2)
-        answer = client.push_sync("ranker", tmp_path / "sync")["sync"]
-        assert (answer["checkpoint"], answer["dense_step"]) == (checkpoint, step)
-        model.eval()
-        with torch.no_grad():
-            want = model(*inputs).numpy()
-        np.testing.assert_allclose(client.predict("ranker", instances_of(*inputs))["predictions"],
-                                   want, rtol=1e-5, atol=1e-5, err_msg=f"step {step}")
-    # Nothing new: nothing sent, the sync held named.
-    assert client.push_sync("ranker", tmp_path / "sync")["sync"]["checkpoint"] == checkpoint
