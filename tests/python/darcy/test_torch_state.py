@@ -181,7 +181,7 @@ def test_damaged_inline_files_raise_corrupt_file(session):
     state = dict(model.state_dict()["bag._extra_state"])
     state["checkpoint"] = "another"
     state["files"] = {name: data[:len(data) // 2] for name, data in state["files"].items()}
-    with pytest.raises(darcy.Error):
+    with pytest.raises(darcy.CorruptFile):
         model["bag"].set_extra_state(state)
 
 
