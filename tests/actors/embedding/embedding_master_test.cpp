@@ -597,7 +597,11 @@ TEST_F(embedding_master_test, ShardsWithoutTimersStillAnswerWhenAShardDied) {
   auto rows =
     ask<floats>(sys, master, test::patience, lookup_atom::value, std::string{"words"}, words);
   ASSERT_FALSE(rows);
-  EXPECT_EQ(rows.error(), caf::sec::request_receiver_down) << render(rows.error());
+  // CAF's answer for a receiver that is gone, or the master's own when the shard's down reached
+  // it while the request waited: either way at once.
+  EXPECT_TRUE(rows.error() == caf::sec::request_receiver_down ||
+              is(rows.error(), errc::node_unreachable))
+    << render(rows.error());
 }
 
 TEST_F(embedding_master_test, ARequestWaitingOnAnUnsupervisedShardFailsWhenItGoesDown) {
