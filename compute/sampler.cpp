@@ -1,6 +1,7 @@
 #include "compute/sampler.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 #include <unordered_set>
@@ -93,6 +94,60 @@ std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_
     }
   }
   return result;
+}
+
+uint32_t frequency_class(uint64_t frequency) {
+  if (frequency < 8)
+    return static_cast<uint32_t>(frequency);
+  auto msb = static_cast<uint32_t>(63 - std::countl_zero(frequency));
+  return 8 + (msb - 3) * 4 + static_cast<uint32_t>((frequency >> (msb - 2)) & 3);
+}
+
+uint64_t class_floor(uint32_t c) {
+  if (c < 8)
+    return c;
+  auto octave = (c - 8) / 4;
+  return uint64_t{4 + (c - 8) % 4} << (octave + 1);
+}
+
+uint64_t class_ceiling(uint32_t c) {
+  if (c < 8)
+    return c;
+  return class_floor(c) + ((uint64_t{1} << ((c - 8) / 4 + 1)) - 1);
+}
+
+row_weights::row_weights(sampler_config cfg, std::span<const uint32_t> classes,
+                         std::span<const uint64_t> counts)
+  : cfg_(cfg) {
+  if (cfg.kind != sampler_kind::log_uniform)
+    return;
+  std::vector<uint64_t> ordered(classes.begin(), classes.end());
+  auto per_class = frequency_weights(sampler_kind::log_uniform, ordered, counts);
+  class_weights_.assign(frequency_class_count, 0.0);
+  for (size_t i = 0; i < classes.size(); ++i)
+    class_weights_[classes[i]] = per_class[i];
+}
+
+row_weights::row_weights(sampler_config cfg, std::vector<double> class_weights)
+  : cfg_(cfg), class_weights_(std::move(class_weights)) {
+  if (cfg.kind == sampler_kind::log_uniform)
+    class_weights_.resize(frequency_class_count, 0.0);
+}
+
+double row_weights::operator()(uint64_t frequency) const {
+  switch (cfg_.kind) {
+    case sampler_kind::uniform:
+      return 1.0;
+    case sampler_kind::log_uniform:
+      return class_weights_[frequency_class(frequency)];
+    case sampler_kind::unigram:
+      return std::pow(static_cast<double>(frequency), cfg_.power);
+  }
+  return 0.0;
+}
+
+double row_weights::class_bound(uint32_t c) const {
+  return (*this)(class_ceiling(c));
 }
 
 uint64_t candidate_distribution::draw(std::mt19937_64& rng) const {

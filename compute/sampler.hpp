@@ -68,6 +68,40 @@ private:
 std::vector<double> frequency_weights(sampler_kind kind, std::span<const uint64_t> freqs,
                                       std::span<const uint64_t> counts, double power = 0.75);
 
+/// Sampling groups a table's rows by frequency into classes: one class per frequency below 8,
+/// then four per doubling ([8, 10), [10, 12), [12, 14), [14, 16), [16, 20), ...), 252 in all,
+/// so that a row changes class at most four times each time its frequency doubles.
+inline constexpr uint32_t frequency_class_count = 252;
+uint32_t frequency_class(uint64_t frequency);
+/// The lowest and the highest frequency of class `c` (< frequency_class_count).
+uint64_t class_floor(uint32_t c);
+uint64_t class_ceiling(uint32_t c);
+
+/// The weight of one row under a table's sampler (unnormalized). uniform: 1; unigram:
+/// frequency^power; log_uniform: rows ranked by frequency class over every shard (the most
+/// frequent class first) share, within their class, the mean of log((r + 2) / (r + 1)) over
+/// the ranks r their class occupies, so that the weights of n rows sum to log(n + 1).
+class row_weights {
+public:
+  /// `classes` (ascending) and `counts`: how many rows each class holds over every shard;
+  /// only log_uniform reads them.
+  row_weights(sampler_config cfg, std::span<const uint32_t> classes,
+              std::span<const uint64_t> counts);
+  /// A shard's plan carries the class weights the master computed instead.
+  row_weights(sampler_config cfg, std::vector<double> class_weights);
+
+  double operator()(uint64_t frequency) const;
+  /// The largest weight of a row in class `c`: the weight of its ceiling.
+  double class_bound(uint32_t c) const;
+  /// log_uniform's weight of a row of each class, indexed by class (empty for the others).
+  const std::vector<double>& class_weights() const { return class_weights_; }
+  const sampler_config& config() const { return cfg_; }
+
+private:
+  sampler_config cfg_;
+  std::vector<double> class_weights_;
+};
+
 /// Returns every positive (is_positive, with its probability) followed by `num_sampled`
 /// negatives drawn with replacement, none of them a positive. Fails with
 /// errc::invalid_argument when a positive is out of range or every candidate is a positive.

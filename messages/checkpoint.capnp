@@ -45,6 +45,8 @@ struct EmbeddingConfig {
   backendPath @15 :Text;
   cacheBytes @16 :UInt64;
   stalenessMs @17 :UInt32 = 1000;
+  samplerKind @18 :UInt8 = 2;      # sampler_kind: 0 uniform, 1 log_uniform, 2 unigram
+  samplerPower @19 :Float64 = 0.75;
 }
 
 struct Row {

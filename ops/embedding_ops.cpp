@@ -1,5 +1,6 @@
 #include "ops/embedding_ops.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include "actors/embedding/candidate_sampler.hpp"
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/key_routing.hpp"
 #include "actors/embedding/shard_client.hpp"
@@ -226,7 +228,8 @@ caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<st
 
 caf::expected<sampled_logits_result> sampled_logits(
   session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
-  uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed) {
+  uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed,
+  bool at_most) {
   auto batch = positive_keys.size();
   if (batch == 0)
     return make_error(errc::empty_batch, "sampled_logits needs at least one example");
@@ -256,7 +259,7 @@ caf::expected<sampled_logits_result> sampled_logits(
   std::vector<std::string> positives{unique_positives.begin(), unique_positives.end()};
   auto draw = [&](uint32_t n) {
     return runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value, name,
-                                       positives, n, sampler_kind::unigram, seed);
+                                       positives, n, seed);
   };
   auto drawn = draw(num_sampled);
   // The arguments were checked above, so invalid_argument means that the table holds nothing
@@ -265,6 +268,23 @@ caf::expected<sampled_logits_result> sampled_logits(
     drawn = draw(0);
   if (!drawn)
     return std::move(drawn.error());
+  if (drawn->rows < num_sampled && drawn->keys.size() > unique_positives.size()) {
+    if (!at_most)
+      return make_error(errc::invalid_argument, "sampled_logits: num_sampled " +
+                                                  std::to_string(num_sampled) + " is above the " +
+                                                  std::to_string(drawn->rows) + " rows of '" +
+                                                  name + "'");
+    uint64_t held = 0;
+    for (size_t i = 0; i < drawn->keys.size(); ++i)
+      held += drawn->is_positive[i] && drawn->probs[i] > actors::absent_positive_prob;
+    drawn = draw(static_cast<uint32_t>(drawn->rows - std::min(drawn->rows, held)));
+    if (!drawn)
+      return std::move(drawn.error());
+  }
+  // The n of log(n * Q): the negatives drawn (num_sampled for a first step, which has none).
+  auto negatives = drawn->keys.size() - unique_positives.size();
+  if (negatives == 0)
+    negatives = num_sampled;
   std::map<std::string, double> prob;
   sampled_logits_result result;
   for (size_t i = 0; i < drawn->keys.size(); ++i) {
@@ -309,7 +329,7 @@ caf::expected<sampled_logits_result> sampled_logits(
         continue;
       }
       result.row_of[b * columns + c] = row;
-      auto expected_count = static_cast<double>(num_sampled) * prob.at(cols[c]);
+      auto expected_count = static_cast<double>(negatives) * prob.at(cols[c]);
       auto bi = static_cast<Eigen::Index>(b);
       auto ci = static_cast<Eigen::Index>(c);
       result.logits(bi, ci) =

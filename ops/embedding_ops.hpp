@@ -139,11 +139,14 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
 /// Sampled-softmax logits for a batch of examples: row b of `activations` is example b, and
 /// `positive_keys[b]` its positive keys (at least one each, any number). Columns are the
 /// positives, padded to the batch's largest count, then `num_sampled` negatives shared by the
-/// batch, drawn from the embedding's rows by unigram frequency^0.75. Every logit is
-/// a·w - log(num_sampled * Q(key)); a padding column, or a negative that is one of the
-/// example's own positives (an accidental hit), holds masked_logit with label 0. Labels of an
-/// example's positives are 1 / (its positive count). Negatives are never a positive of the
-/// batch; while the table holds nothing else (the first steps), there are none.
+/// batch, drawn with replacement from the embedding's rows by the table's sampler
+/// (de_config::sampler). Every logit is a·w - log(n * Q(key)), n the negatives drawn; a padding
+/// column, or a negative that is one of the example's own positives (an accidental hit), holds
+/// masked_logit with label 0. Labels of an example's positives are 1 / (its positive count).
+/// Negatives are never a positive of the batch; while the table holds nothing else (the first
+/// steps), there are none. num_sampled above the table's rows fails (errc::invalid_argument)
+/// unless `at_most`: then it is the most negatives, and a table that holds fewer rows than
+/// num_sampled (a growing label table) gives as many as it has rows besides the positives.
 struct sampled_logits_result {
   matrix logits;
   matrix labels;
@@ -167,7 +170,8 @@ inline constexpr float masked_logit = -1e30f;
 
 caf::expected<sampled_logits_result> sampled_logits(
   session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
-  uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed = 1);
+  uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed = 1,
+  bool at_most = false);
 
 /// The k rows of `name` with the largest score (inner product or cosine) against each row of
 /// `activations`.

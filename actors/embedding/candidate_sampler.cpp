@@ -16,44 +16,47 @@ namespace darcy::actors {
 
 namespace {
 
-// The global weight table: one weight per distinct frequency, from every shard's histogram.
+// The global weights: the table's sampler over every shard's classes, and each shard's share.
 struct weight_table {
-  std::vector<uint64_t> freqs;
-  std::vector<double> weights;
+  compute::row_weights weights;
+  /// Each shard's weight, and the whole table's.
+  std::vector<double> shard_totals;
   double total = 0;
-
-  double weight_of(uint64_t freq) const {
-    auto f = std::lower_bound(freqs.begin(), freqs.end(), freq);
-    return f == freqs.end() || *f != freq ? 0.0 : weights[static_cast<size_t>(f - freqs.begin())];
-  }
 };
 
-weight_table make_table(const std::vector<sample_stats>& stats, sampler_kind kind, double power) {
-  std::map<uint64_t, uint64_t> merged;
+weight_table make_table(const std::vector<sample_stats>& stats) {
+  std::map<uint32_t, uint64_t> merged;
   for (auto& s : stats)
-    for (size_t i = 0; i < s.freqs.size(); ++i)
-      merged[s.freqs[i]] += s.counts[i];
-  weight_table table;
+    for (size_t i = 0; i < s.classes.size(); ++i)
+      merged[s.classes[i]] += s.counts[i];
+  std::vector<uint32_t> classes;
   std::vector<uint64_t> counts;
-  for (auto [freq, count] : merged) {
-    table.freqs.push_back(freq);
+  for (auto [c, count] : merged) {
+    classes.push_back(c);
     counts.push_back(count);
   }
-  table.weights = compute::frequency_weights(kind, table.freqs, counts, power);
-  for (size_t i = 0; i < counts.size(); ++i)
-    table.total += table.weights[i] * static_cast<double>(counts[i]);
+  auto sampler = stats.empty() ? sampler_config{} : stats.front().sampler;
+  weight_table table{compute::row_weights{sampler, classes, counts}, {}, 0};
+  for (auto& s : stats) {
+    double w = s.weight;
+    if (sampler.kind == sampler_kind::log_uniform) {
+      w = 0;
+      for (size_t i = 0; i < s.classes.size(); ++i)
+        w += table.weights.class_weights()[s.classes[i]] * static_cast<double>(s.counts[i]);
+    }
+    table.shard_totals.push_back(w);
+    table.total += w;
+  }
   return table;
 }
 
 // Each shard's weight without its positives.
 std::vector<double> free_weights(const std::vector<sample_stats>& stats, const weight_table& t) {
   std::vector<double> result;
-  for (auto& s : stats) {
-    double w = 0;
-    for (size_t i = 0; i < s.freqs.size(); ++i)
-      w += t.weight_of(s.freqs[i]) * static_cast<double>(s.counts[i]);
-    for (auto f : s.positive_freqs)
-      w -= t.weight_of(f);
+  for (size_t s = 0; s < stats.size(); ++s) {
+    double w = t.shard_totals[s];
+    for (auto f : stats[s].positive_freqs)
+      w -= t.weights(f);
     result.push_back(std::max(0.0, w));
   }
   return result;
@@ -66,8 +69,7 @@ candidate_sampler_actor::behavior_type candidate_sampler(candidate_sampler_actor
   auto opts = std::make_shared<candidate_sampler_options>(std::move(options));
   return {
     [self, opts](sample_atom, const std::string& name, std::vector<std::string> positives,
-                 uint32_t num_sampled, sampler_kind kind,
-                 uint64_t seed) -> caf::result<sample_result> {
+                 uint32_t num_sampled, uint64_t seed) -> caf::result<sample_result> {
       std::set<std::string> seen;
       positives.erase(std::remove_if(positives.begin(), positives.end(),
                                      [&](const std::string& p) { return !seen.insert(p).second; }),
@@ -89,7 +91,11 @@ candidate_sampler_actor::behavior_type candidate_sampler(candidate_sampler_actor
             promise.deliver(std::move(err));
             return;
           }
-          auto table = make_table(*stats, kind, opts->unigram_power);
+          uint64_t rows = 0;
+          for (auto& part : *stats)
+            for (auto count : part.counts)
+              rows += count;
+          auto table = make_table(*stats);
           auto shard_weights = free_weights(*stats, table);
           auto free_total = std::accumulate(shard_weights.begin(), shard_weights.end(), 0.0);
           if (num_sampled > 0 && !(free_total > 0)) {
@@ -98,10 +104,12 @@ candidate_sampler_actor::behavior_type candidate_sampler(candidate_sampler_actor
             return;
           }
           auto result = std::make_shared<sample_result>();
+          result->rows = rows;
           std::map<std::string, double> positive_prob;
           for (auto& s : *stats)
             for (size_t i = 0; i < s.positives.size(); ++i)
-              positive_prob[s.positives[i]] = table.weight_of(s.positive_freqs[i]) / table.total;
+              positive_prob[s.positives[i]] =
+                table.total > 0 ? table.weights(s.positive_freqs[i]) / table.total : 0.0;
           for (auto& p : positives) {
             auto found = positive_prob.find(p);
             result->keys.push_back(p);
@@ -126,8 +134,12 @@ candidate_sampler_actor::behavior_type candidate_sampler(candidate_sampler_actor
           fan_out<sample_result>(
             targets,
             [=](size_t s) {
-              sample_plan plan{table.freqs, table.weights,           table.total,
-                               counts[s],   compute::mix64(seed, s), positives};
+              sample_plan plan{table.weights.config(),
+                               table.weights.class_weights(),
+                               table.total,
+                               counts[s],
+                               compute::mix64(seed, s),
+                               positives};
               return self->request(shards[s], opts->shard_timeout, sample_part_atom::value, name,
                                    std::move(plan));
             },

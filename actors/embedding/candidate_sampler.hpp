@@ -12,7 +12,6 @@ namespace darcy::actors {
 
 struct candidate_sampler_options {
   std::vector<embedding_shard_actor> shards;
-  double unigram_power = 0.75;
   std::chrono::milliseconds shard_timeout{30000};
 };
 

@@ -11,6 +11,7 @@
 #include "apps/bench/moe_gpu_bench.hpp"
 #include "apps/bench/online_bench.hpp"
 #include "apps/bench/redis_bench.hpp"
+#include "apps/bench/sampling_bench.hpp"
 #include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
 #include "apps/command/command_line.hpp"
@@ -229,6 +230,25 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
                         "Paths to run, comma-separated: store,service,direct,remote,leveldb");
   embedding->callback(
     [emb, &exit_code] { exit_code = report("embedding", run_embedding_bench(*emb)); });
+
+  auto smp = std::make_shared<sampling_bench_options>();
+  auto sampling = bench->add_subcommand(
+    "sampling", "A sampled softmax's draw on tables of growing size, in memory and on LevelDB");
+  sampling->add_option("--rows", smp->rows, "Table sizes, smallest first (comma-separated)")
+    ->delimiter(',');
+  sampling->add_option("--dim", smp->dim, "Embedding dimension")->check(CLI::Range(1, 4096));
+  sampling->add_option("--batch", smp->batch, "Positives per call");
+  sampling->add_option("--num-sampled", smp->num_sampled, "Negatives per call");
+  sampling->add_option("--calls", smp->calls, "Timed calls per table (median)");
+  sampling->add_option("--tiers", smp->tiers, "Tiers to run, comma-separated: memory,leveldb");
+  sampling->add_option("--dir", smp->dir, "Folder of the LevelDB tables");
+  sampling
+    ->add_option("--cache-fraction", smp->cache_fraction,
+                 "The LevelDB tier's cache, as a fraction of the rows")
+    ->check(CLI::Range(0.0, 1.0));
+  sampling->add_option("--shards", smp->shards, "Shards of the service")->check(CLI::Range(1, 64));
+  sampling->callback(
+    [smp, &exit_code] { exit_code = report("sampling", run_sampling_bench(*smp)); });
 
   auto red = std::make_shared<redis_bench_options>();
   auto redis_cmd = bench->add_subcommand(

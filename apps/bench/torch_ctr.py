@@ -7,7 +7,8 @@ darcy.torch.EmbeddingBagCollection of 26 tables, one a field, in this process. P
 variant, the cost of one lookup and one backward of 4,096 keys across the boundary, and the
 JSON line {"bench":"torch_ctr","metrics":{...}} with torch_darcy_vs_torch and
 torch_collection_vs_torch (examples/s over the peer's) and torch_darcy_auc_delta and
-torch_collection_auc_delta.
+torch_collection_auc_delta. A last variant, dense_only, trains the dense part over fixed rows
+(one gather, no table trained): dense_only_vs_torch is the ceiling of any table's ratio.
 
 Usage: apps/bench/torch_ctr.py [--train-rows N] [--test-rows N] [--no-remote]
        (env: DARCY, the darcy binary; darcy importable: pip install ./python, make python or
@@ -80,6 +81,18 @@ class PerFieldBags(torch.nn.Module):
     def forward(self, c):
         offsets = torch.arange(c.shape[0])
         return torch.stack([b(c[:, f], offsets) for f, b in enumerate(self.bags)], 1)
+
+
+class FixedRows(torch.nn.Module):
+    """The ceiling of any table: rows gathered from 4,096 fixed ones, nothing trained, so the
+    step costs the shared dense part and one gather."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("rows", torch.randn(4096, DIM) * 0.01)
+
+    def forward(self, c):
+        return self.rows[c % 4096]
 
 
 class DarcyBags(torch.nn.Module):
@@ -206,6 +219,9 @@ def main():
         torch.manual_seed(1)
         rows.append(train_eval("darcy_collection", DLRM(CollectionBags(session, settings)), [],
                                per_field, o.epochs, o.batch))
+    torch.manual_seed(1)
+    ceiling = train_eval("dense_only", DLRM(FixedRows()), [], ((xtr, a, ytr), (xte, b, yte)),
+                         o.epochs, o.batch)
     print(f"across the boundary, 4,096 keys: lookup {lookup_us:.0f} us, backward "
           f"{backward_us:.0f} us; {table_rows} rows in the table")
     metrics = {"train_rows": len(ytr), "test_rows": len(yte), "threads": o.threads,
@@ -227,6 +243,8 @@ def main():
     metrics["torch_darcy_auc_delta"] = round(rows[1]["auc"] - rows[0]["auc"], 4)
     metrics["torch_collection_vs_torch"] = round(rows[2]["examples_s"] / rows[0]["examples_s"], 3)
     metrics["torch_collection_auc_delta"] = round(rows[2]["auc"] - rows[0]["auc"], 4)
+    metrics["dense_only_examples_s"] = ceiling["examples_s"]
+    metrics["dense_only_vs_torch"] = round(ceiling["examples_s"] / rows[0]["examples_s"], 3)
     print(json.dumps({"bench": "torch_ctr", "metrics": metrics}))
 
 

@@ -170,9 +170,9 @@ caf::expected<std::vector<uint32_t>> service_negatives(ops::session& s, const ru
   auto sampler = s.sampler();
   if (!sampler)
     return std::move(sampler.error());
-  auto drawn = runtime::ask<sample_result>(
-    s.system(), *sampler, s.timeout(), sample_atom::value, rs.in_cfg.name,
-    std::vector<std::string>{}, static_cast<uint32_t>(count), sampler_kind::unigram, seed);
+  auto drawn = runtime::ask<sample_result>(s.system(), *sampler, s.timeout(), sample_atom::value,
+                                           rs.in_cfg.name, std::vector<std::string>{},
+                                           static_cast<uint32_t>(count), seed);
   if (!drawn && is(drawn.error(), errc::invalid_argument))
     return std::vector<uint32_t>{};
   if (!drawn)

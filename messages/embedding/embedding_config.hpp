@@ -64,6 +64,18 @@ typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
 /// (P(rank r) = log((r + 2) / (r + 1)) / log(n + 1)), or by frequency^power (unigram^0.75).
 enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
 
+/// How the candidate sampler draws negatives from a table: `kind`, and for unigram the power
+/// (frequency^power). Ranks (log_uniform) and weights count the lookups of each row.
+struct sampler_config {
+  sampler_kind kind = sampler_kind::unigram;
+  double power = 0.75;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampler_config& x) {
+  return f(x.kind, x.power);
+}
+
 /// memory: rows in RAM (memory_store). leveldb: rows persist in LevelDB under `path` (one
 /// database per shard: the master appends "/shard-N"), with an LRU cache of `cache_bytes`.
 /// redis: rows live in the Redis at `path` (redis://HOST:PORT[/PREFIX]), shared by every shard
@@ -92,12 +104,14 @@ struct de_config {
   std::vector<float> default_value;
   /// Largest batch one request may carry; larger ones fail with errc::batch_too_large.
   uint32_t max_batch = 1 << 16;
+  /// The distribution the candidate sampler draws this table's negatives from.
+  sampler_config sampler;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, de_config& x) {
   return f(x.name, x.dim, x.init, x.optimizer, x.admission, x.eviction, x.backend, x.path,
-           x.cache_bytes, x.staleness_ms, x.read_only, x.default_value, x.max_batch);
+           x.cache_bytes, x.staleness_ms, x.read_only, x.default_value, x.max_batch, x.sampler);
 }
 
 std::string to_string(init_kind x);

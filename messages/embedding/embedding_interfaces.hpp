@@ -80,32 +80,40 @@ struct sample_result {
   std::vector<std::string> keys;
   std::vector<uint8_t> is_positive;
   std::vector<double> probs;
+  /// The table's rows when it was drawn (the candidate sampler's answer only).
+  uint64_t rows = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_result& x) {
-  return f(caf::meta::type_name("sample_result"), x.keys, x.is_positive, x.probs);
+  return f(caf::meta::type_name("sample_result"), x.keys, x.is_positive, x.probs, x.rows);
 }
 
-/// A shard's sampling metadata: how many of its rows have each frequency, and the frequencies
-/// of the positives it holds.
+/// A shard's sampling metadata: its table's sampler, how many of its rows fall in each
+/// frequency class (compute::frequency_class; classes ascending), their total weight (unigram:
+/// the sum of frequency^power; otherwise the row count), and the frequencies of the positives
+/// it holds.
 struct sample_stats {
-  std::vector<uint64_t> freqs;
+  sampler_config sampler;
+  std::vector<uint32_t> classes;
   std::vector<uint64_t> counts;
+  double weight = 0;
   std::vector<std::string> positives;
   std::vector<uint64_t> positive_freqs;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_stats& x) {
-  return f(caf::meta::type_name("sample_stats"), x.freqs, x.counts, x.positives, x.positive_freqs);
+  return f(caf::meta::type_name("sample_stats"), x.sampler, x.classes, x.counts, x.weight,
+           x.positives, x.positive_freqs);
 }
 
-/// What one shard draws: `count` negatives, weighing a row of frequency freqs[i] by
-/// weights[i] (freqs ascending), never one of `positives`; probabilities are weight / total.
+/// What one shard draws: `count` negatives by `sampler` (log_uniform: a row of class c weighs
+/// class_weights[c], from every shard's classes), never one of `positives`; probabilities are
+/// weight / total_weight.
 struct sample_plan {
-  std::vector<uint64_t> freqs;
-  std::vector<double> weights;
+  sampler_config sampler;
+  std::vector<double> class_weights;
   double total_weight = 0;
   uint32_t count = 0;
   uint64_t seed = 0;
@@ -114,8 +122,8 @@ struct sample_plan {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_plan& x) {
-  return f(caf::meta::type_name("sample_plan"), x.freqs, x.weights, x.total_weight, x.count, x.seed,
-           x.positives);
+  return f(caf::meta::type_name("sample_plan"), x.sampler, x.class_weights, x.total_weight, x.count,
+           x.seed, x.positives);
 }
 
 /// Lookup handles a master, and each shard, keeps for backward before dropping the oldest.
@@ -250,11 +258,12 @@ using embedding_master_actor = embedding_ops_actor::extend<
   caf::replies_to<sync_atom, std::string, checkpoint_manifest>::with<ok_atom>,
   caf::replies_to<route_atom>::with<shard_route>, caf::reacts_to<cluster_event>>;
 
-/// The candidate sampler: Sample(positives, num_sampled) over an embedding's rows, shared out
-/// among the shards by their metadata. Errors: errc::unknown_embedding, errc::invalid_argument
-/// (no candidate other than the positives).
+/// The candidate sampler: Sample(positives, num_sampled, seed) over an embedding's rows by the
+/// table's sampler (de_config::sampler), shared out among the shards by their metadata.
+/// Negatives are drawn with replacement, as many as asked. Errors: errc::unknown_embedding,
+/// errc::invalid_argument (no candidate other than the positives).
 using candidate_sampler_actor =
   caf::typed_actor<caf::replies_to<sample_atom, std::string, std::vector<std::string>, uint32_t,
-                                   sampler_kind, uint64_t>::with<sample_result>>;
+                                   uint64_t>::with<sample_result>>;
 
 } // namespace darcy

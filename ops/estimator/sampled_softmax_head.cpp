@@ -80,8 +80,9 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
   }
   estimator_spec spec;
   if (ctx.training()) {
+    // The label table grows with the data: fewer negatives while it holds fewer rows.
     auto logits = sampled_logits(session_, *labels, z, config_.num_sampled, config_.labels,
-                                 config_.labels.name, draw_seed(ctx.seed(), *labels));
+                                 config_.labels.name, draw_seed(ctx.seed(), *labels), true);
     if (!logits)
       return std::move(logits.error());
     matrix dlogits;

@@ -25,9 +25,11 @@ struct sampled_softmax_head_config {
   /// The string feature that holds each example's labels (at least one per example in train
   /// and eval; several share the example's probability mass equally).
   std::string label_key = "labels";
-  /// The output table; its dim is the width the model's last layer must have.
+  /// The output table; its dim is the width the model's last layer must have, its sampler
+  /// (de_config::sampler) draws the negatives.
   de_config labels;
-  /// Negatives per training batch, drawn by frequency^0.75 among the labels seen so far.
+  /// Negatives per training batch, drawn among the labels seen so far (fewer while the table
+  /// holds fewer rows besides the batch's labels).
   uint32_t num_sampled = 64;
   /// Labels predicted per example, and the k of the metric recall_at_<k>.
   uint32_t k = 10;

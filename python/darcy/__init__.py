@@ -9,7 +9,7 @@ from darcy import _darcy
 from darcy.cluster import LocalCluster
 from darcy.config import (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule, Zeros,
                           Uniform, Normal, TruncatedNormal, AdmitAll, Frequency, Bloom, KeepAll,
-                          TTL, LFU, LRU)
+                          TTL, LFU, LRU, UnigramSampler, LogUniformSampler, UniformSampler)
 from darcy.config import RENAMED as _RENAMED
 from darcy.session import Session, Table
 

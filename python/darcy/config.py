@@ -1,6 +1,7 @@
 """How a table's rows start, train, enter and leave: the update rule its shards run on each
 row (SGDRule, AdagradRule, ...: table settings, not torch.optim optimizers), the initializer
-of new rows, the admission of new keys and the eviction of old rows. Each is a small frozen
+of new rows, the admission of new keys, the eviction of old rows and the sampler that draws
+its negatives for a sampled softmax. Each is a small frozen
 dataclass; a table takes one of each (docs/python.md)."""
 
 import dataclasses
@@ -124,6 +125,27 @@ class LRU:
     kind: ClassVar[str] = "lru"
 
 
+@dataclasses.dataclass(frozen=True)
+class UnigramSampler:
+    """Negatives drawn by frequency^power, frequency counting each row's lookups (the
+    default, power 0.75)."""
+    power: float = 0.75
+    kind: ClassVar[str] = "unigram"
+
+
+@dataclasses.dataclass(frozen=True)
+class LogUniformSampler:
+    """Negatives drawn log-uniformly by frequency rank: P(rank r) = log((r + 2) / (r + 1)) /
+    log(n + 1), rows of one frequency class sharing the ranks of their class (docs/embeddings.md)."""
+    kind: ClassVar[str] = "log_uniform"
+
+
+@dataclasses.dataclass(frozen=True)
+class UniformSampler:
+    """Negatives drawn uniformly over the rows."""
+    kind: ClassVar[str] = "uniform"
+
+
 OPTIMIZERS = (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule)
 
 # The names these rules had before they were told apart from torch.optim's classes.
@@ -132,6 +154,7 @@ RENAMED = {"SGD": SGDRule, "Adagrad": AdagradRule, "Momentum": MomentumRule, "Ad
 INITIALIZERS = (Zeros, Uniform, Normal, TruncatedNormal)
 ADMISSIONS = (AdmitAll, Frequency, Bloom)
 EVICTIONS = (KeepAll, TTL, LFU, LRU)
+SAMPLERS = (UnigramSampler, LogUniformSampler, UniformSampler)
 
 
 def as_dict(value, kinds, what):

@@ -66,17 +66,20 @@ class Table:
         (key, score) pairs, best first; metric "dot" or "cosine"."""
         return self._handle.top_k(vectors, k, metric)
 
-    def sampled_logits(self, positive_keys, activations, num_sampled, seed=1):
+    def sampled_logits(self, positive_keys, activations, num_sampled, seed=1, at_most=False):
         """Sampled-softmax logits for a batch: positive_keys[b] is example b's keys (a str or
         bytes key, a list of them, or a NumPy integer array), or positive_keys is an integer
         array (1-D: one id an example; 2-D: a row of ids an example); activations are float32
-        (batch, dim). Columns are each example's positives, padded,
-        then num_sampled negatives shared by the batch, drawn by the service's sampler from
-        the table's rows (frequency^0.75), each logit a.w - log(num_sampled * Q(key)).
-        Returns (logits, labels, pending); pending.backward(dlogits) sends the rows'
-        gradients and returns d(loss)/d(activations). darcy.torch.sampled_logits wraps it."""
+        (batch, dim). Columns are each example's positives, padded, then num_sampled negatives
+        shared by the batch, drawn with replacement by the table's sampler (the `sampler` of
+        Session.embedding), each logit a.w - log(n * Q(key)) for the n negatives drawn.
+        num_sampled above the table's rows raises darcy.InvalidArgument, unless at_most: then
+        a table that holds fewer rows (a growing label table) gives as many negatives as it
+        has other rows. Returns (logits, labels, pending); pending.backward(dlogits) sends the
+        rows' gradients and returns d(loss)/d(activations). darcy.torch.sampled_logits wraps
+        it."""
         logits, labels, pending = self._handle.sampled_logits(positive_keys, activations,
-                                                              num_sampled, seed)
+                                                              num_sampled, seed, at_most)
         return logits, labels, _Pending(pending, self._session)
 
     def stats(self):
@@ -144,12 +147,13 @@ class Session:
                        checkpoint_dir)
 
     def embedding(self, name, dim, optimizer=None, initializer=None, admission=None,
-                  eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20):
+                  eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20,
+                  sampler=None):
         """The table `name` of `dim` values a row, created in the service on first use. The
         same name again gives the same table when the settings agree; other settings raise
         darcy.InvalidConfig."""
         settings = (dim, optimizer, initializer, admission, eviction, store, max_batch,
-                    cache_bytes)
+                    cache_bytes, sampler)
         if name in self._tables:
             table = self._tables[name]
             if table._settings != settings:
@@ -167,6 +171,8 @@ class Session:
                                             "admission")
         options.eviction = _config.as_dict(eviction or _config.KeepAll(), _config.EVICTIONS,
                                            "eviction")
+        options.sampler = _config.as_dict(sampler or _config.UnigramSampler(), _config.SAMPLERS,
+                                          "sampler")
         options.store = store or self._handle.store
         options.max_batch = max_batch
         options.cache_bytes = cache_bytes

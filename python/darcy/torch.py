@@ -183,9 +183,10 @@ class _SampledLogits(torch.autograd.Function):
     returns the activations' gradient."""
 
     @staticmethod
-    def forward(ctx, activations, table, positives, num_sampled, seed):
+    def forward(ctx, activations, table, positives, num_sampled, seed, at_most):
         logits, labels, pending = table.sampled_logits(
-            positives, activations.detach().contiguous().cpu().numpy(), num_sampled, seed)
+            positives, activations.detach().contiguous().cpu().numpy(), num_sampled, seed,
+            at_most)
         ctx.pending = pending
         labels = torch.from_numpy(labels)
         ctx.mark_non_differentiable(labels)
@@ -194,11 +195,12 @@ class _SampledLogits(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dlogits, _dlabels):
         d = ctx.pending.backward(dlogits.detach().contiguous().cpu().numpy())
-        return torch.from_numpy(d), None, None, None, None
+        return torch.from_numpy(d), None, None, None, None, None
 
 
-def sampled_logits(table, positive_keys, activations, num_sampled, seed=1):
-    """(logits, labels) of a sampled softmax over `table`'s rows (Table.sampled_logits), with
+def sampled_logits(table, positive_keys, activations, num_sampled, seed=1, at_most=False):
+    """(logits, labels) of a sampled softmax over `table`'s rows (Table.sampled_logits, whose
+    num_sampled, seed and at_most these are), with
     autograd: the loss's backward updates the rows involved on the shards and flows into
     `activations`. positive_keys take every form Table.sampled_logits takes, and an integer
     tensor as an array (1-D: one positive an example). Train with
@@ -209,7 +211,8 @@ def sampled_logits(table, positive_keys, activations, num_sampled, seed=1):
         if positive_keys.is_floating_point() or positive_keys.is_complex():
             raise _invalid(f"positive keys of dtype {positive_keys.dtype}; ids are integers")
         positive_keys = positive_keys.detach().cpu().numpy()
-    return _SampledLogits.apply(activations.float(), table, positive_keys, num_sampled, seed)
+    return _SampledLogits.apply(activations.float(), table, positive_keys, num_sampled, seed,
+                                at_most)
 
 
 def sampled_softmax_loss(logits, labels):

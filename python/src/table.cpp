@@ -182,7 +182,7 @@ py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::s
 }
 
 py::tuple table_handle::sampled_logits(const py::handle& positives, const py::handle& activations,
-                                       uint32_t num_sampled, uint64_t seed) {
+                                       uint32_t num_sampled, uint64_t seed, bool at_most) {
   auto positive_keys = read_positive_keys(positives);
   auto a = read_rows(activations, positive_keys.size(), config_.dim,
                      "activations for '" + config_.name + "'");
@@ -190,7 +190,8 @@ py::tuple table_handle::sampled_logits(const py::handle& positives, const py::ha
     Eigen::Map<const ops::matrix>(a.data(), static_cast<Eigen::Index>(positive_keys.size()),
                                   static_cast<Eigen::Index>(config_.dim));
   auto result = value_or_raise(session_->run([&](ops::session& s) {
-    return ops::sampled_logits(s, positive_keys, m, num_sampled, config_, config_.name, seed);
+    return ops::sampled_logits(s, positive_keys, m, num_sampled, config_, config_.name, seed,
+                               at_most);
   }));
   auto logits = owning_array(ops::matrix{result.logits});
   auto labels = owning_array(ops::matrix{result.labels});
@@ -235,7 +236,8 @@ void bind_table(py::module_& m) {
     .def("top_k", &table_handle::top_k, py::arg("vectors"), py::arg("k"), py::arg("metric") = "dot")
     .def("stats", &table_handle::stats)
     .def("sampled_logits", &table_handle::sampled_logits, py::arg("positive_keys"),
-         py::arg("activations"), py::arg("num_sampled"), py::arg("seed") = 1);
+         py::arg("activations"), py::arg("num_sampled"), py::arg("seed") = 1,
+         py::arg("at_most") = false);
   py::class_<table_options>(m, "_TableOptions")
     .def(py::init<>())
     .def_readwrite("name", &table_options::name)
@@ -244,6 +246,7 @@ void bind_table(py::module_& m) {
     .def_readwrite("initializer", &table_options::initializer)
     .def_readwrite("admission", &table_options::admission)
     .def_readwrite("eviction", &table_options::eviction)
+    .def_readwrite("sampler", &table_options::sampler)
     .def_readwrite("store", &table_options::store)
     .def_readwrite("max_batch", &table_options::max_batch)
     .def_readwrite("cache_bytes", &table_options::cache_bytes);

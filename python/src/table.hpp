@@ -83,10 +83,11 @@ public:
 
   /// (logits, labels, pending) of ops::sampled_logits: positive_keys are each example's keys
   /// in any form read_positive_keys takes, activations float32 (batch, dim), num_sampled
-  /// negatives drawn by the service's sampler. Bad keys raise before the service is asked.
+  /// negatives drawn by the table's sampler (at most num_sampled when `at_most`). Bad keys
+  /// raise before the service is asked.
   pybind11::tuple sampled_logits(const pybind11::handle& positive_keys,
                                  const pybind11::handle& activations, uint32_t num_sampled,
-                                 uint64_t seed);
+                                 uint64_t seed, bool at_most);
 
   /// `step`, or one past the last step this table used.
   int64_t next_step(std::optional<int64_t> step);

@@ -83,6 +83,13 @@ de_config table_config(const table_options& o) {
                                     {"lru", eviction_kind::lru}});
   read(o.eviction, "ttl_steps", ev.ttl_steps);
   read(o.eviction, "max_rows", ev.max_rows);
+  if (!o.sampler.empty()) {
+    cfg.sampler.kind = kind_of<sampler_kind>(o.sampler, "sampler",
+                                             {{"uniform", sampler_kind::uniform},
+                                              {"log_uniform", sampler_kind::log_uniform},
+                                              {"unigram", sampler_kind::unigram}});
+    read(o.sampler, "power", cfg.sampler.power);
+  }
   raise_if(check_store(o.store));
   apply_store(o.store, cfg);
   return cfg;

@@ -1,5 +1,6 @@
-// The de_config of a table made from Python: darcy's optimizer, initializer, admission and
-// eviction classes (python/darcy/config.py) arrive as dicts with a "kind" and their fields.
+// The de_config of a table made from Python: darcy's optimizer, initializer, admission,
+// eviction and sampler classes (python/darcy/config.py) arrive as dicts with a "kind" and their
+// fields.
 #pragma once
 
 #include <string>
@@ -13,7 +14,7 @@ namespace darcy::python {
 struct table_options {
   std::string name;
   uint32_t dim = 0;
-  pybind11::dict optimizer, initializer, admission, eviction;
+  pybind11::dict optimizer, initializer, admission, eviction, sampler;
   /// "memory", "leveldb:DIR" or "redis://..." (store_choice.hpp).
   std::string store;
   uint32_t max_batch = 1 << 16;

@@ -95,6 +95,8 @@ void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
   out.setBackendPath(cfg.path);
   out.setCacheBytes(cfg.cache_bytes);
   out.setStalenessMs(cfg.staleness_ms);
+  out.setSamplerKind(static_cast<uint8_t>(cfg.sampler.kind));
+  out.setSamplerPower(cfg.sampler.power);
 }
 
 de_config from_capnp(EmbeddingConfig::Reader in) {
@@ -130,6 +132,7 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   cfg.path = in.getBackendPath();
   cfg.cache_bytes = in.getCacheBytes();
   cfg.staleness_ms = in.getStalenessMs();
+  cfg.sampler = {static_cast<sampler_kind>(in.getSamplerKind()), in.getSamplerPower()};
   return cfg;
 }
 

@@ -19,6 +19,7 @@ namespace {
 
 memory_store_options memory_options(const de_config& cfg) {
   memory_store_options opts;
+  opts.sampler = cfg.sampler;
   opts.dim = cfg.dim;
   opts.init = cfg.init;
   opts.optimizer = cfg.optimizer;
@@ -61,6 +62,11 @@ caf::error validate(const de_config& cfg) {
   }
   if (cfg.backend > backend_kind::redis)
     return bad("unknown backend " + std::to_string(static_cast<int>(cfg.backend)));
+  if (cfg.sampler.kind > sampler_kind::unigram)
+    return bad("unknown sampler " + std::to_string(static_cast<int>(cfg.sampler.kind)) +
+               " (uniform, log_uniform or unigram)");
+  if (!(cfg.sampler.power > 0 && cfg.sampler.power <= 4))
+    return bad("the sampler's power must be in (0, 4]");
   for (auto check :
        {make_error(compute::validate(cfg.init)), make_error(compute::validate(cfg.optimizer)),
         validate(cfg.admission), validate(cfg.eviction)})

@@ -42,57 +42,28 @@ caf::error embedding_store::update(std::span<const std::string_view> keys,
   return update(keys, hash_keys(keys), grads, step);
 }
 
+caf::error embedding_store::ensure_sampling_index() {
+  if (sampling_)
+    return {};
+  auto index = std::make_unique<sample_index>(sampler_);
+  auto none = [](std::string_view, uint64_t stored) { return stored; };
+  if (auto err = export_rows([&](const row_record& r) { index->set(r.key, r.frequency, none); }))
+    return err;
+  sampling_ = std::move(index);
+  return {};
+}
+
 caf::expected<sample_stats> embedding_store::sample_metadata(
   const std::vector<std::string>& positives) {
-  std::map<uint64_t, uint64_t> histogram;
-  std::unordered_set<std::string_view> wanted(positives.begin(), positives.end());
-  sample_stats result;
-  auto err = export_rows([&](const row_record& r) {
-    ++histogram[r.frequency];
-    if (wanted.count(r.key) > 0) {
-      result.positives.emplace_back(r.key);
-      result.positive_freqs.push_back(r.frequency);
-    }
-  });
-  if (err)
+  if (auto err = ensure_sampling_index())
     return err;
-  for (auto [freq, count] : histogram) {
-    result.freqs.push_back(freq);
-    result.counts.push_back(count);
-  }
-  return result;
+  return sampling_->stats(positives, exact_reader());
 }
 
 caf::expected<sample_result> embedding_store::sample(const sample_plan& plan) {
-  sample_result result;
-  if (plan.count == 0)
-    return result;
-  std::unordered_set<std::string_view> excluded(plan.positives.begin(), plan.positives.end());
-  std::vector<std::string> keys;
-  std::vector<double> weights;
-  auto err = export_rows([&](const row_record& r) {
-    if (excluded.count(r.key) > 0)
-      return;
-    auto f = std::lower_bound(plan.freqs.begin(), plan.freqs.end(), r.frequency);
-    if (f == plan.freqs.end() || *f != r.frequency)
-      return;
-    keys.emplace_back(r.key);
-    weights.push_back(plan.weights[static_cast<size_t>(f - plan.freqs.begin())]);
-  });
-  if (err)
+  if (auto err = ensure_sampling_index())
     return err;
-  auto dist = compute::candidate_distribution::from_weights(weights);
-  if (!dist)
-    return make_error(errc::invalid_argument,
-                      "no candidate for " + std::to_string(plan.count) + " samples");
-  std::mt19937_64 rng{plan.seed};
-  for (uint32_t n = 0; n < plan.count; ++n) {
-    auto id = dist->draw(rng);
-    result.keys.push_back(keys[id]);
-    result.is_positive.push_back(0);
-    result.probs.push_back(weights[id] / plan.total_weight);
-  }
-  return result;
+  return sampling_->draw(plan, exact_reader());
 }
 
 caf::error embedding_store::export_keys(std::span<const std::string_view> keys,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_interfaces.hpp"
+#include "stores/embedding/sample_index.hpp"
 
 namespace darcy::stores {
 
@@ -96,14 +98,17 @@ public:
 
   // -- operations built on the row primitives -------------------------------------------------
 
-  /// Sampling metadata: how many rows have each frequency, and the frequencies of those of
-  /// `positives` that are stored here.
-  caf::expected<sample_stats> sample_metadata(const std::vector<std::string>& positives);
+  /// Sampling metadata (sample_stats): rows per frequency class, their weight, and the
+  /// frequencies of those of `positives` that are stored here. The first sampling call builds
+  /// the store's sampling index from export_rows (one pass over the rows); the store keeps it
+  /// current after that, so that later calls cost the classes and the positives.
+  virtual caf::expected<sample_stats> sample_metadata(const std::vector<std::string>& positives);
 
-  /// Draws plan.count rows with replacement, none of them in plan.positives, weighing a row of
-  /// frequency plan.freqs[i] by plan.weights[i]; probs are weight / plan.total_weight. Fails
-  /// with errc::invalid_argument when no row can be drawn.
-  caf::expected<sample_result> sample(const sample_plan& plan);
+  /// Draws plan.count rows with replacement, none of them in plan.positives, by the plan's
+  /// weights; probs are weight / plan.total_weight. Costs about plan.count steps once the
+  /// index is built (see sample_index::draw). Fails with errc::invalid_argument when no row
+  /// can be drawn.
+  virtual caf::expected<sample_result> sample(const sample_plan& plan);
 
   /// Writes every row, with its whole state, to `out` as one Cap'n Proto ShardFile message
   /// (schema: messages/checkpoint.capnp).
@@ -114,14 +119,51 @@ public:
   caf::error import_from(std::istream& in);
 
 protected:
-  /// Subclasses call it for every row they evict.
+  /// Subclasses call it for every row they evict (after sampling_remove).
   void erased(std::string_view key) {
     if (erase_observer_)
       erase_observer_(key);
   }
 
+  /// The sampler the sampling index weighs unigram rows with; subclasses set it at
+  /// construction from their table's config.
+  void set_sampler(sampler_config cfg) { sampler_ = cfg; }
+
+  // Hooks that keep the sampling index current once it exists (see sample_index): a subclass
+  // calls them for every row it creates or imports (sampling_set, before it changes the row),
+  // every lookup it counts (sampling_counted, with the frequency before), every row that leaves
+  // its cache (sampling_refresh) and every row it removes (sampling_remove, while it still holds
+  // the row), eviction included.
+  void sampling_set(std::string_view key, uint64_t frequency) {
+    if (sampling_)
+      sampling_->set(key, frequency, exact_reader());
+  }
+  void sampling_refresh(std::string_view key, uint64_t frequency) {
+    if (sampling_)
+      sampling_->refresh(key, frequency);
+  }
+  void sampling_counted(std::string_view key, uint64_t before) {
+    if (sampling_)
+      sampling_->counted(key, before);
+  }
+  void sampling_remove(std::string_view key) {
+    if (sampling_)
+      sampling_->remove(key, exact_reader());
+  }
+  /// The index's frequency of a row may lag behind the row's own between changes of class;
+  /// a subclass answers the row's exact frequency (the default trusts the index's).
+  virtual uint64_t exact_frequency(std::string_view, uint64_t stored) { return stored; }
+
 private:
+  frequency_reader exact_reader() {
+    return [this](std::string_view key, uint64_t stored) { return exact_frequency(key, stored); };
+  }
+  /// Builds the sampling index from export_rows when there is none yet.
+  caf::error ensure_sampling_index();
+
   std::function<void(std::string_view)> erase_observer_;
+  sampler_config sampler_;
+  std::unique_ptr<sample_index> sampling_;
 };
 
 } // namespace darcy::stores

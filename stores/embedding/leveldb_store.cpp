@@ -395,6 +395,7 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
     return err;
   for (auto& key : keys) {
     forget(key);
+    sampling_remove(key);
     erased(key);
   }
   rows_ -= std::min<uint64_t>(rows_, keys.size());
@@ -450,6 +451,7 @@ caf::error leveldb_store::import_row(const row_record& row) {
   bool fresh = found[0] == none;
   if (fresh)
     ++rows_;
+  sampling_set(row.key, row.frequency);
   auto put = cache_->put_row(row);
   if (!put)
     return std::move(put.error());

@@ -48,6 +48,12 @@ memory_store::memory_store(memory_store_options opts)
     slots_(compute::slot_count(opts_.optimizer)),
     index_(16),
     rows_(row_block_bytes(opts_.dim * (1 + slots_))) {
+  set_sampler(opts_.sampler);
+}
+
+uint64_t memory_store::exact_frequency(std::string_view key, uint64_t stored) {
+  auto row = find(key);
+  return row ? row->meta->frequency : stored;
 }
 
 size_t memory_store::max_row_bytes(size_t dim, size_t slots, size_t key_bytes) {
@@ -144,6 +150,7 @@ row_ref memory_store::insert_at(size_t i, std::string_view key, uint64_t hash) {
   auto r = ref(row);
   compute::initialize_row(opts_.init, hash, r.values);
   compute::init_slots(opts_.optimizer, r.slots);
+  sampling_set(key, 0);
   return r;
 }
 
@@ -212,6 +219,7 @@ bool memory_store::erase(std::string_view key) {
   auto i = probe(key, hash(key), found);
   if (!found)
     return false;
+  sampling_remove(key);
   auto row = index_[i].row;
   key_garbage_ += meta_of(row).key_size;
   free_rows_.push_back(row);
@@ -329,7 +337,7 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
                        }
                      }
                      auto& meta = meta_of(row);
-                     ++meta.frequency;
+                     sampling_counted(keys[k], meta.frequency++);
                      meta.last_access = tick_;
                      std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
                    });
@@ -426,6 +434,7 @@ caf::expected<row_ref> memory_store::put_row(const row_record& row) {
   auto r = find_or_insert(row.key);
   std::copy(row.values.begin(), row.values.end(), r.values.begin());
   std::copy(row.slots.begin(), row.slots.end(), r.slots.begin());
+  sampling_set(row.key, row.frequency);
   r.meta->frequency = row.frequency;
   r.meta->updates = row.updates;
   r.meta->last_update = row.last_update;

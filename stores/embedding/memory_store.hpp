@@ -35,6 +35,8 @@ struct memory_store_options {
   /// updates are refused.
   bool read_only = false;
   std::vector<float> default_value;
+  /// Weighs rows in the sampling index (see embedding_store::sample_metadata).
+  sampler_config sampler;
   /// Tests inject a colliding hash; everything else keeps the default.
   uint64_t (*hash)(std::string_view) = compute::hash_key;
 };
@@ -140,6 +142,8 @@ private:
   static_assert(inline_key_bytes <= 16, "equal_short compares at most 16 bytes");
 
   explicit memory_store(memory_store_options opts);
+
+  uint64_t exact_frequency(std::string_view key, uint64_t stored) override;
 
   size_t stride() const { return opts_.dim * (1 + slots_); }
   /// A row's block: its row_meta, then dim values, then the optimizer slots.

@@ -574,6 +574,7 @@ caf::error redis_store::import_row(const row_record& row) {
     return make_error(errc::dimension_mismatch, "row '" + std::string{row.key} +
                                                   "' does not fit embedding '" + cfg_.name + "'");
   auto now = clock_();
+  sampling_set(row.key, row.frequency);
   if (auto err = cache_->import_row(row))
     return err;
   touch(row.key, true, now);

@@ -58,6 +58,12 @@ public:
     return inner_->export_keys(keys, found, missing);
   }
   caf::error remove_rows(std::span<const std::string_view> keys) override;
+  caf::expected<sample_stats> sample_metadata(const std::vector<std::string>& positives) override {
+    return inner_->sample_metadata(positives);
+  }
+  caf::expected<sample_result> sample(const sample_plan& plan) override {
+    return inner_->sample(plan);
+  }
 
 private:
   void note(std::string_view key);

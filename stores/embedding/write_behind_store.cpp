@@ -21,6 +21,12 @@ caf::expected<std::unique_ptr<memory_store>> write_behind_store::make_cache(cons
 write_behind_store::write_behind_store(de_config cfg, std::unique_ptr<memory_store> cache)
   : cfg_(std::move(cfg)), cache_(std::move(cache)) {
   account_key({}, 0, 0);
+  set_sampler(cfg_.sampler);
+}
+
+uint64_t write_behind_store::exact_frequency(std::string_view key, uint64_t stored) {
+  auto row = cache_->find(key);
+  return row ? row->meta->frequency : stored;
 }
 
 size_t write_behind_store::cached_row_bytes(size_t key_bytes) const {
@@ -106,7 +112,9 @@ uint32_t write_behind_store::create_row(std::string_view key) {
     return none;
   if (admission_)
     admission_->admitted(key);
-  return cache_->find_or_insert(key).index;
+  auto index = cache_->find_or_insert(key).index;
+  sampling_set(key, 0);
+  return index;
 }
 
 void write_behind_store::forget(std::string_view key) {
@@ -117,6 +125,7 @@ void write_behind_store::forget(std::string_view key) {
 void write_behind_store::forget_row(uint32_t row) {
   // A copy: erasing may move the arena the key is in.
   std::string key{cache_->key_at(row)};
+  sampling_refresh(key, cache_->row(row).meta->frequency);
   if (row < entries_.size() && entries_[row].live) {
     unlink(row);
     entries_[row].live = false;
@@ -171,7 +180,7 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
       auto row = cache_->row(found_[k]);
       std::copy(row.values.begin(), row.values.end(), dest.begin());
       if (!cfg_.read_only) {
-        ++row.meta->frequency;
+        sampling_counted(keys[k], row.meta->frequency++);
         touch_row(found_[k], keys[k], true, at);
       }
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {

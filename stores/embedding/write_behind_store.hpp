@@ -59,6 +59,7 @@ public:
 
 protected:
   using time_point = std::chrono::steady_clock::time_point;
+  uint64_t exact_frequency(std::string_view key, uint64_t stored) override;
   static constexpr uint32_t none = UINT32_MAX;
 
   /// A cached row's place in the recency order and its write-back state, kept by the row's

@@ -70,6 +70,46 @@ TEST(sampler, LogUniformFollowsFrequencyRank) {
   EXPECT_NEAR(dist->prob(0), std::log(4.0 / 3.0) / std::log(4.0), 1e-12);
 }
 
+TEST(sampler, FrequencyClassesAreExactBelowEightThenQuarterOctaves) {
+  struct row {
+    uint64_t frequency;
+    uint32_t cls;
+  };
+  for (auto r : {row{0, 0}, row{7, 7}, row{8, 8}, row{9, 8}, row{10, 9}, row{15, 11}, row{16, 12},
+                 row{19, 12}, row{20, 13}, row{31, 15}, row{32, 16},
+                 row{UINT64_MAX, frequency_class_count - 1}})
+    EXPECT_EQ(frequency_class(r.frequency), r.cls) << r.frequency;
+  // Every class covers [floor, ceiling], and the classes tile the frequencies.
+  for (uint32_t c = 0; c < frequency_class_count; ++c) {
+    EXPECT_EQ(frequency_class(class_floor(c)), c) << c;
+    EXPECT_EQ(frequency_class(class_ceiling(c)), c) << c;
+    if (c + 1 < frequency_class_count) {
+      EXPECT_EQ(class_ceiling(c) + 1, class_floor(c + 1)) << c;
+    }
+  }
+  EXPECT_EQ(class_ceiling(frequency_class_count - 1), UINT64_MAX);
+}
+
+TEST(sampler, RowWeightsOfEachStrategy) {
+  // 3 rows of frequency 1, 2 of frequency 9 (class 8), 1 of frequency 100.
+  std::vector<uint32_t> classes{1, frequency_class(9), frequency_class(100)};
+  std::vector<uint64_t> counts{3, 2, 1};
+  row_weights uniform{{sampler_kind::uniform, 0.75}, classes, counts};
+  EXPECT_EQ(uniform(100), 1.0);
+  row_weights unigram{{sampler_kind::unigram, 0.5}, classes, counts};
+  EXPECT_NEAR(unigram(9), 3.0, 1e-12);
+  EXPECT_NEAR(unigram.class_bound(frequency_class(9)), std::sqrt(9.0), 1e-12);
+  row_weights log_uniform{{sampler_kind::log_uniform, 0.75}, classes, counts};
+  // Ranks 0 (frequency 100), 1-2 (frequency 9), 3-5 (frequency 1).
+  EXPECT_NEAR(log_uniform(100), std::log(2.0), 1e-12);
+  EXPECT_NEAR(log_uniform(9), std::log(4.0 / 2.0) / 2, 1e-12);
+  EXPECT_NEAR(log_uniform(1), std::log(7.0 / 4.0) / 3, 1e-12);
+  EXPECT_NEAR(log_uniform(100) + 2 * log_uniform(9) + 3 * log_uniform(1), std::log(7.0), 1e-12);
+  // A shard's copy from the plan weighs alike.
+  row_weights copy{{sampler_kind::log_uniform, 0.75}, log_uniform.class_weights()};
+  EXPECT_EQ(copy(9), log_uniform(9));
+}
+
 TEST(sampler, PositivesComeFirstAndAreNeverDrawnAsNegatives) {
   std::vector<uint64_t> freq(10, 1);
   freq[3] = 1000;

@@ -126,6 +126,15 @@ TEST(bench_smoke, embedding_against_a_dense_gather) {
                       "leveldb_cold_rows_s"});
 }
 
+TEST(bench_smoke, sampling_on_tables_of_two_sizes_in_memory_and_on_leveldb) {
+  test::temp_dir tmp{"bench_sampling"};
+  auto m = metrics_of(run_bench({"sampling", "--rows", "2000,20000", "--dim", "8", "--batch", "8",
+                                 "--num-sampled", "32", "--calls", "5", "--dir", tmp.path()}),
+                      "sampling");
+  expect_positive(m, {"sample_ms_memory_2000", "sample_ms_memory_20000", "sample_cost_10m_vs_10k",
+                      "sample_ms_leveldb_20000", "sample_cost_10m_vs_10k_leveldb"});
+}
+
 TEST(bench_smoke, redis_against_redis_benchmark) {
   for (auto [program, package] :
        {std::pair{"redis-server", "redis-server"}, std::pair{"redis-benchmark", "redis-tools"}})

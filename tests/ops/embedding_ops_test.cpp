@@ -104,7 +104,7 @@ TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
   std::vector<std::vector<std::string>> positives{{"w1"}, {"w2", "w5", "w7"}};
   matrix act(2, 3);
   act << 0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.75f;
-  const uint32_t num_sampled = 20;
+  const uint32_t num_sampled = 12;
   auto r = sampled_logits(*s, positives, act, num_sampled, cfg, "out", 7);
   ASSERT_TRUE(r) << render(r.error());
   ASSERT_EQ(r->sampled_keys.size(), num_sampled);
@@ -168,10 +168,17 @@ TEST_F(embedding_ops_test,
   EXPECT_TRUE(first->sampled_keys.empty());
   EXPECT_EQ(first->logits.cols(), 1);
   EXPECT_EQ(first->labels, matrix::Ones(2, 1));
-  // Once the table holds other rows, they are the negatives.
-  auto second = sampled_logits(*s, {{"a"}}, matrix::Ones(1, 3), 4, cfg, "fresh", 2);
+  // Once the table holds other rows, they are the negatives, drawn with replacement, as many
+  // as the table has rows.
+  auto second = sampled_logits(*s, {{"a"}}, matrix::Ones(1, 3), 2, cfg, "fresh", 2);
   ASSERT_TRUE(second) << render(second.error());
-  EXPECT_EQ(second->sampled_keys, (std::vector<std::string>(4, "b")));
+  EXPECT_EQ(second->sampled_keys, (std::vector<std::string>(2, "b")));
+  auto above = sampled_logits(*s, {{"a"}}, matrix::Ones(1, 3), 3, cfg, "fresh", 2);
+  ASSERT_FALSE(above);
+  EXPECT_TRUE(is(above.error(), errc::invalid_argument));
+  EXPECT_NE(render(above.error()).find("num_sampled 3 is above the 2 rows of 'fresh'"),
+            std::string::npos)
+    << render(above.error());
 }
 
 TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {

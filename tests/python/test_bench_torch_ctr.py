@@ -19,7 +19,8 @@ def test_the_benchmark_prints_its_metrics_for_every_variant(tmp_path):
     m = last["metrics"]
     for key in ("torch_darcy_vs_torch", "torch_darcy_auc_delta", "torch_examples_s",
                 "darcy_examples_s", "darcy_remote_examples_s", "boundary_lookup_us_4096",
-                "boundary_backward_us_4096"):
+                "boundary_backward_us_4096", "torch_collection_vs_torch",
+                "darcy_collection_examples_s", "dense_only_examples_s", "dense_only_vs_torch"):
         assert m[key] > 0 or key == "torch_darcy_auc_delta", (key, m)
     assert m["train_rows"] == 2000 and m["test_rows"] == 500
     # The same single trainer, in process and on node processes: the same updates.

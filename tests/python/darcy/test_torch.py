@@ -224,6 +224,42 @@ def test_bad_sampled_logits_keys_raise_darcy_errors_and_change_no_row(session, p
     assert table.stats()["rows"] == rows
 
 
+@pytest.mark.parametrize("sampler,weight", [
+    (darcy.UniformSampler(), lambda f: 1.0),
+    (darcy.UnigramSampler(0.5), lambda f: f ** 0.5),
+    (darcy.UnigramSampler(), lambda f: f ** 0.75),
+], ids=["uniform", "unigram-0.5", "unigram-default"])
+def test_the_tables_sampler_sets_the_log_q_correction(session, sampler, weight):
+    table = session.embedding("by_" + type(sampler).__name__ + str(getattr(sampler, "power", "")),
+                              DIM, optimizer=darcy.SGDRule(0.5), sampler=sampler)
+    # Key i is looked up i + 1 times: frequency i + 1.
+    for i in range(10):
+        table.lookup([str(k) for k in range(i, 10)])
+    acts = torch.zeros(1, DIM)
+    logits, _ = dt.sampled_logits(table, [["0"]], acts, 8, seed=4)
+    total = sum(weight(f) for f in range(1, 11))
+    # With zero activations a logit is -log(n * Q(key)); column 0 is the positive "0".
+    torch.testing.assert_close(logits[0, 0], torch.tensor(-np.log(8 * weight(1) / total),
+                                                          dtype=torch.float32))
+
+
+def test_samplers_and_num_sampled_are_checked_before_anything_changes(session):
+    with pytest.raises(darcy.InvalidArgument, match="sampler"):
+        session.embedding("bad_sampler", DIM, sampler=darcy.AdagradRule())
+    with pytest.raises(darcy.InvalidConfig, match="power"):
+        session.embedding("bad_power", DIM, sampler=darcy.UnigramSampler(-1.0))
+    table = warmed_output_table(session, "ten_rows")
+    acts = torch.ones(1, DIM)
+    with pytest.raises(darcy.InvalidArgument, match="num_sampled 11 is above the 10 rows"):
+        dt.sampled_logits(table, [["1"]], acts, 11)
+    with pytest.raises(darcy.InvalidArgument, match="num_sampled"):
+        dt.sampled_logits(table, [["1"]], acts, 0)
+    assert table.stats()["rows"] == 10
+    # at_most: a growing table gives what it has, the 9 rows besides the positive.
+    logits, labels = dt.sampled_logits(table, [["1"]], acts, 64, at_most=True)
+    assert logits.shape == (1, 1 + 9) and labels.shape == (1, 10)
+
+
 class OutputTableOnly(torch.nn.Module):
     """A model whose only table is the output side of a sampled softmax (as in DE-BERT's
     output, Seq2Seq's and Image2Label's labels): no DynamicEmbedding module."""

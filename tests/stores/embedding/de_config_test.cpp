@@ -1,5 +1,7 @@
 #include "stores/embedding/de_config.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
@@ -47,6 +49,9 @@ TEST(de_config, RejectsEachBadFieldNamingTheEmbeddingAndTheField) {
        c.eviction = {eviction_kind::lru, 0, 0};
      },
      "max_rows"},
+    {"unknown_sampler", [](de_config& c) { c.sampler.kind = sampler_kind{7}; }, "unknown sampler"},
+    {"zero_power", [](de_config& c) { c.sampler.power = 0; }, "power"},
+    {"nan_power", [](de_config& c) { c.sampler.power = std::nan(""); }, "power"},
   };
   EXPECT_FALSE(validate(valid()));
   for (auto& r : rows) {
