@@ -9,7 +9,7 @@
 # the status page in its test; the Python package (python/) builds with pybind11 for Debian's
 # python3 and is tested with numpy, torch and pytest, and `pip install ./python` into a venv
 # needs python3-venv, python3-pip, python3-setuptools and python3-wheel; libtorch-dev lets `darcy
-# serve` run PyTorch exports; python3-faiss and python3-gensim are the
+# serve` run PyTorch exports; python3-faiss, python3-hnswlib and python3-gensim are the
 # benchmarks' peers for MIPS and word2vec, run by their smoke tests and beside `make demo`'s
 # score).
 set -euo pipefail
@@ -30,7 +30,7 @@ packages=(
   chromium
   python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
   python3-venv python3-pip python3-setuptools python3-wheel libtorch-dev
-  python3-faiss python3-gensim
+  python3-faiss python3-hnswlib python3-gensim
 )
 # npm (for `npm pack` of demo data) may come with the machine's own Node.js; Debian's only
 # when there is none.

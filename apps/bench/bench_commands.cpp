@@ -82,7 +82,15 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
                  "Darcy's sweep: candidates re-ranked (below k: k)")
     ->delimiter(',');
   mips_cmd->add_option("--faiss-build-budget", mips->faiss_build_budget_s,
-                       "Seconds a FAISS build may take before it is stopped and reported");
+                       "Seconds a FAISS or hnswlib build may take before it is stopped and "
+                       "reported");
+  mips_cmd
+    ->add_option("--hnswlib-ms", mips->hnswlib_ms,
+                 "hnswlib's graphs: the M of each (comma-separated), each swept over ef")
+    ->delimiter(',')
+    ->check(CLI::Range(2, 128));
+  mips_cmd->add_flag_callback(
+    "--no-hnswlib", [mips] { mips->hnswlib_ms.clear(); }, "Skip the hnswlib peer");
   mips_cmd
     ->add_option("--point-seconds", mips->point_seconds,
                  "Seconds each sweep point repeats the queries, both sides")

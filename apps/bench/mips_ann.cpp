@@ -34,32 +34,11 @@ ann_point best_of(const std::vector<ann_point>& points) {
   return best;
 }
 
-caf::expected<std::vector<ann_point>> run_faiss_ann(
-  const mips_bench_options& o, const mips_dataset& peer,
-  const std::vector<std::vector<compute::hit>>& truth, const std::string& dir) {
-  auto items = dir + "/items.f32", queries = dir + "/queries.f32", ids = dir + "/truth.i64";
-  if (auto err = write_raw(items, peer.items))
-    return err;
-  if (auto err = write_raw(queries, peer.queries))
-    return err;
-  {
-    std::ofstream out{ids, std::ios::binary};
-    for (auto& hits : truth)
-      for (auto& h : hits) {
-        auto id = static_cast<int64_t>(h.id);
-        out.write(reinterpret_cast<const char*>(&id), sizeof id);
-      }
-  }
-  std::ostringstream args;
-  args << items << " " << peer.items.rows() << " " << peer.items.cols() << " " << queries << " "
-       << peer.queries.rows() << " " << peer.metric << " " << o.k << " " << o.threads << " " << ids
-       << " " << o.faiss_families << " " << o.faiss_build_budget_s << " "
-       << join(o.faiss_list_factors) << " " << o.point_seconds;
-  auto lines = run_python(o.python, peers::mips_faiss_ann_py, args.str(), dir, true);
-  if (!lines)
-    return std::move(lines.error());
+/// The points a peer script printed, one JSON line each ({"index", "config", "qps", "recall"});
+/// its other lines (builds, skips) are left out.
+std::vector<ann_point> parse_points(const std::vector<std::string>& lines) {
   std::vector<ann_point> points;
-  for (auto& line : *lines) {
+  for (auto& line : lines) {
     char index[128] = {}, config[128] = {};
     ann_point p;
     if (std::sscanf(line.c_str(),
@@ -72,6 +51,60 @@ caf::expected<std::vector<ann_point>> run_faiss_ann(
     }
   }
   return points;
+}
+
+/// The files both peers read under `dir`: items.f32, queries.f32, truth.i64.
+caf::error write_peer_files(const mips_dataset& peer,
+                            const std::vector<std::vector<compute::hit>>& truth,
+                            const std::string& dir) {
+  if (auto err = write_raw(dir + "/items.f32", peer.items))
+    return err;
+  if (auto err = write_raw(dir + "/queries.f32", peer.queries))
+    return err;
+  std::ofstream out{dir + "/truth.i64", std::ios::binary};
+  for (auto& hits : truth)
+    for (auto& h : hits) {
+      auto id = static_cast<int64_t>(h.id);
+      out.write(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+  return out ? caf::error{} : make_error(errc::io_error, "cannot write " + dir + "/truth.i64");
+}
+
+/// The arguments both peers start with: the files, their shapes, the metric, k and threads.
+std::string peer_arguments(const mips_bench_options& o, const mips_dataset& peer,
+                           const std::string& dir) {
+  std::ostringstream args;
+  args << dir << "/items.f32 " << peer.items.rows() << " " << peer.items.cols() << " " << dir
+       << "/queries.f32 " << peer.queries.rows() << " " << peer.metric << " " << o.k << " "
+       << o.threads << " " << dir << "/truth.i64";
+  return args.str();
+}
+
+caf::expected<std::vector<ann_point>> run_faiss_ann(const mips_bench_options& o,
+                                                    const mips_dataset& peer,
+                                                    const std::string& dir) {
+  std::ostringstream args;
+  args << peer_arguments(o, peer, dir) << " " << o.faiss_families << " " << o.faiss_build_budget_s
+       << " " << join(o.faiss_list_factors) << " " << o.point_seconds;
+  auto lines = run_python(o.python, peers::mips_faiss_ann_py, args.str(), dir, true);
+  if (!lines)
+    return std::move(lines.error());
+  return parse_points(*lines);
+}
+
+caf::expected<std::vector<ann_point>> run_hnswlib_ann(const mips_bench_options& o,
+                                                      const mips_dataset& peer,
+                                                      const std::string& dir) {
+  std::string ms;
+  for (auto m : o.hnswlib_ms)
+    ms += (ms.empty() ? "" : ",") + std::to_string(m);
+  std::ostringstream args;
+  args << peer_arguments(o, peer, dir) << " " << ms << " " << o.faiss_build_budget_s << " "
+       << o.point_seconds;
+  auto lines = run_python(o.python, peers::mips_hnswlib_ann_py, args.str(), dir, true);
+  if (!lines)
+    return std::move(lines.error());
+  return parse_points(*lines);
 }
 
 } // namespace
@@ -150,12 +183,21 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
         break;
     }
   }
-  auto faiss = run_faiss_ann(o, peer, truth, dir);
+  if (auto err = write_peer_files(peer, truth, dir))
+    return err;
+  auto faiss = run_faiss_ann(o, peer, dir);
   if (!faiss)
     return std::move(faiss.error());
   f.faiss = std::move(*faiss);
+  if (!o.hnswlib_ms.empty()) {
+    auto hnsw = run_hnswlib_ann(o, peer, dir);
+    if (!hnsw)
+      return std::move(hnsw.error());
+    f.hnswlib = std::move(*hnsw);
+  }
   f.best_darcy = best_of(f.darcy);
   f.best_faiss = best_of(f.faiss);
+  f.best_hnswlib = best_of(f.hnswlib);
   return f;
 }
 

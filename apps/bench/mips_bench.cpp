@@ -180,18 +180,18 @@ caf::expected<figures> measure(const mips_bench_options& o, const mips_dataset& 
 
 void print_sweep(const ann_figures& a) {
   std::printf("  %-26s %-24s %10s %9s\n", "index", "config", "qps", "recall@k");
-  for (auto* side : {&a.darcy, &a.faiss})
+  for (auto* side : {&a.darcy, &a.faiss, &a.hnswlib})
     for (const auto& p : *side)
       std::printf("  %-26s %-24s %10.1f %9.4f\n", p.index.c_str(), p.config.c_str(), p.qps,
                   p.recall);
-  for (auto* best : {&a.best_darcy, &a.best_faiss})
+  for (auto* best : {&a.best_darcy, &a.best_faiss, &a.best_hnswlib})
     std::printf("  best at recall >= 0.9: %s %s, %.1f qps, recall %.4f\n", best->index.c_str(),
                 best->config.c_str(), best->qps, best->recall);
 }
 
 /// One dataset's figures as JSON members (no braces): exact search against FAISS's flat
-/// index, and with the sweep, the fastest point of each side at recall@k >= 0.9 and their ratio
-/// ann_vs_faiss_at_r90 (0 when either side never reached 0.9).
+/// index, and with the sweep, the fastest point of each side at recall@k >= 0.9 and the ratios
+/// ann_vs_faiss_at_r90 and ann_vs_hnswlib_at_r90 (0 when either side never reached 0.9).
 std::string set_metrics(const mips_bench_options& o, const std::string& name, Eigen::Index items,
                         Eigen::Index dim, const figures& f) {
   char buf[1024];
@@ -217,6 +217,13 @@ std::string set_metrics(const mips_bench_options& o, const std::string& name, Ei
                 a.best_faiss.qps, a.best_faiss.index.c_str(), a.best_faiss.config.c_str(),
                 a.best_faiss.recall, a.best_darcy.build_s,
                 both ? a.best_darcy.qps / a.best_faiss.qps : 0.0, a.best_darcy.recall);
+  json += buf;
+  auto hnsw = a.best_darcy.qps > 0 && a.best_hnswlib.qps > 0;
+  std::snprintf(buf, sizeof buf,
+                ",\"hnswlib_ann_qps\":%.1f,\"hnswlib_ann_index\":\"%s %s\","
+                "\"hnswlib_ann_recall\":%.4f,\"ann_vs_hnswlib_at_r90\":%.3f",
+                a.best_hnswlib.qps, a.best_hnswlib.index.c_str(), a.best_hnswlib.config.c_str(),
+                a.best_hnswlib.recall, hnsw ? a.best_darcy.qps / a.best_hnswlib.qps : 0.0);
   return json + buf;
 }
 

@@ -45,7 +45,10 @@ struct mips_bench_options {
   std::vector<size_t> ann_rerank{0, 20, 30, 50, 100, 200, 500, 1000, 2000};
   /// FAISS's IVF-Flat families: an index per list count (factor x sqrt(items)).
   std::vector<double> faiss_list_factors{0.5, 1, 2, 4};
-  /// A FAISS build that takes longer is stopped, and its family reported as skipped.
+  /// hnswlib's graphs (python3-hnswlib, ef_construction 200), one per M, each swept over ef;
+  /// empty: no hnswlib peer.
+  std::vector<uint32_t> hnswlib_ms{16, 32};
+  /// A FAISS or hnswlib build that takes longer is stopped, and reported as skipped.
   uint32_t faiss_build_budget_s = 900;
   /// Each point of either sweep repeats the query set for at least this long.
   double point_seconds = 0.5;

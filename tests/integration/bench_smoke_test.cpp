@@ -160,9 +160,11 @@ TEST(bench_smoke, wals_against_the_plain_eigen_loop_and_on_two_node_processes) {
   EXPECT_EQ(m.value("bit_identical", 0), 1) << m.dump();
 }
 
-TEST(bench_smoke, mips_against_faiss_reaches_recall_0_9_on_every_set) {
-  if (auto why = missing_module("faiss", "python3-faiss"); !why.empty())
-    GTEST_SKIP() << why;
+TEST(bench_smoke, mips_against_faiss_and_hnswlib_reaches_recall_0_9_on_every_set) {
+  for (auto [module, package] :
+       {std::pair{"faiss", "python3-faiss"}, std::pair{"hnswlib", "python3-hnswlib"}})
+    if (auto why = missing_module(module, package); !why.empty())
+      GTEST_SKIP() << why;
   temp_dir tmp{"bench_smoke_mips"};
   write_tiny_fashion_mnist(tmp.path() + "/fashion", 600, 120);
   auto run = run_program({DARCY_BENCH_BINARY,
@@ -188,14 +190,17 @@ TEST(bench_smoke, mips_against_faiss_reaches_recall_0_9_on_every_set) {
                           "--faiss-list-factors",
                           "1",
                           "--point-seconds",
-                          "0.01"},
+                          "0.01",
+                          "--hnswlib-ms",
+                          "8"},
                          150s);
   auto m = metrics_of(run, "mips");
   ASSERT_TRUE(m["sets"].is_object()) << m.dump();
   EXPECT_EQ(m["sets"].size(), 2u) << m.dump();
   for (auto& [name, set] : m["sets"].items()) {
     SCOPED_TRACE(name);
-    expect_positive(set, {"exact_vs_faiss_b1", "exact_vs_faiss_b256", "ann_vs_faiss_at_r90"});
+    expect_positive(set, {"exact_vs_faiss_b1", "exact_vs_faiss_b256", "ann_vs_faiss_at_r90",
+                          "ann_vs_hnswlib_at_r90"});
   }
   // Every FAISS family ran, the re-ranking IVF-PQ included (FAISS 1.7.3 does not unwrap it).
   EXPECT_NE(run.out.find("IVF-PQ"), std::string::npos) << run.out;
