@@ -42,6 +42,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<std::vector<shared_floats>>("darcy.shared_floats_list")
     .add_message_type<lookup_reply>("darcy.lookup_reply")
     .add_message_type<shard_route>("darcy.shard_route")
+    .add_message_type<full_logits_part>("darcy.full_logits_part")
     .add_message_type<sample_result>("darcy.sample_result")
     .add_message_type<sample_stats>("darcy.sample_stats")
     .add_message_type<sample_plan>("darcy.sample_plan")

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "actors/embedding/full_logits_scan.hpp"
 #include "actors/embedding/key_routing.hpp"
 #include "actors/embedding/master_checkpoint.hpp"
 #include "actors/embedding/master_queue.hpp"
@@ -246,6 +247,94 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
   return promise;
 }
 
+caf::result<full_logits_part> full_logits(embedding_master_pointer self, const std::string& name,
+                                          const std::vector<float>& queries, uint64_t max_rows) {
+  auto cfg = stores::find_embedding(self->state.configs, name);
+  if (!cfg)
+    return std::move(cfg.error());
+  if (auto err = check_full_logits_request((*cfg)->dim, queries))
+    return err;
+  if (!self->state.diverged.empty())
+    return diverged_error(self->state);
+  auto promise = self->make_response_promise<full_logits_part>();
+  auto parts = std::make_shared<std::vector<full_logits_part>>(self->state.options.shards.size());
+  auto nq = queries.size() / (*cfg)->dim;
+  track(self,
+        fan_out<full_logits_part>(
+          all_shards(self),
+          [=](size_t s, uint32_t attempt) {
+            return ask_shard(self, s, attempt, full_logits_atom::value, name, queries, max_rows);
+          },
+          [parts](size_t s, full_logits_part& part) { (*parts)[s] = std::move(part); },
+          [promise, parts, nq, max_rows, name](caf::error err) mutable {
+            if (err) {
+              promise.deliver(std::move(err));
+              return;
+            }
+            auto merged = merge_full_logits(*parts, nq);
+            if (merged.keys.size() > max_rows)
+              promise.deliver(make_error(errc::batch_too_large,
+                                         "full_logits: '" + name + "' holds " +
+                                           std::to_string(merged.keys.size()) +
+                                           " rows, above max_rows " + std::to_string(max_rows)));
+            else
+              promise.deliver(std::move(merged));
+          },
+          retries(self)));
+  return promise;
+}
+
+caf::result<std::vector<float>> full_backward(embedding_master_pointer self,
+                                              const std::string& name,
+                                              const std::vector<std::string>& keys,
+                                              const std::vector<float>& queries,
+                                              const std::vector<float>& dlogits, int64_t step) {
+  auto cfg = stores::find_embedding(self->state.configs, name);
+  if (!cfg)
+    return std::move(cfg.error());
+  auto dim = (*cfg)->dim;
+  if (auto err = check_full_backward_request(dim, keys, queries, dlogits))
+    return err;
+  if (!self->state.diverged.empty())
+    return diverged_error(self->state);
+  // Each shard gets its keys and their columns of dlogits.
+  auto shards = self->state.options.shards.size();
+  auto nq = queries.size() / dim;
+  std::vector<std::vector<size_t>> columns(shards);
+  for (size_t k = 0; k < keys.size(); ++k)
+    columns[compute::shard_of_key(keys[k], shards)].push_back(k);
+  auto part_keys = std::make_shared<std::vector<std::vector<std::string>>>(shards);
+  auto part_grads = std::make_shared<std::vector<std::vector<float>>>(shards);
+  std::vector<size_t> involved;
+  for (size_t s = 0; s < shards; ++s) {
+    if (columns[s].empty())
+      continue;
+    involved.push_back(s);
+    for (auto k : columns[s])
+      (*part_keys)[s].push_back(keys[k]);
+    auto& g = (*part_grads)[s];
+    g.reserve(nq * columns[s].size());
+    for (size_t b = 0; b < nq; ++b)
+      for (auto k : columns[s])
+        g.push_back(dlogits[b * keys.size() + k]);
+  }
+  auto promise = self->make_response_promise<std::vector<float>>();
+  auto dq = std::make_shared<std::vector<float>>(queries.size(), 0.0f);
+  auto id = new_request_id(self);
+  track(self, fan_out<std::vector<float>>(
+                involved,
+                [=](size_t s, uint32_t attempt) {
+                  return ask_shard(self, s, attempt, full_backward_atom::value, name,
+                                   (*part_keys)[s], queries, (*part_grads)[s], step, id);
+                },
+                [dq](size_t, const std::vector<float>& part) {
+                  for (size_t i = 0; i < part.size() && i < dq->size(); ++i)
+                    (*dq)[i] += part[i];
+                },
+                deliver_with(promise, [dq] { return *dq; }), retries(self)));
+  return promise;
+}
+
 caf::result<shard_route> route(embedding_master_pointer self) {
   auto& st = self->state;
   if (!st.options.shard_services.empty())
@@ -340,6 +429,11 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            top_k_score score) { return top_k(self, name, queries, k, score); },
+    [self](full_logits_atom, const std::string& name, const std::vector<float>& queries,
+           uint64_t max_rows) { return full_logits(self, name, queries, max_rows); },
+    [self](full_backward_atom, const std::string& name, const std::vector<std::string>& keys,
+           const std::vector<float>& queries, const std::vector<float>& dlogits,
+           int64_t step) { return full_backward(self, name, keys, queries, dlogits, step); },
     [self](stats_atom, const std::string& name) { return stats(self, name); },
     [self](route_atom) { return route(self); },
   };

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "actors/embedding/full_logits_scan.hpp"
 #include "actors/embedding/shard_checkpoint.hpp"
 #include "actors/embedding/staged_rows.hpp"
 #include "actors/embedding/top_k_scan.hpp"
@@ -211,6 +212,34 @@ caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
   if (!result)
     return std::move(result.error());
   return std::move(*result);
+}
+
+caf::result<full_logits_part> full_logits(shard_pointer self, const std::string& name,
+                                          const std::vector<float>& queries, uint64_t max_rows) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  auto result = scan_logits(*(*table)->store, queries, max_rows);
+  if (!result)
+    return std::move(result.error());
+  return std::move(*result);
+}
+
+caf::result<std::vector<float>> full_backward(shard_pointer self, const std::string& name,
+                                              const std::vector<std::string>& keys,
+                                              const std::vector<float>& queries,
+                                              const std::vector<float>& dlogits, int64_t step,
+                                              uint64_t request_id) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  bool apply = !self->state.applied.seen(request_id);
+  auto dq = apply_logit_gradients(*(*table)->store, keys, queries, dlogits, step, apply);
+  if (!dq)
+    return std::move(dq.error());
+  if (apply)
+    self->state.applied.remember(request_id);
+  return std::move(*dq);
 }
 
 caf::result<sample_stats> sample_metadata(shard_pointer self, const std::string& name,
@@ -559,6 +588,23 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
                   uint32_t k, top_k_score score) {
       auto request = enter("top_k");
       return top_k(self, name, queries, k, score);
+    },
+    [self, enter](full_logits_atom, const std::string& name, const std::vector<float>& queries,
+                  uint64_t max_rows) {
+      auto request = enter("full_logits");
+      return full_logits(self, name, queries, max_rows);
+    },
+    [self, enter](full_backward_atom, const std::string& name, const std::vector<std::string>& keys,
+                  const std::vector<float>& queries, const std::vector<float>& dlogits,
+                  int64_t step) {
+      auto request = enter("full_backward");
+      return full_backward(self, name, keys, queries, dlogits, step, 0);
+    },
+    [self, enter](full_backward_atom, const std::string& name, const std::vector<std::string>& keys,
+                  const std::vector<float>& queries, const std::vector<float>& dlogits,
+                  int64_t step, uint64_t request_id) {
+      auto request = enter("full_backward");
+      return full_backward(self, name, keys, queries, dlogits, step, request_id);
     },
     [self, enter](sample_stats_atom, const std::string& name,
                   const std::vector<std::string>& positives) {

@@ -187,6 +187,9 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 65536));
   labels->add_option("--num-sampled", sl->num_sampled, "Sampled negatives per step")
     ->check(CLI::Range(1, 100000));
+  labels->add_option("--full-logits-below", sl->full_logits_below,
+                     "Score every label while the label table holds at most this many rows "
+                     "(0: always sample)");
   labels->add_option("--learning-rate", sl->learning_rate,
                      "Adam learning rate of the dense layers");
   labels->add_option("--embedding-learning-rate", sl->embedding_learning_rate,

@@ -115,6 +115,7 @@ caf::expected<est::model_fn> sparse2label_model(const sparse2label_options& o, o
     est::sampled_softmax_head::make(s, {.label_key = "keywords",
                                         .labels = service_table(labels_table, o, o.seed + 1),
                                         .num_sampled = o.num_sampled,
+                                        .full_logits_below = o.full_logits_below,
                                         .k = 10});
   if (!head)
     return std::move(head.error());

@@ -86,7 +86,7 @@ def activations(net, part):
     return acts, [w for ws in targets for w in ws]
 
 
-def run_darcy(train, test, epochs, batch, num_sampled, max_len):
+def run_darcy(train, test, epochs, batch, num_sampled, max_len, full_logits_below=0):
     with darcy.Session.local(shards=2) as session:
         table = darcy_words(session)
         words = darcy.torch.DynamicEmbedding(table)
@@ -94,7 +94,8 @@ def run_darcy(train, test, epochs, batch, num_sampled, max_len):
         table.lookup(sorted({w for s in train for w in s}))  # the sampler's first candidates
 
         def loss_of(part, seed):
-            return darcy_loss(table, *activations(net, part), num_sampled, seed)
+            return darcy_loss(table, *activations(net, part), num_sampled, seed,
+                              full_logits_below)
 
         fit(net.parameters(), epochs, lambda e: masked_batches(train, e, batch), loss_of)
         words.eval()
@@ -121,7 +122,8 @@ def main():
     unseen = {w for s in test for w in s} - {w for s in train for w in s}
     compare("bert", "masked-word accuracy", (len(train), len(test), "sentences"), len(unseen),
             o.epochs,
-            lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.max_len),
+            lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.max_len,
+                              o.full_logits_below),
             lambda: run_torch(train, test, o.epochs, o.batch, o.max_len))
 
 

@@ -76,7 +76,7 @@ def shuffled(pairs, epoch):
     return order
 
 
-def run_darcy(train, test, epochs, batch, num_sampled):
+def run_darcy(train, test, epochs, batch, num_sampled, full_logits_below=0):
     with darcy.Session.local(shards=2) as session:
         table = darcy_words(session)
         words = darcy.torch.DynamicEmbedding(table)
@@ -87,7 +87,7 @@ def run_darcy(train, test, epochs, batch, num_sampled):
 
         def loss_of(part, seed):
             acts, truth = net(part)
-            return darcy_loss(table, acts, truth, num_sampled, seed)
+            return darcy_loss(table, acts, truth, num_sampled, seed, full_logits_below)
 
         fit(net.parameters(), epochs, lambda e: batches(shuffled(train, e), batch), loss_of)
         words.eval()
@@ -111,7 +111,8 @@ def main():
     train, test = read(o.corpus, o.count, o.max_len)
     unseen = {w for _, b in test for w in b} - {w for pair in train for s in pair for w in s}
     compare("seq2seq", "next-word accuracy", (len(train), len(test), "pairs"), len(unseen),
-            o.epochs, lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled),
+            o.epochs,
+            lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.full_logits_below),
             lambda: run_torch(train, test, o.epochs, o.batch))
 
 

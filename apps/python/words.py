@@ -23,10 +23,11 @@ def darcy_words(session):
                              initializer=darcy.Normal(stddev=1.0))
 
 
-def darcy_loss(table, acts, truth, num_sampled, seed):
-    """Sampled softmax of activations (n, DIM) against the rows of the words `truth`."""
+def darcy_loss(table, acts, truth, num_sampled, seed, full_logits_below=0):
+    """Sampled softmax of activations (n, DIM) against the rows of the words `truth`; the
+    full softmax over every row while the table holds at most full_logits_below."""
     logits, labels = darcy.torch.sampled_logits(table, [[w] for w in truth], acts, num_sampled,
-                                                seed=seed)
+                                                seed=seed, full_logits_below=full_logits_below)
     return darcy.torch.sampled_softmax_loss(logits, labels)
 
 
@@ -98,6 +99,9 @@ def arguments(doc, count_flag, max_len):
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--num-sampled", type=int, default=512)
+    ap.add_argument("--full-logits-below", type=int, default=0,
+                    help="train on every row's logit while the table holds at most this many "
+                         "rows (0: always sample)")
     ap.add_argument("--threads", type=int, default=2)
     o = ap.parse_args()
     torch.set_num_threads(o.threads)

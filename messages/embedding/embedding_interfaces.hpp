@@ -74,6 +74,18 @@ typename Inspector::result_type inspect(Inspector& f, top_k_result& x) {
   return f(caf::meta::type_name("top_k_result"), x.offsets, x.keys, x.scores);
 }
 
+/// Full logits: the logit q·w of every row of a table for each of a batch of queries. `keys`
+/// name the rows in column order; `logits` is row-major, queries × keys.size().
+struct full_logits_part {
+  std::vector<std::string> keys;
+  std::vector<float> logits;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, full_logits_part& x) {
+  return f(caf::meta::type_name("full_logits_part"), x.keys, x.logits);
+}
+
 /// Candidate sampling, the seed's merged interface: positives first (is_positive), then the
 /// sampled negatives; `probs` is each key's probability of one draw under the distribution.
 struct sample_result {
@@ -157,6 +169,8 @@ using sample_atom = caf::atom_constant<caf::atom("sample")>;
 using sample_stats_atom = caf::atom_constant<caf::atom("samp_stats")>;
 using sample_part_atom = caf::atom_constant<caf::atom("samp_part")>;
 using top_k_atom = caf::atom_constant<caf::atom("top_k")>;
+using full_logits_atom = caf::atom_constant<caf::atom("full_logit")>;
+using full_backward_atom = caf::atom_constant<caf::atom("full_back")>;
 using restore_atom = caf::atom_constant<caf::atom("restore")>;
 using save_part_atom = caf::atom_constant<caf::atom("save_part")>;
 using load_part_atom = caf::atom_constant<caf::atom("load_part")>;
@@ -171,6 +185,13 @@ using route_atom = caf::atom_constant<caf::atom("route")>;
 /// errc::overloaded (master only); each leaves the service unchanged.
 /// top_k(name, queries, k, score): the k rows with the largest score (see top_k_score) for each
 /// query; queries are row-major, dim values each (dim - 1 for inner_product_bias).
+/// full_logits(name, queries, max_rows): the logits of every row for each query (queries
+/// row-major, dim values each); errc::batch_too_large when the table holds more than max_rows.
+/// full_backward(name, keys, queries, dlogits, step): for d(loss)/d(logits) of the columns
+/// `keys` (dlogits row-major, queries × keys), applies d(loss)/d(row) = sum over queries of
+/// dlogit · query to each row with the table's optimizer and answers d(loss)/d(queries), the
+/// rows read before they change; a key no longer stored (evicted since) is left out. Keys
+/// must be distinct.
 using embedding_ops_actor = caf::typed_actor<
   caf::replies_to<create_atom, de_config>::with<ok_atom>,
   caf::replies_to<lookup_atom, std::string, std::vector<std::string>>::with<std::vector<float>>,
@@ -178,7 +199,11 @@ using embedding_ops_actor = caf::typed_actor<
                   int64_t>::with<ok_atom>,
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
   caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t,
-                  top_k_score>::with<top_k_result>>;
+                  top_k_score>::with<top_k_result>,
+  caf::replies_to<full_logits_atom, std::string, std::vector<float>,
+                  uint64_t>::with<full_logits_part>,
+  caf::replies_to<full_backward_atom, std::string, std::vector<std::string>, std::vector<float>,
+                  std::vector<float>, int64_t>::with<std::vector<float>>>;
 
 /// One shard: the rows of every embedding whose key hash falls on it (compute::shard_of_hash).
 /// The flat data path: lookup(tables, handle) answers one row buffer per table, and with a
@@ -199,6 +224,8 @@ using embedding_ops_actor = caf::typed_actor<
 /// applies one checkpoint of a chain to the live tables instead (a sync): its rows that hash to
 /// `index` replace theirs, its deleted keys go, and a whole part first removes what its shard
 /// held; every part is read first, so a damaged one changes nothing. update(..., request_id) and
+/// full_backward(..., request_id) applies its gradients once too, a repeat answering the same
+/// d(queries) without them. update(..., request_id) and
 /// load_part apply a request id once: a repeat (a retry, or a late duplicate) among the last 65,536
 /// ids is answered ok and changes nothing. Id 0 is never deduplicated.
 using embedding_shard_actor = embedding_ops_actor::extend<
@@ -208,6 +235,8 @@ using embedding_shard_actor = embedding_ops_actor::extend<
                   uint64_t>::with<ok_atom>,
   caf::replies_to<update_atom, std::string, std::vector<std::string>, std::vector<float>, int64_t,
                   uint64_t>::with<ok_atom>,
+  caf::replies_to<full_backward_atom, std::string, std::vector<std::string>, std::vector<float>,
+                  std::vector<float>, int64_t, uint64_t>::with<std::vector<float>>,
   caf::replies_to<sample_stats_atom, std::string, std::vector<std::string>>::with<sample_stats>,
   caf::replies_to<sample_part_atom, std::string, sample_plan>::with<sample_result>,
   caf::replies_to<save_part_atom, std::string, std::string, uint32_t, std::string,

@@ -8,6 +8,7 @@
 #include "compute/nn/softmax_cross_entropy.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/full_logits.hpp"
 
 namespace darcy::ops::estimator {
 
@@ -79,6 +80,26 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
                                                     config_.label_key + "'");
   }
   estimator_spec spec;
+  if (ctx.training() && config_.full_logits_below > 0) {
+    auto full = full_logits(session_, *labels, z, config_.labels, config_.labels.name,
+                            config_.full_logits_below);
+    if (full) {
+      matrix dlogits;
+      spec.loss =
+        compute::nn::soft_target_cross_entropy<float>(full->logits, full->labels, dlogits);
+      auto step = ++step_;
+      spec.train_op = [&ctx, output, dlogits = std::move(dlogits),
+                       all = std::make_shared<full_logits_result>(std::move(*full)), step] {
+        auto dout = all->backward(dlogits, step);
+        if (!dout)
+          return ctx.fail(std::move(dout.error()));
+        ctx.backpropagate(output, std::move(*dout));
+      };
+      return spec;
+    }
+    if (!is(full.error(), errc::batch_too_large))
+      return std::move(full.error());
+  }
   if (ctx.training()) {
     // The label table grows with the data: fewer negatives while it holds fewer rows.
     auto logits = sampled_logits(session_, *labels, z, config_.num_sampled, config_.labels,

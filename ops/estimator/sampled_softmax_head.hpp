@@ -31,6 +31,10 @@ struct sampled_softmax_head_config {
   /// Negatives per training batch, drawn among the labels seen so far (fewer while the table
   /// holds fewer rows besides the batch's labels).
   uint32_t num_sampled = 64;
+  /// While the label table holds at most this many rows, training scores every label
+  /// (ops::full_logits, computed on the shards) instead of sampling negatives; 0: always
+  /// sample.
+  uint64_t full_logits_below = 0;
   /// Labels predicted per example, and the k of the metric recall_at_<k>.
   uint32_t k = 10;
 };
@@ -44,7 +48,8 @@ public:
 
   /// The spec of a model whose last layer `output` (batch × labels.dim) scores labels by inner
   /// product. Train: the sampled-softmax loss (the training step's sampled negatives, log-Q
-  /// corrected), whose train op sends the label rows' gradients to the service. Eval: metrics
+  /// corrected), or the full softmax's while the table holds at most full_logits_below rows,
+  /// whose train op sends the label rows' gradients to the service. Eval: metrics
   /// recall_at_<k> and recall_at_1 (the share of an example's labels among its top k, averaged
   /// over examples) from the whole table, and a loss of 0; eval and predict create no rows.
   /// Predictions: the top k scores per example, and their labels in predicted_labels.

@@ -82,6 +82,19 @@ class Table:
                                                               num_sampled, seed, at_most)
         return logits, labels, _Pending(pending, self._session)
 
+    def full_logits(self, positive_keys, activations, max_rows):
+        """Full-softmax logits for a batch: the logit a.w of every row of the table for each
+        example, computed on the shards that hold the rows. positive_keys and activations as
+        for sampled_logits; a new positive gets its row first. Raises darcy.BatchTooLarge when
+        the table holds more than max_rows rows. Returns (logits, labels, keys, pending):
+        column c is the row of keys[c] (bytes), each example's positives share label 1, and
+        pending.backward(dlogits) applies the rows' gradients on the shards and returns
+        d(loss)/d(activations). darcy.torch.sampled_logits(..., full_logits_below=N) uses it
+        while the table holds at most N rows."""
+        logits, labels, keys, pending = self._handle.full_logits(positive_keys, activations,
+                                                                 max_rows)
+        return logits, labels, keys, _Pending(pending, self._session)
+
     def stats(self):
         """Rows, bytes and counters of the table across its shards, as a dict."""
         return self._handle.stats()

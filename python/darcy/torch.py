@@ -198,19 +198,49 @@ class _SampledLogits(torch.autograd.Function):
         return torch.from_numpy(d), None, None, None, None, None
 
 
-def sampled_logits(table, positive_keys, activations, num_sampled, seed=1, at_most=False):
+class _FullLogits(torch.autograd.Function):
+    """Logits against every row of a table, computed on its shards; backward applies the
+    rows' gradients there and returns the activations' gradient."""
+
+    @staticmethod
+    def forward(ctx, activations, table, positives, max_rows):
+        logits, labels, _keys, pending = table.full_logits(
+            positives, activations.detach().contiguous().cpu().numpy(), max_rows)
+        ctx.pending = pending
+        labels = torch.from_numpy(labels)
+        ctx.mark_non_differentiable(labels)
+        return torch.from_numpy(logits), labels
+
+    @staticmethod
+    def backward(ctx, dlogits, _dlabels):
+        d = ctx.pending.backward(dlogits.detach().contiguous().cpu().numpy())
+        return torch.from_numpy(d), None, None, None
+
+
+def sampled_logits(table, positive_keys, activations, num_sampled, seed=1, at_most=False,
+                   full_logits_below=0):
     """(logits, labels) of a sampled softmax over `table`'s rows (Table.sampled_logits, whose
     num_sampled, seed and at_most these are), with
     autograd: the loss's backward updates the rows involved on the shards and flows into
     `activations`. positive_keys take every form Table.sampled_logits takes, and an integer
     tensor as an array (1-D: one positive an example). Train with
-    sampled_softmax_loss(logits, labels)."""
+    sampled_softmax_loss(logits, labels). While the table holds at most full_logits_below
+    rows, the logits are those of every row instead (Table.full_logits: a full softmax, no
+    sampling, the same loss); 0 always samples."""
     if not isinstance(activations, torch.Tensor) or activations.dim() != 2:
         raise _invalid("activations are a 2-D float tensor (batch, dim)")
     if isinstance(positive_keys, torch.Tensor):
         if positive_keys.is_floating_point() or positive_keys.is_complex():
             raise _invalid(f"positive keys of dtype {positive_keys.dtype}; ids are integers")
         positive_keys = positive_keys.detach().cpu().numpy()
+    if full_logits_below < 0:
+        raise _invalid(f"full_logits_below {full_logits_below}; 0 or more rows")
+    if full_logits_below > 0:
+        try:
+            return _FullLogits.apply(activations.float(), table, positive_keys,
+                                     full_logits_below)
+        except _darcy.BatchTooLarge:
+            pass
     return _SampledLogits.apply(activations.float(), table, positive_keys, num_sampled, seed,
                                 at_most)
 

@@ -84,13 +84,11 @@ void pending_lookup::backward(const py::handle& grads, std::optional<int64_t> st
 
 py::array pending_logits::backward(const py::handle& dlogits, std::optional<int64_t> step) {
   auto& cfg = table_->config();
-  auto rows = static_cast<size_t>(result_.logits.rows());
-  auto cols = static_cast<size_t>(result_.logits.cols());
-  auto g = read_rows(dlogits, rows, cols, "logit gradients of '" + cfg.name + "'");
-  ops::matrix d = Eigen::Map<const ops::matrix>(g.data(), static_cast<Eigen::Index>(rows),
-                                                static_cast<Eigen::Index>(cols));
+  auto g = read_rows(dlogits, static_cast<size_t>(rows_), static_cast<size_t>(cols_),
+                     "logit gradients of '" + cfg.name + "'");
+  ops::matrix d = Eigen::Map<const ops::matrix>(g.data(), rows_, cols_);
   auto at = table_->next_step(step);
-  auto back = table_->session().run([&](ops::session&) { return result_.backward(d, at); });
+  auto back = table_->session().run([&](ops::session&) { return backward_(d, at); });
   return owning_array(value_or_raise(std::move(back)));
 }
 
@@ -193,9 +191,40 @@ py::tuple table_handle::sampled_logits(const py::handle& positives, const py::ha
     return ops::sampled_logits(s, positive_keys, m, num_sampled, config_, config_.name, seed,
                                at_most);
   }));
+  auto rows = result.logits.rows();
+  auto cols = result.logits.cols();
   auto logits = owning_array(ops::matrix{result.logits});
   auto labels = owning_array(ops::matrix{result.labels});
-  return py::make_tuple(logits, labels, pending_logits{shared_from_this(), std::move(result)});
+  auto kept = std::make_shared<ops::sampled_logits_result>(std::move(result));
+  return py::make_tuple(
+    logits, labels,
+    pending_logits{shared_from_this(), rows, cols,
+                   [kept](const ops::matrix& d, int64_t at) { return kept->backward(d, at); }});
+}
+
+py::tuple table_handle::full_logits(const py::handle& positives, const py::handle& activations,
+                                    uint64_t max_rows) {
+  auto positive_keys = read_positive_keys(positives);
+  auto a = read_rows(activations, positive_keys.size(), config_.dim,
+                     "activations for '" + config_.name + "'");
+  ops::matrix m =
+    Eigen::Map<const ops::matrix>(a.data(), static_cast<Eigen::Index>(positive_keys.size()),
+                                  static_cast<Eigen::Index>(config_.dim));
+  auto result = value_or_raise(session_->run([&](ops::session& s) {
+    return ops::full_logits(s, positive_keys, m, config_, config_.name, max_rows);
+  }));
+  auto rows = result.logits.rows();
+  auto cols = result.logits.cols();
+  auto logits = owning_array(ops::matrix{result.logits});
+  auto labels = owning_array(ops::matrix{result.labels});
+  py::list keys;
+  for (auto& k : result.keys)
+    keys.append(py::bytes(k));
+  auto kept = std::make_shared<ops::full_logits_result>(std::move(result));
+  return py::make_tuple(
+    logits, labels, keys,
+    pending_logits{shared_from_this(), rows, cols,
+                   [kept](const ops::matrix& d, int64_t at) { return kept->backward(d, at); }});
 }
 
 py::dict table_handle::stats() {
@@ -237,7 +266,9 @@ void bind_table(py::module_& m) {
     .def("stats", &table_handle::stats)
     .def("sampled_logits", &table_handle::sampled_logits, py::arg("positive_keys"),
          py::arg("activations"), py::arg("num_sampled"), py::arg("seed") = 1,
-         py::arg("at_most") = false);
+         py::arg("at_most") = false)
+    .def("full_logits", &table_handle::full_logits, py::arg("positive_keys"),
+         py::arg("activations"), py::arg("max_rows"));
   py::class_<table_options>(m, "_TableOptions")
     .def(py::init<>())
     .def_readwrite("name", &table_options::name)

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include <pybind11/stl.h>
 
 #include "ops/embedding_ops.hpp"
+#include "ops/full_logits.hpp"
 #include "python/src/session.hpp"
 
 namespace darcy::python {
@@ -38,11 +40,15 @@ private:
   size_t rows_;
 };
 
-/// Sampled-softmax logits of a batch (ops::sampled_logits), kept for their backward.
+/// Logits of a batch (ops::sampled_logits or ops::full_logits), kept for their backward.
 class pending_logits {
 public:
-  pending_logits(std::shared_ptr<table_handle> table, ops::sampled_logits_result result)
-    : table_(std::move(table)), result_(std::move(result)) {}
+  /// d(loss)/d(activations) for d(loss)/d(logits) at a step.
+  using backward_fn = std::function<caf::expected<ops::matrix>(const ops::matrix&, int64_t)>;
+
+  pending_logits(std::shared_ptr<table_handle> table, Eigen::Index rows, Eigen::Index cols,
+                 backward_fn fn)
+    : table_(std::move(table)), rows_(rows), cols_(cols), backward_(std::move(fn)) {}
 
   /// Sends d(loss)/d(logits), float32 of the logits' shape, to the rows involved and answers
   /// d(loss)/d(activations).
@@ -50,7 +56,9 @@ public:
 
 private:
   std::shared_ptr<table_handle> table_;
-  ops::sampled_logits_result result_;
+  Eigen::Index rows_;
+  Eigen::Index cols_;
+  backward_fn backward_;
 };
 
 class table_handle : public std::enable_shared_from_this<table_handle> {
@@ -88,6 +96,12 @@ public:
   pybind11::tuple sampled_logits(const pybind11::handle& positive_keys,
                                  const pybind11::handle& activations, uint32_t num_sampled,
                                  uint64_t seed, bool at_most);
+
+  /// (logits, labels, keys, pending) of ops::full_logits: every row's logit, the rows' keys
+  /// in column order (bytes); raises darcy.BatchTooLarge when the table holds more than
+  /// max_rows.
+  pybind11::tuple full_logits(const pybind11::handle& positive_keys,
+                              const pybind11::handle& activations, uint64_t max_rows);
 
   /// `step`, or one past the last step this table used.
   int64_t next_step(std::optional<int64_t> step);

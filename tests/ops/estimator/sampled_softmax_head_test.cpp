@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compute/nn/softmax_cross_entropy.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
@@ -172,6 +173,35 @@ TEST_F(sampled_softmax_head_test, an_export_predicts_the_same_labels_without_the
   ASSERT_TRUE(labels) << render(labels.error());
   EXPECT_EQ(*labels, expected->predicted_labels);
   EXPECT_EQ((*labels)[5][0], "l5");
+}
+
+TEST_F(sampled_softmax_head_test, a_small_label_table_trains_on_the_full_softmax_of_every_label) {
+  auto full = sampled_softmax_head::make(
+    *s, {.labels = table("all_labels"), .num_sampled = 2, .full_logits_below = 100, .k = 3});
+  ASSERT_TRUE(full) << render(full.error());
+  std::vector<std::string> labels;
+  for (int i = 0; i < 24; ++i)
+    labels.push_back("l" + std::to_string(i));
+  ASSERT_TRUE(dynamic_embedding_lookup(*s, labels, table("all_labels"), "all_labels", false));
+  auto b = gather(*pairs(), {0, 1, 2});
+  variable_store vars;
+  model_context ctx{vars, mode::train, 5, 1};
+  auto x = input_layer(ctx, b.features, *input);
+  ASSERT_TRUE(x) << render(x.error());
+  auto out = dense(ctx, *x, dim, "out");
+  auto spec = (*full)->spec(ctx, out, b);
+  ASSERT_TRUE(spec) << render(spec.error());
+  // The dense reference: every label's row, softmax over all 24 (2 negatives would be sampled).
+  auto w = dynamic_embedding_lookup(*s, labels, table("all_labels"), "all_labels", false);
+  ASSERT_TRUE(w) << render(w.error());
+  matrix logits = ctx.value(out) * w->rows.transpose();
+  matrix targets = matrix::Zero(3, 24);
+  targets(0, 0) = targets(0, 1) = 0.5f; // example 0 carries l0 and l1
+  targets(1, 1) = 1;
+  targets(2, 2) = 1;
+  matrix dlogits;
+  auto want = compute::nn::soft_target_cross_entropy<float>(logits, targets, dlogits);
+  EXPECT_NEAR(spec->loss, want, 1e-5f);
 }
 
 TEST_F(sampled_softmax_head_test, bad_configs_and_batches_are_refused_with_clear_errors) {

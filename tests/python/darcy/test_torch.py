@@ -260,6 +260,47 @@ def test_samplers_and_num_sampled_are_checked_before_anything_changes(session):
     assert logits.shape == (1, 1 + 9) and labels.shape == (1, 10)
 
 
+def test_full_logits_train_as_torch_s_full_softmax_over_the_same_rows(session):
+    # A 10-label table trained 20 steps with full logits against nn.Linear holding its rows.
+    rng = np.random.default_rng(5)
+    table = warmed_output_table(session, "full")
+    labels = [str(i) for i in range(10)]
+    weight = torch.nn.Parameter(torch.from_numpy(table.lookup(labels)))
+    opt = torch.optim.SGD([weight], lr=0.5)
+    for step in range(20):
+        acts = torch.from_numpy(rng.normal(size=(4, DIM)).astype(np.float32))
+        truth = rng.integers(0, 10, size=4)
+        ours = acts.clone().requires_grad_()
+        logits, soft = dt.sampled_logits(table, [[labels[t]] for t in truth], ours, 4,
+                                         full_logits_below=10)
+        assert logits.shape == (4, 10), f"step {step}: {logits.shape}"
+        loss = dt.sampled_softmax_loss(logits, soft)
+        loss.backward()
+        theirs = acts.clone().requires_grad_()
+        want = torch.nn.functional.cross_entropy(theirs @ weight.t(), torch.from_numpy(truth))
+        opt.zero_grad()
+        want.backward()
+        opt.step()
+        torch.testing.assert_close(loss, want, msg=f"step {step}")
+        torch.testing.assert_close(ours.grad, theirs.grad, msg=f"step {step}")
+    np.testing.assert_allclose(table.lookup(labels), weight.detach().numpy(), atol=1e-5)
+
+
+def test_full_logits_give_way_to_sampling_above_full_logits_below(session):
+    table = warmed_output_table(session, "grown")
+    acts = torch.ones(1, DIM)
+    logits, _ = dt.sampled_logits(table, [["1"]], acts, 4, full_logits_below=9)
+    assert logits.shape == (1, 1 + 4)
+    with pytest.raises(darcy.BatchTooLarge, match="above max_rows 9"):
+        table.full_logits([["1"]], acts.numpy(), 9)
+    with pytest.raises(darcy.InvalidArgument, match="full_logits_below"):
+        dt.sampled_logits(table, [["1"]], acts, 4, full_logits_below=-1)
+    logits, labels, keys, _ = table.full_logits([["1"]], acts.numpy(), 10)
+    assert sorted(keys) == sorted(str(i).encode() for i in range(10))
+    assert labels[0, keys.index(b"1")] == 1 and labels.sum() == 1
+    assert table.stats()["rows"] == 10
+
+
 class OutputTableOnly(torch.nn.Module):
     """A model whose only table is the output side of a sampled softmax (as in DE-BERT's
     output, Seq2Seq's and Image2Label's labels): no DynamicEmbedding module."""
