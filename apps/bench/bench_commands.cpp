@@ -92,6 +92,15 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   mips_cmd->add_flag_callback(
     "--no-hnswlib", [mips] { mips->hnswlib_ms.clear(); }, "Skip the hnswlib peer");
   mips_cmd
+    ->add_option("--graph-ms", mips->graph_ms,
+                 "Darcy's graphs: the M of each (comma-separated), each swept over ef")
+    ->delimiter(',')
+    ->check(CLI::Range(2, 128));
+  mips_cmd->add_flag_callback(
+    "--no-graph", [mips] { mips->graph_ms.clear(); }, "Skip Darcy's graph index");
+  mips_cmd->add_flag("--graph-augmented", mips->graph_augmented,
+                     "Link Darcy's graphs by the norm-augmented L2 distance");
+  mips_cmd
     ->add_option("--point-seconds", mips->point_seconds,
                  "Seconds each sweep point repeats the queries, both sides")
     ->check(CLI::Range(0.0, 60.0));

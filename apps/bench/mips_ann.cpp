@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "apps/bench/peer_scripts.hpp"
+#include "compute/mips/graph_index.hpp"
 #include "compute/mips/ivf_pq_index.hpp"
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
@@ -107,6 +108,53 @@ caf::expected<std::vector<ann_point>> run_hnswlib_ann(const mips_bench_options& 
   return parse_points(*lines);
 }
 
+/// The beams of a graph's sweep: the ef values hnswlib's peer sweeps.
+constexpr size_t graph_efs[] = {10, 12, 16, 20,  24,  32,  40,  48,  56,
+                                64, 80, 96, 128, 160, 256, 384, 512, 1024};
+
+/// Darcy's graph indexes, one per M in o.graph_ms, each searched at every beam until recall
+/// passes 0.995.
+caf::error sweep_graphs(const mips_bench_options& o, const mips_dataset& d, bool l2_items,
+                        const std::vector<std::vector<compute::hit>>& truth,
+                        std::vector<ann_point>& points) {
+  for (auto m : o.graph_ms) {
+    auto start = clock::now();
+    auto index = compute::mips::graph_index::build(d.items, {},
+                                                   {.m = m,
+                                                    .ef_construction = 200,
+                                                    .augmented = o.graph_augmented,
+                                                    .l2_items = l2_items,
+                                                    .threads = o.threads});
+    if (!index)
+      return make_error(index.error());
+    auto build_s = compute::seconds_since(start);
+    auto name =
+      std::string{"darcy-graph-M"} + std::to_string(m) + (o.graph_augmented ? "-aug" : "");
+    std::printf("  %s: built in %.1f s\n", name.c_str(), build_s);
+    for (auto ef : graph_efs) {
+      if (ef < o.k)
+        continue;
+      compute::mips::graph_search_options search{.ef = ef, .threads = o.threads};
+      auto begin = clock::now();
+      auto hits = index->search(d.queries, o.k, search);
+      auto searched = static_cast<double>(d.queries.rows());
+      for (; hits && compute::seconds_since(begin) < o.point_seconds;
+           searched += static_cast<double>(d.queries.rows()))
+        hits = index->search(d.queries, o.k, search);
+      if (!hits)
+        return make_error(hits.error());
+      auto qps = searched / compute::seconds_since(begin);
+      auto r = compute::recall_at(truth, *hits);
+      points.push_back({name, "ef=" + std::to_string(ef), qps, r, build_s});
+      std::printf("  {\"index\": \"%s\", \"config\": \"%s\", \"qps\": %.1f, \"recall\": %.4f}\n",
+                  name.c_str(), points.back().config.c_str(), qps, r);
+      if (r >= 0.995)
+        break;
+    }
+  }
+  return {};
+}
+
 } // namespace
 
 caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_dataset& d,
@@ -183,6 +231,8 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
         break;
     }
   }
+  if (auto err = sweep_graphs(o, d, peer.metric == "l2", truth, f.darcy))
+    return err;
   if (auto err = write_peer_files(peer, truth, dir))
     return err;
   auto faiss = run_faiss_ann(o, peer, dir);

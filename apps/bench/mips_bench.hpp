@@ -43,6 +43,11 @@ struct mips_bench_options {
   std::vector<double> ann_list_factors{0.5, 1, 2};
   std::vector<size_t> ann_probes{1, 2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
   std::vector<size_t> ann_rerank{0, 20, 30, 50, 100, 200, 500, 1000, 2000};
+  /// Darcy's graphs (compute::mips::graph_index, ef_construction 200, int8 codes), one per M,
+  /// each swept over ef as hnswlib's are; empty: none. graph_augmented: linked by the
+  /// norm-augmented L2 distance instead of by inner product.
+  std::vector<uint32_t> graph_ms{16, 32};
+  bool graph_augmented = false;
   /// FAISS's IVF-Flat families: an index per list count (factor x sqrt(items)).
   std::vector<double> faiss_list_factors{0.5, 1, 2, 4};
   /// hnswlib's graphs (python3-hnswlib, ef_construction 200), one per M, each swept over ef;

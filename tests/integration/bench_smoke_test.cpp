@@ -192,6 +192,8 @@ TEST(bench_smoke, mips_against_faiss_and_hnswlib_reaches_recall_0_9_on_every_set
                           "--point-seconds",
                           "0.01",
                           "--hnswlib-ms",
+                          "8",
+                          "--graph-ms",
                           "8"},
                          150s);
   auto m = metrics_of(run, "mips");
@@ -204,6 +206,7 @@ TEST(bench_smoke, mips_against_faiss_and_hnswlib_reaches_recall_0_9_on_every_set
   }
   // Every FAISS family ran, the re-ranking IVF-PQ included (FAISS 1.7.3 does not unwrap it).
   EXPECT_NE(run.out.find("IVF-PQ"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("darcy-graph-M8"), std::string::npos) << run.out;
   EXPECT_EQ(run.out.find("\"skipped\""), std::string::npos) << run.out;
 }
 

@@ -32,7 +32,7 @@ for m in (int(x) for x in ms.split(",")):
         continue
     print(json.dumps({"built": f"hnswlib-M{m}", "seconds": time.perf_counter() - start}),
           flush=True)
-    for ef in (10, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 384, 512, 1024):
+    for ef in (10, 12, 16, 20, 24, 32, 40, 48, 56, 64, 80, 96, 128, 160, 256, 384, 512, 1024):
         if ef < k:
             continue
         index.set_ef(ef)
