@@ -226,27 +226,37 @@ caf::expected<lookup_result> dynamic_embedding_lookup(session& s, std::vector<st
   return lookup_result{std::move(r->rows.front()), std::move(r->handle)};
 }
 
+caf::error check_logit_inputs(const char* op,
+                              const std::vector<std::vector<std::string>>& positive_keys,
+                              const matrix& activations, uint32_t dim) {
+  auto batch = positive_keys.size();
+  if (batch == 0)
+    return make_error(errc::empty_batch, std::string{op} + " needs at least one example");
+  if (static_cast<size_t>(activations.rows()) != batch ||
+      static_cast<size_t>(activations.cols()) != dim)
+    return make_error(errc::dimension_mismatch,
+                      "activations are " + std::to_string(activations.rows()) + "x" +
+                        std::to_string(activations.cols()) + ", expected " + std::to_string(batch) +
+                        "x" + std::to_string(dim));
+  for (size_t b = 0; b < batch; ++b)
+    if (positive_keys[b].empty())
+      return make_error(errc::invalid_argument,
+                        "example " + std::to_string(b) + " has no positive key");
+  return {};
+}
+
 caf::expected<sampled_logits_result> sampled_logits(
   session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
   uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed,
   bool at_most) {
+  if (auto err = check_logit_inputs("sampled_logits", positive_keys, activations, config.dim))
+    return err;
   auto batch = positive_keys.size();
-  if (batch == 0)
-    return make_error(errc::empty_batch, "sampled_logits needs at least one example");
-  if (static_cast<size_t>(activations.rows()) != batch ||
-      static_cast<size_t>(activations.cols()) != config.dim)
-    return make_error(errc::dimension_mismatch,
-                      "activations are " + std::to_string(activations.rows()) + "x" +
-                        std::to_string(activations.cols()) + ", expected " + std::to_string(batch) +
-                        "x" + std::to_string(config.dim));
   if (num_sampled == 0)
     return make_error(errc::invalid_argument, "sampled_logits needs num_sampled >= 1");
   size_t width = 0;
   std::set<std::string> unique_positives;
   for (size_t b = 0; b < batch; ++b) {
-    if (positive_keys[b].empty())
-      return make_error(errc::invalid_argument,
-                        "example " + std::to_string(b) + " has no positive key");
     width = std::max(width, positive_keys[b].size());
     unique_positives.insert(positive_keys[b].begin(), positive_keys[b].end());
   }

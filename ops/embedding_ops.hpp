@@ -168,6 +168,13 @@ struct sampled_logits_result {
 
 inline constexpr float masked_logit = -1e30f;
 
+/// The checks sampled_logits and full_logits share, `op` naming the caller in messages:
+/// errc::empty_batch for no examples, errc::dimension_mismatch unless `activations` is
+/// examples × dim, errc::invalid_argument for an example without positive keys.
+caf::error check_logit_inputs(const char* op,
+                              const std::vector<std::vector<std::string>>& positive_keys,
+                              const matrix& activations, uint32_t dim);
+
 caf::expected<sampled_logits_result> sampled_logits(
   session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
   uint32_t num_sampled, const de_config& config, const std::string& name, uint64_t seed = 1,

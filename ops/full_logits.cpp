@@ -11,22 +11,12 @@ namespace darcy::ops {
 caf::expected<full_logits_result> full_logits(
   session& s, const std::vector<std::vector<std::string>>& positive_keys, const matrix& activations,
   const de_config& config, const std::string& name, uint64_t max_rows) {
+  if (auto err = check_logit_inputs("full_logits", positive_keys, activations, config.dim))
+    return err;
   auto batch = positive_keys.size();
-  if (batch == 0)
-    return make_error(errc::empty_batch, "full_logits needs at least one example");
-  if (static_cast<size_t>(activations.rows()) != batch ||
-      static_cast<size_t>(activations.cols()) != config.dim)
-    return make_error(errc::dimension_mismatch,
-                      "activations are " + std::to_string(activations.rows()) + "x" +
-                        std::to_string(activations.cols()) + ", expected " + std::to_string(batch) +
-                        "x" + std::to_string(config.dim));
   std::set<std::string> positives;
-  for (size_t b = 0; b < batch; ++b) {
-    if (positive_keys[b].empty())
-      return make_error(errc::invalid_argument,
-                        "example " + std::to_string(b) + " has no positive key");
-    positives.insert(positive_keys[b].begin(), positive_keys[b].end());
-  }
+  for (auto& keys : positive_keys)
+    positives.insert(keys.begin(), keys.end());
   if (!activations.allFinite())
     return make_error(errc::non_finite, "full_logits: the activations hold NaN or Inf");
   // A table already above max_rows gets no positive's row.

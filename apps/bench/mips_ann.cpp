@@ -108,6 +108,30 @@ caf::expected<std::vector<ann_point>> run_hnswlib_ann(const mips_bench_options& 
   return parse_points(*lines);
 }
 
+/// One point of a sweep: search() over the query set, repeated for at least o.point_seconds as
+/// the peers do, added to `points` as `point` with its QPS and recall and printed as the peers
+/// print theirs. Answers the recall.
+template <class Search>
+caf::expected<double> measure_point(const mips_bench_options& o, const mips_dataset& d,
+                                    const std::vector<std::vector<compute::hit>>& truth,
+                                    Search&& search, ann_point point,
+                                    std::vector<ann_point>& points) {
+  auto begin = clock::now();
+  auto hits = search();
+  auto searched = static_cast<double>(d.queries.rows());
+  for (; hits && compute::seconds_since(begin) < o.point_seconds;
+       searched += static_cast<double>(d.queries.rows()))
+    hits = search();
+  if (!hits)
+    return make_error(hits.error());
+  point.qps = searched / compute::seconds_since(begin);
+  point.recall = compute::recall_at(truth, *hits);
+  points.push_back(point);
+  std::printf("  {\"index\": \"%s\", \"config\": \"%s\", \"qps\": %.1f, \"recall\": %.4f}\n",
+              point.index.c_str(), point.config.c_str(), point.qps, point.recall);
+  return point.recall;
+}
+
 /// The beams of a graph's sweep: the ef values hnswlib's peer sweeps.
 constexpr size_t graph_efs[] = {10, 12, 16, 20,  24,  32,  40,  48,  56,
                                 64, 80, 96, 128, 160, 256, 384, 512, 1024};
@@ -135,20 +159,12 @@ caf::error sweep_graphs(const mips_bench_options& o, const mips_dataset& d, bool
       if (ef < o.k)
         continue;
       compute::mips::graph_search_options search{.ef = ef, .threads = o.threads};
-      auto begin = clock::now();
-      auto hits = index->search(d.queries, o.k, search);
-      auto searched = static_cast<double>(d.queries.rows());
-      for (; hits && compute::seconds_since(begin) < o.point_seconds;
-           searched += static_cast<double>(d.queries.rows()))
-        hits = index->search(d.queries, o.k, search);
-      if (!hits)
-        return make_error(hits.error());
-      auto qps = searched / compute::seconds_since(begin);
-      auto r = compute::recall_at(truth, *hits);
-      points.push_back({name, "ef=" + std::to_string(ef), qps, r, build_s});
-      std::printf("  {\"index\": \"%s\", \"config\": \"%s\", \"qps\": %.1f, \"recall\": %.4f}\n",
-                  name.c_str(), points.back().config.c_str(), qps, r);
-      if (r >= 0.995)
+      auto r = measure_point(
+        o, d, truth, [&] { return index->search(d.queries, o.k, search); },
+        {name, "ef=" + std::to_string(ef), 0, 0, build_s}, points);
+      if (!r)
+        return std::move(r.error());
+      if (*r >= 0.995)
         break;
     }
   }
@@ -186,10 +202,8 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
     char name[64];
     std::snprintf(name, sizeof name, "darcy-ivf%zu-pq4,T=%.1f", index->lists(), threshold);
     std::printf("  %s: built in %.1f s\n", name, build_s);
-    // One point: the query set repeated for at least o.point_seconds, as the peer does.
     auto measure = [&](size_t probes, size_t depth) -> caf::expected<double> {
       auto rerank = std::max<size_t>(depth, o.k);
-      auto begin = clock::now();
       compute::mips::ivf_pq_search_options search{
         .probes = probes,
         .distance_weight = o.distance_weight,
@@ -197,21 +211,11 @@ caf::expected<ann_figures> measure_ann(const mips_bench_options& o, const mips_d
         .radius_weight = peer.metric == "l2" ? 0.0f : o.radius_weight,
         .rerank = rerank,
         .threads = o.threads};
-      auto hits = index->search(d.queries, o.k, search);
-      auto searched = static_cast<double>(d.queries.rows());
-      for (; hits && compute::seconds_since(begin) < o.point_seconds;
-           searched += static_cast<double>(d.queries.rows()))
-        hits = index->search(d.queries, o.k, search);
-      if (!hits)
-        return make_error(hits.error());
-      auto qps = searched / compute::seconds_since(begin);
-      auto r = compute::recall_at(truth, *hits);
-      f.darcy.push_back({name,
-                         "probes=" + std::to_string(probes) + ",rerank=" + std::to_string(rerank),
-                         qps, r, build_s});
-      std::printf("  {\"index\": \"%s\", \"config\": \"%s\", \"qps\": %.1f, \"recall\": %.4f}\n",
-                  name, f.darcy.back().config.c_str(), qps, r);
-      return r;
+      return measure_point(
+        o, d, truth, [&] { return index->search(d.queries, o.k, search); },
+        {name, "probes=" + std::to_string(probes) + ",rerank=" + std::to_string(rerank), 0, 0,
+         build_s},
+        f.darcy);
     };
     auto deepest = *std::max_element(o.ann_rerank.begin(), o.ann_rerank.end());
     for (size_t probes : o.ann_probes) {

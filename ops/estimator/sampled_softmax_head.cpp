@@ -40,6 +40,23 @@ uint64_t draw_seed(uint64_t seed, const std::vector<std::vector<std::string>>& l
   return h;
 }
 
+/// The soft-target cross-entropy of `logits` (sampled_logits_result or full_logits_result) as
+/// the spec's loss, and a train op that sends its gradient to the label rows at `step` and
+/// backpropagates the rest into `output`.
+template <class Logits>
+void train_on(model_context& ctx, tensor output, Logits logits, int64_t step,
+              estimator_spec& spec) {
+  matrix dlogits;
+  spec.loss = compute::nn::soft_target_cross_entropy<float>(logits.logits, logits.labels, dlogits);
+  spec.train_op = [&ctx, output, dlogits = std::move(dlogits),
+                   kept = std::make_shared<Logits>(std::move(logits)), step] {
+    auto dout = kept->backward(dlogits, step);
+    if (!dout)
+      return ctx.fail(std::move(dout.error()));
+    ctx.backpropagate(output, std::move(*dout));
+  };
+}
+
 } // namespace
 
 caf::expected<std::shared_ptr<sampled_softmax_head>> sampled_softmax_head::make(
@@ -84,17 +101,7 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
     auto full = full_logits(session_, *labels, z, config_.labels, config_.labels.name,
                             config_.full_logits_below);
     if (full) {
-      matrix dlogits;
-      spec.loss =
-        compute::nn::soft_target_cross_entropy<float>(full->logits, full->labels, dlogits);
-      auto step = ++step_;
-      spec.train_op = [&ctx, output, dlogits = std::move(dlogits),
-                       all = std::make_shared<full_logits_result>(std::move(*full)), step] {
-        auto dout = all->backward(dlogits, step);
-        if (!dout)
-          return ctx.fail(std::move(dout.error()));
-        ctx.backpropagate(output, std::move(*dout));
-      };
+      train_on(ctx, output, std::move(*full), ++step_, spec);
       return spec;
     }
     if (!is(full.error(), errc::batch_too_large))
@@ -106,17 +113,7 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
                                  config_.labels.name, draw_seed(ctx.seed(), *labels), true);
     if (!logits)
       return std::move(logits.error());
-    matrix dlogits;
-    spec.loss =
-      compute::nn::soft_target_cross_entropy<float>(logits->logits, logits->labels, dlogits);
-    auto step = ++step_;
-    spec.train_op = [&ctx, output, dlogits = std::move(dlogits),
-                     sampled = std::make_shared<sampled_logits_result>(std::move(*logits)), step] {
-      auto dout = sampled->backward(dlogits, step);
-      if (!dout)
-        return ctx.fail(std::move(dout.error()));
-      ctx.backpropagate(output, std::move(*dout));
-    };
+    train_on(ctx, output, std::move(*logits), ++step_, spec);
     return spec;
   }
   auto top = top_k(session_, z, config_.k, config_.labels, config_.labels.name);

@@ -194,8 +194,13 @@ class _SampledLogits(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dlogits, _dlabels):
-        d = ctx.pending.backward(dlogits.detach().contiguous().cpu().numpy())
-        return torch.from_numpy(d), None, None, None, None, None
+        return _send_back(ctx, dlogits), None, None, None, None, None
+
+
+def _send_back(ctx, dlogits):
+    """The rows' gradients of a logits Function's forward sent to the shards; answers
+    d(loss)/d(activations)."""
+    return torch.from_numpy(ctx.pending.backward(dlogits.detach().contiguous().cpu().numpy()))
 
 
 class _FullLogits(torch.autograd.Function):
@@ -213,8 +218,7 @@ class _FullLogits(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dlogits, _dlabels):
-        d = ctx.pending.backward(dlogits.detach().contiguous().cpu().numpy())
-        return torch.from_numpy(d), None, None, None
+        return _send_back(ctx, dlogits), None, None, None
 
 
 def sampled_logits(table, positive_keys, activations, num_sampled, seed=1, at_most=False,

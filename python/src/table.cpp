@@ -179,14 +179,20 @@ py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::s
   return result;
 }
 
-py::tuple table_handle::sampled_logits(const py::handle& positives, const py::handle& activations,
-                                       uint32_t num_sampled, uint64_t seed, bool at_most) {
+std::pair<std::vector<std::vector<std::string>>, ops::matrix> table_handle::logit_inputs(
+  const py::handle& positives, const py::handle& activations) const {
   auto positive_keys = read_positive_keys(positives);
   auto a = read_rows(activations, positive_keys.size(), config_.dim,
                      "activations for '" + config_.name + "'");
   ops::matrix m =
     Eigen::Map<const ops::matrix>(a.data(), static_cast<Eigen::Index>(positive_keys.size()),
                                   static_cast<Eigen::Index>(config_.dim));
+  return {std::move(positive_keys), std::move(m)};
+}
+
+py::tuple table_handle::sampled_logits(const py::handle& positives, const py::handle& activations,
+                                       uint32_t num_sampled, uint64_t seed, bool at_most) {
+  auto [positive_keys, m] = logit_inputs(positives, activations);
   auto result = value_or_raise(session_->run([&](ops::session& s) {
     return ops::sampled_logits(s, positive_keys, m, num_sampled, config_, config_.name, seed,
                                at_most);
@@ -204,12 +210,7 @@ py::tuple table_handle::sampled_logits(const py::handle& positives, const py::ha
 
 py::tuple table_handle::full_logits(const py::handle& positives, const py::handle& activations,
                                     uint64_t max_rows) {
-  auto positive_keys = read_positive_keys(positives);
-  auto a = read_rows(activations, positive_keys.size(), config_.dim,
-                     "activations for '" + config_.name + "'");
-  ops::matrix m =
-    Eigen::Map<const ops::matrix>(a.data(), static_cast<Eigen::Index>(positive_keys.size()),
-                                  static_cast<Eigen::Index>(config_.dim));
+  auto [positive_keys, m] = logit_inputs(positives, activations);
   auto result = value_or_raise(session_->run([&](ops::session& s) {
     return ops::full_logits(s, positive_keys, m, config_, config_.name, max_rows);
   }));

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pybind11/numpy.h>
@@ -107,6 +108,11 @@ public:
   int64_t next_step(std::optional<int64_t> step);
 
 private:
+  /// Each example's positive keys and the activations, read and checked as sampled_logits
+  /// and full_logits take them.
+  std::pair<std::vector<std::vector<std::string>>, ops::matrix> logit_inputs(
+    const pybind11::handle& positive_keys, const pybind11::handle& activations) const;
+
   std::shared_ptr<session_handle> session_;
   de_config config_;
   std::atomic<int64_t> step_{0};

@@ -10,20 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
+#include "tests/support/embedding_requests.hpp"
 
 namespace darcy::ops {
 namespace {
-
-de_config sgd_config(uint32_t dim) {
-  de_config cfg;
-  cfg.dim = dim;
-  cfg.init.kind = init_kind::uniform;
-  cfg.init.low = -1;
-  cfg.init.high = 1;
-  cfg.optimizer.kind = optimizer_kind::sgd;
-  cfg.optimizer.learning_rate = 0.5f;
-  return cfg;
-}
 
 class embedding_ops_test : public testing::Test {
 protected:
@@ -44,7 +34,7 @@ protected:
 };
 
 TEST_F(embedding_ops_test, lookup_returns_rows_in_key_order_and_backward_applies_sgd) {
-  auto cfg = sgd_config(4);
+  auto cfg = test::uniform_sgd_table(4);
   auto first = dynamic_embedding_lookup(*s, {"b", "a", "b"}, cfg, "emb");
   ASSERT_TRUE(first) << render(first.error());
   ASSERT_EQ(first->rows.rows(), 3);
@@ -59,7 +49,7 @@ TEST_F(embedding_ops_test, lookup_returns_rows_in_key_order_and_backward_applies
 }
 
 TEST_F(embedding_ops_test, backward_rejects_bad_gradients_and_changes_nothing) {
-  auto cfg = sgd_config(2);
+  auto cfg = test::uniform_sgd_table(2);
   auto r = dynamic_embedding_lookup(*s, {"k"}, cfg, "emb");
   ASSERT_TRUE(r);
   struct bad_case {
@@ -80,7 +70,7 @@ TEST_F(embedding_ops_test, backward_rejects_bad_gradients_and_changes_nothing) {
 }
 
 TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
-  auto cfg = sgd_config(3);
+  auto cfg = test::uniform_sgd_table(3);
   // Frequencies: key i is looked up i + 1 times here and once more for `table` below, so its
   // unigram^0.75 weight is (i + 2)^0.75.
   std::vector<std::string> vocab;
@@ -161,7 +151,7 @@ TEST_F(embedding_ops_test, sampled_logits_match_brute_force_reference) {
 
 TEST_F(embedding_ops_test,
        sampled_logits_of_a_table_that_holds_only_the_positives_have_no_negatives) {
-  auto cfg = sgd_config(3);
+  auto cfg = test::uniform_sgd_table(3);
   matrix act = matrix::Ones(2, 3);
   auto first = sampled_logits(*s, {{"a"}, {"b"}}, act, 4, cfg, "fresh", 1);
   ASSERT_TRUE(first) << render(first.error());
@@ -182,7 +172,7 @@ TEST_F(embedding_ops_test,
 }
 
 TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {
-  auto cfg = sgd_config(2);
+  auto cfg = test::uniform_sgd_table(2);
   ASSERT_TRUE(dynamic_embedding_lookup(*s, {"x", "y"}, cfg, "out"));
   matrix act = matrix::Zero(1, 2);
   EXPECT_TRUE(is(sampled_logits(*s, {}, matrix{}, 2, cfg, "out").error(), errc::empty_batch));
@@ -193,7 +183,7 @@ TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {
 }
 
 TEST_F(embedding_ops_test, top_k_matches_brute_force_reference) {
-  auto cfg = sgd_config(5);
+  auto cfg = test::uniform_sgd_table(5);
   std::vector<std::string> keys;
   for (int i = 0; i < 200; ++i)
     keys.push_back("item-" + std::to_string(i));
@@ -220,7 +210,7 @@ TEST_F(embedding_ops_test, top_k_matches_brute_force_reference) {
 TEST_F(embedding_ops_test, save_and_restore_round_trip_rows_and_training_state) {
   auto dir = std::filesystem::temp_directory_path() / "darcy-ops-save-test";
   std::filesystem::remove_all(dir);
-  auto cfg = sgd_config(3);
+  auto cfg = test::uniform_sgd_table(3);
   std::vector<std::string> keys{"p", "q", "r"};
   auto before = rows_of(keys, cfg, "emb");
   training_state state{42, "epoch=1 batch=7", {1.5f, -2.0f}};
@@ -247,7 +237,7 @@ TEST_F(embedding_ops_test,
        an_embedding_created_after_a_checkpoint_is_created_again_after_its_restore) {
   auto dir = std::filesystem::temp_directory_path() / "darcy-ops-restore-later-table";
   std::filesystem::remove_all(dir);
-  auto cfg = sgd_config(2);
+  auto cfg = test::uniform_sgd_table(2);
   auto first = dynamic_embedding_lookup(*s, {"a"}, cfg, "kept");
   ASSERT_TRUE(first) << render(first.error());
   ASSERT_FALSE(save(*s, dir.string(), {1, "", {}}));
@@ -266,7 +256,7 @@ TEST_F(embedding_ops_test,
 
 // The in-process session takes the direct path; its backward, like the master's, applies once.
 TEST_F(embedding_ops_test, a_handle_applies_once_and_a_read_handle_never) {
-  auto cfg = sgd_config(2);
+  auto cfg = test::uniform_sgd_table(2);
   auto looked_up = dynamic_embedding_lookup(*s, {"a", "b"}, cfg, "emb");
   ASSERT_TRUE(looked_up) << render(looked_up.error());
   matrix grads = matrix::Ones(2, 2);

@@ -6,20 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
+#include "tests/support/embedding_requests.hpp"
 
 namespace darcy::ops {
 namespace {
-
-de_config full_logits_config(uint32_t dim) {
-  de_config cfg;
-  cfg.dim = dim;
-  cfg.init.kind = init_kind::uniform;
-  cfg.init.low = -1;
-  cfg.init.high = 1;
-  cfg.optimizer.kind = optimizer_kind::sgd;
-  cfg.optimizer.learning_rate = 0.5f;
-  return cfg;
-}
 
 class full_logits_test : public testing::Test {
 protected:
@@ -41,7 +31,7 @@ protected:
     return rows;
   }
 
-  de_config cfg = full_logits_config(3);
+  de_config cfg = test::uniform_sgd_table(3);
   std::unique_ptr<session> s;
   std::vector<std::string> labels;
 };

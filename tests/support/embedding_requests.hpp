@@ -11,6 +11,18 @@
 
 namespace darcy::test {
 
+/// A table of `dim` values, rows drawn uniformly in [-1, 1], trained by SGD at 0.5.
+inline de_config uniform_sgd_table(uint32_t dim) {
+  de_config cfg;
+  cfg.dim = dim;
+  cfg.init.kind = init_kind::uniform;
+  cfg.init.low = -1;
+  cfg.init.high = 1;
+  cfg.optimizer.kind = optimizer_kind::sgd;
+  cfg.optimizer.learning_rate = 0.5f;
+  return cfg;
+}
+
 /// Embedding `name` of `dim` values trained by Adagrad at 0.1, at most 64 keys a batch.
 inline de_config adagrad_table(const std::string& name, uint32_t dim) {
   de_config cfg;

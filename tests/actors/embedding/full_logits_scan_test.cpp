@@ -7,29 +7,10 @@
 
 #include "messages/error.hpp"
 #include "stores/embedding/memory_store.hpp"
+#include "tests/support/exact_rows_store.hpp"
 
 namespace darcy::actors {
 namespace {
-
-// Rows written exactly: zero init, SGD at rate 1, gradient -row.
-std::unique_ptr<stores::memory_store> logit_store(
-  const std::map<std::string, std::vector<float>>& rows) {
-  stores::memory_store_options opts;
-  opts.dim = 2;
-  opts.init.kind = init_kind::zeros;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 1.0f;
-  auto store = stores::memory_store::make(std::move(opts));
-  EXPECT_TRUE(store) << render(store.error());
-  for (auto& [key, row] : rows) {
-    std::string_view keys[] = {key};
-    std::vector<float> grads{-row[0], -row[1]};
-    std::vector<float> out(2);
-    EXPECT_FALSE((*store)->lookup(keys, out));
-    EXPECT_FALSE((*store)->update(keys, grads, 1));
-  }
-  return std::move(*store);
-}
 
 std::vector<float> stored_row(stores::embedding_store& store, const std::string& key) {
   std::vector<float> row;
@@ -41,7 +22,7 @@ std::vector<float> stored_row(stores::embedding_store& store, const std::string&
 }
 
 TEST(full_logits_scan, every_row_gets_its_inner_product_with_each_query) {
-  auto store = logit_store({{"a", {1, 2}}, {"b", {-1, 0.5f}}, {"c", {0, 3}}});
+  auto store = test::exact_rows_store({{"a", {1, 2}}, {"b", {-1, 0.5f}}, {"c", {0, 3}}});
   std::vector<float> queries{1, 0, 0.5f, -1};
   auto part = scan_logits(*store, queries, 3);
   ASSERT_TRUE(part) << render(part.error());
@@ -57,7 +38,7 @@ TEST(full_logits_scan, every_row_gets_its_inner_product_with_each_query) {
 }
 
 TEST(full_logits_scan, bad_requests_fail_with_their_errors) {
-  auto store = logit_store({{"a", {1, 2}}, {"b", {3, 4}}});
+  auto store = test::exact_rows_store({{"a", {1, 2}}, {"b", {3, 4}}});
   struct bad_case {
     const char* what;
     std::vector<float> queries;
@@ -78,7 +59,7 @@ TEST(full_logits_scan, bad_requests_fail_with_their_errors) {
 }
 
 TEST(full_logits_scan, backward_applies_row_gradients_once_and_answers_query_gradients) {
-  auto store = logit_store({{"a", {1, 2}}, {"b", {3, 4}}});
+  auto store = test::exact_rows_store({{"a", {1, 2}}, {"b", {3, 4}}});
   // Two queries, columns (b, a, gone): "gone" is no row (evicted since the forward).
   std::vector<float> queries{1, 0, 0, 2};
   std::vector<float> dlogits{1, 2, 5, 0, -1, 7};
@@ -98,7 +79,7 @@ TEST(full_logits_scan, backward_applies_row_gradients_once_and_answers_query_gra
 }
 
 TEST(full_logits_scan, bad_backwards_fail_and_change_no_row) {
-  auto store = logit_store({{"a", {1, 2}}, {"b", {3, 4}}});
+  auto store = test::exact_rows_store({{"a", {1, 2}}, {"b", {3, 4}}});
   struct bad_case {
     const char* what;
     std::vector<std::string> keys;

@@ -7,37 +7,18 @@
 
 #include "messages/error.hpp"
 #include "stores/embedding/memory_store.hpp"
+#include "tests/support/exact_rows_store.hpp"
 
 namespace darcy::actors {
 namespace {
 
-// Rows written exactly: zero init, SGD at rate 1, gradient -row.
-std::unique_ptr<stores::memory_store> store_of(
-  const std::map<std::string, std::vector<float>>& rows) {
-  stores::memory_store_options opts;
-  opts.dim = 2;
-  opts.init.kind = init_kind::zeros;
-  opts.optimizer.kind = optimizer_kind::sgd;
-  opts.optimizer.learning_rate = 1.0f;
-  auto store = stores::memory_store::make(std::move(opts));
-  EXPECT_TRUE(store) << render(store.error());
-  for (auto& [key, row] : rows) {
-    std::string_view keys[] = {key};
-    std::vector<float> grads{-row[0], -row[1]};
-    std::vector<float> out(2);
-    EXPECT_FALSE((*store)->lookup(keys, out));
-    EXPECT_FALSE((*store)->update(keys, grads, 1));
-  }
-  return std::move(*store);
-}
-
 TEST(top_k_scan, CosineIgnoresLengthAndScoresZeroRowsZero) {
-  auto store = store_of({{"zero", {0, 0}},
-                         {"a", {1, 0}},
-                         {"a10", {10, 0}},
-                         {"b", {0, 1}},
-                         {"c", {1, 1}},
-                         {"minus", {-3, 0}}});
+  auto store = test::exact_rows_store({{"zero", {0, 0}},
+                                       {"a", {1, 0}},
+                                       {"a10", {10, 0}},
+                                       {"b", {0, 1}},
+                                       {"c", {1, 1}},
+                                       {"minus", {-3, 0}}});
   struct case_t {
     top_k_score score;
     std::vector<float> query;
@@ -68,7 +49,7 @@ TEST(top_k_scan, CosineIgnoresLengthAndScoresZeroRowsZero) {
 }
 
 TEST(top_k_scan, RefusesEmptyRaggedAndZeroKRequests) {
-  auto store = store_of({{"a", {1, 0}}});
+  auto store = test::exact_rows_store({{"a", {1, 0}}});
   struct case_t {
     std::vector<float> query;
     uint32_t k;
