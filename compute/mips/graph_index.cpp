@@ -8,7 +8,9 @@
 #include <numeric>
 #include <random>
 
+#if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
 
 #include "compute/mips/exact_index.hpp"
 #include "compute/parallel.hpp"
