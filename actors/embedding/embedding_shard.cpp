@@ -8,10 +8,9 @@
 #include <set>
 #include <thread>
 
-#include "actors/embedding/full_logits_scan.hpp"
 #include "actors/embedding/shard_checkpoint.hpp"
+#include "actors/embedding/shard_queries.hpp"
 #include "actors/embedding/staged_rows.hpp"
-#include "actors/embedding/top_k_scan.hpp"
 #include "compute/placement.hpp"
 #include "messages/error.hpp"
 #include "runtime/idle_work.hpp"
@@ -201,67 +200,6 @@ caf::result<ok_atom> backward(shard_pointer self, uint64_t handle,
   st.pending_bytes -= i->bytes;
   st.pending.erase(std::next(i).base());
   return ok_atom::value;
-}
-
-caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
-                                const std::vector<float>& queries, uint32_t k, top_k_score score) {
-  auto table = find_table(self, name);
-  if (!table)
-    return std::move(table.error());
-  auto result = scan_top_k(*(*table)->store, queries, k, score);
-  if (!result)
-    return std::move(result.error());
-  return std::move(*result);
-}
-
-caf::result<full_logits_part> full_logits(shard_pointer self, const std::string& name,
-                                          const std::vector<float>& queries, uint64_t max_rows) {
-  auto table = find_table(self, name);
-  if (!table)
-    return std::move(table.error());
-  auto result = scan_logits(*(*table)->store, queries, max_rows);
-  if (!result)
-    return std::move(result.error());
-  return std::move(*result);
-}
-
-caf::result<std::vector<float>> full_backward(shard_pointer self, const std::string& name,
-                                              const std::vector<std::string>& keys,
-                                              const std::vector<float>& queries,
-                                              const std::vector<float>& dlogits, int64_t step,
-                                              uint64_t request_id) {
-  auto table = find_table(self, name);
-  if (!table)
-    return std::move(table.error());
-  bool apply = !self->state.applied.seen(request_id);
-  auto dq = apply_logit_gradients(*(*table)->store, keys, queries, dlogits, step, apply);
-  if (!dq)
-    return std::move(dq.error());
-  if (apply)
-    self->state.applied.remember(request_id);
-  return std::move(*dq);
-}
-
-caf::result<sample_stats> sample_metadata(shard_pointer self, const std::string& name,
-                                          const std::vector<std::string>& positives) {
-  auto table = find_table(self, name);
-  if (!table)
-    return std::move(table.error());
-  auto result = (*table)->store->sample_metadata(positives);
-  if (!result)
-    return std::move(result.error());
-  return std::move(*result);
-}
-
-caf::result<sample_result> sample_part(shard_pointer self, const std::string& name,
-                                       const sample_plan& plan) {
-  auto table = find_table(self, name);
-  if (!table)
-    return std::move(table.error());
-  auto result = (*table)->store->sample(plan);
-  if (!result)
-    return std::move(result.error());
-  return std::move(*result);
 }
 
 /// Shard `index` of `count`'s changes in sync link `link` under `dir`, read and decoded.
@@ -587,33 +525,33 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
     [self, enter](top_k_atom, const std::string& name, const std::vector<float>& queries,
                   uint32_t k, top_k_score score) {
       auto request = enter("top_k");
-      return top_k(self, name, queries, k, score);
+      return shard_queries::top_k(self, name, queries, k, score);
     },
     [self, enter](full_logits_atom, const std::string& name, const std::vector<float>& queries,
                   uint64_t max_rows) {
       auto request = enter("full_logits");
-      return full_logits(self, name, queries, max_rows);
+      return shard_queries::full_logits(self, name, queries, max_rows);
     },
     [self, enter](full_backward_atom, const std::string& name, const std::vector<std::string>& keys,
                   const std::vector<float>& queries, const std::vector<float>& dlogits,
                   int64_t step) {
       auto request = enter("full_backward");
-      return full_backward(self, name, keys, queries, dlogits, step, 0);
+      return shard_queries::full_backward(self, name, keys, queries, dlogits, step, 0);
     },
     [self, enter](full_backward_atom, const std::string& name, const std::vector<std::string>& keys,
                   const std::vector<float>& queries, const std::vector<float>& dlogits,
                   int64_t step, uint64_t request_id) {
       auto request = enter("full_backward");
-      return full_backward(self, name, keys, queries, dlogits, step, request_id);
+      return shard_queries::full_backward(self, name, keys, queries, dlogits, step, request_id);
     },
     [self, enter](sample_stats_atom, const std::string& name,
                   const std::vector<std::string>& positives) {
       auto request = enter("sample_stats");
-      return sample_metadata(self, name, positives);
+      return shard_queries::sample_metadata(self, name, positives);
     },
     [self, enter](sample_part_atom, const std::string& name, const sample_plan& plan) {
       auto request = enter("sample_part");
-      return sample_part(self, name, plan);
+      return shard_queries::sample_part(self, name, plan);
     },
     [self, enter](save_part_atom, const std::string& dir, const std::string& id, uint32_t part,
                   const std::string& base, uint64_t track_limit) {

@@ -1,0 +1,34 @@
+// The embedding shard's requests that score or draw its rows without changing them (top-k, full
+// logits, sampling metadata and draws), and the backward of full logits, which applies its
+// gradients under a request id. Internal to actors/embedding/: the shard's behavior calls them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "actors/embedding/embedding_shard.hpp"
+
+namespace darcy::actors::shard_queries {
+
+using shard_pointer = embedding_shard_actor::stateful_pointer<embedding_shard_state>;
+
+caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
+                                const std::vector<float>& queries, uint32_t k, top_k_score score);
+
+caf::result<full_logits_part> full_logits(shard_pointer self, const std::string& name,
+                                          const std::vector<float>& queries, uint64_t max_rows);
+
+/// Applies the gradients once per request id (0: always); a repeat answers d(queries) again.
+caf::result<std::vector<float>> full_backward(shard_pointer self, const std::string& name,
+                                              const std::vector<std::string>& keys,
+                                              const std::vector<float>& queries,
+                                              const std::vector<float>& dlogits, int64_t step,
+                                              uint64_t request_id);
+
+caf::result<sample_stats> sample_metadata(shard_pointer self, const std::string& name,
+                                          const std::vector<std::string>& positives);
+
+caf::result<sample_result> sample_part(shard_pointer self, const std::string& name,
+                                       const sample_plan& plan);
+
+} // namespace darcy::actors::shard_queries
