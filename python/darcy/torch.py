@@ -187,14 +187,20 @@ class _SampledLogits(torch.autograd.Function):
         logits, labels, pending = table.sampled_logits(
             positives, activations.detach().contiguous().cpu().numpy(), num_sampled, seed,
             at_most)
-        ctx.pending = pending
-        labels = torch.from_numpy(labels)
-        ctx.mark_non_differentiable(labels)
-        return torch.from_numpy(logits), labels
+        return _keep_for_backward(ctx, logits, labels, pending)
 
     @staticmethod
     def backward(ctx, dlogits, _dlabels):
         return _send_back(ctx, dlogits), None, None, None, None, None
+
+
+def _keep_for_backward(ctx, logits, labels, pending):
+    """A logits Function's forward answer (logits, labels) as tensors, with `pending` kept for
+    backward and the labels marked non-differentiable."""
+    ctx.pending = pending
+    labels = torch.from_numpy(labels)
+    ctx.mark_non_differentiable(labels)
+    return torch.from_numpy(logits), labels
 
 
 def _send_back(ctx, dlogits):
@@ -211,10 +217,7 @@ class _FullLogits(torch.autograd.Function):
     def forward(ctx, activations, table, positives, max_rows):
         logits, labels, _keys, pending = table.full_logits(
             positives, activations.detach().contiguous().cpu().numpy(), max_rows)
-        ctx.pending = pending
-        labels = torch.from_numpy(labels)
-        ctx.mark_non_differentiable(labels)
-        return torch.from_numpy(logits), labels
+        return _keep_for_backward(ctx, logits, labels, pending)
 
     @staticmethod
     def backward(ctx, dlogits, _dlabels):
