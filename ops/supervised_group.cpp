@@ -42,6 +42,9 @@ caf::expected<supervised_group> start_supervised_group(
   }
   caf::scoped_actor self{s.system()};
   result.supervisor = s.supervise(sup);
+  // The supervisor may give up before it reads the subscription (its children start as soon as
+  // it is spawned): its exit then says why.
+  self->monitor(result.supervisor);
   self->send(result.supervisor, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   std::map<std::string, caf::actor> started;
   // Why a child last exited: a group that never starts says so when it times out.
@@ -57,12 +60,16 @@ caf::expected<supervised_group> start_supervised_group(
         else
           started[e.child] = e.actor;
       },
+      [&](const caf::down_msg& down) {
+        failure = make_error(errc::spawn_failed, render(down.reason));
+      },
       caf::after(s.timeout() * 4) >>
         [&] {
           failure = make_error(errc::timeout, sup.name + " did not all start" +
                                                 (last_exit.empty() ? "" : "; " + last_exit));
         });
   }
+  self->demonitor(result.supervisor.address());
   if (failure) {
     self->send_exit(result.supervisor, caf::exit_reason::user_shutdown);
     return failure;
