@@ -47,6 +47,11 @@ struct EmbeddingConfig {
   stalenessMs @17 :UInt32 = 1000;
   samplerKind @18 :UInt8 = 2;      # sampler_kind: 0 uniform, 1 log_uniform, 2 unigram
   samplerPower @19 :Float64 = 0.75;
+  annEnabled @20 :Bool;            # ann_config: the shards' index for approximate top-k
+  annLists @21 :UInt32;
+  annProbes @22 :UInt32 = 16;
+  annRerank @23 :UInt32 = 100;
+  annRefreshMs @24 :UInt32 = 100;
 }
 
 struct Row {

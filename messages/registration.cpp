@@ -35,6 +35,7 @@ void register_types(caf::actor_system_config& cfg) {
     .add_message_type<embedding_stats>("darcy.embedding_stats")
     .add_message_type<std::vector<float>>("darcy.floats")
     .add_message_type<top_k_result>("darcy.top_k_result")
+    .add_message_type<ann_query>("darcy.ann_query")
     .add_message_type<top_k_score>("darcy.top_k_score")
     .add_message_type<key_batch>("darcy.key_batch")
     .add_message_type<table_keys>("darcy.table_keys")

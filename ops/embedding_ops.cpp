@@ -386,6 +386,21 @@ caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_
                                     std::move(queries), k, score);
 }
 
+caf::expected<top_k_result> approximate_top_k(session& s, const matrix& activations, uint32_t k,
+                                              const de_config& config, const std::string& name,
+                                              top_k_score score, const ann_query& q) {
+  auto master = service_with(s, config, name);
+  if (!master)
+    return std::move(master.error());
+  std::vector<float> queries(activations.data(), activations.data() + activations.size());
+  if (auto direct = s.direct_embeddings()) {
+    std::shared_lock<std::shared_mutex> gate{s.direct_gate()};
+    return direct->approximate_top_k(name, queries, k, score, q);
+  }
+  return runtime::ask<top_k_result>(s.system(), *master, s.timeout(), top_k_atom::value, name,
+                                    std::move(queries), k, score, q);
+}
+
 caf::expected<embedding_stats> stats(session& s, const std::string& name) {
   auto master = s.embeddings();
   if (!master)

@@ -186,6 +186,15 @@ caf::expected<top_k_result> top_k(session& s, const matrix& activations, uint32_
                                   const de_config& config, const std::string& name,
                                   top_k_score score = top_k_score::inner_product);
 
+/// The same from the shards' ANN indexes (de_config::ann must be enabled, else
+/// errc::invalid_config): each shard's index proposes candidates, which are scored exactly. The
+/// result's staleness_s is the age of the oldest change not yet indexed when it was read, at
+/// most q.max_staleness_ms.
+caf::expected<top_k_result> approximate_top_k(session& s, const matrix& activations, uint32_t k,
+                                              const de_config& config, const std::string& name,
+                                              top_k_score score = top_k_score::inner_product,
+                                              const ann_query& q = {});
+
 /// Rows, memory and counters of embedding `name` across the service's shards.
 /// errc::unknown_embedding when the service has no such embedding.
 caf::expected<embedding_stats> stats(session& s, const std::string& name);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "actors/embedding/staged_rows.hpp"
+#include "actors/embedding/top_k_scan.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
 
@@ -136,6 +137,28 @@ caf::error direct_embedding::update(const routed_batch& route,
     }
     return {};
   });
+}
+
+caf::expected<top_k_result> direct_embedding::approximate_top_k(const std::string& name,
+                                                                const std::vector<float>& queries,
+                                                                uint32_t k, top_k_score score,
+                                                                const ann_query& q) const {
+  std::vector<top_k_result> parts;
+  for (auto& shard : shards_) {
+    std::lock_guard<std::mutex> guard{shard->mutex};
+    if (auto err = finish_staged(shard->tables))
+      return err;
+    auto table = stores::find_embedding(shard->tables, name);
+    if (!table)
+      return std::move(table.error());
+    auto part = actors::approximate_top_k(**table, queries, k, score, q);
+    if (!part)
+      return std::move(part.error());
+    parts.push_back(std::move(*part));
+  }
+  if (parts.empty())
+    return make_error(errc::unknown_embedding, "embedding '" + name + "' (no shards)");
+  return merge_top_k_results(parts, parts.front().offsets.size() - 1, k);
 }
 
 } // namespace darcy::actors

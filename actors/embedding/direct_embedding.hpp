@@ -41,6 +41,12 @@ public:
   caf::error update(const routed_batch& route, const std::vector<std::span<const float>>& grads,
                     int64_t step) const;
 
+  /// The k best rows of embedding `name` per query from the shards' ANN indexes, each shard's
+  /// under its lock in the caller's thread; fails as the service's approximate top_k does.
+  caf::expected<top_k_result> approximate_top_k(const std::string& name,
+                                                const std::vector<float>& queries, uint32_t k,
+                                                top_k_score score, const ann_query& q) const;
+
 private:
   config_finder configs() const;
 

@@ -1,7 +1,9 @@
 #include "actors/embedding/embedding_master.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "actors/embedding/full_logits_scan.hpp"
@@ -222,11 +224,16 @@ caf::result<ok_atom> update(embedding_master_pointer self, const std::string& na
   return promise;
 }
 
+/// Exact with no `ann`; otherwise from the shards' ANN indexes.
 caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string& name,
-                                const std::vector<float>& queries, uint32_t k, top_k_score score) {
+                                const std::vector<float>& queries, uint32_t k, top_k_score score,
+                                std::optional<ann_query> ann = std::nullopt) {
   auto cfg = stores::find_embedding(self->state.configs, name);
   if (!cfg)
     return std::move(cfg.error());
+  if (ann && !(*cfg)->ann.enabled)
+    return make_error(errc::invalid_config,
+                      "embedding '" + name + "' keeps no ANN index: enable its ann settings");
   if (auto err = check_top_k_request((*cfg)->dim, queries.size(), k, score))
     return err;
   if (!self->state.diverged.empty())
@@ -235,15 +242,17 @@ caf::result<top_k_result> top_k(embedding_master_pointer self, const std::string
   auto promise = self->make_response_promise<top_k_result>();
   auto parts = std::make_shared<std::vector<top_k_result>>(self->state.options.shards.size());
   auto nq = queries.size() / qdim;
-  track(self,
-        fan_out<top_k_result>(
-          all_shards(self),
-          [=](size_t s, uint32_t attempt) {
-            return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score);
-          },
-          [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
-          deliver_with(promise, [parts, nq, k] { return merge_top_k_results(*parts, nq, k); }),
-          retries(self)));
+  auto merge = [parts, nq, k] { return merge_top_k_results(*parts, nq, k); };
+  track(self, fan_out<top_k_result>(
+                all_shards(self),
+                [=](size_t s, uint32_t attempt) {
+                  if (ann)
+                    return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score,
+                                     *ann);
+                  return ask_shard(self, s, attempt, top_k_atom::value, name, queries, k, score);
+                },
+                [parts](size_t s, top_k_result& part) { (*parts)[s] = std::move(part); },
+                deliver_with(promise, merge), retries(self)));
   return promise;
 }
 
@@ -368,6 +377,10 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
                   total->disk_bytes += part.disk_bytes;
                   total->evictions += part.evictions;
                   total->dropped_updates += part.dropped_updates;
+                  total->ann_rows += part.ann_rows;
+                  total->ann_backlog += part.ann_backlog;
+                  total->ann_staleness_p99_s =
+                    std::max(total->ann_staleness_p99_s, part.ann_staleness_p99_s);
                 },
                 deliver_with(promise,
                              [self, total] {
@@ -429,6 +442,9 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
     },
     [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
            top_k_score score) { return top_k(self, name, queries, k, score); },
+    [self](top_k_atom, const std::string& name, const std::vector<float>& queries, uint32_t k,
+           top_k_score score,
+           const ann_query& ann) { return top_k(self, name, queries, k, score, ann); },
     [self](full_logits_atom, const std::string& name, const std::vector<float>& queries,
            uint64_t max_rows) { return full_logits(self, name, queries, max_rows); },
     [self](full_backward_atom, const std::string& name, const std::vector<std::string>& keys,

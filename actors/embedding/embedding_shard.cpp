@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "actors/embedding/ann_refresher.hpp"
 #include "actors/embedding/shard_checkpoint.hpp"
 #include "actors/embedding/shard_queries.hpp"
 #include "actors/embedding/staged_rows.hpp"
@@ -438,12 +439,21 @@ namespace {
 /// but a lookup first merges the rows of a sync still staged.
 struct shard_request {
   shard_request(shard_pointer self, const char* op)
-    : guard{self->state.shared->mutex}, timing{*self->state.metrics, op, self->mailbox().size()} {
+    : self{self},
+      guard{self->state.shared->mutex},
+      timing{*self->state.metrics, op, self->mailbox().size()} {
     if (std::string_view{op} != "lookup")
       if (auto err = finish_staged(self->state.tables()))
         runtime::log_warn("embedding shard {}: merging a sync's rows: {}", self->state.index,
                           render(err));
   }
+  /// A table that keeps an ANN index gets the shard its refresher.
+  ~shard_request() {
+    auto& st = self->state;
+    if (!st.ann_refresher && any_ann_table(*st.shared))
+      st.ann_refresher = spawn_ann_refresher(self, st.shared, st.index);
+  }
+  shard_pointer self;
   std::lock_guard<std::mutex> guard;
   runtime::timed_request timing;
 };
@@ -526,6 +536,11 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
                   uint32_t k, top_k_score score) {
       auto request = enter("top_k");
       return shard_queries::top_k(self, name, queries, k, score);
+    },
+    [self, enter](top_k_atom, const std::string& name, const std::vector<float>& queries,
+                  uint32_t k, top_k_score score, const ann_query& q) {
+      auto request = enter("ann_top_k");
+      return shard_queries::approximate_top_k(self, name, queries, k, score, q);
     },
     [self, enter](full_logits_atom, const std::string& name, const std::vector<float>& queries,
                   uint64_t max_rows) {

@@ -64,6 +64,8 @@ struct embedding_shard_state {
   std::deque<std::pair<std::string, std::vector<checkpoint_embedding>>> saved;
   /// Requests and latency by operation; the store sizes are read at scrape time.
   std::unique_ptr<runtime::service_metrics> metrics;
+  /// The background refresher of the tables' ANN indexes, once a table keeps one.
+  caf::actor ann_refresher;
   runtime::metrics_registry::collector_handle sizes;
   static inline const char* name = "darcy.embedding_shard";
 };

@@ -26,6 +26,18 @@ caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
   return std::move(*result);
 }
 
+caf::result<top_k_result> approximate_top_k(shard_pointer self, const std::string& name,
+                                            const std::vector<float>& queries, uint32_t k,
+                                            top_k_score score, const ann_query& q) {
+  auto table = find_table(self, name);
+  if (!table)
+    return std::move(table.error());
+  auto result = actors::approximate_top_k(**table, queries, k, score, q);
+  if (!result)
+    return std::move(result.error());
+  return std::move(*result);
+}
+
 caf::result<full_logits_part> full_logits(shard_pointer self, const std::string& name,
                                           const std::vector<float>& queries, uint64_t max_rows) {
   auto table = find_table(self, name);

@@ -15,6 +15,12 @@ using shard_pointer = embedding_shard_actor::stateful_pointer<embedding_shard_st
 caf::result<top_k_result> top_k(shard_pointer self, const std::string& name,
                                 const std::vector<float>& queries, uint32_t k, top_k_score score);
 
+/// Answers from the table's ANN index (errc::invalid_config without one), first indexing the
+/// changes older than q.max_staleness_ms.
+caf::result<top_k_result> approximate_top_k(shard_pointer self, const std::string& name,
+                                            const std::vector<float>& queries, uint32_t k,
+                                            top_k_score score, const ann_query& q);
+
 caf::result<full_logits_part> full_logits(shard_pointer self, const std::string& name,
                                           const std::vector<float>& queries, uint64_t max_rows);
 

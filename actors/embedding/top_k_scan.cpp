@@ -2,6 +2,7 @@
 
 #include "compute/top_k.hpp"
 #include "messages/error.hpp"
+#include "stores/embedding/indexed_store.hpp"
 
 namespace darcy::actors {
 
@@ -77,6 +78,29 @@ caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
   return result;
 }
 
+caf::expected<top_k_result> approximate_top_k(shard_table& table, const std::vector<float>& queries,
+                                              uint32_t k, top_k_score score, const ann_query& q) {
+  auto& store = *table.store;
+  auto index = store.ann();
+  if (index == nullptr)
+    return make_error(errc::invalid_config, "embedding '" + table.config.name +
+                                              "' keeps no ANN index: enable its ann settings");
+  if (auto err = check_top_k_request(store.dim(), queries.size(), k, score))
+    return err;
+  // The bound holds for the changes noted before now; later ones wait for the next read.
+  constexpr size_t chunk = 65536;
+  auto bound = static_cast<double>(q.max_staleness_ms) / 1000.0;
+  for (auto pending = index->backlog(); pending > 0 && index->oldest_pending_s() >= bound;) {
+    auto more = index->refresh(std::min(pending, chunk));
+    if (!more)
+      return std::move(more.error());
+    pending = pending > chunk ? pending - chunk : 0;
+  }
+  auto& cfg = index->config();
+  return index->search(queries, k, score, q.probes != 0 ? q.probes : cfg.probes,
+                       q.rerank != 0 ? q.rerank : cfg.rerank);
+}
+
 top_k_result merge_top_k_results(const std::vector<top_k_result>& parts, size_t queries,
                                  uint32_t k) {
   top_k_result result;
@@ -99,6 +123,8 @@ top_k_result merge_top_k_results(const std::vector<top_k_result>& parts, size_t 
     }
     result.offsets.push_back(static_cast<uint32_t>(result.keys.size()));
   }
+  for (auto& part : parts)
+    result.staleness_s = std::max(result.staleness_s, part.staleness_s);
   return result;
 }
 

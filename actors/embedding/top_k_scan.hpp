@@ -8,6 +8,7 @@
 
 #include <caf/expected.hpp>
 
+#include "actors/embedding/shard_tables.hpp"
 #include "messages/embedding/embedding_interfaces.hpp"
 #include "stores/embedding/embedding_store.hpp"
 
@@ -22,7 +23,13 @@ caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
                                        const std::vector<float>& queries, uint32_t k,
                                        top_k_score score);
 
-/// Merges shard answers into the global top k per query.
+/// The top k rows of `table` per query from its ANN index (errc::invalid_config without one),
+/// first indexing the changes older than q.max_staleness_ms; checks as check_top_k_request.
+/// The caller holds the table's lock, and has merged the rows of a sync still staged.
+caf::expected<top_k_result> approximate_top_k(shard_table& table, const std::vector<float>& queries,
+                                              uint32_t k, top_k_score score, const ann_query& q);
+
+/// Merges shard answers into the global top k per query; the staleness is the largest.
 top_k_result merge_top_k_results(const std::vector<top_k_result>& parts, size_t queries,
                                  uint32_t k);
 

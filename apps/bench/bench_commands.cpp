@@ -264,6 +264,16 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
                  "The LevelDB tier's cache, as a fraction of the rows")
     ->check(CLI::Range(0.0, 1.0));
   sampling->add_option("--shards", smp->shards, "Shards of the service")->check(CLI::Range(1, 64));
+  sampling->add_option("--live-ann-rows", smp->live_ann.rows,
+                       "Rows of the live table the ANN figures are measured on (0: none)");
+  sampling->add_option("--ann-queries", smp->live_ann.queries, "Queries of the live ANN figures")
+    ->check(CLI::Range(1, 100000));
+  sampling->add_option("--ann-probes", smp->live_ann.probes, "Probe counts swept (comma-separated)")
+    ->delimiter(',');
+  sampling->add_option("--ann-update-seconds", smp->live_ann.update_seconds,
+                       "How long the update stream runs while staleness is measured");
+  sampling->add_option("--ann-faiss-families", smp->live_ann.faiss_families,
+                       "FAISS families of the live ANN peer (none: no peer)");
   sampling->callback(
     [smp, &exit_code] { exit_code = report("sampling", run_sampling_bench(*smp)); });
 

@@ -109,7 +109,8 @@ caf::expected<table_figures> measure(const sampling_bench_options& o, const std:
 } // namespace
 
 caf::error run_sampling_bench(const sampling_bench_options& o) {
-  if (o.rows.size() < 2 || o.batch == 0 || o.num_sampled == 0 || o.calls == 0)
+  if (o.tiers != "none" &&
+      (o.rows.size() < 2 || o.batch == 0 || o.num_sampled == 0 || o.calls == 0))
     return make_error(errc::invalid_argument,
                       "sampling bench: at least two table sizes, and batch, num_sampled and "
                       "calls above 0");
@@ -144,6 +145,9 @@ caf::error run_sampling_bench(const sampling_bench_options& o) {
     json << ",\"sample_cost_10m_vs_10k" << (tier == "memory" ? "" : "_" + tier)
          << "\":" << medians.back() / medians.front();
   }
+  if (o.live_ann.rows > 0)
+    if (auto err = run_live_ann_bench(o.live_ann, json))
+      return make_error(errc::io_error, "live ann: " + render(err));
   json << "}}";
   std::printf("%s\n", json.str().c_str());
   return {};

@@ -8,11 +8,8 @@
 #include <numeric>
 #include <random>
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
 #include "compute/mips/exact_index.hpp"
+#include "compute/mips/int8_dot.hpp"
 #include "compute/parallel.hpp"
 
 namespace darcy::compute::mips {
@@ -35,23 +32,6 @@ void prefetch_lines(const void* p, size_t bytes) {
   auto at = static_cast<const char*>(p);
   for (size_t line = 0; line < bytes; line += 64)
     __builtin_prefetch(at + line);
-}
-
-/// sum_d q[d] * c[d] over int8 codes.
-float dot_codes(const float* q, const int8_t* c, size_t d) {
-  size_t i = 0;
-  float sum = 0;
-#if defined(__AVX512F__)
-  __m512 acc = _mm512_setzero_ps();
-  for (; i + 16 <= d; i += 16) {
-    __m512i wide = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + i)));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(wide), _mm512_loadu_ps(q + i), acc);
-  }
-  sum = _mm512_reduce_add_ps(acc);
-#endif
-  for (; i < d; ++i)
-    sum += q[i] * static_cast<float>(c[i]);
-  return sum;
 }
 
 } // namespace

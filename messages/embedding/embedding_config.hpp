@@ -76,6 +76,24 @@ typename Inspector::result_type inspect(Inspector& f, sampler_config& x) {
   return f(x.kind, x.power);
 }
 
+/// The approximate inner-product index each shard keeps over a table's rows for top_k with an
+/// ann_query (stores/embedding/indexed_store.hpp): none unless `enabled`. `lists` inverted lists
+/// (0: the square root of the rows, 8 to 4096); a query reads `probes` lists and re-scores
+/// `rerank` candidates exactly (at least k of them); a background refresher indexes changed
+/// rows every `refresh_ms` milliseconds.
+struct ann_config {
+  bool enabled = false;
+  uint32_t lists = 0;
+  uint32_t probes = 16;
+  uint32_t rerank = 100;
+  uint32_t refresh_ms = 100;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ann_config& x) {
+  return f(x.enabled, x.lists, x.probes, x.rerank, x.refresh_ms);
+}
+
 /// memory: rows in RAM (memory_store). leveldb: rows persist in LevelDB under `path` (one
 /// database per shard: the master appends "/shard-N"), with an LRU cache of `cache_bytes`.
 /// redis: rows live in the Redis at `path` (redis://HOST:PORT[/PREFIX]), shared by every shard
@@ -106,12 +124,15 @@ struct de_config {
   uint32_t max_batch = 1 << 16;
   /// The distribution the candidate sampler draws this table's negatives from.
   sampler_config sampler;
+  /// The index behind approximate top-k.
+  ann_config ann;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, de_config& x) {
   return f(x.name, x.dim, x.init, x.optimizer, x.admission, x.eviction, x.backend, x.path,
-           x.cache_bytes, x.staleness_ms, x.read_only, x.default_value, x.max_batch, x.sampler);
+           x.cache_bytes, x.staleness_ms, x.read_only, x.default_value, x.max_batch, x.sampler,
+           x.ann);
 }
 
 std::string to_string(init_kind x);

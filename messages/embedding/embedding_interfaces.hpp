@@ -47,13 +47,20 @@ struct embedding_stats {
   /// Supervised shards the master saw replaced by a new actor and refilled, service-wide (0
   /// from a shard).
   uint64_t recovered_shards = 0;
+  /// With an ANN index (de_config::ann): rows in it, changed rows not yet in it, and the 99th
+  /// percentile of the seconds a change waited to enter it, over the last 4,096 changes
+  /// indexed per shard (the largest shard's, service-wide).
+  uint64_t ann_rows = 0;
+  uint64_t ann_backlog = 0;
+  double ann_staleness_p99_s = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
   return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.cached_rows,
            x.cache_capacity, x.tier_hits, x.tier_misses, x.disk_bytes, x.evictions,
-           x.dropped_updates, x.retried_requests, x.recovered_shards);
+           x.dropped_updates, x.retried_requests, x.recovered_shards, x.ann_rows, x.ann_backlog,
+           x.ann_staleness_p99_s);
 }
 
 /// How top_k scores a row w against a query c: the inner product c·w; the inner product with a
@@ -67,11 +74,29 @@ struct top_k_result {
   std::vector<uint32_t> offsets;
   std::vector<std::string> keys;
   std::vector<float> scores;
+  /// An approximate answer's staleness: the seconds the oldest change not yet in the index
+  /// had waited when the index was read (the largest over the shards); 0 when exact.
+  double staleness_s = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, top_k_result& x) {
-  return f(caf::meta::type_name("top_k_result"), x.offsets, x.keys, x.scores);
+  return f(caf::meta::type_name("top_k_result"), x.offsets, x.keys, x.scores, x.staleness_s);
+}
+
+/// How an approximate top-k reads a table's ANN index (de_config::ann): `probes` lists and
+/// `rerank` candidates re-scored exactly (0: the table's settings). Changes older than
+/// `max_staleness_ms` enter the index before it is read (0: every change), so an answer is
+/// never staler than that.
+struct ann_query {
+  uint32_t probes = 0;
+  uint32_t rerank = 0;
+  uint32_t max_staleness_ms = 10000;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ann_query& x) {
+  return f(caf::meta::type_name("ann_query"), x.probes, x.rerank, x.max_staleness_ms);
 }
 
 /// Full logits: the logit q·w of every row of a table for each of a batch of queries. `keys`
@@ -184,7 +209,9 @@ using route_atom = caf::atom_constant<caf::atom("route")>;
 /// errc::batch_too_large, errc::dimension_mismatch, errc::non_finite, errc::read_only,
 /// errc::overloaded (master only); each leaves the service unchanged.
 /// top_k(name, queries, k, score): the k rows with the largest score (see top_k_score) for each
-/// query; queries are row-major, dim values each (dim - 1 for inner_product_bias).
+/// query; queries are row-major, dim values each (dim - 1 for inner_product_bias). With an
+/// ann_query it answers from the table's ANN index instead, re-ranking its candidates exactly
+/// (errc::invalid_config for a table without one).
 /// full_logits(name, queries, max_rows): the logits of every row for each query (queries
 /// row-major, dim values each); errc::batch_too_large when the table holds more than max_rows.
 /// full_backward(name, keys, queries, dlogits, step): for d(loss)/d(logits) of the columns
@@ -200,6 +227,8 @@ using embedding_ops_actor = caf::typed_actor<
   caf::replies_to<stats_atom, std::string>::with<embedding_stats>,
   caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t,
                   top_k_score>::with<top_k_result>,
+  caf::replies_to<top_k_atom, std::string, std::vector<float>, uint32_t, top_k_score,
+                  ann_query>::with<top_k_result>,
   caf::replies_to<full_logits_atom, std::string, std::vector<float>,
                   uint64_t>::with<full_logits_part>,
   caf::replies_to<full_backward_atom, std::string, std::vector<std::string>, std::vector<float>,

@@ -9,7 +9,8 @@ from darcy import _darcy
 from darcy.cluster import LocalCluster
 from darcy.config import (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule, Zeros,
                           Uniform, Normal, TruncatedNormal, AdmitAll, Frequency, Bloom, KeepAll,
-                          TTL, LFU, LRU, UnigramSampler, LogUniformSampler, UniformSampler)
+                          TTL, LFU, LRU, UnigramSampler, LogUniformSampler, UniformSampler,
+                          AnnIndex)
 from darcy.config import RENAMED as _RENAMED
 from darcy.session import Session, Table
 

@@ -146,6 +146,19 @@ class UniformSampler:
     kind: ClassVar[str] = "uniform"
 
 
+@dataclasses.dataclass(frozen=True)
+class AnnIndex:
+    """An approximate inner-product index each shard keeps over the table's rows, for
+    Table.top_k(..., approximate=True): `lists` inverted lists (0: the square root of the rows,
+    8 to 4096), `probes` lists read a query, `rerank` candidates scored exactly, changed rows
+    indexed every `refresh_ms` milliseconds (docs/embeddings.md)."""
+    lists: int = 0
+    probes: int = 16
+    rerank: int = 100
+    refresh_ms: int = 100
+    kind: ClassVar[str] = "ivf"
+
+
 OPTIMIZERS = (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule)
 
 # The names these rules had before they were told apart from torch.optim's classes.
@@ -155,6 +168,7 @@ INITIALIZERS = (Zeros, Uniform, Normal, TruncatedNormal)
 ADMISSIONS = (AdmitAll, Frequency, Bloom)
 EVICTIONS = (KeepAll, TTL, LFU, LRU)
 SAMPLERS = (UnigramSampler, LogUniformSampler, UniformSampler)
+ANN_INDEXES = (AnnIndex,)
 
 
 def as_dict(value, kinds, what):

@@ -61,10 +61,15 @@ class Table:
         rows, inverse, pending = self._handle.lookup_for_backward(keys)
         return rows, inverse, _Pending(pending, self._session)
 
-    def top_k(self, vectors, k, metric="dot"):
+    def top_k(self, vectors, k, metric="dot", approximate=False, probes=0, rerank=0,
+              max_staleness_ms=10000):
         """For each row of `vectors` (float32, (queries, dim)) the k best rows as
-        (key, score) pairs, best first; metric "dot" or "cosine"."""
-        return self._handle.top_k(vectors, k, metric)
+        (key, score) pairs, best first; metric "dot" or "cosine". approximate=True answers from
+        the table's ANN index (a table made with ann=darcy.AnnIndex(), else
+        darcy.InvalidConfig): `probes` lists and `rerank` candidates scored exactly (0: the
+        table's), after indexing every change older than `max_staleness_ms` (0: all)."""
+        return self._handle.top_k(vectors, k, metric, approximate, probes, rerank,
+                                  max_staleness_ms)
 
     def sampled_logits(self, positive_keys, activations, num_sampled, seed=1, at_most=False):
         """Sampled-softmax logits for a batch: positive_keys[b] is example b's keys (a str or
@@ -161,12 +166,12 @@ class Session:
 
     def embedding(self, name, dim, optimizer=None, initializer=None, admission=None,
                   eviction=None, store=None, max_batch=1 << 16, cache_bytes=256 << 20,
-                  sampler=None):
+                  sampler=None, ann=None):
         """The table `name` of `dim` values a row, created in the service on first use. The
         same name again gives the same table when the settings agree; other settings raise
         darcy.InvalidConfig."""
         settings = (dim, optimizer, initializer, admission, eviction, store, max_batch,
-                    cache_bytes, sampler)
+                    cache_bytes, sampler, ann)
         if name in self._tables:
             table = self._tables[name]
             if table._settings != settings:
@@ -186,6 +191,8 @@ class Session:
                                            "eviction")
         options.sampler = _config.as_dict(sampler or _config.UnigramSampler(), _config.SAMPLERS,
                                           "sampler")
+        if ann is not None:
+            options.ann = _config.as_dict(ann, _config.ANN_INDEXES, "ann")
         options.store = store or self._handle.store
         options.max_batch = max_batch
         options.cache_bytes = cache_bytes

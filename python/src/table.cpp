@@ -153,7 +153,9 @@ void table_handle::apply_gradients(const py::handle& keys, const py::handle& gra
   raise_if(err);
 }
 
-py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::string& metric) {
+py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::string& metric,
+                             bool approximate, uint32_t probes, uint32_t rerank,
+                             uint32_t max_staleness_ms) {
   top_k_score score;
   if (metric == "dot")
     score = top_k_score::inner_product;
@@ -167,8 +169,12 @@ py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::s
   auto queries = static_cast<size_t>(q.shape(0));
   ops::matrix m = Eigen::Map<const ops::matrix>(q.data(), static_cast<Eigen::Index>(queries),
                                                 static_cast<Eigen::Index>(config_.dim));
-  auto hits = value_or_raise(session_->run(
-    [&](ops::session& s) { return ops::top_k(s, m, k, config_, config_.name, score); }));
+  auto hits = value_or_raise(session_->run([&](ops::session& s) -> caf::expected<top_k_result> {
+    if (approximate)
+      return ops::approximate_top_k(s, m, k, config_, config_.name, score,
+                                    {probes, rerank, max_staleness_ms});
+    return ops::top_k(s, m, k, config_, config_.name, score);
+  }));
   py::list result;
   for (size_t i = 0; i + 1 < hits.offsets.size(); ++i) {
     py::list one;
@@ -244,6 +250,9 @@ py::dict table_handle::stats() {
   d["dropped_updates"] = s.dropped_updates;
   d["retried_requests"] = s.retried_requests;
   d["recovered_shards"] = s.recovered_shards;
+  d["ann_rows"] = s.ann_rows;
+  d["ann_backlog"] = s.ann_backlog;
+  d["ann_staleness_p99_s"] = s.ann_staleness_p99_s;
   return d;
 }
 
@@ -263,7 +272,9 @@ void bind_table(py::module_& m) {
     .def("lookup_for_backward", &table_handle::lookup_for_backward, py::arg("keys"))
     .def("apply_gradients", &table_handle::apply_gradients, py::arg("keys"), py::arg("grads"),
          py::arg("step") = py::none())
-    .def("top_k", &table_handle::top_k, py::arg("vectors"), py::arg("k"), py::arg("metric") = "dot")
+    .def("top_k", &table_handle::top_k, py::arg("vectors"), py::arg("k"), py::arg("metric") = "dot",
+         py::arg("approximate") = false, py::arg("probes") = 0, py::arg("rerank") = 0,
+         py::arg("max_staleness_ms") = 10000)
     .def("stats", &table_handle::stats)
     .def("sampled_logits", &table_handle::sampled_logits, py::arg("positive_keys"),
          py::arg("activations"), py::arg("num_sampled"), py::arg("seed") = 1,
@@ -279,6 +290,7 @@ void bind_table(py::module_& m) {
     .def_readwrite("admission", &table_options::admission)
     .def_readwrite("eviction", &table_options::eviction)
     .def_readwrite("sampler", &table_options::sampler)
+    .def_readwrite("ann", &table_options::ann)
     .def_readwrite("store", &table_options::store)
     .def_readwrite("max_batch", &table_options::max_batch)
     .def_readwrite("cache_bytes", &table_options::cache_bytes);

@@ -86,7 +86,10 @@ public:
 
   /// For each row of `vectors` (float32 (queries, dim)) its k best rows as (key, score)
   /// pairs, best first; `metric` "dot" or "cosine".
-  pybind11::list top_k(const pybind11::handle& vectors, uint32_t k, const std::string& metric);
+  /// approximate: from the table's ANN index (ops::approximate_top_k) with those settings.
+  pybind11::list top_k(const pybind11::handle& vectors, uint32_t k, const std::string& metric,
+                       bool approximate, uint32_t probes, uint32_t rerank,
+                       uint32_t max_staleness_ms);
 
   pybind11::dict stats();
 

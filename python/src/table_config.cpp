@@ -90,6 +90,13 @@ de_config table_config(const table_options& o) {
                                               {"unigram", sampler_kind::unigram}});
     read(o.sampler, "power", cfg.sampler.power);
   }
+  if (!o.ann.empty()) {
+    cfg.ann.enabled = true;
+    read(o.ann, "lists", cfg.ann.lists);
+    read(o.ann, "probes", cfg.ann.probes);
+    read(o.ann, "rerank", cfg.ann.rerank);
+    read(o.ann, "refresh_ms", cfg.ann.refresh_ms);
+  }
   raise_if(check_store(o.store));
   apply_store(o.store, cfg);
   return cfg;

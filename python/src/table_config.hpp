@@ -15,6 +15,8 @@ struct table_options {
   std::string name;
   uint32_t dim = 0;
   pybind11::dict optimizer, initializer, admission, eviction, sampler;
+  /// Empty: no ANN index.
+  pybind11::dict ann;
   /// "memory", "leveldb:DIR" or "redis://..." (store_choice.hpp).
   std::string store;
   uint32_t max_batch = 1 << 16;

@@ -97,6 +97,11 @@ void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
   out.setStalenessMs(cfg.staleness_ms);
   out.setSamplerKind(static_cast<uint8_t>(cfg.sampler.kind));
   out.setSamplerPower(cfg.sampler.power);
+  out.setAnnEnabled(cfg.ann.enabled);
+  out.setAnnLists(cfg.ann.lists);
+  out.setAnnProbes(cfg.ann.probes);
+  out.setAnnRerank(cfg.ann.rerank);
+  out.setAnnRefreshMs(cfg.ann.refresh_ms);
 }
 
 de_config from_capnp(EmbeddingConfig::Reader in) {
@@ -133,6 +138,8 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
   cfg.cache_bytes = in.getCacheBytes();
   cfg.staleness_ms = in.getStalenessMs();
   cfg.sampler = {static_cast<sampler_kind>(in.getSamplerKind()), in.getSamplerPower()};
+  cfg.ann = {in.getAnnEnabled(), in.getAnnLists(), in.getAnnProbes(), in.getAnnRerank(),
+             in.getAnnRefreshMs()};
   return cfg;
 }
 

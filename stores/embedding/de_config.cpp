@@ -8,6 +8,7 @@
 #include "compute/optimizer.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/admission.hpp"
+#include "stores/embedding/indexed_store.hpp"
 #include "stores/embedding/leveldb_store.hpp"
 #include "stores/embedding/memory_store.hpp"
 #include "stores/embedding/redis_client.hpp"
@@ -67,6 +68,16 @@ caf::error validate(const de_config& cfg) {
                " (uniform, log_uniform or unigram)");
   if (!(cfg.sampler.power > 0 && cfg.sampler.power <= 4))
     return bad("the sampler's power must be in (0, 4]");
+  if (cfg.ann.enabled) {
+    if (cfg.backend == backend_kind::redis)
+      return bad("an ANN index needs the memory or leveldb backend (Redis rows change unseen)");
+    if (cfg.ann.probes == 0 || cfg.ann.rerank == 0)
+      return bad("the ANN index's probes and rerank must be at least 1");
+    if (cfg.ann.lists > 65536)
+      return bad("the ANN index takes at most 65,536 lists");
+    if (cfg.ann.refresh_ms == 0 || cfg.ann.refresh_ms > 3'600'000)
+      return bad("the ANN index's refresh_ms must be in 1..3,600,000");
+  }
   for (auto check :
        {make_error(compute::validate(cfg.init)), make_error(compute::validate(cfg.optimizer)),
         validate(cfg.admission), validate(cfg.eviction)})
@@ -104,9 +115,9 @@ caf::error check_gradients(const de_config& cfg, size_t keys, std::span<const fl
   return check_gradients(cfg.name, cfg.read_only, cfg.dim, keys, grads);
 }
 
-caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {
-  if (auto err = validate(cfg))
-    return err;
+namespace {
+
+caf::expected<std::unique_ptr<embedding_store>> make_backend(const de_config& cfg) {
   if (cfg.backend == backend_kind::leveldb) {
     auto store = leveldb_store::open(cfg);
     if (!store)
@@ -123,6 +134,20 @@ caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg)
   if (!store)
     return std::move(store.error());
   return std::unique_ptr<embedding_store>{std::move(*store)};
+}
+
+} // namespace
+
+caf::expected<std::unique_ptr<embedding_store>> make_store(const de_config& cfg) {
+  if (auto err = validate(cfg))
+    return err;
+  auto store = make_backend(cfg);
+  if (!store || !cfg.ann.enabled)
+    return store;
+  auto indexed = indexed_store::open(std::move(*store), cfg.ann);
+  if (!indexed)
+    return std::move(indexed.error());
+  return std::unique_ptr<embedding_store>{std::move(*indexed)};
 }
 
 de_config shard_config(const de_config& cfg, uint32_t index) {

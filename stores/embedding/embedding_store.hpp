@@ -22,6 +22,8 @@ namespace darcy::stores {
 
 using store_stats = embedding_stats;
 
+class indexed_store;
+
 /// A row with its whole state, as checkpoints save and restore it.
 struct row_record {
   std::string_view key;
@@ -95,6 +97,10 @@ public:
   void set_erase_observer(std::function<void(std::string_view)> f) {
     erase_observer_ = std::move(f);
   }
+
+  /// The store's ANN index (de_config::ann), through any store in front of it; nullptr when
+  /// it keeps none.
+  virtual indexed_store* ann() { return nullptr; }
 
   // -- operations built on the row primitives -------------------------------------------------
 

@@ -37,6 +37,7 @@ public:
   std::unique_ptr<embedding_store> release();
 
   size_t dim() const override { return inner_->dim(); }
+  indexed_store* ann() override { return inner_->ann(); }
   using embedding_store::lookup;
   using embedding_store::update;
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -205,6 +206,70 @@ TEST_F(embedding_ops_test, top_k_matches_brute_force_reference) {
       EXPECT_NEAR(r->scores[begin + j], all[j].first, 1e-5);
     }
   }
+}
+
+TEST_F(embedding_ops_test, approximate_top_k_reading_every_list_equals_the_exact_top_k) {
+  auto cfg = test::uniform_sgd_table(6);
+  cfg.ann = {.enabled = true, .probes = 4, .rerank = 50};
+  std::vector<std::string> keys;
+  for (int i = 0; i < 3000; ++i)
+    keys.push_back("item-" + std::to_string(i));
+  auto table = rows_of(keys, cfg, "ann_items");
+  matrix queries = table.topRows(4) * 1.5f;
+  auto exact = top_k(*s, queries, 10, cfg, "ann_items");
+  ASSERT_TRUE(exact) << render(exact.error());
+  // Every change indexed first, every list read, every candidate re-scored: the exact answer.
+  auto whole = approximate_top_k(*s, queries, 10, cfg, "ann_items", top_k_score::inner_product,
+                                 {.probes = 100000, .rerank = 100000, .max_staleness_ms = 0});
+  ASSERT_TRUE(whole) << render(whole.error());
+  EXPECT_EQ(whole->keys, exact->keys);
+  EXPECT_EQ(whole->offsets, exact->offsets);
+  EXPECT_EQ(whole->staleness_s, 0.0);
+  // The table's own settings: most of the exact answer.
+  auto approx = approximate_top_k(*s, queries, 10, cfg, "ann_items");
+  ASSERT_TRUE(approx) << render(approx.error());
+  ASSERT_EQ(approx->offsets, exact->offsets);
+  size_t same = 0;
+  for (Eigen::Index q = 0; q < queries.rows(); ++q) {
+    auto at = exact->offsets[static_cast<size_t>(q)];
+    std::set<std::string> want(exact->keys.begin() + at, exact->keys.begin() + at + 10);
+    for (auto i = at; i < at + 10; ++i)
+      same += want.count(approx->keys[i]);
+  }
+  EXPECT_GE(same, 36u) << "recall@10 below 0.9";
+  auto stats = ops::stats(*s, "ann_items");
+  ASSERT_TRUE(stats) << render(stats.error());
+  EXPECT_EQ(stats->ann_rows, 3000u);
+  EXPECT_EQ(stats->ann_backlog, 0u);
+}
+
+TEST_F(embedding_ops_test, approximate_top_k_refuses_bad_requests_and_tables_without_an_index) {
+  auto plain = test::uniform_sgd_table(4);
+  auto indexed = plain;
+  indexed.ann.enabled = true;
+  ASSERT_EQ(rows_of({"a", "b", "c"}, plain, "plain").rows(), 3);
+  ASSERT_EQ(rows_of({"a", "b", "c"}, indexed, "indexed").rows(), 3);
+  struct bad_case {
+    const char* what;
+    const de_config& cfg;
+    const char* table;
+    matrix queries;
+    uint32_t k;
+    errc want;
+  };
+  std::vector<bad_case> cases{
+    {"no index", plain, "plain", matrix::Ones(1, 4), 3, errc::invalid_config},
+    {"k of 0", indexed, "indexed", matrix::Ones(1, 4), 0, errc::invalid_argument},
+    {"queries of another dim", indexed, "indexed", matrix::Ones(1, 3), 3, errc::dimension_mismatch},
+  };
+  for (auto& c : cases) {
+    auto r = approximate_top_k(*s, c.queries, c.k, c.cfg, c.table);
+    ASSERT_FALSE(r) << c.what;
+    EXPECT_TRUE(is(r.error(), c.want)) << c.what << ": " << render(r.error());
+  }
+  auto stats = ops::stats(*s, "indexed");
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->rows, 3u);
 }
 
 TEST_F(embedding_ops_test, save_and_restore_round_trip_rows_and_training_state) {

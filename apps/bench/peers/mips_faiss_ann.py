@@ -6,7 +6,9 @@
 import json, math, sys, time
 import numpy as np
 import faiss
-items_path, n, d, queries_path, nq, metric, k, threads, truth_path, families, budget, factors, min_seconds = sys.argv[1:]
+items_path, n, d, queries_path, nq, metric, k, threads, truth_path, families, budget, factors, min_seconds = sys.argv[1:14]
+# 1: one query a search call (batch 1), as a live table is queried; absent or 0: all at once.
+one_at_a_time = len(sys.argv) > 14 and sys.argv[14] == "1"
 n, d, nq, k, threads, budget = map(int, (n, d, nq, k, threads, budget))
 min_seconds = float(min_seconds)  # each point repeats the query set for at least this long
 families = set(families.split(","))
@@ -47,7 +49,10 @@ def sweep(name, index, settings, queries=xq):
         apply()
         start, searched = time.perf_counter(), 0
         while searched == 0 or time.perf_counter() - start < min_seconds:
-            _, found = index.search(queries, k)
+            if one_at_a_time:
+                found = np.vstack([index.search(queries[i:i + 1], k)[1] for i in range(nq)])
+            else:
+                _, found = index.search(queries, k)
             searched += nq
         qps = searched / (time.perf_counter() - start)
         r = recall(found)

@@ -1,5 +1,6 @@
 #include "actors/embedding/embedding_shard.hpp"
 
+#include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "tests/support/test_system.hpp"
 
@@ -71,6 +72,38 @@ TEST_F(embedding_shard_test, BadRequestsFailWithAClearErrorAndChangeNothing) {
   other.dim = 3;
   auto clash = ask<ok_atom>(sys, shard, test::patience, create_atom::value, other);
   EXPECT_TRUE(is(error_of(clash), errc::invalid_config));
+}
+
+TEST_F(embedding_shard_test, an_approximate_top_k_reads_the_index_its_refresher_keeps) {
+  de_config cfg;
+  cfg.name = "items";
+  cfg.dim = 4;
+  cfg.max_batch = 4096;
+  cfg.ann = {.enabled = true, .refresh_ms = 1};
+  ASSERT_TRUE(ask<ok_atom>(sys, shard, test::patience, create_atom::value, cfg));
+  strings keys;
+  for (int i = 0; i < 2000; ++i)
+    keys.push_back("item-" + std::to_string(i));
+  ASSERT_TRUE(lookup("items", keys));
+  floats queries{0.5f, -1.0f, 2.0f, 0.1f};
+  auto exact =
+    ask<top_k_result>(sys, shard, test::patience, top_k_atom::value, std::string{"items"}, queries,
+                      uint32_t{5}, top_k_score::inner_product);
+  ASSERT_TRUE(exact) << render(exact.error());
+  // Every change indexed first (whether or not the refresher got to it), every list read.
+  auto whole =
+    ask<top_k_result>(sys, shard, test::patience, top_k_atom::value, std::string{"items"}, queries,
+                      uint32_t{5}, top_k_score::inner_product, ann_query{100000, 100000, 0});
+  ASSERT_TRUE(whole) << render(whole.error());
+  EXPECT_EQ(whole->keys, exact->keys);
+  EXPECT_EQ(whole->staleness_s, 0.0);
+  auto stats =
+    ask<embedding_stats>(sys, shard, test::patience, stats_atom::value, std::string{"items"});
+  ASSERT_TRUE(stats);
+  EXPECT_EQ(stats->ann_rows, 2000u);
+  auto none = ask<top_k_result>(sys, shard, test::patience, top_k_atom::value, std::string{"words"},
+                                floats{1, 1}, uint32_t{1}, top_k_score::inner_product, ann_query{});
+  EXPECT_TRUE(is(none.error(), errc::invalid_config)) << render(none.error());
 }
 
 } // namespace

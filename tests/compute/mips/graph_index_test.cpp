@@ -6,28 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "compute/mips/exact_index.hpp"
+#include "tests/support/topic_items.hpp"
 
 namespace darcy::compute::mips {
 namespace {
 
-// Items around 32 topics with log-normal lengths, as trained factors are; queries alike.
-row_matrix topic_items(Eigen::Index rows, Eigen::Index dim, uint64_t seed) {
-  std::mt19937_64 rng{seed};
-  std::mt19937_64 topic_rng{100};
-  std::normal_distribution<float> gauss;
-  row_matrix topics(32, dim);
-  for (Eigen::Index r = 0; r < topics.rows(); ++r)
-    for (Eigen::Index c = 0; c < dim; ++c)
-      topics(r, c) = gauss(topic_rng);
-  row_matrix m(rows, dim);
-  for (Eigen::Index r = 0; r < rows; ++r) {
-    for (Eigen::Index c = 0; c < dim; ++c)
-      m(r, c) = gauss(rng);
-    m.row(r) = (2 * topics.row(static_cast<Eigen::Index>(rng() % 32)) + m.row(r)) *
-               std::exp(0.5f * gauss(rng));
-  }
-  return m;
-}
+using test::topic_items;
 
 TEST(graph_index, reaches_its_recall_and_a_wider_beam_reaches_more) {
   auto items = topic_items(8000, 24, 1);

@@ -134,6 +134,8 @@ BAD_CALLS = [
      darcy.DimensionMismatch),
     ("top-k with an unknown metric", lambda t: t.top_k(
         np.ones((1, DIM), dtype=np.float32), 2, "l7"), darcy.InvalidArgument),
+    ("approximate top-k without an index", lambda t: t.top_k(
+        np.ones((1, DIM), dtype=np.float32), 2, approximate=True), darcy.InvalidConfig),
     ("a negative step", lambda t: t.apply_gradients(
         ["a"], np.ones((1, DIM), dtype=np.float32), step=-2), darcy.InvalidArgument),
 ]
@@ -228,6 +230,21 @@ def test_top_k_finds_the_row_nearest_the_query(session):
     hits = table.top_k(np.array([[0.9, 0.1, 0, 0]], dtype=np.float32), 2, "cosine")
     assert [key for key, _ in hits[0]] == ["north", "east"]
     assert hits[0][0][1] == pytest.approx(0.9 / np.hypot(0.9, 0.1), rel=1e-5)
+
+
+def test_approximate_top_k_reading_every_list_answers_the_exact_top_k(session):
+    table = session.embedding("items", DIM, ann=darcy.AnnIndex(probes=4, rerank=20))
+    keys = [f"item-{i}" for i in range(2000)]
+    table.lookup(keys)
+    queries = np.random.default_rng(3).normal(size=(3, DIM)).astype(np.float32)
+    exact = table.top_k(queries, 5)
+    whole = table.top_k(queries, 5, approximate=True, probes=100000, rerank=100000,
+                        max_staleness_ms=0)
+    assert [[key for key, _ in hits] for hits in whole] == \
+        [[key for key, _ in hits] for hits in exact]
+    assert table.stats()["ann_rows"] == 2000
+    with pytest.raises(darcy.InvalidArgument):
+        session.embedding("bad", DIM, ann=darcy.LRU(max_rows=3))
 
 
 def test_stats_count_rows_and_frequency_admission_holds_rows_back(session):

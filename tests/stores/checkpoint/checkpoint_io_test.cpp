@@ -27,6 +27,7 @@ de_config adam_config() {
   cfg.eviction = {eviction_kind::lru, 0, 5000};
   cfg.default_value = {1, 2, 3, 4};
   cfg.init.seed = 77;
+  cfg.ann = {.enabled = true, .lists = 64, .probes = 9, .rerank = 33, .refresh_ms = 250};
   return cfg;
 }
 
@@ -63,6 +64,11 @@ TEST_F(checkpoint_io_test, ManifestRoundTripKeepsConfigsFilesAndExtra) {
   EXPECT_EQ(c.eviction.max_rows, 5000u);
   EXPECT_EQ(c.default_value, expected.default_value);
   EXPECT_EQ(c.init.seed, 77u);
+  EXPECT_TRUE(c.ann.enabled);
+  EXPECT_EQ(c.ann.lists, 64u);
+  EXPECT_EQ(c.ann.probes, 9u);
+  EXPECT_EQ(c.ann.rerank, 33u);
+  EXPECT_EQ(c.ann.refresh_ms, 250u);
   EXPECT_EQ(back->embeddings[0].files[1].path, "items/s1");
   EXPECT_EQ(back->embeddings[0].files[1].checksum, 22u);
 }

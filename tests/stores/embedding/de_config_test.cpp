@@ -52,6 +52,25 @@ TEST(de_config, RejectsEachBadFieldNamingTheEmbeddingAndTheField) {
     {"unknown_sampler", [](de_config& c) { c.sampler.kind = sampler_kind{7}; }, "unknown sampler"},
     {"zero_power", [](de_config& c) { c.sampler.power = 0; }, "power"},
     {"nan_power", [](de_config& c) { c.sampler.power = std::nan(""); }, "power"},
+    {"ann_over_redis",
+     [](de_config& c) {
+       c.ann.enabled = true;
+       c.backend = backend_kind::redis;
+       c.path = "redis://127.0.0.1:6379";
+     },
+     "ANN index needs the memory or leveldb backend"},
+    {"ann_without_probes",
+     [](de_config& c) {
+       c.ann.enabled = true;
+       c.ann.probes = 0;
+     },
+     "probes and rerank"},
+    {"ann_without_refresh",
+     [](de_config& c) {
+       c.ann.enabled = true;
+       c.ann.refresh_ms = 0;
+     },
+     "refresh_ms"},
   };
   EXPECT_FALSE(validate(valid()));
   for (auto& r : rows) {
