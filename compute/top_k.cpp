@@ -109,6 +109,17 @@ std::vector<hit> merge_top_k(const std::vector<std::vector<hit>>& lists, size_t 
   return std::move(best).sorted();
 }
 
+row_matrix extended_queries(std::span<const float> queries, Eigen::Index dim, bool with_bias,
+                            bool cosine) {
+  auto qdim = with_bias ? dim - 1 : dim;
+  auto nq = static_cast<Eigen::Index>(queries.size()) / qdim;
+  row_matrix q = row_matrix::Ones(nq, dim);
+  q.leftCols(qdim) = Eigen::Map<const row_matrix>(queries.data(), nq, qdim);
+  if (cosine)
+    normalise_rows(q);
+  return q;
+}
+
 void normalise_rows(row_matrix& m) {
   for (Eigen::Index r = 0; r < m.rows(); ++r)
     if (auto norm = m.row(r).norm(); norm > 0)

@@ -53,6 +53,12 @@ plain_expected<std::vector<std::vector<hit>>> top_k_inner_product(
   const row_matrix& queries, Eigen::Ref<const row_matrix> candidates, std::span<const float> biases,
   size_t k, std::span<const uint64_t> ids = {});
 
+/// Queries ready to score whole rows of `dim` values: each query (dim values, or dim - 1 then
+/// a 1 `with_bias`, so that [c;1]·[w;b] adds the row's bias) as a row, scaled to unit length
+/// for `cosine`. `queries` must hold a whole number of queries.
+row_matrix extended_queries(std::span<const float> queries, Eigen::Index dim, bool with_bias,
+                            bool cosine);
+
 /// Scales each row of `m` to unit length, so that inner products become cosines; a zero row
 /// stays zero (and scores 0 against anything).
 void normalise_rows(row_matrix& m);

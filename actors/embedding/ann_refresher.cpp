@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include <caf/event_based_actor.hpp>
 
@@ -20,23 +21,44 @@ constexpr size_t chunk_rows = 1024;
 /// The tick while no table keeps an index.
 constexpr std::chrono::milliseconds idle_tick{1000};
 
-/// One pass: a chunk of every indexed table. Answers whether work remains, and the shortest
-/// refresh_ms among the tables.
+/// A training the refresher runs without the tables' lock.
+struct pending_training {
+  std::string table;
+  const stores::indexed_store* index = nullptr;
+  compute::mips::live_ivf::training_plan plan;
+};
+
+/// One pass: a chunk of every indexed table under the lock, then the k-means of the tables
+/// due new lists without it (seconds at millions of rows), installed under the lock again.
+/// Answers whether work remains, and the shortest refresh_ms among the tables.
 std::pair<bool, std::chrono::milliseconds> refresh_once(shard_tables& tables, uint32_t shard) {
-  std::lock_guard<std::mutex> guard{tables.mutex};
   bool more = false;
   auto tick = idle_tick;
-  for (auto& [name, table] : tables.tables) {
-    auto index = table.store->ann();
-    if (index == nullptr)
-      continue;
-    tick = std::min(tick, std::chrono::milliseconds{index->config().refresh_ms});
-    auto left = index->refresh(chunk_rows);
-    if (!left)
-      runtime::log_warn("embedding shard {}: indexing changed rows of '{}': {}", shard, name,
-                        render(left.error()));
-    else
-      more = more || *left;
+  std::vector<pending_training> trainings;
+  {
+    std::lock_guard<std::mutex> guard{tables.mutex};
+    for (auto& [name, table] : tables.tables) {
+      auto index = table.store->ann();
+      if (index == nullptr)
+        continue;
+      tick = std::min(tick, std::chrono::milliseconds{index->config().refresh_ms});
+      auto left = index->refresh(chunk_rows, false);
+      if (!left)
+        runtime::log_warn("embedding shard {}: indexing changed rows of '{}': {}", shard, name,
+                          render(left.error()));
+      else
+        more = more || *left;
+      if (auto plan = index->due_training())
+        trainings.push_back({name, index, std::move(*plan)});
+    }
+  }
+  for (auto& t : trainings) {
+    auto centroids = compute::mips::live_ivf::train(t.plan);
+    std::lock_guard<std::mutex> guard{tables.mutex};
+    auto at = tables.tables.find(t.table);
+    // The table may have been replaced (a restore) while the lock was free.
+    if (at != tables.tables.end() && at->second.store->ann() == t.index)
+      more = at->second.store->ann()->install_training(t.plan, std::move(centroids)) || more;
   }
   return {more, tick};
 }

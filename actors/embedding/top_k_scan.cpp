@@ -31,13 +31,8 @@ caf::expected<top_k_result> scan_top_k(stores::embedding_store& store,
   auto dim = static_cast<Eigen::Index>(store.dim());
   bool with_bias = score == top_k_score::inner_product_bias;
   bool cosine = score == top_k_score::cosine;
-  auto qdim = with_bias ? dim - 1 : dim;
-  auto nq = static_cast<Eigen::Index>(queries.size()) / qdim;
-  // Queries extended with 1 score [c;1]·[w;b] against whole rows.
-  compute::row_matrix q = compute::row_matrix::Ones(nq, dim);
-  q.leftCols(qdim) = Eigen::Map<const compute::row_matrix>(queries.data(), nq, qdim);
-  if (cosine)
-    compute::normalise_rows(q);
+  auto q = compute::extended_queries(queries, dim, with_bias, cosine);
+  auto nq = q.rows();
   std::vector<std::string> keys;
   compute::row_matrix block(block_rows, dim);
   std::vector<std::vector<std::vector<compute::hit>>> partial(static_cast<size_t>(nq));

@@ -30,8 +30,9 @@ struct live_ann_options {
   std::string faiss_list_factors = "1";
   uint32_t faiss_build_budget_s = 1800;
   std::string python = "/usr/bin/python3";
-  /// Where the FAISS peer's files go (removed after).
-  std::string dir = "build/bench-live-ann";
+  /// Where the FAISS peer's files go (removed after); `darcy-bench sampling` sets it, the
+  /// dimension and the shards from its own options.
+  std::string dir = "build/bench-sampling/live-ann";
 };
 
 /// Prints a table of points and appends the live_ann_* figures to `json` (",\"name\":value").

@@ -145,9 +145,14 @@ caf::error run_sampling_bench(const sampling_bench_options& o) {
     json << ",\"sample_cost_10m_vs_10k" << (tier == "memory" ? "" : "_" + tier)
          << "\":" << medians.back() / medians.front();
   }
-  if (o.live_ann.rows > 0)
-    if (auto err = run_live_ann_bench(o.live_ann, json))
+  if (o.live_ann.rows > 0) {
+    auto live = o.live_ann;
+    live.dim = o.dim;
+    live.shards = o.shards;
+    live.dir = (std::filesystem::path{o.dir} / "live-ann").string();
+    if (auto err = run_live_ann_bench(live, json))
       return make_error(errc::io_error, "live ann: " + render(err));
+  }
   json << "}}";
   std::printf("%s\n", json.str().c_str());
   return {};

@@ -190,6 +190,8 @@ void add_estimator_command(CLI::App& app, int& exit_code) {
   labels->add_option("--full-logits-below", sl->full_logits_below,
                      "Score every label while the label table holds at most this many rows "
                      "(0: always sample)");
+  labels->add_flag("--approximate-top-k", sl->approximate_top_k,
+                   "Keep an ANN index over the label table and predict from it");
   labels->add_option("--learning-rate", sl->learning_rate,
                      "Adam learning rate of the dense layers");
   labels->add_option("--embedding-learning-rate", sl->embedding_learning_rate,

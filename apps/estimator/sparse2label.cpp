@@ -111,12 +111,13 @@ caf::expected<est::model_fn> sparse2label_model(const sparse2label_options& o, o
   auto words = est::dynamic_embedding_column(s, "words", service_table(words_table, o, o.seed));
   if (!words)
     return std::move(words.error());
-  auto head =
-    est::sampled_softmax_head::make(s, {.label_key = "keywords",
-                                        .labels = service_table(labels_table, o, o.seed + 1),
-                                        .num_sampled = o.num_sampled,
-                                        .full_logits_below = o.full_logits_below,
-                                        .k = 10});
+  auto labels = service_table(labels_table, o, o.seed + 1);
+  labels.ann.enabled = o.approximate_top_k;
+  auto head = est::sampled_softmax_head::make(s, {.label_key = "keywords",
+                                                  .labels = labels,
+                                                  .num_sampled = o.num_sampled,
+                                                  .full_logits_below = o.full_logits_below,
+                                                  .k = 10});
   if (!head)
     return std::move(head.error());
   auto input = std::make_shared<ce::input_layer<float>>(std::vector<ce::dense_ptr<float>>{*words});

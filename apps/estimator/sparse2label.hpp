@@ -38,6 +38,8 @@ struct sparse2label_options {
   uint32_t num_sampled = 256;
   /// While the label table holds at most this many rows, train on full logits (0: sample).
   uint64_t full_logits_below = 0;
+  /// The label table keeps an ANN index, and predictions (and eval's recall) read it.
+  bool approximate_top_k = false;
   /// Adam learning rates of the dense layers, and of the service's tables.
   double learning_rate = 3e-3;
   double embedding_learning_rate = 0.01;

@@ -114,14 +114,26 @@ void live_ivf::remove(uint32_t id) {
     erase(places_[id]);
 }
 
-void live_ivf::start_training() {
+bool live_ivf::training_due() const {
+  if (retraining())
+    return false;
   auto n = size();
-  auto wanted = o_.lists != 0
-                  ? size_t{o_.lists}
-                  : std::clamp<size_t>(static_cast<size_t>(std::sqrt(double(n))), 8, 4096);
+  if (trained_rows_ == 0)
+    return n >= std::max<size_t>(o_.train_rows, 8);
+  return n > 4 * trained_rows_;
+}
+
+live_ivf::training_plan live_ivf::plan_training() {
+  training_plan plan;
+  plan.rows = size();
+  plan.generation = generation_;
+  plan.seed = rng_();
+  plan.lists = o_.lists != 0
+                 ? size_t{o_.lists}
+                 : std::clamp<size_t>(static_cast<size_t>(std::sqrt(double(plan.rows))), 8, 4096);
   // A uniform sample of the rows' directions, decoded from their codes.
-  auto take = std::min(n, max_sample);
-  row_matrix sample(static_cast<Eigen::Index>(take), static_cast<Eigen::Index>(dim_));
+  auto take = std::min(plan.rows, max_sample);
+  plan.sample.resize(static_cast<Eigen::Index>(take), static_cast<Eigen::Index>(dim_));
   size_t seen = 0, kept = 0;
   for (auto& p : parts_)
     for (auto& l : p.lists)
@@ -131,31 +143,43 @@ void live_ivf::start_training() {
         if (slot >= take)
           continue;
         for (size_t d = 0; d < dim_; ++d)
-          sample(static_cast<Eigen::Index>(slot), static_cast<Eigen::Index>(d)) =
+          plan.sample(static_cast<Eigen::Index>(slot), static_cast<Eigen::Index>(d)) =
             l.scales[r] * static_cast<float>(l.codes[r * dim_ + d]);
       }
+  return plan;
+}
+
+row_matrix live_ivf::train(const training_plan& plan) {
+  auto points = static_cast<size_t>(plan.sample.rows());
+  return kmeans(plan.sample,
+                {.clusters = std::min(plan.lists, points), .iterations = 8, .seed = plan.seed});
+}
+
+bool live_ivf::install(const training_plan& plan, row_matrix centroids) {
+  if (retraining() || plan.generation != generation_ || centroids.cols() != Eigen::Index(dim_))
+    return false;
   auto fresh = 1 - current_;
   auto& p = parts_[fresh];
   p = {};
-  p.centroids =
-    kmeans(sample, {.clusters = std::min(wanted, take), .iterations = 8, .seed = rng_()});
+  p.centroids = std::move(centroids);
   p.half_norms = 0.5f * p.centroids.rowwise().squaredNorm();
   p.directions = p.centroids;
   normalise_rows(p.directions);
   p.lists.resize(static_cast<size_t>(p.centroids.rows()));
   old_ = current_;
   current_ = fresh;
-  trained_rows_ = n;
+  trained_rows_ = plan.rows;
+  ++generation_;
+  return true;
 }
 
-bool live_ivf::step(size_t budget) {
-  if (!retraining()) {
-    auto n = size();
-    bool first = trained_rows_ == 0 && n >= std::max<size_t>(o_.train_rows, 8);
-    if (!first && !(trained_rows_ != 0 && n > 4 * trained_rows_))
-      return false;
-    start_training();
+bool live_ivf::step(size_t budget, bool may_train) {
+  if (may_train && training_due()) {
+    auto plan = plan_training();
+    install(plan, train(plan));
   }
+  if (!retraining())
+    return false;
   auto& from = parts_[old_];
   std::vector<float> unit(dim_);
   for (size_t moved = 0; moved < budget && from.rows > 0; ++moved) {

@@ -40,10 +40,32 @@ public:
   void remove(uint32_t id);
   bool contains(uint32_t id) const;
 
-  /// Retraining work, a bounded amount a call: trains new lists once the rows reach
-  /// train_rows and again whenever they grow fourfold (k-means over a sample of at most 65,536
-  /// decoded codes), then moves at most `budget` rows to them. True while rows remain to move.
-  bool step(size_t budget);
+  /// Retraining work, a bounded amount a call: with `may_train`, trains new lists when
+  /// training_due() (k-means over a sample of at most 65,536 decoded codes); then moves at most
+  /// `budget` rows to the new lists. True while rows remain to move.
+  bool step(size_t budget, bool may_train = true);
+
+  /// A training taken apart, so that its k-means can run while the index serves: the plan (a
+  /// sample of the rows' directions, the lists wanted) is drawn here, trained anywhere, and
+  /// installed here, unless the index trained itself since.
+  struct training_plan {
+    row_matrix sample;
+    size_t lists = 0;
+    uint64_t seed = 0;
+    /// Trainings before this one, and the rows then.
+    uint64_t generation = 0;
+    size_t rows = 0;
+  };
+  /// True once the rows reach train_rows, and again whenever they grow fourfold, while no
+  /// retraining is under way.
+  bool training_due() const;
+  /// Precondition: training_due().
+  training_plan plan_training();
+  /// The centroids of `plan`'s lists.
+  static row_matrix train(const training_plan& plan);
+  /// Starts moving the rows to `centroids` (train(plan)); false, changing nothing, when the
+  /// index trained since `plan` was drawn or retrains already.
+  bool install(const training_plan& plan, row_matrix centroids);
 
   /// The ids of the `candidates` rows that score best against `query` (dim values) by their
   /// codes, best first, reading the `probes` lists whose centroids point closest to the query
@@ -80,7 +102,6 @@ private:
   void append(int part, uint32_t list, uint32_t id, const int8_t* code, float scale, float norm);
   /// Removes the row at `at`, moving its list's last row into its place.
   void erase(place at);
-  void start_training();
   void scan(const partition& p, const float* query, size_t probes, bool unit, size_t candidates,
             std::vector<std::pair<float, uint32_t>>& heap) const;
 
@@ -90,8 +111,9 @@ private:
   /// The partition rows are filed into, and the one they move out of (-1: none).
   int current_ = 0;
   int old_ = -1;
-  /// Rows at the last training (0: never trained).
+  /// Rows at the last training (0: never trained), and the trainings so far.
   size_t trained_rows_ = 0;
+  uint64_t generation_ = 0;
   std::vector<place> places_;
   size_t places_size_ = 0;
   std::mt19937_64 rng_;

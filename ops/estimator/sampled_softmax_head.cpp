@@ -116,7 +116,10 @@ caf::expected<estimator_spec> sampled_softmax_head::spec(model_context& ctx, ten
     train_on(ctx, output, std::move(*logits), ++step_, spec);
     return spec;
   }
-  auto top = top_k(session_, z, config_.k, config_.labels, config_.labels.name);
+  // A label table that keeps an ANN index answers from it (ops::approximate_top_k).
+  auto top = config_.labels.ann.enabled
+               ? approximate_top_k(session_, z, config_.k, config_.labels, config_.labels.name)
+               : top_k(session_, z, config_.k, config_.labels, config_.labels.name);
   if (!top)
     return std::move(top.error());
   auto rows = static_cast<size_t>(z.rows());

@@ -35,7 +35,8 @@ struct sampled_softmax_head_config {
   /// (ops::full_logits, computed on the shards) instead of sampling negatives; 0: always
   /// sample.
   uint64_t full_logits_below = 0;
-  /// Labels predicted per example, and the k of the metric recall_at_<k>.
+  /// Labels predicted per example, and the k of the metric recall_at_<k>: the exact top k of
+  /// the label table, or its approximate top k when the table keeps an ANN index (labels.ann).
   uint32_t k = 10;
 };
 

@@ -19,9 +19,10 @@ double seconds(indexed_store::clock_type::duration d) {
 } // namespace
 
 indexed_store::indexed_store(std::unique_ptr<embedding_store> inner, const ann_config& cfg)
-  : inner_(std::move(inner)),
+  : forwarding_store(std::move(inner)),
     cfg_(cfg),
     index_(inner_->dim(), compute::mips::live_ivf_options{.lists = cfg.lists}) {
+  waits_.reserve(wait_ring);
   inner_->set_erase_observer([this](std::string_view key) {
     note(key);
     erased(key);
@@ -75,7 +76,18 @@ void indexed_store::forget(std::string_view key) {
   ids_.erase(i);
 }
 
-caf::expected<bool> indexed_store::refresh(size_t budget) {
+std::optional<compute::mips::live_ivf::training_plan> indexed_store::due_training() {
+  if (!index_.training_due())
+    return std::nullopt;
+  return index_.plan_training();
+}
+
+bool indexed_store::install_training(const compute::mips::live_ivf::training_plan& plan,
+                                     compute::row_matrix centroids) {
+  return index_.install(plan, std::move(centroids));
+}
+
+caf::expected<bool> indexed_store::refresh(size_t budget, bool train) {
   std::vector<std::pair<std::string, clock_type::time_point>> batch;
   while (batch.size() < budget && !queue_.empty()) {
     batch.push_back(std::move(queue_.front()));
@@ -96,8 +108,6 @@ caf::expected<bool> indexed_store::refresh(size_t budget) {
     return err;
   }
   auto now = clock_type::now();
-  if (waits_.size() < wait_ring)
-    waits_.reserve(wait_ring);
   for (auto& entry : batch) {
     auto wait = seconds(now - entry.second);
     if (waits_.size() < wait_ring)
@@ -106,7 +116,7 @@ caf::expected<bool> indexed_store::refresh(size_t budget) {
       waits_[next_wait_] = wait;
     next_wait_ = (next_wait_ + 1) % wait_ring;
   }
-  bool retraining = index_.step(budget);
+  bool retraining = index_.step(budget, train);
   return retraining || !queue_.empty();
 }
 
@@ -120,13 +130,8 @@ caf::expected<top_k_result> indexed_store::search(const std::vector<float>& quer
   auto dim = static_cast<Eigen::Index>(inner_->dim());
   bool with_bias = score == top_k_score::inner_product_bias;
   bool cosine = score == top_k_score::cosine;
-  auto qdim = with_bias ? dim - 1 : dim;
-  auto nq = static_cast<Eigen::Index>(queries.size()) / qdim;
-  // Queries extended with 1 score [c;1]·[w;b] against whole rows, as the exact scan does.
-  compute::row_matrix q = compute::row_matrix::Ones(nq, dim);
-  q.leftCols(qdim) = Eigen::Map<const compute::row_matrix>(queries.data(), nq, qdim);
-  if (cosine)
-    compute::normalise_rows(q);
+  auto q = compute::extended_queries(queries, dim, with_bias, cosine);
+  auto nq = q.rows();
   top_k_result result;
   result.offsets.push_back(0);
   result.staleness_s = oldest_pending_s();
@@ -138,13 +143,14 @@ caf::expected<top_k_result> indexed_store::search(const std::vector<float>& quer
     for (auto id : ids)
       keys.push_back(keys_[id]);
     compute::row_matrix rows(static_cast<Eigen::Index>(keys.size()), dim);
-    std::vector<std::string_view> found;
+    // Copies: a row's key may live only as long as the callback (LevelDB).
+    std::vector<std::string> found;
     auto err = inner_->export_keys(
       keys,
       [&](const row_record& row) {
         rows.row(static_cast<Eigen::Index>(found.size())) =
           Eigen::Map<const Eigen::RowVectorXf>(row.values.data(), dim);
-        found.push_back(row.key);
+        found.emplace_back(row.key);
       },
       [](std::string_view) {});
     if (err)
@@ -160,15 +166,12 @@ caf::expected<top_k_result> indexed_store::search(const std::vector<float>& quer
       std::sort(order.begin(), order.end(),
                 [&](size_t a, size_t b) { return found[a] < found[b]; });
       compute::row_matrix sorted(held.rows(), dim);
-      std::vector<uint64_t> positions(order.size());
-      for (size_t j = 0; j < order.size(); ++j) {
+      for (size_t j = 0; j < order.size(); ++j)
         sorted.row(static_cast<Eigen::Index>(j)) = held.row(static_cast<Eigen::Index>(order[j]));
-        positions[j] = order[j];
-      }
       compute::row_matrix query = q.row(i);
       auto hits = compute::top_k_inner_product(query, sorted, {}, k);
       for (auto& h : (*hits)[0]) {
-        result.keys.emplace_back(found[positions[h.id]]);
+        result.keys.push_back(std::move(found[order[h.id]]));
         result.scores.push_back(h.score);
       }
     }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -15,11 +16,11 @@
 #include <vector>
 
 #include "compute/mips/live_ivf.hpp"
-#include "stores/embedding/embedding_store.hpp"
+#include "stores/embedding/forwarding_store.hpp"
 
 namespace darcy::stores {
 
-class indexed_store : public embedding_store {
+class indexed_store : public forwarding_store {
 public:
   using clock_type = std::chrono::steady_clock;
 
@@ -33,8 +34,15 @@ public:
   indexed_store* ann() override { return this; }
 
   /// Indexes at most `budget` noted rows, oldest first, and moves at most `budget` rows of a
-  /// retraining (compute::mips::live_ivf::step). Answers whether work remains.
-  caf::expected<bool> refresh(size_t budget);
+  /// retraining (compute::mips::live_ivf::step), training new lists first when they are due
+  /// and `train` holds. Answers whether work remains.
+  caf::expected<bool> refresh(size_t budget, bool train = true);
+
+  /// For a refresher that trains the index's lists without holding the store: the training
+  /// to run when one is due, and installing its result (false when the index trained since).
+  std::optional<compute::mips::live_ivf::training_plan> due_training();
+  bool install_training(const compute::mips::live_ivf::training_plan& plan,
+                        compute::row_matrix centroids);
   /// Seconds the oldest noted row not yet indexed has waited (0: none).
   double oldest_pending_s() const;
   size_t backlog() const { return queue_.size(); }
@@ -46,7 +54,6 @@ public:
   caf::expected<top_k_result> search(const std::vector<float>& queries, uint32_t k,
                                      top_k_score score, uint32_t probes, uint32_t rerank);
 
-  size_t dim() const override { return inner_->dim(); }
   using embedding_store::lookup;
   using embedding_store::update;
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
@@ -54,26 +61,8 @@ public:
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override;
   store_stats stats() const override;
-  caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
-    return inner_->scan(f);
-  }
-  size_t slot_count() const override { return inner_->slot_count(); }
-  caf::error export_rows(const std::function<void(const row_record&)>& f) override {
-    return inner_->export_rows(f);
-  }
   caf::error import_row(const row_record& row) override;
-  caf::error export_keys(std::span<const std::string_view> keys,
-                         const std::function<void(const row_record&)>& found,
-                         const std::function<void(std::string_view)>& missing) override {
-    return inner_->export_keys(keys, found, missing);
-  }
   caf::error remove_rows(std::span<const std::string_view> keys) override;
-  caf::expected<sample_stats> sample_metadata(const std::vector<std::string>& positives) override {
-    return inner_->sample_metadata(positives);
-  }
-  caf::expected<sample_result> sample(const sample_plan& plan) override {
-    return inner_->sample(plan);
-  }
 
 private:
   indexed_store(std::unique_ptr<embedding_store> inner, const ann_config& cfg);
@@ -89,7 +78,6 @@ private:
     }
   };
 
-  std::unique_ptr<embedding_store> inner_;
   ann_config cfg_;
   compute::mips::live_ivf index_;
   /// Indexed keys and their ids in index_; keys_[id] names id (empty: free).

@@ -3,7 +3,7 @@
 namespace darcy::stores {
 
 tracked_store::tracked_store(std::unique_ptr<embedding_store> inner, size_t limit)
-  : inner_(std::move(inner)), limit_(limit) {
+  : forwarding_store(std::move(inner)), limit_(limit) {
   inner_->set_erase_observer([this](std::string_view key) { note(key); });
 }
 

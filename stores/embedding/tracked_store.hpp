@@ -12,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "stores/embedding/embedding_store.hpp"
+#include "stores/embedding/forwarding_store.hpp"
 
 namespace darcy::stores {
 
@@ -22,7 +22,7 @@ struct changed_keys {
   bool overflowed = false;
 };
 
-class tracked_store : public embedding_store {
+class tracked_store : public forwarding_store {
 public:
   /// `limit` must be positive.
   tracked_store(std::unique_ptr<embedding_store> inner, size_t limit);
@@ -36,40 +36,18 @@ public:
   /// The store below, for the caller that stops tracking; this store must not be used after.
   std::unique_ptr<embedding_store> release();
 
-  size_t dim() const override { return inner_->dim(); }
-  indexed_store* ann() override { return inner_->ann(); }
   using embedding_store::lookup;
   using embedding_store::update;
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<float> out) override;
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override;
-  store_stats stats() const override { return inner_->stats(); }
-  caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
-    return inner_->scan(f);
-  }
-  size_t slot_count() const override { return inner_->slot_count(); }
-  caf::error export_rows(const std::function<void(const row_record&)>& f) override {
-    return inner_->export_rows(f);
-  }
   caf::error import_row(const row_record& row) override;
-  caf::error export_keys(std::span<const std::string_view> keys,
-                         const std::function<void(const row_record&)>& found,
-                         const std::function<void(std::string_view)>& missing) override {
-    return inner_->export_keys(keys, found, missing);
-  }
   caf::error remove_rows(std::span<const std::string_view> keys) override;
-  caf::expected<sample_stats> sample_metadata(const std::vector<std::string>& positives) override {
-    return inner_->sample_metadata(positives);
-  }
-  caf::expected<sample_result> sample(const sample_plan& plan) override {
-    return inner_->sample(plan);
-  }
 
 private:
   void note(std::string_view key);
 
-  std::unique_ptr<embedding_store> inner_;
   size_t limit_;
   /// Hashes std::string and std::string_view alike, so that note() finds a key without a copy.
   struct key_hash {

@@ -126,13 +126,20 @@ TEST(bench_smoke, embedding_against_a_dense_gather) {
                       "leveldb_cold_rows_s"});
 }
 
-TEST(bench_smoke, sampling_on_tables_of_two_sizes_in_memory_and_on_leveldb) {
+TEST(bench_smoke, sampling_on_tables_of_two_sizes_in_memory_and_on_leveldb_and_a_live_ann) {
   test::temp_dir tmp{"bench_sampling"};
-  auto m = metrics_of(run_bench({"sampling", "--rows", "2000,20000", "--dim", "8", "--batch", "8",
-                                 "--num-sampled", "32", "--calls", "5", "--dir", tmp.path()}),
-                      "sampling");
-  expect_positive(m, {"sample_ms_memory_2000", "sample_ms_memory_20000", "sample_cost_10m_vs_10k",
-                      "sample_ms_leveldb_20000", "sample_cost_10m_vs_10k_leveldb"});
+  auto m =
+    metrics_of(run_bench({"sampling", "--rows",          "2000,20000", "--dim",
+                          "8",        "--batch",         "8",          "--num-sampled",
+                          "32",       "--calls",         "5",          "--dir",
+                          tmp.path(), "--live-ann-rows", "50000",      "--ann-queries",
+                          "10",       "--ann-probes",    "4,100000",   "--ann-update-seconds",
+                          "1"}),
+               "sampling");
+  expect_positive(
+    m, {"sample_ms_memory_2000", "sample_ms_memory_20000", "sample_cost_10m_vs_10k",
+        "sample_ms_leveldb_20000", "sample_cost_10m_vs_10k_leveldb", "live_ann_recall_at_10",
+        "live_ann_vs_exact", "live_ann_vs_faiss", "faiss_rebuild_s"});
 }
 
 TEST(bench_smoke, redis_against_redis_benchmark) {

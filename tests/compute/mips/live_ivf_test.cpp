@@ -129,5 +129,26 @@ TEST(live_ivf, before_training_a_search_reads_every_row_and_zero_rows_are_held) 
   EXPECT_TRUE(index.search(q, 0, 1, false).empty());
 }
 
+TEST(live_ivf, a_training_run_apart_is_installed_unless_the_index_trained_since) {
+  auto items = topic_items(200, 8, 9);
+  live_ivf index{8, {.train_rows = 100, .seed = 4}};
+  for (uint32_t i = 0; i < items.rows(); ++i)
+    index.upsert(i, row_of(items, i));
+  ASSERT_TRUE(index.training_due());
+  EXPECT_FALSE(index.step(10, false)) << "no training without leave";
+  EXPECT_TRUE(index.training_due());
+  auto plan = index.plan_training();
+  auto outdated = plan;
+  EXPECT_EQ(plan.sample.rows(), 200);
+  EXPECT_TRUE(index.install(plan, live_ivf::train(plan)));
+  EXPECT_TRUE(index.retraining());
+  EXPECT_FALSE(index.install(outdated, live_ivf::train(outdated)));
+  while (index.step(50, false)) {
+  }
+  EXPECT_EQ(index.lists(), 14u); // the square root of 200
+  EXPECT_EQ(index.size(), 200u);
+  EXPECT_FALSE(index.training_due());
+}
+
 } // namespace
 } // namespace darcy::compute::mips

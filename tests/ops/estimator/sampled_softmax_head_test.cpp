@@ -137,6 +137,44 @@ TEST_F(sampled_softmax_head_test, predictions_are_the_top_k_labels_with_their_sc
   EXPECT_EQ(label_rows(), 24u) << "prediction creates no row";
 }
 
+TEST_F(sampled_softmax_head_test, a_label_table_with_an_ann_index_predicts_from_it) {
+  auto labels = table("labels");
+  labels.ann.enabled = true;
+  auto made = sampled_softmax_head::make(*s, {.labels = labels, .num_sampled = 8, .k = 3});
+  ASSERT_TRUE(made) << render(made.error());
+  auto indexed = *made;
+  model_fn fn = [this, indexed](model_context& ctx, const batch& b, const params&) {
+    auto x = input_layer(ctx, b.features, *input);
+    if (!x)
+      return caf::expected<estimator_spec>{std::move(x.error())};
+    return indexed->spec(ctx, dense(ctx, *x, dim, "out"), b);
+  };
+  estimator e{fn, {.seed = 5, .optimizer = compute::adam_optimizer(0.05f), .embeddings = s.get()}};
+  ASSERT_TRUE(e.train(data(150), 0));
+  // Every change indexed before the predictions read the index.
+  auto caught_up = approximate_top_k(*s, matrix::Ones(1, dim), 1, labels, "labels",
+                                     top_k_score::inner_product, {.max_staleness_ms = 0});
+  ASSERT_TRUE(caught_up) << render(caught_up.error());
+  auto b = gather(*pairs(), {0, 1, 2});
+  b.features.erase("labels");
+  model_context ctx{e.variables(), mode::predict, 5, 1};
+  auto x = input_layer(ctx, b.features, *input);
+  ASSERT_TRUE(x);
+  auto z = dense(ctx, *x, dim, "out");
+  auto spec = indexed->spec(ctx, z, b);
+  ASSERT_TRUE(spec) << render(spec.error());
+  auto exact = top_k(*s, ctx.value(z), 3, labels, "labels");
+  ASSERT_TRUE(exact) << render(exact.error());
+  for (size_t r = 0; r < 3; ++r)
+    EXPECT_EQ(spec->predicted_labels[r],
+              std::vector<std::string>(exact->keys.begin() + exact->offsets[r],
+                                       exact->keys.begin() + exact->offsets[r + 1]));
+  EXPECT_EQ(spec->predicted_labels[1][0], "l1");
+  auto st = stats(*s, "labels");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->ann_rows, 24u);
+}
+
 TEST_F(sampled_softmax_head_test, an_export_predicts_the_same_labels_without_the_training_code) {
   test::temp_dir dir{"sampled_head_export"};
   model_fn with_bias = [this](model_context& ctx, const batch& b, const params&) {
