@@ -1,8 +1,9 @@
 #include "actors/embedding/ann_refresher.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include <caf/event_based_actor.hpp>
@@ -21,46 +22,67 @@ constexpr size_t chunk_rows = 1024;
 /// The tick while no table keeps an index.
 constexpr std::chrono::milliseconds idle_tick{1000};
 
-/// A training the refresher runs without the tables' lock.
-struct pending_training {
+/// A training of one table's lists, run on a thread of its own; `done` once `centroids` hold.
+struct training_job {
   std::string table;
   const stores::indexed_store* index = nullptr;
   compute::mips::live_ivf::training_plan plan;
+  compute::row_matrix centroids;
+  std::atomic<bool> done{false};
 };
 
-/// One pass: a chunk of every indexed table under the lock, then the k-means of the tables
-/// due new lists without it (seconds at millions of rows), installed under the lock again.
-/// Answers whether work remains, and the shortest refresh_ms among the tables.
-std::pair<bool, std::chrono::milliseconds> refresh_once(shard_tables& tables, uint32_t shard) {
+using job_list = std::vector<std::shared_ptr<training_job>>;
+
+/// One pass under the tables' lock: installs the trainings done, then indexes a chunk of every
+/// indexed table and plans the trainings due (at most one a table in flight). Answers whether
+/// work remains, the shortest refresh_ms among the tables, and the trainings to start.
+struct pass_result {
   bool more = false;
-  auto tick = idle_tick;
-  std::vector<pending_training> trainings;
-  {
-    std::lock_guard<std::mutex> guard{tables.mutex};
-    for (auto& [name, table] : tables.tables) {
-      auto index = table.store->ann();
-      if (index == nullptr)
-        continue;
-      tick = std::min(tick, std::chrono::milliseconds{index->config().refresh_ms});
-      auto left = index->refresh(chunk_rows, false);
-      if (!left)
-        runtime::log_warn("embedding shard {}: indexing changed rows of '{}': {}", shard, name,
-                          render(left.error()));
-      else
-        more = more || *left;
-      if (auto plan = index->due_training())
-        trainings.push_back({name, index, std::move(*plan)});
+  std::chrono::milliseconds tick = idle_tick;
+  job_list started;
+};
+
+pass_result refresh_once(shard_tables& tables, uint32_t shard, job_list& jobs) {
+  pass_result r;
+  std::lock_guard<std::mutex> guard{tables.mutex};
+  for (auto i = jobs.begin(); i != jobs.end();) {
+    auto& job = **i;
+    if (!job.done) {
+      ++i;
+      continue;
+    }
+    // The table may have been replaced (a restore) while the job ran.
+    auto at = tables.tables.find(job.table);
+    if (at != tables.tables.end() && at->second.store->ann() == job.index)
+      r.more =
+        at->second.store->ann()->install_training(job.plan, std::move(job.centroids)) || r.more;
+    i = jobs.erase(i);
+  }
+  for (auto& [name, table] : tables.tables) {
+    auto index = table.store->ann();
+    if (index == nullptr)
+      continue;
+    r.tick = std::min(r.tick, std::chrono::milliseconds{index->config().refresh_ms});
+    auto left = index->refresh(chunk_rows, false);
+    if (!left)
+      runtime::log_warn("embedding shard {}: indexing changed rows of '{}': {}", shard, name,
+                        render(left.error()));
+    else
+      r.more = r.more || *left;
+    bool in_flight =
+      std::any_of(jobs.begin(), jobs.end(), [&](auto& job) { return job->table == name; });
+    if (in_flight)
+      continue;
+    if (auto plan = index->due_training()) {
+      auto job = std::make_shared<training_job>();
+      job->table = name;
+      job->index = index;
+      job->plan = std::move(*plan);
+      jobs.push_back(job);
+      r.started.push_back(std::move(job));
     }
   }
-  for (auto& t : trainings) {
-    auto centroids = compute::mips::live_ivf::train(t.plan);
-    std::lock_guard<std::mutex> guard{tables.mutex};
-    auto at = tables.tables.find(t.table);
-    // The table may have been replaced (a restore) while the lock was free.
-    if (at != tables.tables.end() && at->second.store->ann() == t.index)
-      more = at->second.store->ann()->install_training(t.plan, std::move(centroids)) || more;
-  }
-  return {more, tick};
+  return r;
 }
 
 } // namespace
@@ -71,19 +93,24 @@ bool any_ann_table(const shard_tables& tables) {
 }
 
 caf::actor spawn_ann_refresher(caf::local_actor* owner, shard_tables_ptr tables, uint32_t shard) {
-  return owner->spawn<caf::detached + caf::linked>(
-    [tables, shard](caf::event_based_actor* self) -> caf::behavior {
-      self->send(self, tick_atom::value);
-      return {[=](tick_atom) {
-        auto [more, tick] = refresh_once(*tables, shard);
-        if (more) {
-          std::this_thread::yield(); // the shard's requests waiting for the lock go first
-          self->send(self, tick_atom::value);
-        } else {
-          self->delayed_send(self, tick, tick_atom::value);
-        }
-      }};
-    });
+  // A scheduled actor, so that it never holds up the actor system's shutdown; the k-means of a
+  // training (seconds at millions of rows) runs on a thread of its own that ends with it.
+  return owner->spawn<caf::linked>([tables, shard](caf::event_based_actor* self) -> caf::behavior {
+    auto jobs = std::make_shared<job_list>();
+    self->send(self, tick_atom::value);
+    return {[=](tick_atom) {
+      auto r = refresh_once(*tables, shard, *jobs);
+      for (auto& job : r.started)
+        self->spawn<caf::detached>([job] {
+          job->centroids = compute::mips::live_ivf::train(job->plan);
+          job->done = true;
+        });
+      if (r.more)
+        self->send(self, tick_atom::value);
+      else
+        self->delayed_send(self, r.tick, tick_atom::value);
+    }};
+  });
 }
 
 } // namespace darcy::actors

@@ -1,6 +1,7 @@
 // The background refresher of a shard's ANN indexes (stores/embedding/indexed_store.hpp): a
-// helper actor on a thread of its own that, every refresh_ms, indexes the rows each table noted
-// as changed, a chunk at a time under the tables' lock, so that lookups and updates interleave.
+// helper actor that, every refresh_ms, indexes the rows each table noted as changed, a chunk at
+// a time under the tables' lock, so that lookups and updates interleave; the k-means of new
+// lists runs on a thread of its own, without the lock.
 #pragma once
 
 #include <caf/actor.hpp>
