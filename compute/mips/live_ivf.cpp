@@ -48,6 +48,18 @@ bool live_ivf::contains(uint32_t id) const {
   return id < places_.size() && places_[id].part >= 0;
 }
 
+size_t live_ivf::bytes() const {
+  size_t total = places_.capacity() * sizeof(place);
+  for (auto& p : parts_) {
+    total += static_cast<size_t>(p.centroids.size() + p.directions.size() + p.half_norms.size()) *
+             sizeof(float);
+    for (auto& l : p.lists)
+      total += l.ids.capacity() * sizeof(uint32_t) + l.codes.capacity() +
+               (l.scales.capacity() + l.norms.capacity()) * sizeof(float) + sizeof(list);
+  }
+  return total;
+}
+
 size_t live_ivf::nearest_list(const partition& p, const float* unit) const {
   if (p.centroids.rows() == 0)
     return 0;

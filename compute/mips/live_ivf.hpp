@@ -39,6 +39,8 @@ public:
   /// Forgets `id`; nothing when absent.
   void remove(uint32_t id);
   bool contains(uint32_t id) const;
+  /// Memory the index holds: codes, norms, scales, ids, places and centroids.
+  size_t bytes() const;
 
   /// Retraining work, a bounded amount a call: with `may_train`, trains new lists when
   /// training_due() (k-means over a sample of at most 65,536 decoded codes); then moves at most

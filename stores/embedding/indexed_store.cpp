@@ -202,6 +202,13 @@ caf::error indexed_store::update(std::span<const std::string_view> keys,
 
 store_stats indexed_store::stats() const {
   auto s = inner_->stats();
+  // The index and its two maps between keys and ids count as the store's memory.
+  s.bytes += index_.bytes() + keys_.capacity() * sizeof(std::string) +
+             free_ids_.capacity() * sizeof(uint32_t) +
+             ids_.size() * (sizeof(std::string) + sizeof(uint32_t) + 2 * sizeof(void*));
+  for (auto& key : keys_)
+    if (key.size() >= sizeof(std::string))
+      s.bytes += 2 * key.capacity(); // held by both maps when past the short-string buffer
   s.ann_rows = index_.size();
   s.ann_backlog = queue_.size();
   s.ann_staleness_p99_s = waits_.empty() ? 0.0 : compute::percentile(waits_, 0.99);

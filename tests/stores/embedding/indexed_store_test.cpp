@@ -17,15 +17,19 @@ namespace {
 
 constexpr uint32_t dim = 8;
 
-std::unique_ptr<embedding_store> indexed_table(eviction_config eviction = {}) {
+de_config items_config(bool ann, eviction_config eviction = {}) {
   de_config cfg;
   cfg.name = "items";
   cfg.dim = dim;
   cfg.init = {init_kind::normal, 0, 0, 0, 1.0f, 5};
   cfg.optimizer = {optimizer_kind::sgd, 0.5f};
   cfg.eviction = eviction;
-  cfg.ann.enabled = true;
-  auto store = make_store(cfg);
+  cfg.ann.enabled = ann;
+  return cfg;
+}
+
+std::unique_ptr<embedding_store> indexed_table(eviction_config eviction = {}) {
+  auto store = make_store(items_config(true, eviction));
   EXPECT_TRUE(store) << render(store.error());
   return std::move(*store);
 }
@@ -83,6 +87,11 @@ TEST(indexed_store, reading_every_list_answers_the_exact_top_k_under_each_score)
   refresh_all(index);
   EXPECT_EQ(index.backlog(), 0u);
   EXPECT_EQ(store->stats().ann_rows, 3000u);
+  // The index's memory counts: at least each row's code.
+  auto plain = make_store(items_config(false));
+  ASSERT_TRUE(plain);
+  look(**plain, 0, 3000);
+  EXPECT_GE(store->stats().bytes, (*plain)->stats().bytes + 3000 * dim);
   struct score_case {
     top_k_score score;
     size_t query_values;
