@@ -100,7 +100,7 @@ caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
         auto [part_rows, part_out] = shared_floats::allocate(part.keys.size() * store.dim());
         if (!part.keys.empty()) {
           auto key_views = part.keys.views();
-          if (auto err = store.lookup(key_views, part.keys.hashes(), part_out))
+          if (auto err = store.lookup(key_views, part.keys.hashes(), part.keys.counts(), part_out))
             return err;
           read_staged(**table, key_views, part_out);
         }

@@ -143,7 +143,7 @@ caf::result<std::vector<shared_floats>> lookup_tables(shard_pointer self,
     auto [rows, out] = shared_floats::allocate(keys.size() * store.dim());
     if (!keys.empty()) {
       auto key_views = keys.views();
-      if (auto err = store.lookup(key_views, keys.hashes(), out))
+      if (auto err = store.lookup(key_views, keys.hashes(), keys.counts(), out))
         return err;
       read_staged(*(*checked)[t], key_views, out);
     }

@@ -103,10 +103,11 @@ routed_batch::routed_batch(const std::vector<table_keys>& tables, std::vector<ui
       if (seen[i] == UINT32_MAX) {
         seen[i] = static_cast<uint32_t>(k);
         row = counts_[s][t]++;
-        parts_[s][t].keys.push_back(key, h);
+        parts_[s][t].keys.push_back(key, h, batch.count(k));
         used[s] = true;
       } else {
         row = first[seen[i]].row;
+        parts_[s][t].keys.add_count(row, batch.count(k));
       }
       first[k] = {static_cast<uint32_t>(k), row};
       by_shard_[s][t].push_back({static_cast<uint32_t>(k), row});

@@ -1,7 +1,7 @@
 // How the embedding master splits a multi-table batch among its shards and puts the answers
-// back together: each key is deduplicated and routed by the hash it carries (no key is hashed
-// here), rows from a shard go straight to their final positions, and gradients of a repeated
-// key are summed into the row its shard holds.
+// back together: each key is deduplicated (its occurrences counted) and routed by the hash it
+// carries (no key is hashed here), rows from a shard go straight to their final positions, and
+// gradients of a repeated key are summed into the row its shard holds.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +50,8 @@ public:
   /// Shards that hold at least one key of the batch, ascending.
   const std::vector<size_t>& shards() const { return involved_; }
 
-  /// Shard s's part: one table_keys per table (possibly empty), distinct keys.
+  /// Shard s's part: one table_keys per table (possibly empty), distinct keys, each counting
+  /// its occurrences in the input (key_batch::count) when some key occurs more than once.
   const std::vector<table_keys>& part(size_t s) const { return parts_[s]; }
 
   /// Forgets the keys, keeping what scatter and gather need.

@@ -117,11 +117,21 @@ struct worker {
   std::vector<uint32_t> in_slot, out_slot;
   std::vector<uint32_t> in_ids, out_ids;
   std::vector<uint32_t> sentence;
+  /// Occurrences of each word in the batch's sentences, subsampled ones included, and the
+  /// words counted: the counts the input table's lookup carries, so that its rows'
+  /// frequencies (the service sampler's unigram) count the corpus as word2vec.c's table does.
+  std::vector<uint32_t> occurrences, occurring;
   compute::sgns_plan plan;
   /// With the service's sampler: (plan entry, center) of each negative still to draw.
   std::vector<std::pair<size_t, uint32_t>> pending;
 
-  explicit worker(size_t keys) : in_slot(keys, no_slot), out_slot(keys, no_slot) {}
+  explicit worker(size_t keys)
+    : in_slot(keys, no_slot), out_slot(keys, no_slot), occurrences(keys, 0) {}
+
+  void occurs(uint32_t id) {
+    if (occurrences[id]++ == 0)
+      occurring.push_back(id);
+  }
 
   uint32_t slot(std::vector<uint32_t>& slots, std::vector<uint32_t>& ids, uint32_t id) {
     auto& s = slots[id];
@@ -137,8 +147,11 @@ struct worker {
       in_slot[id] = no_slot;
     for (auto id : out_ids)
       out_slot[id] = no_slot;
+    for (auto id : occurring)
+      occurrences[id] = 0;
     in_ids.clear();
     out_ids.clear();
+    occurring.clear();
     plan.entries.clear();
     pending.clear();
   }
@@ -163,8 +176,8 @@ struct run_state {
 };
 
 /// A pool of negatives for one batch from the service's sampler over the input table (whose
-/// frequencies count the batches that looked each word up), as key ids; empty when the
-/// service holds no candidate yet.
+/// frequencies count each word's occurrences in the batches that looked it up), as key ids;
+/// empty when the service holds no candidate yet.
 caf::expected<std::vector<uint32_t>> service_negatives(ops::session& s, const run_state& rs,
                                                        size_t count, uint64_t seed) {
   auto sampler = s.sampler();
@@ -203,6 +216,7 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
       auto id = rs.keys.of(rs.c.tokens[t].stat);
       if (id == key_space::dropped)
         continue;
+      w.occurs(id);
       if (o.sample > 0 && rs.keep[id] < unit(rng))
         continue;
       w.sentence.push_back(id);
@@ -246,16 +260,16 @@ caf::expected<uint64_t> run_batch(ops::session& s, const run_state& rs, worker& 
         neg == center ? compute::skipped_slot : w.slot(w.out_slot, w.out_ids, neg);
     }
   }
-  auto keys_of = [&](const std::vector<uint32_t>& ids) {
+  auto keys_of = [&](const std::vector<uint32_t>& ids, bool counted) {
     key_batch result;
     result.reserve(ids.size(), ids.size() * 8);
     for (auto id : ids)
-      result.push_back(rs.keys.key_view(rs.c, id), rs.hashes[id]);
+      result.push_back(rs.keys.key_view(rs.c, id), rs.hashes[id], counted ? w.occurrences[id] : 1);
     return result;
   };
   std::vector<ops::table_lookup> tables;
-  tables.push_back({&rs.in_cfg, rs.in_cfg.name, {}, keys_of(w.in_ids)});
-  tables.push_back({&rs.out_cfg, rs.out_cfg.name, {}, keys_of(w.out_ids)});
+  tables.push_back({&rs.in_cfg, rs.in_cfg.name, {}, keys_of(w.in_ids, true)});
+  tables.push_back({&rs.out_cfg, rs.out_cfg.name, {}, keys_of(w.out_ids, false)});
   auto looked_up = ops::dynamic_embedding_lookup(s, std::move(tables));
   if (!looked_up)
     return std::move(looked_up.error());

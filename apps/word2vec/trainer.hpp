@@ -24,8 +24,9 @@ enum class negative_source : uint8_t {
   /// Drawn in the trainer from the corpus's unigram counts^0.75, as word2vec.c draws them.
   local = 0,
   /// Drawn by the embedding service's candidate sampler (the DynamicEmbedding paper's path):
-  /// per batch, service_pool keys by the input table's row frequencies^0.75 (how many batches
-  /// looked each word up), from which each pair takes its negatives.
+  /// per batch, service_pool keys by the input table's row frequencies^0.75 (each lookup
+  /// counts the word's occurrences in the batch's sentences), from which each pair takes its
+  /// negatives.
   service = 1,
 };
 
@@ -35,7 +36,7 @@ struct train_options {
   uint32_t negative = 5;
   negative_source sampler = negative_source::local;
   /// With the service's sampler: keys drawn per batch (at most negative per pair).
-  uint32_t service_pool = 8192;
+  uint32_t service_pool = 32768;
   double sample = 1e-3;
   uint32_t epochs = 5;
   uint32_t threads = 2;

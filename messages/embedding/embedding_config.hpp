@@ -65,7 +65,8 @@ typename Inspector::result_type inspect(Inspector& f, eviction_config& x) {
 enum class sampler_kind : uint8_t { uniform = 0, log_uniform = 1, unigram = 2 };
 
 /// How the candidate sampler draws negatives from a table: `kind`, and for unigram the power
-/// (frequency^power). Ranks (log_uniform) and weights count the lookups of each row.
+/// (frequency^power). Ranks (log_uniform) and weights count the lookups of each row, every
+/// occurrence of its key in a lookup's batch (key_batch::count).
 struct sampler_config {
   sampler_kind kind = sampler_kind::unigram;
   double power = 0.75;

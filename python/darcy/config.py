@@ -127,8 +127,8 @@ class LRU:
 
 @dataclasses.dataclass(frozen=True)
 class UnigramSampler:
-    """Negatives drawn by frequency^power, frequency counting each row's lookups (the
-    default, power 0.75)."""
+    """Negatives drawn by frequency^power, frequency counting each row's lookups, every
+    occurrence of a key in a lookup's batch (the default, power 0.75)."""
     power: float = 0.75
     kind: ClassVar[str] = "unigram"
 

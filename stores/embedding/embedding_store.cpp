@@ -5,6 +5,7 @@
 #include <random>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -35,6 +36,21 @@ std::span<const uint64_t> hash_keys(std::span<const std::string_view> keys) {
 
 caf::error embedding_store::lookup(std::span<const std::string_view> keys, std::span<float> out) {
   return lookup(keys, hash_keys(keys), out);
+}
+
+caf::error embedding_store::lookup(std::span<const std::string_view> keys,
+                                   std::span<const uint64_t> hashes,
+                                   std::span<const uint32_t> counts, std::span<float> out) {
+  if (!counts.empty() && counts.size() != keys.size())
+    return make_error(errc::invalid_argument, std::to_string(counts.size()) +
+                                                " lookup counts for " +
+                                                std::to_string(keys.size()) + " keys");
+  if (std::find(counts.begin(), counts.end(), 0u) != counts.end())
+    return make_error(errc::invalid_argument, "a lookup count of 0");
+  auto saved = std::exchange(counts_, counts);
+  auto err = lookup(keys, hashes, out);
+  counts_ = saved;
+  return err;
 }
 
 caf::error embedding_store::update(std::span<const std::string_view> keys,

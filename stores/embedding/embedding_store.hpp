@@ -56,6 +56,13 @@ public:
                             std::span<const uint64_t> hashes, std::span<const float> grads,
                             int64_t step) = 0;
 
+  /// As lookup, with the row of keys[k] counted as looked up counts[k] times in its frequency
+  /// (the key occurred that often in the caller's batch; lookup alone counts each key once).
+  /// `counts` holds one count of at least 1 per key, or nothing (each key once); otherwise
+  /// errc::invalid_argument and nothing changes. Admission still sees one sighting per key.
+  caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                    std::span<const uint32_t> counts, std::span<float> out);
+
   /// lookup and update for a caller that has not hashed the keys.
   caf::error lookup(std::span<const std::string_view> keys, std::span<float> out);
   caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,
@@ -131,6 +138,12 @@ protected:
       erase_observer_(key);
   }
 
+  /// During a counted lookup: the times to count key k of its keys; 1 otherwise.
+  uint32_t lookup_count(size_t k) const { return counts_.empty() ? 1 : counts_[k]; }
+  /// During a counted lookup its counts, otherwise nothing: what a store in front of another
+  /// passes on with the keys.
+  std::span<const uint32_t> lookup_counts() const { return counts_; }
+
   /// The sampler the sampling index weighs unigram rows with; subclasses set it at
   /// construction from their table's config.
   void set_sampler(sampler_config cfg) { sampler_ = cfg; }
@@ -148,9 +161,9 @@ protected:
     if (sampling_)
       sampling_->refresh(key, frequency);
   }
-  void sampling_counted(std::string_view key, uint64_t before) {
+  void sampling_counted(std::string_view key, uint64_t before, uint32_t times = 1) {
     if (sampling_)
-      sampling_->counted(key, before);
+      sampling_->counted(key, before, times);
   }
   void sampling_remove(std::string_view key) {
     if (sampling_)
@@ -168,6 +181,7 @@ private:
   caf::error ensure_sampling_index();
 
   std::function<void(std::string_view)> erase_observer_;
+  std::span<const uint32_t> counts_;
   sampler_config sampler_;
   std::unique_ptr<sample_index> sampling_;
 };

@@ -21,7 +21,7 @@ public:
   using embedding_store::update;
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<float> out) override {
-    return inner_->lookup(keys, hashes, out);
+    return inner_->lookup(keys, hashes, lookup_counts(), out);
   }
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override {

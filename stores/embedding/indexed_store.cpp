@@ -182,7 +182,7 @@ caf::expected<top_k_result> indexed_store::search(const std::vector<float>& quer
 
 caf::error indexed_store::lookup(std::span<const std::string_view> keys,
                                  std::span<const uint64_t> hashes, std::span<float> out) {
-  auto err = inner_->lookup(keys, hashes, out);
+  auto err = inner_->lookup(keys, hashes, lookup_counts(), out);
   // A lookup creates the rows it does not find (a failed one too, before it fails); the rows
   // it only reads are indexed already or waiting.
   for (auto key : keys)

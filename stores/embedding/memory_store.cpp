@@ -337,7 +337,9 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
                        }
                      }
                      auto& meta = meta_of(row);
-                     sampling_counted(keys[k], meta.frequency++);
+                     auto times = lookup_count(k);
+                     sampling_counted(keys[k], meta.frequency, times);
+                     meta.frequency += times;
                      meta.last_access = tick_;
                      std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
                    });

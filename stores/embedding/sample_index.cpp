@@ -84,13 +84,14 @@ void sample_index::refresh(std::string_view key, uint64_t frequency) {
     place(found->second, frequency);
 }
 
-void sample_index::counted(std::string_view key, uint64_t before) {
-  unigram_weight_ += unigram(before + 1) - unigram(before);
-  auto cls = compute::frequency_class(before + 1);
+void sample_index::counted(std::string_view key, uint64_t before, uint32_t times) {
+  auto after = before + times;
+  unigram_weight_ += unigram(after) - unigram(before);
+  auto cls = compute::frequency_class(after);
   if (cls == compute::frequency_class(before))
     return;
   if (auto found = by_key_.find(key); found != by_key_.end())
-    place(found->second, before + 1);
+    place(found->second, after);
 }
 
 void sample_index::remove(std::string_view key, const frequency_reader& exact) {

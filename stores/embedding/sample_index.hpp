@@ -37,9 +37,9 @@ public:
   /// For a row whose frequency the store stops counting (it leaves a cache): the index then
   /// holds its exact frequency. Nothing when absent.
   void refresh(std::string_view key, uint64_t frequency);
-  /// One more lookup of `key`, a row it holds whose frequency was `before`. Finds the key only
-  /// when the row changes class (a few times per doubling of its frequency).
-  void counted(std::string_view key, uint64_t before);
+  /// `times` more lookups of `key`, a row it holds whose frequency was `before`. Finds the key
+  /// only when the row changes class (a few times per doubling of its frequency).
+  void counted(std::string_view key, uint64_t before, uint32_t times = 1);
   /// Forgets `key` (nothing when absent); call it while the store still holds the row.
   void remove(std::string_view key, const frequency_reader& exact);
 

@@ -49,7 +49,7 @@ void tracked_store::put_back(const changed_keys& earlier) {
 
 caf::error tracked_store::lookup(std::span<const std::string_view> keys,
                                  std::span<const uint64_t> hashes, std::span<float> out) {
-  auto err = inner_->lookup(keys, hashes, out);
+  auto err = inner_->lookup(keys, hashes, lookup_counts(), out);
   // A failed lookup may have created rows before it failed.
   for (auto key : keys)
     note(key);

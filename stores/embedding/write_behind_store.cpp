@@ -180,7 +180,8 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
       auto row = cache_->row(found_[k]);
       std::copy(row.values.begin(), row.values.end(), dest.begin());
       if (!cfg_.read_only) {
-        sampling_counted(keys[k], row.meta->frequency++);
+        sampling_counted(keys[k], row.meta->frequency, lookup_count(k));
+        row.meta->frequency += lookup_count(k);
         touch_row(found_[k], keys[k], true, at);
       }
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {

@@ -33,6 +33,24 @@ TEST(key_batch, CopiesShareOneBufferUntilOneIsWritten) {
   EXPECT_EQ(keys_of(b), (std::vector<std::string>{"x", "y", "z"}));
 }
 
+TEST(key_batch, EachKeyOccursOnceUntilItsCountIsRaised) {
+  auto b = batch_of({"x", "y"});
+  EXPECT_FALSE(b.counted());
+  EXPECT_TRUE(b.counts().empty());
+  EXPECT_EQ(b.count(1), 1u);
+  b.push_back("z", 3, 4);
+  b.add_count(0, 2);
+  b.push_back("w", 4);
+  b.add_count(3, UINT32_MAX);
+  ASSERT_TRUE(b.counted());
+  EXPECT_EQ(std::vector<uint32_t>(b.counts().begin(), b.counts().end()),
+            (std::vector<uint32_t>{3, 1, 4, UINT32_MAX}));
+  auto plain = batch_of({"x", "y"});
+  plain.push_back("z", 3);
+  plain.push_back("w", 4);
+  EXPECT_FALSE(plain == b);
+}
+
 class key_batch_wire : public test::system_fixture {
 protected:
   std::vector<char> save(key_batch& b) {
@@ -68,6 +86,22 @@ TEST_F(key_batch_wire, KeysOfAnyBytesAndLengthRoundTrip) {
   }
 }
 
+TEST_F(key_batch_wire, CountsRoundTripAndACountOf0IsRefused) {
+  auto sent = batch_of({"alpha", "beta", "gamma"});
+  sent.add_count(1, 6);
+  auto buffer = save(sent);
+  key_batch received;
+  ASSERT_FALSE(load(buffer, received));
+  EXPECT_TRUE(received == sent);
+  EXPECT_EQ(received.count(0), 1u);
+  EXPECT_EQ(received.count(1), 7u);
+  // The counts are the message's last 3 * 4 bytes: set gamma's to 0.
+  std::fill(buffer.end() - 4, buffer.end(), char{0});
+  key_batch zero;
+  EXPECT_TRUE(load(buffer, zero));
+  EXPECT_TRUE(zero.empty());
+}
+
 TEST_F(key_batch_wire, TruncatedOrInconsistentBatchesAreRefused) {
   auto sent = batch_of({"alpha", "beta", "gamma"});
   auto buffer = save(sent);
@@ -77,9 +111,10 @@ TEST_F(key_batch_wire, TruncatedOrInconsistentBatchesAreRefused) {
       << "cut at " << cut;
     EXPECT_TRUE(received.empty());
   }
-  // The last offset must equal the byte count: change one byte of it.
+  // The last offset must equal the byte count: change one byte of it (before the hashes and
+  // the one-byte length of the empty counts).
   auto bad = buffer;
-  bad[bad.size() - 3 * 8 - 8] ^= 1;
+  bad[bad.size() - 1 - 3 * 8 - 8] ^= 1;
   key_batch received;
   EXPECT_TRUE(load(bad, received));
 }

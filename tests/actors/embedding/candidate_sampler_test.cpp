@@ -128,6 +128,20 @@ INSTANTIATE_TEST_SUITE_P(kinds, sampler_kinds,
                            return std::string{table_names[static_cast<int>(info.param)]};
                          });
 
+TEST_F(candidate_sampler_test, ALookupCountsEachOccurrenceOfAKeyInItsBatch) {
+  de_config cfg;
+  cfg.name = "repeats";
+  cfg.dim = 2;
+  ASSERT_TRUE(ask<ok_atom>(sys, master, test::patience, create_atom::value, cfg));
+  ASSERT_TRUE(ask<std::vector<float>>(sys, master, test::patience, lookup_atom::value, cfg.name,
+                                      strings{"x", "y", "x", "x", "z"}));
+  auto result = sample({"x", "y"}, 1, "repeats");
+  ASSERT_TRUE(result) << render(error_of(result));
+  auto x = std::pow(3.0, 0.75);
+  EXPECT_NEAR(result->probs[0], x / (x + 2), 1e-12);
+  EXPECT_NEAR(result->probs[1], 1 / (x + 2), 1e-12);
+}
+
 TEST_F(candidate_sampler_test, SeededAndSafeOnOddRequests) {
   auto a = sample({"k1"}, 200, "unigram", 9);
   auto b = sample({"k1"}, 200, "unigram", 9);

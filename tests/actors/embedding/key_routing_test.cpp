@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compute/hash.hpp"
 #include "compute/placement.hpp"
 
 namespace darcy::actors {
@@ -88,6 +89,44 @@ TEST(routed_batch, RoutesEachDistinctKeyOnceAndPutsRowsBackInInputOrder) {
         }
       }
     }
+  }
+}
+
+// Table-driven: each distinct key reaches its shard once, counting its occurrences in the input,
+// the counts the input's keys carry included.
+TEST(routed_batch, ADistinctKeyCarriesTheSumOfItsOccurrences) {
+  struct row {
+    const char* name;
+    strings keys;
+    std::vector<uint32_t> counts;
+    size_t shards;
+  } rows[] = {
+    {"no repeat, uncounted", {"a", "b", "c"}, {}, 3},
+    {"repeats", {"a", "b", "a", "a", "c", "b"}, {}, 2},
+    {"counted input", {"a", "b"}, {4, 9}, 2},
+    {"counted input with repeats", {"a", "b", "a", "c"}, {4, 1, 2, 5}, 3},
+  };
+  for (auto& r : rows) {
+    SCOPED_TRACE(r.name);
+    key_batch keys;
+    std::map<std::string, uint64_t> expected;
+    for (size_t k = 0; k < r.keys.size(); ++k) {
+      auto count = r.counts.empty() ? 1u : r.counts[k];
+      keys.push_back(r.keys[k], compute::hash_key(r.keys[k]), count);
+      expected[r.keys[k]] += count;
+    }
+    routed_batch batch{{{"t", keys}}, {2}, r.shards};
+    std::map<std::string, uint64_t> got;
+    bool repeats = false;
+    for (auto s : batch.shards()) {
+      auto& part = batch.part(s)[0].keys;
+      for (size_t k = 0; k < part.size(); ++k) {
+        got[std::string{part[k]}] += part.count(k);
+        repeats = repeats || part.count(k) > 1;
+      }
+    }
+    EXPECT_EQ(got, expected);
+    EXPECT_EQ(repeats, expected.size() < r.keys.size() || !r.counts.empty());
   }
 }
 

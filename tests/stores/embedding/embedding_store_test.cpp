@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compute/hash.hpp"
 #include "compute/sampler.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
@@ -21,6 +22,8 @@ struct backend_case {
   backend_kind backend;
   eviction_config eviction;
   uint64_t cache_bytes;
+  /// The store behind an ANN index (a forwarding_store), as make_store wraps it.
+  bool ann = false;
 };
 
 class sampling_stores : public ::testing::TestWithParam<backend_case> {
@@ -34,6 +37,7 @@ protected:
     cfg.cache_bytes = GetParam().cache_bytes;
     cfg.path = dir + "/db";
     cfg.sampler = {sampler_kind::unigram, 0.75};
+    cfg.ann.enabled = GetParam().ann;
     auto store = stores::make_store(cfg);
     EXPECT_TRUE(store) << render(store.error());
     return std::move(*store);
@@ -44,6 +48,13 @@ void look(embedding_store& store, const std::vector<std::string>& keys) {
   std::vector<std::string_view> views(keys.begin(), keys.end());
   std::vector<float> out(keys.size() * store.dim());
   ASSERT_FALSE(store.lookup(views, out));
+}
+
+std::vector<uint64_t> hashes_of(const std::vector<std::string_view>& keys) {
+  std::vector<uint64_t> hashes;
+  for (auto key : keys)
+    hashes.push_back(compute::hash_key(key));
+  return hashes;
 }
 
 /// Every row's frequency, by a pass over the rows.
@@ -109,14 +120,58 @@ TEST_P(sampling_stores, TheIndexAgreesWithAPassOverTheRowsAfterEvictionsAndSpill
   EXPECT_NEAR(after->weight, weight + std::pow(5000.0, 0.75), 1e-9 * after->weight);
 }
 
+// Table-driven: a lookup whose keys carry counts adds each count to its row's frequency (a key
+// the caller deduplicated counts as often as it occurred), and the sampling index follows.
+TEST_P(sampling_stores, ACountedLookupAddsEachKeysOccurrencesToItsFrequency) {
+  struct step {
+    std::vector<std::string> keys;
+    std::vector<uint32_t> counts;
+  } steps[] = {
+    {{"a", "b", "c"}, {}},
+    {{"a", "b"}, {5, 1}},
+    {{"c", "d", "a"}, {300, 2, 1000}},
+    {{"b"}, {UINT32_MAX - 1}},
+  };
+  std::map<std::string, uint64_t> expected;
+  test::temp_dir dir{"counted_lookup"};
+  auto store = make(dir.path());
+  ASSERT_TRUE(store->sample_metadata({}));
+  for (auto& s : steps) {
+    std::vector<std::string_view> views(s.keys.begin(), s.keys.end());
+    auto hashes = hashes_of(views);
+    std::vector<float> out(s.keys.size() * store->dim());
+    ASSERT_FALSE(store->lookup(views, hashes, s.counts, out));
+    for (size_t k = 0; k < s.keys.size(); ++k)
+      expected[s.keys[k]] += s.counts.empty() ? 1 : s.counts[k];
+  }
+  EXPECT_EQ(rows_of(*store), expected) << GetParam().name;
+  double weight = 0;
+  for (auto& [key, f] : expected)
+    weight += std::pow(static_cast<double>(f), 0.75);
+  auto stats = store->sample_metadata({"a", "b"});
+  ASSERT_TRUE(stats) << render(stats.error());
+  EXPECT_NEAR(stats->weight, weight, 1e-9 * weight);
+  EXPECT_EQ(stats->positive_freqs, (std::vector<uint64_t>{expected["a"], expected["b"]}));
+  // Counts of the wrong length or of 0 are refused, and no row is created or counted.
+  std::vector<std::string_view> views{"a", "e"};
+  auto hashes = hashes_of(views);
+  std::vector<float> out(2 * store->dim());
+  for (auto& bad : std::vector<std::vector<uint32_t>>{{3}, {1, 0}, {1, 2, 3}}) {
+    auto err = store->lookup(views, hashes, bad, out);
+    EXPECT_TRUE(is(err, errc::invalid_argument)) << render(err);
+  }
+  EXPECT_EQ(rows_of(*store), expected);
+}
+
 INSTANTIATE_TEST_SUITE_P(
   backends, sampling_stores,
-  ::testing::Values(backend_case{"memory_lfu", backend_kind::memory,
-                                 eviction_config{eviction_kind::lfu, 0, 400}, 0},
-                    backend_case{"leveldb_spilled", backend_kind::leveldb, eviction_config{},
-                                 uint64_t{16} << 10},
-                    backend_case{"leveldb_lfu", backend_kind::leveldb,
-                                 eviction_config{eviction_kind::lfu, 0, 400}, uint64_t{16} << 10}),
+  ::testing::Values(
+    backend_case{"memory_lfu", backend_kind::memory, eviction_config{eviction_kind::lfu, 0, 400},
+                 0},
+    backend_case{"leveldb_spilled", backend_kind::leveldb, eviction_config{}, uint64_t{16} << 10},
+    backend_case{"leveldb_lfu", backend_kind::leveldb, eviction_config{eviction_kind::lfu, 0, 400},
+                 uint64_t{16} << 10},
+    backend_case{"memory_indexed", backend_kind::memory, eviction_config{}, 0, true}),
   [](const auto& info) { return std::string{info.param.name}; });
 
 } // namespace
