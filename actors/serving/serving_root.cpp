@@ -185,8 +185,8 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
   auto& nodes = st.config.nodes;
   for (uint32_t i = 0; i < n; ++i) {
     v->health[i].shard = i;
-    serving_shard_config shard{st.config.model_dir, st.config.model, v->version, i,
-                               st.config.probes,    st.config.rerank};
+    serving_shard_config shard{st.config.model_dir, st.config.model,  v->version,  i,
+                               st.config.probes,    st.config.rerank, st.config.ef};
     child_spec child;
     child.id = "shard." + std::to_string(i);
     child.factory = st.config.shard_factory;

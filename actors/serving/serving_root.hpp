@@ -33,9 +33,10 @@ struct serving_root_config {
   /// The spawn name of the shard servers (serving_shard_state::name); a test may name a
   /// registered stand-in, such as a shard behind a chaos gate.
   std::string shard_factory = "darcy.serving_shard";
-  /// Search parameters of every shard.
+  /// Search parameters of every shard (serving_shard_config).
   uint32_t probes = 8;
   uint32_t rerank = 30;
+  uint32_t ef = 64;
   /// Batches each shard may have unanswered; queries that arrive meanwhile wait and leave
   /// together, at most shard_batch_limit to a batch. 0: one message per query, none waits.
   uint32_t shard_batches_in_flight = 1;

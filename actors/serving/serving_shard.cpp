@@ -44,9 +44,10 @@ caf::expected<std::vector<shard_hits>> search(serving_shard_state& st,
     rows.row(static_cast<Eigen::Index>(r)) = Eigen::Map<const Eigen::RowVectorXf>(
       queries[r]->vector.data(), static_cast<Eigen::Index>(index.dim()));
   auto kept = std::min<size_t>(k, index.size());
-  compute::mips::ivf_pq_search_options options;
+  compute::mips::mips_search_options options;
   options.probes = st.config.probes;
-  options.rerank = std::max<size_t>(st.config.rerank, kept);
+  options.rerank = st.config.rerank;
+  options.ef = st.config.ef;
   auto hits = index.search(rows, kept, options);
   if (!hits)
     return make_error(hits.error());
@@ -109,7 +110,7 @@ serving_shard_actor::behavior_type serving_shard(serving_shard_pointer self,
   } else {
     auto index = stores::load_export_shard(config.model_dir, *manifest, config.shard);
     if (index)
-      st.index = std::make_shared<const compute::mips::ivf_pq_index>(std::move(*index));
+      st.index = std::make_shared<const compute::mips::mips_index>(std::move(*index));
     else
       failure = std::move(index.error());
   }

@@ -1,18 +1,18 @@
 // A shard server of retrieval serving: holds one shard sub-model of one export version (its
-// quantized index, mapped from the export) and answers top-k over its partition. Interface and
-// contract: serving_shard_actor (messages/serving/serving_interfaces.hpp).
+// index, IVF-PQ or graph, loaded from the export) and answers top-k over its partition. Interface
+// and contract: serving_shard_actor (messages/serving/serving_interfaces.hpp).
 #pragma once
 
 #include <memory>
 
-#include "compute/mips/ivf_pq_index.hpp"
+#include "compute/mips/mips_index.hpp"
 #include "messages/serving/serving_interfaces.hpp"
 
 namespace darcy::actors {
 
 struct serving_shard_state {
   serving_shard_config config;
-  std::shared_ptr<const compute::mips::ivf_pq_index> index;
+  std::shared_ptr<const compute::mips::mips_index> index;
   uint64_t answered = 0;
   uint64_t expired = 0;
   static inline const char* name = "darcy.serving_shard";

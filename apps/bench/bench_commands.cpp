@@ -115,6 +115,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   direct_cmd->add_option("-k", direct->k, "Neighbours per query")->check(CLI::Range(1, 1000));
   direct_cmd->add_option("--probes", direct->probes, "Lists scanned per shard");
   direct_cmd->add_option("--rerank", direct->rerank, "Candidates re-ranked per shard");
+  direct_cmd->add_option("--ef", direct->ef, "Graph exports: the search beam per shard");
   direct_cmd->add_option("--seconds", direct->seconds, "Seconds measured");
   direct_cmd->callback(
     [direct, &exit_code] { exit_code = report("serve-direct", run_serve_direct(*direct)); });

@@ -1,7 +1,8 @@
 // `darcy-bench serve-direct`: the peer of `apps/bench/serve.sh`. It answers the same batch-1
 // user queries as the HTTP benchmark, by calling one export's shard indexes in this process
 // (every shard searched, answers merged) on `threads` threads, with the serving search
-// parameters. Last line: JSON with direct_qps.
+// parameters. Last line: JSON with direct_qps, and direct_recall_at_k of the first 500 users
+// against an exact search of the export's items.
 #pragma once
 
 #include <caf/error.hpp>
@@ -18,6 +19,8 @@ struct serve_direct_options {
   uint32_t k = 10;
   uint32_t probes = 8;
   uint32_t rerank = 30;
+  /// Graph exports: the search beam.
+  uint32_t ef = 64;
   /// Seconds of queries measured.
   double seconds = 5;
   uint64_t seed = 7;

@@ -39,9 +39,13 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--http-threads", job->http_threads, "Threads of the HTTP server")
     ->check(CLI::Range(1, 64));
   cmd->add_option("--threads", job->actor_threads, "Actor threads (0: one per core)");
-  cmd->add_option("--probes", job->probes, "Inverted lists each shard scans per query")
+  cmd
+    ->add_option("--probes", job->probes,
+                 "IVF-PQ exports: inverted lists each shard scans per query")
     ->check(CLI::Range(1, 100000));
-  cmd->add_option("--rerank", job->rerank, "Candidates each shard re-ranks exactly")
+  cmd->add_option("--rerank", job->rerank, "IVF-PQ exports: candidates each shard re-ranks exactly")
+    ->check(CLI::Range(1, 100000));
+  cmd->add_option("--ef", job->ef, "Graph exports: the search beam of each shard")
     ->check(CLI::Range(1, 100000));
   cmd
     ->add_option("--shard-batches", job->shard_batches,

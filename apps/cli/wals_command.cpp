@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "apps/cli/commands.hpp"
+#include "apps/cli/export_index_options.hpp"
 #include "apps/wals/export_job.hpp"
 #include "apps/wals/wals_jobs.hpp"
 #include "messages/error.hpp"
@@ -147,6 +148,7 @@ void add_wals_command(CLI::App& app, int& exit_code) {
   exp_cmd->add_option("--lists", exp->index.lists, "Inverted lists per shard (0: 2 sqrt(items))");
   exp_cmd->add_option("--anisotropic-threshold", exp->index.anisotropic_threshold,
                       "ScaNN's T for the anisotropic loss (0: plain squared error)");
+  add_export_index_options(exp_cmd, exp->kind, exp->graph);
   exp_cmd->add_option("--threads", exp->index.threads, "Threads building the indexes")
     ->check(CLI::Range(1, 256));
   exp_cmd

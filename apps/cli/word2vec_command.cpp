@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "apps/cli/commands.hpp"
+#include "apps/cli/export_index_options.hpp"
 #include "apps/word2vec/export_job.hpp"
 #include "apps/word2vec/word2vec_jobs.hpp"
 #include "messages/error.hpp"
@@ -125,6 +126,7 @@ void add_word2vec_command(CLI::App& app, int& exit_code) {
   exp_cmd->add_option("--keep", exp->keep, "Versions kept, the new one included")
     ->check(CLI::Range(1, 1000));
   exp_cmd->add_option("--lists", exp->index.lists, "Inverted lists per shard (0: 2 sqrt(words))");
+  add_export_index_options(exp_cmd, exp->kind, exp->graph);
   exp_cmd->add_option("--threads", exp->index.threads, "Threads building the indexes")
     ->check(CLI::Range(1, 256));
   exp_cmd->callback([exp, report] { report(word2vec::run_export(*exp)); });

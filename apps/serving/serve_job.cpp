@@ -131,6 +131,7 @@ caf::error run_serve(const serve_job& job) {
     rc.nodes = *nodes;
     rc.probes = job.probes;
     rc.rerank = job.rerank;
+    rc.ef = job.ef;
     rc.shard_batches_in_flight = job.shard_batches;
     rc.shard_batch_limit = job.batch_limit;
     rc.shard_attempt_ms = job.shard_attempt_ms;

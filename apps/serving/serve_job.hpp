@@ -26,6 +26,7 @@ struct serve_job {
   size_t actor_threads = 0;
   uint32_t probes = 8;
   uint32_t rerank = 30;
+  uint32_t ef = 64;
   /// serving_root_config::shard_batches_in_flight and shard_batch_limit.
   uint32_t shard_batches = 1;
   uint32_t batch_limit = 64;

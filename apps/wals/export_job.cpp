@@ -45,6 +45,9 @@ caf::error run_export(const export_job& job) {
   in.item_names = head_names(m->col_ids, m->items);
   in.user_names = head_names(m->row_ids, m->users);
   in.index = job.index;
+  in.config.index = job.kind;
+  in.graph = job.graph;
+  in.graph.threads = job.index.threads;
   if (!job.stall_before_commit.empty())
     in.before_commit = [path = job.stall_before_commit] {
       runtime::write_fault_pid(path);

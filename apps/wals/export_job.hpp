@@ -7,7 +7,7 @@
 
 #include <caf/error.hpp>
 
-#include "compute/mips/ivf_pq_index.hpp"
+#include "compute/mips/mips_index.hpp"
 
 namespace darcy::wals {
 
@@ -19,6 +19,9 @@ struct export_job {
   /// Versions kept, the new one included.
   size_t keep = 3;
   compute::mips::ivf_pq_options index{.threads = 2};
+  /// The shards' index kind, and the graph's options (built with index.threads threads).
+  compute::mips::mips_index_kind kind = compute::mips::mips_index_kind::ivf_pq;
+  compute::mips::graph_index_options graph;
   /// Fault injection (tests): once every part is written and before the manifest, write this
   /// process's pid to the file and wait to be killed.
   std::string stall_before_commit;

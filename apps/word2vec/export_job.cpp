@@ -64,6 +64,9 @@ caf::error run_export(const export_job& job) {
   in.items = std::move(v->vectors);
   in.item_names = std::move(v->words);
   in.index = job.index;
+  in.config.index = job.kind;
+  in.graph = job.graph;
+  in.graph.threads = job.index.threads;
   auto version = stores::write_export(job.out, std::move(in), job.keep);
   if (!version)
     return std::move(version.error());

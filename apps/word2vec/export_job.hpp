@@ -10,7 +10,7 @@
 #include <caf/expected.hpp>
 
 #include "apps/word2vec/vectors_io.hpp"
-#include "compute/mips/ivf_pq_index.hpp"
+#include "compute/mips/mips_index.hpp"
 
 namespace darcy::word2vec {
 
@@ -26,6 +26,9 @@ struct export_job {
   /// Versions kept, the new one included.
   size_t keep = 3;
   compute::mips::ivf_pq_options index{.threads = 2};
+  /// The shards' index kind, and the graph's options (built with index.threads threads).
+  compute::mips::mips_index_kind kind = compute::mips::mips_index_kind::ivf_pq;
+  compute::mips::graph_index_options graph;
 };
 
 /// Every row of the checkpoint's `<name>.in` table, in the order of its shard files.

@@ -380,6 +380,77 @@ plain_expected<graph_index> graph_index::build(const row_matrix& items, std::vec
   return g;
 }
 
+graph_parts graph_index::parts() const {
+  graph_parts p{items_, ids_, m_, bottom_, {}, levels_, codes_, code_scales_, exact_last_, entry_};
+  for (auto& node : upper_)
+    p.upper.insert(p.upper.end(), node.begin(), node.end());
+  return p;
+}
+
+plain_expected<graph_index> graph_index::from_parts(graph_parts p) {
+  auto n = static_cast<size_t>(p.items.rows());
+  auto dim = static_cast<size_t>(p.items.cols());
+  auto bad = [](const std::string& what) {
+    return plain_error{errc::corrupt_file, "graph index: " + what};
+  };
+  if (n == 0 || dim == 0 || p.m < 2 || p.m > 4096)
+    return bad("no items, or m below 2 or above 4096");
+  if (p.ids.size() != n || p.levels.size() != n || p.bottom.size() != n * (1 + 2 * p.m) ||
+      p.entry >= n)
+    return bad("ids, levels, bottom layer or entry disagree with " + std::to_string(n) + " items");
+  if (!p.items.allFinite())
+    return bad("a non-finite item");
+  size_t upper_words = 0;
+  for (auto level : p.levels)
+    upper_words += level * (1 + p.m);
+  if (p.upper.size() != upper_words)
+    return bad("upper layers of " + std::to_string(p.upper.size()) + " words, the levels imply " +
+               std::to_string(upper_words));
+  auto code_dims = p.code_scales.size();
+  if ((code_dims != 0 && code_dims != dim && code_dims + 1 != dim) ||
+      p.codes.size() != n * code_dims || (p.exact_last.size() != (code_dims + 1 == dim ? n : 0)))
+    return bad("codes, scales or exact last coordinates disagree with the items");
+  // Every block: a count within its capacity, links to items that have the block's level.
+  auto block_ok = [&](const uint32_t* block, size_t capacity, size_t level) {
+    if (block[0] > capacity)
+      return false;
+    for (size_t j = 1; j <= block[0]; ++j)
+      if (block[j] >= n || p.levels[block[j]] < level)
+        return false;
+    return true;
+  };
+  bool links_ok = true;
+  for (size_t i = 0, at = 0; links_ok && i < n; ++i) {
+    links_ok = block_ok(p.bottom.data() + i * (1 + 2 * p.m), 2 * p.m, 0);
+    for (size_t level = 1; links_ok && level <= p.levels[i]; ++level, at += 1 + p.m)
+      links_ok = block_ok(p.upper.data() + at, p.m, level);
+  }
+  if (!links_ok)
+    return bad("a link count above its capacity, or a link past the items or their levels");
+  graph_index g;
+  g.items_ = std::move(p.items);
+  g.ids_ = std::move(p.ids);
+  g.m_ = p.m;
+  g.aug_.assign(n, 0.0f);
+  g.bottom_ = std::move(p.bottom);
+  g.levels_ = std::move(p.levels);
+  g.upper_.resize(n);
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto words = g.levels_[i] * (1 + g.m_);
+    g.upper_[i].assign(p.upper.begin() + static_cast<std::ptrdiff_t>(at),
+                       p.upper.begin() + static_cast<std::ptrdiff_t>(at + words));
+    at += words;
+  }
+  g.codes_ = std::move(p.codes);
+  g.code_scales_ = std::move(p.code_scales);
+  g.code_dims_ = code_dims;
+  g.exact_last_ = std::move(p.exact_last);
+  g.entry_ = p.entry;
+  g.top_level_ = g.levels_[p.entry];
+  return g;
+}
+
 std::vector<hit> graph_index::search_one(const float* query, size_t k, size_t ef,
                                          scratch& s) const {
   auto cur = descend(query, 0.0f, entry_, 0);

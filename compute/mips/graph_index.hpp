@@ -37,6 +37,23 @@ struct graph_index_options {
   uint32_t threads = 1;
 };
 
+/// What a built graph is made of, as an export writes it and a serving shard loads it: the
+/// items and ids, the bottom layer (per node a count, then up to 2 m links), the upper layers
+/// (node by node, levels[i] blocks of a count then up to m links), the int8 codes and their
+/// scales (both empty without int8_codes), the exact last coordinates (L2 items), the entry.
+struct graph_parts {
+  row_matrix items;
+  std::vector<uint64_t> ids;
+  uint64_t m = 0;
+  std::vector<uint32_t> bottom;
+  std::vector<uint32_t> upper;
+  std::vector<uint8_t> levels;
+  std::vector<int8_t> codes;
+  std::vector<float> code_scales;
+  std::vector<float> exact_last;
+  uint32_t entry = 0;
+};
+
 struct graph_search_options {
   /// The bottom layer's beam: candidates kept per query; raised to k when below it. Recall and
   /// cost grow with it.
@@ -51,6 +68,12 @@ public:
   /// below 2.
   static plain_expected<graph_index> build(const row_matrix& items, std::vector<uint64_t> ids,
                                            const graph_index_options& o);
+
+  /// A graph from saved parts; errc::corrupt_file when they disagree (sizes, a link or the
+  /// entry past the items, a count above its layer's capacity, a non-finite item).
+  static plain_expected<graph_index> from_parts(graph_parts parts);
+  /// The parts from_parts takes back (copies).
+  graph_parts parts() const;
 
   size_t size() const { return ids_.size(); }
   size_t dim() const { return static_cast<size_t>(items_.cols()); }

@@ -21,15 +21,17 @@ struct serving_shard_config {
   std::string model;
   std::string version;
   uint32_t shard = 0;
-  /// Search parameters of the quantized index (compute::mips::ivf_pq_search_options).
+  /// Search parameters (compute::mips::mips_search_options): probes and rerank of an IVF-PQ
+  /// index, the beam ef of a graph.
   uint32_t probes = 8;
   uint32_t rerank = 30;
+  uint32_t ef = 64;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, serving_shard_config& x) {
   return f(caf::meta::type_name("serving_shard_config"), x.model_dir, x.model, x.version, x.shard,
-           x.probes, x.rerank);
+           x.probes, x.rerank, x.ef);
 }
 
 /// One query vector for one shard: its k best items.

@@ -30,7 +30,8 @@ std::string encode_config(const export_config& c) {
   out << "kind = \"" << c.kind << "\"\nmetric = \"" << c.metric << "\"\nitems = " << c.items
       << "\nusers = " << c.users << "\ndim = " << c.dim << "\nshards = " << c.shards
       << "\nlambda = " << c.lambda << "\nsigma = " << c.sigma << "\nalpha = " << c.alpha
-      << "\nweight = \"" << c.weight << "\"\n";
+      << "\nweight = \"" << c.weight << "\"\nindex = \"" << compute::mips::to_string(c.index)
+      << "\"\n";
   auto text = out.str();
   // TOML floats need a point or an exponent.
   for (auto key : {"lambda", "sigma", "alpha"}) {
@@ -61,8 +62,11 @@ caf::expected<export_config> decode_config(const std::string& text, const std::s
   c.sigma = t["sigma"].value_or(0.0);
   c.alpha = t["alpha"].value_or(0.0);
   c.weight = t["weight"].value_or(std::string{});
-  if (c.dim == 0 || c.shards == 0 || (c.metric != "dot" && c.metric != "cosine"))
-    return make_error(errc::corrupt_file, path + ": dim, shards or metric missing or invalid");
+  auto index = compute::mips::parse_mips_index_kind(t["index"].value_or(std::string{"ivf_pq"}));
+  if (c.dim == 0 || c.shards == 0 || (c.metric != "dot" && c.metric != "cosine") || !index)
+    return make_error(errc::corrupt_file,
+                      path + ": dim, shards, metric or index missing or invalid");
+  c.index = *index;
   return c;
 }
 
@@ -138,6 +142,95 @@ float_matrix to_float_matrix(const row_matrix& m) {
   return {static_cast<uint64_t>(m.rows()),
           static_cast<uint64_t>(m.cols()),
           {m.data(), m.data() + m.size()}};
+}
+
+/// Writes one part of a version: (path below the version, bytes, rows).
+using part_writer = std::function<caf::error(const std::string&, std::string_view, uint64_t)>;
+
+caf::error add_ivf_pq_shard(const part_writer& add, const std::string& prefix,
+                            const compute::mips::ivf_pq_parts& p) {
+  auto rows = p.ids.size();
+  for (auto err :
+       {add(prefix + "centroids.f32", encode_matrix(to_float_matrix(p.centroids)), 0),
+        add(prefix + "codebooks.f32", encode_matrix(to_float_matrix(p.codebooks)), 0),
+        add(prefix + "lists.u64", bytes_of(std::span<const uint64_t>{p.list_offsets}), 0),
+        add(prefix + "codes.u8", bytes_of(p.codes.span()), 0),
+        add(prefix + "items.f32", bytes_of(p.items.span()), rows),
+        add(prefix + "ids.u64", bytes_of(p.ids.span()), rows)})
+    if (err)
+      return err;
+  return {};
+}
+
+caf::error add_graph_shard(const part_writer& add, const std::string& prefix,
+                           const compute::mips::graph_parts& p) {
+  auto rows = p.ids.size();
+  std::vector<uint64_t> meta{p.m, p.entry};
+  for (auto err :
+       {add(prefix + "graph.u64", bytes_of(std::span<const uint64_t>{meta}), 0),
+        add(prefix + "items.f32",
+            bytes_of(std::span<const float>{p.items.data(), size_t(p.items.size())}), rows),
+        add(prefix + "ids.u64", bytes_of(std::span<const uint64_t>{p.ids}), rows),
+        add(prefix + "bottom.u32", bytes_of(std::span<const uint32_t>{p.bottom}), rows),
+        add(prefix + "upper.u32", bytes_of(std::span<const uint32_t>{p.upper}), 0),
+        add(prefix + "levels.u8", bytes_of(std::span<const uint8_t>{p.levels}), rows),
+        add(prefix + "codes.i8", bytes_of(std::span<const int8_t>{p.codes}), rows),
+        add(prefix + "scales.f32", bytes_of(std::span<const float>{p.code_scales}), 0),
+        add(prefix + "last.f32", bytes_of(std::span<const float>{p.exact_last}), 0)})
+    if (err)
+      return err;
+  return {};
+}
+
+// A part of any length as a vector of T; errc::corrupt_file when it is no whole number of T.
+template <class T>
+caf::expected<std::vector<T>> read_array(const checkpoint_dir& dir, const checkpoint_manifest& m,
+                                         const std::string& rel) {
+  auto part = find_part(m, rel);
+  if (part != nullptr && part->bytes % sizeof(T) != 0)
+    return corrupt(dir.root() + "/" + part->path + ": not a whole number of values");
+  auto values = map_array<T>(dir, m, rel, part ? part->bytes / sizeof(T) : 0);
+  if (!values)
+    return std::move(values.error());
+  return values->to_vector();
+}
+
+caf::expected<compute::mips::mips_index> load_graph_shard(const checkpoint_dir& dir,
+                                                          const checkpoint_manifest& m,
+                                                          const std::string& prefix, size_t rows,
+                                                          uint32_t dim) {
+  compute::mips::graph_parts p;
+  auto meta = read_array<uint64_t>(dir, m, prefix + "graph.u64");
+  auto items = map_array<float>(dir, m, prefix + "items.f32", rows * dim);
+  auto ids = read_array<uint64_t>(dir, m, prefix + "ids.u64");
+  auto bottom = read_array<uint32_t>(dir, m, prefix + "bottom.u32");
+  auto upper = read_array<uint32_t>(dir, m, prefix + "upper.u32");
+  auto levels = read_array<uint8_t>(dir, m, prefix + "levels.u8");
+  auto codes = read_array<int8_t>(dir, m, prefix + "codes.i8");
+  auto scales = read_array<float>(dir, m, prefix + "scales.f32");
+  auto last = read_array<float>(dir, m, prefix + "last.f32");
+  for (auto err :
+       {error_of(meta), error_of(items), error_of(ids), error_of(bottom), error_of(upper),
+        error_of(levels), error_of(codes), error_of(scales), error_of(last)})
+    if (err)
+      return err;
+  if (meta->size() != 2 || (*meta)[1] > UINT32_MAX)
+    return corrupt(dir.root() + "/" + m.checkpoint + "/" + prefix + "graph.u64: not (m, entry)");
+  p.m = (*meta)[0];
+  p.entry = static_cast<uint32_t>((*meta)[1]);
+  p.items = Eigen::Map<const row_matrix>(items->data(), static_cast<Eigen::Index>(rows),
+                                         static_cast<Eigen::Index>(dim));
+  p.ids = std::move(*ids);
+  p.bottom = std::move(*bottom);
+  p.upper = std::move(*upper);
+  p.levels = std::move(*levels);
+  p.codes = std::move(*codes);
+  p.code_scales = std::move(*scales);
+  p.exact_last = std::move(*last);
+  auto index = compute::mips::graph_index::from_parts(std::move(p));
+  if (!index)
+    return corrupt(dir.root() + "/" + m.checkpoint + "/" + prefix + ": " + render(index.error()));
+  return compute::mips::mips_index{std::move(*index)};
 }
 
 caf::expected<export_config> read_config(const checkpoint_dir& dir, const checkpoint_manifest& m) {
@@ -218,20 +311,14 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
       ids[r] = id;
       part.row(static_cast<Eigen::Index>(r)) = in.items.row(static_cast<Eigen::Index>(id));
     });
-    auto index = compute::mips::ivf_pq_index::build(part, std::move(ids), in.index);
+    auto index =
+      compute::mips::mips_index::build(part, std::move(ids), {c.index, in.index, in.graph});
     if (!index)
       return make_error(index.error());
-    auto& p = index->parts();
     auto prefix = "shard-" + std::to_string(s) + "/";
-    for (auto err :
-         {add(prefix + "centroids.f32", encode_matrix(to_float_matrix(p.centroids)), 0),
-          add(prefix + "codebooks.f32", encode_matrix(to_float_matrix(p.codebooks)), 0),
-          add(prefix + "lists.u64", bytes_of(std::span<const uint64_t>{p.list_offsets}), 0),
-          add(prefix + "codes.u8", bytes_of(p.codes.span()), 0),
-          add(prefix + "items.f32", bytes_of(p.items.span()), rows),
-          add(prefix + "ids.u64", bytes_of(p.ids.span()), rows)})
-      if (err)
-        return err;
+    if (auto err = index->graph() ? add_graph_shard(add, prefix, index->graph()->parts())
+                                  : add_ivf_pq_shard(add, prefix, index->ivf_pq()->parts()))
+      return err;
   }
   if (in.before_commit)
     in.before_commit();
@@ -294,9 +381,9 @@ caf::expected<export_root> load_export_root(const std::string& model_dir,
   return root;
 }
 
-caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& model_dir,
-                                                             const checkpoint_manifest& m,
-                                                             uint32_t shard) {
+caf::expected<compute::mips::mips_index> load_export_shard(const std::string& model_dir,
+                                                           const checkpoint_manifest& m,
+                                                           uint32_t shard) {
   checkpoint_dir dir{model_dir};
   auto config = read_config(dir, m);
   if (!config)
@@ -306,6 +393,8 @@ caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& 
                    std::to_string(config->shards));
   auto prefix = "shard-" + std::to_string(shard) + "/";
   auto rows = compute::rows_owned(config->items, shard, config->shards);
+  if (config->index == compute::mips::mips_index_kind::graph)
+    return load_graph_shard(dir, m, prefix, rows, config->dim);
   compute::mips::ivf_pq_parts p;
   auto centroids = read_matrix_part(dir, m, prefix + "centroids.f32");
   auto codebooks = read_matrix_part(dir, m, prefix + "codebooks.f32");
@@ -336,7 +425,7 @@ caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& 
   auto index = compute::mips::ivf_pq_index::from_parts(std::move(p));
   if (!index)
     return corrupt(model_dir + "/" + m.checkpoint + "/" + prefix + ": " + render(index.error()));
-  return std::move(*index);
+  return compute::mips::mips_index{std::move(*index)};
 }
 
 } // namespace darcy::stores

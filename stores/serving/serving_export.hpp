@@ -1,9 +1,9 @@
 // The versioned export of a retrieval model, as `darcy wals export` writes it and serving loads
 // it. MODEL_DIR/<version>/ holds a root sub-model (root/: the config, and what cold-start
 // projection needs: the Gramian and the item factors; the user factors and names when known)
-// and n shard sub-models (shard-i/: an item partition, its ids and its quantized index). The
-// manifest is written last and atomically, with every file's size and checksum, through the
-// one checkpoint mechanism (checkpoint_dir); versions beyond the newest `keep` are removed.
+// and n shard sub-models (shard-i/: an item partition, its ids and its index, IVF-PQ or a graph).
+// The manifest is written last and atomically, with every file's size and checksum, through the one
+// checkpoint mechanism (checkpoint_dir); versions beyond the newest `keep` are removed.
 //
 //   auto version = stores::write_export("EXPORTS/songs", input, 3);
 //   auto manifest = stores::read_export_manifest("EXPORTS/songs");   // the newest version
@@ -16,7 +16,7 @@
 
 #include <caf/expected.hpp>
 
-#include "compute/mips/ivf_pq_index.hpp"
+#include "compute/mips/mips_index.hpp"
 #include "compute/shared_array.hpp"
 #include "messages/checkpoint.hpp"
 
@@ -40,6 +40,8 @@ struct export_config {
   double sigma = 0;
   double alpha = 0;
   std::string weight = "log1p";
+  /// The shards' index kind (exports written before graphs existed are IVF-PQ).
+  compute::mips::mips_index_kind index = compute::mips::mips_index_kind::ivf_pq;
 };
 
 struct export_input {
@@ -48,7 +50,9 @@ struct export_input {
   compute::row_matrix users;           // may be empty
   std::vector<std::string> item_names; // empty, or one per item
   std::vector<std::string> user_names; // empty, or one per user
+  /// The shards' index: config.index chooses which of these options apply.
   compute::mips::ivf_pq_options index;
+  compute::mips::graph_index_options graph;
   /// Called once every part is written, just before the manifest commits the version
   /// (fault-injection tests stop the writer here).
   std::function<void()> before_commit;
@@ -88,10 +92,11 @@ struct export_root {
 caf::expected<export_root> load_export_root(const std::string& model_dir,
                                             const checkpoint_manifest& manifest);
 
-/// Shard `shard`'s index, its items and ids mapped in place. errc::corrupt_file as above;
-/// errc::invalid_argument for a shard the export does not have.
-caf::expected<compute::mips::ivf_pq_index> load_export_shard(const std::string& model_dir,
-                                                             const checkpoint_manifest& manifest,
-                                                             uint32_t shard);
+/// Shard `shard`'s index: IVF-PQ with its items and ids mapped in place, or a graph read into
+/// memory. errc::corrupt_file as above; errc::invalid_argument for a shard the export does not
+/// have.
+caf::expected<compute::mips::mips_index> load_export_shard(const std::string& model_dir,
+                                                           const checkpoint_manifest& manifest,
+                                                           uint32_t shard);
 
 } // namespace darcy::stores

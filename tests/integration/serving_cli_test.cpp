@@ -1,10 +1,11 @@
 // `darcy serve` and `darcy wals export` as a user runs them, with real processes: an export
-// killed before its manifest leaves the previous version served; a shard server's node
-// SIGKILLed under load is replaced, and the model answers whole again; an Estimator export's
-// dynamic embeddings served from shards on node processes predict as the export in-process,
-// within deadlines, and a sync after a serving node died reloads the export and the syncs; with
-// two replicas of the shards, a node SIGKILLed under load costs no failed request; shard nodes
-// that cannot read serving's folders are sent the snapshot and the syncs' files.
+// killed before its manifest leaves the previous version served; a graph export is served; a shard
+// server's node SIGKILLed under load is replaced, and the model answers whole again; an Estimator
+// export's dynamic embeddings served from shards on node processes predict as the export
+// in-process, within deadlines, and a sync after a serving node died reloads the export and the
+// syncs; with two replicas of the shards, a node SIGKILLed under load costs no failed request;
+// shard nodes that cannot read serving's folders are sent the snapshot and the syncs' files.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -150,6 +151,48 @@ TEST(serving_cli, an_export_killed_before_its_manifest_leaves_the_previous_versi
     serve.port, http_request_text("POST", "/v1/models/songs:topk", "", vector_body(2000)));
   EXPECT_EQ(http_status(answer), 200u) << answer;
   EXPECT_NE(answer.find("\"version\":\"1\""), std::string::npos) << answer;
+}
+
+// `darcy wals export --index graph` writes graph shards, and `darcy serve --ef` answers from them
+// what an exact search over the exported items answers.
+TEST(serving_cli, a_graph_export_is_served_with_the_answers_of_an_exact_search) {
+  temp_dir tmp{"serving_cli_graph"};
+  auto model = tmp.path() + "/model";
+  auto exports = tmp.path() + "/exports";
+  auto trained =
+    run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
+               "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet", "--out", model});
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  auto exported = run_darcy({"wals", "export", "--model", model, "--out", exports + "/songs",
+                             "--shards", "2", "--index", "graph", "--graph-m", "8"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_TRUE(fs::exists(exports + "/songs/1/shard-1/bottom.u32"));
+  auto refused =
+    run_darcy({"wals", "export", "--model", model, "--out", exports + "/other", "--index", "hnsw"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  auto manifest = stores::read_export_manifest(exports + "/songs");
+  ASSERT_TRUE(manifest) << render(manifest.error());
+  auto root = stores::load_export_root(exports + "/songs", *manifest);
+  ASSERT_TRUE(root) << render(root.error());
+  EXPECT_EQ(root->config.index, compute::mips::mips_index_kind::graph);
+  std::vector<float> query{0.5f, -1, 2, 0.25f, 1, 1, -0.5f, 0};
+  std::vector<std::pair<float, uint64_t>> exact;
+  for (uint64_t i = 0; i < root->config.items; ++i) {
+    float score = 0;
+    for (size_t d = 0; d < 8; ++d)
+      score += query[d] * root->items.data()[i * 8 + d];
+    exact.emplace_back(-score, i);
+  }
+  std::sort(exact.begin(), exact.end());
+  auto serve = start_serve({"--exports", exports, "--ef", "200"});
+  wait_available(serve.port, "songs");
+  auto answer = http_exchange(
+    serve.port, http_request_text("POST", "/v1/models/songs:topk", "", vector_body(2000)));
+  ASSERT_EQ(http_status(answer), 200u) << answer;
+  auto items = nlohmann::json::parse(http_body(answer))["items"];
+  ASSERT_EQ(items.size(), 5u) << answer;
+  for (size_t r = 0; r < 5; ++r)
+    EXPECT_EQ(items[r]["id"].get<uint64_t>(), exact[r].second) << "rank " << r << ": " << answer;
 }
 
 // Started with no --config: a damaged model is reported and left out while the good one is

@@ -1,5 +1,6 @@
 #include "actors/serving/serving_shard.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -20,18 +21,22 @@ struct shard_test_config : test::test_config {
   shard_test_config() { register_actor_types(*this); }
 };
 
-class serving_shard_test : public ::testing::Test {
+// Each case runs on an export of each index kind, searched wide enough to be exact.
+class serving_shard_test : public ::testing::TestWithParam<compute::mips::mips_index_kind> {
 protected:
   serving_shard_test() : sys{cfg}, tmp{"serving_shard"} {
     sys.await_actors_before_shutdown(false);
     stores::export_input in;
     in.config.shards = 2;
+    in.config.index = GetParam();
     in.items = test::gaussian_matrix(300, shard_dim, 5);
     in.users = test::gaussian_matrix(4, shard_dim, 6);
     in.index = {.lists = 4, .seed = 3};
     auto v = stores::write_export(tmp.path() + "/m", in, 3);
     EXPECT_TRUE(v) << render(v.error());
-    shard = sys.spawn(serving_shard, serving_shard_config{tmp.path() + "/m", "m", "1", 1, 4, 150});
+    items = in.items;
+    shard =
+      sys.spawn(serving_shard, serving_shard_config{tmp.path() + "/m", "m", "1", 1, 4, 150, 150});
     guard = std::make_unique<test::stop_on_exit>(sys, caf::actor_cast<caf::actor>(shard));
   }
 
@@ -43,6 +48,7 @@ protected:
   shard_test_config cfg;
   caf::actor_system sys;
   test::temp_dir tmp;
+  compute::row_matrix items;
   serving_shard_actor shard;
   std::unique_ptr<test::stop_on_exit> guard;
 };
@@ -52,7 +58,7 @@ shard_query query(uint64_t seed, uint32_t k = 5) {
   return {request_context{}, {m.data(), m.data() + shard_dim}, k};
 }
 
-TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_the_bad_ones) {
+TEST_P(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_the_bad_ones) {
   auto expired = query(11);
   expired.context.deadline_us = now_us() - 1000;
   auto nan = query(12);
@@ -93,6 +99,15 @@ TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_
     EXPECT_EQ(got->answers[i].ids, alone->ids);
     EXPECT_EQ(got->answers[i].scores, alone->scores);
     EXPECT_EQ(got->answers[i].ids.size(), c.query.k);
+    // Shard 1 holds the odd items.
+    std::vector<std::pair<float, uint64_t>> exact;
+    for (Eigen::Index r = 1; r < items.rows(); r += 2)
+      exact.emplace_back(
+        -items.row(r).dot(Eigen::Map<const Eigen::RowVectorXf>(c.query.vector.data(), shard_dim)),
+        static_cast<uint64_t>(r));
+    std::sort(exact.begin(), exact.end());
+    for (size_t j = 0; j < c.query.k; ++j)
+      EXPECT_EQ(got->answers[i].ids[j], exact[j].second) << "rank " << j;
   }
   auto status =
     runtime::remote_run<shard_status>(sys, shard, request_context{}, "shard", status_atom::value);
@@ -101,12 +116,19 @@ TEST_F(serving_shard_test, a_batch_answers_each_query_as_alone_and_refuses_only_
   EXPECT_EQ(status->answered, 6u);
 }
 
-TEST_F(serving_shard_test, an_empty_batch_gets_an_empty_answer) {
+TEST_P(serving_shard_test, an_empty_batch_gets_an_empty_answer) {
   auto got = ask<shard_batch_hits>(shard_batch{});
   ASSERT_TRUE(got) << render(got.error());
   EXPECT_TRUE(got->answers.empty());
   EXPECT_TRUE(got->errors.empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(kinds, serving_shard_test,
+                         ::testing::Values(compute::mips::mips_index_kind::ivf_pq,
+                                           compute::mips::mips_index_kind::graph),
+                         [](const auto& info) {
+                           return std::string{compute::mips::to_string(info.param)};
+                         });
 
 } // namespace
 } // namespace darcy::actors

@@ -1,6 +1,7 @@
 #include "compute/mips/graph_index.hpp"
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -70,6 +71,69 @@ TEST(graph_index, one_thread_builds_the_same_graph_from_the_same_seed) {
   auto b = graph_index::build(items, {}, {.m = 8, .ef_construction = 40, .seed = 7});
   ASSERT_TRUE(a && b);
   EXPECT_EQ(*a->search(queries, 5, {.ef = 12}), *b->search(queries, 5, {.ef = 12}));
+}
+
+TEST(graph_index, a_graph_from_its_parts_answers_as_the_graph_built) {
+  auto items = topic_items(1500, 16, 8);
+  auto queries = topic_items(40, 16, 9);
+  std::vector<uint64_t> ids(1500);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = 1000 + 3 * i;
+  for (bool codes : {true, false}) {
+    SCOPED_TRACE(codes ? "int8 codes" : "exact scores");
+    auto built =
+      graph_index::build(items, ids, {.m = 8, .ef_construction = 40, .int8_codes = codes});
+    ASSERT_TRUE(built);
+    auto loaded = graph_index::from_parts(built->parts());
+    ASSERT_TRUE(loaded) << render(loaded.error());
+    EXPECT_EQ(loaded->upper_layers(), built->upper_layers());
+    EXPECT_EQ(*loaded->search(queries, 10, {.ef = 24}), *built->search(queries, 10, {.ef = 24}));
+  }
+}
+
+// Table-driven: parts that disagree with one another are refused as a corrupt file, never read
+// out of bounds.
+TEST(graph_index, parts_that_disagree_are_refused) {
+  auto items = topic_items(300, 8, 10);
+  auto built = graph_index::build(items, {}, {.m = 4, .ef_construction = 16});
+  ASSERT_TRUE(built);
+  auto good = built->parts();
+  size_t high = 0;
+  while (high < good.levels.size() && good.levels[high] == 0)
+    ++high;
+  ASSERT_LT(high, good.levels.size()) << "some node has an upper layer";
+  using mutation = std::function<void(graph_parts&)>;
+  struct part_case {
+    const char* what;
+    mutation mutate;
+  } cases[] = {
+    {"m below 2", [](graph_parts& p) { p.m = 1; }},
+    {"an entry past the items", [](graph_parts& p) { p.entry = 300; }},
+    {"ids of another length", [](graph_parts& p) { p.ids.pop_back(); }},
+    {"a bottom layer cut short", [](graph_parts& p) { p.bottom.resize(p.bottom.size() - 1); }},
+    {"a link past the items", [](graph_parts& p) { p.bottom[1] = 300, p.bottom[0] = 1; }},
+    {"a count above the capacity", [](graph_parts& p) { p.bottom[0] = 9; }},
+    {"upper layers the levels do not imply", [](graph_parts& p) { p.upper.push_back(0); }},
+    {"a level raised with no links for it", [](graph_parts& p) { ++p.levels[0]; }},
+    {"an upper link to a node without that level",
+     [&](graph_parts& p) {
+       // The first upper block belongs to node `high`; link it to a bottom-only node.
+       size_t low = high == 0 ? 1 : 0;
+       while (p.levels[low] > 0)
+         ++low;
+       p.upper[0] = 1, p.upper[1] = static_cast<uint32_t>(low);
+     }},
+    {"codes of another length", [](graph_parts& p) { p.codes.pop_back(); }},
+    {"a NaN item", [](graph_parts& p) { p.items(3, 2) = std::nanf(""); }},
+  };
+  for (auto& c : cases) {
+    auto parts = good;
+    c.mutate(parts);
+    auto loaded = graph_index::from_parts(std::move(parts));
+    ASSERT_FALSE(loaded) << c.what;
+    EXPECT_EQ(loaded.error().code, errc::corrupt_file) << c.what;
+  }
+  EXPECT_TRUE(graph_index::from_parts(good));
 }
 
 TEST(graph_index, hits_carry_the_ids_given_and_small_sets_are_searched_whole) {

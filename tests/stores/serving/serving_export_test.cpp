@@ -20,9 +20,12 @@ namespace fs = std::filesystem;
 
 using test::gaussian_matrix;
 
-export_input small_input(uint32_t shards) {
+using compute::mips::mips_index_kind;
+
+export_input small_input(uint32_t shards, mips_index_kind kind = mips_index_kind::ivf_pq) {
   export_input in;
   in.config.shards = shards;
+  in.config.index = kind;
   in.config.lambda = 0.1;
   in.config.sigma = 0.5;
   in.config.alpha = 2;
@@ -34,10 +37,12 @@ export_input small_input(uint32_t shards) {
   return in;
 }
 
-TEST(serving_export, shards_merged_answer_as_exact_search_over_all_items) {
+class serving_export_kinds : public ::testing::TestWithParam<mips_index_kind> {};
+
+TEST_P(serving_export_kinds, shards_merged_answer_as_exact_search_over_all_items) {
   test::temp_dir tmp{"export_roundtrip"};
   auto model = tmp.path() + "/m";
-  auto version = write_export(model, small_input(3), 2);
+  auto version = write_export(model, small_input(3, GetParam()), 2);
   ASSERT_TRUE(version) << render(version.error());
   EXPECT_EQ(*version, "1");
   auto m = read_export_manifest(model);
@@ -46,6 +51,7 @@ TEST(serving_export, shards_merged_answer_as_exact_search_over_all_items) {
   auto root = load_export_root(model, *m);
   ASSERT_TRUE(root) << render(root.error());
   auto in = small_input(3);
+  EXPECT_EQ(root->config.index, GetParam());
   EXPECT_EQ(root->config.items, 2000u);
   EXPECT_EQ(root->config.users, 50u);
   EXPECT_EQ(root->config.dim, 8u);
@@ -61,7 +67,8 @@ TEST(serving_export, shards_merged_answer_as_exact_search_over_all_items) {
     auto shard = load_export_shard(model, *m, s);
     ASSERT_TRUE(shard) << render(shard.error());
     EXPECT_EQ(shard->size(), s == 0 ? 667u : 667u - (s == 2));
-    auto hits = shard->search(queries, 7, {.probes = 8, .rerank = 1000});
+    EXPECT_EQ(shard->kind(), GetParam());
+    auto hits = shard->search(queries, 7, {.probes = 8, .rerank = 1000, .ef = 667});
     ASSERT_TRUE(hits);
     per_shard.push_back(std::move(*hits));
   }
@@ -75,6 +82,10 @@ TEST(serving_export, shards_merged_answer_as_exact_search_over_all_items) {
   ASSERT_FALSE(missing);
   EXPECT_TRUE(is(missing.error(), errc::invalid_argument));
 }
+
+INSTANTIATE_TEST_SUITE_P(kinds, serving_export_kinds,
+                         ::testing::Values(mips_index_kind::ivf_pq, mips_index_kind::graph),
+                         [](const auto& info) { return std::string{to_string(info.param)}; });
 
 TEST(serving_export, keeps_the_newest_versions_and_reads_any_kept_one) {
   test::temp_dir tmp{"export_versions"};
@@ -110,12 +121,15 @@ TEST(serving_export, damaged_files_are_refused_on_load) {
   struct damage_case {
     std::string file;
     bool truncate;
+    mips_index_kind kind = mips_index_kind::ivf_pq;
   };
   for (auto& x : {damage_case{"shard-0/codes.u8", false}, damage_case{"shard-1/items.f32", true},
-                  damage_case{"root/items.f32", false}, damage_case{"root/config.toml", true}}) {
+                  damage_case{"root/items.f32", false}, damage_case{"root/config.toml", true},
+                  damage_case{"shard-1/bottom.u32", false, mips_index_kind::graph},
+                  damage_case{"shard-0/upper.u32", true, mips_index_kind::graph}}) {
     test::temp_dir tmp{"export_damage"};
     auto model = tmp.path() + "/m";
-    ASSERT_TRUE(write_export(model, small_input(2), 1));
+    ASSERT_TRUE(write_export(model, small_input(2, x.kind), 1));
     auto path = model + "/1/" + x.file;
     if (x.truncate) {
       fs::resize_file(path, fs::file_size(path) / 2);
