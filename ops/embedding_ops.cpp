@@ -17,6 +17,7 @@
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/key_routing.hpp"
 #include "actors/embedding/shard_client.hpp"
+#include "compute/hash.hpp"
 #include "messages/error.hpp"
 #include "ops/ship_files.hpp"
 #include "runtime/ask.hpp"
@@ -303,9 +304,12 @@ caf::expected<sampled_logits_result> sampled_logits(
       result.sampled_keys.push_back(drawn->keys[i]);
   }
   // Every column's key: the positives padded to `width`, then the negatives; each distinct
-  // key is looked up once, in one request.
+  // key is looked up once, in one request, counted in its row's frequency as often as it is
+  // a positive: a negative is read, not counted, so that the sampler's own draws never raise
+  // the frequencies it draws by (nor make a tier write the row back).
   auto columns = width + result.sampled_keys.size();
   std::vector<std::string> keys;
+  std::vector<uint32_t> counts;
   std::map<std::string, int64_t> row_of_key;
   result.column_keys.resize(batch);
   for (size_t b = 0; b < batch; ++b) {
@@ -313,13 +317,28 @@ caf::expected<sampled_logits_result> sampled_logits(
     cols = positive_keys[b];
     cols.resize(width);
     cols.insert(cols.end(), result.sampled_keys.begin(), result.sampled_keys.end());
-    for (auto& key : cols)
-      if (!key.empty() && row_of_key.emplace(key, static_cast<int64_t>(keys.size())).second)
+    for (size_t c = 0; c < cols.size(); ++c) {
+      auto& key = cols[c];
+      if (key.empty())
+        continue;
+      auto [at, fresh] = row_of_key.emplace(key, static_cast<int64_t>(keys.size()));
+      if (fresh) {
         keys.push_back(key);
+        counts.push_back(0);
+      }
+      counts[static_cast<size_t>(at->second)] += c < positive_keys[b].size() ? 1 : 0;
+    }
   }
-  auto rows = dynamic_embedding_lookup(s, keys, config, name);
-  if (!rows)
-    return std::move(rows.error());
+  key_batch counted;
+  counted.reserve(keys.size(), keys.size() * 8);
+  for (size_t k = 0; k < keys.size(); ++k)
+    counted.push_back(keys[k], compute::hash_key(keys[k]), counts[k]);
+  std::vector<table_lookup> lookup;
+  lookup.push_back({&config, name, {}, std::move(counted)});
+  auto looked_up = dynamic_embedding_lookup(s, std::move(lookup), true);
+  if (!looked_up)
+    return std::move(looked_up.error());
+  auto rows = lookup_result{std::move(looked_up->rows.front()), std::move(looked_up->handle)};
   result.logits = matrix::Constant(static_cast<Eigen::Index>(batch),
                                    static_cast<Eigen::Index>(columns), masked_logit);
   result.labels =
@@ -343,14 +362,14 @@ caf::expected<sampled_logits_result> sampled_logits(
       auto bi = static_cast<Eigen::Index>(b);
       auto ci = static_cast<Eigen::Index>(c);
       result.logits(bi, ci) =
-        activations.row(bi).dot(rows->rows.row(row)) - static_cast<float>(std::log(expected_count));
+        activations.row(bi).dot(rows.rows.row(row)) - static_cast<float>(std::log(expected_count));
       if (is_true)
         result.labels(bi, ci) = share;
     }
   }
   result.activations = activations;
-  result.rows = std::move(rows->rows);
-  result.handle = std::move(rows->handle);
+  result.rows = std::move(rows.rows);
+  result.handle = std::move(rows.handle);
   return result;
 }
 

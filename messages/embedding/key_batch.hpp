@@ -59,15 +59,20 @@ public:
     if (!r.counts.empty())
       r.counts.push_back(1);
   }
-  /// Appends `key` as occurring `count` (at least 1) times in the caller's input: a lookup
-  /// counts its row's frequency that many times.
+  /// Appends `key` as occurring `count` times in the caller's input: a lookup counts its row's
+  /// frequency that many times (0: a key the caller reads without it being input, such as a
+  /// negative the sampler drew).
   void push_back(std::string_view key, uint64_t hash, uint32_t count) {
     push_back(key, hash);
-    if (count != 1)
-      add_count(size() - 1, count - 1);
+    if (count != 1) {
+      auto& r = mut();
+      if (r.counts.empty())
+        r.counts.assign(r.hashes.size(), 1);
+      r.counts.back() = count;
+    }
   }
 
-  /// Whether some key occurs more than once (counts() is then one count per key).
+  /// Whether some key occurs other than once (counts() is then one count per key).
   bool counted() const { return rep_ && !rep_->counts.empty(); }
   /// The occurrences of key i: 1 unless the batch counts occurrences.
   uint32_t count(size_t i) const { return counted() ? rep_->counts[i] : 1; }
@@ -138,7 +143,7 @@ private:
     /// size() + 1 entries once a key is in; key i is bytes[offsets[i], offsets[i + 1]).
     std::vector<uint64_t> offsets;
     std::vector<uint64_t> hashes;
-    /// Empty, or one count (at least 1) per key.
+    /// Empty, or one count per key.
     std::vector<uint32_t> counts;
   };
 
@@ -152,15 +157,13 @@ private:
 
   /// A batch read from the wire must describe its own bytes: offsets start at 0, never go
   /// down, end at the byte count, and there is one hash per key, and no count or one count
-  /// of at least 1 per key.
+  /// per key.
   static caf::error validate(const rep& r) {
     if (r.offsets.empty() && r.hashes.empty() && r.bytes.empty() && r.counts.empty())
       return {};
     bool ok = r.offsets.size() == r.hashes.size() + 1 && r.offsets.front() == 0 &&
               r.offsets.back() == r.bytes.size() &&
               (r.counts.empty() || r.counts.size() == r.hashes.size());
-    for (size_t i = 0; ok && i < r.counts.size(); ++i)
-      ok = r.counts[i] > 0;
     for (size_t i = 1; ok && i < r.offsets.size(); ++i)
       ok = r.offsets[i - 1] <= r.offsets[i];
     return ok ? caf::error{} : caf::make_error(caf::sec::invalid_argument, "malformed key_batch");

@@ -45,8 +45,6 @@ caf::error embedding_store::lookup(std::span<const std::string_view> keys,
     return make_error(errc::invalid_argument, std::to_string(counts.size()) +
                                                 " lookup counts for " +
                                                 std::to_string(keys.size()) + " keys");
-  if (std::find(counts.begin(), counts.end(), 0u) != counts.end())
-    return make_error(errc::invalid_argument, "a lookup count of 0");
   auto saved = std::exchange(counts_, counts);
   auto err = lookup(keys, hashes, out);
   counts_ = saved;

@@ -58,7 +58,9 @@ public:
 
   /// As lookup, with the row of keys[k] counted as looked up counts[k] times in its frequency
   /// (the key occurred that often in the caller's batch; lookup alone counts each key once).
-  /// `counts` holds one count of at least 1 per key, or nothing (each key once); otherwise
+  /// A count of 0 reads the row (creating it when missing) and leaves its frequency, and a
+  /// tier's copy of it, as they were: a key the caller reads but was not given, such as a
+  /// sampled negative. `counts` holds one count per key, or nothing (each key once); otherwise
   /// errc::invalid_argument and nothing changes. Admission still sees one sighting per key.
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const uint32_t> counts, std::span<float> out);

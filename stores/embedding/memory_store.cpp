@@ -337,9 +337,10 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
                        }
                      }
                      auto& meta = meta_of(row);
-                     auto times = lookup_count(k);
-                     sampling_counted(keys[k], meta.frequency, times);
-                     meta.frequency += times;
+                     if (auto times = lookup_count(k); times > 0) {
+                       sampling_counted(keys[k], meta.frequency, times);
+                       meta.frequency += times;
+                     }
                      meta.last_access = tick_;
                      std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
                    });

@@ -180,9 +180,13 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
       auto row = cache_->row(found_[k]);
       std::copy(row.values.begin(), row.values.end(), dest.begin());
       if (!cfg_.read_only) {
-        sampling_counted(keys[k], row.meta->frequency, lookup_count(k));
-        row.meta->frequency += lookup_count(k);
-        touch_row(found_[k], keys[k], true, at);
+        // A row read but not counted stays as the backend holds it (created rows are dirty).
+        auto times = lookup_count(k);
+        if (times > 0) {
+          sampling_counted(keys[k], row.meta->frequency, times);
+          row.meta->frequency += times;
+        }
+        touch_row(found_[k], keys[k], times > 0, at);
       }
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {
       std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());

@@ -86,8 +86,9 @@ TEST_F(key_batch_wire, KeysOfAnyBytesAndLengthRoundTrip) {
   }
 }
 
-TEST_F(key_batch_wire, CountsRoundTripAndACountOf0IsRefused) {
-  auto sent = batch_of({"alpha", "beta", "gamma"});
+TEST_F(key_batch_wire, CountsRoundTripAndCountsOfAnotherLengthAreRefused) {
+  key_batch sent = batch_of({"alpha", "beta"});
+  sent.push_back("gamma", 3, 0);
   sent.add_count(1, 6);
   auto buffer = save(sent);
   key_batch received;
@@ -95,11 +96,15 @@ TEST_F(key_batch_wire, CountsRoundTripAndACountOf0IsRefused) {
   EXPECT_TRUE(received == sent);
   EXPECT_EQ(received.count(0), 1u);
   EXPECT_EQ(received.count(1), 7u);
-  // The counts are the message's last 3 * 4 bytes: set gamma's to 0.
-  std::fill(buffer.end() - 4, buffer.end(), char{0});
-  key_batch zero;
-  EXPECT_TRUE(load(buffer, zero));
-  EXPECT_TRUE(zero.empty());
+  EXPECT_EQ(received.count(2), 0u);
+  // The counts end the message: a one-byte length (3), then 3 * 4 bytes. Two counts for three
+  // keys are refused.
+  auto bad = buffer;
+  ASSERT_EQ(bad[bad.size() - 13], 3);
+  bad[bad.size() - 13] = 2;
+  key_batch short_counts;
+  EXPECT_TRUE(load(bad, short_counts));
+  EXPECT_TRUE(short_counts.empty());
 }
 
 TEST_F(key_batch_wire, TruncatedOrInconsistentBatchesAreRefused) {

@@ -10,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include "messages/embedding/embedding_interfaces.hpp"
 #include "messages/error.hpp"
+#include "runtime/ask.hpp"
 #include "tests/support/embedding_requests.hpp"
 
 namespace darcy::ops {
@@ -170,6 +172,30 @@ TEST_F(embedding_ops_test,
   EXPECT_NE(render(above.error()).find("num_sampled 3 is above the 2 rows of 'fresh'"),
             std::string::npos)
     << render(above.error());
+}
+
+// A positive counts in its row's frequency once per example that holds it; the negatives drawn
+// are read, never counted, so the sampler's draws do not raise what it draws by.
+TEST_F(embedding_ops_test, sampled_logits_count_each_positive_occurrence_and_no_negative) {
+  auto cfg = test::uniform_sgd_table(3);
+  std::vector<std::string> vocab{"a", "b", "c", "d", "e", "f", "g", "h"};
+  ASSERT_TRUE(dynamic_embedding_lookup(*s, vocab, cfg, "labels"));
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto r = sampled_logits(*s, {{"a"}, {"a"}, {"b"}}, matrix::Ones(3, 3), 5, cfg, "labels", seed);
+    ASSERT_TRUE(r) << render(r.error());
+    EXPECT_EQ(r->sampled_keys.size(), 5u);
+  }
+  auto sampler = s->sampler();
+  ASSERT_TRUE(sampler);
+  auto drawn = runtime::ask<sample_result>(
+    s->system(), *sampler, s->timeout(), sample_atom::value, std::string{"labels"},
+    std::vector<std::string>{"a", "b", "c"}, uint32_t{1}, uint64_t{1});
+  ASSERT_TRUE(drawn) << render(drawn.error());
+  // Frequencies: a 1 + 3 * 2, b 1 + 3, the other six 1.
+  auto total = std::pow(7.0, 0.75) + std::pow(4.0, 0.75) + 6.0;
+  EXPECT_NEAR(drawn->probs[0], std::pow(7.0, 0.75) / total, 1e-12);
+  EXPECT_NEAR(drawn->probs[1], std::pow(4.0, 0.75) / total, 1e-12);
+  EXPECT_NEAR(drawn->probs[2], 1.0 / total, 1e-12);
 }
 
 TEST_F(embedding_ops_test, sampled_logits_reject_bad_input) {

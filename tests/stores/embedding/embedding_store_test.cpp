@@ -131,6 +131,8 @@ TEST_P(sampling_stores, ACountedLookupAddsEachKeysOccurrencesToItsFrequency) {
     {{"a", "b"}, {5, 1}},
     {{"c", "d", "a"}, {300, 2, 1000}},
     {{"b"}, {UINT32_MAX - 1}},
+    // Read, not counted: "d" keeps its frequency, "e" is created with none.
+    {{"d", "e"}, {0, 0}},
   };
   std::map<std::string, uint64_t> expected;
   test::temp_dir dir{"counted_lookup"};
@@ -152,11 +154,11 @@ TEST_P(sampling_stores, ACountedLookupAddsEachKeysOccurrencesToItsFrequency) {
   ASSERT_TRUE(stats) << render(stats.error());
   EXPECT_NEAR(stats->weight, weight, 1e-9 * weight);
   EXPECT_EQ(stats->positive_freqs, (std::vector<uint64_t>{expected["a"], expected["b"]}));
-  // Counts of the wrong length or of 0 are refused, and no row is created or counted.
-  std::vector<std::string_view> views{"a", "e"};
+  // Counts of the wrong length are refused, and no row is created or counted.
+  std::vector<std::string_view> views{"a", "f"};
   auto hashes = hashes_of(views);
   std::vector<float> out(2 * store->dim());
-  for (auto& bad : std::vector<std::vector<uint32_t>>{{3}, {1, 0}, {1, 2, 3}}) {
+  for (auto& bad : std::vector<std::vector<uint32_t>>{{3}, {1, 2, 3}}) {
     auto err = store->lookup(views, hashes, bad, out);
     EXPECT_TRUE(is(err, errc::invalid_argument)) << render(err);
   }
