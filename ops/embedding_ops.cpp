@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 #include <shared_mutex>
+#include <string_view>
+#include <unordered_map>
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
@@ -296,38 +298,43 @@ caf::expected<sampled_logits_result> sampled_logits(
   auto negatives = drawn->keys.size() - unique_positives.size();
   if (negatives == 0)
     negatives = num_sampled;
-  std::map<std::string, double> prob;
   sampled_logits_result result;
+  std::vector<double> negative_probs;
+  std::unordered_map<std::string_view, double> positive_prob;
   for (size_t i = 0; i < drawn->keys.size(); ++i) {
-    prob.emplace(drawn->keys[i], drawn->probs[i]);
-    if (!drawn->is_positive[i])
+    if (drawn->is_positive[i]) {
+      positive_prob.emplace(drawn->keys[i], drawn->probs[i]);
+    } else {
       result.sampled_keys.push_back(drawn->keys[i]);
-  }
-  // Every column's key: the positives padded to `width`, then the negatives; each distinct
-  // key is looked up once, in one request, counted in its row's frequency as often as it is
-  // a positive: a negative is read, not counted, so that the sampler's own draws never raise
-  // the frequencies it draws by (nor make a tier write the row back).
-  auto columns = width + result.sampled_keys.size();
-  std::vector<std::string> keys;
-  std::vector<uint32_t> counts;
-  std::map<std::string, int64_t> row_of_key;
-  result.column_keys.resize(batch);
-  for (size_t b = 0; b < batch; ++b) {
-    auto& cols = result.column_keys[b];
-    cols = positive_keys[b];
-    cols.resize(width);
-    cols.insert(cols.end(), result.sampled_keys.begin(), result.sampled_keys.end());
-    for (size_t c = 0; c < cols.size(); ++c) {
-      auto& key = cols[c];
-      if (key.empty())
-        continue;
-      auto [at, fresh] = row_of_key.emplace(key, static_cast<int64_t>(keys.size()));
-      if (fresh) {
-        keys.push_back(key);
-        counts.push_back(0);
-      }
-      counts[static_cast<size_t>(at->second)] += c < positive_keys[b].size() ? 1 : 0;
+      negative_probs.push_back(drawn->probs[i]);
     }
+  }
+  // Each distinct key is looked up once, in one request, counted in its row's frequency as
+  // often as it is a positive: a negative is read, not counted, so that the sampler's own
+  // draws never raise the frequencies it draws by (nor make a tier write the row back). The
+  // negatives, shared by every example, are resolved once; the keys are views into
+  // positive_keys and result.sampled_keys, which outlive them.
+  auto columns = width + result.sampled_keys.size();
+  std::vector<std::string_view> keys;
+  std::vector<uint32_t> counts;
+  std::unordered_map<std::string_view, int64_t> row_of_key;
+  auto row_for = [&](std::string_view key, uint32_t count) {
+    auto [at, fresh] = row_of_key.emplace(key, static_cast<int64_t>(keys.size()));
+    if (fresh) {
+      keys.push_back(key);
+      counts.push_back(0);
+    }
+    counts[static_cast<size_t>(at->second)] += count;
+    return at->second;
+  };
+  std::vector<std::vector<int64_t>> positive_rows(batch);
+  std::vector<int64_t> negative_rows;
+  for (size_t b = 0; b < batch; ++b) {
+    for (auto& key : positive_keys[b])
+      positive_rows[b].push_back(row_for(key, 1));
+    if (b == 0)
+      for (auto& key : result.sampled_keys)
+        negative_rows.push_back(row_for(key, 0));
   }
   key_batch counted;
   counted.reserve(keys.size(), keys.size() * 8);
@@ -339,32 +346,41 @@ caf::expected<sampled_logits_result> sampled_logits(
   if (!looked_up)
     return std::move(looked_up.error());
   auto rows = lookup_result{std::move(looked_up->rows.front()), std::move(looked_up->handle)};
+  // The log of each column's expected count, n Q(key): positives' by key, negatives' by column.
+  std::vector<float> negative_log_q;
+  for (auto q : negative_probs)
+    negative_log_q.push_back(static_cast<float>(std::log(static_cast<double>(negatives) * q)));
   result.logits = matrix::Constant(static_cast<Eigen::Index>(batch),
                                    static_cast<Eigen::Index>(columns), masked_logit);
   result.labels =
     matrix::Zero(static_cast<Eigen::Index>(batch), static_cast<Eigen::Index>(columns));
   result.row_of.assign(batch * columns, -1);
+  result.column_keys.resize(batch);
   for (size_t b = 0; b < batch; ++b) {
     auto& cols = result.column_keys[b];
-    std::set<std::string> own{positive_keys[b].begin(), positive_keys[b].end()};
-    auto share = 1.0f / static_cast<float>(positive_keys[b].size());
-    for (size_t c = 0; c < columns; ++c) {
-      if (cols[c].empty())
-        continue;
-      auto row = row_of_key.at(cols[c]);
-      bool is_true = c < width;
-      if (!is_true && own.count(cols[c]) > 0) {
+    cols = positive_keys[b];
+    cols.resize(width);
+    cols.insert(cols.end(), result.sampled_keys.begin(), result.sampled_keys.end());
+    auto& own = positive_rows[b];
+    auto share = 1.0f / static_cast<float>(own.size());
+    auto bi = static_cast<Eigen::Index>(b);
+    auto logit = [&](size_t c, int64_t row, float log_q) {
+      result.row_of[b * columns + c] = row;
+      result.logits(bi, static_cast<Eigen::Index>(c)) =
+        activations.row(bi).dot(rows.rows.row(row)) - log_q;
+    };
+    for (size_t c = 0; c < own.size(); ++c) {
+      auto q = positive_prob.at(positive_keys[b][c]);
+      logit(c, own[c], static_cast<float>(std::log(static_cast<double>(negatives) * q)));
+      result.labels(bi, static_cast<Eigen::Index>(c)) = share;
+    }
+    for (size_t j = 0; j < negative_rows.size(); ++j) {
+      auto c = width + j;
+      if (std::find(own.begin(), own.end(), negative_rows[j]) != own.end()) {
         cols[c].clear(); // an accidental hit: masked like padding
         continue;
       }
-      result.row_of[b * columns + c] = row;
-      auto expected_count = static_cast<double>(negatives) * prob.at(cols[c]);
-      auto bi = static_cast<Eigen::Index>(b);
-      auto ci = static_cast<Eigen::Index>(c);
-      result.logits(bi, ci) =
-        activations.row(bi).dot(rows.rows.row(row)) - static_cast<float>(std::log(expected_count));
-      if (is_true)
-        result.labels(bi, ci) = share;
+      logit(c, negative_rows[j], negative_log_q[j]);
     }
   }
   result.activations = activations;

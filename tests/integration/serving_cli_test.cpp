@@ -107,6 +107,14 @@ nlohmann::json wait_available(uint16_t port, const std::string& model) {
   return status;
 }
 
+/// A WALS model of dim 8 trained on a small synthetic matrix into `model`.
+void train_small_model(const std::string& model) {
+  auto trained =
+    run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
+               "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet", "--out", model});
+  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+}
+
 std::string vector_body(int deadline_ms) {
   return R"({"vector": [0.5, -1, 2, 0.25, 1, 1, -0.5, 0], "k": 5, "deadline_ms": )" +
          std::to_string(deadline_ms) + "}";
@@ -116,10 +124,7 @@ TEST(serving_cli, an_export_killed_before_its_manifest_leaves_the_previous_versi
   temp_dir tmp{"serving_cli_export"};
   auto model = tmp.path() + "/model";
   auto exports = tmp.path() + "/exports";
-  auto trained =
-    run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
-               "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet", "--out", model});
-  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  ASSERT_NO_FATAL_FAILURE(train_small_model(model));
   std::vector<std::string> export_args{"wals",  "export",           "--model",  model,
                                        "--out", exports + "/songs", "--shards", "2"};
   auto first = run_darcy(export_args);
@@ -159,10 +164,7 @@ TEST(serving_cli, a_graph_export_is_served_with_the_answers_of_an_exact_search) 
   temp_dir tmp{"serving_cli_graph"};
   auto model = tmp.path() + "/model";
   auto exports = tmp.path() + "/exports";
-  auto trained =
-    run_darcy({"wals", "train", "--synthetic-rows", "300", "--synthetic-cols", "200",
-               "--synthetic-nnz", "3000", "--dim", "8", "--iters", "2", "--quiet", "--out", model});
-  ASSERT_EQ(trained.exit_code, 0) << trained.err;
+  ASSERT_NO_FATAL_FAILURE(train_small_model(model));
   auto exported = run_darcy({"wals", "export", "--model", model, "--out", exports + "/songs",
                              "--shards", "2", "--index", "graph", "--graph-m", "8"});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
