@@ -173,7 +173,9 @@ caf::expected<sample_result> sample_index::draw(const sample_plan& plan,
     auto w = weights.class_bound(c);
     if (unigram) {
       auto bound = w;
-      w = weights(exact(*s.key, s.frequency));
+      // A class of one frequency (below 8) is its rows' exact weight: no read of the store.
+      if (compute::class_floor(c) != compute::class_ceiling(c))
+        w = weights(exact(*s.key, s.frequency));
       if (uniform01(rng) * bound >= w)
         continue;
     }
