@@ -8,7 +8,7 @@ nn.Embedding with the training split's vocabulary, [UNK] for the rest, and a ful
 Prints masked-word accuracy on held-out sentences for both, and a JSON line {"app":"bert",...}.
 
 Usage: apps/python/bert.py --corpus FILE (one sentence a line, tokens split by spaces; e.g.
-       `darcy word2vec prepare --format brown` of Brown) [--sentences N] [--epochs E]"""
+       `darcy word2vec prepare --format brown` of Brown) [--sentences N] [--epochs E] [--seed S]"""
 
 import random
 
@@ -53,9 +53,9 @@ def masked(sentences, seed):
 class Encoder(torch.nn.Module):
     """Token rows (given by `embed`), positions, a TransformerEncoder."""
 
-    def __init__(self, embed, max_len):
+    def __init__(self, embed, max_len, seed):
         super().__init__()
-        torch.manual_seed(1)
+        torch.manual_seed(seed)
         self.embed = embed
         self.position = torch.nn.Embedding(max_len, DIM)
         layer = torch.nn.TransformerEncoderLayer(DIM, HEADS, FF, dropout=0.0, batch_first=True)
@@ -86,11 +86,11 @@ def activations(net, part):
     return acts, [w for ws in targets for w in ws]
 
 
-def run_darcy(train, test, epochs, batch, num_sampled, max_len, full_logits_below=0):
+def run_darcy(train, test, epochs, batch, num_sampled, max_len, full_logits_below=0, seed=1):
     with darcy.Session.local(shards=2) as session:
         table = darcy_words(session)
         words = darcy.torch.DynamicEmbedding(table)
-        net = Encoder(lambda padded: words([w for s in padded for w in s]), max_len)
+        net = Encoder(lambda padded: words([w for s in padded for w in s]), max_len, seed)
         table.lookup(sorted({w for s in train for w in s}))  # the sampler's first candidates
 
         def loss_of(part, seed):
@@ -103,9 +103,9 @@ def run_darcy(train, test, epochs, batch, num_sampled, max_len, full_logits_belo
                         lambda part: activations(net, part), darcy_top1(table)), table.stats()["rows"]
 
 
-def run_torch(train, test, epochs, batch, max_len):
+def run_torch(train, test, epochs, batch, max_len, seed=1):
     vocab = FixedVocabulary(train, [PAD, MASK])
-    net = Encoder(lambda padded: vocab.embed(padded), max_len)
+    net = Encoder(lambda padded: vocab.embed(padded), max_len, seed)
 
     def loss_of(part, _seed):
         return vocab.loss(*activations(net, part))
@@ -123,8 +123,8 @@ def main():
     compare("bert", "masked-word accuracy", (len(train), len(test), "sentences"), len(unseen),
             o.epochs,
             lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.max_len,
-                              o.full_logits_below),
-            lambda: run_torch(train, test, o.epochs, o.batch, o.max_len))
+                              o.full_logits_below, o.seed),
+            lambda: run_torch(train, test, o.epochs, o.batch, o.max_len, o.seed))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ for both, and a JSON line {"app":"seq2seq",...}.
 
 Usage: apps/python/seq2seq.py --corpus FILE (one sentence a line in document order, tokens
        split by spaces; e.g. `darcy word2vec prepare --format brown` of Brown) [--pairs N]
-       [--epochs E]"""
+       [--epochs E] [--seed S]"""
 
 import random
 
@@ -45,9 +45,9 @@ class Seq2Seq(torch.nn.Module):
     """embed(padded batch) -> (batch, length, DIM) rows; forward gives, for each target
     position, an activation in the rows' space that should score the next word best."""
 
-    def __init__(self, embed):
+    def __init__(self, embed, seed):
         super().__init__()
-        torch.manual_seed(1)
+        torch.manual_seed(seed)
         self.embed = embed
         self.encoder = torch.nn.GRU(DIM, HIDDEN, batch_first=True)
         self.decoder = torch.nn.GRU(DIM, HIDDEN, batch_first=True)
@@ -76,12 +76,12 @@ def shuffled(pairs, epoch):
     return order
 
 
-def run_darcy(train, test, epochs, batch, num_sampled, full_logits_below=0):
+def run_darcy(train, test, epochs, batch, num_sampled, full_logits_below=0, seed=1):
     with darcy.Session.local(shards=2) as session:
         table = darcy_words(session)
         words = darcy.torch.DynamicEmbedding(table)
         net = Seq2Seq(lambda rows: words([w for s in rows for w in s]).reshape(
-            len(rows), len(rows[0]), DIM))
+            len(rows), len(rows[0]), DIM), seed)
         # The sampler's first candidates: the training split's words.
         table.lookup(sorted({w for pair in train for s in pair for w in s} | {BOS, EOS}))
 
@@ -94,9 +94,9 @@ def run_darcy(train, test, epochs, batch, num_sampled, full_logits_below=0):
         return accuracy(net, batches(test, batch), net, darcy_top1(table)), table.stats()["rows"]
 
 
-def run_torch(train, test, epochs, batch):
+def run_torch(train, test, epochs, batch, seed=1):
     vocab = FixedVocabulary([s for pair in train for s in pair], [PAD, BOS, EOS])
-    net = Seq2Seq(vocab.embed)
+    net = Seq2Seq(vocab.embed, seed)
 
     def loss_of(part, _seed):
         return vocab.loss(*net(part))
@@ -112,8 +112,9 @@ def main():
     unseen = {w for _, b in test for w in b} - {w for pair in train for s in pair for w in s}
     compare("seq2seq", "next-word accuracy", (len(train), len(test), "pairs"), len(unseen),
             o.epochs,
-            lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.full_logits_below),
-            lambda: run_torch(train, test, o.epochs, o.batch))
+            lambda: run_darcy(train, test, o.epochs, o.batch, o.num_sampled, o.full_logits_below,
+                              o.seed),
+            lambda: run_torch(train, test, o.epochs, o.batch, o.seed))
 
 
 if __name__ == "__main__":

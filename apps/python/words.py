@@ -18,8 +18,9 @@ PAD, UNK = "[PAD]", "[UNK]"
 
 
 def darcy_words(session):
-    """The table of words. Rows start N(0, 1), as nn.Embedding's do."""
-    return session.embedding("words", DIM, optimizer=darcy.AdagradRule(0.05),
+    """The table of words. Rows start N(0, 1), as nn.Embedding's do, and learn by the peer's
+    rule: Adam at LR (the table's lazy Adam, each row counting its own updates)."""
+    return session.embedding("words", DIM, optimizer=darcy.AdamRule(LR),
                              initializer=darcy.Normal(stddev=1.0))
 
 
@@ -103,6 +104,8 @@ def arguments(doc, count_flag, max_len):
                     help="train on every row's logit while the table holds at most this many "
                          "rows (0: always sample)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1,
+                    help="the seed of both networks' initial weights (the same for each)")
     o = ap.parse_args()
     torch.set_num_threads(o.threads)
     return o

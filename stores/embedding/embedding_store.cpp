@@ -60,11 +60,15 @@ caf::error embedding_store::ensure_sampling_index() {
   if (sampling_)
     return {};
   auto index = std::make_unique<sample_index>(sampler_);
-  auto none = [](std::string_view, uint64_t stored) { return stored; };
-  if (auto err = export_rows([&](const row_record& r) { index->set(r.key, r.frequency, none); }))
+  if (auto err = fill_sampling_index(*index))
     return err;
   sampling_ = std::move(index);
   return {};
+}
+
+caf::error embedding_store::fill_sampling_index(sample_index& index) {
+  auto none = [](std::string_view, uint64_t stored) { return stored; };
+  return export_rows([&](const row_record& r) { index.set(r.key, r.frequency, none); });
 }
 
 caf::expected<sample_stats> embedding_store::sample_metadata(

@@ -171,6 +171,25 @@ protected:
     if (sampling_)
       sampling_->remove(key, exact_reader());
   }
+  /// Where the row of `key` lies outside memory, kept in the sampling index for a store that
+  /// records every move of its rows (sample_index::locate).
+  void sampling_locate(std::string_view key, const row_locator& at) {
+    if (sampling_)
+      sampling_->locate(key, at);
+  }
+  /// The sampling index exists (the table has sampled since it was opened).
+  bool sampling() const { return sampling_ != nullptr; }
+  /// The recorded place of each of `keys` into `out` (one per key): length 0 when unknown.
+  void sampling_locations(std::span<const std::string_view> keys,
+                          std::span<row_locator> out) const {
+    if (sampling_)
+      sampling_->locations(keys, out);
+    else
+      std::fill(out.begin(), out.end(), row_locator{});
+  }
+  /// Puts every row of the store in `index` (called once, when sampling starts); the default
+  /// reads them through export_rows.
+  virtual caf::error fill_sampling_index(sample_index& index);
   /// The index's frequency of a row may lag behind the row's own between changes of class;
   /// a subclass answers the row's exact frequency (the default trusts the index's).
   virtual uint64_t exact_frequency(std::string_view, uint64_t stored) { return stored; }

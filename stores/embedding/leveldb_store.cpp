@@ -37,6 +37,14 @@ std::string row_key(std::string_view key) {
   return result;
 }
 
+row_locator locator_of(const value_pointer& p) {
+  return {p.offset, p.generation, p.length};
+}
+
+value_pointer pointer_of(const row_locator& at) {
+  return {at.generation, at.offset, at.length};
+}
+
 caf::error db_error(const std::string& what, const leveldb::Status& status) {
   return make_error(errc::io_error, what + ": " + status.ToString());
 }
@@ -134,10 +142,14 @@ void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool ind
   }
   if (indexed)
     log_->discard(value_log::record_length(row.key.size(), bytes.size()));
-  batch.Put(row_key(row.key), encode_pointer(log_->append(row.key, bytes)));
+  auto at = log_->append(row.key, bytes);
+  batch.Put(row_key(row.key), encode_pointer(at));
+  moved_.emplace_back(row.key, at);
 }
 
 caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std::string& what) {
+  auto moved = std::move(moved_);
+  moved_.clear();
   if (log_)
     if (auto err = log_->write_out(sync))
       return err;
@@ -146,20 +158,21 @@ caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std
   auto status = db_->Write(options, &batch);
   if (!status.ok())
     return db_error(what + cfg_.path, status);
+  for (auto& [key, at] : moved)
+    sampling_locate(key, locator_of(at));
   return {};
 }
 
 caf::error leveldb_store::row_bytes(std::string_view key, std::string_view stored,
-                                    std::string& bytes) {
+                                    std::string& bytes, value_pointer& at) {
   if (!log_) {
     bytes.assign(stored);
     return {};
   }
-  value_pointer p;
-  if (!decode_pointer(stored, p))
+  if (!decode_pointer(stored, at))
     return make_error(errc::corrupt_file,
                       cfg_.path + ": bad pointer for key '" + std::string{key} + "'");
-  return log_->read(p, key, bytes);
+  return log_->read(at, key, bytes);
 }
 
 caf::error leveldb_store::collect_garbage() {
@@ -169,7 +182,12 @@ caf::error leveldb_store::collect_garbage() {
   if (!generation)
     return std::move(generation.error());
   // Every live record moves to the new generation; a crash midway leaves pointers into both,
-  // each valid, and the next collection moves the rest.
+  // each valid, and the next collection moves the rest. Records of a batch an error leaves
+  // unwritten are named by no pointer: the sampling index must not learn their places.
+  struct forget_unwritten {
+    std::vector<std::pair<std::string, value_pointer>>& moved;
+    ~forget_unwritten() { moved.clear(); }
+  } guard{moved_};
   std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
   leveldb::WriteBatch batch;
   size_t batched = 0;
@@ -185,7 +203,9 @@ caf::error leveldb_store::collect_garbage() {
       continue;
     if (auto err = log_->read(p, key, bytes))
       return err;
-    batch.Put(it->key(), encode_pointer(log_->append(key, bytes)));
+    auto at = log_->append(key, bytes);
+    batch.Put(it->key(), encode_pointer(at));
+    moved_.emplace_back(key, at);
     if (++batched == 4096) {
       if (auto err = write(batch, false, "cannot collect the value log of "))
         return err;
@@ -217,6 +237,14 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
   // Sorted reads walk LevelDB's tables in order; a repeated key is read once.
   std::sort(missing.begin(), missing.end(),
             [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+  // A row the sampling index has located is read from the log without asking LevelDB.
+  std::vector<row_locator> located(missing.size());
+  if (log_ && sampling()) {
+    std::vector<std::string_view> wanted(missing.size());
+    for (size_t i = 0; i < missing.size(); ++i)
+      wanted[i] = keys[missing[i]];
+    sampling_locations(wanted, located);
+  }
   std::string stored, bytes;
   std::vector<float> values, slots;
   uint32_t row = none;
@@ -227,12 +255,24 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
       continue;
     }
     row = none;
-    auto status = on_disk_.may_contain(compute::hash_key(key))
-                    ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
-                    : leveldb::Status::NotFound({});
-    if (status.ok()) {
-      if (auto err = row_bytes(key, stored, bytes))
+    leveldb::Status status;
+    if (located[i].length > 0) {
+      if (auto err = log_->read(pointer_of(located[i]), key, bytes))
         return err;
+      ++located_reads_;
+    } else {
+      status = on_disk_.may_contain(compute::hash_key(key))
+                 ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
+                 : leveldb::Status::NotFound({});
+      value_pointer at;
+      if (status.ok()) {
+        if (auto err = row_bytes(key, stored, bytes, at))
+          return err;
+        if (log_)
+          sampling_locate(key, locator_of(at));
+      }
+    }
+    if (status.ok()) {
       row_record record;
       if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, record))
         return make_error(errc::corrupt_file,
@@ -258,26 +298,25 @@ caf::error leveldb_store::settle() {
   if (cache_->size() > capacity_) {
     // Past the budget a 32nd of it goes at once, so that write-backs reach LevelDB in batches.
     auto evicted = oldest_rows(capacity_ - capacity_ / 32);
+    std::vector<uint32_t> dirty;
+    for (auto row : evicted)
+      if (entry_at(row).dirty)
+        dirty.push_back(row);
     // In key order, each insert into LevelDB's memtable walks a path the last one warmed.
-    std::sort(evicted.begin(), evicted.end(),
+    std::sort(dirty.begin(), dirty.end(),
               [&](uint32_t a, uint32_t b) { return cache_->key_at(a) < cache_->key_at(b); });
     leveldb::WriteBatch batch;
-    bool writes = false;
-    for (auto row : evicted) {
+    for (auto row : dirty) {
       auto& e = entry_at(row);
-      if (!e.dirty)
-        continue;
       auto r = cache_->row(row);
       put(batch, r, e.indexed);
       if (!e.indexed)
         on_disk_.add(compute::hash_key(r.key));
-      writes = true;
     }
-    if (writes)
+    if (!dirty.empty())
       if (auto err = write(batch, false, "cannot write back to "))
         return err;
-    for (auto row : evicted)
-      forget_row(row);
+    forget_rows(evicted);
   }
   if (auto err = evict())
     return err;
@@ -297,7 +336,7 @@ caf::error leveldb_store::evict() {
   std::vector<std::string> victims;
   if (ttl_due) {
     ttl_pass_step_ = last_step_;
-    if (auto err = for_each_record([&](std::string_view key, const row_record& r) {
+    if (auto err = for_each_record([&](std::string_view key, const row_record& r, auto) {
           if (last_step_ - r.last_update > ev.ttl_steps)
             victims.emplace_back(key);
           return caf::error{};
@@ -311,7 +350,7 @@ caf::error leveldb_store::evict() {
   auto target = ev.max_rows - ev.max_rows / 20;
   auto excess = rows_ - target;
   std::map<uint64_t, uint64_t> by_frequency;
-  if (auto err = for_each_record([&](std::string_view, const row_record& r) {
+  if (auto err = for_each_record([&](std::string_view, const row_record& r, auto) {
         ++by_frequency[r.frequency];
         return caf::error{};
       }))
@@ -324,7 +363,7 @@ caf::error leveldb_store::evict() {
     below += count;
   }
   auto at_cutoff = excess - below;
-  if (auto err = for_each_record([&](std::string_view key, const row_record& r) {
+  if (auto err = for_each_record([&](std::string_view key, const row_record& r, auto) {
         if (r.frequency < cutoff || (r.frequency == cutoff && at_cutoff > 0)) {
           if (r.frequency == cutoff)
             --at_cutoff;
@@ -342,20 +381,21 @@ caf::error leveldb_store::evict() {
 }
 
 caf::error leveldb_store::for_each_record(
-  const std::function<caf::error(std::string_view, const row_record&)>& f) {
+  const std::function<caf::error(std::string_view, const row_record&, const value_pointer*)>& f) {
   std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
   std::vector<float> values, slots;
   std::string bytes;
+  value_pointer at;
   for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
        it->Next()) {
     std::string_view key{it->key().data() + 1, it->key().size() - 1};
-    if (auto err = row_bytes(key, {it->value().data(), it->value().size()}, bytes))
+    if (auto err = row_bytes(key, {it->value().data(), it->value().size()}, bytes, at))
       return err;
     row_record row;
     if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
       return make_error(errc::corrupt_file,
                         cfg_.path + ": bad record for key '" + std::string{key} + "'");
-    if (auto err = f(key, row))
+    if (auto err = f(key, row, log_ ? &at : nullptr))
       return err;
   }
   return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
@@ -437,8 +477,20 @@ caf::error leveldb_store::flush() {
 caf::error leveldb_store::export_rows(const std::function<void(const row_record&)>& f) {
   if (auto err = flush())
     return err;
-  return for_each_record([&](std::string_view, const row_record& r) {
+  return for_each_record([&](std::string_view, const row_record& r, auto) {
     f(r);
+    return caf::error{};
+  });
+}
+
+caf::error leveldb_store::fill_sampling_index(sample_index& index) {
+  if (auto err = flush())
+    return err;
+  auto none = [](std::string_view, uint64_t stored) { return stored; };
+  return for_each_record([&](std::string_view key, const row_record& r, const value_pointer* at) {
+    index.set(key, r.frequency, none);
+    if (at)
+      index.locate(key, locator_of(*at));
     return caf::error{};
   });
 }

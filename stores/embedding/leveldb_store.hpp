@@ -2,7 +2,8 @@
 // slots, frequency, update count and last step), behind an LRU cache with a byte budget. A
 // database it creates keeps the records in a value_log and only their pointers in LevelDB, so
 // that compactions move 16 bytes a row instead of the row; one written before the log keeps
-// them inline and is served as it is. Reads of missing rows go to LevelDB in sorted batches;
+// them inline and is served as it is. Reads of missing rows go to LevelDB in sorted batches
+// (straight to the log once the table samples: its sampling index knows where each row lies);
 // dirty rows are written back when the cache evicts them and on flush(), which writes the log
 // out and commits one synced write batch: what was flushed survives a SIGKILL. Eviction works
 // on the whole table, both tiers: TTL removes rows whose last update is more than ttl_steps
@@ -14,6 +15,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <caf/expected.hpp>
 
@@ -54,6 +57,8 @@ public:
   void collect_garbage_above(uint64_t bytes) { min_garbage_ = bytes; }
   /// Collections of the value log so far.
   uint64_t log_collections() const { return collections_; }
+  /// Rows read from the log at the place the sampling index recorded, without asking LevelDB.
+  uint64_t located_reads() const { return located_reads_; }
 
 private:
   leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db);
@@ -67,8 +72,12 @@ private:
   /// One eviction pass over both tiers when the policy is due.
   caf::error evict();
   /// Calls f(key, record) for every row in the database; stops at f's first error.
-  caf::error for_each_record(
-    const std::function<caf::error(std::string_view, const row_record&)>& f);
+  /// `at` is the record's place in the log (nullptr for a database of inline rows).
+  caf::error for_each_record(const std::function<caf::error(std::string_view key, const row_record&,
+                                                            const value_pointer* at)>& f);
+  /// Fills the index and records where each row lies in the log, so that loads of rows it
+  /// holds read the log without a LevelDB lookup.
+  caf::error fill_sampling_index(sample_index& index) override;
   /// Deletes `keys` from the database in one batch and from the cache.
   caf::error remove(const std::vector<std::string>& keys);
   /// Adds `row` to `batch`: its record, or its record's pointer once appended to the log.
@@ -76,8 +85,10 @@ private:
   void put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed);
   /// Writes the log's appended records out, then `batch`; errors begin with `what`.
   caf::error write(leveldb::WriteBatch& batch, bool sync, const std::string& what);
-  /// The record of `key` from what the database stores for it (the record or its pointer).
-  caf::error row_bytes(std::string_view key, std::string_view stored, std::string& bytes);
+  /// The record of `key` from what the database stores for it (the record or its pointer,
+  /// then decoded into `at`).
+  caf::error row_bytes(std::string_view key, std::string_view stored, std::string& bytes,
+                       value_pointer& at);
   /// Moves the live records into a new generation of the log once it is mostly garbage.
   /// Never called while an iterator over the database is open.
   caf::error collect_garbage();
@@ -92,9 +103,13 @@ private:
   int64_t ttl_pass_step_ = 0;
   uint64_t evicted_ = 0;
   uint64_t min_garbage_ = uint64_t{64} << 20;
+  /// Rows put in the log since the last write, with their new places: the sampling index
+  /// learns them once the write has succeeded.
+  std::vector<std::pair<std::string, value_pointer>> moved_;
   /// The record put() encodes, reused from row to row.
   std::string record_;
   uint64_t collections_ = 0;
+  uint64_t located_reads_ = 0;
 };
 
 } // namespace darcy::stores

@@ -13,8 +13,10 @@ namespace darcy::stores {
 
 namespace {
 
+/// The low 32 bits of the hash, whose low bits are also the key's home slot: an index of up
+/// to 2^32 slots moves keys without hashing them again.
 uint32_t tag_of(uint64_t hash) {
-  return static_cast<uint32_t>(hash >> 32);
+  return static_cast<uint32_t>(hash);
 }
 
 size_t row_block_bytes(size_t floats) {
@@ -68,6 +70,11 @@ row_ref memory_store::ref(uint32_t row) {
     key_of(row), {values, opts_.dim}, {values + opts_.dim, opts_.dim * slots_}, &meta_of(row), row};
 }
 
+void memory_store::prefetch_key(uint32_t index) {
+  auto key = key_of(index);
+  __builtin_prefetch(&index_[hash(key) & (index_.size() - 1)]);
+}
+
 size_t memory_store::probe(std::string_view key, uint64_t hash, bool& found) {
   auto mask = index_.size() - 1;
   auto tag = tag_of(hash);
@@ -103,11 +110,15 @@ void memory_store::grow_index() {
   for (auto& s : old) {
     if (s.row == empty)
       continue;
-    auto i = hash(key_of(s.row)) & mask;
+    auto i = home_of(s, mask);
     while (index_[i].row != empty)
       i = (i + 1) & mask;
     index_[i] = s;
   }
+}
+
+size_t memory_store::home_of(const slot& s, size_t mask) {
+  return mask <= UINT32_MAX ? s.tag & mask : hash(key_of(s.row)) & mask;
 }
 
 std::optional<row_ref> memory_store::find(std::string_view key) {
@@ -227,7 +238,7 @@ bool memory_store::erase(std::string_view key) {
   // Backward-shift deletion keeps every remaining key reachable from its home slot.
   auto mask = index_.size() - 1;
   for (auto j = (i + 1) & mask; index_[j].row != empty; j = (j + 1) & mask) {
-    auto home = hash(key_of(index_[j].row)) & mask;
+    auto home = home_of(index_[j], mask);
     if (((j - home) & mask) >= ((j - i) & mask)) {
       index_[i] = index_[j];
       i = j;

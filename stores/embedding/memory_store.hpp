@@ -118,6 +118,12 @@ public:
   /// import_row, answering the row written.
   caf::expected<row_ref> put_row(const row_record& row);
 
+  /// Hints that the block of the row numbered `index` will be read soon.
+  void prefetch_row(uint32_t index) const { __builtin_prefetch(rows_.at(index)); }
+  /// Hints that the key of the row numbered `index`, and the index slot it hashes to, will be
+  /// read soon; its block should have been fetched first (prefetch_row).
+  void prefetch_key(uint32_t index);
+
   /// Rows that have storage now: every row_ref::index is below this.
   size_t row_slots() const { return rows_.rows(); }
   /// The key of the row numbered `index`, which must exist.
@@ -183,7 +189,7 @@ private:
   memory_store_options opts_;
   size_t slots_ = 0;
   size_t size_ = 0;
-  /// The high 32 bits of the key's hash beside its row, and a short key itself, so that a hit
+  /// The low 32 bits of the key's hash beside its row, and a short key itself, so that a hit
   /// reads one slot and one row block. key_size is long_key when the key is in the arena only.
   struct slot {
     static constexpr uint8_t long_key = 0xFF;
@@ -193,6 +199,8 @@ private:
     char key[inline_key_bytes + 1] = {};
   };
   static_assert(sizeof(slot) == 24);
+  /// The home of the key in index slot `s` of an index of mask + 1 slots.
+  size_t home_of(const slot& s, size_t mask);
   /// a[0, n) == b[0, n) for n <= 16, without a call: two overlapping loads of 8, 4 or 1 bytes.
   static bool equal_short(const char* a, const char* b, size_t n) {
     auto load = [](const char* p, auto word) {

@@ -125,13 +125,31 @@ void write_behind_store::forget(std::string_view key) {
 void write_behind_store::forget_row(uint32_t row) {
   // A copy: erasing may move the arena the key is in.
   std::string key{cache_->key_at(row)};
-  sampling_refresh(key, cache_->row(row).meta->frequency);
-  if (row < entries_.size() && entries_[row].live) {
+  bool live = row < entries_.size() && entries_[row].live;
+  // A row never counted while cached has the frequency the index holds for it.
+  if (!live || entries_[row].counted)
+    sampling_refresh(key, cache_->row(row).meta->frequency);
+  if (live) {
     unlink(row);
     entries_[row].live = false;
     account_key(key, -1, cache_->size() - 1);
   }
   cache_->erase(key);
+}
+
+void write_behind_store::forget_rows(std::span<const uint32_t> rows) {
+  // Rows evicted together have not been touched for long: each would miss the CPU's caches
+  // at its block, its key, and its index slot one after the other.
+  constexpr size_t lanes = 16;
+  for (size_t first = 0; first < rows.size(); first += lanes) {
+    auto round = rows.subspan(first, std::min(lanes, rows.size() - first));
+    for (auto row : round)
+      cache_->prefetch_row(row);
+    for (auto row : round)
+      cache_->prefetch_key(row);
+    for (auto row : round)
+      forget_row(row);
+  }
 }
 
 std::vector<std::string> write_behind_store::oldest(size_t keep) const {
@@ -187,6 +205,8 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
           row.meta->frequency += times;
         }
         touch_row(found_[k], keys[k], times > 0, at);
+        if (times > 0)
+          entry_at(found_[k]).counted = true;
       }
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {
       std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());

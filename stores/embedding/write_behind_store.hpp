@@ -74,6 +74,8 @@ protected:
     bool dirty = false;
     /// The backend knows the row (written back at least once, or read from it).
     bool indexed = true;
+    /// Counted since it came into the cache: the sampling index's frequency may lag.
+    bool counted = false;
     /// When the row was last read from, or written to, the backend.
     time_point fetched;
     /// When the row last became dirty.
@@ -137,6 +139,8 @@ protected:
   void forget(std::string_view key);
   /// forget, for the cached row numbered `row`.
   void forget_row(uint32_t row);
+  /// forget_row of each of `rows`, cold rows fetched a few at a time before they are dropped.
+  void forget_rows(std::span<const uint32_t> rows);
   /// errc::dimension_mismatch unless `out` holds `keys` rows.
   caf::error check_lookup(size_t keys, std::span<const float> out) const;
   /// The least recently used keys, oldest first, whose removal leaves `keep` rows.

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <leveldb/db.h>
@@ -83,6 +84,45 @@ protected:
     return out;
   }
 
+  /// A memory store of `cfg`'s shape, which a store of `cfg` must agree with.
+  std::unique_ptr<embedding_store> memory_twin(de_config cfg) {
+    cfg.backend = backend_kind::memory;
+    auto store = make_store(cfg);
+    EXPECT_TRUE(store) << render(error_of(store));
+    return store ? std::move(*store) : nullptr;
+  }
+
+  /// One step of a random workload on two stores that must agree: 8 keys below `keys` drawn
+  /// (repeats dropped), their rows compared, then the same gradients applied to both.
+  void twin_step(embedding_store& disk, embedding_store& mem, std::mt19937& rng, int keys, int step,
+                 std::vector<std::string>& drawn) {
+    std::uniform_int_distribution<int> pick{0, keys - 1};
+    std::normal_distribution<float> noise{0, 0.5f};
+    drawn.clear();
+    for (int k = 0; k < 8; ++k)
+      drawn.push_back("key" + std::to_string(pick(rng)));
+    std::sort(drawn.begin(), drawn.end());
+    drawn.erase(std::unique(drawn.begin(), drawn.end()), drawn.end());
+    ASSERT_EQ(lookup(disk, drawn), lookup(mem, drawn)) << "step " << step;
+    std::vector<std::string_view> views(drawn.begin(), drawn.end());
+    std::vector<float> grads(drawn.size() * disk.dim());
+    for (auto& g : grads)
+      g = noise(rng);
+    ASSERT_FALSE(disk.update(views, grads, step));
+    ASSERT_FALSE(mem.update(views, grads, step));
+  }
+
+  /// Every row's values, optimizer slots and update count.
+  using row_state = std::tuple<std::vector<float>, std::vector<float>, uint64_t>;
+  std::map<std::string, row_state> state_of(embedding_store& store) {
+    std::map<std::string, row_state> rows;
+    EXPECT_FALSE(store.export_rows([&](const row_record& r) {
+      rows[std::string{r.key}] = {
+        {r.values.begin(), r.values.end()}, {r.slots.begin(), r.slots.end()}, r.updates};
+    }));
+    return rows;
+  }
+
   std::string root;
 };
 
@@ -90,37 +130,44 @@ TEST_F(leveldb_store_test, AgreesWithTheMemoryStoreThroughATinyCache) {
   auto cfg = config("tiny", 1);
   auto disk = open(cfg);
   ASSERT_EQ(disk->cache_capacity(), 16u) << "the smallest cache forces write-backs";
-  auto mem_cfg = cfg;
-  mem_cfg.backend = backend_kind::memory;
-  auto mem = make_store(mem_cfg);
+  auto mem = memory_twin(cfg);
   ASSERT_TRUE(mem);
   std::mt19937 rng{3};
-  std::uniform_int_distribution<int> pick{0, 199};
-  std::normal_distribution<float> noise{0, 0.5f};
+  std::vector<std::string> keys;
   for (int step = 0; step < 300; ++step) {
-    std::vector<std::string> keys;
-    for (int k = 0; k < 8; ++k)
-      keys.push_back("key" + std::to_string(pick(rng)));
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    ASSERT_EQ(lookup(*disk, keys), lookup(**mem, keys)) << "step " << step;
-    std::vector<std::string_view> views(keys.begin(), keys.end());
-    std::vector<float> grads(keys.size() * 4);
-    for (auto& g : grads)
-      g = noise(rng);
-    ASSERT_FALSE(disk->update(views, grads, step));
-    ASSERT_FALSE((*mem)->update(views, grads, step));
+    ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 200, step, keys));
     ASSERT_LE(disk->cached_rows(), 16u);
   }
-  EXPECT_EQ(disk->stats().rows, (*mem)->stats().rows);
-  std::map<std::string, std::pair<std::vector<float>, uint64_t>> a, b;
-  disk->export_rows([&](const row_record& r) {
-    a[std::string{r.key}] = {{r.slots.begin(), r.slots.end()}, r.updates};
-  });
-  (*mem)->export_rows([&](const row_record& r) {
-    b[std::string{r.key}] = {{r.slots.begin(), r.slots.end()}, r.updates};
-  });
-  EXPECT_EQ(a, b) << "optimizer slots and update counts survive write-back";
+  EXPECT_EQ(disk->stats().rows, mem->stats().rows);
+  EXPECT_EQ(state_of(*disk), state_of(*mem))
+    << "values, optimizer slots and update counts survive write-back";
+}
+
+// Once the table samples, rows beyond the cache are read from the log where the sampling index
+// recorded them: every write-back, collection of the log and removal must move that record.
+TEST_F(leveldb_store_test, RowsReadWhereTheSamplingIndexLocatesThemMatchTheMemoryStore) {
+  auto cfg = config("located", 1);
+  auto disk = open(cfg);
+  disk->collect_garbage_above(4096);
+  auto mem = memory_twin(cfg);
+  ASSERT_TRUE(mem);
+  std::mt19937 rng{7};
+  std::vector<std::string> keys;
+  for (int step = 0; step < 400; ++step) {
+    if (step == 40) {
+      ASSERT_TRUE(disk->sample_metadata({}));
+      ASSERT_TRUE(mem->sample_metadata({}));
+    }
+    ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 150, step, keys));
+    if (step % 50 == 49) {
+      std::vector<std::string_view> gone{keys.front()};
+      ASSERT_FALSE(disk->remove_rows(gone));
+      ASSERT_FALSE(mem->remove_rows(gone));
+    }
+  }
+  EXPECT_GT(disk->located_reads(), 500u) << "reads after the index was built skip LevelDB";
+  EXPECT_GE(disk->log_collections(), 1u) << "collections moved rows the index had located";
+  EXPECT_EQ(state_of(*disk), state_of(*mem));
 }
 
 TEST_F(leveldb_store_test, RowsSurviveClosingAndReopening) {

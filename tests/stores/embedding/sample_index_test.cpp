@@ -1,7 +1,9 @@
 #include "stores/embedding/sample_index.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -154,6 +156,59 @@ TEST(sample_index, NothingToDrawFailsAndChangesNothing) {
   EXPECT_EQ(index.size(), 2u);
   plan.count = 0;
   ASSERT_TRUE(index.draw(plan, exact));
+}
+
+// The key index is open addressing with backward-shift removal: whatever the order of puts and
+// removals, every key held stays findable and no removed key is found.
+TEST(sample_index, ManyPutsAndRemovalsInShuffledOrderKeepEveryKeyFindable) {
+  sample_index index{{sampler_kind::unigram, 0.75}};
+  auto exact = [](std::string_view, uint64_t stored) { return stored; };
+  constexpr int keys = 20000;
+  for (int i = 0; i < keys; ++i)
+    index.set(key(i), static_cast<uint64_t>(i % 100), exact);
+  std::vector<int> order(keys);
+  for (int i = 0; i < keys; ++i)
+    order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937{5});
+  for (int i : order)
+    if (i % 3 != 0)
+      index.remove(key(i), exact);
+  for (int i = 0; i < keys; i += 6)
+    index.set(key(i), 7, exact);
+  EXPECT_EQ(index.size(), static_cast<size_t>((keys + 2) / 3));
+  for (int i = 0; i < keys; ++i) {
+    auto held = index.stored_frequency(key(i));
+    if (i % 3 != 0) {
+      ASSERT_FALSE(held) << key(i) << " was removed";
+      continue;
+    }
+    ASSERT_TRUE(held) << key(i);
+    EXPECT_EQ(*held, i % 6 == 0 ? 7u : static_cast<uint64_t>(i % 100)) << key(i);
+  }
+}
+
+TEST(sample_index, ALocationIsKeptUntilItsRowIsRemoved) {
+  sample_index index{{sampler_kind::unigram, 0.75}};
+  auto exact = [](std::string_view, uint64_t stored) { return stored; };
+  index.set("a", 1, exact);
+  index.set("b", 1, exact);
+  index.locate("a", {4096, 2, 300});
+  index.locate("absent", {1, 1, 1});
+  EXPECT_EQ(index.location("a").offset, 4096u);
+  EXPECT_EQ(index.location("a").generation, 2u);
+  EXPECT_EQ(index.location("a").length, 300u);
+  index.set("a", 9, exact);
+  EXPECT_EQ(index.location("a").length, 300u) << "a new frequency does not move the row";
+  std::vector<std::string_view> asked{"b", "a", "absent"};
+  std::vector<row_locator> got(asked.size());
+  index.locations(asked, got);
+  EXPECT_EQ(got[0].length, 0u);
+  EXPECT_EQ(got[1].offset, 4096u);
+  EXPECT_EQ(got[2].length, 0u);
+  EXPECT_FALSE(index.stored_frequency("absent"));
+  index.remove("a", exact);
+  index.set("a", 1, exact);
+  EXPECT_EQ(index.location("a").length, 0u) << "a row put again has no location yet";
 }
 
 } // namespace
