@@ -114,6 +114,23 @@ caf::expected<std::shared_ptr<const routed_batch>> direct_embedding::lookup(
   return std::shared_ptr<const routed_batch>{std::move(route)};
 }
 
+caf::error direct_embedding::prefetch(const std::vector<table_keys>& tables) const {
+  // Dims do not matter: no row is copied.
+  routed_batch route{tables, std::vector<uint32_t>(tables.size(), 1), shards_.size()};
+  for (auto s : route.shards()) {
+    auto& shard = *shards_[s];
+    std::lock_guard<std::mutex> guard{shard.mutex};
+    for (auto& part : route.part(s)) {
+      auto table = shard.tables.find(part.name);
+      if (part.keys.empty() || table == shard.tables.end())
+        continue;
+      if (auto err = table->second.store->prefetch(part.keys.views(), part.keys.hashes()))
+        return err;
+    }
+  }
+  return {};
+}
+
 caf::error direct_embedding::update(const routed_batch& route,
                                     const std::vector<std::span<const float>>& grads,
                                     int64_t step) const {

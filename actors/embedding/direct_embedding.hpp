@@ -41,6 +41,11 @@ public:
   caf::error update(const routed_batch& route, const std::vector<std::span<const float>>& grads,
                     int64_t step) const;
 
+  /// Has each shard's stores prefetch (embedding_store::prefetch) their keys of `tables`, one
+  /// shard at a time under its lock, in the caller's thread. A table not created yet is passed
+  /// over: there is nothing of it to bring in. Answers the first store's error.
+  caf::error prefetch(const std::vector<table_keys>& tables) const;
+
   /// The k best rows of embedding `name` per query from the shards' ANN indexes, each shard's
   /// under its lock in the caller's thread; fails as the service's approximate top_k does.
   caf::expected<top_k_result> approximate_top_k(const std::string& name,

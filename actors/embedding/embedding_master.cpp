@@ -374,6 +374,8 @@ caf::result<embedding_stats> stats(embedding_master_pointer self, const std::str
                   total->cache_capacity += part.cache_capacity;
                   total->tier_hits += part.tier_hits;
                   total->tier_misses += part.tier_misses;
+                  total->disk_reads += part.disk_reads;
+                  total->prefetched_rows += part.prefetched_rows;
                   total->disk_bytes += part.disk_bytes;
                   total->evictions += part.evictions;
                   total->dropped_updates += part.dropped_updates;

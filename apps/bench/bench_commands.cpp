@@ -231,6 +231,9 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     ->add_option("--colossal-shards", ctr->colossal_shards,
                  "Shards of every table in both colossal runs (one database each)")
     ->check(CLI::Range(1, 1024));
+  ctr_cmd->add_option("--prefetch-batches", ctr->prefetch_batches,
+                      "Batches the colossal run looks ahead, their rows brought into memory "
+                      "before their step (0: none)");
   ctr_cmd->callback([ctr, &exit_code] { exit_code = report("ctr", run_ctr_bench(*ctr)); });
 
   auto emb = std::make_shared<embedding_bench_options>();

@@ -306,7 +306,8 @@ caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
     double(o.memory_budget) / double(1 << 30));
   auto tiered_args = common;
   tiered_args.insert(tiered_args.end(), {"--train", *train, "--eval", *test, "--leveldb", db,
-                                         "--memory-budget", std::to_string(o.memory_budget)});
+                                         "--memory-budget", std::to_string(o.memory_budget),
+                                         "--prefetch-batches", std::to_string(o.prefetch_batches)});
   auto tiered = run_ctr_child(tiered_args);
   std::error_code ec;
   fs::remove_all(db, ec);
@@ -343,7 +344,11 @@ caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
     std::printf(
       " %s %.1f us", phase.c_str(),
       1e6 * seconds.get<double>() / double(std::max<uint64_t>(1, u64(t, "train_examples"))));
-  std::printf("\n  examples/s over time:");
+  auto examples = double(std::max<uint64_t>(1, u64(t, "train_examples")));
+  std::printf("\n  disk reads per example %.2f (of them look-ahead %.2f); look-ahead %u batches\n",
+              double(u64(t, "disk_reads")) / examples, double(u64(t, "prefetched_rows")) / examples,
+              o.prefetch_batches);
+  std::printf("  examples/s over time:");
   double last_s = 0;
   uint64_t last_n = 0;
   for (auto& point : t.at("timeline")) {
@@ -376,6 +381,8 @@ caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
   m["colossal_auc"] = number(t, "auc");
   m["colossal_bayes_auc"] = number(t, "bayes_auc");
   m["colossal_hit_rate"] = double(hits) / double(std::max<uint64_t>(1, hits + misses));
+  m["colossal_disk_reads_per_example"] = double(u64(t, "disk_reads")) / examples;
+  m["colossal_prefetched_per_example"] = double(u64(t, "prefetched_rows")) / examples;
   m["colossal_disk_gib"] = double(u64(t, "disk_bytes")) / double(1 << 30);
   m["colossal_rows_in_memory"] = u64(t, "cached_rows");
   m["memory_examples_per_s"] = memory->at("examples_per_s");

@@ -360,6 +360,11 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
                  "With --leveldb: bytes of rows the memory tiers of all tables hold (4GiB)")
     ->transform(CLI::AsSizeValue(false));
   ctr
+    ->add_option("--prefetch-batches", o->prefetch_batches,
+                 "Batches read ahead whose rows the tables bring into memory before their step "
+                 "(in-process runs; 0: none)")
+    ->capture_default_str();
+  ctr
     ->add_option("--shards", o->shards, "Shards of every table (each gets its share of the budget)")
     ->check(CLI::Range(1, 1024));
   ctr->add_option("--min-count", o->admission_min_count,
@@ -472,6 +477,8 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
                                 {"cache_capacity", r->cache_capacity},
                                 {"tier_hits", r->tier_hits},
                                 {"tier_misses", r->tier_misses},
+                                {"disk_reads", r->disk_reads},
+                                {"prefetched_rows", r->prefetched_rows},
                                 {"memory_tier_bytes", r->memory_tier_bytes},
                                 {"disk_bytes", r->disk_bytes},
                                 {"evictions", r->evictions},

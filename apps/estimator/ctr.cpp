@@ -230,7 +230,8 @@ std::vector<de_config> ctr_tables(const ctr_options& o) {
   return out;
 }
 
-caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
+caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s,
+                                       std::vector<ce::dense_ptr<float>>* dynamic_columns) {
   if (auto err = validate(o))
     return err;
   auto ints = ce::numeric_column<float>(ops::ctr::ctr_ints_key, ctr_int_fields, 0, 1,
@@ -243,6 +244,8 @@ caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
     s, categorical_fields([&](size_t f) { return ctr_table(o, f); }), ce::combiner::sum);
   if (!deep)
     return std::move(deep.error());
+  if (dynamic_columns)
+    dynamic_columns->push_back(*deep);
   if (o.model == ctr_model_kind::dlrm) {
     est::dlrm_options d;
     d.dense_columns = {*ints};
@@ -269,6 +272,8 @@ caf::expected<est::model_fn> ctr_model(const ctr_options& o, ops::session& s) {
   auto wide = est::dynamic_embedding_columns(s, std::move(wide_fields), ce::combiner::sum);
   if (!wide)
     return std::move(wide.error());
+  if (dynamic_columns)
+    dynamic_columns->push_back(*wide);
   return est::dnn_linear_combined_model({.columns = {*ints, *deep},
                                          .hidden_units = o.hidden_units,
                                          .linear_columns = {*wide},
@@ -341,6 +346,8 @@ est::run_config run_config_of(const ctr_options& o) {
 struct ctr_service {
   std::unique_ptr<ops::session> session;
   est::model_fn model;
+  /// The model's columns of dynamic embeddings.
+  std::vector<ce::dense_ptr<float>> dynamic_columns;
 };
 
 caf::expected<ctr_service> start_service(const ctr_options& o) {
@@ -350,10 +357,11 @@ caf::expected<ctr_service> start_service(const ctr_options& o) {
     ops::session::open({.name = "ctr", .threads = o.service_threads, .shards = o.shards});
   if (!session)
     return std::move(session.error());
-  auto fn = ctr_model(o, **session);
+  std::vector<ce::dense_ptr<float>> columns;
+  auto fn = ctr_model(o, **session, &columns);
   if (!fn)
     return std::move(fn.error());
-  return ctr_service{std::move(*session), std::move(*fn)};
+  return ctr_service{std::move(*session), std::move(*fn), std::move(columns)};
 }
 
 caf::expected<embedding_stats> table_totals(const ctr_options& o, ops::session& s) {
@@ -367,6 +375,8 @@ caf::expected<embedding_stats> table_totals(const ctr_options& o, ops::session& 
     total.cache_capacity += st->cache_capacity;
     total.tier_hits += st->tier_hits;
     total.tier_misses += st->tier_misses;
+    total.disk_reads += st->disk_reads;
+    total.prefetched_rows += st->prefetched_rows;
     total.bytes += st->bytes;
     total.disk_bytes += st->disk_bytes;
     total.evictions += st->evictions;
@@ -387,11 +397,22 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
                                                   .epochs = o.epochs,
                                                   .max_rows = o.train_rows,
                                                   .skip_malformed = o.skip_malformed});
-  auto prefetched = [train]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
+  // The reader runs prefetch_batches batches ahead (4 at least) and hands each batch's keys to
+  // the tables as it reads it. A failed look-ahead leaves the rows where they are; the step's
+  // lookup meets the same error and reports it.
+  std::function<void(const est::batch&)> look_ahead;
+  if (o.prefetch_batches > 0)
+    look_ahead = [columns = service->dynamic_columns](const est::batch& b) {
+      for (auto& column : columns)
+        (void)est::prefetch_rows(column, b.features);
+    };
+  auto depth = std::max<size_t>(4, o.prefetch_batches);
+  auto prefetched = [train, depth,
+                     look_ahead]() -> caf::expected<std::unique_ptr<est::input_pipeline>> {
     auto p = train();
     if (!p)
       return p;
-    return est::prefetch(std::move(*p), 4);
+    return est::prefetch(std::move(*p), depth, look_ahead);
   };
   ctr_result r;
   std::vector<est::hook_ptr> hooks{std::make_shared<est::nan_guard>(),
@@ -431,6 +452,8 @@ caf::expected<ctr_result> run_ctr(const ctr_options& o) {
   r.cache_capacity = totals->cache_capacity;
   r.tier_hits = totals->tier_hits;
   r.tier_misses = totals->tier_misses;
+  r.disk_reads = totals->disk_reads;
+  r.prefetched_rows = totals->prefetched_rows;
   r.memory_tier_bytes = totals->bytes;
   r.disk_bytes = totals->disk_bytes;
   r.evictions = totals->evictions;

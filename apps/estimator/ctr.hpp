@@ -70,6 +70,10 @@ struct ctr_options {
   /// Scheduler threads of the in-process embedding service, which run its shards.
   size_t service_threads = 1;
   uint64_t seed = 1;
+  /// Batches read ahead of training whose keys go to the tables (ops::estimator::prefetch_rows)
+  /// so that their rows come from disk into the memory tiers before their step; 0 reads
+  /// ahead without it. Matters with leveldb_dir, in run_ctr.
+  uint32_t prefetch_batches = 4;
   /// Seconds between the points of ctr_result::timeline.
   double timeline_every_s = 60;
   std::string model_dir;
@@ -101,7 +105,11 @@ de_config ctr_table(const ctr_options& o, size_t field);
 std::vector<de_config> ctr_tables(const ctr_options& o);
 
 /// The model function; its tables live in `s`'s embedding service, which must outlive it.
-caf::expected<ops::estimator::model_fn> ctr_model(const ctr_options& o, ops::session& s);
+/// `dynamic_columns`, when given, receives the model's columns of dynamic embeddings (for the
+/// input's look-ahead).
+caf::expected<ops::estimator::model_fn> ctr_model(
+  const ctr_options& o, ops::session& s,
+  std::vector<compute::estimator::dense_ptr<float>>* dynamic_columns = nullptr);
 
 struct ctr_result {
   uint64_t train_examples = 0;
@@ -121,6 +129,9 @@ struct ctr_result {
   uint64_t cache_capacity = 0;
   uint64_t tier_hits = 0;
   uint64_t tier_misses = 0;
+  /// Rows read from disk, and those of them the look-ahead read.
+  uint64_t disk_reads = 0;
+  uint64_t prefetched_rows = 0;
   uint64_t memory_tier_bytes = 0;
   uint64_t disk_bytes = 0;
   /// Rows evicted by the tables' policies (rows + evictions: every key that got a row).

@@ -36,6 +36,10 @@ struct embedding_stats {
   /// backend or create (0 in a memory store).
   uint64_t tier_hits = 0;
   uint64_t tier_misses = 0;
+  /// Rows the LevelDB store read from disk (for lookups, updates and prefetches), and those of
+  /// them that prefetches read (0 in other stores).
+  uint64_t disk_reads = 0;
+  uint64_t prefetched_rows = 0;
   /// Bytes the backend holds on disk (LevelDB), 0 elsewhere.
   uint64_t disk_bytes = 0;
   /// Rows removed by the eviction policy.
@@ -58,9 +62,9 @@ struct embedding_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, embedding_stats& x) {
   return f(caf::meta::type_name("embedding_stats"), x.rows, x.bytes, x.raw_bytes, x.cached_rows,
-           x.cache_capacity, x.tier_hits, x.tier_misses, x.disk_bytes, x.evictions,
-           x.dropped_updates, x.retried_requests, x.recovered_shards, x.ann_rows, x.ann_backlog,
-           x.ann_staleness_p99_s);
+           x.cache_capacity, x.tier_hits, x.tier_misses, x.disk_reads, x.prefetched_rows,
+           x.disk_bytes, x.evictions, x.dropped_updates, x.retried_requests, x.recovered_shards,
+           x.ann_rows, x.ann_backlog, x.ann_staleness_p99_s);
 }
 
 /// How top_k scores a row w against a query c: the inner product c·w; the inner product with a

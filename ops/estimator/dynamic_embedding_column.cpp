@@ -135,6 +135,33 @@ public:
     return err ? to_plain(err) : plain_error{};
   }
 
+  /// The keys of every field of `features`, each table's distinct, to ops::prefetch_rows.
+  /// Reads only what construction set, so that another thread may call it.
+  caf::error prefetch(const ce::feature_map& features) const {
+    std::vector<table_lookup> tables;
+    for (auto& f : fields_) {
+      distinct_keys distinct;
+      if (!f.field.column) {
+        auto feature = ce::find_feature(features, f.field.key, 0);
+        if (!feature)
+          return make_error(feature.error());
+        for (auto& row : (*feature)->strings)
+          for (auto& k : row)
+            distinct.add(k);
+      } else {
+        auto ids = f.field.column->ids(features);
+        if (!ids)
+          return make_error(ids.error());
+        for (auto& row : ids->rows)
+          for (auto id : row)
+            distinct.add_id(id);
+      }
+      if (distinct.size() > 0)
+        tables.push_back({&f.field.config, f.field.config.name, {}, distinct.take()});
+    }
+    return ops::prefetch_rows(session_, std::move(tables));
+  }
+
   nlohmann::json spec() const override {
     if (fields_.size() == 1)
       return field_spec(fields_.front().field, "dynamic_embedding");
@@ -232,6 +259,12 @@ caf::expected<ce::dense_ptr<float>> dynamic_embedding_column(session& s, ce::cat
   if (!column)
     return make_error(errc::invalid_config, "dynamic_embedding_column: no categorical column");
   return dynamic_embedding_columns(s, {{{}, std::move(column), std::move(config)}}, how);
+}
+
+caf::error prefetch_rows(const ce::dense_ptr<float>& column, const ce::feature_map& features) {
+  if (auto* dynamic = dynamic_cast<const dynamic_embedding*>(column.get()))
+    return dynamic->prefetch(features);
+  return {};
 }
 
 embedding_seconds embedding_seconds_of_this_thread() {

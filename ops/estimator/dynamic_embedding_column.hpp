@@ -54,6 +54,14 @@ caf::expected<compute::estimator::dense_ptr<float>> dynamic_embedding_columns(
   session& s, std::vector<dynamic_field> fields,
   compute::estimator::combiner how = compute::estimator::combiner::mean);
 
+/// Hands the keys that `column` (made by dynamic_embedding_column(s)) will look up for
+/// `features` to the service ahead of the step that uses them (ops::prefetch_rows): the
+/// trainer's look-ahead. Nothing for any other column. May run in a thread other than the
+/// one training with the column. Fails as feature lookup does (a missing feature) or as
+/// ops::prefetch_rows.
+caf::error prefetch_rows(const compute::estimator::dense_ptr<float>& column,
+                         const compute::estimator::feature_map& features);
+
 /// Seconds this thread has spent in the embedding service for dynamic embedding columns: in
 /// lookups (inside a step's forward) and in backward passes (inside its backward), so that a
 /// step's time splits into the tables' share and the rest.

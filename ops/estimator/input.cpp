@@ -92,8 +92,12 @@ private:
 
 class prefetcher final : public input_pipeline {
 public:
-  prefetcher(std::unique_ptr<input_pipeline> inner, size_t depth)
-    : inner_(std::move(inner)), depth_(std::max<size_t>(depth, 1)), position_(inner_->position()) {
+  prefetcher(std::unique_ptr<input_pipeline> inner, size_t depth,
+             std::function<void(const batch&)> on_read)
+    : inner_(std::move(inner)),
+      depth_(std::max<size_t>(depth, 1)),
+      on_read_(std::move(on_read)),
+      position_(inner_->position()) {
     start();
   }
 
@@ -149,11 +153,20 @@ private:
         }
         auto result = inner_->next();
         bool last = !result || !*result;
-        std::lock_guard<std::mutex> lock{mutex_};
-        queue_.push_back({std::move(result), inner_->position()});
-        ready_.notify_one();
+        // The batch is queued before on_read sees it: a trainer waiting for it does not wait
+        // for on_read too. The queue holds the batch itself, so on_read reads a copy's view.
+        std::shared_ptr<const batch> read;
+        if (on_read_ && !last)
+          read = std::make_shared<const batch>(**result);
+        {
+          std::lock_guard<std::mutex> lock{mutex_};
+          queue_.push_back({std::move(result), inner_->position()});
+          ready_.notify_one();
+        }
         if (last)
           return;
+        if (read)
+          on_read_(*read);
       }
     }};
   }
@@ -170,6 +183,7 @@ private:
 
   std::unique_ptr<input_pipeline> inner_;
   size_t depth_;
+  std::function<void(const batch&)> on_read_;
   mutable std::mutex mutex_;
   std::condition_variable ready_, space_;
   std::deque<item> queue_;
@@ -180,8 +194,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<input_pipeline> prefetch(std::unique_ptr<input_pipeline> inner, size_t depth) {
-  return std::make_unique<prefetcher>(std::move(inner), depth);
+std::unique_ptr<input_pipeline> prefetch(std::unique_ptr<input_pipeline> inner, size_t depth,
+                                         std::function<void(const batch&)> on_read) {
+  return std::make_unique<prefetcher>(std::move(inner), depth, std::move(on_read));
 }
 
 size_t batch::rows() const {

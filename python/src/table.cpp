@@ -245,6 +245,8 @@ py::dict table_handle::stats() {
   d["cache_capacity"] = s.cache_capacity;
   d["tier_hits"] = s.tier_hits;
   d["tier_misses"] = s.tier_misses;
+  d["disk_reads"] = s.disk_reads;
+  d["prefetched_rows"] = s.prefetched_rows;
   d["disk_bytes"] = s.disk_bytes;
   d["evictions"] = s.evictions;
   d["dropped_updates"] = s.dropped_updates;

@@ -100,6 +100,14 @@ caf::error embedding_store::export_keys(std::span<const std::string_view> keys,
   return {};
 }
 
+caf::error embedding_store::prefetch(std::span<const std::string_view> keys,
+                                     std::span<const uint64_t> hashes) {
+  if (hashes.size() != keys.size())
+    return make_error(errc::dimension_mismatch, std::to_string(keys.size()) + " keys with " +
+                                                  std::to_string(hashes.size()) + " hashes");
+  return {};
+}
+
 caf::error embedding_store::remove_rows(std::span<const std::string_view>) {
   return make_error(errc::unsupported, "this store's rows cannot be removed one by one");
 }

@@ -65,6 +65,18 @@ public:
   caf::error lookup(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const uint32_t> counts, std::span<float> out);
 
+  /// Brings the rows of `keys` that the store keeps outside memory into its memory tier ahead
+  /// of the lookup that will ask for them (the trainer's look-ahead), and keeps them there
+  /// until that lookup, or for the next pinned_lookups lookups at most. Creates no row, counts
+  /// no lookup and changes no value: a store read after it answers as one never prefetched.
+  /// A hint: a store without a memory tier (the default) does nothing, and one whose pinned
+  /// rows already fill half its tier passes the rest over. `hashes` as for lookup; otherwise
+  /// errc::dimension_mismatch and nothing changes.
+  virtual caf::error prefetch(std::span<const std::string_view> keys,
+                              std::span<const uint64_t> hashes);
+  /// Lookups after a prefetch within which its rows are not evicted.
+  static constexpr uint64_t pinned_lookups = 256;
+
   /// lookup and update for a caller that has not hashed the keys.
   caf::error lookup(std::span<const std::string_view> keys, std::span<float> out);
   caf::error update(std::span<const std::string_view> keys, std::span<const float> grads,

@@ -27,6 +27,10 @@ public:
                     std::span<const float> grads, int64_t step) override {
     return inner_->update(keys, hashes, grads, step);
   }
+  caf::error prefetch(std::span<const std::string_view> keys,
+                      std::span<const uint64_t> hashes) override {
+    return inner_->prefetch(keys, hashes);
+  }
   store_stats stats() const override { return inner_->stats(); }
   caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
     return inner_->scan(f);

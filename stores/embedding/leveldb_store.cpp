@@ -273,6 +273,7 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
       }
     }
     if (status.ok()) {
+      ++backend_reads_;
       row_record record;
       if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, record))
         return make_error(errc::corrupt_file,

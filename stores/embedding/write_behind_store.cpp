@@ -129,6 +129,8 @@ void write_behind_store::forget_row(uint32_t row) {
   // A row never counted while cached has the frequency the index holds for it.
   if (!live || entries_[row].counted)
     sampling_refresh(key, cache_->row(row).meta->frequency);
+  if (!pins_.empty())
+    pins_.erase(row);
   if (live) {
     unlink(row);
     entries_[row].live = false;
@@ -163,7 +165,8 @@ std::vector<uint32_t> write_behind_store::oldest_rows(size_t keep) const {
   std::vector<uint32_t> out;
   for (auto row = oldest_; row != none && cache_->size() - out.size() > keep;
        row = entries_[row].newer)
-    out.push_back(row);
+    if (!pinned(row))
+      out.push_back(row);
   return out;
 }
 
@@ -191,6 +194,10 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
   found_.assign(keys.size(), none);
   if (auto err = load(keys, !cfg_.read_only, found_))
     return err;
+  ++lookups_;
+  if (!pins_.empty())
+    for (auto row : found_)
+      pins_.erase(row);
   auto at = now();
   for (size_t k = 0; k < keys.size(); ++k) {
     auto dest = out.subspan(k * cfg_.dim, cfg_.dim);
@@ -263,6 +270,41 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
   return settle();
 }
 
+bool write_behind_store::pinned(uint32_t row) const {
+  if (pins_.empty())
+    return false;
+  auto pin = pins_.find(row);
+  return pin != pins_.end() && pin->second > lookups_;
+}
+
+void write_behind_store::expire_pins() {
+  std::erase_if(pins_, [&](const auto& pin) { return pin.second <= lookups_; });
+}
+
+caf::error write_behind_store::prefetch(std::span<const std::string_view> keys,
+                                        std::span<const uint64_t> hashes) {
+  if (auto err = embedding_store::prefetch(keys, hashes))
+    return err;
+  expire_pins();
+  auto room = capacity_ / 2 > pins_.size() ? capacity_ / 2 - pins_.size() : 0;
+  keys = keys.first(std::min(keys.size(), room));
+  if (keys.empty())
+    return {};
+  // A prefetch is not a lookup: the tier's hit rate stays that of the lookups.
+  auto hits = tier_hits_, misses = tier_misses_, reads = backend_reads_;
+  found_.assign(keys.size(), none);
+  auto err = load(keys, false, found_);
+  tier_hits_ = hits;
+  tier_misses_ = misses;
+  prefetched_rows_ += backend_reads_ - reads;
+  if (err)
+    return err;
+  for (auto row : found_)
+    if (row != none)
+      pins_[row] = lookups_ + pinned_lookups;
+  return settle();
+}
+
 store_stats write_behind_store::stats() const {
   auto s = cache_->stats();
   s.rows = rows();
@@ -271,6 +313,8 @@ store_stats write_behind_store::stats() const {
   s.cache_capacity = capacity_;
   s.tier_hits = tier_hits_;
   s.tier_misses = tier_misses_;
+  s.disk_reads = backend_reads_;
+  s.prefetched_rows = prefetched_rows_;
   s.dropped_updates = dropped_updates_;
   return s;
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -36,6 +37,12 @@ public:
   /// settles.
   caf::error update(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                     std::span<const float> grads, int64_t step) override;
+  /// Loads the rows of `keys` the backend holds into the cache (none is created, none
+  /// counted) and pins each row found until a lookup reads it, or for pinned_lookups lookups;
+  /// settle never evicts a pinned row. Keys past the point where pinned rows would fill half
+  /// the cache are passed over.
+  caf::error prefetch(std::span<const std::string_view> keys,
+                      std::span<const uint64_t> hashes) override;
   store_stats stats() const override;
   /// Loads the rows of `keys` into the cache (none is created), a cacheful at a time, and
   /// reads them there; settles after each load.
@@ -179,10 +186,22 @@ protected:
   uint64_t tier_misses_ = 0;
   /// The largest step an update carried.
   int64_t last_step_ = 0;
+  /// Rows load() read from the backend, as far as the backend counts them (LevelDB does).
+  uint64_t backend_reads_ = 0;
 
 private:
+  /// Drops the pins whose lookups have run out.
+  void expire_pins();
+  /// Whether prefetch pinned `row` and its pin has not run out.
+  bool pinned(uint32_t row) const;
+
   /// Each key's row number during one lookup or update.
   std::vector<uint32_t> found_;
+  /// Lookups so far, and the rows prefetch pinned with the lookup count past which each pin
+  /// lapses. Small: at most half the cache, and empty when no one prefetches.
+  uint64_t lookups_ = 0;
+  std::unordered_map<uint32_t, uint64_t> pins_;
+  uint64_t prefetched_rows_ = 0;
 };
 
 } // namespace darcy::stores

@@ -398,6 +398,29 @@ TEST(ctr, tables_ten_times_their_memory_tier_on_leveldb_train_exactly_as_in_memo
   }
 }
 
+// The look-ahead brings rows from disk before their step and changes nothing the model
+// learns: the same AUC and log loss, bit for bit, with it and without it.
+TEST(ctr, the_look_ahead_reads_rows_ahead_and_trains_bit_for_bit_as_without_it) {
+  test::temp_dir dir{"ctr_app_look_ahead"};
+  auto o = many_ids_model(dir, true);
+  o.memory_budget = 1;
+  std::map<uint32_t, ctr_result> runs;
+  for (uint32_t window : {0u, 4u}) {
+    SCOPED_TRACE(window);
+    o.prefetch_batches = window;
+    o.leveldb_dir = dir.path() + "/tables-" + std::to_string(window);
+    auto r = run_ctr(o);
+    ASSERT_TRUE(r) << render(r.error());
+    runs[window] = *r;
+  }
+  EXPECT_EQ(runs[0].prefetched_rows, 0u);
+  EXPECT_GT(runs[4].prefetched_rows, 0u);
+  EXPECT_LE(runs[4].prefetched_rows, runs[4].disk_reads);
+  EXPECT_EQ(runs[4].auc, runs[0].auc);
+  EXPECT_EQ(runs[4].log_loss, runs[0].log_loss);
+  EXPECT_EQ(runs[4].embedding_rows, runs[0].embedding_rows);
+}
+
 TEST(ctr, admission_by_count_gives_ids_seen_once_no_row) {
   test::temp_dir dir{"ctr_app_admission"};
   auto o = many_ids_model(dir, false);

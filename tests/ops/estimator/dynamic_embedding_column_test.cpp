@@ -219,6 +219,72 @@ TEST(dynamic_embedding_column, a_group_is_its_fields_side_by_side_and_exports_as
   EXPECT_NE(render(twice.error()).find("two fields name embedding 'raw'"), std::string::npos);
 }
 
+// The look-ahead: a group's keys of a batch, strings and bucket ids, handed over before its
+// step bring the rows from LevelDB into the memory tiers; the step's lookup then finds them
+// there and reads what it would have read without them.
+TEST(dynamic_embedding_column, prefetched_rows_of_a_batch_are_hits_at_its_lookup) {
+  test::temp_dir dir{"dynamic_column_prefetch"};
+  auto hashed = ce::categorical_column_with_hash_bucket("words", 1000);
+  ASSERT_TRUE(hashed);
+  auto raw = word_config();
+  raw.name = "raw";
+  raw.backend = backend_kind::leveldb;
+  raw.path = dir.path() + "/raw";
+  raw.cache_bytes = 1; // 16 rows a shard
+  auto wide = raw;
+  wide.name = "hashed";
+  wide.path = dir.path() + "/hashed";
+  wide.dim = 1;
+  std::vector<dynamic_field> fields{{"words", nullptr, raw}, {{}, *hashed, wide}};
+  auto s = session::open({});
+  ASSERT_TRUE(s);
+  auto group = dynamic_embedding_columns(**s, fields);
+  ASSERT_TRUE(group) << render(group.error());
+  // One word a row, each its own: 200 rows where the memory tiers hold 32.
+  auto data = std::make_shared<example_table>();
+  std::vector<std::vector<std::string>> w;
+  for (size_t i = 0; i < 200; ++i)
+    w.push_back({"k" + std::to_string(i)});
+  data->features["x"] = ce::feature_value::numeric(std::vector<double>(200, 1.0));
+  data->features["words"] = ce::feature_value::categorical(w);
+  data->labels = matrix::Zero(200, 1);
+  auto batch_of = [&](size_t first, size_t rows) {
+    std::vector<size_t> which(rows);
+    std::iota(which.begin(), which.end(), first);
+    return gather(*data, which);
+  };
+  auto ahead = batch_of(0, 8);
+  EXPECT_FALSE(prefetch_rows(*group, ahead.features)) << "tables not created yet: passed over";
+  for (size_t first = 0; first < 200; first += 40) // every row made, most of them on disk
+    ASSERT_TRUE((*group)->forward(batch_of(first, 40).features));
+  auto read_before = (*group)->forward(ahead.features);
+  ASSERT_TRUE(read_before);
+  for (size_t first = 40; first < 200; first += 40) // the batch's rows leave memory again
+    ASSERT_TRUE((*group)->forward(batch_of(first, 40).features));
+  ASSERT_FALSE(prefetch_rows(*group, ahead.features));
+  auto raw_stats = ops::stats(**s, "raw"), wide_stats = ops::stats(**s, "hashed");
+  ASSERT_TRUE(raw_stats && wide_stats);
+  EXPECT_GT(raw_stats->prefetched_rows, 0u);
+  EXPECT_GT(wide_stats->prefetched_rows, 0u) << "bucket ids are prefetched by their keys too";
+  auto misses = raw_stats->tier_misses + wide_stats->tier_misses;
+  auto read = (*group)->forward(ahead.features);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(*read, *read_before);
+  raw_stats = ops::stats(**s, "raw");
+  wide_stats = ops::stats(**s, "hashed");
+  ASSERT_TRUE(raw_stats && wide_stats);
+  EXPECT_EQ(raw_stats->tier_misses + wide_stats->tier_misses, misses)
+    << "every row of the batch was in memory";
+
+  auto numeric = dynamic_embedding_column(**s, "x", word_config());
+  ASSERT_TRUE(numeric);
+  EXPECT_TRUE(is(prefetch_rows(*numeric, ahead.features), errc::invalid_argument))
+    << "a numeric feature, as forward refuses it";
+  auto dense = ce::numeric_column<float>("x");
+  ASSERT_TRUE(dense);
+  EXPECT_FALSE(prefetch_rows(*dense, ahead.features)) << "not a dynamic column: nothing to do";
+}
+
 TEST(dynamic_embedding_column, bad_configs_and_features_are_refused) {
   auto s = session::open({});
   ASSERT_TRUE(s);

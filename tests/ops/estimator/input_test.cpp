@@ -2,6 +2,7 @@
 // epoch; a pipeline that seeks to another's position gives the same batches from there on.
 #include "ops/estimator/input.hpp"
 
+#include <mutex>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -106,6 +107,36 @@ TEST(dataset, a_prefetched_pipeline_gives_the_same_batches_and_positions) {
     ASSERT_FALSE(ahead->seek("1:3"));
     ASSERT_FALSE((*plain)->seek("1:3"));
     EXPECT_EQ(drain(*ahead), drain(**plain));
+  }
+}
+
+// The look-ahead's hook: every batch read is shown once, in order, no more than `depth` batches
+// ahead of the one training takes, and the batches handed out are unchanged.
+TEST(dataset, on_read_sees_each_batch_once_in_order_at_most_depth_ahead) {
+  dataset_options o{.batch_size = 3, .epochs = 2, .seed = 4};
+  for (size_t depth : {1u, 4u}) {
+    SCOPED_TRACE(depth);
+    std::mutex mutex;
+    std::vector<std::vector<double>> seen;
+    auto plain = make_dataset(numbered(10), o);
+    auto ahead = prefetch(std::move(*make_dataset(numbered(10), o)), depth, [&](const batch& b) {
+      std::lock_guard<std::mutex> lock{mutex};
+      seen.push_back(b.features.at("id").numbers);
+    });
+    std::vector<std::vector<double>> taken;
+    while (true) {
+      auto b = ahead->next();
+      ASSERT_TRUE(b) << render(b.error());
+      if (!*b)
+        break;
+      taken.push_back((*b)->features.at("id").numbers);
+      std::lock_guard<std::mutex> lock{mutex};
+      // Read ahead: the taken batch, the depth queued behind it, one being read.
+      EXPECT_LE(seen.size(), taken.size() + depth + 1);
+    }
+    EXPECT_EQ(taken, drain(**plain));
+    ahead.reset(); // joins the reader
+    EXPECT_EQ(seen, taken);
   }
 }
 

@@ -2,12 +2,21 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+#include <deque>
 #include <iostream>
+#include <map>
+#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "compute/hash.hpp"
+#include "messages/error.hpp"
 #include "runtime/process/machine.hpp"
+#include "stores/embedding/de_config.hpp"
+#include "stores/embedding/leveldb_store.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -115,6 +124,167 @@ TEST(write_behind_store, TheMemoryTierStaysWithinItsBudgetAsCountedAndAsResident
     fill(*store, 256, [&](size_t i) { return c.key_of(4 * short_capacity - 1 - i); });
     EXPECT_EQ(store->stats().tier_hits, 256u);
   }
+}
+
+// The look-ahead (prefetch) on the LevelDB backend, at the smallest cache (16 rows, so at most
+// 8 pinned): the store's tier against a memory store that never prefetches.
+class prefetch_test : public ::testing::Test {
+protected:
+  de_config tiered(const std::string& sub) {
+    de_config cfg;
+    cfg.name = "items";
+    cfg.dim = 4;
+    cfg.optimizer = {optimizer_kind::adagrad, 0.1f};
+    cfg.backend = backend_kind::leveldb;
+    cfg.path = dir.path() + "/" + sub;
+    cfg.cache_bytes = 1;
+    return cfg;
+  }
+  std::unique_ptr<embedding_store> make(de_config cfg) {
+    auto store = make_store(cfg);
+    EXPECT_TRUE(store) << render(error_of(store));
+    return store ? std::move(*store) : nullptr;
+  }
+  static std::vector<std::string> keys(int first, int count) {
+    std::vector<std::string> out;
+    for (int k = first; k < first + count; ++k)
+      out.push_back("key" + std::to_string(k));
+    return out;
+  }
+  static std::vector<float> lookup(embedding_store& store, const std::vector<std::string>& keys) {
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<float> out(keys.size() * store.dim());
+    EXPECT_FALSE(store.lookup(views, out));
+    return out;
+  }
+  static void update(embedding_store& store, const std::vector<std::string>& keys, float g,
+                     int64_t step) {
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<float> grads(keys.size() * store.dim(), g);
+    EXPECT_FALSE(store.update(views, grads, step));
+  }
+  static caf::error prefetch(embedding_store& store, const std::vector<std::string>& keys) {
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<uint64_t> hashes;
+    for (auto& k : keys)
+      hashes.push_back(compute::hash_key(k));
+    return store.prefetch(views, hashes);
+  }
+  static std::map<std::string, std::vector<float>> rows_of(embedding_store& store) {
+    std::map<std::string, std::vector<float>> rows;
+    EXPECT_FALSE(store.export_rows([&](const row_record& r) {
+      auto& row = rows[std::string{r.key}];
+      row.assign(r.values.begin(), r.values.end());
+      row.insert(row.end(), r.slots.begin(), r.slots.end());
+      row.push_back(static_cast<float>(r.updates));
+      row.push_back(static_cast<float>(r.frequency));
+    }));
+    return rows;
+  }
+
+  test::temp_dir dir{"write_behind_prefetch"};
+};
+
+TEST_F(prefetch_test, PrefetchedRowsAreHitsAtTheirLookupThoughTheCacheTurnedOverMeanwhile) {
+  auto store = make(tiered("hits"));
+  for (int k = 0; k < 100; k += 10) // 100 rows on disk, the last 16 in memory
+    update(*store, keys(k, 10), 0.5f, 1);
+  auto before = store->stats();
+  auto ahead = keys(0, 8);
+  ASSERT_FALSE(prefetch(*store, ahead));
+  auto after = store->stats();
+  EXPECT_EQ(after.prefetched_rows, 8u) << "the 8 oldest rows were on disk only";
+  EXPECT_EQ(after.disk_reads, before.disk_reads + 8);
+  EXPECT_EQ(after.tier_hits, before.tier_hits) << "a prefetch is not a lookup";
+  EXPECT_EQ(after.tier_misses, before.tier_misses);
+  EXPECT_EQ(after.rows, 100u);
+  // Two cachefuls of other rows pass through the cache before the batch's lookup.
+  for (int k = 40; k < 72; k += 8)
+    lookup(*store, keys(k, 8));
+  auto hits = store->stats().tier_hits;
+  lookup(*store, ahead);
+  EXPECT_EQ(store->stats().tier_hits, hits + 8) << "pinned until their lookup";
+}
+
+TEST_F(prefetch_test, PrefetchCreatesNoRowAndPinsAtMostHalfTheCache) {
+  auto store = make(tiered("bounded"));
+  update(*store, keys(0, 40), 0.5f, 1);
+  auto before = store->stats();
+  ASSERT_FALSE(prefetch(*store, keys(1000, 4))) << "keys never stored";
+  EXPECT_EQ(store->stats().rows, before.rows);
+  EXPECT_EQ(store->stats().prefetched_rows, 0u);
+  ASSERT_FALSE(prefetch(*store, keys(0, 20)));
+  EXPECT_EQ(store->stats().prefetched_rows, 8u) << "half of 16 rows pinned, the rest passed over";
+  ASSERT_FALSE(prefetch(*store, keys(20, 4)));
+  EXPECT_EQ(store->stats().prefetched_rows, 8u) << "no room until a lookup releases a pin";
+  lookup(*store, keys(0, 8));
+  ASSERT_FALSE(prefetch(*store, keys(20, 4)));
+  EXPECT_EQ(store->stats().prefetched_rows, 12u);
+}
+
+TEST_F(prefetch_test, PinsNeverLookedUpLapseAndTheCacheReturnsToItsBudget) {
+  auto store = make(tiered("lapse"));
+  update(*store, keys(0, 40), 0.5f, 1);
+  ASSERT_FALSE(prefetch(*store, keys(0, 8)));
+  for (uint64_t i = 0; i < embedding_store::pinned_lookups + 20; ++i)
+    lookup(*store, keys(100 + int(i % 50), 1));
+  auto s = store->stats();
+  EXPECT_LE(s.cached_rows, s.cache_capacity);
+  ASSERT_FALSE(prefetch(*store, keys(0, 8)));
+  EXPECT_EQ(store->stats().prefetched_rows, 16u)
+    << "the lapsed rows were evicted as any other, and there is room for 8 pins again";
+}
+
+// Prefetches of the next batches interleaved with the lookups and updates of the current one,
+// as the look-ahead runs them: every lookup answers what a store that never prefetched
+// answers, and no update is lost, whether it lands before or after the prefetch of its row.
+TEST_F(prefetch_test, InterleavedWithUpdatesChangesNoValueAndLosesNoUpdate) {
+  auto store = make(tiered("interleaved"));
+  auto twin_cfg = tiered("unused");
+  twin_cfg.backend = backend_kind::memory;
+  auto twin = make(twin_cfg);
+  std::mt19937 rng{11};
+  std::uniform_int_distribution<int> pick{0, 59};
+  auto batch = [&] {
+    std::vector<std::string> b;
+    for (int i = 0; i < 6; ++i)
+      b.push_back("key" + std::to_string(pick(rng)));
+    std::sort(b.begin(), b.end());
+    b.erase(std::unique(b.begin(), b.end()), b.end());
+    return b;
+  };
+  std::deque<std::vector<std::string>> window{batch(), batch(), batch()};
+  for (int step = 1; step <= 300; ++step) {
+    window.push_back(batch());
+    if (step % 2 == 0) {
+      ASSERT_FALSE(prefetch(*store, window.back()));
+    }
+    auto now = window.front();
+    window.pop_front();
+    ASSERT_EQ(lookup(*store, now), lookup(*twin, now)) << "step " << step;
+    if (step % 2 == 1) {
+      ASSERT_FALSE(prefetch(*store, window.back())) << "between lookup and update";
+    }
+    update(*store, now, 0.1f * float(step % 7) - 0.3f, step);
+    update(*twin, now, 0.1f * float(step % 7) - 0.3f, step);
+  }
+  EXPECT_GT(store->stats().prefetched_rows, 100u);
+  EXPECT_EQ(rows_of(*store), rows_of(*twin)) << "values, slots, update counts, frequencies";
+}
+
+TEST_F(prefetch_test, KeysWithoutOneHashEachAreRefusedAndNothingChanges) {
+  auto store = make(tiered("bad"));
+  update(*store, keys(0, 40), 0.5f, 1);
+  auto before = rows_of(*store);
+  auto cached = store->stats().cached_rows;
+  std::vector<std::string> k = keys(0, 4);
+  std::vector<std::string_view> views(k.begin(), k.end());
+  std::vector<uint64_t> hashes(3);
+  auto err = store->prefetch(views, hashes);
+  EXPECT_TRUE(is(err, errc::dimension_mismatch)) << render(err);
+  EXPECT_EQ(store->stats().cached_rows, cached);
+  EXPECT_EQ(store->stats().prefetched_rows, 0u);
+  EXPECT_EQ(rows_of(*store), before);
 }
 
 } // namespace
