@@ -233,7 +233,7 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(1, 1024));
   ctr_cmd->add_option("--prefetch-batches", ctr->prefetch_batches,
                       "Batches the colossal run looks ahead, their rows brought into memory "
-                      "before their step (0: none)");
+                      "before their step (0: none, the default)");
   ctr_cmd->callback([ctr, &exit_code] { exit_code = report("ctr", run_ctr_bench(*ctr)); });
 
   auto emb = std::make_shared<embedding_bench_options>();

@@ -54,7 +54,7 @@ struct ctr_bench_options {
   /// compaction rewrites each row fewer times (a third of the bytes written at 1.2M rows).
   uint32_t colossal_shards = 8;
   /// The colossal run's look-ahead (`darcy estimator ctr --prefetch-batches`).
-  uint32_t prefetch_batches = 4;
+  uint32_t prefetch_batches = 0;
   std::string python = "/usr/bin/python3";
 };
 

@@ -71,9 +71,10 @@ struct ctr_options {
   size_t service_threads = 1;
   uint64_t seed = 1;
   /// Batches read ahead of training whose keys go to the tables (ops::estimator::prefetch_rows)
-  /// so that their rows come from disk into the memory tiers before their step; 0 reads
-  /// ahead without it. Matters with leveldb_dir, in run_ctr.
-  uint32_t prefetch_batches = 4;
+  /// so that their rows come from disk into the memory tiers before their step; 0 (the
+  /// default: on 2 cores it cost more than it saved, docs/ctr.md) reads ahead without it.
+  /// Matters with leveldb_dir, in run_ctr.
+  uint32_t prefetch_batches = 0;
   /// Seconds between the points of ctr_result::timeline.
   double timeline_every_s = 60;
   std::string model_dir;

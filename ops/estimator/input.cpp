@@ -154,12 +154,16 @@ private:
         auto result = inner_->next();
         bool last = !result || !*result;
         // The batch is queued before on_read sees it: a trainer waiting for it does not wait
-        // for on_read too. The queue holds the batch itself, so on_read reads a copy's view.
+        // for on_read too. The queue holds the batch itself, so on_read reads a copy.
         std::shared_ptr<const batch> read;
         if (on_read_ && !last)
           read = std::make_shared<const batch>(**result);
         {
           std::lock_guard<std::mutex> lock{mutex_};
+          // A batch with no other before it in the queue is taken at once: the trainer has
+          // caught up with the reader, and on_read would come too late to help it.
+          if (queue_.empty())
+            read.reset();
           queue_.push_back({std::move(result), inner_->position()});
           ready_.notify_one();
         }

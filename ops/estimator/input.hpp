@@ -68,8 +68,10 @@ caf::expected<std::unique_ptr<input_pipeline>> make_dataset(
 /// `inner` read ahead by a thread of its own, up to `depth` batches (at least 1). Its position
 /// is that of the last batch handed out, so a checkpoint never skips read-ahead batches.
 /// `on_read`, when set, is called in that thread with each batch read, in order, once the
-/// batch is queued: the look-ahead that hands a batch's keys to the embedding service
-/// (prefetch_rows) while the batches before it train. It must not change the batch.
+/// batch is queued behind at least one other: the look-ahead that hands a batch's keys to the
+/// embedding service (prefetch_rows) while the batches before it train. A batch queued with
+/// none before it (the trainer has caught up with the reader) is passed over, so that a slow
+/// on_read lets the reader catch up. It must not change the batch.
 std::unique_ptr<input_pipeline> prefetch(std::unique_ptr<input_pipeline> inner, size_t depth,
                                          std::function<void(const batch&)> on_read = {});
 

@@ -54,6 +54,13 @@ class Table:
         self._handle.apply_gradients(keys, grads, step)
         self._session._wrote()
 
+    def prefetch(self, keys):
+        """Hands `keys` over ahead of the lookup that will read them: a table on disk
+        ("leveldb:DIR") brings their rows into its memory tier and keeps them there until that
+        lookup. Creates no row and changes none; does nothing for a table in memory, or in a
+        session on a cluster (not yet)."""
+        self._handle.prefetch(keys)
+
     def lookup_for_backward(self, keys):
         """(rows of the distinct keys, int64 position of each key among them, a pending lookup
         whose backward(grads) sends the distinct rows' gradients). darcy.torch's modules use

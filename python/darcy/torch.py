@@ -21,13 +21,14 @@ from darcy import _darcy
 from darcy.session import Table
 from darcy import torch_state
 from darcy.torch_export import export, write_sync  # noqa: F401
+from darcy.torch_look_ahead import look_ahead  # noqa: F401
 from darcy.torch_state import DarcyModule
 from darcy.torch_collections import (EmbeddingBagCollection, EmbeddingBagConfig,  # noqa: F401
                                      EmbeddingCollection, EmbeddingConfig, JaggedTensor,
                                      KeyedJaggedTensor, KeyedTensor)
 
 __all__ = ["DynamicEmbedding", "DynamicEmbeddingBag", "sampled_logits", "sampled_softmax_loss",
-           "save_checkpoint", "load_checkpoint", "export", "write_sync",
+           "save_checkpoint", "load_checkpoint", "export", "write_sync", "look_ahead",
            "EmbeddingBagConfig", "EmbeddingConfig", "EmbeddingBagCollection",
            "EmbeddingCollection", "KeyedJaggedTensor", "KeyedTensor", "JaggedTensor"]
 
@@ -78,6 +79,12 @@ def _rows(table, keys, training):
     return rows, None
 
 
+def _prefetch(table, keys):
+    flat, _ = _flat_keys(keys)
+    if len(flat) > 0:
+        table.prefetch(flat)
+
+
 def _table(table):
     if not isinstance(table, Table):
         raise _invalid(f"a {type(table).__name__} for a table; a darcy.Table "
@@ -101,6 +108,11 @@ class DynamicEmbedding(DarcyModule):
         rows, inverse = _rows(self.table, flat, self.training)
         out = rows if inverse is None else rows.index_select(0, inverse)
         return out.reshape(*shape, self.table.dim).to(self.device)
+
+    def prefetch(self, keys):
+        """Hands `keys` (as forward takes them) to the table ahead of the forward that will
+        read them (Table.prefetch); look_ahead calls it from its thread."""
+        _prefetch(self.table, keys)
 
     def extra_repr(self):
         return f"table={self.table.name!r}, dim={self.table.dim}"
@@ -173,6 +185,12 @@ class DynamicEmbeddingBag(DarcyModule):
         if self.mode == "mean":
             out = out / lengths.clamp(min=1).to(out.dtype).unsqueeze(1)
         return out.to(self.device)
+
+    def prefetch(self, keys):
+        """Hands `keys` (as forward takes them; offsets do not matter) to the table ahead of
+        the forward that will read them (Table.prefetch); look_ahead calls it from its
+        thread."""
+        _prefetch(self.table, keys)
 
     def extra_repr(self):
         return f"table={self.table.name!r}, dim={self.table.dim}, mode={self.mode!r}"

@@ -153,6 +153,15 @@ void table_handle::apply_gradients(const py::handle& keys, const py::handle& gra
   raise_if(err);
 }
 
+void table_handle::prefetch(const py::handle& keys) {
+  auto k = read_keys(keys);
+  auto err = session_->run([&](ops::session& s) {
+    std::vector<ops::table_lookup> request{{&config_, config_.name, {}, std::move(k.distinct)}};
+    return ops::prefetch_rows(s, std::move(request));
+  });
+  raise_if(err);
+}
+
 py::list table_handle::top_k(const py::handle& vectors, uint32_t k, const std::string& metric,
                              bool approximate, uint32_t probes, uint32_t rerank,
                              uint32_t max_staleness_ms) {
@@ -277,6 +286,7 @@ void bind_table(py::module_& m) {
     .def("top_k", &table_handle::top_k, py::arg("vectors"), py::arg("k"), py::arg("metric") = "dot",
          py::arg("approximate") = false, py::arg("probes") = 0, py::arg("rerank") = 0,
          py::arg("max_staleness_ms") = 10000)
+    .def("prefetch", &table_handle::prefetch, py::arg("keys"))
     .def("stats", &table_handle::stats)
     .def("sampled_logits", &table_handle::sampled_logits, py::arg("positive_keys"),
          py::arg("activations"), py::arg("num_sampled"), py::arg("seed") = 1,

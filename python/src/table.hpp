@@ -84,6 +84,10 @@ public:
   void apply_gradients(const pybind11::handle& keys, const pybind11::handle& grads,
                        std::optional<int64_t> step);
 
+  /// Hands `keys` to the service ahead of the lookup that will read them (ops::prefetch_rows):
+  /// a table on disk brings their rows into its memory tier. Changes no row.
+  void prefetch(const pybind11::handle& keys);
+
   /// For each row of `vectors` (float32 (queries, dim)) its k best rows as (key, score)
   /// pairs, best first; `metric` "dot" or "cosine".
   /// approximate: from the table's ANN index (ops::approximate_top_k) with those settings.

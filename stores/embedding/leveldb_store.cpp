@@ -105,6 +105,8 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
     if (!log)
       return std::move(log.error());
     store->log_ = std::make_unique<value_log>(std::move(*log));
+    store->pointers_ = std::make_unique<pointer_cache>(pointer_cache_bytes(cfg.cache_bytes));
+    store->reserve(store->pointers_->bytes());
   }
   // Count rows by iterating: always right, even after a crash between write-back and flush.
   uint64_t live = 0;
@@ -120,6 +122,10 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   if (store->log_)
     store->log_->set_garbage(store->log_->bytes() - std::min(live, store->log_->bytes()));
   return store;
+}
+
+uint64_t leveldb_store::pointer_cache_bytes(uint64_t cache_bytes) {
+  return std::max<uint64_t>(4096, cache_bytes / 8);
 }
 
 leveldb_store::leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db)
@@ -158,8 +164,10 @@ caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std
   auto status = db_->Write(options, &batch);
   if (!status.ok())
     return db_error(what + cfg_.path, status);
-  for (auto& [key, at] : moved)
+  for (auto& [key, at] : moved) {
     sampling_locate(key, locator_of(at));
+    pointers_->put(compute::hash_key(key), at);
+  }
   return {};
 }
 
@@ -256,20 +264,35 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     }
     row = none;
     leveldb::Status status;
+    auto hash = compute::hash_key(key);
+    bool read = false;
     if (located[i].length > 0) {
       if (auto err = log_->read(pointer_of(located[i]), key, bytes))
         return err;
       ++located_reads_;
-    } else {
-      status = on_disk_.may_contain(compute::hash_key(key))
-                 ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
-                 : leveldb::Status::NotFound({});
+      read = true;
+    } else if (auto cached = log_ ? pointers_->find(hash) : std::nullopt) {
+      // A place of another key whose hash shares the cached bits: LevelDB knows.
+      if (auto err = log_->read(*cached, key, bytes); !err) {
+        ++pointer_reads_;
+        read = true;
+      } else if (!is(err, errc::corrupt_file)) {
+        return err;
+      } else {
+        pointers_->erase(hash);
+      }
+    }
+    if (!read) {
+      status = on_disk_.may_contain(hash) ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
+                                          : leveldb::Status::NotFound({});
       value_pointer at;
       if (status.ok()) {
         if (auto err = row_bytes(key, stored, bytes, at))
           return err;
-        if (log_)
+        if (log_) {
           sampling_locate(key, locator_of(at));
+          pointers_->put(hash, at);
+        }
       }
     }
     if (status.ok()) {
@@ -296,9 +319,10 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
 }
 
 caf::error leveldb_store::settle() {
-  if (cache_->size() > capacity_) {
-    // Past the budget a 32nd of it goes at once, so that write-backs reach LevelDB in batches.
-    auto evicted = oldest_rows(capacity_ - capacity_ / 32);
+  auto limit = capacity_ - std::min(headroom_, capacity_ / 2);
+  if (cache_->size() > limit) {
+    // Past the limit a 32nd of it goes at once, so that write-backs reach LevelDB in batches.
+    auto evicted = oldest_rows(limit - limit / 32);
     std::vector<uint32_t> dirty;
     for (auto row : evicted)
       if (entry_at(row).dirty)
@@ -437,6 +461,8 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
   for (auto& key : keys) {
     forget(key);
     sampling_remove(key);
+    if (pointers_)
+      pointers_->erase(compute::hash_key(key));
     erased(key);
   }
   rows_ -= std::min<uint64_t>(rows_, keys.size());
@@ -447,7 +473,7 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
 store_stats leveldb_store::stats() const {
   auto s = write_behind_store::stats();
   s.evictions = evicted_;
-  s.bytes += on_disk_.bytes();
+  s.bytes += on_disk_.bytes() + (pointers_ ? pointers_->bytes() : 0);
   // Table files only (the log and manifest are small and short-lived): LevelDB's own estimate of
   // the row range.
   std::string first(1, row_prefix), last(1, row_prefix + 1);

@@ -3,7 +3,8 @@
 // database it creates keeps the records in a value_log and only their pointers in LevelDB, so
 // that compactions move 16 bytes a row instead of the row; one written before the log keeps
 // them inline and is served as it is. Reads of missing rows go to LevelDB in sorted batches
-// (straight to the log once the table samples: its sampling index knows where each row lies);
+// (straight to the log for rows whose place a pointer cache, an eighth of the memory budget,
+// still holds, and once the table samples, for every row: its sampling index knows them);
 // dirty rows are written back when the cache evicts them and on flush(), which writes the log
 // out and commits one synced write batch: what was flushed survives a SIGKILL. Eviction works
 // on the whole table, both tiers: TTL removes rows whose last update is more than ttl_steps
@@ -22,6 +23,7 @@
 
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding/key_filter.hpp"
+#include "stores/embedding/pointer_cache.hpp"
 #include "stores/embedding/value_log.hpp"
 #include "stores/embedding/write_behind_store.hpp"
 
@@ -59,6 +61,11 @@ public:
   uint64_t log_collections() const { return collections_; }
   /// Rows read from the log at the place the sampling index recorded, without asking LevelDB.
   uint64_t located_reads() const { return located_reads_; }
+  /// Rows read from the log at the place the pointer cache held, without asking LevelDB.
+  uint64_t pointer_reads() const { return pointer_reads_; }
+  /// The share of cfg.cache_bytes the pointer cache takes (at least 4 KiB) in a database whose
+  /// rows are in a value log.
+  static uint64_t pointer_cache_bytes(uint64_t cache_bytes);
 
 private:
   leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db);
@@ -106,10 +113,15 @@ private:
   /// Rows put in the log since the last write, with their new places: the sampling index
   /// learns them once the write has succeeded.
   std::vector<std::pair<std::string, value_pointer>> moved_;
+  /// Where rows lie in the log, for rows that left the memory tier (and those in it): the
+  /// place of every record written or read, kept for as many keys as its bytes hold; every
+  /// write and removal updates it. Null for a database of inline rows.
+  std::unique_ptr<pointer_cache> pointers_;
   /// The record put() encodes, reused from row to row.
   std::string record_;
   uint64_t collections_ = 0;
   uint64_t located_reads_ = 0;
+  uint64_t pointer_reads_ = 0;
 };
 
 } // namespace darcy::stores

@@ -40,7 +40,8 @@ void write_behind_store::account_key(std::string_view key, int sign, size_t rows
     key_bytes_ -= key.size();
   // The budget over what a row of the cached keys' mean length costs (rounded up).
   auto mean_key = rows == 0 ? 8 : (key_bytes_ + rows - 1) / rows;
-  capacity_ = std::max<size_t>(16, cfg_.cache_bytes / cached_row_bytes(mean_key));
+  auto for_rows = cfg_.cache_bytes > reserved_bytes_ ? cfg_.cache_bytes - reserved_bytes_ : 0;
+  capacity_ = std::max<size_t>(16, for_rows / cached_row_bytes(mean_key));
 }
 
 uint64_t write_behind_store::cache_bytes() const {
@@ -48,6 +49,11 @@ uint64_t write_behind_store::cache_bytes() const {
   if (admission_)
     bytes += admission_->bytes();
   return bytes;
+}
+
+void write_behind_store::reserve(uint64_t bytes) {
+  reserved_bytes_ = bytes;
+  account_key({}, 0, cache_->size());
 }
 
 caf::error write_behind_store::start_admission() {
@@ -278,7 +284,12 @@ bool write_behind_store::pinned(uint32_t row) const {
 }
 
 void write_behind_store::expire_pins() {
-  std::erase_if(pins_, [&](const auto& pin) { return pin.second <= lookups_; });
+  while (!pin_order_.empty() && pin_order_.front().first <= lookups_) {
+    auto [until, row] = pin_order_.front();
+    pin_order_.pop_front();
+    if (auto pin = pins_.find(row); pin != pins_.end() && pin->second == until)
+      pins_.erase(pin);
+  }
 }
 
 caf::error write_behind_store::prefetch(std::span<const std::string_view> keys,
@@ -288,8 +299,6 @@ caf::error write_behind_store::prefetch(std::span<const std::string_view> keys,
   expire_pins();
   auto room = capacity_ / 2 > pins_.size() ? capacity_ / 2 - pins_.size() : 0;
   keys = keys.first(std::min(keys.size(), room));
-  if (keys.empty())
-    return {};
   // A prefetch is not a lookup: the tier's hit rate stays that of the lookups.
   auto hits = tier_hits_, misses = tier_misses_, reads = backend_reads_;
   found_.assign(keys.size(), none);
@@ -300,9 +309,14 @@ caf::error write_behind_store::prefetch(std::span<const std::string_view> keys,
   if (err)
     return err;
   for (auto row : found_)
-    if (row != none)
+    if (row != none) {
       pins_[row] = lookups_ + pinned_lookups;
-  return settle();
+      pin_order_.emplace_back(lookups_ + pinned_lookups, row);
+    }
+  headroom_ = capacity_ / 32;
+  err = settle();
+  headroom_ = 0;
+  return err;
 }
 
 store_stats write_behind_store::stats() const {

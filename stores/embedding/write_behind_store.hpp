@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -40,7 +41,7 @@ public:
   /// Loads the rows of `keys` the backend holds into the cache (none is created, none
   /// counted) and pins each row found until a lookup reads it, or for pinned_lookups lookups;
   /// settle never evicts a pinned row. Keys past the point where pinned rows would fill half
-  /// the cache are passed over.
+  /// the cache are passed over. Then settles with a 32nd of the budget as headroom.
   caf::error prefetch(std::span<const std::string_view> keys,
                       std::span<const uint64_t> hashes) override;
   store_stats stats() const override;
@@ -97,6 +98,9 @@ protected:
   /// make_admission.
   write_behind_store(de_config cfg, std::unique_ptr<memory_store> cache);
   caf::error start_admission();
+  /// Takes `bytes` of cfg.cache_bytes for something else the backend keeps in memory: the
+  /// cache's rows get the rest.
+  void reserve(uint64_t bytes);
 
   /// Brings the rows of `keys` into the cache and touches them; a row absent from the backend
   /// is created (create_row) when `create`. rows[k] is then key k's row number in the cache
@@ -173,6 +177,8 @@ private:
   uint32_t oldest_ = none;
   /// Bytes of the cached keys.
   uint64_t key_bytes_ = 0;
+  /// Bytes of the budget reserve() took.
+  uint64_t reserved_bytes_ = 0;
 
 protected:
   de_config cfg_;
@@ -186,6 +192,10 @@ protected:
   uint64_t tier_misses_ = 0;
   /// The largest step an update carried.
   int64_t last_step_ = 0;
+  /// Rows below the budget that settle leaves free when a prefetch runs it: the look-ahead
+  /// does the write-backs, so that the lookups it runs ahead of find room (0 otherwise; a
+  /// backend's settle may not use it).
+  size_t headroom_ = 0;
   /// Rows load() read from the backend, as far as the backend counts them (LevelDB does).
   uint64_t backend_reads_ = 0;
 
@@ -201,6 +211,9 @@ private:
   /// lapses. Small: at most half the cache, and empty when no one prefetches.
   uint64_t lookups_ = 0;
   std::unordered_map<uint32_t, uint64_t> pins_;
+  /// The pins in the order they lapse, (lookup count, row); a pin released or renewed since
+  /// stays here until its count comes, and is then passed over.
+  std::deque<std::pair<uint64_t, uint32_t>> pin_order_;
   uint64_t prefetched_rows_ = 0;
 };
 

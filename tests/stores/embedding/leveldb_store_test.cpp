@@ -170,6 +170,30 @@ TEST_F(leveldb_store_test, RowsReadWhereTheSamplingIndexLocatesThemMatchTheMemor
   EXPECT_EQ(state_of(*disk), state_of(*mem));
 }
 
+// Rows that left the memory tier are read from the log where the pointer cache holds their
+// place: every write-back, collection of the log and removal must move or drop it.
+TEST_F(leveldb_store_test, RowsReadWhereThePointerCacheHoldsThemMatchTheMemoryStore) {
+  auto cfg = config("pointers", 1);
+  auto disk = open(cfg);
+  disk->collect_garbage_above(4096);
+  auto mem = memory_twin(cfg);
+  ASSERT_TRUE(mem);
+  std::mt19937 rng{5};
+  std::vector<std::string> keys;
+  for (int step = 0; step < 400; ++step) {
+    ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 150, step, keys));
+    if (step % 50 == 49) {
+      std::vector<std::string_view> gone{keys.front()};
+      ASSERT_FALSE(disk->remove_rows(gone));
+      ASSERT_FALSE(mem->remove_rows(gone));
+    }
+  }
+  EXPECT_GT(disk->pointer_reads(), 500u) << "150 keys' places fit the smallest pointer cache";
+  EXPECT_EQ(disk->located_reads(), 0u) << "the table never sampled";
+  EXPECT_GE(disk->log_collections(), 1u) << "collections moved rows the cache held";
+  EXPECT_EQ(state_of(*disk), state_of(*mem));
+}
+
 TEST_F(leveldb_store_test, RowsSurviveClosingAndReopening) {
   auto cfg = config("reopen");
   std::vector<float> before;
