@@ -41,9 +41,12 @@ private:
     /// High 40 bits: the offset; low 24: the length (0: the entry is free).
     uint64_t offset_length = 0;
   };
-  struct alignas(64) bucket {
+  /// 64 bytes: one cache line in a table of 2 MiB or more, whose mapping is aligned
+  /// (huge_pages); a smaller table comes from malloc, aligned to 16 bytes only.
+  struct bucket {
     entry ways[pointer_cache::ways];
   };
+  static_assert(sizeof(bucket) == 64);
 
   /// The bits of a hash an entry keeps: the upper half (the bucket is chosen by the lower).
   static uint64_t hash_tag(uint64_t hash) { return hash >> 32; }

@@ -143,55 +143,44 @@ TEST_F(leveldb_store_test, AgreesWithTheMemoryStoreThroughATinyCache) {
     << "values, optimizer slots and update counts survive write-back";
 }
 
-// Once the table samples, rows beyond the cache are read from the log where the sampling index
-// recorded them: every write-back, collection of the log and removal must move that record.
-TEST_F(leveldb_store_test, RowsReadWhereTheSamplingIndexLocatesThemMatchTheMemoryStore) {
-  auto cfg = config("located", 1);
-  auto disk = open(cfg);
-  disk->collect_garbage_above(4096);
-  auto mem = memory_twin(cfg);
-  ASSERT_TRUE(mem);
-  std::mt19937 rng{7};
-  std::vector<std::string> keys;
-  for (int step = 0; step < 400; ++step) {
-    if (step == 40) {
-      ASSERT_TRUE(disk->sample_metadata({}));
-      ASSERT_TRUE(mem->sample_metadata({}));
+// Rows beyond the cache are read from the log where the pointer cache holds their place, and
+// once the table samples, where its sampling index does: every write-back, collection of the
+// log and removal must move or drop that place.
+TEST_F(leveldb_store_test, RowsReadWhereTheirPlaceIsKeptInMemoryMatchTheMemoryStore) {
+  struct case_t {
+    const char* name;
+    bool samples;
+  } cases[] = {{"pointers", false}, {"located", true}};
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto cfg = config(c.name, 1);
+    auto disk = open(cfg);
+    disk->collect_garbage_above(4096);
+    auto mem = memory_twin(cfg);
+    ASSERT_TRUE(mem);
+    std::mt19937 rng{7};
+    std::vector<std::string> keys;
+    for (int step = 0; step < 400; ++step) {
+      if (c.samples && step == 40) {
+        ASSERT_TRUE(disk->sample_metadata({}));
+        ASSERT_TRUE(mem->sample_metadata({}));
+      }
+      ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 150, step, keys));
+      if (step % 50 == 49) {
+        std::vector<std::string_view> gone{keys.front()};
+        ASSERT_FALSE(disk->remove_rows(gone));
+        ASSERT_FALSE(mem->remove_rows(gone));
+      }
     }
-    ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 150, step, keys));
-    if (step % 50 == 49) {
-      std::vector<std::string_view> gone{keys.front()};
-      ASSERT_FALSE(disk->remove_rows(gone));
-      ASSERT_FALSE(mem->remove_rows(gone));
+    if (c.samples) {
+      EXPECT_GT(disk->located_reads(), 500u) << "reads after the index was built skip LevelDB";
+    } else {
+      EXPECT_GT(disk->pointer_reads(), 500u) << "150 keys' places fit the smallest pointer cache";
+      EXPECT_EQ(disk->located_reads(), 0u) << "the table never sampled";
     }
+    EXPECT_GE(disk->log_collections(), 1u) << "collections moved rows whose place was kept";
+    EXPECT_EQ(state_of(*disk), state_of(*mem));
   }
-  EXPECT_GT(disk->located_reads(), 500u) << "reads after the index was built skip LevelDB";
-  EXPECT_GE(disk->log_collections(), 1u) << "collections moved rows the index had located";
-  EXPECT_EQ(state_of(*disk), state_of(*mem));
-}
-
-// Rows that left the memory tier are read from the log where the pointer cache holds their
-// place: every write-back, collection of the log and removal must move or drop it.
-TEST_F(leveldb_store_test, RowsReadWhereThePointerCacheHoldsThemMatchTheMemoryStore) {
-  auto cfg = config("pointers", 1);
-  auto disk = open(cfg);
-  disk->collect_garbage_above(4096);
-  auto mem = memory_twin(cfg);
-  ASSERT_TRUE(mem);
-  std::mt19937 rng{5};
-  std::vector<std::string> keys;
-  for (int step = 0; step < 400; ++step) {
-    ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 150, step, keys));
-    if (step % 50 == 49) {
-      std::vector<std::string_view> gone{keys.front()};
-      ASSERT_FALSE(disk->remove_rows(gone));
-      ASSERT_FALSE(mem->remove_rows(gone));
-    }
-  }
-  EXPECT_GT(disk->pointer_reads(), 500u) << "150 keys' places fit the smallest pointer cache";
-  EXPECT_EQ(disk->located_reads(), 0u) << "the table never sampled";
-  EXPECT_GE(disk->log_collections(), 1u) << "collections moved rows the cache held";
-  EXPECT_EQ(state_of(*disk), state_of(*mem));
 }
 
 TEST_F(leveldb_store_test, RowsSurviveClosingAndReopening) {
