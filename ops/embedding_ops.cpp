@@ -137,22 +137,6 @@ lookup_deadline_scope::~lookup_deadline_scope() {
   deadline_scope = nullptr;
 }
 
-caf::error prefetch_rows(session& s, std::vector<table_lookup> tables) {
-  auto direct = s.direct_embeddings();
-  if (!direct)
-    return {};
-  std::vector<table_keys> request;
-  for (auto& t : tables) {
-    auto keys = t.hashed.empty() ? actors::hash_keys(t.keys) : std::move(t.hashed);
-    if (!keys.empty())
-      request.push_back({t.name, std::move(keys)});
-  }
-  if (request.empty())
-    return {};
-  std::shared_lock<std::shared_mutex> gate{s.direct_gate()};
-  return direct->prefetch(request);
-}
-
 caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
                                                             std::vector<table_lookup> tables,
                                                             bool for_backward) {

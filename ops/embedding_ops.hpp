@@ -136,14 +136,6 @@ caf::expected<multi_lookup_result> dynamic_embedding_lookup(session& s,
                                                             std::vector<table_lookup> tables,
                                                             bool for_backward = true);
 
-/// Hands the keys of `tables` to the service ahead of the lookup that will ask for them (the
-/// trainer's look-ahead): each shard brings their rows into its memory tier
-/// (embedding_store::prefetch) and keeps them there until that lookup. Creates no row and
-/// changes nothing a lookup answers. Runs in the caller's thread on the shards of an
-/// in-process session (direct path); in a session without that path it does nothing yet.
-/// A table not created yet is passed over. Fails as a store's prefetch does.
-caf::error prefetch_rows(session& s, std::vector<table_lookup> tables);
-
 /// Sampled-softmax logits for a batch of examples: row b of `activations` is example b, and
 /// `positive_keys[b]` its positive keys (at least one each, any number). Columns are the
 /// positives, padded to the batch's largest count, then `num_sampled` negatives shared by the

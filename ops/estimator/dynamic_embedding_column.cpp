@@ -9,6 +9,7 @@
 #include "messages/error.hpp"
 #include "ops/distinct_keys.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/embedding_prefetch.hpp"
 
 namespace darcy::ops::estimator {
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "messages/error.hpp"
+#include "ops/embedding_prefetch.hpp"
 #include "python/src/keys.hpp"
 #include "python/src/table_config.hpp"
 #include "stores/embedding/de_config.hpp"
