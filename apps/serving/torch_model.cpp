@@ -12,16 +12,13 @@
 
 #include "apps/serving/predict_envelope.hpp"
 #include "apps/serving/sync_mirror.hpp"
+#include "apps/serving/torch_runner/torch_script.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/follow_chain.hpp"
 #include "ops/online/sync_message.hpp"
 #include "ops/torch/torch_export.hpp"
 #include "ops/torch/torch_inputs.hpp"
-
-#if DARCY_HAS_LIBTORCH
-#include <torch/script.h>
-#endif
 
 namespace darcy::serving {
 
@@ -48,10 +45,8 @@ struct torch_model::impl {
   bool sharded = false;
   /// Numbers an instance's output has.
   size_t output_size = 1;
-#if DARCY_HAS_LIBTORCH
   /// Replaced whole by a dense sync; a batch holds the one it started with.
-  std::shared_ptr<torch::jit::script::Module> module;
-#endif
+  std::shared_ptr<torch_script> module;
   std::mutex module_mutex;
 
   /// Held by a sync throughout: one at a time, the others refused.
@@ -98,41 +93,23 @@ caf::expected<std::vector<float>> torch_model::impl::run(const ops::torch_batch&
   auto slots = ops::pool_slots(*session, exported.spec, configs, b);
   if (!slots)
     return std::move(slots.error());
-#if DARCY_HAS_LIBTORCH
   auto n = static_cast<int64_t>(b.instances);
-  std::vector<torch::jit::IValue> inputs;
+  std::vector<torch_runner::input> inputs;
   for (size_t d = 0; d < b.dense.size(); ++d) {
     std::vector<int64_t> shape{n};
     auto& more = exported.spec.dense[d].shape;
     shape.insert(shape.end(), more.begin(), more.end());
-    inputs.emplace_back(torch::from_blob(const_cast<float*>(b.dense[d].data()), shape));
+    inputs.push_back({b.dense[d].data(), std::move(shape)});
   }
   for (size_t s = 0; s < slots->size(); ++s)
-    inputs.emplace_back(torch::from_blob(
-      (*slots)[s].data(), {n, static_cast<int64_t>(exported.spec.slots[s].width())}));
-  std::shared_ptr<torch::jit::script::Module> current;
+    inputs.push_back(
+      {(*slots)[s].data(), {n, static_cast<int64_t>(exported.spec.slots[s].width())}});
+  std::shared_ptr<torch_script> current;
   {
     std::lock_guard<std::mutex> guard{module_mutex};
     current = module;
   }
-  try {
-    c10::InferenceMode guard;
-    auto out = current->forward(inputs).toTensor().to(torch::kFloat).contiguous();
-    if (out.dim() < 1 || out.size(0) != n ||
-        static_cast<size_t>(out.numel()) != b.instances * output_size)
-      return make_error(errc::dimension_mismatch, "the module answered " +
-                                                    std::to_string(out.numel()) + " numbers for " +
-                                                    std::to_string(b.instances) + " instances of " +
-                                                    std::to_string(output_size));
-    auto* data = out.data_ptr<float>();
-    return std::vector<float>(data, data + out.numel());
-  } catch (const std::exception& e) {
-    return make_error(errc::invalid_argument, std::string{"the module: "} + e.what());
-  }
-#else
-  (void)slots;
-  return make_error(errc::unsupported, "this build has no LibTorch");
-#endif
+  return current->forward(inputs, b.instances, output_size);
 }
 
 void torch_model::impl::run_next(std::unique_lock<std::mutex>& lock) {
@@ -173,25 +150,17 @@ torch_model::~torch_model() = default;
 caf::expected<std::unique_ptr<torch_model>> torch_model::load(
   const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where,
   const std::string& sync_dir) {
-#if !DARCY_HAS_LIBTORCH
-  (void)rules;
-  (void)where;
-  (void)sync_dir;
-  return make_error(errc::unsupported, dir +
-                                         " is a PyTorch export, and this build has no "
-                                         "LibTorch (install libtorch-dev, build again)");
-#else
   auto exported = ops::read_torch_export(dir);
   if (!exported)
     return std::move(exported.error());
   auto m = std::make_unique<impl>();
-  try {
-    std::istringstream bytes{exported->module};
-    m->module = std::make_shared<torch::jit::script::Module>(torch::jit::load(bytes));
-    m->module->eval();
-  } catch (const std::exception& e) {
-    return make_error(errc::corrupt_file, dir + ": LibTorch cannot load its module: " + e.what());
-  }
+  auto module = torch_script::load(exported->module);
+  if (!module)
+    return is(module.error(), errc::unsupported)
+             ? make_error(errc::unsupported,
+                          dir + " is a PyTorch export, and " + context_of(module.error()))
+             : make_error(errc::corrupt_file, dir + ": " + context_of(module.error()));
+  m->module = std::move(*module);
   exported->module.clear();
   m->exported = std::move(*exported);
   for (auto d : m->exported.spec.output)
@@ -205,7 +174,6 @@ caf::expected<std::unique_ptr<torch_model>> torch_model::load(
   m->mirror = std::make_unique<sync_mirror>(sync_dir, ops::torch_dense_sync_service);
   m->access = actors::access_policy{std::move(rules)};
   return std::unique_ptr<torch_model>{new torch_model{std::move(m)}};
-#endif
 }
 
 caf::expected<std::string> torch_model::predict(const std::string& name, const std::string& body,
@@ -305,23 +273,18 @@ caf::expected<std::string> torch_model::sync(const std::string& name, const std:
   auto chain = ops::follow_chain(*impl_->session, where, impl_->held, impl_->restore_timeout);
   if (!chain)
     return std::move(chain.error());
-#if DARCY_HAS_LIBTORCH
   if (dense && where + "/dense/" + dense->version != impl_->dense_version) {
-    try {
-      std::istringstream bytes{dense->module};
-      auto fresh = std::make_shared<torch::jit::script::Module>(torch::jit::load(bytes));
-      fresh->eval();
+    auto fresh = torch_script::load(dense->module);
+    if (!fresh)
+      return make_error(errc::corrupt_file, where + "/dense: " + context_of(fresh.error()));
+    {
       std::lock_guard<std::mutex> guard{impl_->module_mutex};
-      impl_->module = std::move(fresh);
-    } catch (const std::exception& e) {
-      return make_error(errc::corrupt_file,
-                        where + "/dense: LibTorch cannot load its module: " + e.what());
+      impl_->module = std::move(*fresh);
     }
     impl_->dense_version = where + "/dense/" + dense->version;
     impl_->dense_step = dense->step;
     impl_->dense_checkpoint = dense->version;
   }
-#endif
   {
     std::lock_guard<std::mutex> guard{impl_->access_mutex};
     impl_->synced = *chain;

@@ -1,0 +1,11 @@
+# Read by ctest after the discovered tests' lists (tests/CMakeLists.txt): the order a run starts
+# them in when it has no timings of an earlier one, as on a clean clone. Process tests start
+# first, the soaks before them, and no two soaks run at once (each starts a cluster of busy
+# nodes, whose deadlines two of them on two cores would strain); unit tests fill in after.
+foreach(t IN LISTS darcy_integration_tests_TESTS)
+  if(t MATCHES "^chaos_soak\\.")
+    set_tests_properties("${t}" PROPERTIES COST 1000 RESOURCE_LOCK chaos_soak)
+  else()
+    set_tests_properties("${t}" PROPERTIES COST 100)
+  endif()
+endforeach()
