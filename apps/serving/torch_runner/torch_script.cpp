@@ -55,7 +55,7 @@ const plugin& the_plugin() {
 std::vector<std::string> torch_script::plugin_paths() {
   std::vector<std::string> paths;
   if (const char* env = std::getenv("DARCY_TORCH_RUNNER"); env != nullptr && *env != '\0')
-    paths.emplace_back(env);
+    return {env};
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

@@ -26,8 +26,9 @@ public:
   caf::expected<std::vector<float>> forward(const std::vector<torch_runner::input>& inputs,
                                             size_t rows, size_t per_row);
 
-  /// Where the plugin is looked for, in this order: $DARCY_TORCH_RUNNER when set, beside the
-  /// executable, in ../lib/darcy from it, where this build wrote it.
+  /// Where the plugin is looked for: the file $DARCY_TORCH_RUNNER names when it is set, and
+  /// nowhere else; otherwise beside the executable, in ../lib/darcy from it, then where this
+  /// build wrote it, in this order.
   static std::vector<std::string> plugin_paths();
 
 private:
