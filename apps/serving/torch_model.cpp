@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
