@@ -27,7 +27,8 @@ demo: deps build
 	scripts/demo_peer.sh $(BUILD_DIR)
 
 test: deps build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300 \
+	  || { $(CURDIR)/scripts/failure_summary.sh . ; exit 1; }
 
 # The seeded random-kill soak: SEEDS seeds (default 10) of each job; figures in docs/reliability.md.
 soak: deps build
