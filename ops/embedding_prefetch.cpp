@@ -4,13 +4,11 @@
 
 #include "actors/embedding/direct_embedding.hpp"
 #include "actors/embedding/key_routing.hpp"
+#include "actors/embedding/shard_client.hpp"
 
 namespace darcy::ops {
 
 caf::error prefetch_rows(session& s, std::vector<table_lookup> tables) {
-  auto direct = s.direct_embeddings();
-  if (!direct)
-    return {};
   std::vector<table_keys> request;
   for (auto& t : tables) {
     auto keys = t.hashed.empty() ? actors::hash_keys(t.keys) : std::move(t.hashed);
@@ -18,6 +16,13 @@ caf::error prefetch_rows(session& s, std::vector<table_lookup> tables) {
       request.push_back({t.name, std::move(keys)});
   }
   if (request.empty())
+    return {};
+  if (auto shards = s.shard_client()) {
+    shards->prefetch(request);
+    return {};
+  }
+  auto direct = s.direct_embeddings();
+  if (!direct)
     return {};
   std::shared_lock<std::shared_mutex> gate{s.direct_gate()};
   return direct->prefetch(request);

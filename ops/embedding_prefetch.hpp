@@ -15,8 +15,10 @@ namespace darcy::ops {
 /// trainer's look-ahead): each shard brings their rows into its memory tier
 /// (embedding_store::prefetch) and keeps them there until that lookup. Creates no row and
 /// changes nothing a lookup answers. Runs in the caller's thread on the shards of an
-/// in-process session (direct path); in a session without that path it does nothing yet.
-/// A table not created yet is passed over. Fails as a store's prefetch does.
+/// in-process session (direct path), and fails as a store's prefetch does; a session that goes
+/// straight to a cluster's shards (session_options::direct_shards) sends each shard its keys
+/// and returns at once (a shard logs a store's failure); a session whose requests go through
+/// the master does nothing. A table not created yet is passed over.
 caf::error prefetch_rows(session& s, std::vector<table_lookup> tables);
 
 } // namespace darcy::ops

@@ -226,7 +226,12 @@ caf::error session::ensure_embedding(const de_config& cfg) {
   auto master = embeddings();
   if (!master)
     return std::move(master.error());
-  auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, cfg);
+  auto placed = cfg;
+  if (opts_.tables_in_memory) {
+    placed.backend = backend_kind::memory;
+    placed.path.clear();
+  }
+  auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, placed);
   if (!ok)
     return std::move(ok.error());
   caf::error earlier;
@@ -253,6 +258,11 @@ caf::error session::refresh_shard_client(const embedding_master_actor& master) {
   }
   // Its last backward passes may still be unanswered; their failure is the caller's.
   return replaced ? replaced->flush() : caf::error{};
+}
+
+std::set<std::string> session::embedding_names() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return created_;
 }
 
 std::shared_ptr<const actors::shard_client> session::shard_client() {

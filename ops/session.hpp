@@ -53,8 +53,10 @@ struct session_options {
   /// Sends of a shard request in all, the first included (embedding_master_options::attempts).
   uint32_t shard_attempts = 4;
   std::string shard_checkpoint_dir;
-  /// Every table restored or synced into the service lives in its shards' memory, whatever
-  /// backend the checkpoint names (embedding_master_options::tables_in_memory): serving copies.
+  /// Every table created, restored or synced into the service lives in its shards' memory,
+  /// whatever backend its config or the checkpoint names
+  /// (embedding_master_options::tables_in_memory): serving copies, and an evaluator, whose
+  /// tables must not open the databases a ps holds.
   bool tables_in_memory = false;
   /// Called on the session's config before its actor system starts: an app adds its own
   /// message and actor types here (the same hook its nodes run).
@@ -135,6 +137,9 @@ public:
   /// direct_shards, the new embedding replaces the shard client; the failure of a backward
   /// pass the old one had sent is returned here, once, after the embedding was created.
   caf::error ensure_embedding(const de_config& cfg);
+
+  /// The embeddings this session created (ensure_embedding) or restored.
+  std::set<std::string> embedding_names();
 
   /// After a restore, the service holds exactly the embeddings `names`: later ensure_embedding
   /// calls create any other embedding again.

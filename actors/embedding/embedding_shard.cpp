@@ -542,6 +542,10 @@ embedding_shard_actor::behavior_type embedding_shard_over(shard_pointer self, ui
       auto request = enter("ann_top_k");
       return shard_queries::approximate_top_k(self, name, queries, k, score, q);
     },
+    [self, enter](prefetch_atom, const std::vector<table_keys>& tables) {
+      auto request = enter("prefetch");
+      shard_queries::prefetch(self, tables);
+    },
     [self, enter](full_logits_atom, const std::string& name, const std::vector<float>& queries,
                   uint64_t max_rows) {
       auto request = enter("full_logits");

@@ -2,6 +2,8 @@
 
 #include "actors/embedding/full_logits_scan.hpp"
 #include "actors/embedding/top_k_scan.hpp"
+#include "messages/error.hpp"
+#include "runtime/log.hpp"
 #include "stores/embedding/de_config.hpp"
 
 namespace darcy::actors::shard_queries {
@@ -86,6 +88,17 @@ caf::result<sample_result> sample_part(shard_pointer self, const std::string& na
   if (!result)
     return std::move(result.error());
   return std::move(*result);
+}
+
+void prefetch(shard_pointer self, const std::vector<table_keys>& tables) {
+  for (auto& part : tables) {
+    auto table = self->state.tables().find(part.name);
+    if (part.keys.empty() || table == self->state.tables().end())
+      continue;
+    if (auto err = table->second.store->prefetch(part.keys.views(), part.keys.hashes()))
+      runtime::log_warn("embedding shard {}: a look-ahead of {} keys of {}: {}", self->state.index,
+                        part.keys.size(), part.name, render(err));
+  }
 }
 
 } // namespace darcy::actors::shard_queries

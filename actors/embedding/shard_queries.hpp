@@ -1,6 +1,7 @@
-// The embedding shard's requests that score or draw its rows without changing them (top-k, full
-// logits, sampling metadata and draws), and the backward of full logits, which applies its
-// gradients under a request id. Internal to actors/embedding/: the shard's behavior calls them.
+// The embedding shard's requests that score, draw or fetch its rows without changing them (top-k,
+// full logits, sampling metadata and draws, a trainer's look-ahead), and the backward of full
+// logits, which applies its gradients under a request id. Internal to actors/embedding/: the
+// shard's behavior calls them.
 #pragma once
 
 #include <string>
@@ -36,5 +37,10 @@ caf::result<sample_stats> sample_metadata(shard_pointer self, const std::string&
 
 caf::result<sample_result> sample_part(shard_pointer self, const std::string& name,
                                        const sample_plan& plan);
+
+/// Brings the rows of `tables`' keys into each store's memory tier (embedding_store::prefetch);
+/// tables the shard does not hold are passed over, and a store's failure is logged: a lookup
+/// of those keys meets it again and answers it.
+void prefetch(shard_pointer self, const std::vector<table_keys>& tables);
 
 } // namespace darcy::actors::shard_queries

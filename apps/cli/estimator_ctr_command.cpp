@@ -362,7 +362,7 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
   ctr
     ->add_option("--prefetch-batches", o->prefetch_batches,
                  "Batches read ahead whose rows the tables bring into memory before their step "
-                 "(in-process runs; 0: none, the default)")
+                 "(in-process runs and a job's workers; 0: none, the default)")
     ->capture_default_str();
   ctr
     ->add_option("--shards", o->shards, "Shards of every table (each gets its share of the budget)")

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <set>
 
 #include "apps/progress/progress_hook.hpp"
 #include "compute/ctr_synthetic.hpp"
@@ -13,6 +14,7 @@
 #include "ops/ctr/ctr_input.hpp"
 #include "ops/ctr/ctr_row_stream.hpp"
 #include "ops/embedding_ops.hpp"
+#include "ops/embedding_totals.hpp"
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
 #include "stores/data/ctr_file.hpp"
@@ -150,6 +152,7 @@ nlohmann::json ctr_job_options(const ctr_options& o) {
           {"memory_budget", o.memory_budget},
           {"shards", o.shards},
           {"admission_min_count", o.admission_min_count},
+          {"prefetch_batches", o.prefetch_batches},
           {"threads", o.threads},
           {"seed", o.seed}};
 }
@@ -194,6 +197,7 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
     o.memory_budget = j.value("memory_budget", o.memory_budget);
     o.shards = j.value("shards", o.shards);
     o.admission_min_count = j.value("admission_min_count", o.admission_min_count);
+    o.prefetch_batches = j.value("prefetch_batches", o.prefetch_batches);
     o.threads = j.value("threads", o.threads);
     o.seed = j.value("seed", o.seed);
   } catch (const nlohmann::json::exception& e) {
@@ -365,23 +369,10 @@ caf::expected<ctr_service> start_service(const ctr_options& o) {
 }
 
 caf::expected<embedding_stats> table_totals(const ctr_options& o, ops::session& s) {
-  embedding_stats total;
-  for (auto& table : ctr_tables(o)) {
-    auto st = ops::stats(s, table.name);
-    if (!st)
-      return std::move(st.error());
-    total.rows += st->rows;
-    total.cached_rows += st->cached_rows;
-    total.cache_capacity += st->cache_capacity;
-    total.tier_hits += st->tier_hits;
-    total.tier_misses += st->tier_misses;
-    total.disk_reads += st->disk_reads;
-    total.prefetched_rows += st->prefetched_rows;
-    total.bytes += st->bytes;
-    total.disk_bytes += st->disk_bytes;
-    total.evictions += st->evictions;
-  }
-  return total;
+  std::set<std::string> names;
+  for (auto& table : ctr_tables(o))
+    names.insert(table.name);
+  return ops::total_stats(s, names);
 }
 
 } // namespace

@@ -73,7 +73,8 @@ struct ctr_options {
   /// Batches read ahead of training whose keys go to the tables (ops::estimator::prefetch_rows)
   /// so that their rows come from disk into the memory tiers before their step; 0 (the
   /// default: on 2 cores it cost more than it saved, docs/ctr.md) reads ahead without it.
-  /// Matters with leveldb_dir, in run_ctr.
+  /// Matters with leveldb_dir, in run_ctr and in a distributed job's workers (their keys go
+  /// to the shards on the ps nodes).
   uint32_t prefetch_batches = 0;
   /// Seconds between the points of ctr_result::timeline.
   double timeline_every_s = 60;

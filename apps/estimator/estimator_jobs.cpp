@@ -1,6 +1,8 @@
 #include "apps/estimator/estimator_jobs.hpp"
 
 #include <algorithm>
+#include <memory>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@
 #include "messages/error.hpp"
 #include "ops/ctr/ctr_input.hpp"
 #include "ops/ctr/ctr_stream_input.hpp"
+#include "ops/estimator/dynamic_embedding_column.hpp"
 
 namespace darcy::estimator_apps {
 
@@ -152,16 +155,25 @@ caf::expected<ctr_options> ctr_options_of(const nlohmann::json& options) {
 }
 
 /// What both ctr jobs share: the model on the job's embedding service, its seed, threads and
-/// dense optimizer.
+/// dense optimizer, and with o.prefetch_batches a worker's look-ahead over the tables of the
+/// model it built last.
 est::estimator_job ctr_job_base(const ctr_options& o) {
   est::estimator_job job;
   job.uses_embeddings = true;
   job.config = {.seed = o.seed, .threads = o.threads, .optimizer = o.dense_optimizer};
-  job.model = [o](ops::session* s) -> caf::expected<est::model_fn> {
+  auto columns = std::make_shared<std::vector<compute::estimator::dense_ptr<float>>>();
+  job.model = [o, columns](ops::session* s) -> caf::expected<est::model_fn> {
     if (!s)
       return make_error(errc::invalid_config, "ctr: the model needs an embedding session");
-    return ctr_model(o, *s);
+    columns->clear();
+    return ctr_model(o, *s, columns.get());
   };
+  // A failed look-ahead leaves the rows where they are: the step's lookup meets the error.
+  job.look_ahead = [columns](const est::batch& b) {
+    for (auto& column : *columns)
+      (void)est::prefetch_rows(column, b.features);
+  };
+  job.look_ahead_batches = o.prefetch_batches;
   return job;
 }
 

@@ -207,6 +207,7 @@ using apply_part_atom = caf::atom_constant<caf::atom("apply_part")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using update_atom = caf::atom_constant<caf::atom("update")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
+using prefetch_atom = caf::atom_constant<caf::atom("prefetch")>;
 
 /// The operations shard and master share, so that a client of them cannot tell one shard from
 /// a sharded service. Errors: errc::unknown_embedding, errc::empty_batch,
@@ -261,6 +262,10 @@ using embedding_ops_actor = caf::typed_actor<
 /// d(queries) without them. update(..., request_id) and
 /// load_part apply a request id once: a repeat (a retry, or a late duplicate) among the last 65,536
 /// ids is answered ok and changes nothing. Id 0 is never deduplicated.
+/// prefetch(tables), one-way, is a trainer's look-ahead: the shard brings the rows of those
+/// keys (distinct within each table) into its memory tier (embedding_store::prefetch) for the
+/// lookup that will ask for them; it creates no row and changes no answer, and a table it does
+/// not hold is passed over. Nothing is answered; a store's failure is logged.
 using embedding_shard_actor = embedding_ops_actor::extend<
   caf::replies_to<lookup_atom, std::vector<table_keys>, uint64_t>::with<std::vector<shared_floats>>,
   caf::replies_to<backward_atom, uint64_t, std::vector<shared_floats>, int64_t>::with<ok_atom>,
@@ -277,7 +282,8 @@ using embedding_shard_actor = embedding_ops_actor::extend<
   caf::replies_to<load_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
                   uint64_t>::with<ok_atom>,
   caf::replies_to<apply_part_atom, std::string, checkpoint_manifest, uint32_t, uint32_t,
-                  uint64_t>::with<ok_atom>>;
+                  uint64_t>::with<ok_atom>,
+  caf::reacts_to<prefetch_atom, std::vector<table_keys>>>;
 
 /// What a client needs to reach a service's shards without its master: the shards in shard
 /// order (keys placed by compute::shard_of_hash) and the config of every embedding.

@@ -412,6 +412,30 @@ TEST_F(estimator_roles, a_ps_killed_and_started_again_is_loaded_from_the_last_ch
   j.expect_hosts_exit();
 }
 
+TEST(estimator_roles_embeddings, a_ctr_job_on_disk_tables_has_its_workers_look_ahead) {
+  temp_dir dir{"estimator_roles_ctr_look_ahead"};
+  // 26 tables of 50 ids on the ps node, in LevelDB behind memory tiers of 16 rows: most of a
+  // step's rows are on disk until the workers' look-ahead brings them in.
+  job j{dir.path(), 300, ctr_app(dir.path())};
+  j.extra = {"--leveldb",          dir.path() + "/tables",
+             "--memory-budget",    "64KiB",
+             "--shards",           "1",
+             "--prefetch-batches", "4"};
+  ASSERT_NO_FATAL_FAILURE(j.start());
+  auto result = j.chief_result();
+  EXPECT_GE(result.value("global_step", uint64_t{0}), j.max_steps) << result.dump();
+  ASSERT_TRUE(result.contains("embeddings")) << result.dump();
+  auto& tiers = result["embeddings"];
+  EXPECT_GT(tiers.value("prefetched_rows", uint64_t{0}), 0u) << result.dump();
+  EXPECT_GE(tiers.value("disk_reads", uint64_t{0}), tiers.value("prefetched_rows", uint64_t{0}))
+    << "prefetched rows are disk reads: " << result.dump();
+  EXPECT_GT(tiers.value("tier_hits", uint64_t{0}), 0u) << result.dump();
+  auto evals = j.evaluations();
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals.back()["global_step"], result["global_step"]);
+  j.expect_hosts_exit();
+}
+
 TEST(estimator_roles_embeddings, a_ctr_ps_killed_with_its_embedding_shards_is_recovered) {
   temp_dir dir{"estimator_roles_kill_ps_ctr"};
   job j{dir.path(), 700, ctr_app(dir.path())};

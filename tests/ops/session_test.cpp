@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <set>
 
 #include "actors/embedding/shard_client.hpp"
 #include "compute/hash.hpp"
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "tests/support/member_sessions.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::ops {
 namespace {
@@ -124,6 +127,30 @@ TEST(session, a_new_embedding_reports_the_failed_backward_of_the_client_it_repla
     EXPECT_TRUE(dynamic_embedding_lookup(*user, keys, table("places"), "places"))
       << "reported once; the embedding was created";
   });
+}
+
+} // namespace
+} // namespace darcy::ops
+
+namespace darcy::ops {
+namespace {
+
+TEST(session, tables_in_memory_creates_a_table_on_disk_in_memory_and_names_it) {
+  test::temp_dir dir{"session_in_memory"};
+  auto s = session::open({.tables_in_memory = true});
+  ASSERT_TRUE(s) << render(s.error());
+  de_config cfg;
+  cfg.name = "items";
+  cfg.dim = 4;
+  cfg.backend = backend_kind::leveldb;
+  cfg.path = dir.path() + "/items";
+  ASSERT_TRUE(dynamic_embedding_lookup(**s, {"a", "b"}, cfg, "items", false));
+  EXPECT_FALSE(std::filesystem::exists(cfg.path)) << "no database was opened";
+  auto st = stats(**s, "items");
+  ASSERT_TRUE(st) << render(st.error());
+  EXPECT_EQ(st->rows, 2u);
+  EXPECT_EQ(st->disk_bytes, 0u);
+  EXPECT_EQ((*s)->embedding_names(), std::set<std::string>{"items"});
 }
 
 } // namespace

@@ -60,6 +60,14 @@ caf::error train_as_worker(const job_catalog& jobs, caf::actor_system& sys,
       };
     }
   }
+  if (job->look_ahead && job->look_ahead_batches > 0)
+    input = [input, depth = job->look_ahead_batches, on_read = job->look_ahead]() {
+      auto p = input();
+      if (!p)
+        return p;
+      return caf::expected<std::unique_ptr<input_pipeline>>{
+        prefetch(std::move(*p), depth, on_read)};
+    };
   auto r = e.train(input, cfg.max_steps,
                    {std::make_shared<nan_guard>(), std::make_shared<stop_on_flag>(stop)});
   if (!r)

@@ -43,6 +43,13 @@ struct estimator_job {
   /// Where a worker's input starts when it joins at global step s > 0 (input_pipeline::seek):
   /// a stream's position after the rows the job trained by then. Empty: at its start.
   std::function<std::string(uint64_t global_step)> worker_position;
+  /// The trainer's look-ahead over tables larger than memory: a worker reads
+  /// `look_ahead_batches` batches ahead of its steps (estimator::prefetch) and calls this with
+  /// each batch queued behind another, after `model` has built the worker's model, so that the
+  /// shards bring the batch's rows into memory before its step (estimator::prefetch_rows).
+  /// Empty, or 0 batches: none.
+  std::function<void(const batch&)> look_ahead;
+  size_t look_ahead_batches = 0;
   eval_spec eval;
   /// model_dir is the caller's to set.
   run_config config;

@@ -15,6 +15,7 @@
 #include "actors/actor_types.hpp"
 #include "actors/estimator/parameter_server.hpp"
 #include "messages/error.hpp"
+#include "ops/embedding_totals.hpp"
 #include "ops/estimator/hooks.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/spawn_on.hpp"
@@ -373,17 +374,25 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   if (r.moved && r.reached && r.reached->first > r.moved->first)
     rate = double(r.reached->second - r.moved->second) /
            std::chrono::duration<double>(r.reached->first - r.moved->first).count();
-  out << nlohmann::json{{"role", "chief"},
-                        {"global_step", r.saved},
-                        {"resumed_from", first_resumed},
-                        {"workers", o.role.count(task_type::worker)},
-                        {"worker_restarts", worker_restarts},
-                        {"ps_recoveries", ps_recoveries},
-                        {"replayed_steps", replayed},
-                        {"seconds", seconds},
-                        {"steps_per_second", rate}}
-           .dump()
-      << std::endl;
+  nlohmann::json line{{"role", "chief"},
+                      {"global_step", r.saved},
+                      {"resumed_from", first_resumed},
+                      {"workers", o.role.count(task_type::worker)},
+                      {"worker_restarts", worker_restarts},
+                      {"ps_recoveries", ps_recoveries},
+                      {"replayed_steps", replayed},
+                      {"seconds", seconds},
+                      {"steps_per_second", rate}};
+  // How the ps nodes' tiers served the job (counted since their last start); left out when
+  // the shards cannot answer.
+  if (embeddings)
+    if (auto t = total_stats(*embeddings, embeddings->embedding_names()))
+      line["embeddings"] = {{"rows", t->rows},
+                            {"tier_hits", t->tier_hits},
+                            {"tier_misses", t->tier_misses},
+                            {"disk_reads", t->disk_reads},
+                            {"prefetched_rows", t->prefetched_rows}};
+  out << line.dump() << std::endl;
   return {};
 }
 
@@ -406,10 +415,11 @@ caf::error run_evaluator(const role_options& o, std::ostream& out) {
   auto job = make_job(*o.jobs, o.job, o.job_options);
   if (!job)
     return std::move(job.error());
-  // The evaluator restores each checkpoint's embeddings into a service of its own.
+  // The evaluator restores each checkpoint's embeddings into a service of its own, in memory:
+  // tables on disk would open the databases of the ps on the same host.
   std::unique_ptr<session> embeddings;
   if (job->uses_embeddings) {
-    auto s = session::open({.name = "evaluator", .threads = 1});
+    auto s = session::open({.name = "evaluator", .threads = 1, .tables_in_memory = true});
     if (!s)
       return std::move(s.error());
     embeddings = std::move(*s);

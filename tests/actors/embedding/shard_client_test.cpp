@@ -9,6 +9,7 @@
 #include "compute/hash.hpp"
 #include "runtime/ask.hpp"
 #include "tests/support/embedding_requests.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
 
 namespace darcy::actors {
@@ -117,6 +118,50 @@ TEST_F(shard_client_test, a_lookup_after_a_backward_reads_its_rows_without_a_flu
   EXPECT_EQ(lookup_through(direct, sys, tables), after)
     << "each shard answered the lookup after applying the backward sent before it";
   EXPECT_NE(after, before);
+}
+
+TEST_F(shard_client_test, a_prefetch_brings_rows_from_disk_and_changes_no_answer) {
+  test::temp_dir dir{"shard_client_prefetch"};
+  auto cfg = test::adagrad_table("disk", 4);
+  cfg.backend = backend_kind::leveldb;
+  cfg.path = dir.path();
+  cfg.cache_bytes = 1; // the smallest memory tier: 16 rows a shard
+  ASSERT_TRUE(ask<ok_atom>(sys, direct, test::patience, create_atom::value, cfg));
+  auto route = ask<shard_route>(sys, direct, test::patience, route_atom::value);
+  ASSERT_TRUE(route) << render(route.error());
+  shard_client disk{sys, std::move(*route), milliseconds{20000}, milliseconds{2000}};
+  // Batch b's 48 keys: the first batches' rows leave the tiers as the later ones come in.
+  auto batch = [](int b) {
+    std::vector<std::string> keys;
+    for (int k = 0; k < 48; ++k)
+      keys.push_back("row" + std::to_string(b * 48 + k));
+    return std::vector<table_keys>{{"disk", hash_keys(keys)}};
+  };
+  std::vector<floats> first;
+  for (int b = 0; b < 6; ++b) {
+    floats rows(48 * 4);
+    ASSERT_TRUE(disk.lookup(batch(b), {rows}, false));
+    if (b == 0)
+      first.push_back(rows);
+  }
+  auto stats = [&] {
+    auto st = ask<embedding_stats>(sys, direct, test::patience, stats_atom::value, "disk");
+    EXPECT_TRUE(st) << render(error_of(st));
+    return st ? *st : embedding_stats{};
+  };
+  auto before = stats();
+  EXPECT_EQ(before.prefetched_rows, 0u);
+  // A table the route does not name is passed over.
+  disk.prefetch({{"nowhere", hash_keys({"row0"})}, batch(0).front()});
+  // Each shard took the prefetch before the stats request sent after it.
+  auto after = stats();
+  EXPECT_GT(after.prefetched_rows, 0u) << "rows of the first batch came back from disk";
+  EXPECT_EQ(after.rows, before.rows) << "no row was created";
+  floats again(48 * 4);
+  ASSERT_TRUE(disk.lookup(batch(0), {again}, false));
+  EXPECT_EQ(again, first.front());
+  EXPECT_GE(stats().tier_hits - after.tier_hits, after.prefetched_rows)
+    << "each prefetched row was a hit of the lookup";
 }
 
 TEST_F(shard_client_test, a_failed_backward_is_reported_by_the_next_call_that_waits) {
