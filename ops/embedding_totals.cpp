@@ -4,24 +4,31 @@
 
 namespace darcy::ops {
 
+namespace {
+
+constexpr uint64_t embedding_stats::*summed_counters[] = {&embedding_stats::rows,
+                                                          &embedding_stats::bytes,
+                                                          &embedding_stats::raw_bytes,
+                                                          &embedding_stats::cached_rows,
+                                                          &embedding_stats::cache_capacity,
+                                                          &embedding_stats::tier_hits,
+                                                          &embedding_stats::tier_misses,
+                                                          &embedding_stats::disk_reads,
+                                                          &embedding_stats::prefetched_rows,
+                                                          &embedding_stats::disk_bytes,
+                                                          &embedding_stats::evictions,
+                                                          &embedding_stats::dropped_updates};
+
+} // namespace
+
 caf::expected<embedding_stats> total_stats(session& s, const std::set<std::string>& names) {
   embedding_stats total;
   for (auto& name : names) {
     auto st = stats(s, name);
     if (!st)
       return std::move(st.error());
-    total.rows += st->rows;
-    total.bytes += st->bytes;
-    total.raw_bytes += st->raw_bytes;
-    total.cached_rows += st->cached_rows;
-    total.cache_capacity += st->cache_capacity;
-    total.tier_hits += st->tier_hits;
-    total.tier_misses += st->tier_misses;
-    total.disk_reads += st->disk_reads;
-    total.prefetched_rows += st->prefetched_rows;
-    total.disk_bytes += st->disk_bytes;
-    total.evictions += st->evictions;
-    total.dropped_updates += st->dropped_updates;
+    for (auto counter : summed_counters)
+      total.*counter += (*st).*counter;
   }
   return total;
 }
