@@ -18,7 +18,7 @@ caf::error prefetch_rows(session& s, std::vector<table_lookup> tables) {
   if (request.empty())
     return {};
   if (auto shards = s.shard_client()) {
-    shards->prefetch(request);
+    shards->prefetch(std::move(request));
     return {};
   }
   auto direct = s.direct_embeddings();

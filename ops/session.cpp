@@ -226,12 +226,7 @@ caf::error session::ensure_embedding(const de_config& cfg) {
   auto master = embeddings();
   if (!master)
     return std::move(master.error());
-  auto placed = cfg;
-  if (opts_.tables_in_memory) {
-    placed.backend = backend_kind::memory;
-    placed.path.clear();
-  }
-  auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, placed);
+  auto ok = runtime::ask<ok_atom>(*system_, *master, opts_.timeout, create_atom::value, cfg);
   if (!ok)
     return std::move(ok.error());
   caf::error earlier;

@@ -25,7 +25,8 @@ namespace darcy::actors {
 namespace master {
 namespace {
 
-caf::result<ok_atom> create(embedding_master_pointer self, const de_config& cfg) {
+caf::result<ok_atom> create(embedding_master_pointer self, de_config cfg) {
+  master::place_table(self->state.options, cfg);
   auto promise = self->make_response_promise<ok_atom>();
   fan_out<ok_atom>(
     all_shards(self),
@@ -416,7 +417,7 @@ embedding_master_actor::behavior_type embedding_master(embedding_master_pointer 
   }
   return {
     [self](const cluster_event& event) { on_cluster_event(self, event); },
-    [self](create_atom, const de_config& cfg) { return create(self, cfg); },
+    [self](create_atom, de_config& cfg) { return create(self, std::move(cfg)); },
     [self](lookup_atom, const std::string& name, const std::vector<std::string>& keys) {
       return lookup(self, name, keys);
     },

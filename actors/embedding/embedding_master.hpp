@@ -41,9 +41,10 @@ struct embedding_master_options {
   /// Incremental checkpoints: the changed keys a shard tracks per embedding; past them it
   /// writes its whole part instead of a delta.
   uint64_t max_tracked_keys = uint64_t{1} << 20;
-  /// Restores and syncs put every table in the shards' memory, whatever backend the
-  /// checkpoint's configs name: a serving copy's rows are its own, never the training run's
-  /// LevelDB folders (which a restore would empty) or its Redis.
+  /// Creates, restores and syncs put every table in the shards' memory, whatever backend its
+  /// config or the checkpoint's configs name: a serving copy's rows are its own, never the
+  /// training run's LevelDB folders (which a restore would empty) or its Redis, and an
+  /// evaluator's never the databases of the ps beside it.
   bool tables_in_memory = false;
 };
 

@@ -10,6 +10,13 @@
 
 namespace darcy::actors::master {
 
+void place_table(const embedding_master_options& o, de_config& cfg) {
+  if (!o.tables_in_memory)
+    return;
+  cfg.backend = backend_kind::memory;
+  cfg.path.clear();
+}
+
 namespace {
 
 // One manifest entry per embedding, its files in shard order.
@@ -149,14 +156,10 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
   return promise;
 }
 
-/// `m`'s tables as this service's shards hold them (embedding_master_options::tables_in_memory).
+/// `m`'s tables as this service's shards hold them (place_table).
 void place_tables(const embedding_master_options& o, checkpoint_manifest& m) {
-  if (!o.tables_in_memory)
-    return;
-  for (auto& entry : m.embeddings) {
-    entry.config.backend = backend_kind::memory;
-    entry.config.path.clear();
-  }
+  for (auto& entry : m.embeddings)
+    place_table(o, entry.config);
 }
 
 caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const std::string& dir) {

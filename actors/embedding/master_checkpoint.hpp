@@ -10,6 +10,10 @@
 
 namespace darcy::actors::master {
 
+/// `cfg` as this service's shards hold it: in memory, without a path, when
+/// o.tables_in_memory; unchanged otherwise. Creates, restores and syncs all place tables so.
+void place_table(const embedding_master_options& o, de_config& cfg);
+
 /// One consistent checkpoint: new requests wait while the shards write their parts. A delta on
 /// the master's chain when full_every > 0 and fewer than full_every deltas follow its full
 /// checkpoint. With `unchanged_since` the caller vouches that the tables hold exactly that

@@ -187,15 +187,12 @@ caf::error shard_client::backward(const routed_batch& route, uint64_t handle,
   return {};
 }
 
-void shard_client::prefetch(const std::vector<table_keys>& tables) const {
-  std::vector<table_keys> known;
-  for (auto& t : tables)
-    if (!t.keys.empty() && knows(t.name))
-      known.push_back(t);
-  if (known.empty())
+void shard_client::prefetch(std::vector<table_keys> tables) const {
+  std::erase_if(tables, [&](const table_keys& t) { return t.keys.empty() || !knows(t.name); });
+  if (tables.empty())
     return;
   // Dims do not matter: no row is copied.
-  routed_batch route{known, std::vector<uint32_t>(known.size(), 1), shards_.size()};
+  routed_batch route{tables, std::vector<uint32_t>(tables.size(), 1), shards_.size()};
   std::lock_guard<std::mutex> guard{requester_->mutex};
   for (auto s : route.shards())
     caf::anon_send(shards_[s], prefetch_atom::value, route.part(s));

@@ -89,7 +89,7 @@ public:
   /// Sends each shard its part of `tables` to bring into its memory tier ahead of the lookup
   /// that will ask for them (the shard's prefetch), and returns at once: nothing is answered,
   /// and nothing a lookup answers changes. Tables the route does not name are passed over.
-  void prefetch(const std::vector<table_keys>& tables) const;
+  void prefetch(std::vector<table_keys> tables) const;
 
   /// Waits until every shard has answered every backward sent so far, and returns the first
   /// failure among them: errc::not_found for a handle a shard no longer holds, or a timeout.
