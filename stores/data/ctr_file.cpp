@@ -159,7 +159,10 @@ void append_ctr_line(const compute::ctr_synthetic_row& row, std::string& out) {
   for (size_t c = 0; c < compute::ctr_cat_fields; ++c) {
     out += '\t';
     if (row.cat_present[c]) {
-      std::snprintf(text, sizeof text, "%08x", row.cats[c]);
+      // "%08x", without printf's cost on a generator that feeds a trainer.
+      static constexpr char digits[] = "0123456789abcdef";
+      for (int d = 0; d < 8; ++d)
+        text[d] = digits[(row.cats[c] >> (28 - 4 * d)) & 0xf];
       out.append(text, 8);
     }
   }

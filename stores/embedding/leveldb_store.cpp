@@ -17,6 +17,7 @@
 #include "stores/embedding/admission.hpp"
 #include "stores/embedding/de_config.hpp"
 #include "stores/embedding/leveldb_env.hpp"
+#include "stores/embedding/leveldb_layout.hpp"
 #include "stores/embedding/row_codec.hpp"
 #include "stores/embedding/value_log.hpp"
 
@@ -24,32 +25,17 @@ namespace darcy::stores {
 
 namespace {
 
-constexpr char row_prefix = 'r';
 const std::string format_key = "m:format";
 /// Marks a database whose rows are in a value log (LevelDB holds their pointers).
 constexpr const char* log_format_suffix = ";values=log";
 
-std::string row_key(std::string_view key) {
-  std::string result;
-  result.reserve(key.size() + 1);
-  result.push_back(row_prefix);
-  result.append(key);
-  return result;
-}
-
-row_locator locator_of(const value_pointer& p) {
-  return {p.offset, p.generation, p.length};
-}
-
-value_pointer pointer_of(const row_locator& at) {
-  return {at.generation, at.offset, at.length};
-}
-
-caf::error db_error(const std::string& what, const leveldb::Status& status) {
-  return make_error(errc::io_error, what + ": " + status.ToString());
-}
-
 } // namespace
+
+using leveldb_layout::db_error;
+using leveldb_layout::locator_of;
+using leveldb_layout::pointer_of;
+using leveldb_layout::row_key;
+using leveldb_layout::row_prefix;
 
 caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_config& cfg) {
   if (cfg.path.empty())
@@ -106,8 +92,9 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
       return std::move(log.error());
     store->log_ = std::make_unique<value_log>(std::move(*log));
     store->pointers_ = std::make_unique<pointer_cache>(pointer_cache_bytes(cfg.cache_bytes));
-    store->reserve(store->pointers_->bytes());
   }
+  // A write-back in flight holds the records of a 32nd of the cache's rows.
+  store->reserve(cfg.cache_bytes / 32 + (store->pointers_ ? store->pointers_->bytes() : 0));
   // Count rows by iterating: always right, even after a crash between write-back and flush.
   uint64_t live = 0;
   std::unique_ptr<leveldb::Iterator> it{raw->NewIterator(leveldb::ReadOptions{})};
@@ -137,11 +124,7 @@ leveldb_store::~leveldb_store() {
 }
 
 void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed) {
-  auto& bytes = record_;
-  bytes.clear();
-  append_row_record(
-    {row.key, row.values, row.slots, row.meta->frequency, row.meta->updates, row.meta->last_update},
-    bytes);
+  auto& bytes = encode(row);
   if (!log_) {
     batch.Put(row_key(row.key), bytes);
     return;
@@ -184,8 +167,10 @@ caf::error leveldb_store::row_bytes(std::string_view key, std::string_view store
 }
 
 caf::error leveldb_store::collect_garbage() {
-  if (!log_ || log_->garbage() < std::max(min_garbage_, log_->bytes() / 2))
+  if (!log_ || log_->garbage() < std::max(min_garbage_, log_->written_bytes() / 2))
     return {};
+  if (auto err = finish_pending())
+    return err;
   auto generation = log_->start_generation();
   if (!generation)
     return std::move(generation.error());
@@ -266,7 +251,13 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     leveldb::Status status;
     auto hash = compute::hash_key(key);
     bool read = false;
-    if (located[i].length > 0) {
+    auto pending = pending_ ? pending_->find(key, hash) : std::nullopt;
+    if (pending) {
+      // Its newest record: the sampling index and the pointer cache may name an older one.
+      bytes.assign(pending_->record(*pending));
+      ++pending_reads_;
+      read = true;
+    } else if (located[i].length > 0) {
       if (auto err = log_->read(pointer_of(located[i]), key, bytes))
         return err;
       ++located_reads_;
@@ -296,7 +287,8 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
       }
     }
     if (status.ok()) {
-      ++backend_reads_;
+      if (!pending)
+        ++backend_reads_;
       row_record record;
       if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, record))
         return make_error(errc::corrupt_file,
@@ -316,36 +308,6 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
     rows[missing[i]] = row;
   }
   return {};
-}
-
-caf::error leveldb_store::settle() {
-  auto limit = capacity_ - std::min(headroom_, capacity_ / 2);
-  if (cache_->size() > limit) {
-    // Past the limit a 32nd of it goes at once, so that write-backs reach LevelDB in batches.
-    auto evicted = oldest_rows(limit - limit / 32);
-    std::vector<uint32_t> dirty;
-    for (auto row : evicted)
-      if (entry_at(row).dirty)
-        dirty.push_back(row);
-    // In key order, each insert into LevelDB's memtable walks a path the last one warmed.
-    std::sort(dirty.begin(), dirty.end(),
-              [&](uint32_t a, uint32_t b) { return cache_->key_at(a) < cache_->key_at(b); });
-    leveldb::WriteBatch batch;
-    for (auto row : dirty) {
-      auto& e = entry_at(row);
-      auto r = cache_->row(row);
-      put(batch, r, e.indexed);
-      if (!e.indexed)
-        on_disk_.add(compute::hash_key(r.key));
-    }
-    if (!dirty.empty())
-      if (auto err = write(batch, false, "cannot write back to "))
-        return err;
-    forget_rows(evicted);
-  }
-  if (auto err = evict())
-    return err;
-  return collect_garbage();
 }
 
 caf::error leveldb_store::evict() {
@@ -407,6 +369,8 @@ caf::error leveldb_store::evict() {
 
 caf::error leveldb_store::for_each_record(
   const std::function<caf::error(std::string_view, const row_record&, const value_pointer*)>& f) {
+  if (auto err = finish_pending())
+    return err;
   std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
   std::vector<float> values, slots;
   std::string bytes;
@@ -427,6 +391,8 @@ caf::error leveldb_store::for_each_record(
 }
 
 caf::error leveldb_store::remove_rows(std::span<const std::string_view> keys) {
+  if (auto err = finish_pending())
+    return err;
   std::set<std::string_view> unique(keys.begin(), keys.end());
   std::vector<std::string> held;
   std::string stored;
@@ -449,6 +415,8 @@ caf::error leveldb_store::remove_rows(std::span<const std::string_view> keys) {
 caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
   if (keys.empty())
     return {};
+  if (auto err = finish_pending())
+    return err;
   leveldb::WriteBatch batch;
   auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_count());
   for (auto& key : keys) {
@@ -480,11 +448,13 @@ store_stats leveldb_store::stats() const {
   leveldb::Range range{first, last};
   uint64_t size = 0;
   db_->GetApproximateSizes(&range, 1, &size);
-  s.disk_bytes = size + (log_ ? log_->bytes() : 0);
+  s.disk_bytes = size + (log_ ? log_->written_bytes() : 0);
   return s;
 }
 
 caf::error leveldb_store::flush() {
+  if (auto err = finish_pending())
+    return err;
   leveldb::WriteBatch batch;
   auto dirty = dirty_keys();
   for (auto& key : dirty)

@@ -5,8 +5,10 @@
 // them inline and is served as it is. Reads of missing rows go to LevelDB in sorted batches
 // (straight to the log for rows whose place a pointer cache, an eighth of the memory budget,
 // still holds, and once the table samples, for every row: its sampling index knows them);
-// dirty rows are written back when the cache evicts them and on flush(), which writes the log
-// out and commits one synced write batch: what was flushed survives a SIGKILL. Eviction works
+// dirty rows are written back when the cache evicts them (by the background writer, while the
+// caller goes on: one batch in flight a store, read from memory until written) and on flush(),
+// which waits for that batch, writes the log out and commits one synced write batch: what was
+// flushed survives a SIGKILL. Eviction works
 // on the whole table, both tiers: TTL removes rows whose last update is more than ttl_steps
 // behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the max_rows most
 // looked-up rows once there are more (down to 95%, in two sequential passes over the database
@@ -14,6 +16,7 @@
 // from LevelDB.
 #pragma once
 
+#include <future>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +26,7 @@
 
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding/key_filter.hpp"
+#include "stores/embedding/pending_rows.hpp"
 #include "stores/embedding/pointer_cache.hpp"
 #include "stores/embedding/value_log.hpp"
 #include "stores/embedding/write_behind_store.hpp"
@@ -63,6 +67,11 @@ public:
   uint64_t located_reads() const { return located_reads_; }
   /// Rows read from the log at the place the pointer cache held, without asking LevelDB.
   uint64_t pointer_reads() const { return pointer_reads_; }
+  /// Rows loaded from a write-back still in flight, before the writer had written them.
+  uint64_t pending_reads() const { return pending_reads_; }
+  /// Fault injection: the next `count` write-backs handed to the background writer fail with
+  /// errc::io_error and write nothing.
+  void fail_write_backs(int count) { failing_write_backs_ = count; }
   /// The share of cfg.cache_bytes the pointer cache takes (at least 4 KiB) in a database whose
   /// rows are in a value log.
   static uint64_t pointer_cache_bytes(uint64_t cache_bytes);
@@ -87,11 +96,23 @@ private:
   caf::error fill_sampling_index(sample_index& index) override;
   /// Deletes `keys` from the database in one batch and from the cache.
   caf::error remove(const std::vector<std::string>& keys);
+  /// The record of `row`, in record_ (valid until the next call).
+  const std::string& encode(const row_ref& row);
   /// Adds `row` to `batch`: its record, or its record's pointer once appended to the log.
   /// `indexed`: the database holds an older record of the row, which becomes garbage.
   void put(leveldb::WriteBatch& batch, const row_ref& row, bool indexed);
-  /// Writes the log's appended records out, then `batch`; errors begin with `what`.
+  /// Writes the log's appended records out, then `batch`; errors begin with `what`. No
+  /// write-back may be in flight.
   caf::error write(leveldb::WriteBatch& batch, bool sync, const std::string& what);
+  /// Hands `rows` to the background writer; the one in flight must have finished.
+  void write_behind(std::shared_ptr<pending_rows> rows);
+  /// The writer's job: the records to the log, then their pointers (or the records, in a
+  /// database of inline rows) to the database in one unsynced batch.
+  caf::error write_pending(pending_rows& rows);
+  /// Waits for the write-back in flight, if any, and tells the pointer cache and the sampling
+  /// index where its rows went. When it failed, its rows are back in the cache, dirty, and
+  /// the error is returned.
+  caf::error finish_pending();
   /// The record of `key` from what the database stores for it (the record or its pointer,
   /// then decoded into `at`).
   caf::error row_bytes(std::string_view key, std::string_view stored, std::string& bytes,
@@ -122,6 +143,11 @@ private:
   uint64_t collections_ = 0;
   uint64_t located_reads_ = 0;
   uint64_t pointer_reads_ = 0;
+  uint64_t pending_reads_ = 0;
+  int failing_write_backs_ = 0;
+  /// The write-back the background writer has (null when none), and its outcome.
+  std::shared_ptr<pending_rows> pending_;
+  std::future<caf::error> pending_done_;
 };
 
 } // namespace darcy::stores

@@ -121,7 +121,9 @@ caf::error value_log::open_file(uint32_t generation) {
     ::close(fd);
     return err;
   }
-  files_[generation] = {fd, static_cast<uint64_t>(size)};
+  auto& f = files_[generation];
+  f.fd = fd;
+  f.size.store(static_cast<uint64_t>(size), std::memory_order_release);
   return {};
 }
 
@@ -150,7 +152,7 @@ caf::error value_log::write_out(bool sync) {
       return io_error("cannot write " + file_name(dir_, current_));
     done += static_cast<size_t>(n);
   }
-  f.size += buffer_.size();
+  f.size.store(f.size.load(std::memory_order_relaxed) + buffer_.size(), std::memory_order_release);
   buffer_.clear();
   if (buffer_.capacity() > buffer_limit)
     buffer_.shrink_to_fit();
@@ -163,7 +165,7 @@ caf::error value_log::read(const value_pointer& p, std::string_view key, std::st
   auto name = [&] { return file_name(dir_, p.generation) + " at " + std::to_string(p.offset); };
   auto f = files_.find(p.generation);
   if (f == files_.end() || p.length < prefix_bytes + key.size() ||
-      p.offset + p.length > f->second.size)
+      p.offset + p.length > f->second.size.load(std::memory_order_acquire))
     return make_error(errc::corrupt_file, "the record of key '" + std::string{key} +
                                             "' lies outside its log: " + name());
   record.resize(p.length);
@@ -208,9 +210,13 @@ caf::error value_log::drop_generations_below(uint32_t generation) {
 }
 
 uint64_t value_log::bytes() const {
-  uint64_t total = buffer_.size();
+  return written_bytes() + buffer_.size();
+}
+
+uint64_t value_log::written_bytes() const {
+  uint64_t total = 0;
   for (auto& [generation, f] : files_)
-    total += f.size;
+    total += f.size.load(std::memory_order_acquire);
   return total;
 }
 

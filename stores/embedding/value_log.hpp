@@ -5,6 +5,7 @@
 // until a collection copies the live records into a new generation and drops the old ones.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -30,6 +31,8 @@ std::string encode_pointer(const value_pointer& p);
 /// False, with `out` unchanged, unless `bytes` is what encode_pointer writes.
 bool decode_pointer(std::string_view bytes, value_pointer& out);
 
+/// One thread may append and write out while another reads and counts written_bytes(), as
+/// long as neither starts or drops a generation meanwhile; every other use is one thread's.
 class value_log {
 public:
   value_log() = default;
@@ -69,11 +72,14 @@ public:
   uint64_t garbage() const { return garbage_; }
   /// Bytes of every generation, written or buffered.
   uint64_t bytes() const;
+  /// Bytes of every generation written out: what read() may reach.
+  uint64_t written_bytes() const;
 
 private:
   struct file {
     int fd = -1;
-    uint64_t size = 0;
+    /// Bytes written out: a read never goes past them.
+    std::atomic<uint64_t> size = 0;
   };
   caf::error open_file(uint32_t generation);
   void close_all();

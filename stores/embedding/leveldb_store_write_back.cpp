@@ -1,0 +1,135 @@
+#include "stores/embedding/leveldb_store.hpp"
+
+#include <algorithm>
+
+#include <leveldb/db.h>
+#include <leveldb/write_batch.h>
+
+#include "compute/hash.hpp"
+#include "messages/error.hpp"
+#include "stores/embedding/background_writer.hpp"
+#include "stores/embedding/leveldb_layout.hpp"
+#include "stores/embedding/row_codec.hpp"
+
+// The LevelDB tier's write-backs: what settle hands the background writer, what the writer
+// does with it, and what the store learns when it is done.
+namespace darcy::stores {
+
+using leveldb_layout::db_error;
+using leveldb_layout::locator_of;
+using leveldb_layout::row_prefix;
+
+caf::error leveldb_store::settle() {
+  auto limit = capacity_ - std::min(headroom_, capacity_ / 2);
+  if (cache_->size() > limit) {
+    if (auto err = finish_pending())
+      return err;
+    // Past the limit a 32nd of it goes at once, so that write-backs reach LevelDB in batches.
+    auto evicted = oldest_rows(limit - limit / 32);
+    std::vector<uint32_t> dirty;
+    for (auto row : evicted)
+      if (entry_at(row).dirty)
+        dirty.push_back(row);
+    // In key order, each insert into LevelDB's memtable walks a path the last one warmed.
+    std::sort(dirty.begin(), dirty.end(),
+              [&](uint32_t a, uint32_t b) { return cache_->key_at(a) < cache_->key_at(b); });
+    auto rows = std::make_shared<pending_rows>(dirty.size());
+    for (auto row : dirty) {
+      auto& e = entry_at(row);
+      auto r = cache_->row(row);
+      auto& record = encode(r);
+      if (log_ && e.indexed)
+        log_->discard(value_log::record_length(r.key.size(), record.size()));
+      auto hash = compute::hash_key(r.key);
+      rows->add(r.key, hash, record, e.indexed);
+      if (!e.indexed)
+        on_disk_.add(hash);
+    }
+    forget_rows(evicted);
+    if (!rows->empty())
+      write_behind(std::move(rows));
+  }
+  if (auto err = evict())
+    return err;
+  return collect_garbage();
+}
+
+const std::string& leveldb_store::encode(const row_ref& row) {
+  record_.clear();
+  append_row_record(
+    {row.key, row.values, row.slots, row.meta->frequency, row.meta->updates, row.meta->last_update},
+    record_);
+  return record_;
+}
+
+void leveldb_store::write_behind(std::shared_ptr<pending_rows> rows) {
+  pending_ = rows;
+  if (failing_write_backs_ > 0) {
+    --failing_write_backs_;
+    pending_done_ = write_in_background([this] {
+      return make_error(errc::io_error, "cannot write back to " + cfg_.path + ": injected");
+    });
+    return;
+  }
+  pending_done_ = write_in_background([this, rows] { return write_pending(*rows); });
+}
+
+caf::error leveldb_store::write_pending(pending_rows& rows) {
+  leveldb::WriteBatch batch;
+  std::string key;
+  rows.places.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    key.assign(1, row_prefix);
+    key.append(rows.key(i));
+    if (!log_) {
+      batch.Put(key, {rows.record(i).data(), rows.record(i).size()});
+      continue;
+    }
+    rows.places[i] = log_->append(rows.key(i), rows.record(i));
+    batch.Put(key, encode_pointer(rows.places[i]));
+  }
+  if (log_)
+    if (auto err = log_->write_out(false))
+      return err;
+  auto status = db_->Write(leveldb::WriteOptions{}, &batch);
+  return status.ok() ? caf::error{} : db_error("cannot write back to " + cfg_.path, status);
+}
+
+caf::error leveldb_store::finish_pending() {
+  if (!pending_)
+    return {};
+  auto rows = std::move(pending_);
+  pending_.reset();
+  auto err = pending_done_.get();
+  if (!err) {
+    if (log_)
+      for (size_t i = 0; i < rows->size(); ++i) {
+        sampling_locate(rows->key(i), locator_of(rows->places[i]));
+        pointers_->put(rows->hash(i), rows->places[i]);
+      }
+    return {};
+  }
+  // Not written: each row goes back to the cache (or stays there, when a load brought it
+  // back), dirty, and unknown to the database when it was before.
+  std::vector<float> values, slots;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    auto key = rows->key(i);
+    auto row = row_of(key);
+    if (row == none) {
+      row_record record;
+      if (!decode_row_record(key, rows->record(i), cfg_.dim, cache_->slot_count(), values, slots,
+                             record))
+        continue;
+      auto put = cache_->put_row(record);
+      if (!put)
+        continue;
+      row = put->index;
+    }
+    touch_row(row, key, true, {});
+    if (!rows->indexed(i))
+      entry_at(row).indexed = false;
+  }
+  return err;
+}
+
+} // namespace darcy::stores
