@@ -110,7 +110,7 @@ caf::error leveldb_store::finish_pending() {
     return {};
   }
   // Not written: each row goes back to the cache (or stays there, when a load brought it
-  // back), dirty, and unknown to the database when it was before.
+  // back), dirty; a row new to the database when the batch was made is new to it still.
   std::vector<float> values, slots;
   for (size_t i = 0; i < rows->size(); ++i) {
     auto key = rows->key(i);
