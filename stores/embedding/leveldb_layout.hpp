@@ -18,11 +18,16 @@ namespace darcy::stores::leveldb_layout {
 /// Every row's key in the database starts with it; other keys (the format) do not.
 inline constexpr char row_prefix = 'r';
 
+/// Makes `out` the database key of `key`'s row, reusing its buffer.
+inline void assign_row_key(std::string& out, std::string_view key) {
+  out.assign(1, row_prefix);
+  out.append(key);
+}
+
 inline std::string row_key(std::string_view key) {
   std::string result;
   result.reserve(key.size() + 1);
-  result.push_back(row_prefix);
-  result.append(key);
+  assign_row_key(result, key);
   return result;
 }
 

@@ -15,9 +15,9 @@
 // does with it, and what the store learns when it is done.
 namespace darcy::stores {
 
+using leveldb_layout::assign_row_key;
 using leveldb_layout::db_error;
 using leveldb_layout::locator_of;
-using leveldb_layout::row_prefix;
 
 caf::error leveldb_store::settle() {
   auto limit = capacity_ - std::min(headroom_, capacity_ / 2);
@@ -79,8 +79,7 @@ caf::error leveldb_store::write_pending(pending_rows& rows) {
   std::string key;
   rows.places.resize(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    key.assign(1, row_prefix);
-    key.append(rows.key(i));
+    assign_row_key(key, rows.key(i));
     if (!log_) {
       batch.Put(key, {rows.record(i).data(), rows.record(i).size()});
       continue;

@@ -41,10 +41,4 @@ std::optional<size_t> pending_rows::find(std::string_view key, uint64_t hash) co
   return std::nullopt;
 }
 
-uint64_t pending_rows::bytes() const {
-  return keys_.capacity() + records_.capacity() + rows_.capacity() * sizeof(row) +
-         places.capacity() * sizeof(value_pointer) + slots_.capacity() * sizeof(uint32_t) +
-         hashes_.capacity() * sizeof(uint64_t);
-}
-
 } // namespace darcy::stores

@@ -32,8 +32,6 @@ public:
   uint64_t hash(size_t i) const { return hashes_[i]; }
   /// The position of `key`'s row, if it is one of them; `hash` as for add.
   std::optional<size_t> find(std::string_view key, uint64_t hash) const;
-  /// What the rows take in memory.
-  uint64_t bytes() const;
 
   /// Where the writer put each row's record, by position; filled by the writer only.
   std::vector<value_pointer> places;
