@@ -22,8 +22,10 @@ caf::expected<host_port> parse_host_port(std::string_view text);
 
 std::string to_string(const host_port& x);
 
-/// A port of 127.0.0.1 that the kernel just gave out and took back, or 0 when it gave none.
-/// Another process may take it first: a caller that listens on it must try again on failure.
+/// A port of 127.0.0.1 that was free just now, or 0 when none was found. It is picked below the
+/// kernel's ephemeral range (ip_local_port_range), when that leaves room, so that no process
+/// binding port 0 (a node, a client's socket) can be given it before the caller listens on it;
+/// another caller of this function still may: a caller must try again on failure.
 uint16_t free_loopback_port();
 
 } // namespace darcy::runtime

@@ -26,6 +26,10 @@ struct embedding_master_options {
   /// disrupted link) then cost a retry instead of the batch.
   std::chrono::milliseconds attempt_timeout{2000};
   uint32_t attempts = 4;
+  /// Attempts in all (at least `attempts`) of a shard's part of a save, restore or sync: its
+  /// work grows with the tables and its retries queue behind it, so a part that takes seconds
+  /// is waited for by the doubling attempts, while a lost message still costs one attempt.
+  uint32_t file_attempts = 10;
   std::chrono::milliseconds shard_timeout{30000};
   /// False when no message to or from a shard can be lost: every shard lives in this process
   /// with nothing in between that drops messages (no chaos gate). Requests then wait for their

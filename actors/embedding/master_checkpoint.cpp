@@ -125,7 +125,7 @@ caf::result<checkpoint_manifest> save(embedding_master_pointer self, const std::
                       }
                       done(std::move(manifest));
                     },
-                    retries(self)));
+                    file_retries(self)));
     };
     auto finish = [=](caf::expected<checkpoint_manifest> manifest) mutable {
       if (manifest && dir == self->state.options.checkpoint_dir)
@@ -206,7 +206,7 @@ caf::result<checkpoint_manifest> restore(embedding_master_pointer self, const st
                     else
                       promise.deliver(*shared);
                   },
-                  retries(self)));
+                  file_retries(self)));
   });
   // The promise owns the response now: an error returned instead would never reach the caller.
   if (err)
@@ -265,7 +265,7 @@ caf::result<ok_atom> sync(embedding_master_pointer self, const std::string& dir,
                     else
                       promise.deliver(ok_atom::value);
                   },
-                  retries(self)));
+                  file_retries(self)));
   });
   if (err)
     promise.deliver(std::move(err));

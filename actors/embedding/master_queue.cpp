@@ -1,5 +1,6 @@
 #include "actors/embedding/master_queue.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "actors/embedding/master_recovery.hpp"
@@ -8,6 +9,11 @@ namespace darcy::actors::master {
 
 retry_policy retries(embedding_master_pointer self) {
   return {std::max<uint32_t>(self->state.options.attempts, 1), [self] { ++self->state.retries; }};
+}
+
+retry_policy file_retries(embedding_master_pointer self) {
+  auto& o = self->state.options;
+  return {std::max<uint32_t>({o.attempts, o.file_attempts, 1}), [self] { ++self->state.retries; }};
 }
 
 uint64_t new_request_id(embedding_master_pointer self) {

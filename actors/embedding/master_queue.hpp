@@ -31,6 +31,10 @@ auto ask_shard(embedding_master_pointer self, size_t s, uint32_t attempt, Ts&&..
 /// Retries of a shard request: options.attempts in all, each counted in state.retries.
 retry_policy retries(embedding_master_pointer self);
 
+/// Retries of a shard's part of a save, restore or sync: options.file_attempts in all (at
+/// least options.attempts), each counted in state.retries.
+retry_policy file_retries(embedding_master_pointer self);
+
 /// A fresh id of a shard request that changes state; never 0.
 uint64_t new_request_id(embedding_master_pointer self);
 

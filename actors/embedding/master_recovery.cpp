@@ -46,7 +46,7 @@ void recover_pending(embedding_master_pointer self) {
           return ask_shard(self, s, attempt, load_part_atom::value, opts.checkpoint_dir, *shared,
                            static_cast<uint32_t>(s), static_cast<uint32_t>(opts.shards.size()), id);
         },
-        [](size_t, ok_atom) {}, done, retries(self));
+        [](size_t, ok_atom) {}, done, file_retries(self));
       return;
     }
     auto configs = std::make_shared<std::vector<de_config>>();

@@ -72,6 +72,13 @@ public:
   /// Fault injection: the next `count` write-backs handed to the background writer fail with
   /// errc::io_error and write nothing.
   void fail_write_backs(int count) { failing_write_backs_ = count; }
+  /// Write-backs of fewer rows than `rows` are written on the caller's thread: a small tier's
+  /// batches of a few rows each (a restore into a budget of a few KiB a table) would cost a
+  /// thread hand-off each, which on a busy machine waits for the writer to be scheduled.
+  void set_min_background_rows(size_t rows) { min_background_rows_ = rows; }
+  /// The write-backs handed to the background writer so far.
+  uint64_t background_write_backs() const { return background_write_backs_; }
+  static constexpr size_t default_min_background_rows = 1024;
   /// The share of cfg.cache_bytes the pointer cache takes (at least 4 KiB) in a database whose
   /// rows are in a value log.
   static uint64_t pointer_cache_bytes(uint64_t cache_bytes);
@@ -104,7 +111,9 @@ private:
   /// Writes the log's appended records out, then `batch`; errors begin with `what`. No
   /// write-back may be in flight.
   caf::error write(leveldb::WriteBatch& batch, bool sync, const std::string& what);
-  /// Hands `rows` to the background writer; the one in flight must have finished.
+  /// Hands `rows` to the background writer, or writes them at once when they are fewer than
+  /// min_background_rows_; finish_pending then completes them either way. The batch in flight
+  /// must have finished.
   void write_behind(std::shared_ptr<pending_rows> rows);
   /// The writer's job: the records to the log, then their pointers (or the records, in a
   /// database of inline rows) to the database in one unsynced batch.
@@ -148,6 +157,8 @@ private:
   /// The write-back the background writer has (null when none), and its outcome.
   std::shared_ptr<pending_rows> pending_;
   std::future<caf::error> pending_done_;
+  size_t min_background_rows_ = default_min_background_rows;
+  uint64_t background_write_backs_ = 0;
 };
 
 } // namespace darcy::stores

@@ -1,6 +1,8 @@
 #include "stores/embedding/leveldb_store.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <future>
 
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
@@ -64,14 +66,21 @@ const std::string& leveldb_store::encode(const row_ref& row) {
 
 void leveldb_store::write_behind(std::shared_ptr<pending_rows> rows) {
   pending_ = rows;
+  std::function<caf::error()> job = [this, rows] { return write_pending(*rows); };
   if (failing_write_backs_ > 0) {
     --failing_write_backs_;
-    pending_done_ = write_in_background([this] {
+    job = [this] {
       return make_error(errc::io_error, "cannot write back to " + cfg_.path + ": injected");
-    });
+    };
+  }
+  if (rows->size() >= min_background_rows_) {
+    ++background_write_backs_;
+    pending_done_ = write_in_background(std::move(job));
     return;
   }
-  pending_done_ = write_in_background([this, rows] { return write_pending(*rows); });
+  std::promise<caf::error> done;
+  done.set_value(job());
+  pending_done_ = done.get_future();
 }
 
 caf::error leveldb_store::write_pending(pending_rows& rows) {

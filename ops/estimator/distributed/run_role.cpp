@@ -78,6 +78,8 @@ struct round_outcome {
   caf::error failure;
   /// The index of the parameter server whose node died, if one did.
   int lost_ps = -1;
+  /// How the round saw it go: the error it ended with, or that its server ended.
+  std::string lost_why;
   /// The last global step seen, and that of the last checkpoint.
   uint64_t step = 0;
   uint64_t saved = 0;
@@ -116,14 +118,16 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
                      is(err, errc::node_unreachable) || is(err, errc::timeout);
     for (int waited = 0; peer_lost && lost_server->load() < 0 && waited < 40; ++waited)
       std::this_thread::sleep_for(50ms);
-    if (auto lost = lost_server->load(); lost >= 0)
+    if (auto lost = lost_server->load(); lost >= 0) {
       r.lost_ps = lost;
-    else
+      r.lost_why = render(err);
+    } else
       r.failure = std::move(err);
   };
+  // Settled before the servers stop: their own stop must not read as a lost node.
   auto fail = [&](caf::error err) {
-    stop_servers();
     settle(std::move(err));
+    stop_servers();
     return r;
   };
   for (size_t i = 0; i < o.role.count(task_type::ps); ++i) {
@@ -212,6 +216,7 @@ round_outcome run_round(const role_options& o, caf::actor_system& sys,
   for (;;) {
     if (auto lost = lost_server->load(); lost >= 0) {
       r.lost_ps = lost;
+      r.lost_why = "its parameter server ended";
       break;
     }
     auto now = client.global_step();
@@ -350,8 +355,8 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
     embeddings.reset();
     replayed += r.step > r.saved ? r.step - r.saved : 0;
     auto patience_s = std::to_string(o.ps_rejoin_timeout.count() / 1000);
-    std::cerr << "chief: the parameter server on " << lost << " is gone; waiting up to "
-              << patience_s << " s for " << lost
+    std::cerr << "chief: the parameter server on " << lost << " is gone (" << r.lost_why
+              << "); waiting up to " << patience_s << " s for " << lost
               << " to join again, then resuming from the checkpoint at global step " << r.saved
               << (o.on_restore ? " or from the newer state the job keeps" : "") << std::endl;
     auto old = tasks->at(lost).agent.address();

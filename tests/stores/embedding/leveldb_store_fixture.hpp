@@ -73,10 +73,15 @@ protected:
     return cfg;
   }
 
-  std::unique_ptr<leveldb_store> open(const de_config& cfg) {
+  /// `cfg`'s store, which hands every write-back to the background writer (the tests' caches
+  /// are small): min_background_rows 1 unless `min_background_rows` says otherwise.
+  std::unique_ptr<leveldb_store> open(const de_config& cfg, size_t min_background_rows = 1) {
     auto store = leveldb_store::open(cfg);
     EXPECT_TRUE(store) << render(error_of(store));
-    return store ? std::move(*store) : nullptr;
+    if (!store)
+      return nullptr;
+    (*store)->set_min_background_rows(min_background_rows);
+    return std::move(*store);
   }
 
   std::vector<float> lookup(embedding_store& store, const std::vector<std::string>& keys) {

@@ -14,32 +14,44 @@ namespace {
 
 using leveldb_testing::leveldb_store_test;
 
-// A write-back runs on the background writer: a row looked up again before the writer is done
-// must come from its batch (the sampling index and the pointer cache still name its older
-// record), and what the writer then wrote must be that row.
+// A write-back runs on the background writer, or on the caller's thread when it holds fewer
+// rows than the store's min_background_rows (a small tier). Either way a row looked up again
+// before the write-back is finished must come from its batch (the sampling index and the
+// pointer cache still name its older record), and what was then written must be that row.
 TEST_F(leveldb_store_test, ARowLookedUpWhileItsWriteBackIsInFlightReadsItsNewestValues) {
-  auto cfg = config("in_flight", 1);
-  std::vector<float> newest;
-  {
-    auto disk = open(cfg);
-    auto mem = memory_twin(cfg);
-    std::vector<std::string_view> a{"a"};
-    std::vector<float> grads(4, 0.5f);
-    for (int step = 1; step <= 3; ++step) {
-      // The step's update pushes "a" out with the 16 keys after it, each time with new values.
-      ASSERT_FALSE(disk->update(a, grads, step));
-      ASSERT_FALSE(mem->update(a, grads, step));
-      std::vector<std::string> others;
-      for (int k = 0; k < 16; ++k)
-        others.push_back("other" + std::to_string(k));
-      ASSERT_EQ(lookup(*disk, others), lookup(*mem, others));
-      auto before = disk->pending_reads();
-      newest = lookup(*mem, {"a"});
-      ASSERT_EQ(lookup(*disk, {"a"}), newest) << "step " << step;
-      EXPECT_EQ(disk->pending_reads(), before + 1) << "its write-back was in flight, step " << step;
+  struct case_t {
+    const char* name;
+    size_t min_background_rows;
+    bool on_writer;
+  } cases[] = {{"on the background writer", 1, true},
+               {"on the caller's thread, the batches below the store's minimum",
+                leveldb_store::default_min_background_rows, false}};
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto cfg = config(std::string{"in_flight"} + (c.on_writer ? "_writer" : "_inline"), 1);
+    std::vector<float> newest;
+    {
+      auto disk = open(cfg, c.min_background_rows);
+      auto mem = memory_twin(cfg);
+      std::vector<std::string_view> a{"a"};
+      std::vector<float> grads(4, 0.5f);
+      for (int step = 1; step <= 3; ++step) {
+        // The step's update pushes "a" out with the 16 keys after it, each time with new values.
+        ASSERT_FALSE(disk->update(a, grads, step));
+        ASSERT_FALSE(mem->update(a, grads, step));
+        std::vector<std::string> others;
+        for (int k = 0; k < 16; ++k)
+          others.push_back("other" + std::to_string(k));
+        ASSERT_EQ(lookup(*disk, others), lookup(*mem, others));
+        auto before = disk->pending_reads();
+        newest = lookup(*mem, {"a"});
+        ASSERT_EQ(lookup(*disk, {"a"}), newest) << "step " << step;
+        EXPECT_EQ(disk->pending_reads(), before + 1) << "its write-back was pending, step " << step;
+      }
+      EXPECT_EQ(disk->background_write_backs() > 0, c.on_writer);
     }
+    EXPECT_EQ(lookup(*open(cfg), {"a"}), newest) << "and the record written is the newest";
   }
-  EXPECT_EQ(lookup(*open(cfg), {"a"}), newest) << "and the record written is the newest";
 }
 
 // A write-back the writer could not do loses nothing: its rows are back in the memory tier,
