@@ -69,8 +69,8 @@ public:
   uint64_t pointer_reads() const { return pointer_reads_; }
   /// Rows loaded from a write-back still in flight, before the writer had written them.
   uint64_t pending_reads() const { return pending_reads_; }
-  /// Fault injection: the next `count` write-backs handed to the background writer fail with
-  /// errc::io_error and write nothing.
+  /// Fault injection: the next `count` write-backs (on the background writer or the caller's
+  /// thread) fail with errc::io_error and write nothing.
   void fail_write_backs(int count) { failing_write_backs_ = count; }
   /// Write-backs of fewer rows than `rows` are written on the caller's thread: a small tier's
   /// batches of a few rows each (a restore into a budget of a few KiB a table) would cost a
