@@ -12,8 +12,9 @@ retry_policy retries(embedding_master_pointer self) {
 }
 
 retry_policy file_retries(embedding_master_pointer self) {
-  auto& o = self->state.options;
-  return {std::max<uint32_t>({o.attempts, o.file_attempts, 1}), [self] { ++self->state.retries; }};
+  auto r = retries(self);
+  r.attempts = std::max(r.attempts, self->state.options.file_attempts);
+  return r;
 }
 
 uint64_t new_request_id(embedding_master_pointer self) {
