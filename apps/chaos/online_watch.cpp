@@ -72,6 +72,25 @@ std::string served_sync(uint16_t port) {
   return j.is_object() && j.contains("sync") ? j["sync"].value("checkpoint", "") : "";
 }
 
+/// One line on how far a run got, for a run that did not end: training ended or not, the syncs
+/// it wrote, the one serving reports (`served`) and the client's answers. run.mutex held.
+std::string where_the_run_is(const online_run& run, const std::string& served) {
+  auto since = [&](steady::time_point t) {
+    return std::to_string(std::chrono::duration<double>(t - run.begun).count()).substr(0, 5) + " s";
+  };
+  std::string out = run.training_ended != steady::time_point{}
+                      ? "training ended at " + since(run.training_ended)
+                      : "training still running";
+  out += "; " + std::to_string(run.syncs.size()) + " syncs written";
+  if (!run.syncs.empty())
+    out += " (the last at step " + std::to_string(run.syncs.back().step) + ", " +
+           since(run.syncs.back().seen) + ")";
+  out += "; serving at sync '" + served + "'; " + std::to_string(run.answers.size()) + " answers";
+  if (!run.answers.empty())
+    out += " (the last at " + since(run.answers.back().at) + ")";
+  return out + "; " + std::to_string(run.asked_again.load()) + " asked again";
+}
+
 /// One run on its own cluster: training, serving and the client, under run_chaos (`soaked`)
 /// or left alone. Answers its seconds, or the failure of its start; what it saw is in `run`.
 caf::expected<double> run_once(const soak_options& o, const std::string& binary,
@@ -120,8 +139,11 @@ caf::expected<double> run_once(const soak_options& o, const std::string& binary,
                       return run.failure.empty() ? 0 : 1;
                     },
                     [&] {
+                      auto served = served_sync(port);
                       std::lock_guard<std::mutex> guard{run.mutex};
-                      return run.failure + "\n" + last_chars(run.serve_log);
+                      return where_the_run_is(run, served) + "\n" + run.failure +
+                             "\ntraining's last messages:\n" + last_chars(run.training_log, 4000) +
+                             "\ndarcy serve's last messages:\n" + last_chars(run.serve_log, 2000);
                     },
                     [&] { run.stop = true; }};
   };

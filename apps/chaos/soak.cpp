@@ -409,7 +409,7 @@ caf::expected<std::optional<int>> run_chaos(
       auto err = job->last_messages();
       result.failure =
         "the job did not finish within " + std::to_string(int(deadline.count())) +
-        " s; its last messages: " + err.substr(err.size() > 1500 ? err.size() - 1500 : 0);
+        " s; its last messages: " + err.substr(err.size() > 8000 ? err.size() - 8000 : 0);
       job->kill();
       break;
     }

@@ -129,7 +129,8 @@ struct soak_job {
   /// The job's exit code once it has ended, waiting at most the given time; an error while it
   /// runs.
   std::function<caf::expected<int>(std::chrono::milliseconds)> wait;
-  /// Its last messages, for the report of a run that did not end in time.
+  /// Where it stood and its last messages, for the report of a run that did not end in time,
+  /// which keeps the last 8,000 characters.
   std::function<std::string()> last_messages;
   /// Ends it at once.
   std::function<void()> kill;

@@ -87,7 +87,7 @@ caf::expected<predict_request> parse_predict(const std::string& body, uint32_t m
 
 caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
   const std::string& dir, access_rules rules, const ops::estimator::embedding_placement& where,
-  const std::string& sync_dir, replica_options replicas) {
+  const std::string& sync_dir, replica_options replicas, std::chrono::milliseconds mend_every) {
   auto model = replicated_model::load(dir, where, replicas);
   if (!model)
     return std::move(model.error());
@@ -95,7 +95,58 @@ caf::expected<std::unique_ptr<estimator_model>> estimator_model::load(
   m->model_ = std::move(*model);
   m->access_ = actors::access_policy{std::move(rules)};
   m->mirror_ = std::make_unique<sync_mirror>(sync_dir);
+  if (mend_every.count() > 0)
+    m->mender_ = std::thread{[raw = m.get(), mend_every] { raw->mend_loop(mend_every); }};
   return m;
+}
+
+estimator_model::~estimator_model() {
+  {
+    std::lock_guard<std::mutex> guard{stop_mutex_};
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (mender_.joinable())
+    mender_.join();
+}
+
+void estimator_model::mend_loop(std::chrono::milliseconds every) {
+  auto wait = every;
+  std::unique_lock<std::mutex> guard{stop_mutex_};
+  while (!stop_cv_.wait_for(guard, wait, [this] { return stopping_; })) {
+    guard.unlock();
+    auto left = mend();
+    guard.lock();
+    wait = left ? std::min(wait * 2, every * 32) : every;
+  }
+}
+
+bool estimator_model::mend() {
+  std::unique_lock<std::mutex> one_at_a_time{sync_mutex_, std::try_to_lock};
+  if (!one_at_a_time.owns_lock())
+    return false; // that sync mends what this would
+  if (last_dir_.empty() || (!unapplied_ && !model_->out_of_service()))
+    return false;
+  auto synced = model_->follow(last_dir_);
+  if (!synced) {
+    if (!unapplied_)
+      runtime::log_warn("serving: no copy of export {} follows its syncs: {}", model_->version(),
+                        render(synced.error()));
+    return true;
+  }
+  if (unapplied_)
+    runtime::log_info("serving: the sync at step {} that failed is applied now",
+                      synced->followed.step);
+  unapplied_ = false;
+  record(synced->followed);
+  return model_->out_of_service();
+}
+
+void estimator_model::record(const ops::estimator::exported_model::followed& f) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  synced_ = f;
+  synced_at_ = std::chrono::steady_clock::now();
+  restores_ += f.restored ? 1 : 0;
 }
 
 double estimator_model::now() const {
@@ -180,16 +231,13 @@ caf::expected<std::string> estimator_model::sync(const std::string& name, const 
                         "a sync message with no link, to a model that "
                         "holds none: send the whole chain");
   }
+  last_dir_ = dir;
   auto synced = model_->follow(dir);
+  unapplied_ = !synced;
   if (!synced)
     return std::move(synced.error());
   auto& followed = synced->followed;
-  {
-    std::lock_guard<std::mutex> guard{mutex_};
-    synced_ = followed;
-    synced_at_ = std::chrono::steady_clock::now();
-    restores_ += followed.restored ? 1 : 0;
-  }
+  record(followed);
   return nlohmann::json{{"model", name},
                         {"sync",
                          {{"checkpoint", followed.checkpoint},

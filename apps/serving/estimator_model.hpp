@@ -7,10 +7,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <caf/expected.hpp>
 
@@ -48,10 +50,17 @@ public:
   /// served where `where` says in `replicas` copies (replicated_model), the syncs that arrive
   /// as messages kept under `sync_dir` (empty: a temporary folder of its own);
   /// replicated_model::load's errors.
+  /// With `mend_every` above zero, a thread of its own calls mend() that often, and up to 32
+  /// times less often while mending fails.
   static caf::expected<std::unique_ptr<estimator_model>> load(
     const std::string& dir, access_rules rules,
     const ops::estimator::embedding_placement& where = {}, const std::string& sync_dir = {},
-    replica_options replicas = {});
+    replica_options replicas = {}, std::chrono::milliseconds mend_every = default_mend_every);
+
+  static constexpr std::chrono::milliseconds default_mend_every{1000};
+
+  /// Ends the mending thread, after the mend() it is in.
+  ~estimator_model() override;
 
   /// The JSON answer to a predict request of ctx.principal for model `name`; thread-safe. With
   /// its embeddings on shards, the lookups wait until ctx.deadline_us (or the body's
@@ -79,9 +88,17 @@ public:
   /// chain restored onto it before it takes requests: the answer then says "reloaded": true, and
   /// "replicas_serving" counts the copies in service. Until then, requests that need the lost shard
   /// go to another copy, or fail (or are partial) when there is none. errc::access_denied by the
-  /// rules; errc::invalid_argument for a body without "dir"; follow's errors when no copy follows.
+  /// rules; errc::invalid_argument for a body without "dir"; follow's errors when no copy follows
+  /// (the sync is then applied again by mend(), with no push needed).
   caf::expected<std::string> sync(const std::string& name, const std::string& body,
                                   const request_context& ctx) override;
+
+  /// Applies DIR of the last sync again (replicated_model::follow) when that sync failed, or
+  /// when a copy of the embeddings is out of service and not being loaded again, so that
+  /// serving heals though training pushes nothing more (its last sync failed, or it has ended);
+  /// a success counts as that sync's. Does nothing while a sync is being applied. Answers
+  /// whether something is left to mend.
+  bool mend();
 
   /// {"name", "kind": "estimator", "version", "embeddings": "shards" or "in-process"}, with
   /// shards "replicas" (replicated_model::describe), and
@@ -94,6 +111,10 @@ private:
 
   /// The seconds since load, for the access policy's quotas; mutex_ held.
   double now() const;
+  /// Keeps `f` as the sync the model holds.
+  void record(const ops::estimator::exported_model::followed& f);
+  /// Calls mend() every `every`, backing off while it fails, until stopping_.
+  void mend_loop(std::chrono::milliseconds every);
 
   /// Guards access_, synced_ and synced_at_; never held while the model works.
   mutable std::mutex mutex_;
@@ -108,6 +129,14 @@ private:
   uint64_t restores_ = 0;
   /// Where sync messages are installed; used under sync_mutex_.
   std::unique_ptr<sync_mirror> mirror_;
+  /// DIR of the last sync, and whether its follow failed; used under sync_mutex_.
+  std::string last_dir_;
+  bool unapplied_ = false;
+  /// The mending thread's stop, under stop_mutex_.
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread mender_;
 };
 
 } // namespace darcy::serving

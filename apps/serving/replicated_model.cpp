@@ -83,8 +83,8 @@ void replicated_model::take_out(size_t i, const std::shared_ptr<exported_model>&
     return;
   copies_[i].serving = false;
   if (copies_.size() > 1)
-    runtime::log_warn("serving: replica {} of {} out of service until the next sync: {}", i, dir_,
-                      render(why));
+    runtime::log_warn("serving: replica {} of {} out of service until it is brought back: {}", i,
+                      dir_, render(why));
 }
 
 caf::expected<replicated_model::prediction> replicated_model::predict(
@@ -375,6 +375,12 @@ void replicated_model::follow_copies(
     }
     took(i, f, c.reloads);
   }
+}
+
+bool replicated_model::out_of_service() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return std::any_of(copies_.begin(), copies_.end(),
+                     [](const copy& c) { return !c.serving && !c.reloading; });
 }
 
 bool replicated_model::sharded_embeddings() const {

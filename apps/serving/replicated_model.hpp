@@ -41,8 +41,8 @@ public:
 
   /// The predictions for `b`. With the embeddings on shards, the lookups end at `deadline`
   /// (none: the placement's timeout): each copy but the last tried gets at most the attempt
-  /// time; a copy whose lookups fail or time out is taken out of service (the next sync tries
-  /// it again) and the next copy answers. Only the last copy tried may answer partially, and
+  /// time; a copy whose lookups fail or time out is taken out of service (the next follow()
+  /// brings it back) and the next copy answers. Only the last copy tried may answer partially, and
   /// only with `allow_partial`. Errors of the input are the first copy's; the last copy's
   /// error otherwise.
   caf::expected<prediction> predict(const ops::estimator::batch& b,
@@ -71,6 +71,10 @@ public:
 
   /// Waits for the loads still running.
   ~replicated_model();
+
+  /// Whether a copy is out of service and not being loaded again: the next follow() starts
+  /// bringing it back.
+  bool out_of_service() const;
 
   bool sharded_embeddings() const;
   std::string version() const;

@@ -36,26 +36,47 @@ std::string task_name(task_type t, size_t i) {
   return to_string(t) + "-" + std::to_string(i);
 }
 
-/// Waits until every ps and worker task has joined; their agents in task order. A member
-/// whose agent is in `gone` (an incarnation that died) does not count.
-caf::expected<std::map<std::string, runtime::spawn_target>> await_tasks(
-  caf::actor_system& sys, const runtime::node_services& services, const role_config& role,
-  std::chrono::milliseconds patience = 120s, const std::vector<caf::actor_addr>& gone = {}) {
+/// A task's node as the chief saw it joined: its agent and the registry's incarnation of it.
+struct joined_node {
+  caf::actor_addr agent;
+  uint64_t incarnation = 0;
+};
+
+/// The ps and worker tasks that joined: their agents, and their nodes as they joined.
+struct joined_tasks {
+  std::map<std::string, runtime::spawn_target> targets;
+  std::map<std::string, joined_node> nodes;
+};
+
+/// Waits until every ps and worker task has joined. A member that is one of `gone` (an
+/// incarnation whose actors died: its process killed, or declared down and re-admitted under a
+/// new incarnation, the same process at the same address) does not count.
+caf::expected<joined_tasks> await_tasks(caf::actor_system& sys,
+                                        const runtime::node_services& services,
+                                        const role_config& role,
+                                        std::chrono::milliseconds patience = 120s,
+                                        const std::vector<joined_node>& gone = {}) {
   auto deadline = std::chrono::steady_clock::now() + patience;
+  auto is_gone = [&](const member_info& m) {
+    return std::any_of(gone.begin(), gone.end(), [&](const joined_node& g) {
+      return g.agent == m.agent.address() && g.incarnation == m.incarnation;
+    });
+  };
   for (;;) {
     auto status =
       runtime::ask<cluster_status>(sys, services.registry, request_timeout, status_atom::value);
     if (!status)
       return std::move(status.error());
-    std::map<std::string, runtime::spawn_target> up;
+    joined_tasks up;
     for (auto& m : status->members)
-      if (m.state == member_state::up &&
-          std::find(gone.begin(), gone.end(), m.agent.address()) == gone.end())
-        up[m.name] = {m.name, caf::actor_cast<node_agent_actor>(m.agent)};
+      if (m.state == member_state::up && !is_gone(m)) {
+        up.targets[m.name] = {m.name, caf::actor_cast<node_agent_actor>(m.agent)};
+        up.nodes[m.name] = {m.agent.address(), m.incarnation};
+      }
     bool all = true;
     for (auto t : {task_type::ps, task_type::worker})
       for (size_t i = 0; i < role.count(t); ++i)
-        all = all && up.count(task_name(t, i));
+        all = all && up.targets.count(task_name(t, i));
     if (all)
       return up;
     if (std::chrono::steady_clock::now() > deadline)
@@ -340,7 +361,7 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
   round_outcome r;
   for (bool first = true;; first = false) {
     uint64_t resumed = 0;
-    r = run_round(o, sys, *tasks, *job, embeddings.get(), resumed, start, summary);
+    r = run_round(o, sys, tasks->targets, *job, embeddings.get(), resumed, start, summary);
     if (first)
       first_resumed = resumed;
     worker_restarts += r.worker_restarts;
@@ -359,7 +380,7 @@ caf::error run_chief(const role_options& o, caf::actor_system& sys,
               << "); waiting up to " << patience_s << " s for " << lost
               << " to join again, then resuming from the checkpoint at global step " << r.saved
               << (o.on_restore ? " or from the newer state the job keeps" : "") << std::endl;
-    auto old = tasks->at(lost).agent.address();
+    auto old = tasks->nodes.at(lost);
     tasks = await_tasks(sys, services, o.role, o.ps_rejoin_timeout, {old});
     if (!tasks)
       return make_error(errc::unavailable,

@@ -12,6 +12,7 @@
 #include "messages/error.hpp"
 #include "ops/embedding_ops.hpp"
 #include "ops/online/sync_push.hpp"
+#include "stores/checkpoint/checkpoint_dir.hpp"
 #include "tests/support/estimator_blobs.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -401,6 +402,65 @@ TEST(estimator_model,
   EXPECT_FALSE(dense.whole_chain);
   EXPECT_EQ(described()["sync"]["dense_step"], 5);
   expect_following("with the dense weights");
+}
+
+TEST(estimator_model, a_sync_that_failed_is_applied_by_mend_with_no_push_after_it) {
+  test::temp_dir dir{"estimator_mend"};
+  auto data = test::words(64);
+  auto training = ops::session::open({});
+  ASSERT_TRUE(training);
+  estimator e{test::model(**training), test::session_config(**training)};
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
+  ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
+  auto sync_dir = dir.path() + "/sync";
+  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
+  auto config = parse_serve_config(alice_manages_words, "test.toml");
+  ASSERT_TRUE(config) << render(config.error());
+  // No mending thread: mend() runs when the test calls it.
+  auto model = estimator_model::load(dir.path() + "/words", config->rules_of("words"), {}, {}, {},
+                                     std::chrono::milliseconds{0});
+  ASSERT_TRUE(model) << render(model.error());
+  request_context alice;
+  alice.principal = "alice";
+  auto sync_body = nlohmann::json{{"dir", sync_dir}}.dump();
+  auto step = [&] {
+    auto j = nlohmann::json::parse((*model)->describe("words"));
+    return j.contains("sync") ? j["sync"]["step"].get<int64_t>() : int64_t{-1};
+  };
+  EXPECT_FALSE((*model)->mend()) << "no sync yet: nothing to mend";
+  ASSERT_TRUE((*model)->sync("words", sync_body, alice));
+  EXPECT_EQ(step(), 1);
+  EXPECT_FALSE((*model)->mend()) << "the sync applied, every copy in service";
+
+  // The next sync's delta is out of reach when it is pushed: the push fails, and the model
+  // keeps the rows of step 1 until mend() finds the delta.
+  ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
+  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+  auto head = stores::checkpoint_dir{sync_dir}.read_manifest();
+  ASSERT_TRUE(head);
+  auto delta = sync_dir + "/" + head->checkpoint;
+  ASSERT_TRUE(std::filesystem::is_directory(delta)) << delta;
+  std::filesystem::rename(delta, delta + ".away");
+  EXPECT_FALSE((*model)->sync("words", sync_body, alice));
+  EXPECT_EQ(step(), 1);
+  EXPECT_TRUE((*model)->mend()) << "the delta is still away";
+  EXPECT_EQ(step(), 1);
+  std::filesystem::rename(delta + ".away", delta);
+  EXPECT_FALSE((*model)->mend()) << "applied: nothing left";
+  EXPECT_EQ(step(), 2);
+
+  auto reference = ops::estimator::exported_model::load(dir.path() + "/words");
+  ASSERT_TRUE(reference);
+  ASSERT_TRUE((*reference)->follow(sync_dir));
+  auto body = R"({"instances": [{"x": 0.3, "words": ["w0", "common"]}]})";
+  auto got = (*model)->predict("words", body, alice, 60000);
+  ASSERT_TRUE(got) << render(got.error());
+  ops::estimator::batch b;
+  b.features["x"] = ce::feature_value::numeric(std::vector<double>{0.3});
+  b.features["words"] = ce::feature_value::categorical({{"w0", "common"}});
+  auto want = (*reference)->predict(b);
+  ASSERT_TRUE(want);
+  EXPECT_EQ(nlohmann::json::parse(*got)["predictions"][0][0].get<float>(), (*want)(0, 0));
 }
 
 } // namespace
