@@ -58,6 +58,23 @@ private:
   std::unique_ptr<http_server> server_;
 };
 
+/// The words model of the sync tests: trained 20 steps in a session of its own and exported to
+/// DIR/words; its session and estimator go on training for a test's syncs.
+struct trained_words {
+  std::shared_ptr<ops::estimator::example_table> data = test::words(64);
+  std::unique_ptr<ops::session> training;
+  std::optional<estimator> e;
+
+  void start(const std::string& dir) {
+    auto s = ops::session::open({});
+    ASSERT_TRUE(s);
+    training = std::move(*s);
+    e.emplace(test::model(*training), test::session_config(*training));
+    ASSERT_TRUE(e->train(test::column_input(data, 0), 20));
+    ASSERT_TRUE(export_model(*e, dir + "/words", test::column_input(data, 1)));
+  }
+};
+
 /// Tokens of alice, who may manage model "words", and bob, who may only query it.
 constexpr const char* alice_manages_words = R"(
 [tokens]
@@ -195,16 +212,15 @@ query = ["alice"]
 TEST(estimator_model,
      a_sync_brings_its_embeddings_and_dense_weights_to_the_training_run_and_needs_manage) {
   test::temp_dir dir{"estimator_sync"};
-  auto data = test::words(64);
-  auto training = ops::session::open({});
-  ASSERT_TRUE(training);
-  estimator e{test::model(**training), test::session_config(**training)};
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
-  ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
+  trained_words w;
+  ASSERT_NO_FATAL_FAILURE(w.start(dir.path()));
+  auto& data = w.data;
+  auto& training = w.training;
+  auto& e = *w.e;
   auto sync_dir = dir.path() + "/sync";
-  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
+  ASSERT_FALSE(ops::save(*training, sync_dir, {1, "", {}}, 5));
   ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
-  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+  ASSERT_FALSE(ops::save(*training, sync_dir, {2, "", {}}, 5));
 
   auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
@@ -252,7 +268,7 @@ TEST(estimator_model,
   EXPECT_EQ(after["sync"]["dense_step"], -1) << "the export's dense weights";
 
   ASSERT_TRUE(e.train(test::column_input(data, 0), 90));
-  ASSERT_FALSE(ops::save(**training, sync_dir, {3, "", {}}, 5));
+  ASSERT_FALSE(ops::save(*training, sync_dir, {3, "", {}}, 5));
   auto [again_status, again] = call("/v1/models/words:sync", "tok-alice", sync_body);
   ASSERT_EQ(again_status, 200u) << again.dump();
   EXPECT_FALSE(again["sync"]["restored"].get<bool>()) << "one delta applied on the rows held";
@@ -274,7 +290,7 @@ TEST(estimator_model,
     return p ? *p : ops::estimator::matrix{};
   };
   ASSERT_TRUE(e.train(test::column_input(data, 0), 120));
-  ASSERT_FALSE(ops::save(**training, sync_dir, {4, "", {}}, 5));
+  ASSERT_FALSE(ops::save(*training, sync_dir, {4, "", {}}, 5));
   ASSERT_FALSE(call("/v1/models/words:sync", "tok-alice", sync_body).first != 200u);
   auto rows_only = predictions().second;
   EXPECT_GT(std::abs(rows_only["predictions"][0][0].get<float>() - live()(0, 0)), 1e-4)
@@ -294,12 +310,11 @@ TEST(estimator_model,
 TEST(estimator_model,
      syncs_pushed_as_messages_reach_a_model_that_cannot_read_the_folder_and_a_lost_one_heals) {
   test::temp_dir dir{"estimator_wire_sync"};
-  auto data = test::words(64);
-  auto training = ops::session::open({});
-  ASSERT_TRUE(training);
-  estimator e{test::model(**training), test::session_config(**training)};
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
-  ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
+  trained_words w;
+  ASSERT_NO_FATAL_FAILURE(w.start(dir.path()));
+  auto& data = w.data;
+  auto& training = w.training;
+  auto& e = *w.e;
   auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
   front_end server{*config, "words", dir.path() + "/words"};
@@ -336,7 +351,7 @@ TEST(estimator_model,
   };
   auto save_next = [&](int64_t step) {
     ASSERT_TRUE(e.train(test::column_input(data, 0), 20 * (step + 1)));
-    ASSERT_FALSE(ops::save(**training, sync_dir, {step, "", {}}, 10));
+    ASSERT_FALSE(ops::save(*training, sync_dir, {step, "", {}}, 10));
   };
 
   save_next(1);
@@ -406,14 +421,13 @@ TEST(estimator_model,
 
 TEST(estimator_model, a_sync_that_failed_is_applied_by_mend_with_no_push_after_it) {
   test::temp_dir dir{"estimator_mend"};
-  auto data = test::words(64);
-  auto training = ops::session::open({});
-  ASSERT_TRUE(training);
-  estimator e{test::model(**training), test::session_config(**training)};
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 20));
-  ASSERT_TRUE(export_model(e, dir.path() + "/words", test::column_input(data, 1)));
+  trained_words w;
+  ASSERT_NO_FATAL_FAILURE(w.start(dir.path()));
+  auto& data = w.data;
+  auto& training = w.training;
+  auto& e = *w.e;
   auto sync_dir = dir.path() + "/sync";
-  ASSERT_FALSE(ops::save(**training, sync_dir, {1, "", {}}, 5));
+  ASSERT_FALSE(ops::save(*training, sync_dir, {1, "", {}}, 5));
   auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
   // No mending thread: mend() runs when the test calls it.
@@ -435,7 +449,7 @@ TEST(estimator_model, a_sync_that_failed_is_applied_by_mend_with_no_push_after_i
   // The next sync's delta is out of reach when it is pushed: the push fails, and the model
   // keeps the rows of step 1 until mend() finds the delta.
   ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
-  ASSERT_FALSE(ops::save(**training, sync_dir, {2, "", {}}, 5));
+  ASSERT_FALSE(ops::save(*training, sync_dir, {2, "", {}}, 5));
   auto head = stores::checkpoint_dir{sync_dir}.read_manifest();
   ASSERT_TRUE(head);
   auto delta = sync_dir + "/" + head->checkpoint;
