@@ -35,7 +35,8 @@ caf::error leveldb_store::settle() {
     // In key order, each insert into LevelDB's memtable walks a path the last one warmed.
     std::sort(dirty.begin(), dirty.end(),
               [&](uint32_t a, uint32_t b) { return cache_->key_at(a) < cache_->key_at(b); });
-    auto rows = std::make_shared<pending_rows>(dirty.size());
+    auto rows = spare_ ? std::exchange(spare_, nullptr) : std::make_shared<pending_rows>(0);
+    rows->reset(dirty.size());
     for (auto row : dirty) {
       auto& e = entry_at(row);
       auto r = cache_->row(row);
@@ -115,6 +116,8 @@ caf::error leveldb_store::finish_pending() {
         sampling_locate(rows->key(i), locator_of(rows->places[i]));
         pointers_->put(rows->hash(i), rows->places[i]);
       }
+    if (rows.use_count() == 1) // the writer's job, which held it too, is gone
+      spare_ = std::move(rows);
     return {};
   }
   // Not written: each row goes back to the cache (or stays there, when a load brought it

@@ -11,6 +11,17 @@ pending_rows::pending_rows(size_t rows)
   hashes_.reserve(rows);
 }
 
+void pending_rows::reset(size_t rows) {
+  keys_.clear();
+  records_.clear();
+  rows_.clear();
+  hashes_.clear();
+  places.clear();
+  rows_.reserve(rows);
+  hashes_.reserve(rows);
+  slots_.assign(std::bit_ceil(std::max<size_t>(16, 2 * rows)), empty_slot);
+}
+
 void pending_rows::add(std::string_view key, uint64_t hash, std::string_view record, bool indexed) {
   if (2 * (rows_.size() + 1) > slots_.size()) {
     slots_.assign(2 * slots_.size(), empty_slot);

@@ -18,6 +18,9 @@ public:
   /// Room for `rows` rows; more may be added, found more slowly.
   explicit pending_rows(size_t rows);
 
+  /// Empty, with room for `rows` rows, keeping the memory it has.
+  void reset(size_t rows);
+
   /// `hash` is compute::hash_key(key); `key` must not have been added before. `indexed`: the
   /// database holds an older record of the row.
   void add(std::string_view key, uint64_t hash, std::string_view record, bool indexed);
