@@ -64,14 +64,23 @@ struct trained_words {
   std::shared_ptr<ops::estimator::example_table> data = test::words(64);
   std::unique_ptr<ops::session> training;
   std::optional<estimator> e;
+  /// DIR/sync: where save() writes the run's incremental chain.
+  std::string sync_dir;
 
   void start(const std::string& dir) {
+    sync_dir = dir + "/sync";
     auto s = ops::session::open({});
     ASSERT_TRUE(s);
     training = std::move(*s);
     e.emplace(test::model(*training), test::session_config(*training));
     ASSERT_TRUE(e->train(test::column_input(data, 0), 20));
     ASSERT_TRUE(export_model(*e, dir + "/words", test::column_input(data, 1)));
+  }
+  /// Trains on until global step `steps`.
+  void train(uint64_t steps) { ASSERT_TRUE(e->train(test::column_input(data, 0), steps)); }
+  /// A checkpoint of the tables at `step` in the chain under sync_dir.
+  void save(int64_t step, uint32_t full_every = 5) {
+    ASSERT_FALSE(ops::save(*training, sync_dir, {step, "", {}}, full_every));
   }
 };
 
@@ -214,13 +223,11 @@ TEST(estimator_model,
   test::temp_dir dir{"estimator_sync"};
   trained_words w;
   ASSERT_NO_FATAL_FAILURE(w.start(dir.path()));
-  auto& data = w.data;
-  auto& training = w.training;
   auto& e = *w.e;
-  auto sync_dir = dir.path() + "/sync";
-  ASSERT_FALSE(ops::save(*training, sync_dir, {1, "", {}}, 5));
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
-  ASSERT_FALSE(ops::save(*training, sync_dir, {2, "", {}}, 5));
+  auto& sync_dir = w.sync_dir;
+  ASSERT_NO_FATAL_FAILURE(w.save(1));
+  ASSERT_NO_FATAL_FAILURE(w.train(60));
+  ASSERT_NO_FATAL_FAILURE(w.save(2));
 
   auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
@@ -267,8 +274,8 @@ TEST(estimator_model,
   EXPECT_EQ(after["sync"]["step"], 2) << "an answer names the sync it holds";
   EXPECT_EQ(after["sync"]["dense_step"], -1) << "the export's dense weights";
 
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 90));
-  ASSERT_FALSE(ops::save(*training, sync_dir, {3, "", {}}, 5));
+  ASSERT_NO_FATAL_FAILURE(w.train(90));
+  ASSERT_NO_FATAL_FAILURE(w.save(3));
   auto [again_status, again] = call("/v1/models/words:sync", "tok-alice", sync_body);
   ASSERT_EQ(again_status, 200u) << again.dump();
   EXPECT_FALSE(again["sync"]["restored"].get<bool>()) << "one delta applied on the rows held";
@@ -289,8 +296,8 @@ TEST(estimator_model,
     EXPECT_TRUE(p) << render(p.error());
     return p ? *p : ops::estimator::matrix{};
   };
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 120));
-  ASSERT_FALSE(ops::save(*training, sync_dir, {4, "", {}}, 5));
+  ASSERT_NO_FATAL_FAILURE(w.train(120));
+  ASSERT_NO_FATAL_FAILURE(w.save(4));
   ASSERT_FALSE(call("/v1/models/words:sync", "tok-alice", sync_body).first != 200u);
   auto rows_only = predictions().second;
   EXPECT_GT(std::abs(rows_only["predictions"][0][0].get<float>() - live()(0, 0)), 1e-4)
@@ -312,8 +319,6 @@ TEST(estimator_model,
   test::temp_dir dir{"estimator_wire_sync"};
   trained_words w;
   ASSERT_NO_FATAL_FAILURE(w.start(dir.path()));
-  auto& data = w.data;
-  auto& training = w.training;
   auto& e = *w.e;
   auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
@@ -321,7 +326,7 @@ TEST(estimator_model,
   ASSERT_TRUE(server.ready());
   auto url = "http://127.0.0.1:" + std::to_string(server.port()) + "/v1/models/words";
   ops::online::push_target alice{url, "tok-alice"}, bob{url, "tok-bob"};
-  auto sync_dir = dir.path() + "/sync";
+  auto& sync_dir = w.sync_dir;
   auto hidden = dir.path() + "/hidden";
   auto body = R"({"instances": [{"x": 0.3, "words": ["w0", "common"]},
                                {"x": 0.3, "words": ["w1", "common"]}]})";
@@ -350,8 +355,8 @@ TEST(estimator_model,
     std::filesystem::rename(hidden, sync_dir);
   };
   auto save_next = [&](int64_t step) {
-    ASSERT_TRUE(e.train(test::column_input(data, 0), 20 * (step + 1)));
-    ASSERT_FALSE(ops::save(*training, sync_dir, {step, "", {}}, 10));
+    ASSERT_NO_FATAL_FAILURE(w.train(20 * (step + 1)));
+    ASSERT_NO_FATAL_FAILURE(w.save(step, 10));
   };
 
   save_next(1);
@@ -423,11 +428,8 @@ TEST(estimator_model, a_sync_that_failed_is_applied_by_mend_with_no_push_after_i
   test::temp_dir dir{"estimator_mend"};
   trained_words w;
   ASSERT_NO_FATAL_FAILURE(w.start(dir.path()));
-  auto& data = w.data;
-  auto& training = w.training;
-  auto& e = *w.e;
-  auto sync_dir = dir.path() + "/sync";
-  ASSERT_FALSE(ops::save(*training, sync_dir, {1, "", {}}, 5));
+  auto& sync_dir = w.sync_dir;
+  ASSERT_NO_FATAL_FAILURE(w.save(1));
   auto config = parse_serve_config(alice_manages_words, "test.toml");
   ASSERT_TRUE(config) << render(config.error());
   // No mending thread: mend() runs when the test calls it.
@@ -448,8 +450,8 @@ TEST(estimator_model, a_sync_that_failed_is_applied_by_mend_with_no_push_after_i
 
   // The next sync's delta is out of reach when it is pushed: the push fails, and the model
   // keeps the rows of step 1 until mend() finds the delta.
-  ASSERT_TRUE(e.train(test::column_input(data, 0), 60));
-  ASSERT_FALSE(ops::save(*training, sync_dir, {2, "", {}}, 5));
+  ASSERT_NO_FATAL_FAILURE(w.train(60));
+  ASSERT_NO_FATAL_FAILURE(w.save(2));
   auto head = stores::checkpoint_dir{sync_dir}.read_manifest();
   ASSERT_TRUE(head);
   auto delta = sync_dir + "/" + head->checkpoint;
