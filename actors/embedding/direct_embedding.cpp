@@ -1,6 +1,7 @@
 #include "actors/embedding/direct_embedding.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <thread>
 
@@ -25,20 +26,23 @@ size_t keys_of(const routed_batch& route) {
 }
 
 /// Calls f(s) for every shard s of `route` on `threads` threads (the caller's among them); each
-/// shard is visited by one thread. Answers the first error in shard order.
+/// shard is visited by one thread, the next shard going to whichever thread is free first (a
+/// shard's work varies with its keys and its store's misses, and a helper starts late). Answers
+/// the first error in shard order.
 template <class F>
 caf::error for_each_shard(const routed_batch& route, size_t threads, F f) {
   auto& shards = route.shards();
   threads = std::clamp<size_t>(threads, 1, std::max<size_t>(1, shards.size()));
   std::vector<caf::error> errors(shards.size());
-  auto run = [&](size_t first) {
-    for (size_t i = first; i < shards.size(); i += threads)
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    for (auto i = next.fetch_add(1); i < shards.size(); i = next.fetch_add(1))
       errors[i] = f(shards[i]);
   };
   std::vector<std::thread> helpers;
   for (size_t t = 1; t < threads; ++t)
-    helpers.emplace_back(run, t);
-  run(0);
+    helpers.emplace_back(run);
+  run();
   for (auto& helper : helpers)
     helper.join();
   for (auto& err : errors)

@@ -280,6 +280,16 @@ caf::expected<nlohmann::json> run_ctr_child(const std::vector<std::string>& args
   }
 }
 
+/// Where a training example's time goes in a run of `darcy estimator ctr`: the tables' lookups
+/// and updates (memory tier and disk tier) are inside forward and backward.
+void print_phases(const nlohmann::json& run) {
+  auto examples = double(std::max<uint64_t>(1, run.at("train_examples").get<uint64_t>()));
+  std::printf("  per example:");
+  for (auto& [phase, seconds] : run.at("phase_seconds").items())
+    std::printf(" %s %.1f us", phase.c_str(), 1e6 * seconds.get<double>() / examples);
+  std::printf("\n");
+}
+
 caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
   compute::ctr_generator_options g{
     .profile = compute::ctr_profile::terabyte, .fresh_rate = o.fresh_rate, .seed = o.seed};
@@ -337,15 +347,9 @@ caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
     double(hits) / double(std::max<uint64_t>(1, hits + misses)),
     double(u64(t, "disk_bytes")) / double(1 << 30),
     double(u64(t, "peak_rss_bytes")) / double(1 << 30));
-  // Where a training example's time goes: the tables' lookups and updates (memory tier and
-  // disk tier) are inside forward and backward.
-  std::printf("  per example:");
-  for (auto& [phase, seconds] : t.at("phase_seconds").items())
-    std::printf(
-      " %s %.1f us", phase.c_str(),
-      1e6 * seconds.get<double>() / double(std::max<uint64_t>(1, u64(t, "train_examples"))));
+  print_phases(t);
   auto examples = double(std::max<uint64_t>(1, u64(t, "train_examples")));
-  std::printf("\n  disk reads per example %.2f (of them look-ahead %.2f); look-ahead %u batches\n",
+  std::printf("  disk reads per example %.2f (of them look-ahead %.2f); look-ahead %u batches\n",
               double(u64(t, "disk_reads")) / examples, double(u64(t, "prefetched_rows")) / examples,
               o.prefetch_batches);
   std::printf("  examples/s over time:");
@@ -372,6 +376,7 @@ caf::error run_colossal(const ctr_bench_options& o, nlohmann::json& m) {
     static_cast<unsigned long long>(o.memory_rows), memory->at("examples_per_s").get<double>(),
     static_cast<unsigned long long>(u64(*memory, "embedding_rows")),
     double(u64(*memory, "peak_rss_bytes")) / double(1 << 30));
+  print_phases(*memory);
   m["colossal_keys"] = keys;
   m["colossal_stored_vs_budget"] = double(u64(t, "embedding_rows")) / double(capacity);
   m["colossal_peak_rss_gib"] = double(u64(t, "peak_rss_bytes")) / double(1 << 30);

@@ -162,6 +162,8 @@ private:
   /// allocated (and their pages zeroed by the kernel) anew each time.
   std::shared_ptr<pending_rows> spare_;
   std::future<caf::error> pending_done_;
+  /// The writer's order of the batch it writes (by key), reused from batch to batch.
+  std::vector<size_t> order_;
   size_t min_background_rows_ = default_min_background_rows;
   uint64_t background_write_backs_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <future>
+#include <numeric>
 
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
@@ -32,9 +33,6 @@ caf::error leveldb_store::settle() {
     for (auto row : evicted)
       if (entry_at(row).dirty)
         dirty.push_back(row);
-    // In key order, each insert into LevelDB's memtable walks a path the last one warmed.
-    std::sort(dirty.begin(), dirty.end(),
-              [&](uint32_t a, uint32_t b) { return cache_->key_at(a) < cache_->key_at(b); });
     auto rows = spare_ ? std::exchange(spare_, nullptr) : std::make_shared<pending_rows>(0);
     rows->reset(dirty.size());
     for (auto row : dirty) {
@@ -88,7 +86,13 @@ caf::error leveldb_store::write_pending(pending_rows& rows) {
   leveldb::WriteBatch batch;
   std::string key;
   rows.places.resize(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
+  // In key order, each insert into LevelDB's memtable walks a path the last one warmed. The
+  // keys are sorted here, on the writer's thread, where they lie together in the batch.
+  order_.resize(rows.size());
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  std::sort(order_.begin(), order_.end(),
+            [&](size_t a, size_t b) { return rows.key(a) < rows.key(b); });
+  for (auto i : order_) {
     assign_row_key(key, rows.key(i));
     if (!log_) {
       batch.Put(key, {rows.record(i).data(), rows.record(i).size()});
