@@ -6,7 +6,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
+
+#include "stores/embedding/background_priority.hpp"
 
 namespace darcy::stores {
 
@@ -56,6 +60,26 @@ public:
     *result = new pread_file(name, fd);
     return leveldb::Status::OK();
   }
+
+  /// LevelDB's compaction thread takes the tier's background priority at its first job.
+  void Schedule(void (*function)(void*), void* arg) override {
+    auto* job = new scheduled{function, arg};
+    target()->Schedule(
+      [](void* p) {
+        std::unique_ptr<scheduled> job{static_cast<scheduled*>(p)};
+        thread_local bool lowered = false;
+        if (!std::exchange(lowered, true))
+          lower_thread_priority();
+        job->function(job->arg);
+      },
+      job);
+  }
+
+private:
+  struct scheduled {
+    void (*function)(void*);
+    void* arg;
+  };
 };
 
 } // namespace

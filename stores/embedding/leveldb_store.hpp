@@ -16,7 +16,6 @@
 // from LevelDB.
 #pragma once
 
-#include <future>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,6 +24,7 @@
 #include <caf/expected.hpp>
 
 #include "messages/embedding/embedding_config.hpp"
+#include "stores/embedding/background_writer.hpp"
 #include "stores/embedding/key_filter.hpp"
 #include "stores/embedding/pending_rows.hpp"
 #include "stores/embedding/pointer_cache.hpp"
@@ -161,7 +161,7 @@ private:
   /// The last write-back's rows, cleared, for the next one to fill: a batch's buffers are not
   /// allocated (and their pages zeroed by the kernel) anew each time.
   std::shared_ptr<pending_rows> spare_;
-  std::future<caf::error> pending_done_;
+  background_job pending_done_;
   /// The writer's order of the batch it writes (by key), reused from batch to batch.
   std::vector<size_t> order_;
   size_t min_background_rows_ = default_min_background_rows;

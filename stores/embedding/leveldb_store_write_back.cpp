@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <future>
 #include <numeric>
+#include <span>
 
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
@@ -35,16 +35,23 @@ caf::error leveldb_store::settle() {
         dirty.push_back(row);
     auto rows = spare_ ? std::exchange(spare_, nullptr) : std::make_shared<pending_rows>(0);
     rows->reset(dirty.size());
-    for (auto row : dirty) {
-      auto& e = entry_at(row);
-      auto r = cache_->row(row);
-      auto& record = encode(r);
-      if (log_ && e.indexed)
-        log_->discard(value_log::record_length(r.key.size(), record.size()));
-      auto hash = compute::hash_key(r.key);
-      rows->add(r.key, hash, record, e.indexed);
-      if (!e.indexed)
-        on_disk_.add(hash);
+    // The oldest rows are out of the CPU's caches: their blocks are fetched a round ahead.
+    constexpr size_t lanes = 16;
+    for (size_t first = 0; first < dirty.size(); first += lanes) {
+      auto round = std::span{dirty}.subspan(first, std::min(lanes, dirty.size() - first));
+      for (auto row : round)
+        cache_->prefetch_block(row);
+      for (auto row : round) {
+        auto& e = entry_at(row);
+        auto r = cache_->row(row);
+        auto& record = encode(r);
+        if (log_ && e.indexed)
+          log_->discard(value_log::record_length(r.key.size(), record.size()));
+        auto hash = compute::hash_key(r.key);
+        rows->add(r.key, hash, record, e.indexed);
+        if (!e.indexed)
+          on_disk_.add(hash);
+      }
     }
     forget_rows(evicted);
     if (!rows->empty())
@@ -77,9 +84,7 @@ void leveldb_store::write_behind(std::shared_ptr<pending_rows> rows) {
     pending_done_ = write_in_background(std::move(job));
     return;
   }
-  std::promise<caf::error> done;
-  done.set_value(job());
-  pending_done_ = done.get_future();
+  pending_done_ = background_job::done(job());
 }
 
 caf::error leveldb_store::write_pending(pending_rows& rows) {
@@ -113,7 +118,7 @@ caf::error leveldb_store::finish_pending() {
     return {};
   auto rows = std::move(pending_);
   pending_.reset();
-  auto err = pending_done_.get();
+  auto err = pending_done_.take_or_wait();
   if (!err) {
     if (log_)
       for (size_t i = 0; i < rows->size(); ++i) {

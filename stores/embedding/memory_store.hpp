@@ -120,6 +120,12 @@ public:
 
   /// Hints that the block of the row numbered `index` will be read soon.
   void prefetch_row(uint32_t index) const { __builtin_prefetch(rows_.at(index)); }
+  /// Hints that the whole block of the row numbered `index` (meta, values, slots) will be read.
+  void prefetch_block(uint32_t index) const {
+    auto* block = rows_.at(index);
+    for (size_t at = 0; at < rows_.row_bytes(); at += 64)
+      __builtin_prefetch(block + at);
+  }
   /// Hints that the key of the row numbered `index`, and the index slot it hashes to, will be
   /// read soon; its block should have been fetched first (prefetch_row).
   void prefetch_key(uint32_t index);

@@ -77,6 +77,7 @@ void write_behind_store::unlink(uint32_t row) {
 
 void write_behind_store::link_newest(uint32_t row) {
   auto& e = entries_[row];
+  e.linked = ++links_;
   e.newer = none;
   e.older = newest_;
   (newest_ == none ? oldest_ : entries_[newest_].newer) = row;
@@ -98,7 +99,7 @@ void write_behind_store::touch_row(uint32_t row, std::string_view key, bool dirt
     e.fetched = at;
     account_key(key, 1, cache_->size());
     link_newest(row);
-  } else if (newest_ != row) {
+  } else if (newest_ != row && (capacity_ < exact_lru_rows || links_ - e.linked >= capacity_ / 8)) {
     unlink(row);
     link_newest(row);
   }

@@ -69,6 +69,7 @@ protected:
   using time_point = std::chrono::steady_clock::time_point;
   uint64_t exact_frequency(std::string_view key, uint64_t stored) override;
   static constexpr uint32_t none = UINT32_MAX;
+  static constexpr size_t exact_lru_rows = 4096;
 
   /// A cached row's place in the recency order and its write-back state, kept by the row's
   /// number in the cache (row_ref::index): no allocation and no key copy per row.
@@ -84,6 +85,8 @@ protected:
     bool indexed = true;
     /// Counted since it came into the cache: the sampling index's frequency may lag.
     bool counted = false;
+    /// links_ when the row last became the newest (in what was padding).
+    uint32_t linked = 0;
     /// When the row was last read from, or written to, the backend.
     time_point fetched;
     /// When the row last became dirty.
@@ -175,6 +178,11 @@ private:
   std::vector<entry> entries_;
   uint32_t newest_ = none;
   uint32_t oldest_ = none;
+  /// Rows made the newest so far (wrapping): a touched row that became the newest fewer than
+  /// capacity_ / 8 links ago is among the newest eighth of the list, and stays where it is
+  /// (its neighbours' entries, each a cache miss in a large tier, are not written). The order
+  /// is then LRU up to that eighth; a tier of fewer than exact_lru_rows rows keeps it exact.
+  uint32_t links_ = 0;
   /// Bytes of the cached keys.
   uint64_t key_bytes_ = 0;
   /// Bytes of the budget reserve() took.

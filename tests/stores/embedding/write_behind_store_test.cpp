@@ -34,6 +34,7 @@ public:
   }
   caf::error export_rows(const std::function<void(const row_record&)>&) override { return {}; }
   caf::error import_row(const row_record&) override { return {}; }
+  using write_behind_store::oldest;
 
 private:
   using write_behind_store::write_behind_store;
@@ -83,6 +84,33 @@ void fill(write_behind_store& store, size_t count, KeyOf key_of) {
     std::vector<std::string_view> views(keys.begin(), keys.end());
     out.resize(keys.size() * store.dim());
     ASSERT_FALSE(store.lookup(views, out));
+  }
+}
+
+TEST(write_behind_store, ARowTouchedAmongTheNewestEighthOfALargeTierStaysInPlace) {
+  // Rows 0..n-1 looked up in order, then row 0 (the oldest) and row n-2 (among the newest).
+  struct {
+    const char* name;
+    uint64_t cache_bytes;
+    bool exact;
+  } cases[] = {
+    {"a tier of fewer than 4,096 rows keeps exact recency", 256 << 10, true},
+    {"a larger tier leaves the newest eighth in place", 8 << 20, false},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto store = forgetting_store::make(config(c.cache_bytes));
+    auto n = store->cache_capacity() - 8;
+    ASSERT_EQ(n + 8 >= 4096, !c.exact);
+    auto key_of = [](size_t i) { return "k" + std::to_string(i); };
+    fill(*store, n, key_of);
+    fill(*store, 1, [&](size_t) { return key_of(0); });
+    fill(*store, 1, [&](size_t) { return key_of(n - 2); });
+    auto order = store->oldest(0); // oldest first
+    ASSERT_EQ(order.size(), n);
+    EXPECT_EQ(order.front(), key_of(1)) << "row 0, touched, left the oldest end";
+    EXPECT_EQ(order.back(), c.exact ? key_of(n - 2) : key_of(0));
+    EXPECT_EQ(order[n - 2], c.exact ? key_of(0) : key_of(n - 1));
   }
 }
 
