@@ -1,6 +1,5 @@
 #include "actors/embedding/embedding_shard.hpp"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "runtime/log.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
+#include "stores/embedding/background_priority.hpp"
 #include "stores/embedding/chain_replay.hpp"
 #include "stores/embedding/de_config.hpp"
 
@@ -405,7 +405,7 @@ caf::result<ok_atom> apply_part(shard_pointer self, const std::string& dir,
                shard = std::move(shard)](load_atom) mutable {
         // Background work: the lookups of this node's shards go first. The read takes the idle
         // CPU time; when there is none, this thread reads at nice 10 (it ends with the read).
-        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+        stores::lower_thread_priority(10);
         read->result = runtime::run_in_idle_time(
           [dir, link, index, count] { return read_and_stage(dir, link, index, count); },
           read_patience);

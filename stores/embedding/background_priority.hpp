@@ -8,8 +8,9 @@ namespace darcy::stores {
 /// The nice value a background thread of the tier takes (the trainer's threads keep theirs).
 inline constexpr int background_nice = 19;
 
-/// Lowers the calling thread's priority to background_nice. Best effort: a failure (a seccomp
-/// profile that forbids it) leaves the thread as it was.
-void lower_thread_priority();
+/// Lowers the calling thread's priority to `nice` (background_nice unless given: a shard's
+/// sync reads take 10). Best effort: a failure (a seccomp profile that forbids it) leaves the
+/// thread as it was.
+void lower_thread_priority(int nice = background_nice);
 
 } // namespace darcy::stores
