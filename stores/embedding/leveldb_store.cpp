@@ -38,6 +38,11 @@ using leveldb_layout::row_key;
 using leveldb_layout::row_prefix;
 
 caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_config& cfg) {
+  return open(cfg, pointer_index::tag_bits);
+}
+
+caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_config& cfg,
+                                                                  int index_tag_bits) {
   if (cfg.path.empty())
     return make_error(errc::invalid_config, "embedding '" + cfg.name + "': leveldb needs a path");
   if (auto err = validate(cfg))
@@ -91,28 +96,41 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
     if (!log)
       return std::move(log.error());
     store->log_ = std::make_unique<value_log>(std::move(*log));
-    store->pointers_ = std::make_unique<pointer_cache>(pointer_cache_bytes(cfg.cache_bytes));
+    store->index_ = std::make_unique<pointer_index>(
+      static_cast<uint32_t>(row_record_bytes(cfg.dim, store->slot_count())),
+      store->log_->oldest_generation(), index_tag_bits);
   }
-  // A write-back in flight holds the records of a 32nd of the cache's rows.
-  store->reserve(cfg.cache_bytes / 32 + (store->pointers_ ? store->pointers_->bytes() : 0));
   // Count rows by iterating: always right, even after a crash between write-back and flush.
   uint64_t live = 0;
   std::unique_ptr<leveldb::Iterator> it{raw->NewIterator(leveldb::ReadOptions{})};
   for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
        it->Next()) {
     ++store->rows_;
-    store->on_disk_.add(compute::hash_key({it->key().data() + 1, it->key().size() - 1}));
+    std::string_view key{it->key().data() + 1, it->key().size() - 1};
+    auto hash = compute::hash_key(key);
+    if (!store->log_) {
+      store->on_disk_.add(hash);
+      continue;
+    }
     value_pointer p;
-    if (store->log_ && decode_pointer({it->value().data(), it->value().size()}, p))
-      live += p.length;
+    if (!decode_pointer({it->value().data(), it->value().size()}, p))
+      return make_error(errc::corrupt_file,
+                        cfg.path + ": bad pointer for key '" + std::string{key} + "'");
+    live += p.length;
+    store->index_->insert(hash, key.size(), p);
   }
+  if (!it->status().ok())
+    return db_error("cannot read " + cfg.path, it->status());
+  it.reset();
+  store->account_index();
   if (store->log_)
     store->log_->set_garbage(store->log_->bytes() - std::min(live, store->log_->bytes()));
   return store;
 }
 
-uint64_t leveldb_store::pointer_cache_bytes(uint64_t cache_bytes) {
-  return std::max<uint64_t>(4096, cache_bytes / 8);
+void leveldb_store::account_index() {
+  // A write-back in flight holds the records of a 32nd of the cache's rows.
+  reserve(cfg_.cache_bytes / 32 + (index_ ? index_->bytes() : 0));
 }
 
 leveldb_store::leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db)
@@ -133,7 +151,7 @@ void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool ind
     log_->discard(value_log::record_length(row.key.size(), bytes.size()));
   auto at = log_->append(row.key, bytes);
   batch.Put(row_key(row.key), encode_pointer(at));
-  moved_.emplace_back(row.key, at);
+  moved_.push_back({std::string{row.key}, at, std::nullopt, indexed});
 }
 
 caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std::string& what) {
@@ -147,9 +165,52 @@ caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std
   auto status = db_->Write(options, &batch);
   if (!status.ok())
     return db_error(what + cfg_.path, status);
-  for (auto& [key, at] : moved) {
-    sampling_locate(key, locator_of(at));
-    pointers_->put(compute::hash_key(key), at);
+  for (auto& m : moved) {
+    sampling_locate(m.key, locator_of(m.at));
+    if (auto err = index_place(m.key, compute::hash_key(m.key), m.at, m.was, m.on_disk))
+      return err;
+  }
+  if (!moved.empty())
+    account_index();
+  return {};
+}
+
+caf::error leveldb_store::index_place(std::string_view key, uint64_t hash, const value_pointer& at,
+                                      std::optional<value_pointer> was, bool on_disk) {
+  if (was && index_->replace(hash, key.size(), *was, at))
+    return {};
+  index_->find(hash, key.size(), candidates_);
+  // A row the database holds has its place in the index: when that is the only one found, it
+  // is the row's. A new row's hash agrees with none, but for about one in 10^8.
+  std::optional<value_pointer> own;
+  if (on_disk && candidates_.size() == 1) {
+    own = candidates_[0];
+  } else if (!candidates_.empty()) {
+    std::string bytes;
+    if (auto err = read_indexed(key, hash, bytes, own))
+      return err;
+  }
+  if (!own || !index_->replace(hash, key.size(), *own, at))
+    index_->insert(hash, key.size(), at);
+  return {};
+}
+
+caf::error leveldb_store::read_indexed(std::string_view key, uint64_t hash, std::string& bytes,
+                                       std::optional<value_pointer>& at) {
+  at.reset();
+  index_->find(hash, key.size(), candidates_);
+  for (auto& place : candidates_) {
+    auto err = log_->read(place, key, bytes);
+    if (!err) {
+      at = place;
+      return {};
+    }
+    if (!is(err, errc::corrupt_file))
+      return err;
+    // Another key's record, if its key's hash agrees with `hash` where the index looks.
+    auto held = log_->key_at(place);
+    if (!held || !index_->agree(compute::hash_key(*held), hash))
+      return err;
   }
   return {};
 }
@@ -178,7 +239,7 @@ caf::error leveldb_store::collect_garbage() {
   // each valid, and the next collection moves the rest. Records of a batch an error leaves
   // unwritten are named by no pointer: the sampling index must not learn their places.
   struct forget_unwritten {
-    std::vector<std::pair<std::string, value_pointer>>& moved;
+    std::vector<moved_record>& moved;
     ~forget_unwritten() { moved.clear(); }
   } guard{moved_};
   std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
@@ -198,7 +259,7 @@ caf::error leveldb_store::collect_garbage() {
       return err;
     auto at = log_->append(key, bytes);
     batch.Put(it->key(), encode_pointer(at));
-    moved_.emplace_back(key, at);
+    moved_.push_back({std::string{key}, at, p, true});
     if (++batched == 4096) {
       if (auto err = write(batch, false, "cannot collect the value log of "))
         return err;
@@ -212,7 +273,10 @@ caf::error leveldb_store::collect_garbage() {
     return err;
   log_->set_garbage(0);
   ++collections_;
-  return log_->drop_generations_below(*generation);
+  // Every place the index holds is in the new generation now.
+  auto err = log_->drop_generations_below(*generation);
+  index_->drop_generations_below(*generation);
+  return err;
 }
 
 caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create,
@@ -238,7 +302,7 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
       wanted[i] = keys[missing[i]];
     sampling_locations(wanted, located);
   }
-  std::string stored, bytes;
+  std::string bytes;
   std::vector<float> values, slots;
   uint32_t row = none;
   for (size_t i = 0; i < missing.size(); ++i) {
@@ -248,12 +312,11 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
       continue;
     }
     row = none;
-    leveldb::Status status;
     auto hash = compute::hash_key(key);
     bool read = false;
     auto pending = pending_ ? pending_->find(key, hash) : std::nullopt;
     if (pending) {
-      // Its newest record: the sampling index and the pointer cache may name an older one.
+      // Its newest record: the sampling index and the pointer index may name an older one.
       bytes.assign(pending_->record(*pending));
       ++pending_reads_;
       read = true;
@@ -262,31 +325,20 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
         return err;
       ++located_reads_;
       read = true;
-    } else if (auto cached = log_ ? pointers_->find(hash) : std::nullopt) {
-      // A place of another key whose hash shares the cached bits: LevelDB knows.
-      if (auto err = log_->read(*cached, key, bytes); !err) {
-        ++pointer_reads_;
-        read = true;
-      } else if (!is(err, errc::corrupt_file)) {
+    } else if (log_) {
+      std::optional<value_pointer> at;
+      if (auto err = read_indexed(key, hash, bytes, at))
         return err;
-      } else {
-        pointers_->erase(hash);
-      }
+      read = at.has_value();
+      index_reads_ += read;
+    } else if (on_disk_.may_contain(hash)) {
+      ++db_reads_;
+      auto status = db_->Get(leveldb::ReadOptions{}, row_key(key), &bytes);
+      if (!status.ok() && !status.IsNotFound())
+        return db_error("cannot read " + cfg_.path, status);
+      read = status.ok();
     }
-    if (!read) {
-      status = on_disk_.may_contain(hash) ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
-                                          : leveldb::Status::NotFound({});
-      value_pointer at;
-      if (status.ok()) {
-        if (auto err = row_bytes(key, stored, bytes, at))
-          return err;
-        if (log_) {
-          sampling_locate(key, locator_of(at));
-          pointers_->put(hash, at);
-        }
-      }
-    }
-    if (status.ok()) {
+    if (read) {
       if (!pending)
         ++backend_reads_;
       row_record record;
@@ -298,8 +350,6 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
         return std::move(put.error());
       row = put->index;
       touch_row(row, key, false, {});
-    } else if (!status.IsNotFound()) {
-      return db_error("cannot read " + cfg_.path, status);
     } else if (create && (row = create_row(key)) != none) {
       ++rows_;
       touch_row(row, key, true, {});
@@ -401,7 +451,16 @@ caf::error leveldb_store::remove_rows(std::span<const std::string_view> keys) {
       held.emplace_back(key);
       continue;
     }
-    auto status = on_disk_.may_contain(compute::hash_key(key))
+    auto hash = compute::hash_key(key);
+    if (log_) {
+      std::optional<value_pointer> at;
+      if (auto err = read_indexed(key, hash, stored, at))
+        return err;
+      if (at)
+        held.emplace_back(key);
+      continue;
+    }
+    auto status = on_disk_.may_contain(hash)
                     ? db_->Get(leveldb::ReadOptions{}, row_key(key), &stored)
                     : leveldb::Status::NotFound({});
     if (status.ok())
@@ -418,20 +477,26 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
   if (auto err = finish_pending())
     return err;
   leveldb::WriteBatch batch;
-  auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_count());
-  for (auto& key : keys) {
-    batch.Delete(row_key(key));
-    if (log_)
-      log_->discard(value_log::record_length(key.size(), record_bytes));
+  // The places the index holds for the rows the database holds (none for rows only cached).
+  std::vector<std::optional<value_pointer>> places(keys.size());
+  std::string bytes;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    batch.Delete(row_key(keys[i]));
+    if (!log_)
+      continue;
+    if (auto err = read_indexed(keys[i], compute::hash_key(keys[i]), bytes, places[i]))
+      return err;
+    if (places[i])
+      log_->discard(places[i]->length);
   }
   if (auto err = write(batch, true, "cannot evict from "))
     return err;
-  for (auto& key : keys) {
-    forget(key);
-    sampling_remove(key);
-    if (pointers_)
-      pointers_->erase(compute::hash_key(key));
-    erased(key);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    forget(keys[i]);
+    sampling_remove(keys[i]);
+    if (places[i])
+      index_->erase(compute::hash_key(keys[i]), *places[i]);
+    erased(keys[i]);
   }
   rows_ -= std::min<uint64_t>(rows_, keys.size());
   evicted_ += keys.size();
@@ -441,7 +506,7 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
 store_stats leveldb_store::stats() const {
   auto s = write_behind_store::stats();
   s.evictions = evicted_;
-  s.bytes += on_disk_.bytes() + (pointers_ ? pointers_->bytes() : 0);
+  s.bytes += on_disk_.bytes() + (index_ ? index_->bytes() : 0);
   // Table files only (the log and manifest are small and short-lived): LevelDB's own estimate of
   // the row range.
   std::string first(1, row_prefix), last(1, row_prefix + 1);
@@ -463,7 +528,7 @@ caf::error leveldb_store::flush() {
     return err;
   for (auto& key : dirty) {
     auto& e = *entry_of(key);
-    if (!e.indexed)
+    if (!e.indexed && !log_)
       on_disk_.add(compute::hash_key(key));
     e.dirty = false;
     e.indexed = true;

@@ -1,22 +1,22 @@
 // The persistent embedding store: rows live in LevelDB (key bytes -> one record of values,
 // slots, frequency, update count and last step), behind an LRU cache with a byte budget. A
 // database it creates keeps the records in a value_log and only their pointers in LevelDB, so
-// that compactions move 16 bytes a row instead of the row; one written before the log keeps
-// them inline and is served as it is. Reads of missing rows go to LevelDB in sorted batches
-// (straight to the log for rows whose place a pointer cache, an eighth of the memory budget,
-// still holds, and once the table samples, for every row: its sampling index knows them);
-// dirty rows are written back when the cache evicts them (by the background writer, while the
-// caller goes on: one batch in flight a store, read from memory until written) and on flush(),
-// which waits for that batch, writes the log out and commits one synced write batch: what was
-// flushed survives a SIGKILL. Eviction works
-// on the whole table, both tiers: TTL removes rows whose last update is more than ttl_steps
-// behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the max_rows most
-// looked-up rows once there are more (down to 95%, in two sequential passes over the database
-// that hold no key list in memory). A filter of the keys written keeps reads of new keys away
-// from LevelDB.
+// that compactions move 16 bytes a row instead of the row, and holds every record's place in a
+// pointer_index in memory (counted in the budget): a row not in the cache is read with one read
+// of the log, and a key never written costs no read at all; LevelDB is not asked. One written
+// before the log keeps the records inline and is served as it is: reads of missing rows go to
+// LevelDB in sorted batches, behind a filter of the keys written. Dirty rows are written back
+// when the cache evicts them (by the background writer, while the caller goes on: one batch in
+// flight a store, read from memory until written) and on flush(), which waits for that batch,
+// writes the log out and commits one synced write batch: what was flushed survives a SIGKILL.
+// Eviction works on the whole table, both tiers: TTL removes rows whose last update is more
+// than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the
+// max_rows most looked-up rows once there are more (down to 95%, in two sequential passes over
+// the database that hold no key list in memory).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,7 +27,7 @@
 #include "stores/embedding/background_writer.hpp"
 #include "stores/embedding/key_filter.hpp"
 #include "stores/embedding/pending_rows.hpp"
-#include "stores/embedding/pointer_cache.hpp"
+#include "stores/embedding/pointer_index.hpp"
 #include "stores/embedding/value_log.hpp"
 #include "stores/embedding/write_behind_store.hpp"
 
@@ -44,6 +44,11 @@ public:
   /// this backend cannot serve, errc::io_error when LevelDB cannot open the path, and
   /// errc::corrupt_file when the database holds rows of another dim or optimizer.
   static caf::expected<std::unique_ptr<leveldb_store>> open(const de_config& cfg);
+  /// As open(cfg), with a pointer index that keeps `index_tag_bits` of a key's tag bits
+  /// (open(cfg) keeps pointer_index::tag_bits): fewer only for tests, where many keys' hashes
+  /// then agree in the bits kept.
+  static caf::expected<std::unique_ptr<leveldb_store>> open(const de_config& cfg,
+                                                            int index_tag_bits);
 
   ~leveldb_store() override;
 
@@ -65,8 +70,10 @@ public:
   uint64_t log_collections() const { return collections_; }
   /// Rows read from the log at the place the sampling index recorded, without asking LevelDB.
   uint64_t located_reads() const { return located_reads_; }
-  /// Rows read from the log at the place the pointer cache held, without asking LevelDB.
-  uint64_t pointer_reads() const { return pointer_reads_; }
+  /// Rows read from the log at a place the pointer index held, without asking LevelDB.
+  uint64_t index_reads() const { return index_reads_; }
+  /// Rows looked up in LevelDB by a load: none in a database whose rows are in a value log.
+  uint64_t db_reads() const { return db_reads_; }
   /// Rows loaded from a write-back still in flight, before the writer had written them.
   uint64_t pending_reads() const { return pending_reads_; }
   /// Fault injection: the next `count` write-backs (on the background writer or the caller's
@@ -81,9 +88,6 @@ public:
   /// Below a tier of about 128 KiB a store (a 32nd of it: 4 KiB, ten 16-dim Adagrad rows), and
   /// far below the colossal runs' batches (190 rows a store at 0.5 GiB over 208 stores).
   static constexpr size_t default_min_background_rows = 64;
-  /// The share of cfg.cache_bytes the pointer cache takes (at least 4 KiB) in a database whose
-  /// rows are in a value log.
-  static uint64_t pointer_cache_bytes(uint64_t cache_bytes);
 
 private:
   leveldb_store(de_config cfg, std::unique_ptr<memory_store> cache, leveldb::DB* db);
@@ -128,6 +132,19 @@ private:
   /// then decoded into `at`).
   caf::error row_bytes(std::string_view key, std::string_view stored, std::string& bytes,
                        value_pointer& at);
+  /// Tells the pointer index that `key`'s record now lies at `at`. `was`: the place of the
+  /// record it replaces, when known; `on_disk`: whether the database held one. Reads the log
+  /// only to tell two rows apart whose hashes agree in the bits the index keeps.
+  caf::error index_place(std::string_view key, uint64_t hash, const value_pointer& at,
+                         std::optional<value_pointer> was, bool on_disk);
+  /// Reads `key`'s record into `bytes` from the place the pointer index holds for it, told
+  /// apart from other keys' places by the key the record holds; `at` is that place, none when
+  /// the database holds no record of `key`. A record whose key's hash the index could not have
+  /// confused with `key`'s is corrupt: errc::corrupt_file.
+  caf::error read_indexed(std::string_view key, uint64_t hash, std::string& bytes,
+                          std::optional<value_pointer>& at);
+  /// Takes what the pointer index has grown to out of the budget for rows.
+  void account_index();
   /// Moves the live records into a new generation of the log once it is mostly garbage.
   /// Never called while an iterator over the database is open.
   caf::error collect_garbage();
@@ -135,25 +152,35 @@ private:
   std::unique_ptr<leveldb::DB> db_;
   /// The records, unless the database holds them inline.
   std::unique_ptr<value_log> log_;
-  /// Every key written to the database: a load asks LevelDB only for keys that may be there
-  /// (most misses of a growing table are new keys).
+  /// In a database of inline rows, every key written to it: a load asks LevelDB only for keys
+  /// that may be there (most misses of a growing table are new keys).
   key_filter on_disk_;
   /// The step of the last TTL pass.
   int64_t ttl_pass_step_ = 0;
   uint64_t evicted_ = 0;
   uint64_t min_garbage_ = uint64_t{64} << 20;
-  /// Rows put in the log since the last write, with their new places: the sampling index
-  /// learns them once the write has succeeded.
-  std::vector<std::pair<std::string, value_pointer>> moved_;
-  /// Where rows lie in the log, for rows that left the memory tier (and those in it): the
-  /// place of every record written or read, kept for as many keys as its bytes hold; every
-  /// write and removal updates it. Null for a database of inline rows.
-  std::unique_ptr<pointer_cache> pointers_;
+  /// A record put in the log since the last write: the sampling index and the pointer index
+  /// learn its place once the write has succeeded.
+  struct moved_record {
+    std::string key;
+    value_pointer at;
+    /// The place of the row's record it replaces, when known (a collection knows it).
+    std::optional<value_pointer> was;
+    /// The database held a record of the row before.
+    bool on_disk = false;
+  };
+  std::vector<moved_record> moved_;
+  /// The place in the log of every row the database holds (its newest record). Null for a
+  /// database of inline rows.
+  std::unique_ptr<pointer_index> index_;
+  /// What the pointer index found last, reused from find to find.
+  std::vector<value_pointer> candidates_;
   /// The record put() encodes, reused from row to row.
   std::string record_;
   uint64_t collections_ = 0;
   uint64_t located_reads_ = 0;
-  uint64_t pointer_reads_ = 0;
+  uint64_t index_reads_ = 0;
+  uint64_t db_reads_ = 0;
   uint64_t pending_reads_ = 0;
   int failing_write_backs_ = 0;
   /// The write-back the background writer has (null when none), and its outcome.

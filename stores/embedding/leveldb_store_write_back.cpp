@@ -49,7 +49,7 @@ caf::error leveldb_store::settle() {
           log_->discard(value_log::record_length(r.key.size(), record.size()));
         auto hash = compute::hash_key(r.key);
         rows->add(r.key, hash, record, e.indexed);
-        if (!e.indexed)
+        if (!e.indexed && !log_)
           on_disk_.add(hash);
       }
     }
@@ -120,11 +120,15 @@ caf::error leveldb_store::finish_pending() {
   pending_.reset();
   auto err = pending_done_.take_or_wait();
   if (!err) {
-    if (log_)
+    if (log_) {
       for (size_t i = 0; i < rows->size(); ++i) {
         sampling_locate(rows->key(i), locator_of(rows->places[i]));
-        pointers_->put(rows->hash(i), rows->places[i]);
+        if (auto index_err = index_place(rows->key(i), rows->hash(i), rows->places[i], std::nullopt,
+                                         rows->indexed(i)))
+          return index_err;
       }
+      account_index();
+    }
     if (rows.use_count() == 1) // the writer's job, which held it too, is gone
       spare_ = std::move(rows);
     return {};

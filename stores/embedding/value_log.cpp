@@ -161,7 +161,8 @@ caf::error value_log::write_out(bool sync) {
   return {};
 }
 
-caf::error value_log::read(const value_pointer& p, std::string_view key, std::string& record) {
+caf::error value_log::read_bytes(const value_pointer& p, std::string_view key,
+                                 std::string& record) {
   auto name = [&] { return file_name(dir_, p.generation) + " at " + std::to_string(p.offset); };
   auto f = files_.find(p.generation);
   if (f == files_.end() || p.length < prefix_bytes + key.size() ||
@@ -179,6 +180,26 @@ caf::error value_log::read(const value_pointer& p, std::string_view key, std::st
                     : io_error("cannot read " + name());
     done += static_cast<size_t>(n);
   }
+  return {};
+}
+
+caf::expected<std::string> value_log::key_at(const value_pointer& p) {
+  std::string record;
+  if (auto err = read_bytes(p, {}, record))
+    return err;
+  uint32_t key_bytes = 0;
+  std::memcpy(&key_bytes, record.data(), prefix_bytes);
+  if (key_bytes > record.size() - prefix_bytes)
+    return make_error(errc::corrupt_file, "a record of " + file_name(dir_, p.generation) + " at " +
+                                            std::to_string(p.offset) +
+                                            " holds a key longer than itself");
+  return record.substr(prefix_bytes, key_bytes);
+}
+
+caf::error value_log::read(const value_pointer& p, std::string_view key, std::string& record) {
+  if (auto err = read_bytes(p, key, record))
+    return err;
+  auto name = [&] { return file_name(dir_, p.generation) + " at " + std::to_string(p.offset); };
   uint32_t key_bytes = 0;
   std::memcpy(&key_bytes, record.data(), prefix_bytes);
   if (key_bytes != key.size() || std::string_view{record}.substr(prefix_bytes, key_bytes) != key)

@@ -55,6 +55,8 @@ public:
   /// Reads the record `p` names into `record`; errc::corrupt_file when it is not `key`'s
   /// record, errc::io_error when it cannot be read.
   caf::error read(const value_pointer& p, std::string_view key, std::string& record);
+  /// The key of the record `p` names; errc::corrupt_file or errc::io_error as read().
+  caf::expected<std::string> key_at(const value_pointer& p);
 
   /// The bytes a record of `key` with `record_bytes` of row takes in the log.
   static uint32_t record_length(size_t key_bytes, size_t record_bytes);
@@ -65,6 +67,8 @@ public:
   /// name any longer.
   caf::error drop_generations_below(uint32_t generation);
   uint32_t generation() const { return current_; }
+  /// The oldest generation whose file the log holds.
+  uint32_t oldest_generation() const { return files_.empty() ? current_ : files_.begin()->first; }
 
   /// Counts `bytes` of records that no pointer names (replaced or removed).
   void discard(uint64_t bytes) { garbage_ += bytes; }
@@ -82,6 +86,8 @@ private:
     std::atomic<uint64_t> size = 0;
   };
   caf::error open_file(uint32_t generation);
+  /// The `p.length` bytes `p` names into `record`, unchecked; errors name `key`.
+  caf::error read_bytes(const value_pointer& p, std::string_view key, std::string& record);
   void close_all();
 
   std::string dir_;

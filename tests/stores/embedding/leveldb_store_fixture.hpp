@@ -74,9 +74,11 @@ protected:
   }
 
   /// `cfg`'s store, which hands every write-back to the background writer (the tests' caches
-  /// are small): min_background_rows 1 unless `min_background_rows` says otherwise.
-  std::unique_ptr<leveldb_store> open(const de_config& cfg, size_t min_background_rows = 1) {
-    auto store = leveldb_store::open(cfg);
+  /// are small): min_background_rows 1 unless `min_background_rows` says otherwise. Its
+  /// pointer index keeps `index_tag_bits` of a hash's tag.
+  std::unique_ptr<leveldb_store> open(const de_config& cfg, size_t min_background_rows = 1,
+                                      int index_tag_bits = pointer_index::tag_bits) {
+    auto store = leveldb_store::open(cfg, index_tag_bits);
     EXPECT_TRUE(store) << render(error_of(store));
     if (!store)
       return nullptr;

@@ -37,18 +37,25 @@ TEST_F(leveldb_store_test, AgreesWithTheMemoryStoreThroughATinyCache) {
     << "values, optimizer slots and update counts survive write-back";
 }
 
-// Rows beyond the cache are read from the log where the pointer cache holds their place, and
+// Rows beyond the cache are read from the log where the pointer index holds their place, and
 // once the table samples, where its sampling index does: every write-back, collection of the
-// log and removal must move or drop that place.
+// log and removal must move or drop that place. LevelDB is never asked.
 TEST_F(leveldb_store_test, RowsReadWhereTheirPlaceIsKeptInMemoryMatchTheMemoryStore) {
   struct case_t {
     const char* name;
     bool samples;
-  } cases[] = {{"pointers", false}, {"located", true}};
+    int index_tag_bits;
+  } cases[] = {
+    {"indexed", false, pointer_index::tag_bits},
+    // A tag of one bit: most keys of a partition agree with another in the bits kept, and
+    // are told apart by the keys their records hold.
+    {"indexed by few bits", false, 1},
+    {"located", true, pointer_index::tag_bits},
+  };
   for (auto& c : cases) {
     SCOPED_TRACE(c.name);
     auto cfg = config(c.name, 1);
-    auto disk = open(cfg);
+    auto disk = open(cfg, 1, c.index_tag_bits);
     disk->collect_garbage_above(4096);
     auto mem = memory_twin(cfg);
     ASSERT_TRUE(mem);
@@ -69,9 +76,10 @@ TEST_F(leveldb_store_test, RowsReadWhereTheirPlaceIsKeptInMemoryMatchTheMemorySt
     if (c.samples) {
       EXPECT_GT(disk->located_reads(), 500u) << "reads after the index was built skip LevelDB";
     } else {
-      EXPECT_GT(disk->pointer_reads(), 500u) << "150 keys' places fit the smallest pointer cache";
+      EXPECT_GT(disk->index_reads(), 500u) << "rows written back are read at their places";
       EXPECT_EQ(disk->located_reads(), 0u) << "the table never sampled";
     }
+    EXPECT_EQ(disk->db_reads(), 0u);
     EXPECT_GE(disk->log_collections(), 1u) << "collections moved rows whose place was kept";
     EXPECT_EQ(state_of(*disk), state_of(*mem));
   }
@@ -90,6 +98,8 @@ TEST_F(leveldb_store_test, RowsSurviveClosingAndReopening) {
   auto store = open(cfg);
   EXPECT_EQ(store->stats().rows, 2u);
   EXPECT_EQ(lookup(*store, {"x", "y"}), before);
+  EXPECT_EQ(store->index_reads(), 2u) << "opening put every row's place in the index";
+  EXPECT_EQ(store->db_reads(), 0u);
 }
 
 TEST_F(leveldb_store_test, FlushedRowsSurviveASigkill) {
@@ -429,6 +439,7 @@ TEST_F(leveldb_store_test, ASigkillWhileTheLogIsRewrittenAndCollectedLosesNoFlus
     EXPECT_GE(row[0], float(flushed)) << key(k) << ": a flushed round was lost";
     EXPECT_EQ(row, std::vector<float>(4, row[0])) << key(k);
   }
+  EXPECT_EQ(store->db_reads(), 0u) << "the index built at opening holds places in both generations";
 }
 
 TEST_F(leveldb_store_test, ADatabaseWrittenWithRowsInlineIsServedAsWritten) {
@@ -458,6 +469,7 @@ TEST_F(leveldb_store_test, ADatabaseWrittenWithRowsInlineIsServedAsWritten) {
   EXPECT_EQ(store->stats().rows, 2u);
   auto rows = lookup(*store, {"old"});
   EXPECT_NE(rows, values) << "the update was written inline and read back";
+  EXPECT_EQ(store->db_reads(), 1u) << "inline rows are read from LevelDB";
 }
 
 } // namespace
