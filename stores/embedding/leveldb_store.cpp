@@ -26,8 +26,10 @@ namespace darcy::stores {
 namespace {
 
 const std::string format_key = "m:format";
-/// Marks a database whose rows are in a value log (LevelDB holds their pointers).
-constexpr const char* log_format_suffix = ";values=log";
+/// Marks a database whose rows are in a value log and their pointers in LevelDB.
+constexpr const char* pointers_format_suffix = ";values=log";
+/// Marks a database whose rows are in a value log, their only record.
+constexpr const char* log_format_suffix = ";values=log-only";
 
 } // namespace
 
@@ -75,23 +77,27 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
   std::unique_ptr<leveldb_store> store{new leveldb_store(cfg, std::move(*cache), raw)};
   if (auto err = store->start_admission())
     return err;
-  // A database written before the value log holds its rows inline, and is served so.
+  // A database written before the value log holds its rows inline, and one written before the
+  // index was built from the log holds their pointers: each is served as written.
   auto inline_format = row_format(cfg, store->slot_count());
+  auto pointers_format = inline_format + pointers_format_suffix;
   auto log_format = inline_format + log_format_suffix;
   std::string format;
   status = raw->Get(leveldb::ReadOptions{}, format_key, &format);
   if (status.IsNotFound()) {
-    status = raw->Put(leveldb::WriteOptions{}, format_key, log_format);
+    leveldb::WriteOptions synced;
+    synced.sync = true;
+    status = raw->Put(synced, format_key, log_format);
     if (!status.ok())
       return db_error("cannot write " + cfg.path, status);
     format = log_format;
   } else if (!status.ok()) {
     return db_error("cannot read " + cfg.path, status);
-  } else if (format != log_format && format != inline_format) {
+  } else if (format != log_format && format != pointers_format && format != inline_format) {
     return make_error(errc::corrupt_file, cfg.path + " holds rows with " + format +
                                             ", the embedding needs " + inline_format);
   }
-  if (format == log_format) {
+  if (format != inline_format) {
     auto log = value_log::open(cfg.path);
     if (!log)
       return std::move(log.error());
@@ -99,33 +105,39 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
     store->index_ = std::make_unique<pointer_index>(
       static_cast<uint32_t>(row_record_bytes(cfg.dim, store->slot_count())),
       store->log_->oldest_generation(), index_tag_bits);
+    store->pointers_in_db_ = format == pointers_format;
   }
+  if (auto err = format == log_format ? store->index_from_log() : store->index_from_db())
+    return err;
+  store->account_index();
+  return store;
+}
+
+caf::error leveldb_store::index_from_db() {
   // Count rows by iterating: always right, even after a crash between write-back and flush.
   uint64_t live = 0;
-  std::unique_ptr<leveldb::Iterator> it{raw->NewIterator(leveldb::ReadOptions{})};
+  std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
   for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
        it->Next()) {
-    ++store->rows_;
+    ++rows_;
     std::string_view key{it->key().data() + 1, it->key().size() - 1};
     auto hash = compute::hash_key(key);
-    if (!store->log_) {
-      store->on_disk_.add(hash);
+    if (!log_) {
+      on_disk_.add(hash);
       continue;
     }
     value_pointer p;
     if (!decode_pointer({it->value().data(), it->value().size()}, p))
       return make_error(errc::corrupt_file,
-                        cfg.path + ": bad pointer for key '" + std::string{key} + "'");
+                        cfg_.path + ": bad pointer for key '" + std::string{key} + "'");
     live += p.length;
-    store->index_->insert(hash, key.size(), p);
+    index_->insert(hash, key.size(), p);
   }
   if (!it->status().ok())
-    return db_error("cannot read " + cfg.path, it->status());
-  it.reset();
-  store->account_index();
-  if (store->log_)
-    store->log_->set_garbage(store->log_->bytes() - std::min(live, store->log_->bytes()));
-  return store;
+    return db_error("cannot read " + cfg_.path, it->status());
+  if (log_)
+    log_->set_garbage(log_->bytes() - std::min(live, log_->bytes()));
+  return {};
 }
 
 void leveldb_store::account_index() {
@@ -150,7 +162,8 @@ void leveldb_store::put(leveldb::WriteBatch& batch, const row_ref& row, bool ind
   if (indexed)
     log_->discard(value_log::record_length(row.key.size(), bytes.size()));
   auto at = log_->append(row.key, bytes);
-  batch.Put(row_key(row.key), encode_pointer(at));
+  if (pointers_in_db_)
+    batch.Put(row_key(row.key), encode_pointer(at));
   moved_.push_back({std::string{row.key}, at, std::nullopt, indexed});
 }
 
@@ -160,11 +173,13 @@ caf::error leveldb_store::write(leveldb::WriteBatch& batch, bool sync, const std
   if (log_)
     if (auto err = log_->write_out(sync))
       return err;
-  leveldb::WriteOptions options;
-  options.sync = sync;
-  auto status = db_->Write(options, &batch);
-  if (!status.ok())
-    return db_error(what + cfg_.path, status);
+  if (!log_ || pointers_in_db_) {
+    leveldb::WriteOptions options;
+    options.sync = sync;
+    auto status = db_->Write(options, &batch);
+    if (!status.ok())
+      return db_error(what + cfg_.path, status);
+  }
   for (auto& m : moved) {
     sampling_locate(m.key, locator_of(m.at));
     if (auto err = index_place(m.key, compute::hash_key(m.key), m.at, m.was, m.on_disk))
@@ -213,70 +228,6 @@ caf::error leveldb_store::read_indexed(std::string_view key, uint64_t hash, std:
       return err;
   }
   return {};
-}
-
-caf::error leveldb_store::row_bytes(std::string_view key, std::string_view stored,
-                                    std::string& bytes, value_pointer& at) {
-  if (!log_) {
-    bytes.assign(stored);
-    return {};
-  }
-  if (!decode_pointer(stored, at))
-    return make_error(errc::corrupt_file,
-                      cfg_.path + ": bad pointer for key '" + std::string{key} + "'");
-  return log_->read(at, key, bytes);
-}
-
-caf::error leveldb_store::collect_garbage() {
-  if (!log_ || log_->garbage() < std::max(min_garbage_, log_->written_bytes() / 2))
-    return {};
-  if (auto err = finish_pending())
-    return err;
-  auto generation = log_->start_generation();
-  if (!generation)
-    return std::move(generation.error());
-  // Every live record moves to the new generation; a crash midway leaves pointers into both,
-  // each valid, and the next collection moves the rest. Records of a batch an error leaves
-  // unwritten are named by no pointer: the sampling index must not learn their places.
-  struct forget_unwritten {
-    std::vector<moved_record>& moved;
-    ~forget_unwritten() { moved.clear(); }
-  } guard{moved_};
-  std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
-  leveldb::WriteBatch batch;
-  size_t batched = 0;
-  std::string bytes;
-  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
-       it->Next()) {
-    std::string_view key{it->key().data() + 1, it->key().size() - 1};
-    value_pointer p;
-    if (!decode_pointer({it->value().data(), it->value().size()}, p))
-      return make_error(errc::corrupt_file,
-                        cfg_.path + ": bad pointer for key '" + std::string{key} + "'");
-    if (p.generation >= *generation)
-      continue;
-    if (auto err = log_->read(p, key, bytes))
-      return err;
-    auto at = log_->append(key, bytes);
-    batch.Put(it->key(), encode_pointer(at));
-    moved_.push_back({std::string{key}, at, p, true});
-    if (++batched == 4096) {
-      if (auto err = write(batch, false, "cannot collect the value log of "))
-        return err;
-      batch.Clear();
-      batched = 0;
-    }
-  }
-  if (!it->status().ok())
-    return db_error("cannot read " + cfg_.path, it->status());
-  if (auto err = write(batch, true, "cannot collect the value log of "))
-    return err;
-  log_->set_garbage(0);
-  ++collections_;
-  // Every place the index holds is in the new generation now.
-  auto err = log_->drop_generations_below(*generation);
-  index_->drop_generations_below(*generation);
-  return err;
 }
 
 caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create,
@@ -417,29 +368,6 @@ caf::error leveldb_store::evict() {
   return remove(victims);
 }
 
-caf::error leveldb_store::for_each_record(
-  const std::function<caf::error(std::string_view, const row_record&, const value_pointer*)>& f) {
-  if (auto err = finish_pending())
-    return err;
-  std::unique_ptr<leveldb::Iterator> it{db_->NewIterator(leveldb::ReadOptions{})};
-  std::vector<float> values, slots;
-  std::string bytes;
-  value_pointer at;
-  for (it->Seek(std::string(1, row_prefix)); it->Valid() && it->key()[0] == row_prefix;
-       it->Next()) {
-    std::string_view key{it->key().data() + 1, it->key().size() - 1};
-    if (auto err = row_bytes(key, {it->value().data(), it->value().size()}, bytes, at))
-      return err;
-    row_record row;
-    if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
-      return make_error(errc::corrupt_file,
-                        cfg_.path + ": bad record for key '" + std::string{key} + "'");
-    if (auto err = f(key, row, log_ ? &at : nullptr))
-      return err;
-  }
-  return it->status().ok() ? caf::error{} : db_error("cannot read " + cfg_.path, it->status());
-}
-
 caf::error leveldb_store::remove_rows(std::span<const std::string_view> keys) {
   if (auto err = finish_pending())
     return err;
@@ -488,6 +416,10 @@ caf::error leveldb_store::remove(const std::vector<std::string>& keys) {
       return err;
     if (places[i])
       log_->discard(places[i]->length);
+    // Where the log is the rows' only record, a scan must meet the removal after every record
+    // of the row, those of a write-back that failed too; the removal itself is garbage at once.
+    if (!pointers_in_db_)
+      log_->discard(log_->append_removal(keys[i]).length);
   }
   if (auto err = write(batch, true, "cannot evict from "))
     return err;

@@ -1,16 +1,17 @@
-// The persistent embedding store: rows live in LevelDB (key bytes -> one record of values,
-// slots, frequency, update count and last step), behind an LRU cache with a byte budget. A
-// database it creates keeps the records in a value_log and only their pointers in LevelDB, so
-// that compactions move 16 bytes a row instead of the row, and holds every record's place in a
-// pointer_index in memory (counted in the budget): a row not in the cache is read with one read
-// of the log, and a key never written costs no read at all; LevelDB is not asked. One written
-// before the log keeps the records inline and is served as it is: reads of missing rows go to
-// LevelDB in sorted batches, behind a filter of the keys written. Dirty rows are written back
-// when the cache evicts them (by the background writer, while the caller goes on: one batch in
-// flight a store, read from memory until written) and on flush(), which waits for that batch,
-// writes the log out and commits one synced write batch: what was flushed survives a SIGKILL.
-// Eviction works on the whole table, both tiers: TTL removes rows whose last update is more
-// than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the
+// The persistent embedding store: rows (one record each of values, slots, frequency, update
+// count and last step) behind an LRU cache with a byte budget. A database it creates keeps the
+// records in a value_log beside a LevelDB that holds only its format: the log is the rows'
+// only record (a removal logs a record of its own), read whole when the database opens to
+// build a pointer_index in memory (counted in the budget) of every row's place. A row not in
+// the cache is then read with one read of the log, a key never written costs no read, and
+// nothing is compacted. A database written before keeps either the rows' pointers in LevelDB
+// (its index is built from them, and they are kept current) or the rows inline: reads of its
+// missing rows then go to LevelDB in sorted batches, behind a filter of the keys written. Dirty
+// rows are written back when the cache evicts them (by the background writer, while the caller goes
+// on: one batch in flight a store, read from memory until written) and on flush(), which waits for
+// that batch, writes the log out and commits one synced write batch: what was flushed survives a
+// SIGKILL. Eviction works on the whole table, both tiers: TTL removes rows whose last update is
+// more than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the
 // max_rows most looked-up rows once there are more (down to 95%, in two sequential passes over
 // the database that hold no key list in memory).
 #pragma once
@@ -104,6 +105,18 @@ private:
   /// `at` is the record's place in the log (nullptr for a database of inline rows).
   caf::error for_each_record(const std::function<caf::error(std::string_view key, const row_record&,
                                                             const value_pointer* at)>& f);
+  /// Calls f(key, record bytes, place) for every row whose record lies in the log in a
+  /// generation below `below`: from the pointers in LevelDB, or by scanning the log for the
+  /// records whose places the index holds. Stops at f's first error.
+  using live_record_fn =
+    std::function<caf::error(std::string_view key, std::string_view record, const value_pointer&)>;
+  caf::error for_each_live(const live_record_fn& f, uint32_t below = UINT32_MAX);
+  /// Builds the index and counts the rows and the log's garbage from a scan of the whole log,
+  /// and cuts a tail a crash left torn.
+  caf::error index_from_log();
+  /// Counts the rows of a database that holds their pointers or their records, and builds the
+  /// index from the pointers.
+  caf::error index_from_db();
   /// Fills the index and records where each row lies in the log, so that loads of rows it
   /// holds read the log without a LevelDB lookup.
   caf::error fill_sampling_index(sample_index& index) override;
@@ -128,10 +141,6 @@ private:
   /// index where its rows went. When it failed, its rows are back in the cache, dirty, and
   /// the error is returned.
   caf::error finish_pending();
-  /// The record of `key` from what the database stores for it (the record or its pointer,
-  /// then decoded into `at`).
-  caf::error row_bytes(std::string_view key, std::string_view stored, std::string& bytes,
-                       value_pointer& at);
   /// Tells the pointer index that `key`'s record now lies at `at`. `was`: the place of the
   /// record it replaces, when known; `on_disk`: whether the database held one. Reads the log
   /// only to tell two rows apart whose hashes agree in the bits the index keeps.
@@ -152,6 +161,9 @@ private:
   std::unique_ptr<leveldb::DB> db_;
   /// The records, unless the database holds them inline.
   std::unique_ptr<value_log> log_;
+  /// The database holds each row's pointer into the log (it was written so); otherwise it
+  /// holds only its format, and the log is the rows' only record.
+  bool pointers_in_db_ = false;
   /// In a database of inline rows, every key written to it: a load asks LevelDB only for keys
   /// that may be there (most misses of a growing table are new keys).
   key_filter on_disk_;

@@ -88,9 +88,14 @@ void leveldb_store::write_behind(std::shared_ptr<pending_rows> rows) {
 }
 
 caf::error leveldb_store::write_pending(pending_rows& rows) {
+  rows.places.resize(rows.size());
+  if (log_ && !pointers_in_db_) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      rows.places[i] = log_->append(rows.key(i), rows.record(i));
+    return log_->write_out(false);
+  }
   leveldb::WriteBatch batch;
   std::string key;
-  rows.places.resize(rows.size());
   // In key order, each insert into LevelDB's memtable walks a path the last one warmed. The
   // keys are sorted here, on the writer's thread, where they lie together in the batch.
   order_.resize(rows.size());

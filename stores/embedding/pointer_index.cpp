@@ -146,6 +146,17 @@ bool pointer_index::replace(uint64_t hash, size_t key_bytes, const value_pointer
   return true;
 }
 
+bool pointer_index::holds(uint64_t hash, const value_pointer& at) const {
+  hash = mixed(hash);
+  if (auto entry = entry_of(tag_of_hash(hash), at);
+      entry != 0 && slot_of(partition_of(hash), entry) != SIZE_MAX)
+    return true;
+  auto [first, last] = side_.equal_range(hash);
+  return std::any_of(first, last, [&](auto& held) {
+    return held.second.generation == at.generation && held.second.offset == at.offset;
+  });
+}
+
 bool pointer_index::erase(uint64_t hash, const value_pointer& at) {
   hash = mixed(hash);
   if (auto entry = entry_of(tag_of_hash(hash), at); entry != 0) {

@@ -42,6 +42,8 @@ public:
   /// Replaces the place `was` held for `hash` by `at` (the same key's newer record); false,
   /// with nothing changed, when `was` is not held for `hash`.
   bool replace(uint64_t hash, size_t key_bytes, const value_pointer& was, const value_pointer& at);
+  /// Whether `at` is held for `hash` (for it or for a hash that agrees with it in the bits kept).
+  bool holds(uint64_t hash, const value_pointer& at) const;
   /// Forgets the place `at` held for `hash`; false when it is not held.
   bool erase(uint64_t hash, const value_pointer& at);
   /// The log no longer holds generations below `generation`: no place held may name one.

@@ -19,6 +19,10 @@ constexpr size_t pointer_bytes = 16;
 constexpr size_t prefix_bytes = sizeof(uint32_t);
 /// Past this many buffered bytes an append writes the buffer out.
 constexpr size_t buffer_limit = 1 << 20;
+/// The high bit of a record's key length marks the record of a removal.
+constexpr uint32_t removal_flag = uint32_t{1} << 31;
+/// A scan reads a file in pieces of this many bytes, or one record when that is longer.
+constexpr size_t scan_piece = 1 << 20;
 
 std::string file_name(const std::string& dir, uint32_t generation) {
   char name[32];
@@ -78,6 +82,7 @@ value_log& value_log::operator=(value_log&& other) noexcept {
     current_ = other.current_;
     buffer_ = std::move(other.buffer_);
     garbage_ = other.garbage_;
+    scanned_end_ = other.scanned_end_;
   }
   return *this;
 }
@@ -139,6 +144,78 @@ value_pointer value_log::append(std::string_view key, std::string_view record) {
   buffer_.append(key);
   buffer_.append(record);
   return p;
+}
+
+value_pointer value_log::append_removal(std::string_view key) {
+  auto& f = files_[current_];
+  value_pointer p{current_, f.size + buffer_.size(), record_length(key.size(), 0)};
+  if (key.size() >= removal_flag)
+    return p;
+  auto header = static_cast<uint32_t>(key.size()) | removal_flag;
+  buffer_.append(reinterpret_cast<const char*>(&header), prefix_bytes);
+  buffer_.append(key);
+  return p;
+}
+
+caf::error value_log::scan(size_t record_bytes,
+                           const std::function<caf::error(const scanned_record&)>& f,
+                           uint32_t below) {
+  std::string piece;
+  for (auto& [generation, file] : files_) {
+    if (generation >= below)
+      break;
+    auto size = file.size.load(std::memory_order_acquire);
+    uint64_t piece_start = 0;
+    piece.clear();
+    // Holds bytes [at, end) of the file in `piece`, reading from `at` on when it does not.
+    auto hold = [&](uint64_t at, uint64_t end) -> caf::error {
+      if (end <= piece_start + piece.size())
+        return {};
+      piece_start = at;
+      piece.resize(std::min<uint64_t>(size, std::max<uint64_t>(end, at + scan_piece)) - at);
+      value_pointer whole{generation, at, static_cast<uint32_t>(piece.size())};
+      return read_bytes(whole, {}, piece);
+    };
+    uint64_t at = 0;
+    while (at + prefix_bytes <= size) {
+      if (auto err = hold(at, at + prefix_bytes))
+        return err;
+      uint32_t header = 0;
+      std::memcpy(&header, piece.data() + (at - piece_start), prefix_bytes);
+      bool removal = (header & removal_flag) != 0;
+      uint64_t key_bytes = header & ~removal_flag;
+      uint64_t length = prefix_bytes + key_bytes + (removal ? 0 : record_bytes);
+      if (at + length > size)
+        break;
+      if (auto err = hold(at, at + length))
+        return err;
+      auto* base = piece.data() + (at - piece_start);
+      scanned_record r{.key = {base + prefix_bytes, key_bytes},
+                       .at = {generation, at, static_cast<uint32_t>(length)},
+                       .record = {},
+                       .removal = removal};
+      if (!removal)
+        r.record = {base + prefix_bytes + key_bytes, record_bytes};
+      if (auto err = f(r))
+        return err;
+      at += length;
+    }
+    if (generation == current_)
+      scanned_end_ = at;
+  }
+  return {};
+}
+
+caf::error value_log::cut_torn_tail() {
+  if (!buffer_.empty())
+    return make_error(errc::invalid_argument, "value log: a cut with records buffered");
+  auto& f = files_[current_];
+  if (!scanned_end_ || *scanned_end_ >= f.size)
+    return {};
+  if (::ftruncate(f.fd, static_cast<off_t>(*scanned_end_)) != 0)
+    return io_error("cannot cut " + file_name(dir_, current_));
+  f.size.store(*scanned_end_, std::memory_order_release);
+  return {};
 }
 
 caf::error value_log::write_out(bool sync) {
@@ -216,6 +293,7 @@ caf::expected<uint32_t> value_log::start_generation() {
   if (auto err = open_file(next))
     return err;
   current_ = next;
+  scanned_end_.reset();
   return next;
 }
 

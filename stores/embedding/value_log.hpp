@@ -1,13 +1,16 @@
-// The values of a key-value separated store (as WiscKey): row records appended to generation
-// files (values-NNNNNN.vlog) beside a database that maps each key to a value_pointer. The
-// database then holds a few bytes a key, so its compactions rewrite pointers, not rows. A
-// record is written once and read with one pread; a record a newer one replaces is garbage
-// until a collection copies the live records into a new generation and drops the old ones.
+// The rows of a store, appended as records (key and row, or the removal of a key's row) to
+// generation files (values-NNNNNN.vlog): a store finds a record by its value_pointer, kept in
+// memory or in a database beside the log (as WiscKey), and rebuilds them by scanning the log
+// in the order written. A record is written once and read with one pread; a record a newer one
+// replaces is garbage until a collection copies the live records into a new generation and
+// drops the old ones.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +27,15 @@ struct value_pointer {
   uint32_t length = 0;
 
   friend bool operator==(const value_pointer&, const value_pointer&) = default;
+};
+
+/// A record scan() met: a row's record, or the removal of `key`'s row.
+struct scanned_record {
+  std::string_view key;
+  value_pointer at;
+  /// The row's record (empty for a removal), valid during the call.
+  std::string_view record;
+  bool removal = false;
 };
 
 /// The 16 bytes a database stores for `p`.
@@ -49,6 +61,18 @@ public:
 
   /// Buffers the record of `key`; its pointer is valid for reads once write_out returned.
   value_pointer append(std::string_view key, std::string_view record);
+  /// Buffers a record of the removal of `key`'s row: a scan after it meets no row of `key`
+  /// until a newer record. Keys of 2^31 bytes or more are not logged.
+  value_pointer append_removal(std::string_view key);
+  /// Calls f for each whole record of the generations below `below`, oldest generation first
+  /// and each in the order written, whose rows' records take `record_bytes`; stops at f's
+  /// first error. Only what write_out wrote is read. A file ends at a record it holds only
+  /// part of (a write a crash cut short); cut_torn_tail() drops that part of the newest one.
+  caf::error scan(size_t record_bytes, const std::function<caf::error(const scanned_record&)>& f,
+                  uint32_t below = UINT32_MAX);
+  /// Cuts the newest generation's file after the last whole record the last scan() of it
+  /// met, so that appends follow it. Nothing may be buffered.
+  caf::error cut_torn_tail();
   /// Writes the buffered records to their file (synced to the disk when `sync`). A database
   /// may store their pointers after this returns: a SIGKILL then loses none of them.
   caf::error write_out(bool sync);
@@ -96,6 +120,8 @@ private:
   uint32_t current_ = 0;
   std::string buffer_;
   uint64_t garbage_ = 0;
+  /// Where the last scan of the newest generation met its last whole record's end.
+  std::optional<uint64_t> scanned_end_;
 };
 
 } // namespace darcy::stores

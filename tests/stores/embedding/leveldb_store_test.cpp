@@ -347,7 +347,7 @@ std::set<std::string> log_files(const std::string& dir) {
   return names;
 }
 
-TEST_F(leveldb_store_test, ANewDatabaseKeepsItsRecordsInTheValueLogAndPointersInLevelDb) {
+TEST_F(leveldb_store_test, ANewDatabaseKeepsItsRowsInTheValueLogAndOnlyItsFormatInLevelDb) {
   auto cfg = config("separated", 1);
   {
     auto store = open(cfg);
@@ -362,9 +362,64 @@ TEST_F(leveldb_store_test, ANewDatabaseKeepsItsRecordsInTheValueLogAndPointersIn
   ASSERT_TRUE(leveldb::DB::Open(leveldb::Options{}, cfg.path, &raw).ok());
   std::unique_ptr<leveldb::DB> db{raw};
   std::string stored;
-  ASSERT_TRUE(db->Get(leveldb::ReadOptions{}, "ra7", &stored).ok());
-  value_pointer p;
-  EXPECT_TRUE(decode_pointer(stored, p)) << "LevelDB holds a 16-byte pointer, not the row";
+  EXPECT_TRUE(db->Get(leveldb::ReadOptions{}, "ra7", &stored).IsNotFound());
+  ASSERT_TRUE(db->Get(leveldb::ReadOptions{}, "m:format", &stored).ok());
+  EXPECT_TRUE(stored.ends_with(";values=log-only")) << stored;
+}
+
+// A database written while LevelDB held the rows' pointers: its index is built from them, and
+// every write-back and collection keeps them current.
+TEST_F(leveldb_store_test, ADatabaseWithItsPointersInLevelDbIsServedAndKeepsThemCurrent) {
+  auto cfg = config("pointers", 1);
+  std::vector<float> values{1, 2, 3, 4}, slots{0.5f, 0.5f, 0.5f, 0.5f};
+  {
+    fs::create_directories(cfg.path);
+    leveldb::DB* raw = nullptr;
+    leveldb::Options options;
+    options.create_if_missing = true;
+    ASSERT_TRUE(leveldb::DB::Open(options, cfg.path, &raw).ok());
+    std::unique_ptr<leveldb::DB> db{raw};
+    auto log = value_log::open(cfg.path);
+    ASSERT_TRUE(log);
+    std::string record;
+    append_row_record({"old", values, slots, 3, 2, 9}, record);
+    auto at = log->append("old", record);
+    ASSERT_FALSE(log->write_out(true));
+    ASSERT_TRUE(
+      db->Put(leveldb::WriteOptions{}, "m:format", row_format(cfg, 1) + ";values=log").ok());
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "rold", encode_pointer(at)).ok());
+  }
+  std::map<std::string, std::vector<float>> expected;
+  {
+    auto store = open(cfg);
+    EXPECT_EQ(store->stats().rows, 1u);
+    EXPECT_EQ(lookup(*store, {"old"}), values);
+    store->collect_garbage_above(1);
+    for (int step = 1; step <= 200; ++step) {
+      std::vector<std::string> keys{"old", "k" + std::to_string(step % 40)};
+      update_keys(*store, keys, step);
+      auto rows = lookup(*store, keys);
+      for (size_t k = 0; k < keys.size(); ++k)
+        expected[keys[k]].assign(rows.begin() + long(k * 4), rows.begin() + long(k * 4 + 4));
+    }
+    EXPECT_GE(store->log_collections(), 1u);
+    ASSERT_FALSE(store->flush());
+  }
+  {
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options{}, cfg.path, &raw).ok());
+    std::unique_ptr<leveldb::DB> db{raw};
+    std::string stored;
+    value_pointer p;
+    ASSERT_TRUE(db->Get(leveldb::ReadOptions{}, "rk7", &stored).ok());
+    EXPECT_TRUE(decode_pointer(stored, p)) << "new rows' pointers are in LevelDB too";
+  }
+  auto store = open(cfg);
+  EXPECT_EQ(store->stats().rows, expected.size());
+  for (auto& [key, row] : expected) {
+    EXPECT_EQ(lookup(*store, {key}), row) << key;
+  }
+  EXPECT_EQ(store->db_reads(), 0u);
 }
 
 TEST_F(leveldb_store_test, ALogThatIsMostlyGarbageIsCollectedAndEveryRowReadsBack) {

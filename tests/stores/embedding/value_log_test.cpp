@@ -112,5 +112,84 @@ TEST_F(value_log_test, ANewGenerationTakesTheAppendsAndOldOnesAreDropped) {
   EXPECT_FALSE(log.start_generation()) << "refused with records buffered";
 }
 
+/// What a scan of `log` met, one line a record: "key@generation:offset" and "=record" or
+/// " removed".
+std::vector<std::string> scanned(value_log& log, size_t record_bytes) {
+  std::vector<std::string> met;
+  auto err = log.scan(record_bytes, [&](const scanned_record& r) {
+    met.push_back(std::string{r.key} + "@" + std::to_string(r.at.generation) + ":" +
+                  std::to_string(r.at.offset) +
+                  (r.removal ? std::string{" removed"} : "=" + std::string{r.record}));
+    return caf::error{};
+  });
+  EXPECT_FALSE(err) << render(err);
+  return met;
+}
+
+TEST_F(value_log_test, AScanMeetsRecordsAndRemovalsInTheOrderWrittenOldestGenerationFirst) {
+  auto log = open();
+  auto a = log.append("a", "111");
+  auto removal = log.append_removal("a");
+  EXPECT_EQ(removal.offset, a.offset + a.length);
+  EXPECT_EQ(removal.length, value_log::record_length(1, 0));
+  log.append("bb", "222");
+  ASSERT_FALSE(log.write_out(false));
+  ASSERT_TRUE(log.start_generation());
+  log.append("a", "333");
+  ASSERT_FALSE(log.write_out(false));
+  log.append("unwritten", "444");
+  auto first = removal.offset + removal.length;
+  EXPECT_EQ(scanned(log, 3), (std::vector<std::string>{
+                               "a@1:0=111", "a@1:" + std::to_string(removal.offset) + " removed",
+                               "bb@1:" + std::to_string(first) + "=222", "a@2:0=333"}))
+    << "buffered records are not met";
+  ASSERT_FALSE(log.write_out(false));
+  std::vector<std::string> below;
+  ASSERT_FALSE(log.scan(
+    3,
+    [&](const scanned_record& r) {
+      below.emplace_back(r.key);
+      return caf::error{};
+    },
+    2));
+  EXPECT_EQ(below, (std::vector<std::string>{"a", "a", "bb"})) << "generations below 2 only";
+}
+
+TEST_F(value_log_test, ATornTailEndsTheScanAndIsCutSoThatAppendsFollowTheLastWholeRecord) {
+  struct case_t {
+    const char* name;
+    size_t torn_bytes; // of the last record, what a crash left
+  } cases[] = {
+    {"part of its key's length", 2},
+    {"its key's length and part of its key", 6},
+    {"part of its row", 12},
+    {"all but its last byte", 13},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    uint64_t whole = 0;
+    {
+      auto log = open();
+      log.append("first", "1111");
+      auto torn = log.append("second", "2222");
+      ASSERT_EQ(torn.length, 14u);
+      ASSERT_FALSE(log.write_out(false));
+      whole = torn.offset;
+      fs::resize_file(dir + "/values-000001.vlog", whole + c.torn_bytes);
+    }
+    auto log = open();
+    EXPECT_EQ(scanned(log, 4), std::vector<std::string>{"first@1:0=1111"});
+    ASSERT_FALSE(log.cut_torn_tail());
+    EXPECT_EQ(fs::file_size(dir + "/values-000001.vlog"), whole);
+    auto next = log.append("third", "3333");
+    EXPECT_EQ(next.offset, whole);
+    ASSERT_FALSE(log.write_out(false));
+    EXPECT_EQ(scanned(log, 4), (std::vector<std::string>{
+                                 "first@1:0=1111", "third@1:" + std::to_string(whole) + "=3333"}));
+  }
+}
+
 } // namespace
 } // namespace darcy::stores
