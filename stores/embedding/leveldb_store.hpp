@@ -9,11 +9,12 @@
 // missing rows then go to LevelDB in sorted batches, behind a filter of the keys written. Dirty
 // rows are written back when the cache evicts them (by the background writer, while the caller goes
 // on: one batch in flight a store, read from memory until written) and on flush(), which waits for
-// that batch, writes the log out and commits one synced write batch: what was flushed survives a
-// SIGKILL. Eviction works on the whole table, both tiers: TTL removes rows whose last update is
-// more than ttl_steps behind the newest step (a pass every ttl_steps / 4 steps), LFU keeps the
-// max_rows most looked-up rows once there are more (down to 95%, in two sequential passes over
-// the database that hold no key list in memory).
+// that batch and writes the log out, synced (and commits one synced write batch to a LevelDB
+// that holds the pointers or the rows): what was flushed survives a SIGKILL. Eviction works on the
+// whole table, both tiers: TTL removes rows whose last update is more than ttl_steps behind the
+// newest step (a pass every ttl_steps / 4 steps), LFU keeps the max_rows most looked-up rows once
+// there are more (down to 95%, in two sequential passes over the database that hold no key list in
+// memory).
 #pragma once
 
 #include <memory>
