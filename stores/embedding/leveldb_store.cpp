@@ -504,7 +504,7 @@ caf::error leveldb_store::import_row(const row_record& row) {
   touch_row(put->index, row.key, true, {});
   if (fresh)
     entry_at(put->index).indexed = false;
-  return settle();
+  return settle_within_budget();
 }
 
 } // namespace darcy::stores

@@ -60,7 +60,7 @@ uint64_t memory_store::exact_frequency(std::string_view key, uint64_t stored) {
 
 size_t memory_store::max_row_bytes(size_t dim, size_t slots, size_t key_bytes) {
   // A free-list entry in a vector that may be half used.
-  return row_block_bytes(dim * (1 + slots)) + sizeof(slot) * 8 / 3 + 4 * key_bytes +
+  return row_block_bytes(dim * (1 + slots)) + sizeof(slot) * 16 / 5 + 4 * key_bytes +
          2 * sizeof(uint32_t);
 }
 
@@ -103,8 +103,8 @@ uint32_t memory_store::allocate_row() {
   return row;
 }
 
-void memory_store::grow_index() {
-  decltype(index_) old(index_.size() * 2);
+void memory_store::resize_index(size_t slots) {
+  decltype(index_) old(slots);
   old.swap(index_);
   auto mask = index_.size() - 1;
   for (auto& s : old) {
@@ -138,7 +138,7 @@ row_ref memory_store::find_or_insert(std::string_view key) {
 
 row_ref memory_store::insert_at(size_t i, std::string_view key, uint64_t hash) {
   if ((size_ + 1) * 4 > index_.size() * 3) {
-    grow_index();
+    resize_index(index_.size() * 2);
     bool found = false;
     i = probe(key, hash, found);
   }
@@ -223,6 +223,54 @@ void memory_store::compact_keys() {
   }
   keys_.swap(fresh);
   key_garbage_ = 0;
+}
+
+size_t memory_store::shrink(size_t keep_rows,
+                            const std::function<void(uint32_t, uint32_t)>& moved) {
+  keep_rows = std::max(keep_rows, size_);
+  auto per_chunk = rows_.rows_per_chunk();
+  auto keep_chunks = (keep_rows + per_chunk - 1) / per_chunk;
+  size_t moves = 0;
+  // A tier evicts a 32nd of its rows at a time (write_behind_store::settle), so that a batch
+  // seldom adds rows past the chunks kept; one that does costs a chunk and the move of its rows.
+  if (rows_.chunks() > keep_chunks) {
+    auto limit = static_cast<uint32_t>(keep_chunks * per_chunk);
+    // Rows at and past `limit` move into the free rows below it, of which there are at least
+    // as many as of them: size_ <= limit.
+    std::vector<uint32_t> holes;
+    std::vector<bool> free_above(next_row_ > limit ? next_row_ - limit : 0);
+    for (auto row : free_rows_) {
+      if (row < limit)
+        holes.push_back(row);
+      else
+        free_above[row - limit] = true;
+    }
+    auto mask = index_.size() - 1;
+    for (auto from = limit; from < next_row_; ++from) {
+      if (free_above[from - limit])
+        continue;
+      auto to = holes.back();
+      holes.pop_back();
+      std::memcpy(rows_.at(to), rows_.at(from), rows_.row_bytes());
+      auto i = hash(key_of(to)) & mask;
+      while (index_[i].row != from)
+        i = (i + 1) & mask;
+      index_[i].row = to;
+      moved(from, to);
+      ++moves;
+    }
+    free_rows_ = std::move(holes);
+    next_row_ = std::min(next_row_, limit);
+    rows_.shrink(keep_chunks);
+  }
+  // Halved, the index is at most 5/8 full: a batch's new rows past keep_rows do not grow it
+  // straight back.
+  auto slots = index_.size();
+  while (slots > 16 && keep_rows * 16 < slots * 5)
+    slots /= 2;
+  if (slots < index_.size())
+    resize_index(slots);
+  return moves;
 }
 
 bool memory_store::erase(std::string_view key) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -98,7 +99,7 @@ public:
   size_t size() const { return size_; }
 
   /// The most a row with a key of `key_bytes` costs a store of `dim` values and `slots` slot
-  /// vectors in steady state: its block, its share of an index that may be only 3/8 full, and its
+  /// vectors in steady state: its block, its share of an index that may be only 5/16 full, its
   /// key in an arena that may be a quarter live, and its free-list entry. stats().bytes stays
   /// within size() times this (plus the 2 MiB chunk being filled) for keys no longer.
   static size_t max_row_bytes(size_t dim, size_t slots, size_t key_bytes);
@@ -134,6 +135,12 @@ public:
   size_t row_slots() const { return rows_.rows(); }
   /// The key of the row numbered `index`, which must exist.
   std::string_view key_at(uint32_t index) { return key_of(index); }
+
+  /// Gives back the row storage that max(`keep_rows`, size()) rows do not need, and halves the
+  /// index while it would stay at most 5/8 full of them. The rows in the
+  /// chunks given back move to free rows below: moved(from, to) is called for each, after
+  /// which row number `from`, and every row_ref taken before, are stale. Answers the rows moved.
+  size_t shrink(size_t keep_rows, const std::function<void(uint32_t from, uint32_t to)>& moved);
 
   /// Removes `key`; false when absent. May move the other rows' keys: a row_ref::key taken
   /// before is stale after an erase.
@@ -185,7 +192,8 @@ private:
   caf::error update_hashed(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
                            std::span<const float> grads, int64_t step);
   uint32_t allocate_row();
-  void grow_index();
+  /// Rehashes the index into `slots` slots (a power of two that holds every row).
+  void resize_index(size_t slots);
   row_ref insert_at(size_t slot, std::string_view key, uint64_t hash);
   /// Applies TTL, then the row limit; runs at the end of a batch, never inside one.
   void evict();

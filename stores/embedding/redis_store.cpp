@@ -579,7 +579,7 @@ caf::error redis_store::import_row(const row_record& row) {
     return err;
   touch(row.key, true, now);
   entry_of(row.key)->indexed = false;
-  return settle();
+  return settle_within_budget();
 }
 
 } // namespace darcy::stores

@@ -22,9 +22,15 @@ public:
     return chunks_[row / rows_per_chunk_].get() + (row % rows_per_chunk_) * row_bytes_;
   }
 
-  /// Rows that have storage; grow() adds one chunk.
+  /// Rows that have storage; grow() adds one chunk, shrink(n) frees all but the first n.
   size_t rows() const { return chunks_.size() * rows_per_chunk_; }
+  size_t rows_per_chunk() const { return rows_per_chunk_; }
+  size_t chunks() const { return chunks_.size(); }
   void grow();
+  void shrink(size_t chunks) {
+    if (chunks < chunks_.size())
+      chunks_.resize(chunks);
+  }
 
   /// Bytes allocated for rows.
   size_t bytes() const { return chunks_.size() * chunk_bytes_; }

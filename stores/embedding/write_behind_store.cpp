@@ -84,6 +84,44 @@ void write_behind_store::link_newest(uint32_t row) {
   newest_ = row;
 }
 
+void write_behind_store::move_entry(uint32_t from, uint32_t to) {
+  if (from < entries_.size() && entries_[from].live) {
+    auto& e = entries_[to] = entries_[from];
+    (e.newer == none ? newest_ : entries_[e.newer].older) = to;
+    (e.older == none ? oldest_ : entries_[e.older].newer) = to;
+    entries_[from] = entry{};
+  }
+  if (auto pin = pins_.find(from); pin != pins_.end()) {
+    auto until = pin->second;
+    pins_.erase(pin);
+    pins_[to] = until;
+  }
+}
+
+void write_behind_store::move_pins(std::span<const std::pair<uint32_t, uint32_t>> moves) {
+  if (pin_order_.empty() || moves.empty())
+    return;
+  std::unordered_map<uint32_t, uint32_t> to(moves.begin(), moves.end());
+  for (auto& [until, row] : pin_order_)
+    if (auto moved = to.find(row); moved != to.end())
+      row = moved->second;
+}
+
+caf::error write_behind_store::settle_within_budget() {
+  auto err = settle();
+  std::vector<std::pair<uint32_t, uint32_t>> moves;
+  cache_->shrink(capacity_, [&](uint32_t from, uint32_t to) {
+    move_entry(from, to);
+    moves.emplace_back(from, to);
+  });
+  move_pins(moves);
+  if (entries_.size() > cache_->row_slots()) {
+    entries_.resize(cache_->row_slots());
+    entries_.shrink_to_fit();
+  }
+  return err;
+}
+
 void write_behind_store::touch(std::string_view key, bool dirty, time_point at) {
   if (auto found = cache_->find(key))
     touch_row(found->index, key, dirty, at);
@@ -228,7 +266,7 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
       compute::initialize_row(cfg_.init, hashes[k], dest);
     }
   }
-  return settle();
+  return settle_within_budget();
 }
 
 caf::error write_behind_store::export_keys(std::span<const std::string_view> keys,
@@ -250,7 +288,7 @@ caf::error write_behind_store::export_keys(std::span<const std::string_view> key
       auto r = cache_->row(rows[k]);
       found({part[k], r.values, r.slots, r.meta->frequency, r.meta->updates, r.meta->last_update});
     }
-    if (auto err = settle())
+    if (auto err = settle_within_budget())
       return err;
   }
   return {};
@@ -274,7 +312,7 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
     cache_->update_row(found_[k], grads.subspan(k * cfg_.dim, cfg_.dim), step);
     touch_row(found_[k], keys[k], true, at);
   }
-  return settle();
+  return settle_within_budget();
 }
 
 bool write_behind_store::pinned(uint32_t row) const {
@@ -315,7 +353,7 @@ caf::error write_behind_store::prefetch(std::span<const std::string_view> keys,
       pin_order_.emplace_back(lookups_ + pinned_lookups, row);
     }
   headroom_ = capacity_ / 32;
-  err = settle();
+  err = settle_within_budget();
   headroom_ = 0;
   return err;
 }

@@ -112,6 +112,9 @@ protected:
                           std::span<uint32_t> rows) = 0;
   /// Writes back what is due and evicts down to the budget.
   virtual caf::error settle() = 0;
+  /// settle, then gives back the memory the cache's rows no longer need when the budget has
+  /// fallen (reserve takes more): row numbers may change, and none may be held across it.
+  caf::error settle_within_budget();
   /// The time that touch and mark_dirty record.
   virtual time_point now() const { return {}; }
   /// Rows of the whole table (stored in the backend or only in the cache).
@@ -173,6 +176,11 @@ private:
   void account_key(std::string_view key, int sign, size_t rows);
   void unlink(uint32_t row);
   void link_newest(uint32_t row);
+  /// Gives the entry (recency, pin) of the cached row numbered `from` to row `to`, free until
+  /// now: the cache has moved the row.
+  void move_entry(uint32_t from, uint32_t to);
+  /// Points the lapse order's pins at the rows `moves` (from, to) moved them to.
+  void move_pins(std::span<const std::pair<uint32_t, uint32_t>> moves);
 
   /// By row number; the recency list runs from newest_ to oldest_.
   std::vector<entry> entries_;

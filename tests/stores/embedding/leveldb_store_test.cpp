@@ -338,6 +338,48 @@ TEST_F(leveldb_store_test, PastItsBudgetTheCacheWritesBackAThirtySecondOfItAtOnc
   EXPECT_EQ(lookup(*store, {key(0)}), oldest) << "the oldest row, written back, reads back";
 }
 
+TEST_F(leveldb_store_test, AsItsPointerIndexGrowsTheTierGivesMemoryBackAndStaysWithinItsBudget) {
+  constexpr uint64_t budget = 16 << 20;
+  constexpr uint64_t chunk = 2 << 20;
+  auto cfg = config("growing", budget);
+  auto store = open(cfg);
+  auto twin = memory_twin(cfg);
+  auto first_capacity = store->cache_capacity();
+  // A million keys, a thousand a batch: the pointer index grows to about 10 MB of the 16 MiB
+  // and the rows' room falls below half of what it was. Every 50th key is also updated, on
+  // both stores.
+  constexpr int n = 1'000'000;
+  std::mt19937 rng{31};
+  std::normal_distribution<float> noise{0, 0.5f};
+  std::vector<std::string> keys, tracked;
+  uint64_t most = 0;
+  for (int start = 0; start < n; start += 1000) {
+    keys.clear();
+    for (int i = start; i < start + 1000; ++i)
+      keys.push_back("key" + std::to_string(i));
+    lookup(*store, keys);
+    std::vector<std::string> some;
+    for (int i = start; i < start + 1000; i += 50)
+      some.push_back(keys[i - start]);
+    lookup(*twin, some);
+    std::vector<std::string_view> views(some.begin(), some.end());
+    std::vector<float> grads(some.size() * cfg.dim);
+    for (auto& g : grads)
+      g = noise(rng);
+    ASSERT_FALSE(store->update(views, grads, start / 1000 + 1));
+    ASSERT_FALSE(twin->update(views, grads, start / 1000 + 1));
+    tracked.insert(tracked.end(), some.begin(), some.end());
+    most = std::max(most, store->stats().bytes);
+  }
+  EXPECT_EQ(store->stats().rows, uint64_t{n});
+  EXPECT_LT(store->cache_capacity(), first_capacity / 2) << "the index took over half";
+  EXPECT_LE(most, budget + chunk) << "counted at the end of any batch";
+  // The rows the cache moved into the memory it kept read as the twin's, as do those on disk.
+  std::vector<std::string> newest(tracked.end() - 400, tracked.end());
+  EXPECT_EQ(lookup(*store, newest), lookup(*twin, newest));
+  EXPECT_EQ(lookup(*store, tracked), lookup(*twin, tracked));
+}
+
 /// The value-log files in `dir`, by name.
 std::set<std::string> log_files(const std::string& dir) {
   std::set<std::string> names;

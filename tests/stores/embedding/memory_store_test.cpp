@@ -290,6 +290,75 @@ TEST(memory_store, InsertsAndErasesAsACacheKeepTheKeyArenaBounded) {
     ASSERT_EQ(store->find(key(i))->key, key(i)) << "keys moved by the compaction";
 }
 
+TEST(memory_store, ShrinkMovesTheRowsOfTheChunksItGivesBackAndKeepsEveryRowFindable) {
+  // Rows of dim 16 with Adagrad's slots: 192-byte blocks, 10,922 to a 2 MiB chunk.
+  struct {
+    const char* name;
+    size_t keep_rows;
+    bool gives_back;
+  } cases[] = {
+    {"down to the rows it holds", 0, true},
+    {"down to a budget above them", 60'000, true},
+    {"a budget the storage fits already", 200'000, false},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto store = make_store(options(16));
+    auto key = [](int i) {
+      return "key-" + std::to_string(i) + (i % 2 ? "-long-enough-for-the-arena" : "");
+    };
+    const int n = 150'000;
+    for (int i = 0; i < n; ++i) {
+      auto r = store->find_or_insert(key(i));
+      r.values[0] = static_cast<float>(i);
+      r.slots[15] = static_cast<float>(-i);
+    }
+    // Three in four erased, spread over every chunk.
+    for (int i = 0; i < n; ++i) {
+      if (i % 4 != 0) {
+        ASSERT_TRUE(store->erase(key(i)));
+      }
+    }
+    auto before = store->stats().bytes;
+    auto slots_before = store->row_slots();
+    std::map<uint32_t, uint32_t> moves;
+    auto moved = store->shrink(c.keep_rows, [&](uint32_t from, uint32_t to) {
+      EXPECT_TRUE(moves.emplace(from, to).second) << "row " << from << " moved twice";
+      EXPECT_LT(to, from);
+    });
+    EXPECT_EQ(moved, moves.size());
+    EXPECT_EQ(store->size(), static_cast<size_t>(n / 4));
+    if (c.gives_back) {
+      EXPECT_GT(moved, 0u);
+      EXPECT_LT(store->row_slots(), slots_before);
+      EXPECT_LT(store->stats().bytes, before * 2 / 3);
+    } else {
+      EXPECT_EQ(moved, 0u);
+      EXPECT_EQ(store->row_slots(), slots_before);
+    }
+    auto bound = std::max<size_t>(c.keep_rows, n / 4);
+    if (c.gives_back) {
+      EXPECT_LT(store->row_slots(), bound + 10'922) << "the chunks that hold them, no more";
+    }
+    std::vector<bool> taken(store->row_slots());
+    for (int i = 0; i < n; i += 4) {
+      auto r = store->find(key(i));
+      ASSERT_TRUE(r) << key(i);
+      EXPECT_EQ(r->key, key(i));
+      EXPECT_EQ(r->values[0], static_cast<float>(i));
+      EXPECT_EQ(r->slots[15], static_cast<float>(-i));
+      ASSERT_LT(r->index, store->row_slots());
+      EXPECT_FALSE(taken[r->index]) << "two rows share row " << r->index;
+      taken[r->index] = true;
+    }
+    // Rows created after the shrink take the free rows, and none overwrites a kept row.
+    for (int i = n; i < n + 20'000; ++i)
+      store->find_or_insert(key(i)).values[0] = static_cast<float>(i);
+    for (int i = 0; i < n + 20'000; i += i < n ? 4 : 1)
+      ASSERT_EQ(store->find(key(i))->values[0], static_cast<float>(i)) << key(i);
+  }
+}
+
 } // namespace
 } // namespace darcy::stores
 

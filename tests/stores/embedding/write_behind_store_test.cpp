@@ -35,6 +35,12 @@ public:
   caf::error export_rows(const std::function<void(const row_record&)>&) override { return {}; }
   caf::error import_row(const row_record&) override { return {}; }
   using write_behind_store::oldest;
+  using write_behind_store::reserve;
+  /// The values of a cached row; empty when the key is not cached.
+  std::vector<float> cached_values(std::string_view key) {
+    auto row = cache_->find(key);
+    return row ? std::vector<float>(row->values.begin(), row->values.end()) : std::vector<float>{};
+  }
 
 private:
   using write_behind_store::write_behind_store;
@@ -152,6 +158,44 @@ TEST(write_behind_store, TheMemoryTierStaysWithinItsBudgetAsCountedAndAsResident
     fill(*store, 256, [&](size_t i) { return c.key_of(4 * short_capacity - 1 - i); });
     EXPECT_EQ(store->stats().tier_hits, 256u);
   }
+}
+
+TEST(write_behind_store, ATierWhoseBudgetFallsGivesItsMemoryBackAndKeepsItsNewestRowsInOrder) {
+  constexpr uint64_t budget = 24 << 20;
+  constexpr uint64_t chunk = 2 << 20;
+  auto store = forgetting_store::make(config(budget));
+  auto key_of = [](size_t i) { return "k" + std::to_string(i); };
+  auto full = store->cache_capacity();
+  fill(*store, 2 * full, key_of);
+  auto order = store->oldest(0); // oldest first
+  ASSERT_EQ(order.size(), store->cache_capacity());
+  std::map<std::string, std::vector<float>> values;
+  for (auto& key : order)
+    values[key] = store->cached_values(key);
+  auto counted = store->stats().bytes;
+  ASSERT_LE(counted, budget + chunk);
+  // The backend takes half the budget (as a growing pointer index does): the rows' storage,
+  // the index and the entries must come down with the rows, not stay at their high-water mark.
+  store->reserve(budget / 2);
+  constexpr size_t fresh = 256;
+  fill(*store, fresh, [&](size_t i) { return key_of(2 * full + i); });
+  auto s = store->stats();
+  EXPECT_LE(s.bytes, budget / 2 + chunk) << "counted, against " << counted << " before";
+  EXPECT_LE(s.cached_rows, store->cache_capacity());
+  auto now = store->oldest(0);
+  ASSERT_EQ(now.size(), s.cached_rows);
+  ASSERT_GT(now.size(), fresh);
+  auto kept = now.size() - fresh;
+  EXPECT_EQ(std::vector<std::string>(now.begin(), now.begin() + kept),
+            std::vector<std::string>(order.end() - kept, order.end()))
+    << "the newest rows stay, in their order";
+  for (size_t i = 0; i < fresh; ++i)
+    EXPECT_EQ(now[kept + i], key_of(2 * full + i));
+  for (size_t i = 0; i < kept; ++i)
+    ASSERT_EQ(store->cached_values(now[i]), values[now[i]]) << now[i];
+  auto hits = s.tier_hits;
+  fill(*store, kept, [&](size_t i) { return now[i]; });
+  EXPECT_EQ(store->stats().tier_hits, hits + kept) << "every kept row is found where it moved";
 }
 
 // The look-ahead (prefetch) on the LevelDB backend, at the smallest cache (16 rows, so at most
