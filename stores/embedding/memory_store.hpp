@@ -2,7 +2,7 @@
 // deletion) over a 64-bit hash of the key, which keeps the full key so that collisions resolve
 // exactly; keys of up to 14 bytes sit inline in the index. Each row (bookkeeping, values,
 // optimizer slots) is one contiguous block in huge-page chunks: no per-row heap allocation, and
-// a row's address never changes while the row exists.
+// a row's address never changes while the row exists, unless shrink() moves it.
 #pragma once
 
 #include <cstdint>
@@ -137,9 +137,9 @@ public:
   std::string_view key_at(uint32_t index) { return key_of(index); }
 
   /// Gives back the row storage that max(`keep_rows`, size()) rows do not need, and halves the
-  /// index while it would stay at most 5/8 full of them. The rows in the
-  /// chunks given back move to free rows below: moved(from, to) is called for each, after
-  /// which row number `from`, and every row_ref taken before, are stale. Answers the rows moved.
+  /// index while it would stay at most 5/8 full of them. The rows in the chunks given back move
+  /// to free rows below: moved(from, to) is called for each, after which row number `from`, and
+  /// every row_ref taken before, are stale. Answers the rows moved.
   size_t shrink(size_t keep_rows, const std::function<void(uint32_t from, uint32_t to)>& moved);
 
   /// Removes `key`; false when absent. May move the other rows' keys: a row_ref::key taken
