@@ -329,9 +329,19 @@ void finish_online_run(const std::string& sync_dir, uint16_t port, const online_
   std::string served;
   while ((served = served_sync(port)) != last->checkpoint && steady::now() < until && !run.stop)
     std::this_thread::sleep_for(online_poll);
-  if (served != last->checkpoint)
+  if (served != last->checkpoint) {
+    // On the failure's own line, which a test's report keeps when it cuts the logs below.
+    std::string pushed, warned;
+    {
+      std::lock_guard<std::mutex> guard{run.mutex};
+      pushed = last_line_with(run.training_log, "sync push");
+      warned = last_line_with(run.serve_log, "[warning]");
+    }
     return run.fail("serving stayed at sync '" + served + "' after training ended at '" +
-                    last->checkpoint + "'");
+                    last->checkpoint +
+                    "'; training's last push refused: " + (pushed.empty() ? "none" : pushed) +
+                    "; serve's last warning: " + (warned.empty() ? "none" : warned));
+  }
   std::vector<double> p, y;
   for (size_t b = 0; b < probe.score_bodies.size(); ++b) {
     auto j = predict(port, probe.score_bodies[b], score_batch, run);
@@ -440,6 +450,16 @@ caf::expected<soak_result> run_online_soaks(const soak_options& o, const std::st
 
 std::string last_chars(const std::string& text, size_t n) {
   return text.substr(text.size() > n ? text.size() - n : 0);
+}
+
+std::string last_line_with(const std::string& text, std::string_view needle) {
+  auto at = text.rfind(needle);
+  if (at == std::string::npos)
+    return {};
+  auto begin = text.rfind('\n', at);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  auto end = text.find('\n', at);
+  return last_chars(text.substr(begin, end == std::string::npos ? end : end - begin), 500);
 }
 
 } // namespace darcy::apps

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -154,5 +155,7 @@ caf::expected<soak_result> run_online_soaks(const soak_options& o, const std::st
 
 /// The last `n` characters of `text`.
 std::string last_chars(const std::string& text, size_t n = 1500);
+/// The last line of `text` that holds `needle`, at most its last 500 characters (empty: none).
+std::string last_line_with(const std::string& text, std::string_view needle);
 
 } // namespace darcy::apps

@@ -110,5 +110,25 @@ TEST(online_watch, judges_served_syncs_against_what_training_wrote) {
   }
 }
 
+TEST(online_watch, last_line_with_finds_the_last_line_that_holds_the_needle) {
+  const std::string log = "a push was answered 503\nother\nnext push was answered 409: held\ntail";
+  const struct {
+    const char* behaviour;
+    std::string text;
+    std::string needle;
+    std::string line;
+  } cases[] = {
+    {"the last of two lines that hold it", log, "push", "next push was answered 409: held"},
+    {"a line at the very start", log, "503", "a push was answered 503"},
+    {"a last line with no newline after it", log, "tail", "tail"},
+    {"no line holds it", log, "[warning]", ""},
+    {"an empty text", "", "push", ""},
+    {"a long line keeps its last 500 characters", std::string(600, 'x') + "push", "push",
+     std::string(496, 'x') + "push"},
+  };
+  for (auto& c : cases)
+    EXPECT_EQ(last_line_with(c.text, c.needle), c.line) << c.behaviour;
+}
+
 } // namespace
 } // namespace darcy::apps
