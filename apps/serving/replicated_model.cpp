@@ -152,7 +152,10 @@ caf::expected<exported_model::followed> replicated_model::follow_copy(
   if (!fresh)
     return std::move(fresh.error());
   std::shared_ptr<exported_model> model = std::move(*fresh);
-  auto f = model->follow(dir);
+  // A whole chain onto fresh shards, as reload() restores it: under the sync's own patience, a
+  // machine too busy to restore within it would load and retire a copy at every sync, each
+  // restore cut short leaving its work queued on the shards, and never serve a newer sync.
+  auto f = model->follow(dir, where_.restore_timeout);
   if (!f) {
     retirer_.retire(std::move(model));
     return f;

@@ -104,7 +104,8 @@ private:
   void take_out(size_t i, const std::shared_ptr<ops::estimator::exported_model>& model,
                 const caf::error& why);
   /// Copy `c` (index i of the copies) after one sync: followed, or loaded again and restored
-  /// (with more than one copy, started on a thread of its own: errc::unavailable meanwhile).
+  /// (with more than one copy, started on a thread of its own: errc::unavailable meanwhile);
+  /// the restore of a copy loaded again may take where.restore_timeout.
   caf::expected<ops::estimator::exported_model::followed> follow_copy(
     size_t i, copy& c, const std::string& dir, const std::vector<std::string>& up);
   /// follow() of more than one copy: the copies in service one after the other, each reported
