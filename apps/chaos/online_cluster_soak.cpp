@@ -160,11 +160,8 @@ private:
     size_t seen = 0;
     for (auto needle : resumed)
       for (auto at = said.find(needle); at != std::string::npos; at = said.find(needle, at + 1))
-        if (++seen > chief_resumes_) {
-          auto line = said.rfind('\n', at);
-          line = line == std::string::npos ? 0 : line + 1;
-          soak_log(o_, said.substr(line, said.find('\n', at) - line));
-        }
+        if (++seen > chief_resumes_)
+          soak_log(o_, line_at(said, at));
     if (seen > chief_resumes_) {
       resumes_ += seen - chief_resumes_;
       chief_resumes_ = seen;

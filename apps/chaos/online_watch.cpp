@@ -452,14 +452,16 @@ std::string last_chars(const std::string& text, size_t n) {
   return text.substr(text.size() > n ? text.size() - n : 0);
 }
 
-std::string last_line_with(const std::string& text, std::string_view needle) {
-  auto at = text.rfind(needle);
-  if (at == std::string::npos)
-    return {};
-  auto begin = text.rfind('\n', at);
+std::string line_at(const std::string& text, size_t at) {
+  auto begin = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
   begin = begin == std::string::npos ? 0 : begin + 1;
   auto end = text.find('\n', at);
-  return last_chars(text.substr(begin, end == std::string::npos ? end : end - begin), 500);
+  return text.substr(begin, end == std::string::npos ? end : end - begin);
+}
+
+std::string last_line_with(const std::string& text, std::string_view needle) {
+  auto at = text.rfind(needle);
+  return at == std::string::npos ? std::string{} : last_chars(line_at(text, at), 500);
 }
 
 } // namespace darcy::apps

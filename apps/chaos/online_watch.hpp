@@ -155,6 +155,8 @@ caf::expected<soak_result> run_online_soaks(const soak_options& o, const std::st
 
 /// The last `n` characters of `text`.
 std::string last_chars(const std::string& text, size_t n = 1500);
+/// The line of `text` that holds the character at `at` (< text.size()), without its newline.
+std::string line_at(const std::string& text, size_t at);
 /// The last line of `text` that holds `needle`, at most its last 500 characters (empty: none).
 std::string last_line_with(const std::string& text, std::string_view needle);
 

@@ -130,5 +130,21 @@ TEST(online_watch, last_line_with_finds_the_last_line_that_holds_the_needle) {
     EXPECT_EQ(last_line_with(c.text, c.needle), c.line) << c.behaviour;
 }
 
+TEST(online_watch, line_at_is_the_whole_line_around_a_position) {
+  const std::string text = "first\nsecond line\nlast";
+  const struct {
+    const char* behaviour;
+    size_t at;
+    std::string line;
+  } cases[] = {
+    {"the first line, from its start", 0, "first"},
+    {"a middle line, from inside it", 9, "second line"},
+    {"a newline belongs to the line it ends", 5, "first"},
+    {"the last line, with no newline after it", 21, "last"},
+  };
+  for (auto& c : cases)
+    EXPECT_EQ(line_at(text, c.at), c.line) << c.behaviour;
+}
+
 } // namespace
 } // namespace darcy::apps
