@@ -15,7 +15,9 @@ DATA = pathlib.Path("/usr/share/datasets/fashion-mnist")
                     reason="dataset-fashion-mnist is not installed (make deps installs it)")
 def test_labels_in_the_service_learn_as_a_fixed_label_table_does():
     run = subprocess.run([sys.executable, str(ROOT / "apps" / "python" / "image2label.py"),
-                          "--train", "3000", "--test", "1000", "--epochs", "3"],
+                          "--train", "3000", "--test", "1000", "--epochs", "3",
+                          # One torch thread beside CTest's other test (conftest.py's run_app).
+                          "--threads", "1"],
                          capture_output=True, text=True, timeout=280)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
