@@ -232,9 +232,19 @@ caf::error leveldb_store::read_indexed(std::string_view key, uint64_t hash, std:
 
 caf::error leveldb_store::load(std::span<const std::string_view> keys, bool create,
                                std::span<uint32_t> rows) {
-  std::vector<uint32_t> missing;
+  auto& hashes = load_hashes_;
+  hashes.resize(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k)
+    hashes[k] = compute::hash_key(keys[k]);
+  cache_->locate(keys, hashes, rows);
+  auto& missing = load_missing_;
+  missing.clear();
+  // Each touch writes the row's entry (and its neighbours' when it moves in the recency list):
+  // entries a few keys ahead are fetched meanwhile.
+  constexpr size_t ahead = 8;
   for (uint32_t k = 0; k < keys.size(); ++k) {
-    rows[k] = row_of(keys[k]);
+    if (k + ahead < keys.size())
+      prefetch_entry(rows[k + ahead]);
     if (rows[k] != none)
       touch_row(rows[k], keys[k], false, {});
     else
@@ -246,24 +256,29 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
   std::sort(missing.begin(), missing.end(),
             [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
   // A row the sampling index has located is read from the log without asking LevelDB.
-  std::vector<row_locator> located(missing.size());
+  auto& located = load_located_;
+  located.assign(missing.size(), row_locator{});
   if (log_ && sampling()) {
-    std::vector<std::string_view> wanted(missing.size());
+    auto& wanted = load_wanted_;
+    wanted.resize(missing.size());
     for (size_t i = 0; i < missing.size(); ++i)
       wanted[i] = keys[missing[i]];
     sampling_locations(wanted, located);
   }
-  std::string bytes;
-  std::vector<float> values, slots;
+  auto& bytes = load_bytes_;
+  auto& values = load_values_;
+  auto& slots = load_slots_;
   uint32_t row = none;
   for (size_t i = 0; i < missing.size(); ++i) {
+    if (index_ && i + ahead < missing.size())
+      index_->prefetch(hashes[missing[i + ahead]]);
     auto key = keys[missing[i]];
     if (i > 0 && key == keys[missing[i - 1]]) {
       rows[missing[i]] = row;
       continue;
     }
     row = none;
-    auto hash = compute::hash_key(key);
+    auto hash = hashes[missing[i]];
     bool read = false;
     auto pending = pending_ ? pending_->find(key, hash) : std::nullopt;
     if (pending) {

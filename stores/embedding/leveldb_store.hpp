@@ -190,6 +190,13 @@ private:
   std::vector<value_pointer> candidates_;
   /// The record put() encodes, reused from row to row.
   std::string record_;
+  /// load()'s buffers, reused from call to call.
+  std::vector<uint64_t> load_hashes_;
+  std::vector<uint32_t> load_missing_;
+  std::vector<row_locator> load_located_;
+  std::vector<std::string_view> load_wanted_;
+  std::string load_bytes_;
+  std::vector<float> load_values_, load_slots_;
   uint64_t collections_ = 0;
   uint64_t located_reads_ = 0;
   uint64_t index_reads_ = 0;

@@ -126,7 +126,10 @@ caf::error leveldb_store::finish_pending() {
   auto err = pending_done_.take_or_wait();
   if (!err) {
     if (log_) {
+      constexpr size_t ahead = 8;
       for (size_t i = 0; i < rows->size(); ++i) {
+        if (i + ahead < rows->size())
+          index_->prefetch(rows->hash(i + ahead));
         sampling_locate(rows->key(i), locator_of(rows->places[i]));
         if (auto index_err = index_place(rows->key(i), rows->hash(i), rows->places[i], std::nullopt,
                                          rows->indexed(i)))

@@ -356,6 +356,18 @@ void memory_store::for_each_located(std::span<const std::string_view> keys,
   }
 }
 
+void memory_store::locate(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+                          std::span<uint32_t> rows) {
+  if (opts_.hash != compute::hash_key) {
+    for (size_t k = 0; k < keys.size(); ++k) {
+      auto r = find(keys[k]);
+      rows[k] = r ? r->index : empty;
+    }
+    return;
+  }
+  for_each_located(keys, hashes, rows_.row_bytes(), [&](size_t k, uint32_t row) { rows[k] = row; });
+}
+
 caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
                                        std::span<const uint64_t> hashes, std::span<float> out) {
   auto dim = opts_.dim;

@@ -106,6 +106,12 @@ public:
 
   /// The row of `key`, if present; does not count as a lookup.
   std::optional<row_ref> find(std::string_view key);
+  /// find for a batch, as row numbers: rows[k] is keys[k]'s row (row_ref::index) or no_row,
+  /// and each row found has its block prefetched. `hashes` holds compute::hash_key of every
+  /// key; `rows` is as long as `keys`. The index is probed a few keys ahead, so that the cache
+  /// misses of a batch overlap. Counts nothing.
+  void locate(std::span<const std::string_view> keys, std::span<const uint64_t> hashes,
+              std::span<uint32_t> rows);
 
   /// The row of `key`, created from the initializer when missing (even in read-only mode, and
   /// without consulting admission).
@@ -154,8 +160,11 @@ public:
         f(ref(slot.row));
   }
 
+  /// The row number of no row (locate).
+  static constexpr uint32_t no_row = UINT32_MAX;
+
 private:
-  static constexpr uint32_t empty = UINT32_MAX;
+  static constexpr uint32_t empty = no_row;
   /// Bytes of a key kept inline in its index slot; longer keys are compared in the arena.
   static constexpr size_t inline_key_bytes = 14;
   static_assert(inline_key_bytes <= 16, "equal_short compares at most 16 bytes");

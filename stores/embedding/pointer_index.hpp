@@ -36,6 +36,13 @@ public:
   /// Appends to `out` (cleared first) the places held for hashes that agree with `hash` in
   /// the bits kept, as they would be for a key of `key_bytes` bytes.
   void find(uint64_t hash, size_t key_bytes, std::vector<value_pointer>& out) const;
+  /// Hints that find, replace or insert will soon look for `hash`: its home slot is fetched.
+  void prefetch(uint64_t hash) const {
+    hash = mixed(hash);
+    auto& p = partition_of(hash);
+    if (!p.slots.empty())
+      __builtin_prefetch(&p.slots[home(tag_of_hash(hash), p.slots.size())]);
+  }
   /// Holds `at` for `hash`, a record of a key of `key_bytes` bytes. The caller must erase or
   /// replace what it held for the same key.
   void insert(uint64_t hash, size_t key_bytes, const value_pointer& at);

@@ -135,6 +135,12 @@ protected:
   }
   /// The entry of the cached row numbered `row`, which touch_row has seen.
   entry& entry_at(uint32_t row) { return entries_[row]; }
+  /// Hints that the entry of row `row` (`none` or a row touch_row has not seen: no hint) will
+  /// be written soon.
+  void prefetch_entry(uint32_t row) const {
+    if (row < entries_.size())
+      __builtin_prefetch(&entries_[row], 1);
+  }
   /// The entry of a cached key; nullptr when the key is not cached. Valid until the next touch
   /// or forget.
   entry* entry_of(std::string_view key);

@@ -77,6 +77,48 @@ TEST(memory_store, CollidingHashesResolveByTheFullKey) {
   }
 }
 
+TEST(memory_store, LocateAnswersFindsRowNumbersForABatchAndCountsNothing) {
+  // Batches longer than the probe's look-ahead, with keys inline and in the arena, repeated
+  // and absent; and a store whose hash is not hash_key, which locate must not trust.
+  struct test_case {
+    const char* name;
+    bool colliding;
+    size_t stored;
+  };
+  const test_case cases[] = {{"hash_key", false, 200}, {"colliding hash", true, 60}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto opts = options(2);
+    if (c.colliding)
+      opts.hash = colliding_hash;
+    auto store = make_store(opts);
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < c.stored; ++i) {
+      keys.push_back(i % 3 == 0 ? "a key longer than the inline bytes " + std::to_string(i)
+                                : "k" + std::to_string(i));
+      if (i % 4 != 1)
+        store->find_or_insert(keys.back());
+    }
+    keys.push_back(keys[0]);
+    keys.push_back("never stored");
+    std::vector<std::string_view> views(keys.begin(), keys.end());
+    std::vector<uint64_t> hashes;
+    for (auto key : views)
+      hashes.push_back(compute::hash_key(key));
+    std::vector<uint32_t> rows(views.size(), 0);
+    store->locate(views, hashes, rows);
+    for (size_t k = 0; k < views.size(); ++k) {
+      auto r = store->find(views[k]);
+      ASSERT_EQ(rows[k], r ? r->index : memory_store::no_row) << views[k];
+      if (r) {
+        EXPECT_EQ(r->meta->frequency, 0u) << views[k];
+      }
+    }
+    EXPECT_EQ(rows.back(), memory_store::no_row);
+    EXPECT_EQ(rows[views.size() - 2], rows[0]);
+  }
+}
+
 TEST(memory_store, SameHashKeysDifferingInAnyOneByteAreTheirOwnRows) {
   // Every key has the same hash, so only the key comparison tells them apart: keys of 0 to 17
   // bytes (inline and in the arena), and for each a copy that differs in each single byte.
