@@ -24,6 +24,13 @@ struct Optimizer {
   epsilon @7 :Float32;
   l1 @8 :Float32;
   l2 @9 :Float32;
+  rule @10 :Text;              # a registered update rule's name; empty: the rule of `kind`
+  params @11 :List(RuleParam); # its parameters, when `rule` is set
+}
+
+struct RuleParam {
+  name @0 :Text;
+  value @1 :Float32;
 }
 
 struct EmbeddingConfig {
@@ -57,7 +64,7 @@ struct EmbeddingConfig {
 struct Row {
   key @0 :Data;
   values @1 :List(Float32);
-  slots @2 :List(Float32);     # the optimizer's state, slotCount vectors of dim values
+  slots @2 :List(Float32);     # the update rule's state, slotFloats values
   frequency @3 :UInt64;
   updates @4 :UInt64;
   lastUpdate @5 :Int64;
@@ -71,6 +78,8 @@ struct ShardFile {
   delta @4 :Bool;              # false: every row of the shard; true: only the rows changed
                                # since the checkpoint the manifest's base names, and `deleted`
   deleted @5 :List(Data);      # a delta's keys whose rows were removed (evicted) since its base
+  slotFloats @6 :UInt32;       # floats of each row's rule state; slotCount is that over dim,
+                               # rounded down (files written before rules: 0, slotCount * dim)
 }
 
 struct FileEntry {

@@ -46,6 +46,7 @@ enum class errc : uint8_t {
   quota_exceeded,
   unauthenticated,
   out_of_order,
+  unknown_rule,
 };
 
 namespace detail {
@@ -87,6 +88,7 @@ inline constexpr errc_entry errc_table[] = {
   {"quota_exceeded", "quota exceeded"},
   {"unauthenticated", "missing or unknown credentials"},
   {"out_of_order", "out of order: does not follow what is held"},
+  {"unknown_rule", "unknown update rule"},
 };
 
 inline const errc_entry& errc_entry_of(uint8_t code) {

@@ -6,10 +6,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace darcy {
 
 enum class optimizer_kind : uint8_t { sgd = 0, adagrad = 1, momentum = 2, adam = 3, ftrl = 4 };
+
+/// A parameter of an update rule (compute/rules) by name, as a table's config gives it.
+struct rule_value {
+  std::string name;
+  float value = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rule_value& x) {
+  return f(x.name, x.value);
+}
 
 struct optimizer_config {
   optimizer_kind kind = optimizer_kind::sgd;
@@ -26,12 +38,17 @@ struct optimizer_config {
   /// FTRL-proximal (learning-rate power -0.5).
   float l1 = 0.0f;
   float l2 = 0.0f;
+  /// The embedding shards' update rule by its registered name (compute/rules), with `params`
+  /// as its parameters; empty: the rule of `kind`, whose parameters are the fields above. The
+  /// dense variables of the Estimator take `kind` only.
+  std::string rule;
+  std::vector<rule_value> params;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, optimizer_config& x) {
   return f(x.kind, x.learning_rate, x.initial_accumulator, x.momentum, x.nesterov, x.beta1, x.beta2,
-           x.epsilon, x.l1, x.l2);
+           x.epsilon, x.l1, x.l2, x.rule, x.params);
 }
 
 /// The learning rate of dense variables by global step, as in DLRM's reference run: a linear

@@ -15,6 +15,7 @@
 #include "messages/error.hpp"
 #include "runtime/idle_work.hpp"
 #include "runtime/log.hpp"
+#include "runtime/system_config.hpp"
 #include "stores/checkpoint/checkpoint_chain.hpp"
 #include "stores/checkpoint/checkpoint_io.hpp"
 #include "stores/embedding/background_priority.hpp"
@@ -55,6 +56,11 @@ caf::result<ok_atom> create(shard_pointer self, de_config& cfg) {
     return ok_atom::value;
   }
   auto store = stores::make_store(stores::shard_config(cfg, self->state.index));
+  if (!store && is(store.error(), errc::unknown_rule))
+    // The rule's plugin is missing on this node: the caller learns which node.
+    return make_error(errc::unknown_rule, "node '" + runtime::node_name(self->system()) +
+                                            "', embedding '" + cfg.name +
+                                            "': " + to_plain(store.error()).context);
   if (!store)
     return std::move(store.error());
   auto name = cfg.name;

@@ -80,6 +80,12 @@ void to_capnp(EmbeddingConfig::Builder out, const de_config& cfg) {
   opt.setEpsilon(o.epsilon);
   opt.setL1(o.l1);
   opt.setL2(o.l2);
+  opt.setRule(o.rule);
+  auto params = opt.initParams(static_cast<unsigned>(o.params.size()));
+  for (unsigned i = 0; i < o.params.size(); ++i) {
+    params[i].setName(o.params[i].name);
+    params[i].setValue(o.params[i].value);
+  }
   out.setAdmissionKind(static_cast<uint8_t>(cfg.admission.kind));
   out.setAdmissionMinCount(cfg.admission.min_count);
   out.setAdmissionCapacity(cfg.admission.capacity);
@@ -125,7 +131,11 @@ de_config from_capnp(EmbeddingConfig::Reader in) {
                    o.getBeta2(),
                    o.getEpsilon(),
                    o.getL1(),
-                   o.getL2()};
+                   o.getL2(),
+                   o.getRule(),
+                   {}};
+  for (auto p : o.getParams())
+    cfg.optimizer.params.push_back({p.getName(), p.getValue()});
   cfg.admission = {static_cast<admission_kind>(in.getAdmissionKind()), in.getAdmissionMinCount(),
                    in.getAdmissionCapacity(), in.getAdmissionFpRate()};
   cfg.eviction = {static_cast<eviction_kind>(in.getEvictionKind()), in.getEvictionTtlSteps(),

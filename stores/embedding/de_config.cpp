@@ -5,7 +5,7 @@
 
 #include "compute/finite.hpp"
 #include "compute/initializer.hpp"
-#include "compute/optimizer.hpp"
+#include "compute/rules/rule_registry.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/admission.hpp"
 #include "stores/embedding/indexed_store.hpp"
@@ -78,9 +78,13 @@ caf::error validate(const de_config& cfg) {
     if (cfg.ann.refresh_ms == 0 || cfg.ann.refresh_ms > 3'600'000)
       return bad("the ANN index's refresh_ms must be in 1..3,600,000");
   }
-  for (auto check :
-       {make_error(compute::validate(cfg.init)), make_error(compute::validate(cfg.optimizer)),
-        validate(cfg.admission), validate(cfg.eviction)})
+  // A rule this process does not know is checked where a store binds it, on the shards' nodes
+  // (a master or client may not have loaded its plugin).
+  auto rule = compute::bind_rule(cfg.optimizer, std::max<size_t>(cfg.dim, 1),
+                                 compute::rule_registry::global());
+  auto rule_error = rule || is(rule.error(), errc::unknown_rule) ? plain_error{} : rule.error();
+  for (auto check : {make_error(compute::validate(cfg.init)), make_error(rule_error),
+                     validate(cfg.admission), validate(cfg.eviction)})
     if (check)
       return bad(render(check));
   return {};

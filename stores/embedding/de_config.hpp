@@ -16,8 +16,9 @@
 namespace darcy::stores {
 
 /// Fails with errc::invalid_config naming the embedding and the field: a bad name, dim 0 or
-/// over 65536, an invalid initializer, optimizer, admission or eviction, a default_value of
-/// the wrong size, max_batch 0.
+/// over 65536, an invalid initializer, update rule parameters, admission or eviction, a
+/// default_value of the wrong size, max_batch 0. A rule this process does not know passes: the
+/// store that binds it (make_store) refuses it with errc::unknown_rule.
 caf::error validate(const de_config& cfg);
 
 /// Fails with errc::empty_batch or errc::batch_too_large (naming the embedding and the limit).

@@ -90,8 +90,8 @@ public:
   virtual caf::error scan(
     const std::function<void(std::string_view, std::span<const float>)>& f) = 0;
 
-  /// Optimizer state vectors per row (see compute::slot_count).
-  virtual size_t slot_count() const = 0;
+  /// Floats of a row's update-rule state, its slots (compute::bound_rule::slot_floats).
+  virtual size_t slot_floats() const = 0;
 
   /// Calls f for every row with its whole state; f must not change the store. Fails as scan.
   virtual caf::error export_rows(const std::function<void(const row_record&)>& f) = 0;

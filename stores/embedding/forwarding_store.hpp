@@ -35,7 +35,7 @@ public:
   caf::error scan(const std::function<void(std::string_view, std::span<const float>)>& f) override {
     return inner_->scan(f);
   }
-  size_t slot_count() const override { return inner_->slot_count(); }
+  size_t slot_floats() const override { return inner_->slot_floats(); }
   caf::error export_rows(const std::function<void(const row_record&)>& f) override {
     return inner_->export_rows(f);
   }

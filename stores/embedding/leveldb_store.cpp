@@ -79,7 +79,7 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
     return err;
   // A database written before the value log holds its rows inline, and one written before the
   // index was built from the log holds their pointers: each is served as written.
-  auto inline_format = row_format(cfg, store->slot_count());
+  auto inline_format = row_format(cfg, store->slot_floats());
   auto pointers_format = inline_format + pointers_format_suffix;
   auto log_format = inline_format + log_format_suffix;
   std::string format;
@@ -103,7 +103,7 @@ caf::expected<std::unique_ptr<leveldb_store>> leveldb_store::open(const de_confi
       return std::move(log.error());
     store->log_ = std::make_unique<value_log>(std::move(*log));
     store->index_ = std::make_unique<pointer_index>(
-      static_cast<uint32_t>(row_record_bytes(cfg.dim, store->slot_count())),
+      static_cast<uint32_t>(row_record_bytes(cfg.dim, store->slot_floats())),
       store->log_->oldest_generation(), index_tag_bits);
     store->pointers_in_db_ = format == pointers_format;
   }
@@ -308,7 +308,7 @@ caf::error leveldb_store::load(std::span<const std::string_view> keys, bool crea
       if (!pending)
         ++backend_reads_;
       row_record record;
-      if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, record))
+      if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_floats(), values, slots, record))
         return make_error(errc::corrupt_file,
                           cfg_.path + ": bad record for key '" + std::string{key} + "'");
       auto put = cache_->put_row(record);

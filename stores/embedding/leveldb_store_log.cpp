@@ -22,7 +22,7 @@ caf::error leveldb_store::index_from_log() {
   // A key's row is its last record, unless a removal follows it. Opening holds every key until
   // the index is built.
   std::unordered_map<std::string, value_pointer> newest;
-  auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_count());
+  auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_floats());
   if (auto err = log_->scan(record_bytes, [&](const scanned_record& r) {
         if (r.removal)
           newest.erase(std::string{r.key});
@@ -45,7 +45,7 @@ caf::error leveldb_store::index_from_log() {
 
 caf::error leveldb_store::for_each_live(const live_record_fn& f, uint32_t below) {
   if (!pointers_in_db_) {
-    auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_count());
+    auto record_bytes = row_record_bytes(cfg_.dim, cache_->slot_floats());
     return log_->scan(
       record_bytes,
       [&](const scanned_record& r) -> caf::error {
@@ -81,7 +81,7 @@ caf::error leveldb_store::for_each_record(
   std::vector<float> values, slots;
   auto decoded = [&](std::string_view key, std::string_view bytes, const value_pointer* at) {
     row_record row;
-    if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_count(), values, slots, row))
+    if (!decode_row_record(key, bytes, cfg_.dim, cache_->slot_floats(), values, slots, row))
       return make_error(errc::corrupt_file,
                         cfg_.path + ": bad record for key '" + std::string{key} + "'");
     return f(key, row, at);

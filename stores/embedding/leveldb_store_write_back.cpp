@@ -149,7 +149,7 @@ caf::error leveldb_store::finish_pending() {
     auto row = row_of(key);
     if (row == none) {
       row_record record;
-      if (!decode_row_record(key, rows->record(i), cfg_.dim, cache_->slot_count(), values, slots,
+      if (!decode_row_record(key, rows->record(i), cfg_.dim, cache_->slot_floats(), values, slots,
                              record))
         continue;
       auto put = cache_->put_row(record);

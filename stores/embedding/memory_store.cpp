@@ -5,7 +5,7 @@
 #include <new>
 
 #include "compute/initializer.hpp"
-#include "compute/optimizer.hpp"
+#include "compute/rules/rule_registry.hpp"
 #include "messages/error.hpp"
 #include "stores/embedding/de_config.hpp"
 
@@ -33,23 +33,25 @@ caf::expected<std::unique_ptr<memory_store>> memory_store::make(memory_store_opt
     return make_error(errc::invalid_config, "default_value must have dim values");
   if (auto err = compute::validate(opts.init))
     return make_error(err);
-  if (auto err = compute::validate(opts.optimizer))
-    return make_error(err);
+  auto rule = compute::bind_rule(opts.optimizer, opts.dim, compute::rule_registry::global());
+  if (!rule)
+    return make_error(rule.error());
   if (auto err = validate(opts.eviction))
     return err;
   auto admission = make_admission(opts.admission);
   if (!admission)
     return std::move(admission.error());
-  std::unique_ptr<memory_store> store{new memory_store(std::move(opts))};
+  std::unique_ptr<memory_store> store{new memory_store(std::move(opts), std::move(*rule))};
   store->admission_ = std::move(*admission);
   return store;
 }
 
-memory_store::memory_store(memory_store_options opts)
+memory_store::memory_store(memory_store_options opts, compute::bound_rule rule)
   : opts_(std::move(opts)),
-    slots_(compute::slot_count(opts_.optimizer)),
+    rule_(std::move(rule)),
+    slot_floats_(rule_.slot_floats()),
     index_(16),
-    rows_(row_block_bytes(opts_.dim * (1 + slots_))) {
+    rows_(row_block_bytes(opts_.dim + slot_floats_)) {
   set_sampler(opts_.sampler);
 }
 
@@ -58,16 +60,15 @@ uint64_t memory_store::exact_frequency(std::string_view key, uint64_t stored) {
   return row ? row->meta->frequency : stored;
 }
 
-size_t memory_store::max_row_bytes(size_t dim, size_t slots, size_t key_bytes) {
+size_t memory_store::max_row_bytes(size_t dim, size_t slot_floats, size_t key_bytes) {
   // A free-list entry in a vector that may be half used.
-  return row_block_bytes(dim * (1 + slots)) + sizeof(slot) * 16 / 5 + 4 * key_bytes +
+  return row_block_bytes(dim + slot_floats) + sizeof(slot) * 16 / 5 + 4 * key_bytes +
          2 * sizeof(uint32_t);
 }
 
 row_ref memory_store::ref(uint32_t row) {
   auto values = values_of(row);
-  return {
-    key_of(row), {values, opts_.dim}, {values + opts_.dim, opts_.dim * slots_}, &meta_of(row), row};
+  return {key_of(row), {values, opts_.dim}, {values + opts_.dim, slot_floats_}, &meta_of(row), row};
 }
 
 void memory_store::prefetch_key(uint32_t index) {
@@ -160,7 +161,7 @@ row_ref memory_store::insert_at(size_t i, std::string_view key, uint64_t hash) {
   ++size_;
   auto r = ref(row);
   compute::initialize_row(opts_.init, hash, r.values);
-  compute::init_slots(opts_.optimizer, r.slots);
+  rule_.init_slots(r.slots);
   sampling_set(key, 0);
   return r;
 }
@@ -411,6 +412,7 @@ caf::error memory_store::lookup_hashed(std::span<const std::string_view> keys,
                      if (auto times = lookup_count(k); times > 0) {
                        sampling_counted(keys[k], meta.frequency, times);
                        meta.frequency += times;
+                       react_on_lookup(row);
                      }
                      meta.last_access = tick_;
                      std::memcpy(dest.data(), values_of(row), dim * sizeof(float));
@@ -441,35 +443,62 @@ caf::error memory_store::update_hashed(std::span<const std::string_view> keys,
   }
   ++tick_;
   current_step_ = std::max(current_step_, step);
+  scratch_updates_.clear();
   for_each_located(keys, hashes, sizeof(row_meta) + stride() * sizeof(float),
                    [&](size_t k, uint32_t row) {
-                     std::optional<row_ref> r;
-                     if (row != empty) {
-                       r = ref(row);
-                     } else {
+                     if (row == empty) {
                        bool found = false;
                        auto i = probe(keys[k], hashes[k], found);
                        if (found) {
-                         r = ref(index_[i].row);
+                         row = index_[i].row;
                        } else if (admission_) {
                          ++dropped_updates_;
                          return;
                        } else {
-                         r = insert_at(i, keys[k], hashes[k]);
+                         row = insert_at(i, keys[k], hashes[k]).index;
                        }
                      }
-                     update_row(r->index, grads.subspan(k * dim, dim), step);
+                     stage_update(row, grads.data() + k * dim, step);
                    });
+  apply_staged(step);
   evict();
   return {};
 }
 
-void memory_store::update_row(uint32_t index, std::span<const float> grad, int64_t step) {
-  auto r = ref(index);
-  compute::apply_gradient(opts_.optimizer, r.values, r.slots, grad, r.meta->updates);
+void memory_store::stage_update(uint32_t row, const float* grad, int64_t step) {
+  auto r = ref(row);
+  scratch_updates_.push_back({r.values.data(), r.slots.data(), grad, ++r.meta->updates,
+                              r.meta->frequency, r.meta->last_update});
   r.meta->last_update = step;
   r.meta->last_access = tick_;
+  // The rule runs on rows still in the CPU's caches.
+  if (scratch_updates_.size() == staged_updates)
+    apply_staged(step);
+}
+
+void memory_store::apply_staged(int64_t step) {
+  if (!scratch_updates_.empty())
+    rule_.update(step, scratch_updates_);
+  scratch_updates_.clear();
   current_step_ = std::max(current_step_, step);
+}
+
+bool memory_store::react_on_lookup(uint32_t index) {
+  if (!rule_.reacts_on_lookup())
+    return false;
+  auto r = ref(index);
+  compute::row_lookup row{r.values.data(), r.slots.data(), r.meta->frequency, r.meta->last_update};
+  rule_.on_lookup(current_step_, {&row, 1});
+  return true;
+}
+
+void memory_store::update_rows(std::span<const uint32_t> rows, std::span<const float> grads,
+                               int64_t step) {
+  scratch_updates_.clear();
+  for (size_t k = 0; k < rows.size(); ++k)
+    if (rows[k] != empty)
+      stage_update(rows[k], grads.data() + k * opts_.dim, step);
+  apply_staged(step);
 }
 
 caf::error memory_store::export_rows(const std::function<void(const row_record&)>& f) {
@@ -499,7 +528,7 @@ caf::error memory_store::import_row(const row_record& row) {
 }
 
 caf::expected<row_ref> memory_store::put_row(const row_record& row) {
-  if (row.values.size() != opts_.dim || row.slots.size() != opts_.dim * slots_)
+  if (row.values.size() != opts_.dim || row.slots.size() != slot_floats_)
     return make_error(errc::dimension_mismatch,
                       "row '" + std::string{row.key} + "' has " +
                         std::to_string(row.values.size()) + " values and " +

@@ -18,6 +18,7 @@
 #include <caf/expected.hpp>
 
 #include "compute/hash.hpp"
+#include "compute/rules/bound_rule.hpp"
 #include "messages/embedding/embedding_config.hpp"
 #include "stores/embedding/admission.hpp"
 #include "stores/embedding/embedding_store.hpp"
@@ -69,7 +70,8 @@ struct row_ref {
 
 class memory_store : public embedding_store {
 public:
-  /// Fails with errc::invalid_config for dim 0 or an invalid initializer or optimizer.
+  /// Fails with errc::invalid_config for dim 0, an invalid initializer, or an update rule that
+  /// does not bind (compute::bind_rule: errc::unknown_rule for a rule this process does not know).
   static caf::expected<std::unique_ptr<memory_store>> make(memory_store_options opts);
 
   size_t dim() const override { return opts_.dim; }
@@ -84,7 +86,9 @@ public:
     for_each([&](const row_ref& r) { f(r.key, r.values); });
     return {};
   }
-  size_t slot_count() const override { return slots_; }
+  size_t slot_floats() const override { return slot_floats_; }
+  /// The table's update rule, bound to its parameters.
+  const compute::bound_rule& rule() const { return rule_; }
   caf::error export_rows(const std::function<void(const row_record&)>& f) override;
   caf::error import_row(const row_record& row) override;
   caf::error export_keys(std::span<const std::string_view> keys,
@@ -98,11 +102,11 @@ public:
 
   size_t size() const { return size_; }
 
-  /// The most a row with a key of `key_bytes` costs a store of `dim` values and `slots` slot
-  /// vectors in steady state: its block, its share of an index that may be only 5/16 full, its
-  /// key in an arena that may be a quarter live, and its free-list entry. stats().bytes stays
-  /// within size() times this (plus the 2 MiB chunk being filled) for keys no longer.
-  static size_t max_row_bytes(size_t dim, size_t slots, size_t key_bytes);
+  /// The most a row with a key of `key_bytes` costs a store of `dim` values and `slot_floats`
+  /// floats of rule state in steady state: its block, its share of an index that may be only 5/16
+  /// full, its key in an arena that may be a quarter live, and its free-list entry. stats().bytes
+  /// stays within size() times this (plus the 2 MiB chunk being filled) for keys no longer.
+  static size_t max_row_bytes(size_t dim, size_t slot_floats, size_t key_bytes);
 
   /// The row of `key`, if present; does not count as a lookup.
   std::optional<row_ref> find(std::string_view key);
@@ -119,9 +123,14 @@ public:
 
   /// The row numbered `index` (row_ref::index), which must exist.
   row_ref row(uint32_t index) { return ref(index); }
-  /// Applies `grad` (dim finite values) to the row numbered `index` with the store's optimizer
-  /// at `step`, as update does for one key.
-  void update_row(uint32_t index, std::span<const float> grad, int64_t step);
+  /// Applies gradients to rows by number with the store's update rule at `step`, as update does
+  /// for their keys: the row numbered rows[k] takes grads[k * dim, (k + 1) * dim) (finite), and
+  /// a row of no_row is passed over. Rows must be distinct.
+  void update_rows(std::span<const uint32_t> rows, std::span<const float> grads, int64_t step);
+  /// The rule's reaction to a training lookup of the row numbered `index` (update_rule::
+  /// on_lookup, at the latest step the store has seen); false, with nothing done, when the rule
+  /// does not react. lookup calls it for each key counted.
+  bool react_on_lookup(uint32_t index);
   /// import_row, answering the row written.
   caf::expected<row_ref> put_row(const row_record& row);
 
@@ -169,11 +178,11 @@ private:
   static constexpr size_t inline_key_bytes = 14;
   static_assert(inline_key_bytes <= 16, "equal_short compares at most 16 bytes");
 
-  explicit memory_store(memory_store_options opts);
+  memory_store(memory_store_options opts, compute::bound_rule rule);
 
   uint64_t exact_frequency(std::string_view key, uint64_t stored) override;
 
-  size_t stride() const { return opts_.dim * (1 + slots_); }
+  size_t stride() const { return opts_.dim + slot_floats_; }
   /// A row's block: its row_meta, then dim values, then the optimizer slots.
   row_meta& meta_of(uint32_t row) { return *reinterpret_cast<row_meta*>(rows_.at(row)); }
   float* values_of(uint32_t row) {
@@ -206,11 +215,18 @@ private:
   row_ref insert_at(size_t slot, std::string_view key, uint64_t hash);
   /// Applies TTL, then the row limit; runs at the end of a batch, never inside one.
   void evict();
+  /// Counts an update of the row numbered `row` by `grad` (dim floats, which must stay valid
+  /// until apply_staged) and stages it; the rule runs once staged_updates are.
+  void stage_update(uint32_t row, const float* grad, int64_t step);
+  /// Runs the rule over the staged updates.
+  void apply_staged(int64_t step);
+  static constexpr size_t staged_updates = 64;
   /// Rewrites the key arena without erased keys once they are more than half of it.
   void compact_keys();
 
   memory_store_options opts_;
-  size_t slots_ = 0;
+  compute::bound_rule rule_;
+  size_t slot_floats_ = 0;
   size_t size_ = 0;
   /// The low 32 bits of the key's hash beside its row, and a short key itself, so that a hit
   /// reads one slot and one row block. key_size is long_key when the key is in the arena only.
@@ -260,6 +276,8 @@ private:
   /// Per-batch scratch space of lookup(), kept to avoid allocating per call.
   std::vector<uint64_t> scratch_hashes_;
   std::vector<uint32_t> scratch_rows_;
+  /// Rows whose update is staged for the rule, at most staged_updates.
+  std::vector<compute::row_update> scratch_updates_;
 };
 
 } // namespace darcy::stores

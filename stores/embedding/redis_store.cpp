@@ -178,7 +178,7 @@ caf::expected<std::unique_ptr<redis_store>> redis_store::open_reader(const std::
 
 caf::error redis_store::prepare(bool writer) {
   auto format_key = namespace_ + ":format";
-  auto format = row_format(cfg_, slot_count());
+  auto format = row_format(cfg_, slot_floats());
   std::vector<redis_command> commands;
   if (writer)
     commands.push_back({"SET", format_key, format, "NX"});
@@ -359,7 +359,7 @@ caf::error redis_store::fetch_rows(std::vector<std::string_view>& fetch, bool cr
       auto& element = reply.elements[j];
       if (element.type == redis_reply::kind::string) {
         row_record row;
-        if (!decode_record(key, element.str, cfg_.dim, slot_count(), values, slots, row))
+        if (!decode_record(key, element.str, cfg_.dim, slot_floats(), values, slots, row))
           return make_error(errc::corrupt_file, "redis at " + client_->address() +
                                                   ": bad record for key '" + std::string{key} +
                                                   "' of embedding '" + cfg_.name + "'");
@@ -491,7 +491,7 @@ caf::error redis_store::read_through(std::span<const std::string_view> keys, std
           std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());
         else
           compute::initialize_row(cfg_.init, compute::hash_key(keys[k]), dest);
-      } else if (decode_record(keys[k], element.str, dim, slot_count(), values, slots, row)) {
+      } else if (decode_record(keys[k], element.str, dim, slot_floats(), values, slots, row)) {
         std::copy(row.values.begin(), row.values.end(), dest.begin());
       } else {
         return make_error(errc::corrupt_file, "redis at " + client_->address() +
@@ -555,7 +555,7 @@ caf::error redis_store::export_rows(const std::function<void(const row_record&)>
           if (reply.elements[j].type != redis_reply::kind::string)
             continue; // listed, then deleted
           row_record row;
-          if (!decode_record(keys[j], reply.elements[j].str, cfg_.dim, slot_count(), values, slots,
+          if (!decode_record(keys[j], reply.elements[j].str, cfg_.dim, slot_floats(), values, slots,
                              row))
             return make_error(errc::corrupt_file, "redis at " + client_->address() +
                                                     ": bad record for key '" + keys[j] + "'");
@@ -570,7 +570,7 @@ caf::error redis_store::export_rows(const std::function<void(const row_record&)>
 }
 
 caf::error redis_store::import_row(const row_record& row) {
-  if (row.values.size() != cfg_.dim || row.slots.size() != cfg_.dim * slot_count())
+  if (row.values.size() != cfg_.dim || row.slots.size() != slot_floats())
     return make_error(errc::dimension_mismatch, "row '" + std::string{row.key} +
                                                   "' does not fit embedding '" + cfg_.name + "'");
   auto now = clock_();

@@ -1,5 +1,6 @@
 #include "stores/embedding/row_codec.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "compute/optimizer.hpp"
@@ -19,8 +20,8 @@ void copy_bytes(void* to, const void* from, size_t n) {
 
 } // namespace
 
-size_t row_record_bytes(size_t dim, size_t slots) {
-  return header_bytes + (dim + dim * slots) * sizeof(float);
+size_t row_record_bytes(size_t dim, size_t slot_floats) {
+  return header_bytes + (dim + slot_floats) * sizeof(float);
 }
 
 void append_row_record(const row_record& row, std::string& out) {
@@ -35,10 +36,10 @@ void append_row_record(const row_record& row, std::string& out) {
              row.slots.size() * sizeof(float));
 }
 
-bool decode_row_record(std::string_view key, std::string_view bytes, size_t dim, size_t slots,
+bool decode_row_record(std::string_view key, std::string_view bytes, size_t dim, size_t slot_floats,
                        std::vector<float>& values, std::vector<float>& slot_values,
                        row_record& out) {
-  if (bytes.size() != row_record_bytes(dim, slots))
+  if (bytes.size() != row_record_bytes(dim, slot_floats))
     return false;
   uint64_t frequency, updates;
   int64_t last_update;
@@ -46,17 +47,20 @@ bool decode_row_record(std::string_view key, std::string_view bytes, size_t dim,
   std::memcpy(&updates, bytes.data() + 8, 8);
   std::memcpy(&last_update, bytes.data() + 16, 8);
   values.resize(dim);
-  slot_values.resize(dim * slots);
+  slot_values.resize(slot_floats);
   copy_bytes(values.data(), bytes.data() + header_bytes, dim * sizeof(float));
   copy_bytes(slot_values.data(), bytes.data() + header_bytes + dim * sizeof(float),
-             dim * slots * sizeof(float));
+             slot_floats * sizeof(float));
   out = {key, values, slot_values, frequency, updates, last_update};
   return true;
 }
 
-std::string row_format(const de_config& cfg, size_t slots) {
-  return "dim=" + std::to_string(cfg.dim) + ";slots=" + std::to_string(slots) +
-         ";optimizer=" + to_string(cfg.optimizer.kind);
+std::string row_format(const de_config& cfg, size_t slot_floats) {
+  auto dim = "dim=" + std::to_string(cfg.dim);
+  if (cfg.optimizer.rule.empty())
+    return dim + ";slots=" + std::to_string(slot_floats / std::max<size_t>(1, cfg.dim)) +
+           ";optimizer=" + to_string(cfg.optimizer.kind);
+  return dim + ";slot_floats=" + std::to_string(slot_floats) + ";rule=" + cfg.optimizer.rule;
 }
 
 } // namespace darcy::stores

@@ -19,7 +19,8 @@ ShardFile::Builder start_file(capnp::MessageBuilder& message, const std::string&
   auto file = message.initRoot<ShardFile>();
   file.setEmbedding(name);
   file.setDim(static_cast<uint32_t>(store.dim()));
-  file.setSlotCount(static_cast<uint32_t>(store.slot_count()));
+  file.setSlotCount(static_cast<uint32_t>(store.slot_floats() / store.dim()));
+  file.setSlotFloats(static_cast<uint32_t>(store.slot_floats()));
   return file;
 }
 

@@ -30,7 +30,8 @@ uint64_t write_behind_store::exact_frequency(std::string_view key, uint64_t stor
 }
 
 size_t write_behind_store::cached_row_bytes(size_t key_bytes) const {
-  return memory_store::max_row_bytes(cfg_.dim, cache_->slot_count(), key_bytes) + 2 * sizeof(entry);
+  return memory_store::max_row_bytes(cfg_.dim, cache_->slot_floats(), key_bytes) +
+         2 * sizeof(entry);
 }
 
 void write_behind_store::account_key(std::string_view key, int sign, size_t rows) {
@@ -248,18 +249,20 @@ caf::error write_behind_store::lookup(std::span<const std::string_view> keys,
     auto dest = out.subspan(k * cfg_.dim, cfg_.dim);
     if (found_[k] != none) {
       auto row = cache_->row(found_[k]);
-      std::copy(row.values.begin(), row.values.end(), dest.begin());
       if (!cfg_.read_only) {
-        // A row read but not counted stays as the backend holds it (created rows are dirty).
+        // A row read but not counted stays as the backend holds it (created rows are dirty);
+        // a counted one is dirty, whatever the rule's reaction changed in it.
         auto times = lookup_count(k);
         if (times > 0) {
           sampling_counted(keys[k], row.meta->frequency, times);
           row.meta->frequency += times;
+          cache_->react_on_lookup(found_[k]);
         }
         touch_row(found_[k], keys[k], times > 0, at);
         if (times > 0)
           entry_at(found_[k]).counted = true;
       }
+      std::copy(row.values.begin(), row.values.end(), dest.begin());
     } else if (cfg_.read_only && !cfg_.default_value.empty()) {
       std::copy(cfg_.default_value.begin(), cfg_.default_value.end(), dest.begin());
     } else {
@@ -303,14 +306,13 @@ caf::error write_behind_store::update(std::span<const std::string_view> keys,
   if (auto err = load(keys, !admission_, found_))
     return err;
   last_step_ = std::max(last_step_, step);
+  cache_->update_rows(found_, grads, step);
   auto at = now();
   for (size_t k = 0; k < keys.size(); ++k) {
-    if (found_[k] == none) {
+    if (found_[k] == none)
       ++dropped_updates_;
-      continue;
-    }
-    cache_->update_row(found_[k], grads.subspan(k * cfg_.dim, cfg_.dim), step);
-    touch_row(found_[k], keys[k], true, at);
+    else
+      touch_row(found_[k], keys[k], true, at);
   }
   return settle_within_budget();
 }

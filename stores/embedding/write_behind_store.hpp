@@ -24,7 +24,7 @@ class write_behind_store : public embedding_store {
 public:
   size_t dim() const override { return cfg_.dim; }
   const de_config& config() const { return cfg_; }
-  size_t slot_count() const override { return cache_->slot_count(); }
+  size_t slot_floats() const override { return cache_->slot_floats(); }
 
   using embedding_store::lookup;
   using embedding_store::update;

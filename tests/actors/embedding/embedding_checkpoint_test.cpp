@@ -28,6 +28,16 @@ de_config table(const std::string& name, optimizer_kind kind, uint32_t dim) {
   return cfg;
 }
 
+/// "users" trains with a rule its config names, whose state is one float a row (row-wise
+/// Adagrad); "items" with an optimizer kind whose state is two a value (Adam): both kinds of
+/// slots move between shard counts and backends with their rows.
+de_config users_table() {
+  auto cfg = table("users", optimizer_kind::adagrad, 4);
+  cfg.optimizer.rule = "rowwise_adagrad";
+  cfg.optimizer.params = {{"learning_rate", 0.05f}};
+  return cfg;
+}
+
 class checkpoint_test : public test::system_fixture {
 protected:
   void SetUp() override {
@@ -44,8 +54,7 @@ protected:
   }
 
   void create_tables(const embedding_master_actor& m) {
-    ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, create_atom::value,
-                             table("users", optimizer_kind::adagrad, 4)));
+    ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, create_atom::value, users_table()));
     ASSERT_TRUE(ask<ok_atom>(sys, m, test::patience, create_atom::value,
                              table("items", optimizer_kind::adam, 3)));
   }
@@ -228,7 +237,7 @@ namespace darcy::actors {
 namespace {
 
 TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
-  auto persistent = table("users", optimizer_kind::adagrad, 4);
+  auto persistent = users_table();
   persistent.backend = backend_kind::leveldb;
   persistent.path = dir + "/db-two";
   auto [two, two_shards] = start(2);
@@ -248,7 +257,7 @@ TEST_F(checkpoint_test, LeveldbTablesMoveBetweenShardCountsToo) {
 }
 
 TEST_F(checkpoint_test, LeveldbTablesChainIncrementalCheckpointsToo) {
-  auto persistent = table("users", optimizer_kind::adagrad, 4);
+  auto persistent = users_table();
   persistent.backend = backend_kind::leveldb;
   persistent.path = dir + "/db-chain";
   persistent.cache_bytes = 1; // 16 rows in memory: deltas read rows from the database
@@ -272,7 +281,7 @@ TEST_F(checkpoint_test, LeveldbTablesChainIncrementalCheckpointsToo) {
 TEST_F(checkpoint_test, RedisTablesMoveBetweenShardCountsToo) {
   auto redis = darcy::testing::redis_server::start({});
   ASSERT_TRUE(redis) << render(error_of(redis));
-  auto shared = table("users", optimizer_kind::adagrad, 4);
+  auto shared = users_table();
   shared.backend = backend_kind::redis;
   shared.path = (*redis)->url("checkpoint");
   shared.staleness_ms = 0; // Redis holds every change when a call returns

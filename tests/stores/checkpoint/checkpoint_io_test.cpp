@@ -73,6 +73,35 @@ TEST_F(checkpoint_io_test, ManifestRoundTripKeepsConfigsFilesAndExtra) {
   EXPECT_EQ(back->embeddings[0].files[1].checksum, 22u);
 }
 
+TEST_F(checkpoint_io_test, ATablesUpdateRuleAndItsParametersRoundTrip) {
+  struct rule_case {
+    const char* name;
+    std::string rule;
+    std::vector<rule_value> params;
+  };
+  const rule_case cases[] = {{"the rule of its kind", "", {}},
+                             {"a named rule", "rowwise_adagrad", {{"learning_rate", 0.25f}}},
+                             {"two parameters", "decayed", {{"a", 1.5f}, {"b", -2}}}};
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    checkpoint_manifest m;
+    auto cfg = adam_config();
+    cfg.optimizer.rule = c.rule;
+    cfg.optimizer.params = c.params;
+    m.embeddings.push_back({cfg, {}});
+    ASSERT_FALSE(write_manifest(dir, m));
+    auto back = read_manifest(dir);
+    ASSERT_TRUE(back) << render(error_of(back));
+    auto& o = back->embeddings.at(0).config.optimizer;
+    EXPECT_EQ(o.rule, c.rule);
+    ASSERT_EQ(o.params.size(), c.params.size());
+    for (size_t i = 0; i < c.params.size(); ++i) {
+      EXPECT_EQ(o.params[i].name, c.params[i].name);
+      EXPECT_EQ(o.params[i].value, c.params[i].value);
+    }
+  }
+}
+
 TEST_F(checkpoint_io_test, Format1ManifestReadsAsAnEmbeddingCheckpoint) {
   capnp::MallocMessageBuilder message;
   auto root = message.initRoot<Manifest>();

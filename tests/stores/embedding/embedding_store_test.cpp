@@ -113,7 +113,7 @@ TEST_P(sampling_stores, TheIndexAgreesWithAPassOverTheRowsAfterEvictionsAndSpill
   }
   // Rows imported (a restore) enter the index with their frequency; the import may evict
   // others (LFU at max_rows), which leave it.
-  std::vector<float> values(4, 0.5f), slots(store->slot_count() * 4, 0.1f);
+  std::vector<float> values(4, 0.5f), slots(store->slot_floats(), 0.1f);
   ASSERT_FALSE(store->import_row({"restored", values, slots, 5000, 0, 0}));
   auto after = store->sample_metadata({"restored"});
   ASSERT_TRUE(after);

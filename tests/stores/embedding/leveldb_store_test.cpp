@@ -21,20 +21,36 @@ using leveldb_testing::leveldb_store_test;
 namespace fs = std::filesystem;
 
 TEST_F(leveldb_store_test, AgreesWithTheMemoryStoreThroughATinyCache) {
-  auto cfg = config("tiny", 1);
-  auto disk = open(cfg);
-  ASSERT_EQ(disk->cache_capacity(), 16u) << "the smallest cache forces write-backs";
-  auto mem = memory_twin(cfg);
-  ASSERT_TRUE(mem);
-  std::mt19937 rng{3};
-  std::vector<std::string> keys;
-  for (int step = 0; step < 300; ++step) {
-    ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 200, step, keys));
-    ASSERT_LE(disk->cached_rows(), 16u);
+  // The rules' slots go to disk and back with their rows: a value's worth (Adagrad), one float a
+  // row (row-wise Adagrad), and a rule named with its parameters.
+  struct rule_case {
+    const char* name;
+    std::string rule;
+    std::vector<rule_value> params;
+  };
+  const rule_case cases[] = {{"adagrad", "", {}},
+                             {"rowwise_adagrad", "rowwise_adagrad", {{"learning_rate", 0.1f}}},
+                             {"clipped_adagrad", "clipped_adagrad", {{"clip_norm", 0.5f}}}};
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto cfg = config(std::string{"tiny_"} + c.name, 1);
+    cfg.optimizer.rule = c.rule;
+    cfg.optimizer.params = c.params;
+    auto disk = open(cfg);
+    ASSERT_TRUE(disk);
+    ASSERT_EQ(disk->cache_capacity(), 16u) << "the smallest cache forces write-backs";
+    auto mem = memory_twin(cfg);
+    ASSERT_TRUE(mem);
+    std::mt19937 rng{3};
+    std::vector<std::string> keys;
+    for (int step = 0; step < 300; ++step) {
+      ASSERT_NO_FATAL_FAILURE(twin_step(*disk, *mem, rng, 200, step, keys));
+      ASSERT_LE(disk->cached_rows(), 16u);
+    }
+    EXPECT_EQ(disk->stats().rows, mem->stats().rows);
+    EXPECT_EQ(state_of(*disk), state_of(*mem))
+      << "values, rule slots and update counts survive write-back";
   }
-  EXPECT_EQ(disk->stats().rows, mem->stats().rows);
-  EXPECT_EQ(state_of(*disk), state_of(*mem))
-    << "values, optimizer slots and update counts survive write-back";
 }
 
 // Rows beyond the cache are read from the log where the pointer index holds their place, and
@@ -147,6 +163,10 @@ TEST_F(leveldb_store_test, DatabaseOfAnotherShapeOrBadConfigIsRefused) {
   auto other = cfg;
   other.dim = 8;
   EXPECT_TRUE(is(error_of(leveldb_store::open(other)), errc::corrupt_file));
+  // Another rule's rows keep other slots: row-wise Adagrad's 1 float a row, not Adagrad's 4.
+  auto rowwise = cfg;
+  rowwise.optimizer.rule = "rowwise_adagrad";
+  EXPECT_TRUE(is(error_of(leveldb_store::open(rowwise)), errc::corrupt_file));
   auto no_path = cfg;
   no_path.path.clear();
   EXPECT_TRUE(is(validate(no_path), errc::invalid_config));
@@ -428,7 +448,7 @@ TEST_F(leveldb_store_test, ADatabaseWithItsPointersInLevelDbIsServedAndKeepsThem
     auto at = log->append("old", record);
     ASSERT_FALSE(log->write_out(true));
     ASSERT_TRUE(
-      db->Put(leveldb::WriteOptions{}, "m:format", row_format(cfg, 1) + ";values=log").ok());
+      db->Put(leveldb::WriteOptions{}, "m:format", row_format(cfg, cfg.dim) + ";values=log").ok());
     ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "rold", encode_pointer(at)).ok());
   }
   std::map<std::string, std::vector<float>> expected;
@@ -551,7 +571,7 @@ TEST_F(leveldb_store_test, ADatabaseWrittenWithRowsInlineIsServedAsWritten) {
     std::unique_ptr<leveldb::DB> db{raw};
     std::string record;
     append_row_record({"old", values, slots, 3, 2, 9}, record);
-    ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "m:format", row_format(cfg, 1)).ok());
+    ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "m:format", row_format(cfg, cfg.dim)).ok());
     ASSERT_TRUE(db->Put(leveldb::WriteOptions{}, "rold", record).ok());
   }
   {

@@ -8,6 +8,7 @@
 
 #include "compute/initializer.hpp"
 #include "compute/optimizer.hpp"
+#include "compute/rules/rule_registry.hpp"
 #include "messages/error.hpp"
 
 namespace darcy::stores {
@@ -486,6 +487,56 @@ TEST(memory_store_policies, InvalidEvictionConfigIsRefused) {
   auto lru = options(2);
   lru.eviction = {eviction_kind::lru, 0, 0};
   EXPECT_TRUE(is(error_of(memory_store::make(lru)), errc::invalid_config));
+}
+
+} // namespace
+} // namespace darcy::stores
+
+namespace darcy::stores {
+namespace {
+
+/// Halves a row each time a training lookup reads it, and applies SGD at rate 1.
+class halving_rule final : public compute::update_rule {
+public:
+  std::string_view name() const override { return "test_halving_on_lookup"; }
+  std::vector<compute::rule_param> params() const override { return {}; }
+  void update(const compute::rule_context& c,
+              std::span<const compute::row_update> rows) const override {
+    for (auto& r : rows)
+      for (size_t i = 0; i < c.dim; ++i)
+        r.values[i] -= r.grad[i];
+  }
+  bool reacts_on_lookup() const override { return true; }
+  void on_lookup(const compute::rule_context& c,
+                 std::span<const compute::row_lookup> rows) const override {
+    for (auto& r : rows)
+      for (size_t i = 0; i < c.dim; ++i)
+        r.values[i] *= 0.5f;
+  }
+};
+
+TEST(memory_store, ARuleThatReactsOnLookupChangesTheRowsATrainingLookupReads) {
+  auto& registry = compute::rule_registry::global();
+  if (!registry.find("test_halving_on_lookup")) {
+    ASSERT_FALSE(registry.add(std::make_shared<halving_rule>()));
+  }
+  auto opts = options(2);
+  opts.optimizer.rule = "test_halving_on_lookup";
+  opts.init.kind = init_kind::zeros;
+  auto store = make_store(opts);
+  std::string_view keys[] = {"k"};
+  const float grad[] = {-8, 4};
+  ASSERT_FALSE(store->update(keys, grad, 1));
+  // Counted once, read after the reaction: (8, -4) halved.
+  EXPECT_EQ(lookup_one(*store, "k"), (std::vector<float>{4, -2}));
+  EXPECT_EQ(lookup_one(*store, "k"), (std::vector<float>{2, -1}));
+  // A read that counts nothing (a sampled negative's) leaves the row as it is.
+  std::vector<float> out(2);
+  const uint32_t counts[] = {0};
+  const uint64_t hashes[] = {compute::hash_key("k")};
+  ASSERT_FALSE(store->lookup(keys, hashes, counts, out));
+  EXPECT_EQ(out, (std::vector<float>{2, -1}));
+  EXPECT_EQ(store->find("k")->values[0], 2.0f);
 }
 
 } // namespace
