@@ -231,6 +231,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     ->add_option("--colossal-shards", ctr->colossal_shards,
                  "Shards of every table in both colossal runs (one database each)")
     ->check(CLI::Range(1, 1024));
+  ctr_cmd->add_option("--compare-rule", ctr->compare_rule,
+                      "DLRM once more with this update rule on its tables (\"\": not run)");
   ctr_cmd->add_option("--prefetch-batches", ctr->prefetch_batches,
                       "Batches the colossal run looks ahead, their rows brought into memory "
                       "before their step (0: none, the default)");
@@ -248,7 +250,10 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   embedding->add_option("--repetitions", emb->repetitions, "Passes per figure (median)")
     ->check(CLI::Range(1, 101));
   embedding->add_option("--paths", emb->paths,
-                        "Paths to run, comma-separated: store,service,direct,remote,leveldb");
+                        "Paths to run, comma-separated: store,service,direct,remote,leveldb,rules");
+  embedding->add_option("--rule-plugin", emb->rule_plugin,
+                        "The plugin of rule_update_vs_builtin (default: "
+                        "libdarcy_rule_bench_adagrad.so beside darcy-bench)");
   embedding->callback(
     [emb, &exit_code] { exit_code = report("embedding", run_embedding_bench(*emb)); });
 

@@ -135,6 +135,10 @@ caf::error run_quality(const ctr_bench_options& o, nlohmann::json& m) {
     o.epochs, o.batch, o.embedding_dim, joined(o.bottom_units).c_str(),
     joined(o.top_units).c_str());
   double darcy_rate = 0, darcy_auc = 0, bayes = 0;
+  auto bytes_per_row = [](const estimator_apps::ctr_result& r) {
+    return static_cast<double>(r.memory_tier_bytes) /
+           static_cast<double>(std::max<uint64_t>(1, r.embedding_rows));
+  };
   for (auto kind :
        {estimator_apps::ctr_model_kind::dlrm, estimator_apps::ctr_model_kind::wide_deep}) {
     estimator_apps::ctr_options c;
@@ -163,6 +167,23 @@ caf::error run_quality(const ctr_bench_options& o, nlohmann::json& m) {
       darcy_rate = r->examples_per_second;
       darcy_auc = r->auc;
       bayes = r->bayes_auc;
+      m["dlrm_bytes_per_row"] = bytes_per_row(*r);
+      if (!o.compare_rule.empty()) {
+        auto with_rule = c;
+        if (!estimator_apps::set_optimizer_named(with_rule.embedding_optimizer, o.compare_rule))
+          return make_error(errc::invalid_argument, "--compare-rule " + o.compare_rule);
+        auto rr = estimator_apps::run_ctr(with_rule);
+        if (!rr)
+          return with_step("darcy dlrm with rule " + o.compare_rule, rr.error());
+        std::printf(
+          "darcy_dlrm with %s on its tables: %.0f examples/s, test AUC %.4f (%+.4f), "
+          "%.0f bytes a row (%.0f with %s)\n",
+          o.compare_rule.c_str(), rr->examples_per_second, rr->auc, rr->auc - r->auc,
+          bytes_per_row(*rr), bytes_per_row(*r), to_string(c.embedding_optimizer.kind).c_str());
+        m["rule_auc"] = rr->auc;
+        m["rule_auc_vs_adagrad"] = rr->auc - r->auc;
+        m["rule_bytes_per_row"] = bytes_per_row(*rr);
+      }
       // Where a step's time goes, and how far the MLPs are from the machine's sgemm rate:
       // a training example costs 3 passes (forward, and two products in backward).
       auto examples = double(r->train_examples);

@@ -34,6 +34,9 @@ struct ctr_bench_options {
   bool peer = true;
   /// The Kaggle-profile part: the models' quality and speed against the peers.
   bool quality = true;
+  /// With quality: DLRM once more with this update rule on its tables at the same learning rate
+  /// (rule_auc_vs_adagrad, rule_bytes_per_row against dlrm_bytes_per_row); empty: not run.
+  std::string compare_rule = "rowwise_adagrad";
   /// The same DLRM as a distributed job on 127.0.0.1: 2 parameter servers whose node processes
   /// hold the tables' shards, 1 worker and an evaluator, for `cluster_steps` global steps.
   bool cluster = true;

@@ -16,6 +16,7 @@
 #include "actors/embedding/embedding_shard.hpp"
 #include "apps/bench/key_stream.hpp"
 #include "apps/bench/node_pair.hpp"
+#include "apps/bench/rule_bench.hpp"
 #include "messages/error.hpp"
 #include "runtime/ask.hpp"
 #include "runtime/cluster/client.hpp"
@@ -301,6 +302,20 @@ caf::error run_embedding_bench(const embedding_bench_options& o) {
     std::filesystem::remove_all(dir);
   }
 
+  // Update rules: Adagrad through a plugin against the built-in rule, in this run.
+  rule_bench_result rules;
+  if (runs(o, "rules")) {
+    auto plugin = o.rule_plugin;
+    if (plugin.empty())
+      plugin = (std::filesystem::path{runtime::self_executable()}.parent_path() /
+                "libdarcy_rule_bench_adagrad.so")
+                 .string();
+    auto r = run_rule_bench(plugin, updates, o.dim, o.repetitions);
+    if (!r)
+      return r.error();
+    rules = *r;
+  }
+
   std::ostringstream json;
   json << std::setprecision(6) << "{\"bench\":\"embedding\",\"metrics\":{"
        << "\"dense_rows_s\":" << dense_rows_s << ",\"store_lookup_rows_s\":" << store.lookup
@@ -316,6 +331,14 @@ caf::error run_embedding_bench(const embedding_bench_options& o) {
        << ",\"direct_vs_dense\":" << direct.lookup / dense_rows_s
        << ",\"remote_vs_dense\":" << remote.lookup / dense_rows_s
        << ",\"bytes_per_row\":" << bytes_per_row << ",\"raw_bytes_per_row\":" << raw_bytes_per_row
+       << ",\"builtin_rule_update_rows_s\":" << rules.builtin_update_rows_s
+       << ",\"plugin_rule_update_rows_s\":" << rules.plugin_update_rows_s
+       << ",\"rule_update_vs_builtin\":"
+       << (rules.builtin_update_rows_s > 0
+             ? rules.plugin_update_rows_s / rules.builtin_update_rows_s
+             : 0.0)
+       << ",\"adagrad_bytes_per_row\":" << rules.adagrad_bytes_per_row
+       << ",\"rowwise_adagrad_bytes_per_row\":" << rules.rowwise_bytes_per_row
        << ",\"leveldb_cold_rows_s\":" << leveldb_cold << ",\"leveldb_warm_rows_s\":" << leveldb_warm
        << ",\"keys\":" << o.keys << ",\"leveldb_keys\":" << o.leveldb_keys << ",\"dim\":" << o.dim
        << ",\"cores\":" << std::thread::hardware_concurrency() << "}}";

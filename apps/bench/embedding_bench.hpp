@@ -20,9 +20,12 @@ struct embedding_bench_options {
   uint64_t leveldb_keys = 1'000'000;
   /// Passes over the stream per figure; the figure is their median.
   uint32_t repetitions = 3;
-  /// Which paths run, comma-separated: store, service, direct, remote, leveldb (dense always
-  /// runs).
-  std::string paths = "store,service,direct,remote,leveldb";
+  /// Which paths run, comma-separated: store, service, direct, remote, leveldb, rules (dense
+  /// always runs).
+  std::string paths = "store,service,direct,remote,leveldb,rules";
+  /// The rule plugin of rule_update_vs_builtin; empty: libdarcy_rule_bench_adagrad.so beside
+  /// darcy-bench.
+  std::string rule_plugin;
 };
 
 caf::error run_embedding_bench(const embedding_bench_options& opts);

@@ -10,6 +10,7 @@
 
 #include "apps/cli/commands.hpp"
 #include "apps/cli/estimator_roles.hpp"
+#include "apps/cli/plugin_option.hpp"
 #include "apps/estimator/ctr.hpp"
 #include "apps/estimator/estimator_jobs.hpp"
 #include "messages/error.hpp"
@@ -225,6 +226,7 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
   auto crosses = std::make_shared<std::string>("0x1,2x5,3x8,10x13");
   auto dense_optimizer = std::make_shared<std::string>("adam");
   auto embedding_optimizer = std::make_shared<std::string>("adagrad");
+  auto plugins = std::make_shared<std::vector<std::string>>();
   auto ctr = cmd->add_subcommand(
     "ctr",
     "Click-through prediction on Criteo-format files: DLRM or Wide & Deep, one dynamic "
@@ -347,7 +349,9 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
   ctr->add_option("--learning-rate", o->dense_optimizer.learning_rate,
                   "Learning rate of the dense variables");
   ctr->add_option("--embedding-optimizer", *embedding_optimizer,
-                  "Of the embedding tables, applied in the shards");
+                  "Of the embedding tables, applied in the shards: an optimizer as --optimizer, "
+                  "or any update rule by name (rowwise_adagrad, clipped_adagrad, or a --plugin's)");
+  add_plugin_option(ctr, *plugins);
   ctr->add_option("--embedding-learning-rate", o->embedding_optimizer.learning_rate,
                   "Learning rate of the embedding tables");
   ctr->add_flag("--skip-malformed", o->skip_malformed,
@@ -383,10 +387,13 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
   ctr->add_flag("--quiet", o->quiet, "No progress bar");
   add_role_flags(ctr, *roles);
   ctr->callback([=, &exit_code] {
+    if ((exit_code = load_plugins(*plugins, "estimator ctr")) != 0)
+      return;
     auto parsed = parse_crosses(*crosses);
     auto kind = estimator_apps::ctr_model_named(*model);
     auto dense = optimizer_kind_named(*dense_optimizer);
-    auto embedding = optimizer_kind_named(*embedding_optimizer);
+    auto embedding =
+      estimator_apps::set_optimizer_named(o->embedding_optimizer, *embedding_optimizer);
     if (!parsed || !kind || !dense || !embedding) {
       exit_code =
         fail("estimator ctr: " +
@@ -399,7 +406,6 @@ void add_estimator_ctr_command(CLI::App* cmd, int& exit_code) {
     o->crosses = std::move(*parsed);
     o->model = *kind;
     o->dense_optimizer.kind = *dense;
-    o->embedding_optimizer.kind = *embedding;
     if (auto err = check_ctr_flags_fit_the_run(*flags, *stream, streamed->count() > 0,
                                                names_a_role(*roles))) {
       exit_code = fail("estimator ctr", err);

@@ -4,6 +4,7 @@
 
 #include "actors/actor_types.hpp"
 #include "apps/cli/commands.hpp"
+#include "apps/cli/plugin_option.hpp"
 #include "apps/estimator/estimator_jobs.hpp"
 #include "messages/error.hpp"
 #include "ops/session.hpp"
@@ -18,7 +19,7 @@ void add_node_command(CLI::App& app, int& exit_code) {
     size_t threads = 0;
     bool chaos = false;
     std::string embedding_service, embedding_checkpoint_dir;
-    std::vector<std::string> embedding_nodes;
+    std::vector<std::string> embedding_nodes, plugins;
     size_t embedding_shards = 1;
     int64_t embedding_timeout_ms = 5000;
   };
@@ -86,7 +87,10 @@ void add_node_command(CLI::App& app, int& exit_code) {
     ->add_option("--embedding-timeout-ms", f->embedding_timeout_ms,
                  "With --embedding-service: how long its master waits for a shard")
     ->check(CLI::Range(int64_t{1}, int64_t{86400000}));
+  add_plugin_option(cmd, f->plugins);
   cmd->callback([f, &exit_code] {
+    if ((exit_code = load_plugins(f->plugins, "node")) != 0)
+      return;
     runtime::node_options opts;
     if (!f->config.empty())
       if (auto err = runtime::load_node_config(f->config, opts)) {

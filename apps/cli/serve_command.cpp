@@ -1,5 +1,6 @@
 // `darcy serve`: the exported models behind the HTTP API (apps/serving/).
 #include "apps/cli/commands.hpp"
+#include "apps/cli/plugin_option.hpp"
 #include "apps/serving/serve_job.hpp"
 #include "messages/error.hpp"
 #include "runtime/cluster/cluster_file.hpp"
@@ -10,6 +11,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   auto job = std::make_shared<serving::serve_job>();
   auto listen = std::make_shared<std::string>("127.0.0.1:8080");
   auto cluster = std::make_shared<std::string>();
+  auto plugins = std::make_shared<std::vector<std::string>>();
   auto cmd = app.add_subcommand(
     "serve",
     "Serve exported models over HTTP: retrieval top-k, Estimator predict, versions, metrics");
@@ -60,7 +62,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                  "least this long, is sent again (then after 2x, 3x... until the deadline); "
                  "0: sent once")
     ->check(CLI::Range(0, 600000));
-  cmd->callback([job, listen, cluster, &exit_code] {
+  add_plugin_option(cmd, *plugins);
+  cmd->callback([job, listen, cluster, plugins, &exit_code] {
+    if ((exit_code = load_plugins(*plugins, "serve")) != 0)
+      return;
     auto address = runtime::parse_host_port(*listen);
     if (!address) {
       exit_code = fail("--listen", address.error());

@@ -10,6 +10,8 @@
 #include "apps/progress/progress_hook.hpp"
 #include "compute/ctr_synthetic.hpp"
 #include "compute/estimator/metrics.hpp"
+#include "compute/rules/bound_rule.hpp"
+#include "compute/rules/rule_registry.hpp"
 #include "messages/error.hpp"
 #include "ops/ctr/ctr_input.hpp"
 #include "ops/ctr/ctr_row_stream.hpp"
@@ -60,7 +62,7 @@ de_config placed(const ctr_options& o, de_config c) {
 /// The table of the wide part's weights of field `field` (one weight per id).
 de_config wide_table(const ctr_options& o, size_t field) {
   de_config c{.name = "ctr_wide_" + ops::ctr::ctr_field_key(field), .dim = 1};
-  c.optimizer = o.embedding_optimizer;
+  c.optimizer = table_optimizer(o);
   c.init = {.kind = init_kind::zeros, .seed = o.seed};
   return placed(o, std::move(c));
 }
@@ -68,7 +70,7 @@ de_config wide_table(const ctr_options& o, size_t field) {
 /// The table of a wide part's cross of fields a and b (one weight per crossed id).
 de_config cross_table(const ctr_options& o, uint32_t a, uint32_t b) {
   de_config c{.name = "ctr_X" + std::to_string(a + 1) + "_" + std::to_string(b + 1), .dim = 1};
-  c.optimizer = o.embedding_optimizer;
+  c.optimizer = table_optimizer(o);
   c.init = {.kind = init_kind::zeros, .seed = o.seed};
   return placed(o, std::move(c));
 }
@@ -121,9 +123,12 @@ caf::error validate(const ctr_options& o) {
     return bad("memory_budget must be > 0");
   if (o.admission_min_count == 0)
     return bad("admission_min_count must be >= 1");
-  for (auto* opt : {&o.dense_optimizer, &o.embedding_optimizer})
-    if (auto err = compute::validate(*opt))
-      return bad(err.context);
+  if (auto err = compute::validate(o.dense_optimizer))
+    return bad(err.context);
+  auto rule = compute::bind_rule(table_optimizer(o), std::max<uint32_t>(o.embedding_dim, 1),
+                                 compute::rule_registry::global());
+  if (!rule)
+    return bad("embedding_optimizer: " + render(rule.error()));
   return {};
 }
 
@@ -145,7 +150,9 @@ nlohmann::json ctr_job_options(const ctr_options& o) {
           {"crosses", crosses},
           {"dense_optimizer", to_string(o.dense_optimizer.kind)},
           {"learning_rate", o.dense_optimizer.learning_rate},
-          {"embedding_optimizer", to_string(o.embedding_optimizer.kind)},
+          {"embedding_optimizer", o.embedding_optimizer.rule.empty()
+                                    ? to_string(o.embedding_optimizer.kind)
+                                    : o.embedding_optimizer.rule},
           {"embedding_learning_rate", o.embedding_optimizer.learning_rate},
           {"skip_malformed", o.skip_malformed},
           {"leveldb_dir", o.leveldb_dir},
@@ -180,15 +187,15 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
       for (auto& pair : j.at("crosses"))
         o.crosses.emplace_back(pair.at(0).get<uint32_t>(), pair.at(1).get<uint32_t>());
     }
-    for (auto [key, cfg] : {std::pair{"dense_optimizer", &o.dense_optimizer},
-                            std::pair{"embedding_optimizer", &o.embedding_optimizer}}) {
-      if (!j.contains(key))
-        continue;
-      auto kind = optimizer_kind_named(j.at(key).get<std::string>());
+    if (j.contains("dense_optimizer")) {
+      auto kind = optimizer_kind_named(j.at("dense_optimizer").get<std::string>());
       if (!kind)
-        return bad(std::string{key} + ": unknown optimizer " + j.at(key).dump());
-      cfg->kind = *kind;
+        return bad("dense_optimizer: unknown optimizer " + j.at("dense_optimizer").dump());
+      o.dense_optimizer.kind = *kind;
     }
+    if (j.contains("embedding_optimizer") &&
+        !set_optimizer_named(o.embedding_optimizer, j.at("embedding_optimizer").get<std::string>()))
+      return bad("embedding_optimizer: unknown optimizer " + j.at("embedding_optimizer").dump());
     o.dense_optimizer.learning_rate = j.value("learning_rate", o.dense_optimizer.learning_rate);
     o.embedding_optimizer.learning_rate =
       j.value("embedding_learning_rate", o.embedding_optimizer.learning_rate);
@@ -208,13 +215,32 @@ caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_option
   return o;
 }
 
+optimizer_config table_optimizer(const ctr_options& o) {
+  auto cfg = o.embedding_optimizer;
+  if (!cfg.rule.empty())
+    cfg.params = {{"learning_rate", cfg.learning_rate}};
+  return cfg;
+}
+
+bool set_optimizer_named(optimizer_config& cfg, const std::string& name) {
+  if (auto kind = optimizer_kind_named(name)) {
+    cfg.kind = *kind;
+    cfg.rule.clear();
+    return true;
+  }
+  if (!compute::valid_rule_name(name))
+    return false;
+  cfg.rule = name;
+  return true;
+}
+
 size_t ctr_table_count(const ctr_options& o) {
   return o.model == ctr_model_kind::dlrm ? ctr_cat_fields : 2 * ctr_cat_fields + o.crosses.size();
 }
 
 de_config ctr_table(const ctr_options& o, size_t field) {
   de_config c{.name = "ctr_" + ops::ctr::ctr_field_key(field), .dim = o.embedding_dim};
-  c.optimizer = o.embedding_optimizer;
+  c.optimizer = table_optimizer(o);
   auto a =
     o.embedding_init > 0 ? o.embedding_init : 1.0f / std::sqrt(static_cast<float>(o.embedding_dim));
   c.init = {.kind = init_kind::uniform, .low = -a, .high = a, .seed = o.seed + field};

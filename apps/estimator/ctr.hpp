@@ -52,6 +52,8 @@ struct ctr_options {
   std::vector<std::pair<uint32_t, uint32_t>> crosses = {{0, 1}, {2, 5}, {3, 8}, {10, 13}};
   /// The dense variables' optimizer, and the embedding tables' (applied in the shards).
   optimizer_config dense_optimizer{.kind = optimizer_kind::adam, .learning_rate = 1e-3f};
+  /// Of the tables: an optimizer kind, or a registered rule by name (`rule`), given
+  /// learning_rate as its one parameter (table_optimizer).
   optimizer_config embedding_optimizer{.kind = optimizer_kind::adagrad, .learning_rate = 0.05f};
   bool skip_malformed = false;
   /// Where the tables' rows live: empty for the shards' memory; a directory for LevelDB
@@ -94,6 +96,14 @@ caf::error validate(const ctr_options& o);
 /// fields and validates.
 nlohmann::json ctr_job_options(const ctr_options& o);
 caf::expected<ctr_options> parse_ctr_options(const nlohmann::json& j, ctr_options defaults = {});
+
+/// What the tables of `o` are configured with: o.embedding_optimizer, and for a named rule its
+/// learning_rate as the rule's parameter.
+optimizer_config table_optimizer(const ctr_options& o);
+
+/// Sets `cfg` to the optimizer kind named `name` or else to the rule of that name (a rule name:
+/// compute::valid_rule_name); false, with `cfg` unchanged, for a name that is neither.
+bool set_optimizer_named(optimizer_config& cfg, const std::string& name);
 
 /// The tables of o's model: 26 for DLRM; for Wide & Deep 26 deep, 26 wide and one a cross.
 size_t ctr_table_count(const ctr_options& o);

@@ -123,7 +123,11 @@ TEST(bench_smoke, embedding_against_a_dense_gather) {
                "--shards", "2", "--leveldb-keys", "2000", "--repetitions", "1"}),
     "embedding");
   expect_positive(m, {"store_vs_dense", "service_vs_dense", "direct_vs_dense", "remote_vs_dense",
-                      "leveldb_cold_rows_s"});
+                      "leveldb_cold_rows_s", "rule_update_vs_builtin", "adagrad_bytes_per_row",
+                      "rowwise_adagrad_bytes_per_row"});
+  // Row-wise Adagrad keeps 1 float of state a row where Adagrad keeps 16.
+  EXPECT_LT(m["rowwise_adagrad_bytes_per_row"].get<double>(),
+            m["adagrad_bytes_per_row"].get<double>());
 }
 
 TEST(bench_smoke, sampling_on_tables_of_two_sizes_in_memory_and_on_leveldb_and_a_live_ann) {
@@ -264,9 +268,12 @@ TEST(bench_smoke, ctr_against_pytorchs_dlrm_and_a_hashed_logistic_regression) {
                "ctr");
   expect_positive(
     m, {"ctr_vs_torch", "bayes_auc", "darcy_dlrm_auc", "darcy_wide_deep_auc", "torch_dlrm_auc",
-        "torch_hashed_auc", "lr_auc", "cluster_examples_per_s", "cluster_auc", "cluster_vs_local"});
-  for (auto* key : {"auc_vs_torch", "auc_gap_to_bayes"})
+        "torch_hashed_auc", "lr_auc", "cluster_examples_per_s", "cluster_auc", "cluster_vs_local",
+        "rule_auc", "rule_bytes_per_row", "dlrm_bytes_per_row"});
+  for (auto* key : {"auc_vs_torch", "auc_gap_to_bayes", "rule_auc_vs_adagrad"})
     EXPECT_TRUE(m.contains(key) && m[key].is_number()) << key << " in " << m.dump();
+  // Row-wise Adagrad, the default --compare-rule, keeps 1 float of state a row, not dim (4).
+  EXPECT_LT(m["rule_bytes_per_row"].get<double>(), m["dlrm_bytes_per_row"].get<double>());
 }
 
 TEST(bench_smoke, ctr_colossal_keeps_more_rows_than_its_budget_holds_and_compares_with_memory) {
