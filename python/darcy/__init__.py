@@ -10,7 +10,7 @@ from darcy.cluster import LocalCluster
 from darcy.config import (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule, Zeros,
                           Uniform, Normal, TruncatedNormal, AdmitAll, Frequency, Bloom, KeepAll,
                           TTL, LFU, LRU, UnigramSampler, LogUniformSampler, UniformSampler,
-                          AnnIndex)
+                          AnnIndex, Rule)
 from darcy.config import RENAMED as _RENAMED
 from darcy.session import Session, Table
 
@@ -21,6 +21,15 @@ for _name in dir(_darcy):
     if isinstance(_value, type) and issubclass(_value, Error):
         globals()[_name] = _value
 del _name, _value
+
+
+def load_plugin(path):
+    """Loads a shared library of update rules (docs/update-rules.md) into this process and
+    returns their names; this process's tables may then name them with darcy.Rule. A
+    LocalCluster's nodes load theirs with LocalCluster(plugins=[path]). Raises
+    darcy.NotFound, darcy.IoError, darcy.Unsupported (not a plugin, or built for another rule
+    ABI) or darcy.InvalidConfig (a rule name taken by another rule)."""
+    return _darcy.load_plugin(str(path))
 
 
 def __getattr__(name):

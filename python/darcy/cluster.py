@@ -32,12 +32,14 @@ def _binary(given):
 class LocalCluster:
     """`nodes` node processes, the first the seed, killed when the cluster closes. Nodes are
     named NAME_PREFIX-0, -1, ...; methods take a node's name or index. With chaos (the
-    default), disrupt() can drop and delay messages."""
+    default), disrupt() can drop and delay messages. Each node loads the rule plugins listed in
+    `plugins` (`darcy node --plugin`), so that tables may name their rules (darcy.Rule)."""
 
     def __init__(self, nodes=3, binary=None, chaos=True, secret_file=None, tls_dir=None,
-                 name_prefix="node"):
+                 name_prefix="node", plugins=()):
         self._handle = _darcy._LocalCluster(nodes, _binary(binary), chaos, secret_file or "",
-                                            tls_dir or "", name_prefix)
+                                            tls_dir or "", name_prefix,
+                                            [os.fspath(p) for p in plugins])
         self._secret_file = secret_file
         self._tls_dir = tls_dir
 

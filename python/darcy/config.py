@@ -49,6 +49,32 @@ class FtrlRule:
     kind: ClassVar[str] = "ftrl"
 
 
+class Rule:
+    """Any update rule the shards know by name, a built-in ("rowwise_adagrad",
+    "clipped_adagrad", "adagrad", ...) or one a plugin registered (darcy.load_plugin, `darcy node
+    --plugin`), with its parameters by name: Rule("rowwise_adagrad", learning_rate=0.05). A
+    parameter left out takes the rule's default; one it does not take, or a name no shard
+    knows, fails the table's creation."""
+    kind: ClassVar[str] = "rule"
+
+    def __init__(self, name: str, **params: float):
+        if not isinstance(name, str) or not name:
+            from darcy._darcy import InvalidArgument
+            raise InvalidArgument(f"invalid argument: a rule's name, not {name!r}")
+        self.name = name
+        self.params = {k: float(v) for k, v in params.items()}
+
+    def __repr__(self):
+        given = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"darcy.Rule({self.name!r}{given})"
+
+    def __eq__(self, other):
+        return isinstance(other, Rule) and (self.name, self.params) == (other.name, other.params)
+
+    def __hash__(self):
+        return hash((self.name, tuple(sorted(self.params.items()))))
+
+
 @dataclasses.dataclass(frozen=True)
 class Zeros:
     kind: ClassVar[str] = "zeros"
@@ -159,7 +185,7 @@ class AnnIndex:
     kind: ClassVar[str] = "ivf"
 
 
-OPTIMIZERS = (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule)
+OPTIMIZERS = (SGDRule, AdagradRule, MomentumRule, AdamRule, FtrlRule, Rule)
 
 # The names these rules had before they were told apart from torch.optim's classes.
 RENAMED = {"SGD": SGDRule, "Adagrad": AdagradRule, "Momentum": MomentumRule, "Adam": AdamRule,
@@ -178,6 +204,8 @@ def as_dict(value, kinds, what):
         from darcy._darcy import InvalidArgument
         names = ", ".join("darcy." + k.__name__ for k in kinds)
         raise InvalidArgument(f"invalid argument: {what} {value!r}; one of {names}")
+    if isinstance(value, Rule):
+        return {"kind": value.kind, "rule": value.name, "params": dict(value.params)}
     fields = dataclasses.asdict(value)
     fields["kind"] = value.kind
     return fields

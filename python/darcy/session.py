@@ -50,7 +50,8 @@ class Table:
     def apply_gradients(self, keys, grads, step=None):
         """Applies grads (float32, (len(keys), dim); rows of a repeated key are summed) with
         the table's optimizer. `step` is the global step (by default one past the last this
-        table used). Bad keys or gradients raise before any row changes."""
+        table used). The rows are read as a training lookup reads them (counted in each row's
+        lookup frequency). Bad keys or gradients raise before any row changes."""
         self._handle.apply_gradients(keys, grads, step)
         self._session._wrote()
 

@@ -188,7 +188,7 @@ void bind_local_cluster(py::module_& m) {
   py::class_<cluster_handle>(m, "_LocalCluster")
     .def(py::init([](size_t nodes, const std::string& binary, bool chaos,
                      const std::string& secret_file, const std::string& tls_dir,
-                     const std::string& prefix) {
+                     const std::string& prefix, const std::vector<std::string>& plugins) {
            if (nodes == 0 || nodes > 64)
              raise(errc::invalid_argument, "nodes=" + std::to_string(nodes) + "; 1 to 64");
            testing::local_cluster_options o;
@@ -198,10 +198,12 @@ void bind_local_cluster(py::module_& m) {
            o.secret_file = secret_file;
            o.tls_dir = tls_dir;
            o.name_prefix = prefix;
+           for (auto& plugin : plugins)
+             o.node_args.insert(o.node_args.end(), {"--plugin", plugin});
            return std::make_unique<cluster_handle>(std::move(o));
          }),
          py::arg("nodes"), py::arg("binary"), py::arg("chaos"), py::arg("secret_file"),
-         py::arg("tls_dir"), py::arg("name_prefix"))
+         py::arg("tls_dir"), py::arg("name_prefix"), py::arg("plugins"))
     .def_property_readonly("seed", &cluster_handle::seed)
     .def_property_readonly("names", &cluster_handle::names)
     .def("kill", &cluster_handle::kill)

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include <pybind11/stl.h>
+
 #include "python/src/errors.hpp"
 #include "python/src/store_choice.hpp"
 
@@ -41,12 +43,23 @@ de_config table_config(const table_options& o) {
   cfg.max_batch = o.max_batch;
   cfg.cache_bytes = o.cache_bytes;
   auto& opt = cfg.optimizer;
-  opt.kind = kind_of<optimizer_kind>(o.optimizer, "optimizer",
-                                     {{"sgd", optimizer_kind::sgd},
-                                      {"adagrad", optimizer_kind::adagrad},
-                                      {"momentum", optimizer_kind::momentum},
-                                      {"adam", optimizer_kind::adam},
-                                      {"ftrl", optimizer_kind::ftrl}});
+  // darcy.Rule: a rule by name and its parameters, checked when the shards bind it.
+  std::string kind;
+  read(o.optimizer, "kind", kind);
+  if (kind == "rule") {
+    read(o.optimizer, "rule", opt.rule);
+    std::map<std::string, float> params;
+    read(o.optimizer, "params", params);
+    for (auto& [name, value] : params)
+      opt.params.push_back({name, value});
+  } else {
+    opt.kind = kind_of<optimizer_kind>(o.optimizer, "optimizer",
+                                       {{"sgd", optimizer_kind::sgd},
+                                        {"adagrad", optimizer_kind::adagrad},
+                                        {"momentum", optimizer_kind::momentum},
+                                        {"adam", optimizer_kind::adam},
+                                        {"ftrl", optimizer_kind::ftrl}});
+  }
   read(o.optimizer, "learning_rate", opt.learning_rate);
   read(o.optimizer, "initial_accumulator", opt.initial_accumulator);
   read(o.optimizer, "momentum", opt.momentum);
