@@ -32,8 +32,15 @@ caf::expected<rule_bench_result> run_rule_bench(const std::string& plugin,
   for (auto& b : updates)
     widest = std::max(widest, b.size());
   constexpr uint32_t bytes_dim = 16;
+  // The bytes a row are measured on rows enough that the stores' 2 MiB chunks and their
+  // index's growth steps are a small share of them, whatever the update batches' size.
+  constexpr size_t bytes_rows = 200'000;
+  key_strings bytes_keys;
+  for (size_t k = 0; k < bytes_rows; ++k)
+    bytes_keys.push_back("row" + std::to_string(k));
+  const std::vector<key_strings> bytes_batches{bytes_keys};
   std::vector<float> grads(widest * dim, 0.01f);
-  std::vector<float> out(widest * std::max(dim, bytes_dim));
+  std::vector<float> out(std::max(widest * dim, bytes_rows * bytes_dim));
   std::vector<std::unique_ptr<stores::memory_store>> stores;
   for (auto [rule, d] :
        {std::pair{"adagrad", dim}, std::pair{"plugin_adagrad", dim},
@@ -42,7 +49,7 @@ caf::expected<rule_bench_result> run_rule_bench(const std::string& plugin,
     if (!s)
       return std::move(s.error());
     // Every row created first: the passes update rows that exist.
-    for (auto& b : updates) {
+    for (auto& b : d == bytes_dim && stores.size() >= 2 ? bytes_batches : updates) {
       std::vector<std::string_view> views(b.begin(), b.end());
       (*s)->lookup(views, std::span<float>{out.data(), b.size() * d});
     }
