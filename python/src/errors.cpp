@@ -40,9 +40,8 @@ PyObject* builtin_base(std::string_view id) {
   static const std::set<std::string_view> value_errors{"invalid_argument",   "invalid_config",
                                                        "dimension_mismatch", "non_finite",
                                                        "batch_too_large",    "empty_batch"};
-  static const std::set<std::string_view> lookup_errors{"unknown_service", "unknown_node",
-                                                        "not_found", "unknown_embedding",
-                                                        "unknown_rule"};
+  static const std::set<std::string_view> lookup_errors{
+    "unknown_service", "unknown_node", "not_found", "unknown_embedding", "unknown_rule"};
   if (value_errors.count(id) > 0)
     return PyExc_ValueError;
   if (lookup_errors.count(id) > 0)

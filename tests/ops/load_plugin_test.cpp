@@ -47,8 +47,8 @@ TEST(load_plugin, AnExamplePluginsRuleTrainsATableAndLoadingItAgainChangesNothin
 }
 
 /// Trains `keys` of table "slots" in `s` by one step of gradients `scale` * (k + 1, -(k + 1), ...).
-void train_step(session& s, const de_config& cfg, const std::vector<std::string>& keys,
-                float scale, int64_t step) {
+void train_step(session& s, const de_config& cfg, const std::vector<std::string>& keys, float scale,
+                int64_t step) {
   auto r = dynamic_embedding_lookup(s, keys, cfg, "slots");
   ASSERT_TRUE(r) << render(r.error());
   matrix grads(static_cast<Eigen::Index>(keys.size()), cfg.dim);

@@ -11,14 +11,17 @@ namespace {
 struct codec_case {
   std::string name;
   size_t dim;
-  size_t slots;
+  /// The update rule's slot floats a row.
+  size_t slot_floats;
 };
 
 TEST(row_codec, a_round_trip_keeps_every_field_with_or_without_slots) {
-  const std::vector<codec_case> cases = {
-    {"no slots (sgd)", 3, 0}, {"one slot (adagrad)", 3, 1}, {"two slots (adam)", 4, 2}};
+  const std::vector<codec_case> cases = {{"no slots (sgd)", 3, 0},
+                                         {"one slot a value (adagrad)", 3, 3},
+                                         {"two slots a value (adam)", 4, 8},
+                                         {"one slot a row (row-wise adagrad)", 4, 1}};
   for (auto& c : cases) {
-    std::vector<float> values(c.dim), slots(c.dim * c.slots);
+    std::vector<float> values(c.dim), slots(c.slot_floats);
     for (size_t i = 0; i < values.size(); ++i)
       values[i] = 0.5f * float(i) - 1;
     for (size_t i = 0; i < slots.size(); ++i)
@@ -26,10 +29,10 @@ TEST(row_codec, a_round_trip_keeps_every_field_with_or_without_slots) {
     row_record row{"key", values, slots, 7, 9, -3};
     std::string bytes;
     append_row_record(row, bytes);
-    ASSERT_EQ(bytes.size(), row_record_bytes(c.dim, c.slots)) << c.name;
+    ASSERT_EQ(bytes.size(), row_record_bytes(c.dim, c.slot_floats)) << c.name;
     std::vector<float> got_values, got_slots;
     row_record got;
-    ASSERT_TRUE(decode_row_record("key", bytes, c.dim, c.slots, got_values, got_slots, got))
+    ASSERT_TRUE(decode_row_record("key", bytes, c.dim, c.slot_floats, got_values, got_slots, got))
       << c.name;
     EXPECT_EQ(got.key, "key") << c.name;
     EXPECT_EQ(std::vector<float>(got.values.begin(), got.values.end()), values) << c.name;
