@@ -56,8 +56,7 @@ caf::result<ok_atom> create(shard_pointer self, de_config& cfg) {
     return ok_atom::value;
   }
   auto store = stores::make_store(stores::shard_config(cfg, self->state.index));
-  if (!store && is(store.error(), errc::unknown_rule))
-    // The rule's plugin is missing on this node: the caller learns which node.
+  if (!store && is(store.error(), errc::unknown_rule)) // its plugin is missing on this node
     return make_error(errc::unknown_rule, "node '" + runtime::node_name(self->system()) +
                                             "', embedding '" + cfg.name +
                                             "': " + to_plain(store.error()).context);
