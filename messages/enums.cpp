@@ -78,18 +78,6 @@ std::string to_string(expert_kind x) {
   return lookup(names, static_cast<uint8_t>(x));
 }
 
-std::string to_string(optimizer_kind x) {
-  static const char* const names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
-  return lookup(names, static_cast<uint8_t>(x));
-}
-
-std::optional<optimizer_kind> optimizer_kind_named(const std::string& name) {
-  for (uint8_t k = 0; k <= static_cast<uint8_t>(optimizer_kind::ftrl); ++k)
-    if (to_string(static_cast<optimizer_kind>(k)) == name)
-      return static_cast<optimizer_kind>(k);
-  return std::nullopt;
-}
-
 std::string to_string(wals_weight_fn x) {
   static const char* const names[] = {"identity", "log1p"};
   return lookup(names, static_cast<uint8_t>(x));

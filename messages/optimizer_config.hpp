@@ -3,7 +3,9 @@
 // routers (per dense variable). The update rules live in compute/optimizer.hpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,10 +69,20 @@ typename Inspector::result_type inspect(Inspector& f, learning_rate_schedule& x)
   return f(x.warmup_steps, x.decay_start, x.decay_steps, x.decay_power);
 }
 
-std::string to_string(optimizer_kind x);
+/// "sgd", "adagrad", "momentum", "adam" or "ftrl": also the name of the kind's update rule
+/// (compute/rules), which is why it is defined here, where compute/ can call it.
+inline std::string to_string(optimizer_kind x) {
+  static constexpr const char* names[] = {"sgd", "adagrad", "momentum", "adam", "ftrl"};
+  auto i = static_cast<size_t>(x);
+  return i < std::size(names) ? names[i] : "unknown";
+}
 
-/// The kind to_string() names `name` ("sgd", "adagrad", "momentum", "adam", "ftrl"); nullopt
-/// for any other name.
-std::optional<optimizer_kind> optimizer_kind_named(const std::string& name);
+/// The kind to_string() names `name`; nullopt for any other name.
+inline std::optional<optimizer_kind> optimizer_kind_named(const std::string& name) {
+  for (uint8_t k = 0; k <= static_cast<uint8_t>(optimizer_kind::ftrl); ++k)
+    if (to_string(static_cast<optimizer_kind>(k)) == name)
+      return static_cast<optimizer_kind>(k);
+  return std::nullopt;
+}
 
 } // namespace darcy

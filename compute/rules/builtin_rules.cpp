@@ -103,23 +103,6 @@ private:
   std::vector<float optimizer_config::*> members_;
 };
 
-/// The rule's name of each kind (messages' to_string, which compute cannot call).
-std::string name_of(optimizer_kind kind) {
-  switch (kind) {
-    case optimizer_kind::sgd:
-      return "sgd";
-    case optimizer_kind::adagrad:
-      return "adagrad";
-    case optimizer_kind::momentum:
-      return "momentum";
-    case optimizer_kind::adam:
-      return "adam";
-    case optimizer_kind::ftrl:
-      return "ftrl";
-  }
-  return "sgd";
-}
-
 std::vector<std::string> fields_of(optimizer_kind kind) {
   switch (kind) {
     case optimizer_kind::sgd:
@@ -144,8 +127,9 @@ plain_error check_adagrad(std::span<const float> v) {
   return {};
 }
 
-/// Adagrad with one accumulator a row: it grows by the mean of the squared gradient, and every
-/// value of the row is scaled by the same rate.
+/// Adagrad with one accumulator a row, as TorchRec's fused optimizer keeps it: the accumulator
+/// starts at initial_accumulator (0) and grows by the mean of the squared gradient, and every
+/// value of the row moves by learning_rate * g / (sqrt(accumulator) + epsilon).
 class rowwise_adagrad final : public update_rule {
 public:
   std::string_view name() const override { return "rowwise_adagrad"; }
@@ -153,11 +137,18 @@ public:
     return {{"accumulator", slot_shape::per_row, 0, "initial_accumulator"}};
   }
   std::vector<rule_param> params() const override {
-    return {{"learning_rate", 0.01f}, {"initial_accumulator", 0.1f}};
+    return {{"learning_rate", 0.01f}, {"initial_accumulator", 0.0f}, {"epsilon", 1e-8f}};
   }
-  plain_error check(std::span<const float> v) const override { return check_adagrad(v); }
+  plain_error check(std::span<const float> v) const override {
+    if (!(v[0] > 0))
+      return {errc::invalid_config, "optimizer: learning_rate must be a positive number"};
+    if (!(v[1] >= 0) || !(v[2] >= 0) || !(v[1] + v[2] > 0))
+      return {errc::invalid_config,
+              "optimizer: initial_accumulator and epsilon must be >= 0, and not both 0"};
+    return {};
+  }
   void update(const rule_context& c, std::span<const row_update> rows) const override {
-    const float lr = c.params[0];
+    const float lr = c.params[0], epsilon = c.params[2];
     const auto dim = c.dim;
     for (auto& r : rows) {
       const float* __restrict g = r.grad;
@@ -166,7 +157,7 @@ public:
       for (size_t i = 0; i < dim; ++i)
         squares += g[i] * g[i];
       r.slots[0] += squares / static_cast<float>(dim);
-      const float rate = lr / std::sqrt(r.slots[0]);
+      const float rate = lr / (std::sqrt(r.slots[0]) + epsilon);
       for (size_t i = 0; i < dim; ++i)
         w[i] -= rate * g[i];
     }
@@ -214,7 +205,7 @@ public:
 } // namespace
 
 std::shared_ptr<const update_rule> builtin_rule(optimizer_kind kind) {
-  return std::make_shared<optimizer_rule>(kind, name_of(kind), fields_of(kind));
+  return std::make_shared<optimizer_rule>(kind, to_string(kind), fields_of(kind));
 }
 
 std::vector<float> builtin_params(const optimizer_config& cfg) {

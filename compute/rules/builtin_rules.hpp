@@ -20,8 +20,8 @@ std::shared_ptr<const update_rule> builtin_rule(optimizer_kind kind);
 /// `cfg`'s parameters as its kind's rule takes them, in its params() order.
 std::vector<float> builtin_params(const optimizer_config& cfg);
 
-/// Registers the five kinds' rules, "rowwise_adagrad" (learning_rate, initial_accumulator) and
-/// "clipped_adagrad" (learning_rate, initial_accumulator, clip_norm).
+/// Registers the five kinds' rules, "rowwise_adagrad" (learning_rate, initial_accumulator,
+/// epsilon) and "clipped_adagrad" (learning_rate, initial_accumulator, clip_norm).
 void add_builtin_rules(rule_registry& registry);
 
 } // namespace darcy::compute

@@ -24,7 +24,8 @@ TEST(bound_rule, BadParametersAreErrorsThatNameThem) {
     {"adagrad", {{"learning_rate", std::nanf("")}}, 4, "must be a finite number"},
     {"adam", {{"beta1", 1.5f}}, 4, "beta1 and beta2 must be in [0, 1)"},
     {"momentum", {{"nesterov", 0.5f}}, 4, "nesterov must be 0 or 1"},
-    {"rowwise_adagrad", {{"initial_accumulator", 0}}, 4, "initial_accumulator must be > 0"},
+    {"rowwise_adagrad", {{"initial_accumulator", -1}}, 4, "must be >= 0"},
+    {"rowwise_adagrad", {{"initial_accumulator", 0}, {"epsilon", 0}}, 4, "not both 0"},
     {"clipped_adagrad", {{"clip_norm", -2}}, 4, "clip_norm must be > 0"},
     {"sgd", {}, 0, "dim must be positive"},
   };

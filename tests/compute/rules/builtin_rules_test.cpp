@@ -71,24 +71,57 @@ TEST(builtin_rules, EachKindsRuleIsBitForBitApplyGradientOverManySteps) {
 }
 
 TEST(builtin_rules, RowwiseAdagradKeepsOneAccumulatorARowGrownByTheMeanSquare) {
-  auto rule = rule_registry::global().find("rowwise_adagrad");
-  ASSERT_TRUE(rule);
-  auto bound = bound_rule::bind(rule, std::vector<rule_value>{{"learning_rate", 0.1f}}, 4);
+  struct rowwise_case {
+    const char* name;
+    std::vector<rule_value> params;
+    float initial;
+    float epsilon;
+  };
+  // g = (1, -1, 2, 0): the accumulator grows by (1 + 1 + 4 + 0) / 4 = 1.5, and each value moves
+  // by 0.1 * g / (sqrt(accumulator) + epsilon).
+  const rowwise_case cases[] = {
+    {"TorchRec's defaults: from 0, epsilon 1e-8", {{"learning_rate", 0.1f}}, 0, 1e-8f},
+    {"from 0.1, no epsilon",
+     {{"learning_rate", 0.1f}, {"initial_accumulator", 0.1f}, {"epsilon", 0}},
+     0.1f,
+     0},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto rule = rule_registry::global().find("rowwise_adagrad");
+    ASSERT_TRUE(rule);
+    auto bound = bound_rule::bind(rule, c.params, 4);
+    ASSERT_TRUE(bound) << render(bound.error());
+    EXPECT_EQ(bound->slot_floats(), 1u);
+    float w[] = {1, 1, 1, 1}, acc[1];
+    bound->init_slots(acc);
+    EXPECT_EQ(acc[0], c.initial);
+    const float g[] = {1, -1, 2, 0};
+    row_update row{w, acc, g, 1, 0, 0};
+    bound->update(0, {&row, 1});
+    EXPECT_FLOAT_EQ(acc[0], c.initial + 1.5f);
+    const float rate = 0.1f / (std::sqrt(c.initial + 1.5f) + c.epsilon);
+    EXPECT_FLOAT_EQ(w[0], 1 - rate);
+    EXPECT_FLOAT_EQ(w[1], 1 + rate);
+    EXPECT_FLOAT_EQ(w[2], 1 - 2 * rate);
+    EXPECT_FLOAT_EQ(w[3], 1);
+  }
+}
+
+TEST(builtin_rules, RowwiseAdagradLeavesAFreshRowWithAZeroGradientAsItIs) {
+  auto bound = bound_rule::bind(rule_registry::global().find("rowwise_adagrad"), {}, 4);
   ASSERT_TRUE(bound) << render(bound.error());
-  EXPECT_EQ(bound->slot_floats(), 1u);
-  float w[] = {1, 1, 1, 1}, acc[1];
+  float w[] = {0.5f, -0.5f, 0.25f, 0}, acc[1];
   bound->init_slots(acc);
-  EXPECT_EQ(acc[0], 0.1f);
-  const float g[] = {1, -1, 2, 0};
+  const float g[] = {0, 0, 0, 0};
   row_update row{w, acc, g, 1, 0, 0};
   bound->update(0, {&row, 1});
-  // acc = 0.1 + (1 + 1 + 4 + 0) / 4 = 1.6; each value moves by 0.1 * g / sqrt(1.6).
-  EXPECT_FLOAT_EQ(acc[0], 1.6f);
-  const float rate = 0.1f / std::sqrt(1.6f);
-  EXPECT_FLOAT_EQ(w[0], 1 - rate);
-  EXPECT_FLOAT_EQ(w[1], 1 + rate);
-  EXPECT_FLOAT_EQ(w[2], 1 - 2 * rate);
-  EXPECT_FLOAT_EQ(w[3], 1);
+  // The rate is learning_rate / epsilon, 1e6, but it multiplies a zero gradient.
+  EXPECT_EQ(acc[0], 0);
+  EXPECT_EQ(w[0], 0.5f);
+  EXPECT_EQ(w[1], -0.5f);
+  EXPECT_EQ(w[2], 0.25f);
+  EXPECT_EQ(w[3], 0);
 }
 
 TEST(builtin_rules, ClippedAdagradIsAdagradOnTheGradientScaledToTheClipNorm) {

@@ -18,8 +18,9 @@ def test_rowwise_adagrad_keeps_one_accumulator_a_row(session):
                               initializer=darcy.Zeros())
     keys = ["a", "b"]
     table.apply_gradients(keys, np.array([[1, -1, 2, 0], [0, 0, 0, 0]], dtype=np.float32))
-    # The accumulator: 0.1 + (1 + 1 + 4) / 4 = 1.6; each value moves by 0.1 * g / sqrt(1.6).
-    rate = 0.1 / np.sqrt(1.6)
+    # The accumulator: 0 + (1 + 1 + 4) / 4 = 1.5; each value moves by
+    # 0.1 * g / (sqrt(1.5) + 1e-8), and b's zero gradient moves nothing.
+    rate = 0.1 / (np.sqrt(1.5) + 1e-8)
     np.testing.assert_allclose(table.lookup(keys)[0], [-rate, rate, -2 * rate, 0], rtol=1e-6)
     np.testing.assert_allclose(table.lookup(keys)[1], [0, 0, 0, 0])
 
