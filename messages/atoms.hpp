@@ -37,6 +37,7 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 using view_atom = caf::atom_constant<caf::atom("view")>;
 using write_atom = caf::atom_constant<caf::atom("write")>;
+using add_atom = caf::atom_constant<caf::atom("add")>;
 using begin_atom = caf::atom_constant<caf::atom("begin")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using gram_atom = caf::atom_constant<caf::atom("gram")>;

@@ -42,12 +42,32 @@ caf::expected<root_model> root_model::load(const std::string& model_dir,
   for (uint64_t r = 0; r < m.root_.user_names.size(); ++r)
     m.user_rows_.emplace(m.root_.user_names[r], r);
   for (uint64_t c = 0; c < m.root_.item_names.size(); ++c)
-    m.item_rows_.emplace(m.root_.item_names[c], static_cast<uint32_t>(c));
+    m.item_rows_.emplace(m.root_.item_names[c], c);
+  for (uint64_t f = 0; f < m.root_.user_feature_names.size(); ++f)
+    m.user_feature_rows_.emplace(m.root_.user_feature_names[f], f);
+  for (uint64_t f = 0; f < m.root_.item_feature_names.size(); ++f)
+    m.item_feature_rows_.emplace(m.root_.item_feature_names[f], f);
   return m;
 }
 
 std::string root_model::item_name(uint64_t id) const {
   return id < root_.item_names.size() ? root_.item_names[id] : std::to_string(id);
+}
+
+std::optional<uint64_t> root_model::row_of(const std::string& name,
+                                           const std::unordered_map<std::string, uint64_t>& rows,
+                                           bool named, uint64_t count) {
+  if (auto it = rows.find(name); it != rows.end())
+    return it->second;
+  if (named || name.empty() || name.size() >= 20 ||
+      name.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  auto row = std::stoull(name);
+  return row < count ? std::optional<uint64_t>{row} : std::nullopt;
+}
+
+bool root_model::has_item(const std::string& name) const {
+  return row_of(name, item_rows_, !root_.item_names.empty(), root_.config.items).has_value();
 }
 
 caf::expected<std::vector<float>> root_model::query_of(const topk_request& request) const {
@@ -68,21 +88,14 @@ caf::expected<std::vector<float>> root_model::query_of(const topk_request& reque
       query = request.vector;
       break;
     case query_kind::user: {
-      uint64_t row = c.users;
-      if (auto it = user_rows_.find(request.user); it != user_rows_.end()) {
-        row = it->second;
-      } else if (root_.user_names.empty() && !request.user.empty() &&
-                 request.user.find_first_not_of("0123456789") == std::string::npos &&
-                 request.user.size() < 20) {
-        row = std::stoull(request.user);
-      }
       if (c.users == 0)
         return make_error(errc::invalid_argument,
                           "this model has no users; give items or a vector");
-      if (row >= c.users)
+      auto row = row_of(request.user, user_rows_, !root_.user_names.empty(), c.users);
+      if (!row)
         return make_error(errc::not_found, "unknown user '" + request.user +
                                              "' (give the items of a new user instead)");
-      auto at = root_.users.data() + row * c.dim;
+      auto at = root_.users.data() + *row * c.dim;
       query.assign(at, at + c.dim);
       break;
     }
@@ -101,45 +114,92 @@ caf::expected<std::vector<float>> root_model::query_of(const topk_request& reque
 
 caf::expected<std::vector<float>> root_model::project(const topk_request& request) const {
   auto& c = root_.config;
-  if (request.items.empty())
-    return make_error(errc::invalid_argument, "a new user needs at least one item");
+  if (request.items.empty() && request.features.empty())
+    return make_error(errc::invalid_argument, "a new user needs at least one item or feature");
   if (!request.values.empty() && request.values.size() != request.items.size())
     return make_error(errc::invalid_argument, "values need one value per item");
-  std::vector<uint32_t> ids;
+  // The known items' and features' factors, gathered as the rows `project` solves against.
+  std::vector<float> rows;
   std::vector<float> values;
+  auto take = [&](const float* row, float value) {
+    rows.insert(rows.end(), row, row + c.dim);
+    values.push_back(value);
+  };
   for (size_t i = 0; i < request.items.size(); ++i) {
-    auto& item = request.items[i];
-    uint64_t row = c.items;
-    if (auto it = item_rows_.find(item); it != item_rows_.end())
-      row = it->second;
-    else if (root_.item_names.empty() && !item.empty() && item.size() < 20 &&
-             item.find_first_not_of("0123456789") == std::string::npos)
-      row = std::stoull(item);
-    if (row >= c.items)
-      continue;
-    ids.push_back(static_cast<uint32_t>(row));
-    values.push_back(request.values.empty() ? 1.0f : request.values[i]);
+    if (auto row = row_of(request.items[i], item_rows_, !root_.item_names.empty(), c.items))
+      take(root_.items.data() + *row * c.dim, request.values.empty() ? 1.0f : request.values[i]);
   }
-  if (ids.empty())
+  for (auto& feature : request.features)
+    if (auto it = user_feature_rows_.find(feature); it != user_feature_rows_.end())
+      take(root_.user_features.data() + it->second * c.dim, static_cast<float>(c.feature_value));
+  if (values.empty())
     return make_error(errc::not_found, "none of the " + std::to_string(request.items.size()) +
-                                         " items is known to the model");
-  compute::factor_view items{root_.items.data(), c.items, c.dim};
+                                         " items and " + std::to_string(request.features.size()) +
+                                         " features is known to the model");
   if (c.kind != "wals") {
     // Without projection parameters, a new user is the mean of their items.
     std::vector<float> mean(c.dim, 0.0f);
-    for (size_t i = 0; i < ids.size(); ++i)
+    for (size_t i = 0; i < values.size(); ++i)
       for (uint32_t d = 0; d < c.dim; ++d)
-        mean[d] += values[i] * items.row(ids[i])[d];
+        mean[d] += values[i] * rows[i * c.dim + d];
     return mean;
   }
+  return solve(rows, values, root_.gramian);
+}
+
+caf::expected<std::vector<float>> root_model::solve(const std::vector<float>& rows,
+                                                    const std::vector<float>& values,
+                                                    const compute::row_matrix& gramian) const {
+  auto& c = root_.config;
+  std::vector<uint32_t> ids(values.size());
+  for (uint32_t i = 0; i < ids.size(); ++i)
+    ids[i] = i;
   wals_params p;
   p.dim = c.dim;
   p.lambda = static_cast<float>(c.lambda);
   p.sigma = static_cast<float>(c.sigma);
   p.alpha = static_cast<float>(c.alpha);
   p.weight_fn = c.weight == "identity" ? wals_weight_fn::identity : wals_weight_fn::log1p;
-  std::span<const float> gramian{root_.gramian.data(), static_cast<size_t>(root_.gramian.size())};
-  return to_expected(compute::project(items, gramian, ids, values, p));
+  return to_expected(compute::project({rows.data(), values.size(), c.dim},
+                                      {gramian.data(), static_cast<size_t>(gramian.size())}, ids,
+                                      values, p));
+}
+
+caf::expected<std::vector<float>> root_model::project_item(const new_item& item) const {
+  auto& c = root_.config;
+  if (c.kind != "wals" || root_.user_gramian.size() == 0)
+    return make_error(errc::unsupported,
+                      "model version " + version_ +
+                        " cannot project new items: it is not a WALS export with users "
+                        "(export it again with this version of darcy)");
+  if (item.features.empty() && item.users.empty())
+    return make_error(errc::invalid_argument,
+                      "new item '" + item.name + "' needs at least one feature or user");
+  if (!item.values.empty() && item.values.size() != item.users.size())
+    return make_error(errc::invalid_argument,
+                      "new item '" + item.name + "': values need one value per user");
+  std::vector<float> rows, values;
+  for (size_t i = 0; i < item.users.size(); ++i)
+    if (auto row = row_of(item.users[i], user_rows_, !root_.user_names.empty(), c.users)) {
+      rows.insert(rows.end(), root_.users.data() + *row * c.dim,
+                  root_.users.data() + (*row + 1) * c.dim);
+      values.push_back(item.values.empty() ? 1.0f : item.values[i]);
+    }
+  for (auto& feature : item.features)
+    if (auto it = item_feature_rows_.find(feature); it != item_feature_rows_.end()) {
+      auto at = root_.item_features.data() + it->second * c.dim;
+      rows.insert(rows.end(), at, at + c.dim);
+      values.push_back(static_cast<float>(c.feature_value));
+    }
+  if (values.empty())
+    return make_error(errc::not_found, "new item '" + item.name + "': none of its " +
+                                         std::to_string(item.users.size()) + " users and " +
+                                         std::to_string(item.features.size()) +
+                                         " features is known to the model");
+  auto vector = solve(rows, values, root_.user_gramian);
+  if (vector && c.metric == "cosine")
+    normalise(*vector);
+  return vector;
 }
 
 } // namespace darcy::actors

@@ -5,6 +5,7 @@
 
 #include <caf/actor_cast.hpp>
 
+#include "actors/serving/root_items.hpp"
 #include "messages/error.hpp"
 #include "runtime/cluster/exit_cascade.hpp"
 #include "runtime/cluster/remote_run.hpp"
@@ -16,10 +17,6 @@
 
 namespace darcy::actors {
 
-namespace {
-
-using pending_topk = serving_root_state::pending_topk;
-
 /// Orchestration events kept for status.
 constexpr size_t max_events = 200;
 
@@ -30,6 +27,10 @@ void log_event(serving_root_pointer self, std::string text) {
   if (events.size() > max_events)
     events.erase(events.begin());
 }
+
+namespace {
+
+using pending_topk = serving_root_state::pending_topk;
 
 double seconds_since_start(serving_root_pointer self) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - self->state.started)
@@ -91,6 +92,7 @@ void finish_load(serving_root_pointer self) {
   if (!root)
     return fail_load(self, root.error());
   v->root = std::make_shared<const root_model>(std::move(*root));
+  v->next_item = v->root->config().items;
   st.loading = nullptr;
   st.last_error.clear();
   auto old = std::exchange(st.current, v);
@@ -145,6 +147,7 @@ void on_supervisor_event(serving_root_pointer self, const supervisor_event& e) {
     ++health.restarts;
     log_event(
       self, "shard " + std::to_string(i) + " of version " + v->version + " restarted on " + e.node);
+    resend_items(self, v, static_cast<uint32_t>(i));
   }
   if (v != self->state.loading || v->ready[i])
     return;
@@ -177,6 +180,7 @@ void start_load(serving_root_pointer self, const checkpoint_manifest& manifest,
   v->ready.assign(n, false);
   v->health.resize(n);
   v->lanes.resize(n);
+  v->added_by_shard.resize(n);
   supervisor_spec spec;
   spec.name = v->supervisor_name;
   spec.strategy = restart_strategy::one_for_one;
@@ -270,9 +274,10 @@ void finish_topk(serving_root_pointer self, uint64_t id) {
   } else {
     topk_response r;
     r.version = v.version;
+    drop_unconfirmed(v, p.hits);
     for (auto& h : compute::merge_top_k(p.hits, p.k)) {
       r.ids.push_back(h.id);
-      r.names.push_back(v.root->item_name(h.id));
+      r.names.push_back(*served_item_name(v, h.id));
       r.scores.push_back(h.score);
     }
     r.partial = !missing.empty();
@@ -569,6 +574,9 @@ serving_root_actor::behavior_type serving_root(serving_root_pointer self,
   }
   return {
     [self](topk_atom, const topk_request& request) { return topk(self, request); },
+    [self](add_atom, const add_items_request& request) {
+      return add_items(self, request, seconds_since_start(self));
+    },
     [self](load_atom, const request_context& ctx, const std::string& version) {
       return load(self, ctx, version);
     },

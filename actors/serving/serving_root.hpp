@@ -13,6 +13,8 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/serving/access_policy.hpp"
@@ -75,6 +77,16 @@ struct served_version {
   std::shared_ptr<const root_model> root;
   uint64_t in_flight = 0;
   bool retired = false;
+  /// Items added while the version serves (root_items.hpp): ids from the export's item count
+  /// on. Only an add every shard confirmed is in `added_names`; hits of other added ids are
+  /// never served.
+  std::unordered_map<uint64_t, std::string> added_names;
+  std::unordered_map<std::string, uint64_t> added_ids;
+  /// Each shard's confirmed items, sent again to a restarted shard server.
+  std::vector<shard_items> added_by_shard;
+  /// Names of adds not yet confirmed, and the next id to give.
+  std::unordered_set<std::string> adding;
+  uint64_t next_item = 0;
 };
 
 struct serving_root_state {
@@ -116,5 +128,8 @@ using serving_root_pointer = serving_root_actor::stateful_pointer<serving_root_s
 
 serving_root_actor::behavior_type serving_root(serving_root_pointer self,
                                                serving_root_config config);
+
+/// Logs `text` and keeps it among the root's last events (model_status::events).
+void log_event(serving_root_pointer self, std::string text);
 
 } // namespace darcy::actors

@@ -30,29 +30,75 @@ caf::error refusal(serving_shard_state& st, const shard_query& q) {
   return {};
 }
 
+// Scores the live index exactly against `rows` (one query a row) and keeps the k best of each
+// query's hits and those, best first.
+void merge_added(const serving_shard_state& st, const compute::row_matrix& rows, uint32_t k,
+                 std::vector<std::vector<compute::hit>>& hits) {
+  auto dim = static_cast<Eigen::Index>(st.index->dim());
+  Eigen::Map<const compute::row_matrix> added(st.added.data(),
+                                              static_cast<Eigen::Index>(st.added_ids.size()), dim);
+  compute::row_matrix scores = rows * added.transpose();
+  for (size_t r = 0; r < hits.size(); ++r) {
+    auto& h = hits[r];
+    for (size_t a = 0; a < st.added_ids.size(); ++a)
+      h.push_back(
+        {scores(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(a)), st.added_ids[a]});
+    std::stable_sort(h.begin(), h.end(), [](const compute::hit& x, const compute::hit& y) {
+      return x.score > y.score;
+    });
+    if (h.size() > k)
+      h.resize(k);
+  }
+}
+
+caf::result<ok_atom> add_items(serving_shard_pointer self, const shard_items& items) {
+  auto& st = self->state;
+  auto dim = st.index->dim();
+  if (items.vectors.size() != items.ids.size() * dim)
+    return make_error(errc::dimension_mismatch, std::to_string(items.vectors.size()) +
+                                                  " values for " +
+                                                  std::to_string(items.ids.size()) +
+                                                  " items of dimension " + std::to_string(dim));
+  if (!compute::all_finite(items.vectors))
+    return make_error(errc::invalid_argument, "an added item holds a NaN or infinite value");
+  for (size_t i = 0; i < items.ids.size(); ++i) {
+    if (!st.added_set.insert(items.ids[i]).second)
+      continue;
+    st.added_ids.push_back(items.ids[i]);
+    st.added.insert(st.added.end(), items.vectors.begin() + static_cast<std::ptrdiff_t>(i * dim),
+                    items.vectors.begin() + static_cast<std::ptrdiff_t>((i + 1) * dim));
+  }
+  return ok_atom::value;
+}
+
 // The k best items of each of `queries`, all admitted by refusal(), in one index call.
 caf::expected<std::vector<shard_hits>> search(serving_shard_state& st,
                                               const std::vector<const shard_query*>& queries,
                                               uint32_t k) {
   std::vector<shard_hits> result(queries.size(), shard_hits{st.config.shard, {}, {}});
   auto& index = *st.index;
-  if (index.size() == 0)
+  if (index.size() == 0 && st.added_ids.empty())
     return result;
   compute::row_matrix rows(static_cast<Eigen::Index>(queries.size()),
                            static_cast<Eigen::Index>(index.dim()));
   for (size_t r = 0; r < queries.size(); ++r)
     rows.row(static_cast<Eigen::Index>(r)) = Eigen::Map<const Eigen::RowVectorXf>(
       queries[r]->vector.data(), static_cast<Eigen::Index>(index.dim()));
-  auto kept = std::min<size_t>(k, index.size());
-  compute::mips::mips_search_options options;
-  options.probes = st.config.probes;
-  options.rerank = st.config.rerank;
-  options.ef = st.config.ef;
-  auto hits = index.search(rows, kept, options);
-  if (!hits)
-    return make_error(hits.error());
+  std::vector<std::vector<compute::hit>> hits(queries.size());
+  if (index.size() > 0) {
+    compute::mips::mips_search_options options;
+    options.probes = st.config.probes;
+    options.rerank = st.config.rerank;
+    options.ef = st.config.ef;
+    auto found = index.search(rows, std::min<size_t>(k, index.size()), options);
+    if (!found)
+      return make_error(found.error());
+    hits = std::move(*found);
+  }
+  if (!st.added_ids.empty())
+    merge_added(st, rows, k, hits);
   for (size_t r = 0; r < queries.size(); ++r)
-    for (auto& h : (*hits)[r]) {
+    for (auto& h : hits[r]) {
       result[r].ids.push_back(h.id);
       result[r].scores.push_back(h.score);
     }
@@ -125,6 +171,9 @@ serving_shard_actor::behavior_type serving_shard(serving_shard_pointer self,
       [](topk_atom, const shard_batch&) -> caf::result<shard_batch_hits> {
         return make_error(errc::unavailable, "shard not loaded");
       },
+      [](add_atom, const shard_items&) -> caf::result<ok_atom> {
+        return make_error(errc::unavailable, "shard not loaded");
+      },
       [](status_atom) -> caf::result<shard_status> {
         return make_error(errc::unavailable, "shard not loaded");
       },
@@ -133,10 +182,12 @@ serving_shard_actor::behavior_type serving_shard(serving_shard_pointer self,
   return {
     [=](topk_atom, const shard_query& q) { return topk(self, q); },
     [=](topk_atom, const shard_batch& batch) { return topk_batch(self, batch); },
+    [=](add_atom, const shard_items& items) { return add_items(self, items); },
     [=](status_atom) {
       auto& s = self->state;
-      return shard_status{s.config.model,  s.config.version, s.config.shard,
-                          s.index->size(), s.answered,       s.expired};
+      return shard_status{s.config.model, s.config.version,
+                          s.config.shard, s.index->size() + s.added_ids.size(),
+                          s.answered,     s.expired};
     },
   };
 }

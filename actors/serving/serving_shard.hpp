@@ -1,9 +1,12 @@
 // A shard server of retrieval serving: holds one shard sub-model of one export version (its
-// index, IVF-PQ or graph, loaded from the export) and answers top-k over its partition. Interface
-// and contract: serving_shard_actor (messages/serving/serving_interfaces.hpp).
+// index, IVF-PQ or graph, loaded from the export) and the items added to it while it serves (a
+// live index searched exactly), and answers top-k over both. Interface and contract:
+// serving_shard_actor (messages/serving/serving_interfaces.hpp).
 #pragma once
 
 #include <memory>
+#include <unordered_set>
+#include <vector>
 
 #include "compute/mips/mips_index.hpp"
 #include "messages/serving/serving_interfaces.hpp"
@@ -13,6 +16,10 @@ namespace darcy::actors {
 struct serving_shard_state {
   serving_shard_config config;
   std::shared_ptr<const compute::mips::mips_index> index;
+  /// The live index: added_ids.size() rows of the index's dimension, in the order added.
+  std::vector<float> added;
+  std::vector<uint64_t> added_ids;
+  std::unordered_set<uint64_t> added_set;
   uint64_t answered = 0;
   uint64_t expired = 0;
   static inline const char* name = "darcy.serving_shard";

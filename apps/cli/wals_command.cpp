@@ -29,6 +29,8 @@ void add_train_flags(CLI::App* cmd, wals::train_job& job) {
                   "row<TAB>feature lines (user_friends.dat): extra columns of the rows");
   cmd->add_option("--col-features", d.col_features,
                   "column<TAB>feature lines: extra rows of the columns");
+  cmd->add_option("--feature-value", d.feature_value, "The value of every feature's entries")
+    ->capture_default_str();
   cmd->add_flag("--skip-malformed", d.skip_malformed, "Skip and count malformed lines");
   cmd->add_option("--dim", p.dim, "Factor dimension");
   cmd->add_option("--iters", o.sweeps, "Sweeps (rows then columns)");

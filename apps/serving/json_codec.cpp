@@ -33,6 +33,21 @@ caf::expected<std::string> id_text(const json& x, const std::string& field) {
   return bad(field + " must be a string or a non-negative integer");
 }
 
+// A non-empty array of ids (id_text each) as text.
+caf::expected<std::vector<std::string>> id_list(const json& x, const std::string& field,
+                                                const std::string& each) {
+  if (!x.is_array() || x.empty())
+    return bad(field + " must be a non-empty array of " + each + " ids");
+  std::vector<std::string> out;
+  for (auto& id : x) {
+    auto text = id_text(id, "each " + each);
+    if (!text)
+      return std::move(text.error());
+    out.push_back(std::move(*text));
+  }
+  return out;
+}
+
 caf::expected<std::vector<float>> floats(const json& x, const std::string& field) {
   if (!x.is_array())
     return bad(field + " must be an array of numbers");
@@ -64,6 +79,8 @@ caf::expected<topk_body> parse_topk_body(const std::string& body, const serve_co
   auto& r = out.request;
   out.deadline_ms = config.default_deadline_ms;
   int queries = 0;
+  // Items and features together are one query: a new user.
+  bool new_user = false;
   for (auto& [key, value] : j.items()) {
     if (key == "user") {
       auto user = id_text(value, "user");
@@ -72,17 +89,13 @@ caf::expected<topk_body> parse_topk_body(const std::string& body, const serve_co
       r.kind = query_kind::user;
       r.user = std::move(*user);
       ++queries;
-    } else if (key == "items") {
-      if (!value.is_array() || value.empty())
-        return bad("items must be a non-empty array of item ids");
-      for (auto& item : value) {
-        auto id = id_text(item, "each item");
-        if (!id)
-          return std::move(id.error());
-        r.items.push_back(std::move(*id));
-      }
+    } else if (key == "items" || key == "features") {
+      auto ids = id_list(value, key, key == "items" ? "item" : "feature");
+      if (!ids)
+        return std::move(ids.error());
+      (key == "items" ? r.items : r.features) = std::move(*ids);
       r.kind = query_kind::items;
-      ++queries;
+      new_user = true;
     } else if (key == "values") {
       auto values = floats(value, "values");
       if (!values)
@@ -113,11 +126,60 @@ caf::expected<topk_body> parse_topk_body(const std::string& body, const serve_co
       return bad("unknown field '" + key + "'");
     }
   }
-  if (queries != 1)
-    return bad("give exactly one of user, items and vector");
-  if (!r.values.empty() && r.kind != query_kind::items)
+  if (queries + (new_user ? 1 : 0) != 1)
+    return bad("give exactly one of user, items (with or without features) and vector");
+  if (!r.values.empty() && r.items.empty())
     return bad("values go with items");
   return out;
+}
+
+caf::expected<std::vector<new_item>> parse_items_body(const std::string& body) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded())
+    return bad("the body is not valid JSON");
+  if (!j.is_object() || j.size() != 1 || !j.contains("items") || !j["items"].is_array() ||
+      j["items"].empty())
+    return bad("the body must be {\"items\": [...]}, a non-empty array of new items");
+  std::vector<new_item> out;
+  for (auto& x : j["items"]) {
+    if (!x.is_object())
+      return bad("each new item must be an object");
+    new_item item;
+    for (auto& [key, value] : x.items()) {
+      if (key == "name") {
+        auto name = id_text(value, "name");
+        if (!name)
+          return std::move(name.error());
+        item.name = std::move(*name);
+      } else if (key == "features" || key == "users") {
+        auto ids = id_list(value, key, key == "users" ? "user" : "feature");
+        if (!ids)
+          return std::move(ids.error());
+        (key == "users" ? item.users : item.features) = std::move(*ids);
+      } else if (key == "values") {
+        auto values = floats(value, "values");
+        if (!values)
+          return std::move(values.error());
+        item.values = std::move(*values);
+      } else {
+        return bad("unknown field '" + key + "' of a new item");
+      }
+    }
+    if (item.name.empty())
+      return bad("each new item needs a name");
+    if (!item.values.empty() && item.users.empty())
+      return bad("values go with users");
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::string items_json(const std::string& model, const std::vector<new_item>& items,
+                       const add_items_response& r) {
+  json added = json::array();
+  for (size_t i = 0; i < r.ids.size() && i < items.size(); ++i)
+    added.push_back({{"name", items[i].name}, {"id", r.ids[i]}, {"shard", r.shards[i]}});
+  return dump(json{{"model", model}, {"version", r.version}, {"items", added}});
 }
 
 caf::expected<std::string> parse_load_body(const std::string& body) {

@@ -262,9 +262,9 @@ void serving_front::handle(http_request req, http_responder respond) {
   }
   if (route == "model")
     return req.method == "GET" ? describe(model, *root, timed) : method_not_allowed("GET");
-  if (route != "topk" && route != "load" && route != "unload")
+  if (route != "topk" && route != "load" && route != "unload" && route != "items")
     return timed({404, json_error("not_found", "unknown method ':" + verb + "' of model " + model +
-                                                 " (topk, load, unload)")});
+                                                 " (topk, items, load, unload)")});
   if (req.method != "POST")
     return method_not_allowed("POST");
   if (route != "topk")
@@ -273,6 +273,8 @@ void serving_front::handle(http_request req, http_responder respond) {
   req.authorization = *principal; // from here on, the principal
   if (route == "topk")
     return topk(model, *root, req, timed);
+  if (route == "items")
+    return add_items(model, *root, req, timed);
   manage(model, *root, route == "load", req, timed);
 }
 
@@ -347,6 +349,22 @@ void serving_front::manage(const std::string& model, const serving_root_actor& r
       respond({200, manage_json(model, *r)});
     },
     load_atom::value, ctx, *version);
+}
+
+void serving_front::add_items(const std::string& model, const serving_root_actor& root,
+                              const http_request& req, http_responder respond) {
+  auto items = parse_items_body(req.body);
+  if (!items)
+    return respond(error_response(items.error()));
+  add_items_request r{context_of(req, req.authorization, config_.max_deadline_ms), *items};
+  ask_async<add_items_response>(
+    bridge_, root, manage_timeout,
+    [respond, model, items = std::move(*items)](caf::expected<add_items_response> added) {
+      if (!added)
+        return respond(error_response(added.error()));
+      respond({200, items_json(model, items, *added)});
+    },
+    add_atom::value, std::move(r));
 }
 
 void serving_front::describe(const std::string&, const serving_root_actor& root,

@@ -58,6 +58,8 @@ private:
   void manage(const std::string& model, const serving_root_actor& root, bool load,
               const http_request& req, http_responder respond);
   void describe(const std::string& model, const serving_root_actor& root, http_responder respond);
+  void add_items(const std::string& model, const serving_root_actor& root, const http_request& req,
+                 http_responder respond);
   void list(http_responder respond);
   /// The routes of a model answered in this process (Estimator or PyTorch): GET its description,
   /// POST :predict and :sync (which runs on a thread of its own, so that the HTTP threads go on

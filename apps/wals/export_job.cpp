@@ -25,6 +25,20 @@ std::vector<std::string> head_names(const std::vector<std::string>& ids, uint64_
   return {ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(rows)};
 }
 
+// The rows of `m` past the first `own` (its features), and their names without the
+// "feature:" that stores/data gives them.
+void tail_rows(const stores::float_matrix& m, const std::vector<std::string>& ids, uint64_t own,
+               compute::row_matrix& factors, std::vector<std::string>& names) {
+  if (m.rows <= own || ids.size() != m.rows)
+    return;
+  factors = Eigen::Map<const compute::row_matrix>(m.values.data() + own * m.cols,
+                                                  static_cast<Eigen::Index>(m.rows - own),
+                                                  static_cast<Eigen::Index>(m.cols));
+  constexpr std::string_view prefix = "feature:";
+  for (auto i = own; i < m.rows; ++i)
+    names.push_back(ids[i].starts_with(prefix) ? ids[i].substr(prefix.size()) : ids[i]);
+}
+
 } // namespace
 
 caf::error run_export(const export_job& job) {
@@ -44,6 +58,9 @@ caf::error run_export(const export_job& job) {
   in.users = head_rows(m->u, m->users);
   in.item_names = head_names(m->col_ids, m->items);
   in.user_names = head_names(m->row_ids, m->users);
+  in.config.feature_value = m->feature_value;
+  tail_rows(m->v, m->col_ids, m->items, in.user_features, in.user_feature_names);
+  tail_rows(m->u, m->row_ids, m->users, in.item_features, in.item_feature_names);
   in.index = job.index;
   in.config.index = job.kind;
   in.graph = job.graph;
@@ -58,9 +75,13 @@ caf::error run_export(const export_job& job) {
   if (!version)
     return std::move(version.error());
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("exported %s as version %s of %s (%u shards, %llu items) in %.1f s\n",
-              job.model.c_str(), version->c_str(), job.out.c_str(), job.shards,
-              static_cast<unsigned long long>(m->items), seconds);
+  std::printf(
+    "exported %s as version %s of %s (%u shards, %llu items, %llu user and %llu item "
+    "features) in %.1f s\n",
+    job.model.c_str(), version->c_str(), job.out.c_str(), job.shards,
+    static_cast<unsigned long long>(m->items),
+    static_cast<unsigned long long>(m->v.rows - m->items),
+    static_cast<unsigned long long>(m->u.rows - m->users), seconds);
   return {};
 }
 

@@ -39,7 +39,7 @@ caf::error save_model(const std::string& dir, const model& m) {
   meta << "dim " << p.dim << "\nalpha " << p.alpha << "\nweight " << to_string(p.weight_fn)
        << "\nsigma " << p.sigma << "\nlambda " << p.lambda << "\nsolver " << to_string(p.solver)
        << "\ncg_steps " << p.cg_steps << "\nusers " << m.users << "\nitems " << m.items
-       << "\nlosses";
+       << "\nfeature_value " << m.feature_value << "\nlosses";
   for (auto l : m.losses)
     meta << ' ' << l;
   meta << '\n';
@@ -78,6 +78,8 @@ caf::expected<model> load_model(const std::string& dir) {
       in >> m.users;
     else if (key == "items")
       in >> m.items;
+    else if (key == "feature_value")
+      in >> m.feature_value;
     else if (key == "weight") {
       std::string w;
       in >> w;

@@ -22,6 +22,8 @@ struct model {
   uint64_t items = 0;
   std::vector<std::string> row_ids;
   std::vector<std::string> col_ids;
+  /// The value of a feature's entries in training (wals_data_spec::feature_value).
+  float feature_value = 1;
   stores::float_matrix u;
   stores::float_matrix v;
   std::vector<double> losses;

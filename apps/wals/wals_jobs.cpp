@@ -112,6 +112,7 @@ caf::expected<trained> train(const train_job& job) {
     m.items = t.data->items;
     m.row_ids = t.data->row_ids;
     m.col_ids = t.data->col_ids;
+    m.feature_value = job.options.data.feature_value;
     m.u = t.result.u;
     m.v = t.result.v;
     m.losses = t.result.losses;

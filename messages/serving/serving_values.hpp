@@ -102,7 +102,8 @@ enum class query_kind : uint8_t {
   vector = 0,
   /// A user the model knows, by name (or by row number when it has no names).
   user = 1,
-  /// A new user given as the items they interacted with (cold-start projection).
+  /// A new user given as the items they interacted with, their features, or both (cold-start
+  /// projection).
   items = 2,
 };
 
@@ -115,6 +116,9 @@ struct topk_request {
   std::vector<std::string> items;
   /// One per item, or empty for 1 each.
   std::vector<float> values;
+  /// With items, or alone: the new user's features (a WALS model's row features), each of
+  /// the value the model was trained with.
+  std::vector<std::string> features;
   uint32_t k = 10;
   /// At the deadline, answer with the shards that answered (flagged partial) instead of failing
   /// with errc::deadline_exceeded.
@@ -124,7 +128,7 @@ struct topk_request {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topk_request& x) {
   return f(caf::meta::type_name("topk_request"), x.context, x.kind, x.vector, x.user, x.items,
-           x.values, x.k, x.allow_partial);
+           x.values, x.features, x.k, x.allow_partial);
 }
 
 struct topk_response {
@@ -142,6 +146,55 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, topk_response& x) {
   return f(caf::meta::type_name("topk_response"), x.version, x.ids, x.names, x.scores, x.partial,
            x.missing_shards);
+}
+
+/// An item a model gains while it serves (WALS's cold start of an item): projected from its
+/// features (the items' column features the model trained with), from the users who took it
+/// (with one value each, or 1 each when `values` is empty), or both.
+struct new_item {
+  std::string name;
+  std::vector<std::string> features;
+  std::vector<std::string> users;
+  std::vector<float> values;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, new_item& x) {
+  return f(caf::meta::type_name("new_item"), x.name, x.features, x.users, x.values);
+}
+
+/// Items to add to the live index of the version serving, all or none.
+struct add_items_request {
+  request_context context;
+  std::vector<new_item> items;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, add_items_request& x) {
+  return f(caf::meta::type_name("add_items_request"), x.context, x.items);
+}
+
+/// The ids the items got, in the request's order, and the shards that hold them.
+struct add_items_response {
+  std::string version;
+  std::vector<uint64_t> ids;
+  std::vector<uint32_t> shards;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, add_items_response& x) {
+  return f(caf::meta::type_name("add_items_response"), x.version, x.ids, x.shards);
+}
+
+/// Items for one shard's live index: ids.size() rows of the model's dimension in `vectors`.
+struct shard_items {
+  std::vector<uint64_t> ids;
+  std::vector<float> vectors;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_items& x) {
+  return f(caf::meta::type_name("shard_items"), wire::blob(x.ids), wire::blob(x.vectors));
 }
 
 /// Latencies in fixed buckets (Prometheus' cumulative form is derived when rendering).
@@ -255,7 +308,7 @@ typename Inspector::result_type inspect(Inspector& f, model_status& x) {
 struct model_acl {
   /// May ask for top-k.
   std::vector<std::string> query{"*"};
-  /// May load and unload versions.
+  /// May load and unload versions, and add items.
   std::vector<std::string> manage{"*"};
 };
 

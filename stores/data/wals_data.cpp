@@ -136,6 +136,8 @@ caf::error add_features(wals_dataset& data, const wals_data_spec& spec, char del
   auto& features = of_rows ? data.col_ids : data.row_ids;
   id_map owner_ids{owners}, feature_ids{features};
   auto owner_count = owners.size();
+  // Ids below `own` are the matrix's own rows or columns; features come after them.
+  const uint64_t own = of_rows ? data.items : data.users;
   std::vector<compute::triple> triples;
   for (uint64_t r = 0; r < data.matrix.rows; ++r)
     for (auto i = data.matrix.offsets[r]; i < data.matrix.offsets[r + 1]; ++i)
@@ -155,6 +157,11 @@ caf::error add_features(wals_dataset& data, const wals_data_spec& spec, char del
       return {};
     }
     auto feature = feature_ids.get("feature:" + std::string{fields[1]});
+    if (feature < own)
+      return make_error(errc::invalid_argument,
+                        path + ":" + std::to_string(line) + ": feature '" + std::string{fields[1]} +
+                          "' collides with the " + (of_rows ? "column" : "row") +
+                          " id 'feature:" + std::string{fields[1]} + "' of the matrix");
     if (of_rows)
       triples.push_back({*owner, feature, spec.feature_value});
     else

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <unordered_set>
 
 #include <toml++/toml.h>
 
@@ -31,10 +32,11 @@ std::string encode_config(const export_config& c) {
       << "\nusers = " << c.users << "\ndim = " << c.dim << "\nshards = " << c.shards
       << "\nlambda = " << c.lambda << "\nsigma = " << c.sigma << "\nalpha = " << c.alpha
       << "\nweight = \"" << c.weight << "\"\nindex = \"" << compute::mips::to_string(c.index)
-      << "\"\n";
+      << "\"\nuser_features = " << c.user_features << "\nitem_features = " << c.item_features
+      << "\nfeature_value = " << c.feature_value << "\n";
   auto text = out.str();
   // TOML floats need a point or an exponent.
-  for (auto key : {"lambda", "sigma", "alpha"}) {
+  for (auto key : {"lambda", "sigma", "alpha", "feature_value"}) {
     auto at = text.find(std::string{key} + " = ");
     auto end = text.find('\n', at);
     auto value = text.substr(at, end - at);
@@ -62,6 +64,9 @@ caf::expected<export_config> decode_config(const std::string& text, const std::s
   c.sigma = t["sigma"].value_or(0.0);
   c.alpha = t["alpha"].value_or(0.0);
   c.weight = t["weight"].value_or(std::string{});
+  c.user_features = t["user_features"].value_or(uint64_t{0});
+  c.item_features = t["item_features"].value_or(uint64_t{0});
+  c.feature_value = t["feature_value"].value_or(1.0);
   auto index = compute::mips::parse_mips_index_kind(t["index"].value_or(std::string{"ivf_pq"}));
   if (c.dim == 0 || c.shards == 0 || (c.metric != "dot" && c.metric != "cosine") || !index)
     return make_error(errc::corrupt_file,
@@ -233,6 +238,30 @@ caf::expected<compute::mips::mips_index> load_graph_shard(const checkpoint_dir& 
   return compute::mips::mips_index{std::move(*index)};
 }
 
+// The features of `in`: one name each, none named twice, the items' dimension, finite.
+caf::error check_features(const export_input& in) {
+  for (auto [what, factors, names] :
+       {std::tuple{"user", &in.user_features, &in.user_feature_names},
+        std::tuple{"item", &in.item_features, &in.item_feature_names}}) {
+    auto rows = static_cast<size_t>(factors->rows());
+    if (names->size() != rows)
+      return invalid(std::to_string(names->size()) + " " + what + " feature names for " +
+                     std::to_string(rows) + " " + what + " features");
+    if (rows == 0)
+      continue;
+    if (factors->cols() != in.items.cols())
+      return invalid(std::string{what} + " features have dim " + std::to_string(factors->cols()) +
+                     ", items " + std::to_string(in.items.cols()));
+    if (!factors->allFinite())
+      return invalid(std::string{what} + " features hold a NaN or infinite value");
+    std::unordered_set<std::string_view> seen;
+    for (auto& name : *names)
+      if (!seen.insert(name).second)
+        return invalid(std::string{what} + " feature '" + name + "' is named twice");
+  }
+  return {};
+}
+
 caf::expected<export_config> read_config(const checkpoint_dir& dir, const checkpoint_manifest& m) {
   auto part = find_part(m, "root/config.toml");
   if (part == nullptr)
@@ -271,11 +300,15 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
                    std::to_string(in.items.cols()));
   if (auto err = compute::mips::check_items(in.items, {}))
     return invalid(err.context);
+  if (auto err = check_features(in))
+    return err;
   if (c.metric == "cosine")
     compute::normalise_rows(in.items);
   c.items = n;
   c.users = static_cast<uint64_t>(in.users.rows());
   c.dim = static_cast<uint32_t>(in.items.cols());
+  c.user_features = static_cast<uint64_t>(in.user_features.rows());
+  c.item_features = static_cast<uint64_t>(in.item_features.rows());
   // A failure before the commit leaves no version behind (the transaction discards it).
   auto t = checkpoint_transaction::begin_version(model_dir);
   if (!t)
@@ -292,17 +325,40 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
     return {};
   };
   row_matrix gramian = in.items.transpose() * in.items;
-  for (auto err :
-       {add("root/config.toml", encode_config(c), 0),
-        add("root/gramian.f32", encode_matrix(to_float_matrix(gramian)), c.dim),
-        add("root/items.f32",
-            bytes_of(std::span<const float>{in.items.data(), size_t(in.items.size())}), n),
-        add("root/users.f32",
-            bytes_of(std::span<const float>{in.users.data(), size_t(in.users.size())}), c.users),
-        add("root/item_names.txt", names_text(in.item_names), in.item_names.size()),
-        add("root/user_names.txt", names_text(in.user_names), in.user_names.size())})
+  if (c.user_features > 0)
+    gramian += in.user_features.transpose() * in.user_features;
+  auto floats = [](const row_matrix& x) {
+    return bytes_of(std::span<const float>{x.data(), size_t(x.size())});
+  };
+  for (auto err : {add("root/config.toml", encode_config(c), 0),
+                   add("root/gramian.f32", encode_matrix(to_float_matrix(gramian)), c.dim),
+                   add("root/items.f32", floats(in.items), n),
+                   add("root/users.f32", floats(in.users), c.users),
+                   add("root/item_names.txt", names_text(in.item_names), in.item_names.size()),
+                   add("root/user_names.txt", names_text(in.user_names), in.user_names.size())})
     if (err)
       return err;
+  if (c.users > 0) {
+    row_matrix user_gramian = in.users.transpose() * in.users;
+    if (c.item_features > 0)
+      user_gramian += in.item_features.transpose() * in.item_features;
+    if (auto err =
+          add("root/user_gramian.f32", encode_matrix(to_float_matrix(user_gramian)), c.dim))
+      return err;
+  }
+  // Exports without features have no feature parts, as before features were kept.
+  if (c.user_features > 0)
+    for (auto err :
+         {add("root/user_features.f32", floats(in.user_features), c.user_features),
+          add("root/user_feature_names.txt", names_text(in.user_feature_names), c.user_features)})
+      if (err)
+        return err;
+  if (c.item_features > 0)
+    for (auto err :
+         {add("root/item_features.f32", floats(in.item_features), c.item_features),
+          add("root/item_feature_names.txt", names_text(in.item_feature_names), c.item_features)})
+      if (err)
+        return err;
   for (uint32_t s = 0; s < c.shards; ++s) {
     auto rows = compute::rows_owned(n, s, c.shards);
     row_matrix part(static_cast<Eigen::Index>(rows), in.items.cols());
@@ -357,6 +413,14 @@ caf::expected<export_root> load_export_root(const std::string& model_dir,
   if (gramian->rows() != c.dim || gramian->cols() != c.dim)
     return corrupt(model_dir + "/" + m.checkpoint + "/root/gramian.f32: not dim x dim");
   root.gramian = std::move(*gramian);
+  if (find_part(m, "root/user_gramian.f32") != nullptr) {
+    auto user_gramian = read_matrix_part(dir, m, "root/user_gramian.f32");
+    if (!user_gramian)
+      return std::move(user_gramian.error());
+    if (user_gramian->rows() != c.dim || user_gramian->cols() != c.dim)
+      return corrupt(model_dir + "/" + m.checkpoint + "/root/user_gramian.f32: not dim x dim");
+    root.user_gramian = std::move(*user_gramian);
+  }
   auto items = map_array<float>(dir, m, "root/items.f32", c.items * c.dim);
   auto users = map_array<float>(dir, m, "root/users.f32", c.users * c.dim);
   if (!items)
@@ -365,8 +429,23 @@ caf::expected<export_root> load_export_root(const std::string& model_dir,
     return std::move(users.error());
   root.items = std::move(*items);
   root.users = std::move(*users);
-  for (auto [rel, names, count] : {std::tuple{"root/item_names.txt", &root.item_names, c.items},
-                                   std::tuple{"root/user_names.txt", &root.user_names, c.users}}) {
+  for (auto [rel, factors, count] :
+       {std::tuple{"root/user_features.f32", &root.user_features, c.user_features},
+        std::tuple{"root/item_features.f32", &root.item_features, c.item_features}}) {
+    if (count == 0)
+      continue;
+    auto mapped = map_array<float>(dir, m, rel, count * c.dim);
+    if (!mapped)
+      return std::move(mapped.error());
+    *factors = std::move(*mapped);
+  }
+  for (auto [rel, names, count] :
+       {std::tuple{"root/item_names.txt", &root.item_names, c.items},
+        std::tuple{"root/user_names.txt", &root.user_names, c.users},
+        std::tuple{"root/user_feature_names.txt", &root.user_feature_names, c.user_features},
+        std::tuple{"root/item_feature_names.txt", &root.item_feature_names, c.item_features}}) {
+    if (count == 0 && find_part(m, rel) == nullptr)
+      continue; // a feature part of an export without features
     auto part = find_part(m, rel);
     if (part == nullptr)
       return corrupt(model_dir + "/" + m.checkpoint + ": the manifest names no " + rel);

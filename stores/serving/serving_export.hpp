@@ -42,6 +42,12 @@ struct export_config {
   std::string weight = "log1p";
   /// The shards' index kind (exports written before graphs existed are IVF-PQ).
   compute::mips::mips_index_kind index = compute::mips::mips_index_kind::ivf_pq;
+  /// Features trained with the matrix (the paper's U+ and V+): a user's features were extra
+  /// columns, an item's extra rows, each entry of value `feature_value`. Exports written before
+  /// features were kept have none.
+  uint64_t user_features = 0;
+  uint64_t item_features = 0;
+  double feature_value = 1;
 };
 
 struct export_input {
@@ -50,6 +56,12 @@ struct export_input {
   compute::row_matrix users;           // may be empty
   std::vector<std::string> item_names; // empty, or one per item
   std::vector<std::string> user_names; // empty, or one per user
+  /// The factors of the users' features (columns of V past the items) and of the items'
+  /// features (rows of U past the users), each with one name a row; may be empty.
+  compute::row_matrix user_features;
+  std::vector<std::string> user_feature_names;
+  compute::row_matrix item_features;
+  std::vector<std::string> item_feature_names;
   /// The shards' index: config.index chooses which of these options apply.
   compute::mips::ivf_pq_options index;
   compute::mips::graph_index_options graph;
@@ -59,9 +71,12 @@ struct export_input {
 };
 
 /// Writes a new version under `model_dir` and returns its number. Item i goes to shard
-/// i % shards, named by id i. errc::invalid_argument for 0 shards, more shards than items, a
-/// NaN factor, names of another count, or an unknown metric; errc::io_error when a file
-/// cannot be written (the previous version then stays the newest).
+/// i % shards, named by id i. The Gramians are over every column WALS trained (the items and the
+/// users' features) and, when there are users, every row (the users and the items' features).
+/// errc::invalid_argument for 0 shards, more shards than items, a NaN factor, names of another
+/// count (features need one each), a feature named twice, factors of another dimension, or an
+/// unknown metric; errc::io_error when a file cannot be written (the previous version then stays
+/// the newest).
 caf::expected<std::string> write_export(const std::string& model_dir, export_input input,
                                         size_t keep);
 
@@ -80,11 +95,18 @@ caf::expected<export_config> read_export_config(const std::string& model_dir,
 
 struct export_root {
   export_config config;
-  compute::row_matrix gramian;        // items' V^T V
+  compute::row_matrix gramian; // V^T V over the items and the users' features
+  /// U^T U over the users and the items' features, for projecting a new item; empty in an
+  /// export without users, or written before items could be added.
+  compute::row_matrix user_gramian;
   compute::shared_array<float> items; // config.items x dim
   compute::shared_array<float> users; // config.users x dim
   std::vector<std::string> item_names;
   std::vector<std::string> user_names;
+  compute::shared_array<float> user_features; // config.user_features x dim
+  compute::shared_array<float> item_features; // config.item_features x dim
+  std::vector<std::string> user_feature_names;
+  std::vector<std::string> item_feature_names;
 };
 
 /// The root sub-model of `manifest`'s version; its large parts are mapped. errc::corrupt_file

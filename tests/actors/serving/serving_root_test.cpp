@@ -15,6 +15,7 @@
 #include "runtime/cluster/remote_run.hpp"
 #include "stores/serving/serving_export.hpp"
 #include "tests/support/random_matrix.hpp"
+#include "tests/support/recorded_shards.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_system.hpp"
 
@@ -35,18 +36,8 @@ caf::behavior slow_shard(caf::stateful_actor<runtime::chaos_gate_state>* self,
   return runtime::chaos_gate(self, caf::actor_cast<caf::actor>(shard), plan);
 }
 
-/// Every shard server started, so that a test can kill one.
+/// Guards held_shards.
 std::mutex started_mutex;
-std::vector<caf::actor> started;
-
-serving_shard_actor::behavior_type recorded_shard(serving_shard_pointer self,
-                                                  serving_shard_config config) {
-  {
-    std::lock_guard<std::mutex> guard{started_mutex};
-    started.push_back(caf::actor_cast<caf::actor>(self));
-  }
-  return serving_shard(self, std::move(config));
-}
 
 /// A shard server that holds every topk until it receives ok_atom, then passes them on in
 /// order: the root queues what arrives meanwhile.
@@ -120,7 +111,7 @@ struct serving_test_config : test::test_config {
   serving_test_config() {
     register_actor_types(*this);
     add_actor_type("test.slow_shard", slow_shard);
-    add_actor_type("test.recorded_shard", recorded_shard);
+    add_actor_type("test.recorded_shard", test::recorded_shard);
     add_actor_type("test.held_shard", held_shard);
     add_actor_type("test.lossy_shard", lossy_shard);
   }
@@ -498,18 +489,12 @@ TEST_F(serving_root_test, a_lost_shard_batch_asked_once_fails_at_the_deadline) {
 
 TEST_F(serving_root_test, a_killed_shard_server_is_restarted_from_the_export_and_answers) {
   export_version(1);
-  {
-    std::lock_guard<std::mutex> guard{started_mutex};
-    started.clear();
-  }
+  test::forget_recorded_shards();
   auto root = start_root("test.recorded_shard");
   ASSERT_TRUE(load(root, "1"));
-  caf::actor victim;
-  {
-    std::lock_guard<std::mutex> guard{started_mutex};
-    ASSERT_EQ(started.size(), shards);
-    victim = started[0];
-  }
+  auto started = test::recorded_shard_servers();
+  ASSERT_EQ(started.size(), shards);
+  auto victim = started[0];
   self->send_exit(victim, caf::exit_reason::kill);
   auto deadline = std::chrono::steady_clock::now() + test::patience;
   model_status s;

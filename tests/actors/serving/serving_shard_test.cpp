@@ -123,6 +123,54 @@ TEST_P(serving_shard_test, an_empty_batch_gets_an_empty_answer) {
   EXPECT_TRUE(got->errors.empty());
 }
 
+TEST_P(serving_shard_test, added_items_are_searched_beside_the_export_and_a_resent_add_is_skipped) {
+  auto q = query(21, 5);
+  auto before = ask<shard_hits>(q);
+  ASSERT_TRUE(before) << render(before.error());
+  // Item 900 points the query's way with ten times its length: it scores above every item of
+  // the export. Item 901 points away and never makes the top 5.
+  shard_items added;
+  added.ids = {900, 901};
+  for (auto x : q.vector)
+    added.vectors.push_back(10 * x);
+  for (auto x : q.vector)
+    added.vectors.push_back(-x);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "added" : "added again");
+    auto ok =
+      runtime::remote_run<ok_atom>(sys, shard, request_context{}, "shard", add_atom::value, added);
+    ASSERT_TRUE(ok) << render(ok.error());
+    auto after = ask<shard_hits>(q);
+    ASSERT_TRUE(after) << render(after.error());
+    ASSERT_EQ(after->ids.size(), 5u);
+    EXPECT_EQ(after->ids.front(), 900u);
+    // The rest are the export's best four, in order.
+    EXPECT_EQ(std::vector<uint64_t>(after->ids.begin() + 1, after->ids.end()),
+              std::vector<uint64_t>(before->ids.begin(), before->ids.begin() + 4));
+    auto status =
+      runtime::remote_run<shard_status>(sys, shard, request_context{}, "shard", status_atom::value);
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->items, 150u + 2u);
+  }
+}
+
+TEST_P(serving_shard_test, an_add_of_another_dimension_or_a_nan_is_refused_and_adds_nothing) {
+  shard_items short_rows{{900}, std::vector<float>(shard_dim - 1, 1.0f)};
+  shard_items nan{{901}, std::vector<float>(shard_dim, 1.0f)};
+  nan.vectors[3] = std::nanf("");
+  for (auto [items, code] :
+       {std::pair{short_rows, errc::dimension_mismatch}, std::pair{nan, errc::invalid_argument}}) {
+    auto r =
+      runtime::remote_run<ok_atom>(sys, shard, request_context{}, "shard", add_atom::value, items);
+    ASSERT_FALSE(r);
+    EXPECT_TRUE(is(r.error(), code)) << render(r.error());
+  }
+  auto status =
+    runtime::remote_run<shard_status>(sys, shard, request_context{}, "shard", status_atom::value);
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->items, 150u);
+}
+
 INSTANTIATE_TEST_SUITE_P(kinds, serving_shard_test,
                          ::testing::Values(compute::mips::mips_index_kind::ivf_pq,
                                            compute::mips::mips_index_kind::graph),

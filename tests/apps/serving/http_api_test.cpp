@@ -157,6 +157,23 @@ TEST_F(http_api_test, every_request_gets_its_status) {
     {"load a path up",
      request("POST", "/v1/models/m:load", "tok-alice", R"({"version": "../../../etc"})"), 400},
     {"metrics", request("GET", "/metrics", ""), 200},
+    {"add an item from its users",
+     request("POST", "/v1/models/m:items", "tok-alice",
+             R"({"items": [{"name": "n", "users": [3]}]})"),
+     200},
+    {"add it again",
+     request("POST", "/v1/models/m:items", "tok-alice",
+             R"({"items": [{"name": "n", "users": [4]}]})"),
+     400},
+    {"add of which nothing is known",
+     request("POST", "/v1/models/m:items", "tok-alice",
+             R"({"items": [{"name": "o", "users": [99]}]})"),
+     404},
+    {"add without the right",
+     request("POST", "/v1/models/m:items", "tok-bob",
+             R"({"items": [{"name": "p", "users": [3]}]})"),
+     403},
+    {"wrong method on items", request("GET", "/v1/models/m:items", "tok-alice"), 405},
   };
   for (auto& c : cases)
     EXPECT_EQ(call(c.raw), c.expected) << c.name;
@@ -304,6 +321,9 @@ serving_root_actor::behavior_type silent_root(serving_root_actor::pointer self) 
     [self, held](topk_atom, const topk_request&) -> caf::result<topk_response> {
       held->push_back(self->make_response_promise<topk_response>());
       return held->back();
+    },
+    [](add_atom, const add_items_request&) -> caf::result<add_items_response> {
+      return make_error(errc::unavailable, "silent");
     },
     [](load_atom, const request_context&, const std::string&) -> caf::result<std::string> {
       return make_error(errc::unavailable, "silent");

@@ -30,6 +30,18 @@ TEST(json_codec, topk_bodies_parse_into_requests) {
   EXPECT_EQ(items->deadline_ms, config.default_deadline_ms);
   EXPECT_FALSE(items->request.allow_partial);
 
+  auto both = parse_topk_body(R"({"items": ["a"], "features": ["age:30", 7]})", config);
+  ASSERT_TRUE(both) << render(both.error());
+  EXPECT_EQ(both->request.kind, query_kind::items);
+  EXPECT_EQ(both->request.items, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(both->request.features, (std::vector<std::string>{"age:30", "7"}));
+
+  auto features = parse_topk_body(R"({"features": ["country:fr"]})", config);
+  ASSERT_TRUE(features) << render(features.error());
+  EXPECT_EQ(features->request.kind, query_kind::items);
+  EXPECT_TRUE(features->request.items.empty());
+  EXPECT_EQ(features->request.features, (std::vector<std::string>{"country:fr"}));
+
   auto vector = parse_topk_body(R"({"vector": [1, -2.5]})", config);
   ASSERT_TRUE(vector) << render(vector.error());
   EXPECT_EQ(vector->request.vector, (std::vector<float>{1, -2.5f}));
@@ -59,10 +71,60 @@ TEST(json_codec, bad_topk_bodies_are_refused_naming_the_problem) {
     {R"({"vector": [1], "deadline_ms": 5001})", "deadline_ms must be"},
     {R"({"vector": [1], "allow_partial": 1})", "allow_partial"},
     {R"({"vector": [1], "values": [1]})", "values go with items"},
+    {R"({"features": ["a"], "values": [1]})", "values go with items"},
+    {R"({"features": []})", "non-empty"},
+    {R"({"features": [[1]]})", "each feature"},
+    {R"({"user": 1, "features": ["a"]})", "exactly one"},
     {R"({"vector": [1], "colour": "red"})", "unknown field 'colour'"},
   };
   for (auto& c : cases) {
     auto r = parse_topk_body(c.body, config);
+    ASSERT_FALSE(r) << c.body;
+    EXPECT_TRUE(is(r.error(), errc::invalid_argument)) << c.body;
+    EXPECT_NE(render(r.error()).find(c.mentions), std::string::npos)
+      << c.body << ": " << render(r.error());
+  }
+}
+
+TEST(json_codec, item_bodies_parse_into_new_items) {
+  auto items = parse_items_body(
+    R"({"items": [{"name": "song", "features": ["rock", 7], "users": ["u1", "u2"],
+                   "values": [2, 0.5]}, {"name": 12, "users": ["u3"]}]})");
+  ASSERT_TRUE(items) << render(items.error());
+  ASSERT_EQ(items->size(), 2u);
+  auto& song = (*items)[0];
+  EXPECT_EQ(song.name, "song");
+  EXPECT_EQ(song.features, (std::vector<std::string>{"rock", "7"}));
+  EXPECT_EQ(song.users, (std::vector<std::string>{"u1", "u2"}));
+  EXPECT_EQ(song.values, (std::vector<float>{2, 0.5f}));
+  EXPECT_EQ((*items)[1].name, "12");
+  EXPECT_TRUE((*items)[1].features.empty());
+  add_items_response r{"3", {600, 601}, {0, 1}};
+  auto j = nlohmann::json::parse(items_json("songs", *items, r));
+  EXPECT_EQ(j["version"], "3");
+  EXPECT_EQ(j["items"][1]["name"], "12");
+  EXPECT_EQ(j["items"][1]["id"], 601);
+  EXPECT_EQ(j["items"][1]["shard"], 1);
+}
+
+TEST(json_codec, bad_item_bodies_are_refused_naming_the_problem) {
+  struct {
+    const char* body;
+    const char* mentions;
+  } cases[] = {
+    {"{", "not valid JSON"},
+    {"{}", "non-empty array of new items"},
+    {R"({"items": []})", "non-empty array of new items"},
+    {R"({"items": [{"name": "a"}], "k": 3})", "non-empty array of new items"},
+    {R"({"items": ["a"]})", "must be an object"},
+    {R"({"items": [{"features": ["rock"]}]})", "needs a name"},
+    {R"({"items": [{"name": "a", "features": []}]})", "features must be a non-empty array"},
+    {R"({"items": [{"name": "a", "users": [null]}]})", "each user"},
+    {R"({"items": [{"name": "a", "features": ["x"], "values": [1]}]})", "values go with users"},
+    {R"({"items": [{"name": "a", "colour": "red"}]})", "unknown field 'colour'"},
+  };
+  for (auto& c : cases) {
+    auto r = parse_items_body(c.body);
     ASSERT_FALSE(r) << c.body;
     EXPECT_TRUE(is(r.error(), errc::invalid_argument)) << c.body;
     EXPECT_NE(render(r.error()).find(c.mentions), std::string::npos)

@@ -103,6 +103,29 @@ TEST_F(wals_data_test, FeaturesBecomeExtraColumnsAndRows) {
   EXPECT_EQ(d->observed.nnz(), 2u);
 }
 
+TEST_F(wals_data_test, AFeatureThatCollidesWithAnIdOfTheMatrixIsAClearError) {
+  struct collision_case {
+    const char* name;
+    bool of_rows;
+    const char* says;
+  };
+  // The matrix has a column and a row named like a feature: "feature:x".
+  const collision_case cases[] = {
+    {"a row feature against a column", true, "feature 'x' collides with the column id"},
+    {"a column feature against a row", false, "feature 'x' collides with the row id"},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto s = spec(file("ua.dat", "u1\tfeature:x\t5\nfeature:x\tb\t3\n"), "tsv");
+    (c.of_rows ? s.row_features : s.col_features) = file("f.dat", c.of_rows ? "u1\tx\n" : "b\tx\n");
+    auto d = load_dataset(s);
+    ASSERT_FALSE(d);
+    EXPECT_TRUE(is(d.error(), errc::invalid_argument)) << render(d.error());
+    EXPECT_NE(render(d.error()).find(c.says), std::string::npos) << render(d.error());
+    EXPECT_NE(render(d.error()).find("f.dat:1"), std::string::npos) << render(d.error());
+  }
+}
+
 TEST_F(wals_data_test, HoldOutIsSeededAndExcludedFromTraining) {
   std::string text;
   for (int u = 0; u < 20; ++u)

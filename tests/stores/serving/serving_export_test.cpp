@@ -1,6 +1,7 @@
 #include "stores/serving/serving_export.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -147,6 +148,53 @@ TEST(serving_export, damaged_files_are_refused_on_load) {
   }
 }
 
+TEST(serving_export, keeps_features_and_counts_the_users_in_the_gramian) {
+  test::temp_dir tmp{"export_features"};
+  auto in = small_input(2);
+  in.config.feature_value = 0.5;
+  in.user_features = gaussian_matrix(3, 8, 5);
+  in.user_feature_names = {"age:30", "country:fr", "friend:7"};
+  in.item_features = gaussian_matrix(2, 8, 6);
+  in.item_feature_names = {"rock", "pop"};
+  row_matrix expected = in.items.transpose() * in.items;
+  expected += in.user_features.transpose() * in.user_features;
+  auto user_features = in.user_features;
+  auto item_features = in.item_features;
+  auto version = write_export(tmp.path() + "/m", std::move(in), 1);
+  ASSERT_TRUE(version) << render(version.error());
+  auto manifest = read_export_manifest(tmp.path() + "/m");
+  ASSERT_TRUE(manifest) << render(manifest.error());
+  auto root = load_export_root(tmp.path() + "/m", *manifest);
+  ASSERT_TRUE(root) << render(root.error());
+  EXPECT_EQ(root->config.user_features, 3u);
+  EXPECT_EQ(root->config.item_features, 2u);
+  EXPECT_EQ(root->config.feature_value, 0.5);
+  EXPECT_EQ(root->user_feature_names,
+            (std::vector<std::string>{"age:30", "country:fr", "friend:7"}));
+  EXPECT_EQ(root->item_feature_names, (std::vector<std::string>{"rock", "pop"}));
+  ASSERT_EQ(root->user_features.size(), 3u * 8);
+  ASSERT_EQ(root->item_features.size(), 2u * 8);
+  EXPECT_EQ(std::memcmp(root->user_features.data(), user_features.data(), 3 * 8 * sizeof(float)),
+            0);
+  EXPECT_EQ(std::memcmp(root->item_features.data(), item_features.data(), 2 * 8 * sizeof(float)),
+            0);
+  EXPECT_TRUE(root->gramian.isApprox(expected, 1e-5f));
+}
+
+TEST(serving_export, an_export_without_features_has_no_feature_parts) {
+  test::temp_dir tmp{"export_no_features"};
+  ASSERT_TRUE(write_export(tmp.path() + "/m", small_input(1), 1));
+  auto manifest = read_export_manifest(tmp.path() + "/m");
+  ASSERT_TRUE(manifest);
+  for (auto& part : manifest->parts)
+    EXPECT_EQ(part.path.find("feature"), std::string::npos) << part.path;
+  auto root = load_export_root(tmp.path() + "/m", *manifest);
+  ASSERT_TRUE(root) << render(root.error());
+  EXPECT_EQ(root->config.user_features, 0u);
+  EXPECT_TRUE(root->user_feature_names.empty());
+  EXPECT_EQ(root->user_features.size(), 0u);
+}
+
 TEST(serving_export, refuses_bad_input_before_writing_anything) {
   using mutation = void (*)(export_input&);
   for (auto mutate : std::initializer_list<mutation>{
@@ -159,7 +207,21 @@ TEST(serving_export, refuses_bad_input_before_writing_anything) {
          },
          [](export_input& in) { in.config.metric = "l1"; },
          [](export_input& in) { in.index.exact_last_dim = true; },
-         [](export_input& in) { in.users = gaussian_matrix(3, 4, 1); }}) {
+         [](export_input& in) { in.users = gaussian_matrix(3, 4, 1); },
+         [](export_input& in) { in.user_features = gaussian_matrix(2, 8, 4); },
+         [](export_input& in) {
+           in.item_features = gaussian_matrix(2, 8, 4);
+           in.item_feature_names = {"rock", "rock"};
+         },
+         [](export_input& in) {
+           in.user_features = gaussian_matrix(1, 4, 4);
+           in.user_feature_names = {"age:30"};
+         },
+         [](export_input& in) {
+           in.user_features = gaussian_matrix(1, 8, 4);
+           in.user_features(0, 2) = INFINITY;
+           in.user_feature_names = {"age:30"};
+         }}) {
     test::temp_dir tmp{"export_bad"};
     auto in = small_input(2);
     mutate(in);
