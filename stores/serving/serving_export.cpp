@@ -347,18 +347,18 @@ caf::expected<std::string> write_export(const std::string& model_dir, export_inp
       return err;
   }
   // Exports without features have no feature parts, as before features were kept.
-  if (c.user_features > 0)
-    for (auto err :
-         {add("root/user_features.f32", floats(in.user_features), c.user_features),
-          add("root/user_feature_names.txt", names_text(in.user_feature_names), c.user_features)})
-      if (err)
-        return err;
-  if (c.item_features > 0)
-    for (auto err :
-         {add("root/item_features.f32", floats(in.item_features), c.item_features),
-          add("root/item_feature_names.txt", names_text(in.item_feature_names), c.item_features)})
-      if (err)
-        return err;
+  for (auto [kind, factors, names] :
+       {std::tuple{"user", &in.user_features, &in.user_feature_names},
+        std::tuple{"item", &in.item_features, &in.item_feature_names}}) {
+    auto rows = static_cast<uint64_t>(factors->rows());
+    auto prefix = std::string{"root/"} + kind + "_feature";
+    if (rows == 0)
+      continue;
+    if (auto err = add(prefix + "s.f32", floats(*factors), rows))
+      return err;
+    if (auto err = add(prefix + "_names.txt", names_text(*names), rows))
+      return err;
+  }
   for (uint32_t s = 0; s < c.shards; ++s) {
     auto rows = compute::rows_owned(n, s, c.shards);
     row_matrix part(static_cast<Eigen::Index>(rows), in.items.cols());
