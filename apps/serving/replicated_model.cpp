@@ -129,7 +129,11 @@ caf::expected<exported_model::followed> replicated_model::follow_copy(
   size_t i, copy& c, const std::string& dir, const std::vector<std::string>& up) {
   auto many = options_.replicas != 1;
   if (!many || all_up(c.members, up)) {
-    auto f = c.model->follow(dir);
+    // A copy that serves alone restores a whole chain (a training run started again) with a
+    // load's patience: cut short at the shards' timeout, a slow restore would count as a lost
+    // shard, and the chain would be restored again onto a fresh copy on the same busy nodes
+    // while every push waits.
+    auto f = many ? c.model->follow(dir) : c.model->follow(dir, where_.restore_timeout);
     if (f || !c.model->sharded_embeddings() || !lost_shard(f.error()))
       return f;
     runtime::log_warn("serving: replica {} of {} lost a shard: {}; loading it again", i, dir_,
