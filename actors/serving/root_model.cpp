@@ -118,20 +118,9 @@ caf::expected<std::vector<float>> root_model::project(const topk_request& reques
     return make_error(errc::invalid_argument, "a new user needs at least one item or feature");
   if (!request.values.empty() && request.values.size() != request.items.size())
     return make_error(errc::invalid_argument, "values need one value per item");
-  // The known items' and features' factors, gathered as the rows `project` solves against.
-  std::vector<float> rows;
-  std::vector<float> values;
-  auto take = [&](const float* row, float value) {
-    rows.insert(rows.end(), row, row + c.dim);
-    values.push_back(value);
-  };
-  for (size_t i = 0; i < request.items.size(); ++i) {
-    if (auto row = row_of(request.items[i], item_rows_, !root_.item_names.empty(), c.items))
-      take(root_.items.data() + *row * c.dim, request.values.empty() ? 1.0f : request.values[i]);
-  }
-  for (auto& feature : request.features)
-    if (auto it = user_feature_rows_.find(feature); it != user_feature_rows_.end())
-      take(root_.user_features.data() + it->second * c.dim, static_cast<float>(c.feature_value));
+  auto [rows, values] =
+    gather(request.items, request.values, item_rows_, !root_.item_names.empty(), c.items,
+           root_.items.data(), request.features, user_feature_rows_, root_.user_features.data());
   if (values.empty())
     return make_error(errc::not_found, "none of the " + std::to_string(request.items.size()) +
                                          " items and " + std::to_string(request.features.size()) +
@@ -145,6 +134,27 @@ caf::expected<std::vector<float>> root_model::project(const topk_request& reques
     return mean;
   }
   return solve(rows, values, root_.gramian);
+}
+
+root_model::gathered root_model::gather(
+  const std::vector<std::string>& names, const std::vector<float>& values,
+  const std::unordered_map<std::string, uint64_t>& name_rows, bool named, uint64_t count,
+  const float* factors, const std::vector<std::string>& features,
+  const std::unordered_map<std::string, uint64_t>& feature_rows,
+  const float* feature_factors) const {
+  auto dim = root_.config.dim;
+  gathered out;
+  auto take = [&](const float* row, float value) {
+    out.rows.insert(out.rows.end(), row, row + dim);
+    out.values.push_back(value);
+  };
+  for (size_t i = 0; i < names.size(); ++i)
+    if (auto row = row_of(names[i], name_rows, named, count))
+      take(factors + *row * dim, values.empty() ? 1.0f : values[i]);
+  for (auto& feature : features)
+    if (auto it = feature_rows.find(feature); it != feature_rows.end())
+      take(feature_factors + it->second * dim, static_cast<float>(root_.config.feature_value));
+  return out;
 }
 
 caf::expected<std::vector<float>> root_model::solve(const std::vector<float>& rows,
@@ -178,19 +188,9 @@ caf::expected<std::vector<float>> root_model::project_item(const new_item& item)
   if (!item.values.empty() && item.values.size() != item.users.size())
     return make_error(errc::invalid_argument,
                       "new item '" + item.name + "': values need one value per user");
-  std::vector<float> rows, values;
-  for (size_t i = 0; i < item.users.size(); ++i)
-    if (auto row = row_of(item.users[i], user_rows_, !root_.user_names.empty(), c.users)) {
-      rows.insert(rows.end(), root_.users.data() + *row * c.dim,
-                  root_.users.data() + (*row + 1) * c.dim);
-      values.push_back(item.values.empty() ? 1.0f : item.values[i]);
-    }
-  for (auto& feature : item.features)
-    if (auto it = item_feature_rows_.find(feature); it != item_feature_rows_.end()) {
-      auto at = root_.item_features.data() + it->second * c.dim;
-      rows.insert(rows.end(), at, at + c.dim);
-      values.push_back(static_cast<float>(c.feature_value));
-    }
+  auto [rows, values] =
+    gather(item.users, item.values, user_rows_, !root_.user_names.empty(), c.users,
+           root_.users.data(), item.features, item_feature_rows_, root_.item_features.data());
   if (values.empty())
     return make_error(errc::not_found, "new item '" + item.name + "': none of its " +
                                          std::to_string(item.users.size()) + " users and " +

@@ -48,6 +48,19 @@ public:
 
 private:
   caf::expected<std::vector<float>> project(const topk_request& request) const;
+  /// Rows gathered for a projection, values.size() rows of dim floats, with a value each.
+  struct gathered {
+    std::vector<float> rows;
+    std::vector<float> values;
+  };
+  /// The factors of the known ones of `names` (rows of `factors` by `name_rows`, or by number
+  /// below `count` when not `named`) with `values` (or 1 each), then of the known ones of
+  /// `features` (rows of `feature_factors` by `feature_rows`) with the model's feature value.
+  gathered gather(const std::vector<std::string>& names, const std::vector<float>& values,
+                  const std::unordered_map<std::string, uint64_t>& name_rows, bool named,
+                  uint64_t count, const float* factors, const std::vector<std::string>& features,
+                  const std::unordered_map<std::string, uint64_t>& feature_rows,
+                  const float* feature_factors) const;
   /// One projection step against `rows` (values.size() rows of dim floats) and `gramian`.
   caf::expected<std::vector<float>> solve(const std::vector<float>& rows,
                                           const std::vector<float>& values,

@@ -119,12 +119,27 @@ std::vector<std::string> fields_of(optimizer_kind kind) {
   return {};
 }
 
-plain_error check_adagrad(std::span<const float> v) {
+/// Every rule below takes learning_rate first.
+plain_error check_rate(std::span<const float> v) {
   if (!(v[0] > 0))
     return {errc::invalid_config, "optimizer: learning_rate must be a positive number"};
+  return {};
+}
+
+plain_error check_adagrad(std::span<const float> v) {
+  if (auto err = check_rate(v))
+    return err;
   if (!(v[1] > 0))
     return {errc::invalid_config, "optimizer: initial_accumulator must be > 0"};
   return {};
+}
+
+/// The squared L2 norm of a row's gradient.
+float squared_norm(const float* __restrict g, size_t dim) {
+  float squares = 0;
+  for (size_t i = 0; i < dim; ++i)
+    squares += g[i] * g[i];
+  return squares;
 }
 
 /// Adagrad with one accumulator a row, as TorchRec's fused optimizer keeps it: the accumulator
@@ -140,8 +155,8 @@ public:
     return {{"learning_rate", 0.01f}, {"initial_accumulator", 0.0f}, {"epsilon", 1e-8f}};
   }
   plain_error check(std::span<const float> v) const override {
-    if (!(v[0] > 0))
-      return {errc::invalid_config, "optimizer: learning_rate must be a positive number"};
+    if (auto err = check_rate(v))
+      return err;
     if (!(v[1] >= 0) || !(v[2] >= 0) || !(v[1] + v[2] > 0))
       return {errc::invalid_config,
               "optimizer: initial_accumulator and epsilon must be >= 0, and not both 0"};
@@ -153,10 +168,7 @@ public:
     for (auto& r : rows) {
       const float* __restrict g = r.grad;
       float* __restrict w = r.values;
-      float squares = 0;
-      for (size_t i = 0; i < dim; ++i)
-        squares += g[i] * g[i];
-      r.slots[0] += squares / static_cast<float>(dim);
+      r.slots[0] += squared_norm(g, dim) / static_cast<float>(dim);
       const float rate = lr / (std::sqrt(r.slots[0]) + epsilon);
       for (size_t i = 0; i < dim; ++i)
         w[i] -= rate * g[i];
@@ -188,10 +200,7 @@ public:
       const float* __restrict g = r.grad;
       float* __restrict w = r.values;
       float* __restrict acc = r.slots;
-      float squares = 0;
-      for (size_t i = 0; i < dim; ++i)
-        squares += g[i] * g[i];
-      const float norm = std::sqrt(squares);
+      const float norm = std::sqrt(squared_norm(g, dim));
       const float scale = norm > clip ? clip / norm : 1.0f;
       for (size_t i = 0; i < dim; ++i) {
         const float gi = scale * g[i];
