@@ -6,7 +6,8 @@
 // behind memory tiers of a byte budget, against the same model on a stream that fits in memory.
 // The same DLRM also runs as the roles of a job on local node processes (apps/bench/ctr_cluster).
 // Last line: {"bench":"ctr","metrics":{ctr_vs_torch, auc_gap_to_bayes, auc_vs_torch,
-// colossal_keys, colossal_stored_vs_budget, colossal_peak_rss_gib, colossal_vs_memory, ...}}.
+// colossal_keys, colossal_stored_vs_budget, colossal_peak_rss_gib, colossal_vs_memory,
+// colossal_lowest_minute_vs_memory, ...}}.
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,7 @@
 #include "ops/embedding_totals.hpp"
 #include "ops/estimator/canned.hpp"
 #include "ops/estimator/dynamic_embedding_column.hpp"
+#include "runtime/process/machine.hpp"
 #include "stores/data/ctr_file.hpp"
 
 namespace darcy::estimator_apps {
@@ -27,6 +28,17 @@ namespace est = ops::estimator;
 namespace ce = compute::estimator;
 using compute::ctr_cat_fields;
 using compute::ctr_int_fields;
+
+void to_json(nlohmann::json& j, const timeline_point& p) {
+  j = {{"seconds", p.seconds},
+       {"examples", p.examples},
+       {"lookup_s", p.lookup_s},
+       {"update_s", p.update_s},
+       {"thread_cpu_s", p.thread_cpu_s},
+       {"process_cpu_s", p.process_cpu_s},
+       {"machine_steal_s", p.machine_steal_s},
+       {"machine_idle_s", p.machine_idle_s}};
+}
 
 namespace {
 
@@ -338,29 +350,48 @@ caf::expected<double> ctr_bayes_auc(const std::string& path, uint64_t rows) {
 
 namespace {
 
-/// Records (seconds, examples trained) every `every` seconds and at the end.
+/// Records a timeline_point every `every` seconds and at the end, on the training thread.
 class timeline_hook final : public est::session_run_hook {
 public:
-  timeline_hook(double every, std::vector<std::pair<double, uint64_t>>& points)
+  timeline_hook(double every, std::vector<timeline_point>& points)
     : every_(every), points_(points) {}
+  caf::error begin(est::estimator&, uint64_t) override {
+    start_ = point_now(0);
+    return {};
+  }
   caf::expected<est::hook_action> after_step(est::estimator&, const est::step_result& r) override {
     examples_ += r.examples;
     last_ = r.seconds;
     if (r.seconds >= next_) {
-      points_.emplace_back(r.seconds, examples_);
+      points_.push_back(point_now(r.seconds));
       next_ = r.seconds + every_;
     }
     return est::hook_action::go_on;
   }
   caf::error end(est::estimator&, uint64_t) override {
-    if (points_.empty() || points_.back().second != examples_)
-      points_.emplace_back(last_, examples_);
+    if (points_.empty() || points_.back().examples != examples_)
+      points_.push_back(point_now(last_));
     return {};
   }
 
 private:
+  /// The totals now, less those at begin.
+  timeline_point point_now(double seconds) const {
+    auto tables = est::embedding_seconds_of_this_thread();
+    auto machine = runtime::machine_cpu_times();
+    return {.seconds = seconds,
+            .examples = examples_,
+            .lookup_s = tables.lookup - start_.lookup_s,
+            .update_s = tables.backward - start_.update_s,
+            .thread_cpu_s = runtime::thread_cpu_seconds() - start_.thread_cpu_s,
+            .process_cpu_s = runtime::process_cpu_seconds() - start_.process_cpu_s,
+            .machine_steal_s = machine.steal - start_.machine_steal_s,
+            .machine_idle_s = machine.idle - start_.machine_idle_s};
+  }
+
   double every_;
-  std::vector<std::pair<double, uint64_t>>& points_;
+  std::vector<timeline_point>& points_;
+  timeline_point start_;
   double next_ = 0;
   double last_ = 0;
   uint64_t examples_ = 0;

@@ -123,6 +123,26 @@ caf::expected<ops::estimator::model_fn> ctr_model(
   const ctr_options& o, ops::session& s,
   std::vector<compute::estimator::dense_ptr<float>>* dynamic_columns = nullptr);
 
+/// One point of ctr_result::timeline: totals since training began, so that the difference of
+/// two points tells what a stretch of the run spent where.
+struct timeline_point {
+  double seconds = 0;
+  uint64_t examples = 0;
+  /// The training thread's seconds in the tables' lookups and updates
+  /// (ops::estimator::embedding_seconds), and its CPU seconds.
+  double lookup_s = 0;
+  double update_s = 0;
+  double thread_cpu_s = 0;
+  /// The process's CPU seconds (all threads), and the machine's seconds stolen by a
+  /// hypervisor and idle, summed over its cores.
+  double process_cpu_s = 0;
+  double machine_steal_s = 0;
+  double machine_idle_s = 0;
+};
+
+/// {"seconds": ..., "examples": ..., ...}: the fields by their names.
+void to_json(nlohmann::json& j, const timeline_point& p);
+
 struct ctr_result {
   uint64_t train_examples = 0;
   uint64_t steps = 0;
@@ -148,8 +168,8 @@ struct ctr_result {
   uint64_t disk_bytes = 0;
   /// Rows evicted by the tables' policies (rows + evictions: every key that got a row).
   uint64_t evictions = 0;
-  /// (seconds since training began, examples trained by then), every o.timeline_every_s.
-  std::vector<std::pair<double, uint64_t>> timeline;
+  /// A point every o.timeline_every_s of training, and one at its end.
+  std::vector<timeline_point> timeline;
   /// Training seconds by step phase (train_result::phase_seconds): the lookups are in
   /// "forward", the tables' updates in "backward".
   std::map<std::string, double> phase_seconds;

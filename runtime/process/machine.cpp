@@ -1,5 +1,6 @@
 #include "runtime/process/machine.hpp"
 
+#include <time.h>
 #include <unistd.h>
 #include <algorithm>
 #include <fstream>
@@ -57,6 +58,41 @@ uint64_t resident_bytes() {
 
 uint64_t peak_resident_bytes() {
   return status_bytes("VmHWM:");
+}
+
+namespace {
+
+double clock_seconds(clockid_t clock) {
+  timespec t{};
+  if (::clock_gettime(clock, &t) != 0)
+    return 0;
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+} // namespace
+
+double process_cpu_seconds() {
+  return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+double thread_cpu_seconds() {
+  return clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+}
+
+machine_cpu_seconds machine_cpu_times() {
+  std::ifstream stat{"/proc/stat"};
+  std::string cpu;
+  // user nice system idle iowait irq softirq steal, in clock ticks.
+  uint64_t f[8] = {};
+  if (!(stat >> cpu) || cpu != "cpu")
+    return {};
+  for (auto& v : f)
+    if (!(stat >> v))
+      return {};
+  auto tick = double(std::max(1L, ::sysconf(_SC_CLK_TCK)));
+  return {.busy = double(f[0] + f[1] + f[2] + f[5] + f[6]) / tick,
+          .idle = double(f[3] + f[4]) / tick,
+          .steal = double(f[7]) / tick};
 }
 
 } // namespace darcy::runtime

@@ -24,6 +24,21 @@ uint64_t machine_memory_bytes();
 uint64_t resident_bytes();
 uint64_t peak_resident_bytes();
 
+/// CPU seconds (user and system) used so far by this process, all its threads, and by the
+/// calling thread alone.
+double process_cpu_seconds();
+double thread_cpu_seconds();
+
+/// Seconds summed over the machine's cores since boot (/proc/stat's first line): busy (user,
+/// nice, system, interrupts), idle (with I/O wait), and stolen by a hypervisor for other
+/// guests. All zero where /proc does not say.
+struct machine_cpu_seconds {
+  double busy = 0;
+  double idle = 0;
+  double steal = 0;
+};
+machine_cpu_seconds machine_cpu_times();
+
 /// The most threads or in-process workers a command may start: 8 per core.
 uint64_t max_threads();
 

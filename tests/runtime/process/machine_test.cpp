@@ -25,6 +25,23 @@ TEST(machine, ResidentBytesGrowWithMemoryTouchedAndThePeakHoldsThem) {
   EXPECT_GE(peak_resident_bytes() + slack, touched) << "a peak stays after the memory goes";
 }
 
+TEST(machine, CpuSecondsGrowWithWorkOnThisThreadAndTheMachinesTicksAdvance) {
+  auto thread_before = thread_cpu_seconds();
+  auto process_before = process_cpu_seconds();
+  auto machine_before = machine_cpu_times();
+  ASSERT_GT(machine_before.busy + machine_before.idle, 0.0) << "/proc/stat read";
+  // Spin until this thread has used a tenth of a second of CPU, whatever else runs.
+  volatile uint64_t sink = 0;
+  while (thread_cpu_seconds() < thread_before + 0.1)
+    for (int i = 0; i < 100000; ++i)
+      sink = sink + i;
+  EXPECT_GE(process_cpu_seconds(), process_before + 0.1) << "the process counts its threads";
+  auto machine_after = machine_cpu_times();
+  EXPECT_GT(machine_after.busy, machine_before.busy);
+  EXPECT_GE(machine_after.steal, machine_before.steal);
+  EXPECT_GE(machine_after.idle, machine_before.idle);
+}
+
 TEST(machine, CheckAtMostNamesTheFlagAndTheLimit) {
   struct {
     uint64_t value;
