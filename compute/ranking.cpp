@@ -34,16 +34,22 @@ holdout_split split_holdout(const csr_matrix& m, double fraction, uint64_t seed)
 }
 
 std::vector<uint64_t> balanced_blocks(const csr_matrix& m, uint32_t blocks, uint64_t row_cost) {
-  auto total = m.nnz() + m.rows * row_cost;
+  return balanced_blocks(std::span<const uint64_t>{m.offsets}, blocks, row_cost);
+}
+
+std::vector<uint64_t> balanced_blocks(std::span<const uint64_t> offsets, uint32_t blocks,
+                                      uint64_t row_cost) {
+  auto rows = offsets.size() - 1;
+  auto total = offsets.back() + rows * row_cost;
   std::vector<uint64_t> bounds{0};
   uint64_t r = 0;
   for (uint32_t b = 1; b < blocks; ++b) {
     auto target = total * b / blocks;
-    while (r < m.rows && m.offsets[r] + r * row_cost < target)
+    while (r < rows && offsets[r] + r * row_cost < target)
       ++r;
     bounds.push_back(r);
   }
-  bounds.push_back(m.rows);
+  bounds.push_back(rows);
   return bounds;
 }
 

@@ -25,6 +25,9 @@ holdout_split split_holdout(const csr_matrix& m, double fraction, uint64_t seed)
 /// boundaries[b + 1] is block b, each with about the same entries + `row_cost` per row.
 /// Returns blocks + 1 boundaries; blocks must be >= 1.
 std::vector<uint64_t> balanced_blocks(const csr_matrix& m, uint32_t blocks, uint64_t row_cost = 16);
+/// The same over a matrix's row offsets alone (rows + 1 of them, the last its entries' count).
+std::vector<uint64_t> balanced_blocks(std::span<const uint64_t> offsets, uint32_t blocks,
+                                      uint64_t row_cost = 16);
 
 struct ranking_metrics {
   double precision = 0;

@@ -25,7 +25,7 @@ void planted(uint64_t seed, uint64_t side, uint64_t id, uint32_t rank, float* ou
 
 } // namespace
 
-plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
+plain_expected<synthetic_rows> synthetic_rows::make(const synthetic_spec& spec) {
   constexpr uint64_t max_ids = std::numeric_limits<uint32_t>::max();
   if (spec.rows == 0 || spec.cols == 0 || spec.nnz < spec.rows)
     return plain_error{errc::invalid_argument,
@@ -47,36 +47,58 @@ plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
   for (uint64_t c = 0; c < spec.cols; ++c)
     planted(spec.seed, 1, c, rank, &col_factors[c * rank]);
   uint64_t max_row = std::max<uint64_t>(1, 2 * spec.nnz / spec.rows - 1);
+  return synthetic_rows{spec, std::move(*popularity), multiplier,
+                        rank, std::move(col_factors), max_row};
+}
+
+void synthetic_rows::row(uint64_t r, std::vector<std::pair<uint32_t, float>>& out) const {
+  auto size = 1 + mix64(spec_.seed ^ 0x5eed, r) % max_row_;
+  std::mt19937_64 rng{mix64(spec_.seed, r)};
+  std::uniform_real_distribution<float> unit{0.0f, 1.0f};
+  float u[64];
+  std::vector<float> wide;
+  float* factor = u;
+  if (rank_ > 64) {
+    wide.resize(rank_);
+    factor = wide.data();
+  }
+  planted(spec_.seed, 0, r, rank_, factor);
+  out.clear();
+  while (out.size() < size) {
+    auto c = (popularity_.draw(rng) * multiplier_) % spec_.cols;
+    float score = 0;
+    for (uint32_t i = 0; i < rank_; ++i)
+      score += factor[i] * col_factors_[c * rank_ + i];
+    float accept = 1.0f / (1.0f + std::exp(-3.0f * score));
+    if (unit(rng) < accept)
+      out.emplace_back(static_cast<uint32_t>(c), 1.0f + std::floor(7.0f * accept));
+  }
+  std::sort(out.begin(), out.end());
+  auto end =
+    std::unique(out.begin(), out.end(), [](auto& a, auto& b) { return a.first == b.first; });
+  out.erase(end, out.end());
+}
+
+plain_expected<csr_matrix> synthetic_matrix(const synthetic_spec& spec) {
+  auto gen = synthetic_rows::make(spec);
+  if (!gen)
+    return std::move(gen.error());
   csr_matrix m;
   m.rows = spec.rows;
   m.cols = spec.cols;
+  // Each row is drawn into its own range of the largest size it can have, then compacted.
   std::vector<uint64_t> start(spec.rows + 1, 0);
+  uint64_t max_row = std::max<uint64_t>(1, 2 * spec.nnz / spec.rows - 1);
   for (uint64_t r = 0; r < spec.rows; ++r)
     start[r + 1] = start[r] + 1 + mix64(spec.seed ^ 0x5eed, r) % max_row;
   m.indices.resize(start.back());
   m.values.resize(start.back());
   std::vector<uint64_t> kept(spec.rows);
   auto fill = [&](uint64_t first, uint64_t last) {
-    std::vector<float> u(rank);
     std::vector<std::pair<uint32_t, float>> row;
     for (uint64_t r = first; r < last; ++r) {
-      std::mt19937_64 rng{mix64(spec.seed, r)};
-      std::uniform_real_distribution<float> unit{0.0f, 1.0f};
-      planted(spec.seed, 0, r, rank, u.data());
-      row.clear();
-      while (row.size() < start[r + 1] - start[r]) {
-        auto c = (popularity->draw(rng) * multiplier) % spec.cols;
-        float score = 0;
-        for (uint32_t i = 0; i < rank; ++i)
-          score += u[i] * col_factors[c * rank + i];
-        float accept = 1.0f / (1.0f + std::exp(-3.0f * score));
-        if (unit(rng) < accept)
-          row.emplace_back(static_cast<uint32_t>(c), 1.0f + std::floor(7.0f * accept));
-      }
-      std::sort(row.begin(), row.end());
-      auto end =
-        std::unique(row.begin(), row.end(), [](auto& a, auto& b) { return a.first == b.first; });
-      kept[r] = static_cast<uint64_t>(end - row.begin());
+      gen->row(r, row);
+      kept[r] = row.size();
       for (uint64_t i = 0; i < kept[r]; ++i) {
         m.indices[start[r] + i] = row[i].first;
         m.values[start[r] + i] = row[i].second;

@@ -4,6 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "compute/sampler.hpp"
 
 #include "compute/sparse_matrix.hpp"
 #include "messages/errc.hpp"
@@ -20,6 +24,37 @@ struct synthetic_spec {
   double zipf_exponent = 0.9;
   uint32_t planted_rank = 8;
   uint32_t threads = 1;
+};
+
+/// The rows of synthetic_matrix one at a time, for a matrix too large to build in memory: the
+/// popularity law and the columns' planted factors (rank floats a column) are held, rows are
+/// drawn on demand. Any number of threads may call row() at once.
+class synthetic_rows {
+public:
+  /// Fails as synthetic_matrix does.
+  static plain_expected<synthetic_rows> make(const synthetic_spec& spec);
+
+  /// Row r's entries, (column, value) by ascending column, into `out` (its old contents gone).
+  void row(uint64_t r, std::vector<std::pair<uint32_t, float>>& out) const;
+
+  const synthetic_spec& spec() const { return spec_; }
+
+private:
+  synthetic_rows(synthetic_spec spec, candidate_distribution popularity, uint64_t multiplier,
+                 uint32_t rank, std::vector<float> col_factors, uint64_t max_row)
+    : spec_(spec),
+      popularity_(std::move(popularity)),
+      multiplier_(multiplier),
+      rank_(rank),
+      col_factors_(std::move(col_factors)),
+      max_row_(max_row) {}
+
+  synthetic_spec spec_;
+  candidate_distribution popularity_;
+  uint64_t multiplier_;
+  uint32_t rank_;
+  std::vector<float> col_factors_;
+  uint64_t max_row_;
 };
 
 /// Values are play counts in [1, 8), larger where the planted score is larger. Fails with

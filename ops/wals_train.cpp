@@ -98,6 +98,35 @@ caf::expected<std::vector<wals_worker_actor>> spawn_workers(
     [&](size_t) { return caf::make_message(cfg, shards); }, opts.workers);
 }
 
+/// `count` factor shards of a rows x cols run: in this process, or round-robin on the
+/// workers' nodes (opts.shards_on_workers on a cluster).
+caf::expected<std::vector<factor_shard_actor>> spawn_shards(session& s,
+                                                            const wals_train_options& opts,
+                                                            uint32_t count, uint64_t rows,
+                                                            uint64_t cols) {
+  auto& sys = s.system();
+  if (s.in_process() || !opts.shards_on_workers) {
+    std::vector<factor_shard_actor> shards;
+    for (uint32_t i = 0; i < count; ++i)
+      shards.push_back(
+        sys.spawn(actors::factor_shard, wals_shard_config{i, count, rows, cols, opts.params}));
+    return shards;
+  }
+  auto status = s.status();
+  if (!status)
+    return std::move(status.error());
+  auto hosts = runtime::live_targets(*status, opts.worker_nodes);
+  if (!hosts)
+    return make_error(errc::no_live_node, "wals factor shards: " + render(hosts.error()));
+  return runtime::spawn_group<factor_shard_actor>(
+    sys, *hosts, s.timeout(), actors::factor_shard_state::name,
+    [&](size_t i) {
+      return caf::make_message(
+        wals_shard_config{static_cast<uint32_t>(i), count, rows, cols, opts.params});
+    },
+    count);
+}
+
 std::vector<std::string> chief_nodes(session& s, const wals_train_options& opts) {
   std::vector<std::string> nodes;
   if (s.in_process())
@@ -135,6 +164,33 @@ caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, w
   return m;
 }
 
+struct matrix_shape {
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+  uint64_t nnz = 0;
+  float largest = 0;
+};
+
+/// The shape of `data`, or with none of opts.data's "csr" directory (its files' headers).
+caf::expected<matrix_shape> shape_of(const wals_train_options& opts,
+                                     const stores::wals_dataset* data) {
+  if (data) {
+    auto& m = data->matrix;
+    float largest = 0;
+    for (auto v : m.values)
+      largest = std::max(largest, v);
+    return matrix_shape{m.rows, m.cols, m.nnz(), largest};
+  }
+  if (opts.data.format != "csr")
+    return make_error(errc::invalid_argument,
+                      "wals: no matrix given, and the data's format is not csr");
+  auto sides = stores::open_wals_csr(opts.data.path);
+  if (!sides)
+    return std::move(sides.error());
+  auto& r = *sides->rows;
+  return matrix_shape{r.rows(), r.cols(), r.nnz(), std::max(r.largest(), sides->cols->largest())};
+}
+
 } // namespace
 
 std::string wals_chief_service(uint64_t run_id) {
@@ -142,9 +198,13 @@ std::string wals_chief_service(uint64_t run_id) {
 }
 
 uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset& data) {
+  return wals_run_id(opts, data.matrix.rows, data.matrix.cols, data.matrix.nnz());
+}
+
+uint64_t wals_run_id(const wals_train_options& opts, uint64_t rows, uint64_t cols, uint64_t nnz) {
   auto& p = opts.params;
-  auto h = compute::mix64(data.matrix.rows, data.matrix.cols);
-  h = compute::mix64(h, data.matrix.nnz());
+  auto h = compute::mix64(rows, cols);
+  h = compute::mix64(h, nnz);
   for (uint64_t x :
        {uint64_t{p.dim}, uint64_t{p.cg_steps}, p.seed, uint64_t{opts.sweeps},
         uint64_t{opts.workers}, uint64_t{opts.shards}, uint64_t{opts.blocks_per_worker},
@@ -163,13 +223,13 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   if (auto err = validate(opts, s.in_process()))
     return err;
   auto& sys = s.system();
-  auto& m = data->matrix;
-  if (m.nnz() == 0)
+  auto m = shape_of(opts, data.get());
+  if (!m)
+    return std::move(m.error());
+  if (m->nnz == 0)
     return make_error(errc::invalid_argument, "wals: the matrix has no entries");
   // Weights grow with the values: refuse, up front, those whose solve would overflow.
-  float largest = 0;
-  for (auto v : m.values)
-    largest = std::max(largest, v);
+  auto largest = m->largest;
   auto weight = compute::observed_weight(opts.params, largest);
   if (!std::isfinite(weight) || weight > max_observed_weight)
     return make_error(
@@ -178,20 +238,22 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
         ", gets the observed weight 1 + alpha * f(value) = " + std::to_string(weight) +
         ", over the limit of 1e9 (lower --alpha, or use "
         "--weight log1p)");
-  // The shards hold U and V twice (current and pending) in this process.
-  auto factor_bytes = (m.rows + m.cols) * uint64_t{opts.params.dim} * sizeof(float) * 2;
-  if (factor_bytes > runtime::machine_memory_bytes() / 10 * 8)
+  // The shards hold U and V twice (current and pending) in this process, unless on the nodes.
+  auto factor_bytes = (m->rows + m->cols) * uint64_t{opts.params.dim} * sizeof(float) * 2;
+  bool shards_here = s.in_process() || !opts.shards_on_workers;
+  if (shards_here && factor_bytes > runtime::machine_memory_bytes() / 10 * 8)
     return make_error(errc::invalid_argument,
                       "wals: --dim " + std::to_string(opts.params.dim) + " needs " +
                         std::to_string(factor_bytes >> 20) + " MiB of factors for " +
-                        std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+                        std::to_string(m->rows) + " x " + std::to_string(m->cols) +
                         ", over 80% of this machine's " +
                         std::to_string(runtime::machine_memory_bytes() >> 20) + " MiB");
   started run;
   auto shard_count = opts.shards == 0 ? std::min(opts.workers, default_max_shards) : opts.shards;
-  for (uint32_t i = 0; i < shard_count; ++i)
-    run.shards.push_back(sys.spawn(actors::factor_shard,
-                                   wals_shard_config{i, shard_count, m.rows, m.cols, opts.params}));
+  auto shards = spawn_shards(s, opts, shard_count, m->rows, m->cols);
+  if (!shards)
+    return std::move(shards.error());
+  run.shards = std::move(*shards);
   wals_worker_config worker_cfg{opts.data, opts.params, opts.faults};
   auto workers = spawn_workers(s, opts, worker_cfg, run.shards, data);
   if (!workers)
@@ -201,14 +263,14 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   caf::scoped_actor self{sys};
   wals_chief_config chief_cfg;
   chief_cfg.params = opts.params;
-  chief_cfg.rows = m.rows;
-  chief_cfg.cols = m.cols;
+  chief_cfg.rows = m->rows;
+  chief_cfg.cols = m->cols;
   auto blocks = opts.workers * opts.blocks_per_worker;
-  chief_cfg.row_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, m.rows));
-  chief_cfg.col_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, m.cols));
+  chief_cfg.row_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, m->rows));
+  chief_cfg.col_blocks = static_cast<uint32_t>(std::min<uint64_t>(blocks, m->cols));
   chief_cfg.sweeps = opts.sweeps;
   chief_cfg.checkpoint_dir = opts.checkpoint_dir;
-  chief_cfg.run_id = wals_run_id(opts, *data);
+  chief_cfg.run_id = wals_run_id(opts, m->rows, m->cols, m->nnz);
   chief_cfg.token_timeout_ms = opts.token_timeout_ms;
   chief_cfg.max_attempts = opts.max_token_attempts;
   chief_cfg.faults = opts.faults;
@@ -287,10 +349,12 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
     if (events)
       result.events = std::move(*events);
   }
-  auto u = fetch_side(s, run, wals_side::rows, m.rows, opts.params.dim);
+  if (!opts.fetch_factors)
+    return result;
+  auto u = fetch_side(s, run, wals_side::rows, m->rows, opts.params.dim);
   if (!u)
     return std::move(u.error());
-  auto v = fetch_side(s, run, wals_side::cols, m.cols, opts.params.dim);
+  auto v = fetch_side(s, run, wals_side::cols, m->cols, opts.params.dim);
   if (!v)
     return std::move(v.error());
   result.u = std::move(*u);

@@ -57,11 +57,19 @@ struct wals_train_options {
   int64_t stall_timeout_ms = 30 * 60 * 1000;
   /// Called after every phase, on the calling thread.
   std::function<void(const wals_progress&)> on_progress;
+  /// On a cluster: the factor shards run on the workers' nodes (round-robin, as the workers:
+  /// worker i beside shard i), not in this process, which then holds no factor. In process:
+  /// ignored.
+  bool shards_on_workers = false;
+  /// False: the result's u and v stay empty, for a run whose factors this process should not
+  /// hold twice (the shards hold them).
+  bool fetch_factors = true;
   /// Called when the supervisor restarts the chief.
   std::function<void(const std::string& node)> on_chief_restart;
 };
 
 struct wals_result {
+  /// The factors (empty when !fetch_factors).
   stores::float_matrix u;
   stores::float_matrix v;
   /// Loss after each sweep (restored runs include the sweeps before the restore).
@@ -79,8 +87,12 @@ std::string wals_chief_service(uint64_t run_id);
 
 /// The run id of a configuration: equal options give equal ids, so a rerun resumes.
 uint64_t wals_run_id(const wals_train_options& opts, const stores::wals_dataset& data);
+/// The same from the matrix's shape (a "csr" directory's run, whose matrix is not loaded).
+uint64_t wals_run_id(const wals_train_options& opts, uint64_t rows, uint64_t cols, uint64_t nnz);
 
-/// Trains on `data`, which must be what opts.data loads (remote workers load it themselves).
+/// Trains on `data`, which must be what opts.data loads (remote workers load it themselves);
+/// `data` may be null for opts.data.format "csr", whose workers read the directory's blocks
+/// (its headers give the shape).
 /// Errors: errc::invalid_argument for bad params or options, errc::spawn_failed when a worker or
 /// shard cannot start, errc::timeout when the chief falls silent, errc::restart_intensity_exceeded
 /// when the chief keeps failing, errc::node_unreachable when every worker is down.

@@ -7,6 +7,7 @@
 #include "compute/placement.hpp"
 #include "compute/wals_math.hpp"
 #include "messages/error.hpp"
+#include "stores/embedding/huge_pages.hpp"
 #include "stores/wals/wals_checkpoint.hpp"
 
 namespace darcy::actors {
@@ -88,8 +89,11 @@ caf::result<ok_atom> write(state_pointer self, uint64_t epoch, wals_side side, u
 ok_atom begin(state_pointer self, uint64_t epoch, wals_side side) {
   // Every row of the side is written before the phase commits, so pending needs no copy.
   auto& s = rows_of(self, side);
-  if (!s.pending || s.pending.use_count() > 1)
+  // Huge pages: a block's solve reads the other side's rows at random.
+  if (!s.pending || s.pending.use_count() > 1) {
     s.pending = std::make_shared<std::vector<float>>();
+    stores::assign_on_huge_pages(*s.pending, s.current->size());
+  }
   s.pending->resize(s.current->size());
   s.open_epoch = epoch;
   return ok_atom::value;
@@ -100,7 +104,10 @@ caf::result<ok_atom> commit(state_pointer self, uint64_t epoch, wals_side side) 
   if (epoch == 0 || epoch != s.open_epoch)
     return make_error(errc::invalid_argument, "factor shard: commit of epoch " +
                                                 std::to_string(epoch) + ", which is not open");
+  // The replaced rows go: a side holds one buffer between its phases, so a shard's memory is
+  // its rows of U and V plus one side's while that side's phase is open.
   s.current.swap(s.pending);
+  s.pending.reset();
   s.open_epoch = 0;
   ++s.version;
   return ok_atom::value;
@@ -150,6 +157,8 @@ caf::result<ok_atom> load(state_pointer self, const std::string& root,
   }
   for (size_t i = 0; i < 2; ++i) {
     st.sides[i].current = std::make_shared<std::vector<float>>(std::move(loaded[i]));
+    stores::advise_huge_pages(st.sides[i].current->data(),
+                              st.sides[i].current->size() * sizeof(float), true);
     st.sides[i].pending = nullptr;
     st.sides[i].open_epoch = 0;
     ++st.sides[i].version;
@@ -167,7 +176,8 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
     auto& s = rows_of(self, side);
     auto total = side == wals_side::rows ? config.rows : config.cols;
     s.rows = compute::rows_owned(total, config.index, config.count);
-    s.current = std::make_shared<std::vector<float>>(s.rows * d);
+    s.current = std::make_shared<std::vector<float>>();
+    stores::assign_on_huge_pages(*s.current, s.rows * d);
     for (uint64_t i = 0; i < s.rows; ++i)
       compute::initial_row(config.params, side, compute::global_id(i, config.index, config.count),
                            {s.current->data() + i * d, d});

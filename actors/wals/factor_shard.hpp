@@ -19,7 +19,8 @@ struct factor_shard_state {
     uint64_t rows = 0;
     /// Shared with readers of view; never written while current. Never null.
     std::shared_ptr<std::vector<float>> current;
-    /// Written during a phase. A buffer that a reader still holds is never reused as pending.
+    /// Written during a phase, null between the side's phases. A buffer that a reader still
+    /// holds is never reused as pending.
     std::shared_ptr<std::vector<float>> pending;
     /// The epoch whose writes go to `pending`; 0 when none is open.
     uint64_t open_epoch = 0;

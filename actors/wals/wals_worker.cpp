@@ -46,21 +46,39 @@ void give_up(wals_worker_pointer self, const job_pointer& job, const caf::error&
   report_ready(self);
 }
 
-/// Cuts the block's rows out of the side's matrix.
-std::shared_ptr<const wals_worker_state::block_layout> make_layout(wals_worker_pointer self,
-                                                                   const wals_token& token) {
+/// The block's rows: cut out of the side's matrix in memory, or read from the side's file.
+caf::expected<std::shared_ptr<const wals_worker_state::block_layout>> make_layout(
+  wals_worker_pointer self, const wals_token& token) {
   auto& st = self->state;
-  if (token.side == wals_side::cols && !st.transposed)
-    st.transposed = stores::shared_transpose(st.data);
-  auto& side = token.side == wals_side::rows ? st.data->matrix : *st.transposed;
   auto& bounds = st.partitions[{token.side, token.blocks}];
-  if (bounds.empty())
-    bounds = compute::balanced_blocks(side, token.blocks);
   auto layout = std::make_shared<wals_worker_state::block_layout>();
-  layout->first = bounds[token.block];
-  layout->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
+  if (st.files) {
+    auto& file = token.side == wals_side::rows ? st.files->rows : st.files->cols;
+    if (bounds.empty())
+      bounds = compute::balanced_blocks(std::span<const uint64_t>{file->offsets()}, token.blocks);
+    layout->first = bounds[token.block];
+    auto rows = file->read_rows(bounds[token.block], bounds[token.block + 1]);
+    if (!rows)
+      return std::move(rows.error());
+    layout->rows = std::move(*rows);
+  } else {
+    if (token.side == wals_side::cols && !st.transposed)
+      st.transposed = stores::shared_transpose(st.data);
+    auto& side = token.side == wals_side::rows ? st.data->matrix : *st.transposed;
+    if (bounds.empty())
+      bounds = compute::balanced_blocks(side, token.blocks);
+    layout->first = bounds[token.block];
+    layout->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
+  }
   layout->weights = compute::observed_weights(layout->rows, st.config.params);
   return layout;
+}
+
+/// Rows and columns of the matrix the worker solves.
+std::pair<uint64_t, uint64_t> shape_of(const wals_worker_state& st) {
+  if (st.files)
+    return {st.files->rows->rows(), st.files->rows->cols()};
+  return {st.data->matrix.rows, st.data->matrix.cols};
 }
 
 /// The completion of a fan-out to the shards: a failed request, else a bad answer that a reply
@@ -223,14 +241,28 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
                       token.gramian.size(), d);
     return report_ready(self);
   }
-  auto& layout = st.layouts[{token.side, token.blocks, token.block}];
-  if (!layout)
-    layout = make_layout(self, token);
+  // Blocks read from disk are read again each sweep: only the one being solved is held.
+  std::shared_ptr<const wals_worker_state::block_layout> layout;
+  if (!st.files)
+    layout = st.layouts[{token.side, token.blocks, token.block}];
+  if (!layout) {
+    auto made = make_layout(self, token);
+    if (!made) {
+      runtime::log_warn("wals worker: {} block {} abandoned: {}", to_string(token.side),
+                        token.block, render(made.error()));
+      st.chief = std::move(chief);
+      return report_ready(self);
+    }
+    layout = std::move(*made);
+    if (!st.files)
+      st.layouts[{token.side, token.blocks, token.block}] = layout;
+  }
   auto job = std::make_shared<block_job>(block_job{token, std::move(chief), layout, {}});
   if (!st.solution || st.solution.use_count() > 1)
     st.solution = std::make_shared<std::vector<float>>();
   st.solution->assign(layout->rows.rows * d, 0.0f);
-  auto own_total = token.side == wals_side::rows ? st.data->matrix.rows : st.data->matrix.cols;
+  auto [rows, cols] = shape_of(st);
+  auto own_total = token.side == wals_side::rows ? rows : cols;
   read_views(self, job, opposite(token.side), layout->rows.cols, [=] {
     if (self->state.config.params.solver != wals_solver::cg)
       return solve(self, job);
@@ -245,9 +277,11 @@ void run_block(wals_worker_pointer self, const wals_token& token, caf::actor chi
 
 namespace {
 
-void adopt(wals_worker_pointer self, std::shared_ptr<const stores::wals_dataset> data) {
+void adopt(wals_worker_pointer self, std::shared_ptr<const stores::wals_dataset> data,
+           std::optional<stores::wals_csr_sides> files) {
   auto& st = self->state;
   st.data = std::move(data);
+  st.files = std::move(files);
   for (auto& shard : st.shards)
     st.co_located.push_back(shard.node() == self->node());
   st.cache = factor_cache::of(st.shards);
@@ -276,7 +310,17 @@ wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_work
                                              std::shared_ptr<const stores::wals_dataset> data) {
   self->state.config = std::move(config);
   self->state.shards = std::move(shards);
-  adopt(self, std::move(data));
+  if (data) {
+    adopt(self, std::move(data), std::nullopt);
+    return serve(self);
+  }
+  auto files = stores::open_wals_csr(self->state.config.data.path);
+  if (!files) {
+    runtime::log_error("wals worker: cannot open the matrix: {}", render(files.error()));
+    self->quit(files.error());
+    return serve(self);
+  }
+  adopt(self, nullptr, std::move(*files));
   return serve(self);
 }
 
@@ -287,12 +331,18 @@ wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
   self->state.shards = std::move(shards);
   // The load runs on a thread of its own: a node's scheduler threads (one in a local cluster)
   // keep serving its registry and agent meanwhile. Tokens wait in the mailbox until it ends.
-  using loaded = caf::expected<std::shared_ptr<const stores::wals_dataset>>;
-  auto result = std::make_shared<loaded>(make_error(errc::io_error, "the matrix was not loaded"));
+  struct loaded {
+    caf::expected<std::shared_ptr<const stores::wals_dataset>> data{nullptr};
+    caf::expected<stores::wals_csr_sides> files{stores::wals_csr_sides{}};
+  };
+  auto result = std::make_shared<loaded>();
   auto loader = self->spawn<caf::detached>(
     [result, spec = self->state.config.data](caf::event_based_actor* helper) -> caf::behavior {
       return {[=](load_atom) {
-        *result = stores::load_shared_dataset(spec);
+        if (spec.format == "csr")
+          result->files = stores::open_wals_csr(spec.path);
+        else
+          result->data = stores::load_shared_dataset(spec);
         helper->quit();
         return true;
       }};
@@ -300,12 +350,20 @@ wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
   self->request(loader, caf::infinite, load_atom::value)
     .await(
       [self, result](bool) {
-        if (*result) {
-          adopt(self, std::move(**result));
+        caf::error err;
+        if (!result->data)
+          err = result->data.error();
+        else if (!result->files)
+          err = result->files.error();
+        if (!err) {
+          std::optional<stores::wals_csr_sides> files;
+          if (!*result->data)
+            files = std::move(*result->files);
+          adopt(self, std::move(*result->data), std::move(files));
           return;
         }
-        runtime::log_error("wals worker: cannot load the matrix: {}", render(result->error()));
-        self->quit(result->error());
+        runtime::log_error("wals worker: cannot load the matrix: {}", render(err));
+        self->quit(err);
       },
       [self](caf::error& err) { self->quit(err); });
   return serve(self);

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "actors/wals/factor_cache.hpp"
 #include "compute/sparse_matrix.hpp"
 #include "messages/wals/wals_interfaces.hpp"
+#include "stores/data/wals_csr.hpp"
 #include "stores/data/wals_data.hpp"
 
 namespace darcy::actors {
@@ -24,12 +26,15 @@ namespace darcy::actors {
 struct wals_worker_state {
   wals_worker_config config;
   std::vector<factor_shard_actor> shards;
+  /// The matrix in memory, or (data format "csr") its two sides on disk, read a block at a time
+  /// and never kept: exactly one of the two is set.
   std::shared_ptr<const stores::wals_dataset> data;
+  std::optional<stores::wals_csr_sides> files;
   /// The transpose of data->matrix, shared in this process, taken on the first cols token.
   std::shared_ptr<const compute::csr_matrix> transposed;
   std::map<std::pair<wals_side, uint32_t>, std::vector<uint64_t>> partitions;
-  /// A block's rows, kept for the next sweeps (the layout of a block never changes during a
-  /// run). Keyed by (side, blocks, block).
+  /// A block's rows, kept for the next sweeps when in memory (the layout of a block never changes
+  /// during a run). Keyed by (side, blocks, block).
   struct block_layout {
     uint64_t first = 0;
     compute::csr_matrix rows;
@@ -53,13 +58,15 @@ struct wals_worker_state {
 
 using wals_worker_pointer = wals_worker_actor::stateful_pointer<wals_worker_state>;
 
-/// A worker over an already loaded dataset (in-process runs share one).
+/// A worker over an already loaded dataset (in-process runs share one); with a null `data`,
+/// over config.data's "csr" directory, opened as it starts (an error ends the worker).
 wals_worker_actor::behavior_type wals_worker(wals_worker_pointer self, wals_worker_config config,
                                              std::vector<factor_shard_actor> shards,
                                              std::shared_ptr<const stores::wals_dataset> data);
 
-/// The spawnable form ("darcy.wals_worker"): loads config.data on a thread of its own, holding
-/// its messages until the load ends; a load error is printed and the worker exits with it.
+/// The spawnable form ("darcy.wals_worker"): loads config.data on a thread of its own (of a
+/// "csr" directory only its row offsets), holding its messages until the load ends; a load
+/// error is printed and the worker exits with it.
 wals_worker_actor::behavior_type wals_worker_loading(wals_worker_pointer self,
                                                      wals_worker_config config,
                                                      std::vector<factor_shard_actor> shards);

@@ -14,6 +14,7 @@
 #include "apps/bench/sampling_bench.hpp"
 #include "apps/bench/serve_direct.hpp"
 #include "apps/bench/wals_bench.hpp"
+#include "apps/bench/wals_scale.hpp"
 #include "apps/command/command_line.hpp"
 
 namespace darcy::apps {
@@ -316,7 +317,34 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
   wals_cmd->add_option("--lastfm", wals->lastfm, "Last.fm-2k user_artists.dat");
   wals_cmd->add_flag("--cluster", wals->cluster,
                      "In process against 2 node processes this benchmark starts");
-  wals_cmd->callback([wals, &exit_code] { exit_code = report("wals", run_wals_bench(*wals)); });
+  auto scale = std::make_shared<wals_scale_options>();
+  auto scale_on = std::make_shared<bool>(false);
+  wals_cmd->add_flag("--scale", *scale_on,
+                     "10M x 10M (500M entries) read from disk by blocks on 2 node processes, "
+                     "against 1M x 1M");
+  wals_cmd->add_option("--scale-rows", scale->rows, "--scale: rows");
+  wals_cmd->add_option("--scale-cols", scale->cols, "--scale: columns");
+  wals_cmd->add_option("--scale-nnz", scale->nnz, "--scale: entries");
+  wals_cmd->add_option("--ref-rows", scale->ref_rows, "--scale: the reference's rows");
+  wals_cmd->add_option("--ref-cols", scale->ref_cols, "--scale: the reference's columns");
+  wals_cmd->add_option("--ref-nnz", scale->ref_nnz, "--scale: the reference's entries");
+  wals_cmd->add_option("--scale-sweeps", scale->sweeps, "--scale: sweeps (2 at least)")
+    ->check(CLI::Range(2u, 100u));
+  wals_cmd->add_option("--blocks-per-worker", scale->blocks_per_worker,
+                       "--scale: blocks a side, per worker");
+  wals_cmd->add_option("--dir", scale->dir, "--scale: where the matrices' sides are kept");
+  wals_cmd->add_option("--memory-budget", scale->memory_budget,
+                       "--scale: bytes the three processes' peak RSS may sum to");
+  wals_cmd->callback([wals, scale, scale_on, &exit_code] {
+    if (!*scale_on) {
+      exit_code = report("wals", run_wals_bench(*wals));
+      return;
+    }
+    scale->dim = wals->dim;
+    scale->cg_steps = wals->cg_steps;
+    scale->threads = wals->threads;
+    exit_code = report("wals", run_wals_scale(*scale));
+  });
 
   auto online = std::make_shared<online_bench_options>();
   auto online_cmd = bench->add_subcommand(

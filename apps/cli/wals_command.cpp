@@ -18,9 +18,13 @@ void add_train_flags(CLI::App* cmd, wals::train_job& job) {
   auto& o = job.options;
   auto& d = o.data;
   auto& p = o.params;
-  cmd->add_option("--data", d.path, "Triples file: row, column, value per line");
-  cmd->add_option("--format", d.format, "Triples format (lastfm: tab-separated, no header)")
-    ->check(CLI::IsMember({"lastfm", "tsv", "csv"}))
+  cmd->add_option("--data", d.path,
+                  "Triples file: row, column, value per line (csr: the directory of its sides)");
+  cmd
+    ->add_option("--format", d.format,
+                 "Triples format (lastfm: tab-separated, no header), or csr (rows.csr and "
+                 "cols.csr, as darcy-bench wals --scale writes them)")
+    ->check(CLI::IsMember({"lastfm", "tsv", "csv", "csr"}))
     ->default_str("lastfm");
   cmd->add_option("--synthetic-rows", d.rows, "Synthetic matrix instead of --data: rows");
   cmd->add_option("--synthetic-cols", d.cols, "Synthetic matrix: columns");

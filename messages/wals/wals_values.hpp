@@ -50,7 +50,9 @@ typename Inspector::result_type inspect(Inspector& f, wals_params& x) {
 /// Where a worker finds the matrix. Every process that loads the same spec builds the same
 /// matrix with the same id maps, so only the spec crosses the network.
 struct wals_data_spec {
-  /// "tsv", "csv" or "lastfm" (tab-separated, no header); empty when synthetic.
+  /// "tsv", "csv" or "lastfm" (tab-separated, no header); "csr" for a directory that
+  /// stores/data/wals_csr wrote (its workers read one block's rows at a time); empty when
+  /// synthetic.
   std::string format;
   std::string path;
   /// Optional "row<TAB>feature" and "col<TAB>feature" lists (lines whose first field is not an

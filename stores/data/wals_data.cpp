@@ -11,6 +11,7 @@
 #include "compute/ranking.hpp"
 #include "compute/synthetic_matrix.hpp"
 #include "messages/error.hpp"
+#include "stores/data/wals_csr.hpp"
 
 namespace darcy::stores {
 
@@ -195,12 +196,23 @@ caf::expected<wals_dataset> load_dataset(const wals_data_spec& spec, uint32_t th
     if (!m)
       return make_error(m.error());
     data.matrix = std::move(*m);
+  } else if (spec.format == "csr") {
+    if (!spec.row_features.empty() || !spec.col_features.empty())
+      return make_error(errc::invalid_argument,
+                        "features need a matrix with ids (tsv, csv or lastfm), not csr");
+    auto sides = open_wals_csr(spec.path);
+    if (!sides)
+      return std::move(sides.error());
+    auto m = sides->rows->read_rows(0, sides->rows->rows());
+    if (!m)
+      return std::move(m.error());
+    data.matrix = std::move(*m);
   } else {
     if (spec.format == "csv")
       delimiter = ',';
     else if (spec.format != "tsv" && spec.format != "lastfm")
       return make_error(errc::invalid_argument,
-                        "unknown data format '" + spec.format + "' (tsv, csv or lastfm)");
+                        "unknown data format '" + spec.format + "' (tsv, csv, lastfm or csr)");
     auto loaded = load_triples(spec, delimiter);
     if (!loaded)
       return std::move(loaded.error());
@@ -214,7 +226,7 @@ caf::expected<wals_dataset> load_dataset(const wals_data_spec& spec, uint32_t th
     data.held_out = std::move(split.test);
   }
   data.observed = data.matrix;
-  if (!spec.format.empty()) {
+  if (!spec.format.empty() && spec.format != "csr") {
     if (auto err = add_features(data, spec, delimiter, true))
       return err;
     if (auto err = add_features(data, spec, delimiter, false))
@@ -236,7 +248,8 @@ std::string dataset_key(const wals_data_spec& spec) {
              std::to_string(spec.cols) + "|" + std::to_string(spec.nnz) + "|" +
              std::to_string(spec.seed) + "|" + std::to_string(spec.holdout) + "|" +
              std::to_string(spec.holdout_seed);
-  for (auto* path : {&spec.path, &spec.row_features, &spec.col_features}) {
+  const auto matrix_file = spec.format == "csr" ? spec.path + "/rows.csr" : spec.path;
+  for (auto* path : {&matrix_file, &spec.row_features, &spec.col_features}) {
     key += "|" + *path;
     std::error_code ec;
     if (path->empty())

@@ -49,3 +49,21 @@ void free_huge_pages(void* p, size_t bytes) {
 }
 
 } // namespace darcy::stores
+
+namespace darcy::stores {
+
+void advise_huge_pages(void* p, size_t bytes, bool collapse) {
+#ifndef MADV_COLLAPSE
+  constexpr int MADV_COLLAPSE = 25; // Linux 6.1; older kernels refuse it
+#endif
+  auto start = reinterpret_cast<uintptr_t>(p);
+  auto first = (start + huge_page_bytes - 1) & ~(uintptr_t{huge_page_bytes} - 1);
+  auto last = (start + bytes) & ~(uintptr_t{huge_page_bytes} - 1);
+  if (p == nullptr || last <= first)
+    return;
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  if (collapse)
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_COLLAPSE);
+}
+
+} // namespace darcy::stores

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <new>
+#include <vector>
 
 namespace darcy::stores {
 
@@ -17,6 +18,21 @@ inline constexpr size_t huge_page_bytes = size_t{2} << 20;
 /// Release with free_huge_pages and the same `bytes`.
 void* allocate_huge_pages(size_t bytes);
 void free_huge_pages(void* p, size_t bytes);
+
+/// Asks for huge pages for the 2 MiB-aligned interior of [p, p + bytes): for the pages not yet
+/// touched (MADV_HUGEPAGE, before a buffer is filled), and with `collapse` for those already
+/// there too (MADV_COLLAPSE copies them now). A hint: nothing happens where the kernel cannot.
+void advise_huge_pages(void* p, size_t bytes, bool collapse = false);
+
+/// Sizes `v`, empty, to n zero values on huge pages where the kernel gives them.
+template <class T, class A>
+void assign_on_huge_pages(std::vector<T, A>& v, size_t n) {
+  v.clear();
+  v.shrink_to_fit();
+  v.reserve(n);
+  advise_huge_pages(v.data(), n * sizeof(T));
+  v.resize(n);
+}
 
 template <class T>
 struct huge_page_allocator {

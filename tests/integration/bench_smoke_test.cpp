@@ -171,6 +171,28 @@ TEST(bench_smoke, wals_against_the_plain_eigen_loop_and_on_two_node_processes) {
   EXPECT_EQ(m.value("bit_identical", 0), 1) << m.dump();
 }
 
+TEST(bench_smoke, wals_scale_reads_blocks_from_disk_on_two_nodes_against_a_smaller_run) {
+  temp_dir tmp{"bench_smoke_wals_scale"};
+  std::vector<std::string> args = {DARCY_BENCH_BINARY, "wals", "--scale", "--dim", "8"};
+  for (auto [option, value] : {std::pair{"--scale-rows", "3000"},
+                               {"--scale-cols", "2000"},
+                               {"--scale-nnz", "60000"},
+                               {"--ref-rows", "1000"},
+                               {"--ref-cols", "800"},
+                               {"--ref-nnz", "10000"}})
+    args.insert(args.end(), {option, value});
+  args.insert(args.end(), {"--dir", tmp.path()});
+  auto m = metrics_of(run_program(args, 170s), "wals");
+  expect_positive(m, {"scale_vs_1m", "scale_entries_per_core_s", "ref_entries_per_core_s",
+                      "scale_peak_rss_gib", "scale_disk_bytes_per_entry"});
+  EXPECT_GT(m["scale_nnz"].get<uint64_t>(), 50000u) << m.dump();
+  auto sides = fs::path{tmp.path()} / "csr-3000x2000-60000";
+  ASSERT_TRUE(fs::exists(sides / "rows.csr") && fs::exists(sides / "cols.csr"));
+  for (auto& entry : fs::directory_iterator{sides})
+    EXPECT_NE(entry.path().filename().string().rfind("checkpoints-", 0), 0u)
+      << entry.path() << ": the run's checkpoints are removed";
+}
+
 TEST(bench_smoke, mips_against_faiss_and_hnswlib_reaches_recall_0_9_on_every_set) {
   for (auto [module, package] :
        {std::pair{"faiss", "python3-faiss"}, std::pair{"hnswlib", "python3-hnswlib"}})

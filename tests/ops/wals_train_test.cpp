@@ -13,6 +13,7 @@
 #include "messages/error.hpp"
 #include "runtime/cluster/chaos.hpp"
 #include "stores/checkpoint/checkpoint_dir.hpp"
+#include "stores/data/wals_csr.hpp"
 
 namespace darcy::ops {
 namespace {
@@ -123,6 +124,51 @@ TEST_F(wals_test, ActorsMatchThePlainLoopAndAlternateStrictly) {
   ASSERT_FALSE(r.events.empty());
   expect_strict_alternation(r.events, o.workers * o.blocks_per_worker);
   EXPECT_EQ(r.events.back().what, "done");
+}
+
+TEST_F(wals_test, BlocksReadFromACsrDirectoryGiveTheFactorsOfTheMatrixInMemory) {
+  compute::synthetic_spec spec{.rows = 300, .cols = 200, .nnz = 4000, .seed = 5};
+  auto d = synthetic(300, 200, 4000);
+  ASSERT_FALSE(stores::write_synthetic_csr(spec, (dir / "csr").string(), 1 << 20));
+  auto o = small_options(*d);
+  auto in_memory = train(o, d);
+  auto from_disk = o;
+  from_disk.data.format = "csr";
+  from_disk.data.path = (dir / "csr").string();
+  auto r = train(from_disk, nullptr);
+  EXPECT_EQ(r.u.values, in_memory.u.values) << "bit for bit";
+  EXPECT_EQ(r.v.values, in_memory.v.values);
+  // The chief adds the blocks' losses in the order their commits arrive.
+  auto expect_losses = [&](const std::vector<double>& losses) {
+    ASSERT_EQ(losses.size(), in_memory.losses.size());
+    for (size_t i = 0; i < losses.size(); ++i)
+      EXPECT_NEAR(losses[i], in_memory.losses[i], 1e-9 * in_memory.losses[i]);
+  };
+  expect_losses(r.losses);
+  from_disk.fetch_factors = false;
+  auto kept = train(from_disk, nullptr);
+  EXPECT_TRUE(kept.u.values.empty() && kept.v.values.empty());
+  expect_losses(kept.losses);
+}
+
+TEST_F(wals_test, ACsrDirectoryWithATruncatedSideOrNoMatrixAtAllIsRefused) {
+  ASSERT_FALSE(stores::write_synthetic_csr({.rows = 60, .cols = 50, .nnz = 500, .seed = 5},
+                                           (dir / "csr").string(), 1 << 20));
+  auto cols = dir / "csr" / "cols.csr";
+  fs::resize_file(cols, fs::file_size(cols) - 8);
+  wals_train_options o;
+  o.params.dim = 4;
+  o.sweeps = 1;
+  o.data.format = "csr";
+  o.data.path = (dir / "csr").string();
+  auto r = train_wals(*s, o, nullptr);
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(is(r.error(), errc::corrupt_file)) << render(r.error());
+  EXPECT_NE(render(r.error()).find("cols.csr"), std::string::npos) << render(r.error());
+  o.data.format = "tsv";
+  auto none = train_wals(*s, o, nullptr);
+  ASSERT_FALSE(none);
+  EXPECT_TRUE(is(none.error(), errc::invalid_argument)) << render(none.error());
 }
 
 TEST_F(wals_test, LossDecreasesMonotonicallyWithCholesky) {

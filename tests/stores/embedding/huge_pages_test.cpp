@@ -1,5 +1,6 @@
 #include "stores/embedding/huge_pages.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -52,6 +53,22 @@ TEST(huge_pages, VectorWithTheAllocatorValueInitialisesAndGrows) {
   EXPECT_EQ(v.front(), 0u);
   EXPECT_EQ(v.back(), 9u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % huge_page_bytes, 0u);
+}
+
+TEST(huge_pages, AdviceKeepsWhatABufferHoldsAndAssignGivesZeros) {
+  // Sizes below, at and past one huge page, and a start off a page boundary.
+  for (size_t n : {size_t{100}, huge_page_bytes / sizeof(float), 3 * huge_page_bytes / 4 + 17}) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = static_cast<float>(i % 1000);
+    advise_huge_pages(v.data() + 1, (n - 1) * sizeof(float), true);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(v[i], static_cast<float>(i % 1000)) << n << " at " << i;
+    assign_on_huge_pages(v, n + 5);
+    ASSERT_EQ(v.size(), n + 5);
+    EXPECT_EQ(std::count(v.begin(), v.end(), 0.0f), static_cast<ptrdiff_t>(n + 5));
+  }
+  advise_huge_pages(nullptr, 1 << 30, true); // nothing to advise: no effect
 }
 
 } // namespace
