@@ -77,6 +77,19 @@ caf::error validate(const wals_train_options& opts, bool in_process) {
   return {};
 }
 
+/// The live members that get a run's workers (and, with shards_on_workers, its shards).
+caf::expected<std::vector<runtime::spawn_target>> worker_hosts(session& s,
+                                                               const wals_train_options& opts,
+                                                               const std::string& what) {
+  auto status = s.status();
+  if (!status)
+    return std::move(status.error());
+  auto hosts = runtime::live_targets(*status, opts.worker_nodes);
+  if (!hosts)
+    return make_error(errc::no_live_node, what + ": " + render(hosts.error()));
+  return hosts;
+}
+
 caf::expected<std::vector<wals_worker_actor>> spawn_workers(
   session& s, const wals_train_options& opts, const wals_worker_config& cfg,
   const std::vector<factor_shard_actor>& shards, std::shared_ptr<const stores::wals_dataset> data) {
@@ -87,12 +100,9 @@ caf::expected<std::vector<wals_worker_actor>> spawn_workers(
       workers.push_back(sys.spawn<caf::detached>(actors::wals_worker, cfg, shards, data));
     return workers;
   }
-  auto status = s.status();
-  if (!status)
-    return std::move(status.error());
-  auto hosts = runtime::live_targets(*status, opts.worker_nodes);
+  auto hosts = worker_hosts(s, opts, "wals workers");
   if (!hosts)
-    return make_error(errc::no_live_node, "wals workers: " + render(hosts.error()));
+    return std::move(hosts.error());
   return runtime::spawn_group<wals_worker_actor>(
     sys, *hosts, s.timeout(), actors::wals_worker_state::name,
     [&](size_t) { return caf::make_message(cfg, shards); }, opts.workers);
@@ -112,12 +122,9 @@ caf::expected<std::vector<factor_shard_actor>> spawn_shards(session& s,
         sys.spawn(actors::factor_shard, wals_shard_config{i, count, rows, cols, opts.params}));
     return shards;
   }
-  auto status = s.status();
-  if (!status)
-    return std::move(status.error());
-  auto hosts = runtime::live_targets(*status, opts.worker_nodes);
+  auto hosts = worker_hosts(s, opts, "wals factor shards");
   if (!hosts)
-    return make_error(errc::no_live_node, "wals factor shards: " + render(hosts.error()));
+    return std::move(hosts.error());
   return runtime::spawn_group<factor_shard_actor>(
     sys, *hosts, s.timeout(), actors::factor_shard_state::name,
     [&](size_t i) {

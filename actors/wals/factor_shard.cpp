@@ -37,8 +37,20 @@ caf::error check_finite(std::span<const float> row) {
 
 using side_rows = factor_shard_state::side_rows;
 
+/// The side's rows, drawn (compute::initial_row) on its first use: at 5M rows a side that takes
+/// seconds, longer than a spawn waits for its answer.
 side_rows& rows_of(state_pointer self, wals_side side) {
-  return self->state.sides[side_index(side)];
+  auto& s = self->state.sides[side_index(side)];
+  if (!s.current) {
+    auto& config = self->state.config;
+    auto d = config.params.dim;
+    s.current = std::make_shared<std::vector<float>>();
+    stores::assign_on_huge_pages(*s.current, s.rows * d);
+    for (uint64_t i = 0; i < s.rows; ++i)
+      compute::initial_row(config.params, side, compute::global_id(i, config.index, config.count),
+                           {s.current->data() + i * d, d});
+  }
+  return s;
 }
 
 factor_snapshot view(state_pointer self, wals_side side, uint64_t known) {
@@ -171,16 +183,9 @@ caf::result<ok_atom> load(state_pointer self, const std::string& root,
 factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_config config) {
   auto& st = self->state;
   st.config = config;
-  auto d = config.params.dim;
   for (auto side : {wals_side::rows, wals_side::cols}) {
-    auto& s = rows_of(self, side);
     auto total = side == wals_side::rows ? config.rows : config.cols;
-    s.rows = compute::rows_owned(total, config.index, config.count);
-    s.current = std::make_shared<std::vector<float>>();
-    stores::assign_on_huge_pages(*s.current, s.rows * d);
-    for (uint64_t i = 0; i < s.rows; ++i)
-      compute::initial_row(config.params, side, compute::global_id(i, config.index, config.count),
-                           {s.current->data() + i * d, d});
+    st.sides[side_index(side)].rows = compute::rows_owned(total, config.index, config.count);
   }
   return {
     [=](view_atom, wals_side side, uint64_t known) { return view(self, side, known); },

@@ -17,7 +17,8 @@ struct factor_shard_state {
   struct side_rows {
     /// Rows owned: ids index, index + count, ...; local row i is id index + i * count.
     uint64_t rows = 0;
-    /// Shared with readers of view; never written while current. Never null.
+    /// Shared with readers of view; never written while current. Null until the side's first
+    /// use, which draws its initial rows (not the spawn: it must answer within seconds).
     std::shared_ptr<std::vector<float>> current;
     /// Written during a phase, null between the side's phases. A buffer that a reader still
     /// holds is never reused as pending.

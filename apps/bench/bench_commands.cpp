@@ -332,6 +332,8 @@ void add_bench_commands(CLI::App& app, int& exit_code) {
     ->check(CLI::Range(2u, 100u));
   wals_cmd->add_option("--blocks-per-worker", scale->blocks_per_worker,
                        "--scale: blocks a side, per worker");
+  wals_cmd->add_option("--shards", scale->shards, "--scale: factor shards on the two nodes")
+    ->check(CLI::Range(1u, 64u));
   wals_cmd->add_option("--dir", scale->dir, "--scale: where the matrices' sides are kept");
   wals_cmd->add_option("--memory-budget", scale->memory_budget,
                        "--scale: bytes the three processes' peak RSS may sum to");

@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "apps/bench/node_pair.hpp"
 #include "compute/stats.hpp"
 #include "messages/error.hpp"
 #include "ops/wals_train.hpp"
+#include "runtime/cluster/spawn_on.hpp"
 #include "runtime/process/machine.hpp"
 #include "stores/data/wals_csr.hpp"
 
@@ -114,6 +116,17 @@ caf::expected<scale_figures> run_size(const wals_scale_options& o, uint64_t rows
   auto s = ops::session::open(so);
   if (!s)
     return std::move(s.error());
+  // The member has joined the seed, but its registry may list it a moment later; the shards and
+  // workers go round-robin over the members it lists.
+  for (int tries = 0; tries < 300; ++tries) {
+    auto status = (*s)->status();
+    if (status) {
+      auto live = runtime::live_targets(*status, {});
+      if (live && live->size() >= 2)
+        break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   auto checkpoints = *dir + "/checkpoints-" + std::to_string(::getpid());
   ops::wals_train_options t;
   t.data.format = "csr";
@@ -122,7 +135,7 @@ caf::expected<scale_figures> run_size(const wals_scale_options& o, uint64_t rows
   t.params.cg_steps = o.cg_steps;
   t.sweeps = o.sweeps;
   t.workers = 2;
-  t.shards = 2;
+  t.shards = o.shards;
   t.blocks_per_worker = o.blocks_per_worker;
   t.shards_on_workers = true;
   t.fetch_factors = false;
@@ -170,8 +183,10 @@ caf::expected<scale_figures> run_size(const wals_scale_options& o, uint64_t rows
 } // namespace
 
 caf::error run_wals_scale(const wals_scale_options& o) {
-  std::printf("# wals --scale: dim %u, %u sweeps, %u CG steps, 2 node processes, %u cores\n", o.dim,
-              o.sweeps, o.cg_steps, runtime::machine_cores());
+  std::printf(
+    "# wals --scale: dim %u, %u sweeps, %u CG steps, 2 node processes, %u factor "
+    "shards, %u cores\n",
+    o.dim, o.sweeps, o.cg_steps, o.shards, runtime::machine_cores());
   auto start = clock::now();
   auto ref = run_size(o, o.ref_rows, o.ref_cols, o.ref_nnz);
   if (!ref)
