@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <caf/scoped_actor.hpp>
@@ -147,26 +148,34 @@ std::vector<std::string> chief_nodes(session& s, const wals_train_options& opts)
   return nodes;
 }
 
-/// Gathers one side of the factors from the shards, in id order.
+/// Gathers one side of the factors from the shards, in id order, a chunk of rows a message.
 caf::expected<stores::float_matrix> fetch_side(session& s, const started& run, wals_side side,
-                                               uint64_t n, uint32_t dim) {
+                                               uint64_t n, uint32_t dim, uint64_t chunk) {
   stores::float_matrix m{n, dim, std::vector<float>(n * dim)};
   auto count = static_cast<uint32_t>(run.shards.size());
   for (uint32_t i = 0; i < count; ++i) {
-    auto view = runtime::ask<factor_snapshot>(s.system(), run.shards[i], fetch_timeout,
-                                              view_atom::value, side, uint64_t{0});
-    if (!view)
-      return std::move(view.error());
-    auto values = view->rows.values();
     auto rows = compute::rows_owned(n, i, count);
-    if (values.size() != rows * dim)
-      return make_error(errc::dimension_mismatch, "wals: shard " + std::to_string(i) +
-                                                    " answered " + std::to_string(values.size()) +
-                                                    " values for " + std::to_string(rows) +
-                                                    " rows");
-    for (uint64_t j = 0; j < rows; ++j)
-      std::copy_n(values.data() + j * dim, dim,
-                  m.values.data() + compute::global_id(j, i, count) * dim);
+    std::optional<uint64_t> version;
+    for (uint64_t first = 0; first < rows; first += chunk) {
+      auto want = std::min(chunk, rows - first);
+      auto view = runtime::ask<factor_snapshot>(s.system(), run.shards[i], fetch_timeout,
+                                                view_atom::value, side, uint64_t{0}, first, want);
+      if (!view)
+        return std::move(view.error());
+      auto values = view->rows.values();
+      if (values.size() != want * dim)
+        return make_error(errc::dimension_mismatch, "wals: shard " + std::to_string(i) +
+                                                      " answered " + std::to_string(values.size()) +
+                                                      " values for " + std::to_string(want) +
+                                                      " rows");
+      if (version && *version != view->version)
+        return make_error(errc::invalid_argument,
+                          "wals: shard " + std::to_string(i) + " changed while read");
+      version = view->version;
+      for (uint64_t j = 0; j < want; ++j)
+        std::copy_n(values.data() + j * dim, dim,
+                    m.values.data() + compute::global_id(first + j, i, count) * dim);
+    }
   }
   return m;
 }
@@ -261,7 +270,7 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   if (!shards)
     return std::move(shards.error());
   run.shards = std::move(*shards);
-  wals_worker_config worker_cfg{opts.data, opts.params, opts.faults};
+  wals_worker_config worker_cfg{opts.data, opts.params, opts.faults, opts.view_chunk_rows};
   auto workers = spawn_workers(s, opts, worker_cfg, run.shards, data);
   if (!workers)
     return std::move(workers.error());
@@ -358,10 +367,12 @@ caf::expected<wals_result> train_wals(session& s, const wals_train_options& opts
   }
   if (!opts.fetch_factors)
     return result;
-  auto u = fetch_side(s, run, wals_side::rows, m->rows, opts.params.dim);
+  auto chunk =
+    opts.view_chunk_rows > 0 ? opts.view_chunk_rows : factor_view_chunk_rows(opts.params.dim);
+  auto u = fetch_side(s, run, wals_side::rows, m->rows, opts.params.dim, chunk);
   if (!u)
     return std::move(u.error());
-  auto v = fetch_side(s, run, wals_side::cols, m->cols, opts.params.dim);
+  auto v = fetch_side(s, run, wals_side::cols, m->cols, opts.params.dim, chunk);
   if (!v)
     return std::move(v.error());
   result.u = std::move(*u);

@@ -64,6 +64,9 @@ struct wals_train_options {
   /// False: the result's u and v stay empty, for a run whose factors this process should not
   /// hold twice (the shards hold them).
   bool fetch_factors = true;
+  /// Rows of a side in one message between processes (remote workers' reads, the fetch of the
+  /// factors); 0: 16 MiB worth (factor_view_chunk_rows).
+  uint64_t view_chunk_rows = 0;
   /// Called when the supervisor restarts the chief.
   std::function<void(const std::string& node)> on_chief_restart;
 };

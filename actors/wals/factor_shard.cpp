@@ -1,5 +1,6 @@
 #include "actors/wals/factor_shard.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 
@@ -58,6 +59,19 @@ factor_snapshot view(state_pointer self, wals_side side, uint64_t known) {
   if (known == s.version)
     return {s.version, {}};
   return {s.version, shared_floats{s.current}};
+}
+
+factor_snapshot view_rows(state_pointer self, wals_side side, uint64_t known, uint64_t first,
+                          uint64_t count) {
+  auto& s = rows_of(self, side);
+  if (known == s.version)
+    return {s.version, {}};
+  auto d = self->state.config.params.dim;
+  first = std::min(first, s.rows);
+  auto last = first + std::min(count, s.rows - first);
+  auto rows = s.current->begin();
+  return {s.version, shared_floats{std::vector<float>(rows + static_cast<ptrdiff_t>(first * d),
+                                                      rows + static_cast<ptrdiff_t>(last * d))}};
 }
 
 /// write(epoch, side, first, rows, values); see factor_shard_actor.
@@ -189,6 +203,9 @@ factor_shard_actor::behavior_type factor_shard(state_pointer self, wals_shard_co
   }
   return {
     [=](view_atom, wals_side side, uint64_t known) { return view(self, side, known); },
+    [=](view_atom, wals_side side, uint64_t known, uint64_t first, uint64_t count) {
+      return view_rows(self, side, known, first, count);
+    },
     [=](write_atom, uint64_t epoch, wals_side side, uint64_t first, uint64_t rows,
         const shared_floats& values) { return write(self, epoch, side, first, rows, values); },
     [=](begin_atom, uint64_t epoch, wals_side side) { return begin(self, epoch, side); },

@@ -12,6 +12,7 @@
 #include "messages/error.hpp"
 #include "runtime/cluster/chaos.hpp"
 #include "runtime/log.hpp"
+#include "stores/embedding/huge_pages.hpp"
 
 namespace darcy::actors {
 
@@ -95,51 +96,137 @@ std::function<void(caf::error)> then_or_give_up(wals_worker_pointer self, job_po
   };
 }
 
-/// Holds every shard's current buffer of `side` in job->views (each must hold all of its rows
-/// of the side's `total`): co-located shards share theirs, remote ones go through the cache,
-/// which asks them only for a version it lacks. Then runs `then`.
-void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint64_t total,
-                std::function<void()> then) {
-  auto d = self->state.config.params.dim;
-  auto count = static_cast<uint32_t>(self->state.shards.size());
-  auto& views = job->views[static_cast<size_t>(side)];
-  views.assign(count, {});
+uint64_t chunk_rows(const wals_worker_config& c) {
+  return c.view_chunk_rows > 0 ? c.view_chunk_rows : factor_view_chunk_rows(c.params.dim);
+}
+
+/// A remote shard's side, fetched a chunk at a time.
+struct side_fetch {
+  /// The version the first chunk named; every later chunk must name it too.
+  uint64_t version = 0;
+  /// Rows received so far (a new fetch has none).
+  uint64_t received = 0;
+  /// All of the shard's rows of the side, once received.
+  std::vector<float> rows;
+  bool started = false;
+  bool complete = false;
+};
+
+struct views_read {
+  job_pointer job;
+  wals_side side;
+  uint64_t total = 0;
+  /// Indexed by shard; co-located shards complete in the first round.
+  std::vector<side_fetch> fetches;
+  /// The version each first request said this node holds: a shard answers rows (possibly none,
+  /// when it owns no row of the side) exactly when its version differs.
+  std::vector<uint64_t> known;
+  std::function<void()> then;
+};
+
+/// Takes a shard's answer into read->fetches[s] (and job->views once complete), or an error
+/// that ends the read.
+caf::error take_view(wals_worker_pointer self, views_read& read, size_t s, factor_snapshot& reply) {
+  auto& st = self->state;
+  auto d = st.config.params.dim;
+  auto count = static_cast<uint32_t>(st.shards.size());
+  auto rows = compute::rows_owned(read.total, static_cast<uint32_t>(s), count);
+  auto& f = read.fetches[s];
+  auto& view = read.job->views[static_cast<size_t>(read.side)][s];
+  auto wrong_size = [&](uint64_t want) {
+    return make_error(errc::dimension_mismatch, "factor shard " + std::to_string(s) + " answered " +
+                                                  std::to_string(reply.rows.size()) +
+                                                  " values for " + std::to_string(want) +
+                                                  " rows of dim " + std::to_string(d));
+  };
+  if (st.co_located[s]) {
+    if (reply.rows.size() != rows * d)
+      return wrong_size(rows);
+    view = std::move(reply.rows);
+    f.complete = true;
+    return {};
+  }
+  if (!f.started && reply.version == read.known[s]) {
+    auto held = st.cache->get(s, read.side);
+    // Another worker of this node cached a later version meanwhile: this job is stale.
+    if (held.version != reply.version)
+      return make_error(errc::invalid_argument, "factor shard " + std::to_string(s) +
+                                                  " holds version " +
+                                                  std::to_string(reply.version) + ", this node " +
+                                                  std::to_string(held.version));
+    view = std::move(held.rows);
+    f.complete = true;
+    return {};
+  }
+  if (!f.started) {
+    f = side_fetch{reply.version, 0, {}, true, false};
+    // Blocks read these rows at random: on huge pages, a read costs fewer TLB misses.
+    stores::assign_on_huge_pages(f.rows, rows * d);
+  } else if (reply.version != f.version) {
+    return make_error(errc::invalid_argument, "factor shard " + std::to_string(s) +
+                                                " moved from version " + std::to_string(f.version) +
+                                                " to " + std::to_string(reply.version) +
+                                                " while this node read it");
+  }
+  auto want = std::min(chunk_rows(st.config), rows - f.received);
+  if (reply.rows.size() != want * d)
+    return wrong_size(want);
+  std::copy_n(reply.rows.values().data(), want * d, f.rows.data() + f.received * d);
+  f.received += want;
+  if (f.received < rows)
+    return {};
+  f.complete = true;
+  view = shared_floats{std::move(f.rows)};
+  st.cache->put(s, read.side, {f.version, view});
+  return {};
+}
+
+/// One round of view requests: the whole side of each co-located shard, the next chunk of each
+/// remote one (a node's heartbeats queue behind what crosses its link, so no message is
+/// large). Rounds repeat until every shard's side is held.
+void read_round(wals_worker_pointer self, std::shared_ptr<views_read> read) {
+  std::vector<size_t> targets;
+  for (size_t s = 0; s < read->fetches.size(); ++s)
+    if (!read->fetches[s].complete)
+      targets.push_back(s);
+  if (targets.empty())
+    return read->then();
   auto bad_answer = std::make_shared<caf::error>();
-  // The version each request said this node holds: a shard answers rows (possibly none, when
-  // it owns no row of the side) exactly when its version differs.
-  auto known = std::make_shared<std::vector<uint64_t>>(count, 0);
+  auto chunk = chunk_rows(self->state.config);
   fan_out<factor_snapshot>(
-    all_targets(count),
+    targets,
     [=](size_t s) {
       auto& st = self->state;
-      (*known)[s] = st.co_located[s] ? 0 : st.cache->get(s, side).version;
-      return self->request(st.shards[s], worker_shard_timeout, view_atom::value, side, (*known)[s]);
+      auto& shard = st.shards[s];
+      if (st.co_located[s])
+        return self->request(shard, worker_shard_timeout, view_atom::value, read->side,
+                             uint64_t{0});
+      auto& f = read->fetches[s];
+      if (!f.started)
+        read->known[s] = st.cache->get(s, read->side).version;
+      return self->request(shard, worker_shard_timeout, view_atom::value, read->side,
+                           f.started ? uint64_t{0} : read->known[s], f.received, chunk);
     },
     [=](size_t s, factor_snapshot& reply) {
-      auto& st = self->state;
-      if (!st.co_located[s]) {
-        if (reply.version != (*known)[s]) {
-          st.cache->put(s, side, reply);
-        } else if (auto held = st.cache->get(s, side); held.version == reply.version) {
-          reply = std::move(held);
-        } else {
-          // Another worker of this node cached a later version meanwhile: this job is stale.
-          *bad_answer =
-            make_error(errc::invalid_argument, "factor shard " + std::to_string(s) +
-                                                 " holds version " + std::to_string(reply.version) +
-                                                 ", this node " + std::to_string(held.version));
-          return;
-        }
-      }
-      auto rows = compute::rows_owned(total, static_cast<uint32_t>(s), count);
-      if (reply.rows.size() != rows * d)
-        *bad_answer = make_error(errc::dimension_mismatch,
-                                 "factor shard " + std::to_string(s) + " answered " +
-                                   std::to_string(reply.rows.size()) + " values for " +
-                                   std::to_string(rows) + " rows of dim " + std::to_string(d));
-      job->views[static_cast<size_t>(side)][s] = std::move(reply.rows);
+      if (*bad_answer)
+        return;
+      *bad_answer = take_view(self, *read, s, reply);
     },
-    then_or_give_up(self, job, std::move(then), bad_answer));
+    then_or_give_up(
+      self, read->job, [=] { read_round(self, read); }, bad_answer));
+}
+
+/// Holds every shard's current buffer of `side` in job->views (each must hold all of its rows
+/// of the side's `total`): co-located shards share theirs, remote ones go through the cache,
+/// which asks them only for a version it lacks, a chunk at a time. Then runs `then`.
+void read_views(wals_worker_pointer self, job_pointer job, wals_side side, uint64_t total,
+                std::function<void()> then) {
+  auto count = self->state.shards.size();
+  job->views[static_cast<size_t>(side)].assign(count, {});
+  auto read =
+    std::make_shared<views_read>(views_read{job, side, total, std::vector<side_fetch>(count),
+                                            std::vector<uint64_t>(count, 0), std::move(then)});
+  read_round(self, std::move(read));
 }
 
 compute::interleaved_factors factors_of(const std::vector<shared_floats>& views, uint32_t dim) {

@@ -24,16 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using clock = std::chrono::steady_clock;
 
-/// The kB figure of /proc/PID/status's line `field`, in bytes (0 when unknown).
-uint64_t status_bytes(pid_t pid, const std::string& field) {
-  std::ifstream status{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(field, 0) == 0)
-      return std::strtoull(line.c_str() + field.size(), nullptr, 10) * 1024;
-  return 0;
-}
-
 /// Bytes sent over the loopback interface since boot (/proc/net/dev), 0 when unknown.
 uint64_t loopback_bytes() {
   std::ifstream dev{"/proc/net/dev"};
@@ -154,8 +144,8 @@ caf::expected<scale_figures> run_size(const wals_scale_options& o, uint64_t rows
   };
   auto r = ops::train_wals(**s, t, nullptr);
   auto total = compute::seconds_since(start);
-  f.node_peak_rss[0] = status_bytes(nodes->a.process.pid(), "VmHWM:");
-  f.node_peak_rss[1] = status_bytes(nodes->b.process.pid(), "VmHWM:");
+  f.node_peak_rss[0] = runtime::peak_resident_bytes(nodes->a.process.pid());
+  f.node_peak_rss[1] = runtime::peak_resident_bytes(nodes->b.process.pid());
   nodes->stop();
   std::error_code ec;
   fs::remove_all(checkpoints, ec);

@@ -53,6 +53,8 @@ void add_train_flags(CLI::App* cmd, wals::train_job& job) {
   cmd->add_option("--workers", o.workers, "WALS workers (threads in process, or on the nodes)");
   cmd->add_option("--shards", o.shards, "Factor shards (0: one per worker, at most 8)");
   cmd->add_option("--blocks-per-worker", o.blocks_per_worker, "Blocks per side and worker");
+  cmd->add_option("--view-chunk-rows", o.view_chunk_rows,
+                  "Factor rows in one message between processes (0: 16 MiB worth)");
   cmd->add_option("--checkpoint", o.checkpoint_dir,
                   "Checkpoint directory (default OUT/checkpoints)");
   cmd->add_option("--token-timeout-ms", o.token_timeout_ms, "Re-issue a token after this long");

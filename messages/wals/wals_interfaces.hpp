@@ -2,6 +2,7 @@
 // blocks, and the chief holding the run tokens. See actors/wals_*.hpp for the behaviour.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,13 @@ typename Inspector::result_type inspect(Inspector& f, factor_snapshot& x) {
   return f(caf::meta::type_name("factor_snapshot"), x.version, x.rows);
 }
 
+/// Factor rows of dim `dim` in one view(side, known, first, count) from another process: 16 MiB
+/// of them, so that a message crosses a link in milliseconds.
+constexpr uint64_t factor_view_chunk_rows(uint32_t dim) {
+  constexpr uint64_t chunk_bytes = uint64_t{16} << 20;
+  return dim == 0 ? 1 : std::max<uint64_t>(1, chunk_bytes / (uint64_t{dim} * sizeof(float)));
+}
+
 /// Holds the rows of U and V whose id % count == index, in two buffers per side: `current`
 /// (read by view, gram and save) and `pending` (written during a phase).
 /// - begin(epoch, side) opens the epoch; commit(epoch, side) makes pending current. Every row
@@ -42,14 +50,19 @@ typename Inspector::result_type inspect(Inspector& f, factor_snapshot& x) {
 ///   remote worker sends). It is refused (errc::invalid_argument) unless its epoch is open or
 ///   when the rows lie past the side, fails with errc::dimension_mismatch for any other size,
 ///   and changes nothing when an owned row is not finite (errc::non_finite).
-/// - view(side, known) answers a factor_snapshot of `current` without a copy in process (one blob
-///   across nodes), with no rows when `known` is the current version. The buffer is never
-///   written while anyone holds it.
+/// - view(side, known) answers a factor_snapshot of all of `current` without a copy, with no
+///   rows when `known` is the current version: for readers in the shard's process. The buffer
+///   is never written while anyone holds it.
+/// - view(side, known, first, count) answers a copy of local rows first .. first + count - 1 of
+///   `current` (fewer past its end), with no rows when `known` is the current version: how
+///   other processes read a side, in messages small enough not to hold up what else crosses
+///   the link (heartbeats).
 /// - save(root, id) writes both sides into checkpoint `id` under `root` and answers the parts
 ///   (stores/wals_checkpoint); load(root, manifest) replaces both sides with the manifest's
 ///   parts for this shard, or changes nothing and fails with errc::corrupt_file.
 using factor_shard_actor = caf::typed_actor<
   caf::replies_to<view_atom, wals_side, uint64_t>::with<factor_snapshot>,
+  caf::replies_to<view_atom, wals_side, uint64_t, uint64_t, uint64_t>::with<factor_snapshot>,
   caf::replies_to<write_atom, uint64_t, wals_side, uint64_t, uint64_t,
                   shared_floats>::with<ok_atom>,
   caf::replies_to<begin_atom, uint64_t, wals_side>::with<ok_atom>,

@@ -167,11 +167,13 @@ struct wals_worker_config {
   wals_data_spec data;
   wals_params params;
   wals_faults faults;
+  /// Rows of a remote shard's side in one view message; 0: factor_view_chunk_rows(params.dim).
+  uint64_t view_chunk_rows = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wals_worker_config& x) {
-  return f(x.data, x.params, x.faults);
+  return f(x.data, x.params, x.faults, x.view_chunk_rows);
 }
 
 /// Progress the chief reports to its listener, once per committed phase.

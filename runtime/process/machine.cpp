@@ -40,9 +40,9 @@ namespace darcy::runtime {
 
 namespace {
 
-/// The kB figure of /proc/self/status's line `field` ("VmRSS:"), in bytes.
-uint64_t status_bytes(const std::string& field) {
-  std::ifstream status{"/proc/self/status"};
+/// The kB figure of /proc/`process`/status's line `field` ("VmRSS:"), in bytes.
+uint64_t status_bytes(const std::string& process, const std::string& field) {
+  std::ifstream status{"/proc/" + process + "/status"};
   std::string line;
   while (std::getline(status, line))
     if (line.rfind(field, 0) == 0)
@@ -53,11 +53,15 @@ uint64_t status_bytes(const std::string& field) {
 } // namespace
 
 uint64_t resident_bytes() {
-  return status_bytes("VmRSS:");
+  return status_bytes("self", "VmRSS:");
 }
 
 uint64_t peak_resident_bytes() {
-  return status_bytes("VmHWM:");
+  return status_bytes("self", "VmHWM:");
+}
+
+uint64_t peak_resident_bytes(pid_t pid) {
+  return status_bytes(std::to_string(pid), "VmHWM:");
 }
 
 namespace {

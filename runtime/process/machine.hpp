@@ -6,6 +6,8 @@
 //     return err;
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -23,6 +25,9 @@ uint64_t machine_memory_bytes();
 /// 0 where /proc does not say.
 uint64_t resident_bytes();
 uint64_t peak_resident_bytes();
+/// The most process `pid` has held resident so far (VmHWM), in bytes; 0 where /proc does not
+/// say (a process gone, or another user's).
+uint64_t peak_resident_bytes(pid_t pid);
 
 /// CPU seconds (user and system) used so far by this process, all its threads, and by the
 /// calling thread alone.

@@ -239,6 +239,16 @@ TEST(wals_cli, shards_that_own_no_row_serve_remote_workers) {
   fs::remove(data);
 }
 
+// Remote workers read each shard's side in chunks of rows (16 MiB by default; 3 rows here, so
+// that every side takes several rounds), and the driver fetches the factors the same way: the
+// cluster run still ends with the in-process factors, bit for bit.
+TEST(wals_cli, sides_read_a_few_rows_a_message_give_the_factors_of_one_message) {
+  auto data = small_matrix_file("wals-chunks.tsv");
+  expect_cluster_gives_local_factors(data, "chunks", "2",
+                                     {"--shards", "8", "--view-chunk-rows", "3"});
+  fs::remove(data);
+}
+
 /// A clean in-process run, a 3-node cluster, and a faulty driver run against it.
 struct fault_drill {
   explicit fault_drill(const std::string& name, bool netns = false)

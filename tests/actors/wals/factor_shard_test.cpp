@@ -91,6 +91,36 @@ TEST_F(factor_shard_test, AViewOfAKnownVersionCarriesNoRowsAndEveryCommitMakesAN
   EXPECT_EQ(cols->version, first->version) << "a commit of rows leaves cols' version";
 }
 
+// A remote reader takes a side in chunks: each chunk is the local rows asked for, cut short at
+// the side's end, and a reader that knows the version gets none.
+TEST_F(factor_shard_test, ARangeViewAnswersTheLocalRowsAskedForCutAtTheSidesEnd) {
+  auto all = snapshot(wals_side::cols, 0); // 2 local rows: ids 1 and 3
+  ASSERT_TRUE(all);
+  auto rows = copy_of(all->rows);
+  struct row {
+    const char* name;
+    uint64_t known, first, count;
+    floats want;
+  };
+  for (auto& c : std::vector<row>{
+         {"the first row", 0, 0, 1, floats(rows.begin(), rows.begin() + 3)},
+         {"the second row", 0, 1, 1, floats(rows.begin() + 3, rows.end())},
+         {"both", 0, 0, 2, rows},
+         {"more than there are", 0, 1, 5, floats(rows.begin() + 3, rows.end())},
+         {"past the end", 0, 2, 1, {}},
+         {"a huge count", 0, 0, ~uint64_t{0}, rows},
+         {"none", 0, 0, 0, {}},
+         {"the version known", all->version, 0, 2, {}},
+       }) {
+    SCOPED_TRACE(c.name);
+    auto part = ask<factor_snapshot>(sys, shard, test::patience, view_atom::value, wals_side::cols,
+                                     c.known, c.first, c.count);
+    ASSERT_TRUE(part) << render(part.error());
+    EXPECT_EQ(part->version, all->version);
+    EXPECT_EQ(copy_of(part->rows), c.want);
+  }
+}
+
 TEST_F(factor_shard_test, ACommitPublishesTheWritesAndNeverChangesAViewSomeoneHolds) {
   auto initial = view(wals_side::rows);
   ASSERT_TRUE(initial);

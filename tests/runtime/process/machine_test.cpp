@@ -1,5 +1,7 @@
 #include "runtime/process/machine.hpp"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 
@@ -23,6 +25,15 @@ TEST(machine, ResidentBytesGrowWithMemoryTouchedAndThePeakHoldsThem) {
   EXPECT_GE(peak_resident_bytes() + slack, touched);
   block.reset();
   EXPECT_GE(peak_resident_bytes() + slack, touched) << "a peak stays after the memory goes";
+}
+
+TEST(machine, ThePeakOfAProcessByPidIsItsOwnAndZeroForNoProcess) {
+  auto own = peak_resident_bytes();
+  auto by_pid = peak_resident_bytes(::getpid());
+  ASSERT_GT(by_pid, 0u);
+  // Both read the same /proc figure; it only grows between the two reads.
+  EXPECT_GE(by_pid, own);
+  EXPECT_EQ(peak_resident_bytes(pid_t{-1}), 0u);
 }
 
 TEST(machine, CpuSecondsGrowWithWorkOnThisThreadAndTheMachinesTicksAdvance) {

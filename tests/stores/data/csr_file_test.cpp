@@ -1,7 +1,5 @@
 #include "stores/data/csr_file.hpp"
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,7 @@
 
 #include "compute/synthetic_matrix.hpp"
 #include "messages/error.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -20,16 +19,14 @@ namespace fs = std::filesystem;
 class csr_file_test : public ::testing::Test {
 protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("darcy_csr_file_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
     auto m = compute::synthetic_matrix({.rows = 120, .cols = 90, .nnz = 1500, .seed = 3});
     ASSERT_TRUE(m);
     matrix_ = std::move(*m);
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  fs::path dir_;
+  test::temp_dir tmp_{"csr_file"};
+  fs::path dir_{tmp_.path()};
   compute::csr_matrix matrix_;
 };
 

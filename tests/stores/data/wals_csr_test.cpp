@@ -1,13 +1,12 @@
 #include "stores/data/wals_csr.hpp"
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "messages/error.hpp"
 #include "stores/data/wals_data.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace darcy::stores {
 namespace {
@@ -16,12 +15,9 @@ namespace fs = std::filesystem;
 
 class wals_csr_test : public ::testing::Test {
 protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("darcy_wals_csr_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  test::temp_dir tmp_{"wals_csr"};
+  /// Not there yet: each test writes it.
+  fs::path dir_{fs::path{tmp_.path()} / "matrix"};
 };
 
 TEST_F(wals_csr_test, SyntheticDirectoryHoldsTheMatrixAndItsTransposeWhateverTheThreads) {
