@@ -54,56 +54,83 @@ void prefetch_row(const float* row, uint32_t dim) {
     __builtin_prefetch(row + at);
 }
 
-/// Walks the entries of a range of rows in order, locating each entry's row of the other side
-/// and prefetching it a fixed number of entries ahead, across row boundaries (most rows are
-/// shorter than the distance). The first pass over each row must take its rows from next(),
-/// one call per entry, in order.
+/// Copies the other side's rows of a range's entries, in entry order, into one buffer, a batch
+/// of entries at a time, in a loop that does nothing else. Rows read at random from a side of
+/// gigabytes cost the least when many reads are in flight at once, which the solve's arithmetic
+/// between them would prevent; the solve then reads them from cache. The first pass over each
+/// row must take its rows from next(), one call per entry, in order. A batch ends at a row's end
+/// unless a row alone is longer: a row of at most `batch` entries lies in one batch, so its
+/// pointers stay valid until the next row's first call; a longer row's only until the next
+/// call.
 template <class Rows>
-class row_prefetcher {
+class row_gatherer {
 public:
+  /// Entries a batch (1 MiB of rows at dim 64).
+  static constexpr uint64_t batch = 4096;
+  /// Entries prefetched ahead of the one copied.
   static constexpr uint64_t distance = 32;
+  static_assert(batch >= explicit_threshold, "a row that CG solves must lie in one batch");
 
-  row_prefetcher(const csr_matrix& a, uint64_t first, uint64_t last, const Rows& other)
-    : indices_(a.indices.data()),
-      begin_(a.offsets[first]),
-      ahead_(begin_),
+  row_gatherer(const csr_matrix& a, uint64_t first, uint64_t last, const Rows& other)
+    : offsets_(a.offsets.data()),
+      indices_(a.indices.data()),
+      row_(first),
+      last_(last),
+      at_(a.offsets[first]),
       end_(a.offsets[last]),
-      other_(other) {
-    for (uint64_t i = 0; i < distance; ++i)
-      locate_ahead();
-  }
+      other_(other) {}
 
   /// The other side's row of the next entry.
   const float* next() {
-    auto row = located_[taken_++ % distance];
-    locate_ahead();
-    return row;
+    if (taken_ == filled_)
+      fill();
+    return buffer_.data() + taken_++ * other_.dim;
   }
 
 private:
-  void locate_ahead() {
-    if (ahead_ < end_) {
-      auto row = other_.row(indices_[ahead_]);
-      prefetch_row(row, other_.dim);
-      located_[(ahead_ - begin_) % distance] = row;
+  void fill() {
+    auto limit = std::min(at_ + batch, end_);
+    while (row_ < last_ && offsets_[row_ + 1] <= limit)
+      ++row_;
+    auto stop = row_ < last_ ? offsets_[row_] : end_;
+    if (stop <= at_) // the current row alone is longer than a batch
+      stop = limit;
+    auto n = stop - at_;
+    auto d = other_.dim;
+    if (buffer_.size() < n * d)
+      buffer_.resize(n * d);
+    auto* ids = indices_ + at_;
+    for (uint64_t i = 0; i < std::min(distance, n); ++i)
+      prefetch_row(other_.row(ids[i]), d);
+    for (uint64_t i = 0; i < n; ++i) {
+      if (i + distance < n)
+        prefetch_row(other_.row(ids[i + distance]), d);
+      std::copy_n(other_.row(ids[i]), d, buffer_.data() + i * d);
     }
-    ++ahead_;
+    at_ = stop;
+    taken_ = 0;
+    filled_ = n;
   }
 
+  const uint64_t* offsets_;
   const uint32_t* indices_;
-  uint64_t begin_;
-  uint64_t ahead_;
+  /// The row that holds entry at_ (or the first row past it).
+  uint64_t row_;
+  uint64_t last_;
+  /// The next entry to copy, and the range's end.
+  uint64_t at_;
   uint64_t end_;
-  uint64_t taken_ = 0;
   const Rows& other_;
-  std::array<const float*, distance> located_{};
+  std::vector<float> buffer_;
+  uint64_t taken_ = 0;
+  uint64_t filled_ = 0;
 };
 
 /// a = base + sum (w - sigma) v v^T and b = sum w v over the row's entries; returns sum w.
 template <class Rows>
 double form_system(const mat& base, const Rows& other, std::span<const uint32_t> cols,
                    std::span<const float> weights, const wals_params& p, row_scratch& s,
-                   row_prefetcher<Rows>* ahead) {
+                   row_gatherer<Rows>* ahead) {
   constexpr size_t chunk = 256;
   auto d = p.dim;
   s.a = base;
@@ -160,7 +187,7 @@ void cg_explicit(const mat& a, const vec& b, uint32_t steps, row_scratch& s, row
 template <class Rows>
 double solve_explicit(const mat& base, const Rows& other, std::span<const uint32_t> cols,
                       std::span<const float> weights, const wals_params& p, row_scratch& s,
-                      float* out, row_prefetcher<Rows>* ahead = nullptr) {
+                      float* out, row_gatherer<Rows>* ahead = nullptr) {
   double total = form_system(base, other, cols, weights, p, s, ahead);
   row_map x(out, p.dim);
   if (p.solver == wals_solver::cholesky) {
@@ -183,7 +210,7 @@ double solve_explicit(const mat& base, const Rows& other, std::span<const uint32
 template <int D, class Rows>
 double solve_cg(const mat& base_matrix, std::span<const uint32_t> cols,
                 std::span<const float> weights, const wals_params& p, row_scratch& s, float* out,
-                row_prefetcher<Rows>& ahead) {
+                row_gatherer<Rows>& ahead) {
   using fvec = Eigen::Matrix<float, D, 1>;
   using frow = Eigen::Map<const fvec>;
   const Eigen::Index d = p.dim;
@@ -233,7 +260,7 @@ double solve_cg(const mat& base_matrix, std::span<const uint32_t> cols,
 
 template <class Rows>
 using cg_kernel = double (*)(const mat&, std::span<const uint32_t>, std::span<const float>,
-                             const wals_params&, row_scratch&, float*, row_prefetcher<Rows>&);
+                             const wals_params&, row_scratch&, float*, row_gatherer<Rows>&);
 
 template <class Rows>
 cg_kernel<Rows> cg_kernel_for(uint32_t dim) {
@@ -257,7 +284,7 @@ double solve_range(const csr_matrix& a, uint64_t first, uint64_t last, const Row
                    std::span<const float> weights) {
   mat base = base_matrix(gramian, p);
   row_scratch scratch;
-  row_prefetcher<Rows> ahead(a, first, last, other);
+  row_gatherer<Rows> ahead(a, first, last, other);
   auto cg = cg_kernel_for<Rows>(p.dim);
   double loss = 0;
   for (uint64_t row = first; row < last; ++row) {
@@ -344,10 +371,15 @@ interleaved_factors::interleaved_factors(std::vector<const float*> parts, uint32
 }
 
 std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p) {
-  std::vector<float> w(a.values.size());
+  std::vector<float> w;
+  observed_weights(a, p, w);
+  return w;
+}
+
+void observed_weights(const csr_matrix& a, const wals_params& p, std::vector<float>& w) {
+  w.resize(a.values.size());
   for (size_t i = 0; i < w.size(); ++i)
     w[i] = observed_weight(p, a.values[i]);
-  return w;
 }
 
 std::vector<double> train_local(const csr_matrix& a, const csr_matrix& at, const wals_params& p,

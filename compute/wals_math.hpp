@@ -83,6 +83,8 @@ double solve_rows(const csr_matrix& a, uint64_t first, uint64_t last,
 
 /// observed_weight of every entry of `a`, in the order of a.values.
 std::vector<float> observed_weights(const csr_matrix& a, const wals_params& p);
+/// observed_weights into `w`, whose buffer is reused.
+void observed_weights(const csr_matrix& a, const wals_params& p, std::vector<float>& w);
 
 /// The plain single-process reference: `sweeps` alternations of solve_rows over all of `a`
 /// (and its transpose `at`) on `threads` threads, starting from initial_row. Returns the loss

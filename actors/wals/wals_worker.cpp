@@ -52,17 +52,22 @@ caf::expected<std::shared_ptr<const wals_worker_state::block_layout>> make_layou
   wals_worker_pointer self, const wals_token& token) {
   auto& st = self->state;
   auto& bounds = st.partitions[{token.side, token.blocks}];
-  auto layout = std::make_shared<wals_worker_state::block_layout>();
+  std::shared_ptr<wals_worker_state::block_layout> layout;
   if (st.files) {
+    // The last block's buffers, unless a job still holds them: a block of a large matrix is
+    // hundreds of megabytes, whose fresh pages would cost more than reading them.
+    if (st.spare_layout && st.spare_layout.use_count() == 1)
+      layout = st.spare_layout;
+    else
+      layout = st.spare_layout = std::make_shared<wals_worker_state::block_layout>();
     auto& file = token.side == wals_side::rows ? st.files->rows : st.files->cols;
     if (bounds.empty())
       bounds = compute::balanced_blocks(std::span<const uint64_t>{file->offsets()}, token.blocks);
     layout->first = bounds[token.block];
-    auto rows = file->read_rows(bounds[token.block], bounds[token.block + 1]);
-    if (!rows)
-      return std::move(rows.error());
-    layout->rows = std::move(*rows);
+    if (auto err = file->read_rows(bounds[token.block], bounds[token.block + 1], layout->rows))
+      return err;
   } else {
+    layout = std::make_shared<wals_worker_state::block_layout>();
     if (token.side == wals_side::cols && !st.transposed)
       st.transposed = stores::shared_transpose(st.data);
     auto& side = token.side == wals_side::rows ? st.data->matrix : *st.transposed;
@@ -71,7 +76,7 @@ caf::expected<std::shared_ptr<const wals_worker_state::block_layout>> make_layou
     layout->first = bounds[token.block];
     layout->rows = compute::slice_rows(side, bounds[token.block], bounds[token.block + 1]);
   }
-  layout->weights = compute::observed_weights(layout->rows, st.config.params);
+  compute::observed_weights(layout->rows, st.config.params, layout->weights);
   return layout;
 }
 

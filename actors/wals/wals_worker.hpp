@@ -42,6 +42,9 @@ struct wals_worker_state {
     std::vector<float> weights;
   };
   std::map<std::tuple<wals_side, uint32_t, uint32_t>, std::shared_ptr<const block_layout>> layouts;
+  /// Read from disk: the last block read, whose buffers the next block reuses once no job holds
+  /// it.
+  std::shared_ptr<block_layout> spare_layout;
   caf::actor chief;
   /// At most one block runs at a time; its solution is reused by the next unless shared.
   bool busy = false;

@@ -23,8 +23,8 @@ struct wals_scale_options {
   uint32_t cg_steps = 3;
   uint32_t sweeps = 2;
   uint32_t blocks_per_worker = 8;
-  /// Factor shards, round-robin on the two nodes (a worker fetches each remote shard's rows of
-  /// a side in one message).
+  /// Factor shards, round-robin on the two nodes (a node fetches each remote shard's rows of a
+  /// side once a phase, 16 MiB a message).
   uint32_t shards = 4;
   /// Generator threads, and the cores that entries per core-second divide by.
   uint32_t threads = 2;

@@ -104,33 +104,44 @@ csr_file::~csr_file() {
 }
 
 caf::expected<compute::csr_matrix> csr_file::read_rows(uint64_t begin, uint64_t end) const {
+  compute::csr_matrix m;
+  if (auto err = read_rows(begin, end, m))
+    return err;
+  return m;
+}
+
+caf::error csr_file::read_rows(uint64_t begin, uint64_t end, compute::csr_matrix& m) const {
   if (begin > end || end > rows_)
     return make_error(errc::invalid_argument, path_ + ": rows " + std::to_string(begin) + ".." +
                                                 std::to_string(end) + " of " +
                                                 std::to_string(rows_));
-  compute::csr_matrix m;
   m.rows = end - begin;
   m.cols = cols_;
   auto first = offsets_[begin], count = offsets_[end] - first;
   m.offsets.resize(m.rows + 1);
   for (uint64_t r = 0; r <= m.rows; ++r)
     m.offsets[r] = offsets_[begin + r] - first;
-  std::vector<uint32_t> raw(count * 2);
-  if (auto err = read_exactly(fd_, raw.data(), count * entry_bytes,
-                              csr_file_header_bytes + first * entry_bytes, path_))
-    return err;
   m.indices.resize(count);
   m.values.resize(count);
-  for (uint64_t i = 0; i < count; ++i) {
-    m.indices[i] = raw[2 * i];
-    std::memcpy(&m.values[i], &raw[2 * i + 1], sizeof(float));
+  // Entries are (column, value) pairs on disk: read a slice at a time and split them.
+  constexpr uint64_t slice = uint64_t{1} << 19;
+  std::vector<uint32_t> raw(std::min(count, slice) * 2);
+  for (uint64_t at = 0; at < count; at += slice) {
+    auto n = std::min(slice, count - at);
+    if (auto err = read_exactly(fd_, raw.data(), n * entry_bytes,
+                                csr_file_header_bytes + (first + at) * entry_bytes, path_))
+      return err;
+    for (uint64_t i = 0; i < n; ++i) {
+      m.indices[at + i] = raw[2 * i];
+      std::memcpy(&m.values[at + i], &raw[2 * i + 1], sizeof(float));
+    }
   }
   for (uint64_t r = 0; r < m.rows; ++r)
     for (auto i = m.offsets[r]; i < m.offsets[r + 1]; ++i)
       if (m.indices[i] >= cols_ || (i > m.offsets[r] && m.indices[i] <= m.indices[i - 1]))
         return make_error(errc::corrupt_file, path_ + ": row " + std::to_string(begin + r) +
                                                 " has a column out of range or out of order");
-  return m;
+  return {};
 }
 
 caf::expected<csr_file_writer> csr_file_writer::create(const std::string& path, uint64_t rows,

@@ -46,6 +46,10 @@ public:
   /// out of range or a row's columns do not ascend.
   caf::expected<compute::csr_matrix> read_rows(uint64_t begin, uint64_t end) const;
 
+  /// read_rows into `m`, whose buffers are reused (a reader of block after block allocates
+  /// once). On an error `m` holds no meaningful rows.
+  caf::error read_rows(uint64_t begin, uint64_t end, compute::csr_matrix& m) const;
+
 private:
   csr_file(std::string path, int fd, uint64_t rows, uint64_t cols, float largest,
            std::vector<uint64_t> offsets)

@@ -1,7 +1,9 @@
 #include "compute/wals_math.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <Eigen/Dense>
@@ -200,6 +202,56 @@ TEST(solve_rows, LongRowsTakeTheExplicitPathWithTheSameAnswerAndLoss) {
     }
     double direct = observed_loss(a, {u.data(), a.rows, p.dim}, {v.data(), a.cols, p.dim}, p);
     EXPECT_NEAR(returned, direct, 1e-3 * std::abs(direct)) << to_string(solver);
+  }
+}
+
+TEST(solve_rows, RowsAcrossGatherBatchesGiveTheBitsOfEachRowAloneAndTheClosedForm) {
+  // The other side's rows are gathered a batch of 4096 entries at a time: rows longer than a
+  // batch (split across batches), short rows that straddle batch ends, and empty rows.
+  struct shape {
+    const char* what;
+    std::vector<uint32_t> lengths;
+  };
+  std::vector<uint32_t> many_short(700, 17);
+  many_short[350] = 0;
+  shape shapes[] = {
+    {"a row of two batches and more between short ones", {3, 9000, 2, 0, 40}},
+    {"short rows over several batch ends", many_short},
+    {"long rows back to back", {5000, 4096, 4097, 1}},
+  };
+  for (auto& sh : shapes) {
+    std::vector<triple> ts;
+    uint32_t cols = 9100;
+    for (uint32_t r = 0; r < sh.lengths.size(); ++r)
+      for (uint32_t k = 0; k < sh.lengths[r]; ++k)
+        ts.push_back({r, (k * 11 + r * 13) % cols, static_cast<float>(1 + (k + r) % 5)});
+    std::sort(ts.begin(), ts.end(),
+              [](auto& x, auto& y) { return std::tie(x.row, x.col) < std::tie(y.row, y.col); });
+    ts.erase(std::unique(ts.begin(), ts.end(),
+                         [](auto& x, auto& y) { return x.row == y.row && x.col == y.col; }),
+             ts.end());
+    auto a = *from_triples(sh.lengths.size(), cols, ts);
+    for (auto solver : {wals_solver::cg, wals_solver::cholesky}) {
+      SCOPED_TRACE(std::string(sh.what) + ", " + to_string(solver));
+      wals_params p;
+      p.dim = 6;
+      p.solver = solver;
+      p.cg_steps = 30;
+      auto v = random_factors(a.cols, p.dim, 29);
+      auto g = gramian_of(v, a.cols, p.dim);
+      factor_view other{v.data(), a.cols, p.dim};
+      std::vector<float> whole(a.rows * p.dim, 0.0f), alone(whole.size(), 0.0f);
+      solve_rows(a, 0, a.rows, other, g, p, whole.data());
+      for (uint64_t r = 0; r < a.rows; ++r)
+        solve_rows(a, r, r + 1, other, g, p, alone.data() + r * p.dim);
+      EXPECT_EQ(whole, alone);
+      for (uint64_t r = 0; r < a.rows; r += 97) {
+        auto want = dense_solution(a, r, v, p);
+        for (uint32_t k = 0; k < p.dim; ++k)
+          ASSERT_NEAR(whole[r * p.dim + k], want[k], 2e-3 * std::max(1.0, std::abs(want[k])))
+            << "row " << r;
+      }
+    }
   }
 }
 

@@ -60,6 +60,26 @@ TEST_F(csr_file_test, ReadsBackAnyRangeOfRowsAsWritten) {
   EXPECT_TRUE(is(past.error(), errc::invalid_argument)) << render(past.error());
 }
 
+// A worker reads block after block into one matrix; entries are read half a million at a time.
+// Neither may change what a read returns.
+TEST_F(csr_file_test, ReadsIntoAReusedMatrixEqualFreshReadsAcrossReadSlices) {
+  auto big = compute::synthetic_matrix({.rows = 2000, .cols = 50000, .nnz = 2'400'000, .seed = 5});
+  ASSERT_TRUE(big);
+  ASSERT_GT(big->nnz(), uint64_t{1} << 20); // more than two slices
+  ASSERT_FALSE(write_csr_file(path("big.csr"), *big));
+  auto f = csr_file::open(path("big.csr"));
+  ASSERT_TRUE(f) << render(f.error());
+  compute::csr_matrix reused;
+  struct {
+    uint64_t begin, end;
+  } ranges[] = {{0, 2000}, {3, 4}, {500, 1500}, {1999, 2000}, {0, 2000}, {700, 700}};
+  for (auto& r : ranges) {
+    SCOPED_TRACE(std::to_string(r.begin) + ".." + std::to_string(r.end));
+    ASSERT_FALSE((*f)->read_rows(r.begin, r.end, reused));
+    expect_equal(reused, compute::slice_rows(*big, r.begin, r.end));
+  }
+}
+
 TEST_F(csr_file_test, DamagedFilesAreRefusedNamingTheFile) {
   ASSERT_FALSE(write_csr_file(path("m.csr"), matrix_));
   auto size = fs::file_size(path("m.csr"));
