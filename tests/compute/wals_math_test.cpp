@@ -174,6 +174,15 @@ TEST(solve_rows, InterleavedFactorsGiveTheSameBitsAsOneBuffer) {
   }
 }
 
+/// Dim 6, and CG steps enough to reach the closed form.
+wals_params closed_form_params(wals_solver solver) {
+  wals_params p;
+  p.dim = 6;
+  p.solver = solver;
+  p.cg_steps = 30;
+  return p;
+}
+
 TEST(solve_rows, LongRowsTakeTheExplicitPathWithTheSameAnswerAndLoss) {
   // Rows of 1500 entries (past the explicit threshold) next to short ones; CG with enough
   // steps and Cholesky both reach the closed form, and the returned loss is observed_loss.
@@ -186,10 +195,7 @@ TEST(solve_rows, LongRowsTakeTheExplicitPathWithTheSameAnswerAndLoss) {
   ts.push_back({2, 5, 1.0f});
   auto a = *from_triples(3, 1600, ts);
   for (auto solver : {wals_solver::cg, wals_solver::cholesky}) {
-    wals_params p;
-    p.dim = 6;
-    p.solver = solver;
-    p.cg_steps = 30;
+    auto p = closed_form_params(solver);
     auto v = random_factors(a.cols, p.dim, 13);
     auto g = gramian_of(v, a.cols, p.dim);
     std::vector<float> u(a.rows * p.dim, 0.0f);
@@ -233,10 +239,7 @@ TEST(solve_rows, RowsAcrossGatherBatchesGiveTheBitsOfEachRowAloneAndTheClosedFor
     auto a = *from_triples(sh.lengths.size(), cols, ts);
     for (auto solver : {wals_solver::cg, wals_solver::cholesky}) {
       SCOPED_TRACE(std::string(sh.what) + ", " + to_string(solver));
-      wals_params p;
-      p.dim = 6;
-      p.solver = solver;
-      p.cg_steps = 30;
+      auto p = closed_form_params(solver);
       auto v = random_factors(a.cols, p.dim, 29);
       auto g = gramian_of(v, a.cols, p.dim);
       factor_view other{v.data(), a.cols, p.dim};
